@@ -1,0 +1,161 @@
+"""The five architectures of docs/checkpoints.md, built only from primitives.py.
+
+Each forward takes W (a dict name -> float64 array, names as stored in the checkpoint), the
+hyperparameters hp, and token ids, and returns logits [ℓ, N_V] (decoders) or hidden states
+[ℓ, d_e] (encoders). Weights stored in nn.Linear layout [d_out, d_in] are transposed here, so
+every primitive sees x·W with W [d_in, d_out].
+"""
+import numpy as np
+
+from primitives import (bidirectional_mask, causal_mask, cross_mask, gelu_erf, gelu_tanh,
+                        layer_norm, learned_positional_embedding, linear, make_heads,
+                        mh_attention, mlp, relu, rms_norm, sinusoidal_positional_embedding,
+                        token_embedding, unembedding)
+
+
+def _nn_linear(W, prefix, bias=True):
+    # nn.Linear stores [d_out, d_in]; return ([d_in, d_out], [d_out] or None)
+    return W[prefix + ".weight"].T, (W[prefix + ".bias"] if bias else None)
+
+
+def _nn_mha(W, prefix, H, X, Z, mask, bias=True):
+    # MHA whose q/k/v/o are nn.Linear layers {prefix}.{q,k,v,o}; heads contiguous in d_out
+    Wq, bq = _nn_linear(W, prefix + ".q", bias)
+    Wk, bk = _nn_linear(W, prefix + ".k", bias)
+    Wv, bv = _nn_linear(W, prefix + ".v", bias)
+    Wo, bo = _nn_linear(W, prefix + ".o", bias)
+    return mh_attention(X, Z, make_heads(H, Wq, bq, Wk, bk, Wv, bv), Wo, bo, mask)
+
+
+# ---------------------------------------------------------------- Alg. 10: GPT-2 (pre-LN)
+
+def gpt2_forward(W, hp, tokens):
+    l_x, d = len(tokens), hp["d_e"]
+    x = token_embedding(W["wte.weight"], tokens) \
+        + learned_positional_embedding(W["wpe.weight"], l_x)            # [ℓ, d_e]
+    mask = causal_mask(l_x)                                               # [ℓ, ℓ]
+    for l in range(hp["L"]):
+        p = f"h.{l}."
+        a = layer_norm(x, W[p + "ln_1.weight"], W[p + "ln_1.bias"], hp["eps"])   # [ℓ, d_e]
+        Wqkv, bqkv = W[p + "attn.c_attn.weight"], W[p + "attn.c_attn.bias"]     # [d_e, 3·d_e]
+        heads = make_heads(hp["H"], Wqkv[:, :d], bqkv[:d], Wqkv[:, d:2 * d], bqkv[d:2 * d],
+                           Wqkv[:, 2 * d:], bqkv[2 * d:])
+        x = x + mh_attention(a, a, heads, W[p + "attn.c_proj.weight"],
+                             W[p + "attn.c_proj.bias"], mask)                    # [ℓ, d_e]
+        a = layer_norm(x, W[p + "ln_2.weight"], W[p + "ln_2.bias"], hp["eps"])
+        x = x + mlp(a, W[p + "mlp.c_fc.weight"], W[p + "mlp.c_fc.bias"],
+                    W[p + "mlp.c_proj.weight"], W[p + "mlp.c_proj.bias"], gelu_tanh)
+    x = layer_norm(x, W["ln_f.weight"], W["ln_f.bias"], hp["eps"])             # [ℓ, d_e]
+    return unembedding(x, W["wte.weight"].T)                                    # [ℓ, N_V] tied
+
+
+# ---------------------------------------------------------------- Alg. 9: BERT / MiniLM (post-LN)
+
+def bert_forward(W, hp, tokens):
+    # as HF BertModel with attention_mask all ones and token_type_ids all zero, in eval mode
+    l_x, eps = len(tokens), hp["eps"]
+    e = "embeddings."
+    x = token_embedding(W[e + "word_embeddings.weight"], tokens) \
+        + learned_positional_embedding(W[e + "position_embeddings.weight"], l_x) \
+        + W[e + "token_type_embeddings.weight"][0]                                # [ℓ, d_e]
+    x = layer_norm(x, W[e + "LayerNorm.weight"], W[e + "LayerNorm.bias"], eps)
+    mask = bidirectional_mask(l_x)
+    for l in range(hp["L"]):
+        p = f"encoder.layer.{l}."
+        Wq, bq = _nn_linear(W, p + "attention.self.query")
+        Wk, bk = _nn_linear(W, p + "attention.self.key")
+        Wv, bv = _nn_linear(W, p + "attention.self.value")
+        Wo, bo = _nn_linear(W, p + "attention.output.dense")
+        a = mh_attention(x, x, make_heads(hp["H"], Wq, bq, Wk, bk, Wv, bv), Wo, bo, mask)
+        x = layer_norm(x + a, W[p + "attention.output.LayerNorm.weight"],
+                       W[p + "attention.output.LayerNorm.bias"], eps)            # [ℓ, d_e]
+        W1, b1 = _nn_linear(W, p + "intermediate.dense")                          # [d_e, d_mlp]
+        W2, b2 = _nn_linear(W, p + "output.dense")                                # [d_mlp, d_e]
+        x = layer_norm(x + mlp(x, W1, b1, W2, b2, gelu_erf),
+                       W[p + "output.LayerNorm.weight"], W[p + "output.LayerNorm.bias"], eps)
+    return x                                                                       # [ℓ, d_e]
+
+
+# ---------------------------------------------------------------- seed 000 (post-LN, no γ/β)
+
+def compact_forward(W, hp, tokens):
+    l_x, eps = len(tokens), hp["eps"]
+    x = token_embedding(W["tok_emb.weight"], tokens) \
+        + learned_positional_embedding(W["pos_emb.weight"], l_x)                 # [ℓ, d_e]
+    mask = bidirectional_mask(l_x)
+    for l in range(hp["L"]):
+        p = f"layers.{l}."
+        heads = [(W[p + f"attn.{h}.w_q"], None, W[p + f"attn.{h}.w_k"], None,
+                  W[p + f"attn.{h}.w_v"], None) for h in range(hp["H"])]
+        # Σ_h Y_h·W_o,hᵀ equals concat_h(Y_h) · [W_o,0ᵀ; …; W_o,H-1ᵀ]
+        Wo = np.concatenate([W[p + f"attn.{h}.w_o"].T for h in range(hp["H"])], axis=0)
+        y = layer_norm(x + mh_attention(x, x, heads, Wo, None, mask), eps=eps)   # [ℓ, d_e]
+        # column form W2·relu(W1·z + b1) + b2 is row form relu(z·W1ᵀ + b1)·W2ᵀ + b2
+        f = mlp(y, W[p + "ffn.w1"].T, W[p + "ffn.b1"], W[p + "ffn.w2"].T, W[p + "ffn.b2"], relu)
+        x = layer_norm(y + f, eps=eps)                                           # [ℓ, d_e]
+    return unembedding(x, W["unembed.weight"])                                   # [ℓ, N_V]
+
+
+# ---------------------------------------------------------------- Alg. 8: encoder-decoder
+
+def transformer_forward(W, hp, tokens, source_tokens):
+    # tokens: target prefix x [ℓ_x]; source_tokens: z [ℓ_z]; -> logits [ℓ_x, N_V]
+    if len(source_tokens) == 0:
+        raise ValueError("transformer needs at least one source token (--source-tokens)")
+    H, eps, d = hp["H"], hp["eps"], hp["d_e"]
+
+    def ln(v, prefix):
+        return layer_norm(v, W[prefix + ".weight"], W[prefix + ".bias"], eps)
+
+    def ffn(v, prefix):
+        W1, b1 = _nn_linear(W, prefix + ".fc1")
+        W2, b2 = _nn_linear(W, prefix + ".fc2")
+        return mlp(v, W1, b1, W2, b2, relu)
+
+    l_z, l_x = len(source_tokens), len(tokens)
+    Z = token_embedding(W["embed.weight"], source_tokens) \
+        + sinusoidal_positional_embedding(l_z, d)                                # [ℓ_z, d_e]
+    for l in range(hp["L_enc"]):
+        p = f"encoder.layers.{l}."
+        Z = ln(Z + _nn_mha(W, p + "attn", H, Z, Z, bidirectional_mask(l_z)), p + "ln1")
+        Z = ln(Z + ffn(Z, p + "mlp"), p + "ln2")
+    X = token_embedding(W["embed.weight"], tokens) \
+        + sinusoidal_positional_embedding(l_x, d)                                # [ℓ_x, d_e]
+    for l in range(hp["L_dec"]):
+        p = f"decoder.layers.{l}."
+        X = ln(X + _nn_mha(W, p + "self_attn", H, X, X, causal_mask(l_x)), p + "ln1")
+        X = ln(X + _nn_mha(W, p + "cross_attn", H, X, Z, cross_mask(l_x, l_z)), p + "ln2")
+        X = ln(X + ffn(X, p + "mlp"), p + "ln3")
+    return unembedding(X, W["unembed.weight"].T)                                 # [ℓ_x, N_V]
+
+
+# ---------------------------------------------------------------- Gopher-style (RMSNorm, pre-LN)
+
+def gopher_forward(W, hp, tokens):
+    l_x, eps = len(tokens), hp["eps"]
+    x = token_embedding(W["embed.weight"], tokens) \
+        + learned_positional_embedding(W["pos_embed.weight"], l_x)              # [ℓ, d_e]
+    mask = causal_mask(l_x)
+    for l in range(hp["L"]):
+        p = f"layers.{l}."
+        a = rms_norm(x, W[p + "norm1.weight"], eps)
+        x = x + _nn_mha(W, p + "attn", hp["H"], a, a, mask, bias=False)
+        a = rms_norm(x, W[p + "norm2.weight"], eps)
+        x = x + mlp(a, W[p + "mlp.fc1.weight"].T, None, W[p + "mlp.fc2.weight"].T, None,
+                    gelu_tanh)
+    x = rms_norm(x, W["final_norm.weight"], eps)
+    return unembedding(x, W["embed.weight"].T)                                  # [ℓ, N_V] tied
+
+
+def forward(arch, W, hp, tokens, source_tokens=None):
+    """Dispatch: logits [ℓ, N_V] for decoders, hidden states [ℓ, d_e] for bert/minilm."""
+    if len(tokens) == 0:
+        raise ValueError("need at least one token")
+    if arch == "transformer":
+        return transformer_forward(W, hp, tokens, source_tokens if source_tokens is not None
+                                   else [])
+    if source_tokens is not None:
+        raise ValueError(f"{arch} takes no source tokens")
+    fn = {"gpt2": gpt2_forward, "bert": bert_forward, "minilm": bert_forward,
+          "compact": compact_forward, "gopher": gopher_forward}[arch]
+    return fn(W, hp, tokens)
