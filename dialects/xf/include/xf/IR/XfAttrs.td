@@ -1,0 +1,24 @@
+//===- XfAttrs.td - xf enum attributes ---------------------*- tablegen -*-===//
+
+#ifndef XF_ATTRS_TD
+#define XF_ATTRS_TD
+
+include "mlir/IR/EnumAttr.td"
+
+// Which context positions a query may attend to (the paper's Mask).
+def Xf_MaskKind : I32EnumAttr<"MaskKind", "attention mask", [
+    I32EnumAttrCase<"bidirectional", 0>,  // self-attention, Mask ≡ 1
+    I32EnumAttrCase<"causal", 1>,         // self-attention, key t' ≤ query t
+    I32EnumAttrCase<"cross", 2>           // context is another sequence, Mask ≡ 1
+  ]> {
+  let cppNamespace = "::mlir::xf";
+}
+
+def Xf_GeluApproximation : I32EnumAttr<"GeluApproximation", "GELU form", [
+    I32EnumAttrCase<"erf", 0>,   // exact: x·Φ(x)
+    I32EnumAttrCase<"tanh", 1>   // GPT-2's tanh approximation
+  ]> {
+  let cppNamespace = "::mlir::xf";
+}
+
+#endif // XF_ATTRS_TD

@@ -1,0 +1,32 @@
+//===- XfDialect.td - the xf dialect -----------------------*- tablegen -*-===//
+//
+// The xf dialect models a transformer at the level of the algorithm boxes of
+// Phuong & Hutter, "Formal Algorithms for Transformers".
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_DIALECT_TD
+#define XF_DIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Xf_Dialect : Dialect {
+  let name = "xf";
+  let cppNamespace = "::mlir::xf";
+  let summary = "Transformer ops at the level of Phuong & Hutter's algorithms.";
+  let description = [{
+    Ops of the `xf` dialect are the primitives of "Formal Algorithms for
+    Transformers": token and positional embedding, linear maps, layer norm and
+    RMS norm, (multi-head) attention with bidirectional, causal or cross masks,
+    activations and unembedding. They work on ranked tensors. Activations are
+    laid out row-major as `[ℓ, d]`: row `t` is token position `t` (the paper's
+    column convention is a notation, not a layout). The sequence length `ℓ` is
+    usually dynamic (`?`); model widths are static. Every verifier checks the
+    shape rules of its algorithm and names the offending shapes.
+  }];
+}
+
+class Xf_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Xf_Dialect, mnemonic, traits>;
+
+#endif // XF_DIALECT_TD

@@ -1,0 +1,310 @@
+//===- XfOps.td - xf operations ----------------------------*- tablegen -*-===//
+//
+// One op per primitive of the paper. Shapes in descriptions use the paper's
+// names; `ℓ` (query length) and `ℓ_z` (context length) may be dynamic.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_OPS_TD
+#define XF_OPS_TD
+
+include "xf/IR/XfDialect.td"
+include "xf/IR/XfAttrs.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/OpBase.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+
+def Xf_FloatTensor : RankedTensorOf<[AnyFloat]>;
+def Xf_Matrix : 2DTensorOf<[AnyFloat]>;
+def Xf_Vector : 1DTensorOf<[AnyFloat]>;
+def Xf_TokenIds : 1DTensorOf<[AnySignlessInteger]>;
+
+class Xf_PureOp<string mnemonic, list<Trait> traits = []>
+    : Xf_Op<mnemonic, !listconcat([Pure], traits)> {
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Parameters and data movement
+//===----------------------------------------------------------------------===//
+
+def Xf_ParameterOp : Xf_Op<"parameter", [Pure]> {
+  let summary = "a learned tensor, bound to a checkpoint tensor name";
+  let description = [{
+    Produces the checkpoint tensor `name` with the stored shape of the result
+    type. The runtime binds it when the executable loads its weights.
+
+    ```mlir
+    %wte = xf.parameter "wte.weight" : tensor<50257x768xf32>
+    ```
+  }];
+  let arguments = (ins StrAttr:$name);
+  let results = (outs Xf_FloatTensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+  let hasVerifier = 1;
+}
+
+def Xf_TransposeOp : Xf_PureOp<"transpose"> {
+  let summary = "matrix transpose: [m, n] → [n, m]";
+  let arguments = (ins Xf_Matrix:$input);
+  let results = (outs Xf_Matrix:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Xf_ConcatOp : Xf_PureOp<"concat"> {
+  let summary = "concatenation along one axis (packs per-head matrices)";
+  let description = [{
+    ```mlir
+    %wq = xf.concat %q0, %q1 axis 1 : tensor<64x16xf32>, tensor<64x16xf32> -> tensor<64x32xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Xf_FloatTensor>:$inputs, I64Attr:$axis);
+  let results = (outs Xf_FloatTensor:$result);
+  let assemblyFormat =
+      "$inputs `axis` $axis attr-dict `:` type($inputs) `->` type($result)";
+}
+
+def Xf_RowOp : Xf_PureOp<"row"> {
+  let summary = "one row of a matrix: W[i, :] (e.g. BERT's token-type 0)";
+  let arguments = (ins Xf_Matrix:$input, I64Attr:$index);
+  let results = (outs Xf_Vector:$result);
+  let assemblyFormat =
+      "$input `[` $index `]` attr-dict `:` type($input) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Embeddings (Alg. 1, Alg. 2, sinusoidal)
+//===----------------------------------------------------------------------===//
+
+def Xf_TokenEmbedOp : Xf_PureOp<"token_embed"> {
+  let summary = "Alg. 1: e_t = W_e[x[t], :]";
+  let description = [{
+    Gathers one row of the embedding table `[N_V, d_e]` per token id:
+    `[ℓ] → [ℓ, d_e]`.
+
+    ```mlir
+    %e = xf.token_embed %wte[%x] : tensor<50257x768xf32>, tensor<?xi32> -> tensor<?x768xf32>
+    ```
+  }];
+  let arguments = (ins Xf_Matrix:$table, Xf_TokenIds:$tokens);
+  let results = (outs Xf_Matrix:$result);
+  let assemblyFormat = "$table `[` $tokens `]` attr-dict `:` type($table) `,` "
+                       "type($tokens) `->` type($result)";
+}
+
+def Xf_PositionalEmbedOp : Xf_PureOp<"pos_embed"> {
+  let summary = "Alg. 2: learned positional embedding, rows offset .. offset+ℓ-1 of W_p";
+  let description = [{
+    Returns rows `offset + t` (t = 0 .. ℓ-1) of the table `[ℓ_max, d_e]`, one per
+    token of `tokens`. `offset` (default 0) is the position of the first token,
+    used when decoding with a KV cache.
+
+    ```mlir
+    %p = xf.pos_embed %wpe for %x : tensor<1024x768xf32>, tensor<?xi32> -> tensor<?x768xf32>
+    ```
+  }];
+  let arguments = (ins Xf_Matrix:$table, Xf_TokenIds:$tokens,
+                       Optional<Index>:$offset);
+  let results = (outs Xf_Matrix:$result);
+  let assemblyFormat = "$table `for` $tokens (`offset` $offset^)? attr-dict `:` "
+                       "type($table) `,` type($tokens) `->` type($result)";
+}
+
+def Xf_SinusoidalEmbedOp : Xf_PureOp<"sinusoidal_embed"> {
+  let summary = "fixed sinusoidal positions of Vaswani et al.";
+  let description = [{
+    `P[t, 2i] = sin(p / base^(2i/d_e))`, `P[t, 2i+1] = cos(p / base^(2i/d_e))`
+    with `p = offset + t`: `[ℓ] → [ℓ, d_e]`, `d_e` even.
+
+    ```mlir
+    %p = xf.sinusoidal_embed for %x base 1.0e+04 : tensor<?xi32> -> tensor<?x512xf32>
+    ```
+  }];
+  let arguments = (ins Xf_TokenIds:$tokens, Optional<Index>:$offset,
+                       F64Attr:$base);
+  let results = (outs Xf_Matrix:$result);
+  let assemblyFormat = "`for` $tokens (`offset` $offset^)? `base` $base attr-dict "
+                       "`:` type($tokens) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Linear algebra
+//===----------------------------------------------------------------------===//
+
+def Xf_LinearOp : Xf_PureOp<"linear"> {
+  let summary = "affine map y = x·W (+ b), rows are positions";
+  let description = [{
+    `x : [ℓ, d_in]`, `W : [d_in, d_out]` (or `[d_out, d_in]` with
+    `transpose_weight`, the nn.Linear layout), optional `b : [d_out]`;
+    result `[ℓ, d_out]`. This is the paper's `W x + b` in row layout.
+
+    ```mlir
+    %y = xf.linear %x, %w, %b : tensor<?x768xf32>, tensor<768x2304xf32>, tensor<2304xf32> -> tensor<?x2304xf32>
+    %z = xf.linear %x, %w transpose_weight : tensor<?x768xf32>, tensor<3072x768xf32> -> tensor<?x3072xf32>
+    ```
+  }];
+  let arguments = (ins Xf_Matrix:$input, Xf_Matrix:$weight,
+                       Optional<Xf_Vector>:$bias, UnitAttr:$transpose_weight);
+  let results = (outs Xf_Matrix:$result);
+  let assemblyFormat = "$input `,` $weight (`,` $bias^)? (`transpose_weight` $transpose_weight^)? "
+                       "attr-dict `:` type($input) `,` type($weight) (`,` type($bias)^)? "
+                       "`->` type($result)";
+}
+
+def Xf_MatmulOp : Xf_PureOp<"matmul"> {
+  let summary = "matrix product A·B, or A·Bᵀ with transpose_rhs";
+  let arguments = (ins Xf_Matrix:$lhs, Xf_Matrix:$rhs, UnitAttr:$transpose_rhs);
+  let results = (outs Xf_Matrix:$result);
+  let assemblyFormat = "$lhs `,` $rhs (`transpose_rhs` $transpose_rhs^)? attr-dict "
+                       "`:` type($lhs) `,` type($rhs) `->` type($result)";
+}
+
+def Xf_AddOp : Xf_PureOp<"add"> {
+  let summary = "elementwise sum (residual), rank-1 rhs broadcast over rows";
+  let description = [{
+    `[ℓ, d] + [ℓ, d]` or `[ℓ, d] + [d]` (a bias added to every row).
+  }];
+  let arguments = (ins Xf_FloatTensor:$lhs, Xf_FloatTensor:$rhs);
+  let results = (outs Xf_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) "
+                       "`->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Normalisation (Alg. 6 and RMSNorm)
+//===----------------------------------------------------------------------===//
+
+def Xf_LayerNormOp : Xf_PureOp<"layer_norm", [AttrSizedOperandSegments]> {
+  let summary = "Alg. 6: (x − mean) / sqrt(var + ε) ⊙ γ + β, per row";
+  let description = [{
+    Normalises each row of `[ℓ, d_e]`. `γ` and `β` (`[d_e]`) come together or
+    not at all (seed 000's LayerNorm has neither).
+
+    ```mlir
+    %y = xf.layer_norm %x gamma %g beta %b eps 1.0e-05 : tensor<?x768xf32>, tensor<768xf32>, tensor<768xf32> -> tensor<?x768xf32>
+    %z = xf.layer_norm %x eps 1.0e-05 : tensor<?x64xf32> -> tensor<?x64xf32>
+    ```
+  }];
+  let arguments = (ins Xf_FloatTensor:$input, Optional<Xf_Vector>:$gamma,
+                       Optional<Xf_Vector>:$beta, F64Attr:$epsilon);
+  let results = (outs Xf_FloatTensor:$result);
+  let assemblyFormat = "$input (`gamma` $gamma^ `beta` $beta)? `eps` $epsilon attr-dict "
+                       "`:` type($input) (`,` type($gamma)^ `,` type($beta))? "
+                       "`->` type($result)";
+}
+
+def Xf_RmsNormOp : Xf_PureOp<"rms_norm"> {
+  let summary = "RMSNorm: x / sqrt(mean(x²) + ε) ⊙ γ, per row";
+  let arguments = (ins Xf_FloatTensor:$input, Optional<Xf_Vector>:$gamma,
+                       F64Attr:$epsilon);
+  let results = (outs Xf_FloatTensor:$result);
+  let assemblyFormat = "$input (`gamma` $gamma^)? `eps` $epsilon attr-dict "
+                       "`:` type($input) (`,` type($gamma)^)? `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Attention (Alg. 3–5)
+//===----------------------------------------------------------------------===//
+
+def Xf_AttentionOp : Xf_PureOp<"attention"> {
+  let summary = "Alg. 4 on projected inputs: softmax(scale·Q·Kᵀ + mask)·V per head";
+  let description = [{
+    `Q : [ℓ, H·d_k]`, `K : [ℓ_z, H·d_k]`, `V : [ℓ_z, H·d_v]` → `[ℓ, H·d_v]`;
+    head `h` uses columns `h·d_k ..` of Q and K and `h·d_v ..` of V. `scale`
+    defaults to `1/sqrt(d_k)`. With `causal`, query `t` sees keys
+    `t' ≤ t + (ℓ_z − ℓ)` (so `ℓ_z ≥ ℓ`; equal lengths without a cache).
+
+    ```mlir
+    %o = xf.attention causal heads 12 %q, %k, %v : tensor<?x768xf32>, tensor<?x768xf32>, tensor<?x768xf32> -> tensor<?x768xf32>
+    ```
+  }];
+  let arguments = (ins Xf_Matrix:$query, Xf_Matrix:$key, Xf_Matrix:$value,
+                       Xf_MaskKind:$mask, I64Attr:$heads,
+                       OptionalAttr<F64Attr>:$scale);
+  let results = (outs Xf_Matrix:$result);
+  let assemblyFormat = "$mask `heads` $heads $query `,` $key `,` $value "
+                       "(`scale` $scale^)? attr-dict `:` type($query) `,` type($key) "
+                       "`,` type($value) `->` type($result)";
+}
+
+def Xf_MultiHeadAttentionOp
+    : Xf_PureOp<"mha", [AttrSizedOperandSegments]> {
+  let summary = "Alg. 5 MHAttention: H heads with their projections and W_o";
+  let description = [{
+    Self-attention over `x : [ℓ, d_x]` (mask `bidirectional` or `causal`), or
+    cross-attention from `x` to a `context z : [ℓ_z, d_z]` (mask `cross`).
+    Weights in row layout: `W_q : [d_x, H·d_k]`, `W_k : [d_z, H·d_k]`,
+    `W_v : [d_z, H·d_v]`, `W_o : [H·d_v, d_out]`, each with an optional bias
+    of its output width. With `transpose_weights` every W is stored
+    `[d_out, d_in]` (nn.Linear). Result `[ℓ, d_out]`.
+
+    ```mlir
+    %y = xf.mha causal heads 12 %x q %wq, %bq k %wk, %bk v %wv, %bv o %wo, %bo
+           : (tensor<?x768xf32>, ...) -> tensor<?x768xf32>
+    ```
+  }];
+  let arguments = (ins Xf_Matrix:$input, Optional<Xf_Matrix>:$context_seq,
+                       Xf_Matrix:$wq, Optional<Xf_Vector>:$bq,
+                       Xf_Matrix:$wk, Optional<Xf_Vector>:$bk,
+                       Xf_Matrix:$wv, Optional<Xf_Vector>:$bv,
+                       Xf_Matrix:$wo, Optional<Xf_Vector>:$bo,
+                       Xf_MaskKind:$mask, I64Attr:$heads,
+                       OptionalAttr<F64Attr>:$scale,
+                       UnitAttr:$transpose_weights);
+  let results = (outs Xf_Matrix:$result);
+  let assemblyFormat = [{
+    $mask `heads` $heads $input (`context` $context_seq^)?
+    `q` $wq (`,` $bq^)? `k` $wk (`,` $bk^)? `v` $wv (`,` $bv^)? `o` $wo (`,` $bo^)?
+    (`scale` $scale^)? (`transpose_weights` $transpose_weights^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Activations, softmax, unembedding (Alg. 7)
+//===----------------------------------------------------------------------===//
+
+class Xf_ElementwiseOp<string mnemonic, list<Trait> traits = []>
+    : Xf_PureOp<mnemonic, !listconcat([SameOperandsAndResultType], traits)> {
+  let hasVerifier = 0;
+}
+
+def Xf_ReluOp : Xf_ElementwiseOp<"relu"> {
+  let summary = "max(x, 0)";
+  let arguments = (ins Xf_FloatTensor:$input);
+  let results = (outs Xf_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Xf_GeluOp : Xf_ElementwiseOp<"gelu"> {
+  let summary = "GELU, exact (erf) or GPT-2's tanh form";
+  let arguments = (ins Xf_FloatTensor:$input, Xf_GeluApproximation:$approximation);
+  let results = (outs Xf_FloatTensor:$result);
+  let assemblyFormat = "$approximation $input attr-dict `:` type($input)";
+}
+
+def Xf_SoftmaxOp : Xf_ElementwiseOp<"softmax"> {
+  let summary = "softmax over the last axis (each row is a distribution)";
+  let arguments = (ins Xf_FloatTensor:$input);
+  let results = (outs Xf_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Xf_UnembedOp : Xf_PureOp<"unembed"> {
+  let summary = "Alg. 7: logits x·W_u, or x·W_eᵀ with tied";
+  let description = [{
+    `x : [ℓ, d_e]`; `W_u : [d_e, N_V]`, or with `tied` the token embedding
+    table `[N_V, d_e]` itself. Result: pre-softmax logits `[ℓ, N_V]`.
+
+    ```mlir
+    %logits = xf.unembed %x, tied %wte : tensor<?x768xf32>, tensor<50257x768xf32> -> tensor<?x50257xf32>
+    ```
+  }];
+  let arguments = (ins Xf_Matrix:$input, Xf_Matrix:$weight, UnitAttr:$tied);
+  let results = (outs Xf_Matrix:$result);
+  let assemblyFormat = "$input `,` (`tied` $tied^)? $weight attr-dict `:` "
+                       "type($input) `,` type($weight) `->` type($result)";
+}
+
+#endif // XF_OPS_TD

@@ -1,0 +1,29 @@
+# -*- Python -*- lit configuration for the xf test suite.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+
+config.name = "XF"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".xf", ".test"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.xf_obj_root, "test")
+# Not lit tests: the oracle (pytest), benchmarks, GoogleTest sources, inputs.
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
+                   "reference", "bench", "unit", "Inputs", "fuzz"]
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%xf_src_root", config.xf_src_root))
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+llvm_config.with_environment("PATH", config.xf_tools_dir, append_path=False)
+
+tools = ["xf-opt"]
+for optional_tool in ["xfc"]:
+    if os.path.exists(os.path.join(config.xf_tools_dir, optional_tool)):
+        tools.append(optional_tool)
+        config.available_features.add(optional_tool)
+llvm_config.add_tool_substitutions(tools, [config.xf_tools_dir, config.llvm_tools_dir])
