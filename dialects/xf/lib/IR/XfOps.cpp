@@ -122,6 +122,31 @@ LogicalResult ConcatOp::verify() {
   return verifySameFloatElementType(*this);
 }
 
+LogicalResult SliceOp::verify() {
+  auto in = getInput().getType();
+  auto out = getType();
+  int64_t axis = getAxis(), offset = getOffset();
+  if (in.getRank() != out.getRank())
+    return emitOpError() << "result " << formatShape(out)
+                         << " must have the rank of input " << formatShape(in);
+  if (axis < 0 || axis >= in.getRank())
+    return emitOpError() << "axis " << axis << " is out of range for input "
+                         << formatShape(in);
+  int64_t size = out.getDimSize(axis), extent = in.getDimSize(axis);
+  if (ShapedType::isDynamic(size))
+    return emitOpError() << "needs a static slice size on axis " << axis
+                         << ", got result " << formatShape(out);
+  if (offset < 0 || (!ShapedType::isDynamic(extent) && offset + size > extent))
+    return emitOpError() << "slice [" << offset << ", " << offset + size
+                         << ") on axis " << axis << " is outside input "
+                         << formatShape(in);
+  for (unsigned d = 0; d < in.getRank(); ++d)
+    if (d != axis && failed(expectSameDim(*this, "slice", {"result", out, d},
+                                          {"input", in, d})))
+      return failure();
+  return verifySameFloatElementType(*this);
+}
+
 LogicalResult RowOp::verify() {
   auto in = getInput().getType();
   int64_t rows = in.getDimSize(0);

@@ -65,6 +65,22 @@ def Xf_ConcatOp : Xf_PureOp<"concat"> {
       "$inputs `axis` $axis attr-dict `:` type($inputs) `->` type($result)";
 }
 
+def Xf_SliceOp : Xf_PureOp<"slice"> {
+  let summary = "a static slice [offset, offset+size) along one axis";
+  let description = [{
+    Cuts a fused checkpoint tensor into the paper's matrices, e.g. GPT-2's
+    `c_attn.weight : [d_e, 3·d_e]` into W_q, W_k, W_v.
+
+    ```mlir
+    %wk = xf.slice %wqkv axis 1 offset 768 : tensor<768x2304xf32> -> tensor<768x768xf32>
+    ```
+  }];
+  let arguments = (ins Xf_FloatTensor:$input, I64Attr:$axis, I64Attr:$offset);
+  let results = (outs Xf_FloatTensor:$result);
+  let assemblyFormat = "$input `axis` $axis `offset` $offset attr-dict `:` "
+                       "type($input) `->` type($result)";
+}
+
 def Xf_RowOp : Xf_PureOp<"row"> {
   let summary = "one row of a matrix: W[i, :] (e.g. BERT's token-type 0)";
   let arguments = (ins Xf_Matrix:$input, I64Attr:$index);
