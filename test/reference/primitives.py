@@ -127,7 +127,7 @@ def causal_mask(l_x):
 
 
 def cross_mask(l_x, l_z):
-    return np.ones((l_x, l_z), dtype=bool)    # [ℓ_x, ℓ_z]: decoder token sees all encoder tokens
+    return np.ones((l_x, l_z), dtype=bool)    # [ℓ_x, ℓ_z]: each decoder token sees the encoder's
 
 
 def attention(X, Z, W_q, b_q, W_k, b_k, W_v, b_v, mask):
