@@ -487,3 +487,27 @@ func.func @gelu_type(%x: tensor<?x64xf32>) {
   %y = "xf.gelu"(%x) <{approximation = 1 : i32}> : (tensor<?x64xf32>) -> tensor<?x32xf32>
   return
 }
+
+// -----
+
+func.func @gemm_k(%x: tensor<?x64xf32>, %w: tensor<32x256xf32>) {
+  // expected-error @+1 {{K: input [?, 64] has 64 on axis 1 but weight [32, 256] has 32 on axis 0}}
+  %y = xf.gemm %x, %w activation none : (tensor<?x64xf32>, tensor<32x256xf32>) -> tensor<?x256xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_residual(%x: tensor<?x64xf32>, %w: tensor<64x256xf32>, %r: tensor<?x128xf32>) {
+  // expected-error @+1 {{residual: residual [?, 128] has 128 on axis 1 but weight [64, 256] has 256 on axis 1}}
+  %y = xf.gemm %x, %w residual %r activation none : (tensor<?x64xf32>, tensor<64x256xf32>, tensor<?x128xf32>) -> tensor<?x256xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_bias(%x: tensor<?x64xf32>, %w: tensor<256x64xf32>, %b: tensor<64xf32>) {
+  // expected-error @+1 {{bias width: bias [64] has 64 on axis 0 but weight [256, 64] has 256 on axis 0}}
+  %y = xf.gemm %x, %w bias %b activation none transpose_weight : (tensor<?x64xf32>, tensor<256x64xf32>, tensor<64xf32>) -> tensor<?x256xf32>
+  return
+}

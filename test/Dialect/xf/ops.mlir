@@ -116,3 +116,12 @@ func.func @activations_and_unembedding(%x: tensor<?x64xf32>) -> (tensor<?x64xf32
   %p = xf.softmax %u : tensor<?x256xf32>
   return %r, %g, %e, %l, %p : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x256xf32>, tensor<?x256xf32>
 }
+
+// CHECK-LABEL: func.func @kernel_ops
+func.func @kernel_ops(%x: tensor<?x64xf32>, %w: tensor<64x256xf32>, %b: tensor<256xf32>, %r: tensor<?x256xf32>, %wt: tensor<256x64xf32>) -> (tensor<?x256xf32>, tensor<?x256xf32>) {
+  // CHECK: xf.gemm %{{.*}}, %{{.*}} bias %{{.*}} residual %{{.*}} activation gelu_erf {schedule = {k_block = 64 : i64}} : (tensor<?x64xf32>, tensor<64x256xf32>, tensor<256xf32>, tensor<?x256xf32>) -> tensor<?x256xf32>
+  %y = xf.gemm %x, %w bias %b residual %r activation gelu_erf {schedule = {k_block = 64 : i64}} : (tensor<?x64xf32>, tensor<64x256xf32>, tensor<256xf32>, tensor<?x256xf32>) -> tensor<?x256xf32>
+  // CHECK: xf.gemm %{{.*}}, %{{.*}} activation relu transpose_weight : (tensor<?x64xf32>, tensor<256x64xf32>) -> tensor<?x256xf32>
+  %z = xf.gemm %x, %wt activation relu transpose_weight : (tensor<?x64xf32>, tensor<256x64xf32>) -> tensor<?x256xf32>
+  return %y, %z : tensor<?x256xf32>, tensor<?x256xf32>
+}

@@ -362,6 +362,27 @@ LogicalResult MultiHeadAttentionOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// Kernel-level ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult GemmOp::verify() {
+  Type x = getInput().getType();
+  WeightDims w = weightDims("weight", getWeight(), getTransposeWeight());
+  DimRef out{"result", getType(), 1};
+  if (failed(expectSameDim(*this, "K", {"input", x, 1}, w.in)) ||
+      failed(expectSameDim(*this, "N", out, w.out)) ||
+      failed(expectVectorOf(*this, "bias width", getBias(), "bias", w.out)) ||
+      failed(expectRowsFollow(*this, getInput(), "input")))
+    return failure();
+  if (Value r = getResidual())
+    if (failed(expectSameDim(*this, "residual", {"residual", r.getType(), 0},
+                             {"input", x, 0})) ||
+        failed(expectSameDim(*this, "residual", {"residual", r.getType(), 1}, w.out)))
+      return failure();
+  return verifySameFloatElementType(*this);
+}
+
+//===----------------------------------------------------------------------===//
 // Unembedding
 //===----------------------------------------------------------------------===//
 

@@ -21,4 +21,14 @@ def Xf_GeluApproximation : I32EnumAttr<"GeluApproximation", "GELU form", [
   let cppNamespace = "::mlir::xf";
 }
 
+// The elementwise function a fused GEMM applies before its residual add.
+def Xf_Activation : I32EnumAttr<"Activation", "GEMM epilogue activation", [
+    I32EnumAttrCase<"none", 0>,
+    I32EnumAttrCase<"relu", 1>,
+    I32EnumAttrCase<"gelu_tanh", 2>,
+    I32EnumAttrCase<"gelu_erf", 3>
+  ]> {
+  let cppNamespace = "::mlir::xf";
+}
+
 #endif // XF_ATTRS_TD

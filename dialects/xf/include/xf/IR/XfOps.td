@@ -237,7 +237,8 @@ def Xf_AttentionOp : Xf_PureOp<"attention"> {
   }];
   let arguments = (ins Xf_Matrix:$query, Xf_Matrix:$key, Xf_Matrix:$value,
                        Xf_MaskKind:$mask, I64Attr:$heads,
-                       OptionalAttr<F64Attr>:$scale);
+                       OptionalAttr<F64Attr>:$scale,
+                       OptionalAttr<DictionaryAttr>:$schedule);
   let results = (outs Xf_Matrix:$result);
   let assemblyFormat = "$mask `heads` $heads $query `,` $key `,` $value "
                        "(`scale` $scale^)? attr-dict `:` type($query) `,` type($key) "
@@ -321,6 +322,36 @@ def Xf_UnembedOp : Xf_PureOp<"unembed"> {
   let results = (outs Xf_Matrix:$result);
   let assemblyFormat = "$input `,` (`tied` $tied^)? $weight attr-dict `:` "
                        "type($input) `,` type($weight) `->` type($result)";
+}
+
+//===----------------------------------------------------------------------===//
+// Kernel-level ops: what the fusion passes produce
+//===----------------------------------------------------------------------===//
+
+def Xf_GemmOp : Xf_PureOp<"gemm", [AttrSizedOperandSegments]> {
+  let summary = "fused GEMM: act(x·W + b) + residual, one kernel";
+  let description = [{
+    The unit the Halide GEMM generator compiles. `x : [ℓ, K]`, `W : [K, N]`
+    (or `[N, K]` with `transpose_weight`), optional `b : [N]`, optional
+    `residual : [ℓ, N]`; result `[ℓ, N]`. `schedule` holds the kernel's
+    schedule (tile sizes, K block, packing, parallel split); the tuner changes
+    only this attribute.
+
+    ```mlir
+    %y = xf.gemm %x, %w bias %b residual %r activation gelu_tanh {schedule = {k_block = 256 : i64}}
+           : (tensor<?x768xf32>, tensor<768x3072xf32>, tensor<3072xf32>, tensor<?x3072xf32>) -> tensor<?x3072xf32>
+    ```
+  }];
+  let arguments = (ins Xf_Matrix:$input, Xf_Matrix:$weight,
+                       Optional<Xf_Vector>:$bias, Optional<Xf_Matrix>:$residual,
+                       Xf_Activation:$activation, UnitAttr:$transpose_weight,
+                       OptionalAttr<DictionaryAttr>:$schedule);
+  let results = (outs Xf_Matrix:$result);
+  let assemblyFormat = [{
+    $input `,` $weight (`bias` $bias^)? (`residual` $residual^)?
+    `activation` $activation (`transpose_weight` $transpose_weight^)? attr-dict
+    `:` functional-type(operands, results)
+  }];
 }
 
 #endif // XF_OPS_TD

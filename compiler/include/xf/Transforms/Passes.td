@@ -1,0 +1,58 @@
+//===- Passes.td - xf dialect passes -----------------------*- tablegen -*-===//
+//
+// The fusion stage, in pipeline order: decompose MHA, fuse the Q/K/V
+// projections, fold bias / activation / residual into GEMM epilogues, then
+// give every kernel its default schedule.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_TRANSFORMS_PASSES_TD
+#define XF_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def DecomposeMultiHeadAttention
+    : Pass<"xf-decompose-mha", "func::FuncOp"> {
+  let summary = "Split xf.mha into its projections and one xf.attention";
+  let description = [{
+    Alg. 5 becomes `Q = x·W_q + b_q`, `K = z·W_k + b_k`, `V = z·W_v + b_v`
+    (xf.linear), `Y = attention(Q, K, V)` over all heads at once
+    (xf.attention) and `Y·W_o + b_o` (xf.linear).
+  }];
+  let dependentDialects = ["xf::XfDialect"];
+}
+
+def FuseQkvProjections : Pass<"xf-fuse-qkv", "func::FuncOp"> {
+  let summary = "Fuse linear maps of one input into one wider GEMM";
+  let description = [{
+    Linear maps that read the same activation (the Q, K and V projections of
+    self-attention, or K and V of cross-attention) become one xf.linear whose
+    weight is the concatenation of theirs; consumers read column slices of
+    its result. When the weights are consecutive slices of one checkpoint
+    tensor (GPT-2's `c_attn`), that tensor is used directly.
+  }];
+  let dependentDialects = ["xf::XfDialect"];
+}
+
+def FuseGemmEpilogue : Pass<"xf-fuse-gemm-epilogue", "func::FuncOp"> {
+  let summary = "Turn linear/matmul/unembed into xf.gemm with fused epilogues";
+  let description = [{
+    Each xf.linear, xf.matmul and xf.unembed becomes an xf.gemm. A following
+    ReLU or GELU and then a residual xf.add are folded into its epilogue when
+    the GEMM result has no other use.
+  }];
+  let dependentDialects = ["xf::XfDialect"];
+}
+
+def AssignDefaultSchedules : Pass<"xf-assign-schedules", "func::FuncOp"> {
+  let summary = "Attach the default schedule to every kernel without one";
+  let description = [{
+    Writes a `schedule` dictionary on each xf.gemm and xf.attention that has
+    none: register block, K block, weight packing and parallel split for
+    GEMMs; query and key blocks for attention. Tuned schedules are applied
+    the same way, so the IR shows what each kernel will run with.
+  }];
+  let dependentDialects = ["xf::XfDialect"];
+}
+
+#endif // XF_TRANSFORMS_PASSES_TD

@@ -1,0 +1,134 @@
+//===- FuseGemmEpilogue.cpp - GEMM + bias + activation + residual ---------===//
+//
+// Every matrix product becomes an xf.gemm. Its consumers that touch each
+// output element once — a broadcast bias, ReLU/GELU, a residual add — are
+// computed on the GEMM's register tile instead of in separate passes over
+// memory. Order inside the epilogue is fixed: act(x·W + b) + residual.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xf/IR/XfOps.h"
+#include "xf/Transforms/Passes.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::xf {
+#define GEN_PASS_DEF_FUSEGEMMEPILOGUE
+#include "xf/Transforms/Passes.h.inc"
+} // namespace mlir::xf
+
+using namespace mlir;
+using namespace mlir::xf;
+
+namespace {
+
+GemmOp createGemm(PatternRewriter &rewriter, Operation *at, Type type,
+                  Value input, Value weight, Value bias, Value residual,
+                  Activation activation, bool transposeWeight) {
+  return GemmOp::create(rewriter, at->getLoc(), type, input, weight, bias,
+                        residual, activation, transposeWeight,
+                        /*schedule=*/DictionaryAttr());
+}
+
+struct LinearToGemm : OpRewritePattern<LinearOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(LinearOp op, PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, createGemm(rewriter, op, op.getType(), op.getInput(),
+                                      op.getWeight(), op.getBias(), Value(),
+                                      Activation::none, op.getTransposeWeight()));
+    return success();
+  }
+};
+
+struct MatmulToGemm : OpRewritePattern<MatmulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MatmulOp op, PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, createGemm(rewriter, op, op.getType(), op.getLhs(),
+                                      op.getRhs(), Value(), Value(),
+                                      Activation::none, op.getTransposeRhs()));
+    return success();
+  }
+};
+
+struct UnembedToGemm : OpRewritePattern<UnembedOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(UnembedOp op, PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, createGemm(rewriter, op, op.getType(), op.getInput(),
+                                      op.getWeight(), Value(), Value(),
+                                      Activation::none, op.getTied()));
+    return success();
+  }
+};
+
+/// The GEMM feeding `v`, if `v` is its only use and its epilogue can still
+/// take `stage` (bias < activation < residual).
+enum class Stage { Bias, Activation, Residual };
+GemmOp fusableProducer(Value v, Stage stage) {
+  auto gemm = v.getDefiningOp<GemmOp>();
+  if (!gemm || !gemm->hasOneUse() || gemm.getResidual())
+    return {};
+  if (stage == Stage::Residual)
+    return gemm;
+  if (gemm.getActivation() != Activation::none)
+    return {};
+  if (stage == Stage::Bias && gemm.getBias())
+    return {};
+  return gemm;
+}
+
+template <typename ActivationOp>
+struct FuseActivation : OpRewritePattern<ActivationOp> {
+  using OpRewritePattern<ActivationOp>::OpRewritePattern;
+  LogicalResult matchAndRewrite(ActivationOp op, PatternRewriter &rewriter) const override {
+    GemmOp gemm = fusableProducer(op.getInput(), Stage::Activation);
+    if (!gemm)
+      return failure();
+    rewriter.replaceOp(op, createGemm(rewriter, op, op.getType(), gemm.getInput(),
+                                      gemm.getWeight(), gemm.getBias(), Value(),
+                                      activationOf(op), gemm.getTransposeWeight()));
+    rewriter.eraseOp(gemm);
+    return success();
+  }
+  static Activation activationOf(ReluOp) { return Activation::relu; }
+  static Activation activationOf(GeluOp op) {
+    return op.getApproximation() == GeluApproximation::tanh ? Activation::gelu_tanh
+                                                           : Activation::gelu_erf;
+  }
+};
+
+/// gemm + [d] → bias; gemm + [ℓ, d] (either side) → residual.
+struct FuseAdd : OpRewritePattern<AddOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AddOp op, PatternRewriter &rewriter) const override {
+    bool isBias = op.getRhs().getType().getRank() == 1;
+    for (auto [self, other] : {std::pair(op.getLhs(), op.getRhs()),
+                               std::pair(op.getRhs(), op.getLhs())}) {
+      if (isBias && self != op.getLhs())
+        continue;
+      GemmOp gemm = fusableProducer(self, isBias ? Stage::Bias : Stage::Residual);
+      if (!gemm || self == other)
+        continue;
+      Value bias = isBias ? other : gemm.getBias();
+      Value residual = isBias ? Value() : other;
+      rewriter.replaceOp(op, createGemm(rewriter, op, op.getType(), gemm.getInput(),
+                                        gemm.getWeight(), bias, residual,
+                                        gemm.getActivation(), gemm.getTransposeWeight()));
+      rewriter.eraseOp(gemm);
+      return success();
+    }
+    return failure();
+  }
+};
+
+struct FuseGemmEpiloguePass : xf::impl::FuseGemmEpilogueBase<FuseGemmEpiloguePass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    patterns.add<LinearToGemm, MatmulToGemm, UnembedToGemm, FuseActivation<ReluOp>,
+                 FuseActivation<GeluOp>, FuseAdd>(&getContext());
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,32 @@
+// RUN: xf-opt %s --xf-decompose-mha | FileCheck %s
+
+// CHECK-LABEL: func.func @self_attention
+// CHECK-SAME: (%[[X:.*]]: tensor<?x64xf32>
+func.func @self_attention(%x: tensor<?x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>,
+                          %wv: tensor<64x32xf32>, %wo: tensor<32x64xf32>, %b: tensor<64xf32>,
+                          %bv: tensor<32xf32>) -> tensor<?x64xf32> {
+  // CHECK: %[[Q:.*]] = xf.linear %[[X]], %{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<64x64xf32>, tensor<64xf32> -> tensor<?x64xf32>
+  // CHECK: %[[K:.*]] = xf.linear %[[X]], %{{.*}} : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  // CHECK: %[[V:.*]] = xf.linear %[[X]], %{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<64x32xf32>, tensor<32xf32> -> tensor<?x32xf32>
+  // CHECK: %[[A:.*]] = xf.attention causal heads 4 %[[Q]], %[[K]], %[[V]] : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x32xf32> -> tensor<?x32xf32>
+  // CHECK: %[[O:.*]] = xf.linear %[[A]], %{{.*}}, %{{.*}} : tensor<?x32xf32>, tensor<32x64xf32>, tensor<64xf32> -> tensor<?x64xf32>
+  // CHECK-NOT: xf.mha
+  // CHECK: return %[[O]]
+  %y = xf.mha causal heads 4 %x q %wq, %b k %wk v %wv, %bv o %wo, %b : (tensor<?x64xf32>, tensor<64x64xf32>, tensor<64xf32>, tensor<64x64xf32>, tensor<64x32xf32>, tensor<32xf32>, tensor<32x64xf32>, tensor<64xf32>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// Cross-attention: K and V project the context, Q the input; nn.Linear layout
+// and an explicit scale carry over.
+// CHECK-LABEL: func.func @cross_attention
+// CHECK-SAME: (%[[X:.*]]: tensor<?x64xf32>, %[[Z:.*]]: tensor<?x48xf32>
+func.func @cross_attention(%x: tensor<?x64xf32>, %z: tensor<?x48xf32>, %wq: tensor<64x64xf32>,
+                           %wkv: tensor<64x48xf32>) -> tensor<?x64xf32> {
+  // CHECK: %[[Q:.*]] = xf.linear %[[X]], %{{.*}} transpose_weight : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  // CHECK: %[[K:.*]] = xf.linear %[[Z]], %{{.*}} transpose_weight : tensor<?x48xf32>, tensor<64x48xf32> -> tensor<?x64xf32>
+  // CHECK: %[[V:.*]] = xf.linear %[[Z]], %{{.*}} transpose_weight
+  // CHECK: xf.attention cross heads 2 %[[Q]], %[[K]], %[[V]] scale 5.000000e-01
+  // CHECK: xf.linear %{{.*}}, %{{.*}} transpose_weight : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %y = xf.mha cross heads 2 %x context %z q %wq k %wkv v %wkv o %wq scale 0.5 transpose_weights : (tensor<?x64xf32>, tensor<?x48xf32>, tensor<64x64xf32>, tensor<64x48xf32>, tensor<64x48xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
