@@ -1,0 +1,26 @@
+//===- Abi.h - The C ABI a generated model object exports --------*- C++ -*-===//
+//
+// docs/abi.md. The generated object defines these symbols; libxfrt's main() calls them through
+// a ModelAbi so that tests can substitute a fake model.
+//
+//===----------------------------------------------------------------------===//
+#ifndef XFRT_ABI_H
+#define XFRT_ABI_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+extern const char xf_model_manifest[];
+void xf_prepare(void *const *params, void *const *derived);
+int64_t xf_scratch_bytes(int64_t l, int64_t l_z);
+int32_t xf_forward(void *const *params, void *const *derived, const int32_t *tokens, int64_t l,
+                   const int32_t *source, int64_t l_z, float *out, void *scratch);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif // XFRT_ABI_H

@@ -1,0 +1,34 @@
+//===- Driver.h - main() of generated executables, as a function -*- C++ -*-===//
+//
+// runMain parses the command line, loads or draws the weights, calls prepare once, allocates
+// derived buffers and scratch (64-byte aligned), runs the forward pass (--repeat times) and
+// writes the outputs. It returns the process exit code: 0 success, 1 bad weights / manifest /
+// runtime failure, 2 bad command line. Messages go to stderr as "error: <what>".
+//
+//===----------------------------------------------------------------------===//
+#ifndef XFRT_DRIVER_H
+#define XFRT_DRIVER_H
+
+#include <cstdint>
+#include <vector>
+
+namespace xfrt {
+
+struct ModelAbi {
+  const char *manifest;
+  void (*prepare)(void *const *params, void *const *derived);
+  int64_t (*scratchBytes)(int64_t l, int64_t lz);
+  int32_t (*forward)(void *const *params, void *const *derived, const int32_t *tokens, int64_t l,
+                     const int32_t *source, int64_t lz, float *out, void *scratch);
+  int (*setNumThreads)(int); // halide_set_num_threads, or null when not linked in
+};
+
+int runMain(int argc, const char *const *argv, const ModelAbi &abi);
+
+// Indices of the k largest values of row[0, n), largest first; ties go to the lower index and
+// NaN ranks below everything.
+std::vector<int64_t> topIndices(const float *row, int64_t n, int k);
+
+} // namespace xfrt
+
+#endif // XFRT_DRIVER_H

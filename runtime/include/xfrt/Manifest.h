@@ -1,0 +1,57 @@
+//===- Manifest.h - The model description a generated object exports -*- C++ -*-===//
+//
+// xf_model_manifest (docs/abi.md) parsed and checked: the output kind, vocabulary and length
+// limits, the parameters in `params` order with their stored shapes and init rules, and the
+// sizes of the derived buffers xf_prepare fills.
+//
+//===----------------------------------------------------------------------===//
+#ifndef XFRT_MANIFEST_H
+#define XFRT_MANIFEST_H
+
+#include "xfrt/Status.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace xfrt {
+
+// How --random-weights fills a parameter: Normal and Zeros draw N(0, 0.02), Ones 1 + N(0, 0.1).
+enum class InitKind { Normal, Ones, Zeros };
+
+struct ParameterSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t numel = 1;
+  InitKind init = InitKind::Normal;
+};
+
+struct KernelSpec {
+  std::string name, kind;
+  int64_t flopsPerRow = 0;
+};
+
+struct Manifest {
+  std::string model;
+  bool outputIsLogits = true; // "output": "logits" | "hidden"
+  bool encoderDecoder = false;
+  int64_t vocab = 0;
+  int64_t maxPositions = 0; // 0: no limit
+  int64_t dOut = 0;
+  std::vector<std::pair<std::string, std::string>> hyperparameters; // name, JSON text of value
+  std::vector<ParameterSpec> parameters;
+  std::vector<int64_t> derivedBytes;
+  std::vector<KernelSpec> kernels;
+
+  const char *outputName() const { return outputIsLogits ? "logits" : "hidden"; }
+  // "decoder", "encoder" or "encoder-decoder".
+  std::string kindName() const;
+};
+
+// Errors read "manifest: <what>".
+Expected<Manifest> parseManifest(std::string_view json);
+
+} // namespace xfrt
+
+#endif // XFRT_MANIFEST_H

@@ -1,0 +1,46 @@
+//===- Weights.h - Float32 parameters bound to a manifest --------*- C++ -*-===//
+//
+// A WeightSet holds one float32 pointer per manifest parameter (in `params` order) and owns
+// what they point into: mapped checkpoint files (zero-copy for aligned little-endian F32) and
+// 64-byte aligned buffers (converted F16/BF16/F64, misaligned F32, random weights).
+//
+//===----------------------------------------------------------------------===//
+#ifndef XFRT_WEIGHTS_H
+#define XFRT_WEIGHTS_H
+
+#include "xfrt/AlignedBuffer.h"
+#include "xfrt/Manifest.h"
+#include "xfrt/MappedFile.h"
+#include "xfrt/Status.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace xfrt {
+
+struct WeightSet {
+  std::vector<float *> params; // manifest.parameters[i] -> numel floats, row-major
+  std::vector<std::unique_ptr<MappedFile>> files;
+  std::vector<AlignedBuffer> buffers;
+  size_t zeroCopy = 0; // how many params point straight into a mapped file
+};
+
+// Loads `path`: a .safetensors file, or a sharded checkpoint's index (a path ending in .json
+// with a "weight_map" from tensor name to shard file, relative to the index's directory).
+// Every file used is validated in full (parseSafetensors); then every manifest parameter must be
+// present with the manifest's shape and a float dtype. Tensors the manifest does not name are
+// ignored. Errors read "<file>: tensor '<name>': <what>".
+Expected<WeightSet> loadWeights(const std::string &path, const Manifest &manifest);
+
+// Deterministic weights from `seed` (see Random.h and InitKind).
+Expected<WeightSet> randomWeights(uint64_t seed, const Manifest &manifest);
+
+// Writes every parameter as F32 with the manifest's names and shapes; a valid .safetensors file
+// (8-aligned data, "__metadata__": {"format": "pt"}).
+Status saveWeights(const std::string &path, const Manifest &manifest, const WeightSet &weights);
+
+} // namespace xfrt
+
+#endif // XFRT_WEIGHTS_H

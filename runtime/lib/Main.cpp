@@ -1,0 +1,17 @@
+//===- Main.cpp - main() of every generated executable --------------------===//
+//
+// Compiled into libxfrt_main (target xfRuntimeMain), separate from libxfrt so that tests can
+// link the runtime without a main. The generated object provides the xf_* symbols; the Halide
+// runtime provides halide_set_num_threads (weak here: --threads warns when it is absent).
+//
+//===----------------------------------------------------------------------===//
+#include "xfrt/Abi.h"
+#include "xfrt/Driver.h"
+
+extern "C" __attribute__((weak)) int halide_set_num_threads(int);
+
+int main(int argc, char **argv) {
+  xfrt::ModelAbi abi{xf_model_manifest, xf_prepare, xf_scratch_bytes, xf_forward,
+                     &halide_set_num_threads};
+  return xfrt::runMain(argc, argv, abi);
+}

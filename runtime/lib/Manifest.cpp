@@ -1,0 +1,163 @@
+//===- Manifest.cpp - The model description a generated object exports ----===//
+#include "xfrt/Manifest.h"
+
+#include "xfrt/AlignedBuffer.h"
+#include "xfrt/Json.h"
+#include "xfrt/Safetensors.h"
+
+#include <set>
+
+namespace xfrt {
+
+std::string Manifest::kindName() const {
+  if (encoderDecoder)
+    return "encoder-decoder";
+  return outputIsLogits ? "decoder" : "encoder";
+}
+
+namespace {
+
+Status fail(const std::string &what) { return makeError("manifest: " + what); }
+
+Status getInt(const JsonValue &obj, const char *key, bool required, int64_t &out) {
+  const JsonValue *v = obj.find(key);
+  if (!v) {
+    if (required)
+      return fail(std::string("missing '") + key + "'");
+    return Status::success();
+  }
+  if (!v->isNumber() || !v->isInteger || v->integer < 0)
+    return fail(std::string("'") + key + "' is " + describeJson(*v) +
+                ", not a non-negative integer");
+  out = v->integer;
+  return Status::success();
+}
+
+Status parseParameter(const JsonValue &p, size_t index, ParameterSpec &out) {
+  std::string where = "parameters[" + std::to_string(index) + "]";
+  if (!p.isObject())
+    return fail(where + " is not an object");
+  const JsonValue *name = p.find("name");
+  if (!name || !name->isString() || name->string.empty())
+    return fail(where + " has no 'name' string");
+  out.name = name->string;
+  where = "parameter '" + out.name + "'";
+  const JsonValue *shape = p.find("shape");
+  if (!shape || !shape->isArray() || shape->items.size() > 16)
+    return fail(where + " has no 'shape' list");
+  for (const JsonValue &d : shape->items) {
+    if (!d.isNumber() || !d.isInteger || d.integer < 0)
+      return fail(where + ": shape " + describeJson(*shape) + " is not non-negative integers");
+    out.shape.push_back(d.integer);
+    if (!checkedMul(out.numel, d.integer, out.numel) || out.numel > (int64_t(1) << 40))
+      return fail(where + ": shape " + formatShape(out.shape) + " is too large");
+  }
+  if (const JsonValue *init = p.find("init")) {
+    if (init->isString() && init->string == "normal")
+      out.init = InitKind::Normal;
+    else if (init->isString() && init->string == "ones")
+      out.init = InitKind::Ones;
+    else if (init->isString() && init->string == "zeros")
+      out.init = InitKind::Zeros;
+    else
+      return fail(where + ": unknown init " + describeJson(*init) +
+                  " (normal, ones, zeros)");
+  }
+  return Status::success();
+}
+
+} // namespace
+
+Expected<Manifest> parseManifest(std::string_view text) {
+  JsonLimits limits;
+  limits.maxBytes = size_t(64) << 20;
+  Expected<JsonValue> json = parseJson(text, limits);
+  if (!json)
+    return fail(json.message());
+  const JsonValue &root = *json;
+  if (!root.isObject())
+    return fail("not a JSON object");
+
+  Manifest m;
+  const JsonValue *model = root.find("model");
+  if (!model || !model->isString())
+    return fail("missing 'model' string");
+  m.model = model->string;
+
+  if (const JsonValue *output = root.find("output")) {
+    if (output->isString() && output->string == "logits")
+      m.outputIsLogits = true;
+    else if (output->isString() && output->string == "hidden")
+      m.outputIsLogits = false;
+    else
+      return fail("'output' is " + describeJson(*output) + ", not \"logits\" or \"hidden\"");
+  }
+  if (const JsonValue *ed = root.find("encoder_decoder")) {
+    if (!ed->isBool())
+      return fail("'encoder_decoder' is not a boolean");
+    m.encoderDecoder = ed->boolean;
+  }
+  if (Status s = getInt(root, "vocab", true, m.vocab); !s)
+    return s;
+  if (Status s = getInt(root, "max_positions", false, m.maxPositions); !s)
+    return s;
+  if (Status s = getInt(root, "d_out", true, m.dOut); !s)
+    return s;
+  if (m.vocab <= 0 || m.vocab > (int64_t(1) << 31) - 1)
+    return fail("'vocab' " + std::to_string(m.vocab) + " is not in [1, 2^31)");
+  if (m.dOut <= 0 || m.dOut > (int64_t(1) << 32))
+    return fail("'d_out' " + std::to_string(m.dOut) + " is not in [1, 2^32]");
+  if (m.maxPositions > (int64_t(1) << 32))
+    return fail("'max_positions' is too large");
+
+  if (const JsonValue *hp = root.find("hyperparameters")) {
+    if (!hp->isObject())
+      return fail("'hyperparameters' is not an object");
+    for (size_t i = 0; i < hp->keys.size(); ++i)
+      m.hyperparameters.emplace_back(hp->keys[i], describeJson(hp->items[i]));
+  }
+
+  const JsonValue *params = root.find("parameters");
+  if (!params || !params->isArray())
+    return fail("missing 'parameters' list");
+  std::set<std::string> seen;
+  for (size_t i = 0; i < params->items.size(); ++i) {
+    ParameterSpec spec;
+    if (Status s = parseParameter(params->items[i], i, spec); !s)
+      return s;
+    if (!seen.insert(spec.name).second)
+      return fail("parameter '" + spec.name + "' appears twice");
+    m.parameters.push_back(std::move(spec));
+  }
+
+  if (const JsonValue *derived = root.find("derived")) {
+    if (!derived->isArray())
+      return fail("'derived' is not a list");
+    for (size_t i = 0; i < derived->items.size(); ++i) {
+      int64_t bytes = 0;
+      if (!derived->items[i].isObject())
+        return fail("derived[" + std::to_string(i) + "] is not an object");
+      if (Status s = getInt(derived->items[i], "bytes", true, bytes); !s)
+        return s;
+      m.derivedBytes.push_back(bytes);
+    }
+  }
+
+  if (const JsonValue *kernels = root.find("kernels")) {
+    if (!kernels->isArray())
+      return fail("'kernels' is not a list");
+    for (const JsonValue &k : kernels->items) {
+      KernelSpec spec;
+      if (const JsonValue *n = k.find("name"); n && n->isString())
+        spec.name = n->string;
+      if (const JsonValue *n = k.find("kind"); n && n->isString())
+        spec.kind = n->string;
+      if (const JsonValue *f = k.find("flops_per_row"); f && f->isNumber())
+        spec.flopsPerRow = f->isInteger ? f->integer : int64_t(0);
+      m.kernels.push_back(std::move(spec));
+    }
+  }
+  return m;
+}
+
+} // namespace xfrt

@@ -1,0 +1,168 @@
+//===- WeightLoader.cpp - Bind checkpoint tensors to manifest parameters --===//
+//
+// In: a .safetensors file or a sharded index.json, and the manifest. Out: a WeightSet whose
+// pointers are either views into the mapped files (F32, 4-byte aligned, little-endian host) or
+// converted copies. Every file is validated before any tensor byte is read.
+//
+//===----------------------------------------------------------------------===//
+#include "xfrt/Weights.h"
+
+#include "xfrt/Json.h"
+#include "xfrt/Safetensors.h"
+
+#include <cstring>
+#include <map>
+
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "libxfrt assumes a little-endian host (zero-copy F32 and the .npy/.safetensors writers)"
+#endif
+
+namespace xfrt {
+namespace {
+
+struct Shard {
+  std::unique_ptr<MappedFile> file;
+  SafetensorsHeader header;
+};
+
+Expected<Shard> openShard(const std::string &path) {
+  Expected<std::unique_ptr<MappedFile>> file = MappedFile::open(path);
+  if (!file)
+    return file.status();
+  Expected<SafetensorsHeader> header =
+      parseSafetensors((*file)->data(), (*file)->size(), path);
+  if (!header)
+    return header.status();
+  return Shard{file.take(), header.take()};
+}
+
+// Points weights.params[index] at `entry` of `shard`, converting when needed.
+Status bindTensor(Shard &shard, const TensorEntry *entry, const ParameterSpec &spec,
+                  size_t index, WeightSet &weights) {
+  const std::string &file = shard.file->path();
+  auto fail = [&](const std::string &what) {
+    return makeError(file + ": tensor '" + spec.name + "': " + what);
+  };
+  if (!entry)
+    return fail("missing (the model needs shape " + formatShape(spec.shape) + ")");
+  if (entry->shape != spec.shape)
+    return fail("shape " + formatShape(entry->shape) + " in the file, but the model expects " +
+                formatShape(spec.shape));
+  if (!isFloatDType(entry->dtype))
+    return fail(std::string("dtype ") + dtypeName(entry->dtype) +
+                " is not supported (F32, F16, BF16, F64)");
+  uint8_t *bytes = shard.file->mutableData() + shard.header.dataStart + entry->begin;
+  if (entry->dtype == DType::F32 && reinterpret_cast<uintptr_t>(bytes) % alignof(float) == 0 &&
+      entry->numel > 0) {
+    weights.params[index] = reinterpret_cast<float *>(bytes);
+    ++weights.zeroCopy;
+    return Status::success();
+  }
+  uint64_t size;
+  if (!checkedMul(uint64_t(entry->numel), uint64_t(sizeof(float)), size))
+    return fail("too large");
+  Expected<AlignedBuffer> buffer = AlignedBuffer::allocate(size);
+  if (!buffer)
+    return fail(buffer.message());
+  if (entry->numel > 0)
+    convertToF32(entry->dtype, bytes, size_t(entry->numel), buffer->floats());
+  weights.params[index] = buffer->floats();
+  weights.buffers.push_back(buffer.take());
+  return Status::success();
+}
+
+bool endsWith(const std::string &s, const char *suffix) {
+  size_t n = std::strlen(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
+std::string directoryOf(const std::string &path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
+}
+
+// A shard name from weight_map: a relative path without "..", NUL or empty components.
+bool isSafeShardName(const std::string &name) {
+  if (name.empty() || name[0] == '/' || name.find('\0') != std::string::npos)
+    return false;
+  size_t start = 0;
+  while (start <= name.size()) {
+    size_t slash = name.find('/', start);
+    std::string part = name.substr(start, slash == std::string::npos ? slash : slash - start);
+    if (part.empty() || part == "..")
+      return false;
+    if (slash == std::string::npos)
+      break;
+    start = slash + 1;
+  }
+  return true;
+}
+
+Expected<WeightSet> loadSharded(const std::string &indexPath, const Manifest &manifest) {
+  Expected<std::string> text = readTextFile(indexPath, size_t(kMaxSafetensorsHeader));
+  if (!text)
+    return text.status();
+  Expected<JsonValue> json = parseJson(*text);
+  if (!json)
+    return makeError(indexPath + ": " + json.message());
+  const JsonValue *map = json->find("weight_map");
+  if (!map || !map->isObject())
+    return makeError(indexPath + ": no \"weight_map\" object (is this a sharded index?)");
+
+  std::map<std::string, std::string> shardOf; // tensor -> shard file name
+  for (size_t i = 0; i < map->keys.size(); ++i) {
+    const JsonValue &v = map->items[i];
+    if (!v.isString() || !isSafeShardName(v.string))
+      return makeError(indexPath + ": tensor '" + map->keys[i] + "': shard " + describeJson(v) +
+                       " is not a relative file name");
+    shardOf[map->keys[i]] = v.string;
+  }
+
+  WeightSet weights;
+  weights.params.assign(manifest.parameters.size(), nullptr);
+  std::map<std::string, Shard> shards;
+  std::string dir = directoryOf(indexPath);
+  for (size_t i = 0; i < manifest.parameters.size(); ++i) {
+    const ParameterSpec &spec = manifest.parameters[i];
+    auto it = shardOf.find(spec.name);
+    if (it == shardOf.end())
+      return makeError(indexPath + ": tensor '" + spec.name +
+                       "': missing from weight_map (the model needs shape " +
+                       formatShape(spec.shape) + ")");
+    auto shard = shards.find(it->second);
+    if (shard == shards.end()) {
+      Expected<Shard> opened = openShard(dir + it->second);
+      if (!opened)
+        return opened.status();
+      shard = shards.emplace(it->second, opened.take()).first;
+    }
+    if (Status s = bindTensor(shard->second, shard->second.header.find(spec.name), spec, i,
+                              weights);
+        !s)
+      return s;
+  }
+  for (auto &[name, shard] : shards)
+    weights.files.push_back(std::move(shard.file));
+  return weights;
+}
+
+} // namespace
+
+Expected<WeightSet> loadWeights(const std::string &path, const Manifest &manifest) {
+  if (endsWith(path, ".json"))
+    return loadSharded(path, manifest);
+  Expected<Shard> shard = openShard(path);
+  if (!shard)
+    return shard.status();
+  WeightSet weights;
+  weights.params.assign(manifest.parameters.size(), nullptr);
+  for (size_t i = 0; i < manifest.parameters.size(); ++i) {
+    const ParameterSpec &spec = manifest.parameters[i];
+    if (Status s = bindTensor(*shard, shard->header.find(spec.name), spec, i, weights); !s)
+      return s;
+  }
+  weights.files.push_back(std::move(shard->file));
+  return weights;
+}
+
+} // namespace xfrt
