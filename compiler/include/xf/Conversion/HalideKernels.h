@@ -1,0 +1,88 @@
+//===- HalideKernels.h - Halide generators for GEMMs and attention -*- C++ -*-===//
+//
+// The kernels xf hands to Halide: a GEMM with a fused epilogue and a
+// flash-style multi-head attention. Each generator builds a Halide pipeline
+// from a spec and a schedule and AOT-compiles it to an object file that
+// follows the calling convention of docs/abi.md (matrices [rows, cols]
+// row-major are buffers with dim 0 = cols, stride 1, and dim 1 = rows).
+//
+// Halide.h stays out of this header so MLIR translation units do not pay for it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_CONVERSION_HALIDEKERNELS_H
+#define XF_CONVERSION_HALIDEKERNELS_H
+
+#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/Error.h"
+
+#include <cstdint>
+#include <string>
+
+namespace mlir::xf {
+
+enum class GemmEpilogue { None, Relu, GeluTanh, GeluErf };
+
+/// How a GEMM is tiled. The defaults are the measured good schedule
+/// (docs/bench.md); the tuner changes them.
+struct GemmSchedule {
+  int64_t tileCols = 48, tileRows = 8; // register block (cols vectorized)
+  int64_t kBlock = 256;                // K blocking
+  bool packWeights = true;             // staged, tile-major copy of the weight panel per K block
+  int64_t rowsPerTask = 256;           // parallel split over rows (rows sharing one packed panel)
+  /// Columns per parallel task (a multiple of tileCols); 0 picks a panel so
+  /// that there are enough tasks for two threads and the packed K block of the
+  /// panel fits in L2.
+  int64_t panelCols = 0;
+  /// M below this uses a one-row register tile instead of tileRows rows, so
+  /// decode-time GEMV does not compute tileRows-1 redundant rows.
+  int64_t gemvRowsBelow = 4;
+};
+
+struct GemmKernelSpec {
+  std::string name;             // exported function name
+  int64_t K = 0, N = 0;         // x: [M, K] with M dynamic (runtime), out: [M, N]
+  bool transposeWeight = false; // weight stored [N, K] (nn.Linear) instead of [K, N]
+  bool hasBias = false, hasResidual = false;
+  GemmEpilogue epilogue = GemmEpilogue::None; // out = act(x·W + b) + residual
+  GemmSchedule schedule;
+};
+
+struct AttentionSchedule {
+  int64_t queryBlock = 64, keyBlock = 64;
+};
+
+struct AttentionKernelSpec {
+  std::string name;
+  int64_t heads = 1, dK = 0, dV = 0; // q: [M, H·dK], k: [Mz, H·dK], v: [Mz, H·dV],
+                                     // out: [M, H·dV]; M, Mz dynamic
+  bool causal = false;               // query t sees keys t' <= t + (Mz - M)
+  double scale = 1.0;                // usually 1/sqrt(dK)
+  AttentionSchedule schedule;
+};
+
+// Argument order of the generated function: GEMM (x, weight, [bias],
+// [residual], out); attention (q, k, v, out). All float32 buffers, layout per
+// docs/abi.md. A causal attention query that sees no key (only possible when
+// Mz < M) produces zeros.
+
+llvm::Error compileGemmKernel(const GemmKernelSpec &spec, llvm::StringRef target,
+                              llvm::StringRef objectPath);
+llvm::Error compileAttentionKernel(const AttentionKernelSpec &spec, llvm::StringRef target,
+                                   llvm::StringRef objectPath);
+/// The Halide runtime (thread pool, allocator, halide_set_num_threads) that
+/// the kernels, compiled with no_runtime, link against. One per executable.
+llvm::Error compileHalideRuntime(llvm::StringRef target, llvm::StringRef objectPath);
+
+/// "host" → the concrete target string of this machine with no_runtime; any
+/// other string is validated as a Halide target and gets no_runtime added.
+llvm::Expected<std::string> halideTargetString(llvm::StringRef target);
+
+/// The lowered Halide statement (loop nest) of each kernel, for `xfc --emit=halide`.
+llvm::Expected<std::string> describeGemmKernel(const GemmKernelSpec &spec, llvm::StringRef target);
+llvm::Expected<std::string> describeAttentionKernel(const AttentionKernelSpec &spec,
+                                                    llvm::StringRef target);
+
+} // namespace mlir::xf
+
+#endif // XF_CONVERSION_HALIDEKERNELS_H

@@ -1,0 +1,240 @@
+//===- GemmKernel.cpp - GEMM with a fused epilogue as a Halide pipeline ---===//
+//
+// out[M, N] = act(x[M, K] · W + bias) + residual, with W stored [K, N]
+// (GPT-2 Conv1D) or [N, K] (nn.Linear, the tied unembedding), M dynamic.
+//
+// The schedule is the GotoBLAS/BLIS structure written in Halide:
+//   parallel over tasks = (column panel of panelCols) × (block of rowsPerTask rows)
+//     for each K block of kBlock:
+//       pack the weight panel of this K block tile-major: [tile][k][tileCols]
+//       for each tileRows × tileCols register tile:
+//         Σ over the K block in registers (tileCols vectorized, rows unrolled)
+//         add into the task's accumulator
+//     epilogue (bias, activation, residual) while storing the tile rows.
+// The packed K block (kBlock × panelCols floats) stays in L2 and is reused by
+// every row of the task; a tileRows × kBlock slice of x stays in L1 and is
+// reused by every tile of the panel. Packing also zero-pads the last tile when
+// N is not a multiple of tileCols, so the register loop never needs a guard.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelPipelines.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+using namespace Halide;
+
+namespace mlir::xf {
+namespace {
+
+llvm::Error invalid(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+llvm::Error validateGemm(const GemmKernelSpec &spec, int vectorWidth) {
+  const GemmSchedule &s = spec.schedule;
+  if (spec.name.empty())
+    return invalid("gemm kernel: empty function name");
+  if (spec.K <= 0 || spec.N <= 0)
+    return invalid("gemm kernel '" + spec.name + "': K and N must be positive, got K=" +
+                   llvm::Twine(spec.K) + " N=" + llvm::Twine(spec.N));
+  if (s.tileCols <= 0 || s.tileCols % vectorWidth != 0)
+    return invalid("gemm kernel '" + spec.name + "': tileCols=" + llvm::Twine(s.tileCols) +
+                   " must be a positive multiple of the vector width " + llvm::Twine(vectorWidth));
+  if (s.tileRows <= 0 || s.kBlock <= 0 || s.rowsPerTask <= 0 || s.panelCols < 0 ||
+      s.gemvRowsBelow < 0)
+    return invalid("gemm kernel '" + spec.name +
+                   "': tileRows, kBlock, rowsPerTask must be positive, panelCols and "
+                   "gemvRowsBelow non-negative");
+  if (s.panelCols % s.tileCols != 0)
+    return invalid("gemm kernel '" + spec.name + "': panelCols=" + llvm::Twine(s.panelCols) +
+                   " must be a multiple of tileCols=" + llvm::Twine(s.tileCols));
+  return llvm::Error::success();
+}
+
+/// Register tiles per parallel column panel: the packed K block of a panel
+/// stays within ~512 KiB (half of a 1-2 MiB L2), and there are enough panels
+/// to keep two threads evenly busy.
+int64_t defaultPanelTiles(const GemmKernelSpec &spec) {
+  const GemmSchedule &s = spec.schedule;
+  int64_t tiles = (spec.N + s.tileCols - 1) / s.tileCols;
+  int64_t kBlock = std::min(s.kBlock, spec.K);
+  int64_t maxTiles = std::max<int64_t>(1, (512 * 1024 / 4) / (kBlock * s.tileCols));
+  int64_t panels = (tiles + maxTiles - 1) / maxTiles;
+  if (panels < 8 && panels % 2 == 1 && tiles > 1)
+    ++panels;
+  return (tiles + panels - 1) / panels;
+}
+
+Expr applyEpilogue(GemmEpilogue epilogue, Expr a) {
+  switch (epilogue) {
+  case GemmEpilogue::None:
+    return a;
+  case GemmEpilogue::Relu:
+    return max(a, 0.f);
+  case GemmEpilogue::GeluTanh: {
+    // tanh(y) = 1 - 2 / (exp(2y) + 1): vectorizes (Halide's tanh calls libm)
+    // and saturates correctly when exp overflows to inf or underflows to 0.
+    Expr y = float(std::sqrt(2.0 / M_PI)) * (a + 0.044715f * a * a * a);
+    Expr tanhY = 1.f - 2.f / (exp(2.f * y) + 1.f);
+    return 0.5f * a * (1.f + tanhY);
+  }
+  case GemmEpilogue::GeluErf:
+    return 0.5f * a * (1.f + erf(a * float(1.0 / std::sqrt(2.0))));
+  }
+  return a;
+}
+
+llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Target &target) {
+  const int vw = target.natural_vector_size<float>();
+  if (llvm::Error err = validateGemm(spec, vw))
+    return std::move(err);
+  const GemmSchedule &s = spec.schedule;
+  const int K = int(spec.K), N = int(spec.N);
+  const int tileCols = int(s.tileCols), tileRows = int(s.tileRows);
+  const int kBlock = int(std::min<int64_t>(s.kBlock, spec.K));
+  const int fullKBlocks = K / kBlock, kTail = K % kBlock;
+  const int panelTiles = int(s.panelCols ? s.panelCols / s.tileCols : defaultPanelTiles(spec));
+
+  ImageParam x(Float(32), 2, "x");               // (k, m): [M, K]
+  ImageParam weight(Float(32), 2, "weight");     // (n, k): [K, N], or (k, n): [N, K]
+  ImageParam bias(Float(32), 1, "bias");         // (n): [N]
+  ImageParam residual(Float(32), 2, "residual"); // (n, m): [M, N]
+  Var n("n"), m("m"), k("k"), nj("nj"), nt("nt"), kb("kb");
+  Expr rows = x.dim(1).extent();
+
+  // ---- Algorithm -------------------------------------------------------
+  // The weight as W(n, k) whatever its storage, zero past column N.
+  Func weightKN("weight_kn");
+  {
+    Func stored = weight;
+    if (N % tileCols != 0) {
+      Region bounds = spec.transposeWeight ? Region{{Expr(), Expr()}, {0, N}}
+                                           : Region{{0, N}, {Expr(), Expr()}};
+      stored = BoundaryConditions::constant_exterior(weight, 0.f, bounds);
+    }
+    weightKN(n, k) = spec.transposeWeight ? stored(k, n) : stored(n, k);
+  }
+  // Tile-major weight: packed(nj, k, nt) = W(nt·tileCols + nj, k).
+  Func packed("packed_weight");
+  packed(nj, k, nt) = weightKN(nt * tileCols + nj, k);
+  // Rows past M (the tail of a register tile) repeat row M-1; never stored.
+  Func xRows("x_rows");
+  xRows(k, m) = x(k, clamp(m, 0, rows - 1));
+
+  // Σ over one K block for one tile: blockProduct(nj, nt, m, kb).
+  RDom ki(0, kBlock, "ki");
+  Func blockProduct("block_product");
+  blockProduct(nj, nt, m, kb) = 0.f;
+  blockProduct(nj, nt, m, kb) += xRows(kb * kBlock + ki, m) * packed(nj, kb * kBlock + ki, nt);
+  // x·W in tile coordinates, summed over K blocks (then the K tail, if any).
+  RDom kBlocks(0, fullKBlocks, "kblocks");
+  Func product("product");
+  product(nj, nt, m) = 0.f;
+  product(nj, nt, m) += blockProduct(nj, nt, m, kBlocks);
+  RDom kt(fullKBlocks * kBlock, std::max(kTail, 1), "kt");
+  Func tailProduct("tail_block_product"), packedTail("packed_weight_tail");
+  if (kTail) {
+    packedTail(nj, k, nt) = weightKN(nt * tileCols + nj, k);
+    tailProduct(nj, nt, m) = 0.f;
+    tailProduct(nj, nt, m) += xRows(kt, m) * packedTail(nj, kt, nt);
+    product(nj, nt, m) += tailProduct(nj, nt, m);
+  }
+
+  Expr value = product(n % tileCols, n / tileCols, m);
+  if (spec.hasBias)
+    value += bias(n);
+  value = applyEpilogue(spec.epilogue, value);
+  if (spec.hasResidual)
+    value += residual(n, m);
+  Func out("gemm_out");
+  out(n, m) = value;
+
+  // ---- Buffer shapes (docs/abi.md: dim 0 = cols, stride 1) ----------------
+  x.dim(0).set_bounds(0, K).set_stride(1).dim(1).set_min(0);
+  if (spec.transposeWeight)
+    weight.dim(0).set_bounds(0, K).set_stride(1).dim(1).set_bounds(0, N);
+  else
+    weight.dim(0).set_bounds(0, N).set_stride(1).dim(1).set_bounds(0, K);
+  bias.dim(0).set_bounds(0, N).set_stride(1);
+  residual.dim(0).set_bounds(0, N).set_stride(1).dim(1).set_bounds(0, rows);
+  out.output_buffer().dim(0).set_bounds(0, N).set_stride(1).dim(1).set_bounds(0, rows);
+
+  // ---- Schedule ----------------------------------------------------------
+  Var panel("panel"), rowBlock("row_block"), task("task"), nIn("n_in"), mIn("m_in");
+  Var mt("mt"), mi("mi");
+  Expr gemv = rows < int(s.gemvRowsBelow);
+
+  out.split(n, panel, nIn, panelTiles * tileCols, TailStrategy::GuardWithIf)
+      .split(m, rowBlock, mIn, int(s.rowsPerTask), TailStrategy::GuardWithIf)
+      .reorder(nIn, mIn, panel, rowBlock)
+      .fuse(panel, rowBlock, task)
+      .parallel(task)
+      .vectorize(nIn, vw, TailStrategy::GuardWithIf);
+
+  product.compute_at(out, task).vectorize(nj, vw);
+  // Register tiles: tileRows × tileCols, the K block outermost so that the
+  // packed block is reused by every tile; GEMV shapes keep one row per tile.
+  auto scheduleTiles = [&](Stage update, std::vector<VarOrRVar> outer) {
+    std::vector<VarOrRVar> gemvOrder = {nj, m, nt}, order = {nj, mi, nt, mt};
+    gemvOrder.insert(gemvOrder.end(), outer.begin(), outer.end());
+    order.insert(order.end(), outer.begin(), outer.end());
+    update.specialize(gemv).reorder(gemvOrder).vectorize(nj, vw);
+    update.split(m, mt, mi, tileRows, TailStrategy::RoundUp)
+        .reorder(order)
+        .vectorize(nj, vw)
+        .unroll(mi);
+  };
+  // The register block: Σ over k with tileCols × rows accumulators.
+  auto scheduleRegisterBlock = [&](Func f, RVar r, std::vector<VarOrRVar> outer) {
+    f.compute_at(product, nt);
+    f.vectorize(nj, vw).unroll(nj);
+    f.specialize(!gemv).unroll(m);
+    std::vector<VarOrRVar> order = {nj, m, r};
+    order.insert(order.end(), outer.begin(), outer.end());
+    Stage update = f.update();
+    update.specialize(gemv).reorder(order).vectorize(nj, vw).unroll(nj);
+    update.reorder(order).vectorize(nj, vw).unroll(nj).unroll(m);
+  };
+  scheduleTiles(product.update(0), {kBlocks.x});
+  scheduleRegisterBlock(blockProduct, ki.x, {nt, kb});
+  if (kTail) {
+    scheduleTiles(product.update(1), {});
+    scheduleRegisterBlock(tailProduct, kt.x, {nt});
+  }
+
+  if (s.packWeights) {
+    packed.compute_at(product, kBlocks.x).vectorize(nj, vw).unroll(nj);
+    if (kTail)
+      packedTail.compute_at(product, Var::outermost()).vectorize(nj, vw).unroll(nj);
+  } else {
+    packed.compute_inline();
+    packedTail.compute_inline();
+  }
+  weightKN.compute_inline();
+  xRows.compute_inline();
+
+  KernelPipeline result;
+  result.inputs = {x, weight};
+  if (spec.hasBias)
+    result.inputs.push_back(bias);
+  if (spec.hasResidual)
+    result.inputs.push_back(residual);
+  result.output = out;
+  result.pipeline = Pipeline(out);
+  return result;
+}
+
+} // namespace
+
+llvm::Expected<KernelPipeline> buildGemmPipeline(const GemmKernelSpec &spec, const Target &target) {
+  std::optional<llvm::Expected<KernelPipeline>> built;
+  if (llvm::Error err = catchHalideErrors("scheduling gemm kernel '" + spec.name + "'",
+                                          [&] { built.emplace(buildGemm(spec, target)); }))
+    return std::move(err);
+  return std::move(*built);
+}
+
+} // namespace mlir::xf

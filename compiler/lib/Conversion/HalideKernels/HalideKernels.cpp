@@ -1,0 +1,129 @@
+//===- HalideKernels.cpp - AOT entry points for xf's Halide kernels -------===//
+//
+// Targets, errors and output files around the pipeline builders of
+// GemmKernel.cpp and AttentionKernel.cpp: each kernel becomes one object file
+// compiled with no_runtime; the runtime is emitted once, separately.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelPipelines.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <sstream>
+
+namespace mlir::xf {
+namespace {
+
+llvm::Error makeError(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+/// The target for kernels: `target` with no_runtime (the runtime is linked once).
+llvm::Expected<Halide::Target> kernelTarget(llvm::StringRef target) {
+  llvm::Expected<Halide::Target> parsed = parseHalideTarget(target);
+  if (!parsed)
+    return parsed.takeError();
+  return parsed->with_feature(Halide::Target::NoRuntime);
+}
+
+llvm::Error compileObject(llvm::Expected<KernelPipeline> built, const std::string &name,
+                          const Halide::Target &target, llvm::StringRef objectPath) {
+  if (!built)
+    return built.takeError();
+  return catchHalideErrors("compiling kernel '" + name + "'", [&] {
+    built->pipeline.compile_to_object(objectPath.str(), built->arguments(), name, target);
+  });
+}
+
+llvm::Expected<std::string> describe(llvm::Expected<KernelPipeline> built, const std::string &name,
+                                     const Halide::Target &target) {
+  if (!built)
+    return built.takeError();
+  std::string text;
+  llvm::Error err = catchHalideErrors("lowering kernel '" + name + "'", [&] {
+    Halide::Module module = built->pipeline.compile_to_module(built->arguments(), name, target);
+    std::ostringstream os;
+    for (const Halide::Internal::LoweredFunc &function : module.functions())
+      if (function.name == name)
+        os << function.body << "\n";
+    text = os.str();
+  });
+  if (err)
+    return std::move(err);
+  return text;
+}
+
+} // namespace
+
+llvm::Error catchHalideErrors(llvm::StringRef what, const std::function<void()> &body) {
+  try {
+    body();
+  } catch (const Halide::Error &e) {
+    return makeError(what + ": " + e.what());
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<Halide::Target> parseHalideTarget(llvm::StringRef target) {
+  if (target.empty() || target == "host")
+    return Halide::get_host_target();
+  std::string text = target.str();
+  if (!Halide::Target::validate_target_string(text))
+    return makeError("invalid Halide target '" + target +
+                     "': expected 'host' or arch-bits-os[-feature...], e.g. "
+                     "x86-64-linux-avx2-fma or x86-64-linux-avx512_skylake");
+  return Halide::Target(text);
+}
+
+llvm::Expected<std::string> halideTargetString(llvm::StringRef target) {
+  llvm::Expected<Halide::Target> parsed = kernelTarget(target);
+  if (!parsed)
+    return parsed.takeError();
+  return parsed->to_string();
+}
+
+llvm::Error compileGemmKernel(const GemmKernelSpec &spec, llvm::StringRef target,
+                              llvm::StringRef objectPath) {
+  llvm::Expected<Halide::Target> t = kernelTarget(target);
+  if (!t)
+    return t.takeError();
+  return compileObject(buildGemmPipeline(spec, *t), spec.name, *t, objectPath);
+}
+
+llvm::Error compileAttentionKernel(const AttentionKernelSpec &spec, llvm::StringRef target,
+                                   llvm::StringRef objectPath) {
+  llvm::Expected<Halide::Target> t = kernelTarget(target);
+  if (!t)
+    return t.takeError();
+  return compileObject(buildAttentionPipeline(spec, *t), spec.name, *t, objectPath);
+}
+
+llvm::Error compileHalideRuntime(llvm::StringRef target, llvm::StringRef objectPath) {
+  llvm::Expected<Halide::Target> t = parseHalideTarget(target);
+  if (!t)
+    return t.takeError();
+  Halide::Target runtimeTarget = t->without_feature(Halide::Target::NoRuntime);
+  return catchHalideErrors("compiling the Halide runtime", [&] {
+    Halide::compile_standalone_runtime(objectPath.str(), runtimeTarget);
+  });
+}
+
+llvm::Expected<std::string> describeGemmKernel(const GemmKernelSpec &spec, llvm::StringRef target) {
+  llvm::Expected<Halide::Target> t = kernelTarget(target);
+  if (!t)
+    return t.takeError();
+  return describe(buildGemmPipeline(spec, *t), spec.name, *t);
+}
+
+llvm::Expected<std::string> describeAttentionKernel(const AttentionKernelSpec &spec,
+                                                    llvm::StringRef target) {
+  llvm::Expected<Halide::Target> t = kernelTarget(target);
+  if (!t)
+    return t.takeError();
+  return describe(buildAttentionPipeline(spec, *t), spec.name, *t);
+}
+
+} // namespace mlir::xf

@@ -1,0 +1,48 @@
+//===- KernelPipelines.h - Halide pipelines behind HalideKernels.h -*- C++ -*-===//
+//
+// The pipeline builders shared by the AOT entry points and the unit tests,
+// which JIT the very same definitions and schedules. Includes Halide.h, so
+// only this library and its tests see it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_LIB_CONVERSION_HALIDEKERNELS_KERNELPIPELINES_H
+#define XF_LIB_CONVERSION_HALIDEKERNELS_KERNELPIPELINES_H
+
+#include "xf/Conversion/HalideKernels.h"
+
+#include "Halide.h"
+
+#include <vector>
+
+namespace mlir::xf {
+
+/// A built pipeline with its parameters in the order of the generated
+/// function's arguments (inputs, then the output).
+struct KernelPipeline {
+  Halide::Pipeline pipeline;
+  std::vector<Halide::ImageParam> inputs;
+  Halide::Func output;
+
+  std::vector<Halide::Argument> arguments() const {
+    return std::vector<Halide::Argument>(inputs.begin(), inputs.end());
+  }
+};
+
+/// Builds the GEMM of `spec` scheduled for `target`; an error if the spec or
+/// the schedule is invalid.
+llvm::Expected<KernelPipeline> buildGemmPipeline(const GemmKernelSpec &spec,
+                                                 const Halide::Target &target);
+llvm::Expected<KernelPipeline> buildAttentionPipeline(const AttentionKernelSpec &spec,
+                                                      const Halide::Target &target);
+
+/// Parses `target` ("host" or a Halide target string) without adding no_runtime.
+llvm::Expected<Halide::Target> parseHalideTarget(llvm::StringRef target);
+
+/// Runs `body`, turning a Halide::CompileError / RuntimeError / InternalError
+/// into an llvm::Error that names `what`.
+llvm::Error catchHalideErrors(llvm::StringRef what, const std::function<void()> &body);
+
+} // namespace mlir::xf
+
+#endif // XF_LIB_CONVERSION_HALIDEKERNELS_KERNELPIPELINES_H
