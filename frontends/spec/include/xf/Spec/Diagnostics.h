@@ -1,0 +1,47 @@
+//===- Diagnostics.h - located errors and warnings --------------*- C++ -*-===//
+//
+// Every problem with a spec is reported as `file:line:col: error: message`,
+// followed by the offending source line and a caret under the column. The
+// engine counts errors; phases return failure() after reporting once.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_SPEC_DIAGNOSTICS_H
+#define XF_SPEC_DIAGNOSTICS_H
+
+#include "xf/Spec/Token.h"
+
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/raw_ostream.h"
+
+namespace xf::spec {
+
+class DiagnosticEngine {
+public:
+  /// Reports about `buffer` (named `file`) go to `os`.
+  DiagnosticEngine(llvm::StringRef buffer, llvm::StringRef file,
+                   llvm::raw_ostream &os);
+
+  void error(const Location &loc, const llvm::Twine &message);
+  void warning(const Location &loc, const llvm::Twine &message);
+  void note(const Location &loc, const llvm::Twine &message);
+  /// A problem with no place in the file, e.g. a bad `-D` value.
+  void error(const llvm::Twine &message);
+
+  unsigned getNumErrors() const { return numErrors; }
+  llvm::SourceMgr &getSourceMgr() { return sourceMgr; }
+  llvm::raw_ostream &getStream() { return os; }
+
+private:
+  void report(const Location &loc, llvm::SourceMgr::DiagKind kind,
+              const llvm::Twine &message);
+
+  llvm::SourceMgr sourceMgr;
+  llvm::raw_ostream &os;
+  unsigned numErrors = 0;
+};
+
+} // namespace xf::spec
+
+#endif // XF_SPEC_DIAGNOSTICS_H

@@ -1,0 +1,47 @@
+//===- Lexer.h - the spec language's lexer ----------------------*- C++ -*-===//
+//
+// Turns a spec file into tokens. Newlines end statements, except inside
+// parentheses and brackets; `#` and `▷` start a comment that runs to the end
+// of the line. Identifiers may use the paper's Unicode names, which are
+// normalised to one ASCII spelling (γ₁ → gamma1, X̃ → X_tilde, ℓ_max → l_max),
+// so `γ` and `gamma` are the same name.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_SPEC_LEXER_H
+#define XF_SPEC_LEXER_H
+
+#include "xf/Spec/Token.h"
+
+namespace xf::spec {
+
+class Lexer {
+public:
+  Lexer(llvm::StringRef buffer, std::shared_ptr<std::string> file)
+      : buffer(buffer), file(std::move(file)) {}
+
+  /// The next token; at the end, Eof forever. A malformed character yields an
+  /// Error token whose spelling says what is wrong.
+  Token next();
+
+private:
+  Token make(TokenKind kind, std::string spelling, int line, int col) const;
+  Token lexIdentifier(int line, int col);
+  Token lexNumber(int line, int col);
+  Token lexString(int line, int col);
+  Token lexUnicode(int line, int col);
+  void skipSpaceAndComments();
+  void advance(size_t bytes);
+  char peek(size_t ahead = 0) const;
+
+  llvm::StringRef buffer;
+  std::shared_ptr<std::string> file;
+  size_t pos = 0;
+  int line = 1, col = 1;
+  int nesting = 0;            // open ( and [: newlines inside are spaces
+  bool lastWasNewline = true; // collapse blank lines into one Newline
+};
+
+} // namespace xf::spec
+
+#endif // XF_SPEC_LEXER_H

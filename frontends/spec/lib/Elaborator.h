@@ -1,0 +1,169 @@
+//===- Elaborator.h - Sema's state while it walks a spec --------*- C++ -*-===//
+//
+// One Elaborator checks one module. It is split by concept over
+// Scalars.cpp (hyperparameters, -D, integer shape arithmetic),
+// Parameters.cpp (declarations and checkpoint bindings), Algorithm.cpp
+// (statements and expressions), Builtins.cpp (the paper's primitives) and
+// Nodes.cpp (typed graph construction and shape diagnostics).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_SPEC_LIB_ELABORATOR_H
+#define XF_SPEC_LIB_ELABORATOR_H
+
+#include "xf/Spec/Sema.h"
+
+#include "llvm/ADT/StringMap.h"
+
+#include <map>
+#include <set>
+
+namespace xf::spec {
+
+/// The enclosing `for` loops of a parameter declaration.
+struct LoopRange {
+  std::string var;
+  int64_t lo = 1, hi = 0;
+  Location loc;
+};
+
+/// A parameter declaration with its loops: one tensor per index tuple.
+struct ParameterFamily {
+  const ParameterDecl *decl = nullptr;
+  std::vector<LoopRange> loops;
+  std::map<std::vector<int64_t>, int> instances; // index tuple → node
+  std::set<std::vector<int64_t>> inProgress;     // to catch self-reference
+  bool used = false;
+};
+
+/// What an expression evaluates to.
+struct Value {
+  enum Kind { ScalarValue, TensorValue, FamilyValue } kind = ScalarValue;
+  Scalar scalar;
+  int node = -1;
+  ParameterFamily *family = nullptr;
+  std::vector<int64_t> indices; // of a family, given so far
+
+  static Value ofInt(int64_t i) { return ofScalar(Scalar{false, i, 0}); }
+  static Value ofScalar(Scalar s) {
+    Value v;
+    v.scalar = s;
+    return v;
+  }
+  static Value ofTensor(int node) {
+    Value v;
+    v.kind = TensorValue;
+    v.node = node;
+    return v;
+  }
+};
+using MaybeValue = std::optional<Value>;
+
+class Elaborator {
+public:
+  Elaborator(const ModuleAST &module, const SemaOptions &options,
+             DiagnosticEngine &diags)
+      : module(module), options(options), diags(diags) {}
+
+  std::optional<Graph> run(llvm::StringRef fileStem);
+
+  // Scalars.cpp: hyperparameters and integer arithmetic.
+  bool evaluateHyperparameters();
+  MaybeValue evalScalarBinary(const BinaryExprAST &e, Scalar a, Scalar b);
+  MaybeValue evalNumber(const NumberExprAST &e);
+  std::optional<int64_t> evalInt(const ExprAST &e, llvm::StringRef what);
+  std::optional<double> evalFloat(const ExprAST &e, llvm::StringRef what);
+  std::optional<LoopRange> evalRange(const RangeAST &range,
+                                     llvm::StringRef var, const Location &loc);
+
+  // Parameters.cpp: declarations, instances and checkpoint names.
+  bool declareParameters(const std::vector<ParameterItem> &items,
+                         std::vector<LoopRange> &loops);
+  bool declareParameter(const ParameterDecl &decl,
+                        const std::vector<LoopRange> &loops);
+  MaybeValue instantiate(ParameterFamily &family,
+                         llvm::ArrayRef<int64_t> indices,
+                         const Location &useLoc);
+  std::optional<int> bindParameter(ParameterFamily &family,
+                                   const TensorType &declared,
+                                   const std::string &label);
+  std::optional<int> bindCheckpoint(const StringExprAST &name, bool transposed,
+                                    const TensorType &declared,
+                                    const std::string &label,
+                                    const Location &declLoc);
+  std::optional<std::string> expandTemplate(const StringExprAST &name);
+  void warnUnusedParameters();
+
+  // Algorithm.cpp: statements and expressions.
+  bool elaborateAlgorithm(const AlgorithmAST &algorithm);
+  bool elaborateBody(llvm::ArrayRef<StmtPtr> body, bool &returned);
+  bool elaborateFor(const ForStmtAST &loop, bool &returned);
+  bool assign(const AssignStmtAST &stmt);
+  MaybeValue eval(const ExprAST &e);
+  MaybeValue evalName(const NameExprAST &e);
+  MaybeValue evalBinary(const BinaryExprAST &e);
+  MaybeValue evalIndex(const IndexExprAST &e);
+  MaybeValue indexTensor(const IndexExprAST &e, int node,
+                         llvm::ArrayRef<IndexItem> items);
+  MaybeValue finishFamily(Value v, const Location &loc);
+  std::optional<int> evalTensor(const ExprAST &e, llvm::StringRef what);
+  std::optional<int> requireTensor(const Value &v, const Location &loc,
+                                   llvm::StringRef what);
+
+  // Builtins.cpp: the paper's primitives.
+  MaybeValue evalCall(const CallExprAST &call);
+
+  // Nodes.cpp: typed nodes and shape diagnostics.
+  std::optional<int> addNode(Node node);
+  std::optional<int> makeTranspose(int a, const Location &loc);
+  std::optional<int> makeAdd(int a, int b, const Location &loc);
+  std::optional<int> makeMatMul(int a, int b, const Location &loc);
+  std::optional<int> makeSlice(int a, int64_t axis, int64_t lo, int64_t hi,
+                               const Location &loc);
+  std::optional<int> makeRow(int a, int64_t row, const Location &loc);
+  std::optional<int> makeConcat(llvm::ArrayRef<int> parts, int64_t axis,
+                                const Location &loc);
+  bool checkElementCount(const TensorType &type, const Location &loc,
+                         const llvm::Twine &what);
+  const Node &node(int id) const { return graph.nodes[id]; }
+  const TensorType &typeOf(int id) const { return graph.nodes[id].type; }
+  std::string format(const TensorType &type) const;
+  std::string describe(int id) const;
+  bool error(const Location &loc, const llvm::Twine &message);
+  bool mismatch(const Location &loc, const llvm::Twine &what, int a, int b);
+
+  /// The hyperparameter `name` if declared (eps, H: defaults of options).
+  const Scalar *findHyperparameter(llvm::StringRef name) const;
+  /// A loop variable in scope, innermost first.
+  const std::pair<std::string, int64_t> *findLoopVar(llvm::StringRef name) const;
+  bool isGlobalName(llvm::StringRef name) const;
+  std::string suggest(llvm::StringRef name) const;
+  static std::string at(const Location &loc);
+
+  const ModuleAST &module;
+  const SemaOptions &options;
+  DiagnosticEngine &diags;
+  Graph graph;
+
+  llvm::StringMap<Scalar> hyperparameters;
+  llvm::StringMap<Location> hyperparameterLocs;
+  llvm::StringMap<ParameterFamily> families;
+  std::vector<ParameterFamily *> parameterOrder; // as declared
+  llvm::StringMap<int> inputs;      // token sequences
+  llvm::StringMap<int> variables;   // assigned in the algorithm
+  llvm::StringMap<int> checkpoints; // checkpoint tensor name → Parameter node
+  std::vector<std::pair<std::string, int64_t>> loopVars; // in scope
+  /// Set while a parameter's binding is evaluated: checkpoint names are
+  /// allowed there, activations are not.
+  bool inBinding = false;
+  /// The 0-based position of each loop variable, for `{l}` in names.
+  std::vector<std::pair<std::string, int64_t>> templateIndices;
+  unsigned bindingDepth = 0;
+  /// The first node of the current statement: nodes from here on are
+  /// temporaries of one expression (see makeAdd's reassociation).
+  size_t statementStart = 0;
+};
+
+} // namespace xf::spec
+
+#endif // XF_SPEC_LIB_ELABORATOR_H

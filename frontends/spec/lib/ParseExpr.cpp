@@ -1,0 +1,192 @@
+//===- ParseExpr.cpp - expressions of the spec language -------------------===//
+//
+//   expr    := term { ('+' | '-') term }
+//   term    := unary { ('*' | '·' | '/' | '%') unary }
+//   unary   := '-' unary | postfix
+//   postfix := primary { 'ᵀ' | '[' items ']' }
+//   primary := number | string | name | name '(' args ')' | '(' expr ')'
+//
+//===----------------------------------------------------------------------===//
+
+#include "xf/Spec/Parser.h"
+
+using namespace xf::spec;
+
+ExprPtr Parser::parseExpr() {
+  NestingScope scope(*this);
+  if (!enterNesting())
+    return nullptr;
+  ExprPtr lhs = parseTerm();
+  while (lhs && (tok.is(TokenKind::Plus) || tok.is(TokenKind::Minus))) {
+    Location loc = tok.loc;
+    char op = tok.is(TokenKind::Plus) ? '+' : '-';
+    consume();
+    ExprPtr rhs = parseTerm();
+    if (!rhs)
+      return nullptr;
+    lhs = std::make_unique<BinaryExprAST>(loc, op, std::move(lhs),
+                                          std::move(rhs));
+  }
+  return lhs;
+}
+
+ExprPtr Parser::parseTerm() {
+  ExprPtr lhs = parseUnary();
+  while (lhs && (tok.is(TokenKind::Star) || tok.is(TokenKind::Slash) ||
+                 tok.is(TokenKind::Percent))) {
+    Location loc = tok.loc;
+    char op = tok.is(TokenKind::Star) ? '*' : tok.is(TokenKind::Slash) ? '/'
+                                                                       : '%';
+    consume();
+    ExprPtr rhs = parseUnary();
+    if (!rhs)
+      return nullptr;
+    lhs = std::make_unique<BinaryExprAST>(loc, op, std::move(lhs),
+                                          std::move(rhs));
+  }
+  return lhs;
+}
+
+ExprPtr Parser::parseUnary() {
+  if (!tok.is(TokenKind::Minus))
+    return parsePostfix();
+  NestingScope scope(*this);
+  if (!enterNesting())
+    return nullptr;
+  Location loc = tok.loc;
+  consume();
+  ExprPtr operand = parseUnary();
+  if (!operand)
+    return nullptr;
+  auto zero = std::make_unique<NumberExprAST>(loc, "0", false);
+  return std::make_unique<BinaryExprAST>(loc, '-', std::move(zero),
+                                         std::move(operand));
+}
+
+ExprPtr Parser::parsePostfix() {
+  ExprPtr e = parsePrimary();
+  while (e) {
+    Location loc = tok.loc;
+    if (consumeIf(TokenKind::Transpose)) {
+      e = std::make_unique<TransposeExprAST>(loc, std::move(e));
+    } else if (consumeIf(TokenKind::LBracket)) {
+      std::vector<IndexItem> items;
+      if (!parseIndexItems(items))
+        return nullptr;
+      e = std::make_unique<IndexExprAST>(loc, std::move(e), std::move(items));
+    } else {
+      break;
+    }
+  }
+  return e;
+}
+
+ExprPtr Parser::parsePrimary() {
+  Token t = tok;
+  switch (t.kind) {
+  case TokenKind::Integer:
+  case TokenKind::Float:
+    consume();
+    return std::make_unique<NumberExprAST>(t.loc, t.spelling,
+                                           t.is(TokenKind::Float));
+  case TokenKind::String:
+    consume();
+    return std::make_unique<StringExprAST>(t.loc, t.spelling);
+  case TokenKind::Identifier:
+    consume();
+    if (tok.is(TokenKind::LParen))
+      return parseCall(std::move(t));
+    return std::make_unique<NameExprAST>(t.loc, t.spelling);
+  case TokenKind::LParen: {
+    consume();
+    ExprPtr inner = parseExpr();
+    if (!inner || !expect(TokenKind::RParen, "to close '('"))
+      return nullptr;
+    return inner;
+  }
+  default:
+    return errorExpected("an expression", ""), nullptr;
+  }
+}
+
+ExprPtr Parser::parseCall(Token callee) {
+  consume(); // '('
+  std::vector<ExprPtr> inputs, params;
+  std::vector<OptionAST> options;
+  bool afterBar = false;
+  if (!tok.is(TokenKind::RParen)) {
+    do {
+      if (!afterBar && consumeIf(TokenKind::Bar))
+        afterBar = true;
+      if (!parseCallArg(afterBar ? params : inputs, options))
+        return nullptr;
+    } while (consumeIf(TokenKind::Comma) ||
+             (!afterBar && tok.is(TokenKind::Bar)));
+  }
+  if (!expect(TokenKind::RParen,
+              ("to close the arguments of '" + callee.spelling + "'").c_str()))
+    return nullptr;
+  return std::make_unique<CallExprAST>(callee.loc, callee.spelling,
+                                       std::move(inputs), std::move(params),
+                                       std::move(options));
+}
+
+/// `expr`, `expr for h in 1..H`, or an option `name = expr`.
+bool Parser::parseCallArg(std::vector<ExprPtr> &args,
+                          std::vector<OptionAST> &options) {
+  if (tok.is(TokenKind::Identifier) && ahead.is(TokenKind::Assign)) {
+    OptionAST option;
+    option.name = tok.spelling;
+    option.loc = tok.loc;
+    consume();
+    consume();
+    if (!(option.value = parseExpr()))
+      return false;
+    options.push_back(std::move(option));
+    return true;
+  }
+  ExprPtr arg = parseExpr();
+  if (!arg)
+    return false;
+  if (tok.is(TokenKind::KwFor)) {
+    Location loc = tok.loc;
+    consume();
+    if (!tok.is(TokenKind::Identifier))
+      return errorExpected("a loop variable", "after 'for'");
+    std::string var = tok.spelling;
+    consume();
+    RangeAST range;
+    if (!expect(TokenKind::KwIn, "after the loop variable") ||
+        !parseRange(range))
+      return false;
+    arg = std::make_unique<ComprehensionExprAST>(loc, std::move(arg),
+                                                 std::move(var),
+                                                 std::move(range));
+  }
+  args.push_back(std::move(arg));
+  return true;
+}
+
+/// `i`, `:`, `lo:hi` separated by commas, then ']'.
+bool Parser::parseIndexItems(std::vector<IndexItem> &items) {
+  do {
+    IndexItem item;
+    item.loc = tok.loc;
+    if (!tok.is(TokenKind::Colon) && !(item.lo = parseExpr()))
+      return false;
+    if (consumeIf(TokenKind::Colon)) {
+      item.isRange = true;
+      if (!tok.is(TokenKind::Comma) && !tok.is(TokenKind::RBracket) &&
+          !(item.hi = parseExpr()))
+        return false;
+    }
+    items.push_back(std::move(item));
+  } while (consumeIf(TokenKind::Comma));
+  return expect(TokenKind::RBracket, "after the index");
+}
+
+bool Parser::parseRange(RangeAST &range) {
+  return (range.lo = parseExpr()) &&
+         expect(TokenKind::DotDot, "in the range 'first..last'") &&
+         (range.hi = parseExpr());
+}
