@@ -1,0 +1,235 @@
+"""End-to-end tests of libxfrt's main() through fake models (test/Runtime/Inputs/FakeModel.cpp).
+
+Run by ctest: runtime_e2e.py FAKE_DECODER FAKE_SEQ2SEQ REFERENCE_DIR. The .safetensors files
+the runtime writes are read back with the independent reader in test/reference, and logits are
+recomputed with numpy from the saved weights.
+"""
+import json
+import os
+import struct
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import numpy as np
+
+DECODER, SEQ2SEQ, REFERENCE = sys.argv[1:4]
+sys.path.insert(0, REFERENCE)
+import safetensors_io  # noqa: E402
+
+
+def run(exe, *args):
+    p = subprocess.run([exe, *args], capture_output=True, text=True, timeout=60)
+    return p.returncode, p.stdout, p.stderr
+
+
+def write_raw(path, header, data):
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + data)
+
+
+def expected_logits(weights, tokens):
+    wte, g = weights["wte.weight"], weights["ln_f.weight"]
+    return (wte[tokens] * g) @ wte.T
+
+
+class Decoder(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.dir = self.tmp.name
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def path(self, name):
+        return os.path.join(self.dir, name)
+
+    def saved_weights(self, seed=7):
+        w = self.path(f"w{seed}.safetensors")
+        rc, _, err = run(DECODER, "--random-weights", str(seed), "--save-weights", w)
+        self.assertEqual(rc, 0, err)
+        return w
+
+    def test_help(self):
+        rc, out, _ = run(DECODER, "--help")
+        self.assertEqual(rc, 0)
+        self.assertIn("model: fake-decoder (decoder, output logits [l, 16]", out)
+        for flag in ["--weights", "--random-weights", "--save-weights", "--tokens",
+                     "--source-tokens", "--logits-out", "--hidden-out", "--threads", "--repeat",
+                     "--print"]:
+            self.assertIn(flag, out)
+
+    def test_random_save_load_round_trip(self):
+        a, b, w = self.path("a.npy"), self.path("b.npy"), self.path("w.safetensors")
+        rc, _, err = run(DECODER, "--random-weights", "7", "--tokens", "1,2,3",
+                         "--logits-out", a, "--save-weights", w)
+        self.assertEqual(rc, 0, err)
+        rc, _, err = run(DECODER, "--weights", w, "--tokens", "1,2,3", "--logits-out", b)
+        self.assertEqual(rc, 0, err)
+        la, lb = np.load(a), np.load(b)
+        self.assertEqual(la.dtype, np.float32)
+        self.assertEqual(la.shape, (3, 16))
+        self.assertEqual(la.tobytes(), lb.tobytes())
+        # The saved file is valid for an independent reader, and the logits match numpy.
+        weights = safetensors_io.load(w, as_float64=False)
+        self.assertEqual(sorted(weights), ["ln_f.weight", "wte.weight"])
+        self.assertEqual(weights["wte.weight"].dtype, np.float32)
+        self.assertEqual(weights["wte.weight"].shape, (16, 4))
+        self.assertEqual(safetensors_io.metadata(w), {"format": "pt"})
+        np.testing.assert_allclose(la, expected_logits(weights, [1, 2, 3]), rtol=1e-5, atol=1e-7)
+        # Init rules: "ones" near 1, "normal" N(0, 0.02).
+        self.assertLess(abs(weights["ln_f.weight"].mean() - 1), 0.3)
+        self.assertLess(abs(weights["wte.weight"]).max(), 0.2)
+
+    def test_seed_determinism(self):
+        a = safetensors_io.load(self.saved_weights(7))
+        b = safetensors_io.load(self.saved_weights(7))
+        c = safetensors_io.load(self.saved_weights(8))
+        np.testing.assert_array_equal(a["wte.weight"], b["wte.weight"])
+        self.assertFalse(np.array_equal(a["wte.weight"], c["wte.weight"]))
+
+    def test_python_written_checkpoint_f32_f16(self):
+        rng = np.random.default_rng(0)
+        ref = {"wte.weight": rng.standard_normal((16, 4)).astype(np.float32),
+               "ln_f.weight": rng.standard_normal(4).astype(np.float32),
+               "h.0.attn.bias": np.ones((2, 2), np.float64)}  # extra tensor, ignored
+        for dtype in [np.float32, np.float16]:
+            w = self.path(f"py_{np.dtype(dtype).name}.safetensors")
+            safetensors_io.save(w, {k: v.astype(dtype) if v.dtype == np.float32 else v
+                                    for k, v in ref.items()})
+            out = self.path("o.npy")
+            rc, _, err = run(DECODER, "--weights", w, "--tokens", "0,15,3", "--logits-out", out)
+            self.assertEqual(rc, 0, err)
+            loaded = {k: v.astype(dtype).astype(np.float32) for k, v in ref.items()}
+            np.testing.assert_allclose(np.load(out), expected_logits(loaded, [0, 15, 3]),
+                                       rtol=1e-5, atol=1e-5)
+
+    def test_bf16_checkpoint(self):
+        ref = safetensors_io.load(self.saved_weights(), as_float64=False)
+        header, data = {}, b""
+        for name, a in ref.items():
+            bits = (a.view(np.uint32) >> 16).astype("<u2").tobytes()  # truncate to bf16
+            header[name] = {"dtype": "BF16", "shape": list(a.shape),
+                            "data_offsets": [len(data), len(data) + len(bits)]}
+            data += bits
+        w = self.path("bf16.safetensors")
+        write_raw(w, header, data)
+        out = self.path("o.npy")
+        rc, _, err = run(DECODER, "--weights", w, "--tokens", "4", "--logits-out", out)
+        self.assertEqual(rc, 0, err)
+        trunc = {k: (v.view(np.uint32) & 0xFFFF0000).view(np.float32) for k, v in ref.items()}
+        np.testing.assert_allclose(np.load(out), expected_logits(trunc, [4]), rtol=1e-5,
+                                   atol=1e-7)
+
+    def test_sharded_index(self):
+        ref = safetensors_io.load(self.saved_weights(), as_float64=False)
+        os.mkdir(self.path("sharded"))
+        safetensors_io.save(self.path("sharded/m-1.safetensors"), {"wte.weight": ref["wte.weight"]})
+        safetensors_io.save(self.path("sharded/m-2.safetensors"), {"ln_f.weight": ref["ln_f.weight"]})
+        index = self.path("sharded/model.safetensors.index.json")
+        with open(index, "w") as f:
+            json.dump({"metadata": {}, "weight_map": {"wte.weight": "m-1.safetensors",
+                                                      "ln_f.weight": "m-2.safetensors"}}, f)
+        a, b = self.path("a.npy"), self.path("b.npy")
+        self.assertEqual(run(DECODER, "--weights", self.saved_weights(), "--tokens", "5,6",
+                             "--logits-out", a)[0], 0)
+        rc, _, err = run(DECODER, "--weights", index, "--tokens", "5,6", "--logits-out", b)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(np.load(a).tobytes(), np.load(b).tobytes())
+
+    def test_bad_weights(self):
+        ref = safetensors_io.load(self.saved_weights(), as_float64=False)
+        wrong = self.path("wrong.safetensors")
+        safetensors_io.save(wrong, {"wte.weight": np.zeros((16, 5), np.float32),
+                                    "ln_f.weight": ref["ln_f.weight"]})
+        rc, out, err = run(DECODER, "--weights", wrong, "--tokens", "1")
+        self.assertEqual(rc, 1)
+        self.assertEqual(err.strip(), f"error: {wrong}: tensor 'wte.weight': shape [16, 5] in "
+                                      f"the file, but the model expects [16, 4]")
+        missing = self.path("missing.safetensors")
+        safetensors_io.save(missing, {"wte.weight": ref["wte.weight"]})
+        rc, _, err = run(DECODER, "--weights", missing, "--tokens", "1")
+        self.assertEqual(rc, 1)
+        self.assertIn("tensor 'ln_f.weight': missing", err)
+        good = self.saved_weights()
+        with open(good, "rb") as f:
+            blob = f.read()
+        cases = {"truncated": blob[:-3], "tiny": blob[:5],
+                 "header_len": struct.pack("<Q", 1 << 62) + blob[8:],
+                 "bad_json": blob[:8] + b"[" + blob[9:],
+                 "overlap": blob.replace(b'"data_offsets":[256,272]', b'"data_offsets":[252,268]')}
+        for name, data in cases.items():
+            p = self.path(name + ".safetensors")
+            with open(p, "wb") as f:
+                f.write(data)
+            rc, _, err = run(DECODER, "--weights", p, "--tokens", "1")
+            self.assertEqual(rc, 1, name)
+            self.assertTrue(err.startswith(f"error: {p}: "), err)
+            self.assertEqual(err.count("\n"), 1, err)
+        rc, _, err = run(DECODER, "--weights", self.path("absent.safetensors"), "--tokens", "1")
+        self.assertEqual(rc, 1)
+        self.assertIn("cannot open", err)
+
+    def test_bad_command_lines(self):
+        w = self.saved_weights()
+        for args in [["--frobnicate"], ["--tokens", "1"],
+                     ["--random-weights", "1", "--tokens", "16"],
+                     ["--random-weights", "1", "--tokens", "1,2,3,4,5,6,7,8,9"],
+                     ["--random-weights", "1", "--tokens", "1,,2"],
+                     ["--random-weights", "1", "--tokens", "abc"],
+                     ["--random-weights", "1", "--tokens", "-1"],
+                     ["--random-weights", "x", "--tokens", "1"],
+                     ["--weights", w, "--random-weights", "1", "--tokens", "1"],
+                     ["--random-weights", "1", "--tokens", "1", "--hidden-out", "h.npy"],
+                     ["--random-weights", "1", "--tokens", "1", "--source-tokens", "1"],
+                     ["--random-weights", "1", "--logits-out", "x.npy"],
+                     ["--random-weights", "1", "--tokens", "1", "--threads", "0"],
+                     ["--random-weights", "1", "--tokens", "1", "--repeat", "-2"]]:
+            rc, out, err = run(DECODER, *args)
+            self.assertEqual(rc, 2, args)
+            self.assertTrue(err.startswith("error: "), err)
+            self.assertIn("usage:", err)
+
+    def test_print_repeat_threads(self):
+        w = self.saved_weights()
+        rc, out, err = run(DECODER, "--weights", w, "--tokens", "3,9", "--print", "--repeat", "3",
+                           "--threads", "2")
+        self.assertEqual(rc, 0, err)
+        self.assertIn("fake: halide_set_num_threads(2)", err)
+        self.assertRegex(err, r"runs=3 min [0-9.]+ ms median [0-9.]+ ms")
+        lines = out.splitlines()
+        self.assertEqual(len(lines), 2)
+        ids = [int(x) for x in lines[0].split()[1:]]
+        logits = expected_logits(safetensors_io.load(w), [3, 9])[-1]
+        self.assertEqual(ids, list(np.argsort(-logits, kind="stable")[:5]))
+
+
+class Seq2Seq(unittest.TestCase):
+    def test_source_tokens(self):
+        with tempfile.TemporaryDirectory() as d:
+            rc, _, err = run(SEQ2SEQ, "--random-weights", "1", "--tokens", "1,2")
+            self.assertEqual(rc, 2)
+            self.assertIn("--source-tokens is required", err)
+            rc, _, err = run(SEQ2SEQ, "--random-weights", "1", "--tokens", "1",
+                             "--source-tokens", "1", "--logits-out", "x.npy")
+            self.assertEqual(rc, 2)
+            self.assertIn("use --hidden-out", err)
+            h, w = os.path.join(d, "h.npy"), os.path.join(d, "w.safetensors")
+            rc, _, err = run(SEQ2SEQ, "--random-weights", "1", "--tokens", "1,2,3",
+                             "--source-tokens", "4,5", "--hidden-out", h, "--save-weights", w)
+            self.assertEqual(rc, 0, err)
+            weights = safetensors_io.load(w)
+            wte, g = weights["wte.weight"], weights["ln_f.weight"]
+            want = wte[[1, 2, 3]] * g + wte[[4, 5]].mean(axis=0)
+            got = np.load(h)
+            self.assertEqual(got.shape, (3, 4))
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+            rc, out, _ = run(SEQ2SEQ, "--help")
+            self.assertIn("fake-seq2seq (encoder-decoder, output hidden", out)
+
+
+if __name__ == "__main__":
+    unittest.main(argv=sys.argv[:1])

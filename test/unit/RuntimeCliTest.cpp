@@ -1,0 +1,158 @@
+//===- RuntimeCliTest.cpp - libxfrt manifest and command-line parsing -----===//
+#include "RuntimeTestSupport.h"
+
+#include "xfrt/Cli.h"
+#include "xfrt/Driver.h"
+#include "xfrt/Manifest.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+using namespace xfrt;
+using namespace xfrt::test;
+
+namespace {
+
+#define EXPECT_CONTAINS(haystack, needle)                                                      \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+Expected<Options> parse(std::vector<const char *> args) {
+  args.insert(args.begin(), "prog");
+  return parseCommandLine(int(args.size()), args.data());
+}
+
+Manifest manifest() { return *parseManifest(testManifestJson()); }
+
+TEST(RuntimeManifest, Parses) {
+  Expected<Manifest> m = parseManifest(testManifestJson());
+  ASSERT_TRUE(m) << m.message();
+  EXPECT_EQ(m->model, "tiny");
+  EXPECT_TRUE(m->outputIsLogits);
+  EXPECT_EQ(m->vocab, 5);
+  EXPECT_EQ(m->maxPositions, 4);
+  ASSERT_EQ(m->parameters.size(), 2u);
+  EXPECT_EQ(m->parameters[0].numel, 6);
+  EXPECT_EQ(m->parameters[1].init, InitKind::Ones);
+  EXPECT_EQ(m->derivedBytes, (std::vector<int64_t>{64}));
+  EXPECT_EQ(m->kernels[0].flopsPerRow, 10);
+  EXPECT_EQ(m->kindName(), "decoder");
+}
+
+TEST(RuntimeManifest, Rejects) {
+  const char *bad[] = {
+      "", "[]", R"({"vocab":2,"d_out":2,"parameters":[]})",
+      R"({"model":"x","d_out":2,"parameters":[]})",
+      R"({"model":"x","vocab":0,"d_out":2,"parameters":[]})",
+      R"({"model":"x","vocab":2,"d_out":2})",
+      R"({"model":"x","vocab":2,"d_out":2,"output":"probs","parameters":[]})",
+      R"({"model":"x","vocab":2,"d_out":2,"parameters":[{"name":"a","shape":[-1]}]})",
+      R"({"model":"x","vocab":2,"d_out":2,"parameters":[{"name":"a","shape":[1],"init":"x"}]})",
+      R"({"model":"x","vocab":2,"d_out":2,"parameters":[{"name":"a","shape":[1]},{"name":"a","shape":[1]}]})",
+      R"({"model":"x","vocab":2,"d_out":2,"parameters":[{"name":"a","shape":[1099511627776,2]}]})",
+      R"({"model":"x","vocab":2,"d_out":2,"parameters":[],"derived":[{"bytes":-1}]})"};
+  for (const char *text : bad) {
+    Expected<Manifest> m = parseManifest(text);
+    EXPECT_FALSE(m) << text;
+    if (!m)
+      EXPECT_EQ(m.message().rfind("manifest: ", 0), 0u) << m.message();
+  }
+}
+
+TEST(RuntimeCli, ParsesEveryFlag) {
+  Expected<Options> o =
+      parse({"--weights", "w.safetensors", "--save-weights=s.safetensors", "--tokens", "1,2",
+             "--logits-out", "l.npy", "--threads", "4", "--repeat=3", "--print"});
+  ASSERT_TRUE(o) << o.message();
+  EXPECT_EQ(o->weights, "w.safetensors");
+  EXPECT_EQ(o->saveWeights, "s.safetensors");
+  EXPECT_EQ(o->tokens, "1,2");
+  EXPECT_EQ(o->logitsOut, "l.npy");
+  EXPECT_EQ(o->threads, 4);
+  EXPECT_EQ(o->repeat, 3);
+  EXPECT_TRUE(o->print);
+  EXPECT_TRUE(checkOptions(*o, manifest()));
+  o = parse({"--random-weights", "18446744073709551615", "--tokens", "0"});
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->seed, UINT64_MAX);
+  EXPECT_TRUE(parse({"-h"})->help);
+}
+
+TEST(RuntimeCli, RejectsBadFlags) {
+  EXPECT_CONTAINS(parse({"--frobnicate"}).message(), "unknown option '--frobnicate'");
+  EXPECT_CONTAINS(parse({"stray"}).message(), "unexpected argument 'stray'");
+  EXPECT_CONTAINS(parse({"--weights"}).message(), "needs a value (FILE)");
+  EXPECT_CONTAINS(parse({"--weights="}).message(), "non-empty value");
+  EXPECT_CONTAINS(parse({"--print=1"}).message(), "takes no value");
+  EXPECT_CONTAINS(parse({"--tokens", "1", "--tokens", "2"}).message(), "given twice");
+  EXPECT_CONTAINS(parse({"--random-weights", "-1"}).message(), "not an unsigned 64-bit");
+  EXPECT_CONTAINS(parse({"--random-weights", "18446744073709551616"}).message(), "not an unsigned");
+  EXPECT_CONTAINS(parse({"--threads", "0"}).message(), "not an integer in [1, 1000000]");
+  EXPECT_CONTAINS(parse({"--threads", "99999"}).message(), "more than 4096");
+  EXPECT_CONTAINS(parse({"--repeat", "x"}).message(), "not an integer");
+}
+
+TEST(RuntimeCli, ChecksAgainstManifest) {
+  Manifest m = manifest();
+  auto check = [&](std::vector<const char *> args) {
+    Expected<Options> o = parse(args);
+    EXPECT_TRUE(o) << o.message();
+    return checkOptions(*o, m).message();
+  };
+  EXPECT_CONTAINS(check({"--tokens", "1"}), "give --weights FILE or --random-weights SEED");
+  EXPECT_CONTAINS(check({"--weights", "w", "--random-weights", "1", "--tokens", "1"}),
+                  "not both");
+  EXPECT_CONTAINS(check({"--weights", "w", "--tokens", "1", "--hidden-out", "h.npy"}),
+                  "outputs logits; use --logits-out");
+  EXPECT_CONTAINS(check({"--weights", "w", "--tokens", "1", "--source-tokens", "1"}),
+                  "not an encoder-decoder");
+  EXPECT_CONTAINS(check({"--weights", "w", "--logits-out", "l.npy"}), "--logits-out needs --tokens");
+  EXPECT_CONTAINS(check({"--weights", "w"}), "nothing to do");
+  EXPECT_EQ(check({"--weights", "w", "--save-weights", "s"}), "");
+
+  Manifest hidden = *parseManifest(
+      R"({"model":"ed","output":"hidden","encoder_decoder":true,"vocab":9,"d_out":3,"parameters":[]})");
+  Expected<Options> o = parse({"--random-weights", "1", "--tokens", "1", "--logits-out", "x"});
+  EXPECT_CONTAINS(checkOptions(*o, hidden).message(), "outputs hidden states; use --hidden-out");
+  o = parse({"--random-weights", "1", "--tokens", "1"});
+  EXPECT_CONTAINS(checkOptions(*o, hidden).message(), "--source-tokens is required");
+}
+
+TEST(RuntimeCli, TokenLists) {
+  Manifest m = manifest(); // vocab 5, max_positions 4
+  Expected<std::vector<int32_t>> t = parseTokenList("0,4, 2 ,3", "--tokens", m);
+  ASSERT_TRUE(t) << t.message();
+  EXPECT_EQ(*t, (std::vector<int32_t>{0, 4, 2, 3}));
+  EXPECT_CONTAINS(parseTokenList("5", "--tokens", m).message(),
+                  "--tokens: token id 5 at position 0 is out of range [0, 5)");
+  EXPECT_CONTAINS(parseTokenList("1,-1", "--tokens", m).message(), "token id -1 at position 1");
+  EXPECT_CONTAINS(parseTokenList("1,,2", "--tokens", m).message(), "empty token id at position 1");
+  EXPECT_CONTAINS(parseTokenList("", "--tokens", m).message(), "empty token id");
+  EXPECT_CONTAINS(parseTokenList("1,", "--tokens", m).message(), "empty token id");
+  EXPECT_CONTAINS(parseTokenList("1x", "--tokens", m).message(), "'1x' is not a token id");
+  EXPECT_CONTAINS(parseTokenList("99999999999999999999999", "--tokens", m).message(),
+                  "is not a token id");
+  EXPECT_CONTAINS(parseTokenList("1,1,1,1,1", "--tokens", m).message(),
+                  "more than 4 tokens (the model's max_positions)");
+  m.maxPositions = 0;
+  EXPECT_TRUE(parseTokenList("1,1,1,1,1", "--tokens", m));
+}
+
+TEST(RuntimeCli, UsageListsEverything) {
+  Manifest m = manifest();
+  std::string u = usageText("./tiny", &m);
+  for (const char *flag : {"--help", "--weights", "--random-weights", "--save-weights", "--tokens",
+                           "--source-tokens", "--logits-out", "--hidden-out", "--threads",
+                           "--repeat", "--print"})
+    EXPECT_CONTAINS(u, flag);
+  EXPECT_CONTAINS(u, "model: tiny (decoder, output logits [l, 5]");
+  EXPECT_CONTAINS(u, "L=1");
+}
+
+TEST(RuntimeCli, TopIndices) {
+  float row[] = {0.5f, 3, NAN, 3, -1, 7, 2};
+  EXPECT_EQ(topIndices(row, 7, 5), (std::vector<int64_t>{5, 1, 3, 6, 0}));
+  EXPECT_EQ(topIndices(row, 2, 5), (std::vector<int64_t>{1, 0}));
+}
+
+} // namespace
