@@ -124,7 +124,6 @@ Expected<SafetensorsHeader> parseSafetensors(const uint8_t *data, size_t size,
   JsonLimits limits;
   limits.maxBytes = size_t(kMaxSafetensorsHeader);
   limits.maxDepth = 8;
-  limits.maxValues = size_t(4) << 20;
   Expected<JsonValue> json =
       parseJson(std::string_view(reinterpret_cast<const char *>(data + 8), size_t(n)), limits);
   if (!json)
