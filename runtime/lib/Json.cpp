@@ -8,6 +8,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <cstring>
 
 namespace xfrt {
 
@@ -383,8 +384,15 @@ static std::string describe(const JsonValue &v, int depth) {
   case JsonValue::Kind::Number: {
     if (v.isInteger)
       return std::to_string(v.integer);
+    // The shortest form that reads back as the same double (1e-05, not 1.0000000000000001e-05).
     char buf[32];
-    std::snprintf(buf, sizeof buf, "%.17g", v.number);
+    for (int precision = 6; precision <= 17; ++precision) {
+      std::snprintf(buf, sizeof buf, "%.*g", precision, v.number);
+      double back = 0;
+      std::from_chars(buf, buf + std::strlen(buf), back);
+      if (back == v.number)
+        break;
+    }
     return buf;
   }
   case JsonValue::Kind::String:

@@ -97,6 +97,8 @@ TEST(RuntimeJson, DescribeIsBounded) {
   ASSERT_TRUE(v);
   EXPECT_LT(describeJson(*v).size(), 64u);
   EXPECT_EQ(describeJson(*parseJson("[1, 2]")), "[1, 2]");
+  EXPECT_EQ(describeJson(*parseJson("[1e-05, 0.1, 3.141592653589793]")),
+            "[1e-05, 0.1, 3.141592653589793]");
 }
 
 } // namespace
