@@ -8,8 +8,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "xf/Pipelines/Pipelines.h"
 #include "xf/Spec/Frontend.h"
 #include "xf/Spec/Parser.h"
+#include "xf/Target/EmitObject.h"
+#include "xf/Transforms/Passes.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -25,7 +28,7 @@ namespace cl = llvm::cl;
 using namespace xf::spec;
 
 namespace {
-enum class Emit { AST, Xf };
+enum class Emit { AST, Xf, Fused, Kernels, Host, Halide, LLVM, Asm, Obj, Exe };
 
 cl::OptionCategory xfcCategory("xfc options");
 
@@ -36,9 +39,27 @@ cl::opt<std::string> outputFilename("o", cl::desc("Output file (default: stdout)
                                     cl::cat(xfcCategory));
 cl::opt<Emit> emitAction(
     "emit", cl::desc("The stage to print"), cl::init(Emit::Xf),
-    cl::values(clEnumValN(Emit::AST, "ast", "the parsed syntax tree"),
-               clEnumValN(Emit::Xf, "xf", "the xf dialect (default)")),
+    cl::values(
+        clEnumValN(Emit::AST, "ast", "the parsed syntax tree"),
+        clEnumValN(Emit::Xf, "xf", "the xf dialect (default without -o)"),
+        clEnumValN(Emit::Fused, "fused", "xf after MHA decomposition and fusion"),
+        clEnumValN(Emit::Kernels, "kernels", "fused kernels with their schedules"),
+        clEnumValN(Emit::Host, "host", "the host function, buffers and loop kernels"),
+        clEnumValN(Emit::Halide, "halide", "each Halide pipeline's loop nest"),
+        clEnumValN(Emit::LLVM, "llvm", "optimized LLVM IR of the host code"),
+        clEnumValN(Emit::Asm, "asm", "assembly of the host code"),
+        clEnumValN(Emit::Obj, "obj", "object file of the host code (needs -o)"),
+        clEnumValN(Emit::Exe, "exe", "a linked executable (default with -o)")),
     cl::cat(xfcCategory));
+cl::opt<unsigned> optLevel("O", cl::Prefix, cl::init(3),
+                           cl::desc("Optimization level of the host code, 0-3 (default 3)"),
+                           cl::cat(xfcCategory));
+cl::opt<std::string> target("target", cl::init("host"),
+                            cl::desc("Halide target for the kernels (default: host)"),
+                            cl::value_desc("halide-target"), cl::cat(xfcCategory));
+cl::opt<bool> keepTemps("keep-temps", cl::init(false),
+                        cl::desc("Keep the intermediate object files"),
+                        cl::cat(xfcCategory));
 cl::list<std::string>
     defines("D", cl::Prefix,
             cl::desc("Override a hyperparameter (repeatable): -D L=2 or -DL=2"),
@@ -51,7 +72,57 @@ static void buildPipeline(Emit action, mlir::PassManager &pm) {
   case Emit::AST:
   case Emit::Xf:
     return; // the frontend's own output
+  case Emit::Fused:
+    return mlir::xf::buildFusionPipeline(pm, /*assignSchedules=*/false);
+  default:
+    return mlir::xf::buildFusionPipeline(pm);
   }
+}
+
+static mlir::LogicalResult report(llvm::Error error) {
+  if (!error)
+    return mlir::success();
+  llvm::errs() << "xfc: error: " << llvm::toString(std::move(error)) << "\n";
+  return mlir::failure();
+}
+
+/// The stages after fusion: host code, Halide kernels, LLVM, objects.
+static mlir::LogicalResult emitBackend(Emit action, mlir::ModuleOp fused,
+                                       llvm::raw_ostream &os) {
+  mlir::FailureOr<mlir::xf::HostProgram> program = mlir::xf::lowerToHost(fused);
+  if (mlir::failed(program))
+    return mlir::failure();
+  mlir::xf::CodegenOptions options;
+  options.target = target;
+  options.optLevel = std::min(optLevel.getValue(), 3u);
+  options.keepIntermediates = keepTemps;
+  switch (action) {
+  case Emit::Host:
+    program->module->print(os);
+    return mlir::success();
+  case Emit::Halide: {
+    auto text = mlir::xf::describeKernels(*program, options);
+    if (!text)
+      return report(text.takeError());
+    os << *text;
+    return mlir::success();
+  }
+  case Emit::Exe:
+    return report(mlir::xf::buildExecutable(*program, options, outputFilename));
+  default:
+    break;
+  }
+  mlir::OwningOpRef<mlir::ModuleOp> llvmModule = mlir::xf::lowerHostToLLVM(*program);
+  if (!llvmModule)
+    return mlir::failure();
+  if (action == Emit::Obj)
+    return report(mlir::xf::emitObjectFile(*llvmModule, options.optLevel, outputFilename));
+  auto text = action == Emit::LLVM ? mlir::xf::emitLLVMIR(*llvmModule, options.optLevel)
+                                   : mlir::xf::emitAssembly(*llvmModule, options.optLevel);
+  if (!text)
+    return report(text.takeError());
+  os << *text;
+  return mlir::success();
 }
 
 static mlir::LogicalResult emit(Emit action, const ModuleAST &ast,
@@ -77,8 +148,11 @@ static mlir::LogicalResult emit(Emit action, const ModuleAST &ast,
   buildPipeline(action, pm);
   if (mlir::failed(pm.run(*module)))
     return mlir::failure();
-  module->print(os);
-  return mlir::success();
+  if (action == Emit::Xf || action == Emit::Fused || action == Emit::Kernels) {
+    module->print(os);
+    return mlir::success();
+  }
+  return emitBackend(action, *module, os);
 }
 
 int main(int argc, char **argv) {
@@ -110,6 +184,19 @@ int main(int argc, char **argv) {
   if (!ast)
     return 1;
 
+  // `xfc model.xf -o model` builds an executable; without -o, print xf.
+  bool binaryOutput = emitAction == Emit::Exe || emitAction == Emit::Obj;
+  if (emitAction.getNumOccurrences() == 0 && outputFilename != "-")
+    emitAction = Emit::Exe, binaryOutput = true;
+  if (binaryOutput && outputFilename == "-") {
+    llvm::errs() << "xfc: error: --emit=exe and --emit=obj need -o FILE\n";
+    return 1;
+  }
+  if (binaryOutput) {
+    if (mlir::failed(emit(emitAction, *ast, fileName, diags, llvm::nulls())))
+      return 1;
+    return 0;
+  }
   std::unique_ptr<llvm::ToolOutputFile> output =
       mlir::openOutputFile(outputFilename, &message);
   if (!output) {

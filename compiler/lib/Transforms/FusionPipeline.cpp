@@ -5,12 +5,13 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
-void mlir::xf::buildFusionPipeline(OpPassManager &pm) {
+void mlir::xf::buildFusionPipeline(OpPassManager &pm, bool assignSchedules) {
   OpPassManager &fn = pm.nest<func::FuncOp>();
   fn.addPass(createDecomposeMultiHeadAttention());
   fn.addPass(createFuseQkvProjections());
   fn.addPass(createFuseGemmEpilogue());
   fn.addPass(createCanonicalizerPass());
   fn.addPass(createCSEPass());
-  fn.addPass(createAssignDefaultSchedules());
+  if (assignSchedules)
+    fn.addPass(createAssignDefaultSchedules());
 }

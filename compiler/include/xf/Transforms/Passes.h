@@ -16,8 +16,9 @@ namespace mlir::xf {
 #define GEN_PASS_REGISTRATION
 #include "xf/Transforms/Passes.h.inc"
 
-/// The fusion stage as one list (what `xfc --emit=fused` prints).
-void buildFusionPipeline(OpPassManager &pm);
+/// The fusion stage as one list: `xfc --emit=fused` prints its result
+/// without schedules, `--emit=kernels` with them.
+void buildFusionPipeline(OpPassManager &pm, bool assignSchedules = true);
 
 } // namespace mlir::xf
 

@@ -1,0 +1,44 @@
+//===- LowerToHost.h - fused xf IR → host code + kernel specs ---*- C++ -*-===//
+//
+// Takes @forward after the fusion pipeline (tensors, kernel-level xf ops) and
+// produces what the executable is built from:
+//  - a module in func/scf/arith/math/llvm holding the ABI of docs/abi.md
+//    (xf_model_manifest, xf_prepare, xf_scratch_bytes, xf_forward), with
+//    every tensor assigned a buffer (parameter, derived weight, a slot of the
+//    scratch arena reused by liveness, or a view) and the small kernels as
+//    scf loops;
+//  - the specs of the Halide GEMM and attention kernels it calls.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_CONVERSION_LOWERTOHOST_H
+#define XF_CONVERSION_LOWERTOHOST_H
+
+#include "xf/Conversion/HalideKernels.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::xf {
+
+struct HostProgram {
+  OwningOpRef<ModuleOp> module;
+  std::vector<GemmKernelSpec> gemms;
+  std::vector<AttentionKernelSpec> attentions;
+  std::string manifest;
+};
+
+/// Fails with a located error when @forward holds an op the host lowering
+/// cannot place (e.g. one the fusion pipeline should have removed).
+FailureOr<HostProgram> lowerToHost(ModuleOp fused);
+
+/// The kernel specs read back from schedule attributes (shared with tuning).
+GemmSchedule gemmScheduleFrom(DictionaryAttr schedule);
+AttentionSchedule attentionScheduleFrom(DictionaryAttr schedule);
+
+} // namespace mlir::xf
+
+#endif // XF_CONVERSION_LOWERTOHOST_H

@@ -1,0 +1,43 @@
+//===- Pipelines.h - the compiler's stages as lists of passes ---*- C++ -*-===//
+//
+// spec → xf (frontend) → buildFusionPipeline → lowerToHost →
+// buildHostToLLVMPipeline → object files (host + Halide kernels) → link.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_PIPELINES_PIPELINES_H
+#define XF_PIPELINES_PIPELINES_H
+
+#include "xf/Conversion/LowerToHost.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "llvm/Support/Error.h"
+
+#include <string>
+
+namespace mlir::xf {
+
+/// scf/arith/math/func on raw pointers → the LLVM dialect.
+void buildHostToLLVMPipeline(OpPassManager &pm);
+
+struct CodegenOptions {
+  std::string target = "host"; // Halide target string for the kernels
+  int optLevel = 3;
+  bool keepIntermediates = false; // leave the object files next to the output
+};
+
+/// Runs the host-to-LLVM pipeline on a clone of `program.module` (null on failure).
+OwningOpRef<ModuleOp> lowerHostToLLVM(const HostProgram &program);
+
+/// Objects (host, kernels, Halide runtime) linked with libxfrt into `output`.
+llvm::Error buildExecutable(const HostProgram &program, const CodegenOptions &options,
+                            llvm::StringRef output);
+
+/// The Halide loop nests of every kernel, for `--emit=halide`.
+llvm::Expected<std::string> describeKernels(const HostProgram &program,
+                                            const CodegenOptions &options);
+
+} // namespace mlir::xf
+
+#endif // XF_PIPELINES_PIPELINES_H

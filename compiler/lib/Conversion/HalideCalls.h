@@ -1,0 +1,31 @@
+//===- HalideCalls.h - calling AOT Halide pipelines from host code -*- C++ -*-===//
+//
+// A Halide pipeline compiled ahead of time takes `halide_buffer_t *` per
+// input and output. The host builds each descriptor on its stack: host
+// pointer, float32 type, and per dimension (min 0, extent, stride), dim 0
+// innermost (docs/abi.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_LIB_CONVERSION_HALIDECALLS_H
+#define XF_LIB_CONVERSION_HALIDECALLS_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir::xf {
+
+/// One buffer argument: `host` points at element (0, 0); dims innermost
+/// first, each an i64 (extent, stride in elements).
+struct HalideBufferArg {
+  Value host;
+  SmallVector<std::pair<Value, Value>, 2> dims;
+};
+
+/// Emits the descriptors and `call @name(...)`; returns its i32 status.
+Value callHalidePipeline(OpBuilder &b, Location loc, ModuleOp module,
+                         llvm::StringRef name, ArrayRef<HalideBufferArg> args);
+
+} // namespace mlir::xf
+
+#endif // XF_LIB_CONVERSION_HALIDECALLS_H

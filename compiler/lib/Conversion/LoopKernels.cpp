@@ -1,0 +1,323 @@
+//===- LoopKernels.cpp - small kernels as scf loops over raw pointers -----===//
+
+#include "LoopKernels.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::xf;
+
+namespace {
+
+/// Emits loads, stores and loops on f32 rows addressed by `!llvm.ptr`.
+struct Emitter {
+  OpBuilder &b;
+  Location loc;
+  Type f32 = b.getF32Type(), f64 = b.getF64Type(), i64 = b.getI64Type();
+  Type ptr = LLVM::LLVMPointerType::get(b.getContext());
+  // Reductions may be reassociated so LLVM can vectorize them.
+  arith::FastMathFlagsAttr fast = arith::FastMathFlagsAttr::get(
+      b.getContext(), arith::FastMathFlags::reassoc | arith::FastMathFlags::contract);
+
+  Value i(int64_t v) { return arith::ConstantIntOp::create(b, loc, i64, v); }
+  Value f(double v) { return arith::ConstantFloatOp::create(b, loc, b.getF32Type(), APFloat(float(v))); }
+  Value at(Value base, Value index) {
+    return LLVM::GEPOp::create(b, loc, ptr, f32, base, ValueRange{index});
+  }
+  Value load(Value base, Value index) {
+    return LLVM::LoadOp::create(b, loc, f32, at(base, index));
+  }
+  void store(Value v, Value base, Value index) {
+    LLVM::StoreOp::create(b, loc, v, at(base, index));
+  }
+  Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y, fast); }
+  Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y, fast); }
+  Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y, fast); }
+  Value div(Value x, Value y) { return arith::DivFOp::create(b, loc, x, y, fast); }
+  Value muli(Value x, Value y) { return arith::MulIOp::create(b, loc, x, y); }
+  Value addi(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+
+  /// for (iv = 0; iv < n; ++iv) body(iv)
+  void loop(Value n, llvm::function_ref<void(Value)> body) {
+    scf::ForOp::create(b, loc, i(0), n, i(1), ValueRange{},
+                       [&](OpBuilder &nested, Location, Value iv, ValueRange) {
+                         OpBuilder::InsertionGuard guard(b);
+                         b.setInsertionPointToStart(nested.getInsertionBlock());
+                         body(iv);
+                         scf::YieldOp::create(b, loc);
+                       });
+  }
+  /// Σ_{iv < n} term(iv), accumulated in f32.
+  Value sum(Value n, llvm::function_ref<Value(Value)> term) {
+    auto forOp = scf::ForOp::create(
+        b, loc, i(0), n, i(1), ValueRange{f(0.0)},
+        [&](OpBuilder &nested, Location, Value iv, ValueRange acc) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(nested.getInsertionBlock());
+          Value next = add(acc[0], term(iv));
+          scf::YieldOp::create(b, loc, next);
+        });
+    return forOp.getResult(0);
+  }
+  Value maximum(Value n, llvm::function_ref<Value(Value)> term) {
+    auto forOp = scf::ForOp::create(
+        b, loc, i(0), n, i(1), ValueRange{f(-INFINITY)},
+        [&](OpBuilder &nested, Location, Value iv, ValueRange acc) {
+          OpBuilder::InsertionGuard guard(b);
+          b.setInsertionPointToStart(nested.getInsertionBlock());
+          Value top = arith::MaximumFOp::create(b, loc, acc[0], term(iv));
+          scf::YieldOp::create(b, loc, top);
+        });
+    return forOp.getResult(0);
+  }
+  /// Pointer to row `r` of a dense [*, width] matrix.
+  Value row(Value base, Value r, int64_t width) { return at(base, muli(r, i(width))); }
+};
+
+Value gelu(Emitter &e, Value x, ElementwiseKind kind) {
+  Value half = e.mul(e.f(0.5), x);
+  Value inner;
+  if (kind == ElementwiseKind::GeluTanh) {
+    Value cube = e.mul(e.mul(x, x), x);
+    Value arg = e.mul(e.f(std::sqrt(2.0 / M_PI)), e.add(x, e.mul(e.f(0.044715), cube)));
+    inner = math::TanhOp::create(e.b, e.loc, arg);
+  } else {
+    inner = math::ErfOp::create(e.b, e.loc, e.mul(x, e.f(M_SQRT1_2)));
+  }
+  return e.mul(half, e.add(e.f(1.0), inner));
+}
+
+std::string formatDouble(double v) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%g", v);
+  return text;
+}
+
+} // namespace
+
+func::FuncOp LoopKernels::declare(llvm::StringRef name, llvm::StringRef signature,
+                                  OpBuilder &body) {
+  MLIRContext *ctx = module.getContext();
+  SmallVector<Type> args;
+  for (char kind : signature)
+    args.push_back(kind == 'p' ? Type(LLVM::LLVMPointerType::get(ctx))
+                               : Type(IntegerType::get(ctx, 64)));
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  auto fn = func::FuncOp::create(b, module.getLoc(), name, FunctionType::get(ctx, args, {}));
+  fn.setPrivate();
+  body.setInsertionPointToStart(fn.addEntryBlock());
+  cache[name] = fn;
+  return fn;
+}
+
+#define XF_KERNEL_CACHED(key)                                                  \
+  std::string name = key;                                                      \
+  if (auto it = cache.find(name); it != cache.end())                           \
+    return it->second;
+
+func::FuncOp LoopKernels::gatherRows(int64_t width) {
+  XF_KERNEL_CACHED("xf_gather_rows_" + std::to_string(width));
+  OpBuilder b(module.getContext());
+  func::FuncOp fn = declare(name, "pppi", b);
+  Emitter e{b, fn.getLoc()};
+  auto args = fn.getArguments();
+  e.loop(args[3], [&](Value t) {
+    Value id = LLVM::LoadOp::create(b, e.loc, b.getI32Type(),
+                                    LLVM::GEPOp::create(b, e.loc, e.ptr, b.getI32Type(),
+                                                        args[1], ValueRange{t}));
+    Value src = e.row(args[0], arith::ExtSIOp::create(b, e.loc, e.i64, id), width);
+    Value dst = e.row(args[2], t, width);
+    e.loop(e.i(width), [&](Value c) { e.store(e.load(src, c), dst, c); });
+  });
+  func::ReturnOp::create(b, e.loc);
+  return fn;
+}
+
+func::FuncOp LoopKernels::positionRows(int64_t width) {
+  XF_KERNEL_CACHED("xf_position_rows_" + std::to_string(width));
+  OpBuilder b(module.getContext());
+  func::FuncOp fn = declare(name, "ppii", b);
+  Emitter e{b, fn.getLoc()};
+  auto args = fn.getArguments();
+  e.loop(args[2], [&](Value t) {
+    Value src = e.row(args[0], e.addi(t, args[3]), width);
+    Value dst = e.row(args[1], t, width);
+    e.loop(e.i(width), [&](Value c) { e.store(e.load(src, c), dst, c); });
+  });
+  func::ReturnOp::create(b, e.loc);
+  return fn;
+}
+
+func::FuncOp LoopKernels::sinusoidRows(int64_t width, double base) {
+  XF_KERNEL_CACHED("xf_sinusoid_rows_" + std::to_string(width) + "_" +
+                   std::to_string(int64_t(base)));
+  OpBuilder b(module.getContext());
+  func::FuncOp fn = declare(name, "pii", b);
+  Emitter e{b, fn.getLoc()};
+  auto args = fn.getArguments();
+  // Angles in f64: positions reach thousands of radians.
+  e.loop(args[1], [&](Value t) {
+    Value pos = arith::SIToFPOp::create(b, e.loc, e.f64, e.addi(t, args[2]));
+    Value dst = e.row(args[0], t, width);
+    e.loop(e.i(width / 2), [&](Value k) {
+      Value k2 = e.muli(k, e.i(2));
+      Value expo = arith::DivFOp::create(
+          b, e.loc, arith::SIToFPOp::create(b, e.loc, e.f64, k2),
+          arith::ConstantFloatOp::create(b, e.loc, b.getF64Type(), APFloat(double(width))));
+      Value denom = math::PowFOp::create(
+          b, e.loc, arith::ConstantFloatOp::create(b, e.loc, b.getF64Type(), APFloat(base)), expo);
+      Value angle = arith::DivFOp::create(b, e.loc, pos, denom);
+      auto toF32 = [&](Value v) { return arith::TruncFOp::create(b, e.loc, e.f32, v); };
+      e.store(toF32(math::SinOp::create(b, e.loc, angle)), dst, k2);
+      e.store(toF32(math::CosOp::create(b, e.loc, angle)), dst, e.addi(k2, e.i(1)));
+    });
+  });
+  func::ReturnOp::create(b, e.loc);
+  return fn;
+}
+
+func::FuncOp LoopKernels::add(int64_t width, bool broadcastRhs) {
+  XF_KERNEL_CACHED(std::string(broadcastRhs ? "xf_add_bias_" : "xf_add_") +
+                   std::to_string(width));
+  OpBuilder b(module.getContext());
+  func::FuncOp fn = declare(name, "pppi", b);
+  Emitter e{b, fn.getLoc()};
+  auto args = fn.getArguments();
+  e.loop(args[3], [&](Value t) {
+    Value a = e.row(args[0], t, width), out = e.row(args[2], t, width);
+    Value rhs = broadcastRhs ? args[1] : e.row(args[1], t, width);
+    e.loop(e.i(width), [&](Value c) { e.store(e.add(e.load(a, c), e.load(rhs, c)), out, c); });
+  });
+  func::ReturnOp::create(b, e.loc);
+  return fn;
+}
+
+func::FuncOp LoopKernels::elementwise(int64_t width, ElementwiseKind kind) {
+  const char *names[] = {"relu", "gelu_tanh", "gelu_erf"};
+  XF_KERNEL_CACHED(std::string("xf_") + names[int(kind)] + "_" + std::to_string(width));
+  OpBuilder b(module.getContext());
+  func::FuncOp fn = declare(name, "ppi", b);
+  Emitter e{b, fn.getLoc()};
+  auto args = fn.getArguments();
+  e.loop(args[2], [&](Value t) {
+    Value in = e.row(args[0], t, width), out = e.row(args[1], t, width);
+    e.loop(e.i(width), [&](Value c) {
+      Value x = e.load(in, c);
+      Value y = kind == ElementwiseKind::Relu
+                    ? Value(arith::MaximumFOp::create(b, e.loc, x, e.f(0.0)))
+                    : gelu(e, x, kind);
+      e.store(y, out, c);
+    });
+  });
+  func::ReturnOp::create(b, e.loc);
+  return fn;
+}
+
+func::FuncOp LoopKernels::layerNorm(int64_t width, double eps, bool affine) {
+  XF_KERNEL_CACHED("xf_layer_norm_" + std::to_string(width) + (affine ? "_affine_" : "_") +
+                   formatDouble(eps));
+  OpBuilder b(module.getContext());
+  func::FuncOp fn = declare(name, affine ? "ppppi" : "ppi", b);
+  Emitter e{b, fn.getLoc()};
+  auto args = fn.getArguments();
+  Value in = args[0], out = args[affine ? 3 : 1], rows = args[affine ? 4 : 2];
+  Value n = e.f(double(width));
+  e.loop(rows, [&](Value t) {
+    Value x = e.row(in, t, width), y = e.row(out, t, width);
+    Value mean = e.div(e.sum(e.i(width), [&](Value c) { return e.load(x, c); }), n);
+    Value var = e.div(e.sum(e.i(width), [&](Value c) {
+      Value d = e.sub(e.load(x, c), mean);
+      return e.mul(d, d);
+    }), n);
+    Value rstd = math::RsqrtOp::create(b, e.loc, e.add(var, e.f(eps)));
+    e.loop(e.i(width), [&](Value c) {
+      Value v = e.mul(e.sub(e.load(x, c), mean), rstd);
+      if (affine)
+        v = e.add(e.mul(v, e.load(args[1], c)), e.load(args[2], c));
+      e.store(v, y, c);
+    });
+  });
+  func::ReturnOp::create(b, e.loc);
+  return fn;
+}
+
+func::FuncOp LoopKernels::rmsNorm(int64_t width, double eps, bool scaled) {
+  XF_KERNEL_CACHED("xf_rms_norm_" + std::to_string(width) + (scaled ? "_scaled_" : "_") +
+                   formatDouble(eps));
+  OpBuilder b(module.getContext());
+  func::FuncOp fn = declare(name, scaled ? "pppi" : "ppi", b);
+  Emitter e{b, fn.getLoc()};
+  auto args = fn.getArguments();
+  Value in = args[0], out = args[scaled ? 2 : 1], rows = args[scaled ? 3 : 2];
+  e.loop(rows, [&](Value t) {
+    Value x = e.row(in, t, width), y = e.row(out, t, width);
+    Value ms = e.div(e.sum(e.i(width), [&](Value c) {
+      Value v = e.load(x, c);
+      return e.mul(v, v);
+    }), e.f(double(width)));
+    Value rrms = math::RsqrtOp::create(b, e.loc, e.add(ms, e.f(eps)));
+    e.loop(e.i(width), [&](Value c) {
+      Value v = e.mul(e.load(x, c), rrms);
+      e.store(scaled ? e.mul(v, e.load(args[1], c)) : v, y, c);
+    });
+  });
+  func::ReturnOp::create(b, e.loc);
+  return fn;
+}
+
+func::FuncOp LoopKernels::softmax(int64_t width) {
+  XF_KERNEL_CACHED("xf_softmax_" + std::to_string(width));
+  OpBuilder b(module.getContext());
+  func::FuncOp fn = declare(name, "ppi", b);
+  Emitter e{b, fn.getLoc()};
+  auto args = fn.getArguments();
+  e.loop(args[2], [&](Value t) {
+    Value x = e.row(args[0], t, width), y = e.row(args[1], t, width);
+    Value top = e.maximum(e.i(width), [&](Value c) { return e.load(x, c); });
+    Value total = e.sum(e.i(width), [&](Value c) {
+      Value p = math::ExpOp::create(b, e.loc, e.sub(e.load(x, c), top));
+      e.store(p, y, c);
+      return p;
+    });
+    Value inv = e.div(e.f(1.0), total);
+    e.loop(e.i(width), [&](Value c) { e.store(e.mul(e.load(y, c), inv), y, c); });
+  });
+  func::ReturnOp::create(b, e.loc);
+  return fn;
+}
+
+func::FuncOp LoopKernels::copy2d() {
+  XF_KERNEL_CACHED("xf_copy2d");
+  OpBuilder b(module.getContext());
+  func::FuncOp fn = declare(name, "pipiii", b);
+  Emitter e{b, fn.getLoc()};
+  auto args = fn.getArguments();
+  e.loop(args[4], [&](Value r) {
+    Value src = e.at(args[0], e.muli(r, args[1]));
+    Value dst = e.at(args[2], e.muli(r, args[3]));
+    e.loop(args[5], [&](Value c) { e.store(e.load(src, c), dst, c); });
+  });
+  func::ReturnOp::create(b, e.loc);
+  return fn;
+}
+
+func::FuncOp LoopKernels::transpose2d() {
+  XF_KERNEL_CACHED("xf_transpose2d");
+  OpBuilder b(module.getContext());
+  func::FuncOp fn = declare(name, "ppii", b);
+  Emitter e{b, fn.getLoc()};
+  auto args = fn.getArguments();
+  e.loop(args[2], [&](Value r) {
+    e.loop(args[3], [&](Value c) {
+      Value v = e.load(args[0], e.addi(e.muli(r, args[3]), c));
+      e.store(v, args[1], e.addi(e.muli(c, args[2]), r));
+    });
+  });
+  func::ReturnOp::create(b, e.loc);
+  return fn;
+}

@@ -1,0 +1,59 @@
+//===- LoopKernels.h - small kernels as scf loops over raw pointers -*- C++ -*-===//
+//
+// Norms, softmax, embedding gathers, elementwise ops and layout copies are
+// memory-bound and small next to the GEMMs. Each becomes a func.func whose
+// body is scf loops over `!llvm.ptr` rows; LLVM vectorizes the inner loops.
+// Kernels are created once per distinct signature and shared.
+//
+// Every kernel takes (pointers..., i64 rows [, extra i64s]) and works on
+// dense row-major matrices of a static width.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_LIB_CONVERSION_LOOPKERNELS_H
+#define XF_LIB_CONVERSION_LOOPKERNELS_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringMap.h"
+
+namespace mlir::xf {
+
+enum class ElementwiseKind { Relu, GeluTanh, GeluErf };
+
+class LoopKernels {
+public:
+  explicit LoopKernels(ModuleOp module) : module(module) {}
+
+  /// out[t, :] = table[ids[t], :]            (table, ids, out, rows)
+  func::FuncOp gatherRows(int64_t width);
+  /// out[t, :] = table[offset + t, :]        (table, out, rows, offset)
+  func::FuncOp positionRows(int64_t width);
+  /// Vaswani et al. sinusoids for positions offset..offset+rows-1 (out, rows, offset)
+  func::FuncOp sinusoidRows(int64_t width, double base);
+  /// out = a + b                             (a, b, out, rows)
+  func::FuncOp add(int64_t width, bool broadcastRhs);
+  /// out = f(in)                             (in, out, rows)
+  func::FuncOp elementwise(int64_t width, ElementwiseKind kind);
+  /// LayerNorm / RMSNorm per row             (in, [gamma, [beta]], out, rows)
+  func::FuncOp layerNorm(int64_t width, double eps, bool affine);
+  func::FuncOp rmsNorm(int64_t width, double eps, bool scaled);
+  /// Softmax per row                         (in, out, rows)
+  func::FuncOp softmax(int64_t width);
+  /// out[r, c] = in[r, c] with row strides   (in, in_stride, out, out_stride, rows, cols)
+  func::FuncOp copy2d();
+  /// out[c, r] = in[r, c], in is [rows, cols] (in, out, rows, cols)
+  func::FuncOp transpose2d();
+
+private:
+  /// A private kernel taking `signature` ('p' = !llvm.ptr, 'i' = i64);
+  /// `body` is left at the start of its entry block.
+  func::FuncOp declare(llvm::StringRef name, llvm::StringRef signature, OpBuilder &body);
+  ModuleOp module;
+  llvm::StringMap<func::FuncOp> cache;
+};
+
+} // namespace mlir::xf
+
+#endif // XF_LIB_CONVERSION_LOOPKERNELS_H

@@ -1,0 +1,636 @@
+//===- LowerToHost.cpp - fused xf IR → host code + kernel specs -----------===//
+//
+// Two walks over @forward. The first decides where every tensor lives:
+// checkpoint parameters, derived weights (tensors computed from parameters
+// alone — concatenations, transposes, slices — filled once by xf_prepare),
+// views (column slices of an activation), the output buffer, or a slot of
+// the scratch arena. The second emits xf_prepare and xf_forward: one kernel
+// call per op, Halide pipelines for GEMMs and attention, scf loop kernels
+// for the rest.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xf/Conversion/LowerToHost.h"
+#include "BufferPlan.h"
+#include "HalideCalls.h"
+#include "LoopKernels.h"
+#include "Manifest.h"
+
+#include "xf/IR/XfOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/MapVector.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::xf;
+
+GemmSchedule mlir::xf::gemmScheduleFrom(DictionaryAttr schedule) {
+  GemmSchedule s;
+  if (!schedule)
+    return s;
+  auto get = [&](llvm::StringRef key, int64_t &field) {
+    if (auto v = schedule.getAs<IntegerAttr>(key))
+      field = v.getInt();
+  };
+  get("tile_cols", s.tileCols);
+  get("tile_rows", s.tileRows);
+  get("k_block", s.kBlock);
+  get("rows_per_task", s.rowsPerTask);
+  get("panel_cols", s.panelCols);
+  get("gemv_rows_below", s.gemvRowsBelow);
+  if (auto v = schedule.getAs<BoolAttr>("pack_weights"))
+    s.packWeights = v.getValue();
+  return s;
+}
+
+AttentionSchedule mlir::xf::attentionScheduleFrom(DictionaryAttr schedule) {
+  AttentionSchedule s;
+  if (!schedule)
+    return s;
+  if (auto v = schedule.getAs<IntegerAttr>("query_block"))
+    s.queryBlock = v.getInt();
+  if (auto v = schedule.getAs<IntegerAttr>("key_block"))
+    s.keyBlock = v.getInt();
+  return s;
+}
+
+namespace {
+
+enum class Storage { Parameter, Derived, Scratch, Output, View, Tokens };
+/// Which sequence a tensor's rows follow.
+enum class Rows { Target, Source, Static };
+
+/// Where a tensor lives. Matrices are [rows, cols] with a row stride; vectors
+/// are one row.
+struct Placement {
+  Storage storage;
+  int64_t index = 0;     // parameter/derived index, scratch request, token arg
+  Value root;            // views: the tensor whose storage they share
+  int64_t colOffset = 0; // views: first column inside root
+  int64_t cols = 0, stride = 0, staticRows = 1;
+  Rows rows = Rows::Static;
+};
+
+int64_t colsOf(Value v) {
+  auto t = cast<RankedTensorType>(v.getType());
+  return t.getDimSize(t.getRank() - 1);
+}
+
+class HostLowering {
+public:
+  HostLowering(func::FuncOp forward, HostProgram &program)
+      : forward(forward), program(program), ctx(forward.getContext()) {}
+
+  LogicalResult run();
+
+private:
+  LogicalResult place();
+  LogicalResult placeOp(Operation *op, int64_t index);
+  void emitPrepare();
+  LogicalResult emitForward();
+  LogicalResult emitOp(Operation *op);
+  void emitScratchBytes();
+
+  // Emission helpers (valid while emitting one function).
+  Value pointerOf(Value tensor);
+  Value rowsOf(Value tensor);
+  Value i64(int64_t v) { return arith::ConstantIntOp::create(*b, loc, b->getI64Type(), v); }
+  Value offsetPtr(Value base, Value floats) {
+    Type ptr = LLVM::LLVMPointerType::get(ctx);
+    return LLVM::GEPOp::create(*b, loc, ptr, b->getF32Type(), base, ValueRange{floats});
+  }
+  void call(func::FuncOp kernel, ValueRange args) { func::CallOp::create(*b, loc, kernel, args); }
+  HalideBufferArg matrixArg(Value tensor);
+  LogicalResult requireDense(Operation *op, Value tensor);
+
+  func::FuncOp forward;
+  HostProgram &program;
+  MLIRContext *ctx;
+  bool encoderDecoder = false;
+
+  llvm::MapVector<Value, Placement> placements;
+  llvm::StringMap<int64_t> parameterIndex;
+  std::vector<std::pair<std::string, RankedTensorType>> parameters;
+  std::vector<Value> derived;          // in derived-index order
+  std::vector<BufferRequest> requests; // scratch
+  std::vector<Value> requestValue;
+  BufferPlan plan;
+  Value result;                        // what @forward returns
+
+  // Emission state.
+  OpBuilder *b = nullptr;
+  Location loc = UnknownLoc::get(forward.getContext());
+  std::unique_ptr<LoopKernels> kernels;
+  Value paramsArg, derivedArg, tokensArg, lArg, sourceArg, lzArg, outArg, scratchArg,
+      paddedRows;
+  Value status;
+  llvm::StringMap<std::string> kernelNames; // spec key → exported name
+
+  /// One Halide pipeline per distinct spec: layers share their kernels.
+  template <typename Spec>
+  std::string kernelName(const std::string &key, llvm::StringRef prefix,
+                         std::vector<Spec> &specs, Spec &spec) {
+    auto [it, inserted] = kernelNames.try_emplace(key, "");
+    if (inserted) {
+      it->second = (prefix + std::to_string(specs.size())).str();
+      spec.name = it->second;
+      specs.push_back(spec);
+    }
+    return it->second;
+  }
+};
+
+std::string gemmKey(const GemmKernelSpec &s) {
+  const GemmSchedule &c = s.schedule;
+  return llvm::formatv("{0} {1} {2} {3} {4} {5} | {6} {7} {8} {9} {10} {11} {12}", s.K, s.N,
+                       s.transposeWeight, s.hasBias, s.hasResidual, int(s.epilogue),
+                       c.tileCols, c.tileRows, c.kBlock, c.packWeights, c.rowsPerTask,
+                       c.panelCols, c.gemvRowsBelow)
+      .str();
+}
+
+std::string attentionKey(const AttentionKernelSpec &s) {
+  return llvm::formatv("{0} {1} {2} {3} {4:e} | {5} {6}", s.heads, s.dK, s.dV, s.causal,
+                       s.scale, s.schedule.queryBlock, s.schedule.keyBlock)
+      .str();
+}
+
+//===----------------------------------------------------------------------===//
+// Placement
+//===----------------------------------------------------------------------===//
+
+bool isConstantOp(Operation *op) {
+  return isa<ParameterOp, SliceOp, ConcatOp, TransposeOp, RowOp>(op);
+}
+
+LogicalResult HostLowering::place() {
+  for (BlockArgument arg : forward.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || type.getRank() != 1 || !type.getElementType().isInteger(32))
+      return forward.emitError("@forward arguments must be tensor<?xi32> token ids");
+    Placement p{Storage::Tokens, arg.getArgNumber()};
+    p.rows = encoderDecoder && arg.getArgNumber() == 0 ? Rows::Source : Rows::Target;
+    placements[arg] = p;
+  }
+  int64_t index = 0;
+  for (Operation &op : forward.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      if (ret.getNumOperands() != 1)
+        return ret.emitError("@forward must return one tensor");
+      result = ret.getOperand(0);
+      if (!placements.count(result) ||
+          placements[result].storage == Storage::Tokens)
+        return ret.emitError("@forward must return a computed activation");
+      for (auto &r : requests)
+        r.lastUse = std::max(r.lastUse, r.firstUse);
+      continue;
+    }
+    if (failed(placeOp(&op, index++)))
+      return failure();
+  }
+  // The returned tensor is written straight into `out` when it owns a slot.
+  Placement &out = placements[result];
+  if (out.storage == Storage::Scratch) {
+    requests[out.index].columns = 0;
+    out.storage = Storage::Output;
+  }
+  plan = planBuffers(requests);
+  return success();
+}
+
+LogicalResult HostLowering::placeOp(Operation *op, int64_t index) {
+  if (op->getNumResults() != 1)
+    return op->emitError("unexpected op in @forward for host lowering");
+  Value v = op->getResult(0);
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.getRank() > 2)
+    return op->emitError("host lowering handles tensors of rank 1 and 2, got ")
+           << type;
+  // Every operand read here extends its storage's lifetime to this op.
+  for (Value operand : op->getOperands()) {
+    Value root = operand;
+    while (placements.count(root) && placements[root].storage == Storage::View)
+      root = placements[root].root;
+    if (placements.count(root) && placements[root].storage == Storage::Scratch)
+      requests[placements[root].index].lastUse = index;
+  }
+  Placement p;
+  p.cols = colsOf(v);
+  p.stride = p.cols;
+  if (type.getRank() == 2 && !type.isDynamicDim(0))
+    p.staticRows = type.getDimSize(0);
+
+  bool constant = isConstantOp(op) &&
+                  llvm::all_of(op->getOperands(), [&](Value o) {
+                    auto it = placements.find(o);
+                    return it != placements.end() &&
+                           (it->second.storage == Storage::Parameter ||
+                            it->second.storage == Storage::Derived);
+                  });
+  if (auto param = dyn_cast<ParameterOp>(op)) {
+    auto [it, inserted] = parameterIndex.try_emplace(param.getName(), parameters.size());
+    if (inserted)
+      parameters.push_back({param.getName().str(), type});
+    else if (parameters[it->second].second != type)
+      return op->emitError() << "parameter '" << param.getName()
+                             << "' is used with two shapes";
+    p.storage = Storage::Parameter;
+    p.index = it->second;
+  } else if (constant) {
+    if (!type.hasStaticShape())
+      return op->emitError("a tensor computed from parameters needs a static shape");
+    p.storage = Storage::Derived;
+    p.index = derived.size();
+    derived.push_back(v);
+  } else if (auto slice = dyn_cast<SliceOp>(op); slice && slice.getAxis() == 1 &&
+                                                  type.getRank() == 2) {
+    // A column slice of an activation is a strided view of it.
+    Value root = slice.getInput();
+    Placement &parent = placements[root];
+    p.storage = Storage::View;
+    p.root = parent.storage == Storage::View ? parent.root : root;
+    p.colOffset = parent.colOffset + slice.getOffset();
+    p.stride = parent.stride;
+    p.rows = parent.rows;
+  } else if (isa<GemmOp, AttentionOp, LayerNormOp, RmsNormOp, AddOp, ReluOp, GeluOp,
+                 SoftmaxOp, TokenEmbedOp, PositionalEmbedOp, SinusoidalEmbedOp>(op)) {
+    if (type.getRank() != 2)
+      return op->emitError("host lowering expects an [ℓ, d] activation, got ") << type;
+    Value rowSource = isa<TokenEmbedOp, PositionalEmbedOp, SinusoidalEmbedOp>(op)
+                          ? op->getOperand(isa<SinusoidalEmbedOp>(op) ? 0 : 1)
+                          : op->getOperand(0);
+    p.rows = placements[rowSource].rows;
+    p.storage = Storage::Scratch;
+    p.index = requests.size();
+    requests.push_back({p.cols, index, index});
+    requestValue.push_back(v);
+  } else {
+    return op->emitError("'") << op->getName()
+                              << "' reached host lowering; run the fusion pipeline first";
+  }
+  placements[v] = p;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Emission helpers
+//===----------------------------------------------------------------------===//
+
+Value HostLowering::pointerOf(Value tensor) {
+  Placement &p = placements[tensor];
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  auto slot = [&](Value array, int64_t i) -> Value {
+    Value at = LLVM::GEPOp::create(*b, loc, ptr, ptr, array, ValueRange{i64(i)});
+    return LLVM::LoadOp::create(*b, loc, ptr, at);
+  };
+  switch (p.storage) {
+  case Storage::Parameter:
+    return slot(paramsArg, p.index);
+  case Storage::Derived:
+    return slot(derivedArg, p.index);
+  case Storage::Tokens:
+    return p.index == 0 && encoderDecoder ? sourceArg : tokensArg;
+  case Storage::Output:
+    return outArg;
+  case Storage::Scratch: {
+    Value floats = arith::MulIOp::create(*b, loc, paddedRows,
+                                         i64(plan.columnOffset[p.index]));
+    return offsetPtr(scratchArg, floats);
+  }
+  case Storage::View:
+    return offsetPtr(pointerOf(p.root), i64(p.colOffset));
+  }
+  llvm_unreachable("unknown storage");
+}
+
+Value HostLowering::rowsOf(Value tensor) {
+  Placement &p = placements[tensor];
+  switch (p.rows) {
+  case Rows::Target:
+    return lArg;
+  case Rows::Source:
+    return lzArg;
+  case Rows::Static:
+    return i64(p.staticRows);
+  }
+  llvm_unreachable("unknown rows");
+}
+
+HalideBufferArg HostLowering::matrixArg(Value tensor) {
+  Placement &p = placements[tensor];
+  HalideBufferArg arg{pointerOf(tensor), {}};
+  arg.dims.push_back({i64(p.cols), i64(1)});
+  if (cast<RankedTensorType>(tensor.getType()).getRank() == 2)
+    arg.dims.push_back({rowsOf(tensor), i64(p.stride)});
+  return arg;
+}
+
+LogicalResult HostLowering::requireDense(Operation *op, Value tensor) {
+  if (placements[tensor].stride == placements[tensor].cols)
+    return success();
+  return op->emitError("this op reads a column slice of an activation, which "
+                       "host lowering only passes to GEMM and attention kernels");
+}
+
+//===----------------------------------------------------------------------===//
+// xf_prepare: derived weights, once
+//===----------------------------------------------------------------------===//
+
+void HostLowering::emitPrepare() {
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
+  auto fn = func::FuncOp::create(top, forward.getLoc(), "xf_prepare",
+                                 FunctionType::get(ctx, {ptr, ptr}, {}));
+  OpBuilder builder = OpBuilder::atBlockBegin(fn.addEntryBlock());
+  b = &builder;
+  paramsArg = fn.getArgument(0);
+  derivedArg = fn.getArgument(1);
+  func::FuncOp copy = kernels->copy2d();
+  for (Value v : derived) {
+    Operation *op = v.getDefiningOp();
+    loc = op->getLoc();
+    // Every tensor here is viewed as [rows, cols] (vectors: one row).
+    auto shape = [](Value t) {
+      auto type = cast<RankedTensorType>(t.getType());
+      return type.getRank() == 1 ? std::pair<int64_t, int64_t>{1, type.getDimSize(0)}
+                                 : std::pair<int64_t, int64_t>{type.getDimSize(0),
+                                                               type.getDimSize(1)};
+    };
+    auto [rows, cols] = shape(v);
+    Value out = pointerOf(v);
+    auto copyBlock = [&](Value src, int64_t srcOffset, int64_t srcStride, int64_t dstOffset,
+                         int64_t n, int64_t m) {
+      call(copy, {offsetPtr(pointerOf(src), i64(srcOffset)), i64(srcStride),
+                  offsetPtr(out, i64(dstOffset)), i64(cols), i64(n), i64(m)});
+    };
+    if (auto slice = dyn_cast<SliceOp>(op)) {
+      int64_t inCols = shape(slice.getInput()).second;
+      bool byRows = cast<RankedTensorType>(v.getType()).getRank() == 2 && slice.getAxis() == 0;
+      copyBlock(slice.getInput(), slice.getOffset() * (byRows ? inCols : 1), inCols, 0, rows,
+                cols);
+    } else if (auto row = dyn_cast<RowOp>(op)) {
+      copyBlock(row.getInput(), row.getIndex() * cols, cols, 0, 1, cols);
+    } else if (auto concat = dyn_cast<ConcatOp>(op)) {
+      bool byRows = cast<RankedTensorType>(v.getType()).getRank() == 2 && concat.getAxis() == 0;
+      int64_t offset = 0;
+      for (Value part : concat.getInputs()) {
+        auto [pr, pc] = shape(part);
+        copyBlock(part, 0, pc, byRows ? offset * cols : offset, pr, pc);
+        offset += byRows ? pr : pc;
+      }
+    } else if (auto transpose = dyn_cast<TransposeOp>(op)) {
+      auto [inRows, inCols] = shape(transpose.getInput());
+      call(kernels->transpose2d(),
+           {pointerOf(transpose.getInput()), out, i64(inRows), i64(inCols)});
+    }
+  }
+  func::ReturnOp::create(builder, forward.getLoc());
+  b = nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// xf_forward: one kernel per op
+//===----------------------------------------------------------------------===//
+
+GemmEpilogue epilogueOf(Activation a) {
+  switch (a) {
+  case Activation::none:
+    return GemmEpilogue::None;
+  case Activation::relu:
+    return GemmEpilogue::Relu;
+  case Activation::gelu_tanh:
+    return GemmEpilogue::GeluTanh;
+  case Activation::gelu_erf:
+    return GemmEpilogue::GeluErf;
+  }
+  llvm_unreachable("unknown activation");
+}
+
+LogicalResult HostLowering::emitOp(Operation *op) {
+  loc = op->getLoc();
+  Value v = op->getResult(0);
+  Placement &p = placements[v];
+  if (p.storage != Storage::Scratch && p.storage != Storage::Output)
+    return success(); // parameters, derived weights, views: nothing to run
+  int64_t width = p.cols;
+  Value out = pointerOf(v), rows = rowsOf(v);
+  auto dense = [&](Value t) -> FailureOr<Value> {
+    if (failed(requireDense(op, t)))
+      return failure();
+    return pointerOf(t);
+  };
+  auto orStatus = [&](Value rc) { status = arith::OrIOp::create(*b, loc, status, rc); };
+
+  if (auto gemm = dyn_cast<GemmOp>(op)) {
+    GemmKernelSpec spec;
+    spec.K = colsOf(gemm.getInput());
+    spec.N = width;
+    spec.transposeWeight = gemm.getTransposeWeight();
+    spec.hasBias = bool(gemm.getBias());
+    spec.hasResidual = bool(gemm.getResidual());
+    spec.epilogue = epilogueOf(gemm.getActivation());
+    spec.schedule = gemmScheduleFrom(gemm.getScheduleAttr());
+    SmallVector<HalideBufferArg> args{matrixArg(gemm.getInput()), matrixArg(gemm.getWeight())};
+    if (spec.hasBias)
+      args.push_back(matrixArg(gemm.getBias()));
+    if (spec.hasResidual)
+      args.push_back(matrixArg(gemm.getResidual()));
+    args.push_back(matrixArg(v));
+    spec.name = kernelName(gemmKey(spec), "xf_gemm_", program.gemms, spec);
+    orStatus(callHalidePipeline(*b, loc, *program.module, spec.name, args));
+    return success();
+  }
+  if (auto attn = dyn_cast<AttentionOp>(op)) {
+    AttentionKernelSpec spec;
+    spec.heads = attn.getHeads();
+    spec.dK = colsOf(attn.getQuery()) / spec.heads;
+    spec.dV = colsOf(attn.getValue()) / spec.heads;
+    spec.causal = attn.getMask() == MaskKind::causal;
+    spec.scale = attn.getScale() ? attn.getScale()->convertToDouble()
+                                 : 1.0 / std::sqrt(double(spec.dK));
+    spec.schedule = attentionScheduleFrom(attn.getScheduleAttr());
+    SmallVector<HalideBufferArg> args{matrixArg(attn.getQuery()), matrixArg(attn.getKey()),
+                                      matrixArg(attn.getValue()), matrixArg(v)};
+    spec.name = kernelName(attentionKey(spec), "xf_attention_", program.attentions, spec);
+    orStatus(callHalidePipeline(*b, loc, *program.module, spec.name, args));
+    return success();
+  }
+  // Loop kernels read dense inputs.
+  SmallVector<Value> inputs;
+  for (Value operand : op->getOperands()) {
+    if (isa<IndexType>(operand.getType()))
+      continue;
+    if (placements[operand].storage == Storage::Tokens) {
+      inputs.push_back(pointerOf(operand));
+      continue;
+    }
+    FailureOr<Value> ptr = dense(operand);
+    if (failed(ptr))
+      return failure();
+    inputs.push_back(*ptr);
+  }
+  if (auto embed = dyn_cast<TokenEmbedOp>(op)) {
+    call(kernels->gatherRows(width), {inputs[0], inputs[1], out, rows});
+  } else if (auto pos = dyn_cast<PositionalEmbedOp>(op)) {
+    if (pos.getOffset())
+      return op->emitError("positional offsets are not supported by the host lowering yet");
+    call(kernels->positionRows(width), {inputs[0], out, rows, i64(0)});
+  } else if (auto sin = dyn_cast<SinusoidalEmbedOp>(op)) {
+    if (sin.getOffset())
+      return op->emitError("positional offsets are not supported by the host lowering yet");
+    call(kernels->sinusoidRows(width, sin.getBase().convertToDouble()), {out, rows, i64(0)});
+  } else if (auto add = dyn_cast<AddOp>(op)) {
+    bool broadcast = add.getRhs().getType().getRank() == 1;
+    call(kernels->add(width, broadcast), {inputs[0], inputs[1], out, rows});
+  } else if (isa<ReluOp>(op)) {
+    call(kernels->elementwise(width, ElementwiseKind::Relu), {inputs[0], out, rows});
+  } else if (auto gelu = dyn_cast<GeluOp>(op)) {
+    auto kind = gelu.getApproximation() == GeluApproximation::tanh ? ElementwiseKind::GeluTanh
+                                                                   : ElementwiseKind::GeluErf;
+    call(kernels->elementwise(width, kind), {inputs[0], out, rows});
+  } else if (isa<SoftmaxOp>(op)) {
+    call(kernels->softmax(width), {inputs[0], out, rows});
+  } else if (auto ln = dyn_cast<LayerNormOp>(op)) {
+    bool affine = bool(ln.getGamma());
+    SmallVector<Value> args(inputs);
+    args.append({out, rows});
+    call(kernels->layerNorm(width, ln.getEpsilon().convertToDouble(), affine), args);
+  } else if (auto rms = dyn_cast<RmsNormOp>(op)) {
+    SmallVector<Value> args(inputs);
+    args.append({out, rows});
+    call(kernels->rmsNorm(width, rms.getEpsilon().convertToDouble(), bool(rms.getGamma())),
+         args);
+  } else {
+    return op->emitError("no kernel for this op in host lowering");
+  }
+  return success();
+}
+
+LogicalResult HostLowering::emitForward() {
+  Type ptr = LLVM::LLVMPointerType::get(ctx), i64Type = IntegerType::get(ctx, 64);
+  OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
+  auto fn = func::FuncOp::create(
+      top, forward.getLoc(), "xf_forward",
+      FunctionType::get(ctx, {ptr, ptr, ptr, i64Type, ptr, i64Type, ptr, ptr},
+                        {IntegerType::get(ctx, 32)}));
+  OpBuilder builder = OpBuilder::atBlockBegin(fn.addEntryBlock());
+  b = &builder;
+  loc = forward.getLoc();
+  auto args = fn.getArguments();
+  paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lArg = args[3];
+  sourceArg = args[4], lzArg = args[5], outArg = args[6], scratchArg = args[7];
+  Value longest = arith::MaxSIOp::create(builder, loc, lArg, lzArg);
+  paddedRows = arith::MulIOp::create(
+      builder, loc, arith::DivSIOp::create(builder, loc, arith::AddIOp::create(builder, loc, longest, i64(15)), i64(16)),
+      i64(16));
+  status = arith::ConstantIntOp::create(builder, loc, builder.getI32Type(), 0);
+  for (Operation &op : forward.getBody().front()) {
+    if (isa<func::ReturnOp>(op))
+      break;
+    if (failed(emitOp(&op)))
+      return failure();
+  }
+  // A returned view (or a tensor that could not be written in place) is copied out.
+  if (placements[result].storage != Storage::Output) {
+    Placement &p = placements[result];
+    loc = forward.getLoc();
+    call(kernels->copy2d(), {pointerOf(result), i64(p.stride), outArg, i64(p.cols),
+                             rowsOf(result), i64(p.cols)});
+  }
+  func::ReturnOp::create(builder, forward.getLoc(), status);
+  b = nullptr;
+  return success();
+}
+
+void HostLowering::emitScratchBytes() {
+  Type i64Type = IntegerType::get(ctx, 64);
+  OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
+  auto fn = func::FuncOp::create(top, forward.getLoc(), "xf_scratch_bytes",
+                                 FunctionType::get(ctx, {i64Type, i64Type}, {i64Type}));
+  OpBuilder builder = OpBuilder::atBlockBegin(fn.addEntryBlock());
+  b = &builder;
+  loc = forward.getLoc();
+  Value longest = arith::MaxSIOp::create(builder, loc, fn.getArgument(0), fn.getArgument(1));
+  Value padded = arith::MulIOp::create(
+      builder, loc, arith::DivSIOp::create(builder, loc, arith::AddIOp::create(builder, loc, longest, i64(15)), i64(16)),
+      i64(16));
+  Value bytes = arith::MulIOp::create(builder, loc, padded, i64(4 * plan.totalColumns));
+  func::ReturnOp::create(builder, loc, ValueRange{arith::MaxSIOp::create(builder, loc, bytes, i64(64)).getResult()});
+  b = nullptr;
+}
+
+LogicalResult HostLowering::run() {
+  auto output = forward->getAttrOfType<StringAttr>("xf.output");
+  encoderDecoder = forward.getNumArguments() == 2;
+  if (failed(place()))
+    return failure();
+  OpBuilder top(ctx);
+  program.module = ModuleOp::create(forward.getLoc());
+  kernels = std::make_unique<LoopKernels>(*program.module);
+  emitPrepare();
+  if (failed(emitForward()))
+    return failure();
+  emitScratchBytes();
+
+  ManifestInfo info;
+  auto module = forward->getParentOfType<ModuleOp>();
+  if (auto name = module->getAttrOfType<StringAttr>("xf.model"))
+    info.model = name.str();
+  info.output = output ? output.str() : "logits";
+  info.encoderDecoder = encoderDecoder;
+  info.hyperparameters = module->getAttrOfType<DictionaryAttr>("xf.hyperparameters");
+  info.dOut = colsOf(result);
+  forward.walk([&](TokenEmbedOp op) {
+    info.vocab = std::max(info.vocab, op.getTable().getType().getDimSize(0));
+  });
+  forward.walk([&](PositionalEmbedOp op) {
+    int64_t n = op.getTable().getType().getDimSize(0);
+    info.maxPositions = info.maxPositions ? std::min(info.maxPositions, n) : n;
+  });
+  for (auto &[name, type] : parameters)
+    info.parameters.push_back({name, llvm::to_vector(type.getShape()), "normal"});
+  // Norm gains start near one; biases and shifts near zero.
+  forward.walk([&](Operation *op) {
+    auto mark = [&](Value v, const char *init) {
+      if (!v)
+        return;
+      if (auto param = v.getDefiningOp<ParameterOp>())
+        info.parameters[parameterIndex[param.getName()]].init = init;
+    };
+    if (auto ln = dyn_cast<LayerNormOp>(op))
+      mark(ln.getGamma(), "ones"), mark(ln.getBeta(), "zeros");
+    if (auto rms = dyn_cast<RmsNormOp>(op))
+      mark(rms.getGamma(), "ones");
+  });
+  for (Value v : derived)
+    info.derivedBytes.push_back(cast<RankedTensorType>(v.getType()).getNumElements() * 4);
+  for (auto &g : program.gemms)
+    info.kernels.push_back({g.name, "gemm", 2 * g.K * g.N});
+  for (auto &a : program.attentions)
+    info.kernels.push_back({a.name, "attention", 0});
+  program.manifest = renderManifest(info);
+  emitManifestGlobal(*program.module, program.manifest);
+  return success();
+}
+
+} // namespace
+
+FailureOr<HostProgram> mlir::xf::lowerToHost(ModuleOp fused) {
+  auto forward = fused.lookupSymbol<func::FuncOp>("forward");
+  if (!forward)
+    return fused.emitError("no func.func @forward to lower");
+  fused.getContext()->loadDialect<arith::ArithDialect, func::FuncDialect, LLVM::LLVMDialect,
+                                  math::MathDialect, scf::SCFDialect>();
+  HostProgram program;
+  HostLowering lowering(forward, program);
+  if (failed(lowering.run()))
+    return failure();
+  return program;
+}

@@ -1,0 +1,54 @@
+//===- Manifest.cpp - the model description inside the executable --------===//
+
+#include "Manifest.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/JSON.h"
+
+using namespace mlir;
+using namespace mlir::xf;
+
+std::string mlir::xf::renderManifest(const ManifestInfo &info) {
+  llvm::json::Object hyper;
+  if (info.hyperparameters)
+    for (NamedAttribute entry : info.hyperparameters) {
+      if (auto i = dyn_cast<IntegerAttr>(entry.getValue()))
+        hyper[entry.getName().str()] = i.getInt();
+      else if (auto f = dyn_cast<FloatAttr>(entry.getValue()))
+        hyper[entry.getName().str()] = f.getValueAsDouble();
+    }
+  llvm::json::Array parameters, derived, kernels;
+  for (auto &p : info.parameters)
+    parameters.push_back(llvm::json::Object{
+        {"name", p.name}, {"shape", llvm::json::Array(p.shape)}, {"init", p.init}});
+  for (int64_t bytes : info.derivedBytes)
+    derived.push_back(llvm::json::Object{{"bytes", bytes}});
+  for (auto &k : info.kernels)
+    kernels.push_back(llvm::json::Object{
+        {"name", k.name}, {"kind", k.kind}, {"flops_per_row", k.flopsPerRow}});
+  llvm::json::Object root{{"model", info.model},
+                          {"output", info.output},
+                          {"encoder_decoder", info.encoderDecoder},
+                          {"vocab", info.vocab},
+                          {"max_positions", info.maxPositions},
+                          {"d_out", info.dOut},
+                          {"hyperparameters", std::move(hyper)},
+                          {"parameters", std::move(parameters)},
+                          {"derived", std::move(derived)},
+                          {"kernels", std::move(kernels)}};
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root)));
+  return text;
+}
+
+void mlir::xf::emitManifestGlobal(ModuleOp module, llvm::StringRef json) {
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  std::string data = json.str();
+  data.push_back('\0');
+  auto type = LLVM::LLVMArrayType::get(b.getI8Type(), data.size());
+  LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true,
+                         LLVM::Linkage::External, "xf_model_manifest",
+                         b.getStringAttr(data));
+}

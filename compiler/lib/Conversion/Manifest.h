@@ -1,0 +1,46 @@
+//===- Manifest.h - the model description inside the executable -*- C++ -*-===//
+//
+// `xf_model_manifest` tells libxfrt what the generated code expects: the
+// checkpoint tensors in argument order, derived buffers, vocabulary and
+// position limits (docs/abi.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_LIB_CONVERSION_MANIFEST_H
+#define XF_LIB_CONVERSION_MANIFEST_H
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+#include <vector>
+
+namespace mlir::xf {
+
+struct ManifestInfo {
+  struct Parameter {
+    std::string name;
+    SmallVector<int64_t> shape;
+    std::string init; // "normal" | "ones" | "zeros"
+  };
+  struct Kernel {
+    std::string name, kind;
+    int64_t flopsPerRow;
+  };
+  std::string model = "model", output = "logits";
+  bool encoderDecoder = false;
+  int64_t vocab = 0, maxPositions = 0, dOut = 0;
+  DictionaryAttr hyperparameters;
+  std::vector<Parameter> parameters;
+  std::vector<int64_t> derivedBytes;
+  std::vector<Kernel> kernels;
+};
+
+std::string renderManifest(const ManifestInfo &info);
+
+/// `xf_model_manifest`: a NUL-terminated external constant.
+void emitManifestGlobal(ModuleOp module, llvm::StringRef json);
+
+} // namespace mlir::xf
+
+#endif // XF_LIB_CONVERSION_MANIFEST_H
