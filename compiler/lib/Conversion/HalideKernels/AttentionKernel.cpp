@@ -1,7 +1,210 @@
+//===- AttentionKernel.cpp - Flash-style attention as a Halide pipeline ---===//
+//
+// out[t, h·dV + d] = Σ_s softmax_s(scale · q[t, h]·k[s, h] | mask) · v[s, h·dV + d]
+// for every head h, with M queries and Mz keys both dynamic. Causal masking
+// lets query t see key s iff s <= t + (Mz - M).
+//
+// The scores are never materialised beyond one queryBlock × keyBlock tile.
+// Per (head, query block), a parallel task streams the key blocks and keeps
+// for each query a running (output, max, sum) state, merged block by block
+// (online softmax):
+//   per key block b:  m_b = max_s score,  p_s = exp(score_s - m_b),
+//                     l_b = Σ p_s,  o_b = Σ p_s · v_s
+//   merge:            m' = max(m, m_b),  o' = o·e^(m-m') + o_b·e^(m_b-m'),
+//                     l' = l·e^(m-m') + l_b·e^(m_b-m')
+//   out = o / l.
+// Every exponent is <= 0, so nothing overflows. Masked keys get probability
+// exactly 0, and in causal mode key blocks wholly in a query block's future
+// are skipped. K is transposed once per call (keys contiguous) so the score
+// tile is a register-blocked outer product like the GEMM's.
+//
+//===----------------------------------------------------------------------===//
+
 #include "KernelPipelines.h"
+
+#include <optional>
+
+using namespace Halide;
+
 namespace mlir::xf {
-llvm::Expected<KernelPipeline> buildAttentionPipeline(const AttentionKernelSpec &spec,
-                                                      const Halide::Target &target) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), "todo");
+namespace {
+
+llvm::Error invalid(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
+
+llvm::Error validateAttention(const AttentionKernelSpec &spec) {
+  if (spec.name.empty())
+    return invalid("attention kernel: empty function name");
+  if (spec.heads <= 0 || spec.dK <= 0 || spec.dV <= 0)
+    return invalid("attention kernel '" + spec.name + "': heads, dK and dV must be positive");
+  if (spec.schedule.queryBlock <= 0 || spec.schedule.keyBlock <= 0)
+    return invalid("attention kernel '" + spec.name +
+                   "': queryBlock and keyBlock must be positive");
+  if (!(spec.scale > 0) && !(spec.scale < 0))
+    return invalid("attention kernel '" + spec.name + "': scale must be a nonzero number");
+  return llvm::Error::success();
+}
+
+// A finite stand-in for -inf: differences of two such values are 0, not NaN.
+constexpr float kNoScore = -1e30f;
+
+llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
+                                              const Target &target) {
+  if (llvm::Error err = validateAttention(spec))
+    return std::move(err);
+  const int vw = target.natural_vector_size<float>();
+  const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
+  const int queryBlock = int(spec.schedule.queryBlock), keyBlock = int(spec.schedule.keyBlock);
+  const float scale = float(spec.scale);
+
+  ImageParam q(Float(32), 2, "q"); // (h·dK + c, t): [M, H·dK]
+  ImageParam k(Float(32), 2, "k"); // (h·dK + c, s): [Mz, H·dK]
+  ImageParam v(Float(32), 2, "v"); // (h·dV + d, s): [Mz, H·dV]
+  Expr queries = q.dim(1).extent(), keys = k.dim(1).extent();
+  Expr keyBlocks = (keys + keyBlock - 1) / keyBlock;
+  Var c("c"), d("d"), s("s"), t("t"), h("h"), j("j"), b("b");
+
+  // ---- Algorithm -------------------------------------------------------
+  // Keys transposed, [H, dK, Mz] with keys contiguous; padded to whole key
+  // blocks by repeating key Mz-1 (its probability is masked to 0).
+  Func keysT("keys_transposed");
+  keysT(s, c, h) = k(h * dK + c, clamp(s, 0, keys - 1));
+
+  // Raw scores of one tile: scores(j, t, h, b) = q[t, h]·k[b·keyBlock + j, h].
+  // Query rows past M (a query block's tail, once the parallel loop fuses
+  // heads and query blocks) repeat row M-1; they are never stored.
+  Func queryRows("query_rows");
+  queryRows(c, t) = q(c, clamp(t, 0, queries - 1));
+  RDom rc(0, dK, "rc");
+  Func scoreDot("score_dot");
+  scoreDot(j, t, h, b) = 0.f;
+  scoreDot(j, t, h, b) += queryRows(h * dK + rc, t) * keysT(b * keyBlock + j, rc, h);
+  Func scores("scores");
+  scores(j, t, h, b) = scoreDot(j, t, h, b);
+
+  auto visible = [&](Expr key, Expr query) {
+    Expr ok = key < keys;
+    if (spec.causal)
+      ok = ok && key <= query + (keys - queries);
+    return ok;
+  };
+  Func maskedScores("masked_scores");
+  maskedScores(j, t, h, b) =
+      select(visible(b * keyBlock + j, t), scores(j, t, h, b) * scale, kNoScore);
+
+  RDom rj(0, keyBlock, "rj");
+  Func blockMax("block_max");
+  blockMax(t, h, b) = kNoScore;
+  blockMax(t, h, b) = max(blockMax(t, h, b), maskedScores(rj, t, h, b));
+  Func probs("block_probs"); // exp(score - block max), exactly 0 where masked
+  probs(j, t, h, b) =
+      select(visible(b * keyBlock + j, t), exp(maskedScores(j, t, h, b) - blockMax(t, h, b)), 0.f);
+  Func blockSum("block_sum");
+  blockSum(t, h, b) = 0.f;
+  blockSum(t, h, b) += probs(rj, t, h, b);
+  Func blockOutDot("block_out_dot"); // Σ_s p_s · v_s over the block, unnormalised
+  blockOutDot(d, t, h, b) = 0.f;
+  blockOutDot(d, t, h, b) +=
+      probs(rj, t, h, b) * v(h * dV + d, clamp(b * keyBlock + rj, 0, keys - 1));
+  Func blockOut("block_out");
+  blockOut(d, t, h, b) = blockOutDot(d, t, h, b);
+
+  // Running (output, max, sum) per query, one copy of max and sum per output
+  // column d so that the update stays pure in d.
+  RDom rb(0, keyBlocks, "rb");
+  if (spec.causal) {
+    // Skip key blocks after the last key visible to the query block of t.
+    Expr lastQueryOfBlock = (t / queryBlock) * queryBlock + (queryBlock - 1);
+    rb.where(rb * keyBlock <= lastQueryOfBlock + (keys - queries));
+  }
+  Func state("softmax_state");
+  state(d, t, h) = Tuple(0.f, kNoScore, 0.f);
+  {
+    Expr oldOut = state(d, t, h)[0], oldMax = state(d, t, h)[1], oldSum = state(d, t, h)[2];
+    Expr newMax = max(oldMax, blockMax(t, h, rb));
+    Expr keepOld = exp(oldMax - newMax), keepBlock = exp(blockMax(t, h, rb) - newMax);
+    state(d, t, h) = Tuple(oldOut * keepOld + blockOut(d, t, h, rb) * keepBlock, newMax,
+                           oldSum * keepOld + blockSum(t, h, rb) * keepBlock);
+  }
+
+  Func out("attention_out");
+  {
+    Expr head = c / dV, column = c % dV;
+    Expr sum = state(column, t, head)[2];
+    out(c, t) = select(sum > 0.f, state(column, t, head)[0] / sum, 0.f);
+  }
+
+  // ---- Buffer shapes (docs/abi.md) --------------------------------------
+  q.dim(0).set_bounds(0, H * dK).set_stride(1).dim(1).set_min(0);
+  k.dim(0).set_bounds(0, H * dK).set_stride(1).dim(1).set_min(0);
+  v.dim(0).set_bounds(0, H * dV).set_stride(1).dim(1).set_bounds(0, keys);
+  out.output_buffer().dim(0).set_bounds(0, H * dV).set_stride(1).dim(1).set_bounds(0, queries);
+
+  // ---- Schedule ----------------------------------------------------------
+  Var task("task"), tq("tq"), ti("ti"), dj("dj");
+  const int rowTile = 4; // query rows per register tile
+  out.split(c, h, d, dV)
+      .split(t, tq, ti, queryBlock, TailStrategy::GuardWithIf)
+      .reorder(d, ti, h, tq)
+      .fuse(h, tq, task)
+      .parallel(task)
+      .vectorize(d, vw, TailStrategy::GuardWithIf);
+
+  keysT.compute_root().parallel(h).vectorize(s, vw, TailStrategy::GuardWithIf);
+
+  state.compute_at(out, task).vectorize(d, vw, TailStrategy::GuardWithIf);
+  state.update().reorder(d, t, rb).vectorize(d, vw, TailStrategy::GuardWithIf);
+
+  // Per key block: the score tile, its max, probabilities, sum and P·V. The
+  // two products are register-blocked: rowTile query rows × a vector-wide
+  // block of columns accumulate in registers (a Func computed per row tile).
+  Var to("to");
+  scores.compute_at(state, rb)
+      .split(t, to, t, rowTile, TailStrategy::RoundUp)
+      .reorder(j, t, to)
+      .vectorize(j, vw, TailStrategy::GuardWithIf);
+  scoreDot.compute_at(scores, to).vectorize(j, vw, TailStrategy::GuardWithIf).unroll(j).unroll(t);
+  scoreDot.update()
+      .reorder(j, t, rc)
+      .vectorize(j, vw, TailStrategy::GuardWithIf)
+      .unroll(j)
+      .unroll(t);
+  maskedScores.compute_inline();
+  blockMax.compute_at(state, rb);
+  probs.compute_at(state, rb).vectorize(j, vw, TailStrategy::GuardWithIf);
+  blockSum.compute_at(state, rb);
+  blockOut.compute_at(state, rb)
+      .split(t, to, t, rowTile, TailStrategy::RoundUp)
+      .reorder(d, t, to)
+      .vectorize(d, vw, TailStrategy::GuardWithIf);
+  blockOutDot.compute_at(blockOut, to)
+      .vectorize(d, vw, TailStrategy::GuardWithIf)
+      .unroll(d)
+      .unroll(t);
+  blockOutDot.update()
+      .reorder(d, t, rj)
+      .vectorize(d, vw, TailStrategy::GuardWithIf)
+      .unroll(d)
+      .unroll(t);
+  queryRows.compute_inline();
+
+  KernelPipeline result;
+  result.inputs = {q, k, v};
+  result.output = out;
+  result.pipeline = Pipeline(out);
+  return result;
+}
+
+} // namespace
+
+llvm::Expected<KernelPipeline> buildAttentionPipeline(const AttentionKernelSpec &spec,
+                                                      const Target &target) {
+  std::optional<llvm::Expected<KernelPipeline>> built;
+  if (llvm::Error err = catchHalideErrors("scheduling attention kernel '" + spec.name + "'",
+                                          [&] { built.emplace(buildAttention(spec, target)); }))
+    return std::move(err);
+  return std::move(*built);
+}
+
 } // namespace mlir::xf

@@ -46,9 +46,11 @@ llvm::Expected<std::string> describe(llvm::Expected<KernelPipeline> built, const
   llvm::Error err = catchHalideErrors("lowering kernel '" + name + "'", [&] {
     Halide::Module module = built->pipeline.compile_to_module(built->arguments(), name, target);
     std::ostringstream os;
+    // The kernel and the closures of its parallel loops, which Halide lowers
+    // to functions of their own.
     for (const Halide::Internal::LoweredFunc &function : module.functions())
-      if (function.name == name)
-        os << function.body << "\n";
+      if (function.name == name || llvm::StringRef(function.name).starts_with(name + "_par_for"))
+        os << "// " << function.name << "\n" << function.body << "\n";
     text = os.str();
   });
   if (err)

@@ -1,0 +1,127 @@
+//===- HalideKernelsAttentionTest.cpp - Attention against a float64 loop --===//
+//
+// Each case builds one attention pipeline exactly as compileAttentionKernel
+// does, JITs it once and runs it for several (M, Mz): self-attention, cross
+// attention with M != Mz, causal masking with the offset rule (query t sees
+// keys t' <= t + Mz - M, as in KV-cache decoding), heads 1 and 4, and block
+// sizes that leave query- and key-block tails.
+//
+// Tolerance: each output is a convex combination of values in [-1, 1]; the
+// float32 error comes from the dK-long score dot products (relative error
+// ~sqrt(dK)·eps, amplified by at most |score| in the exponent) and from the
+// blockwise rescaling, so 1e-5 absolute (about 100 eps) is ample, while a
+// wrong mask, a missing block or a lost rescale changes outputs by ~1e-2.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HalideKernelsTestUtil.h"
+
+#include <cmath>
+
+using namespace mlir::xf;
+
+namespace {
+
+struct Lengths {
+  int queries, keys;
+};
+
+void checkAttention(const AttentionKernelSpec &spec, std::vector<Lengths> lengths) {
+  Halide::Callable kernel = xftest::jit(buildAttentionPipeline(spec, Halide::get_host_target()));
+  ASSERT_TRUE(kernel.defined());
+  const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
+  std::mt19937 rng(7);
+  for (Lengths len : lengths) {
+    const int M = len.queries, Mz = len.keys;
+    SCOPED_TRACE("M=" + std::to_string(M) + " Mz=" + std::to_string(Mz));
+    auto q = xftest::randomMatrix(M, H * dK, rng);
+    auto k = xftest::randomMatrix(Mz, H * dK, rng);
+    auto v = xftest::randomMatrix(Mz, H * dV, rng);
+    // Scale the queries up so the softmax is far from uniform.
+    q.for_each_value([](float &x) { x *= 4.f; });
+    Halide::Runtime::Buffer<float> out(H * dV, M);
+    out.fill(std::nanf(""));
+    ASSERT_EQ(
+        xftest::call(kernel, {q.raw_buffer(), k.raw_buffer(), v.raw_buffer(), out.raw_buffer()}),
+        0);
+
+    double maxError = 0;
+    std::vector<double> score(Mz);
+    for (int h = 0; h < H; ++h)
+      for (int t = 0; t < M; ++t) {
+        double maxScore = -INFINITY;
+        for (int s = 0; s < Mz; ++s) {
+          bool visible = !spec.causal || s <= t + (Mz - M);
+          double dot = 0;
+          for (int c = 0; c < dK; ++c)
+            dot += double(q(h * dK + c, t)) * k(h * dK + c, s);
+          score[s] = visible ? dot * spec.scale : -INFINITY;
+          maxScore = std::max(maxScore, score[s]);
+        }
+        double sum = 0;
+        for (int s = 0; s < Mz; ++s)
+          sum += score[s] == -INFINITY ? 0 : std::exp(score[s] - maxScore);
+        for (int d = 0; d < dV; ++d) {
+          double ref = 0;
+          for (int s = 0; s < Mz && sum > 0; ++s)
+            if (score[s] != -INFINITY)
+              ref += std::exp(score[s] - maxScore) / sum * v(h * dV + d, s);
+          double error = std::abs(out(h * dV + d, t) - ref);
+          if (!(error <= 1e-5))
+            FAIL() << "out[" << t << ", " << h * dV + d << "] = " << out(h * dV + d, t)
+                   << ", expected " << ref;
+          maxError = std::max(maxError, error);
+        }
+      }
+    EXPECT_LE(maxError, 1e-5);
+  }
+}
+
+AttentionKernelSpec attention(int64_t heads, int64_t dK, int64_t dV, bool causal) {
+  AttentionKernelSpec spec;
+  spec.name = "attention_test";
+  spec.heads = heads;
+  spec.dK = dK;
+  spec.dV = dV;
+  spec.causal = causal;
+  spec.scale = 1.0 / std::sqrt(double(dK));
+  return spec;
+}
+
+TEST(HalideKernelsAttention, BidirectionalOneHead) {
+  checkAttention(attention(1, 16, 16, false), {{1, 1}, {7, 7}, {65, 65}, {130, 130}});
+}
+
+TEST(HalideKernelsAttention, CausalFourHeads) {
+  checkAttention(attention(4, 32, 32, true), {{1, 1}, {7, 7}, {65, 65}, {128, 128}, {130, 130}});
+}
+
+TEST(HalideKernelsAttention, CausalWithCacheOffset) {
+  // Decoding with a KV cache: the M new queries are the last M positions.
+  checkAttention(attention(4, 16, 16, true), {{1, 65}, {7, 130}, {65, 130}});
+}
+
+TEST(HalideKernelsAttention, CrossAttentionDifferentDims) {
+  checkAttention(attention(4, 24, 40, false), {{7, 130}, {130, 7}, {1, 65}, {65, 1}});
+}
+
+TEST(HalideKernelsAttention, SmallBlocksLeaveTails) {
+  AttentionKernelSpec spec = attention(2, 16, 16, true);
+  spec.schedule.queryBlock = 16;
+  spec.schedule.keyBlock = 32;
+  checkAttention(spec, {{1, 1}, {7, 7}, {65, 65}, {130, 130}, {7, 100}});
+}
+
+TEST(HalideKernelsAttention, CausalQueriesWithoutKeysGetZeros) {
+  // Mz < M: query 0 sees keys t' <= 0 + (2 - 5) < 0, i.e. none.
+  checkAttention(attention(1, 16, 16, true), {{5, 2}});
+}
+
+TEST(HalideKernelsAttention, RejectsInvalidSpec) {
+  AttentionKernelSpec spec = attention(0, 16, 16, false);
+  llvm::Expected<KernelPipeline> built = buildAttentionPipeline(spec, Halide::get_host_target());
+  ASSERT_FALSE(bool(built));
+  EXPECT_NE(llvm::toString(built.takeError()).find("heads"), std::string::npos);
+}
+
+} // namespace

@@ -1,0 +1,159 @@
+//===- HalideKernelsGemmTest.cpp - GEMM kernels against a float64 loop ----===//
+//
+// Each case builds one GEMM pipeline exactly as compileGemmKernel does, JITs
+// it once, and runs it for several M (1 and 2 take the GEMV path; 7, 65, 130
+// leave register-tile and task tails) against naive double-precision loops.
+//
+// Tolerance: the kernel sums K float32 products whose rounding errors behave
+// like a random walk, so the error grows like sqrt(K)·eps·(size of the
+// terms); with inputs in [-1, 1] the result's magnitude also grows like
+// sqrt(K). We allow 2e-6·sqrt(K)·max|ref|, i.e. about 17·sqrt(K)·eps
+// relative to the largest output: wide enough for any summation order and for
+// Halide's erf (accurate to 3 ulp), tight enough that a dropped K block, a
+// wrong tile or a misplaced bias (errors of order max|ref|/sqrt(K) or more)
+// fails.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HalideKernelsTestUtil.h"
+
+#include <cmath>
+
+using namespace mlir::xf;
+
+namespace {
+
+double epilogue(GemmEpilogue kind, double a) {
+  switch (kind) {
+  case GemmEpilogue::None:
+    return a;
+  case GemmEpilogue::Relu:
+    return a > 0 ? a : 0;
+  case GemmEpilogue::GeluTanh:
+    return 0.5 * a * (1 + std::tanh(std::sqrt(2 / M_PI) * (a + 0.044715 * a * a * a)));
+  case GemmEpilogue::GeluErf:
+    return 0.5 * a * (1 + std::erf(a / std::sqrt(2.0)));
+  }
+  return a;
+}
+
+void checkGemm(const GemmKernelSpec &spec, std::vector<int> rowCounts = {1, 2, 7, 65, 128, 130}) {
+  SCOPED_TRACE("K=" + std::to_string(spec.K) + " N=" + std::to_string(spec.N));
+  Halide::Callable kernel = xftest::jit(buildGemmPipeline(spec, Halide::get_host_target()));
+  ASSERT_TRUE(kernel.defined());
+  const int K = int(spec.K), N = int(spec.N);
+  std::mt19937 rng(42);
+  auto weight =
+      spec.transposeWeight ? xftest::randomMatrix(N, K, rng) : xftest::randomMatrix(K, N, rng);
+  auto bias = xftest::randomMatrix(1, N, rng);
+  Halide::Runtime::Buffer<float> bias1d(bias.data(), N);
+
+  for (int M : rowCounts) {
+    SCOPED_TRACE("M=" + std::to_string(M));
+    auto x = xftest::randomMatrix(M, K, rng);
+    auto residual = xftest::randomMatrix(M, N, rng);
+    Halide::Runtime::Buffer<float> out(N, M);
+    out.fill(std::nanf(""));
+    std::vector<halide_buffer_t *> args = {x.raw_buffer(), weight.raw_buffer()};
+    if (spec.hasBias)
+      args.push_back(bias1d.raw_buffer());
+    if (spec.hasResidual)
+      args.push_back(residual.raw_buffer());
+    args.push_back(out.raw_buffer());
+    ASSERT_EQ(xftest::call(kernel, args), 0);
+
+    std::vector<double> ref(size_t(M) * N);
+    double maxRef = 0;
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        double acc = 0;
+        for (int k = 0; k < K; ++k)
+          acc += double(x(k, i)) * (spec.transposeWeight ? weight(k, j) : weight(j, k));
+        if (spec.hasBias)
+          acc += bias1d(j);
+        acc = epilogue(spec.epilogue, acc);
+        if (spec.hasResidual)
+          acc += residual(j, i);
+        ref[size_t(i) * N + j] = acc;
+        maxRef = std::max(maxRef, std::abs(acc));
+      }
+    const double tolerance = 2e-6 * std::sqrt(double(K)) * std::max(maxRef, 1.0);
+    double maxError = 0;
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j) {
+        double error = std::abs(out(j, i) - ref[size_t(i) * N + j]);
+        if (!(error <= tolerance)) // NaN: an element never written
+          FAIL() << "out[" << i << ", " << j << "] = " << out(j, i) << ", expected "
+                 << ref[size_t(i) * N + j] << " (tolerance " << tolerance << ")";
+        maxError = std::max(maxError, error);
+      }
+    EXPECT_LE(maxError, tolerance);
+  }
+}
+
+GemmKernelSpec gemm(int64_t K, int64_t N, bool transposeWeight = false) {
+  GemmKernelSpec spec;
+  spec.name = "gemm_test";
+  spec.K = K;
+  spec.N = N;
+  spec.transposeWeight = transposeWeight;
+  return spec;
+}
+
+TEST(HalideKernelsGemm, PlainWithKTailAndColumnTail) {
+  checkGemm(gemm(300, 100)); // K = 256 + 44, N = 2·48 + 4
+}
+
+TEST(HalideKernelsGemm, TransposedWeightBiasRelu) {
+  GemmKernelSpec spec = gemm(300, 100, /*transposeWeight=*/true);
+  spec.hasBias = true;
+  spec.epilogue = GemmEpilogue::Relu;
+  checkGemm(spec);
+}
+
+TEST(HalideKernelsGemm, BiasGeluTanhResidual) {
+  GemmKernelSpec spec = gemm(64, 96);
+  spec.hasBias = spec.hasResidual = true;
+  spec.epilogue = GemmEpilogue::GeluTanh;
+  checkGemm(spec);
+}
+
+TEST(HalideKernelsGemm, TransposedBiasGeluErfResidual) {
+  GemmKernelSpec spec = gemm(128, 50, /*transposeWeight=*/true);
+  spec.hasBias = spec.hasResidual = true;
+  spec.epilogue = GemmEpilogue::GeluErf;
+  checkGemm(spec);
+}
+
+TEST(HalideKernelsGemm, SmallTilesManyBlocksAndPanels) {
+  GemmKernelSpec spec = gemm(520, 150, /*transposeWeight=*/true); // 4 K blocks + 8
+  spec.schedule.tileCols = 32;
+  spec.schedule.tileRows = 4;
+  spec.schedule.kBlock = 128;
+  spec.schedule.panelCols = 64;
+  spec.schedule.rowsPerTask = 32;
+  spec.schedule.gemvRowsBelow = 0;
+  spec.hasResidual = true;
+  checkGemm(spec, {1, 3, 33, 130});
+}
+
+TEST(HalideKernelsGemm, UnpackedWeights) {
+  GemmKernelSpec spec = gemm(96, 70);
+  spec.schedule.packWeights = false;
+  spec.hasBias = true;
+  checkGemm(spec, {1, 7, 65});
+}
+
+TEST(HalideKernelsGemm, RejectsInvalidSchedule) {
+  GemmKernelSpec spec = gemm(64, 64);
+  spec.schedule.tileCols = 20; // not a multiple of any vector width
+  llvm::Expected<KernelPipeline> built = buildGemmPipeline(spec, Halide::get_host_target());
+  ASSERT_FALSE(bool(built));
+  EXPECT_NE(llvm::toString(built.takeError()).find("tileCols"), std::string::npos);
+  spec = gemm(0, 64);
+  built = buildGemmPipeline(spec, Halide::get_host_target());
+  ASSERT_FALSE(bool(built));
+  llvm::consumeError(built.takeError());
+}
+
+} // namespace
