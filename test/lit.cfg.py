@@ -11,7 +11,7 @@ config.suffixes = [".mlir", ".xf", ".test"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.xf_obj_root, "test")
 # Not lit tests: the oracle (pytest), benchmarks, GoogleTest sources, inputs.
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py",
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "e2e",
                    "reference", "bench", "unit", "Inputs", "fuzz"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))

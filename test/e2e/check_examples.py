@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Compile each example spec at small sizes and compare its executable with the oracle.
+
+For every model: `xfc examples/M.xf -D ... -o exe`, a random checkpoint written by the
+independent oracle (test/reference), then for several sequence lengths — 1, lengths that are
+not multiples of any tile size, and the longest allowed — the executable's logits or hidden
+states must satisfy max|Δ| / max|ref| ≤ 1e-4 against the oracle's float64 result (the bound and
+why it is right are in docs/correctness.md). Also checks that the executable rejects a
+checkpoint missing a tensor, naming it.
+
+usage: check_examples.py --xfc build/bin/xfc [--model gpt2 ...] [--workdir DIR]
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ORACLE = os.path.join(ROOT, "test", "reference", "oracle.py")
+TOLERANCE = 1e-4
+
+# model → (oracle arch, small hyperparameters, output kind, sequence lengths)
+MODELS = {
+    "gpt2": ("gpt2", "L=2,H=4,d_e=64,d_mlp=256,N_V=300,l_max=80", "logits", [1, 7, 33, 80]),
+    "tiny": ("gpt2", "L=2,H=2,d_e=16,d_mlp=64,N_V=64,l_max=32", "logits", [1, 5, 32]),
+    "bert": ("bert", "L=2,H=4,d_e=64,d_mlp=256,N_V=300,l_max=80", "hidden", [1, 9, 80]),
+    "minilm": ("minilm", "L=2,H=4,d_e=48,d_mlp=96,N_V=200,l_max=40", "hidden", [1, 13, 40]),
+    "compact": ("compact", "L=2,H=4,d_e=64,d_qk=16,d_vo=16,d_ff=128,N_V=256,l_max=64", "logits",
+                [1, 6, 64]),
+    "gopher": ("gopher", "L=2,H=4,d_e=64,d_mlp=256,N_V=256,l_max=64", "logits", [1, 11, 64]),
+    "transformer": ("transformer", "L_enc=2,L_dec=2,H=4,d_e=64,d_mlp=128,N_V=256", "logits",
+                    [1, 7, 30]),
+}
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def check_model(name, xfc, workdir, python):
+    arch, hparams, output, lengths = MODELS[name]
+    exe = os.path.join(workdir, name)
+    defines = [arg for kv in hparams.split(",") for arg in ("-D", kv)]
+    r = run([xfc, os.path.join(ROOT, "examples", name + ".xf"), *defines, "-o", exe])
+    if r.returncode != 0:
+        return [f"{name}: xfc failed: {r.stderr.strip()}"]
+    weights = os.path.join(workdir, name + ".safetensors")
+    r = run([python, ORACLE, "--arch", arch, "--hparams", hparams, "--write-random", weights,
+             "--seed", "11"])
+    if r.returncode != 0:
+        return [f"{name}: oracle --write-random failed: {r.stderr.strip()}"]
+    rng = np.random.default_rng(5)
+    vocab = int(dict(kv.split("=") for kv in hparams.split(","))["N_V"])
+    failures = []
+    for n in lengths:
+        tokens = ",".join(str(t) for t in rng.integers(0, vocab, size=n))
+        source = ",".join(str(t) for t in rng.integers(0, vocab, size=n + 3))
+        extra_exe = ["--source-tokens", source] if arch == "transformer" else []
+        extra_ref = ["--source-tokens", source] if arch == "transformer" else []
+        got = os.path.join(workdir, f"{name}_{n}_xf.npy")
+        ref = os.path.join(workdir, f"{name}_{n}_ref.npy")
+        flag = "--logits-out" if output == "logits" else "--hidden-out"
+        r = run([exe, "--weights", weights, "--tokens", tokens, *extra_exe, flag, got])
+        if r.returncode != 0:
+            failures.append(f"{name} ℓ={n}: executable failed: {r.stderr.strip()}")
+            continue
+        r = run([python, ORACLE, "--arch", arch, "--hparams", hparams, "--weights", weights,
+                 "--tokens", tokens, *extra_ref, flag, ref])
+        if r.returncode != 0:
+            failures.append(f"{name} ℓ={n}: oracle failed: {r.stderr.strip()}")
+            continue
+        a, b = np.load(got), np.load(ref)
+        if a.shape != b.shape:
+            failures.append(f"{name} ℓ={n}: shape {a.shape} vs oracle {b.shape}")
+            continue
+        err = float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
+        status = "ok" if err <= TOLERANCE else "FAIL"
+        print(f"{name:12s} ℓ={n:<4d} max|Δ|/max|ref| = {err:.2e}  {status}")
+        if err > TOLERANCE:
+            failures.append(f"{name} ℓ={n}: max|Δ|/max|ref| = {err:.3e} > {TOLERANCE}")
+    # A checkpoint without one tensor is refused, naming it.
+    missing = os.path.join(workdir, name + "_missing.safetensors")
+    strip_first_tensor(weights, missing)
+    r = run([exe, "--weights", missing, "--tokens", "1"])
+    if r.returncode == 0 or "'" not in r.stderr:
+        failures.append(f"{name}: a checkpoint missing a tensor was not rejected by name: "
+                        f"rc={r.returncode} {r.stderr.strip()}")
+    return failures
+
+
+def strip_first_tensor(src, dst):
+    """Copy a .safetensors file without its first (alphabetical) tensor."""
+    import json
+    import struct
+    with open(src, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    body = data[8 + n:]
+    names = sorted(k for k in header if k != "__metadata__")
+    del header[names[0]]
+    out_body, offset = b"", 0
+    for k in names[1:]:
+        begin, end = header[k]["data_offsets"]
+        out_body += body[begin:end]
+        header[k]["data_offsets"] = [offset, offset + end - begin]
+        offset += end - begin
+    text = json.dumps(header).encode()
+    text += b" " * (-len(text) % 8)
+    with open(dst, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + out_body)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--xfc", required=True)
+    p.add_argument("--model", action="append", choices=sorted(MODELS))
+    p.add_argument("--workdir")
+    args = p.parse_args()
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="xf-e2e-") as tmp:
+        workdir = args.workdir or tmp
+        for name in args.model or sorted(MODELS):
+            failures += check_model(name, args.xfc, workdir, sys.executable)
+    for f in failures:
+        print("FAIL:", f)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
