@@ -25,9 +25,7 @@ Expected<AlignedBuffer> AlignedBuffer::allocate(uint64_t bytes) {
   return buffer;
 }
 
-bool checkedMul(int64_t a, int64_t b, int64_t &out) {
-  return !__builtin_mul_overflow(a, b, &out);
-}
+bool checkedMul(int64_t a, int64_t b, int64_t &out) { return !__builtin_mul_overflow(a, b, &out); }
 bool checkedMul(uint64_t a, uint64_t b, uint64_t &out) {
   return !__builtin_mul_overflow(a, b, &out);
 }

@@ -39,8 +39,7 @@ const Spec kSpecs[] = {
     {"--source-tokens", Kind::String, "IDS",
      "comma-separated source token ids (encoder-decoder models only; required there)"},
     {"--logits-out", Kind::String, "FILE", "write the logits [l, d_out] as float32 .npy"},
-    {"--hidden-out", Kind::String, "FILE",
-     "write the hidden states [l, d_out] as float32 .npy"},
+    {"--hidden-out", Kind::String, "FILE", "write the hidden states [l, d_out] as float32 .npy"},
     {"--threads", Kind::Count, "N", "worker threads for the kernels (halide_set_num_threads)"},
     {"--repeat", Kind::Count, "N", "run the forward pass N times; print min/median ms to stderr"},
     {"--print", Kind::Flag, nullptr, "print the top-5 ids (and values) of the last row"},
@@ -129,8 +128,7 @@ Status checkOptions(const Options &o, const Manifest &m) {
   if (o.haveSourceTokens && !m.encoderDecoder)
     return makeError("--source-tokens: model '" + m.model + "' is not an encoder-decoder");
   if (o.haveTokens && m.encoderDecoder && !o.haveSourceTokens)
-    return makeError("--source-tokens is required: model '" + m.model +
-                     "' is an encoder-decoder");
+    return makeError("--source-tokens is required: model '" + m.model + "' is an encoder-decoder");
   if (!o.haveTokens) {
     const char *needs = !o.logitsOut.empty()   ? "--logits-out"
                         : !o.hiddenOut.empty() ? "--hidden-out"
@@ -183,12 +181,11 @@ Expected<std::vector<int32_t>> parseTokenList(std::string_view text, const char 
 }
 
 std::string usageText(const std::string &program, const Manifest *m) {
-  std::string out = "usage: " + program +
-                    " (--weights FILE | --random-weights SEED) [--tokens IDS] [options]\n";
+  std::string out =
+      "usage: " + program + " (--weights FILE | --random-weights SEED) [--tokens IDS] [options]\n";
   if (m) {
-    out += "\nmodel: " + m->model + " (" + m->kindName() + ", output " + m->outputName() +
-           " [l, " + std::to_string(m->dOut) + "], vocab " + std::to_string(m->vocab) +
-           ", max_positions " +
+    out += "\nmodel: " + m->model + " (" + m->kindName() + ", output " + m->outputName() + " [l, " +
+           std::to_string(m->dOut) + "], vocab " + std::to_string(m->vocab) + ", max_positions " +
            (m->maxPositions > 0 ? std::to_string(m->maxPositions) : std::string("unlimited")) +
            ", " + std::to_string(m->parameters.size()) + " parameters)\n";
     if (!m->hyperparameters.empty()) {

@@ -108,11 +108,10 @@ int runForward(const Options &o, const Manifest &m, const ModelAbi &abi, WeightS
   }
   if (o.repeat > 0) {
     std::sort(ms.begin(), ms.end());
-    double median = ms.size() % 2 ? ms[ms.size() / 2]
-                                  : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+    double median =
+        ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
     std::fprintf(stderr, "%s: l=%lld l_z=%lld threads=%d runs=%d min %.3f ms median %.3f ms\n",
-                 m.model.c_str(), (long long)l, (long long)lz, o.threads, runs, ms.front(),
-                 median);
+                 m.model.c_str(), (long long)l, (long long)lz, o.threads, runs, ms.front(), median);
   }
 
   const std::string &outPath = m.outputIsLogits ? o.logitsOut : o.hiddenOut;

@@ -312,15 +312,18 @@ private:
       if (atEnd())
         return fail("unterminated escape");
       char e = text_[pos_++];
+      // Pairs of (escape letter, character it stands for).
+      static constexpr char kSimple[] = "\"\"\\\\//b\bf\fn\nr\rt\t";
+      bool simple = false;
+      for (size_t i = 0; i + 1 < sizeof kSimple; i += 2)
+        if (e == kSimple[i]) {
+          out += kSimple[i + 1];
+          simple = true;
+          break;
+        }
+      if (simple)
+        continue;
       switch (e) {
-      case '"': out += '"'; break;
-      case '\\': out += '\\'; break;
-      case '/': out += '/'; break;
-      case 'b': out += '\b'; break;
-      case 'f': out += '\f'; break;
-      case 'n': out += '\n'; break;
-      case 'r': out += '\r'; break;
-      case 't': out += '\t'; break;
       case 'u': {
         uint32_t cp;
         if (Status s = parseHex4(cp); !s)

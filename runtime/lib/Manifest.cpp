@@ -60,8 +60,7 @@ Status parseParameter(const JsonValue &p, size_t index, ParameterSpec &out) {
     else if (init->isString() && init->string == "zeros")
       out.init = InitKind::Zeros;
     else
-      return fail(where + ": unknown init " + describeJson(*init) +
-                  " (normal, ones, zeros)");
+      return fail(where + ": unknown init " + describeJson(*init) + " (normal, ones, zeros)");
   }
   return Status::success();
 }

@@ -41,7 +41,10 @@ Status parseEntry(const std::string &file, const std::string &name, const JsonVa
   const JsonValue *shape = info.find("shape");
   const JsonValue *offsets = info.find("data_offsets");
   if (!dtype || !shape || !offsets)
-    return fail(std::string("entry lacks '") + (!dtype ? "dtype" : !shape ? "shape" : "data_offsets") +
+    return fail(std::string("entry lacks '") +
+                (!dtype   ? "dtype"
+                 : !shape ? "shape"
+                          : "data_offsets") +
                 "'");
   if (!dtype->isString())
     return fail("dtype " + describeJson(*dtype) + " is not a string");
@@ -71,13 +74,12 @@ Status parseEntry(const std::string &file, const std::string &name, const JsonVa
                   " is not a pair of non-negative integers");
   out.begin = uint64_t(offsets->items[0].integer);
   out.end = uint64_t(offsets->items[1].integer);
-  std::string span = "data_offsets [" + std::to_string(out.begin) + ", " +
-                     std::to_string(out.end) + "]";
+  std::string span =
+      "data_offsets [" + std::to_string(out.begin) + ", " + std::to_string(out.end) + "]";
   if (out.begin > out.end)
     return fail(span + " has begin > end");
   if (out.end > dataSize)
-    return fail(span + " out of range of the " + std::to_string(dataSize) +
-                "-byte data section");
+    return fail(span + " out of range of the " + std::to_string(dataSize) + "-byte data section");
   uint64_t need;
   if (!checkedMul(uint64_t(out.numel), uint64_t(dtypeSize(out.dtype)), need))
     return fail("shape " + formatShape(out.shape) + " overflows");

@@ -29,16 +29,15 @@ Expected<Shard> openShard(const std::string &path) {
   Expected<std::unique_ptr<MappedFile>> file = MappedFile::open(path);
   if (!file)
     return file.status();
-  Expected<SafetensorsHeader> header =
-      parseSafetensors((*file)->data(), (*file)->size(), path);
+  Expected<SafetensorsHeader> header = parseSafetensors((*file)->data(), (*file)->size(), path);
   if (!header)
     return header.status();
   return Shard{file.take(), header.take()};
 }
 
 // Points weights.params[index] at `entry` of `shard`, converting when needed.
-Status bindTensor(Shard &shard, const TensorEntry *entry, const ParameterSpec &spec,
-                  size_t index, WeightSet &weights) {
+Status bindTensor(Shard &shard, const TensorEntry *entry, const ParameterSpec &spec, size_t index,
+                  WeightSet &weights) {
   const std::string &file = shard.file->path();
   auto fail = [&](const std::string &what) {
     return makeError(file + ": tensor '" + spec.name + "': " + what);
@@ -136,8 +135,8 @@ Expected<WeightSet> loadSharded(const std::string &indexPath, const Manifest &ma
         return opened.status();
       shard = shards.emplace(it->second, opened.take()).first;
     }
-    if (Status s = bindTensor(shard->second, shard->second.header.find(spec.name), spec, i,
-                              weights);
+    if (Status s =
+            bindTensor(shard->second, shard->second.header.find(spec.name), spec, i, weights);
         !s)
       return s;
   }

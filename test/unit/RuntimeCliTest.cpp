@@ -14,7 +14,7 @@ using namespace xfrt::test;
 
 namespace {
 
-#define EXPECT_CONTAINS(haystack, needle)                                                      \
+#define EXPECT_CONTAINS(haystack, needle)                                                          \
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 Expected<Options> parse(std::vector<const char *> args) {
@@ -41,7 +41,9 @@ TEST(RuntimeManifest, Parses) {
 
 TEST(RuntimeManifest, Rejects) {
   const char *bad[] = {
-      "", "[]", R"({"vocab":2,"d_out":2,"parameters":[]})",
+      "",
+      "[]",
+      R"({"vocab":2,"d_out":2,"parameters":[]})",
       R"({"model":"x","d_out":2,"parameters":[]})",
       R"({"model":"x","vocab":0,"d_out":2,"parameters":[]})",
       R"({"model":"x","vocab":2,"d_out":2})",
@@ -100,13 +102,13 @@ TEST(RuntimeCli, ChecksAgainstManifest) {
     return checkOptions(*o, m).message();
   };
   EXPECT_CONTAINS(check({"--tokens", "1"}), "give --weights FILE or --random-weights SEED");
-  EXPECT_CONTAINS(check({"--weights", "w", "--random-weights", "1", "--tokens", "1"}),
-                  "not both");
+  EXPECT_CONTAINS(check({"--weights", "w", "--random-weights", "1", "--tokens", "1"}), "not both");
   EXPECT_CONTAINS(check({"--weights", "w", "--tokens", "1", "--hidden-out", "h.npy"}),
                   "outputs logits; use --logits-out");
   EXPECT_CONTAINS(check({"--weights", "w", "--tokens", "1", "--source-tokens", "1"}),
                   "not an encoder-decoder");
-  EXPECT_CONTAINS(check({"--weights", "w", "--logits-out", "l.npy"}), "--logits-out needs --tokens");
+  EXPECT_CONTAINS(check({"--weights", "w", "--logits-out", "l.npy"}),
+                  "--logits-out needs --tokens");
   EXPECT_CONTAINS(check({"--weights", "w"}), "nothing to do");
   EXPECT_EQ(check({"--weights", "w", "--save-weights", "s"}), "");
 
@@ -141,9 +143,9 @@ TEST(RuntimeCli, TokenLists) {
 TEST(RuntimeCli, UsageListsEverything) {
   Manifest m = manifest();
   std::string u = usageText("./tiny", &m);
-  for (const char *flag : {"--help", "--weights", "--random-weights", "--save-weights", "--tokens",
-                           "--source-tokens", "--logits-out", "--hidden-out", "--threads",
-                           "--repeat", "--print"})
+  for (const char *flag :
+       {"--help", "--weights", "--random-weights", "--save-weights", "--tokens", "--source-tokens",
+        "--logits-out", "--hidden-out", "--threads", "--repeat", "--print"})
     EXPECT_CONTAINS(u, flag);
   EXPECT_CONTAINS(u, "model: tiny (decoder, output logits [l, 5]");
   EXPECT_CONTAINS(u, "L=1");

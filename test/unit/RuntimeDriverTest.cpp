@@ -88,8 +88,8 @@ TEST_F(RuntimeDriver, SaveOnly) {
   EXPECT_EQ(run(testManifestJson(), {"--random-weights", "1", "--save-weights", w.c_str()}), 0);
   EXPECT_EQ(preparedCount, 0);
   EXPECT_EQ(run(testManifestJson(), {"--weights", w.c_str(), "--tokens", "4,4,4,4"}), 0);
-  EXPECT_EQ(run(testManifestJson(),
-                {"--random-weights", "1", "--save-weights", dir.file("no/dir.safetensors").c_str()}),
+  EXPECT_EQ(run(testManifestJson(), {"--random-weights", "1", "--save-weights",
+                                     dir.file("no/dir.safetensors").c_str()}),
             1);
 }
 

@@ -28,6 +28,12 @@ TEST(RuntimeJson, ParsesAllKinds) {
   EXPECT_EQ(v->keys[0], "a"); // order kept
 }
 
+TEST(RuntimeJson, Escapes) {
+  Expected<JsonValue> v = parseJson(R"("\"\\\/\b\f\n\r\t\u0041")");
+  ASSERT_TRUE(v) << v.message();
+  EXPECT_EQ(v->string, "\"\\/\b\f\n\r\tA");
+}
+
 TEST(RuntimeJson, LargeIntegers) {
   Expected<JsonValue> v = parseJson("[9223372036854775807, 9223372036854775808, -0]");
   ASSERT_TRUE(v) << v.message();
@@ -38,12 +44,14 @@ TEST(RuntimeJson, LargeIntegers) {
 }
 
 TEST(RuntimeJson, RejectsMalformed) {
-  const char *bad[] = {"",          "{",          "[1,]",        "{\"a\":1,}",  "01",
-                       "1.",        ".5",         "-",           "1e",          "tru",
-                       "nul",       "\"abc",      "\"\\x\"",     "\"\\u12\"",   "\"\\ud800\"",
-                       "\"\\udc00\"", "{1: 2}",   "[1 2]",       "{\"a\" 1}",   "1 2",
-                       "\"\x01\"",  "\"\xff\"",   "\"\xc3\"",    "\"\xed\xa0\x80\"", "NaN",
-                       "Infinity",  "1e999",      "{\"a\":1,\"a\":2}", "// c\n1", "'x'"};
+  const char *bad[] = {"",         "{",         "[1,]",        "{\"a\":1,}",
+                       "01",       "1.",        ".5",          "-",
+                       "1e",       "tru",       "nul",         "\"abc",
+                       "\"\\x\"",  "\"\\u12\"", "\"\\ud800\"", "\"\\udc00\"",
+                       "{1: 2}",   "[1 2]",     "{\"a\" 1}",   "1 2",
+                       "\"\x01\"", "\"\xff\"",  "\"\xc3\"",    "\"\xed\xa0\x80\"",
+                       "NaN",      "Infinity",  "1e999",       "{\"a\":1,\"a\":2}",
+                       "// c\n1",  "'x'"};
   for (const char *text : bad) {
     Expected<JsonValue> v = parseJson(text);
     EXPECT_FALSE(v) << "accepted: " << text;

@@ -92,8 +92,8 @@ TEST(RuntimeRandom, WeightsAreDeterministic) {
 TEST(RuntimeRandom, StreamsIndependentOfOrder) {
   Expected<Manifest> m1 = parseManifest(
       R"({"model":"x","vocab":2,"d_out":2,"parameters":[{"name":"p","shape":[3]},{"name":"q","shape":[3]}]})");
-  Expected<Manifest> m2 = parseManifest(
-      R"({"model":"x","vocab":2,"d_out":2,"parameters":[{"name":"q","shape":[3]}]})");
+  Expected<Manifest> m2 =
+      parseManifest(R"({"model":"x","vocab":2,"d_out":2,"parameters":[{"name":"q","shape":[3]}]})");
   ASSERT_TRUE(m1 && m2);
   Expected<WeightSet> a = randomWeights(3, *m1), b = randomWeights(3, *m2);
   ASSERT_TRUE(a && b);

@@ -24,7 +24,7 @@ std::string errorOf(const std::string &header, const std::vector<uint8_t> &data)
   return h ? std::string() : h.message();
 }
 
-#define EXPECT_CONTAINS(haystack, needle)                                                      \
+#define EXPECT_CONTAINS(haystack, needle)                                                          \
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 Manifest testManifest() {
@@ -34,7 +34,8 @@ Manifest testManifest() {
 }
 
 TEST(RuntimeSafetensors, ValidHeader) {
-  Expected<SafetensorsHeader> h = parseBytes(makeSafetensors(testHeader(), floatBytes(testValues())));
+  Expected<SafetensorsHeader> h =
+      parseBytes(makeSafetensors(testHeader(), floatBytes(testValues())));
   ASSERT_TRUE(h) << h.message();
   ASSERT_EQ(h->tensors.size(), 2u);
   EXPECT_EQ(h->tensors[0].name, "a");
@@ -95,12 +96,10 @@ TEST(RuntimeSafetensors, BadShape) {
   EXPECT_CONTAINS(errorOf(R"({"a":{"dtype":"F32","shape":[1.5],"data_offsets":[0,0]}})", {}),
                   "non-negative integers");
   EXPECT_CONTAINS(
-      errorOf(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})",
-              {}),
+      errorOf(R"({"a":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]}})", {}),
       "overflows");
   EXPECT_CONTAINS(
-      errorOf(R"({"a":{"dtype":"F64","shape":[2305843009213693952],"data_offsets":[0,0]}})",
-              {}),
+      errorOf(R"({"a":{"dtype":"F64","shape":[2305843009213693952],"data_offsets":[0,0]}})", {}),
       "overflows");
 }
 
@@ -115,15 +114,16 @@ TEST(RuntimeSafetensors, OffsetsOutOfRange) {
   EXPECT_CONTAINS(errorOf(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[-4,0]}})", d),
                   "non-negative integers");
   EXPECT_CONTAINS(
-      errorOf(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[18446744073709551612,18446744073709551616]}})",
-              d),
+      errorOf(
+          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[18446744073709551612,18446744073709551616]}})",
+          d),
       "non-negative integers");
 }
 
 TEST(RuntimeSafetensors, SizeMismatch) {
-  EXPECT_CONTAINS(errorOf(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})",
-                          std::vector<uint8_t>(8)),
-                  "tensor 'a': F32[3] needs 12 bytes but data_offsets [0, 8] span 8");
+  EXPECT_CONTAINS(
+      errorOf(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", std::vector<uint8_t>(8)),
+      "tensor 'a': F32[3] needs 12 bytes but data_offsets [0, 8] span 8");
 }
 
 TEST(RuntimeSafetensors, Overlap) {
@@ -217,15 +217,15 @@ TEST(RuntimeWeights, HalfConversionEdgeCases) {
     if (!std::isnan(f))
       ASSERT_EQ(floatToHalf(f), h) << h;
   }
-  EXPECT_EQ(floatToHalf(65520.0f), 0x7C00); // rounds to infinity
+  EXPECT_EQ(floatToHalf(65520.0f), 0x7C00);        // rounds to infinity
   EXPECT_EQ(floatToBfloat16(1.00390625f), 0x3F80); // tie to even
 }
 
 TEST(RuntimeWeights, MissingTensor) {
   TempDir dir;
   std::string header = R"({"a":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]}})";
-  std::string path = dir.write("w.safetensors",
-                               makeSafetensors(header, floatBytes({1, 2, 3, 4, 5, 6})));
+  std::string path =
+      dir.write("w.safetensors", makeSafetensors(header, floatBytes({1, 2, 3, 4, 5, 6})));
   Expected<WeightSet> w = loadWeights(path, testManifest());
   ASSERT_FALSE(w);
   EXPECT_EQ(w.message(), path + ": tensor 'b': missing (the model needs shape [4])");
@@ -235,8 +235,7 @@ TEST(RuntimeWeights, WrongShape) {
   TempDir dir;
   std::string header = R"({"a":{"dtype":"F32","shape":[3,2],"data_offsets":[0,24]},)"
                        R"("b":{"dtype":"F32","shape":[4],"data_offsets":[24,40]}})";
-  std::string path = dir.write("w.safetensors",
-                               makeSafetensors(header, floatBytes(testValues())));
+  std::string path = dir.write("w.safetensors", makeSafetensors(header, floatBytes(testValues())));
   Expected<WeightSet> w = loadWeights(path, testManifest());
   ASSERT_FALSE(w);
   EXPECT_EQ(w.message(),
@@ -247,9 +246,9 @@ TEST(RuntimeWeights, UnsupportedDtype) {
   TempDir dir;
   std::string header = R"({"a":{"dtype":"I32","shape":[2,3],"data_offsets":[0,24]},)"
                        R"("b":{"dtype":"F32","shape":[4],"data_offsets":[24,40]}})";
-  Expected<WeightSet> w = loadWeights(
-      dir.write("w.safetensors", makeSafetensors(header, floatBytes(testValues()))),
-      testManifest());
+  Expected<WeightSet> w =
+      loadWeights(dir.write("w.safetensors", makeSafetensors(header, floatBytes(testValues()))),
+                  testManifest());
   ASSERT_FALSE(w);
   EXPECT_CONTAINS(w.message(), "tensor 'a': dtype I32 is not supported");
 }
@@ -283,18 +282,19 @@ TEST(RuntimeWeights, ShardedIndex) {
   EXPECT_FLOAT_EQ(w->params[1][0], 0.5f);
   EXPECT_FLOAT_EQ(w->params[1][3], 8);
 
-  std::string bad = dir.write("bad.index.json",
-                              std::string(R"({"weight_map": {"a": "s1.safetensors"}})"));
+  std::string bad =
+      dir.write("bad.index.json", std::string(R"({"weight_map": {"a": "s1.safetensors"}})"));
   w = loadWeights(bad, testManifest());
   ASSERT_FALSE(w);
   EXPECT_EQ(w.message(), bad + ": tensor 'b': missing from weight_map (the model needs shape [4])");
 
-  std::string wrong = dir.write(
-      "wrong.index.json",
-      std::string(R"({"weight_map": {"a": "s1.safetensors", "b": "s1.safetensors"}})"));
+  std::string wrong =
+      dir.write("wrong.index.json",
+                std::string(R"({"weight_map": {"a": "s1.safetensors", "b": "s1.safetensors"}})"));
   w = loadWeights(wrong, testManifest());
   ASSERT_FALSE(w);
-  EXPECT_EQ(w.message(), dir.file("s1.safetensors") + ": tensor 'b': missing (the model needs shape [4])");
+  EXPECT_EQ(w.message(),
+            dir.file("s1.safetensors") + ": tensor 'b': missing (the model needs shape [4])");
 
   std::string escape = dir.write(
       "escape.index.json",

@@ -26,12 +26,12 @@ struct Options {
   std::string weights;        // --weights
   bool randomWeights = false; // --random-weights SEED
   uint64_t seed = 0;
-  std::string saveWeights;                         // --save-weights
+  std::string saveWeights; // --save-weights
   bool haveTokens = false, haveSourceTokens = false;
-  std::string tokens, sourceTokens;                // raw lists, checked by parseTokenList
-  std::string logitsOut, hiddenOut;                // --logits-out / --hidden-out
-  int threads = 0;                                 // 0: leave the runtime's default
-  int repeat = 0;                                  // 0: not given (one run)
+  std::string tokens, sourceTokens; // raw lists, checked by parseTokenList
+  std::string logitsOut, hiddenOut; // --logits-out / --hidden-out
+  int threads = 0;                  // 0: leave the runtime's default
+  int repeat = 0;                   // 0: not given (one run)
   bool print = false;
 };
 

@@ -14,7 +14,23 @@
 
 namespace xfrt {
 
-enum class DType { F64, F32, F16, BF16, I64, I32, I16, I8, U64, U32, U16, U8, BOOL, F8_E4M3, F8_E5M2 };
+enum class DType {
+  F64,
+  F32,
+  F16,
+  BF16,
+  I64,
+  I32,
+  I16,
+  I8,
+  U64,
+  U32,
+  U16,
+  U8,
+  BOOL,
+  F8_E4M3,
+  F8_E5M2
+};
 
 // The dtype spelled `name` in a safetensors header, or nullopt when unknown.
 std::optional<DType> parseDType(std::string_view name);

@@ -24,10 +24,10 @@ public:
 
   Kind kind = Kind::Null;
   bool boolean = false;
-  double number = 0;      // every Number
-  bool isInteger = false; // written without fraction/exponent and fits in int64
-  int64_t integer = 0;    // valid when isInteger
-  std::string string;     // String
+  double number = 0;             // every Number
+  bool isInteger = false;        // written without fraction/exponent and fits in int64
+  int64_t integer = 0;           // valid when isInteger
+  std::string string;            // String
   std::vector<JsonValue> items;  // Array elements, or Object values
   std::vector<std::string> keys; // Object keys, parallel to items
 
