@@ -14,11 +14,12 @@ using namespace xf::spec;
 using MaybeNode = std::optional<int>;
 
 /// Whether `mask` fits attending from `query` rows to `context` rows.
-static bool checkMask(CallSite &c, MaskKind mask, bool hasContext) {
+static bool checkMask(CallSite &c, MaskKind mask, bool hasContext,
+                      llvm::StringRef missingContext) {
   if (mask == MaskKind::Cross && !hasContext)
     return c.error(c.option("mask")->loc,
-                   "mask = cross attends to a context sequence, but this "
-                   "call has none (give it as the second input)");
+                   "mask = cross attends to a context sequence, but " +
+                       missingContext);
   if (mask != MaskKind::Cross && hasContext)
     return c.error(c.option("mask")->loc,
                    "a context sequence needs mask = cross; bidirectional and "
@@ -65,7 +66,8 @@ MaybeNode xf::spec::buildAttention(CallSite &c) {
                                          "token",
                         *k, *v),
            std::nullopt;
-  if (!checkMask(c, *mask, tk.dims[0] != tq.dims[0]) ||
+  if (!checkMask(c, *mask, tk.dims[0] != tq.dims[0],
+                 "K and V come from the sequence of Q") ||
       !checkHeads(c, *heads, *q, *v))
     return std::nullopt;
   TensorType t;
@@ -158,7 +160,8 @@ MaybeNode xf::spec::buildMultiHeadAttention(CallSite &c) {
   std::optional<MaskKind> mask = c.mask();
   std::optional<int64_t> heads = mask ? c.heads() : std::nullopt;
   if (!heads || !bindWeights(c, n) || !checkProjections(c, n) ||
-      !checkMask(c, *mask, n.operands[MhaZ] >= 0) ||
+      !checkMask(c, *mask, n.operands[MhaZ] >= 0,
+                 "this call has none (give it as the second input: X, Z)") ||
       !checkHeads(c, *heads, n.operands[MhaWq], n.operands[MhaWv]) ||
       !c.scale(n))
     return std::nullopt;

@@ -3,6 +3,7 @@
 #include "CallSite.h"
 
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 
@@ -72,7 +73,8 @@ std::optional<double> CallSite::epsilon() {
            std::nullopt;
   if (eps && !(*eps >= 0))
     return error(opt ? opt->loc : call.getLoc(),
-                 "eps must be a non-negative number, got " + std::to_string(*eps)),
+                 "eps must be a non-negative number, got " +
+                     llvm::formatv("{0}", *eps).str()),
            std::nullopt;
   return eps;
 }

@@ -54,8 +54,8 @@ bool Parser::errorExpected(llvm::StringRef what, llvm::StringRef context) {
   default:
     found = "'" + tok.spelling + "'";
   }
-  return error(tok.loc, "expected " + what + " " + context + ", found " +
-                            found);
+  std::string where = context.empty() ? "" : " " + context.str();
+  return error(tok.loc, "expected " + what + where + ", found " + found);
 }
 
 bool Parser::expect(TokenKind kind, llvm::StringRef context) {
