@@ -5,3 +5,9 @@ if(TARGET xfHalideKernels)
     SOURCES HalideKernelsGemmTest.cpp HalideKernelsAttentionTest.cpp HalideKernelsApiTest.cpp
     LIBS xfHalideKernels)
 endif()
+
+# The GEMM benchmarks (test/bench, owned with these kernels). Remove this once
+# test/CMakeLists.txt adds the bench directory itself.
+if(TARGET xfHalideKernels AND NOT TARGET xf-bench-gemm)
+  add_subdirectory(${CMAKE_CURRENT_SOURCE_DIR}/../bench ${CMAKE_BINARY_DIR}/test/bench)
+endif()
