@@ -16,10 +16,11 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "e2e",
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%xf_src_root", config.xf_src_root))
+config.substitutions.append(("%python", config.python_executable))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
-llvm_config.with_environment("PATH", config.xf_tools_dir, append_path=False)
+llvm_config.with_environment("PATH", config.xf_tools_dir, append_path=True)
 
 tools = ["xf-opt"]
 for optional_tool in ["xfc"]:

@@ -42,6 +42,12 @@ llvm::Error link(llvm::ArrayRef<std::string> objects, llvm::StringRef output) {
   if (!driver)
     return llvm::createStringError("no C++ compiler driver found to link with");
   std::vector<std::string> args{*driver, "-o", output.str()};
+  // Name the system linker explicitly: the driver may run with a minimal PATH.
+  auto linker = llvm::sys::findProgramByName("ld");
+  if (!linker)
+    linker = llvm::sys::findProgramByName("ld", {"/usr/bin", "/bin", "/usr/local/bin"});
+  if (linker && llvm::sys::path::filename(*driver).contains("clang"))
+    args.push_back("--ld-path=" + *linker);
   args.insert(args.end(), objects.begin(), objects.end());
   args.push_back(XFRT_MAIN_ARCHIVE_PATH);
   args.push_back(XFRT_ARCHIVE_PATH);
