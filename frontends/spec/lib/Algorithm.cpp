@@ -49,6 +49,10 @@ bool Elaborator::elaborateBody(llvm::ArrayRef<StmtPtr> body, bool &returned) {
   for (const StmtPtr &stmt : body) {
     if (returned)
       return error(stmt->getLoc(), "this statement follows 'return'");
+    if (++steps > options.maxSteps)
+      return error(stmt->getLoc(), "unrolling the loops executes more than " +
+                                       llvm::Twine(options.maxSteps) +
+                                       " statements");
     statementStart = graph.nodes.size();
     bool ok = llvm::TypeSwitch<const StmtAST *, bool>(stmt.get())
                   .Case([&](const AssignStmtAST *s) { return assign(*s); })

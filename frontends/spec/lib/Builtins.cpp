@@ -77,7 +77,7 @@ static MaybeNode normalization(CallSite &c, OpKind kind) {
     return std::nullopt;
   Node n = c.node(kind, {*x, -1, -1}, c.s.typeOf(*x));
   n.epsilon = *eps;
-  const Dim &width = c.s.typeOf(*x).dims.back();
+  Dim width = c.s.typeOf(*x).dims.back(); // a copy: evaluating γ adds nodes
   for (size_t i = 0; i < c.call.getParams().size(); ++i) {
     MaybeNode p = c.param(i);
     if (!p)

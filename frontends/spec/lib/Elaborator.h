@@ -162,6 +162,8 @@ public:
   /// The first node of the current statement: nodes from here on are
   /// temporaries of one expression (see makeAdd's reassociation).
   size_t statementStart = 0;
+  /// Statements executed so far while unrolling, against options.maxSteps.
+  int64_t steps = 0;
 };
 
 } // namespace xf::spec

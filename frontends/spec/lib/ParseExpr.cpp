@@ -12,6 +12,25 @@
 
 using namespace xf::spec;
 
+/// Taller expressions are not written by people; the bound keeps every
+/// recursive walk of an expression (Sema, printing, destruction) shallow.
+static constexpr unsigned kMaxExprHeight = 512;
+
+ExprPtr Parser::withHeight(ExprPtr e,
+                           std::initializer_list<const ExprAST *> children) {
+  unsigned height = 0;
+  for (const ExprAST *child : children)
+    if (child)
+      height = std::max(height, child->getHeight());
+  if (height + 1 > kMaxExprHeight)
+    return error(e->getLoc(), "expression is too long or too deeply nested "
+                              "(more than " +
+                                  llvm::Twine(kMaxExprHeight) + " levels)"),
+           nullptr;
+  e->setHeight(height + 1);
+  return e;
+}
+
 ExprPtr Parser::parseExpr() {
   NestingScope scope(*this);
   if (!enterNesting())
@@ -24,8 +43,10 @@ ExprPtr Parser::parseExpr() {
     ExprPtr rhs = parseTerm();
     if (!rhs)
       return nullptr;
-    lhs = std::make_unique<BinaryExprAST>(loc, op, std::move(lhs),
-                                          std::move(rhs));
+    const ExprAST *l = lhs.get(), *r = rhs.get();
+    lhs = withHeight(std::make_unique<BinaryExprAST>(loc, op, std::move(lhs),
+                                                     std::move(rhs)),
+                     {l, r});
   }
   return lhs;
 }
@@ -41,8 +62,10 @@ ExprPtr Parser::parseTerm() {
     ExprPtr rhs = parseUnary();
     if (!rhs)
       return nullptr;
-    lhs = std::make_unique<BinaryExprAST>(loc, op, std::move(lhs),
-                                          std::move(rhs));
+    const ExprAST *l = lhs.get(), *r = rhs.get();
+    lhs = withHeight(std::make_unique<BinaryExprAST>(loc, op, std::move(lhs),
+                                                     std::move(rhs)),
+                     {l, r});
   }
   return lhs;
 }
@@ -59,21 +82,34 @@ ExprPtr Parser::parseUnary() {
   if (!operand)
     return nullptr;
   auto zero = std::make_unique<NumberExprAST>(loc, "0", false);
-  return std::make_unique<BinaryExprAST>(loc, '-', std::move(zero),
-                                         std::move(operand));
+  const ExprAST *o = operand.get();
+  return withHeight(std::make_unique<BinaryExprAST>(loc, '-', std::move(zero),
+                                                    std::move(operand)),
+                    {o});
 }
 
 ExprPtr Parser::parsePostfix() {
   ExprPtr e = parsePrimary();
   while (e) {
     Location loc = tok.loc;
+    const ExprAST *base = e.get();
     if (consumeIf(TokenKind::Transpose)) {
-      e = std::make_unique<TransposeExprAST>(loc, std::move(e));
+      e = withHeight(std::make_unique<TransposeExprAST>(loc, std::move(e)),
+                     {base});
     } else if (consumeIf(TokenKind::LBracket)) {
       std::vector<IndexItem> items;
       if (!parseIndexItems(items))
         return nullptr;
-      e = std::make_unique<IndexExprAST>(loc, std::move(e), std::move(items));
+      unsigned height = base->getHeight();
+      for (const IndexItem &item : items)
+        for (const ExprPtr &bound : {std::cref(item.lo), std::cref(item.hi)})
+          if (bound.get())
+            height = std::max(height, bound.get()->getHeight());
+      auto index =
+          std::make_unique<IndexExprAST>(loc, std::move(e), std::move(items));
+      index->setHeight(height);
+      const ExprAST *self = index.get();
+      e = withHeight(std::move(index), {self});
     } else {
       break;
     }
@@ -126,9 +162,19 @@ ExprPtr Parser::parseCall(Token callee) {
   if (!expect(TokenKind::RParen,
               ("to close the arguments of '" + callee.spelling + "'").c_str()))
     return nullptr;
-  return std::make_unique<CallExprAST>(callee.loc, callee.spelling,
-                                       std::move(inputs), std::move(params),
-                                       std::move(options));
+  unsigned height = 0;
+  for (const auto *args : {&inputs, &params})
+    for (const ExprPtr &arg : *args)
+      height = std::max(height, arg->getHeight());
+  for (const OptionAST &option : options)
+    height = std::max(height, option.value->getHeight());
+  auto call = std::make_unique<CallExprAST>(callee.loc, callee.spelling,
+                                            std::move(inputs),
+                                            std::move(params),
+                                            std::move(options));
+  call->setHeight(height);
+  const ExprAST *self = call.get();
+  return withHeight(std::move(call), {self});
 }
 
 /// `expr`, `expr for h in 1..H`, or an option `name = expr`.
@@ -159,9 +205,12 @@ bool Parser::parseCallArg(std::vector<ExprPtr> &args,
     if (!expect(TokenKind::KwIn, "after the loop variable") ||
         !parseRange(range))
       return false;
-    arg = std::make_unique<ComprehensionExprAST>(loc, std::move(arg),
-                                                 std::move(var),
-                                                 std::move(range));
+    const ExprAST *body = arg.get();
+    arg = withHeight(std::make_unique<ComprehensionExprAST>(
+                         loc, std::move(arg), std::move(var), std::move(range)),
+                     {body});
+    if (!arg)
+      return false;
   }
   args.push_back(std::move(arg));
   return true;

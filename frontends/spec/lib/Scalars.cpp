@@ -151,8 +151,9 @@ std::optional<LoopRange> Elaborator::evalRange(const RangeAST &range,
 bool Elaborator::evaluateHyperparameters() {
   llvm::StringMap<std::string> overrides;
   for (const std::string &define : options.defines) {
-    auto [name, value] = llvm::StringRef(define).split('=');
-    name = name.trim();
+    std::pair<llvm::StringRef, llvm::StringRef> split =
+        llvm::StringRef(define).split('=');
+    llvm::StringRef name = split.first.trim(), value = split.second;
     if (!llvm::StringRef(define).contains('=') || name.empty())
       return diags.error("-D expects NAME=VALUE, got '" + define + "'"), false;
     auto decl = llvm::find_if(module.hyperparameters,

@@ -43,10 +43,15 @@ public:
   virtual ~ExprAST() = default;
   ExprKind getKind() const { return kind; }
   const Location &getLoc() const { return loc; }
+  /// Levels of the tree below and including this node; the parser bounds
+  /// it, so walking an expression recursively is safe.
+  unsigned getHeight() const { return height; }
+  void setHeight(unsigned h) { height = h; }
 
 private:
   const ExprKind kind;
   Location loc;
+  unsigned height = 1;
 };
 using ExprPtr = std::unique_ptr<ExprAST>;
 

@@ -54,6 +54,8 @@ private:
   bool error(const Location &loc, const llvm::Twine &message);
   bool errorExpected(llvm::StringRef what, llvm::StringRef context);
   bool enterNesting();
+  /// `e` with its height set from `children`, or null when too tall.
+  ExprPtr withHeight(ExprPtr e, std::initializer_list<const ExprAST *> children);
 
   Lexer &lexer;
   DiagnosticEngine &diags;

@@ -27,6 +27,8 @@ struct SemaOptions {
   int64_t maxLoopTrips = 4096;
   /// Most operations the unrolled algorithm may have.
   size_t maxNodes = 1 << 20;
+  /// Most statements unrolling may execute (nested loops multiply).
+  int64_t maxSteps = 1 << 22;
   /// Most elements a single tensor may hold (2^31).
   int64_t maxTensorElements = int64_t(1) << 31;
 };
