@@ -43,8 +43,8 @@ private:
 } // namespace
 
 void ASTDumper::dump(const ModuleAST &module) {
-  line() << "Module " << (module.modelName.empty() ? "<unnamed>" : module.modelName)
-         << "\n";
+  line() << "Module "
+         << (module.modelName.empty() ? "<unnamed>" : module.modelName) << "\n";
   Nested n(*this);
   for (const HyperparameterDecl &decl : module.hyperparameters)
     dump(decl);

@@ -40,8 +40,8 @@ bool Elaborator::elaborateAlgorithm(const AlgorithmAST &algorithm) {
   if (!elaborateBody(algorithm.body, returned))
     return false;
   if (!returned)
-    return error(algorithm.loc, "algorithm '" + algorithm.name +
-                                    "' has no 'return'");
+    return error(algorithm.loc,
+                 "algorithm '" + algorithm.name + "' has no 'return'");
   return true;
 }
 
@@ -54,30 +54,30 @@ bool Elaborator::elaborateBody(llvm::ArrayRef<StmtPtr> body, bool &returned) {
                                        llvm::Twine(options.maxSteps) +
                                        " statements");
     statementStart = graph.nodes.size();
-    bool ok = llvm::TypeSwitch<const StmtAST *, bool>(stmt.get())
-                  .Case([&](const AssignStmtAST *s) { return assign(*s); })
-                  .Case([&](const ForStmtAST *s) {
-                    return elaborateFor(*s, returned);
-                  })
-                  .Case([&](const ReturnStmtAST *s) {
-                    if (!loopVars.empty())
-                      return error(s->getLoc(),
-                                   "'return' must end the algorithm, not a loop");
-                    std::optional<int> out =
-                        evalTensor(s->getValue(), "the returned value");
-                    if (!out)
-                      return false;
-                    const TensorType &type = typeOf(*out);
-                    if (type.isTokens || type.rank() != 2 ||
-                        !type.dims[0].isSequence())
-                      return error(s->getValue().getLoc(),
-                                   "the algorithm must return one row per "
-                                   "token, [ℓ, d], but this is " +
-                                       format(type));
-                    graph.output = *out;
-                    returned = true;
-                    return true;
-                  });
+    bool ok =
+        llvm::TypeSwitch<const StmtAST *, bool>(stmt.get())
+            .Case([&](const AssignStmtAST *s) { return assign(*s); })
+            .Case(
+                [&](const ForStmtAST *s) { return elaborateFor(*s, returned); })
+            .Case([&](const ReturnStmtAST *s) {
+              if (!loopVars.empty())
+                return error(s->getLoc(),
+                             "'return' must end the algorithm, not a loop");
+              std::optional<int> out =
+                  evalTensor(s->getValue(), "the returned value");
+              if (!out)
+                return false;
+              const TensorType &type = typeOf(*out);
+              if (type.isTokens || type.rank() != 2 ||
+                  !type.dims[0].isSequence())
+                return error(s->getValue().getLoc(),
+                             "the algorithm must return one row per "
+                             "token, [ℓ, d], but this is " +
+                                 format(type));
+              graph.output = *out;
+              returned = true;
+              return true;
+            });
     if (!ok)
       return false;
   }
@@ -87,9 +87,10 @@ bool Elaborator::elaborateBody(llvm::ArrayRef<StmtPtr> body, bool &returned) {
 bool Elaborator::elaborateFor(const ForStmtAST &loop, bool &returned) {
   llvm::StringRef var = loop.getVar();
   if (isGlobalName(var) || findLoopVar(var) || variables.count(var))
-    return error(loop.getLoc(), "loop variable '" + var +
-                                    "' is already a name in scope");
-  std::optional<LoopRange> range = evalRange(loop.getRange(), var, loop.getLoc());
+    return error(loop.getLoc(),
+                 "loop variable '" + var + "' is already a name in scope");
+  std::optional<LoopRange> range =
+      evalRange(loop.getRange(), var, loop.getLoc());
   if (!range)
     return false;
   for (int64_t i = range->lo; i <= range->hi; ++i) {
@@ -150,7 +151,8 @@ MaybeValue Elaborator::eval(const ExprAST &e) {
       .Case([&](const IndexExprAST *i) { return evalIndex(*i); })
       .Case([&](const CallExprAST *c) { return evalCall(*c); })
       .Case([&](const TransposeExprAST *t) -> MaybeValue {
-        std::optional<int> a = evalTensor(t->getOperand(), "a transposed value");
+        std::optional<int> a =
+            evalTensor(t->getOperand(), "a transposed value");
         if (!a)
           return std::nullopt;
         std::optional<int> r = makeTranspose(*a, t->getLoc());
@@ -263,7 +265,8 @@ MaybeValue Elaborator::evalIndex(const IndexExprAST &e) {
   }
   if (items.empty())
     return base;
-  std::optional<int> tensor = requireTensor(*base, e.getLoc(), "an indexed value");
+  std::optional<int> tensor =
+      requireTensor(*base, e.getLoc(), "an indexed value");
   return tensor ? indexTensor(e, *tensor, items) : std::nullopt;
 }
 
@@ -274,12 +277,14 @@ MaybeValue Elaborator::indexTensor(const IndexExprAST &e, int tensor,
   const TensorType &type = typeOf(tensor);
   auto isAll = [](const IndexItem &i) { return i.isRange && !i.lo && !i.hi; };
   if (type.isTokens)
-    return error(e.getLoc(), "a token sequence cannot be indexed"), std::nullopt;
+    return error(e.getLoc(), "a token sequence cannot be indexed"),
+           std::nullopt;
   bool isRow = type.rank() == 2 && !items[0].isRange &&
                (items.size() == 1 || (items.size() == 2 && isAll(items[1])));
   if (isRow) {
     std::optional<int64_t> row = evalInt(*items[0].lo, "a row index");
-    std::optional<int> r = row ? makeRow(tensor, *row, e.getLoc()) : std::nullopt;
+    std::optional<int> r =
+        row ? makeRow(tensor, *row, e.getLoc()) : std::nullopt;
     return r ? MaybeValue(Value::ofTensor(*r)) : std::nullopt;
   }
   int64_t axis = -1;
@@ -299,16 +304,15 @@ MaybeValue Elaborator::indexTensor(const IndexExprAST &e, int tensor,
   const IndexItem &item = items[axis];
   Dim extent = type.dims[axis];
   if (extent.isSequence())
-    return error(item.loc, "cannot slice along the sequence axis of " +
-                               format(type)),
+    return error(item.loc,
+                 "cannot slice along the sequence axis of " + format(type)),
            std::nullopt;
-  std::optional<int64_t> lo = item.lo ? evalInt(*item.lo, "a slice bound")
-                                      : std::optional<int64_t>(0);
-  std::optional<int64_t> hi =
-      !lo ? std::nullopt
-          : item.hi ? evalInt(*item.hi, "a slice bound")
-                    : std::optional<int64_t>(extent.size);
-  std::optional<int> r = hi ? makeSlice(tensor, axis, *lo, *hi, item.loc)
-                            : std::nullopt;
+  std::optional<int64_t> lo =
+      item.lo ? evalInt(*item.lo, "a slice bound") : std::optional<int64_t>(0);
+  std::optional<int64_t> hi = !lo       ? std::nullopt
+                              : item.hi ? evalInt(*item.hi, "a slice bound")
+                                        : std::optional<int64_t>(extent.size);
+  std::optional<int> r =
+      hi ? makeSlice(tensor, axis, *lo, *hi, item.loc) : std::nullopt;
   return r ? MaybeValue(Value::ofTensor(*r)) : std::nullopt;
 }

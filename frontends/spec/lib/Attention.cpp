@@ -40,7 +40,6 @@ static bool checkHeads(CallSite &c, int64_t heads, int qk, int v) {
   return true;
 }
 
-
 MaybeNode xf::spec::buildAttention(CallSite &c) {
   if (!c.arity(3, 3, 0, 0) || !c.allowOptions({"mask", "heads", "scale"}))
     return std::nullopt;
@@ -62,8 +61,9 @@ MaybeNode xf::spec::buildAttention(CallSite &c) {
                         *q, *k),
            std::nullopt;
   if (tk.dims[0] != tv.dims[0])
-    return c.s.mismatch(c.call.getLoc(), "K and V need one row per context "
-                                         "token",
+    return c.s.mismatch(c.call.getLoc(),
+                        "K and V need one row per context "
+                        "token",
                         *k, *v),
            std::nullopt;
   if (!checkMask(c, *mask, tk.dims[0] != tq.dims[0],

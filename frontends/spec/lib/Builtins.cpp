@@ -19,8 +19,8 @@ static MaybeNode embedding(CallSite &c, OpKind kind) {
   if (!c.arity(1, 1, 1, 1) || !c.allowOptions({}))
     return std::nullopt;
   MaybeNode tokens = c.s.evalTensor(*c.call.getInputs()[0], "the tokens");
-  MaybeNode table = tokens ? c.matrix(c.call.getParams()[0], "the table")
-                           : std::nullopt;
+  MaybeNode table =
+      tokens ? c.matrix(c.call.getParams()[0], "the table") : std::nullopt;
   if (!table)
     return std::nullopt;
   if (!c.s.typeOf(*tokens).isTokens)
@@ -47,7 +47,8 @@ static MaybeNode sinusoidal(CallSite &c) {
     return std::nullopt;
   if (*d < 2 || *d % 2 || *d > (int64_t(1) << 24))
     return c.error(width->loc, "the width of sinusoidal positions must be "
-                               "even and positive, got " + llvm::Twine(*d)),
+                               "even and positive, got " +
+                                   llvm::Twine(*d)),
            std::nullopt;
   Node n = c.node(OpKind::Sinusoidal, {*tokens}, {});
   n.type.dims = {c.s.typeOf(*tokens).dims[0], Dim{*d, -1}};
@@ -55,7 +56,7 @@ static MaybeNode sinusoidal(CallSite &c) {
   if (const OptionAST *base = c.option("base")) {
     std::optional<double> b = c.s.evalFloat(*base->value, "base");
     if (!b || !(*b > 1))
-      return b ? c.error(base->loc, "base must be greater than 1"),
+      return b            ? c.error(base->loc, "base must be greater than 1"),
              std::nullopt : std::nullopt;
     n.base = *b;
   }
@@ -108,7 +109,8 @@ static MaybeNode elementwise(CallSite &c, OpKind kind) {
     return std::nullopt;
   Node n = c.node(kind, {*x}, c.s.typeOf(*x));
   if (isGelu) {
-    std::optional<llvm::StringRef> form = c.word("approx", {"erf", "tanh"}, "erf");
+    std::optional<llvm::StringRef> form =
+        c.word("approx", {"erf", "tanh"}, "erf");
     if (!form)
       return std::nullopt;
     n.geluTanh = *form == "tanh";
@@ -212,8 +214,9 @@ MaybeValue Elaborator::evalCall(const CallExprAST &call) {
        "= s])",
        buildMultiHeadAttention},
       {"unembed", "unembed(X | W_u) or, tied, unembed(X | W_eᵀ)", unembed},
-      {"concat", "concat(A, B, ..., axis = k) or concat(W[h] for h in 1..H, "
-                 "axis = k)",
+      {"concat",
+       "concat(A, B, ..., axis = k) or concat(W[h] for h in 1..H, "
+       "axis = k)",
        concat},
   };
   std::string callee = call.getCallee().lower();
@@ -229,8 +232,9 @@ MaybeValue Elaborator::evalCall(const CallExprAST &call) {
   for (const Primitive &p : primitives)
     if (unsigned d = llvm::StringRef(callee).edit_distance(p.name); d < best)
       best = d, closest = p.name;
-  return error(call.getLoc(),
-               "unknown function '" + call.getCallee() + "'" +
-                   (closest.empty() ? "" : " (did you mean '" + closest + "'?)")),
+  return error(
+             call.getLoc(),
+             "unknown function '" + call.getCallee() + "'" +
+                 (closest.empty() ? "" : " (did you mean '" + closest + "'?)")),
          std::nullopt;
 }

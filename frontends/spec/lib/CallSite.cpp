@@ -9,7 +9,6 @@
 
 using namespace xf::spec;
 
-
 bool CallSite::arity(size_t minIn, size_t maxIn, size_t minParams,
                      size_t maxParams) {
   size_t in = call.getInputs().size(), params = call.getParams().size();
@@ -101,9 +100,9 @@ CallSite::word(llvm::StringRef name,
   auto *n = opt ? llvm::dyn_cast<NameExprAST>(opt->value.get()) : nullptr;
   if (n && llvm::is_contained(words, n->getName()))
     return n->getName();
-  return error(opt ? opt->loc : call.getLoc(),
-               "'" + call.getCallee() + "' needs " + name + " = " +
-                   llvm::join(words, " | ")),
+  return error(opt ? opt->loc : call.getLoc(), "'" + call.getCallee() +
+                                                   "' needs " + name + " = " +
+                                                   llvm::join(words, " | ")),
          std::nullopt;
 }
 
@@ -142,4 +141,3 @@ Node CallSite::node(OpKind kind, llvm::ArrayRef<int> operands,
   n.origin = "'" + call.getCallee().str() + "' at " + Elaborator::at(n.loc);
   return n;
 }
-

@@ -24,17 +24,21 @@ public:
   const OptionAST *option(llvm::StringRef name) const;
 
   std::optional<int> tensor(const ExprPtr &e, llvm::StringRef what);
-  std::optional<int> input(size_t i) { return tensor(call.getInputs()[i], "an input"); }
-  std::optional<int> param(size_t i) { return tensor(call.getParams()[i], "a parameter"); }
+  std::optional<int> input(size_t i) {
+    return tensor(call.getInputs()[i], "an input");
+  }
+  std::optional<int> param(size_t i) {
+    return tensor(call.getParams()[i], "a parameter");
+  }
   std::optional<int> matrix(const ExprPtr &e, llvm::StringRef what);
 
   std::optional<double> epsilon();
   std::optional<int64_t> heads();
   std::optional<MaskKind> mask();
   bool scale(Node &n);
-  std::optional<llvm::StringRef> word(llvm::StringRef name,
-                                      std::initializer_list<llvm::StringRef> words,
-                                      llvm::StringRef fallback);
+  std::optional<llvm::StringRef>
+  word(llvm::StringRef name, std::initializer_list<llvm::StringRef> words,
+       llvm::StringRef fallback);
 
   Node node(OpKind kind, llvm::ArrayRef<int> operands, TensorType type) const;
   bool error(const Location &loc, const llvm::Twine &message) {

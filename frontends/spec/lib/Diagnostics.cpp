@@ -6,8 +6,8 @@
 
 using namespace xf::spec;
 
-DiagnosticEngine::DiagnosticEngine(llvm::StringRef buffer,
-                                   llvm::StringRef file, llvm::raw_ostream &os)
+DiagnosticEngine::DiagnosticEngine(llvm::StringRef buffer, llvm::StringRef file,
+                                   llvm::raw_ostream &os)
     : os(os) {
   sourceMgr.AddNewSourceBuffer(
       llvm::MemoryBuffer::getMemBufferCopy(buffer, file), llvm::SMLoc());
@@ -35,8 +35,8 @@ void DiagnosticEngine::report(const Location &loc,
   if (kind == llvm::SourceMgr::DK_Error)
     ++numErrors;
   llvm::StringRef file = loc.file ? llvm::StringRef(*loc.file) : "<input>";
-  os << file << ":" << loc.line << ":" << loc.col << ": " << kinds[kind]
-     << ": " << message << "\n";
+  os << file << ":" << loc.line << ":" << loc.col << ": " << kinds[kind] << ": "
+     << message << "\n";
   llvm::SMLoc at = sourceMgr.FindLocForLineAndColumn(1, loc.line, 1);
   if (!at.isValid())
     return;

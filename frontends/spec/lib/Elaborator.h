@@ -73,8 +73,8 @@ public:
   MaybeValue evalNumber(const NumberExprAST &e);
   std::optional<int64_t> evalInt(const ExprAST &e, llvm::StringRef what);
   std::optional<double> evalFloat(const ExprAST &e, llvm::StringRef what);
-  std::optional<LoopRange> evalRange(const RangeAST &range,
-                                     llvm::StringRef var, const Location &loc);
+  std::optional<LoopRange> evalRange(const RangeAST &range, llvm::StringRef var,
+                                     const Location &loc);
 
   // Parameters.cpp: declarations, instances and checkpoint names.
   bool declareParameters(const std::vector<ParameterItem> &items,
@@ -135,7 +135,8 @@ public:
   /// The hyperparameter `name` if declared (eps, H: defaults of options).
   const Scalar *findHyperparameter(llvm::StringRef name) const;
   /// A loop variable in scope, innermost first.
-  const std::pair<std::string, int64_t> *findLoopVar(llvm::StringRef name) const;
+  const std::pair<std::string, int64_t> *
+  findLoopVar(llvm::StringRef name) const;
   bool isGlobalName(llvm::StringRef name) const;
   std::string suggest(llvm::StringRef name) const;
   static std::string at(const Location &loc);
@@ -149,8 +150,8 @@ public:
   llvm::StringMap<Location> hyperparameterLocs;
   llvm::StringMap<ParameterFamily> families;
   std::vector<ParameterFamily *> parameterOrder; // as declared
-  llvm::StringMap<int> inputs;      // token sequences
-  llvm::StringMap<int> variables;   // assigned in the algorithm
+  llvm::StringMap<int> inputs;                   // token sequences
+  llvm::StringMap<int> variables;                // assigned in the algorithm
   llvm::StringMap<int> checkpoints; // checkpoint tensor name → Parameter node
   std::vector<std::pair<std::string, int64_t>> loopVars; // in scope
   /// Set while a parameter's binding is evaluated: checkpoint names are

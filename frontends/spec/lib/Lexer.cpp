@@ -21,23 +21,39 @@ bool isIdentBody(char c) { return llvm::isAlnum(c) || c == '_' || c == '\''; }
 /// ASCII spelling of a Unicode letter or mark allowed inside identifiers.
 llvm::StringRef identifierAlias(llvm::UTF32 cp) {
   switch (cp) {
-  case U'α': return "alpha";
-  case U'β': return "beta";
-  case U'γ': return "gamma";
-  case U'δ': return "delta";
+  case U'α':
+    return "alpha";
+  case U'β':
+    return "beta";
+  case U'γ':
+    return "gamma";
+  case U'δ':
+    return "delta";
   case U'ε':
-  case U'ϵ': return "eps";
-  case U'η': return "eta";
-  case U'θ': return "theta";
-  case U'λ': return "lambda";
-  case U'μ': return "mu";
-  case U'σ': return "sigma";
-  case U'τ': return "tau";
-  case U'φ': return "phi";
-  case U'ω': return "omega";
-  case U'ℓ': return "l"; // the paper's sequence length: ℓ_max is l_max
-  case 0x0303: return "_tilde"; // combining tilde: X̃
-  case 0x0302: return "_hat";   // combining circumflex
+  case U'ϵ':
+    return "eps";
+  case U'η':
+    return "eta";
+  case U'θ':
+    return "theta";
+  case U'λ':
+    return "lambda";
+  case U'μ':
+    return "mu";
+  case U'σ':
+    return "sigma";
+  case U'τ':
+    return "tau";
+  case U'φ':
+    return "phi";
+  case U'ω':
+    return "omega";
+  case U'ℓ':
+    return "l"; // the paper's sequence length: ℓ_max is l_max
+  case 0x0303:
+    return "_tilde"; // combining tilde: X̃
+  case 0x0302:
+    return "_hat"; // combining circumflex
   default:
     if (cp >= 0x2080 && cp <= 0x2089) // subscript digits: γ₁
       return llvm::StringRef("0123456789").substr(cp - 0x2080, 1);
@@ -59,37 +75,68 @@ std::pair<llvm::UTF32, unsigned> decodeUtf8(llvm::StringRef s) {
 
 llvm::StringRef xf::spec::spellTokenKind(TokenKind kind) {
   switch (kind) {
-  case TokenKind::Eof: return "end of file";
-  case TokenKind::Newline: return "end of line";
-  case TokenKind::Identifier: return "a name";
-  case TokenKind::Integer: return "an integer";
-  case TokenKind::Float: return "a number";
-  case TokenKind::String: return "a checkpoint name in quotes";
-  case TokenKind::KwModel: return "'model'";
-  case TokenKind::KwHyperparameters: return "'hyperparameters'";
-  case TokenKind::KwParameters: return "'parameters'";
-  case TokenKind::KwAlgorithm: return "'algorithm'";
-  case TokenKind::KwFor: return "'for'";
-  case TokenKind::KwIn: return "'in'";
-  case TokenKind::KwDo: return "'do'";
-  case TokenKind::KwEnd: return "'end'";
-  case TokenKind::KwReturn: return "'return'";
-  case TokenKind::LParen: return "'('";
-  case TokenKind::RParen: return "')'";
-  case TokenKind::LBracket: return "'['";
-  case TokenKind::RBracket: return "']'";
-  case TokenKind::Comma: return "','";
-  case TokenKind::Colon: return "':'";
-  case TokenKind::DotDot: return "'..'";
-  case TokenKind::Assign: return "'<-'";
-  case TokenKind::Bar: return "'|'";
-  case TokenKind::Plus: return "'+'";
-  case TokenKind::Minus: return "'-'";
-  case TokenKind::Star: return "'*'";
-  case TokenKind::Slash: return "'/'";
-  case TokenKind::Percent: return "'%'";
-  case TokenKind::Transpose: return "'^T'";
-  case TokenKind::Error: return "an invalid character";
+  case TokenKind::Eof:
+    return "end of file";
+  case TokenKind::Newline:
+    return "end of line";
+  case TokenKind::Identifier:
+    return "a name";
+  case TokenKind::Integer:
+    return "an integer";
+  case TokenKind::Float:
+    return "a number";
+  case TokenKind::String:
+    return "a checkpoint name in quotes";
+  case TokenKind::KwModel:
+    return "'model'";
+  case TokenKind::KwHyperparameters:
+    return "'hyperparameters'";
+  case TokenKind::KwParameters:
+    return "'parameters'";
+  case TokenKind::KwAlgorithm:
+    return "'algorithm'";
+  case TokenKind::KwFor:
+    return "'for'";
+  case TokenKind::KwIn:
+    return "'in'";
+  case TokenKind::KwDo:
+    return "'do'";
+  case TokenKind::KwEnd:
+    return "'end'";
+  case TokenKind::KwReturn:
+    return "'return'";
+  case TokenKind::LParen:
+    return "'('";
+  case TokenKind::RParen:
+    return "')'";
+  case TokenKind::LBracket:
+    return "'['";
+  case TokenKind::RBracket:
+    return "']'";
+  case TokenKind::Comma:
+    return "','";
+  case TokenKind::Colon:
+    return "':'";
+  case TokenKind::DotDot:
+    return "'..'";
+  case TokenKind::Assign:
+    return "'<-'";
+  case TokenKind::Bar:
+    return "'|'";
+  case TokenKind::Plus:
+    return "'+'";
+  case TokenKind::Minus:
+    return "'-'";
+  case TokenKind::Star:
+    return "'*'";
+  case TokenKind::Slash:
+    return "'/'";
+  case TokenKind::Percent:
+    return "'%'";
+  case TokenKind::Transpose:
+    return "'^T'";
+  case TokenKind::Error:
+    return "an invalid character";
   }
   return "a token";
 }
@@ -168,15 +215,24 @@ Token Lexer::next() {
     case ']':
       nesting = std::max(0, nesting - 1);
       return single(TokenKind::RBracket, 1);
-    case ',': return single(TokenKind::Comma, 1);
-    case ':': return single(TokenKind::Colon, 1);
-    case '|': return single(TokenKind::Bar, 1);
-    case '+': return single(TokenKind::Plus, 1);
-    case '-': return single(TokenKind::Minus, 1);
-    case '*': return single(TokenKind::Star, 1);
-    case '/': return single(TokenKind::Slash, 1);
-    case '%': return single(TokenKind::Percent, 1);
-    case '=': return single(TokenKind::Assign, 1);
+    case ',':
+      return single(TokenKind::Comma, 1);
+    case ':':
+      return single(TokenKind::Colon, 1);
+    case '|':
+      return single(TokenKind::Bar, 1);
+    case '+':
+      return single(TokenKind::Plus, 1);
+    case '-':
+      return single(TokenKind::Minus, 1);
+    case '*':
+      return single(TokenKind::Star, 1);
+    case '/':
+      return single(TokenKind::Slash, 1);
+    case '%':
+      return single(TokenKind::Percent, 1);
+    case '=':
+      return single(TokenKind::Assign, 1);
     case '<':
       if (peek(1) == '-')
         return single(TokenKind::Assign, 2);
@@ -212,12 +268,21 @@ Token Lexer::lexUnicode(int l, int c) {
   }
   TokenKind kind = TokenKind::Error;
   switch (cp) {
-  case U'←': kind = TokenKind::Assign; break;
-  case U'∈': kind = TokenKind::Colon; break;
+  case U'←':
+    kind = TokenKind::Assign;
+    break;
+  case U'∈':
+    kind = TokenKind::Colon;
+    break;
   case U'·':
-  case U'×': kind = TokenKind::Star; break;
-  case U'ᵀ': kind = TokenKind::Transpose; break;
-  default: break;
+  case U'×':
+    kind = TokenKind::Star;
+    break;
+  case U'ᵀ':
+    kind = TokenKind::Transpose;
+    break;
+  default:
+    break;
   }
   if (kind != TokenKind::Error) {
     std::string s = buffer.substr(pos, bytes).str();

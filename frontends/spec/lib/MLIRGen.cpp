@@ -103,8 +103,9 @@ mlir::OwningOpRef<mlir::ModuleOp> Generator::generate() {
       inputs.push_back(typeOf(n.type));
   mlir::Type result = typeOf(graph.nodes[graph.output].type);
   builder.setInsertionPointToEnd(module->getBody());
-  auto func = mlir::func::FuncOp::create(builder, loc(graph.loc), "forward",
-                                         builder.getFunctionType(inputs, result));
+  auto func =
+      mlir::func::FuncOp::create(builder, loc(graph.loc), "forward",
+                                 builder.getFunctionType(inputs, result));
   func->setAttr("xf.output", builder.getStringAttr(
                                  graph.outputIsLogits() ? "logits" : "hidden"));
   mlir::Block *entry = func.addEntryBlock();
@@ -159,9 +160,9 @@ mlir::Value Generator::emitMha(const Node &n) {
   auto weight = [&](int slot) {
     return transposed ? storedOfTranspose(n.operands[slot]) : operand(slot);
   };
-  mlir::FloatAttr scale = n.hasScale ? builder.getF64FloatAttr(n.scale)
-                                     : mlir::FloatAttr();
-  auto mask = n.mask == MaskKind::Causal ? xfir::MaskKind::causal
+  mlir::FloatAttr scale =
+      n.hasScale ? builder.getF64FloatAttr(n.scale) : mlir::FloatAttr();
+  auto mask = n.mask == MaskKind::Causal  ? xfir::MaskKind::causal
               : n.mask == MaskKind::Cross ? xfir::MaskKind::cross
                                           : xfir::MaskKind::bidirectional;
   return xfir::MultiHeadAttentionOp::create(
@@ -203,9 +204,8 @@ mlir::Value Generator::emit(int id) {
     return xfir::PositionalEmbedOp::create(builder, at, type, operand(1),
                                            operand(0), mlir::Value());
   case OpKind::Sinusoidal:
-    return xfir::SinusoidalEmbedOp::create(builder, at, type, operand(0),
-                                           mlir::Value(),
-                                           llvm::APFloat(n.base));
+    return xfir::SinusoidalEmbedOp::create(
+        builder, at, type, operand(0), mlir::Value(), llvm::APFloat(n.base));
   case OpKind::MatMul: {
     if (isWeight(n.operands[1]))
       return emitLinear(n, id, -1);
@@ -216,9 +216,9 @@ mlir::Value Generator::emit(int id) {
   case OpKind::Add: {
     int lhs = n.operands[0];
     const Node &l = graph.nodes[lhs];
-    bool isLinear = n.type.rank() == 2 && graph.nodes[n.operands[1]].type.rank() == 1 &&
-                    l.kind == OpKind::MatMul && isWeight(l.operands[1]) &&
-                    uses[lhs] == 1;
+    bool isLinear =
+        n.type.rank() == 2 && graph.nodes[n.operands[1]].type.rank() == 1 &&
+        l.kind == OpKind::MatMul && isWeight(l.operands[1]) && uses[lhs] == 1;
     if (isLinear)
       return emitLinear(n, lhs, n.operands[1]);
     return xfir::AddOp::create(builder, at, type, operand(0), operand(1));
@@ -238,11 +238,11 @@ mlir::Value Generator::emit(int id) {
   case OpKind::Softmax:
     return xfir::SoftmaxOp::create(builder, at, type, operand(0));
   case OpKind::Attention: {
-    auto mask = n.mask == MaskKind::Causal ? xfir::MaskKind::causal
+    auto mask = n.mask == MaskKind::Causal  ? xfir::MaskKind::causal
                 : n.mask == MaskKind::Cross ? xfir::MaskKind::cross
                                             : xfir::MaskKind::bidirectional;
-    mlir::FloatAttr scale = n.hasScale ? builder.getF64FloatAttr(n.scale)
-                                       : mlir::FloatAttr();
+    mlir::FloatAttr scale =
+        n.hasScale ? builder.getF64FloatAttr(n.scale) : mlir::FloatAttr();
     return xfir::AttentionOp::create(builder, at, type, operand(0), operand(1),
                                      operand(2), mask, uint64_t(n.heads), scale,
                                      mlir::DictionaryAttr());

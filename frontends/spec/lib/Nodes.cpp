@@ -111,8 +111,7 @@ std::optional<int> Elaborator::makeTranspose(int a, const Location &loc) {
 /// Whether `id` is `A · W` with W a weight (static): an xf.linear to be.
 static bool isProjection(const Graph &graph, int id) {
   const Node &n = graph.nodes[id];
-  return n.kind == OpKind::MatMul &&
-         graph.nodes[n.operands[1]].type.isStatic();
+  return n.kind == OpKind::MatMul && graph.nodes[n.operands[1]].type.isStatic();
 }
 
 std::optional<int> Elaborator::makeAdd(int a, int b, const Location &loc) {
@@ -125,9 +124,10 @@ std::optional<int> Elaborator::makeAdd(int a, int b, const Location &loc) {
   const TensorType &ta = typeOf(a), &tb = typeOf(b);
   bool isBias = tb.rank() == 1 && ta.rank() == 2;
   if (isBias ? tb.dims[0] != ta.dims[1] : tb != ta)
-    return mismatch(loc, isBias ? "a bias must be as wide as the rows it is "
-                                  "added to"
-                                : "'+' needs equal shapes (or a bias vector)",
+    return mismatch(loc,
+                    isBias ? "a bias must be as wide as the rows it is "
+                             "added to"
+                           : "'+' needs equal shapes (or a bias vector)",
                     a, b),
            std::nullopt;
   // `X + A·W + b` parses as `(X + A·W) + b`; add the bias to its product
@@ -148,8 +148,9 @@ std::optional<int> Elaborator::makeMatMul(int a, int b, const Location &loc) {
     return mismatch(loc, "a matrix product needs two matrices", a, b),
            std::nullopt;
   if (ta.dims[1] != tb.dims[0])
-    return mismatch(loc, "a matrix product needs the columns of the left "
-                         "side to match the rows of the right side",
+    return mismatch(loc,
+                    "a matrix product needs the columns of the left "
+                    "side to match the rows of the right side",
                     a, b),
            std::nullopt;
   TensorType t;
@@ -187,8 +188,8 @@ std::optional<int> Elaborator::makeRow(int a, int64_t row,
     return error(loc, "cannot take a row of an activation " + describe(a)),
            std::nullopt;
   if (row < 0 || row >= type.dims[0].size)
-    return error(loc, "row " + llvm::Twine(row) + " is outside " +
-                          describe(a) + " (rows count from 0)"),
+    return error(loc, "row " + llvm::Twine(row) + " is outside " + describe(a) +
+                          " (rows count from 0)"),
            std::nullopt;
   TensorType t;
   t.dims = {type.dims[1]};
@@ -212,8 +213,9 @@ std::optional<int> Elaborator::makeConcat(llvm::ArrayRef<int> parts,
     for (unsigned d = 0; fits && d < t.rank(); ++d)
       fits = d == axis || p.dims[d] == t.dims[d];
     if (!fits)
-      return mismatch(loc, "concat along axis " + llvm::Twine(axis) +
-                               " needs the other axes to match",
+      return mismatch(loc,
+                      "concat along axis " + llvm::Twine(axis) +
+                          " needs the other axes to match",
                       parts[0], part),
              std::nullopt;
     if (p.dims[axis].isSequence() || t.dims[axis].isSequence())

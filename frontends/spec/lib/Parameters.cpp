@@ -26,8 +26,9 @@ bool Elaborator::declareParameters(const std::vector<ParameterItem> &items,
       continue;
     }
     const ParameterLoop &loop = *std::get<std::unique_ptr<ParameterLoop>>(item);
-    bool shadows = isGlobalName(loop.var) ||
-                   llvm::any_of(loops, [&](auto &l) { return l.var == loop.var; });
+    bool shadows = isGlobalName(loop.var) || llvm::any_of(loops, [&](auto &l) {
+                     return l.var == loop.var;
+                   });
     if (shadows)
       return error(loop.loc, "loop variable '" + loop.var +
                                  "' is already a name in scope");
@@ -58,12 +59,10 @@ bool Elaborator::declareParameter(const ParameterDecl &decl,
   for (const LoopRange &loop : loops)
     expected.push_back(loop.var);
   if (decl.indices != expected) {
-    std::string want = expected.empty()
-                           ? "without an index"
-                           : "as " + decl.name + "[" +
-                                 llvm::join(expected, ", ") + "]";
-    return error(decl.loc, "'" + decl.name +
-                               "' must be written " + want +
+    std::string want = expected.empty() ? "without an index"
+                                        : "as " + decl.name + "[" +
+                                              llvm::join(expected, ", ") + "]";
+    return error(decl.loc, "'" + decl.name + "' must be written " + want +
                                ", after the loops it is declared in");
   }
   ParameterFamily &family = families[decl.name];
@@ -79,9 +78,9 @@ MaybeValue Elaborator::instantiate(ParameterFamily &family,
   const ParameterDecl &decl = *family.decl;
   for (auto [index, loop] : llvm::zip(indices, family.loops))
     if (index < loop.lo || index > loop.hi)
-      return error(useLoc, "index " + llvm::Twine(index) + " of '" +
-                               decl.name + "' is outside 'for " + loop.var +
-                               " in " + llvm::Twine(loop.lo) + ".." +
+      return error(useLoc, "index " + llvm::Twine(index) + " of '" + decl.name +
+                               "' is outside 'for " + loop.var + " in " +
+                               llvm::Twine(loop.lo) + ".." +
                                llvm::Twine(loop.hi) + "'"),
              std::nullopt;
   std::vector<int64_t> key(indices.begin(), indices.end());
@@ -89,8 +88,8 @@ MaybeValue Elaborator::instantiate(ParameterFamily &family,
   if (auto it = family.instances.find(key); it != family.instances.end())
     return Value::ofTensor(it->second);
   if (family.inProgress.count(key) || bindingDepth >= kMaxBindingDepth)
-    return error(decl.loc, "parameter '" + decl.name +
-                               "' is defined in terms of itself"),
+    return error(decl.loc,
+                 "parameter '" + decl.name + "' is defined in terms of itself"),
            std::nullopt;
 
   // A binding is evaluated in its declaration's scope: its loops, no others.
@@ -101,11 +100,12 @@ MaybeValue Elaborator::instantiate(ParameterFamily &family,
     positions.emplace_back(loop.var, index - loop.lo);
   }
   if (!indices.empty())
-    label += "[" +
-             llvm::join(llvm::map_range(indices,
-                                        [](int64_t i) { return std::to_string(i); }),
-                        ", ") +
-             "]";
+    label +=
+        "[" +
+        llvm::join(llvm::map_range(indices,
+                                   [](int64_t i) { return std::to_string(i); }),
+                   ", ") +
+        "]";
   std::swap(loopVars, scope);
   std::swap(templateIndices, positions);
   bool savedInBinding = std::exchange(inBinding, true);
@@ -117,10 +117,10 @@ MaybeValue Elaborator::instantiate(ParameterFamily &family,
   bool shapeOk = true;
   for (const ExprPtr &dim : decl.shape) {
     std::optional<int64_t> size = evalInt(*dim, "a dimension");
-    if (!size || (*size < 1 && !error(dim->getLoc(),
-                                      "dimension " + llvm::Twine(*size) +
-                                          " of '" + label +
-                                          "' must be at least 1"))) {
+    if (!size ||
+        (*size < 1 &&
+         !error(dim->getLoc(), "dimension " + llvm::Twine(*size) + " of '" +
+                                   label + "' must be at least 1"))) {
       shapeOk = false;
       break;
     }
@@ -175,8 +175,9 @@ std::optional<int> Elaborator::bindCheckpoint(const StringExprAST &name,
   if (!tensor)
     return std::nullopt;
   if (transposed && declared.rank() != 2)
-    return error(name.getLoc(), "only a matrix can be stored transposed, but '" +
-                                    label + "' is " + format(declared)),
+    return error(name.getLoc(),
+                 "only a matrix can be stored transposed, but '" + label +
+                     "' is " + format(declared)),
            std::nullopt;
   TensorType stored = declared;
   if (transposed)
@@ -235,8 +236,8 @@ Elaborator::expandTemplate(const StringExprAST &name) {
     if (close == llvm::StringRef::npos)
       return errorAt(i, "'{' without '}' in a checkpoint name");
     llvm::StringRef var = text.slice(i + 1, close).trim();
-    auto it = llvm::find_if(templateIndices,
-                            [&](auto &p) { return p.first == var; });
+    auto it =
+        llvm::find_if(templateIndices, [&](auto &p) { return p.first == var; });
     if (it == templateIndices.end())
       return errorAt(i + 1, "'{" + var +
                                 "}' is not a loop variable of this parameter");

@@ -31,16 +31,32 @@ ExprPtr Parser::withHeight(ExprPtr e,
   return e;
 }
 
-ExprPtr Parser::parseExpr() {
-  NestingScope scope(*this);
-  if (!enterNesting())
-    return nullptr;
-  ExprPtr lhs = parseTerm();
-  while (lhs && (tok.is(TokenKind::Plus) || tok.is(TokenKind::Minus))) {
+static char additiveOp(TokenKind kind) {
+  return kind == TokenKind::Plus ? '+' : kind == TokenKind::Minus ? '-' : 0;
+}
+
+static char multiplicativeOp(TokenKind kind) {
+  switch (kind) {
+  case TokenKind::Star:
+    return '*';
+  case TokenKind::Slash:
+    return '/';
+  case TokenKind::Percent:
+    return '%';
+  default:
+    return 0;
+  }
+}
+
+/// `operand { op operand }`, left-associative, for the ops `opOf` names.
+ExprPtr Parser::parseLeftAssociative(ExprPtr (Parser::*operand)(),
+                                     char (*opOf)(TokenKind)) {
+  ExprPtr lhs = (this->*operand)();
+  while (lhs && opOf(tok.kind)) {
     Location loc = tok.loc;
-    char op = tok.is(TokenKind::Plus) ? '+' : '-';
+    char op = opOf(tok.kind);
     consume();
-    ExprPtr rhs = parseTerm();
+    ExprPtr rhs = (this->*operand)();
     if (!rhs)
       return nullptr;
     const ExprAST *l = lhs.get(), *r = rhs.get();
@@ -51,23 +67,15 @@ ExprPtr Parser::parseExpr() {
   return lhs;
 }
 
+ExprPtr Parser::parseExpr() {
+  NestingScope scope(*this);
+  if (!enterNesting())
+    return nullptr;
+  return parseLeftAssociative(&Parser::parseTerm, additiveOp);
+}
+
 ExprPtr Parser::parseTerm() {
-  ExprPtr lhs = parseUnary();
-  while (lhs && (tok.is(TokenKind::Star) || tok.is(TokenKind::Slash) ||
-                 tok.is(TokenKind::Percent))) {
-    Location loc = tok.loc;
-    char op = tok.is(TokenKind::Star) ? '*' : tok.is(TokenKind::Slash) ? '/'
-                                                                       : '%';
-    consume();
-    ExprPtr rhs = parseUnary();
-    if (!rhs)
-      return nullptr;
-    const ExprAST *l = lhs.get(), *r = rhs.get();
-    lhs = withHeight(std::make_unique<BinaryExprAST>(loc, op, std::move(lhs),
-                                                     std::move(rhs)),
-                     {l, r});
-  }
-  return lhs;
+  return parseLeftAssociative(&Parser::parseUnary, multiplicativeOp);
 }
 
 ExprPtr Parser::parseUnary() {
@@ -168,10 +176,9 @@ ExprPtr Parser::parseCall(Token callee) {
       height = std::max(height, arg->getHeight());
   for (const OptionAST &option : options)
     height = std::max(height, option.value->getHeight());
-  auto call = std::make_unique<CallExprAST>(callee.loc, callee.spelling,
-                                            std::move(inputs),
-                                            std::move(params),
-                                            std::move(options));
+  auto call = std::make_unique<CallExprAST>(
+      callee.loc, callee.spelling, std::move(inputs), std::move(params),
+      std::move(options));
   call->setHeight(height);
   const ExprAST *self = call.get();
   return withHeight(std::move(call), {self});
@@ -197,18 +204,19 @@ bool Parser::parseCallArg(std::vector<ExprPtr> &args,
   if (tok.is(TokenKind::KwFor)) {
     Location loc = tok.loc;
     consume();
-    if (!tok.is(TokenKind::Identifier))
-      return errorExpected("a loop variable", "after 'for'");
-    std::string var = tok.spelling;
-    consume();
+    std::optional<std::string> var =
+        expectName("a loop variable", "after 'for'");
     RangeAST range;
+    if (!var)
+      return false;
     if (!expect(TokenKind::KwIn, "after the loop variable") ||
         !parseRange(range))
       return false;
     const ExprAST *body = arg.get();
-    arg = withHeight(std::make_unique<ComprehensionExprAST>(
-                         loc, std::move(arg), std::move(var), std::move(range)),
-                     {body});
+    arg =
+        withHeight(std::make_unique<ComprehensionExprAST>(
+                       loc, std::move(arg), std::move(*var), std::move(range)),
+                   {body});
     if (!arg)
       return false;
   }

@@ -70,6 +70,15 @@ bool Parser::expectEndOfLine(llvm::StringRef context) {
   return errorExpected("end of line", context);
 }
 
+std::optional<std::string> Parser::expectName(llvm::StringRef what,
+                                              llvm::StringRef context) {
+  if (!tok.is(TokenKind::Identifier))
+    return errorExpected(what, context), std::nullopt;
+  std::string name = tok.spelling;
+  consume();
+  return name;
+}
+
 void Parser::skipNewlines() {
   while (consumeIf(TokenKind::Newline)) {
   }
@@ -88,12 +97,11 @@ std::unique_ptr<ModuleAST> Parser::parseModule() {
   if (tok.is(TokenKind::KwModel)) {
     module->modelLoc = tok.loc;
     consume();
-    if (!tok.is(TokenKind::Identifier))
-      return errorExpected("a model name", "after 'model'"), nullptr;
-    module->modelName = tok.spelling;
-    consume();
-    if (!expectEndOfLine("after the model name"))
+    std::optional<std::string> name =
+        expectName("a model name", "after 'model'");
+    if (!name || !expectEndOfLine("after the model name"))
       return nullptr;
+    module->modelName = *name;
   }
   while (!tok.is(TokenKind::Eof)) {
     if (!parseSection(*module))
@@ -148,12 +156,10 @@ bool Parser::parseHyperparameters(ModuleAST &module) {
   for (skipNewlines(); !atBlockEnd(tok); skipNewlines()) {
     HyperparameterDecl decl;
     decl.loc = tok.loc;
-    if (!tok.is(TokenKind::Identifier))
-      return errorExpected("a hyperparameter name", "");
-    decl.name = tok.spelling;
-    consume();
-    if (!expect(TokenKind::Assign, "after the hyperparameter name"))
+    std::optional<std::string> name = expectName("a hyperparameter name", "");
+    if (!name || !expect(TokenKind::Assign, "after the hyperparameter name"))
       return false;
+    decl.name = *name;
     if (!(decl.value = parseExpr()) ||
         !expectEndOfLine("after the hyperparameter's value"))
       return false;
@@ -164,14 +170,14 @@ bool Parser::parseHyperparameters(ModuleAST &module) {
   return true;
 }
 
-bool Parser::parseLoopHeader(std::string &var, RangeAST &range,
-                             Location &loc) {
+bool Parser::parseLoopHeader(std::string &var, RangeAST &range, Location &loc) {
   loc = tok.loc;
   consume(); // 'for'
-  if (!tok.is(TokenKind::Identifier))
-    return errorExpected("a loop variable", "after 'for'");
-  var = tok.spelling;
-  consume();
+  std::optional<std::string> name =
+      expectName("a loop variable", "after 'for'");
+  if (!name)
+    return false;
+  var = *name;
   // `for l in 1..L`, or the paper's `for l ∈ [L]`.
   if (!consumeIf(TokenKind::KwIn) && !consumeIf(TokenKind::Colon))
     return errorExpected("'in'", "after the loop variable");
@@ -222,17 +228,17 @@ bool Parser::parseParameterItems(std::vector<ParameterItem> &items,
 std::optional<ParameterDecl> Parser::parseParameterDecl() {
   ParameterDecl decl;
   decl.loc = tok.loc;
-  if (!tok.is(TokenKind::Identifier))
-    return errorExpected("a parameter name", "or 'for'"), std::nullopt;
-  decl.name = tok.spelling;
-  consume();
+  std::optional<std::string> name = expectName("a parameter name", "or 'for'");
+  if (!name)
+    return std::nullopt;
+  decl.name = *name;
   if (consumeIf(TokenKind::LBracket)) {
     do {
-      if (!tok.is(TokenKind::Identifier))
-        return errorExpected("a loop variable", "in the parameter's index"),
-               std::nullopt;
-      decl.indices.push_back(tok.spelling);
-      consume();
+      std::optional<std::string> index =
+          expectName("a loop variable", "in the parameter's index");
+      if (!index)
+        return std::nullopt;
+      decl.indices.push_back(*index);
     } while (consumeIf(TokenKind::Comma));
     if (!expect(TokenKind::RBracket, "after the parameter's index"))
       return std::nullopt;
@@ -260,18 +266,21 @@ bool Parser::parseAlgorithm(ModuleAST &module) {
   AlgorithmAST algorithm;
   algorithm.loc = tok.loc;
   consume();
-  if (!tok.is(TokenKind::Identifier))
-    return errorExpected("the algorithm's name", "after 'algorithm'");
-  algorithm.name = tok.spelling;
-  consume();
+  std::optional<std::string> name =
+      expectName("the algorithm's name", "after 'algorithm'");
+  if (!name)
+    return false;
+  algorithm.name = *name;
   if (!expect(TokenKind::LParen, "before the algorithm's inputs"))
     return false;
   if (!tok.is(TokenKind::RParen)) {
     do {
-      if (!tok.is(TokenKind::Identifier))
-        return errorExpected("an input name", "in the algorithm's inputs");
-      algorithm.inputs.emplace_back(tok.spelling, tok.loc);
-      consume();
+      Location at = tok.loc;
+      std::optional<std::string> input =
+          expectName("an input name", "in the algorithm's inputs");
+      if (!input)
+        return false;
+      algorithm.inputs.emplace_back(*input, at);
     } while (consumeIf(TokenKind::Comma));
   }
   if (!expect(TokenKind::RParen, "after the algorithm's inputs") ||

@@ -37,8 +37,8 @@ MaybeValue Elaborator::evalNumber(const NumberExprAST &e) {
   if (s.isFloat) {
     if (e.getSpelling().getAsDouble(s.f, /*AllowInexact=*/true) ||
         !std::isfinite(s.f))
-      return error(e.getLoc(), "number '" + e.getSpelling() +
-                                   "' is out of range"),
+      return error(e.getLoc(),
+                   "number '" + e.getSpelling() + "' is out of range"),
              std::nullopt;
     return Value::ofScalar(s);
   }
@@ -55,9 +55,15 @@ MaybeValue Elaborator::evalScalarBinary(const BinaryExprAST &e, Scalar a,
   if (a.isFloat || b.isFloat) {
     double x = a.asDouble(), y = b.asDouble(), r = 0;
     switch (op) {
-    case '+': r = x + y; break;
-    case '-': r = x - y; break;
-    case '*': r = x * y; break;
+    case '+':
+      r = x + y;
+      break;
+    case '-':
+      r = x - y;
+      break;
+    case '*':
+      r = x * y;
+      break;
     case '/':
       if (y == 0)
         return error(e.getLoc(), "division by zero"), std::nullopt;
@@ -73,9 +79,15 @@ MaybeValue Elaborator::evalScalarBinary(const BinaryExprAST &e, Scalar a,
   }
   std::optional<int64_t> r;
   switch (op) {
-  case '+': r = llvm::checkedAdd(a.i, b.i); break;
-  case '-': r = llvm::checkedSub(a.i, b.i); break;
-  case '*': r = llvm::checkedMul(a.i, b.i); break;
+  case '+':
+    r = llvm::checkedAdd(a.i, b.i);
+    break;
+  case '-':
+    r = llvm::checkedSub(a.i, b.i);
+    break;
+  case '*':
+    r = llvm::checkedMul(a.i, b.i);
+    break;
   case '/':
   case '%':
     if (b.i == 0)
@@ -132,8 +144,8 @@ std::optional<LoopRange> Elaborator::evalRange(const RangeAST &range,
                                                llvm::StringRef var,
                                                const Location &loc) {
   std::optional<int64_t> lo = evalInt(*range.lo, "the first index");
-  std::optional<int64_t> hi = lo ? evalInt(*range.hi, "the last index")
-                                 : std::nullopt;
+  std::optional<int64_t> hi =
+      lo ? evalInt(*range.hi, "the last index") : std::nullopt;
   if (!hi)
     return std::nullopt;
   if (*lo < 0 || *hi < *lo)
@@ -163,7 +175,8 @@ bool Elaborator::evaluateHyperparameters() {
       for (const HyperparameterDecl &d : module.hyperparameters)
         known += (known.empty() ? "" : ", ") + d.name;
       diags.error("-D " + define + ": the model has no hyperparameter '" +
-                  name + "'" + (known.empty() ? "" : " (it has " + known + ")"));
+                  name + "'" +
+                  (known.empty() ? "" : " (it has " + known + ")"));
       return false;
     }
     overrides[name] = value.trim().str();
@@ -179,9 +192,9 @@ bool Elaborator::evaluateHyperparameters() {
     if (it != overrides.end()) {
       value = Scalar{isFloatExpr(*decl.value, hyperparameters), 0, 0};
       llvm::StringRef text = it->second;
-      bool bad = value->isFloat ? text.getAsDouble(value->f) ||
-                                      !std::isfinite(value->f)
-                                : text.getAsInteger(10, value->i);
+      bool bad = value->isFloat
+                     ? text.getAsDouble(value->f) || !std::isfinite(value->f)
+                     : text.getAsInteger(10, value->i);
       if (bad) {
         diags.error("-D " + decl.name + "=" + text + ": '" + text +
                     "' is not " + (value->isFloat ? "a number" : "an integer"));
@@ -193,14 +206,13 @@ bool Elaborator::evaluateHyperparameters() {
       if (!v)
         return false;
       if (v->kind != Value::ScalarValue)
-        return error(decl.value->getLoc(),
-                     "a hyperparameter must be a number");
+        return error(decl.value->getLoc(), "a hyperparameter must be a number");
       value = v->scalar;
     }
     if (!value->isFloat && (value->i < 1 || value->i > kMaxInteger)) {
       std::string how = it != overrides.end() ? " (set by -D)" : "";
-      return error(decl.loc, "'" + decl.name + "' is " +
-                                 llvm::Twine(value->i) + how +
+      return error(decl.loc, "'" + decl.name + "' is " + llvm::Twine(value->i) +
+                                 how +
                                  ", but integer hyperparameters are sizes "
                                  "from 1 to 2^31 - 1");
     }

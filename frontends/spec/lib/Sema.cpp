@@ -11,8 +11,8 @@
 using namespace xf::spec;
 
 std::optional<Graph> Elaborator::run(llvm::StringRef fileStem) {
-  graph.modelName = module.modelName.empty() ? fileStem.str()
-                                             : module.modelName;
+  graph.modelName =
+      module.modelName.empty() ? fileStem.str() : module.modelName;
   std::vector<LoopRange> loops;
   if (!evaluateHyperparameters() ||
       !declareParameters(module.parameters, loops) || !module.algorithm)

@@ -31,10 +31,11 @@ void registerFrontendDialects(mlir::DialectRegistry &registry);
 
 /// Sema, MLIRGen and the MLIR verifier over a parsed module. A verifier
 /// failure is a compiler bug, but it is still reported as a located error.
-mlir::OwningOpRef<mlir::ModuleOp>
-buildXfModule(mlir::MLIRContext &context, const ModuleAST &module,
-              llvm::StringRef fileName, const SemaOptions &options,
-              DiagnosticEngine &diags);
+mlir::OwningOpRef<mlir::ModuleOp> buildXfModule(mlir::MLIRContext &context,
+                                                const ModuleAST &module,
+                                                llvm::StringRef fileName,
+                                                const SemaOptions &options,
+                                                DiagnosticEngine &diags);
 
 } // namespace xf::spec
 

@@ -51,8 +51,8 @@ struct Scalar {
 };
 
 enum class OpKind {
-  Input,      // a token sequence, argument of @forward
-  Parameter,  // a checkpoint tensor
+  Input,     // a token sequence, argument of @forward
+  Parameter, // a checkpoint tensor
   Transpose,
   Slice,      // [offset, offset + size) along axis
   Row,        // row `offset` of a matrix
@@ -61,22 +61,34 @@ enum class OpKind {
   PosEmbed,   // Alg. 2
   Sinusoidal, // fixed positions, base
   MatMul,
-  Add,        // rank-1 rhs broadcast over rows
-  LayerNorm,  // Alg. 6: x, γ?, β?
-  RmsNorm,    // x, γ?
+  Add,       // rank-1 rhs broadcast over rows
+  LayerNorm, // Alg. 6: x, γ?, β?
+  RmsNorm,   // x, γ?
   Relu,
   Gelu,
   Softmax,
-  Attention,  // Alg. 4 on projected Q, K, V
-  MultiHeadAttention, // Alg. 5: x, z?, W_q, b_q?, W_k, b_k?, W_v, b_v?, W_o, b_o?
-  Unembed,    // Alg. 7
+  Attention,          // Alg. 4 on projected Q, K, V
+  MultiHeadAttention, // Alg. 5: x, z?, W_q, b_q?, W_k, b_k?, W_v, b_v?, W_o,
+                      // b_o?
+  Unembed,            // Alg. 7
 };
 
 enum class MaskKind { Bidirectional, Causal, Cross };
 
 /// The operand slots of a MultiHeadAttention node.
-enum MhaOperand { MhaX, MhaZ, MhaWq, MhaBq, MhaWk, MhaBk, MhaWv, MhaBv, MhaWo,
-                  MhaBo, MhaNumOperands };
+enum MhaOperand {
+  MhaX,
+  MhaZ,
+  MhaWq,
+  MhaBq,
+  MhaWk,
+  MhaBk,
+  MhaWv,
+  MhaBv,
+  MhaWo,
+  MhaBo,
+  MhaNumOperands
+};
 
 struct Node {
   OpKind kind;

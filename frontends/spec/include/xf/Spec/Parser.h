@@ -37,6 +37,8 @@ private:
   // Expressions.
   ExprPtr parseExpr();
   ExprPtr parseTerm();
+  ExprPtr parseLeftAssociative(ExprPtr (Parser::*operand)(),
+                               char (*opOf)(TokenKind));
   ExprPtr parseUnary();
   ExprPtr parsePostfix();
   ExprPtr parsePrimary();
@@ -50,12 +52,16 @@ private:
   bool consumeIf(TokenKind kind);
   bool expect(TokenKind kind, llvm::StringRef context);
   bool expectEndOfLine(llvm::StringRef context);
+  /// An identifier's spelling (consumed), or nullopt after an error.
+  std::optional<std::string> expectName(llvm::StringRef what,
+                                        llvm::StringRef context);
   void skipNewlines();
   bool error(const Location &loc, const llvm::Twine &message);
   bool errorExpected(llvm::StringRef what, llvm::StringRef context);
   bool enterNesting();
   /// `e` with its height set from `children`, or null when too tall.
-  ExprPtr withHeight(ExprPtr e, std::initializer_list<const ExprAST *> children);
+  ExprPtr withHeight(ExprPtr e,
+                     std::initializer_list<const ExprAST *> children);
 
   Lexer &lexer;
   DiagnosticEngine &diags;

@@ -1,4 +1,5 @@
-//===- Token.h - tokens and source locations of the spec language -*- C++ -*-===//
+//===- Token.h - tokens and source locations of the spec language -*- C++
+//-*-===//
 //
 // A token is a kind, its spelling and where it starts. Unicode spellings of
 // the paper (←, ∈, ·, ᵀ) arrive here already mapped to their ASCII kind.
@@ -45,13 +46,13 @@ enum class TokenKind {
   LBracket,
   RBracket,
   Comma,
-  Colon,     // `:` or `∈`
-  DotDot,    // `..`
-  Assign,    // `<-`, `←` or `=`
-  Bar,       // `|`
+  Colon,  // `:` or `∈`
+  DotDot, // `..`
+  Assign, // `<-`, `←` or `=`
+  Bar,    // `|`
   Plus,
   Minus,
-  Star,      // `*`, `·` or `×`
+  Star, // `*`, `·` or `×`
   Slash,
   Percent,
   Transpose, // `^T` or `ᵀ`
