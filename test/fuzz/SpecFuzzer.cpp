@@ -3,7 +3,8 @@
 // Feeds arbitrary bytes through the whole frontend: lexer, parser, AST
 // printer, Sema, MLIRGen and the MLIR verifier. A first line `#D NAME=VALUE
 // ...` becomes -D overrides, so absurd hyperparameters are explored too.
-// Any crash, sanitizer report or hang is a bug; diagnostics are expected.
+// Any crash, sanitizer report, hang or IR that fails the verifier is a bug;
+// diagnostics are expected.
 //
 //===----------------------------------------------------------------------===//
 
@@ -66,5 +67,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       buildXfModule(context(), *ast, "fuzz.xf", options, diags);
   if (module)
     module->print(printer);
+  // Sema must reject everything the xf verifiers reject.
+  if (llvm::StringRef(messages).contains("internal compiler error")) {
+    llvm::errs() << messages;
+    abort();
+  }
   return 0;
 }
