@@ -43,6 +43,10 @@ const Spec kSpecs[] = {
     {"--threads", Kind::Count, "N", "worker threads for the kernels (halide_set_num_threads)"},
     {"--repeat", Kind::Count, "N", "run the forward pass N times; print min/median ms to stderr"},
     {"--print", Kind::Flag, nullptr, "print the top-5 ids (and values) of the last row"},
+    {"--profile", Kind::Flag, nullptr,
+     "print per-kernel calls, total ms, GFLOP/s and share of the run to stderr"},
+    {"--trace-out", Kind::String, "FILE",
+     "write every kernel call as a Chrome trace JSON (opens in Perfetto)"},
 };
 
 } // namespace
@@ -112,6 +116,10 @@ Expected<Options> parseCommandLine(int argc, const char *const *argv) {
       o.repeat = int(number);
     else if (name == "--print")
       o.print = true;
+    else if (name == "--profile")
+      o.profile = true;
+    else if (name == "--trace-out")
+      o.traceOut = value;
   }
   return o;
 }
@@ -134,6 +142,8 @@ Status checkOptions(const Options &o, const Manifest &m) {
                         : !o.hiddenOut.empty() ? "--hidden-out"
                         : o.print              ? "--print"
                         : o.repeat             ? "--repeat"
+                        : o.profile            ? "--profile"
+                        : !o.traceOut.empty()  ? "--trace-out"
                         : o.haveSourceTokens   ? "--source-tokens"
                                                : nullptr;
     if (needs)

@@ -10,6 +10,7 @@
 #include "xfrt/Cli.h"
 #include "xfrt/Manifest.h"
 #include "xfrt/Npy.h"
+#include "xfrt/Profile.h"
 #include "xfrt/Weights.h"
 
 #include <algorithm>
@@ -96,6 +97,9 @@ int runForward(const Options &o, const Manifest &m, const ModelAbi &abi, WeightS
     return report("output: " + out.message(), 1);
 
   int runs = o.repeat > 0 ? o.repeat : 1;
+  bool profiling = o.profile || !o.traceOut.empty();
+  if (profiling)
+    profileStart(m.kernels.size());
   std::vector<double> ms;
   for (int r = 0; r < runs; ++r) {
     auto start = std::chrono::steady_clock::now();
@@ -105,6 +109,14 @@ int runForward(const Options &o, const Manifest &m, const ModelAbi &abi, WeightS
     if (rc != 0)
       return report("xf_forward failed with code " + std::to_string(rc), 1);
     ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+  }
+  if (profiling) {
+    profileStop();
+    if (o.profile)
+      std::fprintf(stderr, "%s", profileTable(m, l, lz, runs).c_str());
+    if (!o.traceOut.empty())
+      if (Status s = writeTrace(o.traceOut, m); !s)
+        return report(s.message(), 1);
   }
   if (o.repeat > 0) {
     std::sort(ms.begin(), ms.end());

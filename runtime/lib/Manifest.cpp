@@ -151,8 +151,16 @@ Expected<Manifest> parseManifest(std::string_view text) {
         spec.name = n->string;
       if (const JsonValue *n = k.find("kind"); n && n->isString())
         spec.kind = n->string;
+      if (const JsonValue *n = k.find("op"); n && n->isString())
+        spec.op = n->string;
+      if (const JsonValue *n = k.find("loc"); n && n->isString())
+        spec.loc = n->string;
       if (const JsonValue *f = k.find("flops_per_row"); f && f->isNumber())
         spec.flopsPerRow = f->isInteger ? f->integer : int64_t(0);
+      if (const JsonValue *f = k.find("flops_per_row_per_context_row"); f && f->isNumber())
+        spec.flopsPerRowPerContextRow = f->isInteger ? f->integer : int64_t(0);
+      if (const JsonValue *n = k.find("context"); n && n->isString())
+        spec.contextFromSource = n->string == "source";
       m.kernels.push_back(std::move(spec));
     }
   }

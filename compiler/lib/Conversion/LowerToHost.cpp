@@ -96,6 +96,7 @@ private:
   void emitPrepare();
   LogicalResult emitForward();
   LogicalResult emitOp(Operation *op);
+  LogicalResult emitKernel(Operation *op, ManifestInfo::Kernel &site);
   void emitScratchBytes();
 
   // Emission helpers (valid while emitting one function).
@@ -106,7 +107,11 @@ private:
     Type ptr = LLVM::LLVMPointerType::get(ctx);
     return LLVM::GEPOp::create(*b, loc, ptr, b->getF32Type(), base, ValueRange{floats});
   }
-  void call(func::FuncOp kernel, ValueRange args) { func::CallOp::create(*b, loc, kernel, args); }
+  void call(func::FuncOp kernel, ValueRange args) {
+    func::CallOp::create(*b, loc, kernel, args);
+    lastLoopKernel = kernel.getName().str();
+  }
+  std::string lastLoopKernel;
   HalideBufferArg matrixArg(Value tensor);
   LogicalResult requireDense(Operation *op, Value tensor);
 
@@ -132,6 +137,11 @@ private:
       paddedRows;
   Value status;
   llvm::StringMap<std::string> kernelNames; // spec key → exported name
+  std::vector<ManifestInfo::Kernel> sites;  // one per kernel call in xf_forward
+
+  /// Brackets the kernel call that `emit` produces with the profiling hooks
+  /// of libxfrt (no-ops unless the executable runs with --profile).
+  LogicalResult profiled(Operation *op, llvm::function_ref<LogicalResult(ManifestInfo::Kernel &)> emit);
 
   /// One Halide pipeline per distinct spec: layers share their kernels.
   template <typename Spec>
@@ -413,12 +423,45 @@ GemmEpilogue epilogueOf(Activation a) {
   llvm_unreachable("unknown activation");
 }
 
+LogicalResult HostLowering::profiled(
+    Operation *op, llvm::function_ref<LogicalResult(ManifestInfo::Kernel &)> emit) {
+  auto hook = [&](llvm::StringRef name) {
+    auto fn = program.module->lookupSymbol<func::FuncOp>(name);
+    if (!fn) {
+      OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
+      fn = func::FuncOp::create(top, loc, name,
+                                FunctionType::get(ctx, {IntegerType::get(ctx, 32)}, {}));
+      fn.setPrivate();
+    }
+    return fn;
+  };
+  Value site = arith::ConstantIntOp::create(*b, loc, b->getI32Type(), sites.size());
+  ManifestInfo::Kernel info;
+  info.op = op->getName().getStringRef().str();
+  std::string where;
+  llvm::raw_string_ostream os(where);
+  op->getLoc()->print(os);
+  info.loc = where;
+  func::CallOp::create(*b, loc, hook("xfrt_profile_enter"), ValueRange{site});
+  if (failed(emit(info)))
+    return failure();
+  func::CallOp::create(*b, loc, hook("xfrt_profile_exit"), ValueRange{site});
+  sites.push_back(info);
+  return success();
+}
+
 LogicalResult HostLowering::emitOp(Operation *op) {
   loc = op->getLoc();
   Value v = op->getResult(0);
   Placement &p = placements[v];
   if (p.storage != Storage::Scratch && p.storage != Storage::Output)
     return success(); // parameters, derived weights, views: nothing to run
+  return profiled(op, [&](ManifestInfo::Kernel &site) { return emitKernel(op, site); });
+}
+
+LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site) {
+  Value v = op->getResult(0);
+  Placement &p = placements[v];
   int64_t width = p.cols;
   Value out = pointerOf(v), rows = rowsOf(v);
   auto dense = [&](Value t) -> FailureOr<Value> {
@@ -445,6 +488,7 @@ LogicalResult HostLowering::emitOp(Operation *op) {
     args.push_back(matrixArg(v));
     spec.name = kernelName(gemmKey(spec), "xf_gemm_", program.gemms, spec);
     orStatus(callHalidePipeline(*b, loc, *program.module, spec.name, args));
+    site.name = spec.name, site.kind = "gemm", site.flopsPerRow = 2 * spec.K * spec.N;
     return success();
   }
   if (auto attn = dyn_cast<AttentionOp>(op)) {
@@ -460,6 +504,10 @@ LogicalResult HostLowering::emitOp(Operation *op) {
                                       matrixArg(attn.getValue()), matrixArg(v)};
     spec.name = kernelName(attentionKey(spec), "xf_attention_", program.attentions, spec);
     orStatus(callHalidePipeline(*b, loc, *program.module, spec.name, args));
+    // Q·Kᵀ and P·V: 2·H·(d_k + d_v) per (query, key) pair (causal masking halves the useful work).
+    site.name = spec.name, site.kind = "attention";
+    site.flopsPerRowPerContextRow = 2 * spec.heads * (spec.dK + spec.dV);
+    site.contextFromSource = placements[attn.getKey()].rows == Rows::Source;
     return success();
   }
   // Loop kernels read dense inputs.
@@ -510,6 +558,7 @@ LogicalResult HostLowering::emitOp(Operation *op) {
   } else {
     return op->emitError("no kernel for this op in host lowering");
   }
+  site.name = lastLoopKernel, site.kind = "loop";
   return success();
 }
 
@@ -611,10 +660,7 @@ LogicalResult HostLowering::run() {
   });
   for (Value v : derived)
     info.derivedBytes.push_back(cast<RankedTensorType>(v.getType()).getNumElements() * 4);
-  for (auto &g : program.gemms)
-    info.kernels.push_back({g.name, "gemm", 2 * g.K * g.N});
-  for (auto &a : program.attentions)
-    info.kernels.push_back({a.name, "attention", 0});
+  info.kernels = sites;
   program.manifest = renderManifest(info);
   emitManifestGlobal(*program.module, program.manifest);
   return success();

@@ -26,7 +26,13 @@ std::string mlir::xf::renderManifest(const ManifestInfo &info) {
     derived.push_back(llvm::json::Object{{"bytes", bytes}});
   for (auto &k : info.kernels)
     kernels.push_back(llvm::json::Object{
-        {"name", k.name}, {"kind", k.kind}, {"flops_per_row", k.flopsPerRow}});
+        {"name", k.name},
+        {"kind", k.kind},
+        {"op", k.op},
+        {"loc", k.loc},
+        {"flops_per_row", k.flopsPerRow},
+        {"flops_per_row_per_context_row", k.flopsPerRowPerContextRow},
+        {"context", k.contextFromSource ? "source" : "target"}});
   llvm::json::Object root{{"model", info.model},
                           {"output", info.output},
                           {"encoder_decoder", info.encoderDecoder},

@@ -23,9 +23,12 @@ struct ManifestInfo {
     SmallVector<int64_t> shape;
     std::string init; // "normal" | "ones" | "zeros"
   };
+  /// One kernel call of xf_forward, in call order (the profiler's sites).
   struct Kernel {
-    std::string name, kind;
-    int64_t flopsPerRow;
+    std::string name, kind, op, loc;
+    int64_t flopsPerRow = 0;              // × ℓ
+    int64_t flopsPerRowPerContextRow = 0; // × ℓ × ℓ_context (attention)
+    bool contextFromSource = false;       // ℓ_context = ℓ_z rather than ℓ
   };
   std::string model = "model", output = "logits";
   bool encoderDecoder = false;

@@ -33,6 +33,8 @@ struct Options {
   int threads = 0;                  // 0: leave the runtime's default
   int repeat = 0;                   // 0: not given (one run)
   bool print = false;
+  bool profile = false;    // --profile: per-kernel table on stderr
+  std::string traceOut;    // --trace-out: Chrome trace JSON
 };
 
 // Accepts "--flag value" and "--flag=value". A flag given twice is an error.

@@ -27,9 +27,12 @@ struct ParameterSpec {
   InitKind init = InitKind::Normal;
 };
 
+// One kernel call of xf_forward, in call order (the index is the profiling site).
 struct KernelSpec {
-  std::string name, kind;
-  int64_t flopsPerRow = 0;
+  std::string name, kind, op, loc;
+  int64_t flopsPerRow = 0;              // x l
+  int64_t flopsPerRowPerContextRow = 0; // x l x l_context (attention)
+  bool contextFromSource = false;       // l_context is l_z rather than l
 };
 
 struct Manifest {
