@@ -311,8 +311,10 @@ def Xf_SoftmaxOp : Xf_ElementwiseOp<"softmax"> {
 def Xf_UnembedOp : Xf_PureOp<"unembed"> {
   let summary = "Alg. 7: logits x·W_u, or x·W_eᵀ with tied";
   let description = [{
-    `x : [ℓ, d_e]`; `W_u : [d_e, N_V]`, or with `tied` the token embedding
-    table `[N_V, d_e]` itself. Result: pre-softmax logits `[ℓ, N_V]`.
+    `x : [ℓ, d_e]`; `W_u : [d_e, N_V]`, or with `tied` a matrix stored
+    `[N_V, d_e]` — the token embedding table itself for a tied unembedding,
+    or any unembedding kept in that (nn.Linear) layout. Result: pre-softmax
+    logits `[ℓ, N_V]`.
 
     ```mlir
     %logits = xf.unembed %x, tied %wte : tensor<?x768xf32>, tensor<50257x768xf32> -> tensor<?x50257xf32>
