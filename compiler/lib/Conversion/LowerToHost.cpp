@@ -113,6 +113,13 @@ private:
   }
   std::string lastLoopKernel;
   HalideBufferArg matrixArg(Value tensor);
+  /// ℓ_pad = roundup(max(ℓ, ℓ_z), 16): the arena's unit column (BufferPlan.h).
+  Value paddedRowsOf(Value l, Value lz) {
+    Value longest = arith::MaxSIOp::create(*b, loc, l, lz);
+    Value blocks = arith::DivSIOp::create(*b, loc, arith::AddIOp::create(*b, loc, longest, i64(15)),
+                                          i64(16));
+    return arith::MulIOp::create(*b, loc, blocks, i64(16));
+  }
   LogicalResult requireDense(Operation *op, Value tensor);
 
   func::FuncOp forward;
@@ -575,10 +582,7 @@ LogicalResult HostLowering::emitForward() {
   auto args = fn.getArguments();
   paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lArg = args[3];
   sourceArg = args[4], lzArg = args[5], outArg = args[6], scratchArg = args[7];
-  Value longest = arith::MaxSIOp::create(builder, loc, lArg, lzArg);
-  paddedRows = arith::MulIOp::create(
-      builder, loc, arith::DivSIOp::create(builder, loc, arith::AddIOp::create(builder, loc, longest, i64(15)), i64(16)),
-      i64(16));
+  paddedRows = paddedRowsOf(lArg, lzArg);
   status = arith::ConstantIntOp::create(builder, loc, builder.getI32Type(), 0);
   for (Operation &op : forward.getBody().front()) {
     if (isa<func::ReturnOp>(op))
@@ -606,10 +610,7 @@ void HostLowering::emitScratchBytes() {
   OpBuilder builder = OpBuilder::atBlockBegin(fn.addEntryBlock());
   b = &builder;
   loc = forward.getLoc();
-  Value longest = arith::MaxSIOp::create(builder, loc, fn.getArgument(0), fn.getArgument(1));
-  Value padded = arith::MulIOp::create(
-      builder, loc, arith::DivSIOp::create(builder, loc, arith::AddIOp::create(builder, loc, longest, i64(15)), i64(16)),
-      i64(16));
+  Value padded = paddedRowsOf(fn.getArgument(0), fn.getArgument(1));
   Value bytes = arith::MulIOp::create(builder, loc, padded, i64(4 * plan.totalColumns));
   func::ReturnOp::create(builder, loc, ValueRange{arith::MaxSIOp::create(builder, loc, bytes, i64(64)).getResult()});
   b = nullptr;

@@ -77,8 +77,10 @@ optimizedModule(ModuleOp module, llvm::LLVMContext &context, llvm::TargetMachine
   return llvmModule;
 }
 
-llvm::Error emitMachineCode(ModuleOp module, int optLevel, llvm::raw_pwrite_stream &os,
-                            llvm::CodeGenFileType kind) {
+/// Optimizes `module` for the host and hands the result to `use`.
+llvm::Error withOptimizedModule(
+    ModuleOp module, int optLevel,
+    llvm::function_ref<llvm::Error(llvm::TargetMachine &, llvm::Module &)> use) {
   auto machine = hostMachine(optLevel);
   if (!machine)
     return machine.takeError();
@@ -86,26 +88,32 @@ llvm::Error emitMachineCode(ModuleOp module, int optLevel, llvm::raw_pwrite_stre
   auto llvmModule = optimizedModule(module, context, **machine, optLevel);
   if (!llvmModule)
     return llvmModule.takeError();
-  llvm::legacy::PassManager passes;
-  if ((*machine)->addPassesToEmitFile(passes, os, nullptr, kind))
-    return llvm::createStringError("the target cannot emit this file type");
-  passes.run(**llvmModule);
-  return llvm::Error::success();
+  return use(**machine, **llvmModule);
+}
+
+llvm::Error emitMachineCode(ModuleOp module, int optLevel, llvm::raw_pwrite_stream &os,
+                            llvm::CodeGenFileType kind) {
+  return withOptimizedModule(module, optLevel, [&](llvm::TargetMachine &machine,
+                                                   llvm::Module &llvmModule) -> llvm::Error {
+    llvm::legacy::PassManager passes;
+    if (machine.addPassesToEmitFile(passes, os, nullptr, kind))
+      return llvm::createStringError("the target cannot emit this file type");
+    passes.run(llvmModule);
+    return llvm::Error::success();
+  });
 }
 
 } // namespace
 
 llvm::Expected<std::string> mlir::xf::emitLLVMIR(ModuleOp module, int optLevel) {
-  auto machine = hostMachine(optLevel);
-  if (!machine)
-    return machine.takeError();
-  llvm::LLVMContext context;
-  auto llvmModule = optimizedModule(module, context, **machine, optLevel);
-  if (!llvmModule)
-    return llvmModule.takeError();
   std::string text;
   llvm::raw_string_ostream os(text);
-  (*llvmModule)->print(os, nullptr);
+  if (llvm::Error e = withOptimizedModule(
+          module, optLevel, [&](llvm::TargetMachine &, llvm::Module &llvmModule) {
+            llvmModule.print(os, nullptr);
+            return llvm::Error::success();
+          }))
+    return std::move(e);
   return text;
 }
 
