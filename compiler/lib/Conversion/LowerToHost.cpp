@@ -94,7 +94,10 @@ private:
   LogicalResult place();
   LogicalResult placeOp(Operation *op, int64_t index);
   void emitPrepare();
-  LogicalResult emitForward();
+  LogicalResult emitForward(bool cached);
+  bool isCacheable();
+  void planCache();
+  void emitCacheBytes();
   LogicalResult emitOp(Operation *op);
   LogicalResult emitKernel(Operation *op, ManifestInfo::Kernel &site);
   void emitScratchBytes();
@@ -113,6 +116,11 @@ private:
   }
   std::string lastLoopKernel;
   HalideBufferArg matrixArg(Value tensor);
+  /// Position of the first row: 0, or `start` in xf_forward_cached.
+  Value firstPosition() { return cachedMode ? startArg : i64(0); }
+  /// In xf_forward_cached: appends this step's rows of `tensor` to its cache
+  /// slot and returns the whole cached matrix [start + ℓ, width].
+  HalideBufferArg cachedMatrixArg(Value tensor, int64_t floatOffset);
   /// ℓ_pad = roundup(max(ℓ, ℓ_z), 16): the arena's unit column (BufferPlan.h).
   Value paddedRowsOf(Value l, Value lz) {
     Value longest = arith::MaxSIOp::create(*b, loc, l, lz);
@@ -143,6 +151,12 @@ private:
   Value paramsArg, derivedArg, tokensArg, lArg, sourceArg, lzArg, outArg, scratchArg,
       paddedRows;
   Value status;
+  // Cached decoding (docs/abi.md): while emitting xf_forward_cached, positions
+  // start at `startArg` and attention reads keys/values from `cacheArg`.
+  bool cachedMode = false, cacheable = false;
+  Value startArg, cacheArg;
+  int64_t cachePositions = 0, cacheFloats = 0;
+  llvm::DenseMap<Operation *, std::pair<int64_t, int64_t>> cacheOffsets; // K, V in floats
   llvm::StringMap<std::string> kernelNames; // spec key → exported name
   std::vector<ManifestInfo::Kernel> sites;  // one per kernel call in xf_forward
 
@@ -349,6 +363,16 @@ HalideBufferArg HostLowering::matrixArg(Value tensor) {
   return arg;
 }
 
+HalideBufferArg HostLowering::cachedMatrixArg(Value tensor, int64_t floatOffset) {
+  Placement &p = placements[tensor];
+  Value slot = offsetPtr(cacheArg, i64(floatOffset));
+  Value at = offsetPtr(slot, arith::MulIOp::create(*b, loc, startArg, i64(p.cols)));
+  call(kernels->copy2d(), {pointerOf(tensor), i64(p.stride), at, i64(p.cols), rowsOf(tensor),
+                           i64(p.cols)});
+  Value rows = arith::AddIOp::create(*b, loc, startArg, rowsOf(tensor));
+  return HalideBufferArg{slot, {{i64(p.cols), i64(1)}, {rows, i64(p.cols)}}};
+}
+
 LogicalResult HostLowering::requireDense(Operation *op, Value tensor) {
   if (placements[tensor].stride == placements[tensor].cols)
     return success();
@@ -507,8 +531,16 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
     spec.scale = attn.getScale() ? attn.getScale()->convertToDouble()
                                  : 1.0 / std::sqrt(double(spec.dK));
     spec.schedule = attentionScheduleFrom(attn.getScheduleAttr());
-    SmallVector<HalideBufferArg> args{matrixArg(attn.getQuery()), matrixArg(attn.getKey()),
-                                      matrixArg(attn.getValue()), matrixArg(v)};
+    SmallVector<HalideBufferArg> args{matrixArg(attn.getQuery())};
+    if (cachedMode) {
+      auto [keyOffset, valueOffset] = cacheOffsets.lookup(op);
+      args.push_back(cachedMatrixArg(attn.getKey(), keyOffset));
+      args.push_back(cachedMatrixArg(attn.getValue(), valueOffset));
+    } else {
+      args.push_back(matrixArg(attn.getKey()));
+      args.push_back(matrixArg(attn.getValue()));
+    }
+    args.push_back(matrixArg(v));
     spec.name = kernelName(attentionKey(spec), "xf_attention_", program.attentions, spec);
     orStatus(callHalidePipeline(*b, loc, *program.module, spec.name, args));
     // Q·Kᵀ and P·V: 2·H·(d_k + d_v) per (query, key) pair (causal masking halves the useful work).
@@ -535,12 +567,12 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
     call(kernels->gatherRows(width), {inputs[0], inputs[1], out, rows});
   } else if (auto pos = dyn_cast<PositionalEmbedOp>(op)) {
     if (pos.getOffset())
-      return op->emitError("positional offsets are not supported by the host lowering yet");
-    call(kernels->positionRows(width), {inputs[0], out, rows, i64(0)});
+      return op->emitError("explicit positional offsets are not supported by the host lowering");
+    call(kernels->positionRows(width), {inputs[0], out, rows, firstPosition()});
   } else if (auto sin = dyn_cast<SinusoidalEmbedOp>(op)) {
     if (sin.getOffset())
-      return op->emitError("positional offsets are not supported by the host lowering yet");
-    call(kernels->sinusoidRows(width, sin.getBase().convertToDouble()), {out, rows, i64(0)});
+      return op->emitError("explicit positional offsets are not supported by the host lowering");
+    call(kernels->sinusoidRows(width, sin.getBase().convertToDouble()), {out, rows, firstPosition()});
   } else if (auto add = dyn_cast<AddOp>(op)) {
     bool broadcast = add.getRhs().getType().getRank() == 1;
     call(kernels->add(width, broadcast), {inputs[0], inputs[1], out, rows});
@@ -569,19 +601,39 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
   return success();
 }
 
-LogicalResult HostLowering::emitForward() {
+LogicalResult HostLowering::emitForward(bool cached) {
   Type ptr = LLVM::LLVMPointerType::get(ctx), i64Type = IntegerType::get(ctx, 64);
   OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
-  auto fn = func::FuncOp::create(
-      top, forward.getLoc(), "xf_forward",
-      FunctionType::get(ctx, {ptr, ptr, ptr, i64Type, ptr, i64Type, ptr, ptr},
-                        {IntegerType::get(ctx, 32)}));
+  auto type = cached ? FunctionType::get(ctx, {ptr, ptr, ptr, i64Type, i64Type, ptr, ptr, ptr},
+                                         {IntegerType::get(ctx, 32)})
+                     : FunctionType::get(ctx, {ptr, ptr, ptr, i64Type, ptr, i64Type, ptr, ptr},
+                                         {IntegerType::get(ctx, 32)});
+  auto fn = func::FuncOp::create(top, forward.getLoc(),
+                                 cached ? "xf_forward_cached" : "xf_forward", type);
   OpBuilder builder = OpBuilder::atBlockBegin(fn.addEntryBlock());
   b = &builder;
   loc = forward.getLoc();
   auto args = fn.getArguments();
-  paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lArg = args[3];
-  sourceArg = args[4], lzArg = args[5], outArg = args[6], scratchArg = args[7];
+  cachedMode = cached;
+  if (cached) {
+    // (params, derived, tokens, l, start, out, scratch, cache)
+    paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lArg = args[3];
+    startArg = args[4], outArg = args[5], scratchArg = args[6], cacheArg = args[7];
+    sourceArg = Value(), lzArg = i64(0);
+    if (!cacheable) {
+      // Not decodable incrementally: the runtime re-runs xf_forward instead.
+      func::ReturnOp::create(builder, loc,
+                             ValueRange{arith::ConstantIntOp::create(builder, loc,
+                                                                     builder.getI32Type(), 1)
+                                            .getResult()});
+      b = nullptr;
+      cachedMode = false;
+      return success();
+    }
+  } else {
+    paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lArg = args[3];
+    sourceArg = args[4], lzArg = args[5], outArg = args[6], scratchArg = args[7];
+  }
   paddedRows = paddedRowsOf(lArg, lzArg);
   status = arith::ConstantIntOp::create(builder, loc, builder.getI32Type(), 0);
   for (Operation &op : forward.getBody().front()) {
@@ -599,7 +651,58 @@ LogicalResult HostLowering::emitForward() {
   }
   func::ReturnOp::create(builder, forward.getLoc(), status);
   b = nullptr;
+  cachedMode = false;
   return success();
+}
+
+/// Incremental decoding is exact when rows only meet in causal
+/// self-attention: one token sequence, every attention causal over it, and
+/// every GEMM multiplying by weights rather than by another activation.
+bool HostLowering::isCacheable() {
+  if (encoderDecoder)
+    return false;
+  bool ok = true;
+  forward.walk([&](Operation *op) {
+    if (auto attn = dyn_cast<AttentionOp>(op))
+      ok &= attn.getMask() == MaskKind::causal;
+    if (auto gemm = dyn_cast<GemmOp>(op)) {
+      Storage s = placements[gemm.getWeight()].storage;
+      ok &= s == Storage::Parameter || s == Storage::Derived;
+    }
+  });
+  return ok;
+}
+
+/// Each attention gets a K and a V slot of cachePositions rows.
+void HostLowering::planCache() {
+  cacheable = isCacheable();
+  if (!cacheable)
+    return;
+  cachePositions = 4096;
+  forward.walk([&](PositionalEmbedOp op) {
+    cachePositions = std::min(cachePositions, op.getTable().getType().getDimSize(0));
+  });
+  auto slot = [&](Value t) {
+    int64_t offset = cacheFloats;
+    cacheFloats += (cachePositions * colsOf(t) + 15) / 16 * 16; // 64-byte aligned slots
+    return offset;
+  };
+  forward.walk([&](AttentionOp op) {
+    int64_t k = slot(op.getKey());
+    cacheOffsets[op] = {k, slot(op.getValue())};
+  });
+}
+
+void HostLowering::emitCacheBytes() {
+  Type i64Type = IntegerType::get(ctx, 64);
+  OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
+  auto fn = func::FuncOp::create(top, forward.getLoc(), "xf_cache_bytes",
+                                 FunctionType::get(ctx, {}, {i64Type}));
+  OpBuilder builder = OpBuilder::atBlockBegin(fn.addEntryBlock());
+  b = &builder;
+  loc = forward.getLoc();
+  func::ReturnOp::create(builder, loc, ValueRange{i64(cacheFloats * 4)});
+  b = nullptr;
 }
 
 void HostLowering::emitScratchBytes() {
@@ -625,9 +728,11 @@ LogicalResult HostLowering::run() {
   program.module = ModuleOp::create(forward.getLoc());
   kernels = std::make_unique<LoopKernels>(*program.module);
   emitPrepare();
-  if (failed(emitForward()))
+  planCache();
+  if (failed(emitForward(/*cached=*/false)) || failed(emitForward(/*cached=*/true)))
     return failure();
   emitScratchBytes();
+  emitCacheBytes();
 
   ManifestInfo info;
   auto module = forward->getParentOfType<ModuleOp>();
@@ -662,6 +767,8 @@ LogicalResult HostLowering::run() {
   for (Value v : derived)
     info.derivedBytes.push_back(cast<RankedTensorType>(v.getType()).getNumElements() * 4);
   info.kernels = sites;
+  info.cached = cacheable;
+  info.cachePositions = cacheable ? cachePositions : 0;
   program.manifest = renderManifest(info);
   emitManifestGlobal(*program.module, program.manifest);
   return success();

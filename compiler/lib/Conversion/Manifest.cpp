@@ -39,6 +39,8 @@ std::string mlir::xf::renderManifest(const ManifestInfo &info) {
                           {"vocab", info.vocab},
                           {"max_positions", info.maxPositions},
                           {"d_out", info.dOut},
+                          {"cached", info.cached},
+                          {"cache_positions", info.cachePositions},
                           {"hyperparameters", std::move(hyper)},
                           {"parameters", std::move(parameters)},
                           {"derived", std::move(derived)},

@@ -33,6 +33,8 @@ struct ManifestInfo {
   std::string model = "model", output = "logits";
   bool encoderDecoder = false;
   int64_t vocab = 0, maxPositions = 0, dOut = 0;
+  bool cached = false;        // xf_forward_cached decodes incrementally
+  int64_t cachePositions = 0; // its capacity
   DictionaryAttr hyperparameters;
   std::vector<Parameter> parameters;
   std::vector<int64_t> derivedBytes;
