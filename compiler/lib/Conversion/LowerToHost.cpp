@@ -617,9 +617,6 @@ LogicalResult HostLowering::emitForward(bool cached) {
   cachedMode = cached;
   if (cached) {
     // (params, derived, tokens, l, start, out, scratch, cache)
-    paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lArg = args[3];
-    startArg = args[4], outArg = args[5], scratchArg = args[6], cacheArg = args[7];
-    sourceArg = Value(), lzArg = i64(0);
     if (!cacheable) {
       // Not decodable incrementally: the runtime re-runs xf_forward instead.
       func::ReturnOp::create(builder, loc,
@@ -630,6 +627,9 @@ LogicalResult HostLowering::emitForward(bool cached) {
       cachedMode = false;
       return success();
     }
+    paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lArg = args[3];
+    startArg = args[4], outArg = args[5], scratchArg = args[6], cacheArg = args[7];
+    sourceArg = Value(), lzArg = i64(0);
   } else {
     paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lArg = args[3];
     sourceArg = args[4], lzArg = args[5], outArg = args[6], scratchArg = args[7];

@@ -34,8 +34,9 @@ struct GemmSchedule {
   /// that there are enough tasks for two threads and the packed K block of the
   /// panel fits in L2.
   int64_t panelCols = 0;
-  /// M below this uses a one-row register tile instead of tileRows rows, so
-  /// decode-time GEMV does not compute tileRows-1 redundant rows.
+  /// M below this (decode-time GEMV) takes a path without packing or row
+  /// tiles that streams the weight once, parallel over columns; selected at
+  /// run time inside the same function. 0 disables it.
   int64_t gemvRowsBelow = 4;
 };
 
@@ -43,6 +44,10 @@ struct GemmKernelSpec {
   std::string name;             // exported function name
   int64_t K = 0, N = 0;         // x: [M, K] with M dynamic (runtime), out: [M, N]
   bool transposeWeight = false; // weight stored [N, K] (nn.Linear) instead of [K, N]
+  /// The weight buffer holds bfloat16 (halide_type_t{halide_type_bfloat, 16, 1})
+  /// in the same layout; it is widened to float32 exactly on load and all
+  /// products and sums are float32.
+  bool bf16Weights = false;
   bool hasBias = false, hasResidual = false;
   GemmEpilogue epilogue = GemmEpilogue::None; // out = act(x·W + b) + residual
   GemmSchedule schedule;
@@ -62,8 +67,8 @@ struct AttentionKernelSpec {
 };
 
 // Argument order of the generated function: GEMM (x, weight, [bias],
-// [residual], out); attention (q, k, v, out). All float32 buffers, layout per
-// docs/abi.md. A causal attention query that sees no key (only possible when
+// [residual], out); attention (q, k, v, out). All float32 buffers (except a
+// bf16Weights GEMM's weight), layout per docs/abi.md. A causal attention query that sees no key (only possible when
 // Mz < M) produces zeros.
 
 llvm::Error compileGemmKernel(const GemmKernelSpec &spec, llvm::StringRef target,

@@ -68,6 +68,17 @@ int64_t defaultPanelTiles(const GemmKernelSpec &spec) {
   return (tiles + panels - 1) / panels;
 }
 
+/// Columns per parallel task of the GEMV path: two tasks (one per thread)
+/// while the weight is small; for a large weight, tasks of ~256 KiB of it so
+/// that a thread slowed by other work does not hold the other one up.
+int64_t gemvChunkCols(const GemmKernelSpec &spec, int vectorWidth) {
+  const int64_t bytesPerCol = spec.K * (spec.bf16Weights ? 2 : 4);
+  int64_t tasks = std::max<int64_t>(2, spec.N * bytesPerCol / (256 * 1024));
+  tasks += tasks % 2;
+  int64_t chunk = (spec.N + tasks - 1) / tasks;
+  return std::max<int64_t>(vectorWidth, (chunk + vectorWidth - 1) / vectorWidth * vectorWidth);
+}
+
 Expr applyEpilogue(GemmEpilogue epilogue, Expr a) {
   switch (epilogue) {
   case GemmEpilogue::None:
@@ -99,21 +110,33 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   const int panelTiles = int(s.panelCols ? s.panelCols / s.tileCols : defaultPanelTiles(spec));
 
   ImageParam x(Float(32), 2, "x");               // (k, m): [M, K]
-  ImageParam weight(Float(32), 2, "weight");     // (n, k): [K, N], or (k, n): [N, K]
+  ImageParam weight(spec.bf16Weights ? BFloat(16) : Float(32), 2,
+                    "weight");                   // (n, k): [K, N], or (k, n): [N, K]
   ImageParam bias(Float(32), 1, "bias");         // (n): [N]
   ImageParam residual(Float(32), 2, "residual"); // (n, m): [M, N]
   Var n("n"), m("m"), k("k"), nj("nj"), nt("nt"), kb("kb");
   Expr rows = x.dim(1).extent();
 
   // ---- Algorithm -------------------------------------------------------
+  // The stored weight as float32: bfloat16 is the upper half of a float32,
+  // so widening is a 16-bit shift (no rounding, vectorizes on any target).
+  Func weightF("weight_f32");
+  {
+    Var a("a"), b("b");
+    if (spec.bf16Weights)
+      weightF(a, b) =
+          reinterpret<float>(cast<uint32_t>(reinterpret<uint16_t>(weight(a, b))) << 16);
+    else
+      weightF(a, b) = weight(a, b);
+  }
   // The weight as W(n, k) whatever its storage, zero past column N.
   Func weightKN("weight_kn");
   {
-    Func stored = weight;
+    Func stored = weightF;
     if (N % tileCols != 0) {
       Region bounds = spec.transposeWeight ? Region{{Expr(), Expr()}, {0, N}}
                                            : Region{{0, N}, {Expr(), Expr()}};
-      stored = BoundaryConditions::constant_exterior(weight, 0.f, bounds);
+      stored = BoundaryConditions::constant_exterior(weightF, 0.f, bounds);
     }
     weightKN(n, k) = spec.transposeWeight ? stored(k, n) : stored(n, k);
   }
@@ -143,7 +166,31 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
     product(nj, nt, m) += tailProduct(nj, nt, m);
   }
 
-  Expr value = product(n % tileCols, n / tileCols, m);
+  // GEMV (M < gemvRowsBelow): no packing, no register tile of rows; every
+  // weight element is loaded once and used by the M rows right away.
+  //  [K, N]: gemv(n, m) = Σ_k x(k, m)·W(n, k), k outermost, a row segment of
+  //          W (the task's columns, contiguous) per k, accumulators in L1.
+  //  [N, K]: vw partial sums per (n, m) over k (rows of W are contiguous),
+  //          then a horizontal sum and the K tail.
+  Expr gemv = rows < int(s.gemvRowsBelow);
+  const int kMain = K - K % vw;
+  RDom gk(0, K, "gk"), gko(0, std::max(kMain / vw, 1), "gko"), lanes(0, vw, "lanes");
+  RDom gkTail(kMain, std::max(K - kMain, 1), "gk_tail");
+  Var kl("kl");
+  Func gemvProduct("gemv_product"), gemvPartial("gemv_partial");
+  gemvProduct(n, m) = 0.f;
+  if (!spec.transposeWeight) {
+    gemvProduct(n, m) += x(gk, m) * weightF(n, gk);
+  } else {
+    gemvPartial(kl, n, m) = 0.f;
+    if (kMain)
+      gemvPartial(kl, n, m) += x(gko * vw + kl, m) * weightF(gko * vw + kl, n);
+    gemvProduct(n, m) += gemvPartial(lanes, n, m);
+    if (kMain != K)
+      gemvProduct(n, m) += x(gkTail, m) * weightF(gkTail, n);
+  }
+
+  Expr value = select(gemv, gemvProduct(n, m), product(n % tileCols, n / tileCols, m));
   if (spec.hasBias)
     value += bias(n);
   value = applyEpilogue(spec.epilogue, value);
@@ -164,8 +211,44 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
 
   // ---- Schedule ----------------------------------------------------------
   Var panel("panel"), rowBlock("row_block"), task("task"), nIn("n_in"), mIn("m_in");
-  Var mt("mt"), mi("mi");
-  Expr gemv = rows < int(s.gemvRowsBelow);
+  Var mt("mt"), mi("mi"), gemvTask("gemv_task"), gemvN("gemv_n"), gemvNo("gemv_no");
+  Var gemvNi("gemv_ni");
+
+  // GEMV: parallel over column chunks only; the condition is a fact inside
+  // the specialization, so its select keeps only gemv_product (and the
+  // GEMM branch only product).
+  {
+    const int chunk = int(gemvChunkCols(spec, vw));
+    Stage g = out.specialize(gemv);
+    g.split(n, gemvTask, gemvN, chunk, TailStrategy::GuardWithIf)
+        .reorder(gemvN, m, gemvTask)
+        .parallel(gemvTask)
+        .vectorize(gemvN, vw, TailStrategy::GuardWithIf);
+    if (!spec.transposeWeight) {
+      // Accumulators for the chunk × M rows; per k one contiguous segment of W.
+      gemvProduct.compute_at(out, gemvTask).vectorize(n, vw);
+      gemvProduct.update()
+          .split(n, gemvNo, gemvNi, vw * 4, TailStrategy::GuardWithIf)
+          .reorder(gemvNi, gemvNo, m, gk)
+          .vectorize(gemvNi, vw)
+          .unroll(gemvNi);
+    } else {
+      // vw lanes of partial sums for 4 rows of W at a time (4 streams,
+      // 4 independent FMA chains), then the horizontal sums.
+      gemvProduct.compute_at(out, gemvTask);
+      gemvPartial.compute_at(gemvProduct, n).vectorize(kl);
+      gemvProduct.split(n, gemvNo, gemvNi, 4, TailStrategy::GuardWithIf);
+      if (kMain)
+        gemvPartial.update().reorder(kl, n, m, gko).vectorize(kl);
+      gemvProduct.update(0)
+          .split(n, gemvNo, gemvNi, 4, TailStrategy::GuardWithIf)
+          .reorder(lanes, gemvNi, m, gemvNo)
+          .unroll(lanes);
+      gemvPartial.compute_at(gemvProduct.update(0), gemvNo);
+      if (kMain != K)
+        gemvProduct.update(1).reorder(gkTail, n, m);
+    }
+  }
 
   out.split(n, panel, nIn, panelTiles * tileCols, TailStrategy::GuardWithIf)
       .split(m, rowBlock, mIn, int(s.rowsPerTask), TailStrategy::GuardWithIf)
@@ -176,12 +259,10 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
 
   product.compute_at(out, task).vectorize(nj, vw);
   // Register tiles: tileRows × tileCols, the K block outermost so that the
-  // packed block is reused by every tile; GEMV shapes keep one row per tile.
+  // packed block is reused by every tile.
   auto scheduleTiles = [&](Stage update, std::vector<VarOrRVar> outer) {
-    std::vector<VarOrRVar> gemvOrder = {nj, m, nt}, order = {nj, mi, nt, mt};
-    gemvOrder.insert(gemvOrder.end(), outer.begin(), outer.end());
+    std::vector<VarOrRVar> order = {nj, mi, nt, mt};
     order.insert(order.end(), outer.begin(), outer.end());
-    update.specialize(gemv).reorder(gemvOrder).vectorize(nj, vw);
     update.split(m, mt, mi, tileRows, TailStrategy::RoundUp)
         .reorder(order)
         .vectorize(nj, vw)
@@ -190,12 +271,10 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   // The register block: Σ over k with tileCols × rows accumulators.
   auto scheduleRegisterBlock = [&](Func f, RVar r, std::vector<VarOrRVar> outer) {
     f.compute_at(product, nt);
-    f.vectorize(nj, vw).unroll(nj);
-    f.specialize(!gemv).unroll(m);
+    f.vectorize(nj, vw).unroll(nj).unroll(m);
     std::vector<VarOrRVar> order = {nj, m, r};
     order.insert(order.end(), outer.begin(), outer.end());
     Stage update = f.update();
-    update.specialize(gemv).reorder(order).vectorize(nj, vw).unroll(nj);
     update.reorder(order).vectorize(nj, vw).unroll(nj).unroll(m);
   };
   scheduleTiles(product.update(0), {kBlocks.x});
@@ -214,6 +293,7 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
     packedTail.compute_inline();
   }
   weightKN.compute_inline();
+  weightF.compute_inline();
   xRows.compute_inline();
 
   KernelPipeline result;
