@@ -1,8 +1,11 @@
 //===- HalideKernelsGemmTest.cpp - GEMM kernels against a float64 loop ----===//
 //
 // Each case builds one GEMM pipeline exactly as compileGemmKernel does, JITs
-// it once, and runs it for several M (1 and 2 take the GEMV path; 7, 65, 130
-// leave register-tile and task tails) against naive double-precision loops.
+// it once, and runs it for several M (1, 2 and 3 take the GEMV path; 7, 65,
+// 130 leave register-tile and task tails) against naive double-precision
+// loops. bf16Weights kernels get weights rounded to bfloat16 and the
+// reference uses those rounded values, so the tolerance checks the kernel,
+// not the rounding.
 //
 // Tolerance: the kernel sums K float32 products whose rounding errors behave
 // like a random walk, so the error grows like sqrt(K)·eps·(size of the
@@ -18,6 +21,7 @@
 #include "HalideKernelsTestUtil.h"
 
 #include <cmath>
+#include <cstring>
 
 using namespace mlir::xf;
 
@@ -37,14 +41,34 @@ double epilogue(GemmEpilogue kind, double a) {
   return a;
 }
 
-void checkGemm(const GemmKernelSpec &spec, std::vector<int> rowCounts = {1, 2, 7, 65, 128, 130}) {
-  SCOPED_TRACE("K=" + std::to_string(spec.K) + " N=" + std::to_string(spec.N));
+/// bfloat16 bits of `v`, rounded to nearest even (inputs here are finite).
+uint16_t toBf16(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  bits += 0x7fff + ((bits >> 16) & 1);
+  return uint16_t(bits >> 16);
+}
+
+void checkGemm(const GemmKernelSpec &spec, std::vector<int> rowCounts = {1, 2, 3, 7, 65, 128, 130}) {
+  SCOPED_TRACE("K=" + std::to_string(spec.K) + " N=" + std::to_string(spec.N) +
+               (spec.bf16Weights ? " bf16" : ""));
   Halide::Callable kernel = xftest::jit(buildGemmPipeline(spec, Halide::get_host_target()));
   ASSERT_TRUE(kernel.defined());
   const int K = int(spec.K), N = int(spec.N);
   std::mt19937 rng(42);
   auto weight =
       spec.transposeWeight ? xftest::randomMatrix(N, K, rng) : xftest::randomMatrix(K, N, rng);
+  // The bf16 buffer the kernel reads (type code halide_type_bfloat, 16 bits);
+  // `weight` keeps the same rounded values as float for the reference.
+  Halide::Runtime::Buffer<uint16_t> weightBf16(weight.width(), weight.height());
+  if (spec.bf16Weights) {
+    weight.for_each_element([&](int a, int b) {
+      weightBf16(a, b) = toBf16(weight(a, b));
+      uint32_t bits = uint32_t(weightBf16(a, b)) << 16;
+      std::memcpy(&weight(a, b), &bits, 4);
+    });
+    weightBf16.raw_buffer()->type = halide_type_t(halide_type_bfloat, 16);
+  }
   auto bias = xftest::randomMatrix(1, N, rng);
   Halide::Runtime::Buffer<float> bias1d(bias.data(), N);
 
@@ -54,7 +78,8 @@ void checkGemm(const GemmKernelSpec &spec, std::vector<int> rowCounts = {1, 2, 7
     auto residual = xftest::randomMatrix(M, N, rng);
     Halide::Runtime::Buffer<float> out(N, M);
     out.fill(std::nanf(""));
-    std::vector<halide_buffer_t *> args = {x.raw_buffer(), weight.raw_buffer()};
+    std::vector<halide_buffer_t *> args = {
+        x.raw_buffer(), spec.bf16Weights ? weightBf16.raw_buffer() : weight.raw_buffer()};
     if (spec.hasBias)
       args.push_back(bias1d.raw_buffer());
     if (spec.hasResidual)
@@ -142,6 +167,46 @@ TEST(HalideKernelsGemm, UnpackedWeights) {
   spec.schedule.packWeights = false;
   spec.hasBias = true;
   checkGemm(spec, {1, 7, 65});
+}
+
+// Decode-time GEMV (M < gemvRowsBelow): both layouts, every epilogue, with
+// and without bias and residual, K and N tails (K % 16, N % 16, N % 4).
+TEST(HalideKernelsGemm, GemvBothLayoutsAllEpilogues) {
+  for (bool transposed : {false, true})
+    for (GemmEpilogue epilogue : {GemmEpilogue::None, GemmEpilogue::Relu, GemmEpilogue::GeluTanh,
+                                  GemmEpilogue::GeluErf}) {
+      GemmKernelSpec spec = gemm(200, 103, transposed);
+      spec.epilogue = epilogue;
+      spec.hasBias = epilogue != GemmEpilogue::None;
+      spec.hasResidual = epilogue == GemmEpilogue::GeluTanh || epilogue == GemmEpilogue::None;
+      SCOPED_TRACE("transposed=" + std::to_string(transposed) +
+                   " epilogue=" + std::to_string(int(epilogue)));
+      checkGemm(spec, {1, 2, 3, 4});
+    }
+}
+
+// Many GEMV tasks (a weight over 256 KiB) and a wider GEMV threshold.
+TEST(HalideKernelsGemm, GemvManyTasks) {
+  for (bool transposed : {false, true}) {
+    GemmKernelSpec spec = gemm(768, 1000, transposed);
+    spec.hasBias = true;
+    spec.schedule.gemvRowsBelow = 6;
+    checkGemm(spec, {1, 3, 5, 6});
+  }
+}
+
+TEST(HalideKernelsGemm, Bf16WeightsBothLayoutsGemmAndGemv) {
+  for (bool transposed : {false, true}) {
+    GemmKernelSpec spec = gemm(300, 100, transposed); // K and column tails
+    spec.bf16Weights = true;
+    spec.hasBias = spec.hasResidual = true;
+    spec.epilogue = GemmEpilogue::GeluTanh;
+    checkGemm(spec);
+  }
+  GemmKernelSpec spec = gemm(520, 150, /*transposeWeight=*/true);
+  spec.bf16Weights = true;
+  spec.schedule.packWeights = false;
+  checkGemm(spec, {1, 9});
 }
 
 TEST(HalideKernelsGemm, RejectsInvalidSchedule) {

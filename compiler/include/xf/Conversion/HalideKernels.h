@@ -44,9 +44,9 @@ struct GemmKernelSpec {
   std::string name;             // exported function name
   int64_t K = 0, N = 0;         // x: [M, K] with M dynamic (runtime), out: [M, N]
   bool transposeWeight = false; // weight stored [N, K] (nn.Linear) instead of [K, N]
-  /// The weight buffer holds bfloat16 (halide_type_t{halide_type_bfloat, 16, 1})
-  /// in the same layout; it is widened to float32 exactly on load and all
-  /// products and sums are float32.
+  /// The weight buffer holds bfloat16, halide_type_t{halide_type_bfloat (code 4),
+  /// 16 bits, 1 lane}, in the same layout; it is widened to float32 exactly on
+  /// load, and all products and sums are float32.
   bool bf16Weights = false;
   bool hasBias = false, hasResidual = false;
   GemmEpilogue epilogue = GemmEpilogue::None; // out = act(x·W + b) + residual
@@ -67,9 +67,9 @@ struct AttentionKernelSpec {
 };
 
 // Argument order of the generated function: GEMM (x, weight, [bias],
-// [residual], out); attention (q, k, v, out). All float32 buffers (except a
-// bf16Weights GEMM's weight), layout per docs/abi.md. A causal attention query that sees no key (only possible when
-// Mz < M) produces zeros.
+// [residual], out); attention (q, k, v, out). All float32 buffers (except the
+// weight of a bf16Weights GEMM), layout per docs/abi.md. A causal attention
+// query that sees no key (only possible when Mz < M) produces zeros.
 
 llvm::Error compileGemmKernel(const GemmKernelSpec &spec, llvm::StringRef target,
                               llvm::StringRef objectPath);

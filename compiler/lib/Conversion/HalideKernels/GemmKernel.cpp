@@ -4,7 +4,8 @@
 // (GPT-2 Conv1D) or [N, K] (nn.Linear, the tied unembedding), M dynamic.
 //
 // The schedule is the GotoBLAS/BLIS structure written in Halide:
-//   parallel over tasks = (column panel of panelCols) × (block of rowsPerTask rows)
+//   parallel over tasks = (column panel of panelCols) × (block of rowsPerTask
+//   rows)
 //     for each K block of kBlock:
 //       pack the weight panel of this K block tile-major: [tile][k][tileCols]
 //       for each tileRows × tileCols register tile:
@@ -109,7 +110,7 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   const int fullKBlocks = K / kBlock, kTail = K % kBlock;
   const int panelTiles = int(s.panelCols ? s.panelCols / s.tileCols : defaultPanelTiles(spec));
 
-  ImageParam x(Float(32), 2, "x");               // (k, m): [M, K]
+  ImageParam x(Float(32), 2, "x"); // (k, m): [M, K]
   ImageParam weight(spec.bf16Weights ? BFloat(16) : Float(32), 2,
                     "weight");                   // (n, k): [K, N], or (k, n): [N, K]
   ImageParam bias(Float(32), 1, "bias");         // (n): [N]
@@ -124,8 +125,7 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   {
     Var a("a"), b("b");
     if (spec.bf16Weights)
-      weightF(a, b) =
-          reinterpret<float>(cast<uint32_t>(reinterpret<uint16_t>(weight(a, b))) << 16);
+      weightF(a, b) = reinterpret<float>(cast<uint32_t>(reinterpret<uint16_t>(weight(a, b))) << 16);
     else
       weightF(a, b) = weight(a, b);
   }
@@ -184,10 +184,10 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   } else {
     gemvPartial(kl, n, m) = 0.f;
     if (kMain)
-      gemvPartial(kl, n, m) += x(gko * vw + kl, m) * weightF(gko * vw + kl, n);
+      gemvPartial(kl, n, m) += x(gko * vw + kl, m) * weightF(gko * vw + kl, min(n, N - 1));
     gemvProduct(n, m) += gemvPartial(lanes, n, m);
     if (kMain != K)
-      gemvProduct(n, m) += x(gkTail, m) * weightF(gkTail, n);
+      gemvProduct(n, m) += x(gkTail, m) * weightF(gkTail, min(n, N - 1));
   }
 
   Expr value = select(gemv, gemvProduct(n, m), product(n % tileCols, n / tileCols, m));
@@ -234,17 +234,16 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
           .unroll(gemvNi);
     } else {
       // vw lanes of partial sums for 4 rows of W at a time (4 streams,
-      // 4 independent FMA chains), then the horizontal sums.
-      gemvProduct.compute_at(out, gemvTask);
-      gemvPartial.compute_at(gemvProduct, n).vectorize(kl);
-      gemvProduct.split(n, gemvNo, gemvNi, 4, TailStrategy::GuardWithIf);
-      if (kMain)
-        gemvPartial.update().reorder(kl, n, m, gko).vectorize(kl);
+      // 4 independent FMA chains), then the horizontal sums. Row indices
+      // past N (the rounded-up last group) re-read row N-1, never stored.
+      gemvProduct.compute_at(out, gemvTask).vectorize(n, vw, TailStrategy::RoundUp);
       gemvProduct.update(0)
-          .split(n, gemvNo, gemvNi, 4, TailStrategy::GuardWithIf)
+          .split(n, gemvNo, gemvNi, 4, TailStrategy::RoundUp)
           .reorder(lanes, gemvNi, m, gemvNo)
           .unroll(lanes);
-      gemvPartial.compute_at(gemvProduct.update(0), gemvNo);
+      gemvPartial.compute_at(gemvProduct, gemvNo).vectorize(kl).unroll(n);
+      if (kMain)
+        gemvPartial.update().reorder(kl, n, m, gko).vectorize(kl).unroll(n);
       if (kMain != K)
         gemvProduct.update(1).reorder(gkTail, n, m);
     }
