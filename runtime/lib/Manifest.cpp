@@ -62,6 +62,12 @@ Status parseParameter(const JsonValue &p, size_t index, ParameterSpec &out) {
     else
       return fail(where + ": unknown init " + describeJson(*init) + " (normal, ones, zeros)");
   }
+  if (const JsonValue *dtype = p.find("dtype")) {
+    if (dtype->isString() && (dtype->string == "f32" || dtype->string == "bf16"))
+      out.bf16 = dtype->string == "bf16";
+    else
+      return fail(where + ": unknown dtype " + describeJson(*dtype) + " (f32, bf16)");
+  }
   return Status::success();
 }
 
@@ -102,6 +108,17 @@ Expected<Manifest> parseManifest(std::string_view text) {
     return s;
   if (Status s = getInt(root, "d_out", true, m.dOut); !s)
     return s;
+  if (const JsonValue *cached = root.find("cached")) {
+    if (!cached->isBool())
+      return fail("'cached' is not a boolean");
+    m.cached = cached->boolean;
+  }
+  if (Status s = getInt(root, "cache_positions", false, m.cachePositions); !s)
+    return s;
+  if (m.cachePositions > (int64_t(1) << 32))
+    return fail("'cache_positions' is too large");
+  if (m.cachePositions == 0)
+    m.cached = false; // nothing to cache into: generation re-runs xf_forward
   if (m.vocab <= 0 || m.vocab > (int64_t(1) << 31) - 1)
     return fail("'vocab' " + std::to_string(m.vocab) + " is not in [1, 2^31)");
   if (m.dOut <= 0 || m.dOut > (int64_t(1) << 32))

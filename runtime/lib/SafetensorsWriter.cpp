@@ -20,12 +20,15 @@ Status saveWeights(const std::string &path, const Manifest &manifest, const Weig
     return makeError(path + ": weights do not match the manifest");
   std::string header = "{\"__metadata__\":{\"format\":\"pt\"}";
   uint64_t offset = 0;
-  for (const ParameterSpec &spec : manifest.parameters) {
+  auto isBf16 = [&](size_t i) { return i < weights.bf16.size() && weights.bf16[i]; };
+  for (size_t i = 0; i < manifest.parameters.size(); ++i) {
+    const ParameterSpec &spec = manifest.parameters[i];
     uint64_t bytes, end;
-    if (!checkedMul(uint64_t(spec.numel), uint64_t(sizeof(float)), bytes) ||
+    if (!checkedMul(uint64_t(spec.numel), uint64_t(isBf16(i) ? 2 : 4), bytes) ||
         !checkedAdd(offset, bytes, end))
       return makeError(path + ": tensor '" + spec.name + "': too large");
-    header += "," + quoteJson(spec.name) + ":{\"dtype\":\"F32\",\"shape\":[";
+    header += "," + quoteJson(spec.name) + ":{\"dtype\":\"" + (isBf16(i) ? "BF16" : "F32") +
+              "\",\"shape\":[";
     for (size_t d = 0; d < spec.shape.size(); ++d)
       header += (d ? "," : "") + std::to_string(spec.shape[d]);
     header += "],\"data_offsets\":[" + std::to_string(offset) + "," + std::to_string(end) + "]}";
@@ -45,7 +48,8 @@ Status saveWeights(const std::string &path, const Manifest &manifest, const Weig
             std::fwrite(header.data(), 1, header.size(), f) == header.size();
   for (size_t i = 0; ok && i < manifest.parameters.size(); ++i) {
     size_t count = size_t(manifest.parameters[i].numel);
-    ok = count == 0 || std::fwrite(weights.params[i], sizeof(float), count, f) == count;
+    size_t element = isBf16(i) ? 2 : sizeof(float);
+    ok = count == 0 || std::fwrite(weights.params[i], element, count, f) == count;
   }
   int savedErrno = errno;
   if (std::fclose(f) != 0 && ok) {

@@ -23,6 +23,12 @@ Expected<WeightSet> randomWeights(uint64_t seed, const Manifest &manifest) {
     float mean = spec.init == InitKind::Ones ? 1.0f : 0.0f;
     float stddev = spec.init == InitKind::Ones ? 0.1f : 0.02f;
     fillNormal(rng, buffer->floats(), size_t(spec.numel), mean, stddev);
+    weights.bf16.push_back(spec.bf16);
+    if (spec.bf16) {
+      // Same draws as float32, narrowed in place: the bfloat16 half fits in the buffer.
+      narrowToBf16(buffer->floats(), size_t(spec.numel),
+                   reinterpret_cast<uint16_t *>(buffer->data()));
+    }
     weights.params.push_back(buffer->floats());
     weights.buffers.push_back(buffer.take());
   }

@@ -10,6 +10,7 @@
 #include "xfrt/Json.h"
 #include "xfrt/Safetensors.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -35,6 +36,38 @@ Expected<Shard> openShard(const std::string &path) {
   return Shard{file.take(), header.take()};
 }
 
+// A parameter the generated code reads as bfloat16: zero-copy for aligned BF16 tensors,
+// otherwise converted (through float32, in chunks) into an owned buffer.
+template <typename Fail>
+Status bindBf16(uint8_t *bytes, const TensorEntry &entry, size_t index, WeightSet &weights,
+                Fail fail) {
+  weights.bf16[index] = true;
+  if (entry.dtype == DType::BF16 && reinterpret_cast<uintptr_t>(bytes) % 2 == 0 &&
+      entry.numel > 0) {
+    weights.params[index] = reinterpret_cast<float *>(bytes);
+    ++weights.zeroCopy;
+    return Status::success();
+  }
+  uint64_t size;
+  if (!checkedMul(uint64_t(entry.numel), uint64_t(sizeof(uint16_t)), size))
+    return fail("too large");
+  Expected<AlignedBuffer> buffer = AlignedBuffer::allocate(size);
+  if (!buffer)
+    return fail(buffer.message());
+  auto *out = reinterpret_cast<uint16_t *>(buffer->data());
+  size_t elementBytes = dtypeSize(entry.dtype);
+  float chunk[4096];
+  for (size_t done = 0; done < size_t(entry.numel);) {
+    size_t n = std::min(size_t(entry.numel) - done, sizeof chunk / sizeof chunk[0]);
+    convertToF32(entry.dtype, bytes + done * elementBytes, n, chunk);
+    narrowToBf16(chunk, n, out + done);
+    done += n;
+  }
+  weights.params[index] = reinterpret_cast<float *>(out);
+  weights.buffers.push_back(buffer.take());
+  return Status::success();
+}
+
 // Points weights.params[index] at `entry` of `shard`, converting when needed.
 Status bindTensor(Shard &shard, const TensorEntry *entry, const ParameterSpec &spec, size_t index,
                   WeightSet &weights) {
@@ -51,6 +84,8 @@ Status bindTensor(Shard &shard, const TensorEntry *entry, const ParameterSpec &s
     return fail(std::string("dtype ") + dtypeName(entry->dtype) +
                 " is not supported (F32, F16, BF16, F64)");
   uint8_t *bytes = shard.file->mutableData() + shard.header.dataStart + entry->begin;
+  if (spec.bf16)
+    return bindBf16(bytes, *entry, index, weights, fail);
   if (entry->dtype == DType::F32 && reinterpret_cast<uintptr_t>(bytes) % alignof(float) == 0 &&
       entry->numel > 0) {
     weights.params[index] = reinterpret_cast<float *>(bytes);
@@ -119,6 +154,7 @@ Expected<WeightSet> loadSharded(const std::string &indexPath, const Manifest &ma
 
   WeightSet weights;
   weights.params.assign(manifest.parameters.size(), nullptr);
+  weights.bf16.assign(manifest.parameters.size(), false);
   std::map<std::string, Shard> shards;
   std::string dir = directoryOf(indexPath);
   for (size_t i = 0; i < manifest.parameters.size(); ++i) {
@@ -147,6 +183,19 @@ Expected<WeightSet> loadSharded(const std::string &indexPath, const Manifest &ma
 
 } // namespace
 
+void narrowToBf16(const float *src, size_t count, uint16_t *dst) {
+  for (size_t i = 0; i < count; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &src[i], sizeof bits);
+    if ((bits & 0x7fffffffu) > 0x7f800000u) { // NaN: keep it a (quiet) NaN
+      dst[i] = uint16_t((bits >> 16) | 0x40);
+      continue;
+    }
+    bits += 0x7fffu + ((bits >> 16) & 1u); // round to nearest, ties to even
+    dst[i] = uint16_t(bits >> 16);
+  }
+}
+
 Expected<WeightSet> loadWeights(const std::string &path, const Manifest &manifest) {
   if (endsWith(path, ".json"))
     return loadSharded(path, manifest);
@@ -155,6 +204,7 @@ Expected<WeightSet> loadWeights(const std::string &path, const Manifest &manifes
     return shard.status();
   WeightSet weights;
   weights.params.assign(manifest.parameters.size(), nullptr);
+  weights.bf16.assign(manifest.parameters.size(), false);
   for (size_t i = 0; i < manifest.parameters.size(); ++i) {
     const ParameterSpec &spec = manifest.parameters[i];
     if (Status s = bindTensor(*shard, shard->header.find(spec.name), spec, i, weights); !s)

@@ -8,7 +8,11 @@ states must satisfy max|Δ| / max|ref| ≤ 1e-4 against the oracle's float64 res
 why it is right are in docs/correctness.md). Also checks that the executable rejects a
 checkpoint missing a tensor, naming it.
 
-usage: check_examples.py --xfc build/bin/xfc [--model gpt2 ...] [--workdir DIR]
+With --weight-type bf16 the executables keep GEMM weights and embedding tables in bfloat16;
+the oracle then reads the bfloat16-rounded checkpoint the executable saves (--save-weights), so
+the same 1e-4 bound checks the kernels rather than the rounding.
+
+usage: check_examples.py --xfc build/bin/xfc [--model gpt2 ...] [--weight-type bf16] [--workdir DIR]
 """
 
 import argparse
@@ -41,11 +45,12 @@ def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
-def check_model(name, xfc, workdir, python):
+def check_model(name, xfc, workdir, python, weight_type="f32"):
     arch, hparams, output, lengths = MODELS[name]
     exe = os.path.join(workdir, name)
     defines = [arg for kv in hparams.split(",") for arg in ("-D", kv)]
-    r = run([xfc, os.path.join(ROOT, "examples", name + ".xf"), *defines, "-o", exe])
+    r = run([xfc, os.path.join(ROOT, "examples", name + ".xf"), *defines,
+             "--weight-type", weight_type, "-o", exe])
     if r.returncode != 0:
         return [f"{name}: xfc failed: {r.stderr.strip()}"]
     weights = os.path.join(workdir, name + ".safetensors")
@@ -53,6 +58,13 @@ def check_model(name, xfc, workdir, python):
              "--seed", "11"])
     if r.returncode != 0:
         return [f"{name}: oracle --write-random failed: {r.stderr.strip()}"]
+    if weight_type == "bf16":
+        # Both sides use the weights the executable actually holds.
+        rounded = os.path.join(workdir, name + "_bf16.safetensors")
+        r = run([exe, "--weights", weights, "--save-weights", rounded])
+        if r.returncode != 0:
+            return [f"{name}: --save-weights failed: {r.stderr.strip()}"]
+        weights = rounded
     rng = np.random.default_rng(5)
     vocab = int(dict(kv.split("=") for kv in hparams.split(","))["N_V"])
     failures = []
@@ -119,13 +131,14 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--xfc", required=True)
     p.add_argument("--model", action="append", choices=sorted(MODELS))
+    p.add_argument("--weight-type", choices=["f32", "bf16"], default="f32")
     p.add_argument("--workdir")
     args = p.parse_args()
     failures = []
     with tempfile.TemporaryDirectory(prefix="xf-e2e-") as tmp:
         workdir = args.workdir or tmp
         for name in args.model or sorted(MODELS):
-            failures += check_model(name, args.xfc, workdir, sys.executable)
+            failures += check_model(name, args.xfc, workdir, sys.executable, args.weight_type)
     for f in failures:
         print("FAIL:", f)
     sys.exit(1 if failures else 0)

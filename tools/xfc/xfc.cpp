@@ -57,6 +57,14 @@ cl::opt<unsigned> optLevel("O", cl::Prefix, cl::init(3),
 cl::opt<std::string> target("target", cl::init("host"),
                             cl::desc("Halide target for the kernels (default: host)"),
                             cl::value_desc("halide-target"), cl::cat(xfcCategory));
+enum class WeightType { F32, BF16 };
+cl::opt<WeightType> weightType(
+    "weight-type", cl::init(WeightType::F32),
+    cl::desc("How GEMM weights and embedding tables are kept in memory"),
+    cl::values(clEnumValN(WeightType::F32, "f32", "float32, as in the checkpoint (default)"),
+               clEnumValN(WeightType::BF16, "bf16",
+                          "bfloat16: half the memory traffic; products still in float32")),
+    cl::cat(xfcCategory));
 cl::opt<bool> keepTemps("keep-temps", cl::init(false),
                         cl::desc("Keep the intermediate object files"),
                         cl::cat(xfcCategory));
@@ -89,7 +97,9 @@ static mlir::LogicalResult report(llvm::Error error) {
 /// The stages after fusion: host code, Halide kernels, LLVM, objects.
 static mlir::LogicalResult emitBackend(Emit action, mlir::ModuleOp fused,
                                        llvm::raw_ostream &os) {
-  mlir::FailureOr<mlir::xf::HostProgram> program = mlir::xf::lowerToHost(fused);
+  mlir::xf::HostOptions hostOptions;
+  hostOptions.bf16Weights = weightType == WeightType::BF16;
+  mlir::FailureOr<mlir::xf::HostProgram> program = mlir::xf::lowerToHost(fused, hostOptions);
   if (mlir::failed(program))
     return mlir::failure();
   mlir::xf::CodegenOptions options;

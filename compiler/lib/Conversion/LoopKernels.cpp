@@ -120,8 +120,9 @@ func::FuncOp LoopKernels::declare(llvm::StringRef name, llvm::StringRef signatur
   if (auto it = cache.find(name); it != cache.end())                           \
     return it->second;
 
-func::FuncOp LoopKernels::gatherRows(int64_t width) {
-  XF_KERNEL_CACHED("xf_gather_rows_" + std::to_string(width));
+func::FuncOp LoopKernels::gatherRows(int64_t width, bool bf16Table) {
+  XF_KERNEL_CACHED((bf16Table ? "xf_gather_bf16_rows_" : "xf_gather_rows_") +
+                   std::to_string(width));
   OpBuilder b(module.getContext());
   func::FuncOp fn = declare(name, "pppi", b);
   Emitter e{b, fn.getLoc()};
@@ -130,9 +131,23 @@ func::FuncOp LoopKernels::gatherRows(int64_t width) {
     Value id = LLVM::LoadOp::create(b, e.loc, b.getI32Type(),
                                     LLVM::GEPOp::create(b, e.loc, e.ptr, b.getI32Type(),
                                                         args[1], ValueRange{t}));
-    Value src = e.row(args[0], arith::ExtSIOp::create(b, e.loc, e.i64, id), width);
+    Value row = arith::ExtSIOp::create(b, e.loc, e.i64, id);
     Value dst = e.row(args[2], t, width);
-    e.loop(e.i(width), [&](Value c) { e.store(e.load(src, c), dst, c); });
+    if (!bf16Table) {
+      Value src = e.row(args[0], row, width);
+      e.loop(e.i(width), [&](Value c) { e.store(e.load(src, c), dst, c); });
+      return;
+    }
+    Type i16 = b.getI16Type(), i32 = b.getI32Type();
+    Value src = LLVM::GEPOp::create(b, e.loc, e.ptr, i16, args[0],
+                                    ValueRange{e.muli(row, e.i(width))});
+    e.loop(e.i(width), [&](Value c) {
+      Value bits = LLVM::LoadOp::create(
+          b, e.loc, i16, LLVM::GEPOp::create(b, e.loc, e.ptr, i16, src, ValueRange{c}));
+      Value wide = arith::ShLIOp::create(b, e.loc, arith::ExtUIOp::create(b, e.loc, i32, bits),
+                                         arith::ConstantIntOp::create(b, e.loc, i32, 16));
+      e.store(arith::BitcastOp::create(b, e.loc, e.f32, wide), dst, c);
+    });
   });
   func::ReturnOp::create(b, e.loc);
   return fn;

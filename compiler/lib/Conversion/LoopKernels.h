@@ -27,7 +27,8 @@ public:
   explicit LoopKernels(ModuleOp module) : module(module) {}
 
   /// out[t, :] = table[ids[t], :]            (table, ids, out, rows)
-  func::FuncOp gatherRows(int64_t width);
+  /// A bfloat16 table is widened exactly (its bits are a float32's top half).
+  func::FuncOp gatherRows(int64_t width, bool bf16Table = false);
   /// out[t, :] = table[offset + t, :]        (table, out, rows, offset)
   func::FuncOp positionRows(int64_t width);
   /// Vaswani et al. sinusoids for positions offset..offset+rows-1 (out, rows, offset)

@@ -23,6 +23,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -85,8 +86,8 @@ int64_t colsOf(Value v) {
 
 class HostLowering {
 public:
-  HostLowering(func::FuncOp forward, HostProgram &program)
-      : forward(forward), program(program), ctx(forward.getContext()) {}
+  HostLowering(func::FuncOp forward, HostProgram &program, const HostOptions &options)
+      : forward(forward), program(program), options(options), ctx(forward.getContext()) {}
 
   LogicalResult run();
 
@@ -132,7 +133,16 @@ private:
 
   func::FuncOp forward;
   HostProgram &program;
+  HostOptions options;
   MLIRContext *ctx;
+  /// Parameter indices stored in bfloat16 (HostOptions::bf16Weights).
+  llvm::DenseSet<int64_t> bf16Parameters;
+  void chooseBf16Parameters();
+  bool isBf16(Value tensor) {
+    auto it = placements.find(tensor);
+    return it != placements.end() && it->second.storage == Storage::Parameter &&
+           bf16Parameters.contains(it->second.index);
+  }
   bool encoderDecoder = false;
 
   llvm::MapVector<Value, Placement> placements;
@@ -180,10 +190,10 @@ private:
 
 std::string gemmKey(const GemmKernelSpec &s) {
   const GemmSchedule &c = s.schedule;
-  return llvm::formatv("{0} {1} {2} {3} {4} {5} | {6} {7} {8} {9} {10} {11} {12}", s.K, s.N,
-                       s.transposeWeight, s.hasBias, s.hasResidual, int(s.epilogue),
+  return llvm::formatv("{0} {1} {2} {3} {4} {5} {13} | {6} {7} {8} {9} {10} {11} {12}", s.K,
+                       s.N, s.transposeWeight, s.hasBias, s.hasResidual, int(s.epilogue),
                        c.tileCols, c.tileRows, c.kBlock, c.packWeights, c.rowsPerTask,
-                       c.panelCols, c.gemvRowsBelow)
+                       c.panelCols, c.gemvRowsBelow, s.bf16Weights)
       .str();
 }
 
@@ -357,6 +367,7 @@ Value HostLowering::rowsOf(Value tensor) {
 HalideBufferArg HostLowering::matrixArg(Value tensor) {
   Placement &p = placements[tensor];
   HalideBufferArg arg{pointerOf(tensor), {}};
+  arg.bf16 = isBf16(tensor);
   arg.dims.push_back({i64(p.cols), i64(1)});
   if (cast<RankedTensorType>(tensor.getType()).getRank() == 2)
     arg.dims.push_back({rowsOf(tensor), i64(p.stride)});
@@ -507,6 +518,7 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
     spec.K = colsOf(gemm.getInput());
     spec.N = width;
     spec.transposeWeight = gemm.getTransposeWeight();
+    spec.bf16Weights = isBf16(gemm.getWeight());
     spec.hasBias = bool(gemm.getBias());
     spec.hasResidual = bool(gemm.getResidual());
     spec.epilogue = epilogueOf(gemm.getActivation());
@@ -564,7 +576,8 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
     inputs.push_back(*ptr);
   }
   if (auto embed = dyn_cast<TokenEmbedOp>(op)) {
-    call(kernels->gatherRows(width), {inputs[0], inputs[1], out, rows});
+    call(kernels->gatherRows(width, isBf16(embed.getTable())),
+         {inputs[0], inputs[1], out, rows});
   } else if (auto pos = dyn_cast<PositionalEmbedOp>(op)) {
     if (pos.getOffset())
       return op->emitError("explicit positional offsets are not supported by the host lowering");
@@ -719,11 +732,35 @@ void HostLowering::emitScratchBytes() {
   b = nullptr;
 }
 
+/// A parameter may live in bfloat16 when every use reads it as a GEMM weight
+/// or an embedding table: both kernels widen it exactly on load.
+void HostLowering::chooseBf16Parameters() {
+  if (!options.bf16Weights)
+    return;
+  llvm::DenseMap<int64_t, bool> eligible;
+  forward.walk([&](ParameterOp param) {
+    Placement &p = placements[param.getResult()];
+    bool ok = param.getType().getRank() == 2;
+    for (OpOperand &use : param->getUses()) {
+      Operation *user = use.getOwner();
+      ok &= (isa<GemmOp>(user) && use.getOperandNumber() == 1) ||
+            (isa<TokenEmbedOp>(user) && use.getOperandNumber() == 0);
+    }
+    auto [it, inserted] = eligible.try_emplace(p.index, ok);
+    if (!inserted)
+      it->second &= ok;
+  });
+  for (auto [index, ok] : eligible)
+    if (ok)
+      bf16Parameters.insert(index);
+}
+
 LogicalResult HostLowering::run() {
   auto output = forward->getAttrOfType<StringAttr>("xf.output");
   encoderDecoder = forward.getNumArguments() == 2;
   if (failed(place()))
     return failure();
+  chooseBf16Parameters();
   OpBuilder top(ctx);
   program.module = ModuleOp::create(forward.getLoc());
   kernels = std::make_unique<LoopKernels>(*program.module);
@@ -749,8 +786,9 @@ LogicalResult HostLowering::run() {
     int64_t n = op.getTable().getType().getDimSize(0);
     info.maxPositions = info.maxPositions ? std::min(info.maxPositions, n) : n;
   });
-  for (auto &[name, type] : parameters)
-    info.parameters.push_back({name, llvm::to_vector(type.getShape()), "normal"});
+  for (auto [i, entry] : llvm::enumerate(parameters))
+    info.parameters.push_back({entry.first, llvm::to_vector(entry.second.getShape()), "normal",
+                               bf16Parameters.contains(i) ? "bf16" : "f32"});
   // Norm gains start near one; biases and shifts near zero.
   forward.walk([&](Operation *op) {
     auto mark = [&](Value v, const char *init) {
@@ -776,14 +814,14 @@ LogicalResult HostLowering::run() {
 
 } // namespace
 
-FailureOr<HostProgram> mlir::xf::lowerToHost(ModuleOp fused) {
+FailureOr<HostProgram> mlir::xf::lowerToHost(ModuleOp fused, const HostOptions &options) {
   auto forward = fused.lookupSymbol<func::FuncOp>("forward");
   if (!forward)
     return fused.emitError("no func.func @forward to lower");
   fused.getContext()->loadDialect<arith::ArithDialect, func::FuncDialect, LLVM::LLVMDialect,
                                   math::MathDialect, scf::SCFDialect>();
   HostProgram program;
-  HostLowering lowering(forward, program);
+  HostLowering lowering(forward, program, options);
   if (failed(lowering.run()))
     return failure();
   return program;

@@ -21,7 +21,8 @@ std::string mlir::xf::renderManifest(const ManifestInfo &info) {
   llvm::json::Array parameters, derived, kernels;
   for (auto &p : info.parameters)
     parameters.push_back(llvm::json::Object{
-        {"name", p.name}, {"shape", llvm::json::Array(p.shape)}, {"init", p.init}});
+        {"name", p.name}, {"shape", llvm::json::Array(p.shape)}, {"init", p.init},
+        {"dtype", p.dtype}});
   for (int64_t bytes : info.derivedBytes)
     derived.push_back(llvm::json::Object{{"bytes", bytes}});
   for (auto &k : info.kernels)

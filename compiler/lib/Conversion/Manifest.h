@@ -21,7 +21,8 @@ struct ManifestInfo {
   struct Parameter {
     std::string name;
     SmallVector<int64_t> shape;
-    std::string init; // "normal" | "ones" | "zeros"
+    std::string init;  // "normal" | "ones" | "zeros"
+    std::string dtype; // "f32" | "bf16": how the generated code reads it
   };
   /// One kernel call of xf_forward, in call order (the profiler's sites).
   struct Kernel {

@@ -25,6 +25,7 @@ struct ParameterSpec {
   std::vector<int64_t> shape;
   int64_t numel = 1;
   InitKind init = InitKind::Normal;
+  bool bf16 = false; // "dtype": "bf16": the generated code reads bfloat16
 };
 
 // One kernel call of xf_forward, in call order (the index is the profiling site).
@@ -42,6 +43,8 @@ struct Manifest {
   int64_t vocab = 0;
   int64_t maxPositions = 0; // 0: no limit
   int64_t dOut = 0;
+  bool cached = false;        // "cached": xf_forward_cached exists (docs/abi.md)
+  int64_t cachePositions = 0; // "cache_positions": KV-cache capacity; 0 without a cache
   std::vector<std::pair<std::string, std::string>> hyperparameters; // name, JSON text of value
   std::vector<ParameterSpec> parameters;
   std::vector<int64_t> derivedBytes;

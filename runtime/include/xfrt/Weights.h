@@ -13,6 +13,7 @@
 #include "xfrt/MappedFile.h"
 #include "xfrt/Status.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -21,7 +22,10 @@
 namespace xfrt {
 
 struct WeightSet {
-  std::vector<float *> params; // manifest.parameters[i] -> numel floats, row-major
+  // manifest.parameters[i] -> numel elements, row-major: float32, or bfloat16 (uint16_t bits)
+  // for parameters whose manifest dtype is bf16 (then bf16[i] is true).
+  std::vector<float *> params;
+  std::vector<bool> bf16;
   std::vector<std::unique_ptr<MappedFile>> files;
   std::vector<AlignedBuffer> buffers;
   size_t zeroCopy = 0; // how many params point straight into a mapped file
@@ -37,7 +41,11 @@ Expected<WeightSet> loadWeights(const std::string &path, const Manifest &manifes
 // Deterministic weights from `seed` (see Random.h and InitKind).
 Expected<WeightSet> randomWeights(uint64_t seed, const Manifest &manifest);
 
-// Writes every parameter as F32 with the manifest's names and shapes; a valid .safetensors file
+// Narrows float32 data to bfloat16, rounding to nearest even (NaN stays NaN).
+void narrowToBf16(const float *src, size_t count, uint16_t *dst);
+
+// Writes every parameter (F32, or BF16 where the manifest keeps it so) with the manifest's
+// names and shapes; a valid .safetensors file
 // (8-aligned data, "__metadata__": {"format": "pt"}).
 Status saveWeights(const std::string &path, const Manifest &manifest, const WeightSet &weights);
 

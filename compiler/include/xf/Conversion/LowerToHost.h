@@ -31,9 +31,15 @@ struct HostProgram {
   std::string manifest;
 };
 
+struct HostOptions {
+  /// Keep matrices that only feed GEMMs and embedding gathers in bfloat16
+  /// (manifest "dtype": "bf16"); the runtime narrows them when it loads.
+  bool bf16Weights = false;
+};
+
 /// Fails with a located error when @forward holds an op the host lowering
 /// cannot place (e.g. one the fusion pipeline should have removed).
-FailureOr<HostProgram> lowerToHost(ModuleOp fused);
+FailureOr<HostProgram> lowerToHost(ModuleOp fused, const HostOptions &options = {});
 
 /// The kernel specs read back from schedule attributes (shared with tuning).
 GemmSchedule gemmScheduleFrom(DictionaryAttr schedule);
