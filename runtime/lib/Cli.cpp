@@ -1,6 +1,9 @@
 //===- Cli.cpp - The command line of every generated executable -----------===//
 #include "xfrt/Cli.h"
 
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 
@@ -21,33 +24,98 @@ bool parseUnsigned(std::string_view s, uint64_t max, uint64_t &out) {
   return out <= max;
 }
 
-enum class Kind { Flag, String, Seed, Count };
+// A finite decimal number ("0.8", "1e-3"); no hex, inf or nan.
+bool parseReal(const std::string &s, double &out) {
+  if (s.empty() || s.size() > 64 || s.find_first_not_of("0123456789.eE+-") != std::string::npos)
+    return false;
+  char *end = nullptr;
+  out = std::strtod(s.c_str(), &end);
+  return end == s.c_str() + s.size() && std::isfinite(out);
+}
+
+enum class Kind { Flag, String, Seed, Count, Real, Id, Many };
 struct Spec {
   const char *name;
   Kind kind;
   const char *value; // metavariable
   const char *help;
+  const char *section = nullptr; // starts a group in --help
 };
 const Spec kSpecs[] = {
-    {"--help", Kind::Flag, nullptr, "print this help and exit"},
+    {"--help", Kind::Flag, nullptr, "print this help and exit", "general"},
     {"--weights", Kind::String, "FILE",
-     "load a .safetensors checkpoint, or a sharded one's model.safetensors.index.json"},
+     "load a .safetensors checkpoint, or a sharded one's "
+     "model.safetensors.index.json"},
     {"--random-weights", Kind::Seed, "SEED",
-     "use deterministic random weights (PCG32 + Box-Muller) instead of a checkpoint"},
+     "use deterministic random weights (PCG32 + Box-Muller) instead of a "
+     "checkpoint"},
     {"--save-weights", Kind::String, "FILE", "write the weights in use as F32 .safetensors"},
-    {"--tokens", Kind::String, "IDS", "comma-separated token ids, e.g. 464,2068,7586"},
-    {"--source-tokens", Kind::String, "IDS",
-     "comma-separated source token ids (encoder-decoder models only; required there)"},
-    {"--logits-out", Kind::String, "FILE", "write the logits [l, d_out] as float32 .npy"},
-    {"--hidden-out", Kind::String, "FILE", "write the hidden states [l, d_out] as float32 .npy"},
     {"--threads", Kind::Count, "N", "worker threads for the kernels (halide_set_num_threads)"},
+    {"--print-memory", Kind::Flag, nullptr,
+     "print peak resident memory (VmHWM) next to the checkpoint's size to "
+     "stderr"},
+    {"--tokens", Kind::Many, "IDS",
+     "comma-separated token ids, e.g. 464,2068,7586; repeat for several "
+     "sequences",
+     "inputs (repeat a flag for a batch; one kind of input per run)"},
+    {"--text", Kind::Many, "TEXT", "a text to tokenize and run (needs a tokenizer); repeatable"},
+    {"--prompt", Kind::Many, "TEXT",
+     "a text to tokenize and continue (generation; needs a tokenizer); "
+     "repeatable"},
+    {"--source-tokens", Kind::Many, "IDS",
+     "source ids of an encoder-decoder (one per target sequence, or one for "
+     "all)"},
+    {"--source-prompt", Kind::Many, "TEXT", "source text of an encoder-decoder (tokenized)"},
+    {"--tokenizer", Kind::String, "PATH",
+     "tokenizer files: a directory holding vocab.json + merges.txt (GPT-2 BPE) "
+     "or vocab.txt "
+     "(BERT WordPiece), or one of those files"},
+    {"--vocab", Kind::String, "FILE",
+     "vocab.json (GPT-2 BPE, with --merges) or vocab.txt (WordPiece)"},
+    {"--merges", Kind::String, "FILE", "merges.txt of a GPT-2 BPE tokenizer"},
+    {"--logits-out", Kind::String, "FILE",
+     "write the logits as float32 .npy: [l, d_out]; [n, l_max, d_out] "
+     "zero-padded for n > 1 "
+     "sequences",
+     "forward-pass outputs"},
+    {"--hidden-out", Kind::String, "FILE", "write the hidden states as float32 .npy (same layout)"},
+    {"--embeddings-out", Kind::String, "FILE",
+     "write one pooled vector per sequence as float32 .npy [n, d_out]"},
+    {"--pool", Kind::String, "mean|cls",
+     "embedding pooling: mean over all tokens ([CLS]/[SEP] included), or the "
+     "first token"},
+    {"--normalize", Kind::Flag, nullptr, "L2-normalize each embedding"},
+    {"--print", Kind::Flag, nullptr,
+     "print the top-5 ids (and values) of each sequence's last row"},
     {"--repeat", Kind::Count, "N", "run the forward pass N times; print min/median ms to stderr"},
-    {"--print", Kind::Flag, nullptr, "print the top-5 ids (and values) of the last row"},
     {"--profile", Kind::Flag, nullptr,
-     "print per-kernel calls, total ms, GFLOP/s and share of the run to stderr"},
+     "print per-kernel calls, total ms, GFLOP/s and share of the run to "
+     "stderr"},
     {"--trace-out", Kind::String, "FILE",
      "write every kernel call as a Chrome trace JSON (opens in Perfetto)"},
+    {"--max-new-tokens", Kind::Count, "N",
+     "generate N tokens after each prompt (Alg. 14/15); default 32 with "
+     "--prompt",
+     "generation (stdout: new ids, or decoded text with a tokenizer; stderr: "
+     "timing summary)"},
+    {"--temperature", Kind::Real, "T", "0 (default): greedy argmax, ties to the lowest id"},
+    {"--top-k", Kind::Count, "K", "sample among the K most likely tokens only"},
+    {"--top-p", Kind::Real, "P", "sample from the smallest set with probability >= P (0 < P <= 1)"},
+    {"--seed", Kind::Seed, "S", "sampling seed (PCG32); default 0"},
+    {"--eos", Kind::Id, "ID|none",
+     "stop after this id; default: the tokenizer's end-of-text id, else none"},
+    {"--bos", Kind::Id, "ID", "encoder-decoders: the initial target when no --tokens are given"},
+    {"--no-cache", Kind::Flag, nullptr,
+     "re-run the whole prefix every step even when the model has a KV-cache "
+     "entry point"},
 };
+
+const Spec *findSpec(const std::string &name) {
+  for (const Spec &s : kSpecs)
+    if (name == s.name)
+      return &s;
+  return nullptr;
+}
 
 } // namespace
 
@@ -65,16 +133,13 @@ Expected<Options> parseCommandLine(int argc, const char *const *argv) {
     }
     if (name == "-h")
       name = "--help";
-    const Spec *spec = nullptr;
-    for (const Spec &s : kSpecs)
-      if (name == s.name)
-        spec = &s;
+    const Spec *spec = findSpec(name);
     if (!spec) {
       if (arg.rfind("-", 0) == 0)
         return makeError("unknown option '" + name + "'");
       return makeError("unexpected argument '" + arg + "'");
     }
-    if (!seen.insert(name).second)
+    if (!seen.insert(name).second && spec->kind != Kind::Many)
       return makeError("option '" + name + "' given twice");
     if (spec->kind == Kind::Flag) {
       if (inlineValue)
@@ -85,10 +150,18 @@ Expected<Options> parseCommandLine(int argc, const char *const *argv) {
       value = argv[++i];
     }
     uint64_t number = 0;
+    double real = 0;
     if (spec->kind == Kind::Seed && !parseUnsigned(value, UINT64_MAX, number))
       return makeError(name + ": '" + value + "' is not an unsigned 64-bit integer");
     if (spec->kind == Kind::Count && (!parseUnsigned(value, 1000000, number) || number == 0))
       return makeError(name + ": '" + value + "' is not an integer in [1, 1000000]");
+    if (spec->kind == Kind::Id && value != "none" &&
+        !parseUnsigned(value, uint64_t(INT32_MAX), number))
+      return makeError(name + ": '" + value + "' is not a token id");
+    if (spec->kind == Kind::Real && !parseReal(value, real))
+      return makeError(name + ": '" + value + "' is not a finite number");
+    // Texts may be empty (an empty prompt is refused later, with the sequence
+    // it belongs to).
     if (spec->kind == Kind::String && value.empty())
       return makeError("option '" + name + "' needs a non-empty value");
 
@@ -100,26 +173,74 @@ Expected<Options> parseCommandLine(int argc, const char *const *argv) {
       o.randomWeights = true, o.seed = number;
     else if (name == "--save-weights")
       o.saveWeights = value;
-    else if (name == "--tokens")
-      o.haveTokens = true, o.tokens = value;
-    else if (name == "--source-tokens")
-      o.haveSourceTokens = true, o.sourceTokens = value;
-    else if (name == "--logits-out")
-      o.logitsOut = value;
-    else if (name == "--hidden-out")
-      o.hiddenOut = value;
     else if (name == "--threads") {
       if (number > 4096)
         return makeError("--threads: " + value + " is more than 4096");
       o.threads = int(number);
-    } else if (name == "--repeat")
-      o.repeat = int(number);
+    } else if (name == "--print-memory")
+      o.printMemory = true;
+    else if (name == "--tokens")
+      o.tokens.push_back(value);
+    else if (name == "--text")
+      o.texts.push_back(value);
+    else if (name == "--prompt")
+      o.prompts.push_back(value);
+    else if (name == "--source-tokens")
+      o.sourceTokens.push_back(value);
+    else if (name == "--source-prompt")
+      o.sourcePrompts.push_back(value);
+    else if (name == "--tokenizer")
+      o.tokenizer = value;
+    else if (name == "--vocab")
+      o.vocab = value;
+    else if (name == "--merges")
+      o.merges = value;
+    else if (name == "--logits-out")
+      o.logitsOut = value;
+    else if (name == "--hidden-out")
+      o.hiddenOut = value;
+    else if (name == "--embeddings-out")
+      o.embeddingsOut = value;
+    else if (name == "--pool") {
+      if (value != "mean" && value != "cls")
+        return makeError("--pool: '" + value + "' is not 'mean' or 'cls'");
+      o.pool = value == "mean" ? Pooling::Mean : Pooling::Cls;
+      o.poolGiven = true;
+    } else if (name == "--normalize")
+      o.normalize = true;
     else if (name == "--print")
       o.print = true;
+    else if (name == "--repeat")
+      o.repeat = int(number);
     else if (name == "--profile")
       o.profile = true;
     else if (name == "--trace-out")
       o.traceOut = value;
+    else if (name == "--max-new-tokens")
+      o.maxNewTokens = int64_t(number);
+    else if (name == "--temperature") {
+      if (real < 0)
+        return makeError("--temperature: " + value + " is negative");
+      o.sampling.temperature = real, o.samplingGiven = true;
+    } else if (name == "--top-k")
+      o.sampling.topK = int64_t(number), o.samplingGiven = true;
+    else if (name == "--top-p") {
+      if (!(real > 0 && real <= 1))
+        return makeError("--top-p: " + value + " is not in (0, 1]");
+      o.sampling.topP = real, o.samplingGiven = true;
+    } else if (name == "--seed")
+      o.samplingSeed = number, o.seedGiven = true;
+    else if (name == "--eos") {
+      if (value == "none")
+        o.noEos = true;
+      else
+        o.eos = int64_t(number);
+    } else if (name == "--bos") {
+      if (value == "none")
+        return makeError("--bos: 'none' is not a token id");
+      o.bos = int64_t(number);
+    } else if (name == "--no-cache")
+      o.noCache = true;
   }
   return o;
 }
@@ -133,22 +254,95 @@ Status checkOptions(const Options &o, const Manifest &m) {
                      "' outputs hidden states; use --hidden-out");
   if (!o.hiddenOut.empty() && m.outputIsLogits)
     return makeError("--hidden-out: model '" + m.model + "' outputs logits; use --logits-out");
-  if (o.haveSourceTokens && !m.encoderDecoder)
-    return makeError("--source-tokens: model '" + m.model + "' is not an encoder-decoder");
-  if (o.haveTokens && m.encoderDecoder && !o.haveSourceTokens)
+  if (!o.embeddingsOut.empty() && m.outputIsLogits)
+    return makeError("--embeddings-out: model '" + m.model +
+                     "' outputs logits, not hidden states to pool");
+  if ((o.poolGiven || o.normalize) && o.embeddingsOut.empty())
+    return makeError(std::string(o.poolGiven ? "--pool" : "--normalize") +
+                     " needs --embeddings-out");
+
+  // Tokenizer files.
+  if (!o.tokenizer.empty() && !o.vocab.empty())
+    return makeError("give either --tokenizer or --vocab, not both");
+  if (!o.merges.empty() && o.vocab.empty())
+    return makeError("--merges needs --vocab vocab.json");
+  int kinds = !o.tokens.empty() + !o.texts.empty() + !o.prompts.empty();
+  if (kinds > 1)
+    return makeError("give one kind of input: --tokens, --text or --prompt");
+  if ((!o.texts.empty() || !o.prompts.empty() || !o.sourcePrompts.empty()) && !o.haveTokenizer())
+    return makeError(std::string(!o.texts.empty()     ? "--text"
+                                 : !o.prompts.empty() ? "--prompt"
+                                                      : "--source-prompt") +
+                     " needs a tokenizer: --tokenizer PATH or --vocab FILE");
+  if (!o.sourceTokens.empty() && !o.sourcePrompts.empty())
+    return makeError("give either --source-tokens or --source-prompt, not both");
+
+  // Encoder-decoder sources.
+  if (o.haveSource() && !m.encoderDecoder)
+    return makeError(std::string(o.sourceTokens.empty() ? "--source-prompt" : "--source-tokens") +
+                     ": model '" + m.model + "' is not an encoder-decoder");
+  if (o.bos && !m.encoderDecoder)
+    return makeError("--bos: model '" + m.model + "' is not an encoder-decoder");
+  if (o.bos && kinds)
+    return makeError("give either --bos or a target (--tokens/--prompt), not both");
+  size_t sources = std::max(o.sourceTokens.size(), o.sourcePrompts.size());
+  size_t targets = std::max({o.tokens.size(), o.texts.size(), o.prompts.size()});
+  if (o.bos)
+    targets = sources;
+  if (targets && m.encoderDecoder && !sources)
     return makeError("--source-tokens is required: model '" + m.model + "' is an encoder-decoder");
-  if (!o.haveTokens) {
-    const char *needs = !o.logitsOut.empty()   ? "--logits-out"
-                        : !o.hiddenOut.empty() ? "--hidden-out"
-                        : o.print              ? "--print"
-                        : o.repeat             ? "--repeat"
-                        : o.profile            ? "--profile"
-                        : !o.traceOut.empty()  ? "--trace-out"
-                        : o.haveSourceTokens   ? "--source-tokens"
-                                               : nullptr;
+  if (sources > 1 && targets && sources != targets)
+    return makeError(std::to_string(sources) + " sources for " + std::to_string(targets) +
+                     " target sequences: give one source, or one per sequence");
+
+  // Generation.
+  if (o.generating()) {
+    if (!m.outputIsLogits)
+      return makeError("model '" + m.model + "' outputs hidden states; it cannot generate");
+    if (!o.texts.empty())
+      return makeError("--text is for forward passes; give --prompt to generate");
+    if (!targets)
+      return makeError(m.encoderDecoder ? "generation needs a target: --tokens IDS or --bos ID"
+                                        : "generation needs --tokens or --prompt");
+    const char *forwardOnly = !o.logitsOut.empty()       ? "--logits-out"
+                              : !o.embeddingsOut.empty() ? "--embeddings-out"
+                              : o.print                  ? "--print"
+                              : o.repeat                 ? "--repeat"
+                                                         : nullptr;
+    if (forwardOnly)
+      return makeError(std::string(forwardOnly) + " is for forward passes, not generation");
+    if (o.sampling.temperature == 0 && (o.sampling.topK > 1 || o.sampling.topP < 1))
+      return makeError("--top-k/--top-p need --temperature > 0 (0 is greedy)");
+    if (o.eos && *o.eos >= m.vocab)
+      return makeError("--eos: token id " + std::to_string(*o.eos) + " is out of range [0, " +
+                       std::to_string(m.vocab) + ")");
+    if (o.bos && *o.bos >= m.vocab)
+      return makeError("--bos: token id " + std::to_string(*o.bos) + " is out of range [0, " +
+                       std::to_string(m.vocab) + ")");
+  } else {
+    const char *needs = o.samplingGiven    ? "--temperature/--top-k/--top-p"
+                        : o.seedGiven      ? "--seed"
+                        : o.eos || o.noEos ? "--eos"
+                        : o.bos            ? "--bos"
+                        : o.noCache        ? "--no-cache"
+                                           : nullptr;
+    if (needs)
+      return makeError(std::string(needs) + " needs generation (--max-new-tokens N or --prompt)");
+  }
+
+  if (!targets) {
+    const char *needs = !o.logitsOut.empty()       ? "--logits-out"
+                        : !o.hiddenOut.empty()     ? "--hidden-out"
+                        : !o.embeddingsOut.empty() ? "--embeddings-out"
+                        : o.print                  ? "--print"
+                        : o.repeat                 ? "--repeat"
+                        : o.profile                ? "--profile"
+                        : !o.traceOut.empty()      ? "--trace-out"
+                        : o.haveSource()           ? "--source-tokens"
+                                                   : nullptr;
     if (needs)
       return makeError(std::string(needs) + " needs --tokens");
-    if (o.saveWeights.empty())
+    if (o.saveWeights.empty() && !o.printMemory)
       return makeError("nothing to do: give --tokens (or --save-weights)");
   }
   return Status::success();
@@ -191,8 +385,16 @@ Expected<std::vector<int32_t>> parseTokenList(std::string_view text, const char 
 }
 
 std::string usageText(const std::string &program, const Manifest *m) {
-  std::string out =
-      "usage: " + program + " (--weights FILE | --random-weights SEED) [--tokens IDS] [options]\n";
+  std::string out = "usage: " + program +
+                    " (--weights FILE | --random-weights SEED) [--tokens IDS] [options]\n"
+                    "       " +
+                    program +
+                    " --weights FILE --tokenizer DIR --prompt TEXT [--max-new-tokens N] "
+                    "[--temperature T --seed S]\n"
+                    "       " +
+                    program +
+                    " --weights FILE --vocab vocab.txt --text TEXT [--text TEXT ...] "
+                    "--embeddings-out E.npy [--pool mean --normalize]\n";
   if (m) {
     out += "\nmodel: " + m->model + " (" + m->kindName() + ", output " + m->outputName() + " [l, " +
            std::to_string(m->dOut) + "], vocab " + std::to_string(m->vocab) + ", max_positions " +
@@ -205,16 +407,30 @@ std::string usageText(const std::string &program, const Manifest *m) {
       out += "\n";
     }
   }
-  out += "\noptions:\n";
+  if (m && m->outputIsLogits)
+    out += std::string("generation: ") +
+           (m->cached ? "KV cache of " + std::to_string(m->cachePositions) + " positions"
+                      : "re-runs the whole prefix every step (no cached entry point)") +
+           "\n";
   for (const Spec &s : kSpecs) {
-    bool notHere = m && ((!std::strcmp(s.name, "--source-tokens") && !m->encoderDecoder) ||
-                         (!std::strcmp(s.name, "--logits-out") && !m->outputIsLogits) ||
-                         (!std::strcmp(s.name, "--hidden-out") && m->outputIsLogits));
+    if (s.section)
+      out += std::string("\n") + s.section + ":\n";
+    auto is = [&](const char *flag) { return !std::strcmp(s.name, flag); };
+    bool notHere =
+        m &&
+        (((is("--source-tokens") || is("--source-prompt") || is("--bos")) && !m->encoderDecoder) ||
+         (is("--logits-out") && !m->outputIsLogits) ||
+         ((is("--hidden-out") || is("--embeddings-out") || is("--pool") || is("--normalize")) &&
+          m->outputIsLogits) ||
+         (!m->outputIsLogits &&
+          (is("--prompt") || is("--max-new-tokens") || is("--temperature") || is("--top-k") ||
+           is("--top-p") || is("--seed") || is("--eos") || is("--no-cache"))));
     std::string left = std::string("  ") + s.name + (s.value ? std::string(" ") + s.value : "");
     left.append(left.size() < 26 ? 26 - left.size() : 1, ' ');
     out += left + s.help + (notHere ? " [not for this model]" : "") + "\n";
   }
-  out += "\nExit status: 0 success, 1 bad weights or runtime failure, 2 bad command line.\n";
+  out += "\nExit status: 0 success, 1 bad weights or runtime failure, 2 bad "
+         "command line.\n";
   return out;
 }
 

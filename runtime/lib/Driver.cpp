@@ -1,16 +1,24 @@
 //===- Driver.cpp - main() of generated executables, as a function --------===//
 //
-// manifest -> options -> weights -> xf_prepare -> scratch -> xf_forward (x repeat) -> outputs.
+// manifest -> options -> tokenizer -> sequences -> weights -> Session
+// (xf_prepare) -> either forward passes over the batch (--repeat times; logits
+// / hidden states / embeddings) or generation (Generate.h) per sequence.
 // Everything the user controls is validated before the generated code sees it.
+// Batches loop over the sequences, one xf_forward call each.
 //
 //===----------------------------------------------------------------------===//
 #include "xfrt/Driver.h"
 
 #include "xfrt/AlignedBuffer.h"
 #include "xfrt/Cli.h"
+#include "xfrt/Embeddings.h"
+#include "xfrt/Generate.h"
+#include "xfrt/Inputs.h"
 #include "xfrt/Manifest.h"
+#include "xfrt/Memory.h"
 #include "xfrt/Npy.h"
 #include "xfrt/Profile.h"
+#include "xfrt/Session.h"
 #include "xfrt/Weights.h"
 
 #include <algorithm>
@@ -54,47 +62,49 @@ int usageError(const std::string &message, const std::string &program, const Man
   return 2;
 }
 
-struct Sequences {
-  std::vector<int32_t> tokens, source;
-};
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
 
-// Runs the model and writes what the options ask for; returns the exit code.
-int runForward(const Options &o, const Manifest &m, const ModelAbi &abi, WeightSet &weights,
-               const Sequences &seq) {
-  std::vector<AlignedBuffer> derived;
-  std::vector<void *> derivedPtrs;
-  for (size_t j = 0; j < m.derivedBytes.size(); ++j) {
-    Expected<AlignedBuffer> b = AlignedBuffer::allocate(uint64_t(m.derivedBytes[j]));
-    if (!b)
-      return report("derived buffer " + std::to_string(j) + ": " + b.message(), 1);
-    derivedPtrs.push_back(b->data());
-    derived.push_back(b.take());
+Expected<AlignedBuffer> floats(int64_t a, int64_t b, int64_t c = 1) {
+  int64_t count;
+  uint64_t bytes;
+  if (!checkedMul(a, b, count) || !checkedMul(count, c, count) ||
+      !checkedMul(uint64_t(count), uint64_t(sizeof(float)), bytes))
+    return makeError("output of " + std::to_string(a) + " x " + std::to_string(b) + " x " +
+                     std::to_string(c) + " floats is too large");
+  return AlignedBuffer::allocate(bytes);
+}
+
+void printTop5(const float *last, int64_t n) {
+  std::vector<int64_t> top = topIndices(last, n, 5);
+  std::string ids = "top5", values = "top5_values";
+  for (int64_t i : top) {
+    ids += " " + std::to_string(i);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, " %.6g", double(last[i]));
+    values += buf;
   }
-  std::vector<void *> params(weights.params.begin(), weights.params.end());
-  // Never hand the generated code a null array, even for a model without parameters.
-  params.push_back(nullptr);
-  derivedPtrs.push_back(nullptr);
-  abi.prepare(params.data(), derivedPtrs.data());
+  std::printf("%s\n%s\n", ids.c_str(), values.c_str());
+}
 
-  int64_t l = int64_t(seq.tokens.size()), lz = int64_t(seq.source.size());
-  int64_t scratchBytes = abi.scratchBytes(l, lz);
-  if (scratchBytes < 0)
-    return report("xf_scratch_bytes(" + std::to_string(l) + ", " + std::to_string(lz) +
-                      ") returned " + std::to_string(scratchBytes),
-                  1);
-  Expected<AlignedBuffer> scratch = AlignedBuffer::allocate(uint64_t(scratchBytes));
-  if (!scratch)
-    return report("scratch: " + scratch.message(), 1);
-  int64_t outCount;
-  uint64_t outBytes;
-  if (!checkedMul(l, m.dOut, outCount) ||
-      !checkedMul(uint64_t(outCount), uint64_t(sizeof(float)), outBytes))
-    return report("output of " + std::to_string(l) + " x " + std::to_string(m.dOut) +
-                      " floats is too large",
-                  1);
-  Expected<AlignedBuffer> out = AlignedBuffer::allocate(outBytes);
+// Forward passes over the batch, one xf_forward per sequence; writes what the
+// options ask for.
+int runForward(const Options &o, const Manifest &m, Session &session, const Batch &batch) {
+  int64_t n = int64_t(batch.size()), lMax = 0, lzMax = 0, total = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    lMax = std::max(lMax, int64_t(batch.targets[i].size()));
+    total += int64_t(batch.targets[i].size());
+    if (!batch.sources.empty())
+      lzMax = std::max(lzMax, int64_t(batch.sources[i].size()));
+  }
+  // Sequence i's rows live at out + i * lMax * d_out; rows past its length stay
+  // zero.
+  Expected<AlignedBuffer> out = floats(n, lMax, m.dOut);
   if (!out)
     return report("output: " + out.message(), 1);
+  static const std::vector<int32_t> noSource;
 
   int runs = o.repeat > 0 ? o.repeat : 1;
   bool profiling = o.profile || !o.traceOut.empty();
@@ -103,45 +113,173 @@ int runForward(const Options &o, const Manifest &m, const ModelAbi &abi, WeightS
   std::vector<double> ms;
   for (int r = 0; r < runs; ++r) {
     auto start = std::chrono::steady_clock::now();
-    int32_t rc = abi.forward(params.data(), derivedPtrs.data(), seq.tokens.data(), l,
-                             lz ? seq.source.data() : nullptr, lz, out->floats(), scratch->data());
+    for (int64_t i = 0; i < n; ++i) {
+      const std::vector<int32_t> &source = batch.sources.empty() ? noSource : batch.sources[i];
+      if (Status s = session.forward(batch.targets[i], source, out->floats() + i * lMax * m.dOut);
+          !s)
+        return report(s.message(), 1);
+    }
     auto stop = std::chrono::steady_clock::now();
-    if (rc != 0)
-      return report("xf_forward failed with code " + std::to_string(rc), 1);
     ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
   }
   if (profiling) {
     profileStop();
+    // With several sequences the FLOP counts use the mean length (attention is
+    // approximate).
+    int64_t l = n == 1 ? lMax : (total + n - 1) / n;
     if (o.profile)
-      std::fprintf(stderr, "%s", profileTable(m, l, lz, runs).c_str());
+      std::fprintf(stderr, "%s", profileTable(m, l, lzMax, runs * int(n)).c_str());
     if (!o.traceOut.empty())
       if (Status s = writeTrace(o.traceOut, m); !s)
         return report(s.message(), 1);
   }
   if (o.repeat > 0) {
     std::sort(ms.begin(), ms.end());
-    double median =
-        ms.size() % 2 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
-    std::fprintf(stderr, "%s: l=%lld l_z=%lld threads=%d runs=%d min %.3f ms median %.3f ms\n",
-                 m.model.c_str(), (long long)l, (long long)lz, o.threads, runs, ms.front(), median);
+    if (n == 1)
+      std::fprintf(stderr, "%s: l=%lld l_z=%lld threads=%d runs=%d min %.3f ms median %.3f ms\n",
+                   m.model.c_str(), (long long)lMax, (long long)lzMax, o.threads, runs, ms.front(),
+                   median(ms));
+    else
+      std::fprintf(stderr,
+                   "%s: %lld sequences, %lld tokens, l_max=%lld threads=%d "
+                   "runs=%d min %.3f ms "
+                   "median %.3f ms\n",
+                   m.model.c_str(), (long long)n, (long long)total, (long long)lMax, o.threads,
+                   runs, ms.front(), median(ms));
   }
 
   const std::string &outPath = m.outputIsLogits ? o.logitsOut : o.hiddenOut;
-  if (!outPath.empty())
-    if (Status s = writeNpy(outPath, out->floats(), l, m.dOut); !s)
+  if (!outPath.empty()) {
+    Status s = n == 1 ? writeNpy(outPath, out->floats(), lMax, m.dOut)
+                      : writeNpy(outPath, out->floats(), {n, lMax, m.dOut});
+    if (!s)
       return report(s.message(), 1);
-  if (o.print) {
-    const float *last = out->floats() + (l - 1) * m.dOut;
-    std::vector<int64_t> top = topIndices(last, m.dOut, 5);
-    std::string ids = "top5", values = "top5_values";
-    for (int64_t i : top) {
-      ids += " " + std::to_string(i);
-      char buf[32];
-      std::snprintf(buf, sizeof buf, " %.6g", double(last[i]));
-      values += buf;
-    }
-    std::printf("%s\n%s\n", ids.c_str(), values.c_str());
   }
+  if (!o.embeddingsOut.empty()) {
+    Expected<AlignedBuffer> e = floats(n, m.dOut);
+    if (!e)
+      return report("embeddings: " + e.message(), 1);
+    for (int64_t i = 0; i < n; ++i)
+      poolHidden(out->floats() + i * lMax * m.dOut, int64_t(batch.targets[i].size()), m.dOut,
+                 o.pool, o.normalize, e->floats() + i * m.dOut);
+    if (Status s = writeNpy(o.embeddingsOut, e->floats(), n, m.dOut); !s)
+      return report(s.message(), 1);
+  }
+  if (o.print)
+    for (int64_t i = 0; i < n; ++i)
+      printTop5(out->floats() + (i * lMax + int64_t(batch.targets[i].size()) - 1) * m.dOut, m.dOut);
+  return 0;
+}
+
+// Text printed so far for one generated sequence; holds back an incomplete
+// UTF-8 tail.
+class TextStream {
+public:
+  explicit TextStream(const Tokenizer *tok) : tok_(tok) {}
+  void add(int32_t id) {
+    ids_.push_back(id);
+    Expected<std::string> text = tok_->decode(ids_);
+    if (!text)
+      return;
+    size_t end = text->size();
+    // Back off over a trailing partial UTF-8 sequence (at most 3 bytes).
+    for (size_t back = 1; back <= 3 && back <= end; ++back) {
+      unsigned char c = (unsigned char)(*text)[end - back];
+      if ((c & 0xC0) != 0x80) {
+        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+        if (need > back)
+          end -= back;
+        break;
+      }
+    }
+    if (end > printed_ && text->compare(0, printed_, last_, 0, printed_) == 0) {
+      std::fwrite(text->data() + printed_, 1, end - printed_, stdout);
+      printed_ = end;
+    }
+    last_ = text.take();
+  }
+  void finish() {
+    if (last_.size() > printed_)
+      std::fwrite(last_.data() + printed_, 1, last_.size() - printed_, stdout);
+  }
+
+private:
+  const Tokenizer *tok_;
+  std::vector<int32_t> ids_;
+  std::string last_;
+  size_t printed_ = 0;
+};
+
+int runGeneration(const Options &o, const Manifest &m, Session &session, const Batch &batch,
+                  const Tokenizer *tok) {
+  GenerateOptions g;
+  g.maxNewTokens = o.maxNewTokens > 0 ? o.maxNewTokens : kDefaultNewTokens;
+  g.sampling = o.sampling;
+  g.useCache = !o.noCache;
+  if (o.eos)
+    g.eos = int32_t(*o.eos);
+  else if (!o.noEos && tok)
+    if (std::optional<int32_t> end = tok->endOfText(); end && *end < m.vocab)
+      g.eos = *end;
+  bool profiling = o.profile || !o.traceOut.empty();
+  if (profiling)
+    profileStart(m.kernels.size());
+  static const std::vector<int32_t> noSource;
+  int64_t steps = 0, tokens = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    // Every sequence gets its own generator, so a batch samples what single
+    // runs sample.
+    Pcg32 rng(o.samplingSeed, fnv1a64("xfrt.sampling"));
+    TextStream text(tok);
+    bool first = true;
+    auto onToken = [&](int32_t id) {
+      if (tok)
+        text.add(id);
+      else
+        std::printf(first ? "%d" : ",%d", id);
+      first = false;
+      std::fflush(stdout);
+    };
+    const std::vector<int32_t> &source = batch.sources.empty() ? noSource : batch.sources[i];
+    Expected<GenerateResult> r = generate(session, batch.targets[i], source, g, rng, onToken);
+    if (!r) {
+      std::printf("\n");
+      return report(r.message(), 1);
+    }
+    if (tok)
+      text.finish();
+    std::printf("\n");
+    std::fflush(stdout);
+    int64_t decodeSteps = int64_t(r->newTokens.size()) - 1;
+    steps += int64_t(r->newTokens.size()) + r->promptTokens;
+    tokens += int64_t(r->newTokens.size());
+    if (r->hitPositionLimit)
+      std::fprintf(stderr, "stopped: %s\n", r->stopReason.c_str());
+    std::fprintf(stderr,
+                 "%s: %zu new tokens (stop: %s, %s); prefill %lld tokens in %.2f ms "
+                 "(%.1f tokens/s)",
+                 m.model.c_str(), r->newTokens.size(),
+                 r->hitPositionLimit ? "position limit" : r->stopReason.c_str(),
+                 r->cached ? "KV cache" : "re-running the prefix", (long long)r->promptTokens,
+                 r->prefillMs,
+                 r->prefillMs > 0 ? 1e3 * double(r->promptTokens) / r->prefillMs : 0.0);
+    if (decodeSteps > 0)
+      std::fprintf(stderr, "; decode %lld tokens in %.2f ms (%.3f ms/token, %.1f tokens/s)",
+                   (long long)decodeSteps, r->decodeMs, r->decodeMs / double(decodeSteps),
+                   r->decodeMs > 0 ? 1e3 * double(decodeSteps) / r->decodeMs : 0.0);
+    std::fprintf(stderr, "\n");
+  }
+  if (profiling) {
+    profileStop();
+    if (o.profile)
+      std::fprintf(stderr, "%s", profileTable(m, 1, 0, int(std::max<int64_t>(steps, 1))).c_str());
+    if (!o.traceOut.empty())
+      if (Status s = writeTrace(o.traceOut, m); !s)
+        return report(s.message(), 1);
+  }
+  if (batch.size() > 1)
+    std::fprintf(stderr, "%s: %zu sequences, %lld new tokens\n", m.model.c_str(), batch.size(),
+                 (long long)tokens);
   return 0;
 }
 
@@ -164,19 +302,12 @@ int runMain(int argc, const char *const *argv, const ModelAbi &abi) {
   }
   if (Status s = checkOptions(o, m); !s)
     return usageError(s.message(), program, &m);
-  Sequences seq;
-  if (o.haveTokens) {
-    Expected<std::vector<int32_t>> t = parseTokenList(o.tokens, "--tokens", m);
-    if (!t)
-      return usageError(t.message(), program, &m);
-    seq.tokens = t.take();
-  }
-  if (o.haveSourceTokens) {
-    Expected<std::vector<int32_t>> t = parseTokenList(o.sourceTokens, "--source-tokens", m);
-    if (!t)
-      return usageError(t.message(), program, &m);
-    seq.source = t.take();
-  }
+  Expected<std::unique_ptr<Tokenizer>> tokenizer = loadTokenizer(o);
+  if (!tokenizer)
+    return report(tokenizer.message(), 1);
+  Expected<Batch> batch = buildBatch(o, m, tokenizer->get());
+  if (!batch)
+    return usageError(batch.message(), program, &m);
 
   if (o.threads > 0) {
     if (abi.setNumThreads)
@@ -192,9 +323,23 @@ int runMain(int argc, const char *const *argv, const ModelAbi &abi) {
   if (!o.saveWeights.empty())
     if (Status s = saveWeights(o.saveWeights, m, *weights); !s)
       return report(s.message(), 1);
-  if (!o.haveTokens)
-    return 0;
-  return runForward(o, m, abi, *weights, seq);
+  int code = 0;
+  if (batch->size() > 0) {
+    Expected<Session> session = Session::create(m, abi, *weights);
+    if (!session)
+      return report(session.message(), 1);
+    code = o.generating() ? runGeneration(o, m, *session, *batch, tokenizer->get())
+                          : runForward(o, m, *session, *batch);
+  }
+  if (code == 0 && (o.printMemory || o.generating())) {
+    int64_t fileBytes = 0, paramBytes = 0;
+    for (const auto &f : weights->files)
+      fileBytes += int64_t(f->size());
+    for (const ParameterSpec &p : m.parameters)
+      paramBytes += p.numel * int64_t(sizeof(float));
+    std::fprintf(stderr, "%s\n", memoryReport(fileBytes, paramBytes).c_str());
+  }
+  return code;
 }
 
 } // namespace xfrt

@@ -30,10 +30,15 @@ std::string npyHeader(const std::vector<int64_t> &shape) {
 }
 
 Status writeNpy(const std::string &path, const float *data, int64_t rows, int64_t cols) {
-  int64_t count;
-  if (rows < 0 || cols < 0 || !checkedMul(rows, cols, count))
-    return makeError(path + ": bad array shape");
-  std::string header = npyHeader({rows, cols});
+  return writeNpy(path, data, std::vector<int64_t>{rows, cols});
+}
+
+Status writeNpy(const std::string &path, const float *data, const std::vector<int64_t> &shape) {
+  int64_t count = 1;
+  for (int64_t d : shape)
+    if (d < 0 || !checkedMul(count, d, count))
+      return makeError(path + ": bad array shape");
+  std::string header = npyHeader(shape);
   std::FILE *f = std::fopen(path.c_str(), "wb");
   if (!f)
     return makeError(path + ": cannot create: " + std::strerror(errno));

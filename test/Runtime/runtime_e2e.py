@@ -1,6 +1,7 @@
 """End-to-end tests of libxfrt's main() through fake models (test/Runtime/Inputs/FakeModel.cpp).
 
-Run by ctest: runtime_e2e.py FAKE_DECODER FAKE_SEQ2SEQ REFERENCE_DIR. The .safetensors files
+Run by ctest: runtime_e2e.py FAKE_DECODER FAKE_SEQ2SEQ REFERENCE_DIR FAKE_CACHED
+FAKE_SEQ2SEQ_LOGITS. The .safetensors files
 the runtime writes are read back with the independent reader in test/reference, and logits are
 recomputed with numpy from the saved weights.
 """
@@ -14,7 +15,7 @@ import unittest
 
 import numpy as np
 
-DECODER, SEQ2SEQ, REFERENCE = sys.argv[1:4]
+DECODER, SEQ2SEQ, REFERENCE, CACHED, SEQ2SEQ_LOGITS = sys.argv[1:6]
 sys.path.insert(0, REFERENCE)
 import safetensors_io  # noqa: E402
 
@@ -205,6 +206,186 @@ class Decoder(unittest.TestCase):
         ids = [int(x) for x in lines[0].split()[1:]]
         logits = expected_logits(safetensors_io.load(w), [3, 9])[-1]
         self.assertEqual(ids, list(np.argsort(-logits, kind="stable")[:5]))
+
+
+def cached_logits(weights, tokens):
+    """FakeModel.cpp's FAKE_CACHED model: h_t = x_t + mean_{s<=t} x_s."""
+    wte, g = weights["wte.weight"], weights["ln_f.weight"]
+    x = wte[tokens] * g
+    c = np.cumsum(x, axis=0) / np.arange(1, len(tokens) + 1)[:, None]
+    return (x + c) @ wte.T
+
+
+def greedy(logits_fn, prompt, n, eos=None, limit=None):
+    x, new = list(prompt), []
+    for _ in range(n):
+        if limit is not None and len(x) > limit:
+            break
+        y = int(np.argmax(logits_fn(x)[-1]))
+        x.append(y)
+        new.append(y)
+        if y == eos:
+            break
+    return new
+
+
+def ids(stdout):
+    return [[int(t) for t in line.split(",")] for line in stdout.strip().splitlines()]
+
+
+class Generation(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.w = os.path.join(self.tmp.name, "w.safetensors")
+        rc, _, err = run(CACHED, "--random-weights", "3", "--save-weights", self.w)
+        self.assertEqual(rc, 0, err)
+        self.weights = safetensors_io.load(self.w)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_greedy_cached_equals_rerun_and_numpy(self):
+        want = greedy(lambda x: cached_logits(self.weights, x), [1, 2, 3], 6)
+        rc, out, err = run(CACHED, "--weights", self.w, "--tokens", "1,2,3",
+                           "--max-new-tokens", "6")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(ids(out), [want])
+        self.assertIn("KV cache", err)
+        self.assertRegex(err, r"prefill 3 tokens in [0-9.]+ ms \([0-9.]+ tokens/s\); decode 5 "
+                              r"tokens in [0-9.]+ ms \([0-9.]+ ms/token")
+        self.assertRegex(err, r"memory: peak resident [0-9.]+ MiB \(VmHWM\), checkpoint")
+        rc, out2, err = run(CACHED, "--weights", self.w, "--tokens", "1,2,3",
+                            "--max-new-tokens", "6", "--no-cache")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out2, out)
+        self.assertIn("re-running the prefix", err)
+
+    def test_without_cache_symbols(self):
+        w = os.path.join(self.tmp.name, "d.safetensors")
+        run(DECODER, "--random-weights", "5", "--save-weights", w)
+        weights = safetensors_io.load(w)
+        want = greedy(lambda x: expected_logits(weights, x), [4], 3)
+        rc, out, err = run(DECODER, "--weights", w, "--tokens", "4", "--max-new-tokens", "3")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(ids(out), [want])
+        self.assertIn("re-running the prefix", err)
+
+    def test_position_limit(self):
+        # cache_positions 10 < max_positions 12: a 4-token prompt grows to 10 tokens and the
+        # 10th position's logits give a 7th new token; then it stops.
+        rc, out, err = run(CACHED, "--weights", self.w, "--tokens", "1,2,3,4",
+                           "--max-new-tokens", "50")
+        self.assertEqual(rc, 0, err)
+        want = greedy(lambda x: cached_logits(self.weights, x), [1, 2, 3, 4], 50, limit=10)
+        self.assertEqual(ids(out), [want])
+        self.assertEqual(len(want), 7)
+        self.assertIn("stopped: the sequence reached the model's 10 positions (cache_positions)",
+                      err)
+        rc, out, err = run(CACHED, "--weights", self.w, "--tokens", "1,2,3,4",
+                           "--max-new-tokens", "50", "--no-cache")
+        self.assertIn("12 positions (max_positions)", err)
+        self.assertEqual(len(ids(out)[0]), 9)
+
+    def test_eos_and_batch(self):
+        full = greedy(lambda x: cached_logits(self.weights, x), [5, 6], 6)
+        eos = full[2]
+        rc, out, err = run(CACHED, "--weights", self.w, "--tokens", "5,6", "--max-new-tokens",
+                           "6", "--eos", str(eos))
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(ids(out), [full[:full.index(eos) + 1]])
+        self.assertIn("stop: eos", err)
+        # A batch generates what single runs generate, sampling included.
+        args = ["--weights", self.w, "--max-new-tokens", "5", "--temperature", "1.5",
+                "--seed", "9"]
+        single = [run(CACHED, *args, "--tokens", t)[1] for t in ["1", "2,3", "7,7,7"]]
+        rc, out, err = run(CACHED, *args, "--tokens", "1", "--tokens", "2,3", "--tokens", "7,7,7")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out, "".join(single))
+
+    def test_sampling_seeds(self):
+        def sample(*extra):
+            rc, out, err = run(CACHED, "--weights", self.w, "--tokens", "1", "--max-new-tokens",
+                               "9", *extra)
+            self.assertEqual(rc, 0, err)
+            return ids(out)[0]
+        a = sample("--temperature", "2", "--seed", "1")
+        self.assertEqual(a, sample("--temperature", "2", "--seed", "1"))
+        self.assertNotEqual(a, sample("--temperature", "2", "--seed", "2"))
+        self.assertEqual(sample("--temperature", "2", "--top-k", "1", "--seed", "3"), sample())
+        self.assertEqual(sample("--temperature", "2", "--top-p", "1e-6", "--seed", "3"), sample())
+        self.assertEqual(sample("--temperature", "1", "--top-k", "4", "--top-p", "0.8",
+                                "--seed", "5"),
+                         sample("--temperature", "1", "--top-k", "4", "--top-p", "0.8",
+                                "--seed", "5"))
+
+    def test_encoder_decoder_bos(self):
+        w = os.path.join(self.tmp.name, "ed.safetensors")
+        run(SEQ2SEQ_LOGITS, "--random-weights", "2", "--save-weights", w)
+        weights = safetensors_io.load(w)
+        wte, g = weights["wte.weight"], weights["ln_f.weight"]
+
+        def logits(src):
+            return lambda x: (wte[x] * g + wte[src].mean(axis=0)) @ wte.T
+        rc, out, err = run(SEQ2SEQ_LOGITS, "--weights", w, "--bos", "0", "--source-tokens",
+                           "3,4,5", "--source-tokens", "9", "--max-new-tokens", "4")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(ids(out), [greedy(logits([3, 4, 5]), [0], 4),
+                                    greedy(logits([9]), [0], 4)])
+        rc, out, err = run(SEQ2SEQ_LOGITS, "--weights", w, "--tokens", "1,2", "--source-tokens",
+                           "3", "--max-new-tokens", "2", "--no-cache")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(ids(out), [greedy(logits([3]), [1, 2], 2)])
+
+    def test_bad_generation_command_lines(self):
+        for args in [["--tokens", "1", "--temperature", "1"],
+                     ["--tokens", "1", "--max-new-tokens", "2", "--logits-out", "x.npy"],
+                     ["--tokens", "1", "--max-new-tokens", "2", "--eos", "16"],
+                     ["--tokens", "1", "--max-new-tokens", "2", "--top-p", "2"],
+                     ["--prompt", "hello"],
+                     ["--tokens", "1", "--max-new-tokens", "2", "--bos", "1"]]:
+            rc, out, err = run(CACHED, "--weights", self.w, *args)
+            self.assertEqual(rc, 2, args)
+            self.assertTrue(err.startswith("error: "), err)
+
+
+class Batches(unittest.TestCase):
+    def test_logits_and_hidden_batches(self):
+        with tempfile.TemporaryDirectory() as d:
+            w = os.path.join(d, "w.safetensors")
+            run(CACHED, "--random-weights", "4", "--save-weights", w)
+            seqs = ["1,2,3", "4", "5,6"]
+            singles = []
+            for i, t in enumerate(seqs):
+                f = os.path.join(d, f"s{i}.npy")
+                self.assertEqual(run(CACHED, "--weights", w, "--tokens", t, "--logits-out", f)[0], 0)
+                singles.append(np.load(f))
+            f = os.path.join(d, "b.npy")
+            args = [a for t in seqs for a in ("--tokens", t)]
+            rc, out, err = run(CACHED, "--weights", w, *args, "--logits-out", f, "--print")
+            self.assertEqual(rc, 0, err)
+            b = np.load(f)
+            self.assertEqual(b.shape, (3, 3, 16))
+            for i, s in enumerate(singles):
+                self.assertEqual(b[i, :len(s)].tobytes(), s.tobytes())
+                self.assertFalse(b[i, len(s):].any())
+            self.assertEqual(len(out.splitlines()), 6)
+            # Embeddings of an encoder-decoder's hidden states, pooled and normalized.
+            e = os.path.join(d, "e.npy")
+            rc, _, err = run(SEQ2SEQ, "--random-weights", "1", "--tokens", "1,2,3", "--tokens",
+                             "4", "--source-tokens", "5", "--embeddings-out", e, "--normalize",
+                             "--save-weights", w)
+            self.assertEqual(rc, 0, err)
+            weights = safetensors_io.load(w)
+            wte, g = weights["wte.weight"], weights["ln_f.weight"]
+            want = []
+            for t in [[1, 2, 3], [4]]:
+                v = (wte[t] * g + wte[[5]].mean(axis=0)).mean(axis=0)
+                want.append(v / np.linalg.norm(v))
+            np.testing.assert_allclose(np.load(e), np.array(want), rtol=1e-5, atol=1e-6)
+            rc, _, err = run(SEQ2SEQ, "--random-weights", "1", "--tokens", "1,2,3",
+                             "--source-tokens", "5", "--embeddings-out", e, "--pool", "cls")
+            self.assertEqual(rc, 0, err)
+            np.testing.assert_allclose(np.load(e)[0], wte[1] * g + wte[5], rtol=1e-5, atol=1e-6)
 
 
 class Seq2Seq(unittest.TestCase):

@@ -7,23 +7,26 @@ set(XF_RUNTIME_TEST_INPUTS ${XF_SOURCE_DIR}/test/Runtime/Inputs)
 
 xf_add_unit_test(xf-runtime-test
   SOURCES RuntimeJsonTest.cpp RuntimeSafetensorsTest.cpp RuntimeNpyRandomTest.cpp
-          RuntimeCliTest.cpp RuntimeDriverTest.cpp
+          RuntimeCliTest.cpp RuntimeDriverTest.cpp RuntimeSamplingTest.cpp
   LIBS xfRuntime)
 target_include_directories(xf-runtime-test PRIVATE ${XF_RUNTIME_TEST_INPUTS})
 
 # Fake generated objects linked with libxfrt_main, exactly as xfc links a model.
-foreach(variant decoder seq2seq)
+foreach(variant decoder seq2seq cached seq2seq-logits)
   add_executable(xf-fake-${variant} ${XF_RUNTIME_TEST_INPUTS}/FakeModel.cpp)
   target_link_libraries(xf-fake-${variant} PRIVATE xfRuntimeMain xfRuntime)
   set_target_properties(xf-fake-${variant} PROPERTIES
     RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
 endforeach()
 target_compile_definitions(xf-fake-seq2seq PRIVATE FAKE_SEQ2SEQ)
+target_compile_definitions(xf-fake-cached PRIVATE FAKE_CACHED)
+target_compile_definitions(xf-fake-seq2seq-logits PRIVATE FAKE_SEQ2SEQ_LOGITS)
 
 add_test(NAME runtime-e2e
          COMMAND ${Python3_EXECUTABLE} ${XF_SOURCE_DIR}/test/Runtime/runtime_e2e.py
                  $<TARGET_FILE:xf-fake-decoder> $<TARGET_FILE:xf-fake-seq2seq>
-                 ${XF_SOURCE_DIR}/test/reference)
+                 ${XF_SOURCE_DIR}/test/reference
+                 $<TARGET_FILE:xf-fake-cached> $<TARGET_FILE:xf-fake-seq2seq-logits>)
 set_tests_properties(runtime-e2e PROPERTIES TIMEOUT 300)
 
 add_subdirectory(${XF_SOURCE_DIR}/test/fuzz/runtime ${CMAKE_CURRENT_BINARY_DIR}/runtime-fuzz)

@@ -68,7 +68,7 @@ TEST(RuntimeCli, ParsesEveryFlag) {
   ASSERT_TRUE(o) << o.message();
   EXPECT_EQ(o->weights, "w.safetensors");
   EXPECT_EQ(o->saveWeights, "s.safetensors");
-  EXPECT_EQ(o->tokens, "1,2");
+  EXPECT_EQ(o->tokens, (std::vector<std::string>{"1,2"}));
   EXPECT_EQ(o->logitsOut, "l.npy");
   EXPECT_EQ(o->threads, 4);
   EXPECT_EQ(o->repeat, 3);
@@ -86,7 +86,8 @@ TEST(RuntimeCli, RejectsBadFlags) {
   EXPECT_CONTAINS(parse({"--weights"}).message(), "needs a value (FILE)");
   EXPECT_CONTAINS(parse({"--weights="}).message(), "non-empty value");
   EXPECT_CONTAINS(parse({"--print=1"}).message(), "takes no value");
-  EXPECT_CONTAINS(parse({"--tokens", "1", "--tokens", "2"}).message(), "given twice");
+  EXPECT_CONTAINS(parse({"--weights", "a", "--weights", "b"}).message(), "given twice");
+  EXPECT_CONTAINS(parse({"--temperature", "0.5", "--temperature=1"}).message(), "given twice");
   EXPECT_CONTAINS(parse({"--random-weights", "-1"}).message(), "not an unsigned 64-bit");
   EXPECT_CONTAINS(parse({"--random-weights", "18446744073709551616"}).message(), "not an unsigned");
   EXPECT_CONTAINS(parse({"--threads", "0"}).message(), "not an integer in [1, 1000000]");

@@ -1,7 +1,8 @@
-//===- Abi.h - The C ABI a generated model object exports --------*- C++ -*-===//
+//===- Abi.h - The C ABI a generated model object exports --------*- C++
+//-*-===//
 //
-// docs/abi.md. The generated object defines these symbols; libxfrt's main() calls them through
-// a ModelAbi so that tests can substitute a fake model.
+// docs/abi.md. The generated object defines these symbols; libxfrt's main()
+// calls them through a ModelAbi so that tests can substitute a fake model.
 //
 //===----------------------------------------------------------------------===//
 #ifndef XFRT_ABI_H
@@ -18,6 +19,12 @@ void xf_prepare(void *const *params, void *const *derived);
 int64_t xf_scratch_bytes(int64_t l, int64_t l_z);
 int32_t xf_forward(void *const *params, void *const *derived, const int32_t *tokens, int64_t l,
                    const int32_t *source, int64_t l_z, float *out, void *scratch);
+
+// Cached decoding (docs/abi.md, "Cached decoding"). Only models whose manifest
+// says "cached": true define these; libxfrt's main() references them weakly.
+int64_t xf_cache_bytes(void);
+int32_t xf_forward_cached(void *const *params, void *const *derived, const int32_t *tokens,
+                          int64_t l, int64_t start, float *out, void *scratch, void *cache);
 
 #ifdef __cplusplus
 }

@@ -1,17 +1,22 @@
-//===- Cli.h - The command line of every generated executable ----*- C++ -*-===//
+//===- Cli.h - The command line of every generated executable ----*- C++
+//-*-===//
 //
-// parseCommandLine turns argv into Options without knowing the model; checkOptions and
-// parseTokenList then check them against the manifest. Every error is one line for
-// "error: <message>" followed by the usage text (exit code 2).
+// parseCommandLine turns argv into Options without knowing the model;
+// checkOptions and parseTokenList then check them against the manifest. Every
+// error is one line for "error: <message>" followed by the usage text (exit
+// code 2).
 //
 //===----------------------------------------------------------------------===//
 #ifndef XFRT_CLI_H
 #define XFRT_CLI_H
 
+#include "xfrt/Embeddings.h"
 #include "xfrt/Manifest.h"
+#include "xfrt/Sampling.h"
 #include "xfrt/Status.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +25,8 @@ namespace xfrt {
 
 // Without max_positions, at most this many tokens per sequence.
 constexpr int64_t kMaxTokensWithoutLimit = int64_t(1) << 20;
+// --max-new-tokens without a value when --prompt asks for generation.
+constexpr int64_t kDefaultNewTokens = 32;
 
 struct Options {
   bool help = false;
@@ -27,20 +34,54 @@ struct Options {
   bool randomWeights = false; // --random-weights SEED
   uint64_t seed = 0;
   std::string saveWeights; // --save-weights
-  bool haveTokens = false, haveSourceTokens = false;
-  std::string tokens, sourceTokens; // raw lists, checked by parseTokenList
+
+  // Inputs. Each flag may repeat; every occurrence is one sequence of the
+  // batch.
+  std::vector<std::string> tokens,
+      sourceTokens;                                       // raw id lists (parseTokenList)
+  std::vector<std::string> texts, prompts, sourcePrompts; // need a tokenizer
+  std::string tokenizer, vocab, merges;                   // --tokenizer / --vocab / --merges
+
+  // Forward-pass outputs.
   std::string logitsOut, hiddenOut; // --logits-out / --hidden-out
-  int threads = 0;                  // 0: leave the runtime's default
-  int repeat = 0;                   // 0: not given (one run)
+  std::string embeddingsOut;        // --embeddings-out
+  Pooling pool = Pooling::Mean;     // --pool mean|cls
+  bool poolGiven = false;
+  bool normalize = false; // --normalize
+
+  // Generation (Alg. 14 / 15): on with --max-new-tokens or --prompt.
+  int64_t maxNewTokens = 0; // 0: not given
+  SamplingOptions sampling; // --temperature / --top-k / --top-p
+  bool samplingGiven = false;
+  uint64_t samplingSeed = 0; // --seed
+  bool seedGiven = false;
+  std::optional<int64_t> eos; // --eos ID
+  bool noEos = false;         // --eos none
+  std::optional<int64_t> bos; // --bos ID (encoder-decoders: the initial target)
+  bool noCache = false;       // --no-cache: re-run xf_forward on the prefix every step
+
+  int threads = 0; // 0: leave the runtime's default
+  int repeat = 0;  // 0: not given (one run)
   bool print = false;
-  bool profile = false;    // --profile: per-kernel table on stderr
-  std::string traceOut;    // --trace-out: Chrome trace JSON
+  bool profile = false; // --profile: per-kernel table on stderr
+  std::string traceOut; // --trace-out: Chrome trace JSON
+  bool printMemory = false;
+
+  bool haveTokens() const { return !tokens.empty(); }
+  bool haveSource() const { return !sourceTokens.empty() || !sourcePrompts.empty(); }
+  bool haveTokenizer() const { return !tokenizer.empty() || !vocab.empty(); }
+  // Whether any target sequence is given (ids, --text or --prompt).
+  bool haveInput() const { return haveTokens() || !texts.empty() || !prompts.empty(); }
+  bool generating() const { return maxNewTokens > 0 || !prompts.empty(); }
 };
 
-// Accepts "--flag value" and "--flag=value". A flag given twice is an error.
+// Accepts "--flag value" and "--flag=value". A flag given twice is an error,
+// except the input flags (--tokens, --source-tokens, --text, --prompt,
+// --source-prompt), which repeat.
 Expected<Options> parseCommandLine(int argc, const char *const *argv);
 
-// Combinations that need the manifest: weights source, output kind, encoder-decoder sources.
+// Combinations that need the manifest: weights source, output kind,
+// encoder-decoder sources, generation, pooling.
 Status checkOptions(const Options &options, const Manifest &manifest);
 
 // "1,2,3" -> ids; each 0 <= id < vocab, 1 <= count <= max_positions (when > 0).

@@ -1,9 +1,11 @@
-//===- Driver.h - main() of generated executables, as a function -*- C++ -*-===//
+//===- Driver.h - main() of generated executables, as a function -*- C++
+//-*-===//
 //
-// runMain parses the command line, loads or draws the weights, calls prepare once, allocates
-// derived buffers and scratch (64-byte aligned), runs the forward pass (--repeat times) and
-// writes the outputs. It returns the process exit code: 0 success, 1 bad weights / manifest /
-// runtime failure, 2 bad command line. Messages go to stderr as "error: <what>".
+// runMain parses the command line, loads or draws the weights, calls prepare
+// once, allocates derived buffers and scratch (64-byte aligned), runs the
+// forward pass (--repeat times) and writes the outputs. It returns the process
+// exit code: 0 success, 1 bad weights / manifest / runtime failure, 2 bad
+// command line. Messages go to stderr as "error: <what>".
 //
 //===----------------------------------------------------------------------===//
 #ifndef XFRT_DRIVER_H
@@ -21,12 +23,17 @@ struct ModelAbi {
   int32_t (*forward)(void *const *params, void *const *derived, const int32_t *tokens, int64_t l,
                      const int32_t *source, int64_t lz, float *out, void *scratch);
   int (*setNumThreads)(int); // halide_set_num_threads, or null when not linked in
+  // Cached decoding; both null when the model has no cached entry point.
+  int64_t (*cacheBytes)() = nullptr;
+  int32_t (*forwardCached)(void *const *params, void *const *derived, const int32_t *tokens,
+                           int64_t l, int64_t start, float *out, void *scratch,
+                           void *cache) = nullptr;
 };
 
 int runMain(int argc, const char *const *argv, const ModelAbi &abi);
 
-// Indices of the k largest values of row[0, n), largest first; ties go to the lower index and
-// NaN ranks below everything.
+// Indices of the k largest values of row[0, n), largest first; ties go to the
+// lower index and NaN ranks below everything.
 std::vector<int64_t> topIndices(const float *row, int64_t n, int k);
 
 } // namespace xfrt

@@ -1,0 +1,60 @@
+//===- Session.h - A loaded model ready to run -------------------*- C++
+//-*-===//
+//
+// A Session binds a WeightSet to the generated code: it allocates the derived
+// buffers, calls xf_prepare once, and then runs xf_forward / xf_forward_cached
+// (docs/abi.md) with scratch and a KV cache it grows or allocates on demand
+// (64-byte aligned). Lengths and ids are the caller's to validate (Cli.h); the
+// session checks only what the ABI needs (cache capacity).
+//
+//===----------------------------------------------------------------------===//
+#ifndef XFRT_SESSION_H
+#define XFRT_SESSION_H
+
+#include "xfrt/AlignedBuffer.h"
+#include "xfrt/Driver.h"
+#include "xfrt/Manifest.h"
+#include "xfrt/Status.h"
+#include "xfrt/Weights.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace xfrt {
+
+class Session {
+public:
+  // `weights` must outlive the session.
+  static Expected<Session> create(const Manifest &manifest, const ModelAbi &abi,
+                                  const WeightSet &weights);
+
+  const Manifest &manifest() const { return *manifest_; }
+
+  // out: [l, d_out] for `tokens` (and `source` [l_z] for encoder-decoders, else
+  // empty).
+  Status forward(const std::vector<int32_t> &tokens, const std::vector<int32_t> &source,
+                 float *out);
+
+  // Whether xf_forward_cached can be used: the manifest says "cached" and both
+  // symbols exist.
+  bool canCache() const;
+  // The KV cache's capacity in positions (0 without a cache).
+  int64_t cachePositions() const { return canCache() ? manifest_->cachePositions : 0; }
+  // l = count new tokens at positions start .. start + l - 1; out: [l, d_out].
+  // The first call (start = 0) allocates the cache; start + l must not exceed
+  // cachePositions().
+  Status forwardCached(const int32_t *tokens, int64_t l, int64_t start, float *out);
+
+private:
+  Status growScratch(int64_t l, int64_t lz);
+
+  const Manifest *manifest_ = nullptr;
+  ModelAbi abi_{};
+  std::vector<void *> params_, derivedPtrs_;
+  std::vector<AlignedBuffer> derived_;
+  AlignedBuffer scratch_, cache_;
+};
+
+} // namespace xfrt
+
+#endif // XFRT_SESSION_H

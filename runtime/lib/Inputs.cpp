@@ -1,0 +1,127 @@
+//===- Inputs.cpp - The sequences a run works on, from the command line ---===//
+#include "xfrt/Inputs.h"
+
+#include <sys/stat.h>
+
+namespace xfrt {
+namespace {
+
+bool isDirectory(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+bool exists(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+bool endsWith(const std::string &s, const char *suffix) {
+  std::string t(suffix);
+  return s.size() >= t.size() && s.compare(s.size() - t.size(), t.size(), t) == 0;
+}
+
+std::string directoryOf(const std::string &path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+// Checks tokenizer output against the model: ids < vocab, 1 <= l <= limit.
+Status checkIds(const std::vector<int32_t> &ids, const std::string &what, const Manifest &m) {
+  int64_t limit = m.maxPositions > 0 ? m.maxPositions : kMaxTokensWithoutLimit;
+  if (ids.empty())
+    return makeError(what + ": no tokens");
+  if (int64_t(ids.size()) > limit)
+    return makeError(what + ": " + std::to_string(ids.size()) + " tokens, more than " +
+                     std::to_string(limit) +
+                     (m.maxPositions > 0 ? " (the model's max_positions)" : ""));
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] < 0 || ids[i] >= m.vocab)
+      return makeError(what + ": token id " + std::to_string(ids[i]) + " at position " +
+                       std::to_string(i) + " is out of the model's range [0, " +
+                       std::to_string(m.vocab) + "); does the tokenizer fit the model?");
+  return Status::success();
+}
+
+Status encodeAll(const std::vector<std::string> &texts, const char *flag, const Tokenizer &tok,
+                 const Manifest &m, std::vector<std::vector<int32_t>> &out) {
+  for (size_t i = 0; i < texts.size(); ++i) {
+    std::string what = std::string(flag) + (texts.size() > 1 ? " " + std::to_string(i + 1) : "");
+    Expected<std::vector<int32_t>> ids = tok.encode(texts[i]);
+    if (!ids)
+      return makeError(what + ": " + ids.message());
+    if (Status s = checkIds(*ids, what, m); !s)
+      return s;
+    out.push_back(ids.take());
+  }
+  return Status::success();
+}
+
+Status parseAll(const std::vector<std::string> &lists, const char *flag, const Manifest &m,
+                std::vector<std::vector<int32_t>> &out) {
+  for (const std::string &list : lists) {
+    Expected<std::vector<int32_t>> ids = parseTokenList(list, flag, m);
+    if (!ids)
+      return ids.status();
+    out.push_back(ids.take());
+  }
+  return Status::success();
+}
+
+} // namespace
+
+Expected<std::unique_ptr<Tokenizer>> loadTokenizer(const Options &o) {
+  std::string vocab = o.vocab, merges = o.merges;
+  if (!o.tokenizer.empty()) {
+    if (isDirectory(o.tokenizer)) {
+      std::string dir = o.tokenizer + "/";
+      if (exists(dir + "vocab.json") && exists(dir + "merges.txt"))
+        vocab = dir + "vocab.json", merges = dir + "merges.txt";
+      else if (exists(dir + "vocab.txt"))
+        vocab = dir + "vocab.txt";
+      else
+        return makeError("--tokenizer: " + o.tokenizer +
+                         " holds neither vocab.json + merges.txt nor vocab.txt");
+    } else {
+      vocab = o.tokenizer;
+    }
+  }
+  if (vocab.empty())
+    return std::unique_ptr<Tokenizer>();
+  if (endsWith(vocab, ".json")) {
+    if (merges.empty())
+      merges = directoryOf(vocab) + "/merges.txt";
+    return loadGpt2Tokenizer(vocab, merges);
+  }
+  if (!merges.empty())
+    return makeError("--merges: " + vocab + " is a WordPiece vocabulary (vocab.json has merges)");
+  return loadWordPieceTokenizer(vocab);
+}
+
+Expected<Batch> buildBatch(const Options &o, const Manifest &m, const Tokenizer *tok) {
+  Batch b;
+  if ((!o.texts.empty() || !o.prompts.empty() || !o.sourcePrompts.empty()) && !tok)
+    return makeError("text input needs a tokenizer");
+  Status s = Status::success();
+  if (!o.tokens.empty())
+    s = parseAll(o.tokens, "--tokens", m, b.targets);
+  else if (!o.texts.empty())
+    s = encodeAll(o.texts, "--text", *tok, m, b.targets);
+  else if (!o.prompts.empty())
+    s = encodeAll(o.prompts, "--prompt", *tok, m, b.targets);
+  if (!s)
+    return s;
+  if (!o.sourceTokens.empty())
+    s = parseAll(o.sourceTokens, "--source-tokens", m, b.sources);
+  else if (!o.sourcePrompts.empty())
+    s = encodeAll(o.sourcePrompts, "--source-prompt", *tok, m, b.sources);
+  if (!s)
+    return s;
+  if (o.bos)
+    b.targets.assign(b.sources.size(), std::vector<int32_t>{int32_t(*o.bos)});
+  if (b.sources.size() == 1 && b.targets.size() > 1)
+    b.sources.assign(b.targets.size(), b.sources.front());
+  return b;
+}
+
+} // namespace xfrt

@@ -1,0 +1,84 @@
+//===- Session.cpp - A loaded model ready to run --------------------------===//
+#include "xfrt/Session.h"
+
+#include <string>
+
+namespace xfrt {
+
+Expected<Session> Session::create(const Manifest &m, const ModelAbi &abi,
+                                  const WeightSet &weights) {
+  Session s;
+  s.manifest_ = &m;
+  s.abi_ = abi;
+  for (size_t j = 0; j < m.derivedBytes.size(); ++j) {
+    Expected<AlignedBuffer> b = AlignedBuffer::allocate(uint64_t(m.derivedBytes[j]));
+    if (!b)
+      return makeError("derived buffer " + std::to_string(j) + ": " + b.message());
+    s.derivedPtrs_.push_back(b->data());
+    s.derived_.push_back(b.take());
+  }
+  s.params_.assign(weights.params.begin(), weights.params.end());
+  // Never hand the generated code a null array, even for a model without
+  // parameters.
+  s.params_.push_back(nullptr);
+  s.derivedPtrs_.push_back(nullptr);
+  abi.prepare(s.params_.data(), s.derivedPtrs_.data());
+  return s;
+}
+
+Status Session::growScratch(int64_t l, int64_t lz) {
+  int64_t bytes = abi_.scratchBytes(l, lz);
+  if (bytes < 0)
+    return makeError("xf_scratch_bytes(" + std::to_string(l) + ", " + std::to_string(lz) +
+                     ") returned " + std::to_string(bytes));
+  if (scratch_.data() && scratch_.size() >= uint64_t(bytes))
+    return Status::success();
+  Expected<AlignedBuffer> b = AlignedBuffer::allocate(uint64_t(bytes));
+  if (!b)
+    return makeError("scratch: " + b.message());
+  scratch_ = b.take();
+  return Status::success();
+}
+
+Status Session::forward(const std::vector<int32_t> &tokens, const std::vector<int32_t> &source,
+                        float *out) {
+  int64_t l = int64_t(tokens.size()), lz = int64_t(source.size());
+  if (Status s = growScratch(l, lz); !s)
+    return s;
+  int32_t rc = abi_.forward(params_.data(), derivedPtrs_.data(), tokens.data(), l,
+                            lz ? source.data() : nullptr, lz, out, scratch_.data());
+  if (rc != 0)
+    return makeError("xf_forward failed with code " + std::to_string(rc));
+  return Status::success();
+}
+
+bool Session::canCache() const {
+  return manifest_->cached && manifest_->cachePositions > 0 && abi_.cacheBytes &&
+         abi_.forwardCached;
+}
+
+Status Session::forwardCached(const int32_t *tokens, int64_t l, int64_t start, float *out) {
+  if (!canCache())
+    return makeError("model '" + manifest_->model + "' has no cached entry point");
+  if (l < 1 || start < 0 || start + l > manifest_->cachePositions)
+    return makeError("positions " + std::to_string(start) + ".." + std::to_string(start + l - 1) +
+                     " exceed the KV cache's " + std::to_string(manifest_->cachePositions));
+  if (!cache_.data()) {
+    int64_t bytes = abi_.cacheBytes();
+    if (bytes < 0)
+      return makeError("xf_cache_bytes() returned " + std::to_string(bytes));
+    Expected<AlignedBuffer> b = AlignedBuffer::allocate(uint64_t(bytes));
+    if (!b)
+      return makeError("KV cache: " + b.message());
+    cache_ = b.take();
+  }
+  if (Status s = growScratch(l, 0); !s)
+    return s;
+  int32_t rc = abi_.forwardCached(params_.data(), derivedPtrs_.data(), tokens, l, start, out,
+                                  scratch_.data(), cache_.data());
+  if (rc != 0)
+    return makeError("xf_forward_cached failed with code " + std::to_string(rc));
+  return Status::success();
+}
+
+} // namespace xfrt
