@@ -1,14 +1,18 @@
 //===- BenchGemm.cpp - xf GEMM kernels beside OpenBLAS, oneDNN and peak ---===//
 //
-// Times xf's AOT-compiled Halide GEMMs (default schedules, GemmShapes.def)
-// beside cblas_sgemm (and dnnl_sgemm when built with oneDNN), all on the same
-// buffers, in interleaved rounds so that load from other processes hits every
-// variant alike. The same run measures the machine's fp32 FMA peak (an
-// AVX-512 or AVX2 FMA loop on every thread) and its read bandwidth.
+// Times xf's AOT-compiled Halide GEMMs (default schedules, GemmShapes.def;
+// fp32 and bf16 weights) beside cblas_sgemm, cblas_sgemv (M = 1),
+// cblas_sbgemm (bf16 weights *and* activations) and dnnl_sgemm when built
+// with oneDNN, all on the same data, in interleaved rounds so that load from
+// other processes hits every variant alike. The same run measures the
+// machine's fp32 FMA peak (an AVX-512 or AVX2 FMA loop on every thread) and
+// its read bandwidth. Decode shapes (M <= 4) rotate over enough copies of the
+// weight (>= 96 MiB) that every call reads it from DRAM, as a decoding step
+// through the whole model does, rather than from the 32 MiB L3.
 // Prints a table and, with --json PATH, writes the numbers for run_gemm.py.
 // Not a test: nothing here asserts a speed.
 //
-// Usage: xf-bench-gemm [--rounds N] [--threads N] [--json PATH]
+// Usage: xf-bench-gemm [--rounds N] [--threads N] [--json PATH] [--only SUBSTRING]
 // Run with OPENBLAS_CORETYPE set to the CPU's real core type
 // (run_gemm.py does) and OPENBLAS_NUM_THREADS = --threads.
 //
@@ -18,6 +22,7 @@
 #include "MachinePeak.h"
 
 #include <cblas.h>
+#include <dlfcn.h>
 #ifdef XF_BENCH_HAVE_DNNL
 #include <dnnl.h>
 #endif
@@ -35,7 +40,8 @@
 extern "C" int halide_set_num_threads(int);
 
 #define X(NAME, M, K, N, T)                                                                        \
-  extern "C" int xf_bench_##NAME(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+  extern "C" int xf_bench_##NAME(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);         \
+  extern "C" int xf_bench_##NAME##_bf16(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
 #include "GemmShapes.def"
 #undef X
 
@@ -48,11 +54,11 @@ struct Shape {
   const char *name;
   int M, K, N;
   bool transposed;
-  GemmKernel kernel;
+  GemmKernel kernel, kernelBf16;
 };
 
 const Shape kShapes[] = {
-#define X(NAME, M, K, N, T) {#NAME, M, K, N, T, xf_bench_##NAME},
+#define X(NAME, M, K, N, T) {#NAME, M, K, N, T, xf_bench_##NAME, xf_bench_##NAME##_bf16},
 #include "GemmShapes.def"
 #undef X
 };
@@ -68,8 +74,25 @@ double timeCalls(const std::function<void()> &call, int reps) {
 struct Variant {
   std::string name;
   std::function<void()> call;
+  double bytesPerCall = 0;     // weight (as that variant stores it) + x + out
+  double maxDiff = -1;         // against the fp32 (bf16: the bf16-rounded) reference
   std::vector<double> seconds; // one per round
 };
+
+/// bfloat16 bits of `v`, rounded to nearest even.
+uint16_t toBf16(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  bits += 0x7fff + ((bits >> 16) & 1);
+  return uint16_t(bits >> 16);
+}
+
+float fromBf16(uint16_t v) {
+  uint32_t bits = uint32_t(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -80,7 +103,7 @@ double median(std::vector<double> v) {
 
 int main(int argc, char **argv) {
   int rounds = 7, threads = 2;
-  const char *jsonPath = nullptr;
+  const char *jsonPath = nullptr, *only = nullptr; // --only: shapes whose name contains it
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--rounds"))
       rounds = std::atoi(argv[i + 1]);
@@ -88,6 +111,8 @@ int main(int argc, char **argv) {
       threads = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--json"))
       jsonPath = argv[i + 1];
+    else if (!std::strcmp(argv[i], "--only"))
+      only = argv[i + 1];
   }
   halide_set_num_threads(threads);
   openblas_set_num_threads(threads);
@@ -105,46 +130,110 @@ int main(int argc, char **argv) {
                  "\"fma_isa\": \"%s\", \"read_gbs\": %.2f, \"rounds\": %d, \"shapes\": [",
                  peak.cpu.c_str(), peak.flags.c_str(), threads, peak.gflops, peak.isa.c_str(),
                  peak.readGBs, rounds);
-  std::printf("%-15s %5s %5s %6s %2s | %-9s %8s %8s %6s | max|diff|\n", "shape", "M", "K", "N", "T",
-              "variant", "min ms", "med ms", "GF/s");
+  std::printf("%-15s %5s %5s %6s %2s | %-15s %8s %8s %6s %11s | max|diff|\n", "shape", "M", "K",
+              "N", "T", "variant", "min ms", "med ms", "GF/s", "");
+
+  // cblas_sbgemm (bf16 x bf16 -> f32) when this OpenBLAS build has it
+  // (Debian's 0.3.21 declares it but is built without).
+  using Sbgemm = decltype(&cblas_sbgemm);
+  auto sbgemm = reinterpret_cast<Sbgemm>(dlsym(RTLD_DEFAULT, "cblas_sbgemm"));
 
   bool first = true;
   for (const Shape &shape : kShapes) {
+    if (only && !std::strstr(shape.name, only))
+      continue;
     const int M = shape.M, K = shape.K, N = shape.N;
-    Halide::Runtime::Buffer<float> x(K, M), w(shape.transposed ? K : N, shape.transposed ? N : K);
-    Halide::Runtime::Buffer<float> out(N, M), ref(N, M);
+    const int wCols = shape.transposed ? K : N, wRows = shape.transposed ? N : K;
+    const size_t wSize = size_t(K) * N;
+    // Copies of the weight to rotate over: one, or >= 96 MiB of fp32 for decode shapes.
+    const int copies = M <= 4 ? int(std::max<size_t>(1, (96u << 20) / (wSize * 4) + 1)) : 1;
+    Halide::Runtime::Buffer<float> x(K, M), w(wCols, wRows, copies);
+    Halide::Runtime::Buffer<uint16_t> wBf16(wCols, wRows, copies), xBf16(K, M);
+    Halide::Runtime::Buffer<float> out(N, M), ref(N, M), refBf16(N, M), wRounded(wCols, wRows);
     x.for_each_value([&](float &v) { v = dist(rng); });
     w.for_each_value([&](float &v) { v = dist(rng); });
-    const int ldw = shape.transposed ? K : N;
+    wBf16.for_each_element([&](int a, int b, int c) { wBf16(a, b, c) = toBf16(w(a, b, c)); });
+    wRounded.for_each_element([&](int a, int b) { wRounded(a, b) = fromBf16(wBf16(a, b, 0)); });
+    x.for_each_element([&](int a, int b) { xBf16(a, b) = toBf16(x(a, b)); });
+    const int ldw = wCols;
+    const auto transW = shape.transposed ? CblasTrans : CblasNoTrans;
+    // 2-D views of copy c (the kernels take [rows, cols] matrices).
+    std::vector<Halide::Runtime::Buffer<float>> wCopy;
+    std::vector<Halide::Runtime::Buffer<uint16_t>> wBf16Copy;
+    for (int c = 0; c < copies; ++c) {
+      wCopy.push_back(w.sliced(2, c));
+      wBf16Copy.push_back(wBf16.sliced(2, c));
+      wBf16Copy.back().raw_buffer()->type = halide_type_t(halide_type_bfloat, 16);
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, transW, M, N, K, 1.f, x.data(), K, wRounded.data(),
+                ldw, 0.f, refBf16.data(), N);
 
+    const double io = 4.0 * (double(M) * K + double(M) * N);
     std::vector<Variant> variants;
+    int next[8] = {0};
+    auto copyIndex = [&](int v) { return next[v] = (next[v] + 1) % copies; };
     variants.push_back(
-        {"xf", [&] { shape.kernel(x.raw_buffer(), w.raw_buffer(), out.raw_buffer()); }, {}});
+        {"xf",
+         [&] { shape.kernel(x.raw_buffer(), wCopy[copyIndex(0)].raw_buffer(), out.raw_buffer()); },
+         4.0 * wSize + io});
+    variants.push_back({"xf_bf16",
+                        [&] {
+                          shape.kernelBf16(x.raw_buffer(), wBf16Copy[copyIndex(1)].raw_buffer(),
+                                           out.raw_buffer());
+                        },
+                        2.0 * wSize + io});
     variants.push_back({"openblas",
                         [&] {
-                          cblas_sgemm(CblasRowMajor, CblasNoTrans,
-                                      shape.transposed ? CblasTrans : CblasNoTrans, M, N, K, 1.f,
-                                      x.data(), K, w.data(), ldw, 0.f, ref.data(), N);
+                          cblas_sgemm(CblasRowMajor, CblasNoTrans, transW, M, N, K, 1.f, x.data(),
+                                      K, wCopy[copyIndex(2)].data(), ldw, 0.f, ref.data(), N);
                         },
-                        {}});
+                        4.0 * wSize + io});
+    if (M == 1)
+      variants.push_back({"openblas_sgemv",
+                          [&] {
+                            // y[N] = W·x for W [N, K] (no transpose) or Wᵀ·x for W [K, N].
+                            cblas_sgemv(CblasRowMajor, shape.transposed ? CblasNoTrans : CblasTrans,
+                                        wRows, wCols, 1.f, wCopy[copyIndex(3)].data(), ldw,
+                                        x.data(), 1, 0.f, ref.data(), 1);
+                          },
+                          4.0 * wSize + io});
+    std::vector<float> sbOut(size_t(M) * N);
+    if (sbgemm)
+      variants.push_back({"openblas_sbgemm",
+                          [&] {
+                            sbgemm(
+                                CblasRowMajor, CblasNoTrans, transW, M, N, K, 1.f,
+                                reinterpret_cast<const bfloat16 *>(xBf16.data()), K,
+                                reinterpret_cast<const bfloat16 *>(wBf16Copy[copyIndex(4)].data()),
+                                ldw, 0.f, sbOut.data(), N);
+                          },
+                          2.0 * wSize + io});
 #ifdef XF_BENCH_HAVE_DNNL
     std::vector<float> dnnlOut(size_t(M) * N);
     variants.push_back({"onednn",
                         [&] {
                           dnnl_sgemm('N', shape.transposed ? 'T' : 'N', M, N, K, 1.f, x.data(), K,
-                                     w.data(), ldw, 0.f, dnnlOut.data(), N);
+                                     wCopy[copyIndex(5)].data(), ldw, 0.f, dnnlOut.data(), N);
                         },
-                        {}});
+                        4.0 * wSize + io});
 #endif
-    // Correctness of the xf kernel against OpenBLAS, and the calls per round.
+    // Correctness of the xf kernels: fp32 against OpenBLAS, bf16 against
+    // OpenBLAS on the bf16-rounded weight (copy 0 of each).
+    next[0] = next[1] = next[2] = copies - 1;
+    variants[2].call();
+    auto maxDiffTo = [&](const Halide::Runtime::Buffer<float> &r) {
+      double d = 0;
+      for (int i = 0; i < M; ++i)
+        for (int j = 0; j < N; ++j)
+          d = std::max(d, double(std::abs(out(j, i) - r(j, i))));
+      return d;
+    };
     variants[0].call();
+    variants[0].maxDiff = maxDiffTo(ref);
     variants[1].call();
-    double maxDiff = 0;
-    for (int i = 0; i < M; ++i)
-      for (int j = 0; j < N; ++j)
-        maxDiff = std::max(maxDiff, double(std::abs(out(j, i) - ref(j, i))));
+    variants[1].maxDiff = maxDiffTo(refBf16);
     const double flops = 2.0 * M * K * N;
-    double once = timeCalls(variants[1].call, 1);
+    double once = timeCalls(variants[2].call, 1);
     int reps = std::max(1, int(0.15 / std::max(once, 1e-7)));
 
     for (int round = 0; round < rounds; ++round)
@@ -154,16 +243,19 @@ int main(int argc, char **argv) {
     for (Variant &v : variants) {
       double best = *std::min_element(v.seconds.begin(), v.seconds.end());
       double med = median(v.seconds);
-      std::printf("%-15s %5d %5d %6d %2s | %-9s %8.3f %8.3f %6.1f | %s\n", shape.name, M, K, N,
-                  shape.transposed ? "T" : "", v.name.c_str(), best * 1e3, med * 1e3,
-                  flops / best * 1e-9, &v == &variants[0] ? std::to_string(maxDiff).c_str() : "");
+      std::printf("%-15s %5d %5d %6d %2s | %-15s %8.3f %8.3f %6.1f %6.1f GB/s | %s\n", shape.name,
+                  M, K, N, shape.transposed ? "T" : "", v.name.c_str(), best * 1e3, med * 1e3,
+                  flops / best * 1e-9, v.bytesPerCall / best * 1e-9,
+                  v.maxDiff >= 0 ? std::to_string(v.maxDiff).c_str() : "");
       if (json) {
         std::fprintf(json,
                      "%s\n  {\"shape\": \"%s\", \"M\": %d, \"K\": %d, \"N\": %d, \"transposed\": "
                      "%s, \"variant\": \"%s\", \"min_s\": %.9f, \"median_s\": %.9f, "
-                     "\"gflops_best\": %.3f, \"gflops_median\": %.3f, \"max_abs_diff\": %.3g}",
+                     "\"gflops_best\": %.3f, \"gflops_median\": %.3f, \"gbs_best\": %.3f, "
+                     "\"gbs_median\": %.3f, \"weight_copies\": %d, \"max_abs_diff\": %.3g}",
                      first ? "" : ",", shape.name, M, K, N, shape.transposed ? "true" : "false",
-                     v.name.c_str(), best, med, flops / best * 1e-9, flops / med * 1e-9, maxDiff);
+                     v.name.c_str(), best, med, flops / best * 1e-9, flops / med * 1e-9,
+                     v.bytesPerCall / best * 1e-9, v.bytesPerCall / med * 1e-9, copies, v.maxDiff);
         first = false;
       }
     }

@@ -1,7 +1,8 @@
 //===- GenerateGemmKernels.cpp - AOT-compile the benchmarked GEMMs --------===//
 //
 // Build-time tool of xf-bench-gemm: compiles one Halide GEMM object per shape
-// of GemmShapes.def (default schedule, target "host") and the Halide runtime.
+// of GemmShapes.def (default schedule, target "host"), fp32 weights as
+// xf_bench_NAME and bf16 weights as xf_bench_NAME_bf16, and the Halide runtime.
 // Usage: xf-bench-gemm-gen <output-dir>
 //
 //===----------------------------------------------------------------------===//
@@ -32,6 +33,10 @@ int main(int argc, char **argv) {
     spec.N = N_;                                                                                   \
     spec.transposeWeight = TRANSPOSED;                                                             \
     if (llvm::Error err = compileGemmKernel(spec, "host", dir + "/" #NAME ".o"))                   \
+      return fail(std::move(err));                                                                 \
+    spec.name += "_bf16";                                                                          \
+    spec.bf16Weights = true;                                                                       \
+    if (llvm::Error err = compileGemmKernel(spec, "host", dir + "/" #NAME "_bf16.o"))              \
       return fail(std::move(err));                                                                 \
   }
 #include "GemmShapes.def"

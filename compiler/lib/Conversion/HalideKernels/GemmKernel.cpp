@@ -69,13 +69,17 @@ int64_t defaultPanelTiles(const GemmKernelSpec &spec) {
   return (tiles + panels - 1) / panels;
 }
 
-/// Columns per parallel task of the GEMV path: two tasks (one per thread)
-/// while the weight is small; for a large weight, tasks of ~256 KiB of it so
-/// that a thread slowed by other work does not hold the other one up.
+/// Columns per parallel task of the GEMV path. [K, N]: two tasks (one per
+/// thread), so that each reads the longest contiguous segment of every row of
+/// W. [N, K] (rows of W contiguous): tasks of ~256 KiB of W, so that a thread
+/// slowed by other work does not hold the other one up.
 int64_t gemvChunkCols(const GemmKernelSpec &spec, int vectorWidth) {
   const int64_t bytesPerCol = spec.K * (spec.bf16Weights ? 2 : 4);
-  int64_t tasks = std::max<int64_t>(2, spec.N * bytesPerCol / (256 * 1024));
-  tasks += tasks % 2;
+  int64_t tasks = 2;
+  if (spec.transposeWeight) {
+    tasks = std::max<int64_t>(2, spec.N * bytesPerCol / (256 * 1024));
+    tasks += tasks % 2;
+  }
   int64_t chunk = (spec.N + tasks - 1) / tasks;
   return std::max<int64_t>(vectorWidth, (chunk + vectorWidth - 1) / vectorWidth * vectorWidth);
 }
@@ -227,11 +231,16 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
     if (!spec.transposeWeight) {
       // Accumulators for the chunk × M rows; per k one contiguous segment of W.
       gemvProduct.compute_at(out, gemvTask).vectorize(n, vw);
+      // Four rows of W per pass, so each accumulator vector is loaded and
+      // stored once per 4 FMAs.
+      RVar gko4("gk_o"), gki4("gk_i");
       gemvProduct.update()
-          .split(n, gemvNo, gemvNi, vw * 4, TailStrategy::GuardWithIf)
-          .reorder(gemvNi, gemvNo, m, gk)
+          .split(gk, gko4, gki4, 4, TailStrategy::GuardWithIf)
+          .split(n, gemvNo, gemvNi, vw * 2, TailStrategy::GuardWithIf)
+          .reorder(gemvNi, gki4, gemvNo, m, gko4)
           .vectorize(gemvNi, vw)
-          .unroll(gemvNi);
+          .unroll(gemvNi)
+          .unroll(gki4);
     } else {
       // vw lanes of partial sums for 4 rows of W at a time (4 streams,
       // 4 independent FMA chains), then the horizontal sums. Row indices
