@@ -1,10 +1,18 @@
 #!/usr/bin/env python3
-"""Generates runtime/lib/UnicodeTables.inc: the Unicode data libxfrt's tokenizers need.
+r"""Generates runtime/lib/UnicodeTables.inc: the Unicode data libxfrt's tokenizers need.
 
 Run from the repository root (the output is committed; rerun only to change the tables):
     python3 runtime/tools/gen_unicode_tables.py > runtime/lib/UnicodeTables.inc
 The data comes from Python's unicodedata (its Unicode version is written into the output).
+
+The GPT-2 classes (\p{L}, \p{N}) follow that version, as Oniguruma in Hugging Face
+tokenizers does. BERT's classes (P*, Cc Cf Co Cs, Mn) are what HF's BertNormalizer and
+BertPreTokenizer see through the Rust crate unicode_categories 0.1.1, whose tables are
+Unicode 8.0: they are restricted to the code points assigned in Unicode 8.0 (Perl's
+Unicode::UCD "Present_In=8.0", queried at generation time) and carry the 8.0 categories
+that later versions changed (UNICODE_8_CATEGORY below).
 """
+import subprocess
 import sys
 import unicodedata
 
@@ -26,6 +34,23 @@ def ranges(pred):
 
 def cat(cp):
     return unicodedata.category(chr(cp))
+
+
+def present_in_8_0():
+    out = subprocess.run(
+        ["perl", "-MUnicode::UCD=prop_invlist", "-e",
+         'print join(" ", prop_invlist("Present_In=8.0"))'],
+        capture_output=True, text=True, check=True).stdout.split()
+    bounds = [int(x) for x in out] + [MAX]
+    present = bytearray(MAX)
+    for i in range(0, len(bounds) - 1, 2):
+        present[bounds[i]:bounds[i + 1]] = b"\x01" * (bounds[i + 1] - bounds[i])
+    return present
+
+
+# Categories of Unicode 8.0 that later versions changed.
+UNICODE_8_CATEGORY = {0x166D: "Po", 0x1734: "Mn", 0x1885: "Lo", 0x1886: "Lo", 0xA9BD: "Mc",
+                      0x111C9: "Po"}
 
 
 def emit_ranges(name, comment, rs):
@@ -64,12 +89,17 @@ def main():
                 ranges(lambda c: cat(c)[0] == "L"))
     emit_ranges("kNumberRanges", "General category N* (\\p{N})",
                 ranges(lambda c: cat(c)[0] == "N"))
-    emit_ranges("kPunctuationRanges", "General category P*",
-                ranges(lambda c: cat(c)[0] == "P"))
-    emit_ranges("kOtherRanges", "General categories Cc Cf Co Cs",
-                ranges(lambda c: cat(c) in ("Cc", "Cf", "Co", "Cs")))
-    emit_ranges("kNonspacingMarkRanges", "General category Mn",
-                ranges(lambda c: cat(c) == "Mn"))
+    present = present_in_8_0()
+
+    def cat8(c):
+        return UNICODE_8_CATEGORY.get(c, cat(c)) if present[c] else "Cn"
+
+    emit_ranges("kPunctuationRanges", "General category P* (Unicode 8.0 assignments)",
+                ranges(lambda c: cat8(c)[0] == "P"))
+    emit_ranges("kOtherRanges", "General categories Cc Cf Co Cs (Unicode 8.0 assignments)",
+                ranges(lambda c: cat8(c) in ("Cc", "Cf", "Co", "Cs")))
+    emit_ranges("kNonspacingMarkRanges", "General category Mn (Unicode 8.0 assignments)",
+                ranges(lambda c: cat8(c) == "Mn"))
 
     # Lowercase: full mapping (str.lower), one code point -> up to 3.
     lower_keys, lower_vals = [], []
@@ -94,7 +124,7 @@ def main():
         nfd = unicodedata.normalize("NFD", chr(cp))
         if nfd == chr(cp):
             continue
-        kept = [ord(x) for x in nfd if unicodedata.category(x) != "Mn"]
+        kept = [ord(x) for x in nfd if cat8(ord(x)) != "Mn"]
         keys.append(cp)
         offsets.append(len(data))
         data.extend(kept)

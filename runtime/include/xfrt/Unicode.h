@@ -32,9 +32,9 @@ bool isValidUtf8(std::string_view text);
 bool isLetter(char32_t c);          // general category L*
 bool isNumber(char32_t c);          // general category N*
 bool isWhitespace(char32_t c);      // the White_Space property
-bool isPunctuation(char32_t c);     // general category P*
-bool isOther(char32_t c);           // general categories Cc Cf Co Cs
-bool isNonspacingMark(char32_t c);  // general category Mn
+bool isPunctuation(char32_t c);     // general category P* (as assigned in Unicode 8.0)
+bool isOther(char32_t c);           // Cc Cf Co Cs (as assigned in Unicode 8.0)
+bool isNonspacingMark(char32_t c);  // general category Mn (as assigned in Unicode 8.0)
 bool isCjkIdeograph(char32_t c);    // the CJK blocks BERT surrounds with spaces
 
 // Appends the full lowercase mapping of `c` (one to three code points).
