@@ -336,6 +336,58 @@ class Generation(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertEqual(ids(out), [greedy(logits([3]), [1, 2], 2)])
 
+    def test_prompt_with_bpe_tokenizer(self):
+        # A toy GPT-2 byte-level BPE over the fake model's 16 ids ("\u0120" is a leading space).
+        vocab = ["h", "e", "l", "o", "\u0120", "w", "r", "d", "he", "ll", "hell", "hello",
+                 "\u0120w", "!", "\u0120h", "<|endoftext|>"]
+        tdir = os.path.join(self.tmp.name, "bpe")
+        os.mkdir(tdir)
+        with open(os.path.join(tdir, "vocab.json"), "w") as f:
+            json.dump({t: i for i, t in enumerate(vocab)}, f)
+        with open(os.path.join(tdir, "merges.txt"), "w", encoding="utf-8") as f:
+            f.write("#version: 0.2\nh e\nl l\nhe ll\nhell o\n\u0120 w\n\u0120 h\n")
+        prompt = [11, 12, 3, 6, 2, 7]  # "hello world"
+        want = greedy(lambda x: cached_logits(self.weights, x), prompt, 4, eos=15, limit=10)
+        rc, out, err = run(CACHED, "--weights", self.w, "--tokenizer", tdir, "--prompt",
+                           "hello world", "--max-new-tokens", "4")
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(out, "".join(vocab[i] for i in want if i != 15).replace("\u0120", " ")
+                         + "\n")
+        # --vocab/--merges name the same files; ids in, text out.
+        rc, out2, err = run(CACHED, "--weights", self.w, "--vocab",
+                            os.path.join(tdir, "vocab.json"), "--merges",
+                            os.path.join(tdir, "merges.txt"), "--tokens",
+                            ",".join(map(str, prompt)), "--max-new-tokens", "4")
+        self.assertEqual((rc, out2), (0, out), err)
+        # Without a tokenizer there is no default end-of-text id.
+        rc, out3, err = run(CACHED, "--weights", self.w, "--tokens", ",".join(map(str, prompt)),
+                            "--max-new-tokens", "4")
+        self.assertEqual(ids(out3), [greedy(lambda x: cached_logits(self.weights, x), prompt, 4,
+                                            limit=10)])
+        rc, _, err = run(CACHED, "--weights", self.w, "--tokenizer", tdir, "--prompt", "xyz")
+        self.assertEqual(rc, 2, err)  # characters outside this toy vocabulary: a bad argument
+        self.assertIn("--prompt: byte 120 has no byte-level token", err)
+        rc, _, err = run(CACHED, "--weights", self.w, "--tokenizer", self.tmp.name, "--prompt",
+                         "hello")
+        self.assertEqual(rc, 1)
+        self.assertIn("holds neither vocab.json + merges.txt nor vocab.txt", err)
+
+    def test_text_with_wordpiece(self):
+        vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "##s", "the",
+                 "cat", "##ty", "sat", "on", "mat", ".", ","]
+        path = os.path.join(self.tmp.name, "vocab.txt")
+        with open(path, "w") as f:
+            f.write("\n".join(vocab) + "\n")
+        a, b = os.path.join(self.tmp.name, "a.npy"), os.path.join(self.tmp.name, "b.npy")
+        rc, _, err = run(CACHED, "--weights", self.w, "--vocab", path, "--text", "The CATTY sat.",
+                         "--text", "hello worlds", "--logits-out", a)
+        self.assertEqual(rc, 0, err)
+        rc, _, err = run(CACHED, "--weights", self.w, "--tokens", "2,8,9,10,11,14,3", "--tokens",
+                         "2,5,6,7,3", "--logits-out", b)
+        self.assertEqual(rc, 0, err)
+        self.assertEqual(np.load(a).tobytes(), np.load(b).tobytes())
+        self.assertEqual(np.load(a).shape, (2, 7, 16))
+
     def test_bad_generation_command_lines(self):
         for args in [["--tokens", "1", "--temperature", "1"],
                      ["--tokens", "1", "--max-new-tokens", "2", "--logits-out", "x.npy"],
