@@ -99,8 +99,8 @@ size_t matchPiece(std::string_view text, size_t start) {
 class Gpt2Tokenizer final : public Tokenizer {
 public:
   std::unordered_map<std::string, int32_t> tokenToId_;
-  std::vector<std::string> idToToken_;  // byte-level strings; empty for unused ids
-  std::vector<std::string> idToBytes_;  // decoded bytes
+  std::vector<std::string> idToToken_; // byte-level strings; empty for unused ids
+  std::vector<std::string> idToBytes_; // decoded bytes
   std::vector<bool> idUsed_;
   std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_; // (a,b) → (rank, id)
   int32_t byteIds_[256];
@@ -191,8 +191,8 @@ private:
     auto consider = [&](int32_t pos) {
       if (pos < 0 || symbols[size_t(pos)].next < 0)
         return;
-      auto it = merges_.find(pairKey(symbols[size_t(pos)].id,
-                                     symbols[size_t(symbols[size_t(pos)].next)].id));
+      auto it = merges_.find(
+          pairKey(symbols[size_t(pos)].id, symbols[size_t(symbols[size_t(pos)].next)].id));
       if (it != merges_.end())
         heap.push({it->second.first, pos, it->second.second});
     };
@@ -222,7 +222,9 @@ private:
   }
 
 public:
-  static uint64_t pairKey(int32_t a, int32_t b) { return (uint64_t(uint32_t(a)) << 32) | uint32_t(b); }
+  static uint64_t pairKey(int32_t a, int32_t b) {
+    return (uint64_t(uint32_t(a)) << 32) | uint32_t(b);
+  }
 };
 
 } // namespace
@@ -259,8 +261,8 @@ Expected<std::unique_ptr<Tokenizer>> parseGpt2Tokenizer(std::string_view vocabTe
       return makeError(where + "token must have 1 to " + std::to_string(limits.maxTokenBytes) +
                        " bytes");
     if (!v.isNumber() || !v.isInteger || v.integer < 0 || size_t(v.integer) >= limits.maxVocab)
-      return makeError(where + "id must be an integer in [0, " +
-                       std::to_string(limits.maxVocab) + "), got " + describeJson(v));
+      return makeError(where + "id must be an integer in [0, " + std::to_string(limits.maxVocab) +
+                       "), got " + describeJson(v));
     maxId = std::max(maxId, size_t(v.integer));
   }
   tok->idToToken_.assign(json->keys.empty() ? 0 : maxId + 1, std::string());
@@ -323,9 +325,10 @@ Expected<std::unique_ptr<Tokenizer>> parseGpt2Tokenizer(std::string_view vocabTe
     auto l = tok->tokenToId_.find(left), r = tok->tokenToId_.find(right);
     auto m = tok->tokenToId_.find(left + right);
     if (l == tok->tokenToId_.end() || r == tok->tokenToId_.end() || m == tok->tokenToId_.end())
-      return makeError(where + quoteJson(l == tok->tokenToId_.end()   ? left
-                                      : r == tok->tokenToId_.end() ? right
-                                                                   : left + right) +
+      return makeError(where +
+                       quoteJson(l == tok->tokenToId_.end()   ? left
+                                 : r == tok->tokenToId_.end() ? right
+                                                              : left + right) +
                        " is not in " + vocabName);
     if (size_t(rank) >= limits.maxVocab)
       return makeError(where + "more than " + std::to_string(limits.maxVocab) + " merges");

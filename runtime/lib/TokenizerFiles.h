@@ -21,8 +21,7 @@ namespace xfrt {
 inline std::string fileError(const std::string &file, std::string_view text,
                              const std::string &message) {
   unsigned long long byte = 0;
-  if (std::sscanf(message.c_str(), "invalid JSON at byte %llu", &byte) != 1 ||
-      byte > text.size())
+  if (std::sscanf(message.c_str(), "invalid JSON at byte %llu", &byte) != 1 || byte > text.size())
     return file + ": " + message;
   size_t line = 1;
   for (size_t i = 0; i < size_t(byte); ++i)

@@ -18,9 +18,9 @@ struct CodepointRange {
 #include "UnicodeTables.inc"
 
 template <size_t N> bool inRanges(const CodepointRange (&ranges)[N], char32_t c) {
-  const CodepointRange *it = std::upper_bound(
-      ranges, ranges + N, uint32_t(c),
-      [](uint32_t value, const CodepointRange &r) { return value < r.lo; });
+  const CodepointRange *it =
+      std::upper_bound(ranges, ranges + N, uint32_t(c),
+                       [](uint32_t value, const CodepointRange &r) { return value < r.lo; });
   return it != ranges && uint32_t(c) <= (it - 1)->hi;
 }
 
@@ -95,8 +95,8 @@ bool isNonspacingMark(char32_t c) { return inRanges(kNonspacingMarkRanges, c); }
 
 bool isWhitespace(char32_t c) {
   return (c >= 0x09 && c <= 0x0D) || c == 0x20 || c == 0x85 || c == 0xA0 || c == 0x1680 ||
-         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F ||
-         c == 0x205F || c == 0x3000;
+         (c >= 0x2000 && c <= 0x200A) || c == 0x2028 || c == 0x2029 || c == 0x202F || c == 0x205F ||
+         c == 0x3000;
 }
 
 bool isCjkIdeograph(char32_t c) {

@@ -166,9 +166,9 @@ private:
   // Hugging Face's WordPiece decoder cleanup, applied to each decoded piece.
   static std::string cleanup(std::string s) {
     static const std::pair<std::string_view, std::string_view> rules[] = {
-        {" .", "."},     {" ?", "?"},     {" !", "!"},           {" ,", ","},
-        {" ' ", "'"},    {" n't", "n't"}, {" 'm", "'m"},         {" do not", " don't"},
-        {" 's", "'s"},   {" 've", "'ve"}, {" 're", "'re"}};
+        {" .", "."},   {" ?", "?"},     {" !", "!"},    {" ,", ","},
+        {" ' ", "'"},  {" n't", "n't"}, {" 'm", "'m"},  {" do not", " don't"},
+        {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
     for (const auto &[from, to] : rules) {
       std::string result;
       size_t pos = 0;
@@ -183,8 +183,7 @@ private:
 
 } // namespace
 
-Expected<std::unique_ptr<Tokenizer>> parseWordPieceTokenizer(std::string_view text,
-                                                             bool lowercase,
+Expected<std::unique_ptr<Tokenizer>> parseWordPieceTokenizer(std::string_view text, bool lowercase,
                                                              const std::string &vocabName,
                                                              const TokenizerLimits &limits) {
   if (text.size() > limits.maxFileBytes)

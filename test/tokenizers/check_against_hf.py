@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks libxfrt's tokenizers (through xf-tokenize) against Hugging Face `tokenizers`.
 
-    check_against_hf.py XF_TOKENIZE GPT2_DIR MINILM_VOCAB_TXT CORPUS [--sweep]
+    check_against_hf.py XF_TOKENIZE GPT2_DIR MINILM_VOCAB_TXT CORPUS [--sweep | --sweep-only]
 
 GPT2_DIR holds vocab.json and merges.txt. For every text of CORPUS (hard_strings.txt format)
 plus generated mixes of its characters, the ids must be identical to HF's (GPT-2:
@@ -9,7 +9,7 @@ BPE.from_file + ByteLevel(add_prefix_space=False); WordPiece: BertWordPieceToken
 lowercase=True), GPT-2 decoding must return the exact bytes, and WordPiece decoding must match
 HF's decode. Texts that are not valid UTF-8 are compared, for WordPiece, with HF on the text
 decoded with errors="replace", and for GPT-2 only round-tripped. --sweep also encodes every
-code point (in context) and reports the ones that differ. Exit 77 (skipped) when `tokenizers`
+code point in context (16 per text); --sweep-only does only that. Exit 77 (skipped) when `tokenizers`
 or the data files are missing.
 """
 import os
@@ -79,8 +79,8 @@ def show(text):
 
 
 def main():
-    argv = [a for a in sys.argv[1:] if a != "--sweep"]
-    sweep = "--sweep" in sys.argv
+    argv = [a for a in sys.argv[1:] if a not in ("--sweep", "--sweep-only")]
+    sweep = "--sweep" in sys.argv or "--sweep-only" in sys.argv
     if len(argv) != 4:
         sys.exit(__doc__)
     xf, gpt2_dir, vocab_txt, corpus = argv
@@ -104,9 +104,13 @@ def main():
 
     texts = parse_corpus(corpus)
     texts += mixes(texts, 2000, seed=7)
+    if "--sweep-only" in sys.argv:
+        texts = []
     if sweep:
-        texts += [f"a{chr(c)}b {chr(c)}{chr(c)}1{chr(c)} {chr(c)}".encode("utf-8")
-                  for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+        # Every code point in a few contexts, 16 code points per text.
+        cps = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+        for i in range(0, len(cps), 16):
+            texts.append(" ".join(f"a{c}b {c}{c}1{c}" for c in cps[i:i + 16]).encode("utf-8"))
     valid = []
     for t in texts:
         try:

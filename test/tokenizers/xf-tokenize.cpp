@@ -26,9 +26,10 @@ static int usage() {
 
 static bool fromHex(const std::string &hex, std::string &out) {
   auto nibble = [](char c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                                        : c >= 'A' && c <= 'F'   ? c - 'A' + 10
-                                                                 : -1;
+    return c >= '0' && c <= '9'   ? c - '0'
+           : c >= 'a' && c <= 'f' ? c - 'a' + 10
+           : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                  : -1;
   };
   if (hex.size() % 2)
     return false;

@@ -29,13 +29,13 @@ Utf8Char decodeUtf8(std::string_view text, size_t offset);
 void appendUtf8(std::string &out, char32_t codepoint);
 bool isValidUtf8(std::string_view text);
 
-bool isLetter(char32_t c);          // general category L*
-bool isNumber(char32_t c);          // general category N*
-bool isWhitespace(char32_t c);      // the White_Space property
-bool isPunctuation(char32_t c);     // general category P* (as assigned in Unicode 8.0)
-bool isOther(char32_t c);           // Cc Cf Co Cs (as assigned in Unicode 8.0)
-bool isNonspacingMark(char32_t c);  // general category Mn (as assigned in Unicode 8.0)
-bool isCjkIdeograph(char32_t c);    // the CJK blocks BERT surrounds with spaces
+bool isLetter(char32_t c);         // general category L*
+bool isNumber(char32_t c);         // general category N*
+bool isWhitespace(char32_t c);     // the White_Space property
+bool isPunctuation(char32_t c);    // general category P* (as assigned in Unicode 8.0)
+bool isOther(char32_t c);          // Cc Cf Co Cs (as assigned in Unicode 8.0)
+bool isNonspacingMark(char32_t c); // general category Mn (as assigned in Unicode 8.0)
+bool isCjkIdeograph(char32_t c);   // the CJK blocks BERT surrounds with spaces
 
 // Appends the full lowercase mapping of `c` (one to three code points).
 void appendLowercase(std::vector<char32_t> &out, char32_t c);
