@@ -252,7 +252,7 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
           .unroll(lanes);
       gemvPartial.compute_at(gemvProduct, gemvNo).vectorize(kl).unroll(n);
       if (kMain)
-        gemvPartial.update().reorder(kl, n, m, gko).vectorize(kl).unroll(n);
+        gemvPartial.update().reorder(kl, n, gko, m).vectorize(kl).unroll(n);
       if (kMain != K)
         gemvProduct.update(1).reorder(gkTail, n, m);
     }
