@@ -49,7 +49,8 @@ uint16_t toBf16(float v) {
   return uint16_t(bits >> 16);
 }
 
-void checkGemm(const GemmKernelSpec &spec, std::vector<int> rowCounts = {1, 2, 3, 7, 65, 128, 130}) {
+void checkGemm(const GemmKernelSpec &spec,
+               std::vector<int> rowCounts = {1, 2, 3, 7, 65, 128, 130}) {
   SCOPED_TRACE("K=" + std::to_string(spec.K) + " N=" + std::to_string(spec.N) +
                (spec.bf16Weights ? " bf16" : ""));
   Halide::Callable kernel = xftest::jit(buildGemmPipeline(spec, Halide::get_host_target()));
@@ -75,6 +76,13 @@ void checkGemm(const GemmKernelSpec &spec, std::vector<int> rowCounts = {1, 2, 3
   for (int M : rowCounts) {
     SCOPED_TRACE("M=" + std::to_string(M));
     auto x = xftest::randomMatrix(M, K, rng);
+    // bf16Activations: the GEMM path rounds x to bf16 (the GEMV path does not).
+    auto xRef = x.copy();
+    if (spec.bf16Activations && M >= spec.schedule.gemvRowsBelow)
+      xRef.for_each_value([](float &v) {
+        uint32_t bits = uint32_t(toBf16(v)) << 16;
+        std::memcpy(&v, &bits, 4);
+      });
     auto residual = xftest::randomMatrix(M, N, rng);
     Halide::Runtime::Buffer<float> out(N, M);
     out.fill(std::nanf(""));
@@ -93,7 +101,7 @@ void checkGemm(const GemmKernelSpec &spec, std::vector<int> rowCounts = {1, 2, 3
       for (int j = 0; j < N; ++j) {
         double acc = 0;
         for (int k = 0; k < K; ++k)
-          acc += double(x(k, i)) * (spec.transposeWeight ? weight(k, j) : weight(j, k));
+          acc += double(xRef(k, i)) * (spec.transposeWeight ? weight(k, j) : weight(j, k));
         if (spec.hasBias)
           acc += bias1d(j);
         acc = epilogue(spec.epilogue, acc);
@@ -173,8 +181,8 @@ TEST(HalideKernelsGemm, UnpackedWeights) {
 // and without bias and residual, K and N tails (K % 16, N % 16, N % 4).
 TEST(HalideKernelsGemm, GemvBothLayoutsAllEpilogues) {
   for (bool transposed : {false, true})
-    for (GemmEpilogue epilogue : {GemmEpilogue::None, GemmEpilogue::Relu, GemmEpilogue::GeluTanh,
-                                  GemmEpilogue::GeluErf}) {
+    for (GemmEpilogue epilogue :
+         {GemmEpilogue::None, GemmEpilogue::Relu, GemmEpilogue::GeluTanh, GemmEpilogue::GeluErf}) {
       GemmKernelSpec spec = gemm(200, 103, transposed);
       spec.epilogue = epilogue;
       spec.hasBias = epilogue != GemmEpilogue::None;
@@ -209,6 +217,29 @@ TEST(HalideKernelsGemm, Bf16WeightsBothLayoutsGemmAndGemv) {
   checkGemm(spec, {1, 9});
 }
 
+// bf16 x and W pairs with float32 sums (vdpbf16ps where the host has it):
+// odd K (a zero-padded last pair), K and column tails, both layouts, and a
+// small schedule with several K blocks and panels.
+TEST(HalideKernelsGemm, Bf16ActivationsDotProducts) {
+  for (bool transposed : {false, true}) {
+    GemmKernelSpec spec = gemm(301, 100, transposed);
+    spec.bf16Weights = spec.bf16Activations = true;
+    spec.hasBias = spec.hasResidual = true;
+    spec.epilogue = GemmEpilogue::GeluErf;
+    checkGemm(spec);
+  }
+  GemmKernelSpec spec = gemm(520, 150, /*transposeWeight=*/true);
+  spec.bf16Weights = spec.bf16Activations = true;
+  spec.schedule.tileCols = 32;
+  spec.schedule.tileRows = 4;
+  spec.schedule.kBlock = 128;
+  spec.schedule.panelCols = 64;
+  spec.schedule.rowsPerTask = 32;
+  checkGemm(spec, {1, 5, 33, 130});
+  spec.schedule.packWeights = false;
+  checkGemm(spec, {9});
+}
+
 TEST(HalideKernelsGemm, RejectsInvalidSchedule) {
   GemmKernelSpec spec = gemm(64, 64);
   spec.schedule.tileCols = 20; // not a multiple of any vector width
@@ -219,6 +250,11 @@ TEST(HalideKernelsGemm, RejectsInvalidSchedule) {
   built = buildGemmPipeline(spec, Halide::get_host_target());
   ASSERT_FALSE(bool(built));
   llvm::consumeError(built.takeError());
+  spec = gemm(64, 64);
+  spec.bf16Activations = true; // without bf16Weights
+  built = buildGemmPipeline(spec, Halide::get_host_target());
+  ASSERT_FALSE(bool(built));
+  EXPECT_NE(llvm::toString(built.takeError()).find("bf16Weights"), std::string::npos);
 }
 
 } // namespace

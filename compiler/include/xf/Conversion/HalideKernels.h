@@ -48,6 +48,12 @@ struct GemmKernelSpec {
   /// 16 bits, 1 lane}, in the same layout; it is widened to float32 exactly on
   /// load, and all products and sums are float32.
   bool bf16Weights = false;
+  /// With bf16Weights: the GEMM path (M >= gemvRowsBelow) also rounds x to
+  /// bfloat16 (nearest even) and multiplies bf16 pairs with float32 sums,
+  /// i.e. vdpbf16ps where the target has AVX512-BF16 (Halide features
+  /// avx512_zen4 or avx512_sapphirerapids; elsewhere the same arithmetic
+  /// in float32 instructions). The GEMV path keeps x in float32.
+  bool bf16Activations = false;
   bool hasBias = false, hasResidual = false;
   GemmEpilogue epilogue = GemmEpilogue::None; // out = act(x·W + b) + residual
   GemmSchedule schedule;

@@ -49,6 +49,11 @@ llvm::Error validateGemm(const GemmKernelSpec &spec, int vectorWidth) {
     return invalid("gemm kernel '" + spec.name +
                    "': tileRows, kBlock, rowsPerTask must be positive, panelCols and "
                    "gemvRowsBelow non-negative");
+  if (spec.bf16Activations && !spec.bf16Weights)
+    return invalid("gemm kernel '" + spec.name + "': bf16Activations needs bf16Weights");
+  if (spec.bf16Activations && s.kBlock % 2 != 0)
+    return invalid("gemm kernel '" + spec.name + "': bf16Activations needs an even kBlock, got " +
+                   llvm::Twine(s.kBlock));
   if (s.panelCols % s.tileCols != 0)
     return invalid("gemm kernel '" + spec.name + "': panelCols=" + llvm::Twine(s.panelCols) +
                    " must be a multiple of tileCols=" + llvm::Twine(s.tileCols));
@@ -151,22 +156,60 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   Func xRows("x_rows");
   xRows(k, m) = x(k, clamp(m, 0, rows - 1));
 
+  // bf16Activations: x rounded to bfloat16 once per call (zero past K, so an
+  // odd K ends in a zero pair), the weight packed as bf16 pairs
+  // packedPairs(r, nj, kk, nt) = W(nt·tileCols + nj, 2·kk + r), and each
+  // product Σ_r x(2kk + r)·W(2kk + r) is one 2-way dot product (vdpbf16ps on
+  // targets with AVX512-BF16: Halide's avx512_zen4 / avx512_sapphirerapids).
+  const bool dot = spec.bf16Activations;
+  Func xBf16("x_bf16"), weightPairs("weight_kn_bf16"), packedPairs("packed_weight_pairs");
+  if (dot) {
+    // Round to nearest even by integer arithmetic (Halide's cast would be
+    // an "emulated bfloat16" operation on targets without a native convert).
+    Expr v = select(k < K, xRows(min(k, K - 1), m), 0.f);
+    Expr bits = reinterpret<uint32_t>(v);
+    Expr rounded = cast<uint16_t>((bits + (0x7fff + ((bits >> 16) & 1))) >> 16);
+    xBf16(k, m) = reinterpret(BFloat(16), select(is_nan(v), cast<uint16_t>(0x7fc0), rounded));
+    Func stored = BoundaryConditions::constant_exterior(
+        weight, cast(BFloat(16), 0.f),
+        spec.transposeWeight ? Region{{0, K}, {0, N}} : Region{{0, N}, {0, K}});
+    if (N % tileCols == 0 && K % 2 == 0)
+      stored = weight;
+    weightPairs(n, k) = spec.transposeWeight ? stored(k, n) : stored(n, k);
+  }
+  Var r("r"), kk("kk");
+
   // Σ over one K block for one tile: blockProduct(nj, nt, m, kb).
   RDom ki(0, kBlock, "ki");
+  RDom kPairs(0, 2, 0, kBlock / 2, "kpairs");
   Func blockProduct("block_product");
   blockProduct(nj, nt, m, kb) = 0.f;
-  blockProduct(nj, nt, m, kb) += xRows(kb * kBlock + ki, m) * packed(nj, kb * kBlock + ki, nt);
+  if (dot) {
+    packedPairs(r, nj, kk, nt) = weightPairs(nt * tileCols + nj, 2 * kk + r);
+    blockProduct(nj, nt, m, kb) +=
+        cast<float>(xBf16(kb * kBlock + 2 * kPairs.y + kPairs.x, m)) *
+        cast<float>(packedPairs(kPairs.x, nj, kb * (kBlock / 2) + kPairs.y, nt));
+  } else {
+    blockProduct(nj, nt, m, kb) += xRows(kb * kBlock + ki, m) * packed(nj, kb * kBlock + ki, nt);
+  }
   // x·W in tile coordinates, summed over K blocks (then the K tail, if any).
   RDom kBlocks(0, fullKBlocks, "kblocks");
   Func product("product");
   product(nj, nt, m) = 0.f;
   product(nj, nt, m) += blockProduct(nj, nt, m, kBlocks);
   RDom kt(fullKBlocks * kBlock, std::max(kTail, 1), "kt");
+  RDom ktPairs(0, 2, fullKBlocks * kBlock / 2, std::max((kTail + 1) / 2, 1), "kt_pairs");
   Func tailProduct("tail_block_product"), packedTail("packed_weight_tail");
   if (kTail) {
-    packedTail(nj, k, nt) = weightKN(nt * tileCols + nj, k);
     tailProduct(nj, nt, m) = 0.f;
-    tailProduct(nj, nt, m) += xRows(kt, m) * packedTail(nj, kt, nt);
+    if (dot) {
+      packedTail(r, nj, kk, nt) = weightPairs(nt * tileCols + nj, 2 * kk + r);
+      tailProduct(nj, nt, m) += cast<float>(xBf16(2 * ktPairs.y + ktPairs.x, m)) *
+                                cast<float>(packedTail(ktPairs.x, nj, ktPairs.y, nt));
+    } else {
+      packedTail(nj, k, nt) = weightKN(nt * tileCols + nj, k);
+      tailProduct(nj, nt, m) += xRows(kt, m) * packedTail(nj, kt, nt);
+    }
     product(nj, nt, m) += tailProduct(nj, nt, m);
   }
 
@@ -276,29 +319,52 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
         .vectorize(nj, vw)
         .unroll(mi);
   };
-  // The register block: Σ over k with tileCols × rows accumulators.
-  auto scheduleRegisterBlock = [&](Func f, RVar r, std::vector<VarOrRVar> outer) {
+  // The register block: Σ over k with tileCols × rows accumulators. With
+  // bf16 pairs the pair index is an atomic vector reduction inside each
+  // accumulator vector (32 products → 16 sums: the 2-way dot product).
+  auto scheduleRegisterBlock = [&](Func f, RDom rdom, std::vector<VarOrRVar> outer) {
     f.compute_at(product, nt);
     f.vectorize(nj, vw).unroll(nj).unroll(m);
-    std::vector<VarOrRVar> order = {nj, m, r};
-    order.insert(order.end(), outer.begin(), outer.end());
     Stage update = f.update();
-    update.reorder(order).vectorize(nj, vw).unroll(nj).unroll(m);
+    if (dot) {
+      std::vector<VarOrRVar> order = {rdom.x, nj, m, rdom.y};
+      order.insert(order.end(), outer.begin(), outer.end());
+      update.reorder(order).atomic().vectorize(rdom.x).vectorize(nj, vw).unroll(nj).unroll(m);
+    } else {
+      std::vector<VarOrRVar> order = {nj, m, rdom.x};
+      order.insert(order.end(), outer.begin(), outer.end());
+      update.reorder(order).vectorize(nj, vw).unroll(nj).unroll(m);
+    }
   };
   scheduleTiles(product.update(0), {kBlocks.x});
-  scheduleRegisterBlock(blockProduct, ki.x, {nt, kb});
+  scheduleRegisterBlock(blockProduct, dot ? kPairs : ki, {nt, kb});
   if (kTail) {
     scheduleTiles(product.update(1), {});
-    scheduleRegisterBlock(tailProduct, kt.x, {nt});
+    scheduleRegisterBlock(tailProduct, dot ? ktPairs : kt, {nt});
   }
 
+  Func packedBlock = dot ? packedPairs : packed;
   if (s.packWeights) {
-    packed.compute_at(product, kBlocks.x).vectorize(nj, vw).unroll(nj);
-    if (kTail)
-      packedTail.compute_at(product, Var::outermost()).vectorize(nj, vw).unroll(nj);
+    // Pairs: the vector is (r, nj), 2·vw bf16 from two rows (or gathered pairs).
+    auto vectorizePacking = [&](Func f) {
+      if (dot)
+        f.bound(r, 0, 2).vectorize(r).vectorize(nj, vw).unroll(nj);
+      else
+        f.vectorize(nj, vw).unroll(nj);
+    };
+    packedBlock.compute_at(product, kBlocks.x);
+    vectorizePacking(packedBlock);
+    if (kTail) {
+      packedTail.compute_at(product, Var::outermost());
+      vectorizePacking(packedTail);
+    }
   } else {
-    packed.compute_inline();
+    packedBlock.compute_inline();
     packedTail.compute_inline();
+  }
+  if (dot) {
+    xBf16.compute_root().vectorize(k, vw, TailStrategy::GuardWithIf);
+    weightPairs.compute_inline();
   }
   weightKN.compute_inline();
   weightF.compute_inline();
