@@ -15,6 +15,7 @@ using Clock = std::chrono::steady_clock;
 struct Event {
   int32_t site;
   double startUs, durationUs;
+  int64_t rows, contextRows;
 };
 
 struct Recorder {
@@ -36,12 +37,12 @@ extern "C" void xfrt_profile_enter(int32_t site) {
   recorder.open[site] = Clock::now();
 }
 
-extern "C" void xfrt_profile_exit(int32_t site) {
+extern "C" void xfrt_profile_exit(int32_t site, int64_t rows, int64_t contextRows) {
   if (!recorder.enabled || site < 0 || size_t(site) >= recorder.open.size())
     return;
   Clock::time_point now = Clock::now();
   double start = microsSinceOrigin(recorder.open[site]);
-  recorder.events.push_back({site, start, microsSinceOrigin(now) - start});
+  recorder.events.push_back({site, start, microsSinceOrigin(now) - start, rows, contextRows});
 }
 
 namespace xfrt {
@@ -70,9 +71,8 @@ std::string profileTable(const Manifest &m, int64_t l, int64_t lz, int runs) {
     r.kind = k.kind;
     r.calls += 1;
     r.us += e.durationUs;
-    double context = double(k.contextFromSource ? lz : l);
-    r.flops += double(k.flopsPerRow) * double(l) +
-               double(k.flopsPerRowPerContextRow) * double(l) * context;
+    r.flops += double(k.flopsPerRow) * double(e.rows) +
+               double(k.flopsPerRowPerContextRow) * double(e.rows) * double(e.contextRows);
     totalUs += e.durationUs;
   }
   std::vector<std::pair<std::string, Row>> sorted(rows.begin(), rows.end());

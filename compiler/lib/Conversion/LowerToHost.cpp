@@ -467,16 +467,16 @@ GemmEpilogue epilogueOf(Activation a) {
 
 LogicalResult HostLowering::profiled(
     Operation *op, llvm::function_ref<LogicalResult(ManifestInfo::Kernel &)> emit) {
-  auto hook = [&](llvm::StringRef name) {
+  auto hook = [&](llvm::StringRef name, ArrayRef<Type> args) {
     auto fn = program.module->lookupSymbol<func::FuncOp>(name);
     if (!fn) {
       OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
-      fn = func::FuncOp::create(top, loc, name,
-                                FunctionType::get(ctx, {IntegerType::get(ctx, 32)}, {}));
+      fn = func::FuncOp::create(top, loc, name, FunctionType::get(ctx, args, {}));
       fn.setPrivate();
     }
     return fn;
   };
+  Type i32 = IntegerType::get(ctx, 32), i64Type = IntegerType::get(ctx, 64);
   Value site = arith::ConstantIntOp::create(*b, loc, b->getI32Type(), sites.size());
   ManifestInfo::Kernel info;
   info.op = op->getName().getStringRef().str();
@@ -484,10 +484,18 @@ LogicalResult HostLowering::profiled(
   llvm::raw_string_ostream os(where);
   op->getLoc()->print(os);
   info.loc = where;
-  func::CallOp::create(*b, loc, hook("xfrt_profile_enter"), ValueRange{site});
+  func::CallOp::create(*b, loc, hook("xfrt_profile_enter", {i32}), ValueRange{site});
   if (failed(emit(info)))
     return failure();
-  func::CallOp::create(*b, loc, hook("xfrt_profile_exit"), ValueRange{site});
+  // The exit hook gets this call's rows and context rows, so FLOP counts are
+  // right for prefill and decode steps alike.
+  Value rows = rowsOf(op->getResult(0));
+  Value context = i64(0);
+  if (auto attn = dyn_cast<AttentionOp>(op))
+    context = cachedMode ? Value(arith::AddIOp::create(*b, loc, startArg, rows))
+                         : rowsOf(attn.getKey());
+  func::CallOp::create(*b, loc, hook("xfrt_profile_exit", {i32, i64Type, i64Type}),
+                       ValueRange{site, rows, context});
   sites.push_back(info);
   return success();
 }

@@ -17,7 +17,8 @@
 
 extern "C" {
 void xfrt_profile_enter(int32_t site);
-void xfrt_profile_exit(int32_t site);
+// rows: the call's output rows; context_rows: keys attended to (attention), else 0.
+void xfrt_profile_exit(int32_t site, int64_t rows, int64_t context_rows);
 }
 
 namespace xfrt {
@@ -27,7 +28,8 @@ void profileStart(size_t sites);
 void profileStop();
 
 // The per-kernel table (calls, total ms, GFLOP/s, % of the profiled time),
-// grouped by kernel name, for sequence lengths l and l_z over `runs` runs.
+// grouped by kernel name; l, l_z and runs only label the summary line (FLOPs
+// come from each call's own row counts).
 std::string profileTable(const Manifest &m, int64_t l, int64_t lz, int runs);
 
 // Chrome trace JSON (Perfetto opens it) of every recorded kernel call.

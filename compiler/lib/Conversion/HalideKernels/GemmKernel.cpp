@@ -354,6 +354,8 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
     };
     packedBlock.compute_at(product, kBlocks.x);
     vectorizePacking(packedBlock);
+    if (getenv("XPF"))
+      packedBlock.prefetch(weight, getenv("XPFK") ? VarOrRVar(dot ? kk : k) : VarOrRVar(nt), getenv("XPFK") ? VarOrRVar(dot ? kk : k) : VarOrRVar(nt), atoi(getenv("XPF")), PrefetchBoundStrategy::NonFaulting);
     if (kTail) {
       packedTail.compute_at(product, Var::outermost());
       vectorizePacking(packedTail);
