@@ -15,6 +15,7 @@
 #include "xf/Transforms/Passes.h"
 
 #include "mlir/IR/AsmState.h"
+#include "mlir/Transforms/Passes.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
@@ -169,7 +170,26 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
+  // Pass names for --mlir-print-ir-after=PASS and friends, as in xf-opt
+  // (registered before the pass-manager options that parse them).
+  mlir::xf::registerXfPasses();
+  mlir::registerCanonicalizerPass();
+  mlir::registerCSEPass();
   mlir::registerPassManagerCLOptions();
+  // The short spellings of DESIGN.md: --print-ir-after-all, --print-ir-after=PASS, ...
+  auto &registered = cl::getRegisteredOptions();
+  std::vector<std::unique_ptr<cl::alias>> aliases;
+  std::vector<std::string> aliasHelp;
+  aliasHelp.reserve(4);
+  for (const char *name : {"print-ir-after-all", "print-ir-before-all", "print-ir-after",
+                           "print-ir-before"}) {
+    auto it = registered.find(std::string("mlir-") + name);
+    if (it == registered.end())
+      continue;
+    aliasHelp.push_back("Alias for --mlir-" + std::string(name));
+    aliases.push_back(std::make_unique<cl::alias>(llvm::StringRef(name), cl::aliasopt(*it->second),
+                                                  cl::desc(aliasHelp.back())));
+  }
   cl::ParseCommandLineOptions(argc, argv,
                               "xfc: compiles a transformer written as the "
                               "algorithm boxes of Phuong & Hutter\n");
