@@ -134,7 +134,9 @@ GemmKernelSpec gemm(int64_t K, int64_t N, bool transposeWeight = false) {
 }
 
 TEST(HalideKernelsGemm, PlainWithKTailAndColumnTail) {
-  checkGemm(gemm(300, 100)); // K = 256 + 44, N = 2·48 + 4
+  GemmKernelSpec spec = gemm(300, 100);
+  spec.schedule.kBlock = 256;
+  checkGemm(spec); // K = 256 + 44, N = 2·48 + 4
 }
 
 TEST(HalideKernelsGemm, TransposedWeightBiasRelu) {
@@ -228,6 +230,10 @@ TEST(HalideKernelsGemm, Bf16ActivationsDotProducts) {
     spec.epilogue = GemmEpilogue::GeluErf;
     checkGemm(spec);
   }
+  GemmKernelSpec odd = gemm(301, 70);
+  odd.bf16Weights = odd.bf16Activations = true;
+  odd.schedule.kBlock = 128; // 2 blocks and an odd tail of 45
+  checkGemm(odd, {4, 17});
   GemmKernelSpec spec = gemm(520, 150, /*transposeWeight=*/true);
   spec.bf16Weights = spec.bf16Activations = true;
   spec.schedule.tileCols = 32;

@@ -115,7 +115,9 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   const GemmSchedule &s = spec.schedule;
   const int K = int(spec.K), N = int(spec.N);
   const int tileCols = int(s.tileCols), tileRows = int(s.tileRows);
-  const int kBlock = int(std::min<int64_t>(s.kBlock, spec.K));
+  // bf16 pairs: an even block (past K when K is odd: then all of K is the tail).
+  const int kBlock = int(std::min<int64_t>(s.kBlock, spec.K) +
+                         (spec.bf16Activations ? std::min<int64_t>(s.kBlock, spec.K) % 2 : 0));
   const int fullKBlocks = K / kBlock, kTail = K % kBlock;
   const int panelTiles = int(s.panelCols ? s.panelCols / s.tileCols : defaultPanelTiles(spec));
 
@@ -354,8 +356,6 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
     };
     packedBlock.compute_at(product, kBlocks.x);
     vectorizePacking(packedBlock);
-    if (getenv("XPF"))
-      packedBlock.prefetch(weight, getenv("XPFK") ? VarOrRVar(dot ? kk : k) : VarOrRVar(nt), getenv("XPFK") ? VarOrRVar(dot ? kk : k) : VarOrRVar(nt), atoi(getenv("XPF")), PrefetchBoundStrategy::NonFaulting);
     if (kTail) {
       packedTail.compute_at(product, Var::outermost());
       vectorizePacking(packedTail);
