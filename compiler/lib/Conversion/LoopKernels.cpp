@@ -236,15 +236,28 @@ func::FuncOp LoopKernels::elementwise(int64_t width, ElementwiseKind kind) {
 func::FuncOp LoopKernels::layerNorm(int64_t width, double eps, bool affine) {
   XF_KERNEL_CACHED("xf_layer_norm_" + std::to_string(width) + (affine ? "_affine_" : "_") +
                    formatDouble(eps));
+  return normalizeRows(name, width, eps, /*center=*/true, affine ? 2 : 0);
+}
+
+func::FuncOp LoopKernels::rmsNorm(int64_t width, double eps, bool scaled) {
+  XF_KERNEL_CACHED("xf_rms_norm_" + std::to_string(width) + (scaled ? "_scaled_" : "_") +
+                   formatDouble(eps));
+  return normalizeRows(name, width, eps, /*center=*/false, scaled ? 1 : 0);
+}
+
+/// y = (x − μ) / sqrt(mean((x − μ)²) + ε) [· γ [+ β]], μ = mean(x) or 0.
+func::FuncOp LoopKernels::normalizeRows(const std::string &name, int64_t width, double eps,
+                                        bool center, unsigned affineParams) {
   OpBuilder b(module.getContext());
-  func::FuncOp fn = declare(name, affine ? "ppppi" : "ppi", b);
+  func::FuncOp fn = declare(name, "p" + std::string(affineParams, 'p') + "pi", b);
   Emitter e{b, fn.getLoc()};
   auto args = fn.getArguments();
-  Value in = args[0], out = args[affine ? 3 : 1], rows = args[affine ? 4 : 2];
+  Value in = args[0], out = args[1 + affineParams], rows = args[2 + affineParams];
   Value n = e.f(double(width));
   e.loop(rows, [&](Value t) {
     Value x = e.row(in, t, width), y = e.row(out, t, width);
-    Value mean = e.div(e.sum(e.i(width), [&](Value c) { return e.load(x, c); }), n);
+    Value mean = center ? e.div(e.sum(e.i(width), [&](Value c) { return e.load(x, c); }), n)
+                        : e.f(0.0);
     Value var = e.div(e.sum(e.i(width), [&](Value c) {
       Value d = e.sub(e.load(x, c), mean);
       return e.mul(d, d);
@@ -252,33 +265,11 @@ func::FuncOp LoopKernels::layerNorm(int64_t width, double eps, bool affine) {
     Value rstd = math::RsqrtOp::create(b, e.loc, e.add(var, e.f(eps)));
     e.loop(e.i(width), [&](Value c) {
       Value v = e.mul(e.sub(e.load(x, c), mean), rstd);
-      if (affine)
-        v = e.add(e.mul(v, e.load(args[1], c)), e.load(args[2], c));
+      if (affineParams >= 1)
+        v = e.mul(v, e.load(args[1], c));
+      if (affineParams == 2)
+        v = e.add(v, e.load(args[2], c));
       e.store(v, y, c);
-    });
-  });
-  func::ReturnOp::create(b, e.loc);
-  return fn;
-}
-
-func::FuncOp LoopKernels::rmsNorm(int64_t width, double eps, bool scaled) {
-  XF_KERNEL_CACHED("xf_rms_norm_" + std::to_string(width) + (scaled ? "_scaled_" : "_") +
-                   formatDouble(eps));
-  OpBuilder b(module.getContext());
-  func::FuncOp fn = declare(name, scaled ? "pppi" : "ppi", b);
-  Emitter e{b, fn.getLoc()};
-  auto args = fn.getArguments();
-  Value in = args[0], out = args[scaled ? 2 : 1], rows = args[scaled ? 3 : 2];
-  e.loop(rows, [&](Value t) {
-    Value x = e.row(in, t, width), y = e.row(out, t, width);
-    Value ms = e.div(e.sum(e.i(width), [&](Value c) {
-      Value v = e.load(x, c);
-      return e.mul(v, v);
-    }), e.f(double(width)));
-    Value rrms = math::RsqrtOp::create(b, e.loc, e.add(ms, e.f(eps)));
-    e.loop(e.i(width), [&](Value c) {
-      Value v = e.mul(e.load(x, c), rrms);
-      e.store(scaled ? e.mul(v, e.load(args[1], c)) : v, y, c);
     });
   });
   func::ReturnOp::create(b, e.loc);

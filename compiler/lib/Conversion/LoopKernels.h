@@ -51,6 +51,9 @@ private:
   /// A private kernel taking `signature` ('p' = !llvm.ptr, 'i' = i64);
   /// `body` is left at the start of its entry block.
   func::FuncOp declare(llvm::StringRef name, llvm::StringRef signature, OpBuilder &body);
+  /// LayerNorm and RMSNorm share one body (in, [γ, [β]], out, rows).
+  func::FuncOp normalizeRows(const std::string &name, int64_t width, double eps, bool center,
+                             unsigned affineParams);
   ModuleOp module;
   llvm::StringMap<func::FuncOp> cache;
 };
