@@ -53,6 +53,9 @@ llvm::Error link(llvm::ArrayRef<std::string> objects, llvm::StringRef output) {
   args.push_back(XFRT_ARCHIVE_PATH);
   for (const char *flag : {"-lstdc++", "-lpthread", "-ldl", "-lm"})
     args.push_back(flag);
+#ifdef XF_LINK_SANITIZERS
+  args.push_back("-fsanitize=address,undefined");
+#endif
   std::vector<llvm::StringRef> argv(args.begin(), args.end());
   std::string message;
   int rc = llvm::sys::ExecuteAndWait(*driver, argv, std::nullopt, {}, 0, 0, &message);
