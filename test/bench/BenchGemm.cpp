@@ -165,8 +165,12 @@ int main(int argc, char **argv) {
       wBf16Copy.push_back(wBf16.sliced(2, c));
       wBf16Copy.back().raw_buffer()->type = halide_type_t(halide_type_bfloat, 16);
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, transW, M, N, K, 1.f, x.data(), K, wRounded.data(),
-                ldw, 0.f, refBf16.data(), N);
+    // The bf16 kernels' GEMM path (M >= 4) also rounds x to bf16; the GEMV path does not.
+    Halide::Runtime::Buffer<float> xRounded = x.copy();
+    if (M >= 4)
+      xRounded.for_each_element([&](int a, int b) { xRounded(a, b) = fromBf16(xBf16(a, b)); });
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, transW, M, N, K, 1.f, xRounded.data(), K,
+                wRounded.data(), ldw, 0.f, refBf16.data(), N);
 
     const double io = 4.0 * (double(M) * K + double(M) * N);
     std::vector<Variant> variants;

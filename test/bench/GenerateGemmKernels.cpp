@@ -2,7 +2,8 @@
 //
 // Build-time tool of xf-bench-gemm: compiles one Halide GEMM object per shape
 // of GemmShapes.def (default schedule, target "host"), fp32 weights as
-// xf_bench_NAME and bf16 weights as xf_bench_NAME_bf16, and the Halide runtime.
+// xf_bench_NAME and bf16 weights as xf_bench_NAME_bf16 (bf16Activations too,
+// so the GEMM path uses bf16 dot products), and the Halide runtime.
 // Usage: xf-bench-gemm-gen <output-dir>
 //
 //===----------------------------------------------------------------------===//
@@ -35,7 +36,7 @@ int main(int argc, char **argv) {
     if (llvm::Error err = compileGemmKernel(spec, "host", dir + "/" #NAME ".o"))                   \
       return fail(std::move(err));                                                                 \
     spec.name += "_bf16";                                                                          \
-    spec.bf16Weights = true;                                                                       \
+    spec.bf16Weights = spec.bf16Activations = true;                                                \
     if (llvm::Error err = compileGemmKernel(spec, "host", dir + "/" #NAME "_bf16.o"))              \
       return fail(std::move(err));                                                                 \
   }

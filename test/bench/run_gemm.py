@@ -34,52 +34,97 @@ def run(build, rounds, threads):
     env.pop("OPENBLAS_L2_SIZE", None)
     env.update(OPENBLAS_CORETYPE=openblas_coretype(), OPENBLAS_NUM_THREADS=str(threads),
                OMP_NUM_THREADS=str(threads), HL_NUM_THREADS=str(threads))
+    load_before = f"{os.getloadavg()[0]:.1f}"
     with tempfile.TemporaryDirectory() as tmp:
         out = pathlib.Path(tmp) / "gemm.json"
         subprocess.run([str(build / "bin" / "xf-bench-gemm"), "--rounds", str(rounds),
                         "--threads", str(threads), "--json", str(out)], env=env, check=True)
         data = json.loads(out.read_text())
     data["openblas_coretype"] = env["OPENBLAS_CORETYPE"]
+    data["load_before"], data["load_after"] = load_before, f"{os.getloadavg()[0]:.1f}"
     return data
 
 
-def table(data):
+VARIANTS = ("xf", "xf_bf16", "openblas", "openblas_sgemv", "openblas_sbgemm", "onednn")
+LABELS = {"xf": "xf", "xf_bf16": "xf bf16 W", "openblas": "OpenBLAS sgemm",
+          "openblas_sgemv": "OpenBLAS sgemv", "openblas_sbgemm": "OpenBLAS sbgemm",
+          "onednn": "oneDNN sgemm"}
+
+
+def collect(data, decode):
     rows = {}
     for r in data["shapes"]:
-        rows.setdefault(r["shape"], {"r": r})[r["variant"]] = r
-    variants = [v for v in ("xf", "openblas", "onednn") if any(v in x for x in rows.values())]
-    head = ("| shape | M×K×N | " + " | ".join(f"{v} GF/s best (median)" for v in variants)
-            + " | xf / OpenBLAS (best) | xf % of peak |")
+        if (r["M"] <= 4) == decode:
+            rows.setdefault(r["shape"], {"r": r})[r["variant"]] = r
+    variants = [v for v in VARIANTS if any(v in x for x in rows.values())]
+    return rows, variants
+
+
+def dims(r):
+    return f"{r['M']}×{r['K']}×{r['N']}" + (" (Wᵀ)" if r["transposed"] else "")
+
+
+def prefill_table(data):
+    """GFLOP/s for M > 4 (GEMM path)."""
+    rows, variants = collect(data, decode=False)
+    head = ("| shape | M×K×N | " + " | ".join(f"{LABELS[v]} GF/s best (median)" for v in variants)
+            + " | xf / OpenBLAS (best) | xf % of peak | xf bf16 % of fp32 peak |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for name, row in rows.items():
-        r = row["r"]
-        dims = f"{r['M']}×{r['K']}×{r['N']}" + (" (Wᵀ)" if r["transposed"] else "")
-        cells = [f"{row[v]['gflops_best']:.1f} ({row[v]['gflops_median']:.1f})" for v in variants]
+        cells = [f"{row[v]['gflops_best']:.1f} ({row[v]['gflops_median']:.1f})" if v in row else "–"
+                 for v in variants]
         ratio = row["xf"]["gflops_best"] / row["openblas"]["gflops_best"]
         pct = 100 * row["xf"]["gflops_best"] / data["peak_gflops"]
-        lines.append(f"| {name} | {dims} | " + " | ".join(cells) + f" | {ratio:.2f} | {pct:.0f}% |")
+        pct16 = (f"{100 * row['xf_bf16']['gflops_best'] / data['peak_gflops']:.0f}%"
+                 if "xf_bf16" in row else "–")
+        lines.append(f"| {name} | {dims(row['r'])} | " + " | ".join(cells)
+                     + f" | {ratio:.2f} | {pct:.0f}% | {pct16} |")
     return "\n".join(lines), rows, variants
 
 
-def plot(rows, variants, data, path):
+def decode_table(data):
+    """GB/s (bytes of the weight as stored + x + out) for M <= 4 (GEMV path)."""
+    rows, variants = collect(data, decode=True)
+    head = ("| shape | M×K×N | " + " | ".join(f"{LABELS[v]} GB/s best (median)" for v in variants)
+            + " | xf / sgemv (time, best) | xf % of read bw | xf bf16 ms / xf ms |")
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for name, row in rows.items():
+        cells = [f"{row[v]['gbs_best']:.1f} ({row[v]['gbs_median']:.1f})" if v in row else "–"
+                 for v in variants]
+        blas = row.get("openblas_sgemv", row["openblas"])
+        speed = blas["min_s"] / row["xf"]["min_s"]
+        pct = 100 * row["xf"]["gbs_best"] / data["read_gbs"]
+        bf = f"{row['xf_bf16']['min_s'] / row['xf']['min_s']:.2f}" if "xf_bf16" in row else "–"
+        lines.append(f"| {name} | {dims(row['r'])} | " + " | ".join(cells)
+                     + f" | {speed:.2f} | {pct:.0f}% | {bf} |")
+    return "\n".join(lines), rows, variants
+
+
+def plot(prefill, decode, data, path):
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    names = list(rows)
-    width = 0.8 / len(variants)
-    fig, ax = plt.subplots(figsize=(10, 4.5))
-    for i, v in enumerate(variants):
-        ax.bar([x + i * width for x in range(len(names))],
-               [rows[n][v]["gflops_best"] for n in names], width, label=v)
-    ax.axhline(data["peak_gflops"], color="k", ls="--", lw=1, label="measured FMA peak")
-    ax.set_xticks([x + width * (len(variants) - 1) / 2 for x in range(len(names))])
-    ax.set_xticklabels(names, rotation=20, ha="right")
-    ax.set_ylabel("GFLOP/s (best round)")
-    ax.set_title(f"fp32 GEMM, {data['threads']} threads, {data['cpu']}")
-    ax.legend()
+    fig, axes = plt.subplots(1, 2, figsize=(15, 4.8), gridspec_kw={"width_ratios": [6, 5]})
+    for ax, (rows, variants), key, ylabel, ceiling, ceiling_label in (
+            (axes[0], prefill, "gflops_best", "GFLOP/s (best round)", data["peak_gflops"],
+             "measured fp32 FMA peak"),
+            (axes[1], decode, "gbs_best", "GB/s of weight read (best round)", data["read_gbs"],
+             "measured read bandwidth")):
+        names = list(rows)
+        width = 0.8 / max(len(variants), 1)
+        for i, v in enumerate(variants):
+            ax.bar([x + i * width for x in range(len(names))],
+                   [rows[n][v][key] if v in rows[n] else 0 for n in names], width, label=LABELS[v])
+        ax.axhline(ceiling, color="k", ls="--", lw=1, label=ceiling_label)
+        ax.set_xticks([x + width * (len(variants) - 1) / 2 for x in range(len(names))])
+        ax.set_xticklabels(names, rotation=20, ha="right")
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=7)
+    axes[0].set_title(f"GEMM (ℓ = 128 and 1024³), {data['threads']} threads, {data['cpu']}")
+    axes[1].set_title("decode GEMV (M = 1), weights streamed from DRAM")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     return True
@@ -93,24 +138,40 @@ def main():
     p.add_argument("--no-docs", action="store_true")
     args = p.parse_args()
     data = run(pathlib.Path(args.build), args.rounds, args.threads)
-    text, rows, variants = table(data)
+    ptext, prows, pvars = prefill_table(data)
+    dtext, drows, dvars = decode_table(data)
     print()
-    print(text)
+    print(ptext)
+    print()
+    print(dtext)
     if args.no_docs:
         return 0
     png = ROOT / "docs" / "bench-gemm.png"
-    has_plot = plot(rows, variants, data, png)
+    has_plot = plot((prows, pvars), (drows, dvars), data, png)
     section = "\n".join([
         BEGIN,
         f"Machine: **{data['cpu']}**, {data['threads']} threads; flags: {data['flags']}.",
         f"Measured in the same run: FMA peak **{data['peak_gflops']:.0f} GFLOP/s** "
-        f"({data['fma_isa']}), read bandwidth **{data['read_gbs']:.1f} GB/s**. "
+        f"({data['fma_isa']}), read bandwidth **{data['read_gbs']:.1f} GB/s**; "
+        f"load average before the run {data.get('load_before', '?')}, after "
+        f"{data.get('load_after', '?')}. "
         f"OpenBLAS with OPENBLAS_CORETYPE={data['openblas_coretype']}; "
-        f"{data['rounds']} interleaved rounds, best round and median of rounds.",
+        f"{data['rounds']} interleaved rounds, best round and median of rounds. "
+        "*xf bf16 W*: bfloat16 weights (`bf16Weights`); for the GEMMs also bf16 activations "
+        "(`bf16Activations`, vdpbf16ps), for the GEMVs float32 activations. "
+        "OpenBLAS sbgemm appears only when the installed OpenBLAS exports it.",
         "",
-        text,
+        "GEMMs (GFLOP/s; % of the fp32 FMA peak — the bf16 dot product has twice that peak):",
         "",
-        "![GEMM GFLOP/s](bench-gemm.png)" if has_plot else "(matplotlib missing: no plot)",
+        ptext,
+        "",
+        "Decode GEMVs (GB/s = bytes of the weight as stored, plus x and out, per second; "
+        "the weights rotate over ≥ 96 MiB of copies so every call reads them from DRAM):",
+        "",
+        dtext,
+        "",
+        "![GEMM GFLOP/s and GEMV GB/s](bench-gemm.png)" if has_plot
+        else "(matplotlib missing: no plot)",
         END,
     ])
     doc = ROOT / "docs" / "bench.md"
