@@ -36,8 +36,10 @@ import time
 
 import numpy as np
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-ORACLE = ROOT / "test" / "reference" / "oracle.py"
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from benchlib import (ORACLE, ROOT, Worker, build_peak, cpu_model, log,  # noqa: E402
+                      loadavg, measure_peak, xf_version)
+
 WORKER = ROOT / "test" / "bench" / "model" / "hf_worker.py"
 BEGIN = "<!-- BEGIN xf-bench-model (written by test/bench/run_model.py) -->"
 END = "<!-- END xf-bench-model -->"
@@ -45,10 +47,6 @@ TOLERANCE = 1e-4
 TARGET_MS = 150.0  # the issue's target for the GPT-2-small 128-token forward
 HP = dict(L=12, H=12, d_e=768, d_mlp=3072, N_V=50257)
 FRAMEWORKS = ("xf", "PyTorch", "ONNX Runtime")
-
-
-def log(*a):
-    print(*a, file=sys.stderr, flush=True)
 
 
 def gpt2_flops(l):
@@ -59,96 +57,6 @@ def gpt2_flops(l):
     parts = {k: v * L for k, v in per_layer.items()}
     parts["unembed"] = 2 * l * d * nv
     return parts
-
-
-def loadavg():
-    return [float(x) for x in pathlib.Path("/proc/loadavg").read_text().split()[:3]]
-
-
-def cpu_model():
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
-        for line in out.splitlines():
-            if line.startswith("Model name:"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
-
-
-def project_cxx(build):
-    """The build's C++ compiler (CMakeCache.txt), else clang++. Not GCC first: GCC 12 -O2
-    keeps MachinePeak.cpp's accumulators in memory and measures a quarter of the peak."""
-    cache = pathlib.Path(build) / "CMakeCache.txt"
-    if cache.exists():
-        m = re.search(r"^CMAKE_CXX_COMPILER:\w+=(.+)$", cache.read_text(), re.M)
-        if m and shutil.which(m.group(1).strip()):
-            return m.group(1).strip()
-    return shutil.which("clang++") or shutil.which("c++")
-
-
-def build_peak(workdir, build):
-    exe = workdir / "xf-model-peak"
-    cxx = project_cxx(build)
-    if not cxx:
-        return None
-    r = subprocess.run([cxx, "-O3", "-std=c++17", "-pthread", "-I", str(ROOT / "test" / "bench"),
-                        str(ROOT / "test" / "bench" / "MachinePeak.cpp"),
-                        str(ROOT / "test" / "bench" / "model" / "peak_main.cpp"), "-o", str(exe)],
-                       capture_output=True, text=True)
-    if r.returncode != 0:
-        log("peak helper did not build:", r.stderr.strip()[-500:])
-        return None
-    return exe
-
-
-def measure_peak(exe, threads):
-    if exe is None:
-        return None
-    r = subprocess.run([str(exe), str(threads)], capture_output=True, text=True)
-    return json.loads(r.stdout) if r.returncode == 0 else None
-
-
-class Worker:
-    """A PyTorch or ONNX Runtime process speaking hf_worker.py's line protocol."""
-
-    def __init__(self, python, framework, weights, tokens, threads, workdir, env):
-        self.name = {"torch": "PyTorch", "ort": "ONNX Runtime"}[framework]
-        self.log_path = workdir / f"{framework}.log"
-        self.proc = subprocess.Popen(
-            [python, str(WORKER), "--framework", framework, "--weights", str(weights),
-             "--tokens", tokens, "--threads", str(threads), "--workdir", str(workdir)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=open(self.log_path, "w"),
-            text=True, env=env)
-        self.info = None
-
-    def read(self):
-        line = self.proc.stdout.readline()
-        if not line:
-            tail = self.log_path.read_text()[-3000:]
-            raise SystemExit(f"{self.name} worker died; end of {self.log_path}:\n{tail}")
-        obj = json.loads(line)
-        if "error" in obj:
-            raise SystemExit(f"{self.name} worker: {obj['error']}")
-        return obj
-
-    def ready(self):
-        self.info = self.read()
-        return self.info
-
-    def ask(self, cmd):
-        self.proc.stdin.write(cmd + "\n")
-        self.proc.stdin.flush()
-        return self.read()
-
-    def close(self):
-        if self.proc.poll() is None:
-            try:
-                self.proc.stdin.write("quit\n")
-                self.proc.stdin.flush()
-                self.proc.wait(timeout=30)
-            except (OSError, subprocess.TimeoutExpired):
-                self.proc.kill()
 
 
 XF_TIMES = re.compile(r"min ([0-9.]+) ms median ([0-9.]+) ms")
@@ -164,16 +72,6 @@ def run_xf(exe, weights, tokens, threads, repeat, env, extra=()):
     if not m:
         raise SystemExit(f"no 'min X ms median Y ms' in the xf output: {r.stderr[-500:]}")
     return float(m.group(1)), float(m.group(2)), r.stderr
-
-
-def xf_version():
-    """The commit the executable's compiler was built from, as far as the work tree tells."""
-    git = ["git", "-C", str(ROOT)]
-    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True,
-                          text=True).stdout.strip() or "?"
-    dirty = subprocess.run([*git, "status", "--porcelain", "--", "compiler", "runtime"],
-                           capture_output=True, text=True).stdout.strip()
-    return head + (" + uncommitted compiler/runtime changes" if dirty else "")
 
 
 def rel(a, ref):
@@ -438,7 +336,10 @@ def main():
     workers = {}
     try:
         for fw in ("torch", "ort"):
-            w = Worker(args.hf_python, fw, weights, tokens, args.threads, workdir, env)
+            w = Worker({"torch": "PyTorch", "ort": "ONNX Runtime"}[fw],
+                       [args.hf_python, str(WORKER), "--framework", fw, "--weights",
+                        str(weights), "--tokens", tokens, "--threads", str(args.threads),
+                        "--workdir", str(workdir)], workdir / f"{fw}.log", env)
             workers[w.name] = w
         for w in workers.values():
             w.ready()

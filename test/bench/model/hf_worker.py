@@ -29,36 +29,8 @@ import os
 import sys
 import time
 
-PROTO = os.fdopen(os.dup(1), "w", buffering=1)
-os.dup2(2, 1)  # library chatter (the ONNX exporter prints progress) goes to stderr
-sys.stdout = sys.stderr
-
-
-def reply(obj):
-    PROTO.write(json.dumps(obj) + "\n")
-    PROTO.flush()
-
-
-def build_torch(weights, threads):
-    import torch
-    from safetensors.torch import load_file
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    torch.set_num_threads(threads)
-    cfg = GPT2Config(n_layer=12, n_head=12, n_embd=768, n_inner=3072, vocab_size=50257,
-                     n_positions=1024, layer_norm_epsilon=1e-5,
-                     activation_function="gelu_new", resid_pdrop=0.0, embd_pdrop=0.0,
-                     attn_pdrop=0.0, use_cache=False, tie_word_embeddings=True)
-    model = GPT2LMHeadModel(cfg)
-    state = {"transformer." + k: v.float() for k, v in load_file(weights).items()}
-    result = model.load_state_dict(state, strict=False)
-    missing = [k for k in result.missing_keys if k != "lm_head.weight"]
-    if missing or result.unexpected_keys:
-        raise SystemExit(f"checkpoint does not match GPT2LMHeadModel: missing {missing}, "
-                         f"unexpected {result.unexpected_keys}")
-    if model.lm_head.weight.data_ptr() != model.transformer.wte.weight.data_ptr():
-        raise SystemExit("lm_head is not tied to wte")
-    return model.eval().float()
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from hf_common import build_torch, reply  # noqa: E402  (first: moves fd 1 to stderr)
 
 
 def logits_only(model):

@@ -1,0 +1,139 @@
+"""Helpers shared by the whole-model benchmarks (run_model.py, run_decode.py), run with
+/opt/xf-venv: machine state (load average, CPU, measured FMA peak and read bandwidth), the
+xf executable and checkpoint, and the line protocol of the /opt/hf-venv worker processes."""
+import json
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+ORACLE = ROOT / "test" / "reference" / "oracle.py"
+N_VOCAB = 50257  # GPT-2
+
+
+def log(*a):
+    print(*a, file=sys.stderr, flush=True)
+
+
+def loadavg():
+    return [float(x) for x in pathlib.Path("/proc/loadavg").read_text().split()[:3]]
+
+
+def cpu_model():
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            if line.startswith("Model name:"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown"
+
+
+def project_cxx(build):
+    """The build's C++ compiler (CMakeCache.txt), else clang++. Not GCC first: GCC 12 -O2
+    keeps MachinePeak.cpp's accumulators in memory and measures a quarter of the peak."""
+    cache = pathlib.Path(build) / "CMakeCache.txt"
+    if cache.exists():
+        m = re.search(r"^CMAKE_CXX_COMPILER:\w+=(.+)$", cache.read_text(), re.M)
+        if m and shutil.which(m.group(1).strip()):
+            return m.group(1).strip()
+    return shutil.which("clang++") or shutil.which("c++")
+
+
+def build_peak(workdir, build):
+    """Compile test/bench/model/peak_main.cpp + MachinePeak.cpp; the executable or None."""
+    exe = workdir / "xf-model-peak"
+    cxx = project_cxx(build)
+    if not cxx:
+        return None
+    r = subprocess.run([cxx, "-O3", "-std=c++17", "-pthread", "-I", str(ROOT / "test" / "bench"),
+                        str(ROOT / "test" / "bench" / "MachinePeak.cpp"),
+                        str(ROOT / "test" / "bench" / "model" / "peak_main.cpp"), "-o", str(exe)],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        log("peak helper did not build:", r.stderr.strip()[-500:])
+        return None
+    return exe
+
+
+def measure_peak(exe, threads):
+    """{"gflops": FMA peak, "read_gbs": read bandwidth, ...} measured now, or None."""
+    if exe is None:
+        return None
+    r = subprocess.run([str(exe), str(threads)], capture_output=True, text=True)
+    return json.loads(r.stdout) if r.returncode == 0 else None
+
+
+def compile_xf(build, out, extra=()):
+    """`xfc examples/gpt2.xf -o out [extra]`."""
+    subprocess.run([str(pathlib.Path(build) / "bin" / "xfc"), str(ROOT / "examples" / "gpt2.xf"),
+                    "-o", str(out), *extra], check=True)
+    return out
+
+
+def write_checkpoint(path, seed):
+    """One random GPT-2-small F32 checkpoint, written by the oracle (test/reference/oracle.py)."""
+    subprocess.run([sys.executable, str(ORACLE), "--arch", "gpt2", "--write-random", str(path),
+                    "--seed", str(seed)], check=True)
+    return path
+
+
+def random_tokens(seed, length):
+    rng = np.random.default_rng(seed)
+    return ",".join(str(t) for t in rng.integers(0, N_VOCAB, size=length))
+
+
+def xf_version():
+    """The commit the executable's compiler was built from, as far as the work tree tells."""
+    git = ["git", "-C", str(ROOT)]
+    head = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True,
+                          text=True).stdout.strip() or "?"
+    dirty = subprocess.run([*git, "status", "--porcelain", "--", "compiler", "runtime"],
+                           capture_output=True, text=True).stdout.strip()
+    return head + (" + uncommitted compiler/runtime changes" if dirty else "")
+
+
+class Worker:
+    """A process in /opt/hf-venv speaking the JSON line protocol of test/bench/hf_common.py:
+    one JSON object per line on its stdout, the first {"ready": true, ...}, then one reply per
+    command line written to its stdin; its stderr goes to log_path."""
+
+    def __init__(self, name, argv, log_path, env):
+        self.name = name
+        self.log_path = log_path
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=open(self.log_path, "w"), text=True, env=env)
+        self.info = None
+
+    def read(self):
+        line = self.proc.stdout.readline()
+        if not line:
+            tail = self.log_path.read_text()[-3000:]
+            raise SystemExit(f"{self.name} worker died; end of {self.log_path}:\n{tail}")
+        obj = json.loads(line)
+        if "error" in obj:
+            raise SystemExit(f"{self.name} worker: {obj['error']}")
+        return obj
+
+    def ready(self):
+        self.info = self.read()
+        return self.info
+
+    def ask(self, cmd):
+        self.proc.stdin.write(cmd + "\n")
+        self.proc.stdin.flush()
+        return self.read()
+
+    def close(self):
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write("quit\n")
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                self.proc.kill()
