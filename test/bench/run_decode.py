@@ -385,7 +385,7 @@ def main():
         "## Generation: GPT-2 small greedy decode with a KV cache",
         "",
         "Run: `test/bench/run_decode.py` (options `--exe`, `--exe-bf16`, `--rounds`, `--threads`, "
-        "`--context`, `--new-tokens`, `--no-docs`; ≈5 min). One random GPT-2-small F32 checkpoint "
+        "`--context`, `--new-tokens`, `--no-docs`; ≈7 min on a loaded machine). One random GPT-2-small F32 checkpoint "
         f"(the oracle's writer, `--seed {args.seed}`) is read by all: xf's `examples/gpt2.xf` "
         "executable built f32 and with `--weight-type=bf16` (GEMM weights and the embedding "
         "table narrowed to bfloat16 at load), PyTorch's `GPT2LMHeadModel` in fp32 and cast to "
