@@ -10,7 +10,10 @@ checkpoint missing a tensor, naming it.
 
 With --weight-type bf16 the executables keep GEMM weights and embedding tables in bfloat16;
 the oracle then reads the bfloat16-rounded checkpoint the executable saves (--save-weights), so
-the same 1e-4 bound checks the kernels rather than the rounding.
+the same 1e-4 bound checks the kernels rather than the rounding. With --weight-type
+bf16-gemm-inputs the prefill GEMMs also round their inputs to bfloat16 (xfc
+--bf16-gemm-inputs); that is a real change of numerics, checked against the bound
+BF16_INPUTS_TOLERANCE explained in docs/correctness.md.
 
 usage: check_examples.py --xfc build/bin/xfc [--model gpt2 ...] [--weight-type bf16] [--workdir DIR]
 """
@@ -26,6 +29,9 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ORACLE = os.path.join(ROOT, "test", "reference", "oracle.py")
 TOLERANCE = 1e-4
+# bfloat16 keeps 8 significant bits: each rounded GEMM input is off by ≤ 2^-9 relative, and a
+# 2-layer model's logits come out of ~6 such GEMMs in sequence (docs/correctness.md).
+BF16_INPUTS_TOLERANCE = 1e-2
 
 # model → (oracle arch, small hyperparameters, output kind, sequence lengths)
 MODELS = {
@@ -49,8 +55,10 @@ def check_model(name, xfc, workdir, python, weight_type="f32"):
     arch, hparams, output, lengths = MODELS[name]
     exe = os.path.join(workdir, name)
     defines = [arg for kv in hparams.split(",") for arg in ("-D", kv)]
-    r = run([xfc, os.path.join(ROOT, "examples", name + ".xf"), *defines,
-             "--weight-type", weight_type, "-o", exe])
+    flags = (["--weight-type", "bf16", "--bf16-gemm-inputs"] if weight_type == "bf16-gemm-inputs"
+             else ["--weight-type", weight_type])
+    tolerance = BF16_INPUTS_TOLERANCE if weight_type == "bf16-gemm-inputs" else TOLERANCE
+    r = run([xfc, os.path.join(ROOT, "examples", name + ".xf"), *defines, *flags, "-o", exe])
     if r.returncode != 0:
         return [f"{name}: xfc failed: {r.stderr.strip()}"]
     weights = os.path.join(workdir, name + ".safetensors")
@@ -58,7 +66,7 @@ def check_model(name, xfc, workdir, python, weight_type="f32"):
              "--seed", "11"])
     if r.returncode != 0:
         return [f"{name}: oracle --write-random failed: {r.stderr.strip()}"]
-    if weight_type == "bf16":
+    if weight_type != "f32":
         # Both sides use the weights the executable actually holds.
         rounded = os.path.join(workdir, name + "_bf16.safetensors")
         r = run([exe, "--weights", weights, "--save-weights", rounded])
@@ -90,10 +98,10 @@ def check_model(name, xfc, workdir, python, weight_type="f32"):
             failures.append(f"{name} ℓ={n}: shape {a.shape} vs oracle {b.shape}")
             continue
         err = float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
-        status = "ok" if err <= TOLERANCE else "FAIL"
+        status = "ok" if err <= tolerance else "FAIL"
         print(f"{name:12s} ℓ={n:<4d} max|Δ|/max|ref| = {err:.2e}  {status}")
-        if err > TOLERANCE:
-            failures.append(f"{name} ℓ={n}: max|Δ|/max|ref| = {err:.3e} > {TOLERANCE}")
+        if err > tolerance:
+            failures.append(f"{name} ℓ={n}: max|Δ|/max|ref| = {err:.3e} > {tolerance}")
     # A checkpoint without one tensor is refused, naming it.
     missing = os.path.join(workdir, name + "_missing.safetensors")
     strip_first_tensor(weights, missing)
@@ -131,7 +139,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--xfc", required=True)
     p.add_argument("--model", action="append", choices=sorted(MODELS))
-    p.add_argument("--weight-type", choices=["f32", "bf16"], default="f32")
+    p.add_argument("--weight-type", choices=["f32", "bf16", "bf16-gemm-inputs"], default="f32")
     p.add_argument("--workdir")
     args = p.parse_args()
     failures = []

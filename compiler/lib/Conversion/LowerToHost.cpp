@@ -190,10 +190,10 @@ private:
 
 std::string gemmKey(const GemmKernelSpec &s) {
   const GemmSchedule &c = s.schedule;
-  return llvm::formatv("{0} {1} {2} {3} {4} {5} {13} | {6} {7} {8} {9} {10} {11} {12}", s.K,
+  return llvm::formatv("{0} {1} {2} {3} {4} {5} {13} {14} | {6} {7} {8} {9} {10} {11} {12}", s.K,
                        s.N, s.transposeWeight, s.hasBias, s.hasResidual, int(s.epilogue),
                        c.tileCols, c.tileRows, c.kBlock, c.packWeights, c.rowsPerTask,
-                       c.panelCols, c.gemvRowsBelow, s.bf16Weights)
+                       c.panelCols, c.gemvRowsBelow, s.bf16Weights, s.bf16Activations)
       .str();
 }
 
@@ -527,6 +527,7 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
     spec.N = width;
     spec.transposeWeight = gemm.getTransposeWeight();
     spec.bf16Weights = isBf16(gemm.getWeight());
+    spec.bf16Activations = spec.bf16Weights && options.bf16Activations;
     spec.hasBias = bool(gemm.getBias());
     spec.hasResidual = bool(gemm.getResidual());
     spec.epilogue = epilogueOf(gemm.getActivation());

@@ -35,6 +35,10 @@ struct HostOptions {
   /// Keep matrices that only feed GEMMs and embedding gathers in bfloat16
   /// (manifest "dtype": "bf16"); the runtime narrows them when it loads.
   bool bf16Weights = false;
+  /// Also round GEMM inputs to bfloat16 for the multi-row (prefill) path, so
+  /// products use AVX-512 BF16 dot products where the target has them; sums
+  /// stay float32. Needs bf16Weights. Changes the numerics (docs/correctness.md).
+  bool bf16Activations = false;
 };
 
 /// Fails with a located error when @forward holds an op the host lowering
