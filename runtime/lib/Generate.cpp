@@ -54,6 +54,9 @@ Expected<GenerateResult> generate(Session &session, const std::vector<int32_t> &
   if (int64_t(prompt.size()) > limit)
     return makeError("the prompt has " + std::to_string(prompt.size()) +
                      " tokens, more than the model's " + std::to_string(limit) + " positions");
+  // The cache holds what this run can reach, not the model's whole context.
+  if (r.cached)
+    session.reserveCache(std::min(limit, int64_t(prompt.size()) + std::max<int64_t>(o.maxNewTokens, 1)));
 
   std::vector<int32_t> x = prompt; // the sequence so far
   AlignedBuffer logits;

@@ -60,13 +60,17 @@ bool Session::canCache() const {
 Status Session::forwardCached(const int32_t *tokens, int64_t l, int64_t start, float *out) {
   if (!canCache())
     return makeError("model '" + manifest_->model + "' has no cached entry point");
-  if (l < 1 || start < 0 || start + l > manifest_->cachePositions)
+  if (!cache_.data() &&
+      (cacheCapacity_ <= 0 || cacheCapacity_ > manifest_->cachePositions))
+    cacheCapacity_ = manifest_->cachePositions;
+  if (l < 1 || start < 0 || start + l > cacheCapacity_)
     return makeError("positions " + std::to_string(start) + ".." + std::to_string(start + l - 1) +
-                     " exceed the KV cache's " + std::to_string(manifest_->cachePositions));
+                     " exceed the KV cache's " + std::to_string(cacheCapacity_));
   if (!cache_.data()) {
-    int64_t bytes = abi_.cacheBytes();
+    int64_t bytes = abi_.cacheBytes(cacheCapacity_);
     if (bytes < 0)
-      return makeError("xf_cache_bytes() returned " + std::to_string(bytes));
+      return makeError("xf_cache_bytes(" + std::to_string(cacheCapacity_) + ") returned " +
+                       std::to_string(bytes));
     Expected<AlignedBuffer> b = AlignedBuffer::allocate(uint64_t(bytes));
     if (!b)
       return makeError("KV cache: " + b.message());
@@ -75,7 +79,7 @@ Status Session::forwardCached(const int32_t *tokens, int64_t l, int64_t start, f
   if (Status s = growScratch(l, 0); !s)
     return s;
   int32_t rc = abi_.forwardCached(params_.data(), derivedPtrs_.data(), tokens, l, start, out,
-                                  scratch_.data(), cache_.data());
+                                  scratch_.data(), cache_.data(), cacheCapacity_);
   if (rc != 0)
     return makeError("xf_forward_cached failed with code " + std::to_string(rc));
   return Status::success();

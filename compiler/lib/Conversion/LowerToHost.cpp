@@ -165,8 +165,11 @@ private:
   // start at `startArg` and attention reads keys/values from `cacheArg`.
   bool cachedMode = false, cacheable = false;
   Value startArg, cacheArg;
-  int64_t cachePositions = 0, cacheFloats = 0;
-  llvm::DenseMap<Operation *, std::pair<int64_t, int64_t>> cacheOffsets; // K, V in floats
+  int64_t cachePositions = 0, cacheColumns = 0;
+  // K and V slots of each attention, in columns of ⌈positions⌉₁₆ rows (the
+  // capacity is chosen at run time, so slots scale with it).
+  llvm::DenseMap<Operation *, std::pair<int64_t, int64_t>> cacheOffsets;
+  Value cacheRows; // ⌈positions⌉₁₆ in xf_forward_cached
   llvm::StringMap<std::string> kernelNames; // spec key → exported name
   std::vector<ManifestInfo::Kernel> sites;  // one per kernel call in xf_forward
 
@@ -374,9 +377,9 @@ HalideBufferArg HostLowering::matrixArg(Value tensor) {
   return arg;
 }
 
-HalideBufferArg HostLowering::cachedMatrixArg(Value tensor, int64_t floatOffset) {
+HalideBufferArg HostLowering::cachedMatrixArg(Value tensor, int64_t column) {
   Placement &p = placements[tensor];
-  Value slot = offsetPtr(cacheArg, i64(floatOffset));
+  Value slot = offsetPtr(cacheArg, arith::MulIOp::create(*b, loc, cacheRows, i64(column)));
   Value at = offsetPtr(slot, arith::MulIOp::create(*b, loc, startArg, i64(p.cols)));
   call(kernels->copy2d(), {pointerOf(tensor), i64(p.stride), at, i64(p.cols), rowsOf(tensor),
                            i64(p.cols)});
@@ -626,7 +629,8 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
 LogicalResult HostLowering::emitForward(bool cached) {
   Type ptr = LLVM::LLVMPointerType::get(ctx), i64Type = IntegerType::get(ctx, 64);
   OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
-  auto type = cached ? FunctionType::get(ctx, {ptr, ptr, ptr, i64Type, i64Type, ptr, ptr, ptr},
+  auto type = cached ? FunctionType::get(ctx,
+                                         {ptr, ptr, ptr, i64Type, i64Type, ptr, ptr, ptr, i64Type},
                                          {IntegerType::get(ctx, 32)})
                      : FunctionType::get(ctx, {ptr, ptr, ptr, i64Type, ptr, i64Type, ptr, ptr},
                                          {IntegerType::get(ctx, 32)});
@@ -638,7 +642,7 @@ LogicalResult HostLowering::emitForward(bool cached) {
   auto args = fn.getArguments();
   cachedMode = cached;
   if (cached) {
-    // (params, derived, tokens, l, start, out, scratch, cache)
+    // (params, derived, tokens, l, start, out, scratch, cache, cache_positions)
     if (!cacheable) {
       // Not decodable incrementally: the runtime re-runs xf_forward instead.
       func::ReturnOp::create(builder, loc,
@@ -652,6 +656,7 @@ LogicalResult HostLowering::emitForward(bool cached) {
     paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lArg = args[3];
     startArg = args[4], outArg = args[5], scratchArg = args[6], cacheArg = args[7];
     sourceArg = Value(), lzArg = i64(0);
+    cacheRows = paddedRowsOf(args[8], i64(0));
   } else {
     paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lArg = args[3];
     sourceArg = args[4], lzArg = args[5], outArg = args[6], scratchArg = args[7];
@@ -705,9 +710,9 @@ void HostLowering::planCache() {
     cachePositions = std::min(cachePositions, op.getTable().getType().getDimSize(0));
   });
   auto slot = [&](Value t) {
-    int64_t offset = cacheFloats;
-    cacheFloats += (cachePositions * colsOf(t) + 15) / 16 * 16; // 64-byte aligned slots
-    return offset;
+    int64_t column = cacheColumns;
+    cacheColumns += colsOf(t);
+    return column;
   };
   forward.walk([&](AttentionOp op) {
     int64_t k = slot(op.getKey());
@@ -719,11 +724,14 @@ void HostLowering::emitCacheBytes() {
   Type i64Type = IntegerType::get(ctx, 64);
   OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
   auto fn = func::FuncOp::create(top, forward.getLoc(), "xf_cache_bytes",
-                                 FunctionType::get(ctx, {}, {i64Type}));
+                                 FunctionType::get(ctx, {i64Type}, {i64Type}));
   OpBuilder builder = OpBuilder::atBlockBegin(fn.addEntryBlock());
   b = &builder;
   loc = forward.getLoc();
-  func::ReturnOp::create(builder, loc, ValueRange{i64(cacheFloats * 4)});
+  // ⌈positions⌉₁₆ rows per column keep every slot 64-byte aligned.
+  Value rows = paddedRowsOf(fn.getArgument(0), i64(0));
+  Value bytes = arith::MulIOp::create(builder, loc, rows, i64(4 * cacheColumns));
+  func::ReturnOp::create(builder, loc, ValueRange{bytes});
   b = nullptr;
 }
 

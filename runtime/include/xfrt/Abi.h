@@ -22,9 +22,10 @@ int32_t xf_forward(void *const *params, void *const *derived, const int32_t *tok
 
 // Cached decoding (docs/abi.md, "Cached decoding"). Only models whose manifest
 // says "cached": true define these; libxfrt's main() references them weakly.
-int64_t xf_cache_bytes(void);
+int64_t xf_cache_bytes(int64_t positions);
 int32_t xf_forward_cached(void *const *params, void *const *derived, const int32_t *tokens,
-                          int64_t l, int64_t start, float *out, void *scratch, void *cache);
+                          int64_t l, int64_t start, float *out, void *scratch, void *cache,
+                          int64_t cache_positions);
 
 #ifdef __cplusplus
 }

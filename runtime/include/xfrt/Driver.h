@@ -24,10 +24,10 @@ struct ModelAbi {
                      const int32_t *source, int64_t lz, float *out, void *scratch);
   int (*setNumThreads)(int); // halide_set_num_threads, or null when not linked in
   // Cached decoding; both null when the model has no cached entry point.
-  int64_t (*cacheBytes)() = nullptr;
+  int64_t (*cacheBytes)(int64_t positions) = nullptr;
   int32_t (*forwardCached)(void *const *params, void *const *derived, const int32_t *tokens,
-                           int64_t l, int64_t start, float *out, void *scratch,
-                           void *cache) = nullptr;
+                           int64_t l, int64_t start, float *out, void *scratch, void *cache,
+                           int64_t cachePositions) = nullptr;
 };
 
 int runMain(int argc, const char *const *argv, const ModelAbi &abi);

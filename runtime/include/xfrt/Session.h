@@ -38,8 +38,18 @@ public:
   // Whether xf_forward_cached can be used: the manifest says "cached" and both
   // symbols exist.
   bool canCache() const;
-  // The KV cache's capacity in positions (0 without a cache).
+  // The largest KV cache the model supports, in positions (0 without a cache).
   int64_t cachePositions() const { return canCache() ? manifest_->cachePositions : 0; }
+  // Sizes the KV cache for at least `positions` (≤ cachePositions()) before a sequence's first
+  // cached call, so resident memory follows what a run needs; without it the cache holds
+  // cachePositions(). A cache that is already large enough is kept (its layout depends on its
+  // capacity, which every later call passes on).
+  void reserveCache(int64_t positions) {
+    if (cache_.data() && positions <= cacheCapacity_)
+      return;
+    cache_ = AlignedBuffer();
+    cacheCapacity_ = positions;
+  }
   // l = count new tokens at positions start .. start + l - 1; out: [l, d_out].
   // The first call (start = 0) allocates the cache; start + l must not exceed
   // cachePositions().
@@ -53,6 +63,7 @@ private:
   std::vector<void *> params_, derivedPtrs_;
   std::vector<AlignedBuffer> derived_;
   AlignedBuffer scratch_, cache_;
+  int64_t cacheCapacity_ = 0; // positions the cache is (or will be) allocated for
 };
 
 } // namespace xfrt

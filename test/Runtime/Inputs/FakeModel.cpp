@@ -191,15 +191,25 @@ int32_t xf_forward(void *const *params, void *const *derived, const int32_t *tok
 }
 
 #ifdef FAKE_CACHED
-int64_t xf_cache_bytes(void) { return kCachePositions * D * int64_t(sizeof(float)); }
+int64_t cacheAsked = 0; // positions of the last xf_cache_bytes query
+
+int64_t xf_cache_bytes(int64_t positions) {
+  if (positions < 1 || positions > kCachePositions)
+    return -1;
+  cacheAsked = positions;
+  return positions * D * int64_t(sizeof(float));
+}
 
 int32_t xf_forward_cached(void *const *params, void *const *derived, const int32_t *tokens,
-                          int64_t l, int64_t start, float *out, void *scratch, void *cache) {
+                          int64_t l, int64_t start, float *out, void *scratch, void *cache,
+                          int64_t cachePositions) {
   if (!prepared)
     return 10;
   if (scratchAsked < l * D * int64_t(sizeof(float)) || !aligned64(scratch) || !aligned64(cache))
     return 11;
-  if (l < 1 || start < 0 || start + l > kCachePositions)
+  if (cachePositions != cacheAsked)
+    return 15; // the cache was sized for another capacity
+  if (l < 1 || start < 0 || start + l > cachePositions)
     return 14;
   const float *wte = static_cast<const float *>(params[0]);
   const float *g = static_cast<const float *>(params[1]);
