@@ -379,7 +379,9 @@ def main():
     load_text = f"{min(loads):.1f}–{max(loads):.1f}"
     bw_text = f"{bws[0]:.1f}–{bws[-1]:.1f} GB/s (median {bw_med:.1f})"
     xf, xf16 = results["xf f32"], results["xf bf16"]
-    kv_mib = 2 * L * 1024 * D * 4 / MiB
+    # The runtime sizes the KV cache for prompt + new tokens (rounded up to 16 positions).
+    kv_positions = -(-(args.context + args.new_tokens) // 16) * 16
+    kv_mib = 2 * L * kv_positions * D * 4 / MiB
     lines = [
         BEGIN,
         "## Generation: GPT-2 small greedy decode with a KV cache",
@@ -436,7 +438,7 @@ def main():
         table,
         "",
         "Resident memory (`--print-memory`: peak VmHWM of the whole generation, the checkpoint "
-        f"file mmap'd; it includes the KV cache of 1024 positions, {kv_mib:.0f} MiB f32):",
+        f"file mmap'd; it includes the KV cache, sized for {kv_positions} positions: {kv_mib:.0f} MiB):",
         "",
         "| executable | checkpoint | checkpoint MiB | peak resident MiB | resident / checkpoint |",
         "|---|---|---|---|---|",
@@ -445,7 +447,7 @@ def main():
         lines.append(f"| {name} | {ck} | {ckpt:.1f} | {rss:.1f} | {rss / ckpt:.2f} |")
     lines += ["", "Above the checkpoint: " + "; ".join(
         f"{name} ({ck}) {rss - ckpt:.0f} MiB" for name, ck, rss, ckpt in memory)
-        + f". The KV cache alone ({kv_mib:.0f} MiB, allocated for all 1024 positions) is "
+        + f". The KV cache alone ({kv_mib:.0f} MiB for {kv_positions} positions) is "
         f"{100 * kv_mib / memory[0][3]:.0f} % of the F32 checkpoint and "
         f"{100 * kv_mib / memory[2][3]:.0f} % of the BF16 one. With the F32 checkpoint, the "
         "bf16 executable's peak counts the F32 file pages it read while narrowing (mapped, "
