@@ -74,11 +74,12 @@ Expected<GenerateResult> generate(Session &session, const std::vector<int32_t> &
       // Prefill the prompt at step 0, then one token at position |x| - 1.
       int64_t begin = step == 0 ? 0 : int64_t(x.size()) - 1;
       int64_t l = int64_t(x.size()) - begin;
-      if (Status s = ensureRows(logits, l, m.dOut); !s)
+      if (Status s = ensureRows(logits, 1, m.dOut); !s)
         return s;
+      // The cached entry point returns the newest token's row only.
       if (Status s = session.forwardCached(x.data() + begin, l, begin, logits.floats()); !s)
         return s;
-      last = logits.floats() + (l - 1) * m.dOut;
+      last = logits.floats();
     } else {
       int64_t l = int64_t(x.size());
       if (Status s = ensureRows(logits, l, m.dOut); !s)

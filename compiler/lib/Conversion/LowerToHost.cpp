@@ -105,6 +105,13 @@ private:
 
   // Emission helpers (valid while emitting one function).
   Value pointerOf(Value tensor);
+  Value storagePointer(Value tensor);
+  bool isActivation(Value tensor);
+  bool readsLastRowOnly(Value tensor);
+  // xf_forward_cached: values computed after the last attention, and whether
+  // the op being emitted is one of those.
+  llvm::DenseSet<Value> tailValues;
+  bool inTail = false;
   Value rowsOf(Value tensor);
   Value i64(int64_t v) { return arith::ConstantIntOp::create(*b, loc, b->getI64Type(), v); }
   Value offsetPtr(Value base, Value floats) {
@@ -327,7 +334,28 @@ LogicalResult HostLowering::placeOp(Operation *op, int64_t index) {
 // Emission helpers
 //===----------------------------------------------------------------------===//
 
+bool HostLowering::isActivation(Value tensor) {
+  Storage s = placements[tensor].storage;
+  return s == Storage::Scratch || s == Storage::View || s == Storage::Output;
+}
+
+/// In xf_forward_cached's tail (the ops after the last attention, all
+/// row-wise) only the newest row matters: tail results hold one row, and
+/// full-length inputs are read from their last row.
+bool HostLowering::readsLastRowOnly(Value tensor) {
+  return cachedMode && inTail && isActivation(tensor) && !tailValues.contains(tensor);
+}
+
 Value HostLowering::pointerOf(Value tensor) {
+  Value base = storagePointer(tensor);
+  if (!readsLastRowOnly(tensor))
+    return base;
+  Value lastRow = arith::SubIOp::create(*b, loc, lArg, i64(1));
+  return offsetPtr(base, arith::MulIOp::create(*b, loc, lastRow,
+                                               i64(placements[tensor].stride)));
+}
+
+Value HostLowering::storagePointer(Value tensor) {
   Placement &p = placements[tensor];
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   auto slot = [&](Value array, int64_t i) -> Value {
@@ -349,12 +377,14 @@ Value HostLowering::pointerOf(Value tensor) {
     return offsetPtr(scratchArg, floats);
   }
   case Storage::View:
-    return offsetPtr(pointerOf(p.root), i64(p.colOffset));
+    return offsetPtr(storagePointer(p.root), i64(p.colOffset));
   }
   llvm_unreachable("unknown storage");
 }
 
 Value HostLowering::rowsOf(Value tensor) {
+  if (cachedMode && (tailValues.contains(tensor) || readsLastRowOnly(tensor)))
+    return i64(1);
   Placement &p = placements[tensor];
   switch (p.rows) {
   case Rows::Target:
@@ -663,12 +693,21 @@ LogicalResult HostLowering::emitForward(bool cached) {
   }
   paddedRows = paddedRowsOf(lArg, lzArg);
   status = arith::ConstantIntOp::create(builder, loc, builder.getI32Type(), 0);
+  Operation *lastAttention = nullptr;
+  forward.walk([&](AttentionOp op) { lastAttention = op; });
+  tailValues.clear();
+  inTail = false;
   for (Operation &op : forward.getBody().front()) {
     if (isa<func::ReturnOp>(op))
       break;
+    inTail = cached && lastAttention && lastAttention->isBeforeInBlock(&op) &&
+             isActivation(op.getResult(0));
+    if (inTail) // before emitting: the op writes its one row at row 0
+      tailValues.insert(op.getResult(0));
     if (failed(emitOp(&op)))
       return failure();
   }
+  inTail = false;
   // A returned view (or a tensor that could not be written in place) is copied out.
   if (placements[result].storage != Storage::Output) {
     Placement &p = placements[result];

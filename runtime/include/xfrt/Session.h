@@ -50,7 +50,8 @@ public:
     cache_ = AlignedBuffer();
     cacheCapacity_ = positions;
   }
-  // l = count new tokens at positions start .. start + l - 1; out: [l, d_out].
+  // l = count new tokens at positions start .. start + l - 1; out: [1, d_out], the row of the
+  // newest token (position start + l - 1).
   // The first call (start = 0) allocates the cache; start + l must not exceed
   // cachePositions().
   Status forwardCached(const int32_t *tokens, int64_t l, int64_t start, float *out);

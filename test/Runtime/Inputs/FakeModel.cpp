@@ -222,7 +222,8 @@ int32_t xf_forward_cached(void *const *params, void *const *derived, const int32
   }
   float *h = static_cast<float *>(scratch); // [l, D]
   causalMix(x, start, l, h);
-  unembed(h, l, static_cast<const float *>(derived[0]), out);
+  // Like generated code: only the newest token's row is returned.
+  unembed(h + (l - 1) * D, 1, static_cast<const float *>(derived[0]), out);
   return 0;
 }
 #endif
