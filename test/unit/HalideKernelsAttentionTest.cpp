@@ -3,8 +3,8 @@
 // Each case builds one attention pipeline exactly as compileAttentionKernel
 // does, JITs it once and runs it for several (M, Mz): self-attention, cross
 // attention with M != Mz, causal masking with the offset rule (query t sees
-// keys t' <= t + Mz - M, as in KV-cache decoding), heads 1 and 4, and block
-// sizes that leave query- and key-block tails.
+// keys t' <= t + Mz - M, as in KV-cache decoding), heads 1 and 4, block
+// sizes that leave query- and key-block tails, and the decode path (M <= 4).
 //
 // Tolerance: each output is a convex combination of values in [-1, 1]; the
 // float32 error comes from the dK-long score dot products (relative error
@@ -115,6 +115,16 @@ TEST(HalideKernelsAttention, SmallBlocksLeaveTails) {
 TEST(HalideKernelsAttention, CausalQueriesWithoutKeysGetZeros) {
   // Mz < M: query 0 sees keys t' <= 0 + (2 - 5) < 0, i.e. none.
   checkAttention(attention(1, 16, 16, true), {{5, 2}});
+}
+
+TEST(HalideKernelsAttention, DecodePathFewQueries) {
+  // M <= 4 takes the per-head two-pass path (KV-cache decoding); M = 5 the
+  // flash-style one. Key counts that are not multiples of the key tile.
+  checkAttention(attention(3, 64, 64, true),
+                 {{1, 1}, {1, 130}, {2, 2}, {3, 70}, {4, 4}, {4, 131}, {5, 131}});
+  checkAttention(attention(2, 24, 40, false), {{1, 3}, {2, 67}, {4, 1}});
+  // Mz < M: query 0 sees no key, query 1 sees key 0.
+  checkAttention(attention(1, 16, 16, true), {{3, 2}});
 }
 
 TEST(HalideKernelsAttention, RejectsInvalidSpec) {

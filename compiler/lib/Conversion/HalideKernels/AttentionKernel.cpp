@@ -18,6 +18,12 @@
 // are skipped. K is transposed once per call (keys contiguous) so the score
 // tile is a register-blocked outer product like the GEMM's.
 //
+// M <= kSmallQueryRows (KV-cache decoding, M = 1) takes a second path,
+// selected at run time by a specialization: parallel over heads, an exact
+// two-pass softmax over all keys with K read untransposed (vectorised dot
+// products over dK) and P·V accumulated in vector registers over dV. Same
+// masking rule, same float32 arithmetic up to summation order.
+//
 //===----------------------------------------------------------------------===//
 
 #include "KernelPipelines.h"
@@ -48,6 +54,8 @@ llvm::Error validateAttention(const AttentionKernelSpec &spec) {
 
 // A finite stand-in for -inf: differences of two such values are 0, not NaN.
 constexpr float kNoScore = -1e30f;
+// M up to this takes the decode path (KV-cache decoding: M = 1).
+constexpr int kSmallQueryRows = 4;
 
 llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
                                               const Target &target) {
@@ -128,11 +136,57 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
                            oldSum * keepOld + blockSum(t, h, rb) * keepBlock);
   }
 
+  // ---- Decode path (M <= kSmallQueryRows) ------------------------------
+  // KV-cache decoding has one query row: the query-block tiles above would
+  // be almost all padding and the K transpose would cost as much as the
+  // attention itself. Per head: exact two-pass softmax over all keys, with
+  // K read in its natural layout (each key's dK values contiguous), the dot
+  // products as `lanes` vector partial sums then a horizontal add, and P·V
+  // accumulated in vector registers over d.
+  const int lanes = dK % vw == 0 ? vw : 1;
+  Func dotPart("decode_dot_part"); // dotPart(l, s, t, h) = Σ_o q[t, h, o·lanes + l]·k[s, h, ...]
+  RDom ro(0, dK / lanes, "ro");
+  dotPart(j, s, t, h) = 0.f;
+  dotPart(j, s, t, h) += q(h * dK + ro * lanes + j, t) *
+                         k(h * dK + ro * lanes + j, clamp(s, 0, keys - 1));
+  Func decodeScores("decode_scores");
+  {
+    std::vector<Expr> sums;
+    for (int l = 0; l < lanes; ++l)
+      sums.push_back(dotPart(l, s, t, h));
+    while (sums.size() > 1) { // pairwise, as a tree
+      std::vector<Expr> next;
+      for (size_t i = 0; i + 1 < sums.size(); i += 2)
+        next.push_back(sums[i] + sums[i + 1]);
+      if (sums.size() % 2)
+        next.push_back(sums.back());
+      sums = std::move(next);
+    }
+    decodeScores(s, t, h) = select(visible(s, t), sums[0] * scale, kNoScore);
+  }
+  RDom rs(0, keys, "rs");
+  Func decodeMax("decode_max");
+  decodeMax(t, h) = kNoScore;
+  decodeMax(t, h) = max(decodeMax(t, h), decodeScores(rs, t, h));
+  Func decodeProbs("decode_probs");
+  decodeProbs(s, t, h) =
+      select(visible(s, t), exp(decodeScores(s, t, h) - decodeMax(t, h)), 0.f);
+  Func decodeSum("decode_sum");
+  decodeSum(t, h) = 0.f;
+  decodeSum(t, h) += decodeProbs(rs, t, h);
+  Func decodeOut("decode_out"); // unnormalised Σ_s p_s · v_s
+  decodeOut(d, t, h) = 0.f;
+  decodeOut(d, t, h) += decodeProbs(rs, t, h) * v(h * dV + d, rs);
+
   Func out("attention_out");
+  Expr decode = queries <= kSmallQueryRows;
   {
     Expr head = c / dV, column = c % dV;
     Expr sum = state(column, t, head)[2];
-    out(c, t) = select(sum > 0.f, state(column, t, head)[0] / sum, 0.f);
+    Expr decodeTotal = decodeSum(t, head);
+    out(c, t) = select(decode,
+                       select(decodeTotal > 0.f, decodeOut(column, t, head) / decodeTotal, 0.f),
+                       select(sum > 0.f, state(column, t, head)[0] / sum, 0.f));
   }
 
   // ---- Buffer shapes (docs/abi.md) --------------------------------------
@@ -143,6 +197,34 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
 
   // ---- Schedule ----------------------------------------------------------
   Var task("task"), tq("tq"), ti("ti"), dj("dj");
+  {
+    // Decode: parallel over heads; per head the scores of all keys (M rows),
+    // then max, probabilities, sum and P·V. The condition is a fact inside
+    // the specialization, so its select keeps only the decode Funcs (and the
+    // general branch only the flash-style ones, K transpose included).
+    Var head("decode_head"), col("decode_col"), so("so"), si("si");
+    constexpr int keyTile = 4; // keys per dot-product register block
+    Stage decodeStage = out.specialize(decode);
+    decodeStage.split(c, head, col, dV)
+        .reorder(col, t, head)
+        .parallel(head)
+        .vectorize(col, vw, TailStrategy::GuardWithIf);
+    decodeScores.compute_at(out, head)
+        .split(s, so, si, keyTile, TailStrategy::RoundUp)
+        .reorder(si, t, so)
+        .unroll(si);
+    // lanes × keyTile accumulators, one q chunk reused by keyTile keys.
+    dotPart.compute_at(decodeScores, so).vectorize(j).unroll(s);
+    dotPart.update().reorder(j, s, ro, t).vectorize(j).unroll(s).unroll(ro);
+    decodeMax.compute_at(out, head);
+    decodeProbs.compute_at(out, head).vectorize(s, vw, TailStrategy::GuardWithIf);
+    decodeSum.compute_at(out, head);
+    decodeOut.compute_at(out, head).vectorize(d, vw, TailStrategy::GuardWithIf).unroll(d);
+    decodeOut.update()
+        .reorder(d, rs, t)
+        .vectorize(d, vw, TailStrategy::GuardWithIf)
+        .unroll(d);
+  }
   const int rowTile = 4; // query rows per register tile
   out.split(c, h, d, dV)
       .split(t, tq, ti, queryBlock, TailStrategy::GuardWithIf)
