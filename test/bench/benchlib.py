@@ -137,3 +137,16 @@ class Worker:
                 self.proc.wait(timeout=30)
             except (OSError, subprocess.TimeoutExpired):
                 self.proc.kill()
+
+
+def replace_doc_section(begin, end, section, doc=ROOT / "docs" / "bench.md"):
+    """Writes `section` (which starts with `begin` and ends with `end`) into docs/bench.md in
+    place of the previous one, or appends it; every benchmark owns one marked section."""
+    current = doc.read_text() if doc.exists() else "# Benchmarks\n"
+    if begin in current and end in current:
+        before, rest = current.split(begin, 1)
+        current = before + section + rest.split(end, 1)[1]
+    else:
+        current = current.rstrip("\n") + "\n\n" + section + "\n"
+    doc.write_text(current)
+    return doc

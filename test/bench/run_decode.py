@@ -45,7 +45,8 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from benchlib import (ROOT, Worker, build_peak, compile_xf, cpu_model, log,  # noqa: E402
-                      loadavg, measure_peak, random_tokens, write_checkpoint, xf_version)
+                      loadavg, measure_peak, random_tokens, replace_doc_section,
+                      write_checkpoint, xf_version)
 
 WORKER = ROOT / "test" / "bench" / "decode" / "decode_worker.py"
 BEGIN = "<!-- BEGIN xf-bench-decode (written by test/bench/run_decode.py) -->"
@@ -512,14 +513,7 @@ def main():
     log(f"\ntotal {time.time() - t_start:.0f} s")
     if args.no_docs:
         return 0
-    doc = ROOT / "docs" / "bench.md"
-    current = doc.read_text() if doc.exists() else "# Benchmarks\n"
-    if BEGIN in current and END in current:
-        before, rest = current.split(BEGIN, 1)
-        current = before + section + rest.split(END, 1)[1]
-    else:
-        current = current.rstrip("\n") + "\n\n" + section + "\n"
-    doc.write_text(current)
+    doc = replace_doc_section(BEGIN, END, section)
     log(f"updated {doc.relative_to(ROOT)}" + (f" and {png.relative_to(ROOT)}" if has_plot else ""))
     return 0
 

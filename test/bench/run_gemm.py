@@ -17,6 +17,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from benchlib import replace_doc_section  # noqa: E402
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BEGIN = "<!-- BEGIN xf-bench-gemm (written by test/bench/run_gemm.py) -->"
 END = "<!-- END xf-bench-gemm -->"
@@ -174,14 +177,7 @@ def main():
         else "(matplotlib missing: no plot)",
         END,
     ])
-    doc = ROOT / "docs" / "bench.md"
-    current = doc.read_text() if doc.exists() else "# Benchmarks\n"
-    if BEGIN in current and END in current:
-        before, rest = current.split(BEGIN, 1)
-        current = before + section + rest.split(END, 1)[1]
-    else:
-        current = current.rstrip("\n") + "\n\n" + section + "\n"
-    doc.write_text(current)
+    doc = replace_doc_section(BEGIN, END, section)
     print(f"\nupdated {doc.relative_to(ROOT)}" + (f" and {png.relative_to(ROOT)}" if has_plot else ""))
     return 0
 
