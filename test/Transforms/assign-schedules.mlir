@@ -1,16 +1,22 @@
-// RUN: xf-opt %s --xf-assign-schedules | FileCheck %s
+// RUN: xf-opt %s --xf-assign-schedules | FileCheck %s --check-prefix=AVX512
+// RUN: xf-opt %s --xf-assign-schedules="vector-width=8 vector-registers=16" | FileCheck %s --check-prefix=AVX2
 
-// CHECK-LABEL: func.func @kernels
-func.func @kernels(%x: tensor<?x768xf32>, %w: tensor<768x2304xf32>, %w2: tensor<128x64xf32>, %y: tensor<?x128xf32>) -> (tensor<?x2304xf32>, tensor<?x768xf32>, tensor<?x64xf32>) {
-  // CHECK: xf.gemm {{.*}} {schedule = {gemv_rows_below = 4 : i64, k_block = 256 : i64, pack_weights = true, panel_cols = 0 : i64, rows_per_task = 256 : i64, tile_cols = 48 : i64, tile_rows = 8 : i64}}
+// AVX512-LABEL: func.func @kernels
+func.func @kernels(%x: tensor<?x768xf32>, %w: tensor<768x2304xf32>, %w2: tensor<128x64xf32>, %y: tensor<?x128xf32>) -> (tensor<?x2304xf32>, tensor<?x768xf32>, tensor<?x64xf32>, tensor<?x2304xf32>) {
+  // 32 registers: 3 vectors × 8 rows; 16 registers: 2 vectors × 6 rows.
+  // AVX512: xf.gemm {{.*}} {schedule = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 256, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>}
+  // AVX2: xf.gemm {{.*}} {schedule = #xf.gemm_schedule<tile_cols = 16, tile_rows = 6, k_block = 256,
   %g = xf.gemm %x, %w activation none : (tensor<?x768xf32>, tensor<768x2304xf32>) -> tensor<?x2304xf32>
   // A K smaller than the default block keeps one block.
-  // CHECK: xf.gemm {{.*}} {schedule = {gemv_rows_below = 4 : i64, k_block = 128 : i64,
+  // AVX512: xf.gemm {{.*}} {schedule = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 128,
   %s = xf.gemm %y, %w2 activation none : (tensor<?x128xf32>, tensor<128x64xf32>) -> tensor<?x64xf32>
-  // CHECK: xf.attention causal heads 12 {{.*}} {schedule = {key_block = 64 : i64, query_block = 64 : i64}}
+  // Attention score tiles of 4 vectors; 2 rows where registers are few.
+  // AVX512: xf.attention causal heads 12 {{.*}} {schedule = #xf.attention_schedule<query_block = 64, key_block = 64, row_tile = 4, decode_key_tile = 4>}
+  // AVX2: xf.attention causal heads 12 {{.*}} {schedule = #xf.attention_schedule<query_block = 64, key_block = 32, row_tile = 2, decode_key_tile = 4>}
   %a = xf.attention causal heads 12 %x, %x, %x : tensor<?x768xf32>, tensor<?x768xf32>, tensor<?x768xf32> -> tensor<?x768xf32>
   // An existing schedule (e.g. from the tuner) is kept.
-  // CHECK: xf.gemm {{.*}} {schedule = {tile_cols = 32 : i64}}
-  %t = xf.gemm %x, %w activation none {schedule = {tile_cols = 32 : i64}} : (tensor<?x768xf32>, tensor<768x2304xf32>) -> tensor<?x2304xf32>
-  return %g, %a, %s : tensor<?x2304xf32>, tensor<?x768xf32>, tensor<?x64xf32>
+  // AVX512: xf.gemm {{.*}} {schedule = #xf.gemm_schedule<tile_cols = 32, tile_rows = 4, k_block = 512,
+  // AVX2: xf.gemm {{.*}} {schedule = #xf.gemm_schedule<tile_cols = 32, tile_rows = 4, k_block = 512,
+  %t = xf.gemm %x, %w activation none {schedule = #xf.gemm_schedule<tile_cols = 32, tile_rows = 4, k_block = 512, pack_weights = true, rows_per_task = 128, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>} : (tensor<?x768xf32>, tensor<768x2304xf32>) -> tensor<?x2304xf32>
+  return %g, %a, %s, %t : tensor<?x2304xf32>, tensor<?x768xf32>, tensor<?x64xf32>, tensor<?x2304xf32>
 }

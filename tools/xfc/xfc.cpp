@@ -81,16 +81,27 @@ cl::list<std::string>
 } // namespace
 
 /// The passes from the xf dialect to `action`'s stage.
-static void buildPipeline(Emit action, mlir::PassManager &pm) {
+static mlir::LogicalResult buildPipeline(Emit action, mlir::PassManager &pm) {
   switch (action) {
   case Emit::AST:
   case Emit::Xf:
-    return; // the frontend's own output
+    return mlir::success(); // the frontend's own output
   case Emit::Fused:
-    return mlir::xf::buildFusionPipeline(pm, /*assignSchedules=*/false);
+    mlir::xf::buildFusionPipeline(pm);
+    return mlir::success();
   default:
-    return mlir::xf::buildFusionPipeline(pm);
+    break;
   }
+  llvm::Expected<mlir::xf::VectorShape> shape = mlir::xf::vectorShapeOf(target);
+  if (!shape) {
+    llvm::errs() << "xfc: error: " << llvm::toString(shape.takeError()) << "\n";
+    return mlir::failure();
+  }
+  mlir::xf::KernelScheduleOptions options;
+  options.defaults.vectorWidth = shape->floatsPerVector;
+  options.defaults.vectorRegisters = shape->registers;
+  mlir::xf::buildKernelPipeline(pm, options);
+  return mlir::success();
 }
 
 static mlir::LogicalResult report(llvm::Error error) {
@@ -166,8 +177,7 @@ static mlir::LogicalResult emit(Emit action, const ModuleAST &ast,
   mlir::PassManager pm(&context);
   if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
     return mlir::failure();
-  buildPipeline(action, pm);
-  if (mlir::failed(pm.run(*module)))
+  if (mlir::failed(buildPipeline(action, pm)) || mlir::failed(pm.run(*module)))
     return mlir::failure();
   if (action == Emit::Xf || action == Emit::Fused || action == Emit::Kernels) {
     module->print(os);

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "xf/Conversion/LowerToHost.h"
+#include "xf/Conversion/KernelSpecs.h"
 #include "BufferPlan.h"
 #include "HalideCalls.h"
 #include "LoopKernels.h"
@@ -31,36 +32,6 @@
 
 using namespace mlir;
 using namespace mlir::xf;
-
-GemmSchedule mlir::xf::gemmScheduleFrom(DictionaryAttr schedule) {
-  GemmSchedule s;
-  if (!schedule)
-    return s;
-  auto get = [&](llvm::StringRef key, int64_t &field) {
-    if (auto v = schedule.getAs<IntegerAttr>(key))
-      field = v.getInt();
-  };
-  get("tile_cols", s.tileCols);
-  get("tile_rows", s.tileRows);
-  get("k_block", s.kBlock);
-  get("rows_per_task", s.rowsPerTask);
-  get("panel_cols", s.panelCols);
-  get("gemv_rows_below", s.gemvRowsBelow);
-  if (auto v = schedule.getAs<BoolAttr>("pack_weights"))
-    s.packWeights = v.getValue();
-  return s;
-}
-
-AttentionSchedule mlir::xf::attentionScheduleFrom(DictionaryAttr schedule) {
-  AttentionSchedule s;
-  if (!schedule)
-    return s;
-  if (auto v = schedule.getAs<IntegerAttr>("query_block"))
-    s.queryBlock = v.getInt();
-  if (auto v = schedule.getAs<IntegerAttr>("key_block"))
-    s.keyBlock = v.getInt();
-  return s;
-}
 
 namespace {
 
@@ -200,17 +171,18 @@ private:
 
 std::string gemmKey(const GemmKernelSpec &s) {
   const GemmSchedule &c = s.schedule;
-  return llvm::formatv("{0} {1} {2} {3} {4} {5} {13} {14} | {6} {7} {8} {9} {10} {11} {12}", s.K,
-                       s.N, s.transposeWeight, s.hasBias, s.hasResidual, int(s.epilogue),
-                       c.tileCols, c.tileRows, c.kBlock, c.packWeights, c.rowsPerTask,
-                       c.panelCols, c.gemvRowsBelow, s.bf16Weights, s.bf16Activations)
-      .str();
+  return kernelSignature(s) +
+         llvm::formatv(" | {0} {1} {2} {3} {4} {5} {6} {7} {8}", c.tileCols, c.tileRows, c.kBlock,
+                       c.packWeights, c.rowsPerTask, c.panelCols, c.gemvRowsBelow,
+                       c.gemvRowsPerPass, c.gemvTasks)
+             .str();
 }
 
 std::string attentionKey(const AttentionKernelSpec &s) {
-  return llvm::formatv("{0} {1} {2} {3} {4:e} | {5} {6}", s.heads, s.dK, s.dV, s.causal,
-                       s.scale, s.schedule.queryBlock, s.schedule.keyBlock)
-      .str();
+  const AttentionSchedule &c = s.schedule;
+  return kernelSignature(s) + llvm::formatv(" | {0} {1} {2} {3}", c.queryBlock, c.keyBlock,
+                                            c.rowTile, c.decodeKeyTile)
+                                  .str();
 }
 
 //===----------------------------------------------------------------------===//
@@ -484,19 +456,6 @@ void HostLowering::emitPrepare() {
 // xf_forward: one kernel per op
 //===----------------------------------------------------------------------===//
 
-GemmEpilogue epilogueOf(Activation a) {
-  switch (a) {
-  case Activation::none:
-    return GemmEpilogue::None;
-  case Activation::relu:
-    return GemmEpilogue::Relu;
-  case Activation::gelu_tanh:
-    return GemmEpilogue::GeluTanh;
-  case Activation::gelu_erf:
-    return GemmEpilogue::GeluErf;
-  }
-  llvm_unreachable("unknown activation");
-}
 
 LogicalResult HostLowering::profiled(
     Operation *op, llvm::function_ref<LogicalResult(ManifestInfo::Kernel &)> emit) {
@@ -555,16 +514,8 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
   auto orStatus = [&](Value rc) { status = arith::OrIOp::create(*b, loc, status, rc); };
 
   if (auto gemm = dyn_cast<GemmOp>(op)) {
-    GemmKernelSpec spec;
-    spec.K = colsOf(gemm.getInput());
-    spec.N = width;
-    spec.transposeWeight = gemm.getTransposeWeight();
-    spec.bf16Weights = isBf16(gemm.getWeight());
-    spec.bf16Activations = spec.bf16Weights && options.bf16Activations;
-    spec.hasBias = bool(gemm.getBias());
-    spec.hasResidual = bool(gemm.getResidual());
-    spec.epilogue = epilogueOf(gemm.getActivation());
-    spec.schedule = gemmScheduleFrom(gemm.getScheduleAttr());
+    GemmKernelSpec spec =
+        gemmKernelSpecOf(gemm, isBf16(gemm.getWeight()), options.bf16Activations);
     SmallVector<HalideBufferArg> args{matrixArg(gemm.getInput()), matrixArg(gemm.getWeight())};
     if (spec.hasBias)
       args.push_back(matrixArg(gemm.getBias()));
@@ -577,14 +528,7 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
     return success();
   }
   if (auto attn = dyn_cast<AttentionOp>(op)) {
-    AttentionKernelSpec spec;
-    spec.heads = attn.getHeads();
-    spec.dK = colsOf(attn.getQuery()) / spec.heads;
-    spec.dV = colsOf(attn.getValue()) / spec.heads;
-    spec.causal = attn.getMask() == MaskKind::causal;
-    spec.scale = attn.getScale() ? attn.getScale()->convertToDouble()
-                                 : 1.0 / std::sqrt(double(spec.dK));
-    spec.schedule = attentionScheduleFrom(attn.getScheduleAttr());
+    AttentionKernelSpec spec = attentionKernelSpecOf(attn);
     SmallVector<HalideBufferArg> args{matrixArg(attn.getQuery())};
     if (cachedMode) {
       auto [keyOffset, valueOffset] = cacheOffsets.lookup(op);
@@ -793,22 +737,9 @@ void HostLowering::emitScratchBytes() {
 void HostLowering::chooseBf16Parameters() {
   if (!options.bf16Weights)
     return;
-  llvm::DenseMap<int64_t, bool> eligible;
-  forward.walk([&](ParameterOp param) {
-    Placement &p = placements[param.getResult()];
-    bool ok = param.getType().getRank() == 2;
-    for (OpOperand &use : param->getUses()) {
-      Operation *user = use.getOwner();
-      ok &= (isa<GemmOp>(user) && use.getOperandNumber() == 1) ||
-            (isa<TokenEmbedOp>(user) && use.getOperandNumber() == 0);
-    }
-    auto [it, inserted] = eligible.try_emplace(p.index, ok);
-    if (!inserted)
-      it->second &= ok;
-  });
-  for (auto [index, ok] : eligible)
-    if (ok)
-      bf16Parameters.insert(index);
+  llvm::StringSet<> names = bf16ParameterNames(forward);
+  for (auto &entry : names)
+    bf16Parameters.insert(parameterIndex.lookup(entry.getKey()));
 }
 
 LogicalResult HostLowering::run() {

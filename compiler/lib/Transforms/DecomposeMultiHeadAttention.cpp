@@ -51,7 +51,7 @@ struct DecomposeMha : OpRewritePattern<MultiHeadAttentionOp> {
         {qType.getDimSize(0), vType.getDimSize(1)}, qType.getElementType());
     Value heads = AttentionOp::create(
         rewriter, loc, headsType, q, k, v, op.getMaskAttr(), op.getHeadsAttr(),
-        op.getScaleAttr(), /*schedule=*/DictionaryAttr());
+        op.getScaleAttr(), /*schedule=*/AttentionScheduleAttr());
     rewriter.replaceOp(op, project(rewriter, loc, heads, op.getWo(), op.getBo(), t));
     return success();
   }

@@ -28,7 +28,7 @@ GemmOp createGemm(PatternRewriter &rewriter, Operation *at, Type type,
                   Activation activation, bool transposeWeight) {
   return GemmOp::create(rewriter, at->getLoc(), type, input, weight, bias,
                         residual, activation, transposeWeight,
-                        /*schedule=*/DictionaryAttr());
+                        /*schedule=*/GemmScheduleAttr());
 }
 
 struct LinearToGemm : OpRewritePattern<LinearOp> {

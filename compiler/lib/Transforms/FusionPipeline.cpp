@@ -5,13 +5,17 @@
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 
-void mlir::xf::buildFusionPipeline(OpPassManager &pm, bool assignSchedules) {
+void mlir::xf::buildFusionPipeline(OpPassManager &pm) {
   OpPassManager &fn = pm.nest<func::FuncOp>();
   fn.addPass(createDecomposeMultiHeadAttention());
   fn.addPass(createFuseQkvProjections());
   fn.addPass(createFuseGemmEpilogue());
   fn.addPass(createCanonicalizerPass());
   fn.addPass(createCSEPass());
-  if (assignSchedules)
-    fn.addPass(createAssignDefaultSchedules());
+}
+
+void mlir::xf::buildKernelPipeline(OpPassManager &pm, const KernelScheduleOptions &options) {
+  buildFusionPipeline(pm);
+  OpPassManager &fn = pm.nest<func::FuncOp>();
+  fn.addPass(createAssignDefaultSchedules(options.defaults));
 }

@@ -245,7 +245,7 @@ mlir::Value Generator::emit(int id) {
         n.hasScale ? builder.getF64FloatAttr(n.scale) : mlir::FloatAttr();
     return xfir::AttentionOp::create(builder, at, type, operand(0), operand(1),
                                      operand(2), mask, uint64_t(n.heads), scale,
-                                     mlir::DictionaryAttr());
+                                     xfir::AttentionScheduleAttr());
   }
   case OpKind::MultiHeadAttention:
     return emitMha(n);

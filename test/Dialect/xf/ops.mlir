@@ -119,8 +119,8 @@ func.func @activations_and_unembedding(%x: tensor<?x64xf32>) -> (tensor<?x64xf32
 
 // CHECK-LABEL: func.func @kernel_ops
 func.func @kernel_ops(%x: tensor<?x64xf32>, %w: tensor<64x256xf32>, %b: tensor<256xf32>, %r: tensor<?x256xf32>, %wt: tensor<256x64xf32>) -> (tensor<?x256xf32>, tensor<?x256xf32>) {
-  // CHECK: xf.gemm %{{.*}}, %{{.*}} bias %{{.*}} residual %{{.*}} activation gelu_erf {schedule = {k_block = 64 : i64}} : (tensor<?x64xf32>, tensor<64x256xf32>, tensor<256xf32>, tensor<?x256xf32>) -> tensor<?x256xf32>
-  %y = xf.gemm %x, %w bias %b residual %r activation gelu_erf {schedule = {k_block = 64 : i64}} : (tensor<?x64xf32>, tensor<64x256xf32>, tensor<256xf32>, tensor<?x256xf32>) -> tensor<?x256xf32>
+  // CHECK: xf.gemm %{{.*}}, %{{.*}} bias %{{.*}} residual %{{.*}} activation gelu_erf {schedule = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 64, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>} : (tensor<?x64xf32>, tensor<64x256xf32>, tensor<256xf32>, tensor<?x256xf32>) -> tensor<?x256xf32>
+  %y = xf.gemm %x, %w bias %b residual %r activation gelu_erf {schedule = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 64, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>} : (tensor<?x64xf32>, tensor<64x256xf32>, tensor<256xf32>, tensor<?x256xf32>) -> tensor<?x256xf32>
   // CHECK: xf.gemm %{{.*}}, %{{.*}} activation relu transpose_weight : (tensor<?x64xf32>, tensor<256x64xf32>) -> tensor<?x256xf32>
   %z = xf.gemm %x, %wt activation relu transpose_weight : (tensor<?x64xf32>, tensor<256x64xf32>) -> tensor<?x256xf32>
   return %y, %z : tensor<?x256xf32>, tensor<?x256xf32>

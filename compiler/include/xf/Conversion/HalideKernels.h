@@ -16,6 +16,7 @@
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -38,7 +39,32 @@ struct GemmSchedule {
   /// tiles that streams the weight once, parallel over columns; selected at
   /// run time inside the same function. 0 disables it.
   int64_t gemvRowsBelow = 4;
+  /// GEMV: rows of W streamed per pass (independent FMA chains / streams).
+  int64_t gemvRowsPerPass = 16;
+  /// GEMV: parallel tasks over columns; 0 picks two for [K, N] and tasks of
+  /// ~256 KiB of W for [N, K].
+  int64_t gemvTasks = 0;
 };
+
+/// The shape of a CPU's vector unit, which the default schedules follow.
+struct VectorShape {
+  int64_t floatsPerVector = 16; // 16 with AVX-512, 8 with AVX2, 4 with SSE/NEON
+  int64_t registers = 32;       // 32 zmm with AVX-512, 16 ymm with AVX2
+};
+
+/// The default GEMM schedule for a vector unit: a register block of
+/// accumulators that leaves room for the weight vectors and the broadcast
+/// (32 registers: 3 vectors × 8 rows; 16 registers: 2 vectors × 6 rows).
+inline GemmSchedule defaultGemmSchedule(const VectorShape &shape, int64_t K) {
+  GemmSchedule s;
+  if (shape.registers >= 32) {
+    s.tileCols = 3 * shape.floatsPerVector, s.tileRows = 8;
+  } else {
+    s.tileCols = 2 * shape.floatsPerVector, s.tileRows = 6;
+  }
+  s.kBlock = std::min<int64_t>(K, s.kBlock);
+  return s;
+}
 
 struct GemmKernelSpec {
   std::string name;             // exported function name
@@ -61,7 +87,20 @@ struct GemmKernelSpec {
 
 struct AttentionSchedule {
   int64_t queryBlock = 64, keyBlock = 64;
+  int64_t rowTile = 4;       // query rows per register tile of Q·Kᵀ and P·V
+  int64_t decodeKeyTile = 4; // decode path: keys per dot-product register block
 };
+
+/// The default attention schedule: a score tile of 4 vectors × rowTile rows.
+inline AttentionSchedule defaultAttentionSchedule(const VectorShape &shape) {
+  AttentionSchedule s;
+  s.keyBlock = 4 * shape.floatsPerVector;
+  s.rowTile = shape.registers >= 32 ? 4 : 2;
+  return s;
+}
+
+/// The vector unit of a Halide target string ("host" = this machine).
+llvm::Expected<VectorShape> vectorShapeOf(llvm::StringRef target);
 
 struct AttentionKernelSpec {
   std::string name;

@@ -45,10 +45,6 @@ struct HostOptions {
 /// cannot place (e.g. one the fusion pipeline should have removed).
 FailureOr<HostProgram> lowerToHost(ModuleOp fused, const HostOptions &options = {});
 
-/// The kernel specs read back from schedule attributes (shared with tuning).
-GemmSchedule gemmScheduleFrom(DictionaryAttr schedule);
-AttentionSchedule attentionScheduleFrom(DictionaryAttr schedule);
-
 } // namespace mlir::xf
 
 #endif // XF_CONVERSION_LOWERTOHOST_H

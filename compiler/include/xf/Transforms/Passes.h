@@ -16,9 +16,16 @@ namespace mlir::xf {
 #define GEN_PASS_REGISTRATION
 #include "xf/Transforms/Passes.h.inc"
 
-/// The fusion stage as one list: `xfc --emit=fused` prints its result
-/// without schedules, `--emit=kernels` with them.
-void buildFusionPipeline(OpPassManager &pm, bool assignSchedules = true);
+/// The fusion stage as one list: `xfc --emit=fused` prints its result.
+void buildFusionPipeline(OpPassManager &pm);
+
+/// How kernels get their schedules: defaults for the target's vector unit.
+struct KernelScheduleOptions {
+  AssignDefaultSchedulesOptions defaults;
+};
+
+/// Fusion, then a schedule on every kernel: `xfc --emit=kernels` and later.
+void buildKernelPipeline(OpPassManager &pm, const KernelScheduleOptions &options);
 
 } // namespace mlir::xf
 

@@ -2,7 +2,7 @@
 //
 // The fusion stage, in pipeline order: decompose MHA, fuse the Q/K/V
 // projections, fold bias / activation / residual into GEMM epilogues, then
-// give every kernel its default schedule.
+// give every kernel its tuned (database) or default schedule.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,11 +47,21 @@ def FuseGemmEpilogue : Pass<"xf-fuse-gemm-epilogue", "func::FuncOp"> {
 def AssignDefaultSchedules : Pass<"xf-assign-schedules", "func::FuncOp"> {
   let summary = "Attach the default schedule to every kernel without one";
   let description = [{
-    Writes a `schedule` dictionary on each xf.gemm and xf.attention that has
-    none: register block, K block, weight packing and parallel split for
-    GEMMs; query and key blocks for attention. Tuned schedules are applied
-    the same way, so the IR shows what each kernel will run with.
+    Writes a typed schedule (`#xf.gemm_schedule`, `#xf.attention_schedule`)
+    on each xf.gemm and xf.attention that has none, chosen from the target's
+    vector unit: a register block of accumulators that fits its registers
+    (32 registers: 3 vectors × 8 rows; 16: 2 vectors × 6 rows), the weight
+    panel packed per K block, parallel over column panels × row blocks;
+    attention score tiles of 4 vectors. Existing schedules (tuned ones) are
+    kept, and checked against the target: register tiles must be whole
+    vectors.
   }];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", "16",
+           "float32 lanes of a vector register of the target">,
+    Option<"vectorRegisters", "vector-registers", "int64_t", "32",
+           "vector registers of the target">
+  ];
   let dependentDialects = ["xf::XfDialect"];
 }
 

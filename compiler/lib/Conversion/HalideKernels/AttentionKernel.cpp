@@ -44,9 +44,10 @@ llvm::Error validateAttention(const AttentionKernelSpec &spec) {
     return invalid("attention kernel: empty function name");
   if (spec.heads <= 0 || spec.dK <= 0 || spec.dV <= 0)
     return invalid("attention kernel '" + spec.name + "': heads, dK and dV must be positive");
-  if (spec.schedule.queryBlock <= 0 || spec.schedule.keyBlock <= 0)
+  const AttentionSchedule &s = spec.schedule;
+  if (s.queryBlock <= 0 || s.keyBlock <= 0 || s.rowTile <= 0 || s.decodeKeyTile <= 0)
     return invalid("attention kernel '" + spec.name +
-                   "': queryBlock and keyBlock must be positive");
+                   "': queryBlock, keyBlock, rowTile and decodeKeyTile must be positive");
   if (!(spec.scale > 0) && !(spec.scale < 0))
     return invalid("attention kernel '" + spec.name + "': scale must be a nonzero number");
   return llvm::Error::success();
@@ -203,7 +204,7 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
     // the specialization, so its select keeps only the decode Funcs (and the
     // general branch only the flash-style ones, K transpose included).
     Var head("decode_head"), col("decode_col"), so("so"), si("si");
-    constexpr int keyTile = 4; // keys per dot-product register block
+    const int keyTile = int(spec.schedule.decodeKeyTile); // keys per dot-product register block
     Stage decodeStage = out.specialize(decode);
     decodeStage.split(c, head, col, dV)
         .reorder(col, t, head)
@@ -225,7 +226,7 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
         .vectorize(d, vw, TailStrategy::GuardWithIf)
         .unroll(d);
   }
-  const int rowTile = 4; // query rows per register tile
+  const int rowTile = int(spec.schedule.rowTile); // query rows per register tile
   out.split(c, h, d, dV)
       .split(t, tq, ti, queryBlock, TailStrategy::GuardWithIf)
       .reorder(d, ti, h, tq)

@@ -45,10 +45,10 @@ llvm::Error validateGemm(const GemmKernelSpec &spec, int vectorWidth) {
     return invalid("gemm kernel '" + spec.name + "': tileCols=" + llvm::Twine(s.tileCols) +
                    " must be a positive multiple of the vector width " + llvm::Twine(vectorWidth));
   if (s.tileRows <= 0 || s.kBlock <= 0 || s.rowsPerTask <= 0 || s.panelCols < 0 ||
-      s.gemvRowsBelow < 0)
+      s.gemvRowsBelow < 0 || s.gemvRowsPerPass <= 0 || s.gemvTasks < 0)
     return invalid("gemm kernel '" + spec.name +
-                   "': tileRows, kBlock, rowsPerTask must be positive, panelCols and "
-                   "gemvRowsBelow non-negative");
+                   "': tileRows, kBlock, rowsPerTask, gemvRowsPerPass must be positive, "
+                   "panelCols, gemvRowsBelow and gemvTasks non-negative");
   if (spec.bf16Activations && !spec.bf16Weights)
     return invalid("gemm kernel '" + spec.name + "': bf16Activations needs bf16Weights");
   if (spec.bf16Activations && s.kBlock % 2 != 0)
@@ -80,8 +80,8 @@ int64_t defaultPanelTiles(const GemmKernelSpec &spec) {
 /// slowed by other work does not hold the other one up.
 int64_t gemvChunkCols(const GemmKernelSpec &spec, int vectorWidth) {
   const int64_t bytesPerCol = spec.K * (spec.bf16Weights ? 2 : 4);
-  int64_t tasks = 2;
-  if (spec.transposeWeight) {
+  int64_t tasks = spec.schedule.gemvTasks ? spec.schedule.gemvTasks : 2;
+  if (spec.transposeWeight && !spec.schedule.gemvTasks) {
     tasks = std::max<int64_t>(2, spec.N * bytesPerCol / (256 * 1024));
     tasks += tasks % 2;
   }
@@ -281,7 +281,7 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
       // OpenBLAS sgemv, 16 rows 1.0-1.07×; 32 fewer).
       RVar gkOuter("gk_o"), gkInner("gk_i");
       gemvProduct.update()
-          .split(gk, gkOuter, gkInner, 16, TailStrategy::GuardWithIf)
+          .split(gk, gkOuter, gkInner, int(s.gemvRowsPerPass), TailStrategy::GuardWithIf)
           .split(n, gemvNo, gemvNi, vw, TailStrategy::GuardWithIf)
           .reorder(gemvNi, gkInner, gemvNo, m, gkOuter)
           .vectorize(gemvNi, vw)
@@ -294,7 +294,7 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
       // past N (the rounded-up last group) re-read row N-1, never stored.
       gemvProduct.compute_at(out, gemvTask).vectorize(n, vw, TailStrategy::RoundUp);
       gemvProduct.update(0)
-          .split(n, gemvNo, gemvNi, 16, TailStrategy::RoundUp)
+          .split(n, gemvNo, gemvNi, int(s.gemvRowsPerPass), TailStrategy::RoundUp)
           .reorder(lanes, gemvNi, m, gemvNo)
           .unroll(lanes);
       gemvPartial.compute_at(gemvProduct, gemvNo).vectorize(kl).unroll(n);

@@ -80,6 +80,20 @@ llvm::Expected<Halide::Target> parseHalideTarget(llvm::StringRef target) {
   return Halide::Target(text);
 }
 
+llvm::Expected<VectorShape> vectorShapeOf(llvm::StringRef target) {
+  llvm::Expected<Halide::Target> parsed = parseHalideTarget(target);
+  if (!parsed)
+    return parsed.takeError();
+  VectorShape shape;
+  shape.floatsPerVector = parsed->natural_vector_size<float>();
+  // x86 has 32 vector registers with AVX-512 and 16 before it; AArch64 has
+  // 32, other architectures are assumed to have 16.
+  // (Halide gives AVX-512 targets, and only those, 16 float lanes on x86.)
+  bool avx512 = parsed->arch == Halide::Target::X86 && shape.floatsPerVector >= 16;
+  shape.registers = avx512 || parsed->arch == Halide::Target::ARM && parsed->bits == 64 ? 32 : 16;
+  return shape;
+}
+
 llvm::Expected<std::string> halideTargetString(llvm::StringRef target) {
   llvm::Expected<Halide::Target> parsed = kernelTarget(target);
   if (!parsed)

@@ -13,4 +13,5 @@ void XfDialect::initialize() {
 #define GET_OP_LIST
 #include "xf/IR/XfOps.cpp.inc"
       >();
+  registerScheduleAttributes();
 }

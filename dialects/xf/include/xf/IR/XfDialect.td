@@ -24,6 +24,10 @@ def Xf_Dialect : Dialect {
     usually dynamic (`?`); model widths are static. Every verifier checks the
     shape rules of its algorithm and names the offending shapes.
   }];
+  let useDefaultAttributePrinterParser = 1;
+  let extraClassDeclaration = [{
+    void registerScheduleAttributes();
+  }];
 }
 
 class Xf_Op<string mnemonic, list<Trait> traits = []>

@@ -12,6 +12,7 @@
 
 #include "xf/IR/XfDialect.h"
 #include "xf/IR/XfEnums.h.inc"
+#include "xf/IR/XfScheduleAttrs.h"
 
 #define GET_OP_CLASSES
 #include "xf/IR/XfOps.h.inc"

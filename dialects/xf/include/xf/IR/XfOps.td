@@ -10,6 +10,7 @@
 
 include "xf/IR/XfDialect.td"
 include "xf/IR/XfAttrs.td"
+include "xf/IR/XfScheduleAttrs.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/IR/OpBase.td"
@@ -238,7 +239,7 @@ def Xf_AttentionOp : Xf_PureOp<"attention"> {
   let arguments = (ins Xf_Matrix:$query, Xf_Matrix:$key, Xf_Matrix:$value,
                        Xf_MaskKind:$mask, I64Attr:$heads,
                        OptionalAttr<F64Attr>:$scale,
-                       OptionalAttr<DictionaryAttr>:$schedule);
+                       OptionalAttr<Xf_AttentionScheduleAttr>:$schedule);
   let results = (outs Xf_Matrix:$result);
   let assemblyFormat = "$mask `heads` $heads $query `,` $key `,` $value "
                        "(`scale` $scale^)? attr-dict `:` type($query) `,` type($key) "
@@ -335,19 +336,19 @@ def Xf_GemmOp : Xf_PureOp<"gemm", [AttrSizedOperandSegments]> {
   let description = [{
     The unit the Halide GEMM generator compiles. `x : [ℓ, K]`, `W : [K, N]`
     (or `[N, K]` with `transpose_weight`), optional `b : [N]`, optional
-    `residual : [ℓ, N]`; result `[ℓ, N]`. `schedule` holds the kernel's
-    schedule (tile sizes, K block, packing, parallel split); the tuner changes
-    only this attribute.
+    `residual : [ℓ, N]`; result `[ℓ, N]`. `schedule` (`#xf.gemm_schedule`)
+    holds the kernel's schedule (tile sizes, K block, packing, parallel
+    split, GEMV path); the tuner changes only this attribute.
 
     ```mlir
-    %y = xf.gemm %x, %w bias %b residual %r activation gelu_tanh {schedule = {k_block = 256 : i64}}
+    %y = xf.gemm %x, %w bias %b residual %r activation gelu_tanh
            : (tensor<?x768xf32>, tensor<768x3072xf32>, tensor<3072xf32>, tensor<?x3072xf32>) -> tensor<?x3072xf32>
     ```
   }];
   let arguments = (ins Xf_Matrix:$input, Xf_Matrix:$weight,
                        Optional<Xf_Vector>:$bias, Optional<Xf_Matrix>:$residual,
                        Xf_Activation:$activation, UnitAttr:$transpose_weight,
-                       OptionalAttr<DictionaryAttr>:$schedule);
+                       OptionalAttr<Xf_GemmScheduleAttr>:$schedule);
   let results = (outs Xf_Matrix:$result);
   let assemblyFormat = [{
     $input `,` $weight (`bias` $bias^)? (`residual` $residual^)?

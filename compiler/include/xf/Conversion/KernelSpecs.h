@@ -1,0 +1,57 @@
+//===- KernelSpecs.h - what each kernel op compiles to ----------*- C++ -*-===//
+//
+// The Halide kernel spec of an xf.gemm / xf.attention (shapes, layout,
+// dtypes, epilogue, schedule), and its signature: the spec without name or
+// schedule, the key under which the tuner measures a kernel and the tuning
+// database keeps its best schedule. The lowering, the database pass and the
+// tuner all go through these, so a key the tuner writes is the key the
+// compiler looks up.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_CONVERSION_KERNELSPECS_H
+#define XF_CONVERSION_KERNELSPECS_H
+
+#include "xf/Conversion/HalideKernels.h"
+#include "xf/IR/XfOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/StringSet.h"
+
+#include <string>
+
+namespace mlir::xf {
+
+/// How weights are kept: the compile options that change a kernel's dtypes.
+struct WeightDtypes {
+  bool bf16Weights = false;     // --weight-type=bf16
+  bool bf16Activations = false; // --bf16-gemm-inputs
+};
+
+/// Names of the parameters that may be stored in bfloat16 under
+/// WeightDtypes::bf16Weights: every use of every op binding the name reads
+/// it as a GEMM weight or an embedding table (both widen exactly on load).
+llvm::StringSet<> bf16ParameterNames(func::FuncOp forward);
+
+/// The spec of `op`; `bf16Weight` says whether its weight is stored in
+/// bfloat16. The schedule comes from the op's attribute (the generator's
+/// defaults when there is none).
+GemmKernelSpec gemmKernelSpecOf(GemmOp op, bool bf16Weight, bool bf16Activations);
+AttentionKernelSpec attentionKernelSpecOf(AttentionOp op);
+
+/// "gemm k=768 n=2304 weight=kn:f32 x=f32 bias act=gelu_tanh" and
+/// "attention heads=12 dk=64 dv=64 causal scale=0.125".
+std::string kernelSignature(const GemmKernelSpec &spec);
+std::string kernelSignature(const AttentionKernelSpec &spec);
+
+/// The signature of each kernel op of `forward` under `dtypes` (in walk
+/// order), with the op.
+struct KernelOpSignature {
+  Operation *op;
+  std::string signature;
+};
+std::vector<KernelOpSignature> kernelSignatures(func::FuncOp forward, const WeightDtypes &dtypes);
+
+} // namespace mlir::xf
+
+#endif // XF_CONVERSION_KERNELSPECS_H

@@ -1,0 +1,128 @@
+//===- KernelSpecs.cpp - what each kernel op compiles to ------------------===//
+
+#include "xf/Conversion/KernelSpecs.h"
+#include "xf/Conversion/KernelSchedules.h"
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::xf;
+
+namespace {
+GemmEpilogue epilogueOf(Activation a) {
+  switch (a) {
+  case Activation::none:
+    return GemmEpilogue::None;
+  case Activation::relu:
+    return GemmEpilogue::Relu;
+  case Activation::gelu_tanh:
+    return GemmEpilogue::GeluTanh;
+  case Activation::gelu_erf:
+    return GemmEpilogue::GeluErf;
+  }
+  llvm_unreachable("unknown activation");
+}
+
+const char *epilogueName(GemmEpilogue e) {
+  switch (e) {
+  case GemmEpilogue::None:
+    return "none";
+  case GemmEpilogue::Relu:
+    return "relu";
+  case GemmEpilogue::GeluTanh:
+    return "gelu_tanh";
+  case GemmEpilogue::GeluErf:
+    return "gelu_erf";
+  }
+  return "?";
+}
+
+int64_t colsOf(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(1); }
+} // namespace
+
+llvm::StringSet<> mlir::xf::bf16ParameterNames(func::FuncOp forward) {
+  llvm::StringMap<bool> eligible;
+  forward.walk([&](ParameterOp param) {
+    bool ok = param.getType().getRank() == 2;
+    for (OpOperand &use : param->getUses()) {
+      Operation *user = use.getOwner();
+      ok &= (isa<GemmOp>(user) && use.getOperandNumber() == 1) ||
+            (isa<TokenEmbedOp>(user) && use.getOperandNumber() == 0);
+    }
+    auto [it, inserted] = eligible.try_emplace(param.getName(), ok);
+    if (!inserted)
+      it->second &= ok;
+  });
+  llvm::StringSet<> names;
+  for (auto &entry : eligible)
+    if (entry.second)
+      names.insert(entry.first());
+  return names;
+}
+
+GemmKernelSpec mlir::xf::gemmKernelSpecOf(GemmOp op, bool bf16Weight, bool bf16Activations) {
+  GemmKernelSpec spec;
+  spec.K = colsOf(op.getInput());
+  spec.N = colsOf(op.getResult());
+  spec.transposeWeight = op.getTransposeWeight();
+  spec.bf16Weights = bf16Weight;
+  spec.bf16Activations = bf16Weight && bf16Activations;
+  spec.hasBias = bool(op.getBias());
+  spec.hasResidual = bool(op.getResidual());
+  spec.epilogue = epilogueOf(op.getActivation());
+  if (GemmScheduleAttr schedule = op.getScheduleAttr())
+    spec.schedule = gemmScheduleOf(schedule);
+  return spec;
+}
+
+AttentionKernelSpec mlir::xf::attentionKernelSpecOf(AttentionOp op) {
+  AttentionKernelSpec spec;
+  spec.heads = op.getHeads();
+  spec.dK = colsOf(op.getQuery()) / spec.heads;
+  spec.dV = colsOf(op.getValue()) / spec.heads;
+  spec.causal = op.getMask() == MaskKind::causal;
+  spec.scale =
+      op.getScale() ? op.getScale()->convertToDouble() : 1.0 / std::sqrt(double(spec.dK));
+  if (AttentionScheduleAttr schedule = op.getScheduleAttr())
+    spec.schedule = attentionScheduleOf(schedule);
+  return spec;
+}
+
+std::string mlir::xf::kernelSignature(const GemmKernelSpec &s) {
+  std::string text = llvm::formatv("gemm k={0} n={1} weight={2}:{3} x={4}", s.K, s.N,
+                                   s.transposeWeight ? "nk" : "kn", s.bf16Weights ? "bf16" : "f32",
+                                   s.bf16Activations ? "bf16" : "f32");
+  if (s.hasBias)
+    text += " bias";
+  if (s.hasResidual)
+    text += " residual";
+  return text + " act=" + epilogueName(s.epilogue);
+}
+
+std::string mlir::xf::kernelSignature(const AttentionKernelSpec &s) {
+  return llvm::formatv("attention heads={0} dk={1} dv={2} {3} scale={4:e}", s.heads, s.dK, s.dV,
+                       s.causal ? "causal" : "full", s.scale)
+      .str();
+}
+
+std::vector<KernelOpSignature> mlir::xf::kernelSignatures(func::FuncOp forward,
+                                                          const WeightDtypes &dtypes) {
+  llvm::StringSet<> bf16Names;
+  if (dtypes.bf16Weights)
+    bf16Names = bf16ParameterNames(forward);
+  std::vector<KernelOpSignature> result;
+  forward.walk([&](Operation *op) {
+    if (auto gemm = dyn_cast<GemmOp>(op)) {
+      auto param = gemm.getWeight().getDefiningOp<ParameterOp>();
+      bool bf16 = param && bf16Names.contains(param.getName());
+      result.push_back(
+          {op, kernelSignature(gemmKernelSpecOf(gemm, bf16, dtypes.bf16Activations))});
+    } else if (auto attn = dyn_cast<AttentionOp>(op)) {
+      result.push_back({op, kernelSignature(attentionKernelSpecOf(attn))});
+    }
+  });
+  return result;
+}

@@ -1,0 +1,70 @@
+//===- XfScheduleAttrs.td - typed kernel schedules ----------*- tablegen -*-===//
+//
+// The schedule of each Halide kernel as an attribute whose parameters are the
+// knobs of its generator (compiler/lib/Conversion/HalideKernels). The default
+// schedule pass fills them in from the target's vector unit, the tuner
+// replaces them, and the lowering hands them to the generators unchanged.
+// Verifiers reject values no generator can use; what depends on the target
+// (tile columns a multiple of the vector width) is checked by the pass that
+// knows the target.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_SCHEDULE_ATTRS_TD
+#define XF_SCHEDULE_ATTRS_TD
+
+include "xf/IR/XfDialect.td"
+include "mlir/IR/AttrTypeBase.td"
+
+class Xf_Attr<string name, string attrMnemonic, list<Trait> traits = []>
+    : AttrDef<Xf_Dialect, name, traits> {
+  let mnemonic = attrMnemonic;
+}
+
+def Xf_GemmScheduleAttr : Xf_Attr<"GemmSchedule", "gemm_schedule"> {
+  let summary = "schedule of a fused GEMM kernel (GotoBLAS/BLIS structure)";
+  let description = [{
+    Multi-row GEMM path: parallel tasks of `panel_cols` columns × `rows_per_task`
+    rows; per `k_block` slice of K the task's weight panel is packed tile-major
+    (`pack_weights`) and swept by `tile_rows` × `tile_cols` register tiles
+    (`tile_cols` a multiple of the vector width). `panel_cols = 0` sizes the
+    panel so its packed block fits in L2 with enough tasks for the threads.
+
+    GEMV path, for calls with fewer than `gemv_rows_below` rows (decoding):
+    no packing; `gemv_rows_per_pass` rows of W are streamed per pass, in
+    `gemv_tasks` parallel column chunks (0: two for [K, N], ~256 KiB of W
+    each for [N, K]).
+
+    ```mlir
+    #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 256, pack_weights = true,
+                      rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4,
+                      gemv_rows_per_pass = 16, gemv_tasks = 0>
+    ```
+  }];
+  let parameters = (ins "int64_t":$tile_cols, "int64_t":$tile_rows, "int64_t":$k_block,
+                        "bool":$pack_weights, "int64_t":$rows_per_task, "int64_t":$panel_cols,
+                        "int64_t":$gemv_rows_below, "int64_t":$gemv_rows_per_pass,
+                        "int64_t":$gemv_tasks);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+def Xf_AttentionScheduleAttr : Xf_Attr<"AttentionSchedule", "attention_schedule"> {
+  let summary = "schedule of a flash-style attention kernel";
+  let description = [{
+    Prefill path: parallel over (head, `query_block` queries); per block of
+    `key_block` keys a score tile and P·V in register tiles of `row_tile`
+    query rows. Decode path (≤ 4 query rows): parallel over heads, dot
+    products in register blocks of `decode_key_tile` keys.
+
+    ```mlir
+    #xf.attention_schedule<query_block = 64, key_block = 64, row_tile = 4, decode_key_tile = 4>
+    ```
+  }];
+  let parameters = (ins "int64_t":$query_block, "int64_t":$key_block, "int64_t":$row_tile,
+                        "int64_t":$decode_key_tile);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
+#endif // XF_SCHEDULE_ATTRS_TD

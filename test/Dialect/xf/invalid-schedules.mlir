@@ -1,0 +1,137 @@
+// RUN: xf-opt %s -split-input-file -verify-diagnostics
+
+// One case per verifier rule of the schedule attributes.
+
+// expected-error @+1 {{tile_cols = 0 is out of range [1, 256]}}
+func.func @case0() attributes {xf.s = #xf.gemm_schedule<tile_cols = 0, tile_rows = 8, k_block = 256, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{tile_cols = 512 is out of range [1, 256]}}
+func.func @case1() attributes {xf.s = #xf.gemm_schedule<tile_cols = 512, tile_rows = 8, k_block = 256, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{tile_rows = 0 is out of range [1, 32]}}
+func.func @case2() attributes {xf.s = #xf.gemm_schedule<tile_cols = 48, tile_rows = 0, k_block = 256, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{tile_rows = 33 is out of range [1, 32]}}
+func.func @case3() attributes {xf.s = #xf.gemm_schedule<tile_cols = 48, tile_rows = 33, k_block = 256, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{k_block = 0 is out of range [1, 65536]}}
+func.func @case4() attributes {xf.s = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 0, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{rows_per_task = -1 is out of range [1, 1048576]}}
+func.func @case5() attributes {xf.s = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 256, pack_weights = true, rows_per_task = -1, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{panel_cols = -48 is out of range [0, 1048576]}}
+func.func @case6() attributes {xf.s = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 256, pack_weights = true, rows_per_task = 256, panel_cols = -48, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{panel_cols = 100 must be a multiple of tile_cols = 48}}
+func.func @case7() attributes {xf.s = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 256, pack_weights = true, rows_per_task = 256, panel_cols = 100, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{gemv_rows_below = 65 is out of range [0, 64]}}
+func.func @case8() attributes {xf.s = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 256, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 65, gemv_rows_per_pass = 16, gemv_tasks = 0>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{gemv_rows_per_pass = 0 is out of range [1, 64]}}
+func.func @case9() attributes {xf.s = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 256, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 0, gemv_tasks = 0>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{gemv_tasks = 5000 is out of range [0, 4096]}}
+func.func @case10() attributes {xf.s = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 256, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 5000>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a register tile of tile_rows × tile_cols = 8 × 256 exceeds 1024 accumulators}}
+func.func @case11() attributes {xf.s = #xf.gemm_schedule<tile_cols = 256, tile_rows = 8, k_block = 256, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{query_block = 0 is out of range [1, 4096]}}
+func.func @case12() attributes {xf.s = #xf.attention_schedule<query_block = 0, key_block = 64, row_tile = 4, decode_key_tile = 4>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{key_block = 2048 is out of range [1, 1024]}}
+func.func @case13() attributes {xf.s = #xf.attention_schedule<query_block = 64, key_block = 2048, row_tile = 4, decode_key_tile = 4>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{row_tile = 17 is out of range [1, 16]}}
+func.func @case14() attributes {xf.s = #xf.attention_schedule<query_block = 64, key_block = 64, row_tile = 17, decode_key_tile = 4>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{decode_key_tile = 0 is out of range [1, 16]}}
+func.func @case15() attributes {xf.s = #xf.attention_schedule<query_block = 64, key_block = 64, row_tile = 4, decode_key_tile = 0>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a score tile of row_tile × key_block = 8 × 1024 exceeds 4096 accumulators}}
+func.func @case16() attributes {xf.s = #xf.attention_schedule<query_block = 64, key_block = 1024, row_tile = 8, decode_key_tile = 4>} {
+  return
+}
+
+// -----
+
+// A missing parameter: every knob is spelled out.
+// expected-error @+1 {{expected ','}}
+func.func @missing() attributes {xf.s = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 256, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16>} {
+  return
+}
+
+// -----
+
+// The schedule of a GEMM must be a gemm schedule.
+func.func @wrong_kind(%x: tensor<?x8xf32>, %w: tensor<8x16xf32>) -> tensor<?x16xf32> {
+  // expected-error @+1 {{attribute 'schedule' failed to satisfy constraint}}
+  %g = xf.gemm %x, %w activation none {schedule = #xf.attention_schedule<query_block = 64, key_block = 64, row_tile = 4, decode_key_tile = 4>} : (tensor<?x8xf32>, tensor<8x16xf32>) -> tensor<?x16xf32>
+  return %g : tensor<?x16xf32>
+}

@@ -1,0 +1,26 @@
+// RUN: xf-opt %s | FileCheck %s
+// RUN: xf-opt %s | xf-opt | FileCheck %s
+// RUN: xf-opt %s --mlir-print-op-generic | xf-opt | FileCheck %s
+
+// Round trip of the typed schedules: every parameter is printed and parsed back.
+
+// CHECK-LABEL: func.func @gemm_schedule
+func.func @gemm_schedule(%x: tensor<?x768xf32>, %w: tensor<768x2304xf32>) -> tensor<?x2304xf32> {
+  // CHECK: xf.gemm %{{.*}}, %{{.*}} activation none {schedule = #xf.gemm_schedule<tile_cols = 32, tile_rows = 6, k_block = 384, pack_weights = false, rows_per_task = 64, panel_cols = 256, gemv_rows_below = 2, gemv_rows_per_pass = 8, gemv_tasks = 4>}
+  %g = xf.gemm %x, %w activation none {schedule = #xf.gemm_schedule<tile_cols = 32, tile_rows = 6, k_block = 384, pack_weights = false, rows_per_task = 64, panel_cols = 256, gemv_rows_below = 2, gemv_rows_per_pass = 8, gemv_tasks = 4>} : (tensor<?x768xf32>, tensor<768x2304xf32>) -> tensor<?x2304xf32>
+  return %g : tensor<?x2304xf32>
+}
+
+// CHECK-LABEL: func.func @attention_schedule
+func.func @attention_schedule(%q: tensor<?x768xf32>) -> tensor<?x768xf32> {
+  // CHECK: xf.attention causal heads 12 {{.*}} {schedule = #xf.attention_schedule<query_block = 32, key_block = 48, row_tile = 3, decode_key_tile = 8>}
+  %a = xf.attention causal heads 12 %q, %q, %q {schedule = #xf.attention_schedule<query_block = 32, key_block = 48, row_tile = 3, decode_key_tile = 8>} : tensor<?x768xf32>, tensor<?x768xf32>, tensor<?x768xf32> -> tensor<?x768xf32>
+  return %a : tensor<?x768xf32>
+}
+
+// A schedule is an attribute of its own: usable (and verified) anywhere.
+// CHECK-LABEL: func.func @standalone
+// CHECK-SAME: xf.s = #xf.attention_schedule<query_block = 64, key_block = 64, row_tile = 4, decode_key_tile = 4>
+func.func @standalone() attributes {xf.s = #xf.attention_schedule<query_block = 64, key_block = 64, row_tile = 4, decode_key_tile = 4>} {
+  return
+}
