@@ -1,0 +1,145 @@
+#!/usr/bin/env python3
+"""Protocol test of xf-tune-worker (tools/xf-tune-worker).
+
+Runs the worker on a small GEMM (fp32, bias + gelu_tanh), a transposed bf16
+GEMM (bf16 activations, residual) and a small causal attention, each with two
+xf candidates, one illegal candidate and one Adams2019 baseline, and checks
+the JSON lines: every candidate announced before its result, the good ones
+"ok" within tolerance then "timed" with one entry per case, the illegal one
+an error and never timed, "done" last. Then malformed requests: one
+{"status": "error"} line and exit code 2. No timing assertions.
+
+usage: worker_test.py PATH/TO/xf-tune-worker
+"""
+
+import json
+import subprocess
+import sys
+
+WORKER = sys.argv[1]
+FAILURES = []
+
+
+def check(condition, message):
+    if not condition:
+        FAILURES.append(message)
+        print("FAIL: " + message)
+    return condition
+
+
+def run(request, stdin=True):
+    """Runs the worker on `request` (via stdin); returns (exit code, parsed lines)."""
+    text = request if isinstance(request, str) else json.dumps(request)
+    proc = subprocess.run([WORKER, "-"], input=text, capture_output=True, text=True, timeout=600)
+    lines = []
+    for raw in proc.stdout.splitlines():
+        try:
+            lines.append(json.loads(raw))
+        except json.JSONDecodeError:
+            check(False, "not a JSON line: %r" % raw)
+    if proc.stderr.strip():
+        print("  stderr: " + proc.stderr.strip()[:2000])
+    return proc.returncode, lines
+
+
+def check_batch(name, kernel, cases, good, bad, tolerance):
+    """`good` candidates must be ok and timed; `bad` ones rejected, not timed."""
+    print("== " + name)
+    candidates = good + bad + [{"autoscheduler": "Adams2019"}]
+    good_ids = list(range(len(good))) + [len(candidates) - 1]
+    bad_ids = list(range(len(good), len(good) + len(bad)))
+    request = {"target": "host", "threads": 2, "repeats": 3, "max_seconds": 30,
+               "kernel": kernel, "cases": cases, "candidates": candidates}
+    code, lines = run(request)
+    for line in lines:
+        print("  " + json.dumps(line)[:300])
+    check(code == 0, "%s: exit code %d" % (name, code))
+    if not check(lines and lines[-1] == {"status": "done"}, name + ": last line is not done"):
+        return
+
+    # Compile phase: "compiling" then the result, candidate by candidate.
+    results = {}
+    for i in range(len(candidates)):
+        check(lines[2 * i] == {"candidate": i, "status": "compiling"},
+              "%s: line %d should announce candidate %d" % (name, 2 * i, i))
+        result = lines[2 * i + 1]
+        check(result.get("candidate") == i, "%s: result line of candidate %d" % (name, i))
+        results[i] = result
+    for i in good_ids:
+        r = results[i]
+        check(r.get("status") == "ok", "%s: candidate %d: %s" % (name, i, r))
+        err = r.get("max_rel_err")
+        check(isinstance(err, float) and 0 <= err <= tolerance,
+              "%s: candidate %d max_rel_err %r > %g" % (name, i, err, tolerance))
+        check(r.get("tolerance") == tolerance, "%s: candidate %d tolerance" % (name, i))
+        check(r.get("compile_s", -1) >= 0, "%s: candidate %d compile_s" % (name, i))
+    for i in bad_ids:
+        r = results[i]
+        check(r.get("status") in ("invalid", "compile_error"),
+              "%s: candidate %d should be rejected: %s" % (name, i, r))
+        check(bool(r.get("error")), "%s: candidate %d has no error message" % (name, i))
+
+    # Timing phase: one "timed" line per good candidate, in order.
+    timed = lines[2 * len(candidates):-1]
+    check([t.get("candidate") for t in timed] == good_ids,
+          "%s: timed candidates %s, expected %s" % (name, [t.get("candidate") for t in timed],
+                                                    good_ids))
+    for t in timed:
+        check(t.get("status") == "timed", "%s: %s" % (name, t))
+        check(t.get("rounds", 0) >= 1, "%s: no rounds" % name)
+        entries = t.get("cases", [])
+        check(len(entries) == len(cases), "%s: candidate %s case count" % (name, t.get("candidate")))
+        for case, entry in zip(cases, entries):
+            check(entry.get("rows") == case["rows"], "%s: rows of %s" % (name, entry))
+            check(entry.get("keys") == case.get("keys", case["rows"] if kernel["kind"] == "attention" else 0),
+                  "%s: keys of %s" % (name, entry))
+            for key in ("wall_min_ms", "wall_median_ms", "cpu_median_ms", "gflops", "gbs"):
+                check(isinstance(entry.get(key), float) and entry[key] > 0,
+                      "%s: %s of %s" % (name, key, entry))
+            check(entry["wall_min_ms"] <= entry["wall_median_ms"], "%s: min > median" % name)
+
+
+check_batch(
+    "gemm fp32 bias gelu_tanh",
+    {"kind": "gemm", "K": 64, "N": 96, "bias": True, "epilogue": "gelu_tanh"},
+    [{"rows": 1}, {"rows": 7}, {"rows": 33}],
+    good=[{}, {"tile_rows": 4, "k_block": 16, "pack_weights": False, "rows_per_task": 8,
+               "gemv_rows_below": 2, "gemv_rows_per_pass": 4, "gemv_tasks": 3}],
+    bad=[{"tile_cols": 17}, {"tile_colz": 48}],
+    tolerance=1e-4)
+
+check_batch(
+    "gemm bf16 transposed",
+    {"kind": "gemm", "K": 70, "N": 50, "transpose_weight": True, "bf16_weights": True,
+     "bf16_activations": True, "residual": True, "epilogue": "gelu_erf"},
+    [{"rows": 1}, {"rows": 9}],
+    good=[{}, {"tile_rows": 3, "k_block": 32, "gemv_rows_below": 0}],
+    bad=[{"k_block": 33}],
+    tolerance=2e-2)
+
+check_batch(
+    "attention causal",
+    {"kind": "attention", "heads": 2, "dk": 16, "causal": True},
+    [{"rows": 1, "keys": 9}, {"rows": 37}, {"rows": 20, "keys": 5}],
+    good=[{}, {"query_block": 16, "key_block": 32, "row_tile": 2, "decode_key_tile": 2}],
+    bad=[{"key_block": 0}],
+    tolerance=1e-4)
+
+print("== malformed requests")
+GEMM = {"kind": "gemm", "K": 8, "N": 8}
+for bad in ["not json", "[]", json.dumps({"kernel": GEMM, "cases": [{"rows": 1}]}),
+            json.dumps({"kernel": dict(GEMM, K=1 << 30), "cases": [{"rows": 1}], "candidates": [{}]}),
+            json.dumps({"kernel": GEMM, "cases": [{"rows": 0}], "candidates": [{}]}),
+            json.dumps({"kernel": dict(GEMM, kind="conv"), "cases": [{"rows": 1}], "candidates": [{}]}),
+            json.dumps({"target": "nonsense", "kernel": GEMM, "cases": [{"rows": 1}],
+                        "candidates": [{}]}),
+            json.dumps({"kernel": GEMM, "cases": [{"rows": 1}], "candidates": [{}], "typo": 1})]:
+    code, lines = run(bad)
+    check(code == 2, "malformed %r: exit code %d" % (bad[:60], code))
+    check(len(lines) == 1 and lines[0].get("status") == "error" and lines[0].get("error"),
+          "malformed %r: lines %s" % (bad[:60], lines))
+
+if FAILURES:
+    print("%d failure(s)" % len(FAILURES))
+    sys.exit(1)
+print("all passed")

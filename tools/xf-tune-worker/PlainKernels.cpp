@@ -1,0 +1,160 @@
+//===- PlainKernels.cpp - xf's kernels as unscheduled Halide --------------===//
+
+#include "PlainKernels.h"
+
+#include <cmath>
+#include <optional>
+
+using namespace Halide;
+using namespace mlir::xf;
+
+namespace xftune {
+namespace {
+
+/// The activation as GemmKernel.cpp writes it (tanh through exp, so that it
+/// vectorizes; Halide's erf is a vectorizable polynomial).
+Expr activate(GemmEpilogue epilogue, Expr a) {
+  switch (epilogue) {
+  case GemmEpilogue::None:
+    return a;
+  case GemmEpilogue::Relu:
+    return max(a, 0.f);
+  case GemmEpilogue::GeluTanh: {
+    Expr y = float(std::sqrt(2.0 / M_PI)) * (a + 0.044715f * a * a * a);
+    return 0.5f * a * (1.f + (1.f - 2.f / (exp(2.f * y) + 1.f)));
+  }
+  case GemmEpilogue::GeluErf:
+    return 0.5f * a * (1.f + erf(a * float(1.0 / std::sqrt(2.0))));
+  }
+  return a;
+}
+
+KernelPipeline plainGemm(const GemmKernelSpec &spec, const Case &size) {
+  const int K = int(spec.K), N = int(spec.N), M = int(size.rows);
+  ImageParam x(Float(32), 2, "x"); // (k, m)
+  ImageParam weight(spec.bf16Weights ? BFloat(16) : Float(32), 2, "weight");
+  ImageParam bias(Float(32), 1, "bias");
+  ImageParam residual(Float(32), 2, "residual");
+  Var n("n"), m("m"), a("a"), b("b");
+
+  Func weightF("weight_f32"); // bfloat16 is the upper half of a float32
+  if (spec.bf16Weights)
+    weightF(a, b) = reinterpret<float>(cast<uint32_t>(reinterpret<uint16_t>(weight(a, b))) << 16);
+  else
+    weightF(a, b) = weight(a, b);
+  Func w("w"); // W(n, k) whatever the storage
+  w(n, a) = spec.transposeWeight ? weightF(a, n) : weightF(n, a);
+  Func xv("x_value");
+  if (spec.bf16Activations) {
+    // Round to nearest even bfloat16, kept as float32 (inputs are finite).
+    Expr bits = reinterpret<uint32_t>(x(a, m));
+    xv(a, m) = reinterpret<float>(((bits + (0x7fff + ((bits >> 16) & 1))) >> 16) << 16);
+  } else {
+    xv(a, m) = x(a, m);
+  }
+  RDom k(0, K, "k");
+  Func product("product");
+  product(n, m) = 0.f;
+  product(n, m) += xv(k, m) * w(n, k);
+  Expr value = product(n, m);
+  if (spec.hasBias)
+    value += bias(n);
+  value = activate(spec.epilogue, value);
+  if (spec.hasResidual)
+    value += residual(n, m);
+  Func out("gemm_out");
+  out(n, m) = value;
+
+  x.dim(0).set_bounds(0, K).dim(1).set_bounds(0, M);
+  x.set_estimates({{0, K}, {0, M}});
+  if (spec.transposeWeight) {
+    weight.dim(0).set_bounds(0, K).dim(1).set_bounds(0, N);
+    weight.set_estimates({{0, K}, {0, N}});
+  } else {
+    weight.dim(0).set_bounds(0, N).dim(1).set_bounds(0, K);
+    weight.set_estimates({{0, N}, {0, K}});
+  }
+  bias.dim(0).set_bounds(0, N);
+  bias.set_estimates({{0, N}});
+  residual.dim(0).set_bounds(0, N).dim(1).set_bounds(0, M);
+  residual.set_estimates({{0, N}, {0, M}});
+  out.output_buffer().dim(0).set_bounds(0, N).dim(1).set_bounds(0, M);
+  out.set_estimates({{0, N}, {0, M}});
+
+  KernelPipeline result;
+  result.inputs = {x, weight};
+  if (spec.hasBias)
+    result.inputs.push_back(bias);
+  if (spec.hasResidual)
+    result.inputs.push_back(residual);
+  result.output = out;
+  result.pipeline = Pipeline(out);
+  return result;
+}
+
+KernelPipeline plainAttention(const AttentionKernelSpec &spec, const Case &size) {
+  const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
+  const int M = int(size.rows), Mz = int(size.keys);
+  ImageParam q(Float(32), 2, "q"), k(Float(32), 2, "k"), v(Float(32), 2, "v");
+  Var s("s"), t("t"), h("h"), d("d"), c("c");
+
+  RDom rc(0, dK, "rc");
+  Func score("score");
+  score(s, t, h) = 0.f;
+  score(s, t, h) += q(h * dK + rc, t) * k(h * dK + rc, s);
+  // The mask is arithmetic, with no call inside a select: Halide narrows the
+  // bounds of a call under a select condition, and the causal condition would
+  // give the score a per-query extent that the autoschedulers may then try to
+  // unroll (Adams2019 does, and fails to compile).
+  Expr isVisible = 1.f;
+  if (spec.causal)
+    isVisible = select(s <= t + (Mz - M), 1.f, 0.f);
+  constexpr float noScore = -1e30f; // finite: masked minus max is never NaN
+  Func masked("masked_score");
+  masked(s, t, h) = score(s, t, h) * float(spec.scale) + (1.f - isVisible) * noScore;
+  RDom rs(0, Mz, "rs");
+  Func rowMax("row_max");
+  rowMax(t, h) = noScore;
+  rowMax(t, h) = max(rowMax(t, h), masked(rs, t, h));
+  // × visibility: a query with no visible key has masked == max everywhere.
+  Func probs("probs");
+  probs(s, t, h) = exp(masked(s, t, h) - rowMax(t, h)) * isVisible;
+  Func rowSum("row_sum");
+  rowSum(t, h) = 0.f;
+  rowSum(t, h) += probs(rs, t, h);
+  Func weighted("weighted_values");
+  weighted(d, t, h) = 0.f;
+  weighted(d, t, h) += probs(rs, t, h) * v(h * dV + d, rs);
+  Func out("attention_out");
+  Expr head = c / dV;
+  out(c, t) = select(rowSum(t, head) > 0, weighted(c % dV, t, head) / rowSum(t, head), 0.f);
+
+  q.dim(0).set_bounds(0, H * dK).dim(1).set_bounds(0, M);
+  k.dim(0).set_bounds(0, H * dK).dim(1).set_bounds(0, Mz);
+  v.dim(0).set_bounds(0, H * dV).dim(1).set_bounds(0, Mz);
+  q.set_estimates({{0, H * dK}, {0, M}});
+  k.set_estimates({{0, H * dK}, {0, Mz}});
+  v.set_estimates({{0, H * dV}, {0, Mz}});
+  out.output_buffer().dim(0).set_bounds(0, H * dV).dim(1).set_bounds(0, M);
+  out.set_estimates({{0, H * dV}, {0, M}});
+
+  KernelPipeline result;
+  result.inputs = {q, k, v};
+  result.output = out;
+  result.pipeline = Pipeline(out);
+  return result;
+}
+
+} // namespace
+
+llvm::Expected<KernelPipeline> buildPlainPipeline(const KernelDesc &kernel, const Case &size) {
+  std::optional<KernelPipeline> built;
+  if (llvm::Error err = catchHalideErrors("building the unscheduled kernel", [&] {
+        built = kernel.kind == KernelKind::Gemm ? plainGemm(kernel.gemm, size)
+                                                : plainAttention(kernel.attention, size);
+      }))
+    return std::move(err);
+  return std::move(*built);
+}
+
+} // namespace xftune

@@ -1,0 +1,171 @@
+//===- Workload.cpp - Inputs, reference and calls of each case ------------===//
+
+#include "Workload.h"
+#include "Reference.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+using namespace mlir::xf;
+
+namespace xftune {
+namespace {
+
+llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+FloatBuffer randomMatrix(int64_t rows, int64_t cols, std::mt19937 &rng) {
+  FloatBuffer m(static_cast<int>(cols), static_cast<int>(rows));
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  m.for_each_value([&](float &v) { v = dist(rng); });
+  return m;
+}
+
+/// bfloat16 bits of a finite `v`, rounded to nearest even.
+uint16_t toBf16(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  return uint16_t((bits + 0x7fff + ((bits >> 16) & 1)) >> 16);
+}
+
+float fromBf16(uint16_t b) {
+  uint32_t bits = uint32_t(b) << 16;
+  float v;
+  std::memcpy(&v, &bits, 4);
+  return v;
+}
+
+std::vector<Workload> makeGemmWorkloads(const Request &request, std::mt19937 &rng) {
+  const GemmKernelSpec &spec = request.kernel.gemm;
+  // Storage layout: [K, N] is (n, k), [N, K] is (k, n).
+  FloatBuffer weight =
+      spec.transposeWeight ? randomMatrix(spec.N, spec.K, rng) : randomMatrix(spec.K, spec.N, rng);
+  Halide::Runtime::Buffer<void> weightArg = weight;
+  if (spec.bf16Weights) {
+    // The kernel reads bf16; the reference gets the same values widened.
+    Halide::Runtime::Buffer<uint16_t> bf16(weight.width(), weight.height());
+    bf16.for_each_element([&](int a, int b) {
+      bf16(a, b) = toBf16(weight(a, b));
+      weight(a, b) = fromBf16(bf16(a, b));
+    });
+    bf16.raw_buffer()->type = halide_type_t(halide_type_bfloat, 16);
+    weightArg = bf16;
+  }
+  FloatBuffer bias(int(spec.N));
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  bias.for_each_value([&](float &v) { v = dist(rng); });
+
+  std::vector<Workload> workloads;
+  for (const Case &c : request.cases) {
+    Workload w;
+    w.size = c;
+    FloatBuffer x = randomMatrix(c.rows, spec.K, rng);
+    FloatBuffer residual;
+    w.args = {x, weightArg};
+    if (spec.hasBias)
+      w.args.push_back(bias);
+    if (spec.hasResidual) {
+      residual = randomMatrix(c.rows, spec.N, rng);
+      w.args.push_back(residual);
+    }
+    w.out = FloatBuffer(int(spec.N), int(c.rows));
+    w.args.push_back(w.out);
+    w.checkedRows = sampleRows(int(c.rows));
+    w.expected = referenceGemm(spec, x, weight, bias, residual, w.checkedRows);
+    workloads.push_back(std::move(w));
+  }
+  return workloads;
+}
+
+std::vector<Workload> makeAttentionWorkloads(const Request &request, std::mt19937 &rng) {
+  const AttentionKernelSpec &spec = request.kernel.attention;
+  std::vector<Workload> workloads;
+  for (const Case &c : request.cases) {
+    Workload w;
+    w.size = c;
+    FloatBuffer q = randomMatrix(c.rows, spec.heads * spec.dK, rng);
+    FloatBuffer k = randomMatrix(c.keys, spec.heads * spec.dK, rng);
+    FloatBuffer v = randomMatrix(c.keys, spec.heads * spec.dV, rng);
+    w.out = FloatBuffer(int(spec.heads * spec.dV), int(c.rows));
+    w.args = {q, k, v, w.out};
+    w.checkedRows = sampleRows(int(c.rows));
+    w.expected = referenceAttention(spec, q, k, v, w.checkedRows);
+    workloads.push_back(std::move(w));
+  }
+  return workloads;
+}
+
+} // namespace
+
+std::vector<Workload> makeWorkloads(const Request &request) {
+  std::mt19937 rng(20240611);
+  return request.kernel.kind == KernelKind::Gemm ? makeGemmWorkloads(request, rng)
+                                                 : makeAttentionWorkloads(request, rng);
+}
+
+llvm::Error callKernel(Halide::Callable &kernel, Workload &workload) {
+  std::vector<halide_buffer_t *> a;
+  for (Halide::Runtime::Buffer<void> &b : workload.args)
+    a.push_back(b.raw_buffer());
+  int result = -1;
+  try {
+    switch (a.size()) {
+    case 3:
+      result = kernel(a[0], a[1], a[2]);
+      break;
+    case 4:
+      result = kernel(a[0], a[1], a[2], a[3]);
+      break;
+    case 5:
+      result = kernel(a[0], a[1], a[2], a[3], a[4]);
+      break;
+    default:
+      return fail("unexpected argument count " + llvm::Twine(a.size()));
+    }
+  } catch (const Halide::Error &e) {
+    return fail(llvm::Twine("the kernel failed: ") + e.what());
+  }
+  if (result != 0)
+    return fail("the kernel returned error " + llvm::Twine(result));
+  return llvm::Error::success();
+}
+
+llvm::Expected<double> checkKernel(Halide::Callable &kernel, Workload &workload) {
+  workload.out.fill(std::nanf(""));
+  if (llvm::Error err = callKernel(kernel, workload))
+    return std::move(err);
+  const int cols = workload.out.width();
+  double maxError = 0, maxRef = 0;
+  for (size_t r = 0; r < workload.checkedRows.size(); ++r)
+    for (int n = 0; n < cols; ++n) {
+      const double expected = workload.expected[r * cols + n];
+      const double error = std::fabs(double(workload.out(n, workload.checkedRows[r])) - expected);
+      // NaN must win: std::max would drop it.
+      maxError = std::isnan(error) || error > maxError ? error : maxError;
+      maxRef = std::max(maxRef, std::fabs(expected));
+    }
+  if (std::isnan(maxError))
+    return maxError;
+  // All-zero references (causal rows with no visible key): the absolute error.
+  return maxRef > 0 ? maxError / maxRef : maxError;
+}
+
+double flopsOf(const Request &request, const Case &size) {
+  if (request.kernel.kind == KernelKind::Gemm)
+    return 2.0 * size.rows * request.kernel.gemm.K * request.kernel.gemm.N;
+  const AttentionKernelSpec &a = request.kernel.attention;
+  return 2.0 * a.heads * (a.dK + a.dV) * size.rows * size.keys;
+}
+
+double weightBytesOf(const Request &request, const Case &size) {
+  if (request.kernel.kind == KernelKind::Gemm) {
+    const GemmKernelSpec &g = request.kernel.gemm;
+    return double(g.K) * g.N * (g.bf16Weights ? 2 : 4);
+  }
+  const AttentionKernelSpec &a = request.kernel.attention;
+  return 4.0 * size.keys * a.heads * (a.dK + a.dV);
+}
+
+} // namespace xftune
