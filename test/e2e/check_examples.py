@@ -15,7 +15,12 @@ bf16-gemm-inputs the prefill GEMMs also round their inputs to bfloat16 (xfc
 --bf16-gemm-inputs); that is a real change of numerics, checked against the bound
 BF16_INPUTS_TOLERANCE explained in docs/correctness.md.
 
+--xfc-arg passes a flag to xfc (repeatable): `--xfc-arg=--target=x86-64-linux-avx2-fma...`
+builds for an AVX2-only target (its default schedule) on any AVX2 machine, and
+`--xfc-arg=--tuning-db=DB` checks the kernels a tuning database chose.
+
 usage: check_examples.py --xfc build/bin/xfc [--model gpt2 ...] [--weight-type bf16] [--workdir DIR]
+                         [--xfc-arg=FLAG ...]
 """
 
 import argparse
@@ -51,14 +56,15 @@ def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
-def check_model(name, xfc, workdir, python, weight_type="f32"):
+def check_model(name, xfc, workdir, python, weight_type="f32", xfc_args=()):
     arch, hparams, output, lengths = MODELS[name]
     exe = os.path.join(workdir, name)
     defines = [arg for kv in hparams.split(",") for arg in ("-D", kv)]
     flags = (["--weight-type", "bf16", "--bf16-gemm-inputs"] if weight_type == "bf16-gemm-inputs"
              else ["--weight-type", weight_type])
     tolerance = BF16_INPUTS_TOLERANCE if weight_type == "bf16-gemm-inputs" else TOLERANCE
-    r = run([xfc, os.path.join(ROOT, "examples", name + ".xf"), *defines, *flags, "-o", exe])
+    r = run([xfc, os.path.join(ROOT, "examples", name + ".xf"), *defines, *flags, *xfc_args,
+             "-o", exe])
     if r.returncode != 0:
         return [f"{name}: xfc failed: {r.stderr.strip()}"]
     weights = os.path.join(workdir, name + ".safetensors")
@@ -141,12 +147,14 @@ def main():
     p.add_argument("--model", action="append", choices=sorted(MODELS))
     p.add_argument("--weight-type", choices=["f32", "bf16", "bf16-gemm-inputs"], default="f32")
     p.add_argument("--workdir")
+    p.add_argument("--xfc-arg", action="append", default=[])
     args = p.parse_args()
     failures = []
     with tempfile.TemporaryDirectory(prefix="xf-e2e-") as tmp:
         workdir = args.workdir or tmp
         for name in args.model or sorted(MODELS):
-            failures += check_model(name, args.xfc, workdir, sys.executable, args.weight_type)
+            failures += check_model(name, args.xfc, workdir, sys.executable, args.weight_type,
+                                    args.xfc_arg)
     for f in failures:
         print("FAIL:", f)
     sys.exit(1 if failures else 0)

@@ -1,8 +1,10 @@
 //===- xfc.cpp - the xf compiler driver -----------------------------------===//
 //
-// xfc FILE --emit=STAGE [-o OUT] [-D NAME=VALUE]...
+// xfc FILE --emit=STAGE [-o OUT] [-D NAME=VALUE]... [--tuning-db FILE]
+// xfc tune FILE [-D ...] [--budget 10m] [--db FILE] [--lengths 1,128] ...
 // Reads a spec, runs the frontend, then the pass pipeline that reaches the
-// requested stage, and prints that stage. Later stages (fused, kernels,
+// requested stage, and prints that stage. `xfc tune` lowers the spec to its
+// kernels and searches their schedules on this machine (docs/tuning.md). Later stages (fused, kernels,
 // halide, llvm, asm, obj, exe) are further cases of `Emit` and of
 // `buildPipeline`.
 //
@@ -13,22 +15,34 @@
 #include "xf/Spec/Parser.h"
 #include "xf/Target/EmitObject.h"
 #include "xf/Transforms/Passes.h"
+#include "xf/Tuning/Tuner.h"
 
 #include "mlir/IR/AsmState.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/Support/SourceMgr.h"
 #include "mlir/Transforms/Passes.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Process.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/ToolOutputFile.h"
+
+#include <atomic>
+#include <csignal>
+#include <thread>
 
 namespace cl = llvm::cl;
 using namespace xf::spec;
 
 namespace {
+std::atomic<bool> interrupted{false};
+extern "C" void onInterrupt(int) { interrupted = true; }
 enum class Emit { AST, Xf, Fused, Kernels, Host, Halide, LLVM, Asm, Obj, Exe };
 
 cl::OptionCategory xfcCategory("xfc options");
@@ -74,11 +88,82 @@ cl::opt<bool> bf16GemmInputs(
 cl::opt<bool> keepTemps("keep-temps", cl::init(false),
                         cl::desc("Keep the intermediate object files"),
                         cl::cat(xfcCategory));
+cl::opt<std::string> tuningDb(
+    "tuning-db",
+    cl::desc("Tuning database to take kernel schedules from (default: $XF_TUNING_DB, else "
+             "~/.cache/xf/tuning.db if it exists; 'none' for default schedules only)"),
+    cl::value_desc("file"), cl::cat(xfcCategory));
+cl::opt<int> threads("num-threads", cl::init(0),
+                     cl::desc("Threads the executable will run with: picks tuning database "
+                              "entries, and the threads `xfc tune` measures with (default: "
+                              "this machine's hardware threads)"),
+                     cl::cat(xfcCategory));
+
+cl::OptionCategory tuneCategory("xfc tune options (xfc tune FILE ...)");
+cl::opt<std::string> tuneBudget("budget", cl::init("10m"),
+                                cl::desc("Time for all kernels together: 90s, 10m, 1h"),
+                                cl::cat(tuneCategory));
+cl::opt<std::string> tuneDb("db", cl::desc("Tuning database to write (default: as --tuning-db)"),
+                            cl::value_desc("file"), cl::cat(tuneCategory));
+cl::opt<std::string> tuneLengths("lengths", cl::init("1,128"),
+                                 cl::desc("Sequence lengths to tune for (comma-separated; 1-4 "
+                                          "tune the decode path)"),
+                                 cl::cat(tuneCategory));
+cl::opt<unsigned> tuneSeed("seed", cl::init(1), cl::desc("Seed of the search"),
+                           cl::cat(tuneCategory));
+cl::opt<unsigned> tuneBatch("batch", cl::init(4),
+                            cl::desc("Candidates compiled and timed per worker process"),
+                            cl::cat(tuneCategory));
+cl::opt<bool> tuneBaselines("baselines", cl::init(false),
+                            cl::desc("Also time Halide's autoschedulers (Adams2019, Li2018, "
+                                     "Mullapudi2016) on each kernel, outside the budget"),
+                            cl::cat(tuneCategory));
+cl::opt<std::string> tuneReport("report",
+                                cl::desc("Write a JSON report (per kernel: default, tuned, "
+                                         "baselines, best-so-far over time)"),
+                                cl::value_desc("file"), cl::cat(tuneCategory));
+
 cl::list<std::string>
     defines("D", cl::Prefix,
             cl::desc("Override a hyperparameter (repeatable): -D L=2 or -DL=2"),
             cl::value_desc("NAME=VALUE"), cl::cat(xfcCategory));
 } // namespace
+
+bool tuneMode = false;     // `xfc tune ...`
+std::string tuningDbPath; // resolved --tuning-db (empty: none)
+
+int64_t threadCount() {
+  return threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+}
+
+/// --tuning-db, else $XF_TUNING_DB, else ~/.cache/xf/tuning.db; `mustExist`
+/// is false for the last, which is only used when it is there.
+std::string defaultTuningDb(bool &mustExist) {
+  mustExist = true;
+  if (std::optional<std::string> env = llvm::sys::Process::GetEnv("XF_TUNING_DB"))
+    return *env;
+  mustExist = false;
+  llvm::SmallString<128> path;
+  if (!llvm::sys::path::cache_directory(path))
+    return "";
+  llvm::sys::path::append(path, "xf", "tuning.db");
+  return std::string(path);
+}
+
+/// "90s", "10m", "1h", or plain seconds.
+std::optional<double> parseDuration(llvm::StringRef text) {
+  double scale = 1;
+  if (text.consume_back("s"))
+    scale = 1;
+  else if (text.consume_back("m"))
+    scale = 60;
+  else if (text.consume_back("h"))
+    scale = 3600;
+  double value;
+  if (text.empty() || text.getAsDouble(value) || !(value > 0) || value * scale > 7 * 86400)
+    return std::nullopt;
+  return value * scale;
+}
 
 /// The passes from the xf dialect to `action`'s stage.
 static mlir::LogicalResult buildPipeline(Emit action, mlir::PassManager &pm) {
@@ -100,6 +185,18 @@ static mlir::LogicalResult buildPipeline(Emit action, mlir::PassManager &pm) {
   mlir::xf::KernelScheduleOptions options;
   options.defaults.vectorWidth = shape->floatsPerVector;
   options.defaults.vectorRegisters = shape->registers;
+  if (!tuningDbPath.empty() && !tuneMode) {
+    llvm::Expected<std::string> targetString = mlir::xf::halideTargetString(target);
+    if (!targetString) {
+      llvm::errs() << "xfc: error: " << llvm::toString(targetString.takeError()) << "\n";
+      return mlir::failure();
+    }
+    options.tuning.db = tuningDbPath;
+    options.tuning.target = *targetString;
+    options.tuning.threads = threadCount();
+    options.tuning.bf16Weights = weightType == WeightType::BF16;
+    options.tuning.bf16Activations = bf16GemmInputs;
+  }
   mlir::xf::buildKernelPipeline(pm, options);
   return mlir::success();
 }
@@ -157,6 +254,67 @@ static mlir::LogicalResult emitBackend(Emit action, mlir::ModuleOp fused,
   return mlir::success();
 }
 
+/// `xfc tune`: the kernels of the lowered model, tuned into the database.
+static mlir::LogicalResult runTune(mlir::MLIRContext &context, mlir::ModuleOp kernels) {
+  mlir::xf::HostOptions hostOptions;
+  hostOptions.bf16Weights = weightType == WeightType::BF16;
+  hostOptions.bf16Activations = bf16GemmInputs;
+  if (bf16GemmInputs && !hostOptions.bf16Weights) {
+    llvm::errs() << "xfc: error: --bf16-gemm-inputs needs --weight-type=bf16\n";
+    return mlir::failure();
+  }
+  mlir::FailureOr<mlir::xf::HostProgram> program = mlir::xf::lowerToHost(kernels, hostOptions);
+  if (mlir::failed(program))
+    return mlir::failure();
+  mlir::xf::tuning::TuneOptions options;
+  options.target = target;
+  options.threads = threadCount();
+  options.dbPath = tuningDbPath;
+  options.seed = tuneSeed;
+  options.batch = std::clamp(tuneBatch.getValue(), 1u, 64u);
+  options.baselines = tuneBaselines;
+  options.reportPath = tuneReport;
+  options.interrupted = &interrupted;
+  std::optional<double> budget = parseDuration(tuneBudget);
+  if (!budget) {
+    llvm::errs() << "xfc: error: --budget '" << tuneBudget
+                 << "': expected a duration such as 90s, 10m or 1h (at most a week)\n";
+    return mlir::failure();
+  }
+  options.budgetSeconds = *budget;
+  options.lengths.clear();
+  llvm::SmallVector<llvm::StringRef> parts;
+  llvm::StringRef(tuneLengths).split(parts, ',');
+  for (llvm::StringRef part : parts) {
+    int64_t length;
+    if (part.trim().getAsInteger(10, length) || length < 1 || length > 8192) {
+      llvm::errs() << "xfc: error: --lengths '" << tuneLengths
+                   << "': expected comma-separated lengths from 1 to 8192\n";
+      return mlir::failure();
+    }
+    options.lengths.push_back(length);
+  }
+  if (std::optional<std::string> env = llvm::sys::Process::GetEnv("XF_TUNE_WORKER")) {
+    options.workerPath = *env;
+  } else {
+    std::string self = llvm::sys::fs::getMainExecutable(nullptr, (void *)&threadCount);
+    llvm::SmallString<256> path(llvm::sys::path::parent_path(self));
+    llvm::sys::path::append(path, "xf-tune-worker");
+    options.workerPath = std::string(path);
+  }
+  if (!llvm::sys::fs::can_execute(options.workerPath)) {
+    llvm::errs() << "xfc: error: the tuning worker '" << options.workerPath
+                 << "' is missing (set XF_TUNE_WORKER to its path)\n";
+    return mlir::failure();
+  }
+  std::signal(SIGINT, onInterrupt);
+  llvm::Error err = mlir::xf::tuning::tuneProgram(context, *program, options, llvm::errs());
+  std::signal(SIGINT, SIG_DFL);
+  if (err)
+    return report(std::move(err));
+  return interrupted ? mlir::failure() : mlir::success();
+}
+
 static mlir::LogicalResult emit(Emit action, const ModuleAST &ast,
                                 llvm::StringRef fileName,
                                 DiagnosticEngine &diags,
@@ -168,6 +326,10 @@ static mlir::LogicalResult emit(Emit action, const ModuleAST &ast,
   mlir::DialectRegistry registry;
   registerFrontendDialects(registry);
   mlir::MLIRContext context(registry);
+  // Warnings too (the tuning database's), located with the source line.
+  llvm::SourceMgr sourceMgr;
+  mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  context.printOpOnDiagnostic(false);
   SemaOptions options;
   options.defines.assign(defines.begin(), defines.end());
   mlir::OwningOpRef<mlir::ModuleOp> module =
@@ -179,6 +341,8 @@ static mlir::LogicalResult emit(Emit action, const ModuleAST &ast,
     return mlir::failure();
   if (mlir::failed(buildPipeline(action, pm)) || mlir::failed(pm.run(*module)))
     return mlir::failure();
+  if (tuneMode)
+    return runTune(context, *module);
   if (action == Emit::Xf || action == Emit::Fused || action == Emit::Kernels) {
     module->print(os);
     return mlir::success();
@@ -210,9 +374,48 @@ int main(int argc, char **argv) {
     aliases.push_back(std::make_unique<cl::alias>(llvm::StringRef(name), cl::aliasopt(*it->second),
                                                   cl::desc(aliasHelp.back())));
   }
-  cl::ParseCommandLineOptions(argc, argv,
+  // `xfc tune FILE ...` is the tuner; everything else compiles.
+  std::vector<char *> args(argv, argv + argc);
+  if (argc > 1 && llvm::StringRef(argv[1]) == "tune") {
+    tuneMode = true;
+    args.erase(args.begin() + 1);
+  }
+  cl::ParseCommandLineOptions(int(args.size()), args.data(),
                               "xfc: compiles a transformer written as the "
-                              "algorithm boxes of Phuong & Hutter\n");
+                              "algorithm boxes of Phuong & Hutter\n\n"
+                              "  xfc FILE.xf -o EXE [--tuning-db DB]   build an executable\n"
+                              "  xfc FILE.xf --emit=STAGE              print a stage\n"
+                              "  xfc tune FILE.xf [--budget 10m] [--db DB] [--lengths 1,128]\n"
+                              "                                        tune its kernels here\n");
+  for (cl::Option *o : {(cl::Option *)&tuneBudget, (cl::Option *)&tuneDb,
+                        (cl::Option *)&tuneLengths, (cl::Option *)&tuneSeed,
+                        (cl::Option *)&tuneBatch, (cl::Option *)&tuneBaselines,
+                        (cl::Option *)&tuneReport})
+    if (!tuneMode && o->getNumOccurrences()) {
+      llvm::errs() << "xfc: error: --" << o->ArgStr << " is an option of `xfc tune`\n";
+      return 1;
+    }
+  if (tuneMode && (emitAction.getNumOccurrences() || outputFilename.getNumOccurrences() ||
+                   tuningDb.getNumOccurrences())) {
+    llvm::errs() << "xfc: error: `xfc tune` writes the database given by --db; it takes no "
+                    "--emit, -o or --tuning-db\n";
+    return 1;
+  }
+  {
+    bool mustExist = true;
+    std::string chosen = tuneMode ? tuneDb.getValue() : tuningDb.getValue();
+    if (chosen.empty())
+      chosen = defaultTuningDb(mustExist);
+    if (chosen == "none" && !tuneMode)
+      chosen.clear();
+    if (!tuneMode && !mustExist && !llvm::sys::fs::exists(chosen))
+      chosen.clear();
+    if (tuneMode && chosen.empty()) {
+      llvm::errs() << "xfc: error: no database to write: give --db FILE\n";
+      return 1;
+    }
+    tuningDbPath = chosen;
+  }
 
   std::string message;
   std::unique_ptr<llvm::MemoryBuffer> input =
@@ -241,6 +444,12 @@ int main(int argc, char **argv) {
   if (binaryOutput && outputFilename == "-") {
     llvm::errs() << "xfc: error: --emit=exe and --emit=obj need -o FILE\n";
     return 1;
+  }
+  if (tuneMode) {
+    emitAction = Emit::Kernels;
+    if (mlir::failed(emit(emitAction, *ast, fileName, diags, llvm::nulls())))
+      return interrupted ? 130 : 1;
+    return 0;
   }
   if (binaryOutput) {
     if (mlir::failed(emit(emitAction, *ast, fileName, diags, llvm::nulls())))

@@ -17,5 +17,7 @@ void mlir::xf::buildFusionPipeline(OpPassManager &pm) {
 void mlir::xf::buildKernelPipeline(OpPassManager &pm, const KernelScheduleOptions &options) {
   buildFusionPipeline(pm);
   OpPassManager &fn = pm.nest<func::FuncOp>();
+  if (!options.tuning.db.empty())
+    fn.addPass(createApplyTuningDatabase(options.tuning));
   fn.addPass(createAssignDefaultSchedules(options.defaults));
 }

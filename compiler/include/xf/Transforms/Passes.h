@@ -19,8 +19,11 @@ namespace mlir::xf {
 /// The fusion stage as one list: `xfc --emit=fused` prints its result.
 void buildFusionPipeline(OpPassManager &pm);
 
-/// How kernels get their schedules: defaults for the target's vector unit.
+/// How kernels get their schedules: the tuning database's where it has an
+/// entry (when `tuning.db` is set), defaults for the target's vector unit
+/// elsewhere.
 struct KernelScheduleOptions {
+  ApplyTuningDatabaseOptions tuning;
   AssignDefaultSchedulesOptions defaults;
 };
 

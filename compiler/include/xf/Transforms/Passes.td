@@ -44,6 +44,31 @@ def FuseGemmEpilogue : Pass<"xf-fuse-gemm-epilogue", "func::FuncOp"> {
   let dependentDialects = ["xf::XfDialect"];
 }
 
+def ApplyTuningDatabase : Pass<"xf-apply-tuning-db", "func::FuncOp"> {
+  let summary = "Give each kernel the best schedule the tuning database holds";
+  let description = [{
+    Looks every xf.gemm and xf.attention up in the tuning database `db` (the
+    file `xfc tune` writes, docs/tuning.md) by its kernel signature, the
+    Halide target string `target`, the thread count `threads` and this xf
+    version, and sets the schedule of the best entry, marking the op
+    `xf.tuned`. Kernels without an entry keep what they have (the default
+    schedule pass fills them in). A database that cannot be read or holds an
+    illegal schedule is an error naming the file; one with entries only for
+    other targets, thread counts or versions gives a warning.
+  }];
+  let options = [
+    Option<"db", "db", "std::string", "\"\"", "tuning database file">,
+    Option<"target", "target", "std::string", "\"\"",
+           "Halide target string the entries must match">,
+    Option<"threads", "threads", "int64_t", "0", "thread count the entries must match">,
+    Option<"bf16Weights", "bf16-weights", "bool", "false",
+           "weights stored in bfloat16 (xfc --weight-type=bf16)">,
+    Option<"bf16Activations", "bf16-gemm-inputs", "bool", "false",
+           "GEMM inputs rounded to bfloat16 (xfc --bf16-gemm-inputs)">
+  ];
+  let dependentDialects = ["xf::XfDialect"];
+}
+
 def AssignDefaultSchedules : Pass<"xf-assign-schedules", "func::FuncOp"> {
   let summary = "Attach the default schedule to every kernel without one";
   let description = [{

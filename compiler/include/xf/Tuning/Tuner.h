@@ -1,0 +1,57 @@
+//===- Tuner.h - `xfc tune`: search each kernel's schedule space -*- C++ -*-===//
+//
+// In: the Halide kernels a model compiles to (HostProgram::gemms and
+// ::attentions, with the target's default schedules). Out: the tuning
+// database with the best measured schedule of every kernel, keyed by kernel
+// signature, target, threads and xf version (docs/tuning.md).
+//
+// Per kernel, a Search (Search.h) proposes candidates in the knob space of
+// ScheduleSpace.h; batches of them are compiled, checked against a float64
+// reference and timed by xf-tune-worker in a child process, so that a
+// candidate that crashes or hangs costs one batch, never the tuner. Each
+// batch also re-times the best schedule so far, and costs are scaled by it:
+// a batch measured while the machine was busier is not mistaken for a worse
+// schedule. The database is saved after every batch: Ctrl-C keeps all that
+// was measured, and a re-run resumes from the recorded trials.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_TUNING_TUNER_H
+#define XF_TUNING_TUNER_H
+
+#include "xf/Conversion/LowerToHost.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+namespace mlir {
+class MLIRContext;
+}
+
+namespace mlir::xf::tuning {
+
+struct TuneOptions {
+  std::string target = "host"; // must run on this machine
+  int64_t threads = 0;         // 0: this machine's hardware threads
+  double budgetSeconds = 600;  // for all kernels together
+  std::string dbPath;
+  std::vector<int64_t> lengths = {1, 128}; // sequence lengths to tune for
+  std::string workerPath;                  // xf-tune-worker
+  uint64_t seed = 1;
+  size_t batch = 4;                               // candidates per worker process
+  bool baselines = false;                         // also time Halide's autoschedulers per kernel
+  std::string reportPath;                         // optional JSON report (convergence, baselines)
+  const std::atomic<bool> *interrupted = nullptr; // set by the caller's SIGINT handler
+};
+
+/// Tunes every distinct kernel of `program`; progress goes to `log`.
+llvm::Error tuneProgram(MLIRContext &ctx, const HostProgram &program, const TuneOptions &options,
+                        llvm::raw_ostream &log);
+
+} // namespace mlir::xf::tuning
+
+#endif // XF_TUNING_TUNER_H

@@ -1,0 +1,101 @@
+//===- ApplyTuningDatabase.cpp - tuned schedules from the database --------===//
+//
+// In: @forward after fusion. Out: the same, with the database's best
+// schedule on every kernel it holds an entry for (same kernel signature,
+// target, threads and xf version), each such op marked `xf.tuned`.
+// Entries are parsed as schedule attributes, so an entry edited into an
+// illegal schedule fails with the attribute verifier's message.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xf/Conversion/KernelSpecs.h"
+#include "xf/Transforms/Passes.h"
+#include "xf/Tuning/TuningDatabase.h"
+#include "xf/Version.h"
+
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringSet.h"
+
+namespace mlir::xf {
+#define GEN_PASS_DEF_APPLYTUNINGDATABASE
+#include "xf/Transforms/Passes.h.inc"
+} // namespace mlir::xf
+
+using namespace mlir;
+using namespace mlir::xf;
+
+namespace {
+
+/// Parses `text` as an attribute, collecting the parser's or verifier's
+/// message instead of printing it.
+FailureOr<Attribute> parseSchedule(MLIRContext *ctx, llvm::StringRef text, std::string &error) {
+  ScopedDiagnosticHandler capture(ctx, [&](Diagnostic &diag) {
+    if (error.empty())
+      error = diag.str();
+    return success();
+  });
+  Attribute attr = parseAttribute(text, ctx);
+  if (!attr) {
+    if (error.empty())
+      error = "cannot parse '" + text.str() + "'";
+    return failure();
+  }
+  return attr;
+}
+
+struct ApplyTuningDatabasePass : xf::impl::ApplyTuningDatabaseBase<ApplyTuningDatabasePass> {
+  using ApplyTuningDatabaseBase::ApplyTuningDatabaseBase;
+
+  void runOnOperation() override {
+    if (db.empty())
+      return;
+    func::FuncOp forward = getOperation();
+    llvm::Expected<tuning::TuningDatabase> loaded = tuning::TuningDatabase::load(db);
+    if (!loaded) {
+      forward.emitError() << "tuning database: " << llvm::toString(loaded.takeError());
+      return signalPassFailure();
+    }
+    MLIRContext *ctx = &getContext();
+    WeightDtypes dtypes{bf16Weights, bf16Activations};
+    llvm::StringSet<> tunedElsewhere; // kernels with entries only for other keys
+    for (const KernelOpSignature &k : kernelSignatures(forward, dtypes)) {
+      const tuning::TuningEntry *entry = loaded->find(k.signature, target, threads, kXfVersion);
+      if (!entry) {
+        if (!loaded->findKernel(k.signature).empty())
+          tunedElsewhere.insert(k.signature);
+        continue;
+      }
+      std::string error;
+      FailureOr<Attribute> schedule = parseSchedule(ctx, entry->schedule, error);
+      bool fits = succeeded(schedule) &&
+                  (isa<GemmOp>(k.op) ? isa<GemmScheduleAttr>(*schedule)
+                                     : isa<AttentionScheduleAttr>(*schedule));
+      if (!fits) {
+        k.op->emitError() << "tuning database '" << db << "': the entry for '" << k.signature
+                          << "' holds an illegal schedule: "
+                          << (error.empty() ? "not a schedule of this kind of kernel" : error);
+        return signalPassFailure();
+      }
+      k.op->setAttr("schedule", *schedule);
+      k.op->setAttr("xf.tuned", UnitAttr::get(ctx));
+    }
+    if (!tunedElsewhere.empty())
+      forward.emitWarning() << "tuning database '" << db << "': " << tunedElsewhere.size()
+                            << " kernel(s) were tuned only for another target, thread count or "
+                               "xf version; they use default schedules (target "
+                            << target.getValue() << ", " << int64_t(threads) << " threads, xf "
+                            << kXfVersion << ")";
+    for (const tuning::TuningEntry &entry : loaded->entries()) {
+      llvm::StringRef kernel = entry.kernel;
+      if (!kernel.starts_with("gemm ") && !kernel.starts_with("attention ")) {
+        forward.emitWarning() << "tuning database '" << db << "': ignoring the entry for unknown "
+                              << "kernel '" << kernel << "'";
+        break;
+      }
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,439 @@
+//===- Tuner.cpp - `xfc tune`: search each kernel's schedule space --------===//
+
+#include "xf/Tuning/Tuner.h"
+#include "WorkerClient.h"
+#include "xf/Conversion/KernelSchedules.h"
+#include "xf/Conversion/KernelSpecs.h"
+#include "xf/Tuning/ScheduleSpace.h"
+#include "xf/Tuning/Search.h"
+#include "xf/Tuning/TuningDatabase.h"
+#include "xf/Version.h"
+
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <thread>
+
+using namespace mlir;
+using namespace mlir::xf;
+using namespace mlir::xf::tuning;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+std::string isoNow() {
+  std::time_t t = std::time(nullptr);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return text;
+}
+
+std::string formatDuration(double s) {
+  if (s < 60)
+    return llvm::formatv("{0}s", int(s));
+  return llvm::formatv("{0}m{1:2}s", int(s) / 60, int(s) % 60);
+}
+
+/// One kernel of the model, as the tuner sees it.
+struct Kernel {
+  bool isGemm = true;
+  GemmKernelSpec gemm;
+  AttentionKernelSpec attention;
+  std::string name, signature;
+  SearchSpace space;
+  Point defaultPoint;
+  std::vector<int64_t> caseRows, caseKeys;
+};
+
+llvm::json::Object kernelJson(const Kernel &k) {
+  if (k.isGemm) {
+    const GemmKernelSpec &s = k.gemm;
+    const char *epilogue[] = {"none", "relu", "gelu_tanh", "gelu_erf"};
+    return llvm::json::Object{{"kind", "gemm"},
+                              {"K", s.K},
+                              {"N", s.N},
+                              {"transpose_weight", s.transposeWeight},
+                              {"bf16_weights", s.bf16Weights},
+                              {"bf16_activations", s.bf16Activations},
+                              {"bias", s.hasBias},
+                              {"residual", s.hasResidual},
+                              {"epilogue", epilogue[int(s.epilogue)]}};
+  }
+  const AttentionKernelSpec &s = k.attention;
+  return llvm::json::Object{{"kind", "attention"}, {"heads", s.heads}, {"dk", s.dK},
+                            {"dv", s.dV},          {"causal", s.causal}, {"scale", s.scale}};
+}
+
+llvm::json::Value candidateJson(const Kernel &k, const Point &p) {
+  if (k.isGemm) {
+    GemmSchedule s = gemmScheduleAt(p);
+    return llvm::json::Object{{"tile_cols", s.tileCols},
+                              {"tile_rows", s.tileRows},
+                              {"k_block", s.kBlock},
+                              {"pack_weights", s.packWeights},
+                              {"rows_per_task", s.rowsPerTask},
+                              {"panel_cols", s.panelCols},
+                              {"gemv_rows_below", s.gemvRowsBelow},
+                              {"gemv_rows_per_pass", s.gemvRowsPerPass},
+                              {"gemv_tasks", s.gemvTasks}};
+  }
+  AttentionSchedule s = attentionScheduleAt(p);
+  return llvm::json::Object{{"query_block", s.queryBlock},
+                            {"key_block", s.keyBlock},
+                            {"row_tile", s.rowTile},
+                            {"decode_key_tile", s.decodeKeyTile}};
+}
+
+std::string scheduleText(MLIRContext &ctx, const Kernel &k, const Point &p) {
+  Attribute attr = k.isGemm ? Attribute(gemmScheduleAttr(&ctx, gemmScheduleAt(p)))
+                            : Attribute(attentionScheduleAttr(&ctx, attentionScheduleAt(p)));
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  attr.print(os);
+  return text;
+}
+
+/// The point of a recorded schedule; nullopt if it is not one of this kind.
+std::optional<Point> pointOf(MLIRContext &ctx, const Kernel &k, llvm::StringRef text) {
+  ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &) { return success(); });
+  Attribute attr = parseAttribute(text, &ctx);
+  if (auto g = dyn_cast_or_null<GemmScheduleAttr>(attr); g && k.isGemm)
+    return gemmPoint(gemmScheduleOf(g));
+  if (auto a = dyn_cast_or_null<AttentionScheduleAttr>(attr); a && !k.isGemm)
+    return attentionPoint(attentionScheduleOf(a));
+  return std::nullopt;
+}
+
+/// Geometric mean of the cases' minimum wall times: every length counts
+/// alike, whatever its absolute time (a 1-row decode GEMV as much as a
+/// 128-row prefill GEMM).
+double costOf(const CandidateResult &r) {
+  double logSum = 0;
+  for (const CaseTime &c : r.cases)
+    logSum += std::log(std::max(c.wallMinMs, 1e-6));
+  return std::exp(logSum / std::max<size_t>(1, r.cases.size()));
+}
+
+/// How close each case runs to this machine's bound (FMA peak or read
+/// bandwidth, whichever is slower), as a geometric mean over the cases.
+double rooflineOf(const Kernel &k, const CandidateResult &r, const MachineCeilings &m) {
+  if (m.fmaGflops <= 0 || m.readGBs <= 0 || r.cases.empty())
+    return 0;
+  double logSum = 0;
+  for (const CaseTime &c : r.cases) {
+    double flops, bytes;
+    if (k.isGemm) {
+      double M = double(c.rows), K = double(k.gemm.K), N = double(k.gemm.N);
+      flops = 2 * M * K * N;
+      bytes = K * N * (k.gemm.bf16Weights ? 2 : 4) + 4 * M * (K + N);
+    } else {
+      const AttentionKernelSpec &a = k.attention;
+      double width = double(a.heads * (a.dK + a.dV));
+      flops = 2 * width * double(c.rows) * double(c.keys);
+      bytes = 4 * width * double(c.rows + c.keys);
+    }
+    double boundMs = std::max(flops / (m.fmaGflops * 1e9), bytes / (m.readGBs * 1e9)) * 1e3;
+    logSum += std::log(std::min(1.0, boundMs / std::max(c.wallMinMs, 1e-9)));
+  }
+  return std::exp(logSum / double(r.cases.size()));
+}
+
+class Tuner {
+public:
+  Tuner(MLIRContext &ctx, const TuneOptions &options, llvm::raw_ostream &log)
+      : ctx(ctx), options(options), log(log),
+        worker(options.workerPath, options.threads), interactive(log.is_displayed()) {}
+
+  llvm::Error run(const HostProgram &program);
+
+private:
+  llvm::Error collect(const HostProgram &program, const VectorShape &shape);
+  llvm::Error tune(Kernel &k, size_t index, double share, llvm::json::Array &report);
+  void progress(const Kernel &k, size_t index, double spent, double share, size_t trials,
+                double best, double dflt, bool final);
+
+  MLIRContext &ctx;
+  const TuneOptions &options;
+  llvm::raw_ostream &log;
+  WorkerClient worker;
+  bool interactive;
+  std::vector<Kernel> kernels;
+  TuningDatabase db;
+  std::string target;
+  MachineCeilings machine;
+  Clock::time_point start = Clock::now();
+};
+
+llvm::Error Tuner::collect(const HostProgram &program, const VectorShape &shape) {
+  llvm::StringSet<> seen;
+  int64_t longest = 1;
+  for (int64_t l : options.lengths)
+    longest = std::max(longest, l);
+  for (const GemmKernelSpec &spec : program.gemms) {
+    Kernel k;
+    k.isGemm = true, k.gemm = spec, k.name = spec.name, k.signature = kernelSignature(spec);
+    if (!seen.insert(k.signature).second)
+      continue;
+    k.space = gemmSpace(spec, shape, options.lengths);
+    k.defaultPoint = gemmPoint(spec.schedule);
+    for (int64_t l : options.lengths)
+      k.caseRows.push_back(l), k.caseKeys.push_back(0);
+    kernels.push_back(std::move(k));
+  }
+  for (const AttentionKernelSpec &spec : program.attentions) {
+    Kernel k;
+    k.isGemm = false, k.attention = spec, k.name = spec.name,
+    k.signature = kernelSignature(spec);
+    if (!seen.insert(k.signature).second)
+      continue;
+    k.space = attentionSpace(spec, shape, options.lengths);
+    k.defaultPoint = attentionPoint(spec.schedule);
+    // Prefill attends over its own rows; a decode step (1 row) over the
+    // longest context.
+    for (int64_t l : options.lengths) {
+      if (l <= 4)
+        k.caseRows.push_back(l), k.caseKeys.push_back(longest);
+      else
+        k.caseRows.push_back(l), k.caseKeys.push_back(l);
+    }
+    kernels.push_back(std::move(k));
+  }
+  return llvm::Error::success();
+}
+
+void Tuner::progress(const Kernel &k, size_t index, double spent, double share, size_t trials,
+                     double best, double dflt, bool final) {
+  const int width = 20;
+  int filled = share > 0 ? int(std::min(1.0, spent / share) * width) : width;
+  if (final)
+    filled = width;
+  double remaining = std::max(0.0, options.budgetSeconds - secondsSince(start));
+  std::string bar = std::string(filled, '#') + std::string(width - filled, '.');
+  std::string line = llvm::formatv("[{0}/{1}] {2,-14} [{3}] {4} trials  best {5:f4} ms ({6:f2}x "
+                                   "default)  ETA {7}",
+                                   index + 1, kernels.size(), k.name, bar, trials, best,
+                                   best > 0 ? dflt / best : 0.0, formatDuration(remaining));
+  if (interactive)
+    log << "\r" << line << "\x1b[K" << (final ? "\n" : "");
+  else if (!final)
+    log << line << "\n";
+  log.flush();
+}
+
+llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array &report) {
+  Clock::time_point kernelStart = Clock::now();
+  Search search(k.space, options.seed + index);
+  TuningEntry &entry = db.upsert(k.signature, target, options.threads, kXfVersion);
+  const double previouslySpent = entry.secondsSpent;
+  // Resume: recorded trials are never measured again; the best so far
+  // becomes the incumbent.
+  std::optional<Point> incumbent;
+  double incumbentCost = 0, defaultCost = entry.defaultCostMs;
+  for (const TrialRecord &t : entry.trials)
+    if (std::optional<Point> p = pointOf(ctx, k, t.schedule))
+      search.record({*p, t.costMs});
+  if (!entry.schedule.empty())
+    if (std::optional<Point> p = pointOf(ctx, k, entry.schedule); p && entry.costMs > 0)
+      incumbent = p, incumbentCost = entry.costMs;
+  search.seed(k.defaultPoint);
+
+  llvm::json::Object request{{"target", options.target},
+                             {"repeats", 5},
+                             {"max_seconds", 4.0},
+                             {"kernel", kernelJson(k)}};
+  llvm::json::Array cases;
+  for (size_t i = 0; i < k.caseRows.size(); ++i) {
+    llvm::json::Object c{{"rows", k.caseRows[i]}};
+    if (!k.isGemm)
+      c["keys"] = k.caseKeys[i];
+    cases.push_back(std::move(c));
+  }
+  request["cases"] = std::move(cases);
+
+  llvm::json::Array history; // [seconds, best cost] whenever the best improves
+  CandidateResult bestResult;
+  while (secondsSince(kernelStart) < share) {
+    if (options.interrupted && *options.interrupted)
+      break;
+    std::vector<Point> batch = search.propose(options.batch);
+    if (batch.empty())
+      break; // the space is exhausted
+    std::vector<llvm::json::Value> candidates;
+    if (incumbent)
+      candidates.push_back(candidateJson(k, *incumbent));
+    for (const Point &p : batch)
+      candidates.push_back(candidateJson(k, p));
+    double timeout = 90.0 * double(candidates.size()) + 60;
+    auto results = worker.run(llvm::json::Object(request), candidates, timeout);
+    if (!results)
+      return results.takeError();
+    if (options.interrupted && *options.interrupted)
+      break;
+    size_t offset = incumbent ? 1 : 0;
+    // Scale this batch by the incumbent's re-measurement, so the machine's
+    // load at the time does not decide between schedules.
+    double scale = 1;
+    if (incumbent && (*results)[0].failure.empty() && (*results)[0].ran)
+      scale = incumbentCost / costOf((*results)[0]);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      const CandidateResult &r = (*results)[offset + i];
+      if (!r.ran)
+        continue; // never reached: propose() may offer it again later
+      Trial trial{batch[i], std::nullopt};
+      TrialRecord record{scheduleText(ctx, k, batch[i]), std::nullopt, r.failure};
+      if (r.failure.empty()) {
+        double cost = costOf(r) * scale;
+        trial.cost = record.costMs = cost;
+        if (batch[i] == k.defaultPoint && defaultCost <= 0)
+          defaultCost = cost;
+        if (!incumbent || cost < incumbentCost) {
+          incumbent = batch[i], incumbentCost = cost, bestResult = r;
+          history.push_back(llvm::json::Array{secondsSince(kernelStart), cost});
+        }
+      }
+      search.record(trial);
+      entry.trials.push_back(std::move(record));
+    }
+    if (incumbent) {
+      entry.schedule = scheduleText(ctx, k, *incumbent);
+      entry.costMs = incumbentCost;
+      entry.defaultCostMs = defaultCost > 0 ? defaultCost : incumbentCost;
+      if (!bestResult.cases.empty())
+        entry.rooflineFraction = rooflineOf(k, bestResult, machine);
+      entry.measuredAt = isoNow();
+    }
+    entry.secondsSpent = previouslySpent + secondsSince(kernelStart);
+    if (entry.schedule.empty()) {
+      // Nothing has worked yet: keep the trials, but an entry needs a
+      // schedule, so hold it back from the file until one does.
+    } else if (llvm::Error err = db.save(options.dbPath)) {
+      return err;
+    }
+    progress(k, index, secondsSince(kernelStart), share, search.trials(), incumbentCost,
+             entry.defaultCostMs, false);
+  }
+  progress(k, index, share, share, search.trials(), incumbentCost, entry.defaultCostMs, true);
+
+  llvm::json::Object kernelReport{{"name", k.name},
+                                  {"kernel", k.signature},
+                                  {"trials", int64_t(search.trials())},
+                                  {"default_ms", entry.defaultCostMs},
+                                  {"best_ms", incumbentCost},
+                                  {"roofline_fraction", entry.rooflineFraction},
+                                  {"schedule", entry.schedule},
+                                  {"history", std::move(history)}};
+  if (options.baselines && incumbent && !(options.interrupted && *options.interrupted)) {
+    // Halide's autoschedulers on the same algorithm, timed beside the best
+    // schedule (and scaled by it like any batch).
+    std::vector<llvm::json::Value> candidates{candidateJson(k, *incumbent),
+                                              candidateJson(k, k.defaultPoint)};
+    const char *names[] = {"Adams2019", "Li2018", "Mullapudi2016"};
+    for (const char *name : names)
+      candidates.push_back(llvm::json::Object{{"autoscheduler", name}});
+    auto results = worker.run(llvm::json::Object(request), candidates, 900);
+    if (!results)
+      return results.takeError();
+    llvm::json::Object baselines;
+    if ((*results)[0].failure.empty() && (*results)[0].ran) {
+      double scale = incumbentCost / costOf((*results)[0]);
+      for (size_t i = 1; i < candidates.size(); ++i) {
+        const CandidateResult &r = (*results)[i];
+        std::string key = i == 1 ? "xf_default" : names[i - 2];
+        if (r.ran && r.failure.empty())
+          baselines[key] = costOf(r) * scale;
+        else
+          baselines[key] = r.ran ? r.failure : "not run";
+      }
+    }
+    kernelReport["baselines"] = std::move(baselines);
+  }
+  report.push_back(std::move(kernelReport));
+  return llvm::Error::success();
+}
+
+llvm::Error Tuner::run(const HostProgram &program) {
+  llvm::Expected<VectorShape> shape = vectorShapeOf(options.target);
+  if (!shape)
+    return shape.takeError();
+  llvm::Expected<std::string> targetString = halideTargetString(options.target);
+  if (!targetString)
+    return targetString.takeError();
+  target = *targetString;
+  llvm::Expected<TuningDatabase> loaded = TuningDatabase::loadOrEmpty(options.dbPath);
+  if (!loaded)
+    return loaded.takeError();
+  db = std::move(*loaded);
+  if (llvm::Error err = collect(program, *shape))
+    return err;
+  llvm::Expected<MachineCeilings> ceilings = worker.measureMachine();
+  if (!ceilings)
+    return ceilings.takeError();
+  machine = *ceilings;
+  log << llvm::formatv("xfc tune: {0} kernels, budget {1}, {2} threads, lengths", kernels.size(),
+                       formatDuration(options.budgetSeconds), options.threads);
+  for (int64_t l : options.lengths)
+    log << " " << l;
+  log << llvm::formatv("\nxfc tune: this machine: {0:f0} GFLOP/s fp32 FMA peak, {1:f1} GB/s read "
+                       "({2}); database {3}\n",
+                       machine.fmaGflops, machine.readGBs, machine.isa, options.dbPath);
+  llvm::json::Array report;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    if (options.interrupted && *options.interrupted)
+      break;
+    double remaining = options.budgetSeconds - secondsSince(start);
+    double share = std::max(0.0, remaining / double(kernels.size() - i));
+    if (llvm::Error err = tune(kernels[i], i, share, report))
+      return err;
+  }
+  log << "\n  kernel           default ms   tuned ms  speedup  roofline  signature\n";
+  for (const llvm::json::Value &v : report) {
+    const llvm::json::Object &o = *v.getAsObject();
+    double d = o.getNumber("default_ms").value_or(0), b = o.getNumber("best_ms").value_or(0);
+    log << llvm::formatv("  {0,-16} {1,10:f4} {2,10:f4} {3,7:f2}x {4,8:p}  {5}\n",
+                         o.getString("name").value_or(""), d, b, b > 0 ? d / b : 0.0,
+                         o.getNumber("roofline_fraction").value_or(0),
+                         o.getString("kernel").value_or(""));
+  }
+  if (!options.reportPath.empty()) {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(options.reportPath, ec);
+    if (ec)
+      return llvm::createStringError(ec, "cannot write the report '" + options.reportPath +
+                                             "': " + ec.message());
+    os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
+                                     {"target", target},
+                                     {"threads", options.threads},
+                                     {"fma_gflops", machine.fmaGflops},
+                                     {"read_gbs", machine.readGBs},
+                                     {"budget_s", options.budgetSeconds},
+                                     {"kernels", std::move(report)}}))
+       << "\n";
+  }
+  if (options.interrupted && *options.interrupted)
+    log << "xfc tune: interrupted; everything measured so far is in " << options.dbPath
+        << " (run again to resume)\n";
+  return llvm::Error::success();
+}
+
+} // namespace
+
+llvm::Error mlir::xf::tuning::tuneProgram(MLIRContext &ctx, const HostProgram &program,
+                                          const TuneOptions &options, llvm::raw_ostream &log) {
+  TuneOptions resolved = options;
+  if (resolved.threads <= 0)
+    resolved.threads = std::max(1u, std::thread::hardware_concurrency());
+  Tuner tuner(ctx, resolved, log);
+  return tuner.run(program);
+}

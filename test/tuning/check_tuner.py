@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""`xfc tune` end to end on examples/tiny.xf, then the database as the compiler reads it.
+
+1. `xfc tune tiny.xf --budget 20s --db DB` writes an entry (a schedule, costs, trials) for
+   every distinct kernel the model compiles to (as listed by its --report).
+2. `xfc tiny.xf --tuning-db DB -o exe` uses them (--emit=kernels marks each kernel xf.tuned) and
+   the executable matches the oracle (test/e2e/check_examples.py).
+3. A re-run resumes: the recorded trials are kept and new ones are added.
+4. Edited databases give the documented diagnostics: an entry for another target (warning, the
+   default schedule), an unknown kernel (warning), a truncated file (error naming it), an
+   illegal schedule (error with the verifier's message), an explicit --tuning-db that does not
+   exist (error). No timing is asserted.
+
+usage: check_tuner.py --xfc build/bin/xfc
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TINY = os.path.join(ROOT, "examples", "tiny.xf")
+failures = []
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+def expect(cond, what):
+    print(("ok    " if cond else "FAIL  ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--xfc", required=True)
+    p.add_argument("--budget", default="20s")
+    args = p.parse_args()
+    xfc = args.xfc
+    with tempfile.TemporaryDirectory(prefix="xf-tune-") as tmp:
+        db = os.path.join(tmp, "sub", "tuning.db")  # the parent is created
+        report = os.path.join(tmp, "report.json")
+        r = run([xfc, "tune", TINY, "--budget", args.budget, "--db", db, "--report", report,
+                 "--lengths", "1,32"])
+        print(r.stderr[-3000:])
+        expect(r.returncode == 0, f"xfc tune exits 0 (rc={r.returncode})")
+        if r.returncode != 0:
+            return
+        data = json.load(open(db))
+        rep = json.load(open(report))
+        kernels = {k["kernel"] for k in rep["kernels"]}
+        entries = {e["kernel"]: e for e in data["entries"]}
+        expect(len(kernels) >= 4, f"the report lists the model's kernels ({len(kernels)})")
+        expect(kernels == set(entries), "the database has an entry for every kernel")
+        expect(all(e["schedule"].startswith("#xf.") and e["cost_ms"] > 0 and e["trials"]
+                   for e in entries.values()), "every entry has a schedule, a cost and trials")
+        trials_before = sum(len(e["trials"]) for e in entries.values())
+
+        # 2. Compile with it: every kernel tuned, and the numbers still right.
+        r = run([xfc, TINY, "--tuning-db", db, "--emit=kernels"])
+        tuned = r.stdout.count("xf.tuned")
+        ops = r.stdout.count("xf.gemm ") + r.stdout.count("xf.attention ")
+        expect(r.returncode == 0 and tuned == ops and ops > 0,
+               f"--emit=kernels marks every kernel xf.tuned ({tuned}/{ops})")
+        r = run([sys.executable, os.path.join(ROOT, "test", "e2e", "check_examples.py"),
+                 "--xfc", xfc, "--model", "tiny", f"--xfc-arg=--tuning-db={db}"])
+        print(r.stdout)
+        expect(r.returncode == 0, "the tuned executable matches the oracle")
+
+        # 3. Resume: earlier trials stay, new ones are added.
+        r = run([xfc, "tune", TINY, "--budget", "6s", "--db", db, "--lengths", "1,32"])
+        data = json.load(open(db))
+        trials_after = sum(len(e["trials"]) for e in data["entries"])
+        expect(r.returncode == 0 and trials_after > trials_before,
+               f"a second run resumes ({trials_before} -> {trials_after} trials)")
+
+        # 4. Edited databases.
+        def variant(name, edit):
+            d = json.load(open(db))
+            edit(d)
+            path = os.path.join(tmp, name)
+            with open(path, "w") as f:
+                json.dump(d, f)
+            return path
+
+        def other_target(d):
+            d["entries"][0]["target"] = "arm-64-linux"
+        path = variant("other-target.db", other_target)
+        r = run([xfc, TINY, "--tuning-db", path, "--emit=kernels"])
+        expect(r.returncode == 0 and "1 kernel(s) were tuned only for another target" in r.stderr,
+               "an entry for another target: a warning, the default schedule")
+
+        def unknown(d):
+            d["entries"].append(dict(d["entries"][0], kernel="conv2d k=3"))
+        path = variant("unknown.db", unknown)
+        r = run([xfc, TINY, "--tuning-db", path, "--emit=kernels"])
+        expect(r.returncode == 0 and "ignoring the entry for unknown kernel 'conv2d k=3'" in r.stderr,
+               "an unknown kernel: a warning")
+
+        def illegal(d):
+            e = d["entries"][0]
+            e["schedule"] = e["schedule"].replace("<", "<bogus = 1, ", 1)
+        path = variant("illegal.db", illegal)
+        r = run([xfc, TINY, "--tuning-db", path, "-o", os.path.join(tmp, "exe")])
+        expect(r.returncode != 0 and "holds an illegal schedule" in r.stderr and path in r.stderr,
+               "an illegal schedule: an error naming the file")
+
+        truncated = os.path.join(tmp, "truncated.db")
+        with open(db) as f, open(truncated, "w") as g:
+            g.write(f.read()[:300])
+        r = run([xfc, TINY, "--tuning-db", truncated, "-o", os.path.join(tmp, "exe")])
+        expect(r.returncode != 0 and truncated in r.stderr and "error" in r.stderr,
+               "a truncated database: an error naming the file")
+        expect(not os.path.exists(os.path.join(tmp, "exe")), "no executable is left behind")
+
+        r = run([xfc, TINY, "--tuning-db", os.path.join(tmp, "absent.db"), "--emit=kernels"])
+        expect(r.returncode != 0 and "absent.db" in r.stderr,
+               "an explicit --tuning-db that does not exist: an error")
+
+        # Bad command lines.
+        r = run([xfc, "tune", TINY, "--budget", "soon", "--db", db])
+        expect(r.returncode != 0 and "--budget" in r.stderr, "a bad --budget is refused")
+        r = run([xfc, "tune", TINY, "--lengths", "0,x", "--db", db])
+        expect(r.returncode != 0 and "--lengths" in r.stderr, "bad --lengths are refused")
+        r = run([xfc, TINY, "--budget", "1m"])
+        expect(r.returncode != 0 and "xfc tune" in r.stderr, "tune options need `xfc tune`")
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
