@@ -178,6 +178,8 @@ Expected<Manifest> parseManifest(std::string_view text) {
         spec.flopsPerRowPerContextRow = f->isInteger ? f->integer : int64_t(0);
       if (const JsonValue *n = k.find("context"); n && n->isString())
         spec.contextFromSource = n->string == "source";
+      if (const JsonValue *n = k.find("tuned"); n && n->isBool())
+        spec.tuned = n->boolean;
       m.kernels.push_back(std::move(spec));
     }
   }

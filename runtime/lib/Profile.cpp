@@ -68,7 +68,7 @@ std::string profileTable(const Manifest &m, int64_t l, int64_t lz, int runs) {
   for (const Event &e : recorder.events) {
     const KernelSpec &k = m.kernels[e.site];
     Row &r = rows[k.name];
-    r.kind = k.kind;
+    r.kind = k.tuned ? k.kind + " tuned" : k.kind;
     r.calls += 1;
     r.us += e.durationUs;
     r.flops += double(k.flopsPerRow) * double(e.rows) +

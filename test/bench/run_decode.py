@@ -3,12 +3,14 @@
 
 Usage: test/bench/run_decode.py [--exe GPT2] [--exe-bf16 GPT2] [--build DIR] [--rounds N]
                                 [--threads N] [--context L] [--new-tokens N] [--no-docs]
-                                [--workdir DIR]
+                                [--workdir DIR] [--tuning-db DB]
 
 1. Builds `xfc examples/gpt2.xf` twice, f32 and `--weight-type=bf16` (or takes --exe /
    --exe-bf16), writes one random GPT-2-small F32 checkpoint with the oracle's writer
    (benchlib.write_checkpoint) and a BF16 copy of it (round to nearest even), and draws a
-   prompt of --context random tokens.
+   prompt of --context random tokens. Both are compiled with `--tuning-db none` (default
+   schedules); with --tuning-db DB (from `xfc tune examples/gpt2.xf`) a third, f32 build with
+   that database is timed as "xf f32 tuned".
 2. Starts one worker per other decoder (test/bench/decode/decode_worker.py, /opt/hf-venv):
    PyTorch GPT2LMHeadModel fp32 and bf16 (a manual greedy loop with past_key_values) and ONNX
    Runtime on that model exported with past key/values (prefill + decoder-with-past models).
@@ -261,6 +263,7 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--workdir")
     p.add_argument("--no-docs", action="store_true")
+    p.add_argument("--tuning-db", help="also time an f32 build with this tuning database")
     args = p.parse_args()
     if args.rounds < 5:
         p.error("--rounds must be at least 5")
@@ -280,9 +283,10 @@ def main():
     # 1. executables, checkpoints, prompt
     log("compiling examples/gpt2.xf (f32, bf16) ...")
     exe = (pathlib.Path(args.exe).resolve() if args.exe
-           else compile_xf(args.build, workdir / "gpt2"))
+           else compile_xf(args.build, workdir / "gpt2", ["--tuning-db", "none"]))
     exe16 = (pathlib.Path(args.exe_bf16).resolve() if args.exe_bf16
-             else compile_xf(args.build, workdir / "gpt2-bf16", ["--weight-type=bf16"]))
+             else compile_xf(args.build, workdir / "gpt2-bf16",
+                             ["--weight-type=bf16", "--tuning-db", "none"]))
     weights = workdir / "gpt2.safetensors"
     log("writing a random GPT-2-small checkpoint (oracle writer) and its BF16 copy ...")
     write_checkpoint(weights, args.seed)
@@ -290,6 +294,12 @@ def main():
     f32_bytes, bf16_bytes = param_bytes(safetensors_header(weights))
     tokens = random_tokens(args.seed, args.context)
     xf_exes = {"xf f32": exe, "xf bf16": exe16}
+    if args.tuning_db:
+        log(f"compiling examples/gpt2.xf (f32) with --tuning-db {args.tuning_db} ...")
+        xf_exes["xf f32 tuned"] = compile_xf(args.build, workdir / "gpt2-tuned",
+                                             ["--tuning-db", args.tuning_db])
+        global DECODERS
+        DECODERS = DECODERS[:2] + ("xf f32 tuned",) + DECODERS[2:]
 
     # 2. the other decoders, each in its own process
     log("starting the PyTorch fp32/bf16 and ONNX Runtime workers (model build, ONNX export) ...")
@@ -388,10 +398,12 @@ def main():
         "## Generation: GPT-2 small greedy decode with a KV cache",
         "",
         "Run: `test/bench/run_decode.py` (options `--exe`, `--exe-bf16`, `--rounds`, `--threads`, "
-        "`--context`, `--new-tokens`, `--no-docs`; ≈7 min on a loaded machine). One random GPT-2-small F32 checkpoint "
+        "`--context`, `--new-tokens`, `--tuning-db`, `--no-docs`; ≈7 min on a loaded machine). One random GPT-2-small F32 checkpoint "
         f"(the oracle's writer, `--seed {args.seed}`) is read by all: xf's `examples/gpt2.xf` "
         "executable built f32 and with `--weight-type=bf16` (GEMM weights and the embedding "
-        "table narrowed to bfloat16 at load), PyTorch's `GPT2LMHeadModel` in fp32 and cast to "
+        "table narrowed to bfloat16 at load), both with default schedules (`--tuning-db none`)"
+        + (", the f32 one again with a tuning database from `xfc tune` (**xf f32 tuned**)"
+           if "xf f32 tuned" in xf_exes else "") + ", PyTorch's `GPT2LMHeadModel` in fp32 and cast to "
         "bf16 (`inference_mode`, `torch.set_num_threads"
         f"({th})`, a manual greedy loop: one prefill forward with `use_cache=True`, then one "
         "forward of input_ids [1, 1] with the previous `past_key_values` per token), and ONNX "

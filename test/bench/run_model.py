@@ -3,9 +3,12 @@
 
 Usage: test/bench/run_model.py [--exe GPT2] [--build DIR] [--rounds N] [--runs-per-round K]
                                [--threads N] [--length L] [--no-docs] [--workdir DIR]
+                               [--tuning-db DB | --tuned-exe GPT2_TUNED]
 
 1. Builds `xfc examples/gpt2.xf` (or takes --exe) and writes one random GPT-2-small checkpoint
-   with the oracle's writer (test/reference/oracle.py --write-random).
+   with the oracle's writer (test/reference/oracle.py --write-random). With --tuning-db (a
+   database from `xfc tune examples/gpt2.xf`) or --tuned-exe it also times a tuned build as the
+   column "xf tuned"; the default build is always compiled with `--tuning-db none`.
 2. Starts one worker process per other framework (test/bench/model/hf_worker.py, run with
    --hf-python, default /opt/hf-venv/bin/python): PyTorch GPT2LMHeadModel fp32 under
    inference_mode with torch.set_num_threads(N); ONNX Runtime on that model exported with
@@ -247,8 +250,13 @@ def fmt_ms(x):
     return f"{x:.0f}" if x >= 100 else f"{x:.1f}"
 
 
+def best_xf(results):
+    """The xf build the speedups are measured against: the tuned one when there is one."""
+    return results.get("xf tuned", results["xf"])
+
+
 def make_table(results, flops):
-    xf = results["xf"]
+    xf = best_xf(results)
     head = ("| framework | min ms | median ms | GFLOP/s (min) | xf speedup (min) "
             "| xf speedup (median) |")
     lines = [head, "|---|---|---|---|---|---|"]
@@ -303,6 +311,8 @@ def main():
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--workdir")
     p.add_argument("--no-docs", action="store_true")
+    p.add_argument("--tuning-db", help="also time a build with this tuning database")
+    p.add_argument("--tuned-exe", help="also time this tuned GPT-2-small executable")
     args = p.parse_args()
     if args.rounds < 5:
         p.error("--rounds must be at least 5")
@@ -323,7 +333,19 @@ def main():
         exe = workdir / "gpt2"
         log("compiling examples/gpt2.xf ...")
         subprocess.run([str(pathlib.Path(args.build) / "bin" / "xfc"),
-                        str(ROOT / "examples" / "gpt2.xf"), "-o", str(exe)], check=True)
+                        str(ROOT / "examples" / "gpt2.xf"), "--tuning-db", "none", "-o",
+                        str(exe)], check=True)
+    exes = {"xf": exe}
+    if args.tuned_exe:
+        exes["xf tuned"] = pathlib.Path(args.tuned_exe).resolve()
+    elif args.tuning_db:
+        exes["xf tuned"] = workdir / "gpt2-tuned"
+        log(f"compiling examples/gpt2.xf with --tuning-db {args.tuning_db} ...")
+        subprocess.run([str(pathlib.Path(args.build) / "bin" / "xfc"),
+                        str(ROOT / "examples" / "gpt2.xf"), "--tuning-db", args.tuning_db,
+                        "-o", str(exes["xf tuned"])], check=True)
+    global FRAMEWORKS
+    FRAMEWORKS = tuple(exes) + ("PyTorch", "ONNX Runtime")
     weights = workdir / "gpt2.safetensors"
     log("writing a random GPT-2-small checkpoint (oracle writer) ...")
     subprocess.run([sys.executable, str(ORACLE), "--arch", "gpt2", "--write-random", str(weights),
@@ -347,9 +369,10 @@ def main():
 
         # 3. same model?
         outs = {}
-        out = workdir / "xf.npy"
-        run_xf(exe, weights, tokens, args.threads, 1, env, ["--logits-out", str(out)])
-        outs["xf"] = np.load(out)
+        for name, x in exes.items():
+            out = workdir / f"{name.replace(' ', '_')}.npy"
+            run_xf(x, weights, tokens, args.threads, 1, env, ["--logits-out", str(out)])
+            outs[name] = np.load(out)
         for name, w in workers.items():
             path = workdir / f"{name.replace(' ', '_')}.npy"
             w.ask(f"logits {path}")
@@ -375,7 +398,8 @@ def main():
         # 4. timing: the FMA peak, then the three frameworks, in every round
         peak_exe = build_peak(workdir, args.build)
         log("warming up xf ...")
-        run_xf(exe, weights, tokens, args.threads, 2, env)
+        for x in exes.values():
+            run_xf(x, weights, tokens, args.threads, 2, env)
         per_round = {fw: [] for fw in FRAMEWORKS}  # (min, median) of each round
         loads, peaks = [], []
         k = args.runs_per_round
@@ -384,10 +408,11 @@ def main():
             peak = measure_peak(peak_exe, args.threads)
             if peak:
                 peaks.append(peak)
-            for fw in FRAMEWORKS[rnd % 3:] + FRAMEWORKS[:rnd % 3]:
+            n = len(FRAMEWORKS)
+            for fw in FRAMEWORKS[rnd % n:] + FRAMEWORKS[:rnd % n]:
                 time.sleep(0.3)  # let the previous framework's spinning threads go to sleep
-                if fw == "xf":
-                    mn, md, _ = run_xf(exe, weights, tokens, args.threads, k, env)
+                if fw in exes:
+                    mn, md, _ = run_xf(exes[fw], weights, tokens, args.threads, k, env)
                 else:
                     ms = workers[fw].ask(f"time {k}")["ms"]
                     mn, md = min(ms), statistics.median(ms)
@@ -400,7 +425,7 @@ def main():
 
         # 5. where the time goes: xf's per-kernel profile, ONNX Runtime's per-node profile
         log("profiling xf and ONNX Runtime ...")
-        rows, source = breakdown(exe, weights, tokens, args.threads, env, workdir, args.length)
+        rows, source = breakdown(exes.get("xf tuned", exe), weights, tokens, args.threads, env, workdir, args.length)
         ort_ops = workers["ONNX Runtime"].ask(f"profile 3 {workdir}")["ops"]
     finally:
         for w in workers.values():
@@ -417,7 +442,7 @@ def main():
     for w in workers.values():
         versions.update(w.info["versions"])
     table = make_table(results, flops)
-    xf = results["xf"]
+    xf = best_xf(results)
     ort = results["ONNX Runtime"]
     print()
     print(table)
@@ -437,9 +462,12 @@ def main():
         "## Whole model: GPT-2 small forward",
         "",
         "Run: `test/bench/run_model.py` (options `--exe`, `--rounds`, `--runs-per-round`, "
-        "`--threads`, `--length`, `--no-docs`; ≈3 min). One random GPT-2-small checkpoint "
-        "(the oracle's writer, `--seed 1`) is read by all three: xf's `examples/gpt2.xf` "
-        "executable, PyTorch's `GPT2LMHeadModel` (fp32, `inference_mode`, "
+        "`--threads`, `--length`, `--tuning-db`, `--tuned-exe`, `--no-docs`; ≈3 min). One random "
+        "GPT-2-small checkpoint (the oracle's writer, `--seed 1`) is read by all: xf's "
+        "`examples/gpt2.xf` executable with its default schedules (`--tuning-db none`)"
+        + (", the same compiled with a tuning database from `xfc tune` (**xf tuned**; the "
+           "speedups are against it)" if "xf tuned" in results else "")
+        + ", PyTorch's `GPT2LMHeadModel` (fp32, `inference_mode`, "
         f"`torch.set_num_threads({args.threads})`) and ONNX Runtime on that model exported with "
         "`torch.onnx.export` (opset 18, torch.export-based exporter, static [1, ℓ] input; "
         f"`intra_op_num_threads={args.threads}`, `inter_op_num_threads=1`, ORT_ENABLE_ALL). "
@@ -448,7 +476,7 @@ def main():
         "long-lived process (`test/bench/model/hf_worker.py`, /opt/hf-venv, after 2 warm-up "
         f"forwards); xf is one process per round with `--repeat {k}` (after one warm-up "
         "process), whose first forward also faults in the mmap'd weights. Each round first "
-        "measures the FMA peak (`MachinePeak.cpp`, as the GEMM benchmark), then runs the three "
+        "measures the FMA peak (`MachinePeak.cpp`, as the GEMM benchmark), then runs them all "
         "in rotating order. Needs /opt/hf-venv (test/reference/README.md) with "
         "`pip install onnxruntime onnx onnxscript`, and /opt/xf-venv's matplotlib for the plot.",
         "",

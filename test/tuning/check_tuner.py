@@ -72,6 +72,13 @@ def main():
         print(r.stdout)
         expect(r.returncode == 0, "the tuned executable matches the oracle")
 
+        exe = os.path.join(tmp, "tiny-tuned")
+        r = run([xfc, TINY, "--tuning-db", db, "-o", exe])
+        r = r if r.returncode else run([exe, "--random-weights", "1", "--tokens", "1,2,3",
+                                        "--profile"])
+        expect(r.returncode == 0 and "gemm tuned" in r.stdout + r.stderr,
+               "--profile says which kernels are tuned")
+
         # 3. Resume: earlier trials stay, new ones are added.
         r = run([xfc, "tune", TINY, "--budget", "6s", "--db", db, "--lengths", "1,32"])
         data = json.load(open(db))

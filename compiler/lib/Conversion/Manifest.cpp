@@ -33,7 +33,8 @@ std::string mlir::xf::renderManifest(const ManifestInfo &info) {
         {"loc", k.loc},
         {"flops_per_row", k.flopsPerRow},
         {"flops_per_row_per_context_row", k.flopsPerRowPerContextRow},
-        {"context", k.contextFromSource ? "source" : "target"}});
+        {"context", k.contextFromSource ? "source" : "target"},
+        {"tuned", k.tuned}});
   llvm::json::Object root{{"model", info.model},
                           {"output", info.output},
                           {"encoder_decoder", info.encoderDecoder},

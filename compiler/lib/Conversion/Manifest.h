@@ -30,6 +30,7 @@ struct ManifestInfo {
     int64_t flopsPerRow = 0;              // × ℓ
     int64_t flopsPerRowPerContextRow = 0; // × ℓ × ℓ_context (attention)
     bool contextFromSource = false;       // ℓ_context = ℓ_z rather than ℓ
+    bool tuned = false;                   // its schedule came from a tuning database
   };
   std::string model = "model", output = "logits";
   bool encoderDecoder = false;

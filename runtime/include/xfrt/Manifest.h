@@ -34,6 +34,7 @@ struct KernelSpec {
   int64_t flopsPerRow = 0;              // x l
   int64_t flopsPerRowPerContextRow = 0; // x l x l_context (attention)
   bool contextFromSource = false;       // l_context is l_z rather than l
+  bool tuned = false;                   // schedule from a tuning database (xfc --tuning-db)
 };
 
 struct Manifest {
