@@ -2,6 +2,6 @@
 # (compiler/lib/Tuning). Included from test/unit/CMakeLists.txt.
 if(TARGET xfTuning)
   xf_add_unit_test(xf-tuning-test
-    SOURCES TuningSearchTest.cpp TuningDatabaseTest.cpp
+    SOURCES TuningSearchTest.cpp TuningDatabaseTest.cpp TuningCostLedgerTest.cpp
     LIBS xfTuning)
 endif()

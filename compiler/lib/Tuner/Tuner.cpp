@@ -4,6 +4,7 @@
 #include "WorkerClient.h"
 #include "xf/Conversion/KernelSchedules.h"
 #include "xf/Conversion/KernelSpecs.h"
+#include "xf/Tuning/CostLedger.h"
 #include "xf/Tuning/ScheduleSpace.h"
 #include "xf/Tuning/Search.h"
 #include "xf/Tuning/TuningDatabase.h"
@@ -238,16 +239,21 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
   TuningEntry &entry = db.upsert(k.signature, target, options.threads, kXfVersion);
   const double previouslySpent = entry.secondsSpent;
   // Resume: recorded trials are never measured again; the best so far
-  // becomes the incumbent.
+  // becomes the incumbent, the default's recorded cost stays the anchor.
   std::optional<Point> incumbent;
-  double incumbentCost = 0, defaultCost = entry.defaultCostMs;
+  bool defaultRecorded = false;
   for (const TrialRecord &t : entry.trials)
-    if (std::optional<Point> p = pointOf(ctx, k, t.schedule))
+    if (std::optional<Point> p = pointOf(ctx, k, t.schedule)) {
       search.record({*p, t.costMs});
+      defaultRecorded |= *p == k.defaultPoint && t.costMs.has_value();
+    }
   if (!entry.schedule.empty())
     if (std::optional<Point> p = pointOf(ctx, k, entry.schedule); p && entry.costMs > 0)
-      incumbent = p, incumbentCost = entry.costMs;
-  search.seed(k.defaultPoint);
+      incumbent = p;
+  CostLedger ledger(defaultRecorded ? entry.defaultCostMs : 0,
+                    incumbent && defaultRecorded ? entry.costMs : 0);
+  if (!defaultRecorded)
+    incumbent.reset();
 
   llvm::json::Object request{{"target", options.target},
                              {"repeats", 5},
@@ -270,8 +276,10 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
     std::vector<Point> batch = search.propose(options.batch);
     if (batch.empty())
       break; // the space is exhausted
-    std::vector<llvm::json::Value> candidates;
-    if (incumbent)
+    // [default, best so far unless it is the default, batch...]
+    std::vector<llvm::json::Value> candidates{candidateJson(k, k.defaultPoint)};
+    const bool remeasure = incumbent && *incumbent != k.defaultPoint;
+    if (remeasure)
       candidates.push_back(candidateJson(k, *incumbent));
     for (const Point &p : batch)
       candidates.push_back(candidateJson(k, p));
@@ -281,25 +289,41 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
       return results.takeError();
     if (options.interrupted && *options.interrupted)
       break;
-    size_t offset = incumbent ? 1 : 0;
-    // Scale this batch by the incumbent's re-measurement, so the machine's
-    // load at the time does not decide between schedules.
-    double scale = 1;
-    if (incumbent && (*results)[0].failure.empty() && (*results)[0].ran)
-      scale = incumbentCost / costOf((*results)[0]);
+    const CandidateResult &anchor = (*results)[0];
+    if (!anchor.ran || !anchor.failure.empty() || !ledger.beginBatch(costOf(anchor))) {
+      // Without the default's time this batch's times mean nothing; its
+      // points stay unmeasured. A default that fails its check is a bug.
+      if (anchor.ran && !anchor.failure.empty())
+        return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                       "the default schedule of " + k.name +
+                                           " failed in the worker: " + anchor.failure);
+      continue;
+    }
+    if (!defaultRecorded) {
+      // The default is timed in every batch (the anchor): recorded once so
+      // that the search does not propose it and the model knows its cost.
+      search.record({k.defaultPoint, ledger.defaultCost()});
+      entry.trials.push_back({scheduleText(ctx, k, k.defaultPoint), ledger.defaultCost(), ""});
+      defaultRecorded = true;
+      if (ledger.offer(ledger.defaultCost())) {
+        incumbent = k.defaultPoint, bestResult = anchor;
+        history.push_back(llvm::json::Array{secondsSince(kernelStart), ledger.bestCost()});
+      }
+    }
+    size_t offset = remeasure ? 2 : 1;
+    if (remeasure && (*results)[1].ran && (*results)[1].failure.empty())
+      ledger.remeasureBest(costOf((*results)[1]));
     for (size_t i = 0; i < batch.size(); ++i) {
       const CandidateResult &r = (*results)[offset + i];
       if (!r.ran)
-        continue; // never reached: propose() may offer it again later
+        continue; // never reached (the batch was cut short); counts as taken
       Trial trial{batch[i], std::nullopt};
       TrialRecord record{scheduleText(ctx, k, batch[i]), std::nullopt, r.failure};
       if (r.failure.empty()) {
-        double cost = costOf(r) * scale;
+        double cost = ledger.cost(costOf(r));
         trial.cost = record.costMs = cost;
-        if (batch[i] == k.defaultPoint && defaultCost <= 0)
-          defaultCost = cost;
-        if (!incumbent || cost < incumbentCost) {
-          incumbent = batch[i], incumbentCost = cost, bestResult = r;
+        if (ledger.offer(cost)) {
+          incumbent = batch[i], bestResult = r;
           history.push_back(llvm::json::Array{secondsSince(kernelStart), cost});
         }
       }
@@ -308,8 +332,8 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
     }
     if (incumbent) {
       entry.schedule = scheduleText(ctx, k, *incumbent);
-      entry.costMs = incumbentCost;
-      entry.defaultCostMs = defaultCost > 0 ? defaultCost : incumbentCost;
+      entry.costMs = ledger.bestCost();
+      entry.defaultCostMs = ledger.defaultCost();
       if (!bestResult.cases.empty())
         entry.rooflineFraction = rooflineOf(k, bestResult, machine);
       entry.measuredAt = isoNow();
@@ -321,24 +345,25 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
     } else if (llvm::Error err = db.save(options.dbPath)) {
       return err;
     }
-    progress(k, index, secondsSince(kernelStart), share, search.trials(), incumbentCost,
-             entry.defaultCostMs, false);
+    progress(k, index, secondsSince(kernelStart), share, search.trials(), ledger.bestCost(),
+             ledger.defaultCost(), false);
   }
-  progress(k, index, share, share, search.trials(), incumbentCost, entry.defaultCostMs, true);
+  progress(k, index, share, share, search.trials(), ledger.bestCost(), ledger.defaultCost(),
+           true);
 
   llvm::json::Object kernelReport{{"name", k.name},
                                   {"kernel", k.signature},
                                   {"trials", int64_t(search.trials())},
                                   {"default_ms", entry.defaultCostMs},
-                                  {"best_ms", incumbentCost},
+                                  {"best_ms", ledger.bestCost()},
                                   {"roofline_fraction", entry.rooflineFraction},
                                   {"schedule", entry.schedule},
                                   {"history", std::move(history)}};
   if (options.baselines && incumbent && !(options.interrupted && *options.interrupted)) {
-    // Halide's autoschedulers on the same algorithm, timed beside the best
-    // schedule (and scaled by it like any batch).
-    std::vector<llvm::json::Value> candidates{candidateJson(k, *incumbent),
-                                              candidateJson(k, k.defaultPoint)};
+    // Halide's autoschedulers on the same algorithm, timed beside the
+    // default (the anchor, as in every batch) and the best schedule.
+    std::vector<llvm::json::Value> candidates{candidateJson(k, k.defaultPoint),
+                                              candidateJson(k, *incumbent)};
     const char *names[] = {"Adams2019", "Li2018", "Mullapudi2016"};
     for (const char *name : names)
       candidates.push_back(llvm::json::Object{{"autoscheduler", name}});
@@ -346,13 +371,13 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
     if (!results)
       return results.takeError();
     llvm::json::Object baselines;
-    if ((*results)[0].failure.empty() && (*results)[0].ran) {
-      double scale = incumbentCost / costOf((*results)[0]);
+    const CandidateResult &anchor = (*results)[0];
+    if (anchor.ran && anchor.failure.empty() && ledger.beginBatch(costOf(anchor))) {
       for (size_t i = 1; i < candidates.size(); ++i) {
         const CandidateResult &r = (*results)[i];
-        std::string key = i == 1 ? "xf_default" : names[i - 2];
+        std::string key = i == 1 ? "xf_tuned" : names[i - 2];
         if (r.ran && r.failure.empty())
-          baselines[key] = costOf(r) * scale;
+          baselines[key] = ledger.cost(costOf(r));
         else
           baselines[key] = r.ran ? r.failure : "not run";
       }

@@ -9,8 +9,9 @@
 // ScheduleSpace.h; batches of them are compiled, checked against a float64
 // reference and timed by xf-tune-worker in a child process, so that a
 // candidate that crashes or hangs costs one batch, never the tuner. Each
-// batch also re-times the best schedule so far, and costs are scaled by it:
-// a batch measured while the machine was busier is not mistaken for a worse
+// batch also times the default schedule and the best one so far; costs are
+// relative to the default's time in the same batch (CostLedger.h), so a
+// batch measured while the machine was busier is not mistaken for a worse
 // schedule. The database is saved after every batch: Ctrl-C keeps all that
 // was measured, and a re-run resumes from the recorded trials.
 //
