@@ -113,11 +113,13 @@ def breakdown_profile(exe, weights, tokens, threads, env, workdir, l):
                        ["--profile", "--trace-out", str(trace)])
     rows = []
     for line in err.splitlines():
+        # name kind... calls ms GFLOP/s %  (kind may be two words: "gemm tuned")
         f = line.split()
-        if len(f) == 6 and f[0].startswith("xf_") and f[5].endswith("%"):
-            gf = None if f[4] == "-" else float(f[4])
-            rows.append([f[0], f[1], int(f[2]) // runs, float(f[3]) / runs, gf,
-                         float(f[5].rstrip("%"))])
+        if len(f) >= 6 and f[0].startswith("xf_") and f[-1].endswith("%"):
+            gf = None if f[-2] == "-" else float(f[-2])
+            kind = " ".join(f[1:-4]).removesuffix(" tuned")
+            rows.append([f[0], kind, int(f[-4]) // runs, float(f[-3]) / runs, gf,
+                         float(f[-1].rstrip("%"))])
     if not rows:
         return None, "the executable's --profile table could not be parsed"
     order, loc = roles_from_trace(trace, l)

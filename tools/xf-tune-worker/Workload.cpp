@@ -3,6 +3,7 @@
 #include "Workload.h"
 #include "Reference.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -74,6 +75,12 @@ std::vector<Workload> makeGemmWorkloads(const Request &request, std::mt19937 &rn
     w.args.push_back(w.out);
     w.checkedRows = sampleRows(int(c.rows));
     w.expected = referenceGemm(spec, x, weight, bias, residual, w.checkedRows);
+    if (c.rows <= kColdRows) {
+      const int64_t bytes = int64_t(weightArg.size_in_bytes());
+      const int64_t copies = std::max<int64_t>(2, (kColdBytes + bytes - 1) / bytes);
+      for (int64_t i = 0; i < copies; ++i)
+        w.coldWeights.push_back(weightArg.copy());
+    }
     workloads.push_back(std::move(w));
   }
   return workloads;
@@ -106,6 +113,8 @@ std::vector<Workload> makeWorkloads(const Request &request) {
 }
 
 llvm::Error callKernel(Halide::Callable &kernel, Workload &workload) {
+  if (!workload.coldWeights.empty())
+    workload.args[1] = workload.coldWeights[workload.nextCold++ % workload.coldWeights.size()];
   std::vector<halide_buffer_t *> a;
   for (Halide::Runtime::Buffer<void> &b : workload.args)
     a.push_back(b.raw_buffer());

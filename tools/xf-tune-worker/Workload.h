@@ -23,7 +23,20 @@ struct Workload {
   Halide::Runtime::Buffer<float> out;
   std::vector<int> checkedRows;
   std::vector<double> expected; // checkedRows × all columns, row after row
+  /// Decode cases (≤ kColdRows rows) of a GEMM: identical copies of the
+  /// weight, args[1] rotating through them call after call, so that a
+  /// timed GEMV streams its weight from memory as in a decode step (where
+  /// the model's weights are far larger than any cache) instead of finding
+  /// it in L3 from the previous call. Empty: args[1] stays.
+  std::vector<Halide::Runtime::Buffer<void>> coldWeights;
+  size_t nextCold = 0;
 };
+
+/// Cases with at most this many rows are timed with cold weights, and the
+/// bytes of weight copies they cycle through (more than the L3 of any CPU
+/// xf has met; at least two copies).
+constexpr int64_t kColdRows = 4;
+constexpr int64_t kColdBytes = int64_t(256) << 20;
 
 std::vector<Workload> makeWorkloads(const Request &request);
 

@@ -381,6 +381,18 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
         else
           baselines[key] = r.ran ? r.failure : "not run";
       }
+      // Per length, the default and the best side by side (raw wall
+      // minimum, same batch): which path the tuning helped.
+      const CandidateResult &best = (*results)[1];
+      if (best.ran && best.failure.empty() && best.cases.size() == anchor.cases.size()) {
+        llvm::json::Array cases;
+        for (size_t c = 0; c < anchor.cases.size(); ++c)
+          cases.push_back(llvm::json::Object{{"rows", anchor.cases[c].rows},
+                                             {"keys", anchor.cases[c].keys},
+                                             {"default_ms", anchor.cases[c].wallMinMs},
+                                             {"tuned_ms", best.cases[c].wallMinMs}});
+        kernelReport["cases"] = std::move(cases);
+      }
     }
     kernelReport["baselines"] = std::move(baselines);
   }
