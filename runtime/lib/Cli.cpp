@@ -174,8 +174,10 @@ Expected<Options> parseCommandLine(int argc, const char *const *argv) {
     else if (name == "--save-weights")
       o.saveWeights = value;
     else if (name == "--threads") {
-      if (number > 4096)
-        return makeError("--threads: " + value + " is more than 4096");
+      // Halide's thread pool runs at most 256 threads and silently clamps larger counts.
+      if (number > kMaxThreads)
+        return makeError("--threads: " + value + " is more than " + std::to_string(kMaxThreads) +
+                         ", the most the kernels' thread pool runs");
       o.threads = int(number);
     } else if (name == "--print-memory")
       o.printMemory = true;

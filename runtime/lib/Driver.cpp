@@ -13,10 +13,12 @@
 #include "xfrt/Cli.h"
 #include "xfrt/Embeddings.h"
 #include "xfrt/Generate.h"
+#include "xfrt/HalideErrors.h"
 #include "xfrt/Inputs.h"
 #include "xfrt/Manifest.h"
 #include "xfrt/Memory.h"
 #include "xfrt/Npy.h"
+#include "xfrt/OutputFile.h"
 #include "xfrt/Profile.h"
 #include "xfrt/Session.h"
 #include "xfrt/Weights.h"
@@ -89,6 +91,19 @@ void printTop5(const float *last, int64_t n) {
   std::printf("%s\n%s\n", ids.c_str(), values.c_str());
 }
 
+// --trace-out, when given; says so when the trace kept only the first kMaxTraceEvents calls.
+Status writeTraceFile(const std::string &path, const Manifest &m) {
+  if (path.empty())
+    return Status::success();
+  if (Status s = writeTrace(path, m); !s)
+    return s;
+  if (int64_t dropped = profileDroppedTraceEvents())
+    std::fprintf(stderr, "note: %s holds the first %zu kernel calls; %lld later ones were not "
+                 "recorded (the trace's limit)\n", path.c_str(), kMaxTraceEvents,
+                 (long long)dropped);
+  return Status::success();
+}
+
 // Forward passes over the batch, one xf_forward per sequence; writes what the
 // options ask for.
 int runForward(const Options &o, const Manifest &m, Session &session, const Batch &batch) {
@@ -109,7 +124,7 @@ int runForward(const Options &o, const Manifest &m, Session &session, const Batc
   int runs = o.repeat > 0 ? o.repeat : 1;
   bool profiling = o.profile || !o.traceOut.empty();
   if (profiling)
-    profileStart(m.kernels.size());
+    profileStart(m.kernels.size(), o.traceOut.empty() ? 0 : kMaxTraceEvents);
   std::vector<double> ms;
   for (int r = 0; r < runs; ++r) {
     auto start = std::chrono::steady_clock::now();
@@ -129,23 +144,23 @@ int runForward(const Options &o, const Manifest &m, Session &session, const Batc
     int64_t l = n == 1 ? lMax : (total + n - 1) / n;
     if (o.profile)
       std::fprintf(stderr, "%s", profileTable(m, l, lzMax, runs * int(n)).c_str());
-    if (!o.traceOut.empty())
-      if (Status s = writeTrace(o.traceOut, m); !s)
-        return report(s.message(), 1);
+    if (Status s = writeTraceFile(o.traceOut, m); !s)
+      return report(s.message(), 1);
   }
   if (o.repeat > 0) {
     std::sort(ms.begin(), ms.end());
+    std::string threads = o.threads > 0 ? std::to_string(o.threads) : "default";
     if (n == 1)
-      std::fprintf(stderr, "%s: l=%lld l_z=%lld threads=%d runs=%d min %.3f ms median %.3f ms\n",
-                   m.model.c_str(), (long long)lMax, (long long)lzMax, o.threads, runs, ms.front(),
-                   median(ms));
+      std::fprintf(stderr, "%s: l=%lld l_z=%lld threads=%s runs=%d min %.3f ms median %.3f ms\n",
+                   m.model.c_str(), (long long)lMax, (long long)lzMax, threads.c_str(), runs,
+                   ms.front(), median(ms));
     else
       std::fprintf(stderr,
-                   "%s: %lld sequences, %lld tokens, l_max=%lld threads=%d "
+                   "%s: %lld sequences, %lld tokens, l_max=%lld threads=%s "
                    "runs=%d min %.3f ms "
                    "median %.3f ms\n",
-                   m.model.c_str(), (long long)n, (long long)total, (long long)lMax, o.threads,
-                   runs, ms.front(), median(ms));
+                   m.model.c_str(), (long long)n, (long long)total, (long long)lMax,
+                   threads.c_str(), runs, ms.front(), median(ms));
   }
 
   const std::string &outPath = m.outputIsLogits ? o.logitsOut : o.hiddenOut;
@@ -177,6 +192,17 @@ class TextStream {
 public:
   explicit TextStream(const Tokenizer *tok) : tok_(tok) {}
   void add(int32_t id) {
+    if (!tok_->decode({id})) {
+      // Not in the tokenizer's vocabulary (it is smaller than the model's, or has holes):
+      // U+FFFD takes its place, and the caller says so on stderr.
+      finish();
+      std::fwrite("\xEF\xBF\xBD", 1, 3, stdout);
+      missing_.push_back(id);
+      ids_.clear();
+      last_.clear();
+      printed_ = 0;
+      return;
+    }
     ids_.push_back(id);
     Expected<std::string> text = tok_->decode(ids_);
     if (!text)
@@ -201,10 +227,14 @@ public:
   void finish() {
     if (last_.size() > printed_)
       std::fwrite(last_.data() + printed_, 1, last_.size() - printed_, stdout);
+    printed_ = last_.size();
   }
+  // Generated ids the tokenizer could not decode, in order.
+  const std::vector<int32_t> &missing() const { return missing_; }
 
 private:
   const Tokenizer *tok_;
+  std::vector<int32_t> missing_;
   std::vector<int32_t> ids_;
   std::string last_;
   size_t printed_ = 0;
@@ -223,7 +253,7 @@ int runGeneration(const Options &o, const Manifest &m, Session &session, const B
       g.eos = *end;
   bool profiling = o.profile || !o.traceOut.empty();
   if (profiling)
-    profileStart(m.kernels.size());
+    profileStart(m.kernels.size(), o.traceOut.empty() ? 0 : kMaxTraceEvents);
   static const std::vector<int32_t> noSource;
   int64_t steps = 0, tokens = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -250,6 +280,18 @@ int runGeneration(const Options &o, const Manifest &m, Session &session, const B
       text.finish();
     std::printf("\n");
     std::fflush(stdout);
+    if (tok && !text.missing().empty()) {
+      std::string ids;
+      for (size_t k = 0; k < text.missing().size() && k < 8; ++k)
+        ids += (k ? ", " : "") + std::to_string(text.missing()[k]);
+      if (text.missing().size() > 8)
+        ids += ", ...";
+      std::fprintf(stderr,
+                   "warning: %zu generated id%s not in the tokenizer's vocabulary, printed as "
+                   "U+FFFD: %s\n",
+                   text.missing().size(), text.missing().size() == 1 ? " is" : "s are",
+                   ids.c_str());
+    }
     int64_t decodeSteps = int64_t(r->newTokens.size()) - 1;
     steps += int64_t(r->newTokens.size()) + r->promptTokens;
     tokens += int64_t(r->newTokens.size());
@@ -273,9 +315,8 @@ int runGeneration(const Options &o, const Manifest &m, Session &session, const B
     profileStop();
     if (o.profile)
       std::fprintf(stderr, "%s", profileTable(m, 1, 0, int(std::max<int64_t>(steps, 1))).c_str());
-    if (!o.traceOut.empty())
-      if (Status s = writeTrace(o.traceOut, m); !s)
-        return report(s.message(), 1);
+    if (Status s = writeTraceFile(o.traceOut, m); !s)
+      return report(s.message(), 1);
   }
   if (batch.size() > 1)
     std::fprintf(stderr, "%s: %zu sequences, %lld new tokens\n", m.model.c_str(), batch.size(),
@@ -302,6 +343,24 @@ int runMain(int argc, const char *const *argv, const ModelAbi &abi) {
   }
   if (Status s = checkOptions(o, m); !s)
     return usageError(s.message(), program, &m);
+  // Outputs are checked before any work: each must be writable, none may be an input, and no
+  // two may share a file (the shards of an index are checked again once known).
+  std::vector<NamedPath> outputs, inputs = {{"--weights", o.weights},
+                                            {"--tokenizer", o.tokenizer},
+                                            {"--vocab", o.vocab},
+                                            {"--merges", o.merges}};
+  for (const NamedPath &p : {NamedPath{"--save-weights", o.saveWeights},
+                             NamedPath{"--logits-out", o.logitsOut},
+                             NamedPath{"--hidden-out", o.hiddenOut},
+                             NamedPath{"--embeddings-out", o.embeddingsOut},
+                             NamedPath{"--trace-out", o.traceOut}})
+    if (!p.path.empty()) {
+      if (Status s = checkOutputTarget(p.path); !s)
+        return usageError(p.option + ": " + s.message(), program, &m);
+      outputs.push_back(p);
+    }
+  if (Status s = checkDistinctPaths(outputs, inputs); !s)
+    return usageError(s.message(), program, &m);
   Expected<std::unique_ptr<Tokenizer>> tokenizer = loadTokenizer(o);
   if (!tokenizer)
     return report(tokenizer.message(), 1);
@@ -309,6 +368,8 @@ int runMain(int argc, const char *const *argv, const ModelAbi &abi) {
   if (!batch)
     return usageError(batch.message(), program, &m);
 
+  if (abi.setErrorHandler)
+    abi.setErrorHandler(halideErrorHandler);
   if (o.threads > 0) {
     if (abi.setNumThreads)
       abi.setNumThreads(o.threads);
@@ -320,6 +381,13 @@ int runMain(int argc, const char *const *argv, const ModelAbi &abi) {
       o.randomWeights ? randomWeights(o.seed, m) : loadWeights(o.weights, m);
   if (!weights)
     return report(weights.message(), 1);
+  for (const auto &file : weights->files)
+    inputs.push_back({"--weights (shard)", file->path()});
+  if (Status s = checkDistinctPaths(outputs, inputs); !s)
+    return report(s.message(), 1);
+  if (!o.randomWeights)
+    if (std::string bad = findNonFiniteWeights(m, *weights); !bad.empty())
+      std::fprintf(stderr, "warning: %s: %s\n", o.weights.c_str(), bad.c_str());
   if (!o.saveWeights.empty())
     if (Status s = saveWeights(o.saveWeights, m, *weights); !s)
       return report(s.message(), 1);

@@ -1,6 +1,8 @@
 //===- MappedFile.cpp - Read-only views of whole files --------------------===//
 #include "xfrt/MappedFile.h"
 
+#include "MappingGuard.h"
+
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -19,15 +21,23 @@ struct FileDescriptor {
   }
 };
 
+// The one way the runtime opens an input. O_NONBLOCK makes the open itself return at once
+// for a FIFO (which would otherwise wait for a writer forever); the type is checked on the
+// open descriptor, so nothing can swap the file between the check and the read.
 Status openRegular(const std::string &path, FileDescriptor &fd, uint64_t &size) {
-  fd.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  fd.fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd.fd < 0)
     return makeError(path + ": cannot open: " + std::strerror(errno));
   struct stat st;
   if (::fstat(fd.fd, &st) != 0)
     return makeError(path + ": cannot stat: " + std::strerror(errno));
+  if (S_ISDIR(st.st_mode))
+    return makeError(path + ": is a directory, not a file");
   if (!S_ISREG(st.st_mode))
-    return makeError(path + ": not a regular file");
+    return makeError(path + ": not a regular file" + (S_ISFIFO(st.st_mode) ? " (a FIFO)" : ""));
+  int flags = ::fcntl(fd.fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd.fd, F_SETFL, flags & ~O_NONBLOCK) != 0)
+    return makeError(path + ": cannot read: " + std::strerror(errno));
   size = static_cast<uint64_t>(st.st_size);
   return Status::success();
 }
@@ -49,12 +59,15 @@ Expected<std::unique_ptr<MappedFile>> MappedFile::open(const std::string &path) 
   if (p == MAP_FAILED)
     return makeError(path + ": cannot map: " + std::strerror(errno));
   file->data_ = static_cast<uint8_t *>(p);
+  guardMapping(file->data_, file->size_, path);
   return file;
 }
 
 MappedFile::~MappedFile() {
-  if (data_)
+  if (data_) {
+    unguardMapping(data_);
     ::munmap(data_, size_);
+  }
 }
 
 Expected<std::string> readTextFile(const std::string &path, size_t maxBytes) {

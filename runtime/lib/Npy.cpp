@@ -3,9 +3,8 @@
 
 #include "xfrt/AlignedBuffer.h"
 #include "xfrt/MappedFile.h"
+#include "xfrt/OutputFile.h"
 
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
 
 namespace xfrt {
@@ -39,19 +38,14 @@ Status writeNpy(const std::string &path, const float *data, const std::vector<in
     if (d < 0 || !checkedMul(count, d, count))
       return makeError(path + ": bad array shape");
   std::string header = npyHeader(shape);
-  std::FILE *f = std::fopen(path.c_str(), "wb");
-  if (!f)
-    return makeError(path + ": cannot create: " + std::strerror(errno));
-  bool ok = std::fwrite(header.data(), 1, header.size(), f) == header.size() &&
-            (count == 0 || std::fwrite(data, sizeof(float), size_t(count), f) == size_t(count));
-  int savedErrno = errno;
-  if (std::fclose(f) != 0 && ok) {
-    ok = false;
-    savedErrno = errno;
-  }
-  if (!ok)
-    return makeError(path + ": write error: " + std::strerror(savedErrno));
-  return Status::success();
+  Expected<AtomicOutputFile> file = AtomicOutputFile::create(path);
+  if (!file)
+    return file.status();
+  if (Status s = file->write(header.data(), header.size()); !s)
+    return s;
+  if (Status s = file->write(data, size_t(count) * sizeof(float)); !s)
+    return s;
+  return file->commit();
 }
 
 Expected<NpyArray> readNpy(const std::string &path) {

@@ -2,6 +2,8 @@
 
 #include "xfrt/Profile.h"
 
+#include "xfrt/OutputFile.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -12,17 +14,26 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// Per call site: what the table needs, so --profile costs the same memory for any --repeat.
+struct SiteTotals {
+  int64_t calls = 0;
+  double us = 0, rows = 0, rowContextPairs = 0;
+};
+
+// One kernel call, kept only for --trace-out and only up to the cap.
 struct Event {
   int32_t site;
   double startUs, durationUs;
-  int64_t rows, contextRows;
 };
 
 struct Recorder {
   bool enabled = false;
+  size_t traceCapacity = 0;
   Clock::time_point origin;
   std::vector<Clock::time_point> open; // per site: when it was entered
+  std::vector<SiteTotals> totals;
   std::vector<Event> events;
+  int64_t droppedEvents = 0;
 } recorder;
 
 double microsSinceOrigin(Clock::time_point t) {
@@ -42,20 +53,34 @@ extern "C" void xfrt_profile_exit(int32_t site, int64_t rows, int64_t contextRow
     return;
   Clock::time_point now = Clock::now();
   double start = microsSinceOrigin(recorder.open[site]);
-  recorder.events.push_back({site, start, microsSinceOrigin(now) - start, rows, contextRows});
+  double duration = microsSinceOrigin(now) - start;
+  SiteTotals &t = recorder.totals[site];
+  t.calls += 1;
+  t.us += duration;
+  t.rows += double(rows);
+  t.rowContextPairs += double(rows) * double(contextRows);
+  if (recorder.events.size() < recorder.traceCapacity)
+    recorder.events.push_back({site, start, duration});
+  else if (recorder.traceCapacity > 0)
+    ++recorder.droppedEvents;
 }
 
 namespace xfrt {
 
-void profileStart(size_t sites) {
+void profileStart(size_t sites, size_t traceEvents) {
   recorder.origin = Clock::now();
   recorder.open.assign(sites, recorder.origin);
+  recorder.totals.assign(sites, SiteTotals());
   recorder.events.clear();
-  recorder.events.reserve(sites * 8);
+  recorder.events.shrink_to_fit();
+  recorder.traceCapacity = traceEvents;
+  recorder.droppedEvents = 0;
   recorder.enabled = true;
 }
 
 void profileStop() { recorder.enabled = false; }
+
+int64_t profileDroppedTraceEvents() { return recorder.droppedEvents; }
 
 std::string profileTable(const Manifest &m, int64_t l, int64_t lz, int runs) {
   struct Row {
@@ -65,15 +90,17 @@ std::string profileTable(const Manifest &m, int64_t l, int64_t lz, int runs) {
   };
   std::map<std::string, Row> rows;
   double totalUs = 0;
-  for (const Event &e : recorder.events) {
-    const KernelSpec &k = m.kernels[e.site];
+  for (size_t site = 0; site < recorder.totals.size() && site < m.kernels.size(); ++site) {
+    const SiteTotals &t = recorder.totals[site];
+    if (t.calls == 0)
+      continue;
+    const KernelSpec &k = m.kernels[site];
     Row &r = rows[k.name];
     r.kind = k.tuned ? k.kind + " tuned" : k.kind;
-    r.calls += 1;
-    r.us += e.durationUs;
-    r.flops += double(k.flopsPerRow) * double(e.rows) +
-               double(k.flopsPerRowPerContextRow) * double(e.rows) * double(e.contextRows);
-    totalUs += e.durationUs;
+    r.calls += t.calls;
+    r.us += t.us;
+    r.flops += double(k.flopsPerRow) * t.rows + double(k.flopsPerRowPerContextRow) * t.rowContextPairs;
+    totalUs += t.us;
   }
   std::vector<std::pair<std::string, Row>> sorted(rows.begin(), rows.end());
   std::sort(sorted.begin(), sorted.end(),
@@ -100,35 +127,33 @@ std::string profileTable(const Manifest &m, int64_t l, int64_t lz, int runs) {
 }
 
 Status writeTrace(const std::string &path, const Manifest &m) {
-  FILE *f = std::fopen(path.c_str(), "w");
-  if (!f)
-    return Status::failure(path + ": cannot open for writing");
-  std::fprintf(f, "{\"traceEvents\": [\n");
+  // Names and locations come from the compiler's manifest; escape quotes and backslashes.
+  auto escaped = [](const std::string &s) {
+    std::string o;
+    for (char c : s) {
+      if (c == '"' || c == '\\')
+        o.push_back('\\');
+      if (static_cast<unsigned char>(c) >= 0x20)
+        o.push_back(c);
+    }
+    return o;
+  };
+  std::string text = "{\"traceEvents\": [\n";
+  char line[160];
   for (size_t i = 0; i < recorder.events.size(); ++i) {
     const Event &e = recorder.events[i];
     const KernelSpec &k = m.kernels[e.site];
-    // Names and locations come from the compiler's manifest; escape quotes and backslashes.
-    auto escaped = [](const std::string &s) {
-      std::string o;
-      for (char c : s) {
-        if (c == '"' || c == '\\')
-          o.push_back('\\');
-        if (static_cast<unsigned char>(c) >= 0x20)
-          o.push_back(c);
-      }
-      return o;
-    };
-    std::fprintf(f,
-                 "%s{\"name\": \"%s\", \"cat\": \"%s\", \"ph\": \"X\", \"ts\": %.3f, "
-                 "\"dur\": %.3f, \"pid\": 1, \"tid\": 1, \"args\": {\"op\": \"%s\", "
-                 "\"loc\": \"%s\", \"site\": %d}}",
-                 i ? ",\n" : "", escaped(k.name).c_str(), escaped(k.kind).c_str(), e.startUs,
-                 e.durationUs, escaped(k.op).c_str(), escaped(k.loc).c_str(), e.site);
+    text += i ? ",\n{\"name\": \"" : "{\"name\": \"";
+    text += escaped(k.name) + "\", \"cat\": \"" + escaped(k.kind) + "\", \"ph\": \"X\", ";
+    std::snprintf(line, sizeof line, "\"ts\": %.3f, \"dur\": %.3f, \"pid\": 1, \"tid\": 1, ",
+                  e.startUs, e.durationUs);
+    text += line;
+    text += "\"args\": {\"op\": \"" + escaped(k.op) + "\", \"loc\": \"" + escaped(k.loc) +
+            "\", \"site\": " + std::to_string(e.site) + "}}";
   }
-  std::fprintf(f, "\n]}\n");
-  if (std::fclose(f) != 0)
-    return Status::failure(path + ": write failed");
-  return Status::success();
+  text += "\n], \"otherData\": {\"recorded_calls\": " + std::to_string(recorder.events.size()) +
+          ", \"dropped_calls\": " + std::to_string(recorder.droppedEvents) + "}}\n";
+  return writeFileAtomically(path, text.data(), text.size());
 }
 
 } // namespace xfrt

@@ -2,16 +2,14 @@
 //
 // Header: {"__metadata__":{"format":"pt"},"<name>":{"dtype":"F32","shape":[..],
 // "data_offsets":[b,e]},...} in manifest order, padded with spaces to a multiple of 8 so the
-// data section is 8-aligned. Written to "<path>.tmp" and renamed, so a failed write never
-// leaves a half-written checkpoint under the real name.
+// data section is 8-aligned. Written through AtomicOutputFile: a failed or concurrent save
+// never leaves a half-written or mixed checkpoint under the real name.
 //
 //===----------------------------------------------------------------------===//
 #include "xfrt/Json.h"
+#include "xfrt/OutputFile.h"
 #include "xfrt/Weights.h"
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 
 namespace xfrt {
 
@@ -37,35 +35,22 @@ Status saveWeights(const std::string &path, const Manifest &manifest, const Weig
   header += "}";
   header.append((8 - header.size() % 8) % 8, ' ');
 
-  std::string tmp = path + ".tmp";
-  std::FILE *f = std::fopen(tmp.c_str(), "wb");
-  if (!f)
-    return makeError(path + ": cannot create " + tmp + ": " + std::strerror(errno));
+  Expected<AtomicOutputFile> file = AtomicOutputFile::create(path);
+  if (!file)
+    return file.status();
   unsigned char length[8];
   for (int i = 0; i < 8; ++i)
     length[i] = static_cast<unsigned char>(uint64_t(header.size()) >> (8 * i));
-  bool ok = std::fwrite(length, 1, 8, f) == 8 &&
-            std::fwrite(header.data(), 1, header.size(), f) == header.size();
-  for (size_t i = 0; ok && i < manifest.parameters.size(); ++i) {
-    size_t count = size_t(manifest.parameters[i].numel);
-    size_t element = isBf16(i) ? 2 : sizeof(float);
-    ok = count == 0 || std::fwrite(weights.params[i], element, count, f) == count;
+  if (Status s = file->write(length, 8); !s)
+    return s;
+  if (Status s = file->write(header.data(), header.size()); !s)
+    return s;
+  for (size_t i = 0; i < manifest.parameters.size(); ++i) {
+    size_t bytes = size_t(manifest.parameters[i].numel) * (isBf16(i) ? 2 : sizeof(float));
+    if (Status s = file->write(weights.params[i], bytes); !s)
+      return s;
   }
-  int savedErrno = errno;
-  if (std::fclose(f) != 0 && ok) {
-    ok = false;
-    savedErrno = errno;
-  }
-  if (!ok) {
-    std::remove(tmp.c_str());
-    return makeError(path + ": write error: " + std::strerror(savedErrno));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    savedErrno = errno;
-    std::remove(tmp.c_str());
-    return makeError(path + ": cannot rename " + tmp + ": " + std::strerror(savedErrno));
-  }
-  return Status::success();
+  return file->commit();
 }
 
 } // namespace xfrt

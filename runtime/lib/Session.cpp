@@ -1,9 +1,21 @@
 //===- Session.cpp - A loaded model ready to run --------------------------===//
 #include "xfrt/Session.h"
 
+#include "xfrt/HalideErrors.h"
+
 #include <string>
 
 namespace xfrt {
+namespace {
+// A generated entry point returned `rc`: a Halide kernel's error code (its reason recorded
+// by the error handler), or an ABI check of the generated code.
+Status kernelFailure(const char *entry, int32_t rc) {
+  std::string reason = takeHalideError();
+  if (!reason.empty())
+    return makeError(std::string(entry) + " failed: Halide: " + reason);
+  return makeError(std::string(entry) + " failed with code " + std::to_string(rc));
+}
+} // namespace
 
 Expected<Session> Session::create(const Manifest &m, const ModelAbi &abi,
                                   const WeightSet &weights) {
@@ -48,7 +60,7 @@ Status Session::forward(const std::vector<int32_t> &tokens, const std::vector<in
   int32_t rc = abi_.forward(params_.data(), derivedPtrs_.data(), tokens.data(), l,
                             lz ? source.data() : nullptr, lz, out, scratch_.data());
   if (rc != 0)
-    return makeError("xf_forward failed with code " + std::to_string(rc));
+    return kernelFailure("xf_forward", rc);
   return Status::success();
 }
 
@@ -81,7 +93,7 @@ Status Session::forwardCached(const int32_t *tokens, int64_t l, int64_t start, f
   int32_t rc = abi_.forwardCached(params_.data(), derivedPtrs_.data(), tokens, l, start, out,
                                   scratch_.data(), cache_.data(), cacheCapacity_);
   if (rc != 0)
-    return makeError("xf_forward_cached failed with code " + std::to_string(rc));
+    return kernelFailure("xf_forward_cached", rc);
   return Status::success();
 }
 

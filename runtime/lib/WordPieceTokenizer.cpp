@@ -210,8 +210,13 @@ Expected<std::unique_ptr<Tokenizer>> parseWordPieceTokenizer(std::string_view te
     if (lineNo > limits.maxVocab)
       return makeError(where + "more than " + std::to_string(limits.maxVocab) + " tokens");
     int32_t id = int32_t(tok->idToToken_.size());
+    // A repeated token would leave an id that encoding never produces; Hugging Face keeps the
+    // last silently, which hides a corrupted file.
+    auto [it, added] = tok->tokenToId_.emplace(std::string(line), id);
+    if (!added)
+      return makeError(where + "token \"" + std::string(line.substr(0, 64)) + "\" repeats line " +
+                       std::to_string(it->second + 1));
     tok->idToToken_.emplace_back(line);
-    tok->tokenToId_[std::string(line)] = id; // a repeated token keeps its last id
   }
   tok->isSpecial_.assign(tok->idToToken_.size(), false);
   for (const char *name : {"[UNK]", "[CLS]", "[SEP]", "[PAD]", "[MASK]"}) {

@@ -28,5 +28,12 @@ add_test(NAME runtime-e2e
                  ${XF_SOURCE_DIR}/test/reference
                  $<TARGET_FILE:xf-fake-cached> $<TARGET_FILE:xf-fake-seq2seq-logits>)
 set_tests_properties(runtime-e2e PROPERTIES TIMEOUT 300)
+# Hostile and careless use (issue 18): non-file outputs, FIFOs, outputs that are inputs,
+# failed writes, Halide errors, a checkpoint truncated while mapped, bounded traces.
+add_test(NAME runtime-hostile
+         COMMAND ${Python3_EXECUTABLE} ${XF_SOURCE_DIR}/test/Runtime/hostile_e2e.py
+                 $<TARGET_FILE:xf-fake-decoder> $<TARGET_FILE:xf-fake-cached>
+                 ${XF_SOURCE_DIR}/test/reference)
+set_tests_properties(runtime-hostile PROPERTIES TIMEOUT 300)
 
 add_subdirectory(${XF_SOURCE_DIR}/test/fuzz/runtime ${CMAKE_CURRENT_BINARY_DIR}/runtime-fuzz)

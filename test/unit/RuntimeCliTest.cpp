@@ -91,7 +91,9 @@ TEST(RuntimeCli, RejectsBadFlags) {
   EXPECT_CONTAINS(parse({"--random-weights", "-1"}).message(), "not an unsigned 64-bit");
   EXPECT_CONTAINS(parse({"--random-weights", "18446744073709551616"}).message(), "not an unsigned");
   EXPECT_CONTAINS(parse({"--threads", "0"}).message(), "not an integer in [1, 1000000]");
-  EXPECT_CONTAINS(parse({"--threads", "99999"}).message(), "more than 4096");
+  EXPECT_CONTAINS(parse({"--threads", "99999"}).message(), "more than 256");
+  EXPECT_CONTAINS(parse({"--threads", "257"}).message(), "more than 256");
+  EXPECT_TRUE(parse({"--threads", "256"}).ok());
   EXPECT_CONTAINS(parse({"--repeat", "x"}).message(), "not an integer");
 }
 

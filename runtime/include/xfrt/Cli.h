@@ -25,6 +25,8 @@ namespace xfrt {
 
 // Without max_positions, at most this many tokens per sequence.
 constexpr int64_t kMaxTokensWithoutLimit = int64_t(1) << 20;
+// Halide's thread pool limit (MAX_THREADS in its runtime); --threads above it is an error.
+constexpr uint64_t kMaxThreads = 256;
 // --max-new-tokens without a value when --prompt asks for generation.
 constexpr int64_t kDefaultNewTokens = 32;
 

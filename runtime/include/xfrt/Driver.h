@@ -28,6 +28,9 @@ struct ModelAbi {
   int32_t (*forwardCached)(void *const *params, void *const *derived, const int32_t *tokens,
                            int64_t l, int64_t start, float *out, void *scratch, void *cache,
                            int64_t cachePositions) = nullptr;
+  // halide_set_error_handler, or null when not linked in (HalideErrors.h).
+  using ErrorHandler = void (*)(void *userContext, const char *message);
+  ErrorHandler (*setErrorHandler)(ErrorHandler) = nullptr;
 };
 
 int runMain(int argc, const char *const *argv, const ModelAbi &abi);

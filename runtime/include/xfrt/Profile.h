@@ -23,16 +23,23 @@ void xfrt_profile_exit(int32_t site, int64_t rows, int64_t context_rows);
 
 namespace xfrt {
 
-// Starts recording for `sites` call sites; clears earlier records.
-void profileStart(size_t sites);
+// Starts recording for `sites` call sites; clears earlier records. Per-site totals take
+// constant memory; each call is also kept for the trace, up to `traceEvents` calls (later
+// ones are counted as dropped), so --repeat 1000000 --trace-out stays bounded.
+void profileStart(size_t sites, size_t traceEvents = 0);
 void profileStop();
+// Kernel calls past the trace's capacity in the last recording.
+int64_t profileDroppedTraceEvents();
+// The trace keeps at most this many kernel calls (about 40 MB of JSON).
+constexpr size_t kMaxTraceEvents = 200000;
 
 // The per-kernel table (calls, total ms, GFLOP/s, % of the profiled time),
 // grouped by kernel name; l, l_z and runs only label the summary line (FLOPs
 // come from each call's own row counts).
 std::string profileTable(const Manifest &m, int64_t l, int64_t lz, int runs);
 
-// Chrome trace JSON (Perfetto opens it) of every recorded kernel call.
+// Chrome trace JSON (Perfetto opens it) of the recorded kernel calls (the first
+// kMaxTraceEvents), written atomically; "otherData" says how many were dropped.
 Status writeTrace(const std::string &path, const Manifest &m);
 
 } // namespace xfrt

@@ -41,6 +41,11 @@ Expected<WeightSet> loadWeights(const std::string &path, const Manifest &manifes
 // Deterministic weights from `seed` (see Random.h and InitKind).
 Expected<WeightSet> randomWeights(uint64_t seed, const Manifest &manifest);
 
+// NaN or ±Inf in the parameters: "" when there are none, else a phrase naming the first tensor
+// that has any, the count and the first element (WeightCheck.cpp). Reads every parameter once
+// without keeping mapped pages resident.
+std::string findNonFiniteWeights(const Manifest &manifest, const WeightSet &weights);
+
 // Narrows float32 data to bfloat16, rounding to nearest even (NaN stays NaN).
 void narrowToBf16(const float *src, size_t count, uint16_t *dst);
 

@@ -24,6 +24,8 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -82,6 +84,17 @@ int halide_set_num_threads(int n) {
   std::fprintf(stderr, "fake: halide_set_num_threads(%d)\n", n);
   return 1;
 }
+
+// Stand-ins for the Halide runtime's error handler and the profiling hooks of generated code.
+typedef void (*HalideErrorHandler)(void *, const char *);
+static HalideErrorHandler errorHandler = nullptr;
+HalideErrorHandler halide_set_error_handler(HalideErrorHandler handler) {
+  HalideErrorHandler old = errorHandler;
+  errorHandler = handler;
+  return old;
+}
+void xfrt_profile_enter(int32_t site);
+void xfrt_profile_exit(int32_t site, int64_t rows, int64_t context_rows);
 
 #if defined(FAKE_SEQ2SEQ) || defined(FAKE_SEQ2SEQ_LOGITS)
 #define FAKE_ENCODER_DECODER 1
@@ -144,6 +157,17 @@ int32_t xf_forward(void *const *params, void *const *derived, const int32_t *tok
     return 10;
   if (scratchAsked != (l + l_z) * D * int64_t(sizeof(float)) || !aligned64(scratch))
     return 11;
+  // Hostile-environment hooks (test/Runtime/hostile_e2e.py): a kernel failing the way Halide
+  // reports running out of memory, and the checkpoint truncated while mapped.
+  if (std::getenv("XF_FAKE_HALIDE_ERROR")) {
+    if (errorHandler)
+      errorHandler(nullptr, "Out of memory (halide_malloc returned nullptr)\n");
+    return -3; // halide_error_code_out_of_memory
+  }
+  if (const char *victim = std::getenv("XF_FAKE_TRUNCATE"))
+    if (::truncate(victim, 0) != 0)
+      return 14;
+  xfrt_profile_enter(0);
   const float *wte = static_cast<const float *>(params[0]);
   const float *g = static_cast<const float *>(params[1]);
   float *x = static_cast<float *>(scratch); // [l, D]
@@ -187,6 +211,7 @@ int32_t xf_forward(void *const *params, void *const *derived, const int32_t *tok
   unembed(h.data(), l, static_cast<const float *>(derived[0]), out);
 #endif
 #endif
+  xfrt_profile_exit(0, l, 0);
   return 0;
 }
 
