@@ -1,7 +1,9 @@
 //===- MappedFile.h - Read-only views of whole files -------------*- C++ -*-===//
 //
 // A file mapped into memory (mmap, private copy-on-write, so a kernel that writes through a
-// parameter pointer cannot modify the checkpoint), or a byte buffer read from it.
+// parameter pointer cannot modify the checkpoint), or a byte buffer read from it. Both open
+// without blocking (a FIFO fails at once) and accept regular files only. A mapped file that
+// shrinks under the run ends it with one error line instead of SIGBUS.
 //
 //===----------------------------------------------------------------------===//
 #ifndef XFRT_MAPPEDFILE_H
