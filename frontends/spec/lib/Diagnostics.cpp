@@ -4,6 +4,8 @@
 
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <algorithm>
+
 using namespace xf::spec;
 
 DiagnosticEngine::DiagnosticEngine(llvm::StringRef buffer, llvm::StringRef file,
@@ -28,6 +30,38 @@ static unsigned displayColumn(llvm::StringRef line, int col) {
   return width;
 }
 
+/// Bytes that would act on a terminal (C0 controls, DEL, the C1 controls
+/// U+0080..U+009F) become '?', so a spec cannot send escape sequences through
+/// xfc's diagnostics; one column each, so carets stay aligned.
+static std::string printable(llvm::StringRef text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    unsigned char c = text[i];
+    if (c == 0xC2 && i + 1 < text.size() && (unsigned char)text[i + 1] >= 0x80 &&
+        (unsigned char)text[i + 1] <= 0x9F) {
+      out += '?';
+      ++i;
+    } else if (c == '\t') {
+      out += ' '; // one column per tab
+    } else {
+      out += c < 0x20 || c == 0x7F ? '?' : char(c);
+    }
+  }
+  return out;
+}
+
+/// Messages and source lines are cut to this many bytes: a 10-million-digit
+/// literal is not echoed whole.
+static constexpr size_t kMaxShownBytes = 240;
+
+/// The start of the UTF-8 character at or before `i`.
+static size_t characterStart(llvm::StringRef s, size_t i) {
+  while (i > 0 && i < s.size() && ((unsigned char)s[i] & 0xC0) == 0x80)
+    --i;
+  return i;
+}
+
 void DiagnosticEngine::report(const Location &loc,
                               llvm::SourceMgr::DiagKind kind,
                               const llvm::Twine &message) {
@@ -35,8 +69,8 @@ void DiagnosticEngine::report(const Location &loc,
   if (kind == llvm::SourceMgr::DK_Error)
     ++numErrors;
   llvm::StringRef file = loc.file ? llvm::StringRef(*loc.file) : "<input>";
-  os << file << ":" << loc.line << ":" << loc.col << ": " << kinds[kind] << ": "
-     << message << "\n";
+  os << printable(file) << ":" << loc.line << ":" << loc.col << ": " << kinds[kind] << ": "
+     << shownMessage(message) << "\n";
   llvm::SMLoc at = sourceMgr.FindLocForLineAndColumn(1, loc.line, 1);
   if (!at.isValid())
     return;
@@ -45,11 +79,26 @@ void DiagnosticEngine::report(const Location &loc,
                            at.getPointer());
   llvm::StringRef line = rest.take_until([](char c) { return c == '\n'; });
   line = line.rtrim("\r");
-  std::string text;
-  for (char c : line)
-    text += c == '\t' ? ' ' : c; // keep one column per tab
-  os << text << "\n";
-  os.indent(displayColumn(line, loc.col)) << "^\n";
+  // A long line is shown as a window around the column, marked with "...".
+  size_t column = size_t(std::max(loc.col, 1)) - 1;
+  size_t begin = 0, end = line.size();
+  if (line.size() > kMaxShownBytes) {
+    begin = column > kMaxShownBytes / 3 ? characterStart(line, column - kMaxShownBytes / 3) : 0;
+    end = characterStart(line, std::min(line.size(), begin + kMaxShownBytes));
+  }
+  std::string prefix = begin > 0 ? "..." : "";
+  llvm::StringRef shown = line.slice(begin, end);
+  os << prefix << printable(shown) << (end < line.size() ? "..." : "") << "\n";
+  os.indent(prefix.size() + displayColumn(shown, int(column - std::min(column, begin)) + 1))
+      << "^\n";
+}
+
+std::string DiagnosticEngine::shownMessage(const llvm::Twine &message) {
+  std::string text = message.str();
+  if (text.size() > 4 * kMaxShownBytes)
+    text = text.substr(0, characterStart(text, 4 * kMaxShownBytes)) + "... (" +
+           std::to_string(text.size()) + " bytes)";
+  return printable(text);
 }
 
 void DiagnosticEngine::error(const Location &loc, const llvm::Twine &message) {
@@ -67,5 +116,5 @@ void DiagnosticEngine::note(const Location &loc, const llvm::Twine &message) {
 
 void DiagnosticEngine::error(const llvm::Twine &message) {
   ++numErrors;
-  os << "xfc: error: " << message << "\n";
+  os << "xfc: error: " << shownMessage(message) << "\n";
 }

@@ -7,10 +7,13 @@
 
 #include "Elaborator.h"
 
+#include "xf/Spec/Lexer.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/CheckedArithmetic.h"
 
 #include <cmath>
+#include <cstdlib>
 
 using namespace xf::spec;
 
@@ -31,19 +34,46 @@ static bool isFloatExpr(const ExprAST &e, const llvm::StringMap<Scalar> &env) {
   return false;
 }
 
+/// A literal as it may appear in a message: long ones (a 10-million-digit
+/// number) are cut to their first digits.
+static std::string shownLiteral(llvm::StringRef text) {
+  constexpr size_t kShown = 40;
+  if (text.size() <= kShown)
+    return text.str();
+  return text.take_front(kShown).str() + "... (" + std::to_string(text.size()) +
+         " characters)";
+}
+
+/// Parses a decimal float ("0.5", "1e-5"). Besides overflow, a nonzero
+/// literal that rounds to 0 (1e-400) is an error: an eps of 0 would silently
+/// divide by zero.
+static std::optional<std::string> parseFloat(llvm::StringRef text, double &value) {
+  std::string s = text.str();
+  char *end = nullptr;
+  double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || end != s.c_str() + s.size() ||
+      text.find_first_not_of("0123456789.eE+-") != llvm::StringRef::npos)
+    return "'" + shownLiteral(text) + "' is not a number";
+  if (!std::isfinite(v))
+    return "'" + shownLiteral(text) + "' is out of range (at most about 1.8e308)";
+  llvm::StringRef mantissa = text.take_until([](char c) { return c == 'e' || c == 'E'; });
+  if (v == 0 && mantissa.find_first_of("123456789") != llvm::StringRef::npos)
+    return "'" + shownLiteral(text) +
+           "' is too small: it rounds to 0 (the smallest double is about 4.9e-324)";
+  value = v;
+  return std::nullopt;
+}
+
 MaybeValue Elaborator::evalNumber(const NumberExprAST &e) {
   Scalar s;
   s.isFloat = e.isFloatLiteral();
   if (s.isFloat) {
-    if (e.getSpelling().getAsDouble(s.f, /*AllowInexact=*/true) ||
-        !std::isfinite(s.f))
-      return error(e.getLoc(),
-                   "number '" + e.getSpelling() + "' is out of range"),
-             std::nullopt;
+    if (std::optional<std::string> bad = parseFloat(e.getSpelling(), s.f))
+      return error(e.getLoc(), "number " + *bad), std::nullopt;
     return Value::ofScalar(s);
   }
   if (e.getSpelling().getAsInteger(10, s.i) || s.i > kMaxInteger)
-    return error(e.getLoc(), "integer '" + e.getSpelling() +
+    return error(e.getLoc(), "integer '" + shownLiteral(e.getSpelling()) +
                                  "' is too large (at most 2^31 - 1)"),
            std::nullopt;
   return Value::ofScalar(s);
@@ -165,9 +195,15 @@ bool Elaborator::evaluateHyperparameters() {
   for (const std::string &define : options.defines) {
     std::pair<llvm::StringRef, llvm::StringRef> split =
         llvm::StringRef(define).split('=');
-    llvm::StringRef name = split.first.trim(), value = split.second;
+    // The spec's own spelling rules: -D ℓ_max=16 names l_max.
+    std::string canonical = canonicalIdentifier(split.first.trim());
+    llvm::StringRef name = canonical, value = split.second;
     if (!llvm::StringRef(define).contains('=') || name.empty())
       return diags.error("-D expects NAME=VALUE, got '" + define + "'"), false;
+    if (overrides.count(name))
+      return diags.error("-D " + name + " given twice (" + name + "=" +
+                         overrides[name] + " and " + define + ")"),
+             false;
     auto decl = llvm::find_if(module.hyperparameters,
                               [&](auto &d) { return d.name == name; });
     if (decl == module.hyperparameters.end()) {
@@ -192,12 +228,13 @@ bool Elaborator::evaluateHyperparameters() {
     if (it != overrides.end()) {
       value = Scalar{isFloatExpr(*decl.value, hyperparameters), 0, 0};
       llvm::StringRef text = it->second;
-      bool bad = value->isFloat
-                     ? text.getAsDouble(value->f) || !std::isfinite(value->f)
-                     : text.getAsInteger(10, value->i);
+      std::optional<std::string> bad;
+      if (value->isFloat)
+        bad = parseFloat(text, value->f);
+      else if (text.getAsInteger(10, value->i))
+        bad = "'" + shownLiteral(text) + "' is not an integer";
       if (bad) {
-        diags.error("-D " + decl.name + "=" + text + ": '" + text +
-                    "' is not " + (value->isFloat ? "a number" : "an integer"));
+        diags.error("-D " + decl.name + "=" + shownLiteral(text) + ": " + *bad);
         diags.note(decl.loc, "'" + decl.name + "' is declared here");
         return false;
       }

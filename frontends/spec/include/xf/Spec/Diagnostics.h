@@ -2,7 +2,9 @@
 //
 // Every problem with a spec is reported as `file:line:col: error: message`,
 // followed by the offending source line and a caret under the column. The
-// engine counts errors; phases return failure() after reporting once.
+// engine counts errors; phases return failure() after reporting once. What a
+// spec supplies is shown inert and bounded: control characters become '?',
+// long lines a window around the column, long messages are cut.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +34,9 @@ public:
   unsigned getNumErrors() const { return numErrors; }
   llvm::SourceMgr &getSourceMgr() { return sourceMgr; }
   llvm::raw_ostream &getStream() { return os; }
+
+  /// `message` as printed: control characters replaced, cut when very long.
+  static std::string shownMessage(const llvm::Twine &message);
 
 private:
   void report(const Location &loc, llvm::SourceMgr::DiagKind kind,

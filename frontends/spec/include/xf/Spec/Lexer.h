@@ -42,6 +42,10 @@ private:
   bool lastWasNewline = true; // collapse blank lines into one Newline
 };
 
+/// `name` spelled as the lexer spells identifiers (ℓ_max → l_max, γ₁ → gamma1),
+/// for names given outside a spec (-D); unchanged when it is not one identifier.
+std::string canonicalIdentifier(llvm::StringRef name);
+
 } // namespace xf::spec
 
 #endif // XF_SPEC_LEXER_H
