@@ -8,9 +8,10 @@ every primitive sees x·W with W [d_in, d_out].
 import numpy as np
 
 from primitives import (bidirectional_mask, causal_mask, cross_mask, gelu_erf, gelu_tanh,
-                        layer_norm, learned_positional_embedding, linear, make_heads,
-                        mh_attention, mlp, relu, rms_norm, sinusoidal_positional_embedding,
-                        token_embedding, unembedding)
+                        grouped_query_attention, layer_norm, learned_positional_embedding,
+                        linear, make_heads, mh_attention, mlp, relu, rms_norm,
+                        sinusoidal_positional_embedding, swiglu_mlp, token_embedding,
+                        unembedding)
 
 
 def _nn_linear(W, prefix, bias=True):
@@ -147,6 +148,46 @@ def gopher_forward(W, hp, tokens):
     return unembedding(x, W["embed.weight"].T)                                  # [ℓ, N_V] tied
 
 
+# ---------------------------------------------------------------- Llama (RoPE, GQA, SwiGLU)
+
+# Tensor names of the two checkpoint layouts: GGUF (llama.cpp) and Hugging Face LlamaForCausalLM.
+# GGUF's converter permutes the rows of attn_q / attn_k within each head so that rotary pairs
+# are adjacent; Hugging Face keeps the halves pairing. nn.Linear layout [d_out, d_in] in both.
+LLAMA_NAMES = {
+    "llama": dict(embed="token_embd.weight", layer="blk.{l}.", attn_norm="attn_norm.weight",
+                  q="attn_q.weight", k="attn_k.weight", v="attn_v.weight",
+                  o="attn_output.weight", ffn_norm="ffn_norm.weight", gate="ffn_gate.weight",
+                  up="ffn_up.weight", down="ffn_down.weight", norm="output_norm.weight",
+                  pairing="adjacent"),
+    "llama_hf": dict(embed="model.embed_tokens.weight", layer="model.layers.{l}.",
+                     attn_norm="input_layernorm.weight", q="self_attn.q_proj.weight",
+                     k="self_attn.k_proj.weight", v="self_attn.v_proj.weight",
+                     o="self_attn.o_proj.weight", ffn_norm="post_attention_layernorm.weight",
+                     gate="mlp.gate_proj.weight", up="mlp.up_proj.weight",
+                     down="mlp.down_proj.weight", norm="model.norm.weight", pairing="halves"),
+}
+
+
+def llama_forward(W, hp, tokens, arch="llama"):
+    # pre-RMSNorm decoder without positional table or biases; tied unembedding
+    n = LLAMA_NAMES[arch]
+    l_x, eps = len(tokens), hp["eps"]
+    if l_x > hp["l_max"]:
+        raise ValueError(f"sequence length {l_x} exceeds l_max={hp['l_max']}")
+    x = token_embedding(W[n["embed"]], tokens)                                   # [ℓ, d_e]
+    mask = causal_mask(l_x)
+    for l in range(hp["L"]):
+        p = n["layer"].format(l=l)
+        a = rms_norm(x, W[p + n["attn_norm"]], eps)
+        x = x + grouped_query_attention(a, W[p + n["q"]].T, W[p + n["k"]].T, W[p + n["v"]].T,
+                                        W[p + n["o"]].T, hp["H"], hp["H_kv"], mask,
+                                        rope=(n["pairing"], hp["theta"]))
+        a = rms_norm(x, W[p + n["ffn_norm"]], eps)
+        x = x + swiglu_mlp(a, W[p + n["gate"]].T, W[p + n["up"]].T, W[p + n["down"]].T)
+    x = rms_norm(x, W[n["norm"]], eps)
+    return unembedding(x, W[n["embed"]].T)                                      # [ℓ, N_V] tied
+
+
 def forward(arch, W, hp, tokens, source_tokens=None):
     """Dispatch: logits [ℓ, N_V] for decoders, hidden states [ℓ, d_e] for bert/minilm."""
     if len(tokens) == 0:
@@ -157,5 +198,7 @@ def forward(arch, W, hp, tokens, source_tokens=None):
     if source_tokens is not None:
         raise ValueError(f"{arch} takes no source tokens")
     fn = {"gpt2": gpt2_forward, "bert": bert_forward, "minilm": bert_forward,
-          "compact": compact_forward, "gopher": gopher_forward}[arch]
+          "compact": compact_forward, "gopher": gopher_forward,
+          "llama": llama_forward,
+          "llama_hf": lambda W, hp, t: llama_forward(W, hp, t, "llama_hf")}[arch]
     return fn(W, hp, tokens)

@@ -12,9 +12,15 @@ DEFAULTS = {
     "compact": dict(L=2, H=4, d_e=64, d_qk=16, d_vo=16, d_ff=256, N_V=256, l_max=64, eps=1e-5),
     "transformer": dict(L_enc=2, L_dec=2, H=4, d_e=64, d_mlp=256, N_V=256, eps=1e-5),
     "gopher": dict(L=2, H=4, d_e=64, d_mlp=256, N_V=256, l_max=64, eps=1e-5),
+    # SmolLM2-135M-Instruct (GGUF names; llama_hf: Hugging Face names, same sizes)
+    "llama": dict(L=30, H=9, H_kv=3, d_e=576, d_mlp=1536, N_V=49152, l_max=8192, eps=1e-5,
+                  theta=100000.0),
+    "llama_hf": dict(L=30, H=9, H_kv=3, d_e=576, d_mlp=1536, N_V=49152, l_max=8192, eps=1e-5,
+                     theta=100000.0),
 }
+FLOAT_HPARAMS = ("eps", "theta")
 ARCHS = tuple(DEFAULTS)
-DECODERS = ("gpt2", "compact", "transformer", "gopher")  # produce logits [ℓ, N_V]
+DECODERS = ("gpt2", "compact", "transformer", "gopher", "llama", "llama_hf")  # produce logits [ℓ, N_V]
 ENCODERS = ("bert", "minilm")                              # produce hidden states [ℓ, d_e]
 
 
@@ -31,11 +37,15 @@ def hparams(arch, overrides=""):
     for k, v in overrides.items():
         if k not in hp:
             raise ValueError(f"{arch} has no hyperparameter {k!r}; it has {', '.join(hp)}")
-        hp[k] = float(v) if k == "eps" else int(v)
-        if k != "eps" and hp[k] <= 0:
+        hp[k] = float(v) if k in FLOAT_HPARAMS else int(v)
+        if k not in FLOAT_HPARAMS and hp[k] <= 0:
             raise ValueError(f"hyperparameter {k} must be positive, got {v}")
     if "d_qk" not in hp and hp["d_e"] % hp["H"]:
         raise ValueError(f"d_e={hp['d_e']} is not divisible by H={hp['H']}")
+    if "H_kv" in hp and hp["H"] % hp["H_kv"]:
+        raise ValueError(f"H_kv={hp['H_kv']} does not divide H={hp['H']}")
+    if "theta" in hp and ((hp["d_e"] // hp["H"]) % 2 or not hp["theta"] > 1):
+        raise ValueError("rotary positions need an even head width d_e/H and theta > 1")
     if arch == "transformer" and hp["d_e"] % 2:
         raise ValueError("transformer uses sinusoidal positions and needs an even d_e")
     return hp
@@ -148,6 +158,24 @@ def tensor_specs(arch, hp):
             _linear(s, p + "mlp.fc1", m, d, bias=False)
             _linear(s, p + "mlp.fc2", d, m, bias=False)
         s["final_norm.weight"] = _vec(d, "gamma")
+    elif arch in ("llama", "llama_hf"):
+        from architectures import LLAMA_NAMES
+        n = LLAMA_NAMES[arch]
+        d, m = hp["d_e"], hp["d_mlp"]
+        kv = d // hp["H"] * hp["H_kv"]  # H_kv·d_k
+        s[n["embed"]] = _emb((hp["N_V"], d), d ** -0.5)  # tied
+        for l in range(hp["L"]):
+            p = n["layer"].format(l=l)
+            s[p + n["attn_norm"]] = _vec(d, "gamma")
+            s[p + n["q"]] = _mat((d, d), d)      # nn.Linear layout [d_out, d_in]
+            s[p + n["k"]] = _mat((kv, d), d)
+            s[p + n["v"]] = _mat((kv, d), d)
+            s[p + n["o"]] = _mat((d, d), d)
+            s[p + n["ffn_norm"]] = _vec(d, "gamma")
+            s[p + n["gate"]] = _mat((m, d), d)
+            s[p + n["up"]] = _mat((m, d), d)
+            s[p + n["down"]] = _mat((d, m), m)
+        s[n["norm"]] = _vec(d, "gamma")
     else:
         raise ValueError(f"unknown arch {arch!r}")
     return s

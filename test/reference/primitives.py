@@ -76,6 +76,12 @@ def gelu_tanh(x):
     return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x ** 3)))
 
 
+def silu(x):
+    # SiLU (swish), the gate of SwiGLU: x·σ(x) = x / (1 + e^(−x))
+    x = f64(x)
+    return x / (1.0 + np.exp(-x))
+
+
 def linear(x, W, b=None):
     # x: [ℓ, d_in], W: [d_in, d_out], b: [d_out] -> [ℓ, d_out]
     y = f64(x) @ f64(W)
@@ -162,6 +168,60 @@ def make_heads(H, W_q, b_q, W_k, b_k, W_v, b_v):
     # full projections [d_in, H·d_h] -> list of per-head tuples for mh_attention
     q, k, v = split_heads(W_q, b_q, H), split_heads(W_k, b_k, H), split_heads(W_v, b_v, H)
     return [q[h] + k[h] + v[h] for h in range(H)]
+
+
+# ---------------------------------------------------------------- Llama: RoPE, grouped-query attention
+
+def rotary_embedding(X, heads, base, pairing, start=0):
+    # Su et al.'s rotary positions. X: [ℓ, H·d], head h = columns h·d … (h+1)·d−1, row t at
+    # position p = start + t. Pair i of a head (i = 0 … d/2−1) turns by θ_i = p·base^(−2i/d):
+    # (a, b) ↦ (a·cos θ_i − b·sin θ_i, a·sin θ_i + b·cos θ_i), the pair being
+    # (x[2i], x[2i+1]) for "adjacent" (GGUF) and (x[i], x[i + d/2]) for "halves" (Hugging Face).
+    X = f64(X)
+    length, width = X.shape
+    d = width // heads
+    if d * heads != width or d % 2:
+        raise ValueError(f"{width} columns do not split into {heads} heads of even width")
+    p = start + np.arange(length, dtype=np.float64)[:, None]              # [ℓ, 1]
+    theta = p * base ** (-np.arange(0, d, 2, dtype=np.float64) / d)       # [ℓ, d/2]
+    cos, sin = np.cos(theta)[:, None, :], np.sin(theta)[:, None, :]       # [ℓ, 1, d/2]
+    Y = X.reshape(length, heads, d).copy()                                # [ℓ, H, d]
+    if pairing == "adjacent":
+        first, second = np.arange(0, d, 2), np.arange(1, d, 2)
+    elif pairing == "halves":
+        first, second = np.arange(d // 2), np.arange(d // 2, d)
+    else:
+        raise ValueError(f"unknown rotary pairing {pairing!r}")
+    a, b = Y[:, :, first].copy(), Y[:, :, second].copy()                  # [ℓ, H, d/2]
+    Y[:, :, first] = a * cos - b * sin
+    Y[:, :, second] = a * sin + b * cos
+    return Y.reshape(length, width)
+
+
+def grouped_query_attention(X, W_q, W_k, W_v, W_o, heads, kv_heads, mask, rope=None):
+    # Alg. 5 with H_kv ≤ H key/value heads (Ainslie et al.) and no biases.
+    # X: [ℓ, d_e]; W_q: [d_e, H·d], W_k, W_v: [d_e, H_kv·d], W_o: [H·d, d_e]. Query head h
+    # uses key/value head h // (H / H_kv). rope = (pairing, base) rotates every head of Q and K
+    # at positions 0 … ℓ−1 before the scores.
+    if heads % kv_heads:
+        raise ValueError(f"kv_heads={kv_heads} does not divide heads={heads}")
+    Q, K, V = linear(X, W_q), linear(X, W_k), linear(X, W_v)   # [ℓ, H·d], [ℓ, H_kv·d] ×2
+    if rope is not None:
+        Q = rotary_embedding(Q, heads, rope[1], rope[0])
+        K = rotary_embedding(K, kv_heads, rope[1], rope[0])
+    d, group = Q.shape[1] // heads, heads // kv_heads
+    outputs = []
+    for h in range(heads):
+        g = h // group
+        q, k, v = Q[:, h * d:(h + 1) * d], K[:, g * d:(g + 1) * d], V[:, g * d:(g + 1) * d]
+        S = np.where(mask, q @ k.T / np.sqrt(d), -np.inf)     # [ℓ, ℓ]
+        outputs.append(softmax(S, axis=1) @ v)                 # [ℓ, d]
+    return linear(np.concatenate(outputs, axis=1), W_o)        # [ℓ, d_e]
+
+
+def swiglu_mlp(x, W_gate, W_up, W_down):
+    # Shazeer's SwiGLU: (silu(x·W_gate) ⊙ (x·W_up))·W_down; W_gate, W_up: [d_e, d_mlp]
+    return linear(silu(linear(x, W_gate)) * linear(x, W_up), W_down)
 
 
 # ---------------------------------------------------------------- MLP and Alg. 7

@@ -18,6 +18,8 @@ SMALL = {
     "compact": "L=2,H=3,d_e=16,d_qk=5,d_vo=6,d_ff=24,N_V=37,l_max=12",
     "transformer": "L_enc=2,L_dec=2,H=2,d_e=16,d_mlp=24,N_V=37",
     "gopher": "L=2,H=4,d_e=16,d_mlp=24,N_V=37,l_max=12",
+    "llama": "L=2,H=4,H_kv=2,d_e=32,d_mlp=24,N_V=37,l_max=12",
+    "llama_hf": "L=2,H=4,H_kv=1,d_e=32,d_mlp=24,N_V=37,l_max=12",
 }
 TOKENS = [3, 14, 15, 9, 2, 6]
 SOURCE = [27, 1, 8, 28, 18]
@@ -49,7 +51,7 @@ def test_end_to_end_shapes_and_scale(arch, tmp_path):
     assert _run(arch, W, hp, TOKENS[:1]).shape == (1, width)
 
 
-@pytest.mark.parametrize("arch", ["gpt2", "gopher", "transformer"])
+@pytest.mark.parametrize("arch", ["gpt2", "gopher", "transformer", "llama", "llama_hf"])
 def test_causal_archs_ignore_later_tokens(arch):
     W, hp = _model(arch)
     a = _run(arch, W, hp, TOKENS)
@@ -193,3 +195,34 @@ def test_gopher_equals_token_by_token_alg3():
             X[t] = X[t] + g("mlp.fc2.weight") @ _gelu_tanh(g("mlp.fc1.weight") @ m)
     logits = np.array([rms(x, W["final_norm.weight"]) @ W["embed.weight"].T for x in X])
     np.testing.assert_allclose(_run("gopher", W, hp, s), logits, rtol=1e-11, atol=1e-11)
+
+
+def test_llama_gguf_equals_hf_after_converter_permutation():
+    # llama.cpp's convert_hf_to_gguf permutes attn_q / attn_k rows per head
+    # (reshape(H, 2, d/2, in).swapaxes(1, 2)) so that rope = adjacent on the GGUF file computes
+    # what rope = halves computes on the Hugging Face file: both layouts of one model agree.
+    W_hf, hp = _model("llama_hf")
+    from architectures import LLAMA_NAMES
+    hf, gg = LLAMA_NAMES["llama_hf"], LLAMA_NAMES["llama"]
+
+    def permute(w, heads):
+        return w.reshape(heads, 2, w.shape[0] // heads // 2, w.shape[1]) \
+                .swapaxes(1, 2).reshape(w.shape)
+
+    W_gg = {}
+    for key in ("embed", "norm"):
+        W_gg[gg[key]] = W_hf[hf[key]]
+    for l in range(hp["L"]):
+        a, b = hf["layer"].format(l=l), gg["layer"].format(l=l)
+        for key in ("attn_norm", "v", "o", "ffn_norm", "gate", "up", "down"):
+            W_gg[b + gg[key]] = W_hf[a + hf[key]]
+        W_gg[b + gg["q"]] = permute(W_hf[a + hf["q"]], hp["H"])
+        W_gg[b + gg["k"]] = permute(W_hf[a + hf["k"]], hp["H_kv"])
+    np.testing.assert_allclose(_run("llama", W_gg, hp, TOKENS), _run("llama_hf", W_hf, hp, TOKENS),
+                               rtol=1e-11, atol=1e-11)
+    # and the permutation matters: unpermuted weights under adjacent pairs differ
+    W_bad = dict(W_gg)
+    for l in range(hp["L"]):
+        b = gg["layer"].format(l=l)
+        W_bad[b + gg["q"]] = W_hf[hf["layer"].format(l=l) + hf["q"]]
+    assert np.abs(_run("llama", W_bad, hp, TOKENS) - _run("llama_hf", W_hf, hp, TOKENS)).max() > 1e-3

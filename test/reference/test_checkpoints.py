@@ -20,6 +20,8 @@ SMALL = {
     "compact": "L=2,H=3,d_e=8,d_qk=5,d_vo=6,d_ff=12,N_V=11,l_max=7",
     "transformer": "L_enc=2,L_dec=3,H=2,d_e=8,d_mlp=12,N_V=11",
     "gopher": "L=3,H=2,d_e=8,d_mlp=12,N_V=11,l_max=7",
+    "llama": "L=3,H=4,H_kv=2,d_e=8,d_mlp=12,N_V=11,l_max=7",
+    "llama_hf": "L=2,H=3,H_kv=1,d_e=12,d_mlp=10,N_V=13,l_max=9",
 }
 
 
@@ -31,6 +33,8 @@ def _sections():
     for block in re.split(r"^## ", text, flags=re.M)[1:]:
         title, body = block.split("\n", 1)
         archs = [a.strip() for a in title.split("—")[0].split("/")]
+        if not all(re.fullmatch(r"\w+", a) for a in archs):
+            continue  # not an architecture's section (e.g. "GGUF files (llama.cpp layout)")
         code = re.findall(r"```\n(.*?)```", body, flags=re.S)
         lines = [ln for c in code for ln in c.splitlines() if ln.strip()]
         for a in archs:
@@ -131,7 +135,7 @@ def test_hparams_parsing_and_errors():
         with pytest.raises(ValueError):
             hparams("gpt2", bad)
     with pytest.raises(ValueError):
-        hparams("llama")
+        hparams("mamba")
 
 
 def test_check_weights_names_missing_and_misshapen_tensors():

@@ -203,3 +203,72 @@ def test_mlp_and_unembedding():
     W_e = rng.standard_normal((7, 2))  # tied: logits = x·W_eᵀ, row v scores token v
     np.testing.assert_allclose(P.unembedding(x, W_e.T)[0], [W_e[v] @ x[0] for v in range(7)],
                                rtol=1e-14)
+
+
+# ---------------------------------------------------------------- Llama pieces
+
+def test_silu_known_points():
+    assert P.silu(0.0) == 0.0
+    assert P.silu(1.0) == pytest.approx(1.0 / (1.0 + math.exp(-1.0)), rel=1e-15)  # 0.7310585786
+    assert P.silu(-2.0) == pytest.approx(-2.0 / (1.0 + math.exp(2.0)), rel=1e-15)
+    with np.errstate(over="ignore"):
+        assert P.silu(-800.0) == 0.0  # e^800 overflows to inf: x / inf
+
+
+def test_rotary_rotates_each_pair_by_position_times_frequency():
+    # one head of width 4, base 100: θ_0 = p, θ_1 = p / 100^(2/4) = p/10
+    X = np.array([[1.0, 2.0, 3.0, 4.0]] * 3)
+    for pairing, (a0, b0, a1, b1) in (("adjacent", (0, 1, 2, 3)), ("halves", (0, 2, 1, 3))):
+        Y = P.rotary_embedding(X, 1, 100.0, pairing, start=5)
+        for t in range(3):
+            p = 5 + t
+            for (ia, ib), theta in (((a0, b0), p), ((a1, b1), p / 10)):
+                a, b = X[t, ia], X[t, ib]
+                assert Y[t, ia] == pytest.approx(a * math.cos(theta) - b * math.sin(theta))
+                assert Y[t, ib] == pytest.approx(a * math.sin(theta) + b * math.cos(theta))
+    # position 0 is the identity
+    np.testing.assert_array_equal(P.rotary_embedding(X[:1], 1, 100.0, "halves"), X[:1])
+
+
+def test_rotary_scores_depend_on_relative_position_only():
+    q, k = rng.standard_normal((1, 8)), rng.standard_normal((1, 8))
+    for pairing in ("adjacent", "halves"):
+        dot = lambda p, s: float((P.rotary_embedding(q, 1, 1e4, pairing, start=p)  # noqa: E731
+                                  @ P.rotary_embedding(k, 1, 1e4, pairing, start=s).T)[0, 0])
+        assert dot(7, 3) == pytest.approx(dot(104, 100), rel=1e-12)
+        assert dot(7, 3) != pytest.approx(dot(7, 4), rel=1e-3)
+
+
+def test_rotary_adjacent_is_halves_after_llama_cpp_permutation():
+    # llama.cpp's converter interleaves each head's halves (new 2i ← old i, new 2i+1 ← old
+    # i + d/2); rotating the permuted features with adjacent pairs = permuting halves' result.
+    H, d = 3, 8
+    X = rng.standard_normal((5, H * d))
+    perm = np.concatenate([h * d + np.stack([np.arange(d // 2), np.arange(d // 2, d)], 1).ravel()
+                           for h in range(H)])
+    np.testing.assert_allclose(P.rotary_embedding(X[:, perm], H, 1e4, "adjacent"),
+                               P.rotary_embedding(X, H, 1e4, "halves")[:, perm], rtol=1e-13)
+
+
+def test_grouped_query_attention_equals_mha_with_repeated_kv():
+    H, H_kv, d, d_e, l = 6, 2, 4, 12, 5
+    X = rng.standard_normal((l, d_e))
+    Wq, Wo = rng.standard_normal((d_e, H * d)), rng.standard_normal((H * d, d_e))
+    Wk, Wv = rng.standard_normal((d_e, H_kv * d)), rng.standard_normal((d_e, H_kv * d))
+    mask = P.causal_mask(l)
+    # repeat each K/V head H/H_kv times, head-major (Hugging Face's repeat_kv)
+    rep = lambda W: np.concatenate([W[:, (h // 3) * d:(h // 3 + 1) * d]  # noqa: E731
+                                    for h in range(H)], axis=1)
+    want = P.mh_attention(X, X, P.make_heads(H, Wq, None, rep(Wk), None, rep(Wv), None), Wo,
+                          None, mask)
+    got = P.grouped_query_attention(X, Wq, Wk, Wv, Wo, H, H_kv, mask)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError):
+        P.grouped_query_attention(X, Wq, Wk, Wv, Wo, H, 4, mask)
+
+
+def test_swiglu_mlp_by_hand():
+    x = np.array([[1.0, -1.0]])
+    Wg, Wu, Wd = np.array([[1.0], [0.0]]), np.array([[2.0], [1.0]]), np.array([[3.0, -1.0]])
+    s = 1.0 / (1.0 + math.exp(-1.0))  # silu(1) = σ(1)
+    np.testing.assert_allclose(P.swiglu_mlp(x, Wg, Wu, Wd), [[3.0 * s, -s]], rtol=1e-15)
