@@ -7,6 +7,9 @@
 //  2. map each byte of a piece to its byte-level character (bytes_to_unicode);
 //  3. merge adjacent symbols, lowest merge rank first (leftmost on ties), until none applies.
 // Decoding concatenates the byte-level strings and maps them back to the exact bytes.
+// The same tokenizer is built from a GGUF vocabulary (makeByteLevelBpe): there, special tokens
+// are cut out of the text first and become single ids, and SmolLM's pre-tokenizer isolates
+// every \p{N} character before step 1 (HF: Sequence[Digits(individual_digits), ByteLevel]).
 //
 //===----------------------------------------------------------------------===//
 #include "TokenizerFiles.h"
@@ -14,6 +17,7 @@
 #include "xfrt/Tokenizer.h"
 #include "xfrt/Unicode.h"
 
+#include <algorithm>
 #include <mutex>
 #include <queue>
 #include <unordered_map>
@@ -35,6 +39,17 @@ char32_t byteToCodepoint(uint8_t b) {
   for (int c = 0; c < b; ++c)
     n += !printable(c);
   return 0x100 + n;
+}
+
+// The byte whose byte-level character is `c`, or -1.
+int codepointToByte(char32_t c) {
+  static const std::vector<int16_t> table = [] {
+    std::vector<int16_t> t(0x144, int16_t(-1));
+    for (int b = 0; b < 256; ++b)
+      t[byteToCodepoint(uint8_t(b))] = int16_t(b);
+    return t;
+  }();
+  return c < table.size() ? table[c] : -1;
 }
 
 enum class CharClass { Letter, Number, Space, Other };
@@ -108,14 +123,29 @@ public:
   mutable std::mutex cacheMutex_;
   mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
 
+  std::vector<std::pair<std::string, int32_t>> specials_; // longest first
+  bool isolateDigits_ = false;
+  // A byte without a byte-level token stays a symbol that merges with nothing and is left
+  // out of the ids, as llama.cpp does (and HF's BPE without an unknown token); otherwise it
+  // is an error.
+  bool dropUnknownBytes_ = false;
+
   Expected<std::vector<int32_t>> encode(std::string_view text) const override {
     std::vector<int32_t> ids;
-    for (size_t start = 0; start < text.size();) {
-      size_t end = matchPiece(text, start);
-      if (Status s = encodePiece(text.substr(start, end - start), ids); !s)
-        return s;
-      start = end;
-    }
+    // Special tokens first: the leftmost match, the longest at one position.
+    size_t plain = 0;
+    for (size_t i = 0; i < text.size() && !specials_.empty(); ++i)
+      for (const auto &[special, id] : specials_)
+        if (text.compare(i, special.size(), special) == 0) {
+          if (Status s = encodeText(text.substr(plain, i - plain), ids); !s)
+            return s;
+          ids.push_back(id);
+          i += special.size() - 1;
+          plain = i + 1;
+          break;
+        }
+    if (Status s = encodeText(text.substr(plain), ids); !s)
+      return s;
     return ids;
   }
 
@@ -141,6 +171,36 @@ public:
 private:
   static constexpr size_t kMaxCachedPiece = 256;
   static constexpr size_t kMaxCacheEntries = size_t(1) << 16;
+
+  // Text without special tokens: with isolateDigits_, every \p{N} character is a piece of its
+  // own and the text between them is split on its own, as if it were the whole text.
+  Status encodeText(std::string_view text, std::vector<int32_t> &ids) const {
+    if (!isolateDigits_)
+      return encodeSplit(text, ids);
+    size_t plain = 0;
+    for (size_t i = 0; i < text.size();) {
+      unicode::Utf8Char ch = decodeUtf8(text, i);
+      if (ch.valid && unicode::isNumber(ch.codepoint)) {
+        if (Status s = encodeSplit(text.substr(plain, i - plain), ids); !s)
+          return s;
+        if (Status s = encodePiece(text.substr(i, ch.length), ids); !s)
+          return s;
+        plain = i + ch.length;
+      }
+      i += ch.length;
+    }
+    return encodeSplit(text.substr(plain), ids);
+  }
+
+  Status encodeSplit(std::string_view text, std::vector<int32_t> &ids) const {
+    for (size_t start = 0; start < text.size();) {
+      size_t end = matchPiece(text, start);
+      if (Status s = encodePiece(text.substr(start, end - start), ids); !s)
+        return s;
+      start = end;
+    }
+    return Status::success();
+  }
 
   Status encodePiece(std::string_view piece, std::vector<int32_t> &ids) const {
     bool cacheable = piece.size() <= kMaxCachedPiece;
@@ -182,7 +242,7 @@ private:
     std::vector<Symbol> symbols(piece.size());
     for (size_t i = 0; i < piece.size(); ++i) {
       int32_t id = byteIds_[uint8_t(piece[i])];
-      if (id < 0)
+      if (id < 0 && !dropUnknownBytes_)
         return makeError("byte " + std::to_string(int(uint8_t(piece[i]))) +
                          " has no byte-level token in the vocabulary");
       symbols[i] = {id, int32_t(i) - 1, i + 1 < piece.size() ? int32_t(i + 1) : -1, true};
@@ -217,13 +277,72 @@ private:
       consider(c.pos);
     }
     for (int32_t i = piece.empty() ? -1 : 0; i >= 0; i = symbols[size_t(i)].next)
-      out.push_back(symbols[size_t(i)].id);
+      if (symbols[size_t(i)].id >= 0)
+        out.push_back(symbols[size_t(i)].id);
     return Status::success();
   }
 
 public:
   static uint64_t pairKey(int32_t a, int32_t b) {
     return (uint64_t(uint32_t(a)) << 32) | uint32_t(b);
+  }
+
+  void resizeVocabulary(size_t size) {
+    idToToken_.assign(size, std::string());
+    idToBytes_.assign(size, std::string());
+    idUsed_.assign(size, false);
+  }
+
+  // Stores byte-level `token` at `id` (< the vocabulary size, not yet used); a string stored
+  // twice maps to its last id.
+  void setToken(size_t id, const std::string &token) {
+    idUsed_[id] = true;
+    idToToken_[id] = token;
+    tokenToId_.insert_or_assign(token, int32_t(id));
+    std::string &bytes = idToBytes_[id];
+    for (size_t k = 0; k < token.size();) {
+      unicode::Utf8Char ch = decodeUtf8(token, k);
+      int b = ch.valid ? codepointToByte(ch.codepoint) : -1;
+      if (b >= 0)
+        bytes += char(b);
+      else
+        bytes.append(token, k, ch.length); // not a byte-level character: kept as is
+      k += ch.length;
+    }
+  }
+
+  // After the last setToken: the ids of the 256 single-byte tokens.
+  void finishVocabulary() {
+    for (int b = 0; b < 256; ++b) {
+      std::string byteToken;
+      unicode::appendUtf8(byteToken, byteToCodepoint(uint8_t(b)));
+      auto it = tokenToId_.find(byteToken);
+      byteIds_[b] = it == tokenToId_.end() ? -1 : it->second;
+    }
+  }
+
+  // Merge `line` ("left right") with `rank`; `where` prefixes errors, `vocabName` names the
+  // vocabulary a token is missing from.
+  Status addMerge(std::string_view line, int32_t rank, const std::string &where,
+                  const std::string &vocabName, const TokenizerLimits &limits) {
+    size_t space = line.find(' ');
+    if (space == 0 || space == std::string_view::npos || space + 1 == line.size() ||
+        line.find(' ', space + 1) != std::string_view::npos)
+      return makeError(where + "expected two tokens separated by one space");
+    std::string left(line.substr(0, space)), right(line.substr(space + 1));
+    auto l = tokenToId_.find(left), r = tokenToId_.find(right);
+    auto m = tokenToId_.find(left + right);
+    if (l == tokenToId_.end() || r == tokenToId_.end() || m == tokenToId_.end())
+      return makeError(where +
+                       quoteJson(l == tokenToId_.end()   ? left
+                                 : r == tokenToId_.end() ? right
+                                                         : left + right) +
+                       " is not in " + vocabName);
+    if (size_t(rank) >= limits.maxVocab)
+      return makeError(where + "more than " + std::to_string(limits.maxVocab) + " merges");
+    // The first occurrence of a pair keeps its rank.
+    merges_.emplace(pairKey(l->second, r->second), std::make_pair(rank, m->second));
+    return Status::success();
   }
 };
 
@@ -265,18 +384,7 @@ Expected<std::unique_ptr<Tokenizer>> parseGpt2Tokenizer(std::string_view vocabTe
                        "), got " + describeJson(v));
     maxId = std::max(maxId, size_t(v.integer));
   }
-  tok->idToToken_.assign(json->keys.empty() ? 0 : maxId + 1, std::string());
-  tok->idToBytes_.assign(tok->idToToken_.size(), std::string());
-  tok->idUsed_.assign(tok->idToToken_.size(), false);
-
-  // Reverse byte-level map for decoding: code point (< 0x144) → byte.
-  int16_t codepointToByte[0x144];
-  std::fill(std::begin(codepointToByte), std::end(codepointToByte), int16_t(-1));
-  std::string byteTokens[256];
-  for (int b = 0; b < 256; ++b) {
-    codepointToByte[byteToCodepoint(uint8_t(b))] = int16_t(b);
-    unicode::appendUtf8(byteTokens[b], byteToCodepoint(uint8_t(b)));
-  }
+  tok->resizeVocabulary(json->keys.empty() ? 0 : maxId + 1);
   for (size_t i = 0; i < json->keys.size(); ++i) {
     const std::string &key = json->keys[i];
     size_t id = size_t(json->items[i].integer);
@@ -284,23 +392,9 @@ Expected<std::unique_ptr<Tokenizer>> parseGpt2Tokenizer(std::string_view vocabTe
       return makeError(vocabName + ": entry " + quoteJson(key.substr(0, 64)) + ": id " +
                        std::to_string(id) + " is also used by " +
                        quoteJson(tok->idToToken_[id].substr(0, 64)));
-    tok->idUsed_[id] = true;
-    tok->idToToken_[id] = key;
-    tok->tokenToId_.emplace(key, int32_t(id));
-    std::string &bytes = tok->idToBytes_[id];
-    for (size_t k = 0; k < key.size();) {
-      unicode::Utf8Char ch = decodeUtf8(key, k); // the JSON parser checked UTF-8
-      if (ch.codepoint < 0x144 && codepointToByte[ch.codepoint] >= 0)
-        bytes += char(codepointToByte[ch.codepoint]);
-      else
-        bytes.append(key, k, ch.length); // not a byte-level character: kept as UTF-8
-      k += ch.length;
-    }
+    tok->setToken(id, key);
   }
-  for (int b = 0; b < 256; ++b) {
-    auto it = tok->tokenToId_.find(byteTokens[b]);
-    tok->byteIds_[b] = it == tok->tokenToId_.end() ? -1 : it->second;
-  }
+  tok->finishVocabulary();
   if (auto it = tok->tokenToId_.find("<|endoftext|>"); it != tok->tokenToId_.end())
     tok->endOfText_ = it->second;
 
@@ -314,28 +408,58 @@ Expected<std::unique_ptr<Tokenizer>> parseGpt2Tokenizer(std::string_view vocabTe
     ++lineNo;
     if (!line.empty() && line.back() == '\r')
       line.remove_suffix(1);
-    std::string where = mergesName + ":" + std::to_string(lineNo) + ": ";
     if (line.empty() || (lineNo == 1 && line.substr(0, 8) == "#version"))
       continue;
-    size_t space = line.find(' ');
-    if (space == 0 || space == std::string_view::npos || space + 1 == line.size() ||
-        line.find(' ', space + 1) != std::string_view::npos)
-      return makeError(where + "expected two tokens separated by one space");
-    std::string left(line.substr(0, space)), right(line.substr(space + 1));
-    auto l = tok->tokenToId_.find(left), r = tok->tokenToId_.find(right);
-    auto m = tok->tokenToId_.find(left + right);
-    if (l == tok->tokenToId_.end() || r == tok->tokenToId_.end() || m == tok->tokenToId_.end())
-      return makeError(where +
-                       quoteJson(l == tok->tokenToId_.end()   ? left
-                                 : r == tok->tokenToId_.end() ? right
-                                                              : left + right) +
-                       " is not in " + vocabName);
-    if (size_t(rank) >= limits.maxVocab)
-      return makeError(where + "more than " + std::to_string(limits.maxVocab) + " merges");
-    // The first occurrence of a pair keeps its rank.
-    tok->merges_.emplace(Gpt2Tokenizer::pairKey(l->second, r->second),
-                         std::make_pair(rank, m->second));
-    ++rank;
+    std::string where = mergesName + ":" + std::to_string(lineNo) + ": ";
+    if (Status s = tok->addMerge(line, rank++, where, vocabName, limits); !s)
+      return s;
+  }
+  return std::unique_ptr<Tokenizer>(std::move(tok));
+}
+
+Expected<std::unique_ptr<Tokenizer>> makeByteLevelBpe(const ByteLevelBpeVocab &vocab,
+                                                      const std::string &sourceName,
+                                                      const TokenizerLimits &limits) {
+  auto tok = std::make_unique<Gpt2Tokenizer>();
+  if (vocab.tokens.size() > limits.maxVocab)
+    return makeError(sourceName + ": " + std::to_string(vocab.tokens.size()) +
+                     " tokens exceed the limit of " + std::to_string(limits.maxVocab));
+  tok->resizeVocabulary(vocab.tokens.size());
+  for (size_t id = 0; id < vocab.tokens.size(); ++id) {
+    std::string_view token = vocab.tokens[id];
+    if (token.empty() || token.size() > limits.maxTokenBytes)
+      return makeError(sourceName + ": token " + std::to_string(id) + " must have 1 to " +
+                       std::to_string(limits.maxTokenBytes) + " bytes");
+    tok->setToken(id, std::string(token));
+  }
+  tok->finishVocabulary();
+  auto checkId = [&](int32_t id, const char *what) {
+    return id >= 0 && size_t(id) < vocab.tokens.size()
+               ? Status::success()
+               : makeError(sourceName + ": " + what + " id " + std::to_string(id) +
+                           " is not in the " + std::to_string(vocab.tokens.size()) +
+                           "-token vocabulary");
+  };
+  for (int32_t id : vocab.specialIds) {
+    if (Status s = checkId(id, "special token"); !s)
+      return s;
+    tok->specials_.emplace_back(std::string(vocab.tokens[size_t(id)]), id);
+  }
+  std::stable_sort(tok->specials_.begin(), tok->specials_.end(),
+                   [](const auto &a, const auto &b) { return a.first.size() > b.first.size(); });
+  if (vocab.endOfText) {
+    if (Status s = checkId(*vocab.endOfText, "end-of-text"); !s)
+      return s;
+    tok->endOfText_ = vocab.endOfText;
+  }
+  tok->isolateDigits_ = vocab.preTokenizer == ByteLevelPreTokenizer::DigitsThenGpt2;
+  tok->dropUnknownBytes_ = true;
+  for (size_t rank = 0; rank < vocab.merges.size(); ++rank) {
+    std::string where = sourceName + ": merge " + std::to_string(rank) + ": ";
+    if (Status s =
+            tok->addMerge(vocab.merges[rank], int32_t(rank), where, "the vocabulary", limits);
+        !s)
+      return s;
   }
   return std::unique_ptr<Tokenizer>(std::move(tok));
 }

@@ -2,12 +2,14 @@
 //
 //   xf-tokenize [--hex] [--decode] gpt2 vocab.json merges.txt  < lines
 //   xf-tokenize [--hex] [--decode] wordpiece vocab.txt          < lines
+//   xf-tokenize [--hex] [--decode] gguf model.gguf               < lines
 // Encoding: each input line (without its newline) is one text; prints its ids separated by
 // spaces. With --hex each input line is the text's bytes in hex (so texts may hold newlines
 // and invalid UTF-8). Decoding: each input line is ids separated by spaces; prints the text
 // (in hex with --hex). A failing line prints "error: <message>" and the exit status is 1.
 //
 //===----------------------------------------------------------------------===//
+#include "xfrt/GgufTokenizer.h"
 #include "xfrt/Tokenizer.h"
 
 #include <cstdio>
@@ -20,7 +22,8 @@ using namespace xfrt;
 
 static int usage() {
   std::fprintf(stderr, "usage: xf-tokenize [--hex] [--decode] gpt2 vocab.json merges.txt\n"
-                       "       xf-tokenize [--hex] [--decode] wordpiece vocab.txt\n");
+                       "       xf-tokenize [--hex] [--decode] wordpiece vocab.txt\n"
+                       "       xf-tokenize [--hex] [--decode] gguf model.gguf\n");
   return 2;
 }
 
@@ -53,6 +56,16 @@ static std::string toHex(const std::string &bytes) {
   return out;
 }
 
+static Expected<std::unique_ptr<Tokenizer>> loadGgufFileTokenizer(const std::string &path) {
+  Expected<std::unique_ptr<GgufFile>> file = GgufFile::open(path);
+  if (!file)
+    return file.status();
+  Expected<GgufTokenizer> tok = loadGgufTokenizer((*file)->header());
+  if (!tok)
+    return tok.status();
+  return std::move(tok->tokenizer);
+}
+
 int main(int argc, char **argv) {
   bool hex = false, decode = false;
   int arg = 1;
@@ -72,6 +85,8 @@ int main(int argc, char **argv) {
     tok = loadGpt2Tokenizer(argv[arg + 1], argv[arg + 2]);
   else if (kind == "wordpiece" && argc - arg == 2)
     tok = loadWordPieceTokenizer(argv[arg + 1]);
+  else if (kind == "gguf" && argc - arg == 2)
+    tok = loadGgufFileTokenizer(argv[arg + 1]);
   else
     return usage();
   if (!tok) {

@@ -4,6 +4,8 @@
 //  - GPT-2 byte-level BPE from vocab.json + merges.txt (no special tokens added on encode;
 //    any byte string encodes, and decode returns the exact bytes);
 //  - BERT WordPiece from vocab.txt (BasicTokenizer + WordpieceTokenizer, [CLS] ... [SEP]).
+// The GPT-2 BPE is also built from a vocabulary in memory (makeByteLevelBpe: a GGUF file's
+// tokenizer.ggml.*, see GgufTokenizer.h), with special tokens and SmolLM's pre-tokenizer.
 // Loaders validate their files completely; an error is one line naming the file and line.
 //
 //===----------------------------------------------------------------------===//
@@ -60,6 +62,29 @@ Expected<std::unique_ptr<Tokenizer>>
 parseWordPieceTokenizer(std::string_view vocabText, bool lowercase = true,
                         const std::string &vocabName = "vocab.txt",
                         const TokenizerLimits &limits = {});
+
+// How byte-level BPE splits text before merging (llama.cpp's tokenizer.ggml.pre):
+//   Gpt2           the GPT-2 pattern ("gpt2");
+//   DigitsThenGpt2 every \p{N} character is a piece of its own, then the GPT-2 pattern on the
+//                  text between ("smollm", "starcoder"; HF: Digits(individual_digits=True)).
+enum class ByteLevelPreTokenizer { Gpt2, DigitsThenGpt2 };
+
+// A byte-level BPE vocabulary given as lists (views must outlive makeByteLevelBpe only).
+struct ByteLevelBpeVocab {
+  std::vector<std::string_view> tokens; // byte-level strings ("Ġthe"), index = id
+  std::vector<std::string_view> merges; // "left right", rank = index
+  // Tokens cut out of the text before pre-tokenizing and encoded as their single id (the
+  // leftmost match, the longest at one position), e.g. <|im_start|>.
+  std::vector<int32_t> specialIds;
+  ByteLevelPreTokenizer preTokenizer = ByteLevelPreTokenizer::Gpt2;
+  std::optional<int32_t> endOfText;
+};
+// A byte whose byte-level character is not among the tokens (SmolLM2 lacks a few that UTF-8
+// text rarely or never holds) merges with nothing and is left out of the ids, as llama.cpp
+// does. `sourceName` prefixes errors ("model.gguf: merge 17: ...").
+Expected<std::unique_ptr<Tokenizer>> makeByteLevelBpe(const ByteLevelBpeVocab &vocab,
+                                                      const std::string &sourceName,
+                                                      const TokenizerLimits &limits = {});
 
 } // namespace xfrt
 

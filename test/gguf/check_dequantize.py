@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""xf's dequantization of every supported GGUF type, bitwise against the numpy reference.
+
+    check_dequantize.py XF_GGUF
+
+Writes a GGUF file with random blocks of F32, F16, BF16, Q8_0, Q4_0 and Q4_1 (scales drawn
+to include zero, negative, subnormal and the largest half values; matrices with several rows
+so the row layout and the dims order are checked too), dequantizes it with `xf-gguf
+dequantize` and compares with gguf_format.dequantize, written from ggml's block definitions.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gguf_format as gf  # noqa: E402
+
+
+def random_scales(rng, n):
+    """f16 bit patterns: mostly ordinary values, plus the edge cases (never inf or NaN)."""
+    d = rng.standard_normal(n).astype(np.float16)
+    edge = np.array([0.0, -0.0, 6.1e-5, -5.96e-8, 65504.0, -65504.0, 1.0, -1.0], np.float16)
+    d[: min(n, len(edge))] = edge[: min(n, len(edge))]
+    return d.view(np.uint8).reshape(n, 2)
+
+
+def random_tensor(rng, gtype, ne):
+    numel = int(np.prod(ne))
+    if gtype == gf.F32:
+        return rng.standard_normal(numel).astype("<f4").tobytes()
+    if gtype == gf.F16:
+        return rng.standard_normal(numel).astype("<f2").tobytes()
+    if gtype == gf.BF16:
+        return (rng.standard_normal(numel).astype("<f4").view("<u4") >> 16).astype("<u2").tobytes()
+    n = numel // 32
+    parts = [random_scales(rng, n)]
+    if gtype == gf.Q4_1:
+        parts.append(random_scales(rng, n))
+    if gtype == gf.Q8_0:
+        parts.append(rng.integers(-128, 128, (n, 32)).astype(np.int8).view(np.uint8))
+    else:
+        parts.append(rng.integers(0, 256, (n, 16)).astype(np.uint8))
+    return np.concatenate(parts, axis=1).tobytes()
+
+
+def main():
+    xf_gguf = sys.argv[1]
+    rng = np.random.default_rng(14)
+    shapes = [[32], [64, 3], [96, 2, 2], [32, 1, 1, 5]]
+    tensors = []
+    for gtype in (gf.F32, gf.F16, gf.BF16, gf.Q8_0, gf.Q4_0, gf.Q4_1):
+        for k, ne in enumerate(shapes):
+            name = f"{gf.TYPE_NAMES[gtype].lower()}.{k}"
+            tensors.append((name, gtype, ne, random_tensor(rng, gtype, ne)))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "blocks.gguf")
+        gf.write_gguf(path, [("general.architecture", gf.STRING, "test")], tensors, alignment=64)
+        out = subprocess.run([xf_gguf, "dequantize", path, tmp], capture_output=True, text=True)
+        if out.returncode != 0:
+            sys.exit(f"xf-gguf failed: {out.stderr}")
+        written = dict(line.split() for line in out.stdout.splitlines())
+        _, read_back = gf.read_gguf(path)
+        failures = 0
+        for (name, gtype, ne, raw), (name2, _, ne2, raw2) in zip(tensors, read_back):
+            assert name == name2 and ne == ne2 and bytes(raw2) == raw, "reader/writer mismatch"
+            want = gf.dequantize(gtype, raw, ne)
+            got = np.load(written[name])
+            if got.shape != want.shape:
+                print(f"FAIL {name}: shape {got.shape}, expected {want.shape}")
+                failures += 1
+            elif not np.array_equal(got.view(np.uint32), want.view(np.uint32)):
+                bad = np.flatnonzero(got.view(np.uint32) != want.view(np.uint32))
+                print(f"FAIL {name}: {len(bad)} elements differ, first at {bad[0]}: "
+                      f"{got.flat[bad[0]]!r} vs {want.flat[bad[0]]!r}")
+                failures += 1
+        print(f"{len(tensors) - failures} passed, {failures} failed")
+        sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+//===- RuntimeGgufTokenizerTest.cpp - byte-level BPE from GGUF metadata ----===//
+#include "GgufTestFiles.h"
+
+#include "xfrt/GgufTokenizer.h"
+
+#include <gtest/gtest.h>
+
+using namespace xfrt;
+using namespace xfrt::test;
+
+namespace {
+
+#define EXPECT_CONTAINS(haystack, needle)                                                          \
+  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
+
+// Ids 0..2 are control tokens, 3..258 the 256 byte tokens, then merged tokens.
+struct SmallVocab {
+  std::vector<std::string> tokens = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+  std::vector<int32_t> types = {3, 3, 3};
+  std::vector<std::string> merges;
+
+  SmallVocab() {
+    for (int b = 0; b < 256; ++b) {
+      tokens.push_back(byteLevelChar(b));
+      types.push_back(1);
+    }
+    for (const char *m : {"\xC4\xA0 t", "h e", "\xC4\xA0t he", "\xC4\xA0 \xC4\xA0", "1 2"}) {
+      std::string merge = m;
+      size_t space = merge.find(' ');
+      merges.push_back(merge);
+      tokens.push_back(merge.substr(0, space) + merge.substr(space + 1));
+      types.push_back(1);
+    }
+  }
+  int32_t id(const std::string &token) const {
+    for (size_t i = 0; i < tokens.size(); ++i)
+      if (tokens[i] == token)
+        return int32_t(i);
+    return -1;
+  }
+};
+
+GgufParts tokenizerParts(const SmallVocab &v, const std::string &pre = "smollm") {
+  GgufParts p;
+  p.kvs = {kvString("tokenizer.ggml.model", "gpt2"),
+           kvString("tokenizer.ggml.pre", pre),
+           kvStringArray("tokenizer.ggml.tokens", v.tokens),
+           kvI32Array("tokenizer.ggml.token_type", v.types),
+           kvStringArray("tokenizer.ggml.merges", v.merges),
+           kvU32("tokenizer.ggml.bos_token_id", 1),
+           kvU32("tokenizer.ggml.eos_token_id", 2)};
+  return p;
+}
+
+Expected<GgufTokenizer> load(const GgufParts &p, Bytes &storage) {
+  storage = buildGguf(p);
+  Expected<GgufHeader> h = parseGguf(storage.data(), storage.size(), "t.gguf");
+  if (!h)
+    return h.status();
+  return loadGgufTokenizer(*h);
+}
+
+std::vector<int32_t> encode(const Tokenizer &tok, std::string_view text) {
+  Expected<std::vector<int32_t>> ids = tok.encode(text);
+  EXPECT_TRUE(ids) << ids.message();
+  return ids ? *ids : std::vector<int32_t>{};
+}
+
+TEST(RuntimeGgufTokenizer, SpecialTokensAndMerges) {
+  SmallVocab v;
+  Bytes storage;
+  Expected<GgufTokenizer> t = load(tokenizerParts(v), storage);
+  ASSERT_TRUE(t) << t.message();
+  EXPECT_EQ(t->bos, 1);
+  EXPECT_EQ(t->eos, 2);
+  EXPECT_FALSE(t->addBos);
+  const Tokenizer &tok = *t->tokenizer;
+  EXPECT_EQ(tok.endOfText(), 2);
+  EXPECT_EQ(tok.vocabSize(), int64_t(v.tokens.size()));
+  int32_t the = v.id("\xC4\xA0the"), h = v.id("h"), i = v.id("i");
+  EXPECT_EQ(encode(tok, "<|im_start|>hi the<|im_end|>"), (std::vector<int32_t>{1, h, i, the, 2}));
+  // A partial special token is plain text.
+  EXPECT_EQ(encode(tok, "<|im_end").size(), 8u);
+  Expected<std::string> text = tok.decode({1, h, i, the, 2});
+  ASSERT_TRUE(text);
+  EXPECT_EQ(*text, "<|im_start|>hi the<|im_end|>");
+}
+
+TEST(RuntimeGgufTokenizer, DigitsAreIsolatedForSmolLM) {
+  SmallVocab v;
+  Bytes storage;
+  Expected<GgufTokenizer> smollm = load(tokenizerParts(v), storage);
+  ASSERT_TRUE(smollm) << smollm.message();
+  Bytes storage2;
+  Expected<GgufTokenizer> gpt2 = load(tokenizerParts(v, "gpt2"), storage2);
+  ASSERT_TRUE(gpt2) << gpt2.message();
+  int32_t one = v.id("1"), two = v.id("2"), twelve = v.id("12"), space = v.id("\xC4\xA0"),
+          twoSpaces = v.id("\xC4\xA0\xC4\xA0");
+  // GPT-2 keeps "12" one piece, so the merge "1 2" applies; SmolLM splits every digit first.
+  EXPECT_EQ(encode(*gpt2->tokenizer, "12"), (std::vector<int32_t>{twelve}));
+  EXPECT_EQ(encode(*smollm->tokenizer, "12"), (std::vector<int32_t>{one, two}));
+  // "a  1": GPT-2 gives "a", " ", " 1"; SmolLM splits "a  " alone, so the two spaces stay one
+  // piece and merge.
+  int32_t a = v.id("a");
+  EXPECT_EQ(encode(*gpt2->tokenizer, "a  1"), (std::vector<int32_t>{a, space, space, one}));
+  EXPECT_EQ(encode(*smollm->tokenizer, "a  1"), (std::vector<int32_t>{a, twoSpaces, one}));
+  // Any \p{N}, not only ASCII digits: "²" (U+00B2) is isolated too.
+  EXPECT_EQ(encode(*smollm->tokenizer, "x\xC2\xB2y").size(), 4u);
+}
+
+TEST(RuntimeGgufTokenizer, Errors) {
+  SmallVocab v;
+  Bytes storage;
+  GgufParts p = tokenizerParts(v, "llama-bpe");
+  EXPECT_CONTAINS(load(p, storage).message(), "t.gguf: metadata 'tokenizer.ggml.pre': "
+                                              "pre-tokenizer \"llama-bpe\" is not supported");
+  p = tokenizerParts(v);
+  p.kvs[0] = kvString("tokenizer.ggml.model", "llama");
+  EXPECT_CONTAINS(load(p, storage).message(), "tokenizer model \"llama\" is not supported");
+  p = tokenizerParts(v);
+  p.kvs.erase(p.kvs.begin() + 2);
+  EXPECT_EQ(load(p, storage).message(), "t.gguf: metadata 'tokenizer.ggml.tokens' is missing "
+                                        "(expected an array of strings)");
+  SmallVocab shortTypes;
+  shortTypes.types.pop_back();
+  EXPECT_EQ(load(tokenizerParts(shortTypes), storage).message(),
+            "t.gguf: metadata 'tokenizer.ggml.token_type': has 263 entries for 264 tokens");
+  SmallVocab badMerge;
+  badMerge.merges.push_back("q zz");
+  EXPECT_EQ(load(tokenizerParts(badMerge), storage).message(),
+            "t.gguf: merge 5: \"zz\" is not in the vocabulary");
+  badMerge.merges.back() = "nospace";
+  EXPECT_EQ(load(tokenizerParts(badMerge), storage).message(),
+            "t.gguf: merge 5: expected two tokens separated by one space");
+  p = tokenizerParts(v);
+  p.kvs.back() = kvU32("tokenizer.ggml.eos_token_id", 5000);
+  EXPECT_EQ(load(p, storage).message(), "t.gguf: metadata 'tokenizer.ggml.eos_token_id': id 5000 "
+                                        "is not in the 264-token vocabulary");
+  SmallVocab emptyToken;
+  emptyToken.tokens[3 + 'z'] = "";
+  EXPECT_EQ(load(tokenizerParts(emptyToken), storage).message(),
+            "t.gguf: token 125 must have 1 to 1024 bytes");
+}
+
+} // namespace
