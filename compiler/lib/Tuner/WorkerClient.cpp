@@ -8,7 +8,9 @@
 #include "llvm/Support/Program.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <chrono>
 #include <cmath>
+#include <thread>
 
 using namespace mlir::xf::tuning;
 
@@ -48,13 +50,21 @@ WorkerClient::exec(llvm::ArrayRef<std::string> args, std::optional<std::string> 
                                                 llvm::StringRef(*err)};
   std::string message;
   bool failedToRun = false;
-  exitCode = llvm::sys::ExecuteAndWait(worker, argv, std::nullopt, redirects,
-                                       unsigned(std::ceil(std::max(1.0, timeoutSeconds))), 0,
-                                       &message, &failedToRun);
+  // A worker that cannot start at all is retried a few times: a rebuild
+  // replacing the binary mid-run (ETXTBSY, EACCES) passes in a moment, and
+  // an hour of tuning should not end on it. A crash is not retried here.
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    if (attempt)
+      std::this_thread::sleep_for(std::chrono::seconds(2 * attempt));
+    message.clear(), failedToRun = false;
+    exitCode = llvm::sys::ExecuteAndWait(worker, argv, std::nullopt, redirects,
+                                         unsigned(std::ceil(std::max(1.0, timeoutSeconds))), 0,
+                                         &message, &failedToRun);
+    if (!failedToRun)
+      break;
+  }
   if (failedToRun)
     return fail("cannot run the tuning worker '" + worker + "': " + message);
-  if (exitCode == -2)
-    exitCode = -2; // timed out (killed by ExecuteAndWait)
   if (auto text = llvm::MemoryBuffer::getFile(*err))
     stderrText = (*text)->getBuffer().take_back(2000).str();
   std::vector<llvm::json::Value> lines;
