@@ -48,3 +48,4 @@ add_test(NAME tokenizers-gguf-hf
 set_tests_properties(gguf-smollm2-real gguf-smollm2-gguf-package tokenizers-gguf-hf PROPERTIES
                      TIMEOUT 600 SKIP_RETURN_CODE 77)
 
+add_subdirectory(${XF_SOURCE_DIR}/test/fuzz/gguf ${CMAKE_CURRENT_BINARY_DIR}/gguf-fuzz)
