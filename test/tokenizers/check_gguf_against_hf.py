@@ -86,6 +86,19 @@ def chat_texts(specials, seed):
     return texts
 
 
+def build_texts(corpus, specials):
+    """The corpus's valid UTF-8 texts, random mixes of them, chat-formatted text and every
+    code point in context."""
+    texts = parse_corpus(corpus)
+    texts += mixes(texts, 2000, seed=14)
+    texts = [t.decode("utf-8") for t in texts if is_utf8(t)]
+    texts += chat_texts(specials, seed=14)
+    cps = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000]
+    for i in range(0, len(cps), 64):
+        texts.append(" ".join(f"a{c}b {c}{c}1{c}" for c in cps[i:i + 64]))
+    return texts
+
+
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
@@ -101,13 +114,7 @@ def main():
     meta, _ = gf.read_gguf(model)
     ref, specials = reference_tokenizer(meta)
 
-    texts = [t for t in parse_corpus(corpus)]
-    texts += mixes(texts, 2000, seed=14)
-    texts = [t.decode("utf-8") for t in texts if is_utf8(t)]
-    texts += chat_texts(specials, seed=14)
-    cps = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000]
-    for i in range(0, len(cps), 64):
-        texts.append(" ".join(f"a{c}b {c}{c}1{c}" for c in cps[i:i + 64]))
+    texts = build_texts(corpus, specials)
 
     vocab = set(meta["tokenizer.ggml.tokens"])
     missing = [b for b in range(256) if byte_level_char(b) not in vocab]
