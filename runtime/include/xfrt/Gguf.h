@@ -81,7 +81,9 @@ struct GgufTensor {
   int64_t numel = 1;
   uint64_t offset = 0; // relative to the data section
   uint64_t bytes = 0;
-  const uint8_t *data = nullptr; // the tensor's bytes in the parsed buffer
+  // The tensor's bytes in the parsed buffer; in a GgufFile (page-aligned mapping) aligned to
+  // the file's alignment, as offsets and the data section start are multiples of it.
+  const uint8_t *data = nullptr;
 
   // Row-major order as PyTorch and safetensors write it (dims reversed): a matrix with rows of
   // ne[0] elements is [ne[1], ne[0]].
