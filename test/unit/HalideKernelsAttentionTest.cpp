@@ -135,3 +135,11 @@ TEST(HalideKernelsAttention, RejectsInvalidSpec) {
 }
 
 } // namespace
+
+TEST(HalideKernelsAttention, WideHeadsKeepLoops) {
+  // Heads wider than 16 vectors keep loops over their width instead of unrolling it (a
+  // 13377-wide head overflowed the stack in Halide's simplifier). Both paths stay exact;
+  // 300 and 301 are not multiples of the vector width (one-lane dot products on decode).
+  checkAttention(attention(2, 300, 301, true), {{1, 40}, {3, 3}, {7, 7}, {70, 70}});
+  checkAttention(attention(1, 1100, 1024, false), {{2, 5}, {9, 9}});
+}

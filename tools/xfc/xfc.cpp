@@ -10,12 +10,15 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Files.h"
+
 #include "xf/Pipelines/Pipelines.h"
 #include "xf/Spec/Frontend.h"
 #include "xf/Spec/Parser.h"
 #include "xf/Target/EmitObject.h"
 #include "xf/Transforms/Passes.h"
 #include "xf/Tuning/Tuner.h"
+#include "xfrt/OutputFile.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
@@ -24,14 +27,12 @@
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/ToolOutputFile.h"
 
 #include <atomic>
 #include <csignal>
@@ -237,7 +238,12 @@ static mlir::LogicalResult emitBackend(Emit action, mlir::ModuleOp fused,
     return mlir::success();
   }
   case Emit::Exe:
-    return report(mlir::xf::buildExecutable(*program, options, outputFilename));
+    // Linked into a temporary and renamed: a failed link keeps the previous executable.
+    return report(xfc::writeThroughTemporary(outputFilename, /*executable=*/true,
+                                             [&](llvm::StringRef temporary) {
+                                               return mlir::xf::buildExecutable(
+                                                   *program, options, temporary);
+                                             }));
   default:
     break;
   }
@@ -245,7 +251,10 @@ static mlir::LogicalResult emitBackend(Emit action, mlir::ModuleOp fused,
   if (!llvmModule)
     return mlir::failure();
   if (action == Emit::Obj)
-    return report(mlir::xf::emitObjectFile(*llvmModule, options.optLevel, outputFilename));
+    return report(xfc::writeThroughTemporary(
+        outputFilename, /*executable=*/false, [&](llvm::StringRef temporary) {
+          return mlir::xf::emitObjectFile(*llvmModule, options.optLevel, temporary);
+        }));
   auto text = action == Emit::LLVM ? mlir::xf::emitLLVMIR(*llvmModule, options.optLevel)
                                    : mlir::xf::emitAssembly(*llvmModule, options.optLevel);
   if (!text)
@@ -352,6 +361,9 @@ static mlir::LogicalResult emit(Emit action, const ModuleAST &ast,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // Past a file-size limit (ulimit -f) writes fail with EFBIG and are reported (the linker
+  // inherits this), rather than SIGXFSZ killing xfc mid-build.
+  std::signal(SIGXFSZ, SIG_IGN);
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   // Pass names for --mlir-print-ir-after=PASS and friends, as in xf-opt
@@ -417,18 +429,56 @@ int main(int argc, char **argv) {
     tuningDbPath = chosen;
   }
 
-  std::string message;
-  std::unique_ptr<llvm::MemoryBuffer> input =
-      mlir::openInputFile(inputFilename, &message);
-  if (!input) {
-    llvm::errs() << "xfc: error: " << message << "\n";
+  // Options given twice would silently keep the last; ranges LLVM's parser does not check.
+  for (cl::Option *o : {(cl::Option *)&outputFilename, (cl::Option *)&emitAction,
+                        (cl::Option *)&optLevel, (cl::Option *)&target,
+                        (cl::Option *)&weightType, (cl::Option *)&tuningDb,
+                        (cl::Option *)&threads, (cl::Option *)&tuneBudget, (cl::Option *)&tuneDb,
+                        (cl::Option *)&tuneLengths, (cl::Option *)&tuneSeed,
+                        (cl::Option *)&tuneBatch, (cl::Option *)&tuneReport})
+    if (o->getNumOccurrences() > 1) {
+      llvm::errs() << "xfc: error: " << (o->ArgStr.size() == 1 ? "-" : "--") << o->ArgStr
+                   << " given twice\n";
+      return 1;
+    }
+  if (optLevel > 3) {
+    llvm::errs() << "xfc: error: -O" << optLevel.getValue()
+                 << ": the optimization level is 0, 1, 2 or 3\n";
     return 1;
   }
-  if (input->getBufferSize() > kMaxSpecBytes) {
-    llvm::errs() << "xfc: error: '" << inputFilename
-                 << "' is larger than a spec may be (16 MiB)\n";
+  if (threads < 0) {
+    llvm::errs() << "xfc: error: --num-threads " << threads.getValue() << " is negative\n";
     return 1;
   }
+
+  // `xfc model.xf -o model` builds an executable; without -o, print xf.
+  bool binaryOutput = emitAction == Emit::Exe || emitAction == Emit::Obj;
+  if (!tuneMode && emitAction.getNumOccurrences() == 0 && outputFilename != "-")
+    emitAction = Emit::Exe, binaryOutput = true;
+  if (!tuneMode && binaryOutput && outputFilename == "-") {
+    llvm::errs() << "xfc: error: --emit=exe and --emit=obj need -o FILE\n";
+    return 1;
+  }
+  // A bad -o fails now, not after the compile; it may not be the spec itself.
+  if (outputFilename != "-") {
+    if (mlir::failed(report(xfc::checkOutput(outputFilename, /*streamable=*/!binaryOutput))))
+      return 1;
+    std::vector<xfrt::NamedPath> inputs;
+    if (inputFilename != "-")
+      inputs.push_back({"the input", inputFilename});
+    if (xfrt::Status s = xfrt::checkDistinctPaths({{"-o", outputFilename}}, inputs); !s) {
+      llvm::errs() << "xfc: error: " << s.message() << "\n";
+      return 1;
+    }
+  }
+
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> spec =
+      xfc::readSpec(inputFilename, kMaxSpecBytes);
+  if (!spec) {
+    (void)report(spec.takeError());
+    return 1;
+  }
+  std::unique_ptr<llvm::MemoryBuffer> input = std::move(*spec);
   llvm::StringRef fileName =
       inputFilename == "-" ? llvm::StringRef("<stdin>") : inputFilename;
   DiagnosticEngine diags(input->getBuffer(), fileName, llvm::errs());
@@ -437,14 +487,6 @@ int main(int argc, char **argv) {
   if (!ast)
     return 1;
 
-  // `xfc model.xf -o model` builds an executable; without -o, print xf.
-  bool binaryOutput = emitAction == Emit::Exe || emitAction == Emit::Obj;
-  if (emitAction.getNumOccurrences() == 0 && outputFilename != "-")
-    emitAction = Emit::Exe, binaryOutput = true;
-  if (binaryOutput && outputFilename == "-") {
-    llvm::errs() << "xfc: error: --emit=exe and --emit=obj need -o FILE\n";
-    return 1;
-  }
   if (tuneMode) {
     emitAction = Emit::Kernels;
     if (mlir::failed(emit(emitAction, *ast, fileName, diags, llvm::nulls())))
@@ -456,14 +498,13 @@ int main(int argc, char **argv) {
       return 1;
     return 0;
   }
-  std::unique_ptr<llvm::ToolOutputFile> output =
-      mlir::openOutputFile(outputFilename, &message);
-  if (!output) {
-    llvm::errs() << "xfc: error: " << message << "\n";
+  // The whole text is produced first, then written: a failed compile leaves the previous
+  // output as it was.
+  std::string text;
+  llvm::raw_string_ostream textStream(text);
+  if (mlir::failed(emit(emitAction, *ast, fileName, diags, textStream)))
     return 1;
-  }
-  if (mlir::failed(emit(emitAction, *ast, fileName, diags, output->os())))
+  if (mlir::failed(report(xfc::writeText(outputFilename, text))))
     return 1;
-  output->keep();
   return 0;
 }

@@ -2,9 +2,11 @@
 //
 // One object for the host code, one per Halide pipeline, one Halide runtime,
 // then the system linker (through the C++ compiler xf was built with) with
-// the runtime archives. Intermediate files live in a temporary directory.
+// the runtime archives. Intermediate files live in a ScratchDirectory.
 //
 //===----------------------------------------------------------------------===//
+
+#include "ScratchDirectory.h"
 
 #include "xf/Pipelines/Pipelines.h"
 #include "xf/Target/EmitObject.h"
@@ -19,21 +21,6 @@ using namespace mlir;
 using namespace mlir::xf;
 
 namespace {
-
-/// A scratch directory removed on scope exit unless kept.
-struct WorkDir {
-  llvm::SmallString<128> path;
-  bool keep = false;
-  ~WorkDir() {
-    if (!path.empty() && !keep)
-      llvm::sys::fs::remove_directories(path);
-  }
-  std::string file(llvm::StringRef name) const {
-    llvm::SmallString<128> p(path);
-    llvm::sys::path::append(p, name);
-    return std::string(p);
-  }
-};
 
 llvm::Error link(llvm::ArrayRef<std::string> objects, llvm::StringRef output) {
   auto driver = llvm::sys::findProgramByName(XF_LINKER_DRIVER);
@@ -70,10 +57,11 @@ llvm::Error link(llvm::ArrayRef<std::string> objects, llvm::StringRef output) {
 llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
                                       const CodegenOptions &options,
                                       llvm::StringRef output) {
-  WorkDir dir;
-  dir.keep = options.keepIntermediates;
-  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("xfc", dir.path))
-    return llvm::createStringError("cannot create a temporary directory: " + ec.message());
+  llvm::Expected<ScratchDirectory> scratch =
+      ScratchDirectory::create("xfc", options.keepIntermediates);
+  if (!scratch)
+    return scratch.takeError();
+  ScratchDirectory &dir = *scratch;
   OwningOpRef<ModuleOp> llvmModule = lowerHostToLLVM(program);
   if (!llvmModule)
     return llvm::createStringError("lowering the host code to LLVM failed");

@@ -57,6 +57,11 @@ llvm::Error validateAttention(const AttentionKernelSpec &spec) {
 constexpr float kNoScore = -1e30f;
 // M up to this takes the decode path (KV-cache decoding: M = 1).
 constexpr int kSmallQueryRows = 4;
+// Loops over a head's width are unrolled only up to this many vectors. Wider heads keep the
+// loop: unrolled, the code (and Halide's compile time and recursion depth) grew with d_k and
+// d_v — a 13377-wide head overflowed the stack in Halide's simplifier, and 1024-wide heads
+// took seconds to compile. Every real model's head (64..256 floats) stays fully unrolled.
+constexpr int kMaxUnrolledVectors = 16;
 
 llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
                                               const Target &target) {
@@ -198,6 +203,7 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
 
   // ---- Schedule ----------------------------------------------------------
   Var task("task"), tq("tq"), ti("ti"), dj("dj");
+  const bool narrowValues = (dV + vw - 1) / vw <= kMaxUnrolledVectors;
   {
     // Decode: parallel over heads; per head the scores of all keys (M rows),
     // then max, probabilities, sum and P·V. The condition is a fact inside
@@ -216,15 +222,19 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
         .unroll(si);
     // lanes × keyTile accumulators, one q chunk reused by keyTile keys.
     dotPart.compute_at(decodeScores, so).vectorize(j).unroll(s);
-    dotPart.update().reorder(j, s, ro, t).vectorize(j).unroll(s).unroll(ro);
+    Stage dotUpdate = dotPart.update().reorder(j, s, ro, t).vectorize(j).unroll(s);
+    if (dK / lanes <= kMaxUnrolledVectors)
+      dotUpdate.unroll(ro);
     decodeMax.compute_at(out, head);
     decodeProbs.compute_at(out, head).vectorize(s, vw, TailStrategy::GuardWithIf);
     decodeSum.compute_at(out, head);
-    decodeOut.compute_at(out, head).vectorize(d, vw, TailStrategy::GuardWithIf).unroll(d);
-    decodeOut.update()
-        .reorder(d, rs, t)
-        .vectorize(d, vw, TailStrategy::GuardWithIf)
-        .unroll(d);
+    decodeOut.compute_at(out, head).vectorize(d, vw, TailStrategy::GuardWithIf);
+    Stage decodeOutUpdate =
+        decodeOut.update().reorder(d, rs, t).vectorize(d, vw, TailStrategy::GuardWithIf);
+    if (narrowValues) {
+      decodeOut.unroll(d);
+      decodeOutUpdate.unroll(d);
+    }
   }
   const int rowTile = int(spec.schedule.rowTile); // query rows per register tile
   out.split(c, h, d, dV)
@@ -261,15 +271,15 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
       .split(t, to, t, rowTile, TailStrategy::RoundUp)
       .reorder(d, t, to)
       .vectorize(d, vw, TailStrategy::GuardWithIf);
-  blockOutDot.compute_at(blockOut, to)
-      .vectorize(d, vw, TailStrategy::GuardWithIf)
-      .unroll(d)
-      .unroll(t);
-  blockOutDot.update()
-      .reorder(d, t, rj)
-      .vectorize(d, vw, TailStrategy::GuardWithIf)
-      .unroll(d)
-      .unroll(t);
+  blockOutDot.compute_at(blockOut, to).vectorize(d, vw, TailStrategy::GuardWithIf).unroll(t);
+  Stage blockOutUpdate = blockOutDot.update()
+                             .reorder(d, t, rj)
+                             .vectorize(d, vw, TailStrategy::GuardWithIf)
+                             .unroll(t);
+  if (narrowValues) {
+    blockOutDot.unroll(d);
+    blockOutUpdate.unroll(d);
+  }
   queryRows.compute_inline();
 
   KernelPipeline result;

@@ -130,5 +130,14 @@ llvm::Error mlir::xf::emitObjectFile(ModuleOp module, int optLevel, llvm::String
   llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_None);
   if (ec)
     return llvm::createStringError("cannot write " + path.str() + ": " + ec.message());
-  return emitMachineCode(module, optLevel, os, llvm::CodeGenFileType::ObjectFile);
+  if (llvm::Error e = emitMachineCode(module, optLevel, os, llvm::CodeGenFileType::ObjectFile))
+    return e;
+  // A full disk is an error to report, not LLVM's fatal "IO failure" when `os` is destroyed.
+  os.close();
+  if (os.has_error()) {
+    std::error_code error = os.error();
+    os.clear_error();
+    return llvm::createStringError("cannot write " + path.str() + ": " + error.message());
+  }
+  return llvm::Error::success();
 }
