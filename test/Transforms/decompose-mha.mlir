@@ -30,3 +30,19 @@ func.func @cross_attention(%x: tensor<?x64xf32>, %z: tensor<?x48xf32>, %wq: tens
   %y = xf.mha cross heads 2 %x context %z q %wq k %wkv v %wkv o %wq scale 0.5 transpose_weights : (tensor<?x64xf32>, tensor<?x48xf32>, tensor<64x64xf32>, tensor<64x48xf32>, tensor<64x48xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>
 }
+
+// Llama: rotary positions on Q (H heads) and K (H_kv heads) between the
+// projections and the attention, grouped K/V heads passed through; V is not rotated.
+// CHECK-LABEL: func.func @rope_and_grouped_heads
+// CHECK-SAME: (%[[X:.*]]: tensor<?x64xf32>
+func.func @rope_and_grouped_heads(%x: tensor<?x64xf32>, %wq: tensor<64x64xf32>,
+                                  %wkv: tensor<32x64xf32>) -> tensor<?x64xf32> {
+  // CHECK: %[[Q:.*]] = xf.linear %[[X]], %{{.*}} transpose_weight : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  // CHECK: %[[K:.*]] = xf.linear %[[X]], %{{.*}} transpose_weight : tensor<?x64xf32>, tensor<32x64xf32> -> tensor<?x32xf32>
+  // CHECK: %[[V:.*]] = xf.linear %[[X]], %{{.*}} transpose_weight : tensor<?x64xf32>, tensor<32x64xf32> -> tensor<?x32xf32>
+  // CHECK: %[[RQ:.*]] = xf.rope adjacent heads 4 %[[Q]] base 1.000000e+05 : tensor<?x64xf32> -> tensor<?x64xf32>
+  // CHECK: %[[RK:.*]] = xf.rope adjacent heads 2 %[[K]] base 1.000000e+05 : tensor<?x32xf32> -> tensor<?x32xf32>
+  // CHECK: xf.attention causal heads 4 kv_heads 2 %[[RQ]], %[[RK]], %[[V]] : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32> -> tensor<?x64xf32>
+  %y = xf.mha causal heads 4 kv_heads 2 rope adjacent base 1.0e5 %x q %wq k %wkv v %wkv o %wq transpose_weights : (tensor<?x64xf32>, tensor<64x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}

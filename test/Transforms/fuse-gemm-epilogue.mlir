@@ -61,3 +61,46 @@ func.func @post_ln_residual(%x: tensor<?x64xf32>, %w: tensor<64x64xf32>, %b: ten
   %n = xf.layer_norm %s eps 1.0e-12 : tensor<?x64xf32> -> tensor<?x64xf32>
   return %n : tensor<?x64xf32>
 }
+
+// SiLU fuses like ReLU and GELU.
+// CHECK-LABEL: func.func @silu
+func.func @silu(%x: tensor<?x64xf32>, %w: tensor<64x64xf32>) -> tensor<?x64xf32> {
+  // CHECK: xf.gemm %{{.*}}, %{{.*}} activation silu : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
+  // CHECK-NOT: xf.silu
+  %h = xf.linear %x, %w : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %s = xf.silu %h : tensor<?x64xf32>
+  return %s : tensor<?x64xf32>
+}
+
+// SwiGLU over a GEMM of 2·N columns (gate | up, as xf-fuse-qkv joins them):
+// one GEMM with the gated epilogue, then the down projection with its residual.
+// CHECK-LABEL: func.func @swiglu
+// CHECK-SAME: (%[[X:.*]]: tensor<?x64xf32>, %[[WGU:.*]]: tensor<96x64xf32>, %[[WD:.*]]: tensor<64x48xf32>
+func.func @swiglu(%x: tensor<?x64xf32>, %wgu: tensor<96x64xf32>, %wd: tensor<64x48xf32>) -> tensor<?x64xf32> {
+  // CHECK: %[[P:.*]] = xf.gemm %[[X]], %[[WGU]] activation swiglu transpose_weight : (tensor<?x64xf32>, tensor<96x64xf32>) -> tensor<?x48xf32>
+  // CHECK-NOT: xf.mul
+  // CHECK-NOT: xf.silu
+  // CHECK: xf.gemm %[[P]], %[[WD]] residual %[[X]] activation none transpose_weight
+  %gu = xf.linear %x, %wgu transpose_weight : tensor<?x64xf32>, tensor<96x64xf32> -> tensor<?x96xf32>
+  %g = xf.slice %gu axis 1 offset 0 : tensor<?x96xf32> -> tensor<?x48xf32>
+  %u = xf.slice %gu axis 1 offset 48 : tensor<?x96xf32> -> tensor<?x48xf32>
+  %s = xf.silu %g : tensor<?x48xf32>
+  %p = xf.mul %u, %s : tensor<?x48xf32>
+  %d = xf.linear %p, %wd transpose_weight : tensor<?x48xf32>, tensor<64x48xf32> -> tensor<?x64xf32>
+  %y = xf.add %x, %d : tensor<?x64xf32>, tensor<?x64xf32> -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// Up first, gate second: not the gated layout, so the product stays a loop op.
+// CHECK-LABEL: func.func @swiglu_swapped_halves
+func.func @swiglu_swapped_halves(%x: tensor<?x64xf32>, %wgu: tensor<96x64xf32>) -> tensor<?x48xf32> {
+  // CHECK: xf.gemm %{{.*}}, %{{.*}} activation none transpose_weight
+  // CHECK: xf.silu
+  // CHECK: xf.mul
+  %gu = xf.linear %x, %wgu transpose_weight : tensor<?x64xf32>, tensor<96x64xf32> -> tensor<?x96xf32>
+  %u = xf.slice %gu axis 1 offset 0 : tensor<?x96xf32> -> tensor<?x48xf32>
+  %g = xf.slice %gu axis 1 offset 48 : tensor<?x96xf32> -> tensor<?x48xf32>
+  %s = xf.silu %g : tensor<?x48xf32>
+  %p = xf.mul %s, %u : tensor<?x48xf32>
+  return %p : tensor<?x48xf32>
+}

@@ -49,6 +49,12 @@ MODELS = {
     "gopher": ("gopher", "L=2,H=4,d_e=64,d_mlp=256,N_V=256,l_max=64", "logits", [1, 11, 64]),
     "transformer": ("transformer", "L_enc=2,L_dec=2,H=4,d_e=64,d_mlp=128,N_V=256", "logits",
                     [1, 7, 30]),
+    # Grouped-query attention (2 and 3 query heads per K/V head), both rotary pairings, and a
+    # prompt longer than 128 tokens (rotations at positions past two attention key blocks).
+    "llama": ("llama", "L=2,H=4,H_kv=2,d_e=64,d_mlp=128,N_V=256,l_max=160", "logits",
+              [1, 7, 130]),
+    "llama-hf": ("llama_hf", "L=2,H=6,H_kv=2,d_e=96,d_mlp=160,N_V=300,l_max=160", "logits",
+                 [1, 9, 133]),
 }
 
 

@@ -4,7 +4,7 @@
 For each model: `xfc examples/M.xf -D ...`, a random checkpoint from the oracle, then for a few
 prompts `./M --tokens P --max-new-tokens 20 --temperature 0` must print exactly the ids of
 `oracle.py --generate --max-new-tokens 20 --temperature 0` (Alg. 14 re-running the whole
-prefix in float64). Decoders with a KV cache (gpt2, gopher) are checked on both paths (cached
+prefix in float64). Decoders with a KV cache (gpt2, gopher, llama) are checked on both paths (cached
 and --no-cache); compact has bidirectional attention, so it has no cached entry point and must
 say it re-runs the prefix; transformer is Alg. 15 (source fixed, target from --tokens or --bos).
 Also: sampling with one seed repeats, another seed differs, top-k 1 equals greedy, and a prompt
@@ -31,6 +31,10 @@ MODELS = {
     "gopher": ("gopher", "L=2,H=4,d_e=64,d_mlp=256,N_V=256,l_max=64", True, 64),
     "compact": ("compact", "L=2,H=4,d_e=64,d_qk=16,d_vo=16,d_ff=128,N_V=256,l_max=64", False, 64),
     "transformer": ("transformer", "L_enc=2,L_dec=2,H=4,d_e=64,d_mlp=128,N_V=256", False, None),
+    # RoPE at the cache's positions and grouped K/V heads in the cache (l_max from the
+    # hyperparameter: there is no positional table).
+    "llama": ("llama", "L=2,H=4,H_kv=2,d_e=64,d_mlp=128,N_V=256,l_max=64", True, 64),
+    "llama-hf": ("llama_hf", "L=2,H=6,H_kv=3,d_e=96,d_mlp=128,N_V=256,l_max=48", True, 48),
 }
 
 

@@ -25,6 +25,9 @@ Expr activate(GemmEpilogue epilogue, Expr a) {
   }
   case GemmEpilogue::GeluErf:
     return 0.5f * a * (1.f + erf(a * float(1.0 / std::sqrt(2.0))));
+  case GemmEpilogue::Silu:
+  case GemmEpilogue::SwiGlu: // the gate; plainGemm multiplies by up
+    return a / (1.f + exp(-a));
   }
   return a;
 }
@@ -56,10 +59,14 @@ KernelPipeline plainGemm(const GemmKernelSpec &spec, const Case &size) {
   Func product("product");
   product(n, m) = 0.f;
   product(n, m) += xv(k, m) * w(n, k);
+  const bool gated = spec.epilogue == GemmEpilogue::SwiGlu;
+  const int columns = gated ? 2 * N : N;
   Expr value = product(n, m);
   if (spec.hasBias)
     value += bias(n);
   value = activate(spec.epilogue, value);
+  if (gated) // silu(gate) ⊙ up
+    value *= spec.hasBias ? product(n + N, m) + bias(n + N) : product(n + N, m);
   if (spec.hasResidual)
     value += residual(n, m);
   Func out("gemm_out");
@@ -68,14 +75,14 @@ KernelPipeline plainGemm(const GemmKernelSpec &spec, const Case &size) {
   x.dim(0).set_bounds(0, K).dim(1).set_bounds(0, M);
   x.set_estimates({{0, K}, {0, M}});
   if (spec.transposeWeight) {
-    weight.dim(0).set_bounds(0, K).dim(1).set_bounds(0, N);
-    weight.set_estimates({{0, K}, {0, N}});
+    weight.dim(0).set_bounds(0, K).dim(1).set_bounds(0, columns);
+    weight.set_estimates({{0, K}, {0, columns}});
   } else {
-    weight.dim(0).set_bounds(0, N).dim(1).set_bounds(0, K);
-    weight.set_estimates({{0, N}, {0, K}});
+    weight.dim(0).set_bounds(0, columns).dim(1).set_bounds(0, K);
+    weight.set_estimates({{0, columns}, {0, K}});
   }
-  bias.dim(0).set_bounds(0, N);
-  bias.set_estimates({{0, N}});
+  bias.dim(0).set_bounds(0, columns);
+  bias.set_estimates({{0, columns}});
   residual.dim(0).set_bounds(0, N).dim(1).set_bounds(0, M);
   residual.set_estimates({{0, N}, {0, M}});
   out.output_buffer().dim(0).set_bounds(0, N).dim(1).set_bounds(0, M);
@@ -94,6 +101,7 @@ KernelPipeline plainGemm(const GemmKernelSpec &spec, const Case &size) {
 
 KernelPipeline plainAttention(const AttentionKernelSpec &spec, const Case &size) {
   const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
+  const int Hkv = int(spec.keyValueHeads()), group = H / Hkv;
   const int M = int(size.rows), Mz = int(size.keys);
   ImageParam q(Float(32), 2, "q"), k(Float(32), 2, "k"), v(Float(32), 2, "v");
   Var s("s"), t("t"), h("h"), d("d"), c("c");
@@ -101,7 +109,7 @@ KernelPipeline plainAttention(const AttentionKernelSpec &spec, const Case &size)
   RDom rc(0, dK, "rc");
   Func score("score");
   score(s, t, h) = 0.f;
-  score(s, t, h) += q(h * dK + rc, t) * k(h * dK + rc, s);
+  score(s, t, h) += q(h * dK + rc, t) * k((h / group) * dK + rc, s);
   // The mask is arithmetic, with no call inside a select: Halide narrows the
   // bounds of a call under a select condition, and the causal condition would
   // give the score a per-query extent that the autoschedulers may then try to
@@ -124,17 +132,17 @@ KernelPipeline plainAttention(const AttentionKernelSpec &spec, const Case &size)
   rowSum(t, h) += probs(rs, t, h);
   Func weighted("weighted_values");
   weighted(d, t, h) = 0.f;
-  weighted(d, t, h) += probs(rs, t, h) * v(h * dV + d, rs);
+  weighted(d, t, h) += probs(rs, t, h) * v((h / group) * dV + d, rs);
   Func out("attention_out");
   Expr head = c / dV;
   out(c, t) = select(rowSum(t, head) > 0, weighted(c % dV, t, head) / rowSum(t, head), 0.f);
 
   q.dim(0).set_bounds(0, H * dK).dim(1).set_bounds(0, M);
-  k.dim(0).set_bounds(0, H * dK).dim(1).set_bounds(0, Mz);
-  v.dim(0).set_bounds(0, H * dV).dim(1).set_bounds(0, Mz);
+  k.dim(0).set_bounds(0, Hkv * dK).dim(1).set_bounds(0, Mz);
+  v.dim(0).set_bounds(0, Hkv * dV).dim(1).set_bounds(0, Mz);
   q.set_estimates({{0, H * dK}, {0, M}});
-  k.set_estimates({{0, H * dK}, {0, Mz}});
-  v.set_estimates({{0, H * dV}, {0, Mz}});
+  k.set_estimates({{0, Hkv * dK}, {0, Mz}});
+  v.set_estimates({{0, Hkv * dV}, {0, Mz}});
   out.output_buffer().dim(0).set_bounds(0, H * dV).dim(1).set_bounds(0, M);
   out.set_estimates({{0, H * dV}, {0, M}});
 

@@ -20,6 +20,9 @@ double activate(GemmEpilogue epilogue, double a) {
     return 0.5 * a * (1 + std::tanh(std::sqrt(2 / M_PI) * (a + 0.044715 * a * a * a)));
   case GemmEpilogue::GeluErf:
     return 0.5 * a * (1 + std::erf(a / std::sqrt(2.0)));
+  case GemmEpilogue::Silu:
+  case GemmEpilogue::SwiGlu: // the gate; the caller multiplies by up
+    return a / (1 + std::exp(-a));
   }
   return a;
 }
@@ -40,15 +43,16 @@ std::vector<int> sampleRows(int rows) {
 std::vector<double> referenceGemm(const GemmKernelSpec &spec, const FloatBuffer &x,
                                   const FloatBuffer &weight, const FloatBuffer &bias,
                                   const FloatBuffer &residual, const std::vector<int> &rows) {
-  const int K = int(spec.K), N = int(spec.N);
+  const bool gated = spec.epilogue == GemmEpilogue::SwiGlu;
+  const int K = int(spec.K), N = int(spec.N), columns = gated ? 2 * N : N;
   std::vector<double> out;
   out.reserve(rows.size() * N);
-  std::vector<double> acc(N);
+  std::vector<double> acc(columns);
   for (int m : rows) {
     std::fill(acc.begin(), acc.end(), 0.0);
     // k outer for [K, N] so the inner loop walks a weight row contiguously.
     if (spec.transposeWeight) {
-      for (int n = 0; n < N; ++n) {
+      for (int n = 0; n < columns; ++n) {
         double sum = 0;
         for (int k = 0; k < K; ++k)
           sum += double(x(k, m)) * weight(k, n);
@@ -57,13 +61,17 @@ std::vector<double> referenceGemm(const GemmKernelSpec &spec, const FloatBuffer 
     } else {
       for (int k = 0; k < K; ++k) {
         const double xk = x(k, m);
-        for (int n = 0; n < N; ++n)
+        for (int n = 0; n < columns; ++n)
           acc[n] += xk * weight(n, k);
       }
     }
+    if (spec.hasBias)
+      for (int n = 0; n < columns; ++n)
+        acc[n] += bias(n);
     for (int n = 0; n < N; ++n) {
-      double value = acc[n] + (spec.hasBias ? double(bias(n)) : 0.0);
-      value = activate(spec.epilogue, value);
+      double value = activate(spec.epilogue, acc[n]);
+      if (gated) // silu(gate) ⊙ up
+        value *= acc[N + n];
       if (spec.hasResidual)
         value += residual(n, m);
       out.push_back(value);
@@ -76,6 +84,7 @@ std::vector<double> referenceAttention(const AttentionKernelSpec &spec, const Fl
                                        const FloatBuffer &k, const FloatBuffer &v,
                                        const std::vector<int> &rows) {
   const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
+  const int group = H / int(spec.keyValueHeads()); // query heads per K/V head
   const int M = q.height(), Mz = k.height();
   std::vector<double> out(rows.size() * size_t(H) * dV, 0.0);
   std::vector<double> score(Mz), o(dV);
@@ -90,7 +99,7 @@ std::vector<double> referenceAttention(const AttentionKernelSpec &spec, const Fl
       for (int s = 0; s < visible; ++s) {
         double dot = 0;
         for (int c = 0; c < dK; ++c)
-          dot += double(q(h * dK + c, t)) * k(h * dK + c, s);
+          dot += double(q(h * dK + c, t)) * k((h / group) * dK + c, s);
         score[s] = dot * spec.scale;
         maxScore = std::max(maxScore, score[s]);
       }
@@ -100,7 +109,7 @@ std::vector<double> referenceAttention(const AttentionKernelSpec &spec, const Fl
         const double p = std::exp(score[s] - maxScore);
         sum += p;
         for (int d = 0; d < dV; ++d)
-          o[d] += p * v(h * dV + d, s);
+          o[d] += p * v((h / group) * dV + d, s);
       }
       for (int d = 0; d < dV; ++d)
         out[(r * H + h) * dV + d] = o[d] / sum;

@@ -181,8 +181,13 @@ llvm::Error parseKernel(const Value &json, const VectorShape &shape, KernelDesc 
       g.epilogue = GemmEpilogue::GeluTanh;
     else if (epilogue == "gelu_erf")
       g.epilogue = GemmEpilogue::GeluErf;
+    else if (epilogue == "silu")
+      g.epilogue = GemmEpilogue::Silu;
+    else if (epilogue == "swiglu")
+      g.epilogue = GemmEpilogue::SwiGlu;
     else
-      return fail("kernel: \"epilogue\" must be none, relu, gelu_tanh or gelu_erf, got '" +
+      return fail("kernel: \"epilogue\" must be none, relu, gelu_tanh, gelu_erf, silu or "
+                  "swiglu, got '" +
                   epilogue + "'");
     g.schedule = defaultGemmSchedule(shape, g.K);
     return llvm::Error::success();
@@ -197,11 +202,14 @@ llvm::Error parseKernel(const Value &json, const VectorShape &shape, KernelDesc 
             all({[&] { return f.integer("heads", a.heads, 1, 4096, true); },
                  [&] { return f.integer("dk", a.dK, 1, 65536, true); },
                  [&] { return f.integer("dv", a.dV, 1, 65536); },
+                 [&] { return f.integer("kv_heads", a.kvHeads, 1, 4096); },
                  [&] { return f.boolean("causal", a.causal); },
                  [&] { return f.number("scale", a.scale); }, [&] { return f.noOthers(); }}))
       return err;
     if (a.dV < 0)
       a.dV = a.dK;
+    if (a.heads % a.keyValueHeads() != 0)
+      return fail("kernel: \"kv_heads\" must divide \"heads\"");
     if (object->get("scale") && a.scale == 0)
       return fail("kernel: \"scale\" must be nonzero");
     if (a.scale == 0)

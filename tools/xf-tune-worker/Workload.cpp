@@ -40,9 +40,11 @@ float fromBf16(uint16_t b) {
 
 std::vector<Workload> makeGemmWorkloads(const Request &request, std::mt19937 &rng) {
   const GemmKernelSpec &spec = request.kernel.gemm;
-  // Storage layout: [K, N] is (n, k), [N, K] is (k, n).
-  FloatBuffer weight =
-      spec.transposeWeight ? randomMatrix(spec.N, spec.K, rng) : randomMatrix(spec.K, spec.N, rng);
+  // Storage layout: [K, N] is (n, k), [N, K] is (k, n); the gated epilogue's
+  // weight and bias hold 2·N columns (gate | up).
+  const int64_t weightCols = spec.epilogue == GemmEpilogue::SwiGlu ? 2 * spec.N : spec.N;
+  FloatBuffer weight = spec.transposeWeight ? randomMatrix(weightCols, spec.K, rng)
+                                            : randomMatrix(spec.K, weightCols, rng);
   Halide::Runtime::Buffer<void> weightArg = weight;
   if (spec.bf16Weights) {
     // The kernel reads bf16; the reference gets the same values widened.
@@ -54,7 +56,7 @@ std::vector<Workload> makeGemmWorkloads(const Request &request, std::mt19937 &rn
     bf16.raw_buffer()->type = halide_type_t(halide_type_bfloat, 16);
     weightArg = bf16;
   }
-  FloatBuffer bias(int(spec.N));
+  FloatBuffer bias(static_cast<int>(weightCols));
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
   bias.for_each_value([&](float &v) { v = dist(rng); });
 
@@ -93,8 +95,8 @@ std::vector<Workload> makeAttentionWorkloads(const Request &request, std::mt1993
     Workload w;
     w.size = c;
     FloatBuffer q = randomMatrix(c.rows, spec.heads * spec.dK, rng);
-    FloatBuffer k = randomMatrix(c.keys, spec.heads * spec.dK, rng);
-    FloatBuffer v = randomMatrix(c.keys, spec.heads * spec.dV, rng);
+    FloatBuffer k = randomMatrix(c.keys, spec.keyValueHeads() * spec.dK, rng);
+    FloatBuffer v = randomMatrix(c.keys, spec.keyValueHeads() * spec.dV, rng);
     w.out = FloatBuffer(int(spec.heads * spec.dV), int(c.rows));
     w.args = {q, k, v, w.out};
     w.checkedRows = sampleRows(int(c.rows));

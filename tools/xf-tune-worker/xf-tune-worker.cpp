@@ -56,7 +56,7 @@ Request:
    min(3, repeats) rounds),
    "kernel": {"kind": "gemm", "K": .., "N": .., "transpose_weight": false,
               "bf16_weights": false, "bf16_activations": false, "bias": false,
-              "residual": false, "epilogue": "none|relu|gelu_tanh|gelu_erf"}
+              "residual": false, "epilogue": "none|relu|gelu_tanh|gelu_erf|silu|swiglu"}
           or {"kind": "attention", "heads": .., "dk": .., "dv": dk,
               "causal": false, "scale": 1/sqrt(dk)},
    "cases": [{"rows": M} ...] (GEMM) or [{"rows": M, "keys": Mz (default M)} ...],

@@ -22,6 +22,10 @@ GemmEpilogue epilogueOf(Activation a) {
     return GemmEpilogue::GeluTanh;
   case Activation::gelu_erf:
     return GemmEpilogue::GeluErf;
+  case Activation::silu:
+    return GemmEpilogue::Silu;
+  case Activation::swiglu:
+    return GemmEpilogue::SwiGlu;
   }
   llvm_unreachable("unknown activation");
 }
@@ -36,6 +40,10 @@ const char *epilogueName(GemmEpilogue e) {
     return "gelu_tanh";
   case GemmEpilogue::GeluErf:
     return "gelu_erf";
+  case GemmEpilogue::Silu:
+    return "silu";
+  case GemmEpilogue::SwiGlu:
+    return "swiglu";
   }
   return "?";
 }
@@ -81,8 +89,9 @@ GemmKernelSpec mlir::xf::gemmKernelSpecOf(GemmOp op, bool bf16Weight, bool bf16A
 AttentionKernelSpec mlir::xf::attentionKernelSpecOf(AttentionOp op) {
   AttentionKernelSpec spec;
   spec.heads = op.getHeads();
+  spec.kvHeads = op.getKvHeads().value_or(0);
   spec.dK = colsOf(op.getQuery()) / spec.heads;
-  spec.dV = colsOf(op.getValue()) / spec.heads;
+  spec.dV = colsOf(op.getValue()) / spec.keyValueHeads();
   spec.causal = op.getMask() == MaskKind::causal;
   spec.scale =
       op.getScale() ? op.getScale()->convertToDouble() : 1.0 / std::sqrt(double(spec.dK));
@@ -103,8 +112,13 @@ std::string mlir::xf::kernelSignature(const GemmKernelSpec &s) {
 }
 
 std::string mlir::xf::kernelSignature(const AttentionKernelSpec &s) {
-  return llvm::formatv("attention heads={0} dk={1} dv={2} {3} scale={4:e}", s.heads, s.dK, s.dV,
-                       s.causal ? "causal" : "full", s.scale)
+  // Plain MHA keeps the signature it had before grouped-query attention, so
+  // tuning databases written then still apply.
+  std::string grouped =
+      s.keyValueHeads() == s.heads ? std::string()
+                                   : llvm::formatv(" kv_heads={0}", s.keyValueHeads()).str();
+  return llvm::formatv("attention heads={0}{5} dk={1} dv={2} {3} scale={4:e}", s.heads, s.dK,
+                       s.dV, s.causal ? "causal" : "full", s.scale, grouped)
       .str();
 }
 

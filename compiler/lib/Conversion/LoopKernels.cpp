@@ -7,6 +7,8 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -227,6 +229,85 @@ func::FuncOp LoopKernels::elementwise(int64_t width, ElementwiseKind kind) {
                     ? Value(arith::MaximumFOp::create(b, e.loc, x, e.f(0.0)))
                     : gelu(e, x, kind);
       e.store(y, out, c);
+    });
+  });
+  func::ReturnOp::create(b, e.loc);
+  return fn;
+}
+
+func::FuncOp LoopKernels::silu(int64_t width) {
+  XF_KERNEL_CACHED("xf_silu_" + std::to_string(width));
+  OpBuilder b(module.getContext());
+  func::FuncOp fn = declare(name, "pipi", b);
+  Emitter e{b, fn.getLoc()};
+  auto args = fn.getArguments();
+  e.loop(args[3], [&](Value t) {
+    Value in = e.at(args[0], e.muli(t, args[1])), out = e.row(args[2], t, width);
+    e.loop(e.i(width), [&](Value c) {
+      // x / (1 + e^(−x)): 0 when e^(−x) overflows, x when it underflows.
+      Value x = e.load(in, c);
+      Value decay = math::ExpOp::create(b, e.loc, arith::NegFOp::create(b, e.loc, x));
+      e.store(e.div(x, e.add(e.f(1.0), decay)), out, c);
+    });
+  });
+  func::ReturnOp::create(b, e.loc);
+  return fn;
+}
+
+func::FuncOp LoopKernels::multiply(int64_t width) {
+  XF_KERNEL_CACHED("xf_mul_" + std::to_string(width));
+  OpBuilder b(module.getContext());
+  func::FuncOp fn = declare(name, "pipipi", b);
+  Emitter e{b, fn.getLoc()};
+  auto args = fn.getArguments();
+  e.loop(args[5], [&](Value t) {
+    Value lhs = e.at(args[0], e.muli(t, args[1])), rhs = e.at(args[2], e.muli(t, args[3]));
+    Value out = e.row(args[4], t, width);
+    e.loop(e.i(width), [&](Value c) { e.store(e.mul(e.load(lhs, c), e.load(rhs, c)), out, c); });
+  });
+  func::ReturnOp::create(b, e.loc);
+  return fn;
+}
+
+/// Pair i of every head turns by θ_i = p · base^(−2i/d): (a, b) ↦
+/// (a·cos θ − b·sin θ, a·sin θ + b·cos θ). The angle, its cosine and sine are
+/// computed in f64 once per (row, i) and shared by all heads: positions reach
+/// thousands of radians, where an f32 angle would be off by ~1e-4.
+func::FuncOp LoopKernels::rotaryRows(int64_t heads, int64_t headWidth, RotaryPairs pairs,
+                                     double base) {
+  XF_KERNEL_CACHED(llvm::formatv("xf_rope_{0}_{1}x{2}_{3}",
+                                 pairs == RotaryPairs::Adjacent ? "adjacent" : "halves", heads,
+                                 headWidth, formatDouble(base))
+                       .str());
+  OpBuilder b(module.getContext());
+  func::FuncOp fn = declare(name, "pipii", b);
+  Emitter e{b, fn.getLoc()};
+  auto args = fn.getArguments();
+  const int64_t half = headWidth / 2, width = heads * headWidth;
+  auto f64 = [&](double v) {
+    return arith::ConstantFloatOp::create(b, e.loc, b.getF64Type(), APFloat(v));
+  };
+  e.loop(args[3], [&](Value t) {
+    Value in = e.at(args[0], e.muli(t, args[1])), out = e.row(args[2], t, width);
+    Value position = arith::SIToFPOp::create(b, e.loc, e.f64, e.addi(t, args[4]));
+    e.loop(e.i(half), [&](Value i) {
+      // base^(−2i/d) = exp(−(2i/d)·ln base)
+      Value fraction = arith::MulFOp::create(b, e.loc, arith::SIToFPOp::create(b, e.loc, e.f64, i),
+                                             f64(-2.0 * std::log(base) / double(headWidth)));
+      Value angle = arith::MulFOp::create(b, e.loc, position,
+                                          math::ExpOp::create(b, e.loc, fraction));
+      auto toF32 = [&](Value v) { return arith::TruncFOp::create(b, e.loc, e.f32, v); };
+      Value cos = toF32(math::CosOp::create(b, e.loc, angle));
+      Value sin = toF32(math::SinOp::create(b, e.loc, angle));
+      Value first = pairs == RotaryPairs::Adjacent ? e.muli(i, e.i(2)) : i;
+      Value second = e.addi(first, e.i(pairs == RotaryPairs::Adjacent ? 1 : half));
+      e.loop(e.i(heads), [&](Value h) {
+        Value headStart = e.muli(h, e.i(headWidth));
+        Value ia = e.addi(headStart, first), ib = e.addi(headStart, second);
+        Value a = e.load(in, ia), bb = e.load(in, ib);
+        e.store(e.sub(e.mul(a, cos), e.mul(bb, sin)), out, ia);
+        e.store(e.add(e.mul(a, sin), e.mul(bb, cos)), out, ib);
+      });
     });
   });
   func::ReturnOp::create(b, e.loc);

@@ -22,6 +22,9 @@ namespace mlir::xf {
 
 enum class ElementwiseKind { Relu, GeluTanh, GeluErf };
 
+/// Which features of a head rotary embeddings rotate together (xf.rope).
+enum class RotaryPairs { Adjacent, Halves };
+
 class LoopKernels {
 public:
   explicit LoopKernels(ModuleOp module) : module(module) {}
@@ -42,6 +45,16 @@ public:
   func::FuncOp rmsNorm(int64_t width, double eps, bool scaled);
   /// Softmax per row                         (in, out, rows)
   func::FuncOp softmax(int64_t width);
+  // The kernels below read inputs with a row stride, so they take column
+  // slices of a fused GEMM's result (the gate and up halves of SwiGLU, the
+  // Q and K of fused QKV) without a copy.
+  /// out = in·σ(in)                          (in, in_stride, out, rows)
+  func::FuncOp silu(int64_t width);
+  /// out = a ⊙ b                             (a, a_stride, b, b_stride, out, rows)
+  func::FuncOp multiply(int64_t width);
+  /// Rotary position embeddings of `heads` heads of `headWidth` features,
+  /// row t at position offset + t           (in, in_stride, out, rows, offset)
+  func::FuncOp rotaryRows(int64_t heads, int64_t headWidth, RotaryPairs pairs, double base);
   /// out[r, c] = in[r, c] with row strides   (in, in_stride, out, out_stride, rows, cols)
   func::FuncOp copy2d();
   /// out[c, r] = in[r, c], in is [rows, cols] (in, out, rows, cols)

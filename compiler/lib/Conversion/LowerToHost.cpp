@@ -73,6 +73,10 @@ private:
   LogicalResult emitOp(Operation *op);
   LogicalResult emitKernel(Operation *op, ManifestInfo::Kernel &site);
   void emitScratchBytes();
+  /// Positions of a model without a positional table (rotary positions go on
+  /// forever): its `l_max` hyperparameter, the context it was trained for;
+  /// 0 when it has a table or no such hyperparameter.
+  int64_t hyperparameterPositionLimit();
 
   // Emission helpers (valid while emitting one function).
   Value pointerOf(Value tensor);
@@ -282,8 +286,9 @@ LogicalResult HostLowering::placeOp(Operation *op, int64_t index) {
     p.colOffset = parent.colOffset + slice.getOffset();
     p.stride = parent.stride;
     p.rows = parent.rows;
-  } else if (isa<GemmOp, AttentionOp, LayerNormOp, RmsNormOp, AddOp, ReluOp, GeluOp,
-                 SoftmaxOp, TokenEmbedOp, PositionalEmbedOp, SinusoidalEmbedOp>(op)) {
+  } else if (isa<GemmOp, AttentionOp, LayerNormOp, RmsNormOp, AddOp, ReluOp, GeluOp, SiluOp,
+                 MulOp, RopeOp, SoftmaxOp, TokenEmbedOp, PositionalEmbedOp, SinusoidalEmbedOp>(
+                 op)) {
     if (type.getRank() != 2)
       return op->emitError("host lowering expects an [ℓ, d] activation, got ") << type;
     Value rowSource = isa<TokenEmbedOp, PositionalEmbedOp, SinusoidalEmbedOp>(op)
@@ -524,7 +529,8 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
     args.push_back(matrixArg(v));
     spec.name = kernelName(gemmKey(spec), "xf_gemm_", program.gemms, spec);
     orStatus(callHalidePipeline(*b, loc, *program.module, spec.name, args));
-    site.name = spec.name, site.kind = "gemm", site.flopsPerRow = 2 * spec.K * spec.N;
+    site.name = spec.name, site.kind = "gemm";
+    site.flopsPerRow = 2 * spec.K * spec.N * (spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1);
     site.tuned = op->hasAttr("xf.tuned");
     return success();
   }
@@ -549,7 +555,36 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
     site.contextFromSource = placements[attn.getKey()].rows == Rows::Source;
     return success();
   }
-  // Loop kernels read dense inputs.
+  // Loop kernels that read column slices in place: (pointer, row stride).
+  auto strided = [&](Value t) -> std::pair<Value, Value> {
+    return {pointerOf(t), i64(placements[t].stride)};
+  };
+  if (isa<SiluOp>(op)) {
+    auto [in, stride] = strided(op->getOperand(0));
+    call(kernels->silu(width), {in, stride, out, rows});
+    site.name = lastLoopKernel, site.kind = "loop";
+    return success();
+  }
+  if (auto mul = dyn_cast<MulOp>(op)) {
+    auto [lhs, lhsStride] = strided(mul.getLhs());
+    auto [rhs, rhsStride] = strided(mul.getRhs());
+    call(kernels->multiply(width), {lhs, lhsStride, rhs, rhsStride, out, rows});
+    site.name = lastLoopKernel, site.kind = "loop";
+    return success();
+  }
+  if (auto rope = dyn_cast<RopeOp>(op)) {
+    if (rope.getOffset())
+      return op->emitError("explicit positional offsets are not supported by the host lowering");
+    auto [in, stride] = strided(rope.getInput());
+    int64_t heads = rope.getHeads();
+    auto pairs = rope.getPairing() == RopePairing::adjacent ? RotaryPairs::Adjacent
+                                                            : RotaryPairs::Halves;
+    call(kernels->rotaryRows(heads, width / heads, pairs, rope.getBase().convertToDouble()),
+         {in, stride, out, rows, firstPosition()});
+    site.name = lastLoopKernel, site.kind = "loop";
+    return success();
+  }
+  // The other loop kernels read dense inputs.
   SmallVector<Value> inputs;
   for (Value operand : op->getOperands()) {
     if (isa<IndexType>(operand.getType()))
@@ -694,6 +729,8 @@ void HostLowering::planCache() {
   forward.walk([&](PositionalEmbedOp op) {
     cachePositions = std::min(cachePositions, op.getTable().getType().getDimSize(0));
   });
+  if (int64_t limit = hyperparameterPositionLimit())
+    cachePositions = limit;
   auto slot = [&](Value t) {
     int64_t column = cacheColumns;
     cacheColumns += colsOf(t);
@@ -703,6 +740,15 @@ void HostLowering::planCache() {
     int64_t k = slot(op.getKey());
     cacheOffsets[op] = {k, slot(op.getValue())};
   });
+}
+
+int64_t HostLowering::hyperparameterPositionLimit() {
+  bool hasTable = false;
+  forward.walk([&](PositionalEmbedOp) { hasTable = true; });
+  auto module = forward->getParentOfType<ModuleOp>();
+  auto hparams = module->getAttrOfType<DictionaryAttr>("xf.hyperparameters");
+  auto limit = hparams ? hparams.getAs<IntegerAttr>("l_max") : IntegerAttr();
+  return !hasTable && limit && limit.getInt() > 0 ? limit.getInt() : 0;
 }
 
 void HostLowering::emitCacheBytes() {
@@ -775,6 +821,8 @@ LogicalResult HostLowering::run() {
     int64_t n = op.getTable().getType().getDimSize(0);
     info.maxPositions = info.maxPositions ? std::min(info.maxPositions, n) : n;
   });
+  if (int64_t limit = hyperparameterPositionLimit())
+    info.maxPositions = limit;
   for (auto [i, entry] : llvm::enumerate(parameters))
     info.parameters.push_back({entry.first, llvm::to_vector(entry.second.getShape()), "normal",
                                bf16Parameters.contains(i) ? "bf16" : "f32"});

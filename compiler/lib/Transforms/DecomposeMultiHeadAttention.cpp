@@ -2,7 +2,10 @@
 //
 // Alg. 5 computes every head's Q, K, V with its own matrices. Stacked
 // side by side they are three wide GEMMs, after which one xf.attention
-// treats the column blocks as heads, and W_o mixes the heads back.
+// treats the column blocks as heads, and W_o mixes the heads back. Rotary
+// positions (`rope`) become an xf.rope on Q and on K between the projections
+// and the attention, so a KV cache stores rotated keys; grouped K/V heads
+// (`kv_heads`) pass through to xf.attention.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,13 +48,23 @@ struct DecomposeMha : OpRewritePattern<MultiHeadAttentionOp> {
     Value q = project(rewriter, loc, x, op.getWq(), op.getBq(), t);
     Value k = project(rewriter, loc, z, op.getWk(), op.getBk(), t);
     Value v = project(rewriter, loc, z, op.getWv(), op.getBv(), t);
+    if (std::optional<RopePairing> pairing = op.getRope()) {
+      auto rotate = [&](Value in, int64_t heads) -> Value {
+        return RopeOp::create(rewriter, loc, in.getType(), in, /*offset=*/Value(),
+                              *pairing, heads, *op.getRopeBase());
+      };
+      q = rotate(q, op.getHeads());
+      k = rotate(k, op.getKeyValueHeads());
+    }
     auto qType = cast<RankedTensorType>(q.getType());
     auto vType = cast<RankedTensorType>(v.getType());
-    auto headsType = RankedTensorType::get(
-        {qType.getDimSize(0), vType.getDimSize(1)}, qType.getElementType());
-    Value heads = AttentionOp::create(
-        rewriter, loc, headsType, q, k, v, op.getMaskAttr(), op.getHeadsAttr(),
-        op.getScaleAttr(), /*schedule=*/AttentionScheduleAttr());
+    // H·d_v: with grouped K/V heads, V holds only H_kv of them.
+    int64_t headsWidth = vType.getDimSize(1) / op.getKeyValueHeads() * op.getHeads();
+    auto headsType = RankedTensorType::get({qType.getDimSize(0), headsWidth},
+                                           qType.getElementType());
+    Value heads = AttentionOp::create(rewriter, loc, headsType, q, k, v, op.getMaskAttr(),
+                                      op.getHeadsAttr(), op.getKvHeadsAttr(), op.getScaleAttr(),
+                                      /*schedule=*/AttentionScheduleAttr());
     rewriter.replaceOp(op, project(rewriter, loc, heads, op.getWo(), op.getBo(), t));
     return success();
   }

@@ -3,7 +3,9 @@
 // Every matrix product becomes an xf.gemm. Its consumers that touch each
 // output element once — a broadcast bias, ReLU/GELU, a residual add — are
 // computed on the GEMM's register tile instead of in separate passes over
-// memory. Order inside the epilogue is fixed: act(x·W + b) + residual.
+// memory. Order inside the epilogue is fixed: act(x·W + b) + residual, act
+// one of ReLU, GELU (erf or tanh) and SiLU, or SwiGLU's gate and product
+// over the two halves of the product (the gated epilogue).
 //
 //===----------------------------------------------------------------------===//
 
@@ -91,9 +93,44 @@ struct FuseActivation : OpRewritePattern<ActivationOp> {
     return success();
   }
   static Activation activationOf(ReluOp) { return Activation::relu; }
+  static Activation activationOf(SiluOp) { return Activation::silu; }
   static Activation activationOf(GeluOp op) {
     return op.getApproximation() == GeluApproximation::tanh ? Activation::gelu_tanh
                                                            : Activation::gelu_erf;
+  }
+};
+
+/// SwiGLU: silu(G[:, 0:N]) ⊙ G[:, N:2N] with G = x·[W_gate | W_up] (+ b) a
+/// GEMM of 2·N columns used only by those two slices (xf-fuse-qkv joined the
+/// gate and up projections of one input) → one GEMM with the gated epilogue:
+/// both products in one pass over x, the gate and product on its tiles.
+struct FuseGatedLinearUnit : OpRewritePattern<MulOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(MulOp op, PatternRewriter &rewriter) const override {
+    for (auto [gateSide, upSide] : {std::pair(op.getLhs(), op.getRhs()),
+                                    std::pair(op.getRhs(), op.getLhs())}) {
+      auto silu = gateSide.getDefiningOp<SiluOp>();
+      auto gate = silu ? silu.getInput().getDefiningOp<SliceOp>() : SliceOp();
+      auto up = upSide.getDefiningOp<SliceOp>();
+      if (!gate || !up || !silu->hasOneUse() || !gate->hasOneUse() || !up->hasOneUse() ||
+          gate.getInput() != up.getInput() || gate.getAxis() != 1 || up.getAxis() != 1)
+        continue;
+      auto gemm = gate.getInput().getDefiningOp<GemmOp>();
+      int64_t n = op.getType().getDimSize(1);
+      if (!gemm || gemm.getResidual() || gemm.getActivation() != Activation::none ||
+          gate.getOffset() != 0 || up.getOffset() != n ||
+          gemm.getType().getDimSize(1) != 2 * n || !llvm::hasNItems(gemm->getUses(), 2))
+        continue;
+      rewriter.replaceOp(op, createGemm(rewriter, op, op.getType(), gemm.getInput(),
+                                        gemm.getWeight(), gemm.getBias(), Value(),
+                                        Activation::swiglu, gemm.getTransposeWeight()));
+      rewriter.eraseOp(silu);
+      rewriter.eraseOp(gate);
+      rewriter.eraseOp(up);
+      rewriter.eraseOp(gemm);
+      return success();
+    }
+    return failure();
   }
 };
 
@@ -125,7 +162,8 @@ struct FuseGemmEpiloguePass : xf::impl::FuseGemmEpilogueBase<FuseGemmEpiloguePas
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     patterns.add<LinearToGemm, MatmulToGemm, UnembedToGemm, FuseActivation<ReluOp>,
-                 FuseActivation<GeluOp>, FuseAdd>(&getContext());
+                 FuseActivation<GeluOp>, FuseActivation<SiluOp>, FuseGatedLinearUnit,
+                 FuseAdd>(&getContext());
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }

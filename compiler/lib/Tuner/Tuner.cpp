@@ -61,7 +61,7 @@ struct Kernel {
 llvm::json::Object kernelJson(const Kernel &k) {
   if (k.isGemm) {
     const GemmKernelSpec &s = k.gemm;
-    const char *epilogue[] = {"none", "relu", "gelu_tanh", "gelu_erf"};
+    const char *epilogue[] = {"none", "relu", "gelu_tanh", "gelu_erf", "silu", "swiglu"};
     return llvm::json::Object{{"kind", "gemm"},
                               {"K", s.K},
                               {"N", s.N},
@@ -73,8 +73,11 @@ llvm::json::Object kernelJson(const Kernel &k) {
                               {"epilogue", epilogue[int(s.epilogue)]}};
   }
   const AttentionKernelSpec &s = k.attention;
-  return llvm::json::Object{{"kind", "attention"}, {"heads", s.heads}, {"dk", s.dK},
-                            {"dv", s.dV},          {"causal", s.causal}, {"scale", s.scale}};
+  llvm::json::Object attention{{"kind", "attention"}, {"heads", s.heads}, {"dk", s.dK},
+                               {"dv", s.dV},          {"causal", s.causal}, {"scale", s.scale}};
+  if (s.keyValueHeads() != s.heads)
+    attention["kv_heads"] = s.keyValueHeads();
+  return attention;
 }
 
 llvm::json::Value candidateJson(const Kernel &k, const Point &p) {

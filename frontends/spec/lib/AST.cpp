@@ -137,7 +137,7 @@ void ASTDumper::dump(const ExprAST &expr) {
                << "\n";
       })
       .Case([&](const BinaryExprAST *e) {
-        line() << "Binary " << e->getOp() << at(e->getLoc()) << "\n";
+        line() << "Binary " << e->getOpSpelling() << at(e->getLoc()) << "\n";
         Nested n(*this);
         dump(e->getLHS());
         dump(e->getRHS());

@@ -215,10 +215,16 @@ MaybeValue Elaborator::evalBinary(const BinaryExprAST &e) {
   MaybeValue rhs = lhs ? eval(e.getRHS()) : std::nullopt;
   if (!rhs)
     return std::nullopt;
+  bool hadamard = e.getOp() == kHadamardOp;
+  if (hadamard &&
+      (lhs->kind == Value::ScalarValue || rhs->kind == Value::ScalarValue))
+    return error(e.getLoc(), "'⊙' multiplies two tensors elementwise, not "
+                             "numbers"),
+           std::nullopt;
   if (lhs->kind == Value::ScalarValue && rhs->kind == Value::ScalarValue)
     return evalScalarBinary(e, lhs->scalar, rhs->scalar);
   if (lhs->kind == Value::ScalarValue || rhs->kind == Value::ScalarValue)
-    return error(e.getLoc(), "'" + llvm::Twine(e.getOp()) +
+    return error(e.getLoc(), "'" + e.getOpSpelling() +
                                  "' cannot combine a number with a tensor "
                                  "(attention takes its scale as an option)"),
            std::nullopt;
@@ -232,10 +238,13 @@ MaybeValue Elaborator::evalBinary(const BinaryExprAST &e) {
     r = makeAdd(*a, *b, e.getLoc());
   else if (e.getOp() == '*')
     r = makeMatMul(*a, *b, e.getLoc());
+  else if (hadamard)
+    r = makeHadamard(*a, *b, e.getLoc());
   else
-    return error(e.getLoc(), "'" + llvm::Twine(e.getOp()) +
+    return error(e.getLoc(), "'" + e.getOpSpelling() +
                                  "' is not defined on tensors, which have "
-                                 "'+' (a sum) and '*' (a matrix product)"),
+                                 "'+' (a sum), '*' (a matrix product) and "
+                                 "'⊙' (an elementwise product)"),
            std::nullopt;
   return r ? MaybeValue(Value::ofTensor(*r)) : std::nullopt;
 }

@@ -97,7 +97,7 @@ static MaybeNode normalization(CallSite &c, OpKind kind) {
   return c.s.addNode(std::move(n));
 }
 
-/// relu(X), softmax(X), gelu(X, approx = erf | tanh).
+/// relu(X), silu(X), softmax(X), gelu(X, approx = erf | tanh).
 static MaybeNode elementwise(CallSite &c, OpKind kind) {
   bool isGelu = kind == OpKind::Gelu;
   if (!c.arity(1, 1, 0, 0) ||
@@ -202,16 +202,19 @@ MaybeValue Elaborator::evalCall(const CallExprAST &call) {
        [](CallSite &c) { return elementwise(c, OpKind::Relu); }},
       {"gelu", "gelu(X [, approx = erf | tanh])",
        [](CallSite &c) { return elementwise(c, OpKind::Gelu); }},
+      {"silu", "silu(X)",
+       [](CallSite &c) { return elementwise(c, OpKind::Silu); }},
       {"softmax", "softmax(X)",
        [](CallSite &c) { return elementwise(c, OpKind::Softmax); }},
       {"attention",
        "attention(Q, K, V, mask = bidirectional | causal | cross [, heads = "
-       "H, scale = s])",
+       "H, kv_heads = H_kv, scale = s])",
        buildAttention},
       {"mhattention",
        "mhattention(X [, Z] | W_q [, b_q], W_k [, b_k], W_v [, b_v], W_o "
-       "[, b_o], mask = bidirectional | causal | cross [, heads = H, scale "
-       "= s])",
+       "[, b_o], mask = bidirectional | causal | cross [, heads = H, "
+       "kv_heads = H_kv, rope = adjacent | halves, rope_base = b, scale = "
+       "s])",
        buildMultiHeadAttention},
       {"unembed", "unembed(X | W_u) or, tied, unembed(X | W_eᵀ)", unembed},
       {"concat",

@@ -118,6 +118,7 @@ public:
   std::optional<int> makeTranspose(int a, const Location &loc);
   std::optional<int> makeAdd(int a, int b, const Location &loc);
   std::optional<int> makeMatMul(int a, int b, const Location &loc);
+  std::optional<int> makeHadamard(int a, int b, const Location &loc);
   std::optional<int> makeSlice(int a, int64_t axis, int64_t lo, int64_t hi,
                                const Location &loc);
   std::optional<int> makeRow(int a, int64_t row, const Location &loc);

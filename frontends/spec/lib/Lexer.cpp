@@ -129,6 +129,8 @@ llvm::StringRef xf::spec::spellTokenKind(TokenKind kind) {
     return "'-'";
   case TokenKind::Star:
     return "'*'";
+  case TokenKind::Hadamard:
+    return "'⊙'";
   case TokenKind::Slash:
     return "'/'";
   case TokenKind::Percent:
@@ -240,6 +242,8 @@ Token Lexer::next() {
     case '.':
       if (peek(1) == '.')
         return single(TokenKind::DotDot, 2);
+      if (peek(1) == '*')
+        return single(TokenKind::Hadamard, 2);
       break;
     case '^':
       if (peek(1) == 'T' && !isIdentBody(peek(2)))
@@ -280,6 +284,9 @@ Token Lexer::lexUnicode(int l, int c) {
     break;
   case U'ᵀ':
     kind = TokenKind::Transpose;
+    break;
+  case U'⊙':
+    kind = TokenKind::Hadamard;
     break;
   default:
     break;

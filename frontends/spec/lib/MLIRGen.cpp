@@ -165,11 +165,24 @@ mlir::Value Generator::emitMha(const Node &n) {
   auto mask = n.mask == MaskKind::Causal  ? xfir::MaskKind::causal
               : n.mask == MaskKind::Cross ? xfir::MaskKind::cross
                                           : xfir::MaskKind::bidirectional;
+  mlir::IntegerAttr kvHeads =
+      n.kvHeads ? builder.getI64IntegerAttr(n.kvHeads) : mlir::IntegerAttr();
+  xfir::RopePairingAttr rope;
+  mlir::FloatAttr ropeBase;
+  if (n.rope != RopePairing::None) {
+    rope = xfir::RopePairingAttr::get(builder.getContext(),
+                                      n.rope == RopePairing::Adjacent
+                                          ? xfir::RopePairing::adjacent
+                                          : xfir::RopePairing::halves);
+    ropeBase = builder.getF64FloatAttr(n.base);
+  }
   return xfir::MultiHeadAttentionOp::create(
       builder, loc(n.loc), typeOf(n.type), operand(MhaX), operand(MhaZ),
       weight(MhaWq), operand(MhaBq), weight(MhaWk), operand(MhaBk),
-      weight(MhaWv), operand(MhaBv), weight(MhaWo), operand(MhaBo), mask,
-      uint64_t(n.heads), scale, transposed);
+      weight(MhaWv), operand(MhaBv), weight(MhaWo), operand(MhaBo),
+      xfir::MaskKindAttr::get(builder.getContext(), mask),
+      builder.getI64IntegerAttr(n.heads), kvHeads, rope, ropeBase, scale,
+      transposed ? builder.getUnitAttr() : mlir::UnitAttr());
 }
 
 mlir::Value Generator::emit(int id) {
@@ -235,6 +248,10 @@ mlir::Value Generator::emit(int id) {
     return xfir::GeluOp::create(builder, at, type, operand(0),
                                 n.geluTanh ? xfir::GeluApproximation::tanh
                                            : xfir::GeluApproximation::erf);
+  case OpKind::Silu:
+    return xfir::SiluOp::create(builder, at, type, operand(0));
+  case OpKind::Hadamard:
+    return xfir::MulOp::create(builder, at, type, operand(0), operand(1));
   case OpKind::Softmax:
     return xfir::SoftmaxOp::create(builder, at, type, operand(0));
   case OpKind::Attention: {
@@ -243,9 +260,13 @@ mlir::Value Generator::emit(int id) {
                                             : xfir::MaskKind::bidirectional;
     mlir::FloatAttr scale =
         n.hasScale ? builder.getF64FloatAttr(n.scale) : mlir::FloatAttr();
-    return xfir::AttentionOp::create(builder, at, type, operand(0), operand(1),
-                                     operand(2), mask, uint64_t(n.heads), scale,
-                                     xfir::AttentionScheduleAttr());
+    mlir::IntegerAttr kvHeads =
+        n.kvHeads ? builder.getI64IntegerAttr(n.kvHeads) : mlir::IntegerAttr();
+    return xfir::AttentionOp::create(
+        builder, at, type, operand(0), operand(1), operand(2),
+        xfir::MaskKindAttr::get(builder.getContext(), mask),
+        builder.getI64IntegerAttr(n.heads), kvHeads, scale,
+        xfir::AttentionScheduleAttr());
   }
   case OpKind::MultiHeadAttention:
     return emitMha(n);

@@ -158,6 +158,25 @@ std::optional<int> Elaborator::makeMatMul(int a, int b, const Location &loc) {
   return addNode(makeOp(OpKind::MatMul, {a, b}, t, loc, "·"));
 }
 
+/// `A ⊙ B`: the elementwise product of two activations of one shape (the
+/// gate of SwiGLU). Weights are not multiplied elementwise: that would be a
+/// weight computed from weights, which the checkpoint should hold instead.
+std::optional<int> Elaborator::makeHadamard(int a, int b, const Location &loc) {
+  const TensorType &ta = typeOf(a), &tb = typeOf(b);
+  if (ta.isTokens || tb.isTokens)
+    return error(loc, "token ids cannot be multiplied; embed them first "
+                      "(token_embed)"),
+           std::nullopt;
+  if (ta != tb || ta.rank() != 2)
+    return mismatch(loc, "'⊙' needs two matrices of one shape", a, b),
+           std::nullopt;
+  if (ta.isStatic())
+    return mismatch(loc, "'⊙' multiplies activations [ℓ, d], not weights",
+                    a, b),
+           std::nullopt;
+  return addNode(makeOp(OpKind::Hadamard, {a, b}, ta, loc, "⊙"));
+}
+
 std::optional<int> Elaborator::makeSlice(int a, int64_t axis, int64_t lo,
                                          int64_t hi, const Location &loc) {
   const TensorType &type = typeOf(a);

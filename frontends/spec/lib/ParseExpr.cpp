@@ -1,7 +1,7 @@
 //===- ParseExpr.cpp - expressions of the spec language -------------------===//
 //
 //   expr    := term { ('+' | '-') term }
-//   term    := unary { ('*' | '·' | '/' | '%') unary }
+//   term    := unary { ('*' | '·' | '⊙' | '/' | '%') unary }
 //   unary   := '-' unary | postfix
 //   postfix := primary { 'ᵀ' | '[' items ']' }
 //   primary := number | string | name | name '(' args ')' | '(' expr ')'
@@ -39,6 +39,8 @@ static char multiplicativeOp(TokenKind kind) {
   switch (kind) {
   case TokenKind::Star:
     return '*';
+  case TokenKind::Hadamard:
+    return kHadamardOp;
   case TokenKind::Slash:
     return '/';
   case TokenKind::Percent:

@@ -511,3 +511,67 @@ func.func @gemm_bias(%x: tensor<?x64xf32>, %w: tensor<256x64xf32>, %b: tensor<64
   %y = xf.gemm %x, %w bias %b activation none transpose_weight : (tensor<?x64xf32>, tensor<256x64xf32>, tensor<64xf32>) -> tensor<?x256xf32>
   return
 }
+
+// -----
+
+func.func @rope_odd_heads(%q: tensor<?x12xf32>) {
+  // expected-error @+1 {{input [?, 12] must split into heads = 4 heads of a static, even width (rotations act on pairs)}}
+  %r = xf.rope adjacent heads 4 %q base 1.0e4 : tensor<?x12xf32> -> tensor<?x12xf32>
+  return
+}
+
+// -----
+
+func.func @rope_base(%q: tensor<?x16xf32>) {
+  // expected-error @+1 {{base must be greater than 1, got 1}}
+  %r = xf.rope halves heads 2 %q base 1.0 : tensor<?x16xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_result(%q: tensor<?x16xf32>) {
+  // expected-error @+1 {{result [?, 8] must have the type of input [?, 16]}}
+  %r = xf.rope halves heads 2 %q base 1.0e4 : tensor<?x16xf32> -> tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @kv_heads_divide(%q: tensor<?x64xf32>, %kv: tensor<?x48xf32>) {
+  // expected-error @+1 {{kv_heads = 3 must be at least 1 and divide heads = 4}}
+  %a = xf.attention causal heads 4 kv_heads 3 %q, %kv, %kv : tensor<?x64xf32>, tensor<?x48xf32>, tensor<?x48xf32> -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @kv_heads_key_width(%q: tensor<?x64xf32>, %k: tensor<?x64xf32>, %v: tensor<?x32xf32>) {
+  // expected-error @+1 {{H_kv·d_k: key [?, 64] has 64 on axis 1 but query [?, 64] has 64 on axis 1, so with heads = 4 and kv_heads = 2 it needs 32}}
+  %a = xf.attention causal heads 4 kv_heads 2 %q, %k, %v : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x32xf32> -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @kv_heads_value_width(%q: tensor<?x64xf32>, %k: tensor<?x32xf32>, %v: tensor<?x16xf32>) {
+  // expected-error @+1 {{H_kv·d_v: value [?, 16] has 16 on axis 1 but result [?, 64] has 64 on axis 1, so with heads = 4 and kv_heads = 2 it needs 32}}
+  %a = xf.attention causal heads 4 kv_heads 2 %q, %k, %v : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x16xf32> -> tensor<?x64xf32>
+  return
+}
+
+// -----
+
+func.func @mha_rope_odd(%x: tensor<?x24xf32>, %w: tensor<24x24xf32>) {
+  // expected-error @+1 {{rope rotates pairs of features, but W_q's H·d_k = 24 does not split into 8 heads of even width}}
+  %y = xf.mha causal heads 8 rope halves base 1.0e4 %x q %w k %w v %w o %w : (tensor<?x24xf32>, tensor<24x24xf32>, tensor<24x24xf32>, tensor<24x24xf32>, tensor<24x24xf32>) -> tensor<?x24xf32>
+  return
+}
+
+// -----
+
+func.func @mha_kv_width(%x: tensor<?x64xf32>, %w: tensor<64x64xf32>) {
+  // expected-error @+1 {{H_kv·d_k: W_k [64, 64] has 64 on axis 1 but W_q [64, 64] has 64 on axis 1, so with heads = 4 and kv_heads = 2 it needs 32}}
+  %y = xf.mha causal heads 4 kv_heads 2 %x q %w k %w v %w o %w : (tensor<?x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
+  return
+}

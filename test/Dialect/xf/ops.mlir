@@ -125,3 +125,23 @@ func.func @kernel_ops(%x: tensor<?x64xf32>, %w: tensor<64x256xf32>, %b: tensor<2
   %z = xf.gemm %x, %wt activation relu transpose_weight : (tensor<?x64xf32>, tensor<256x64xf32>) -> tensor<?x256xf32>
   return %y, %z : tensor<?x256xf32>, tensor<?x256xf32>
 }
+
+// Llama-family ops: SiLU, the elementwise product, rotary positions, and
+// attention with grouped K/V heads (kv_heads) and rope options on xf.mha.
+// CHECK-LABEL: func.func @llama_ops
+func.func @llama_ops(%x: tensor<?x64xf32>, %q: tensor<?x64xf32>, %kv: tensor<?x32xf32>,
+                     %wq: tensor<64x64xf32>, %wkv: tensor<32x64xf32>) -> (tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>) {
+  // CHECK: xf.silu %{{.*}} : tensor<?x64xf32>
+  %s = xf.silu %x : tensor<?x64xf32>
+  // CHECK: xf.mul %{{.*}}, %{{.*}} : tensor<?x64xf32>
+  %p = xf.mul %s, %x : tensor<?x64xf32>
+  // CHECK: xf.rope adjacent heads 4 %{{.*}} base 1.000000e+05 : tensor<?x64xf32> -> tensor<?x64xf32>
+  %r = xf.rope adjacent heads 4 %q base 1.0e5 : tensor<?x64xf32> -> tensor<?x64xf32>
+  // CHECK: xf.rope halves heads 2 %{{.*}} base 1.000000e+04 : tensor<?x32xf32> -> tensor<?x32xf32>
+  %k = xf.rope halves heads 2 %kv base 1.0e4 : tensor<?x32xf32> -> tensor<?x32xf32>
+  // CHECK: xf.attention causal heads 4 kv_heads 2 %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32> -> tensor<?x64xf32>
+  %a = xf.attention causal heads 4 kv_heads 2 %r, %k, %kv : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x32xf32> -> tensor<?x64xf32>
+  // CHECK: xf.mha causal heads 4 kv_heads 2 rope halves base 1.000000e+04 %{{.*}} q %{{.*}} k %{{.*}} v %{{.*}} o %{{.*}} transpose_weights
+  %m = xf.mha causal heads 4 kv_heads 2 rope halves base 1.0e4 %x q %wq k %wkv v %wkv o %wq transpose_weights : (tensor<?x64xf32>, tensor<64x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
+  return %p, %a, %m : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>
+}

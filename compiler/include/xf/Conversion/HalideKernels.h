@@ -22,7 +22,9 @@
 
 namespace mlir::xf {
 
-enum class GemmEpilogue { None, Relu, GeluTanh, GeluErf };
+/// SwiGlu is gated: the weight (and bias) hold 2·N columns [gate | up] and the
+/// result is silu(x·W_gate + b_gate) ⊙ (x·W_up + b_up), [M, N].
+enum class GemmEpilogue { None, Relu, GeluTanh, GeluErf, Silu, SwiGlu };
 
 /// How a GEMM is tiled. The defaults are the measured good schedule
 /// (docs/bench.md); the tuner changes them.
@@ -104,8 +106,11 @@ llvm::Expected<VectorShape> vectorShapeOf(llvm::StringRef target);
 
 struct AttentionKernelSpec {
   std::string name;
-  int64_t heads = 1, dK = 0, dV = 0; // q: [M, H·dK], k: [Mz, H·dK], v: [Mz, H·dV],
+  int64_t heads = 1, dK = 0, dV = 0; // q: [M, H·dK], k: [Mz, H_kv·dK], v: [Mz, H_kv·dV],
                                      // out: [M, H·dV]; M, Mz dynamic
+  int64_t kvHeads = 0;               // H_kv (divides H): query head h reads K/V head
+                                     // h / (H / H_kv); 0 means H (plain MHA)
+  int64_t keyValueHeads() const { return kvHeads > 0 ? kvHeads : heads; }
   bool causal = false;               // query t sees keys t' <= t + (Mz - M)
   double scale = 1.0;                // usually 1/sqrt(dK)
   AttentionSchedule schedule;

@@ -38,8 +38,10 @@ def FuseGemmEpilogue : Pass<"xf-fuse-gemm-epilogue", "func::FuncOp"> {
   let summary = "Turn linear/matmul/unembed into xf.gemm with fused epilogues";
   let description = [{
     Each xf.linear, xf.matmul and xf.unembed becomes an xf.gemm. A following
-    ReLU or GELU and then a residual xf.add are folded into its epilogue when
-    the GEMM result has no other use.
+    ReLU, GELU or SiLU and then a residual xf.add are folded into its epilogue
+    when the GEMM result has no other use. SwiGLU, `silu(G[:, :N]) ⊙ G[:, N:]`
+    of a GEMM G of 2·N columns (gate and up joined by xf-fuse-qkv), becomes
+    one GEMM with the gated epilogue `activation swiglu`.
   }];
   let dependentDialects = ["xf::XfDialect"];
 }

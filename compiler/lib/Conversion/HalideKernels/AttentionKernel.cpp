@@ -1,8 +1,10 @@
 //===- AttentionKernel.cpp - Flash-style attention as a Halide pipeline ---===//
 //
-// out[t, h·dV + d] = Σ_s softmax_s(scale · q[t, h]·k[s, h] | mask) · v[s, h·dV + d]
+// out[t, h·dV + d] = Σ_s softmax_s(scale · q[t, h]·k[s, g] | mask) · v[s, g·dV + d]
 // for every head h, with M queries and Mz keys both dynamic. Causal masking
-// lets query t see key s iff s <= t + (Mz - M).
+// lets query t see key s iff s <= t + (Mz - M). K and V have H_kv heads
+// (grouped-query attention; H_kv = H for plain MHA): query head h reads
+// key/value head g = h / (H / H_kv).
 //
 // The scores are never materialised beyond one queryBlock × keyBlock tile.
 // Per (head, query block), a parallel task streams the key blocks and keeps
@@ -44,6 +46,8 @@ llvm::Error validateAttention(const AttentionKernelSpec &spec) {
     return invalid("attention kernel: empty function name");
   if (spec.heads <= 0 || spec.dK <= 0 || spec.dV <= 0)
     return invalid("attention kernel '" + spec.name + "': heads, dK and dV must be positive");
+  if (spec.kvHeads < 0 || spec.heads % spec.keyValueHeads() != 0)
+    return invalid("attention kernel '" + spec.name + "': kvHeads must divide heads");
   const AttentionSchedule &s = spec.schedule;
   if (s.queryBlock <= 0 || s.keyBlock <= 0 || s.rowTile <= 0 || s.decodeKeyTile <= 0)
     return invalid("attention kernel '" + spec.name +
@@ -69,21 +73,23 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
     return std::move(err);
   const int vw = target.natural_vector_size<float>();
   const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
+  const int Hkv = int(spec.keyValueHeads()), group = H / Hkv; // query heads per K/V head
   const int queryBlock = int(spec.schedule.queryBlock), keyBlock = int(spec.schedule.keyBlock);
   const float scale = float(spec.scale);
 
   ImageParam q(Float(32), 2, "q"); // (h·dK + c, t): [M, H·dK]
-  ImageParam k(Float(32), 2, "k"); // (h·dK + c, s): [Mz, H·dK]
-  ImageParam v(Float(32), 2, "v"); // (h·dV + d, s): [Mz, H·dV]
+  ImageParam k(Float(32), 2, "k"); // (g·dK + c, s): [Mz, H_kv·dK]
+  ImageParam v(Float(32), 2, "v"); // (g·dV + d, s): [Mz, H_kv·dV]
   Expr queries = q.dim(1).extent(), keys = k.dim(1).extent();
   Expr keyBlocks = (keys + keyBlock - 1) / keyBlock;
   Var c("c"), d("d"), s("s"), t("t"), h("h"), j("j"), b("b");
 
   // ---- Algorithm -------------------------------------------------------
-  // Keys transposed, [H, dK, Mz] with keys contiguous; padded to whole key
+  // Keys transposed, [H_kv, dK, Mz] with keys contiguous; padded to whole key
   // blocks by repeating key Mz-1 (its probability is masked to 0).
   Func keysT("keys_transposed");
-  keysT(s, c, h) = k(h * dK + c, clamp(s, 0, keys - 1));
+  keysT(s, c, h) = k(h * dK + c, clamp(s, 0, keys - 1)); // h: a K/V head here
+  auto kvHead = [&](Expr queryHead) { return queryHead / group; };
 
   // Raw scores of one tile: scores(j, t, h, b) = q[t, h]·k[b·keyBlock + j, h].
   // Query rows past M (a query block's tail, once the parallel loop fuses
@@ -93,7 +99,7 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
   RDom rc(0, dK, "rc");
   Func scoreDot("score_dot");
   scoreDot(j, t, h, b) = 0.f;
-  scoreDot(j, t, h, b) += queryRows(h * dK + rc, t) * keysT(b * keyBlock + j, rc, h);
+  scoreDot(j, t, h, b) += queryRows(h * dK + rc, t) * keysT(b * keyBlock + j, rc, kvHead(h));
   Func scores("scores");
   scores(j, t, h, b) = scoreDot(j, t, h, b);
 
@@ -120,7 +126,7 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
   Func blockOutDot("block_out_dot"); // Σ_s p_s · v_s over the block, unnormalised
   blockOutDot(d, t, h, b) = 0.f;
   blockOutDot(d, t, h, b) +=
-      probs(rj, t, h, b) * v(h * dV + d, clamp(b * keyBlock + rj, 0, keys - 1));
+      probs(rj, t, h, b) * v(kvHead(h) * dV + d, clamp(b * keyBlock + rj, 0, keys - 1));
   Func blockOut("block_out");
   blockOut(d, t, h, b) = blockOutDot(d, t, h, b);
 
@@ -154,7 +160,7 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
   RDom ro(0, dK / lanes, "ro");
   dotPart(j, s, t, h) = 0.f;
   dotPart(j, s, t, h) += q(h * dK + ro * lanes + j, t) *
-                         k(h * dK + ro * lanes + j, clamp(s, 0, keys - 1));
+                         k(kvHead(h) * dK + ro * lanes + j, clamp(s, 0, keys - 1));
   Func decodeScores("decode_scores");
   {
     std::vector<Expr> sums;
@@ -182,7 +188,7 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
   decodeSum(t, h) += decodeProbs(rs, t, h);
   Func decodeOut("decode_out"); // unnormalised Σ_s p_s · v_s
   decodeOut(d, t, h) = 0.f;
-  decodeOut(d, t, h) += decodeProbs(rs, t, h) * v(h * dV + d, rs);
+  decodeOut(d, t, h) += decodeProbs(rs, t, h) * v(kvHead(h) * dV + d, rs);
 
   Func out("attention_out");
   Expr decode = queries <= kSmallQueryRows;
@@ -197,8 +203,8 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
 
   // ---- Buffer shapes (docs/abi.md) --------------------------------------
   q.dim(0).set_bounds(0, H * dK).set_stride(1).dim(1).set_min(0);
-  k.dim(0).set_bounds(0, H * dK).set_stride(1).dim(1).set_min(0);
-  v.dim(0).set_bounds(0, H * dV).set_stride(1).dim(1).set_bounds(0, keys);
+  k.dim(0).set_bounds(0, Hkv * dK).set_stride(1).dim(1).set_min(0);
+  v.dim(0).set_bounds(0, Hkv * dV).set_stride(1).dim(1).set_bounds(0, keys);
   out.output_buffer().dim(0).set_bounds(0, H * dV).set_stride(1).dim(1).set_bounds(0, queries);
 
   // ---- Schedule ----------------------------------------------------------

@@ -17,6 +17,13 @@
 // reused by every tile of the panel. Packing also zero-pads the last tile when
 // N is not a multiple of tileCols, so the register loop never needs a guard.
 //
+// The gated epilogue (SwiGLU) reads a weight of 2·N columns, [W_gate | W_up],
+// and stores out = silu(x·W_gate) ⊙ (x·W_up): [M, N]. Both products come from
+// one pass over x: packing interleaves the weight's tiles (gate tile i, up
+// tile i, gate tile i+1, ...), so a task's gate and up tiles are neighbours
+// and the epilogue multiplies two register tiles of one product. The GEMV
+// path interleaves chunks of columns the same way.
+//
 //===----------------------------------------------------------------------===//
 
 #include "KernelPipelines.h"
@@ -104,6 +111,10 @@ Expr applyEpilogue(GemmEpilogue epilogue, Expr a) {
   }
   case GemmEpilogue::GeluErf:
     return 0.5f * a * (1.f + erf(a * float(1.0 / std::sqrt(2.0))));
+  case GemmEpilogue::Silu:
+  case GemmEpilogue::SwiGlu: // the gate; the product with up follows
+    // x·σ(x) = x / (1 + e^(−x)): 0 as e^(−x) overflows, x as it underflows.
+    return a / (1.f + exp(-a));
   }
   return a;
 }
@@ -120,11 +131,13 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
                          (spec.bf16Activations ? std::min<int64_t>(s.kBlock, spec.K) % 2 : 0));
   const int fullKBlocks = K / kBlock, kTail = K % kBlock;
   const int panelTiles = int(s.panelCols ? s.panelCols / s.tileCols : defaultPanelTiles(spec));
+  const bool gated = spec.epilogue == GemmEpilogue::SwiGlu;
+  const int weightCols = gated ? 2 * N : N; // columns of the stored weight (and bias)
 
   ImageParam x(Float(32), 2, "x"); // (k, m): [M, K]
   ImageParam weight(spec.bf16Weights ? BFloat(16) : Float(32), 2,
-                    "weight");                   // (n, k): [K, N], or (k, n): [N, K]
-  ImageParam bias(Float(32), 1, "bias");         // (n): [N]
+                    "weight");                   // (n, k): [K, N], or (k, n): [N, K]; gated 2·N
+  ImageParam bias(Float(32), 1, "bias");         // (n): [N]; gated [2·N]
   ImageParam residual(Float(32), 2, "residual"); // (n, m): [M, N]
   Var n("n"), m("m"), k("k"), nj("nj"), nt("nt"), kb("kb");
   Expr rows = x.dim(1).extent();
@@ -140,16 +153,23 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
     else
       weightF(a, b) = weight(a, b);
   }
-  // The weight as W(n, k) whatever its storage, zero past column N.
+  // The weight as W(n, k) whatever its storage, zero past column N. Gated:
+  // W(n, k) over interleaved tiles, tile 2i = gate columns i·tileCols..,
+  // tile 2i+1 = the same columns of up (zero past N in each half).
   Func weightKN("weight_kn");
   {
     Func stored = weightF;
-    if (N % tileCols != 0) {
-      Region bounds = spec.transposeWeight ? Region{{Expr(), Expr()}, {0, N}}
-                                           : Region{{0, N}, {Expr(), Expr()}};
+    if (N % tileCols != 0 || gated) {
+      Region bounds = spec.transposeWeight ? Region{{Expr(), Expr()}, {0, weightCols}}
+                                           : Region{{0, weightCols}, {Expr(), Expr()}};
       stored = BoundaryConditions::constant_exterior(weightF, 0.f, bounds);
     }
-    weightKN(n, k) = spec.transposeWeight ? stored(k, n) : stored(n, k);
+    Expr column = n;
+    if (gated) {
+      Expr tile = n / tileCols, inHalf = (tile / 2) * tileCols + n % tileCols;
+      column = select(inHalf < N, inHalf + (tile % 2) * N, weightCols);
+    }
+    weightKN(n, k) = spec.transposeWeight ? stored(k, column) : stored(column, k);
   }
   // Tile-major weight: packed(nj, k, nt) = W(nt·tileCols + nj, k).
   Func packed("packed_weight");
@@ -223,26 +243,48 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   //          then a horizontal sum and the K tail.
   Expr gemv = rows < int(s.gemvRowsBelow);
   const int kMain = K - K % vw;
+  // Gated: GEMV columns interleave chunks (gate chunk i, up chunk i, ...) so
+  // that a task's gate and up columns are one contiguous range of gemv_product.
+  const int gemvChunk = int(gemvChunkCols(spec, vw));
+  auto gemvColumn = [&](Expr v) -> Expr {
+    if (!gated)
+      return spec.transposeWeight ? min(v, N - 1) : v;
+    Expr chunk = v / gemvChunk;
+    return min((chunk / 2) * gemvChunk + v % gemvChunk, N - 1) + (chunk % 2) * N;
+  };
   RDom gk(0, K, "gk"), gko(0, std::max(kMain / vw, 1), "gko"), lanes(0, vw, "lanes");
   RDom gkTail(kMain, std::max(K - kMain, 1), "gk_tail");
   Var kl("kl");
   Func gemvProduct("gemv_product"), gemvPartial("gemv_partial");
   gemvProduct(n, m) = 0.f;
   if (!spec.transposeWeight) {
-    gemvProduct(n, m) += x(gk, m) * weightF(n, gk);
+    gemvProduct(n, m) += x(gk, m) * weightF(gemvColumn(n), gk);
   } else {
     gemvPartial(kl, n, m) = 0.f;
     if (kMain)
-      gemvPartial(kl, n, m) += x(gko * vw + kl, m) * weightF(gko * vw + kl, min(n, N - 1));
+      gemvPartial(kl, n, m) += x(gko * vw + kl, m) * weightF(gko * vw + kl, gemvColumn(n));
     gemvProduct(n, m) += gemvPartial(lanes, n, m);
     if (kMain != K)
-      gemvProduct(n, m) += x(gkTail, m) * weightF(gkTail, min(n, N - 1));
+      gemvProduct(n, m) += x(gkTail, m) * weightF(gkTail, gemvColumn(n));
   }
 
-  Expr value = select(gemv, gemvProduct(n, m), product(n % tileCols, n / tileCols, m));
-  if (spec.hasBias)
-    value += bias(n);
-  value = applyEpilogue(spec.epilogue, value);
+  Expr value;
+  if (!gated) {
+    value = select(gemv, gemvProduct(n, m), product(n % tileCols, n / tileCols, m));
+    if (spec.hasBias)
+      value += bias(n);
+    value = applyEpilogue(spec.epilogue, value);
+  } else {
+    // silu(gate + b_gate) ⊙ (up + b_up), from neighbouring tiles (chunks).
+    Expr gemvGate = (n / gemvChunk) * 2 * gemvChunk + n % gemvChunk;
+    Expr tileGate = (n / tileCols) * 2;
+    Expr gate = select(gemv, gemvProduct(gemvGate, m), product(n % tileCols, tileGate, m));
+    Expr up = select(gemv, gemvProduct(gemvGate + gemvChunk, m),
+                     product(n % tileCols, tileGate + 1, m));
+    if (spec.hasBias)
+      gate += bias(n), up += bias(n + N);
+    value = applyEpilogue(spec.epilogue, gate) * up;
+  }
   if (spec.hasResidual)
     value += residual(n, m);
   Func out("gemm_out");
@@ -251,10 +293,10 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   // ---- Buffer shapes (docs/abi.md: dim 0 = cols, stride 1) ----------------
   x.dim(0).set_bounds(0, K).set_stride(1).dim(1).set_min(0);
   if (spec.transposeWeight)
-    weight.dim(0).set_bounds(0, K).set_stride(1).dim(1).set_bounds(0, N);
+    weight.dim(0).set_bounds(0, K).set_stride(1).dim(1).set_bounds(0, weightCols);
   else
-    weight.dim(0).set_bounds(0, N).set_stride(1).dim(1).set_bounds(0, K);
-  bias.dim(0).set_bounds(0, N).set_stride(1);
+    weight.dim(0).set_bounds(0, weightCols).set_stride(1).dim(1).set_bounds(0, K);
+  bias.dim(0).set_bounds(0, weightCols).set_stride(1);
   residual.dim(0).set_bounds(0, N).set_stride(1).dim(1).set_bounds(0, rows);
   out.output_buffer().dim(0).set_bounds(0, N).set_stride(1).dim(1).set_bounds(0, rows);
 
@@ -267,7 +309,7 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   // the specialization, so its select keeps only gemv_product (and the
   // GEMM branch only product).
   {
-    const int chunk = int(gemvChunkCols(spec, vw));
+    const int chunk = gemvChunk;
     Stage g = out.specialize(gemv);
     g.split(n, gemvTask, gemvN, chunk, TailStrategy::GuardWithIf)
         .reorder(gemvN, m, gemvTask)
@@ -309,8 +351,15 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
       .split(m, rowBlock, mIn, int(s.rowsPerTask), TailStrategy::GuardWithIf)
       .reorder(nIn, mIn, panel, rowBlock)
       .fuse(panel, rowBlock, task)
-      .parallel(task)
-      .vectorize(nIn, vw, TailStrategy::GuardWithIf);
+      .parallel(task);
+  if (gated) { // whole tiles, so that n % tileCols is the lane of a tile
+    Var outTile("out_tile"), outLane("out_lane");
+    out.split(nIn, outTile, outLane, tileCols, TailStrategy::GuardWithIf)
+        .reorder(outLane, outTile, mIn)
+        .vectorize(outLane, vw, TailStrategy::GuardWithIf);
+  }
+  else
+    out.vectorize(nIn, vw, TailStrategy::GuardWithIf);
 
   product.compute_at(out, task).vectorize(nj, vw);
   // Register tiles: tileRows × tileCols, the K block outermost so that the

@@ -12,6 +12,8 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 
+#include <tuple>
+
 using namespace mlir;
 using namespace mlir::xf;
 
@@ -315,16 +317,50 @@ static LogicalResult verifyHeadsAndMask(Operation *op, int64_t heads,
   return success();
 }
 
+/// Grouped-query attention: H_kv divides H, and the K (V) width is the Q
+/// (output) width scaled by H_kv / H — every key/value head as wide as a
+/// query head.
+static LogicalResult verifyKeyValueHeads(Operation *op, int64_t heads,
+                                         int64_t kvHeads, DimRef query, DimRef key,
+                                         DimRef output, DimRef value) {
+  if (kvHeads < 1 || heads % kvHeads != 0)
+    return op->emitOpError() << "kv_heads = " << kvHeads
+                             << " must be at least 1 and divide heads = " << heads;
+  for (auto [wide, narrow, what] : {std::tuple(query, key, "H_kv·d_k"),
+                                    std::tuple(output, value, "H_kv·d_v")}) {
+    int64_t w = wide.size(), n = narrow.size();
+    if (ShapedType::isDynamic(w) || ShapedType::isDynamic(n) ||
+        (w % heads == 0 && n * heads == w * kvHeads))
+      continue;
+    return op->emitOpError() << what << ": " << narrow.operand << " "
+                             << formatShape(narrow.type) << " has " << n << " on axis "
+                             << narrow.axis << " but " << wide.operand << " "
+                             << formatShape(wide.type) << " has " << w << " on axis "
+                             << wide.axis << ", so with heads = " << heads
+                             << " and kv_heads = " << kvHeads << " it needs "
+                             << (w % heads ? std::string("a width divisible by heads")
+                                           : std::to_string(w / heads * kvHeads));
+  }
+  return success();
+}
+
 LogicalResult AttentionOp::verify() {
   Type q = getQuery().getType(), k = getKey().getType(), v = getValue().getType();
-  if (failed(expectSameDim(*this, "H·d_k", {"query", q, 1}, {"key", k, 1})) ||
-      failed(expectSameDim(*this, "ℓ_z", {"key", k, 0}, {"value", v, 0})) ||
-      failed(expectSameDim(*this, "H·d_v", {"result", getType(), 1}, {"value", v, 1})) ||
+  if (failed(expectSameDim(*this, "ℓ_z", {"key", k, 0}, {"value", v, 0})) ||
       failed(expectRowsFollow(*this, getQuery(), "query")) ||
       failed(verifyPositiveScale(*this, getScale())))
     return failure();
+  bool grouped = getKeyValueHeads() != int64_t(getHeads());
+  if (!grouped && (failed(expectSameDim(*this, "H·d_k", {"query", q, 1}, {"key", k, 1})) ||
+                   failed(expectSameDim(*this, "H·d_v", {"result", getType(), 1},
+                                        {"value", v, 1}))))
+    return failure();
   if (failed(verifyHeadsAndMask(*this, getHeads(), getMask(), {"query", q, 1},
-                                {"value", v, 1}, {"query", q, 0}, {"key", k, 0})))
+                                grouped ? DimRef{"result", getType(), 1} : DimRef{"value", v, 1},
+                                {"query", q, 0}, {"key", k, 0})) ||
+      (grouped &&
+       failed(verifyKeyValueHeads(*this, getHeads(), getKeyValueHeads(), {"query", q, 1},
+                                  {"key", k, 1}, {"result", getType(), 1}, {"value", v, 1}))))
     return failure();
   return verifySameFloatElementType(*this);
 }
@@ -345,8 +381,7 @@ LogicalResult MultiHeadAttentionOp::verify() {
   if (failed(expectSameDim(*this, "d_x", {"input", x, 1}, wq.in)) ||
       failed(expectSameDim(*this, "d_z", {zName, z.getType(), 1}, wk.in)) ||
       failed(expectSameDim(*this, "d_z", {zName, z.getType(), 1}, wv.in)) ||
-      failed(expectSameDim(*this, "H·d_k", wq.out, wk.out)) ||
-      failed(expectSameDim(*this, "H·d_v", wv.out, wo.in)) ||
+
       failed(expectSameDim(*this, "d_out", {"result", getType(), 1}, wo.out)) ||
       failed(expectVectorOf(*this, "b_q width", getBq(), "b_q", wq.out)) ||
       failed(expectVectorOf(*this, "b_k width", getBk(), "b_k", wk.out)) ||
@@ -355,9 +390,43 @@ LogicalResult MultiHeadAttentionOp::verify() {
       failed(expectRowsFollow(*this, getInput(), "input")) ||
       failed(verifyPositiveScale(*this, getScale())))
     return failure();
-  if (failed(verifyHeadsAndMask(*this, getHeads(), getMask(), wq.out, wv.out,
-                                {"input", x, 0}, {zName, z.getType(), 0})))
+  bool grouped = getKeyValueHeads() != int64_t(getHeads());
+  if (!grouped && (failed(expectSameDim(*this, "H·d_k", wq.out, wk.out)) ||
+                   failed(expectSameDim(*this, "H·d_v", wv.out, wo.in))))
     return failure();
+  if (failed(verifyHeadsAndMask(*this, getHeads(), getMask(), wq.out, grouped ? wo.in : wv.out,
+                                {"input", x, 0}, {zName, z.getType(), 0})) ||
+      (grouped && failed(verifyKeyValueHeads(*this, getHeads(), getKeyValueHeads(), wq.out,
+                                             wk.out, wo.in, wv.out))))
+    return failure();
+  if (getRope().has_value() != bool(getRopeBaseAttr()))
+    return emitOpError("takes rope and its base together");
+  if (getRope()) {
+    int64_t width = wq.out.size();
+    if (width % (2 * getHeads()) != 0)
+      return emitOpError() << "rope rotates pairs of features, but W_q's H·d_k = " << width
+                           << " does not split into " << getHeads() << " heads of even width";
+    if (!(getRopeBase()->convertToDouble() > 1.0))
+      return emitOpError() << "rope base must be greater than 1, got "
+                           << getRopeBase()->convertToDouble();
+  }
+  return verifySameFloatElementType(*this);
+}
+
+LogicalResult RopeOp::verify() {
+  auto type = getInput().getType();
+  if (type != getType())
+    return emitOpError() << "result " << formatShape(getType())
+                         << " must have the type of input " << formatShape(type);
+  int64_t heads = getHeads(), width = type.getDimSize(1);
+  if (heads < 1)
+    return emitOpError() << "heads must be at least 1, got " << heads;
+  if (ShapedType::isDynamic(width) || width % (2 * heads) != 0)
+    return emitOpError() << "input " << formatShape(type)
+                         << " must split into heads = " << heads
+                         << " heads of a static, even width (rotations act on pairs)";
+  if (!(getBase().convertToDouble() > 1.0))
+    return emitOpError() << "base must be greater than 1, got " << getBase().convertToDouble();
   return verifySameFloatElementType(*this);
 }
 
@@ -369,6 +438,15 @@ LogicalResult GemmOp::verify() {
   Type x = getInput().getType();
   WeightDims w = weightDims("weight", getWeight(), getTransposeWeight());
   DimRef out{"result", getType(), 1};
+  if (getActivation() == Activation::swiglu) {
+    int64_t n = out.size(), wide = w.out.size();
+    if (!ShapedType::isDynamic(n) && !ShapedType::isDynamic(wide) && wide != 2 * n)
+      return emitOpError() << "activation swiglu: weight " << formatShape(w.out.type)
+                           << " must hold gate and up, 2·N = " << 2 * n
+                           << " columns for the result " << formatShape(getType()) << ", not "
+                           << wide;
+    out = w.out; // N is checked against the residual below
+  }
   if (failed(expectSameDim(*this, "K", {"input", x, 1}, w.in)) ||
       failed(expectSameDim(*this, "N", out, w.out)) ||
       failed(expectVectorOf(*this, "bias width", getBias(), "bias", w.out)) ||
@@ -377,7 +455,10 @@ LogicalResult GemmOp::verify() {
   if (Value r = getResidual())
     if (failed(expectSameDim(*this, "residual", {"residual", r.getType(), 0},
                              {"input", x, 0})) ||
-        failed(expectSameDim(*this, "residual", {"residual", r.getType(), 1}, w.out)))
+        failed(expectSameDim(*this, "residual", {"residual", r.getType(), 1},
+                             getActivation() == Activation::swiglu
+                                 ? DimRef{"result", getType(), 1}
+                                 : w.out)))
       return failure();
   return verifySameFloatElementType(*this);
 }

@@ -26,7 +26,19 @@ def Xf_Activation : I32EnumAttr<"Activation", "GEMM epilogue activation", [
     I32EnumAttrCase<"none", 0>,
     I32EnumAttrCase<"relu", 1>,
     I32EnumAttrCase<"gelu_tanh", 2>,
-    I32EnumAttrCase<"gelu_erf", 3>
+    I32EnumAttrCase<"gelu_erf", 3>,
+    I32EnumAttrCase<"silu", 4>,  // x·σ(x), the gate of SwiGLU
+    // Gated: the weight holds [W_gate | W_up] (2·N columns) and the result is
+    // silu(x·W_gate + b_gate) ⊙ (x·W_up + b_up), N columns.
+    I32EnumAttrCase<"swiglu", 5>
+  ]> {
+  let cppNamespace = "::mlir::xf";
+}
+
+// Which features of a head rotary position embeddings rotate together.
+def Xf_RopePairing : I32EnumAttr<"RopePairing", "rotary pair layout", [
+    I32EnumAttrCase<"adjacent", 0>, // (x[2i], x[2i+1]): GGUF / llama.cpp (Q, K rows permuted)
+    I32EnumAttrCase<"halves", 1>    // (x[i], x[i+d/2]): Hugging Face checkpoints
   ]> {
   let cppNamespace = "::mlir::xf";
 }

@@ -227,9 +227,11 @@ def Xf_RmsNormOp : Xf_PureOp<"rms_norm"> {
 def Xf_AttentionOp : Xf_PureOp<"attention"> {
   let summary = "Alg. 4 on projected inputs: softmax(scale·Q·Kᵀ + mask)·V per head";
   let description = [{
-    `Q : [ℓ, H·d_k]`, `K : [ℓ_z, H·d_k]`, `V : [ℓ_z, H·d_v]` → `[ℓ, H·d_v]`;
-    head `h` uses columns `h·d_k ..` of Q and K and `h·d_v ..` of V. `scale`
-    defaults to `1/sqrt(d_k)`. With `causal`, query `t` sees keys
+    `Q : [ℓ, H·d_k]`, `K : [ℓ_z, H_kv·d_k]`, `V : [ℓ_z, H_kv·d_v]` → `[ℓ, H·d_v]`;
+    query head `h` uses columns `h·d_k ..` of Q and key/value head
+    `g = h / (H / H_kv)`: columns `g·d_k ..` of K and `g·d_v ..` of V.
+    `kv_heads` (H_kv, grouped-query attention) defaults to H and must divide
+    it. `scale` defaults to `1/sqrt(d_k)`. With `causal`, query `t` sees keys
     `t' ≤ t + (ℓ_z − ℓ)` (so `ℓ_z ≥ ℓ`; equal lengths without a cache).
 
     ```mlir
@@ -238,10 +240,15 @@ def Xf_AttentionOp : Xf_PureOp<"attention"> {
   }];
   let arguments = (ins Xf_Matrix:$query, Xf_Matrix:$key, Xf_Matrix:$value,
                        Xf_MaskKind:$mask, I64Attr:$heads,
+                       OptionalAttr<I64Attr>:$kv_heads,
                        OptionalAttr<F64Attr>:$scale,
                        OptionalAttr<Xf_AttentionScheduleAttr>:$schedule);
   let results = (outs Xf_Matrix:$result);
-  let assemblyFormat = "$mask `heads` $heads $query `,` $key `,` $value "
+  let extraClassDeclaration = [{
+    /// H_kv: heads of K and V (grouped-query attention), H when absent.
+    int64_t getKeyValueHeads() { return getKvHeads().value_or(getHeads()); }
+  }];
+  let assemblyFormat = "$mask `heads` $heads (`kv_heads` $kv_heads^)? $query `,` $key `,` $value "
                        "(`scale` $scale^)? attr-dict `:` type($query) `,` type($key) "
                        "`,` type($value) `->` type($result)";
 }
@@ -257,6 +264,11 @@ def Xf_MultiHeadAttentionOp
     of its output width. With `transpose_weights` every W is stored
     `[d_out, d_in]` (nn.Linear). Result `[ℓ, d_out]`.
 
+    `kv_heads` (grouped-query attention): W_k and W_v have `H_kv·d_k` and
+    `H_kv·d_v` columns and query head `h` uses key/value head `h / (H / H_kv)`.
+    `rope` with `base`: rotary position embeddings (xf.rope) applied to
+    every head of Q and K after their projections, at absolute positions.
+
     ```mlir
     %y = xf.mha causal heads 12 %x q %wq, %bq k %wk, %bk v %wv, %bv o %wo, %bo
            : (tensor<?x768xf32>, ...) -> tensor<?x768xf32>
@@ -268,11 +280,19 @@ def Xf_MultiHeadAttentionOp
                        Xf_Matrix:$wv, Optional<Xf_Vector>:$bv,
                        Xf_Matrix:$wo, Optional<Xf_Vector>:$bo,
                        Xf_MaskKind:$mask, I64Attr:$heads,
+                       OptionalAttr<I64Attr>:$kv_heads,
+                       OptionalAttr<Xf_RopePairing>:$rope,
+                       OptionalAttr<F64Attr>:$rope_base,
                        OptionalAttr<F64Attr>:$scale,
                        UnitAttr:$transpose_weights);
   let results = (outs Xf_Matrix:$result);
+  let extraClassDeclaration = [{
+    /// H_kv: heads of K and V (grouped-query attention), H when absent.
+    int64_t getKeyValueHeads() { return getKvHeads().value_or(getHeads()); }
+  }];
   let assemblyFormat = [{
-    $mask `heads` $heads $input (`context` $context_seq^)?
+    $mask `heads` $heads (`kv_heads` $kv_heads^)? (`rope` $rope^ `base` $rope_base)?
+    $input (`context` $context_seq^)?
     `q` $wq (`,` $bq^)? `k` $wk (`,` $bk^)? `v` $wv (`,` $bv^)? `o` $wo (`,` $bo^)?
     (`scale` $scale^)? (`transpose_weights` $transpose_weights^)? attr-dict
     `:` functional-type(operands, results)
@@ -307,6 +327,48 @@ def Xf_SoftmaxOp : Xf_ElementwiseOp<"softmax"> {
   let arguments = (ins Xf_FloatTensor:$input);
   let results = (outs Xf_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Xf_SiluOp : Xf_ElementwiseOp<"silu"> {
+  let summary = "SiLU (swish): x·σ(x) = x / (1 + e^(−x))";
+  let arguments = (ins Xf_FloatTensor:$input);
+  let results = (outs Xf_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Xf_MulOp : Xf_ElementwiseOp<"mul"> {
+  let summary = "elementwise (Hadamard) product A ⊙ B of two tensors of one shape";
+  let description = [{
+    The gate of a gated MLP: SwiGLU is `(silu(x·W_gate) ⊙ (x·W_up))·W_down`.
+
+    ```mlir
+    %p = xf.mul %g, %u : tensor<?x1536xf32>
+    ```
+  }];
+  let arguments = (ins Xf_FloatTensor:$lhs, Xf_FloatTensor:$rhs);
+  let results = (outs Xf_FloatTensor:$result);
+  let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
+}
+
+def Xf_RopeOp : Xf_PureOp<"rope"> {
+  let summary = "rotary position embeddings of every head's features";
+  let description = [{
+    `x : [ℓ, H·d]` → `[ℓ, H·d]`, `d` even. Row `t` is at position
+    `p = offset + t` (`offset` defaults to 0). In each head, feature pair `i`
+    (`i = 0 .. d/2 − 1`) is rotated by `θ_i = p · base^(−2i/d)`:
+    `(a, b) ↦ (a·cos θ_i − b·sin θ_i, a·sin θ_i + b·cos θ_i)` where the pair is
+    `(x[2i], x[2i+1])` for `adjacent` (GGUF) and `(x[i], x[i + d/2])` for
+    `halves` (Hugging Face).
+
+    ```mlir
+    %q = xf.rope adjacent heads 9 %x base 1.0e+05 : tensor<?x576xf32> -> tensor<?x576xf32>
+    ```
+  }];
+  let arguments = (ins Xf_Matrix:$input, Optional<Index>:$offset,
+                       Xf_RopePairing:$pairing, I64Attr:$heads, F64Attr:$base);
+  let results = (outs Xf_Matrix:$result);
+  let assemblyFormat = "$pairing `heads` $heads $input (`offset` $offset^)? `base` $base "
+                       "attr-dict `:` type($input) `->` type($result)";
 }
 
 def Xf_UnembedOp : Xf_PureOp<"unembed"> {

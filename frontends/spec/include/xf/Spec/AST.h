@@ -94,13 +94,21 @@ private:
   std::string text;
 };
 
-/// `a + b`, `a - b`, `a * b` (also a matrix product), `a / b`, `a % b`.
+/// The op character of `A ⊙ B` (an elementwise product of tensors).
+constexpr char kHadamardOp = 'o';
+
+/// `a + b`, `a - b`, `a * b` (also a matrix product), `a / b`, `a % b`,
+/// `A ⊙ B`.
 class BinaryExprAST : public ExprAST {
 public:
   BinaryExprAST(Location loc, char op, ExprPtr lhs, ExprPtr rhs)
       : ExprAST(Expr_Binary, std::move(loc)), op(op), lhs(std::move(lhs)),
         rhs(std::move(rhs)) {}
   char getOp() const { return op; }
+  /// The operator as written in diagnostics: "+", "⊙".
+  llvm::StringRef getOpSpelling() const {
+    return op == kHadamardOp ? "⊙" : llvm::StringRef(&op, 1);
+  }
   const ExprAST &getLHS() const { return *lhs; }
   const ExprAST &getRHS() const { return *rhs; }
   static bool classof(const ExprAST *e) { return e->getKind() == Expr_Binary; }

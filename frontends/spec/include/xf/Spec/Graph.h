@@ -66,6 +66,8 @@ enum class OpKind {
   RmsNorm,   // x, γ?
   Relu,
   Gelu,
+  Silu,
+  Hadamard, // A ⊙ B, elementwise
   Softmax,
   Attention,          // Alg. 4 on projected Q, K, V
   MultiHeadAttention, // Alg. 5: x, z?, W_q, b_q?, W_k, b_k?, W_v, b_v?, W_o,
@@ -74,6 +76,8 @@ enum class OpKind {
 };
 
 enum class MaskKind { Bidirectional, Causal, Cross };
+/// Rotary position embeddings of MHA: none, GGUF's adjacent pairs, or HF's halves.
+enum class RopePairing { None, Adjacent, Halves };
 
 /// The operand slots of a MultiHeadAttention node.
 enum MhaOperand {
@@ -98,7 +102,9 @@ struct Node {
   std::string name;   // Parameter: the checkpoint tensor name
   std::string origin; // for diagnostics: "parameter 'W_q[2]'", "'layer_norm'"
   int64_t axis = 0, offset = 0, heads = 0;
+  int64_t kvHeads = 0; // MultiHeadAttention: H_kv when grouped, else 0
   double epsilon = 0, base = 0, scale = 0;
+  RopePairing rope = RopePairing::None; // MultiHeadAttention; base is its base
   bool hasScale = false;
   bool geluTanh = false;
   MaskKind mask = MaskKind::Bidirectional;

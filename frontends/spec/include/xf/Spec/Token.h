@@ -52,7 +52,8 @@ enum class TokenKind {
   Bar,    // `|`
   Plus,
   Minus,
-  Star, // `*`, `·` or `×`
+  Star,     // `*`, `·` or `×`
+  Hadamard, // `⊙` or `.*`: elementwise product
   Slash,
   Percent,
   Transpose, // `^T` or `ᵀ`
