@@ -199,6 +199,8 @@ void narrowToBf16(const float *src, size_t count, uint16_t *dst) {
 Expected<WeightSet> loadWeights(const std::string &path, const Manifest &manifest) {
   if (endsWith(path, ".json"))
     return loadSharded(path, manifest);
+  if (endsWith(path, ".gguf"))
+    return loadGgufWeights(path, manifest);
   Expected<Shard> shard = openShard(path);
   if (!shard)
     return shard.status();

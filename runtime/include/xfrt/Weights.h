@@ -36,7 +36,12 @@ struct WeightSet {
 // Every file used is validated in full (parseSafetensors); then every manifest parameter must be
 // present with the manifest's shape and a float dtype. Tensors the manifest does not name are
 // ignored. Errors read "<file>: tensor '<name>': <what>".
+// A path ending in .gguf is a GGUF file: loadGgufWeights.
 Expected<WeightSet> loadWeights(const std::string &path, const Manifest &manifest);
+
+// Every manifest parameter from a GGUF file (llama.cpp), dequantized to float32 at load
+// (WeightsFromGguf.cpp); shapes are GGUF's row-major shape(), [ne1, ne0] for a matrix.
+Expected<WeightSet> loadGgufWeights(const std::string &path, const Manifest &manifest);
 
 // Deterministic weights from `seed` (see Random.h and InitKind).
 Expected<WeightSet> randomWeights(uint64_t seed, const Manifest &manifest);
