@@ -30,13 +30,14 @@ void checkAttention(const AttentionKernelSpec &spec, std::vector<Lengths> length
   Halide::Callable kernel = xftest::jit(buildAttentionPipeline(spec, Halide::get_host_target()));
   ASSERT_TRUE(kernel.defined());
   const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
+  const int Hkv = int(spec.keyValueHeads()), group = H / Hkv; // grouped-query attention
   std::mt19937 rng(7);
   for (Lengths len : lengths) {
     const int M = len.queries, Mz = len.keys;
     SCOPED_TRACE("M=" + std::to_string(M) + " Mz=" + std::to_string(Mz));
     auto q = xftest::randomMatrix(M, H * dK, rng);
-    auto k = xftest::randomMatrix(Mz, H * dK, rng);
-    auto v = xftest::randomMatrix(Mz, H * dV, rng);
+    auto k = xftest::randomMatrix(Mz, Hkv * dK, rng);
+    auto v = xftest::randomMatrix(Mz, Hkv * dV, rng);
     // Scale the queries up so the softmax is far from uniform.
     q.for_each_value([](float &x) { x *= 4.f; });
     Halide::Runtime::Buffer<float> out(H * dV, M);
@@ -54,7 +55,7 @@ void checkAttention(const AttentionKernelSpec &spec, std::vector<Lengths> length
           bool visible = !spec.causal || s <= t + (Mz - M);
           double dot = 0;
           for (int c = 0; c < dK; ++c)
-            dot += double(q(h * dK + c, t)) * k(h * dK + c, s);
+            dot += double(q(h * dK + c, t)) * k((h / group) * dK + c, s);
           score[s] = visible ? dot * spec.scale : -INFINITY;
           maxScore = std::max(maxScore, score[s]);
         }
@@ -65,7 +66,7 @@ void checkAttention(const AttentionKernelSpec &spec, std::vector<Lengths> length
           double ref = 0;
           for (int s = 0; s < Mz && sum > 0; ++s)
             if (score[s] != -INFINITY)
-              ref += std::exp(score[s] - maxScore) / sum * v(h * dV + d, s);
+              ref += std::exp(score[s] - maxScore) / sum * v((h / group) * dV + d, s);
           double error = std::abs(out(h * dV + d, t) - ref);
           if (!(error <= 1e-5))
             FAIL() << "out[" << t << ", " << h * dV + d << "] = " << out(h * dV + d, t)
@@ -125,6 +126,17 @@ TEST(HalideKernelsAttention, DecodePathFewQueries) {
   checkAttention(attention(2, 24, 40, false), {{1, 3}, {2, 67}, {4, 1}});
   // Mz < M: query 0 sees no key, query 1 sees key 0.
   checkAttention(attention(1, 16, 16, true), {{3, 2}});
+}
+
+// Grouped-query attention: 6 query heads on 2 or 3 K/V heads, and multi-query
+// (1 K/V head); flash path (prefill, with a cache offset) and decode path.
+TEST(HalideKernelsAttention, GroupedKeyValueHeads) {
+  for (int64_t kvHeads : {1, 2, 3}) {
+    SCOPED_TRACE("kv_heads=" + std::to_string(kvHeads));
+    AttentionKernelSpec spec = attention(6, 16, 8, true);
+    spec.kvHeads = kvHeads;
+    checkAttention(spec, {{1, 1}, {1, 37}, {3, 70}, {9, 9}, {65, 130}});
+  }
 }
 
 TEST(HalideKernelsAttention, RejectsInvalidSpec) {

@@ -37,6 +37,9 @@ double epilogue(GemmEpilogue kind, double a) {
     return 0.5 * a * (1 + std::tanh(std::sqrt(2 / M_PI) * (a + 0.044715 * a * a * a)));
   case GemmEpilogue::GeluErf:
     return 0.5 * a * (1 + std::erf(a / std::sqrt(2.0)));
+  case GemmEpilogue::Silu:
+  case GemmEpilogue::SwiGlu: // the gate; checkGemm multiplies by up
+    return a / (1 + std::exp(-a));
   }
   return a;
 }
@@ -56,9 +59,12 @@ void checkGemm(const GemmKernelSpec &spec,
   Halide::Callable kernel = xftest::jit(buildGemmPipeline(spec, Halide::get_host_target()));
   ASSERT_TRUE(kernel.defined());
   const int K = int(spec.K), N = int(spec.N);
+  // SwiGLU: weight and bias hold 2·N columns, gate then up.
+  const bool gated = spec.epilogue == GemmEpilogue::SwiGlu;
+  const int columns = gated ? 2 * N : N;
   std::mt19937 rng(42);
-  auto weight =
-      spec.transposeWeight ? xftest::randomMatrix(N, K, rng) : xftest::randomMatrix(K, N, rng);
+  auto weight = spec.transposeWeight ? xftest::randomMatrix(columns, K, rng)
+                                     : xftest::randomMatrix(K, columns, rng);
   // The bf16 buffer the kernel reads (type code halide_type_bfloat, 16 bits);
   // `weight` keeps the same rounded values as float for the reference.
   Halide::Runtime::Buffer<uint16_t> weightBf16(weight.width(), weight.height());
@@ -70,8 +76,8 @@ void checkGemm(const GemmKernelSpec &spec,
     });
     weightBf16.raw_buffer()->type = halide_type_t(halide_type_bfloat, 16);
   }
-  auto bias = xftest::randomMatrix(1, N, rng);
-  Halide::Runtime::Buffer<float> bias1d(bias.data(), N);
+  auto bias = xftest::randomMatrix(1, columns, rng);
+  Halide::Runtime::Buffer<float> bias1d(bias.data(), columns);
 
   for (int M : rowCounts) {
     SCOPED_TRACE("M=" + std::to_string(M));
@@ -99,12 +105,16 @@ void checkGemm(const GemmKernelSpec &spec,
     double maxRef = 0;
     for (int i = 0; i < M; ++i)
       for (int j = 0; j < N; ++j) {
-        double acc = 0;
-        for (int k = 0; k < K; ++k)
-          acc += double(xRef(k, i)) * (spec.transposeWeight ? weight(k, j) : weight(j, k));
-        if (spec.hasBias)
-          acc += bias1d(j);
-        acc = epilogue(spec.epilogue, acc);
+        auto product = [&](int column) {
+          double acc = 0;
+          for (int k = 0; k < K; ++k)
+            acc += double(xRef(k, i)) *
+                   (spec.transposeWeight ? weight(k, column) : weight(column, k));
+          return spec.hasBias ? acc + bias1d(column) : acc;
+        };
+        double acc = epilogue(spec.epilogue, product(j));
+        if (gated)
+          acc *= product(N + j);
         if (spec.hasResidual)
           acc += residual(j, i);
         ref[size_t(i) * N + j] = acc;
@@ -196,6 +206,31 @@ TEST(HalideKernelsGemm, GemvBothLayoutsAllEpilogues) {
 }
 
 // Many GEMV tasks (a weight over 256 KiB) and a wider GEMV threshold.
+// SiLU, and SwiGLU's gated epilogue: gate and up tiles interleaved by the
+// packing (GEMM path) or chunks (GEMV path); N not a multiple of the tile
+// width, both layouts, with bias and residual, small tiles so that panels
+// hold several gate/up tile pairs.
+TEST(HalideKernelsGemm, SiluAndSwiGlu) {
+  for (bool transposed : {false, true}) {
+    SCOPED_TRACE(transposed ? "[N, K]" : "[K, N]");
+    GemmKernelSpec silu = gemm(40, 70, transposed);
+    silu.epilogue = GemmEpilogue::Silu;
+    silu.hasBias = true;
+    checkGemm(silu, {1, 3, 9});
+    for (int64_t N : {48, 70, 130}) {
+      GemmKernelSpec spec = gemm(57, N, transposed);
+      spec.epilogue = GemmEpilogue::SwiGlu;
+      spec.hasBias = N == 70;
+      spec.hasResidual = N != 48;
+      checkGemm(spec, {1, 2, 3, 7, 65, 130});
+      spec.schedule.tileCols = spec.schedule.tileCols / 3 * 2;
+      spec.schedule.panelCols = 2 * spec.schedule.tileCols;
+      spec.schedule.gemvTasks = 3;
+      checkGemm(spec, {1, 3, 9});
+    }
+  }
+}
+
 TEST(HalideKernelsGemm, GemvManyTasks) {
   for (bool transposed : {false, true}) {
     GemmKernelSpec spec = gemm(768, 1000, transposed);
