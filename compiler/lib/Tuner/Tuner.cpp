@@ -17,9 +17,11 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <map>
 #include <thread>
 
 using namespace mlir;
@@ -241,22 +243,30 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
   Search search(k.space, options.seed + index);
   TuningEntry &entry = db.upsert(k.signature, target, options.threads, kXfVersion);
   const double previouslySpent = entry.secondsSpent;
-  // Resume: recorded trials are never measured again; the best so far
-  // becomes the incumbent, the default's recorded cost stays the anchor.
-  std::optional<Point> incumbent;
+  // Resume: recorded trials are never measured again; the recorded best
+  // and the default (whose recorded cost stays the anchor) are contenders
+  // again, counted as measured twice.
+  std::vector<Point> points{k.defaultPoint}; // ledger ids: 0 is the default
+  auto idOf = [&](const Point &p) {
+    auto it = std::find(points.begin(), points.end(), p);
+    if (it != points.end())
+      return size_t(it - points.begin());
+    points.push_back(p);
+    return points.size() - 1;
+  };
   bool defaultRecorded = false;
   for (const TrialRecord &t : entry.trials)
     if (std::optional<Point> p = pointOf(ctx, k, t.schedule)) {
       search.record({*p, t.costMs});
       defaultRecorded |= *p == k.defaultPoint && t.costMs.has_value();
     }
-  if (!entry.schedule.empty())
-    if (std::optional<Point> p = pointOf(ctx, k, entry.schedule); p && entry.costMs > 0)
-      incumbent = p;
-  CostLedger ledger(defaultRecorded ? entry.defaultCostMs : 0,
-                    incumbent && defaultRecorded ? entry.costMs : 0);
-  if (!defaultRecorded)
-    incumbent.reset();
+  CostLedger ledger(defaultRecorded ? entry.defaultCostMs : 0);
+  if (defaultRecorded) {
+    ledger.record(0, entry.defaultCostMs, 2);
+    if (!entry.schedule.empty())
+      if (std::optional<Point> p = pointOf(ctx, k, entry.schedule); p && entry.costMs > 0)
+        ledger.record(idOf(*p), entry.costMs, 2);
+  }
 
   llvm::json::Object request{{"target", options.target},
                              {"repeats", 5},
@@ -271,19 +281,47 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
   }
   request["cases"] = std::move(cases);
 
-  llvm::json::Array history; // [seconds, best cost] whenever the best improves
-  CandidateResult bestResult;
-  while (secondsSince(kernelStart) < share) {
+  llvm::json::Array history; // [seconds, best cost] whenever the estimate changes
+  std::map<size_t, CandidateResult> lastResult; // raw times, for the roofline
+  auto noteBest = [&] {
+    double c = ledger.bestCost();
+    if (c > 0 && (history.empty() ||
+                  history.back().getAsArray()->back().getAsNumber().value_or(0) != c))
+      history.push_back(llvm::json::Array{secondsSince(kernelStart), c});
+  };
+  // The ledger's best into the entry, and the database to disk.
+  auto saveBest = [&]() -> llvm::Error {
+    if (std::optional<size_t> best = ledger.best()) {
+      entry.schedule = scheduleText(ctx, k, points[*best]);
+      entry.costMs = ledger.bestCost();
+      entry.defaultCostMs = ledger.defaultCost();
+      if (lastResult.count(*best))
+        entry.rooflineFraction = rooflineOf(k, lastResult[*best], machine);
+      entry.measuredAt = isoNow();
+    }
+    entry.secondsSpent = previouslySpent + secondsSince(kernelStart);
+    // Until something has worked the entry has no schedule and is held back
+    // from the file (its trials are kept in memory).
+    if (entry.schedule.empty())
+      return llvm::Error::success();
+    return db.save(options.dbPath);
+  };
+  // At least one batch per kernel, however little budget is left, so that
+  // every kernel gets an entry (the default timed, a few candidates tried).
+  for (bool first = true; first || secondsSince(kernelStart) < share; first = false) {
     if (options.interrupted && *options.interrupted)
       break;
     std::vector<Point> batch = search.propose(options.batch);
     if (batch.empty())
       break; // the space is exhausted
-    // [default, best so far unless it is the default, batch...]
+    // [default, contenders other than the default, batch...]
+    std::vector<size_t> again;
+    for (size_t id : ledger.contenders())
+      if (id != 0)
+        again.push_back(id);
     std::vector<llvm::json::Value> candidates{candidateJson(k, k.defaultPoint)};
-    const bool remeasure = incumbent && *incumbent != k.defaultPoint;
-    if (remeasure)
-      candidates.push_back(candidateJson(k, *incumbent));
+    for (size_t id : again)
+      candidates.push_back(candidateJson(k, points[id]));
     for (const Point &p : batch)
       candidates.push_back(candidateJson(k, p));
     double timeout = 90.0 * double(candidates.size()) + 60;
@@ -302,20 +340,21 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
                                            " failed in the worker: " + anchor.failure);
       continue;
     }
+    ledger.record(0, ledger.defaultCost());
+    lastResult[0] = anchor;
     if (!defaultRecorded) {
       // The default is timed in every batch (the anchor): recorded once so
       // that the search does not propose it and the model knows its cost.
       search.record({k.defaultPoint, ledger.defaultCost()});
       entry.trials.push_back({scheduleText(ctx, k, k.defaultPoint), ledger.defaultCost(), ""});
       defaultRecorded = true;
-      if (ledger.offer(ledger.defaultCost())) {
-        incumbent = k.defaultPoint, bestResult = anchor;
-        history.push_back(llvm::json::Array{secondsSince(kernelStart), ledger.bestCost()});
-      }
     }
-    size_t offset = remeasure ? 2 : 1;
-    if (remeasure && (*results)[1].ran && (*results)[1].failure.empty())
-      ledger.remeasureBest(costOf((*results)[1]));
+    for (size_t i = 0; i < again.size(); ++i) {
+      const CandidateResult &r = (*results)[1 + i];
+      if (r.ran && r.failure.empty())
+        ledger.record(again[i], ledger.cost(costOf(r))), lastResult[again[i]] = r;
+    }
+    const size_t offset = 1 + again.size();
     for (size_t i = 0; i < batch.size(); ++i) {
       const CandidateResult &r = (*results)[offset + i];
       if (!r.ran)
@@ -325,31 +364,48 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
       if (r.failure.empty()) {
         double cost = ledger.cost(costOf(r));
         trial.cost = record.costMs = cost;
-        if (ledger.offer(cost)) {
-          incumbent = batch[i], bestResult = r;
-          history.push_back(llvm::json::Array{secondsSince(kernelStart), cost});
-        }
+        size_t id = idOf(batch[i]);
+        ledger.record(id, cost);
+        lastResult[id] = r;
       }
       search.record(trial);
       entry.trials.push_back(std::move(record));
     }
-    if (incumbent) {
-      entry.schedule = scheduleText(ctx, k, *incumbent);
-      entry.costMs = ledger.bestCost();
-      entry.defaultCostMs = ledger.defaultCost();
-      if (!bestResult.cases.empty())
-        entry.rooflineFraction = rooflineOf(k, bestResult, machine);
-      entry.measuredAt = isoNow();
-    }
-    entry.secondsSpent = previouslySpent + secondsSince(kernelStart);
-    if (entry.schedule.empty()) {
-      // Nothing has worked yet: keep the trials, but an entry needs a
-      // schedule, so hold it back from the file until one does.
-    } else if (llvm::Error err = db.save(options.dbPath)) {
+    noteBest();
+    if (llvm::Error err = saveBest())
       return err;
-    }
     progress(k, index, secondsSince(kernelStart), share, search.trials(), ledger.bestCost(),
              ledger.defaultCost(), false);
+  }
+  // Settle: the finalists (the default among them) re-timed together in a
+  // fresh batch with more rounds; the choice and the reported cost come from
+  // it alone, free of the luck that made them finalists.
+  if (ledger.best() && !(options.interrupted && *options.interrupted)) {
+    std::vector<size_t> finalists = ledger.settle();
+    finalists.erase(std::remove(finalists.begin(), finalists.end(), size_t(0)), finalists.end());
+    std::vector<llvm::json::Value> candidates{candidateJson(k, k.defaultPoint)};
+    for (size_t id : finalists)
+      candidates.push_back(candidateJson(k, points[id]));
+    llvm::json::Object settleRequest(request);
+    settleRequest["repeats"] = 9;
+    settleRequest["max_seconds"] = 8.0;
+    auto results = worker.run(std::move(settleRequest), candidates,
+                              90.0 * double(candidates.size()) + 60);
+    if (!results)
+      return results.takeError();
+    const CandidateResult &anchor = (*results)[0];
+    ledger.record(0, ledger.defaultCost(), 1);
+    if (anchor.ran && anchor.failure.empty() && ledger.beginBatch(costOf(anchor))) {
+      lastResult[0] = anchor;
+      for (size_t i = 0; i < finalists.size(); ++i) {
+        const CandidateResult &r = (*results)[1 + i];
+        if (r.ran && r.failure.empty())
+          ledger.record(finalists[i], ledger.cost(costOf(r))), lastResult[finalists[i]] = r;
+      }
+      noteBest();
+      if (llvm::Error err = saveBest())
+        return err;
+    } // else the entry keeps the best saved during the search
   }
   progress(k, index, share, share, search.trials(), ledger.bestCost(), ledger.defaultCost(),
            true);
@@ -362,11 +418,12 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
                                   {"roofline_fraction", entry.rooflineFraction},
                                   {"schedule", entry.schedule},
                                   {"history", std::move(history)}};
-  if (options.baselines && incumbent && !(options.interrupted && *options.interrupted)) {
+  std::optional<size_t> best = ledger.best();
+  if (options.baselines && best && !(options.interrupted && *options.interrupted)) {
     // Halide's autoschedulers on the same algorithm, timed beside the
     // default (the anchor, as in every batch) and the best schedule.
     std::vector<llvm::json::Value> candidates{candidateJson(k, k.defaultPoint),
-                                              candidateJson(k, *incumbent)};
+                                              candidateJson(k, points[*best])};
     const char *names[] = {"Adams2019", "Li2018", "Mullapudi2016"};
     for (const char *name : names)
       candidates.push_back(llvm::json::Object{{"autoscheduler", name}});
