@@ -384,8 +384,12 @@ int main(int argc, char **argv) {
       continue;
     aliasHelp.push_back("Alias for --mlir-" + std::string(name));
     aliases.push_back(std::make_unique<cl::alias>(llvm::StringRef(name), cl::aliasopt(*it->second),
-                                                  cl::desc(aliasHelp.back())));
+                                                  cl::desc(aliasHelp.back()),
+                                                  cl::cat(xfcCategory)));
   }
+  // --help lists xfc's options, not the hundreds LLVM and MLIR register
+  // (they still work, and --help-hidden shows them).
+  cl::HideUnrelatedOptions({&xfcCategory, &tuneCategory});
   // `xfc tune FILE ...` is the tuner; everything else compiles.
   std::vector<char *> args(argv, argv + argc);
   if (argc > 1 && llvm::StringRef(argv[1]) == "tune") {
