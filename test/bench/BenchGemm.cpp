@@ -41,7 +41,8 @@ extern "C" int halide_set_num_threads(int);
 
 #define X(NAME, M, K, N, T)                                                                        \
   extern "C" int xf_bench_##NAME(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);         \
-  extern "C" int xf_bench_##NAME##_bf16(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+  extern "C" int xf_bench_##NAME##_bf16(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);  \
+  extern "C" int xf_bench_##NAME##_tuned(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
 #include "GemmShapes.def"
 #undef X
 
@@ -54,11 +55,12 @@ struct Shape {
   const char *name;
   int M, K, N;
   bool transposed;
-  GemmKernel kernel, kernelBf16;
+  GemmKernel kernel, kernelBf16, kernelTuned;
 };
 
 const Shape kShapes[] = {
-#define X(NAME, M, K, N, T) {#NAME, M, K, N, T, xf_bench_##NAME, xf_bench_##NAME##_bf16},
+#define X(NAME, M, K, N, T)                                                                        \
+  {#NAME, M, K, N, T, xf_bench_##NAME, xf_bench_##NAME##_bf16, xf_bench_##NAME##_tuned},
 #include "GemmShapes.def"
 #undef X
 };
@@ -221,6 +223,14 @@ int main(int argc, char **argv) {
                         },
                         4.0 * wSize + io});
 #endif
+    // The same GEMM with the tuning database's schedule (the default's when
+    // the build was given none): last, so the indices above stay.
+    variants.push_back({"xf_tuned",
+                        [&] {
+                          shape.kernelTuned(x.raw_buffer(), wCopy[copyIndex(6)].raw_buffer(),
+                                            out.raw_buffer());
+                        },
+                        4.0 * wSize + io});
     // Correctness of the xf kernels: fp32 against OpenBLAS, bf16 against
     // OpenBLAS on the bf16-rounded weight (copy 0 of each).
     next[0] = next[1] = next[2] = copies - 1;
@@ -236,6 +246,9 @@ int main(int argc, char **argv) {
     variants[0].maxDiff = maxDiffTo(ref);
     variants[1].call();
     variants[1].maxDiff = maxDiffTo(refBf16);
+    next[6] = copies - 1;
+    variants.back().call();
+    variants.back().maxDiff = maxDiffTo(ref);
     const double flops = 2.0 * M * K * N;
     double once = timeCalls(variants[2].call, 1);
     int reps = std::max(1, int(0.15 / std::max(once, 1e-7)));

@@ -1,30 +1,96 @@
 //===- GenerateGemmKernels.cpp - AOT-compile the benchmarked GEMMs --------===//
 //
 // Build-time tool of xf-bench-gemm: compiles one Halide GEMM object per shape
-// of GemmShapes.def (default schedule, target "host"), fp32 weights as
-// xf_bench_NAME and bf16 weights as xf_bench_NAME_bf16 (bf16Activations too,
-// so the GEMM path uses bf16 dot products), and the Halide runtime.
-// Usage: xf-bench-gemm-gen <output-dir>
+// of GemmShapes.def (target "host"): with the default schedule for this
+// CPU's vector unit, fp32 weights as xf_bench_NAME and bf16 weights as
+// xf_bench_NAME_bf16 (bf16Activations too, so the GEMM path uses bf16 dot
+// products); and xf_bench_NAME_tuned with the schedule a tuning database
+// holds for a kernel of the same K, N, layout and dtypes (any epilogue: the
+// tuner keys kernels with their fused epilogues), or the default when it
+// holds none. tuned.json in the output directory says which. Plus the Halide
+// runtime.
+// Usage: xf-bench-gemm-gen <output-dir> [<tuning-db> <threads>]
 //
 //===----------------------------------------------------------------------===//
 
 #include "xf/Conversion/HalideKernels.h"
+#include "xf/Conversion/KernelSchedules.h"
+#include "xf/Conversion/KernelSpecs.h"
+#include "xf/IR/XfDialect.h"
+#include "xf/Tuning/TuningDatabase.h"
 
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cstdlib>
+#include <optional>
 #include <string>
 
 using namespace mlir::xf;
 
+namespace {
+/// "gemm k=768 n=2304 weight=kn:f32 x=f32": the signature up to the epilogue.
+std::string shapeKey(const std::string &signature) {
+  size_t end = 0;
+  for (int field = 0; field < 5 && end != std::string::npos; ++field)
+    end = signature.find(' ', end + (field ? 1 : 0));
+  return signature.substr(0, end);
+}
+
+/// The tuned schedule of the first entry for this shape, target and threads.
+std::optional<GemmSchedule> tunedSchedule(mlir::MLIRContext &ctx,
+                                          const tuning::TuningDatabase &db,
+                                          const GemmKernelSpec &spec, const std::string &target,
+                                          int64_t threads, std::string &from) {
+  std::string key = shapeKey(kernelSignature(spec));
+  for (const tuning::TuningEntry &e : db.entries()) {
+    if (e.target != target || e.threads != threads || shapeKey(e.kernel) != key)
+      continue;
+    auto attr = llvm::dyn_cast_or_null<GemmScheduleAttr>(mlir::parseAttribute(e.schedule, &ctx));
+    if (!attr)
+      continue;
+    from = e.kernel;
+    return gemmScheduleOf(attr);
+  }
+  return std::nullopt;
+}
+} // namespace
+
 int main(int argc, char **argv) {
-  if (argc != 2) {
-    llvm::errs() << "usage: xf-bench-gemm-gen <output-dir>\n";
+  if (argc != 2 && argc != 4) {
+    llvm::errs() << "usage: xf-bench-gemm-gen <output-dir> [<tuning-db> <threads>]\n";
     return 2;
   }
   std::string dir = argv[1];
   auto fail = [](llvm::Error err) {
     llvm::errs() << "xf-bench-gemm-gen: " << llvm::toString(std::move(err)) << "\n";
     return 1;
+  };
+  llvm::Expected<VectorShape> vectors = vectorShapeOf("host");
+  if (!vectors)
+    return fail(vectors.takeError());
+  std::optional<tuning::TuningDatabase> db;
+  int64_t threads = 0;
+  std::string target;
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<XfDialect>();
+  if (argc == 4) {
+    auto loaded = tuning::TuningDatabase::load(argv[2]);
+    if (!loaded)
+      return fail(loaded.takeError());
+    db = std::move(*loaded);
+    threads = std::atoll(argv[3]);
+    auto t = halideTargetString("host");
+    if (!t)
+      return fail(t.takeError());
+    target = *t;
+  }
+  llvm::json::Array tuned;
+  auto compile = [&](GemmKernelSpec spec, const std::string &file) {
+    return compileGemmKernel(spec, "host", dir + "/" + file + ".o");
   };
 #define X(NAME, M, K_, N_, TRANSPOSED)                                                             \
   {                                                                                                \
@@ -33,15 +99,32 @@ int main(int argc, char **argv) {
     spec.K = K_;                                                                                   \
     spec.N = N_;                                                                                   \
     spec.transposeWeight = TRANSPOSED;                                                             \
-    if (llvm::Error err = compileGemmKernel(spec, "host", dir + "/" #NAME ".o"))                   \
+    spec.schedule = defaultGemmSchedule(*vectors, K_);                                             \
+    if (llvm::Error err = compile(spec, #NAME))                                                    \
+      return fail(std::move(err));                                                                 \
+    GemmKernelSpec tunedSpec = spec;                                                               \
+    tunedSpec.name += "_tuned";                                                                    \
+    std::string from;                                                                              \
+    if (db)                                                                                        \
+      if (auto s = tunedSchedule(ctx, *db, spec, target, threads, from))                          \
+        tunedSpec.schedule = *s;                                                                   \
+    tuned.push_back(llvm::json::Object{{"shape", #NAME}, {"tuned_as", from}});                    \
+    if (llvm::Error err = compile(tunedSpec, #NAME "_tuned"))                                      \
       return fail(std::move(err));                                                                 \
     spec.name += "_bf16";                                                                          \
     spec.bf16Weights = spec.bf16Activations = true;                                                \
-    if (llvm::Error err = compileGemmKernel(spec, "host", dir + "/" #NAME "_bf16.o"))              \
+    if (llvm::Error err = compile(spec, #NAME "_bf16"))                                            \
       return fail(std::move(err));                                                                 \
   }
 #include "GemmShapes.def"
 #undef X
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(dir + "/tuned.json", ec);
+    if (ec)
+      return fail(llvm::createStringError(ec, "cannot write tuned.json"));
+    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(tuned))) << "\n";
+  }
   if (llvm::Error err = compileHalideRuntime("host", dir + "/halide_runtime.o"))
     return fail(std::move(err));
   return 0;

@@ -2,6 +2,12 @@
 """Run xf-bench-gemm, print a table, and update the GEMM section of docs/bench.md.
 
 Usage: test/bench/run_gemm.py [--build DIR] [--rounds N] [--threads N] [--no-docs]
+                             [--tuning-db DB]
+
+--tuning-db reconfigures the build with -DXF_BENCH_TUNING_DB=DB (and the threads) and rebuilds
+xf-bench-gemm, so that its "xf tuned" kernels take the database's schedules for kernels of the
+same K, N, layout and dtypes (kernels/tuned.json in the build says which got one); without it
+the tuned column is whatever the build was last configured with (default schedules: no DB).
 
 Sets OPENBLAS_CORETYPE from the CPU (SKYLAKEX for any AVX-512 CPU: Debian's
 OpenBLAS 0.3.21 has no Zen 4 / Sapphire Rapids kernels and would otherwise fall
@@ -48,8 +54,8 @@ def run(build, rounds, threads):
     return data
 
 
-VARIANTS = ("xf", "xf_bf16", "openblas", "openblas_sgemv", "openblas_sbgemm", "onednn")
-LABELS = {"xf": "xf", "xf_bf16": "xf bf16 W", "openblas": "OpenBLAS sgemm",
+VARIANTS = ("xf", "xf_tuned", "xf_bf16", "openblas", "openblas_sgemv", "openblas_sbgemm", "onednn")
+LABELS = {"xf": "xf", "xf_tuned": "xf tuned", "xf_bf16": "xf bf16 W", "openblas": "OpenBLAS sgemm",
           "openblas_sgemv": "OpenBLAS sgemv", "openblas_sbgemm": "OpenBLAS sbgemm",
           "onednn": "oneDNN sgemm"}
 
@@ -139,8 +145,19 @@ def main():
     p.add_argument("--rounds", type=int, default=7)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--no-docs", action="store_true")
+    p.add_argument("--tuning-db", help="tuning database for the tuned column (rebuilds the bench)")
     args = p.parse_args()
-    data = run(pathlib.Path(args.build), args.rounds, args.threads)
+    build = pathlib.Path(args.build)
+    if args.tuning_db:
+        subprocess.run(["/opt/xf-venv/bin/cmake", "-S", str(ROOT), "-B", str(build),
+                        f"-DXF_BENCH_TUNING_DB={pathlib.Path(args.tuning_db).resolve()}",
+                        f"-DXF_BENCH_TUNING_THREADS={args.threads}"], check=True,
+                       stdout=subprocess.DEVNULL)
+        subprocess.run(["ninja", "-C", str(build), "xf-bench-gemm"], check=True)
+    tuned_json = build / "test" / "bench" / "kernels" / "tuned.json"
+    tuned_as = ({t["shape"]: t["tuned_as"] for t in json.loads(tuned_json.read_text())}
+                if tuned_json.exists() else {})
+    data = run(build, args.rounds, args.threads)
     ptext, prows, pvars = prefill_table(data)
     dtext, drows, dvars = decode_table(data)
     print()
@@ -162,7 +179,12 @@ def main():
         f"{data['rounds']} interleaved rounds, best round and median of rounds. "
         "*xf bf16 W*: bfloat16 weights (`bf16Weights`); for the GEMMs also bf16 activations "
         "(`bf16Activations`, vdpbf16ps), for the GEMVs float32 activations. "
-        "OpenBLAS sbgemm appears only when the installed OpenBLAS exports it.",
+        "OpenBLAS sbgemm appears only when the installed OpenBLAS exports it. "
+        "*xf tuned*: the schedule a tuning database (`xfc tune`) holds for a kernel of the same "
+        "K, N, layout and dtypes, tuned with its fused epilogue"
+        + (" — shapes with an entry: " + ", ".join(f"{k} (`{v}`)" for k, v in tuned_as.items()
+                                                if v) if any(tuned_as.values())
+           else " — no database this run, so the default schedule") + ".",
         "",
         "GEMMs (GFLOP/s; % of the fp32 FMA peak — the bf16 dot product has twice that peak):",
         "",
