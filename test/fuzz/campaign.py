@@ -6,7 +6,8 @@
 
 The targets are the ones the build has (cmake/XfFuzz.cmake; clang with -fsanitize=fuzzer):
 xf-spec-fuzzer (the frontend), xf-runtime-fuzzer (JSON, safetensors, manifest, token lists),
-xf-tokenizer-fuzzer (both tokenizers' loaders and encoders) and xf-gguf-fuzzer when it exists.
+xf-tokenizer-fuzzer (both tokenizers' loaders and encoders) and xf-gguf-fuzzer (the GGUF
+reader, its getters, dequantization and tokenizer; seeds written by its make_corpus.py).
 Each starts from the seeds kept in the repository (below) plus its working corpus in
 BUILD/fuzz-campaign/NAME/corpus, which persists between campaigns. Crashes, leaks, timeouts
 and out-of-memory inputs are saved as BUILD/fuzz-campaign/NAME/crash-* etc.; the campaign
@@ -26,8 +27,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# target -> (seed directories in the repository; the first receives --update-corpus merges,
-#            extra libFuzzer flags, extra environment)
+# target -> (binary, seed directories in the repository (the first receives --update-corpus
+#            merges), extra libFuzzer flags, extra environment). A target may also have a
+#            script that writes seeds (SEED_WRITERS), run into BUILD/fuzz-campaign/NAME/seeds.
 TARGETS = {
     "spec": ("xf-spec-fuzzer",
              ["test/fuzz/corpus/spec", "examples", "test/Frontend", "test/Frontend/errors",
@@ -37,6 +39,7 @@ TARGETS = {
     "tokenizer": ("xf-tokenizer-fuzzer", ["test/tokenizers/fuzz/corpus"], ["-max_len=4096"], {}),
     "gguf": ("xf-gguf-fuzzer", ["test/fuzz/corpus/gguf"], [], {}),
 }
+SEED_WRITERS = {"gguf": "test/fuzz/gguf/make_corpus.py"}
 
 
 def parse_stats(log):
@@ -63,6 +66,10 @@ def run_target(name, build, args, out_dir):
     corpus = os.path.join(work, "corpus")
     os.makedirs(corpus, exist_ok=True)
     seed_dirs = [os.path.join(ROOT, s) for s in seeds if os.path.isdir(os.path.join(ROOT, s))]
+    if name in SEED_WRITERS:
+        written = os.path.join(work, "seeds")
+        subprocess.check_call([sys.executable, os.path.join(ROOT, SEED_WRITERS[name]), written])
+        seed_dirs.append(written)
     cmd = [exe, f"-max_total_time={int(args.minutes * 60)}", "-timeout=10",
            "-rss_limit_mb=4096", "-print_final_stats=1", f"-artifact_prefix={work}/",
            *flags, corpus, *seed_dirs]
