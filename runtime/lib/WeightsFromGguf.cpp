@@ -6,20 +6,88 @@
 // kernels see the same float32 weights as from a safetensors file. A GGUF matrix with ne0 = d_in
 // has shape() [d_out, d_in], the nn.Linear layout specs bind with ᵀ.
 //
+// Shapes alone do not pin a model down (9 heads of 64 and 3 heads of 192 have the same
+// matrices), so the hyperparameters a spec declares under the names of examples/llama.xf are
+// checked against the file's `<arch>.*` metadata first.
+//
 //===----------------------------------------------------------------------===//
 #include "xfrt/Gguf.h"
 #include "xfrt/Safetensors.h"
 #include "xfrt/Weights.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdlib>
 
 namespace xfrt {
+namespace {
+
+// Spec hyperparameter → GGUF metadata key after "<arch>.". l_max may be smaller than the file's
+// context (a shorter KV cache), never larger.
+struct MetadataRule {
+  const char *hyperparameter, *key;
+  bool isFloat = false, atMost = false;
+};
+constexpr MetadataRule kRules[] = {
+    {"H", "attention.head_count"},
+    {"H_kv", "attention.head_count_kv"},
+    {"d_e", "embedding_length"},
+    {"d_mlp", "feed_forward_length"},
+    {"N_V", "vocab_size"},
+    {"theta", "rope.freq_base", true},
+    {"eps", "attention.layer_norm_rms_epsilon", true},
+    {"l_max", "context_length", false, true},
+    {"L", "block_count"},
+};
+
+Status checkHyperparameters(const std::string &path, const GgufHeader &header,
+                            const Manifest &manifest) {
+  Expected<std::string_view> arch = header.getString("general.architecture");
+  if (!arch)
+    return Status::success(); // nothing to compare with
+  for (const MetadataRule &rule : kRules) {
+    auto it = std::find_if(manifest.hyperparameters.begin(), manifest.hyperparameters.end(),
+                           [&](const auto &hp) { return hp.first == rule.hyperparameter; });
+    std::string key = std::string(*arch) + "." + rule.key;
+    if (it == manifest.hyperparameters.end() || !header.find(key))
+      continue;
+    char *end = nullptr;
+    double spec = std::strtod(it->second.c_str(), &end);
+    if (end == it->second.c_str())
+      continue;
+    double file;
+    if (rule.isFloat) {
+      Expected<float> v = header.getF32(key);
+      if (!v)
+        return v.status();
+      file = *v;
+    } else {
+      Expected<int64_t> v = header.getI64(key);
+      if (!v)
+        return v.status();
+      file = double(*v);
+    }
+    // Floats are stored as f32 (1e-5 is 9.99999975e-06): equal to float precision.
+    bool ok = rule.atMost    ? spec <= file
+              : rule.isFloat ? std::abs(spec - file) <= 1e-6 * std::abs(file)
+                             : spec == file;
+    if (!ok)
+      return makeError(path + ": metadata '" + key + "' is " + header.find(key)->describe() +
+                       ", but the model's hyperparameter " + rule.hyperparameter + " is " +
+                       it->second + (rule.atMost ? " (more positions than the file's context)" : ""));
+  }
+  return Status::success();
+}
+
+} // namespace
 
 Expected<WeightSet> loadGgufWeights(const std::string &path, const Manifest &manifest) {
   Expected<std::unique_ptr<GgufFile>> file = GgufFile::open(path);
   if (!file)
     return file.status();
   const GgufHeader &header = (*file)->header();
+  if (Status s = checkHyperparameters(path, header, manifest); !s)
+    return s;
   WeightSet weights;
   weights.params.assign(manifest.parameters.size(), nullptr);
   weights.bf16.assign(manifest.parameters.size(), false);
