@@ -476,6 +476,29 @@ int main(int argc, char **argv) {
     }
   }
 
+  // `xfc tune` writes the database (after every batch) and the report: both checked now,
+  // not after the search.
+  if (tuneMode) {
+    std::vector<xfrt::NamedPath> outputs{{"--db", tuningDbPath}};
+    if (!tuneReport.empty())
+      outputs.push_back({"--report", tuneReport});
+    for (const xfrt::NamedPath &o : outputs) {
+      // The database's directory is created when missing (~/.cache/xf).
+      llvm::StringRef parent = llvm::sys::path::parent_path(o.path);
+      bool dirMissing =
+          o.option == "--db" && !llvm::sys::fs::is_directory(parent.empty() ? "." : parent);
+      if (!dirMissing && mlir::failed(report(xfc::checkOutput(o.path, /*streamable=*/false))))
+        return 1;
+    }
+    std::vector<xfrt::NamedPath> inputs;
+    if (inputFilename != "-")
+      inputs.push_back({"the input", inputFilename});
+    if (xfrt::Status s = xfrt::checkDistinctPaths(outputs, inputs); !s) {
+      llvm::errs() << "xfc: error: " << s.message() << "\n";
+      return 1;
+    }
+  }
+
   llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> spec =
       xfc::readSpec(inputFilename, kMaxSpecBytes);
   if (!spec) {

@@ -9,6 +9,7 @@
 #include "xf/Tuning/Search.h"
 #include "xf/Tuning/TuningDatabase.h"
 #include "xf/Version.h"
+#include "xfrt/OutputFile.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/Diagnostics.h"
@@ -504,11 +505,8 @@ llvm::Error Tuner::run(const HostProgram &program) {
                          o.getString("kernel").value_or(""));
   }
   if (!options.reportPath.empty()) {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(options.reportPath, ec);
-    if (ec)
-      return llvm::createStringError(ec, "cannot write the report '" + options.reportPath +
-                                             "': " + ec.message());
+    std::string text;
+    llvm::raw_string_ostream os(text);
     os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
                                      {"target", target},
                                      {"threads", options.threads},
@@ -517,6 +515,10 @@ llvm::Error Tuner::run(const HostProgram &program) {
                                      {"budget_s", options.budgetSeconds},
                                      {"kernels", std::move(report)}}))
        << "\n";
+    // Written whole or not at all, like every output of xfc (xfrt/OutputFile.h).
+    if (xfrt::Status s = xfrt::writeFileAtomically(options.reportPath, text.data(), text.size());
+        !s)
+      return llvm::createStringError("cannot write the report: " + s.message());
   }
   if (options.interrupted && *options.interrupted)
     log << "xfc tune: interrupted; everything measured so far is in " << options.dbPath
