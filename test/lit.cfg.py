@@ -14,6 +14,10 @@ config.test_exec_root = os.path.join(config.xf_obj_root, "test")
 config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "e2e",
                    "reference", "bench", "unit", "Inputs", "fuzz"]
 
+# xfc keeps its objects in a cache inside the build directory, never the user's
+# ~/.cache/xf/objects (lit passes HOME through).
+config.environment["XF_CACHE_DIR"] = os.path.join(config.xf_obj_root, "test", "xf-object-cache")
+
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%xf_src_root", config.xf_src_root))
 config.substitutions.append(("%python", config.python_executable))

@@ -12,6 +12,7 @@
 
 #include "Files.h"
 
+#include "xf/Pipelines/ObjectCache.h"
 #include "xf/Pipelines/Pipelines.h"
 #include "xf/Spec/Frontend.h"
 #include "xf/Spec/Parser.h"
@@ -94,6 +95,17 @@ cl::opt<std::string> tuningDb(
     cl::desc("Tuning database to take kernel schedules from (default: $XF_TUNING_DB, else "
              "~/.cache/xf/tuning.db if it exists; 'none' for default schedules only)"),
     cl::value_desc("file"), cl::cat(xfcCategory));
+cl::opt<bool> noCache("no-cache", cl::init(false),
+                      cl::desc("Compile every object again, neither reading nor writing the "
+                               "object cache ($XF_CACHE_DIR, default ~/.cache/xf/objects, at "
+                               "most $XF_CACHE_MAX bytes, default 1G)"),
+                      cl::cat(xfcCategory));
+cl::opt<bool> verbose("v", cl::init(false),
+                      cl::desc("Say for each object whether the object cache held it, and how "
+                               "long compiling and linking took"),
+                      cl::cat(xfcCategory));
+cl::alias verboseLong("verbose", cl::aliasopt(verbose), cl::desc("Alias for -v"),
+                      cl::cat(xfcCategory));
 cl::opt<int> threads("num-threads", cl::init(0),
                      cl::desc("Threads the executable will run with: picks tuning database "
                               "entries, and the threads `xfc tune` measures with (default: "
@@ -209,6 +221,31 @@ static mlir::LogicalResult report(llvm::Error error) {
   return mlir::failure();
 }
 
+/// The object cache for an executable's objects, unless --no-cache. A
+/// malformed $XF_CACHE_MAX is an error; a cache that cannot be opened (a
+/// read-only home) is a warning, and the build goes on without it.
+static mlir::LogicalResult openObjectCache(std::optional<mlir::xf::ObjectCache> &cache) {
+  if (noCache)
+    return mlir::success();
+  auto settings = mlir::xf::objectCacheSettingsFromEnvironment();
+  if (!settings)
+    return report(settings.takeError());
+  if (!*settings)
+    return mlir::success(); // no home directory to keep a cache in
+  auto opened = mlir::xf::ObjectCache::open(**settings, [](const llvm::Twine &message) {
+    llvm::errs() << "xfc: warning: " << message << "\n";
+  });
+  if (!opened) {
+    llvm::errs() << "xfc: warning: building without the object cache: "
+                 << llvm::toString(opened.takeError()) << "\n";
+    return mlir::success();
+  }
+  cache.emplace(std::move(*opened));
+  if (verbose)
+    llvm::errs() << "xfc: object cache " << cache->directory() << "\n";
+  return mlir::success();
+}
+
 /// The stages after fusion: host code, Halide kernels, LLVM, objects.
 static mlir::LogicalResult emitBackend(Emit action, mlir::ModuleOp fused,
                                        llvm::raw_ostream &os) {
@@ -237,13 +274,19 @@ static mlir::LogicalResult emitBackend(Emit action, mlir::ModuleOp fused,
     os << *text;
     return mlir::success();
   }
-  case Emit::Exe:
+  case Emit::Exe: {
+    std::optional<mlir::xf::ObjectCache> cache;
+    if (mlir::failed(openObjectCache(cache)))
+      return mlir::failure();
+    options.cache = cache ? &*cache : nullptr;
+    options.log = verbose ? &llvm::errs() : nullptr;
     // Linked into a temporary and renamed: a failed link keeps the previous executable.
     return report(xfc::writeThroughTemporary(outputFilename, /*executable=*/true,
                                              [&](llvm::StringRef temporary) {
                                                return mlir::xf::buildExecutable(
                                                    *program, options, temporary);
                                              }));
+  }
   default:
     break;
   }

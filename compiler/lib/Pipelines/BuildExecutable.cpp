@@ -1,21 +1,32 @@
 //===- BuildExecutable.cpp - objects linked with libxfrt ------------------===//
 //
-// One object for the host code, one per Halide pipeline, one Halide runtime,
-// then the system linker (through the C++ compiler xf was built with) with
-// the runtime archives. Intermediate files live in a ScratchDirectory.
+// One object for the host code, one for its manifest, one per Halide
+// pipeline, one Halide runtime, then the system linker (through the C++ compiler xf was built with) with
+// the runtime archives. Intermediate files live in a ScratchDirectory; each
+// object is copied from the object cache when it holds the object's key
+// (ObjectKeys.h), and compiled and stored there otherwise.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ScratchDirectory.h"
 
+#include "xf/Conversion/KernelSpecs.h"
+#include "xf/Pipelines/ObjectCache.h"
+#include "xf/Pipelines/ObjectKeys.h"
 #include "xf/Pipelines/Pipelines.h"
 #include "xf/Target/EmitObject.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
 #include "xfrt/RuntimePaths.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
+
+#include <chrono>
+#include <climits>
 
 using namespace mlir;
 using namespace mlir::xf;
@@ -52,6 +63,79 @@ llvm::Error link(llvm::ArrayRef<std::string> objects, llvm::StringRef output) {
   return llvm::Error::success();
 }
 
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// Puts each object into the scratch directory: a copy of the cache's entry
+/// for its key, or compiled (and then stored in the cache).
+class ObjectSource {
+public:
+  ObjectSource(const CodegenOptions &options) : cache(options.cache), log(options.log) {}
+
+  llvm::Error provide(llvm::StringRef label, llvm::StringRef description, llvm::StringRef key,
+                      llvm::StringRef path, llvm::function_ref<llvm::Error(llvm::StringRef)> compile) {
+    ObjectDigest digest = digestOf(key);
+    if (cache && cache->fetch(digest, path)) {
+      if (log)
+        *log << "xfc: cache hit  " << label << describe(description) << "\n";
+      return llvm::Error::success();
+    }
+    auto start = std::chrono::steady_clock::now();
+    if (llvm::Error e = compile(path))
+      return e;
+    if (cache)
+      cache->store(digest, path), stored = true;
+    if (log)
+      *log << llvm::formatv("xfc: {0} {1}{2} in {3:F2} s\n",
+                            cache ? "cache miss" : "compiled  ", label, describe(description),
+                            secondsSince(start));
+    return llvm::Error::success();
+  }
+
+  /// Keeps the cache within its size once this build has added to it.
+  void finish() {
+    if (cache && stored)
+      cache->evict();
+  }
+
+private:
+  static std::string describe(llvm::StringRef description) {
+    return description.empty() ? "" : " (" + description.str() + ")";
+  }
+  ObjectCache *cache;
+  llvm::raw_ostream *log;
+  bool stored = false;
+};
+
+/// The host module in two: its code, and the manifest global alone. The
+/// manifest names source lines, so an edit that only moves lines, or marks a
+/// kernel tuned, changes the small manifest object and not the code.
+struct SplitHostModule {
+  OwningOpRef<ModuleOp> code, manifest;
+};
+
+SplitHostModule splitManifest(const HostProgram &program) {
+  ModuleOp host = program.module.get();
+  SplitHostModule split{OwningOpRef<ModuleOp>(cast<ModuleOp>(host->clone())),
+                        OwningOpRef<ModuleOp>(ModuleOp::create(host.getLoc()))};
+  if (auto global = split.code->lookupSymbol<LLVM::GlobalOp>("xf_model_manifest"))
+    global->moveBefore(split.manifest->getBody(), split.manifest->getBody()->end());
+  return split;
+}
+
+/// A module as text for its key: without locations (a moved line changes no
+/// code) and without elided constants.
+std::string keyText(ModuleOp module) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  OpPrintingFlags flags;
+  flags.enableDebugInfo(false).elideLargeElementsAttrs(INT64_MAX).elideLargeResourceString(
+      INT64_MAX);
+  module->print(os, flags);
+  return text;
+}
+
 } // namespace
 
 llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
@@ -62,26 +146,57 @@ llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
   if (!scratch)
     return scratch.takeError();
   ScratchDirectory &dir = *scratch;
-  OwningOpRef<ModuleOp> llvmModule = lowerHostToLLVM(program);
-  if (!llvmModule)
-    return llvm::createStringError("lowering the host code to LLVM failed");
+  llvm::Expected<std::string> kernelTarget = halideTargetString(options.target);
+  if (!kernelTarget)
+    return kernelTarget.takeError();
+  ObjectSource source(options);
+  SplitHostModule host = splitManifest(program);
   std::vector<std::string> objects{dir.file("host.o")};
-  if (llvm::Error e = emitObjectFile(*llvmModule, options.optLevel, objects.back()))
+  if (llvm::Error e = source.provide(
+          "host code", "", hostObjectKey(keyText(*host.code), options.optLevel), objects.back(),
+          [&](llvm::StringRef path) -> llvm::Error {
+            PassManager pm(host.code->getContext());
+            buildHostToLLVMPipeline(pm);
+            if (failed(pm.run(*host.code)))
+              return llvm::createStringError("lowering the host code to LLVM failed");
+            return emitObjectFile(*host.code, options.optLevel, path);
+          }))
+    return e;
+  // A single constant: compiled every time, in milliseconds.
+  objects.push_back(dir.file("manifest.o"));
+  if (llvm::Error e = emitObjectFile(*host.manifest, /*optLevel=*/0, objects.back()))
     return e;
   for (const GemmKernelSpec &spec : program.gemms) {
     objects.push_back(dir.file(spec.name + ".o"));
-    if (llvm::Error e = compileGemmKernel(spec, options.target, objects.back()))
+    if (llvm::Error e = source.provide(spec.name, kernelSignature(spec),
+                                       gemmObjectKey(spec, *kernelTarget), objects.back(),
+                                       [&](llvm::StringRef path) {
+                                         return compileGemmKernel(spec, options.target, path);
+                                       }))
       return e;
   }
   for (const AttentionKernelSpec &spec : program.attentions) {
     objects.push_back(dir.file(spec.name + ".o"));
-    if (llvm::Error e = compileAttentionKernel(spec, options.target, objects.back()))
+    if (llvm::Error e = source.provide(spec.name, kernelSignature(spec),
+                                       attentionObjectKey(spec, *kernelTarget), objects.back(),
+                                       [&](llvm::StringRef path) {
+                                         return compileAttentionKernel(spec, options.target, path);
+                                       }))
       return e;
   }
   objects.push_back(dir.file("halide_runtime.o"));
-  if (llvm::Error e = compileHalideRuntime(options.target, objects.back()))
+  if (llvm::Error e = source.provide("Halide runtime", "", halideRuntimeObjectKey(*kernelTarget),
+                                     objects.back(), [&](llvm::StringRef path) {
+                                       return compileHalideRuntime(options.target, path);
+                                     }))
     return e;
-  return link(objects, output);
+  source.finish();
+  auto start = std::chrono::steady_clock::now();
+  if (llvm::Error e = link(objects, output))
+    return e;
+  if (options.log)
+    *options.log << llvm::formatv("xfc: linked in {0:F2} s\n", secondsSince(start));
+  return llvm::Error::success();
 }
 
 llvm::Expected<std::string> mlir::xf::describeKernels(const HostProgram &program,

@@ -18,6 +18,8 @@
 
 namespace mlir::xf {
 
+class ObjectCache;
+
 /// scf/arith/math/func on raw pointers → the LLVM dialect.
 void buildHostToLLVMPipeline(OpPassManager &pm);
 
@@ -25,6 +27,10 @@ struct CodegenOptions {
   std::string target = "host"; // Halide target string for the kernels
   int optLevel = 3;
   bool keepIntermediates = false; // leave the object files next to the output
+  /// Objects are taken from and stored into this cache when set (ObjectCache.h).
+  ObjectCache *cache = nullptr;
+  /// When set, a line per object (cache hit or miss, compile time) and the link time.
+  llvm::raw_ostream *log = nullptr;
 };
 
 /// Runs the host-to-LLVM pipeline on a clone of `program.module` (null on failure).

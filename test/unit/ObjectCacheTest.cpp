@@ -1,0 +1,324 @@
+//===- ObjectCacheTest.cpp - the object cache's entries, eviction, keys ---===//
+//
+// ObjectCache on a temporary directory: round trips, every kind of corrupt
+// entry (reported, removed, a miss), least-recently-used eviction with
+// controlled modification times, stale temporaries, failed stores, the
+// environment settings; and ObjectKeys: every field of a kernel spec, the
+// target and the host module change the key.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xf/Pipelines/ObjectCache.h"
+#include "xf/Pipelines/ObjectKeys.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <set>
+#include <vector>
+
+using namespace mlir::xf;
+namespace fs = llvm::sys::fs;
+
+namespace {
+
+class ObjectCacheTest : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_FALSE(fs::createUniqueDirectory("xf-object-cache-test", root));
+    settings.directory = (root + "/cache").str();
+  }
+  void TearDown() override { fs::remove_directories(root); }
+
+  ObjectCache open(uint64_t maxBytes = uint64_t(1) << 30) {
+    settings.maxBytes = maxBytes;
+    auto cache = ObjectCache::open(settings, [this](const llvm::Twine &message) {
+      warnings.push_back(message.str());
+    });
+    EXPECT_TRUE(bool(cache)) << llvm::toString(cache.takeError());
+    return std::move(*cache);
+  }
+
+  /// A file in the test directory holding `bytes`.
+  std::string object(llvm::StringRef name, llvm::StringRef bytes) {
+    std::string path = (root + "/" + name).str();
+    std::error_code ec;
+    llvm::raw_fd_ostream os(path, ec);
+    os << bytes;
+    return path;
+  }
+
+  static std::string read(llvm::StringRef path) {
+    auto buffer = llvm::MemoryBuffer::getFile(path);
+    return buffer ? (*buffer)->getBuffer().str() : "<absent>";
+  }
+
+  /// The names in the cache directory.
+  std::set<std::string> listing() {
+    std::set<std::string> names;
+    std::error_code ec;
+    for (fs::directory_iterator it(settings.directory, ec), end; it != end && !ec;
+         it.increment(ec))
+      names.insert(llvm::sys::path::filename(it->path()).str());
+    return names;
+  }
+
+  static void setModified(llvm::StringRef path, std::chrono::seconds ago) {
+    int fd;
+    ASSERT_FALSE(fs::openFileForRead(path, fd));
+    ASSERT_FALSE(fs::setLastAccessAndModificationTime(fd, std::chrono::system_clock::now() - ago));
+    ::close(fd);
+  }
+
+  llvm::SmallString<128> root;
+  ObjectCacheSettings settings;
+  std::vector<std::string> warnings;
+};
+
+TEST_F(ObjectCacheTest, StoredObjectComesBackByteForByte) {
+  ObjectCache cache = open();
+  std::string bytes("\x7f" "ELF object with a \0 inside", 27);
+  ObjectDigest key = digestOf("some key");
+  std::string out = (root + "/out.o").str();
+  EXPECT_FALSE(cache.fetch(key, out));
+  cache.store(key, object("in.o", bytes));
+  EXPECT_TRUE(cache.fetch(key, out));
+  EXPECT_EQ(read(out), bytes);
+  EXPECT_EQ(listing(), std::set<std::string>{hexOf(key) + ".xfo"}); // no temporaries
+  EXPECT_FALSE(cache.fetch(digestOf("another key"), out));
+  EXPECT_TRUE(warnings.empty());
+}
+
+TEST_F(ObjectCacheTest, CorruptEntriesAreReportedRemovedAndMissed) {
+  ObjectCache cache = open();
+  std::string bytes(1000, 'x');
+  ObjectDigest key = digestOf("k");
+  std::string entry = cache.entryPath(key);
+  std::string out = (root + "/out.o").str();
+  struct Damage {
+    const char *reason;
+    std::function<std::string(std::string)> apply;
+  };
+  std::vector<Damage> damages = {
+      {"shorter than its header", [](std::string s) { return s.substr(0, 20); }},
+      {"holds 999 bytes of an object of 1000", [](std::string s) { return s.substr(0, s.size() - 1); }},
+      {"holds 1001 bytes", [](std::string s) { return s + "y"; }},
+      {"checksum mismatch", [](std::string s) { s[s.size() - 10] ^= 1; return s; }},
+      {"not an xf object cache entry", [](std::string s) { s[0] = 'Y'; return s; }},
+      {"stored under another key", [](std::string s) { s[12] ^= 1; return s; }},
+  };
+  for (const Damage &damage : damages) {
+    SCOPED_TRACE(damage.reason);
+    warnings.clear();
+    cache.store(key, object("in.o", bytes));
+    std::string good = read(entry);
+    object("damaged", damage.apply(good));
+    ASSERT_FALSE(fs::rename(root + "/damaged", entry));
+    EXPECT_FALSE(cache.fetch(key, out));
+    ASSERT_EQ(warnings.size(), 1u);
+    EXPECT_NE(warnings[0].find("object cache entry " + entry + " is corrupt"), std::string::npos)
+        << warnings[0];
+    EXPECT_NE(warnings[0].find(damage.reason), std::string::npos) << warnings[0];
+    EXPECT_FALSE(fs::exists(entry));
+    // Stored again, it is whole.
+    cache.store(key, object("in.o", bytes));
+    EXPECT_TRUE(cache.fetch(key, out));
+    EXPECT_EQ(read(out), bytes);
+  }
+}
+
+TEST_F(ObjectCacheTest, EvictsLeastRecentlyUsedFirst) {
+  // Five entries of 1056 bytes (1000 + the 56-byte header) in a cache of 3500 bytes.
+  ObjectCache cache = open(3500);
+  std::vector<ObjectDigest> keys;
+  for (int i = 0; i < 5; ++i) {
+    keys.push_back(digestOf("key " + std::to_string(i)));
+    cache.store(keys.back(), object("in.o", std::string(1000, char('a' + i))));
+    setModified(cache.entryPath(keys.back()), std::chrono::seconds(100 - 10 * i));
+  }
+  // Entry 0, the oldest, is used now: it becomes the newest.
+  EXPECT_TRUE(cache.fetch(keys[0], (root + "/out.o").str()));
+  cache.evict();
+  // 5 × 1056 > 3500 ≥ 3 × 1056: the two least recently used (1 and 2) go.
+  for (int i : {1, 2})
+    EXPECT_FALSE(fs::exists(cache.entryPath(keys[i]))) << i;
+  for (int i : {0, 3, 4})
+    EXPECT_TRUE(fs::exists(cache.entryPath(keys[i]))) << i;
+  cache.evict(); // within the limit: nothing more goes
+  EXPECT_EQ(listing().size(), 3u);
+  EXPECT_TRUE(warnings.empty());
+}
+
+TEST_F(ObjectCacheTest, ZeroSizeKeepsNothing) {
+  ObjectCache cache = open(0);
+  cache.store(digestOf("k"), object("in.o", "bytes"));
+  cache.evict();
+  EXPECT_TRUE(listing().empty());
+}
+
+TEST_F(ObjectCacheTest, StaleTemporariesAreRemovedFreshOnesKept) {
+  ObjectCache cache = open();
+  std::string stale = cache.entryPath(digestOf("a")) + ".tmp-12345678";
+  std::string fresh = cache.entryPath(digestOf("b")) + ".tmp-87654321";
+  object("stale", "half an entry");
+  object("fresh", "being written");
+  ASSERT_FALSE(fs::rename(root + "/stale", stale));
+  ASSERT_FALSE(fs::rename(root + "/fresh", fresh));
+  setModified(stale, std::chrono::hours(2));
+  cache.evict();
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(fresh));
+}
+
+TEST_F(ObjectCacheTest, FailedStoreIsAWarning) {
+  ObjectCache cache = open();
+  ASSERT_FALSE(fs::remove_directories(settings.directory));
+  cache.store(digestOf("k"), object("in.o", "bytes"));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("cannot write to the object cache"), std::string::npos) << warnings[0];
+  cache.store(digestOf("k"), (root + "/absent.o").str());
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_NE(warnings[1].find("to cache it"), std::string::npos) << warnings[1];
+}
+
+TEST_F(ObjectCacheTest, OpenRefusesAFile) {
+  object("cache", "a file, not a directory");
+  auto cache = ObjectCache::open(settings, [](const llvm::Twine &) {});
+  ASSERT_FALSE(bool(cache));
+  EXPECT_NE(llvm::toString(cache.takeError()).find("cache"), std::string::npos);
+}
+
+TEST(ObjectCacheSettings, ByteSizes) {
+  EXPECT_EQ(parseByteSize("4096"), 4096u);
+  EXPECT_EQ(parseByteSize("300K"), 300u << 10);
+  EXPECT_EQ(parseByteSize("512m"), 512ull << 20);
+  EXPECT_EQ(parseByteSize("1G"), 1ull << 30);
+  EXPECT_EQ(parseByteSize(" 2T "), 2ull << 40);
+  EXPECT_EQ(parseByteSize("0"), 0u);
+  for (const char *bad : {"", "G", "1.5G", "-1", "1GB", "abc", "99999999999999999999",
+                          "20000000000T"})
+    EXPECT_FALSE(parseByteSize(bad).has_value()) << bad;
+}
+
+TEST(ObjectCacheSettings, FromTheEnvironment) {
+  ::setenv("XF_CACHE_DIR", "/some/dir", 1);
+  ::setenv("XF_CACHE_MAX", "64M", 1);
+  auto settings = objectCacheSettingsFromEnvironment();
+  ASSERT_TRUE(bool(settings) && settings->has_value());
+  EXPECT_EQ((*settings)->directory, "/some/dir");
+  EXPECT_EQ((*settings)->maxBytes, 64ull << 20);
+  ::setenv("XF_CACHE_MAX", "lots", 1);
+  auto bad = objectCacheSettingsFromEnvironment();
+  ASSERT_FALSE(bool(bad));
+  EXPECT_NE(llvm::toString(bad.takeError()).find("XF_CACHE_MAX='lots'"), std::string::npos);
+  ::unsetenv("XF_CACHE_MAX");
+  ::unsetenv("XF_CACHE_DIR");
+  ::setenv("XDG_CACHE_HOME", "/home/u/.cache", 1);
+  auto defaults = objectCacheSettingsFromEnvironment();
+  ASSERT_TRUE(bool(defaults) && defaults->has_value());
+  EXPECT_EQ((*defaults)->directory, "/home/u/.cache/xf/objects");
+  EXPECT_EQ((*defaults)->maxBytes, 1ull << 30);
+  ::unsetenv("XDG_CACHE_HOME");
+}
+
+//===----------------------------------------------------------------------===//
+// Keys
+//===----------------------------------------------------------------------===//
+
+constexpr const char *kTarget = "x86-64-linux-avx512_skylake-no_runtime";
+
+TEST(ObjectKeys, EveryGemmFieldChangesTheKey) {
+  GemmKernelSpec base;
+  base.name = "xf_gemm_0", base.K = 768, base.N = 2304;
+  std::vector<std::function<void(GemmKernelSpec &)>> changes = {
+      [](GemmKernelSpec &s) { s.name = "xf_gemm_1"; },
+      [](GemmKernelSpec &s) { s.K = 769; },
+      [](GemmKernelSpec &s) { s.N = 2305; },
+      [](GemmKernelSpec &s) { s.transposeWeight = true; },
+      [](GemmKernelSpec &s) { s.bf16Weights = true; },
+      [](GemmKernelSpec &s) { s.bf16Activations = true; },
+      [](GemmKernelSpec &s) { s.hasBias = true; },
+      [](GemmKernelSpec &s) { s.hasResidual = true; },
+      [](GemmKernelSpec &s) { s.epilogue = GemmEpilogue::GeluTanh; },
+      [](GemmKernelSpec &s) { s.epilogue = GemmEpilogue::SwiGlu; },
+      [](GemmKernelSpec &s) { s.schedule.tileCols = 32; },
+      [](GemmKernelSpec &s) { s.schedule.tileRows = 6; },
+      [](GemmKernelSpec &s) { s.schedule.kBlock = 128; },
+      [](GemmKernelSpec &s) { s.schedule.packWeights = false; },
+      [](GemmKernelSpec &s) { s.schedule.rowsPerTask = 64; },
+      [](GemmKernelSpec &s) { s.schedule.panelCols = 96; },
+      [](GemmKernelSpec &s) { s.schedule.gemvRowsBelow = 0; },
+      [](GemmKernelSpec &s) { s.schedule.gemvRowsPerPass = 8; },
+      [](GemmKernelSpec &s) { s.schedule.gemvTasks = 3; },
+  };
+  std::set<std::string> keys{gemmObjectKey(base, kTarget)};
+  for (auto &change : changes) {
+    GemmKernelSpec spec = base;
+    change(spec);
+    keys.insert(gemmObjectKey(spec, kTarget));
+  }
+  EXPECT_EQ(keys.size(), changes.size() + 1);
+  EXPECT_EQ(gemmObjectKey(base, kTarget), gemmObjectKey(base, kTarget));
+  EXPECT_NE(gemmObjectKey(base, kTarget), gemmObjectKey(base, "x86-64-linux-avx2-fma-no_runtime"));
+}
+
+TEST(ObjectKeys, EveryAttentionFieldChangesTheKey) {
+  AttentionKernelSpec base;
+  base.name = "xf_attention_0", base.heads = 12, base.dK = 64, base.dV = 64, base.scale = 0.125;
+  std::vector<std::function<void(AttentionKernelSpec &)>> changes = {
+      [](AttentionKernelSpec &s) { s.name = "xf_attention_1"; },
+      [](AttentionKernelSpec &s) { s.heads = 6; },
+      [](AttentionKernelSpec &s) { s.dK = 32; },
+      [](AttentionKernelSpec &s) { s.dV = 32; },
+      [](AttentionKernelSpec &s) { s.kvHeads = 4; },
+      [](AttentionKernelSpec &s) { s.causal = true; },
+      // The last bit of the scale is a different constant in the kernel.
+      [](AttentionKernelSpec &s) { s.scale = std::nextafter(0.125, 1.0); },
+      [](AttentionKernelSpec &s) { s.schedule.queryBlock = 32; },
+      [](AttentionKernelSpec &s) { s.schedule.keyBlock = 32; },
+      [](AttentionKernelSpec &s) { s.schedule.rowTile = 2; },
+      [](AttentionKernelSpec &s) { s.schedule.decodeKeyTile = 8; },
+  };
+  std::set<std::string> keys{attentionObjectKey(base, kTarget)};
+  for (auto &change : changes) {
+    AttentionKernelSpec spec = base;
+    change(spec);
+    keys.insert(attentionObjectKey(spec, kTarget));
+  }
+  EXPECT_EQ(keys.size(), changes.size() + 1);
+}
+
+TEST(ObjectKeys, VersionsAndGeneratorsAreInEveryKey) {
+  GemmKernelSpec gemm;
+  for (const std::string &key :
+       {gemmObjectKey(gemm, kTarget), halideRuntimeObjectKey(kTarget), hostObjectKey("module", 3)}) {
+    EXPECT_NE(key.find("xf 0."), std::string::npos) << key;
+  }
+  std::string kernel = gemmObjectKey(gemm, kTarget);
+  EXPECT_NE(kernel.find("halide 21."), std::string::npos) << kernel;
+  EXPECT_NE(kernel.find(std::string("kernel generator ") + kKernelGeneratorIdentity),
+            std::string::npos);
+  EXPECT_NE(kernel.find(std::string("target ") + kTarget), std::string::npos);
+  EXPECT_EQ(llvm::StringRef(kKernelGeneratorIdentity).size(), 64u); // a SHA-256 in hex
+  EXPECT_EQ(llvm::StringRef(kHostCodegenIdentity).size(), 64u);
+  std::string host = hostObjectKey("module", 3);
+  EXPECT_NE(host.find("llvm 22."), std::string::npos) << host;
+  EXPECT_NE(host.find(std::string("host codegen ") + kHostCodegenIdentity), std::string::npos);
+  EXPECT_NE(host.find("cpu "), std::string::npos);
+  EXPECT_NE(hostObjectKey("module", 3), hostObjectKey("module", 2));
+  EXPECT_NE(hostObjectKey("module", 3), hostObjectKey("module'", 3));
+  EXPECT_NE(halideRuntimeObjectKey(kTarget), halideRuntimeObjectKey("x86-64-linux-no_runtime"));
+  EXPECT_NE(digestOf(hostObjectKey("a", 3)), digestOf(hostObjectKey("b", 3)));
+}
+
+} // namespace
