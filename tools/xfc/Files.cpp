@@ -38,10 +38,11 @@ llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> xfc::readSpec(llvm::StringRe
   return llvm::MemoryBuffer::getMemBufferCopy(*text, path);
 }
 
-/// A character device or FIFO: written in place, never replaced.
+/// A character device or FIFO, also through a link (/dev/stdout): written in place, never
+/// replaced, so following the link cannot overwrite a file.
 static bool isStream(llvm::StringRef path) {
   struct stat st;
-  return ::lstat(path.str().c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode));
+  return ::stat(path.str().c_str(), &st) == 0 && (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode));
 }
 
 llvm::Error xfc::checkOutput(llvm::StringRef path, bool streamable) {
@@ -65,7 +66,12 @@ llvm::Error xfc::writeText(llvm::StringRef path, llvm::StringRef text) {
     return llvm::Error::success();
   }
   if (isStream(path)) {
-    int fd = ::open(path.str().c_str(), O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = ::open(path.str().c_str(), O_WRONLY | O_CLOEXEC);
+    struct stat st;
+    if (fd >= 0 && (::fstat(fd, &st) != 0 || !(S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)))) {
+      ::close(fd); // replaced by a file since the check: not written in place
+      return fail(path.str() + ": changed while xfc ran; not written");
+    }
     if (fd < 0)
       return fail(path.str() + ": " + std::strerror(errno));
     const char *p = text.data();
