@@ -228,6 +228,12 @@ TEST(HalideKernelsGemm, SiluAndSwiGlu) {
       spec.schedule.gemvTasks = 3;
       checkGemm(spec, {1, 3, 9});
     }
+    // A gate|up checkpoint tensor kept in bfloat16, with bf16 GEMM inputs: the
+    // packed bf16 pairs interleave gate and up tiles too.
+    GemmKernelSpec bf16 = gemm(57, 70, transposed);
+    bf16.epilogue = GemmEpilogue::SwiGlu;
+    bf16.bf16Weights = bf16.bf16Activations = true;
+    checkGemm(bf16, {1, 7, 65});
   }
 }
 

@@ -153,9 +153,17 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
     else
       weightF(a, b) = weight(a, b);
   }
-  // The weight as W(n, k) whatever its storage, zero past column N. Gated:
-  // W(n, k) over interleaved tiles, tile 2i = gate columns i·tileCols..,
-  // tile 2i+1 = the same columns of up (zero past N in each half).
+  // Gated: the stored column of column n of the interleaved weight (tile 2i =
+  // gate columns i·tileCols.., tile 2i+1 = the same columns of up), and
+  // weightCols (past the end, so zero) past N in either half.
+  auto storedColumn = [&](Expr n) -> Expr {
+    if (!gated)
+      return n;
+    Expr tile = n / tileCols, inHalf = (tile / 2) * tileCols + n % tileCols;
+    return select(inHalf < N, inHalf + (tile % 2) * N, weightCols);
+  };
+  // The weight as W(n, k) whatever its storage, zero past column N (gated: in
+  // interleaved columns).
   Func weightKN("weight_kn");
   {
     Func stored = weightF;
@@ -164,11 +172,7 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
                                            : Region{{0, weightCols}, {Expr(), Expr()}};
       stored = BoundaryConditions::constant_exterior(weightF, 0.f, bounds);
     }
-    Expr column = n;
-    if (gated) {
-      Expr tile = n / tileCols, inHalf = (tile / 2) * tileCols + n % tileCols;
-      column = select(inHalf < N, inHalf + (tile % 2) * N, weightCols);
-    }
+    Expr column = storedColumn(n);
     weightKN(n, k) = spec.transposeWeight ? stored(k, column) : stored(column, k);
   }
   // Tile-major weight: packed(nj, k, nt) = W(nt·tileCols + nj, k).
@@ -194,10 +198,11 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
     xBf16(k, m) = reinterpret(BFloat(16), select(is_nan(v), cast<uint16_t>(0x7fc0), rounded));
     Func stored = BoundaryConditions::constant_exterior(
         weight, cast(BFloat(16), 0.f),
-        spec.transposeWeight ? Region{{0, K}, {0, N}} : Region{{0, N}, {0, K}});
-    if (N % tileCols == 0 && K % 2 == 0)
+        spec.transposeWeight ? Region{{0, K}, {0, weightCols}} : Region{{0, weightCols}, {0, K}});
+    if (N % tileCols == 0 && K % 2 == 0 && !gated)
       stored = weight;
-    weightPairs(n, k) = spec.transposeWeight ? stored(k, n) : stored(n, k);
+    Expr column = storedColumn(n);
+    weightPairs(n, k) = spec.transposeWeight ? stored(k, column) : stored(column, k);
   }
   Var r("r"), kk("kk");
 
