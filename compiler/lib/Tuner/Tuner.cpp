@@ -143,8 +143,10 @@ double rooflineOf(const Kernel &k, const CandidateResult &r, const MachineCeilin
     double flops, bytes;
     if (k.isGemm) {
       double M = double(c.rows), K = double(k.gemm.K), N = double(k.gemm.N);
-      flops = 2 * M * K * N;
-      bytes = K * N * (k.gemm.bf16Weights ? 2 : 4) + 4 * M * (K + N);
+      // A gated (SwiGLU) GEMM multiplies by 2·N weight columns [gate | up].
+      double columns = k.gemm.epilogue == GemmEpilogue::SwiGlu ? 2 * N : N;
+      flops = 2 * M * K * columns;
+      bytes = K * columns * (k.gemm.bf16Weights ? 2 : 4) + 4 * M * (K + N);
     } else {
       const AttentionKernelSpec &a = k.attention;
       double width = double(a.heads * (a.dK + a.dV));
