@@ -1,6 +1,8 @@
 //===- Cli.cpp - The command line of every generated executable -----------===//
 #include "xfrt/Cli.h"
 
+#include "xfrt/ChatTemplate.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -44,8 +46,8 @@ struct Spec {
 const Spec kSpecs[] = {
     {"--help", Kind::Flag, nullptr, "print this help and exit", "general"},
     {"--weights", Kind::String, "FILE",
-     "load a .safetensors checkpoint, or a sharded one's "
-     "model.safetensors.index.json"},
+     "load a .safetensors checkpoint, a sharded one's model.safetensors.index.json, or a "
+     ".gguf file (which also brings its tokenizer and chat template)"},
     {"--random-weights", Kind::Seed, "SEED",
      "use deterministic random weights (PCG32 + Box-Muller) instead of a "
      "checkpoint"},
@@ -69,7 +71,8 @@ const Spec kSpecs[] = {
     {"--tokenizer", Kind::String, "PATH",
      "tokenizer files: a directory holding vocab.json + merges.txt (GPT-2 BPE) "
      "or vocab.txt "
-     "(BERT WordPiece), or one of those files"},
+     "(BERT WordPiece), one of those files, or a .gguf file's tokenizer; default with "
+     "--weights X.gguf: X.gguf's own"},
     {"--vocab", Kind::String, "FILE",
      "vocab.json (GPT-2 BPE, with --merges) or vocab.txt (WordPiece)"},
     {"--merges", Kind::String, "FILE", "merges.txt of a GPT-2 BPE tokenizer"},
@@ -103,11 +106,21 @@ const Spec kSpecs[] = {
     {"--top-p", Kind::Real, "P", "sample from the smallest set with probability >= P (0 < P <= 1)"},
     {"--seed", Kind::Seed, "S", "sampling seed (PCG32); default 0"},
     {"--eos", Kind::Id, "ID|none",
-     "stop after this id; default: the tokenizer's end-of-text id, else none"},
+     "stop after this id; default: with --chat the end-of-turn token, else the tokenizer's "
+     "end-of-text id (a .gguf's eos_token_id), else none"},
     {"--bos", Kind::Id, "ID", "encoder-decoders: the initial target when no --tokens are given"},
     {"--no-cache", Kind::Flag, nullptr,
      "re-run the whole prefix every step even when the model has a KV-cache "
      "entry point"},
+    {"--chat", Kind::Flag, nullptr,
+     "wrap each --prompt in the model's chat template (a .gguf's tokenizer.chat_template) as "
+     "the user's turn; the reply stops at the end-of-turn token",
+     "chat (a decoder with a chat template)"},
+    {"--interactive", Kind::Flag, nullptr,
+     "chat: read user turns from stdin, one per line, until EOF; keeps the KV cache across "
+     "turns"},
+    {"--chat-template", Kind::String, "NAME",
+     "chatml|llama2|llama3|zephyr: use this format instead of the tokenizer's template"},
 };
 
 const Spec *findSpec(const std::string &name) {
@@ -243,6 +256,15 @@ Expected<Options> parseCommandLine(int argc, const char *const *argv) {
       o.bos = int64_t(number);
     } else if (name == "--no-cache")
       o.noCache = true;
+    else if (name == "--chat")
+      o.chat = true;
+    else if (name == "--interactive")
+      o.interactive = true;
+    else if (name == "--chat-template") {
+      if (!chatFormatNamed(value))
+        return makeError("--chat-template: '" + value + "' is not one of " + chatFormatNames());
+      o.chatTemplate = value;
+    }
   }
   return o;
 }
@@ -275,9 +297,30 @@ Status checkOptions(const Options &o, const Manifest &m) {
     return makeError(std::string(!o.texts.empty()     ? "--text"
                                  : !o.prompts.empty() ? "--prompt"
                                                       : "--source-prompt") +
-                     " needs a tokenizer: --tokenizer PATH or --vocab FILE");
+                     " needs a tokenizer: --tokenizer PATH, --vocab FILE or --weights X.gguf");
   if (!o.sourceTokens.empty() && !o.sourcePrompts.empty())
     return makeError("give either --source-tokens or --source-prompt, not both");
+
+  // Chat: text turns for a decoder.
+  if (!o.chatTemplate.empty() && !o.chat && !o.interactive)
+    return makeError("--chat-template needs --chat or --interactive");
+  if (o.chat || o.interactive) {
+    const char *flag = o.interactive ? "--interactive" : "--chat";
+    if (m.encoderDecoder || !m.outputIsLogits)
+      return makeError(std::string(flag) + ": model '" + m.model +
+                       "' is not a decoder that outputs logits");
+    if (!o.tokens.empty() || !o.texts.empty())
+      return makeError(std::string(flag) + " takes text turns, not " +
+                       (o.tokens.empty() ? "--text" : "--tokens") +
+                       (o.interactive ? " (user turns come from stdin)" : " (give --prompt)"));
+    if (o.interactive && !o.prompts.empty())
+      return makeError("--interactive reads the user turns from stdin; give no --prompt");
+    if (o.chat && o.prompts.empty() && !o.interactive)
+      return makeError("--chat needs --prompt TEXT (the user's turn), or --interactive");
+    if (!o.haveTokenizer())
+      return makeError(std::string(flag) +
+                       " needs a tokenizer: --weights X.gguf, or --tokenizer PATH");
+  }
 
   // Encoder-decoder sources.
   if (o.haveSource() && !m.encoderDecoder)
@@ -303,7 +346,7 @@ Status checkOptions(const Options &o, const Manifest &m) {
       return makeError("model '" + m.model + "' outputs hidden states; it cannot generate");
     if (!o.texts.empty())
       return makeError("--text is for forward passes; give --prompt to generate");
-    if (!targets)
+    if (!targets && !o.interactive)
       return makeError(m.encoderDecoder ? "generation needs a target: --tokens IDS or --bos ID"
                                         : "generation needs --tokens or --prompt");
     const char *forwardOnly = !o.logitsOut.empty()       ? "--logits-out"
@@ -332,7 +375,7 @@ Status checkOptions(const Options &o, const Manifest &m) {
       return makeError(std::string(needs) + " needs generation (--max-new-tokens N or --prompt)");
   }
 
-  if (!targets) {
+  if (!targets && !o.interactive) {
     const char *needs = !o.logitsOut.empty()       ? "--logits-out"
                         : !o.hiddenOut.empty()     ? "--hidden-out"
                         : !o.embeddingsOut.empty() ? "--embeddings-out"
@@ -396,7 +439,9 @@ std::string usageText(const std::string &program, const Manifest *m) {
                     "       " +
                     program +
                     " --weights FILE --vocab vocab.txt --text TEXT [--text TEXT ...] "
-                    "--embeddings-out E.npy [--pool mean --normalize]\n";
+                    "--embeddings-out E.npy [--pool mean --normalize]\n"
+                    "       " +
+                    program + " --weights MODEL.gguf (--chat --prompt TEXT | --interactive)\n";
   if (m) {
     out += "\nmodel: " + m->model + " (" + m->kindName() + ", output " + m->outputName() + " [l, " +
            std::to_string(m->dOut) + "], vocab " + std::to_string(m->vocab) + ", max_positions " +
@@ -426,7 +471,9 @@ std::string usageText(const std::string &program, const Manifest *m) {
           m->outputIsLogits) ||
          (!m->outputIsLogits &&
           (is("--prompt") || is("--max-new-tokens") || is("--temperature") || is("--top-k") ||
-           is("--top-p") || is("--seed") || is("--eos") || is("--no-cache"))));
+           is("--top-p") || is("--seed") || is("--eos") || is("--no-cache"))) ||
+         ((is("--chat") || is("--interactive") || is("--chat-template")) &&
+          (!m->outputIsLogits || m->encoderDecoder)));
     std::string left = std::string("  ") + s.name + (s.value ? std::string(" ") + s.value : "");
     left.append(left.size() < 26 ? 26 - left.size() : 1, ' ');
     out += left + s.help + (notHere ? " [not for this model]" : "") + "\n";

@@ -10,6 +10,7 @@
 #include "xfrt/Driver.h"
 
 #include "xfrt/AlignedBuffer.h"
+#include "xfrt/Chat.h"
 #include "xfrt/Cli.h"
 #include "xfrt/Embeddings.h"
 #include "xfrt/Generate.h"
@@ -21,6 +22,7 @@
 #include "xfrt/OutputFile.h"
 #include "xfrt/Profile.h"
 #include "xfrt/Session.h"
+#include "xfrt/TextStream.h"
 #include "xfrt/Weights.h"
 
 #include <algorithm>
@@ -186,68 +188,20 @@ int runForward(const Options &o, const Manifest &m, Session &session, const Batc
   return 0;
 }
 
-// Text printed so far for one generated sequence; holds back an incomplete
-// UTF-8 tail.
-class TextStream {
-public:
-  explicit TextStream(const Tokenizer *tok) : tok_(tok) {}
-  void add(int32_t id) {
-    if (!tok_->decode({id})) {
-      // Not in the tokenizer's vocabulary (it is smaller than the model's, or has holes):
-      // U+FFFD takes its place, and the caller says so on stderr.
-      finish();
-      std::fwrite("\xEF\xBF\xBD", 1, 3, stdout);
-      missing_.push_back(id);
-      ids_.clear();
-      last_.clear();
-      printed_ = 0;
-      return;
-    }
-    ids_.push_back(id);
-    Expected<std::string> text = tok_->decode(ids_);
-    if (!text)
-      return;
-    size_t end = text->size();
-    // Back off over a trailing partial UTF-8 sequence (at most 3 bytes).
-    for (size_t back = 1; back <= 3 && back <= end; ++back) {
-      unsigned char c = (unsigned char)(*text)[end - back];
-      if ((c & 0xC0) != 0x80) {
-        size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-        if (need > back)
-          end -= back;
-        break;
-      }
-    }
-    if (end > printed_ && text->compare(0, printed_, last_, 0, printed_) == 0) {
-      std::fwrite(text->data() + printed_, 1, end - printed_, stdout);
-      printed_ = end;
-    }
-    last_ = text.take();
-  }
-  void finish() {
-    if (last_.size() > printed_)
-      std::fwrite(last_.data() + printed_, 1, last_.size() - printed_, stdout);
-    printed_ = last_.size();
-  }
-  // Generated ids the tokenizer could not decode, in order.
-  const std::vector<int32_t> &missing() const { return missing_; }
-
-private:
-  const Tokenizer *tok_;
-  std::vector<int32_t> missing_;
-  std::vector<int32_t> ids_;
-  std::string last_;
-  size_t printed_ = 0;
-};
-
+// With `chat`, each reply ends at the template's end-of-turn token (unless --eos says
+// otherwise), which is not printed.
 int runGeneration(const Options &o, const Manifest &m, Session &session, const Batch &batch,
-                  const Tokenizer *tok) {
+                  const Tokenizer *tok, const ChatSetup *chat) {
   GenerateOptions g;
-  g.maxNewTokens = o.maxNewTokens > 0 ? o.maxNewTokens : kDefaultNewTokens;
+  g.maxNewTokens = o.maxNewTokens > 0 ? o.maxNewTokens
+                   : chat             ? kDefaultChatTokens
+                                      : kDefaultNewTokens;
   g.sampling = o.sampling;
   g.useCache = !o.noCache;
   if (o.eos)
     g.eos = int32_t(*o.eos);
+  else if (!o.noEos && chat)
+    g.eos = chat->endOfTurn;
   else if (!o.noEos && tok)
     if (std::optional<int32_t> end = tok->endOfText(); end && *end < m.vocab)
       g.eos = *end;
@@ -263,6 +217,8 @@ int runGeneration(const Options &o, const Manifest &m, Session &session, const B
     TextStream text(tok);
     bool first = true;
     auto onToken = [&](int32_t id) {
+      if (chat && g.eos && id == *g.eos && id == chat->endOfTurn)
+        return;
       if (tok)
         text.add(id);
       else
@@ -280,18 +236,8 @@ int runGeneration(const Options &o, const Manifest &m, Session &session, const B
       text.finish();
     std::printf("\n");
     std::fflush(stdout);
-    if (tok && !text.missing().empty()) {
-      std::string ids;
-      for (size_t k = 0; k < text.missing().size() && k < 8; ++k)
-        ids += (k ? ", " : "") + std::to_string(text.missing()[k]);
-      if (text.missing().size() > 8)
-        ids += ", ...";
-      std::fprintf(stderr,
-                   "warning: %zu generated id%s not in the tokenizer's vocabulary, printed as "
-                   "U+FFFD: %s\n",
-                   text.missing().size(), text.missing().size() == 1 ? " is" : "s are",
-                   ids.c_str());
-    }
+    if (tok)
+      warnMissingIds(text);
     int64_t decodeSteps = int64_t(r->newTokens.size()) - 1;
     steps += int64_t(r->newTokens.size()) + r->promptTokens;
     tokens += int64_t(r->newTokens.size());
@@ -361,10 +307,18 @@ int runMain(int argc, const char *const *argv, const ModelAbi &abi) {
     }
   if (Status s = checkDistinctPaths(outputs, inputs); !s)
     return usageError(s.message(), program, &m);
-  Expected<std::unique_ptr<Tokenizer>> tokenizer = loadTokenizer(o);
+  Expected<LoadedTokenizer> tokenizer = loadTokenizer(o);
   if (!tokenizer)
     return report(tokenizer.message(), 1);
-  Expected<Batch> batch = buildBatch(o, m, tokenizer->get());
+  const Tokenizer *tok = tokenizer->tokenizer.get();
+  std::optional<ChatSetup> chat;
+  if (o.chat || o.interactive) {
+    Expected<ChatSetup> setup = chatSetup(o, *tokenizer, m);
+    if (!setup)
+      return report(setup.message(), 1);
+    chat = setup.take();
+  }
+  Expected<Batch> batch = buildBatch(o, m, tok, chat ? &chat->chatTemplate : nullptr);
   if (!batch)
     return usageError(batch.message(), program, &m);
 
@@ -392,12 +346,14 @@ int runMain(int argc, const char *const *argv, const ModelAbi &abi) {
     if (Status s = saveWeights(o.saveWeights, m, *weights); !s)
       return report(s.message(), 1);
   int code = 0;
-  if (batch->size() > 0) {
+  if (batch->size() > 0 || o.interactive) {
     Expected<Session> session = Session::create(m, abi, *weights);
     if (!session)
       return report(session.message(), 1);
-    code = o.generating() ? runGeneration(o, m, *session, *batch, tokenizer->get())
-                          : runForward(o, m, *session, *batch);
+    code = o.interactive ? runInteractive(o, m, *session, *tok, *chat, stdin)
+           : o.generating()
+               ? runGeneration(o, m, *session, *batch, tok, chat ? &*chat : nullptr)
+               : runForward(o, m, *session, *batch);
   }
   if (code == 0 && (o.printMemory || o.generating())) {
     int64_t fileBytes = 0, paramBytes = 0;

@@ -47,15 +47,19 @@ Expected<GenerateResult> generate(Session &session, const std::vector<int32_t> &
   const Manifest &m = session.manifest();
   GenerateResult r;
   r.cached = o.useCache && session.canCache() && source.empty();
-  r.promptTokens = int64_t(prompt.size());
+  int64_t reused = r.cached ? o.cachedPrefix : 0;
+  r.promptTokens = int64_t(prompt.size()) - reused;
   int64_t limit = positionLimit(session, r.cached);
   if (prompt.empty())
     return makeError("generation needs a non-empty prompt");
+  if (reused < 0 || reused >= int64_t(prompt.size()))
+    return makeError("generation: " + std::to_string(reused) + " cached positions of a " +
+                     std::to_string(prompt.size()) + "-token prompt leave nothing to run");
   if (int64_t(prompt.size()) > limit)
     return makeError("the prompt has " + std::to_string(prompt.size()) +
                      " tokens, more than the model's " + std::to_string(limit) + " positions");
   // The cache holds what this run can reach, not the model's whole context.
-  if (r.cached)
+  if (r.cached && reused == 0)
     session.reserveCache(std::min(limit, int64_t(prompt.size()) + std::max<int64_t>(o.maxNewTokens, 1)));
 
   std::vector<int32_t> x = prompt; // the sequence so far
@@ -71,8 +75,9 @@ Expected<GenerateResult> generate(Session &session, const std::vector<int32_t> &
     auto start = std::chrono::steady_clock::now();
     const float *last;
     if (r.cached) {
-      // Prefill the prompt at step 0, then one token at position |x| - 1.
-      int64_t begin = step == 0 ? 0 : int64_t(x.size()) - 1;
+      // Prefill the prompt (past what the cache holds) at step 0, then one token at position
+      // |x| - 1.
+      int64_t begin = step == 0 ? reused : int64_t(x.size()) - 1;
       int64_t l = int64_t(x.size()) - begin;
       if (Status s = ensureRows(logits, 1, m.dOut); !s)
         return s;

@@ -1,6 +1,9 @@
 //===- Inputs.cpp - The sequences a run works on, from the command line ---===//
 #include "xfrt/Inputs.h"
 
+#include "xfrt/Gguf.h"
+#include "xfrt/GgufTokenizer.h"
+
 #include <sys/stat.h>
 
 namespace xfrt {
@@ -44,10 +47,12 @@ Status checkIds(const std::vector<int32_t> &ids, const std::string &what, const 
 }
 
 Status encodeAll(const std::vector<std::string> &texts, const char *flag, const Tokenizer &tok,
-                 const Manifest &m, std::vector<std::vector<int32_t>> &out) {
+                 const Manifest &m, std::vector<std::vector<int32_t>> &out,
+                 const ChatTemplate *chat = nullptr) {
   for (size_t i = 0; i < texts.size(); ++i) {
     std::string what = std::string(flag) + (texts.size() > 1 ? " " + std::to_string(i + 1) : "");
-    Expected<std::vector<int32_t>> ids = tok.encode(texts[i]);
+    Expected<std::vector<int32_t>> ids =
+        tok.encode(chat ? chat->render({{"user", texts[i]}}, true) : texts[i]);
     if (!ids)
       return makeError(what + ": " + ids.message());
     if (Status s = checkIds(*ids, what, m); !s)
@@ -68,9 +73,28 @@ Status parseAll(const std::vector<std::string> &lists, const char *flag, const M
   return Status::success();
 }
 
-} // namespace
+// The tokenizer in a GGUF file's metadata, and its chat template.
+Expected<LoadedTokenizer> loadGgufFileTokenizer(const std::string &path) {
+  Expected<std::unique_ptr<GgufFile>> file = GgufFile::open(path);
+  if (!file)
+    return file.status();
+  const GgufHeader &h = (*file)->header();
+  Expected<GgufTokenizer> tok = loadGgufTokenizer(h);
+  if (!tok)
+    return tok.status();
+  LoadedTokenizer out;
+  out.tokenizer = std::move(tok->tokenizer);
+  out.source = path;
+  if (h.find("tokenizer.chat_template")) {
+    Expected<std::string_view> text = h.getString("tokenizer.chat_template");
+    if (!text)
+      return text.status();
+    out.chatTemplate = std::string(*text);
+  }
+  return Expected<LoadedTokenizer>(std::move(out));
+}
 
-Expected<std::unique_ptr<Tokenizer>> loadTokenizer(const Options &o) {
+Expected<LoadedTokenizer> loadFileTokenizer(const Options &o) {
   std::string vocab = o.vocab, merges = o.merges;
   if (!o.tokenizer.empty()) {
     if (isDirectory(o.tokenizer)) {
@@ -87,18 +111,37 @@ Expected<std::unique_ptr<Tokenizer>> loadTokenizer(const Options &o) {
     }
   }
   if (vocab.empty())
-    return std::unique_ptr<Tokenizer>();
+    return LoadedTokenizer{};
+  LoadedTokenizer out;
+  out.source = o.tokenizer.empty() ? vocab : o.tokenizer;
+  Expected<std::unique_ptr<Tokenizer>> tok = makeError("");
   if (endsWith(vocab, ".json")) {
     if (merges.empty())
       merges = directoryOf(vocab) + "/merges.txt";
-    return loadGpt2Tokenizer(vocab, merges);
-  }
-  if (!merges.empty())
+    tok = loadGpt2Tokenizer(vocab, merges);
+  } else if (!merges.empty()) {
     return makeError("--merges: " + vocab + " is a WordPiece vocabulary (vocab.json has merges)");
-  return loadWordPieceTokenizer(vocab);
+  } else {
+    tok = loadWordPieceTokenizer(vocab);
+  }
+  if (!tok)
+    return tok.status();
+  out.tokenizer = tok.take();
+  return Expected<LoadedTokenizer>(std::move(out));
 }
 
-Expected<Batch> buildBatch(const Options &o, const Manifest &m, const Tokenizer *tok) {
+} // namespace
+
+Expected<LoadedTokenizer> loadTokenizer(const Options &o) {
+  if (!o.tokenizer.empty() && endsWith(o.tokenizer, ".gguf") && !isDirectory(o.tokenizer))
+    return loadGgufFileTokenizer(o.tokenizer);
+  if (o.tokenizer.empty() && o.vocab.empty() && o.weightsAreGguf())
+    return loadGgufFileTokenizer(o.weights);
+  return loadFileTokenizer(o);
+}
+
+Expected<Batch> buildBatch(const Options &o, const Manifest &m, const Tokenizer *tok,
+                           const ChatTemplate *chat) {
   Batch b;
   if ((!o.texts.empty() || !o.prompts.empty() || !o.sourcePrompts.empty()) && !tok)
     return makeError("text input needs a tokenizer");
@@ -108,7 +151,7 @@ Expected<Batch> buildBatch(const Options &o, const Manifest &m, const Tokenizer 
   else if (!o.texts.empty())
     s = encodeAll(o.texts, "--text", *tok, m, b.targets);
   else if (!o.prompts.empty())
-    s = encodeAll(o.prompts, "--prompt", *tok, m, b.targets);
+    s = encodeAll(o.prompts, "--prompt", *tok, m, b.targets, chat);
   if (!s)
     return s;
   if (!o.sourceTokens.empty())

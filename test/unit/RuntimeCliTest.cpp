@@ -123,6 +123,47 @@ TEST(RuntimeCli, ChecksAgainstManifest) {
   EXPECT_CONTAINS(checkOptions(*o, hidden).message(), "--source-tokens is required");
 }
 
+TEST(RuntimeCli, ChatFlags) {
+  Manifest m = manifest();
+  auto check = [&](std::vector<const char *> args) {
+    Expected<Options> o = parse(args);
+    EXPECT_TRUE(o) << o.message();
+    return o ? checkOptions(*o, m).message() : "";
+  };
+  Expected<Options> o = parse({"--weights", "m.gguf", "--chat", "--prompt", "hi",
+                               "--chat-template=llama3"});
+  ASSERT_TRUE(o) << o.message();
+  EXPECT_TRUE(o->chat && !o->interactive && o->chatTemplate == "llama3");
+  EXPECT_TRUE(o->haveTokenizer()) << "a .gguf checkpoint brings its tokenizer";
+  EXPECT_EQ(checkOptions(*o, m).message(), "");
+  o = parse({"--weights", "m.gguf", "--interactive"});
+  ASSERT_TRUE(o) << o.message();
+  EXPECT_TRUE(o->generating()) << "--interactive generates without --prompt";
+  EXPECT_EQ(checkOptions(*o, m).message(), "");
+
+  EXPECT_CONTAINS(parse({"--chat-template", "alpaca"}).message(),
+                  "--chat-template: 'alpaca' is not one of chatml|llama2|llama3|zephyr");
+  EXPECT_CONTAINS(parse({"--chat=1"}).message(), "'--chat' takes no value");
+  EXPECT_CONTAINS(check({"--weights", "m.gguf", "--interactive", "--tokens", "1"}),
+                  "--interactive takes text turns, not --tokens");
+  EXPECT_CONTAINS(check({"--weights", "m.gguf", "--interactive", "--prompt", "x"}),
+                  "--interactive reads the user turns from stdin");
+  EXPECT_CONTAINS(check({"--weights", "m.gguf", "--chat", "--text", "x"}),
+                  "--chat takes text turns, not --text");
+  EXPECT_CONTAINS(check({"--weights", "m.gguf", "--chat"}), "--chat needs --prompt TEXT");
+  EXPECT_CONTAINS(check({"--weights", "m.gguf", "--chat-template", "chatml", "--prompt", "x"}),
+                  "--chat-template needs --chat or --interactive");
+  EXPECT_CONTAINS(check({"--weights", "m.safetensors", "--chat", "--prompt", "x"}),
+                  "--prompt needs a tokenizer: --tokenizer PATH, --vocab FILE or --weights X.gguf");
+  EXPECT_CONTAINS(check({"--weights", "m.safetensors", "--interactive"}),
+                  "--interactive needs a tokenizer");
+  Manifest hidden = *parseManifest(
+      R"({"model":"enc","output":"hidden","encoder_decoder":false,"vocab":9,"d_out":3,"parameters":[]})");
+  o = parse({"--weights", "m.gguf", "--interactive"});
+  EXPECT_CONTAINS(checkOptions(*o, hidden).message(),
+                  "--interactive: model 'enc' is not a decoder that outputs logits");
+}
+
 TEST(RuntimeCli, TokenLists) {
   Manifest m = manifest(); // vocab 5, max_positions 4
   Expected<std::vector<int32_t>> t = parseTokenList("0,4, 2 ,3", "--tokens", m);
@@ -148,7 +189,8 @@ TEST(RuntimeCli, UsageListsEverything) {
   std::string u = usageText("./tiny", &m);
   for (const char *flag :
        {"--help", "--weights", "--random-weights", "--save-weights", "--tokens", "--source-tokens",
-        "--logits-out", "--hidden-out", "--threads", "--repeat", "--print"})
+        "--logits-out", "--hidden-out", "--threads", "--repeat", "--print", "--chat",
+        "--interactive", "--chat-template"})
     EXPECT_CONTAINS(u, flag);
   EXPECT_CONTAINS(u, "model: tiny (decoder, output logits [l, 5]");
   EXPECT_CONTAINS(u, "L=1");

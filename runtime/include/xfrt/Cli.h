@@ -29,6 +29,9 @@ constexpr int64_t kMaxTokensWithoutLimit = int64_t(1) << 20;
 constexpr uint64_t kMaxThreads = 256;
 // --max-new-tokens without a value when --prompt asks for generation.
 constexpr int64_t kDefaultNewTokens = 32;
+// --max-new-tokens without a value for a chat reply (--chat, --interactive), which usually ends
+// earlier at the end-of-turn token.
+constexpr int64_t kDefaultChatTokens = 256;
 
 struct Options {
   bool help = false;
@@ -43,6 +46,11 @@ struct Options {
       sourceTokens;                                       // raw id lists (parseTokenList)
   std::vector<std::string> texts, prompts, sourcePrompts; // need a tokenizer
   std::string tokenizer, vocab, merges;                   // --tokenizer / --vocab / --merges
+
+  // Chat (ChatTemplate.h): --chat wraps each --prompt in the chat template; --interactive reads
+  // user turns from stdin. --chat-template names the format instead of the tokenizer's template.
+  bool chat = false, interactive = false;
+  std::string chatTemplate;
 
   // Forward-pass outputs.
   std::string logitsOut, hiddenOut; // --logits-out / --hidden-out
@@ -71,10 +79,14 @@ struct Options {
 
   bool haveTokens() const { return !tokens.empty(); }
   bool haveSource() const { return !sourceTokens.empty() || !sourcePrompts.empty(); }
-  bool haveTokenizer() const { return !tokenizer.empty() || !vocab.empty(); }
+  // A GGUF checkpoint brings its own tokenizer.
+  bool weightsAreGguf() const {
+    return weights.size() > 5 && weights.compare(weights.size() - 5, 5, ".gguf") == 0;
+  }
+  bool haveTokenizer() const { return !tokenizer.empty() || !vocab.empty() || weightsAreGguf(); }
   // Whether any target sequence is given (ids, --text or --prompt).
   bool haveInput() const { return haveTokens() || !texts.empty() || !prompts.empty(); }
-  bool generating() const { return maxNewTokens > 0 || !prompts.empty(); }
+  bool generating() const { return maxNewTokens > 0 || !prompts.empty() || interactive; }
 };
 
 // Accepts "--flag value" and "--flag=value". A flag given twice is an error,

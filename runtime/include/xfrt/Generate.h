@@ -30,6 +30,10 @@ struct GenerateOptions {
   SamplingOptions sampling;
   std::optional<int32_t> eos; // stop right after emitting it (it is included)
   bool useCache = true;       // use xf_forward_cached when the session can
+  // Positions of the prompt already in the session's KV cache (a conversation's earlier turns):
+  // the first step runs only prompt[cachedPrefix..] at start = cachedPrefix, and the cache is
+  // kept as it is. The caller sized it (Session::reserveCache) for the whole conversation.
+  int64_t cachedPrefix = 0;
 };
 
 struct GenerateResult {

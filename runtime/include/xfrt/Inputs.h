@@ -4,7 +4,8 @@
 // loadTokenizer resolves --tokenizer PATH / --vocab FILE [--merges FILE] (a
 // directory holding vocab.json + merges.txt is GPT-2 byte-level BPE; one
 // holding vocab.txt is BERT WordPiece; a vocab.json file takes merges.txt from
-// --merges or from its directory). buildBatch turns
+// --merges or from its directory; a .gguf file, or --weights X.gguf without
+// either flag, the tokenizer in its metadata). buildBatch turns
 // --tokens / --text / --prompt / --bos and the sources into id lists checked
 // against the manifest (ids < vocab, 1 <= l <= max_positions), one target per
 // sequence, with one source per sequence for encoder-decoders (a single source
@@ -14,18 +15,30 @@
 #ifndef XFRT_INPUTS_H
 #define XFRT_INPUTS_H
 
+#include "xfrt/ChatTemplate.h"
 #include "xfrt/Cli.h"
 #include "xfrt/Manifest.h"
 #include "xfrt/Status.h"
 #include "xfrt/Tokenizer.h"
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace xfrt {
 
-// Null (no error) when the options name no tokenizer.
-Expected<std::unique_ptr<Tokenizer>> loadTokenizer(const Options &options);
+// A tokenizer and what its file says about chat.
+struct LoadedTokenizer {
+  std::unique_ptr<Tokenizer> tokenizer; // null when the options name none
+  std::string source;                   // the file or directory it came from
+  // A GGUF file's tokenizer.chat_template (Jinja text); nullopt when it has none.
+  std::optional<std::string> chatTemplate;
+};
+
+// --tokenizer X.gguf, or --weights X.gguf without --tokenizer/--vocab, loads the GGUF file's
+// tokenizer (GgufTokenizer.h). A null tokenizer (no error) when the options name none.
+Expected<LoadedTokenizer> loadTokenizer(const Options &options);
 
 struct Batch {
   std::vector<std::vector<int32_t>> targets,
@@ -36,8 +49,9 @@ struct Batch {
 // Errors are command-line errors (exit 2), except tokenizer failures, which
 // read
 // "--text 2: ..." and are reported the same way.
+// With `chat`, each --prompt is the user's turn of a conversation rendered by the template.
 Expected<Batch> buildBatch(const Options &options, const Manifest &manifest,
-                           const Tokenizer *tokenizer);
+                           const Tokenizer *tokenizer, const ChatTemplate *chat = nullptr);
 
 } // namespace xfrt
 

@@ -1,0 +1,194 @@
+//===- ChatTemplate.cpp - A conversation as the text a chat model expects -===//
+//
+// Recognition looks for each family's markers in the Jinja text (no Jinja interpreter); rendering
+// follows the Hugging Face templates of SmolLM2 (ChatML), Llama-3-Instruct, Llama-2-chat and
+// Zephyr, including their strip/trim of message contents.
+//
+//===----------------------------------------------------------------------===//
+#include "xfrt/ChatTemplate.h"
+
+namespace xfrt {
+namespace {
+
+constexpr ChatFormat kFormats[] = {ChatFormat::ChatMl, ChatFormat::Llama2, ChatFormat::Llama3,
+                                   ChatFormat::Zephyr};
+
+bool contains(std::string_view s, std::string_view part) {
+  return s.find(part) != std::string_view::npos;
+}
+
+// Python's str.strip() / Jinja's trim on ASCII whitespace.
+std::string_view strip(std::string_view s) {
+  const char *space = " \t\n\r\v\f";
+  size_t begin = s.find_first_not_of(space);
+  if (begin == std::string_view::npos)
+    return {};
+  return s.substr(begin, s.find_last_not_of(space) - begin + 1);
+}
+
+// The system message a ChatML template writes when the first message is not one, e.g.
+// {% if loop.first and messages[0]['role'] != 'system' %}{{ '<|im_start|>system\nYou are ...
+// <|im_end|>\n' }}{% endif %}: the literal between "<|im_start|>system\n" and "<|im_end|>",
+// with Jinja's escapes undone. "" when there is no such literal (a quote or {{ inside means
+// the text is built from the messages, not written out).
+std::string chatMlDefaultSystem(std::string_view jinja) {
+  if (!contains(jinja, "!= 'system'") && !contains(jinja, "!= \"system\""))
+    return "";
+  for (std::string_view marker : {"<|im_start|>system\n", "<|im_start|>system\\n"}) {
+    size_t at = jinja.find(marker);
+    if (at == std::string_view::npos)
+      continue;
+    size_t begin = at + marker.size(), end = jinja.find("<|im_end|>", begin);
+    if (end == std::string_view::npos)
+      continue;
+    std::string text;
+    bool literal = true;
+    for (size_t i = begin; i < end && literal; ++i) {
+      char c = jinja[i];
+      if (c == '\\' && i + 1 < end) {
+        char e = jinja[++i];
+        text += e == 'n' ? '\n' : e == 't' ? '\t' : e;
+      } else if (c == '\'' || c == '"' || (c == '{' && i + 1 < end && jinja[i + 1] == '{')) {
+        literal = false;
+      } else {
+        text += c;
+      }
+    }
+    if (literal)
+      return text;
+  }
+  return "";
+}
+
+std::string renderChatMl(const ChatTemplate &t, const std::vector<ChatMessage> &messages,
+                         bool generation) {
+  std::string out;
+  if (!t.defaultSystem.empty() && (messages.empty() || messages[0].role != "system"))
+    out += "<|im_start|>system\n" + t.defaultSystem + "<|im_end|>\n";
+  for (const ChatMessage &m : messages)
+    out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+  if (generation)
+    out += "<|im_start|>assistant\n";
+  return out;
+}
+
+std::string renderLlama3(const std::vector<ChatMessage> &messages, bool generation) {
+  std::string out = "<|begin_of_text|>";
+  for (const ChatMessage &m : messages)
+    out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" +
+           std::string(strip(m.content)) + "<|eot_id|>";
+  if (generation)
+    out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
+  return out;
+}
+
+// Llama-2-chat: the system message is folded into the first user turn; every user turn opens a
+// new <s>, every reply ends with </s>. The assistant's turn needs no header.
+std::string renderLlama2(const std::vector<ChatMessage> &messages) {
+  std::string out, system;
+  size_t first = 0;
+  if (!messages.empty() && messages[0].role == "system")
+    system = messages[0].content, first = 1;
+  for (size_t i = first; i < messages.size(); ++i) {
+    std::string content = messages[i].content;
+    if (i == first && first == 1)
+      content = "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + content;
+    if (messages[i].role == "user")
+      out += "<s>[INST] " + std::string(strip(content)) + " [/INST]";
+    else if (messages[i].role == "assistant")
+      out += " " + std::string(strip(content)) + " </s>";
+  }
+  return out;
+}
+
+std::string renderZephyr(const std::vector<ChatMessage> &messages, bool generation) {
+  std::string out;
+  for (const ChatMessage &m : messages)
+    out += "<|" + m.role + "|>\n" + m.content + "</s>\n";
+  if (generation)
+    out += "<|assistant|>\n";
+  return out;
+}
+
+} // namespace
+
+std::string ChatTemplate::render(const std::vector<ChatMessage> &messages,
+                                 bool addGenerationPrompt) const {
+  switch (format) {
+  case ChatFormat::ChatMl:
+    return renderChatMl(*this, messages, addGenerationPrompt);
+  case ChatFormat::Llama3:
+    return renderLlama3(messages, addGenerationPrompt);
+  case ChatFormat::Llama2:
+    return renderLlama2(messages);
+  case ChatFormat::Zephyr:
+    return renderZephyr(messages, addGenerationPrompt);
+  }
+  return "";
+}
+
+std::string_view ChatTemplate::endOfTurn() const {
+  switch (format) {
+  case ChatFormat::ChatMl:
+    return "<|im_end|>";
+  case ChatFormat::Llama3:
+    return "<|eot_id|>";
+  case ChatFormat::Llama2:
+  case ChatFormat::Zephyr:
+    return "</s>";
+  }
+  return "";
+}
+
+std::string_view chatFormatName(ChatFormat format) {
+  switch (format) {
+  case ChatFormat::ChatMl:
+    return "chatml";
+  case ChatFormat::Llama2:
+    return "llama2";
+  case ChatFormat::Llama3:
+    return "llama3";
+  case ChatFormat::Zephyr:
+    return "zephyr";
+  }
+  return "";
+}
+
+std::optional<ChatFormat> chatFormatNamed(std::string_view name) {
+  for (ChatFormat f : kFormats)
+    if (chatFormatName(f) == name)
+      return f;
+  return std::nullopt;
+}
+
+std::string chatFormatNames() {
+  std::string names;
+  for (ChatFormat f : kFormats)
+    names += (names.empty() ? "" : "|") + std::string(chatFormatName(f));
+  return names;
+}
+
+Expected<ChatTemplate> recognizeChatTemplate(std::string_view jinja, const std::string &source) {
+  ChatTemplate t;
+  // Llama-3 first: its templates may also mention other families' markers in comments.
+  if (contains(jinja, "<|start_header_id|>") && contains(jinja, "<|eot_id|>"))
+    t.format = ChatFormat::Llama3;
+  else if (contains(jinja, "<|im_start|>") && contains(jinja, "<|im_end|>"))
+    t.format = ChatFormat::ChatMl, t.defaultSystem = chatMlDefaultSystem(jinja);
+  else if (contains(jinja, "<|user|>") && contains(jinja, "<|assistant|>"))
+    t.format = ChatFormat::Zephyr;
+  else if (contains(jinja, "[INST]") && contains(jinja, "[/INST]"))
+    t.format = ChatFormat::Llama2;
+  else {
+    std::string start(jinja.substr(0, 60));
+    for (char &c : start)
+      if (c == '\n' || c == '\r' || c == '\t')
+        c = ' ';
+    return makeError(source + ": a chat template xf does not recognise (it knows " +
+                     chatFormatNames() + "): \"" + start + (jinja.size() > 60 ? "...\"" : "\"") +
+                     "; force one with --chat-template");
+  }
+  return t;
+}
+
+} // namespace xfrt
