@@ -237,6 +237,19 @@ TEST(ObjectCacheSettings, FromTheEnvironment) {
 
 constexpr const char *kTarget = "x86-64-linux-avx512_skylake-no_runtime";
 
+/// How many distinct keys `base` and each of its `changes` have.
+template <typename Spec, typename KeyOf>
+size_t distinctKeys(const Spec &base, const std::vector<std::function<void(Spec &)>> &changes,
+                    KeyOf keyOf) {
+  std::set<std::string> keys{keyOf(base, kTarget)};
+  for (auto &change : changes) {
+    Spec spec = base;
+    change(spec);
+    keys.insert(keyOf(spec, kTarget));
+  }
+  return keys.size();
+}
+
 TEST(ObjectKeys, EveryGemmFieldChangesTheKey) {
   GemmKernelSpec base;
   base.name = "xf_gemm_0", base.K = 768, base.N = 2304;
@@ -261,13 +274,7 @@ TEST(ObjectKeys, EveryGemmFieldChangesTheKey) {
       [](GemmKernelSpec &s) { s.schedule.gemvRowsPerPass = 8; },
       [](GemmKernelSpec &s) { s.schedule.gemvTasks = 3; },
   };
-  std::set<std::string> keys{gemmObjectKey(base, kTarget)};
-  for (auto &change : changes) {
-    GemmKernelSpec spec = base;
-    change(spec);
-    keys.insert(gemmObjectKey(spec, kTarget));
-  }
-  EXPECT_EQ(keys.size(), changes.size() + 1);
+  EXPECT_EQ(distinctKeys(base, changes, gemmObjectKey), changes.size() + 1);
   EXPECT_EQ(gemmObjectKey(base, kTarget), gemmObjectKey(base, kTarget));
   EXPECT_NE(gemmObjectKey(base, kTarget), gemmObjectKey(base, "x86-64-linux-avx2-fma-no_runtime"));
 }
@@ -289,13 +296,7 @@ TEST(ObjectKeys, EveryAttentionFieldChangesTheKey) {
       [](AttentionKernelSpec &s) { s.schedule.rowTile = 2; },
       [](AttentionKernelSpec &s) { s.schedule.decodeKeyTile = 8; },
   };
-  std::set<std::string> keys{attentionObjectKey(base, kTarget)};
-  for (auto &change : changes) {
-    AttentionKernelSpec spec = base;
-    change(spec);
-    keys.insert(attentionObjectKey(spec, kTarget));
-  }
-  EXPECT_EQ(keys.size(), changes.size() + 1);
+  EXPECT_EQ(distinctKeys(base, changes, attentionObjectKey), changes.size() + 1);
 }
 
 TEST(ObjectKeys, VersionsAndGeneratorsAreInEveryKey) {

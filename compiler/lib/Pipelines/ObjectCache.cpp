@@ -93,26 +93,13 @@ std::string mlir::xf::hexOf(const ObjectDigest &digest) {
 
 std::optional<uint64_t> mlir::xf::parseByteSize(llvm::StringRef text) {
   text = text.trim();
+  // K, M, G, T: powers of 1024.
   uint64_t scale = 1;
-  if (!text.empty()) {
-    switch (llvm::toUpper(text.back())) {
-    case 'K':
-      scale = uint64_t(1) << 10;
-      break;
-    case 'M':
-      scale = uint64_t(1) << 20;
-      break;
-    case 'G':
-      scale = uint64_t(1) << 30;
-      break;
-    case 'T':
-      scale = uint64_t(1) << 40;
-      break;
-    default:
-      break;
-    }
-    if (scale != 1)
-      text = text.drop_back();
+  size_t unit = text.empty() ? llvm::StringRef::npos
+                             : llvm::StringRef("KMGT").find(llvm::toUpper(text.back()));
+  if (unit != llvm::StringRef::npos) {
+    scale = uint64_t(1) << (10 * (unit + 1));
+    text = text.drop_back();
   }
   uint64_t value;
   if (text.empty() || text.getAsInteger(10, value) || value > UINT64_MAX / scale)
