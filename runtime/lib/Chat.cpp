@@ -85,6 +85,7 @@ int runInteractive(const Options &o, const Manifest &m, Session &session, const 
   g.maxNewTokens = o.maxNewTokens > 0 ? o.maxNewTokens : kDefaultChatTokens;
   g.sampling = o.sampling;
   g.useCache = !o.noCache;
+  g.cacheSizedByCaller = true; // for the whole conversation, below
   g.eos = o.noEos ? std::nullopt : o.eos ? std::optional<int32_t>(int32_t(*o.eos)) : chat.endOfTurn;
   bool cached = g.useCache && session.canCache();
   int64_t limit = positionLimit(session, cached), capacity = 0;

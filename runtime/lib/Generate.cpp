@@ -59,7 +59,7 @@ Expected<GenerateResult> generate(Session &session, const std::vector<int32_t> &
     return makeError("the prompt has " + std::to_string(prompt.size()) +
                      " tokens, more than the model's " + std::to_string(limit) + " positions");
   // The cache holds what this run can reach, not the model's whole context.
-  if (r.cached && reused == 0)
+  if (r.cached && reused == 0 && !o.cacheSizedByCaller)
     session.reserveCache(std::min(limit, int64_t(prompt.size()) + std::max<int64_t>(o.maxNewTokens, 1)));
 
   std::vector<int32_t> x = prompt; // the sequence so far

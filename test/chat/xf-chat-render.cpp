@@ -10,6 +10,8 @@
 // recognised as the executables' --chat does. A failing line prints "error: <message>".
 //
 //===----------------------------------------------------------------------===//
+#include "../tokenizers/HexText.h"
+
 #include "xfrt/ChatTemplate.h"
 #include "xfrt/GgufTokenizer.h"
 
@@ -27,30 +29,6 @@ static int usage() {
                        "       xf-chat-render --jinja TEMPLATE.jinja\n"
                        "       xf-chat-render --format chatml|llama2|llama3|zephyr\n");
   return 2;
-}
-
-static bool fromHex(const std::string &hex, std::string &out) {
-  auto nibble = [](char c) {
-    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-  };
-  if (hex.size() % 2)
-    return false;
-  out.clear();
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    int hi = nibble(hex[i]), lo = nibble(hex[i + 1]);
-    if (hi < 0 || lo < 0)
-      return false;
-    out += char(hi * 16 + lo);
-  }
-  return true;
-}
-
-static std::string toHex(const std::string &bytes) {
-  static const char digits[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes)
-    out += digits[c >> 4], out += digits[c & 15];
-  return out;
 }
 
 int main(int argc, char **argv) {

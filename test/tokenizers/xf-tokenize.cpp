@@ -9,6 +9,8 @@
 // (in hex with --hex). A failing line prints "error: <message>" and the exit status is 1.
 //
 //===----------------------------------------------------------------------===//
+#include "HexText.h"
+
 #include "xfrt/GgufTokenizer.h"
 #include "xfrt/Tokenizer.h"
 
@@ -25,35 +27,6 @@ static int usage() {
                        "       xf-tokenize [--hex] [--decode] wordpiece vocab.txt\n"
                        "       xf-tokenize [--hex] [--decode] gguf model.gguf\n");
   return 2;
-}
-
-static bool fromHex(const std::string &hex, std::string &out) {
-  auto nibble = [](char c) {
-    return c >= '0' && c <= '9'   ? c - '0'
-           : c >= 'a' && c <= 'f' ? c - 'a' + 10
-           : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                  : -1;
-  };
-  if (hex.size() % 2)
-    return false;
-  out.clear();
-  for (size_t i = 0; i < hex.size(); i += 2) {
-    int hi = nibble(hex[i]), lo = nibble(hex[i + 1]);
-    if (hi < 0 || lo < 0)
-      return false;
-    out += char(hi * 16 + lo);
-  }
-  return true;
-}
-
-static std::string toHex(const std::string &bytes) {
-  static const char digits[] = "0123456789abcdef";
-  std::string out;
-  for (unsigned char c : bytes) {
-    out += digits[c >> 4];
-    out += digits[c & 15];
-  }
-  return out;
 }
 
 static Expected<std::unique_ptr<Tokenizer>> loadGgufFileTokenizer(const std::string &path) {

@@ -6,7 +6,7 @@ if(NOT TARGET xfRuntime)
 endif()
 
 xf_add_unit_test(xf-chat-template-test
-  SOURCES RuntimeChatTemplateTest.cpp
+  SOURCES RuntimeChatTemplateTest.cpp RuntimeChatTest.cpp
   LIBS xfRuntime)
 
 set(chat_tests ${XF_SOURCE_DIR}/test/chat)

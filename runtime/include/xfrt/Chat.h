@@ -30,7 +30,7 @@ struct ChatSetup {
 Expected<ChatSetup> chatSetup(const Options &options, const LoadedTokenizer &tokenizer,
                               const Manifest &manifest);
 
-// Prints each reply on stdout (one line per reply), a summary per turn on stderr. Returns the
+// Prints each reply on stdout followed by a newline, a summary per turn on stderr. Returns the
 // exit status: 0 at EOF; 1 when the conversation outgrows the model's positions or a forward
 // pass fails (an error line on stderr).
 int runInteractive(const Options &options, const Manifest &manifest, Session &session,

@@ -31,9 +31,11 @@ struct GenerateOptions {
   std::optional<int32_t> eos; // stop right after emitting it (it is included)
   bool useCache = true;       // use xf_forward_cached when the session can
   // Positions of the prompt already in the session's KV cache (a conversation's earlier turns):
-  // the first step runs only prompt[cachedPrefix..] at start = cachedPrefix, and the cache is
-  // kept as it is. The caller sized it (Session::reserveCache) for the whole conversation.
+  // the first step runs only prompt[cachedPrefix..] at start = cachedPrefix.
   int64_t cachedPrefix = 0;
+  // The caller sized the KV cache (Session::reserveCache) for more than this call; otherwise
+  // generate sizes it for the prompt and maxNewTokens when it starts from position 0.
+  bool cacheSizedByCaller = false;
 };
 
 struct GenerateResult {
