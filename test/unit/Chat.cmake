@@ -1,6 +1,6 @@
 # Chat templates (included from test/unit/CMakeLists.txt after Gguf.cmake, whose
-# XF_SMOLLM2_GGUF and XF_GGUF_PYTHON it uses): GoogleTest unit tests of recognition and
-# rendering, and the renderings and ids against Jinja and Hugging Face transformers.
+# XF_SMOLLM2_GGUF and XF_GGUF_PYTHON it uses): GoogleTest unit tests of recognition, rendering
+# and the --interactive loop, and the renderings and ids against Jinja and transformers.
 if(NOT TARGET xfRuntime)
   return()
 endif()
