@@ -247,8 +247,8 @@ static mlir::LogicalResult openObjectCache(std::optional<mlir::xf::ObjectCache> 
 }
 
 /// The stages after fusion: host code, Halide kernels, LLVM, objects.
-static mlir::LogicalResult emitBackend(Emit action, mlir::ModuleOp fused,
-                                       llvm::raw_ostream &os) {
+/// The host lowering of the kernel-level module under the weight options.
+static mlir::FailureOr<mlir::xf::HostProgram> lowerWithWeightOptions(mlir::ModuleOp kernels) {
   mlir::xf::HostOptions hostOptions;
   hostOptions.bf16Weights = weightType == WeightType::BF16;
   hostOptions.bf16Activations = bf16GemmInputs;
@@ -256,7 +256,12 @@ static mlir::LogicalResult emitBackend(Emit action, mlir::ModuleOp fused,
     llvm::errs() << "xfc: error: --bf16-gemm-inputs needs --weight-type=bf16\n";
     return mlir::failure();
   }
-  mlir::FailureOr<mlir::xf::HostProgram> program = mlir::xf::lowerToHost(fused, hostOptions);
+  return mlir::xf::lowerToHost(kernels, hostOptions);
+}
+
+static mlir::LogicalResult emitBackend(Emit action, mlir::ModuleOp fused,
+                                       llvm::raw_ostream &os) {
+  mlir::FailureOr<mlir::xf::HostProgram> program = lowerWithWeightOptions(fused);
   if (mlir::failed(program))
     return mlir::failure();
   mlir::xf::CodegenOptions options;
@@ -308,14 +313,7 @@ static mlir::LogicalResult emitBackend(Emit action, mlir::ModuleOp fused,
 
 /// `xfc tune`: the kernels of the lowered model, tuned into the database.
 static mlir::LogicalResult runTune(mlir::MLIRContext &context, mlir::ModuleOp kernels) {
-  mlir::xf::HostOptions hostOptions;
-  hostOptions.bf16Weights = weightType == WeightType::BF16;
-  hostOptions.bf16Activations = bf16GemmInputs;
-  if (bf16GemmInputs && !hostOptions.bf16Weights) {
-    llvm::errs() << "xfc: error: --bf16-gemm-inputs needs --weight-type=bf16\n";
-    return mlir::failure();
-  }
-  mlir::FailureOr<mlir::xf::HostProgram> program = mlir::xf::lowerToHost(kernels, hostOptions);
+  mlir::FailureOr<mlir::xf::HostProgram> program = lowerWithWeightOptions(kernels);
   if (mlir::failed(program))
     return mlir::failure();
   mlir::xf::tuning::TuneOptions options;
