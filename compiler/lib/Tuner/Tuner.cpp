@@ -384,7 +384,7 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
   // fresh batch with more rounds; the choice and the reported cost come from
   // it alone, free of the luck that made them finalists.
   if (ledger.best() && !(options.interrupted && *options.interrupted)) {
-    std::vector<size_t> finalists = ledger.settle();
+    std::vector<size_t> finalists = ledger.contenders();
     finalists.erase(std::remove(finalists.begin(), finalists.end(), size_t(0)), finalists.end());
     std::vector<llvm::json::Value> candidates{candidateJson(k, k.defaultPoint)};
     for (size_t id : finalists)
@@ -397,8 +397,11 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
     if (!results)
       return results.takeError();
     const CandidateResult &anchor = (*results)[0];
-    ledger.record(0, ledger.defaultCost(), 1);
     if (anchor.ran && anchor.failure.empty() && ledger.beginBatch(costOf(anchor))) {
+      // Only now forget the search-phase estimates: a failed settling batch
+      // leaves them (and the entry saved from them) as they were.
+      ledger.settle();
+      ledger.record(0, ledger.defaultCost());
       lastResult[0] = anchor;
       for (size_t i = 0; i < finalists.size(); ++i) {
         const CandidateResult &r = (*results)[1 + i];
