@@ -92,4 +92,24 @@ def AssignDefaultSchedules : Pass<"xf-assign-schedules", "func::FuncOp"> {
   let dependentDialects = ["xf::XfDialect"];
 }
 
+def Differentiate : Pass<"xf-differentiate", "ModuleOp"> {
+  let summary = "Add @loss_and_gradients: Alg. 13's loss and its reverse-mode gradient";
+  let description = [{
+    From a decoder's `@forward(tokens) -> logits` (xf ops, after
+    xf-decompose-mha) builds `@loss_and_gradients(tokens, targets)`: the
+    forward ops, the mean next-token cross-entropy of the logits against
+    `targets`, then each op's vector-Jacobian product in reverse order,
+    returning the loss and one gradient per checkpoint tensor (attribute
+    `xf.gradients` lists their names, in order of first use). A tensor used
+    more than once (a tied embedding, the slices of GPT-2's fused c_attn)
+    sums its gradients. Products by a weight become xf.matmul / xf.weight_grad
+    with the transpose in the operand's layout, so the fusion passes turn
+    them into GEMMs; the other rules are the ops of XfGradOps.td.
+    Activations: every forward value the backward reads is kept; attention
+    probabilities are recomputed (xf.attention_grad). @forward is unchanged.
+    Rules and equations: docs/training.md.
+  }];
+  let dependentDialects = ["xf::XfDialect", "arith::ArithDialect"];
+}
+
 #endif // XF_TRANSFORMS_PASSES_TD

@@ -419,4 +419,7 @@ def Xf_GemmOp : Xf_PureOp<"gemm", [AttrSizedOperandSegments]> {
   }];
 }
 
+// Training: the loss and the backward pieces of xf-differentiate.
+include "xf/IR/XfGradOps.td"
+
 #endif // XF_OPS_TD

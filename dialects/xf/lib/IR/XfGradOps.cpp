@@ -1,0 +1,165 @@
+//===- XfGradOps.cpp - shape rules of the loss and backward ops -----------===//
+//
+// A backward op's result has the shape of what it differentiates: the
+// forward op's input (dx), a weight (dW) or a table (dW_e). Dynamic
+// dimensions (ℓ) are left to the runtime, as for the forward ops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xf/IR/XfOps.h"
+#include "XfShapeRules.h"
+
+using namespace mlir;
+using namespace mlir::xf;
+
+namespace {
+/// `a` and `b` have one shape (dimension by dimension, `?` agreeing).
+LogicalResult expectSameShape(Operation *op, llvm::StringRef what, llvm::StringRef aName,
+                              Type a, llvm::StringRef bName, Type b) {
+  auto at = cast<RankedTensorType>(a), bt = cast<RankedTensorType>(b);
+  if (at.getRank() != bt.getRank())
+    return op->emitOpError() << what << ": " << aName << " " << formatShape(a) << " and "
+                             << bName << " " << formatShape(b) << " differ in rank";
+  for (unsigned d = 0; d < at.getRank(); ++d)
+    if (failed(expectSameDim(op, what, {aName, a, d}, {bName, b, d})))
+      return failure();
+  return success();
+}
+
+LogicalResult verifyEpsilon(Operation *op, double epsilon) {
+  if (!(epsilon >= 0.0))
+    return op->emitOpError() << "epsilon must be non-negative, got " << epsilon;
+  return success();
+}
+} // namespace
+
+LogicalResult CrossEntropyOp::verify() {
+  if (failed(expectSameDim(*this, "one target per row", {"targets", getTargets().getType(), 0},
+                           {"logits", getLogits().getType(), 0})))
+    return failure();
+  return verifySameFloatElementType(*this);
+}
+
+LogicalResult CrossEntropyGradOp::verify() {
+  if (failed(expectSameDim(*this, "one target per row", {"targets", getTargets().getType(), 0},
+                           {"logits", getLogits().getType(), 0})) ||
+      failed(expectSameShape(*this, "gradient", "result", getType(), "logits",
+                             getLogits().getType())))
+    return failure();
+  return verifySameFloatElementType(*this);
+}
+
+LogicalResult WeightGradOp::verify() {
+  Type x = getInput().getType(), dy = getGrad().getType(), r = getType();
+  bool t = getTransposeResult();
+  if (failed(expectSameDim(*this, "rows", {"input", x, 0}, {"grad", dy, 0})) ||
+      failed(expectSameDim(*this, "K", {"result", r, t ? 1u : 0u}, {"input", x, 1})) ||
+      failed(expectSameDim(*this, "N", {"result", r, t ? 0u : 1u}, {"grad", dy, 1})))
+    return failure();
+  if (!getType().hasStaticShape())
+    return emitOpError() << "needs a static result shape, got " << formatShape(r);
+  return verifySameFloatElementType(*this);
+}
+
+LogicalResult RowSumOp::verify() {
+  if (failed(expectSameDim(*this, "width", {"result", getType(), 0},
+                           {"input", getInput().getType(), 1})))
+    return failure();
+  return verifySameFloatElementType(*this);
+}
+
+LogicalResult LayerNormGradOp::verify() {
+  Type x = getInput().getType();
+  if (failed(expectSameShape(*this, "gradient", "grad", getGrad().getType(), "input", x)) ||
+      failed(expectSameShape(*this, "gradient", "result", getType(), "input", x)) ||
+      (getGamma() && failed(expectSameDim(*this, "gamma width",
+                                          {"gamma", getGamma().getType(), 0}, {"input", x, 1}))) ||
+      failed(verifyEpsilon(*this, getEpsilon().convertToDouble())))
+    return failure();
+  return verifySameFloatElementType(*this);
+}
+
+LogicalResult LayerNormGammaGradOp::verify() {
+  Type x = getInput().getType();
+  if (failed(expectSameShape(*this, "gradient", "grad", getGrad().getType(), "input", x)) ||
+      failed(expectSameDim(*this, "width", {"result", getType(), 0}, {"input", x, 1})) ||
+      failed(verifyEpsilon(*this, getEpsilon().convertToDouble())))
+    return failure();
+  return verifySameFloatElementType(*this);
+}
+
+LogicalResult GeluGradOp::verify() {
+  Type x = getInput().getType();
+  if (failed(expectSameShape(*this, "gradient", "grad", getGrad().getType(), "input", x)) ||
+      failed(expectSameShape(*this, "gradient", "result", getType(), "input", x)))
+    return failure();
+  return verifySameFloatElementType(*this);
+}
+
+LogicalResult AttentionGradOp::verify() {
+  Type q = getQuery().getType(), k = getKey().getType(), v = getValue().getType();
+  Type dy = getGrad().getType();
+  if (getHeads() < 1)
+    return emitOpError() << "heads must be at least 1, got " << getHeads();
+  if (getScale() && !(getScale()->convertToDouble() > 0.0))
+    return emitOpError() << "scale must be positive, got " << getScale()->convertToDouble();
+  if (failed(expectSameDim(*this, "ℓ_z", {"key", k, 0}, {"value", v, 0})) ||
+      failed(expectSameDim(*this, "H·d_k", {"query", q, 1}, {"key", k, 1})) ||
+      failed(expectSameDim(*this, "ℓ", {"grad", dy, 0}, {"query", q, 0})) ||
+      failed(expectSameDim(*this, "H·d_v", {"grad", dy, 1}, {"value", v, 1})) ||
+      failed(expectSameShape(*this, "dQ", "query_grad", getQueryGrad().getType(), "query", q)) ||
+      failed(expectSameShape(*this, "dK", "key_grad", getKeyGrad().getType(), "key", k)) ||
+      failed(expectSameShape(*this, "dV", "value_grad", getValueGrad().getType(), "value", v)))
+    return failure();
+  for (auto [name, type] : {std::pair<const char *, Type>{"query", q}, {"value", v}}) {
+    int64_t width = cast<RankedTensorType>(type).getDimSize(1);
+    if (!ShapedType::isDynamic(width) && width % getHeads() != 0)
+      return emitOpError() << name << " " << formatShape(type) << " does not split into "
+                           << getHeads() << " heads";
+  }
+  return verifySameFloatElementType(*this);
+}
+
+LogicalResult TokenEmbedGradOp::verify() {
+  if (failed(expectSameDim(*this, "one row per token", {"grad", getGrad().getType(), 0},
+                           {"tokens", getTokens().getType(), 0})) ||
+      failed(expectSameDim(*this, "d_e", {"result", getType(), 1},
+                           {"grad", getGrad().getType(), 1})))
+    return failure();
+  if (!getType().hasStaticShape())
+    return emitOpError() << "needs a static table shape, got " << formatShape(getType());
+  return verifySameFloatElementType(*this);
+}
+
+LogicalResult PositionalEmbedGradOp::verify() {
+  Type dy = getGrad().getType();
+  if (failed(expectSameDim(*this, "d_e", {"result", getType(), 1}, {"grad", dy, 1})))
+    return failure();
+  if (!getType().hasStaticShape())
+    return emitOpError() << "needs a static table shape, got " << formatShape(getType());
+  int64_t rows = cast<RankedTensorType>(dy).getDimSize(0);
+  if (!ShapedType::isDynamic(rows) && rows > getType().getDimSize(0))
+    return emitOpError() << rows << " rows do not fit the table " << formatShape(getType());
+  return verifySameFloatElementType(*this);
+}
+
+LogicalResult SliceGradOp::verify() {
+  auto in = cast<RankedTensorType>(getGrad().getType());
+  auto out = cast<RankedTensorType>(getType());
+  int64_t axis = getAxis(), offset = getOffset();
+  if (in.getRank() != out.getRank())
+    return emitOpError() << "result " << formatShape(out) << " must have the rank of grad "
+                         << formatShape(in);
+  if (axis < 0 || axis >= in.getRank())
+    return emitOpError() << "axis " << axis << " is out of range for grad " << formatShape(in);
+  int64_t size = in.getDimSize(axis), extent = out.getDimSize(axis);
+  if (ShapedType::isDynamic(size) || ShapedType::isDynamic(extent))
+    return emitOpError() << "needs static sizes on axis " << axis;
+  if (offset < 0 || offset + size > extent)
+    return emitOpError() << "slice [" << offset << ", " << offset + size << ") on axis "
+                         << axis << " is outside result " << formatShape(out);
+  for (unsigned d = 0; d < in.getRank(); ++d)
+    if (d != axis && failed(expectSameDim(*this, "slice", {"result", out, d}, {"grad", in, d})))
+      return failure();
+  return verifySameFloatElementType(*this);
+}

@@ -1,0 +1,63 @@
+// RUN: xf-opt %s -split-input-file --xf-differentiate -verify-diagnostics
+
+// What xf-differentiate refuses, each with its one-line reason.
+
+// expected-error @+1 {{xf-differentiate: no func.func @forward}}
+module {
+  func.func @other() {
+    return
+  }
+}
+
+// -----
+
+module {
+  // expected-error @+1 {{the next-token loss (Alg. 13) needs a decoder: @forward(tokens) returning logits}}
+  func.func @forward(%x: tensor<?xi32>) -> tensor<?x8xf32> attributes {xf.output = "hidden_states"} {
+    %we = xf.parameter "wte" : tensor<32x8xf32>
+    %e = xf.token_embed %we[%x] : tensor<32x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+    return %e : tensor<?x8xf32>
+  }
+}
+
+// -----
+
+module {
+  func.func @forward(%x: tensor<?xi32>) -> tensor<?x32xf32> attributes {xf.output = "logits"} {
+    %we = xf.parameter "wte" : tensor<32x8xf32>
+    %e = xf.token_embed %we[%x] : tensor<32x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+    // expected-error @+1 {{xf-differentiate: no backward rule for 'xf.relu' yet}}
+    %r = xf.relu %e : tensor<?x8xf32>
+    %logits = xf.unembed %r, tied %we : tensor<?x8xf32>, tensor<32x8xf32> -> tensor<?x32xf32>
+    return %logits : tensor<?x32xf32>
+  }
+}
+
+// -----
+
+module {
+  func.func @forward(%x: tensor<?xi32>) -> tensor<?x32xf32> attributes {xf.output = "logits"} {
+    %we = xf.parameter "wte" : tensor<32x8xf32>
+    %wk = xf.parameter "wk" : tensor<8x4xf32>
+    %e = xf.token_embed %we[%x] : tensor<32x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+    %k = xf.linear %e, %wk : tensor<?x8xf32>, tensor<8x4xf32> -> tensor<?x4xf32>
+    // expected-error @+1 {{grouped K/V heads (kv_heads) are not differentiated yet}}
+    %y = xf.attention causal heads 2 kv_heads 1 %e, %k, %k : tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32> -> tensor<?x8xf32>
+    %logits = xf.unembed %y, tied %we : tensor<?x8xf32>, tensor<32x8xf32> -> tensor<?x32xf32>
+    return %logits : tensor<?x32xf32>
+  }
+}
+
+// -----
+
+module {
+  func.func @forward(%x: tensor<?xi32>) -> tensor<?x32xf32> attributes {xf.output = "logits"} {
+    %we = xf.parameter "wte" : tensor<32x8xf32>
+    %w = xf.parameter "w" : tensor<8x8xf32>
+    %e = xf.token_embed %we[%x] : tensor<32x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+    // expected-error @+1 {{xf-differentiate: run xf-decompose-mha first}}
+    %y = xf.mha causal heads 2 %e q %w k %w v %w o %w : (tensor<?x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>, tensor<8x8xf32>) -> tensor<?x8xf32>
+    %logits = xf.unembed %y, tied %we : tensor<?x8xf32>, tensor<32x8xf32> -> tensor<?x32xf32>
+    return %logits : tensor<?x32xf32>
+  }
+}
