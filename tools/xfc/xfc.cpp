@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Check.h"
 #include "Files.h"
 
 #include "xf/Pipelines/ObjectCache.h"
@@ -112,6 +113,14 @@ cl::opt<int> threads("num-threads", cl::init(0),
                               "this machine's hardware threads)"),
                      cl::cat(xfcCategory));
 
+cl::opt<bool> check("check", cl::init(false),
+                    cl::desc("Build the model, run it on random weights at --lengths (default "
+                             "1,37,128) and compare it with the xf interpreter; on a mismatch, "
+                             "name the first kernel that differs (docs/pipeline.md)"),
+                    cl::cat(xfcCategory));
+cl::opt<std::string> checkFault("check-fault", cl::Hidden, cl::desc(xfc::kCheckFaultHelp),
+                                cl::value_desc("epilogue|schedule|loop"), cl::cat(xfcCategory));
+
 cl::OptionCategory tuneCategory("xfc tune options (xfc tune FILE ...)");
 cl::opt<std::string> tuneBudget("budget", cl::init("10m"),
                                 cl::desc("Time for all kernels together: 90s, 10m, 1h"),
@@ -119,10 +128,11 @@ cl::opt<std::string> tuneBudget("budget", cl::init("10m"),
 cl::opt<std::string> tuneDb("db", cl::desc("Tuning database to write (default: as --tuning-db)"),
                             cl::value_desc("file"), cl::cat(tuneCategory));
 cl::opt<std::string> tuneLengths("lengths", cl::init("1,128"),
-                                 cl::desc("Sequence lengths to tune for (comma-separated; 1-4 "
+                                 cl::desc("Sequence lengths to tune for, or to --check (comma-separated; 1-4 "
                                           "tune the decode path)"),
                                  cl::cat(tuneCategory));
-cl::opt<unsigned> tuneSeed("seed", cl::init(1), cl::desc("Seed of the search"),
+cl::opt<unsigned> tuneSeed("seed", cl::init(1),
+                           cl::desc("Seed of the search, or of --check's weights and tokens"),
                            cl::cat(tuneCategory));
 cl::opt<unsigned> tuneBatch("batch", cl::init(4),
                             cl::desc("Candidates compiled and timed per worker process"),
@@ -311,6 +321,40 @@ static mlir::LogicalResult emitBackend(Emit action, mlir::ModuleOp fused,
   return mlir::success();
 }
 
+/// --lengths: comma-separated lengths from 1 to 8192.
+static mlir::LogicalResult parseLengths(std::vector<int64_t> &lengths) {
+  llvm::SmallVector<llvm::StringRef> parts;
+  llvm::StringRef(tuneLengths).split(parts, ',');
+  for (llvm::StringRef part : parts) {
+    int64_t length;
+    if (part.trim().getAsInteger(10, length) || length < 1 || length > 8192) {
+      llvm::errs() << "xfc: error: --lengths '" << tuneLengths
+                   << "': expected comma-separated lengths from 1 to 8192\n";
+      return mlir::failure();
+    }
+    lengths.push_back(length);
+  }
+  return mlir::success();
+}
+
+/// `xfc --check`: the kernel-level module built and compared with the
+/// interpreter on the frontend's module.
+static mlir::LogicalResult runCheck(mlir::ModuleOp xfModule, mlir::ModuleOp kernels) {
+  xfc::CheckOptions options;
+  if (tuneLengths.getNumOccurrences() && mlir::failed(parseLengths(options.lengths)))
+    return mlir::failure();
+  options.seed = tuneSeed;
+  options.fault = checkFault;
+  options.verbose = verbose;
+  options.codegen.target = target;
+  options.codegen.optLevel = std::min(optLevel.getValue(), 3u);
+  std::optional<mlir::xf::ObjectCache> cache;
+  if (mlir::failed(openObjectCache(cache)))
+    return mlir::failure();
+  options.codegen.cache = cache ? &*cache : nullptr;
+  return xfc::checkModel(xfModule, kernels, options, llvm::outs());
+}
+
 /// `xfc tune`: the kernels of the lowered model, tuned into the database.
 static mlir::LogicalResult runTune(mlir::MLIRContext &context, mlir::ModuleOp kernels) {
   mlir::FailureOr<mlir::xf::HostProgram> program = lowerWithWeightOptions(kernels);
@@ -333,17 +377,8 @@ static mlir::LogicalResult runTune(mlir::MLIRContext &context, mlir::ModuleOp ke
   }
   options.budgetSeconds = *budget;
   options.lengths.clear();
-  llvm::SmallVector<llvm::StringRef> parts;
-  llvm::StringRef(tuneLengths).split(parts, ',');
-  for (llvm::StringRef part : parts) {
-    int64_t length;
-    if (part.trim().getAsInteger(10, length) || length < 1 || length > 8192) {
-      llvm::errs() << "xfc: error: --lengths '" << tuneLengths
-                   << "': expected comma-separated lengths from 1 to 8192\n";
-      return mlir::failure();
-    }
-    options.lengths.push_back(length);
-  }
+  if (mlir::failed(parseLengths(options.lengths)))
+    return mlir::failure();
   if (std::optional<std::string> env = llvm::sys::Process::GetEnv("XF_TUNE_WORKER")) {
     options.workerPath = *env;
   } else {
@@ -386,11 +421,16 @@ static mlir::LogicalResult emit(Emit action, const ModuleAST &ast,
       buildXfModule(context, ast, fileName, options, diags);
   if (!module)
     return mlir::failure();
+  mlir::OwningOpRef<mlir::ModuleOp> xfModule;
+  if (check) // the interpreter's reference, before the kernel pipeline changes it
+    xfModule = mlir::OwningOpRef<mlir::ModuleOp>(module->clone());
   mlir::PassManager pm(&context);
   if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
     return mlir::failure();
   if (mlir::failed(buildPipeline(action, pm)) || mlir::failed(pm.run(*module)))
     return mlir::failure();
+  if (check)
+    return runCheck(*xfModule, *module);
   if (tuneMode)
     return runTune(context, *module);
   if (action == Emit::Xf || action == Emit::Fused || action == Emit::Kernels) {
@@ -442,13 +482,16 @@ int main(int argc, char **argv) {
                               "algorithm boxes of Phuong & Hutter\n\n"
                               "  xfc FILE.xf -o EXE [--tuning-db DB]   build an executable\n"
                               "  xfc FILE.xf --emit=STAGE              print a stage\n"
+                              "  xfc FILE.xf --check [--lengths 1,37,128] [--seed S]\n"
+                              "                                        compare a build with the xf semantics\n"
                               "  xfc tune FILE.xf [--budget 10m] [--db DB] [--lengths 1,128]\n"
                               "                                        tune its kernels here\n");
   for (cl::Option *o : {(cl::Option *)&tuneBudget, (cl::Option *)&tuneDb,
                         (cl::Option *)&tuneLengths, (cl::Option *)&tuneSeed,
                         (cl::Option *)&tuneBatch, (cl::Option *)&tuneBaselines,
                         (cl::Option *)&tuneReport})
-    if (!tuneMode && o->getNumOccurrences()) {
+    if (!tuneMode && o->getNumOccurrences() &&
+        !(check && (o == &tuneLengths || o == &tuneSeed))) {
       llvm::errs() << "xfc: error: --" << o->ArgStr << " is an option of `xfc tune`\n";
       return 1;
     }
@@ -474,6 +517,17 @@ int main(int argc, char **argv) {
     tuningDbPath = chosen;
   }
 
+  if (check && (tuneMode || emitAction.getNumOccurrences() || outputFilename.getNumOccurrences() ||
+                weightType != WeightType::F32 || bf16GemmInputs)) {
+    llvm::errs() << "xfc: error: --check builds and runs the model itself with float32 weights; "
+                    "it takes no tune, --emit, -o, --weight-type or --bf16-gemm-inputs\n";
+    return 1;
+  }
+  if (checkFault.getNumOccurrences() && (!check || !xfc::isCheckFault(checkFault))) {
+    llvm::errs() << "xfc: error: --check-fault=" << checkFault
+                 << ": expected epilogue, schedule or loop, with --check\n";
+    return 1;
+  }
   // Options given twice would silently keep the last; ranges LLVM's parser does not check.
   for (cl::Option *o : {(cl::Option *)&outputFilename, (cl::Option *)&emitAction,
                         (cl::Option *)&optLevel, (cl::Option *)&target,
@@ -555,7 +609,7 @@ int main(int argc, char **argv) {
   if (!ast)
     return 1;
 
-  if (tuneMode) {
+  if (tuneMode || check) {
     emitAction = Emit::Kernels;
     if (mlir::failed(emit(emitAction, *ast, fileName, diags, llvm::nulls())))
       return interrupted ? 130 : 1;

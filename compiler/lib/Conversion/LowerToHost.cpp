@@ -493,7 +493,14 @@ LogicalResult HostLowering::profiled(
                          : rowsOf(attn.getKey());
   func::CallOp::create(*b, loc, hook("xfrt_profile_exit", {i32, i64Type, i64Type}),
                        ValueRange{site, rows, context});
+  if (options.kernelOutputHook) {
+    Value v = op->getResult(0);
+    Type ptr = LLVM::LLVMPointerType::get(ctx);
+    func::CallOp::create(*b, loc, hook("xf_check_kernel_output", {i32, ptr, i64Type, i64Type}),
+                         ValueRange{site, pointerOf(v), rows, i64(placements[v].stride)});
+  }
   sites.push_back(info);
+  program.siteOps.push_back(op);
   return success();
 }
 

@@ -33,7 +33,7 @@ using namespace mlir::xf;
 
 namespace {
 
-llvm::Error link(llvm::ArrayRef<std::string> objects, llvm::StringRef output) {
+llvm::Error link(llvm::ArrayRef<std::string> objects, llvm::StringRef output, bool shared) {
   auto driver = llvm::sys::findProgramByName(XF_LINKER_DRIVER);
   if (!driver)
     driver = llvm::sys::findProgramByName("c++");
@@ -46,8 +46,11 @@ llvm::Error link(llvm::ArrayRef<std::string> objects, llvm::StringRef output) {
     linker = llvm::sys::findProgramByName("ld", {"/usr/bin", "/bin", "/usr/local/bin"});
   if (linker && llvm::sys::path::filename(*driver).contains("clang"))
     args.push_back("--ld-path=" + *linker);
+  if (shared)
+    args.insert(args.end(), {"-shared", "-Wl,-Bsymbolic"});
   args.insert(args.end(), objects.begin(), objects.end());
-  args.push_back(XFRT_MAIN_ARCHIVE_PATH);
+  if (!shared)
+    args.push_back(XFRT_MAIN_ARCHIVE_PATH);
   args.push_back(XFRT_ARCHIVE_PATH);
   for (const char *flag : {"-lstdc++", "-lpthread", "-ldl", "-lm"})
     args.push_back(flag);
@@ -192,7 +195,7 @@ llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
     return e;
   source.finish();
   auto start = std::chrono::steady_clock::now();
-  if (llvm::Error e = link(objects, output))
+  if (llvm::Error e = link(objects, output, options.sharedLibrary))
     return e;
   if (options.log)
     *options.log << llvm::formatv("xfc: linked in {0:F2} s\n", secondsSince(start));

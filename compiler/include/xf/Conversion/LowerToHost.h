@@ -29,6 +29,9 @@ struct HostProgram {
   std::vector<GemmKernelSpec> gemms;
   std::vector<AttentionKernelSpec> attentions;
   std::string manifest;
+  /// The op of each kernel call site, by site index (the index the profiling
+  /// hooks get): xf_forward's calls, then xf_forward_cached's.
+  std::vector<Operation *> siteOps;
 };
 
 struct HostOptions {
@@ -39,6 +42,10 @@ struct HostOptions {
   /// products use AVX-512 BF16 dot products where the target has them; sums
   /// stay float32. Needs bf16Weights. Changes the numerics (docs/correctness.md).
   bool bf16Activations = false;
+  /// For `xfc --check` (docs/pipeline.md, "Checking a build"): after every
+  /// kernel call, `xf_check_kernel_output(site, out, rows, row_stride)` with
+  /// the kernel's output, which the checker reads and may overwrite.
+  bool kernelOutputHook = false;
 };
 
 /// Fails with a located error when @forward holds an op the host lowering

@@ -31,6 +31,9 @@ struct CodegenOptions {
   ObjectCache *cache = nullptr;
   /// When set, a line per object (cache hit or miss, compile time) and the link time.
   llvm::raw_ostream *log = nullptr;
+  /// Link a shared object instead (no main; -Bsymbolic, so its Halide runtime
+  /// and libxfrt stay its own), which `xfc --check` loads with dlopen.
+  bool sharedLibrary = false;
 };
 
 /// Runs the host-to-LLVM pipeline on a clone of `program.module` (null on failure).

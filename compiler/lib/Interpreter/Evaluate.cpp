@@ -1,0 +1,292 @@
+//===- Evaluate.cpp - @forward, op by op, in double precision --------------===//
+//
+// Walks the body of @forward once, in order (the frontend unrolls every loop,
+// so it is one block), computing each op's value from its operands' with
+// Semantics.h, and drops a value after its last use unless asked to keep it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Semantics.h"
+
+#include "xf/IR/XfOps.h"
+
+#include "mlir/IR/Matchers.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace mlir;
+using namespace mlir::xf;
+using namespace mlir::xf::interp;
+
+namespace {
+
+std::string where(Operation *op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (auto loc = dyn_cast<FileLineColLoc>(op->getLoc()))
+    os << loc.getFilename().getValue() << ":" << loc.getLine() << ":" << loc.getColumn();
+  else
+    op->getLoc().print(os);
+  return text;
+}
+
+Pointwise activationOf(mlir::xf::Activation a) {
+  switch (a) {
+  case mlir::xf::Activation::relu:
+    return Pointwise::Relu;
+  case mlir::xf::Activation::gelu_tanh:
+    return Pointwise::GeluTanh;
+  case mlir::xf::Activation::gelu_erf:
+    return Pointwise::GeluErf;
+  case mlir::xf::Activation::silu:
+  case mlir::xf::Activation::swiglu:
+    return Pointwise::Silu;
+  case mlir::xf::Activation::none:
+    break;
+  }
+  return Pointwise::None;
+}
+
+class Evaluator {
+public:
+  Evaluator(const Inputs &inputs) : inputs(inputs) {}
+
+  llvm::Expected<Evaluation> run(func::FuncOp forward, std::function<bool(Operation *)> keep);
+
+private:
+  Result evaluateOp(Operation *op);
+  const Tensor &operand(Value v) { return values.find(v)->second; }
+  const Tensor *optional(Value v) { return v ? &operand(v) : nullptr; }
+  llvm::Expected<llvm::ArrayRef<int32_t>> tokens(Value v);
+  llvm::Expected<int64_t> position(Value offset);
+  /// x·W (+ b), with W stored [out, in] when `transposed`.
+  Result affine(Value x, Value w, Value b, bool transposed);
+  Result gemm(GemmOp op);
+  Result multiHeadAttention(MultiHeadAttentionOp op);
+
+  const Inputs &inputs;
+  llvm::DenseMap<Value, Tensor> values;
+};
+
+llvm::Expected<llvm::ArrayRef<int32_t>> Evaluator::tokens(Value v) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg || arg.getArgNumber() >= inputs.sequences.size())
+    return evalError("token ids that are not an argument of @forward with a given sequence");
+  return llvm::ArrayRef<int32_t>(inputs.sequences[arg.getArgNumber()]);
+}
+
+llvm::Expected<int64_t> Evaluator::position(Value offset) {
+  if (!offset)
+    return 0;
+  llvm::APInt value;
+  if (!matchPattern(offset, m_ConstantInt(&value)))
+    return evalError("a positional offset that is not a constant");
+  return value.getSExtValue();
+}
+
+Result Evaluator::affine(Value x, Value w, Value b, bool transposed) {
+  Result y = matmul(operand(x), operand(w), transposed);
+  if (!y || !b)
+    return y;
+  return add(*y, operand(b));
+}
+
+/// act(x·W + b) + residual; swiglu: silu(x·W_gate + b_gate) ⊙ (x·W_up + b_up),
+/// W = [W_gate | W_up].
+Result Evaluator::gemm(GemmOp op) {
+  Result p = affine(op.getInput(), op.getWeight(), op.getBias(), op.getTransposeWeight());
+  if (!p)
+    return p;
+  Tensor y;
+  if (op.getActivation() == mlir::xf::Activation::swiglu) {
+    const int64_t n = p->cols() / 2;
+    y = Tensor({p->rows(), n});
+    for (int64_t i = 0; i < p->rows(); ++i)
+      for (int64_t j = 0; j < n; ++j)
+        y.row(i)[j] = activate(Pointwise::Silu, p->row(i)[j]) * p->row(i)[n + j];
+  } else {
+    y = map(*p, activationOf(op.getActivation()));
+  }
+  if (!op.getResidual())
+    return y;
+  return add(y, operand(op.getResidual()));
+}
+
+/// Alg. 5: projections, rotary positions on Q and K, attention, W_o.
+Result Evaluator::multiHeadAttention(MultiHeadAttentionOp op) {
+  bool t = op.getTransposeWeights();
+  Value context = op.getContextSeq() ? op.getContextSeq() : op.getInput();
+  Result q = affine(op.getInput(), op.getWq(), op.getBq(), t);
+  Result k = q ? affine(context, op.getWk(), op.getBk(), t) : q.takeError();
+  Result v = k ? affine(context, op.getWv(), op.getBv(), t) : k.takeError();
+  if (!v)
+    return v;
+  if (std::optional<RopePairing> pairing = op.getRope()) {
+    bool adjacent = *pairing == RopePairing::adjacent;
+    double base = op.getRopeBase() ? op.getRopeBase()->convertToDouble() : 10000.0;
+    q = rope(*q, op.getHeads(), adjacent, base, 0);
+    k = q ? rope(*k, op.getKeyValueHeads(), adjacent, base, 0) : q.takeError();
+    if (!k)
+      return k;
+  }
+  AttentionShape shape;
+  shape.heads = op.getHeads(), shape.kvHeads = op.getKeyValueHeads();
+  if (op.getScale())
+    shape.scale = op.getScale()->convertToDouble();
+  shape.causal = op.getMask() == MaskKind::causal;
+  Result y = attention(*q, *k, *v, shape);
+  if (!y)
+    return y;
+  Result o = matmul(*y, operand(op.getWo()), t);
+  if (!o || !op.getBo())
+    return o;
+  return add(*o, operand(op.getBo()));
+}
+
+Result Evaluator::evaluateOp(Operation *op) {
+  return llvm::TypeSwitch<Operation *, Result>(op)
+      .Case([&](ParameterOp p) -> Result {
+        auto it = inputs.parameters.find(p.getName());
+        auto type = cast<RankedTensorType>(p.getType());
+        if (it == inputs.parameters.end())
+          return evalError("no value for parameter '" + p.getName() + "'");
+        if (llvm::ArrayRef<int64_t>(it->second.shape) != type.getShape())
+          return evalError("parameter '" + p.getName() + "' is given with another shape");
+        Tensor r(std::vector<int64_t>(type.getShape().begin(), type.getShape().end()));
+        for (size_t i = 0; i < r.data.size(); ++i)
+          r.data[i] = it->second.data[i];
+        return r;
+      })
+      .Case([&](TransposeOp o) -> Result { return transpose(operand(o.getInput())); })
+      .Case([&](ConcatOp o) -> Result {
+        llvm::SmallVector<const Tensor *> parts;
+        for (Value v : o.getInputs())
+          parts.push_back(&operand(v));
+        return concat(parts, o.getAxis());
+      })
+      .Case([&](SliceOp o) -> Result {
+        auto type = cast<RankedTensorType>(o.getType());
+        return slice(operand(o.getInput()), o.getAxis(), o.getOffset(),
+                     type.getDimSize(o.getAxis()));
+      })
+      .Case([&](RowOp o) -> Result { return row(operand(o.getInput()), o.getIndex()); })
+      .Case([&](TokenEmbedOp o) -> Result {
+        auto ids = tokens(o.getTokens());
+        if (!ids)
+          return ids.takeError();
+        return tokenEmbed(operand(o.getTable()), *ids);
+      })
+      .Case([&](PositionalEmbedOp o) -> Result {
+        auto ids = tokens(o.getTokens());
+        auto first = ids ? position(o.getOffset()) : ids.takeError();
+        if (!first)
+          return first.takeError();
+        return positionalEmbed(operand(o.getTable()), ids->size(), *first);
+      })
+      .Case([&](SinusoidalEmbedOp o) -> Result {
+        auto ids = tokens(o.getTokens());
+        auto first = ids ? position(o.getOffset()) : ids.takeError();
+        if (!first)
+          return first.takeError();
+        auto type = cast<RankedTensorType>(o.getType());
+        return sinusoidalEmbed(ids->size(), type.getDimSize(1), o.getBase().convertToDouble(),
+                               *first);
+      })
+      .Case([&](LinearOp o) -> Result {
+        return affine(o.getInput(), o.getWeight(), o.getBias(), o.getTransposeWeight());
+      })
+      .Case([&](MatmulOp o) -> Result {
+        return matmul(operand(o.getLhs()), operand(o.getRhs()), o.getTransposeRhs());
+      })
+      .Case([&](UnembedOp o) -> Result {
+        return matmul(operand(o.getInput()), operand(o.getWeight()), o.getTied());
+      })
+      .Case([&](GemmOp o) { return gemm(o); })
+      .Case([&](AddOp o) -> Result { return add(operand(o.getLhs()), operand(o.getRhs())); })
+      .Case([&](MulOp o) -> Result {
+        return multiply(operand(o.getLhs()), operand(o.getRhs()));
+      })
+      .Case([&](ReluOp o) -> Result { return map(operand(o.getInput()), Pointwise::Relu); })
+      .Case([&](GeluOp o) -> Result {
+        return map(operand(o.getInput()), o.getApproximation() == GeluApproximation::tanh
+                                              ? Pointwise::GeluTanh
+                                              : Pointwise::GeluErf);
+      })
+      .Case([&](SiluOp o) -> Result { return map(operand(o.getInput()), Pointwise::Silu); })
+      .Case([&](SoftmaxOp o) -> Result { return softmaxRows(operand(o.getInput())); })
+      .Case([&](LayerNormOp o) -> Result {
+        return layerNorm(operand(o.getInput()), optional(o.getGamma()), optional(o.getBeta()),
+                         o.getEpsilon().convertToDouble());
+      })
+      .Case([&](RmsNormOp o) -> Result {
+        return rmsNorm(operand(o.getInput()), optional(o.getGamma()),
+                       o.getEpsilon().convertToDouble());
+      })
+      .Case([&](AttentionOp o) -> Result {
+        AttentionShape shape;
+        shape.heads = o.getHeads(), shape.kvHeads = o.getKeyValueHeads();
+        if (o.getScale())
+          shape.scale = o.getScale()->convertToDouble();
+        shape.causal = o.getMask() == MaskKind::causal;
+        return attention(operand(o.getQuery()), operand(o.getKey()), operand(o.getValue()),
+                         shape);
+      })
+      .Case([&](RopeOp o) -> Result {
+        auto first = position(o.getOffset());
+        if (!first)
+          return first.takeError();
+        return rope(operand(o.getInput()), o.getHeads(),
+                    o.getPairing() == RopePairing::adjacent, o.getBase().convertToDouble(),
+                    *first);
+      })
+      .Case([&](MultiHeadAttentionOp o) { return multiHeadAttention(o); })
+      .Default([&](Operation *o) -> Result {
+        return evalError("the interpreter has no semantics for '" +
+                       o->getName().getStringRef() + "'");
+      });
+}
+
+llvm::Expected<Evaluation> Evaluator::run(func::FuncOp forward,
+                                          std::function<bool(Operation *)> keep) {
+  Block &body = forward.getBody().front();
+  if (forward.getNumArguments() != inputs.sequences.size())
+    return evalError("@forward takes " + llvm::Twine(forward.getNumArguments()) +
+                   " token sequences, given " + llvm::Twine(inputs.sequences.size()));
+  // The last op reading each value, so values die as soon as they can.
+  llvm::DenseMap<Value, Operation *> lastUse;
+  for (Operation &op : body)
+    for (Value v : op.getOperands())
+      lastUse[v] = &op;
+  Evaluation evaluation;
+  for (Operation &op : body) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      if (ret.getNumOperands() != 1 || !values.count(ret.getOperand(0)))
+        return evalError("@forward must return one computed tensor");
+      evaluation.result = values.find(ret.getOperand(0))->second;
+      return evaluation;
+    }
+    if (op.getNumResults() != 1)
+      return evalError(where(&op) + ": '" + op.getName().getStringRef() +
+                     "' does not have one result");
+    if (matchPattern(op.getResult(0), m_Constant()))
+      continue; // an index constant: read by position()
+    Result value = evaluateOp(&op);
+    if (!value)
+      return evalError(where(&op) + ": " + llvm::toString(value.takeError()));
+    if (keep && keep(&op))
+      evaluation.kept[&op] = *value;
+    values[op.getResult(0)] = std::move(*value);
+    for (Value v : op.getOperands())
+      if (lastUse.lookup(v) == &op)
+        values.erase(v);
+  }
+  return evalError("@forward has no return");
+}
+
+} // namespace
+
+llvm::Expected<Evaluation> mlir::xf::interp::evaluate(func::FuncOp forward, const Inputs &inputs,
+                                                      std::function<bool(Operation *)> keep) {
+  Evaluator evaluator(inputs);
+  return evaluator.run(forward, std::move(keep));
+}

@@ -1,0 +1,433 @@
+//===- Check.cpp - xfc --check: a build against the xf interpreter --------===//
+//
+// 1. Build the kernel-level module (with the fault of --check-fault, if any)
+//    as a shared object whose host code calls xf_check_kernel_output after
+//    every kernel, and load it with random weights (CompiledModel).
+// 2. For each length: run xf_forward (and, for models with a KV cache,
+//    xf_forward_cached: a prefill and two one-token steps) and compare with
+//    the interpreter on the frontend's module.
+// 3. On a mismatch, bisect: evaluate the kernel-level module with the
+//    interpreter, keeping every kernel's value, and run the build again with
+//    a sink that compares each kernel's output with that value and then
+//    overwrites it, so each kernel reads the interpreter's inputs. The first
+//    kernel call above the kernel tolerance is the one reported.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Check.h"
+#include "CompiledModel.h"
+
+#include "xf/Conversion/KernelSchedules.h"
+#include "xf/Conversion/KernelSpecs.h"
+#include "xf/Interpreter/Interpreter.h"
+#include "xf/IR/XfOps.h"
+#include "xfrt/Random.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::xf;
+using interp::Tensor;
+
+namespace {
+
+/// max|out − ref| / max|ref| over the whole output (docs/correctness.md): the
+/// bound the examples meet against test/reference.
+constexpr double kModelTolerance = 1e-4;
+/// One kernel on exact inputs: its own float32 rounding only (docs/pipeline.md).
+constexpr double kKernelTolerance = 1e-5;
+/// The kernel-level module against the frontend's, both in double.
+constexpr double kFusionTolerance = 1e-9;
+constexpr const char *kSiteAttr = "xf.check_op";
+
+struct Comparison {
+  double err = 0, maxDiff = 0, maxRef = 0;
+  int64_t row = 0; // of the largest difference, counted in the reference
+};
+
+/// Rows [0, rows) of `out` (`stride` floats apart) against rows first.. of `ref`.
+Comparison compare(const float *out, int64_t rows, int64_t stride, const Tensor &ref,
+                   int64_t first) {
+  Comparison c;
+  const int64_t cols = ref.cols();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < cols; ++j) {
+      double expected = ref.row(first + r)[j];
+      double diff = std::fabs(double(out[r * stride + j]) - expected);
+      if (std::isnan(diff))
+        diff = INFINITY;
+      if (diff > c.maxDiff || (r == 0 && j == 0))
+        c.maxDiff = diff, c.row = first + r;
+      c.maxRef = std::max(c.maxRef, std::fabs(expected));
+    }
+  c.err = c.maxDiff == 0 ? 0 : c.maxRef > 0 ? c.maxDiff / c.maxRef : INFINITY;
+  return c;
+}
+
+Comparison compare(const Tensor &a, const Tensor &b) {
+  Comparison c;
+  for (size_t i = 0; i < a.data.size(); ++i) {
+    double diff = std::fabs(a.data[i] - b.data[i]);
+    if (std::isnan(diff))
+      diff = INFINITY;
+    if (diff > c.maxDiff)
+      c.maxDiff = diff, c.row = int64_t(i) / a.cols();
+    c.maxRef = std::max(c.maxRef, std::fabs(b.data[i]));
+  }
+  c.err = c.maxDiff == 0 ? 0 : c.maxRef > 0 ? c.maxDiff / c.maxRef : INFINITY;
+  return c;
+}
+
+} // namespace
+
+std::string xfc::sourceLine(Location loc) {
+  std::string text;
+  loc->walk([&](Location l) {
+    if (auto file = dyn_cast<FileLineColLoc>(l); file && text.empty())
+      text = llvm::formatv("{0}:{1}:{2}", file.getFilename().getValue(), file.getLine(),
+                           file.getColumn());
+    return WalkResult::advance();
+  });
+  return text.empty() ? "unknown location" : text;
+}
+
+namespace {
+
+std::vector<int32_t> randomTokens(uint64_t seed, uint64_t stream, int64_t count, int64_t vocab) {
+  xfrt::Pcg32 rng(seed, stream);
+  std::vector<int32_t> tokens;
+  tokens.resize(size_t(count));
+  for (int32_t &t : tokens)
+    t = int32_t(rng.next() % uint64_t(vocab));
+  return tokens;
+}
+
+/// Compares each kernel's output with the interpreter's value of its op and
+/// replaces it by that value (rounded to float32).
+class Bisector : public xfc::KernelOutputSink {
+public:
+  struct Call {
+    int32_t site;
+    Comparison c;
+  };
+  std::vector<Call> calls;
+  std::vector<const Tensor *> reference; // per site; null: not a kernel of the module
+  /// xf_forward_cached: the positions computed after this call; the output's
+  /// rows are the last ones before it (one row after the last attention).
+  std::optional<int64_t> endPosition;
+
+  void kernelOutput(int32_t site, float *out, int64_t rows, int64_t stride) override {
+    const Tensor *ref = size_t(site) < reference.size() ? reference[site] : nullptr;
+    if (!ref)
+      return;
+    int64_t first = endPosition ? *endPosition - rows : 0;
+    if (first < 0 || first + rows > ref->rows() || ref->shape.size() != 2)
+      return;
+    calls.push_back({site, compare(out, rows, stride, *ref, first)});
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t j = 0; j < ref->cols(); ++j)
+        out[r * stride + j] = float(ref->row(first + r)[j]);
+  }
+};
+
+class Checker {
+public:
+  Checker(ModuleOp xf, ModuleOp kernels, const xfc::CheckOptions &options, llvm::raw_ostream &out)
+      : xf(xf), kernels(kernels), options(options), out(out) {}
+
+  LogicalResult run();
+
+private:
+  LogicalResult build();
+  LogicalResult checkLength(int64_t l);
+  LogicalResult checkCached(int64_t l);
+  /// Runs `calls` (the build's entry points, in order) under a Bisector fed by
+  /// the interpreter on the kernel-level module, and reports the first kernel
+  /// above the tolerance. `modelErr` is the mismatch that started it.
+  LogicalResult bisect(const interp::Inputs &inputs, const Tensor &xfResult,
+                       llvm::function_ref<llvm::Error(Bisector &)> calls, const char *what,
+                       std::optional<Comparison> modelErr);
+  void describeSite(int32_t site, llvm::raw_ostream &os, std::string &schedule);
+  interp::Inputs inputsFor(std::vector<std::vector<int32_t>> sequences);
+  llvm::Expected<Tensor> interpret(ModuleOp module, const interp::Inputs &inputs);
+  LogicalResult fail(const llvm::Twine &message) {
+    out.flush();
+    llvm::errs() << "xfc: error: " << message << "\n";
+    return failure();
+  }
+
+  ModuleOp xf, kernels;
+  const xfc::CheckOptions &options;
+  llvm::raw_ostream &out;
+  OwningOpRef<ModuleOp> built; // the module compiled (a copy of kernels, perhaps with a fault)
+  HostProgram program;
+  std::unique_ptr<xfc::CompiledModel> model;
+  std::vector<Operation *> siteReference; // per site: the op of `kernels` it computes
+};
+
+interp::Inputs Checker::inputsFor(std::vector<std::vector<int32_t>> sequences) {
+  interp::Inputs inputs;
+  const xfrt::Manifest &m = model->manifest();
+  for (size_t i = 0; i < m.parameters.size(); ++i)
+    inputs.parameters[m.parameters[i].name] = {model->weights().params[i], m.parameters[i].shape};
+  inputs.sequences = std::move(sequences);
+  return inputs;
+}
+
+llvm::Expected<Tensor> Checker::interpret(ModuleOp module, const interp::Inputs &inputs) {
+  auto forward = module.lookupSymbol<func::FuncOp>("forward");
+  auto evaluation = interp::evaluate(forward, inputs);
+  if (!evaluation)
+    return evaluation.takeError();
+  return std::move(evaluation->result);
+}
+
+LogicalResult Checker::build() {
+  // Ops are matched between the module built and the one interpreted by this index.
+  int64_t index = 0;
+  auto forward = kernels.lookupSymbol<func::FuncOp>("forward");
+  Builder b(kernels.getContext());
+  for (Operation &op : forward.getBody().front())
+    op.setAttr(kSiteAttr, b.getI64IntegerAttr(index++));
+  built = OwningOpRef<ModuleOp>(cast<ModuleOp>(kernels->clone()));
+  if (!options.fault.empty()) {
+    std::string what;
+    if (llvm::Error e = xfc::injectFault(options.fault, *built, what))
+      return fail(llvm::toString(std::move(e)));
+    out << "xfc: check: injected fault: " << what << "\n";
+  }
+  HostOptions host;
+  host.kernelOutputHook = true;
+  FailureOr<HostProgram> lowered = lowerToHost(*built, host);
+  if (failed(lowered))
+    return failure();
+  program = std::move(*lowered);
+  std::vector<Operation *> byIndex(index);
+  for (Operation &op : forward.getBody().front())
+    byIndex[op.getAttrOfType<IntegerAttr>(kSiteAttr).getInt()] = &op;
+  for (Operation *op : program.siteOps) {
+    auto id = op->getAttrOfType<IntegerAttr>(kSiteAttr);
+    siteReference.push_back(id ? byIndex[id.getInt()] : nullptr);
+  }
+
+  llvm::SmallString<128> dir;
+  if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("xfc-check", dir))
+    return fail("cannot create a directory for the build: " + ec.message());
+  llvm::SmallString<128> library(dir);
+  llvm::sys::path::append(library, "model.so");
+  CodegenOptions codegen = options.codegen;
+  codegen.sharedLibrary = true;
+  llvm::Error err = buildExecutable(program, codegen, library);
+  if (!err) {
+    auto loaded = xfc::CompiledModel::load(std::string(library), options.seed);
+    if (loaded)
+      model = std::move(*loaded);
+    else
+      err = loaded.takeError();
+  }
+  llvm::sys::fs::remove_directories(dir);
+  if (err)
+    return fail(llvm::toString(std::move(err)));
+  return success();
+}
+
+void Checker::describeSite(int32_t site, llvm::raw_ostream &os, std::string &schedule) {
+  const xfrt::KernelSpec &k = model->manifest().kernels[site];
+  Operation *op = program.siteOps[site];
+  os << k.name << " (" << xfc::sourceLine(op->getLoc()) << ", ";
+  MLIRContext *ctx = op->getContext();
+  llvm::raw_string_ostream s(schedule);
+  for (const GemmKernelSpec &spec : program.gemms)
+    if (spec.name == k.name)
+      os << kernelSignature(spec), s << Attribute(gemmScheduleAttr(ctx, spec.schedule));
+  for (const AttentionKernelSpec &spec : program.attentions)
+    if (spec.name == k.name)
+      os << kernelSignature(spec), s << Attribute(attentionScheduleAttr(ctx, spec.schedule));
+  if (k.kind == "loop")
+    os << k.op << " loop kernel", s << "none (an scf loop nest in the host code)";
+  os << ")";
+}
+
+LogicalResult Checker::bisect(const interp::Inputs &inputs, const Tensor &xfResult,
+                              llvm::function_ref<llvm::Error(Bisector &)> calls,
+                              const char *what, std::optional<Comparison> modelErr) {
+  llvm::DenseSet<Operation *> wanted(siteReference.begin(), siteReference.end());
+  auto evaluation = interp::evaluate(kernels.lookupSymbol<func::FuncOp>("forward"), inputs,
+                                     [&](Operation *op) { return wanted.contains(op); });
+  if (!evaluation)
+    return fail("interpreting the kernel-level module: " + llvm::toString(evaluation.takeError()));
+  Comparison fusion = compare(evaluation->result, xfResult);
+  if (fusion.err > kFusionTolerance)
+    return fail(llvm::formatv("the fused kernel-level module differs from the xf module (a "
+                              "fusion pass changed the semantics): max rel err {0:e1} at row {1}",
+                              fusion.err, fusion.row));
+  Bisector bisector;
+  for (Operation *op : siteReference) {
+    auto it = op ? evaluation->kept.find(op) : evaluation->kept.end();
+    bisector.reference.push_back(it == evaluation->kept.end() ? nullptr : &it->second);
+  }
+  xfc::CompiledModel::setSink(&bisector);
+  llvm::Error e = calls(bisector);
+  xfc::CompiledModel::setSink(nullptr);
+  if (e)
+    return fail(llvm::toString(std::move(e)));
+  const Bisector::Call *bad = nullptr;
+  llvm::StringMap<double> worst;
+  for (const Bisector::Call &call : bisector.calls) {
+    const std::string &name = model->manifest().kernels[call.site].name;
+    worst[name] = std::max(worst.lookup(name), call.c.err);
+    if (!bad && call.c.err > kKernelTolerance)
+      bad = &call;
+  }
+  if (options.verbose) {
+    std::vector<std::pair<std::string, double>> rows;
+    for (auto &entry : worst)
+      rows.push_back({entry.getKey().str(), entry.getValue()});
+    llvm::sort(rows);
+    for (auto &[name, err] : rows)
+      out << llvm::formatv("xfc: check {0}: kernel {1}: max rel err {2:e1}\n", what, name, err);
+  }
+  if (!modelErr) // -v on an agreeing build: the errors above are for information
+    return success();
+  if (!bad) {
+    return fail(llvm::formatv("{0}: the build differs from the xf semantics (max rel err {1:e1} "
+                              "at row {2}) but no kernel does on exact inputs (each within "
+                              "{3:e0}): the error builds up across kernels",
+                              what, modelErr->err, modelErr->row, kKernelTolerance));
+  }
+  out.flush();
+  std::string description, schedule;
+  llvm::raw_string_ostream os(description);
+  describeSite(bad->site, os, schedule);
+  size_t others = llvm::count_if(bisector.calls, [](const Bisector::Call &c) {
+    return c.c.err > kKernelTolerance;
+  });
+  llvm::errs() << llvm::formatv("xfc: error: kernel {0} differs from the xf semantics: max rel "
+                                "err {1:e1} at row {2} ({3})\n",
+                                description, bad->c.err, bad->c.row, what);
+  llvm::errs() << "xfc: note: schedule " << schedule << "\n";
+  llvm::errs() << llvm::formatv("xfc: note: the first of {0} kernel call(s) above {1:e0} on the "
+                                "interpreter's inputs; the {2} before it agree\n",
+                                others, kKernelTolerance, bad - bisector.calls.data());
+  return failure();
+}
+
+LogicalResult Checker::checkLength(int64_t l) {
+  const xfrt::Manifest &m = model->manifest();
+  std::vector<int32_t> x = randomTokens(options.seed, uint64_t(l), l, m.vocab), z;
+  if (m.encoderDecoder) // another length, so ℓ and ℓ_z cannot be mixed up unseen
+    z = randomTokens(options.seed, uint64_t(l) + (1u << 20), l / 2 + 3, m.vocab);
+  std::vector<std::vector<int32_t>> sequences;
+  if (m.encoderDecoder)
+    sequences.push_back(z);
+  sequences.push_back(x);
+  interp::Inputs inputs = inputsFor(sequences);
+  auto compiled = model->forward(x, z);
+  if (!compiled)
+    return fail(llvm::toString(compiled.takeError()));
+  auto reference = interpret(xf, inputs);
+  if (!reference)
+    return fail("the interpreter: " + llvm::toString(reference.takeError()));
+  Comparison c = compare(compiled->data(), l, m.dOut, *reference, 0);
+  std::string what = llvm::formatv("l={0}", l);
+  out << llvm::formatv("xfc: check {0}: {1} [{2}, {3}]: max rel err {4:e1} at row {5} "
+                       "(tolerance {6:e0})\n",
+                       what, m.outputName(), l, m.dOut, c.err, c.row, kModelTolerance);
+  bool mismatch = !(c.err <= kModelTolerance);
+  if (!mismatch && !options.verbose)
+    return success();
+  auto rerun = [&](Bisector &) -> llvm::Error { return model->forward(x, z).takeError(); };
+  return bisect(inputs, *reference, rerun, what.c_str(),
+                mismatch ? std::optional(c) : std::nullopt);
+}
+
+/// A prefill of ℓ tokens then two one-token steps on one KV cache, each
+/// returned row against the interpreter on the whole sequence.
+LogicalResult Checker::checkCached(int64_t l) {
+  const xfrt::Manifest &m = model->manifest();
+  int64_t prompt = std::min(l, m.cachePositions - 2);
+  if (prompt < 1)
+    return success();
+  std::vector<int32_t> all = randomTokens(options.seed, uint64_t(l) + (2u << 20), prompt + 2,
+                                          m.vocab);
+  interp::Inputs inputs = inputsFor({all});
+  auto reference = interpret(xf, inputs);
+  if (!reference)
+    return fail("the interpreter: " + llvm::toString(reference.takeError()));
+  auto steps = [&](Bisector *bisector, Comparison &worst) -> llvm::Error {
+    if (llvm::Error e = model->startCache())
+      return e;
+    int64_t start = 0;
+    for (int64_t n : {prompt, int64_t(1), int64_t(1)}) {
+      std::vector<int32_t> tokens(all.begin() + start, all.begin() + start + n);
+      if (bisector)
+        bisector->endPosition = start + n;
+      auto row = model->forwardCached(tokens, start);
+      if (!row)
+        return row.takeError();
+      Comparison c = compare(row->data(), 1, m.dOut, *reference, start + n - 1);
+      if (!(c.err <= worst.err))
+        worst = c;
+      start += n;
+    }
+    return llvm::Error::success();
+  };
+  Comparison worst;
+  if (llvm::Error e = steps(nullptr, worst))
+    return fail(llvm::toString(std::move(e)));
+  std::string what = llvm::formatv("l={0} cached", prompt);
+  out << llvm::formatv("xfc: check {0}: prefill of {1} and 2 steps, last rows: max rel err "
+                       "{2:e1} at row {3} (tolerance {4:e0})\n",
+                       what, prompt, worst.err, worst.row, kModelTolerance);
+  bool mismatch = !(worst.err <= kModelTolerance);
+  if (!mismatch && !options.verbose)
+    return success();
+  auto rerun = [&](Bisector &b) -> llvm::Error {
+    Comparison unused;
+    return steps(&b, unused);
+  };
+  return bisect(inputs, *reference, rerun, what.c_str(),
+                mismatch ? std::optional(worst) : std::nullopt);
+}
+
+LogicalResult Checker::run() {
+  if (failed(build()))
+    return failure();
+  const xfrt::Manifest &m = model->manifest();
+  std::vector<int64_t> lengths = options.lengths;
+  int64_t limit = m.maxPositions ? m.maxPositions : INT64_MAX;
+  if (lengths.empty()) {
+    for (int64_t l : {1, 37, 128})
+      if (l <= limit)
+        lengths.push_back(l);
+    if (lengths.back() != std::min<int64_t>(limit, 128))
+      lengths.push_back(std::min<int64_t>(limit, 128));
+  }
+  for (int64_t l : lengths)
+    if (l > limit)
+      return fail(llvm::formatv("--lengths: {0} is past the model's {1} positions", l, limit));
+  out << llvm::formatv("xfc: check: {0} ({1}), seed {2}, {3} kernel calls\n", m.model,
+                       m.kindName(), options.seed, program.siteOps.size());
+  bool ok = true;
+  for (int64_t l : lengths) {
+    ok = succeeded(checkLength(l)) && (!m.cached || succeeded(checkCached(l)));
+    if (!ok)
+      break;
+  }
+  if (ok)
+    out << "xfc: check: the build agrees with the xf semantics\n";
+  return success(ok);
+}
+
+} // namespace
+
+mlir::LogicalResult xfc::checkModel(ModuleOp xf, ModuleOp kernels, const CheckOptions &options,
+                                    llvm::raw_ostream &out) {
+  Checker checker(xf, kernels, options, out);
+  return checker.run();
+}

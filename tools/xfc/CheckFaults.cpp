@@ -1,0 +1,122 @@
+//===- CheckFaults.cpp - faults --check must find (test only) -------------===//
+//
+// Each fault makes the checked build compute something other than the xf
+// module the interpreter evaluates, the way a bug in one place of the
+// compiler would, so the tests can check that --check names that kernel. The
+// change is made to the copy of the kernel-level module that is built, never
+// to the one the interpreter runs:
+//  - epilogue: the first GEMM with an activation gets another one (relu for
+//    GELU/SiLU, none for relu; relu when no GEMM has one), as a generator
+//    emitting the wrong epilogue would;
+//  - schedule: the first GEMM is built as a K blocking that loses the tail of
+//    the reduction would compute it: one block of K/2+1 and nothing after
+//    (its input and weight cut to that block, the schedule's k_block set to it);
+//  - loop: the first LayerNorm/RMSNorm loop kernel is lowered with ε + 1.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Check.h"
+
+#include "xf/Conversion/KernelSchedules.h"
+#include "xf/IR/XfOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::xf;
+using xfc::sourceLine;
+
+namespace {
+llvm::Error fail(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+template <typename Op, typename Pred> Op first(ModuleOp module, Pred pred) {
+  Op found;
+  module.walk([&](Op op) {
+    if (!found && pred(op))
+      found = op;
+  });
+  return found;
+}
+
+llvm::Error wrongEpilogue(ModuleOp module, std::string &what) {
+  auto plain = [](Activation a) { return a != Activation::none && a != Activation::swiglu; };
+  GemmOp gemm = first<GemmOp>(module, [&](GemmOp op) { return plain(op.getActivation()); });
+  if (!gemm)
+    gemm = first<GemmOp>(module, [](GemmOp op) { return op.getActivation() == Activation::none; });
+  if (!gemm)
+    return fail("--check-fault=epilogue: the model has no GEMM to change");
+  Activation wrong = gemm.getActivation() == Activation::relu ? Activation::none : Activation::relu;
+  what = llvm::formatv("the GEMM at {0} built with activation {1} instead of {2}",
+                       sourceLine(gemm.getLoc()),
+                       stringifyActivation(wrong), stringifyActivation(gemm.getActivation()));
+  gemm.setActivation(wrong);
+  return llvm::Error::success();
+}
+
+llvm::Error droppedKTail(ModuleOp module, std::string &what) {
+  GemmOp gemm = first<GemmOp>(module, [](GemmOp op) {
+    return op.getInput().getType().getDimSize(1) >= 2 && op.getSchedule();
+  });
+  if (!gemm)
+    return fail("--check-fault=schedule: the model has no scheduled GEMM to change");
+  auto x = gemm.getInput().getType();
+  auto w = gemm.getWeight().getType();
+  const int64_t k = x.getDimSize(1), block = k / 2 + 1;
+  OpBuilder b(gemm);
+  Location loc = gemm.getLoc();
+  bool nk = gemm.getTransposeWeight(); // W stored [N, K]
+  auto cutX = SliceOp::create(b, loc, RankedTensorType::get({x.getDimSize(0), block},
+                                                            x.getElementType()),
+                              gemm.getInput(), 1, 0);
+  SmallVector<int64_t> wShape(w.getShape());
+  wShape[nk ? 1 : 0] = block;
+  auto cutW = SliceOp::create(b, loc, RankedTensorType::get(wShape, w.getElementType()),
+                              gemm.getWeight(), nk ? 1 : 0, 0);
+  gemm.getInputMutable().assign(cutX);
+  gemm.getWeightMutable().assign(cutW);
+  GemmSchedule s = gemmScheduleOf(*gemm.getSchedule());
+  s.kBlock = block;
+  gemm.setScheduleAttr(gemmScheduleAttr(b.getContext(), s));
+  what = llvm::formatv("the GEMM at {0} built with k_block {1} and the last {2} of K = {3} dropped",
+                       sourceLine(loc), block, k - block, k);
+  return llvm::Error::success();
+}
+
+llvm::Error wrongLoopKernel(ModuleOp module, std::string &what) {
+  Operation *norm = nullptr;
+  module.walk([&](Operation *op) {
+    if (!norm && isa<LayerNormOp, RmsNormOp>(op))
+      norm = op;
+  });
+  if (!norm)
+    return fail("--check-fault=loop: the model has no LayerNorm or RMSNorm");
+  auto eps = norm->getAttrOfType<FloatAttr>("epsilon");
+  double changed = eps.getValueAsDouble() + 1.0;
+  norm->setAttr("epsilon", FloatAttr::get(eps.getType(), changed));
+  what = llvm::formatv("the {0} at {1} lowered with eps {2:e}", norm->getName().getStringRef(),
+                       sourceLine(norm->getLoc()), changed);
+  return llvm::Error::success();
+}
+} // namespace
+
+const char *const xfc::kCheckFaultHelp =
+    "Test only: build a fault into the checked executable, which --check must name "
+    "(epilogue: a GEMM's activation changed; schedule: a GEMM's K blocking drops the tail of "
+    "K; loop: a LayerNorm/RMSNorm loop kernel with eps + 1)";
+
+bool xfc::isCheckFault(llvm::StringRef name) {
+  return name == "epilogue" || name == "schedule" || name == "loop";
+}
+
+llvm::Error xfc::injectFault(llvm::StringRef name, ModuleOp kernels, std::string &what) {
+  if (name == "epilogue")
+    return wrongEpilogue(kernels, what);
+  if (name == "schedule")
+    return droppedKTail(kernels, what);
+  if (name == "loop")
+    return wrongLoopKernel(kernels, what);
+  return fail("--check-fault=" + name + ": unknown fault (epilogue, schedule or loop)");
+}
