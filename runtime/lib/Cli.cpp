@@ -68,6 +68,12 @@ const Spec kSpecs[] = {
      "source ids of an encoder-decoder (one per target sequence, or one for "
      "all)"},
     {"--source-prompt", Kind::Many, "TEXT", "source text of an encoder-decoder (tokenized)"},
+    {"--batch-file", Kind::String, "FILE",
+     "one input per line (texts with a tokenizer, else id lists; blank lines skipped); writes "
+     "JSON Lines to stdout: embeddings (encoders) or generated ids and text (decoders)"},
+    {"--batch", Kind::Count, "N",
+     "run up to N sequences together: one packed forward pass per N inputs, N sequences "
+     "decoding together (default 32)"},
     {"--tokenizer", Kind::String, "PATH",
      "tokenizer files: a directory holding vocab.json + merges.txt (GPT-2 BPE) "
      "or vocab.txt "
@@ -204,6 +210,10 @@ Expected<Options> parseCommandLine(int argc, const char *const *argv) {
       o.sourceTokens.push_back(value);
     else if (name == "--source-prompt")
       o.sourcePrompts.push_back(value);
+    else if (name == "--batch-file")
+      o.batchFile = value;
+    else if (name == "--batch")
+      o.batchSize = int64_t(number);
     else if (name == "--tokenizer")
       o.tokenizer = value;
     else if (name == "--vocab")
@@ -281,18 +291,27 @@ Status checkOptions(const Options &o, const Manifest &m) {
   if (!o.embeddingsOut.empty() && m.outputIsLogits)
     return makeError("--embeddings-out: model '" + m.model +
                      "' outputs logits, not hidden states to pool");
-  if ((o.poolGiven || o.normalize) && o.embeddingsOut.empty())
+  if ((o.poolGiven || o.normalize) && o.embeddingsOut.empty() && o.batchFile.empty())
     return makeError(std::string(o.poolGiven ? "--pool" : "--normalize") +
-                     " needs --embeddings-out");
+                     " needs --embeddings-out or --batch-file");
 
   // Tokenizer files.
   if (!o.tokenizer.empty() && !o.vocab.empty())
     return makeError("give either --tokenizer or --vocab, not both");
   if (!o.merges.empty() && o.vocab.empty())
     return makeError("--merges needs --vocab vocab.json");
-  int kinds = !o.tokens.empty() + !o.texts.empty() + !o.prompts.empty();
+  int kinds = !o.tokens.empty() + !o.texts.empty() + !o.prompts.empty() + !o.batchFile.empty();
   if (kinds > 1)
-    return makeError("give one kind of input: --tokens, --text or --prompt");
+    return makeError("give one kind of input: --tokens, --text, --prompt or --batch-file");
+  if (!o.batchFile.empty()) {
+    if (m.encoderDecoder)
+      return makeError("--batch-file: model '" + m.model + "' is an encoder-decoder");
+    if (m.outputIsLogits && o.maxNewTokens == 0)
+      return makeError("--batch-file on decoder '" + m.model +
+                       "' generates: give --max-new-tokens N");
+    if (o.chat || o.interactive)
+      return makeError("--batch-file takes plain inputs, not --chat or --interactive");
+  }
   if ((!o.texts.empty() || !o.prompts.empty() || !o.sourcePrompts.empty()) && !o.haveTokenizer())
     return makeError(std::string(!o.texts.empty()     ? "--text"
                                  : !o.prompts.empty() ? "--prompt"
@@ -331,7 +350,8 @@ Status checkOptions(const Options &o, const Manifest &m) {
   if (o.bos && kinds)
     return makeError("give either --bos or a target (--tokens/--prompt), not both");
   size_t sources = std::max(o.sourceTokens.size(), o.sourcePrompts.size());
-  size_t targets = std::max({o.tokens.size(), o.texts.size(), o.prompts.size()});
+  size_t targets = std::max({o.tokens.size(), o.texts.size(), o.prompts.size(),
+                             size_t(!o.batchFile.empty())});
   if (o.bos)
     targets = sources;
   if (targets && m.encoderDecoder && !sources)

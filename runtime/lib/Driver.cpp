@@ -19,6 +19,8 @@
 #include "xfrt/Manifest.h"
 #include "xfrt/Memory.h"
 #include "xfrt/Npy.h"
+#include "xfrt/BatchFile.h"
+#include "xfrt/PackedBatch.h"
 #include "xfrt/OutputFile.h"
 #include "xfrt/Profile.h"
 #include "xfrt/Session.h"
@@ -106,8 +108,8 @@ Status writeTraceFile(const std::string &path, const Manifest &m) {
   return Status::success();
 }
 
-// Forward passes over the batch, one xf_forward per sequence; writes what the
-// options ask for.
+// Forward passes over the batch (packed chunks of --batch sequences when the model has
+// xf_forward_packed, else one xf_forward per sequence); writes what the options ask for.
 int runForward(const Options &o, const Manifest &m, Session &session, const Batch &batch) {
   int64_t n = int64_t(batch.size()), lMax = 0, lzMax = 0, total = 0;
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -116,11 +118,26 @@ int runForward(const Options &o, const Manifest &m, Session &session, const Batc
     if (!batch.sources.empty())
       lzMax = std::max(lzMax, int64_t(batch.sources[i].size()));
   }
+  const std::string &outPath = m.outputIsLogits ? o.logitsOut : o.hiddenOut;
+  bool pooling = !o.embeddingsOut.empty() || !o.batchFile.empty();
   // Sequence i's rows live at out + i * lMax * d_out; rows past its length stay
-  // zero.
-  Expected<AlignedBuffer> out = floats(n, lMax, m.dOut);
+  // zero. Only kept when an output needs every row.
+  bool keepRows = !outPath.empty() || o.print;
+  Expected<AlignedBuffer> out = floats(keepRows ? n : 0, lMax, m.dOut);
   if (!out)
     return report("output: " + out.message(), 1);
+  Expected<AlignedBuffer> e = floats(pooling ? n : 0, m.dOut);
+  if (!e)
+    return report("embeddings: " + e.message(), 1);
+  auto onSequence = [&](size_t i, const float *rows) {
+    int64_t l = int64_t(batch.targets[i].size());
+    if (keepRows)
+      std::memcpy(out->floats() + int64_t(i) * lMax * m.dOut, rows,
+                  size_t(l * m.dOut) * sizeof(float));
+    if (pooling)
+      poolHidden(rows, l, m.dOut, o.pool, o.normalize, e->floats() + int64_t(i) * m.dOut);
+    return Status::success();
+  };
   static const std::vector<int32_t> noSource;
 
   int runs = o.repeat > 0 ? o.repeat : 1;
@@ -128,13 +145,23 @@ int runForward(const Options &o, const Manifest &m, Session &session, const Batc
   if (profiling)
     profileStart(m.kernels.size(), o.traceOut.empty() ? 0 : kMaxTraceEvents);
   std::vector<double> ms;
+  Expected<AlignedBuffer> rows = floats(batch.sources.empty() ? 0 : lMax, m.dOut);
+  if (!rows)
+    return report("output: " + rows.message(), 1);
   for (int r = 0; r < runs; ++r) {
     auto start = std::chrono::steady_clock::now();
-    for (int64_t i = 0; i < n; ++i) {
-      const std::vector<int32_t> &source = batch.sources.empty() ? noSource : batch.sources[i];
-      if (Status s = session.forward(batch.targets[i], source, out->floats() + i * lMax * m.dOut);
+    if (batch.sources.empty()) {
+      if (Status s = forwardSequences(session, batch.targets,
+                                      o.batchSize > 0 ? o.batchSize : kDefaultBatchChunk,
+                                      onSequence);
           !s)
         return report(s.message(), 1);
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        if (Status s = session.forward(batch.targets[i], batch.sources[i], rows->floats()); !s)
+          return report(s.message(), 1);
+        onSequence(size_t(i), rows->floats());
+      }
     }
     auto stop = std::chrono::steady_clock::now();
     ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
@@ -165,23 +192,20 @@ int runForward(const Options &o, const Manifest &m, Session &session, const Batc
                    threads.c_str(), runs, ms.front(), median(ms));
   }
 
-  const std::string &outPath = m.outputIsLogits ? o.logitsOut : o.hiddenOut;
   if (!outPath.empty()) {
     Status s = n == 1 ? writeNpy(outPath, out->floats(), lMax, m.dOut)
                       : writeNpy(outPath, out->floats(), {n, lMax, m.dOut});
     if (!s)
       return report(s.message(), 1);
   }
-  if (!o.embeddingsOut.empty()) {
-    Expected<AlignedBuffer> e = floats(n, m.dOut);
-    if (!e)
-      return report("embeddings: " + e.message(), 1);
-    for (int64_t i = 0; i < n; ++i)
-      poolHidden(out->floats() + i * lMax * m.dOut, int64_t(batch.targets[i].size()), m.dOut,
-                 o.pool, o.normalize, e->floats() + i * m.dOut);
+  if (!o.embeddingsOut.empty())
     if (Status s = writeNpy(o.embeddingsOut, e->floats(), n, m.dOut); !s)
       return report(s.message(), 1);
-  }
+  if (!o.batchFile.empty())
+    for (int64_t i = 0; i < n; ++i)
+      writeEmbeddingLine(stdout, size_t(i), batch.lines[size_t(i)],
+                         int64_t(batch.targets[size_t(i)].size()), e->floats() + i * m.dOut,
+                         m.dOut);
   if (o.print)
     for (int64_t i = 0; i < n; ++i)
       printTop5(out->floats() + (i * lMax + int64_t(batch.targets[i].size()) - 1) * m.dOut, m.dOut);
@@ -216,8 +240,9 @@ int runGeneration(const Options &o, const Manifest &m, Session &session, const B
     Pcg32 rng(o.samplingSeed, fnv1a64("xfrt.sampling"));
     TextStream text(tok);
     bool first = true;
+    bool jsonLines = !o.batchFile.empty(); // one line per sequence when it is done
     auto onToken = [&](int32_t id) {
-      if (chat && g.eos && id == *g.eos && id == chat->endOfTurn)
+      if (jsonLines || (chat && g.eos && id == *g.eos && id == chat->endOfTurn))
         return;
       if (tok)
         text.add(id);
@@ -232,12 +257,21 @@ int runGeneration(const Options &o, const Manifest &m, Session &session, const B
       std::printf("\n");
       return report(r.message(), 1);
     }
-    if (tok)
-      text.finish();
-    std::printf("\n");
-    std::fflush(stdout);
-    if (tok)
-      warnMissingIds(text);
+    if (jsonLines) {
+      std::optional<std::string> decoded;
+      if (tok)
+        if (Expected<std::string> t = tok->decode(r->newTokens); t)
+          decoded = t.take();
+      writeGenerationLine(stdout, i, batch.lines[i], r->promptTokens, r->newTokens, decoded,
+                          r->hitPositionLimit ? "position limit" : r->stopReason);
+    } else {
+      if (tok)
+        text.finish();
+      std::printf("\n");
+      std::fflush(stdout);
+      if (tok)
+        warnMissingIds(text);
+    }
     int64_t decodeSteps = int64_t(r->newTokens.size()) - 1;
     steps += int64_t(r->newTokens.size()) + r->promptTokens;
     tokens += int64_t(r->newTokens.size());
@@ -294,7 +328,8 @@ int runMain(int argc, const char *const *argv, const ModelAbi &abi) {
   std::vector<NamedPath> outputs, inputs = {{"--weights", o.weights},
                                             {"--tokenizer", o.tokenizer},
                                             {"--vocab", o.vocab},
-                                            {"--merges", o.merges}};
+                                            {"--merges", o.merges},
+                                            {"--batch-file", o.batchFile}};
   for (const NamedPath &p : {NamedPath{"--save-weights", o.saveWeights},
                              NamedPath{"--logits-out", o.logitsOut},
                              NamedPath{"--hidden-out", o.hiddenOut},

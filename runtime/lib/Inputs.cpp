@@ -3,6 +3,7 @@
 
 #include "xfrt/Gguf.h"
 #include "xfrt/GgufTokenizer.h"
+#include "xfrt/MappedFile.h"
 
 #include <sys/stat.h>
 
@@ -130,6 +131,45 @@ Expected<LoadedTokenizer> loadFileTokenizer(const Options &o) {
   return Expected<LoadedTokenizer>(std::move(out));
 }
 
+// --batch-file: one input per line, "\n" or "\r\n" ended; blank lines are skipped. With a
+// tokenizer a line is a text, else a comma-separated id list. Errors name FILE:LINE.
+Status readBatchFile(const std::string &path, const Manifest &m, const Tokenizer *tok,
+                     Batch &b) {
+  Expected<std::string> text = readTextFile(path, kMaxBatchFileBytes);
+  if (!text)
+    return text.status();
+  size_t pos = 0;
+  for (int64_t line = 1; pos < text->size(); ++line) {
+    size_t end = text->find('\n', pos);
+    if (end == std::string::npos)
+      end = text->size();
+    std::string_view input(text->data() + pos, end - pos);
+    pos = end + 1;
+    if (!input.empty() && input.back() == '\r')
+      input.remove_suffix(1);
+    if (input.find_first_not_of(" \t") == std::string_view::npos)
+      continue;
+    std::string where = path + ":" + std::to_string(line);
+    Expected<std::vector<int32_t>> ids = makeError("");
+    if (tok) {
+      ids = tok->encode(input);
+      if (!ids)
+        return makeError(where + ": " + ids.message());
+      if (Status s = checkIds(*ids, where, m); !s)
+        return s;
+    } else {
+      ids = parseTokenList(input, where.c_str(), m);
+      if (!ids)
+        return ids.status();
+    }
+    b.targets.push_back(ids.take());
+    b.lines.push_back(line);
+  }
+  if (b.targets.empty())
+    return makeError(path + ": no inputs (every line is blank)");
+  return Status::success();
+}
+
 } // namespace
 
 Expected<LoadedTokenizer> loadTokenizer(const Options &o) {
@@ -152,6 +192,8 @@ Expected<Batch> buildBatch(const Options &o, const Manifest &m, const Tokenizer 
     s = encodeAll(o.texts, "--text", *tok, m, b.targets);
   else if (!o.prompts.empty())
     s = encodeAll(o.prompts, "--prompt", *tok, m, b.targets, chat);
+  else if (!o.batchFile.empty())
+    s = readBatchFile(o.batchFile, m, tok, b);
   if (!s)
     return s;
   if (!o.sourceTokens.empty())

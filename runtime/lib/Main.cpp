@@ -21,6 +21,9 @@ halide_set_error_handler(HalideErrorHandler handler);
 // null otherwise, and then generation re-runs xf_forward on the whole prefix.
 #pragma weak xf_cache_bytes
 #pragma weak xf_forward_cached
+// Packed batches (older executables' objects lack them: sequences then run one by one).
+#pragma weak xf_forward_packed
+#pragma weak xf_forward_cached_packed
 
 int main(int argc, char **argv) {
   // Past a file-size limit (ulimit -f) a write fails with EFBIG and is reported as an error,
@@ -28,6 +31,6 @@ int main(int argc, char **argv) {
   std::signal(SIGXFSZ, SIG_IGN);
   xfrt::ModelAbi abi{xf_model_manifest,       xf_prepare,      xf_scratch_bytes,  xf_forward,
                      &halide_set_num_threads, &xf_cache_bytes, &xf_forward_cached,
-                     &halide_set_error_handler};
+                     &halide_set_error_handler, &xf_forward_packed, &xf_forward_cached_packed};
   return xfrt::runMain(argc, argv, abi);
 }

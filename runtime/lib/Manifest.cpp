@@ -113,6 +113,11 @@ Expected<Manifest> parseManifest(std::string_view text) {
       return fail("'cached' is not a boolean");
     m.cached = cached->boolean;
   }
+  if (const JsonValue *packed = root.find("packed")) {
+    if (!packed->isBool())
+      return fail("'packed' is not a boolean");
+    m.packed = packed->boolean;
+  }
   if (Status s = getInt(root, "cache_positions", false, m.cachePositions); !s)
     return s;
   if (m.cachePositions > (int64_t(1) << 32))

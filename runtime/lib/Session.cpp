@@ -97,4 +97,57 @@ Status Session::forwardCached(const int32_t *tokens, int64_t l, int64_t start, f
   return Status::success();
 }
 
+bool Session::canPack() const { return manifest_->packed && abi_.forwardPacked; }
+
+bool Session::canPackCached() const { return canPack() && canCache() && abi_.forwardCachedPacked; }
+
+Status Session::forwardPacked(const int32_t *tokens, const std::vector<int64_t> &lengths,
+                              float *out) {
+  if (!canPack())
+    return makeError("model '" + manifest_->model + "' has no packed entry point");
+  int64_t total = 0;
+  for (int64_t l : lengths)
+    total += l;
+  if (Status s = growScratch(total, 0); !s)
+    return s;
+  int32_t rc = abi_.forwardPacked(params_.data(), derivedPtrs_.data(), tokens, lengths.data(),
+                                  int64_t(lengths.size()), out, scratch_.data());
+  if (rc != 0)
+    return kernelFailure("xf_forward_packed", rc);
+  return Status::success();
+}
+
+Expected<int64_t> Session::cacheBytes(int64_t positions) const {
+  if (!canCache())
+    return makeError("model '" + manifest_->model + "' has no cached entry point");
+  int64_t bytes = abi_.cacheBytes(positions);
+  if (bytes <= 0)
+    return makeError("xf_cache_bytes(" + std::to_string(positions) + ") returned " +
+                     std::to_string(bytes));
+  return bytes;
+}
+
+Status Session::forwardCachedPacked(const int32_t *tokens, const std::vector<int64_t> &lengths,
+                                    const std::vector<int64_t> &starts, void *const *caches,
+                                    int64_t cachePositions, float *out) {
+  if (!canPackCached())
+    return makeError("model '" + manifest_->model + "' has no packed cached entry point");
+  int64_t total = 0;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    if (lengths[i] < 1 || starts[i] < 0 || starts[i] + lengths[i] > cachePositions)
+      return makeError("positions " + std::to_string(starts[i]) + ".." +
+                       std::to_string(starts[i] + lengths[i] - 1) + " exceed the KV cache's " +
+                       std::to_string(cachePositions));
+    total += lengths[i];
+  }
+  if (Status s = growScratch(total, 0); !s)
+    return s;
+  int32_t rc = abi_.forwardCachedPacked(params_.data(), derivedPtrs_.data(), tokens,
+                                        lengths.data(), starts.data(), int64_t(lengths.size()),
+                                        out, scratch_.data(), caches, cachePositions);
+  if (rc != 0)
+    return kernelFailure("xf_forward_cached_packed", rc);
+  return Status::success();
+}
+
 } // namespace xfrt

@@ -401,6 +401,26 @@ class Generation(unittest.TestCase):
 
 
 class Batches(unittest.TestCase):
+    def test_batch_file_errors(self):
+        # One diagnostic per bad file, naming FILE:LINE; exit 2 with the usage.
+        with tempfile.TemporaryDirectory() as d:
+            def batch_file(text):
+                f = os.path.join(d, "in.txt")
+                with open(f, "w") as fh:
+                    fh.write(text)
+                return run(CACHED, "--random-weights", "1", "--batch-file", f,
+                           "--max-new-tokens", "2")
+            for text, message in [("1,2\n\n3,x\n", "in.txt:3: 'x' is not a token id"),
+                                  ("1\n99\n", "in.txt:2: token id 99 at position 0 is out of range"),
+                                  ("\n  \n", "in.txt: no inputs (every line is blank)")]:
+                rc, out, err = batch_file(text)
+                self.assertEqual(rc, 2, err)
+                self.assertIn(message, err.splitlines()[0])
+            rc, _, err = run(CACHED, "--random-weights", "1", "--batch-file",
+                             os.path.join(d, "missing.txt"), "--max-new-tokens", "2")
+            self.assertEqual(rc, 2, err)
+            self.assertIn("missing.txt", err.splitlines()[0])
+
     def test_logits_and_hidden_batches(self):
         with tempfile.TemporaryDirectory() as d:
             w = os.path.join(d, "w.safetensors")

@@ -1,18 +1,28 @@
 #!/usr/bin/env python3
 """Several sequences in one run give what one run per sequence gives.
 
-The runtime loops over the sequences of a batch, one xf_forward (or generation) per sequence
-(there are no padded-batch kernels), reusing the session's scratch and KV cache. This checks
-that nothing leaks between sequences: for gpt2 (logits), minilm (hidden states and pooled
-embeddings), transformer (encoder-decoder, one source per sequence) and generation (gpt2, greedy
-and sampled), the batched outputs are bitwise equal to single runs, and the stacked
+Decoders and encoders run a batch as packed rows: one xf_forward_packed call per --batch N
+sequences, all rows in one [Σℓ, d] matrix, attention and positions per sequence (docs/abi.md,
+"Packed batches"). Each sequence's rows are bitwise equal to its single run when its length is
+at least the GEMMs' GEMV threshold (gemv_rows_below, read from --emit=kernels): both calls then
+take the tiled path, whose sums do not depend on the other rows. A shorter sequence's single
+run takes the GEMV path, which sums in another order; its rows must agree within
+max|Δ|/max|ref| ≤ 1e-5 (float32 rounding of a reordered dot product). Each packed sequence
+is also checked against the float64 oracle (the ≤ 1e-4 bound of check_examples.py), for
+mixed lengths including 1 and the model's maximum. `--batch 1` (one xf_forward per sequence)
+is bitwise equal to single runs, so nothing leaks between sequences.
+
+Encoder-decoders (transformer) still loop over the sequences: bitwise equal to single runs.
+Generation (gpt2, greedy and sampled): the batch prints what single runs print. The stacked
 [n, l_max, d] outputs are zero past each sequence's length.
 
 usage: check_batches.py --xfc build/bin/xfc [--workdir DIR]
 """
 
 import argparse
+import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -27,6 +37,8 @@ MODELS = {
     "transformer": ("transformer", "L_enc=2,L_dec=2,H=4,d_e=64,d_mlp=128,N_V=256", "--logits-out"),
 }
 failures = []
+REORDER_BOUND = 1e-5  # packed vs single run of a sequence shorter than the GEMV threshold
+ORACLE_BOUND = 1e-4   # as check_examples.py
 
 
 def run(cmd):
@@ -50,10 +62,15 @@ def check(name, xfc, work):
     w = os.path.join(work, name + ".safetensors")
     run([sys.executable, ORACLE, "--arch", arch, "--hparams", hparams, "--write-random", w,
          "--seed", "3"])
-    vocab = int(dict(kv.split("=") for kv in hparams.split(","))["N_V"])
+    hp = dict(kv.split("=") for kv in hparams.split(","))
+    vocab = int(hp["N_V"])
     rng = np.random.default_rng(1)
-    seqs = [",".join(map(str, rng.integers(0, vocab, size=n))) for n in (7, 1, 19, 12)]
+    lengths = (7, 1, 19, 12) if arch == "transformer" else (7, 1, 19, 12, 2, int(hp["l_max"]), 5, 3)
+    seqs = [",".join(map(str, rng.integers(0, vocab, size=n))) for n in lengths]
     sources = [",".join(map(str, rng.integers(0, vocab, size=n))) for n in (5, 9, 2, 14)]
+    kernels = run([xfc, os.path.join(ROOT, "examples", name + ".xf"),
+                   *[a for kv in hparams.split(",") for a in ("-D", kv)], "--emit=kernels"]).stdout
+    gemv_below = max([int(x) for x in re.findall(r"gemv_rows_below = (\d+)", kernels)] or [0])
 
     def src(i):
         return ["--source-tokens", sources[i]] if arch == "transformer" else []
@@ -66,14 +83,43 @@ def check(name, xfc, work):
         f = os.path.join(work, f"{name}_{i}.npy")
         run([exe, "--weights", w, "--tokens", t, *src(i), flag, f])
         singles.append(np.load(f))
-    f = os.path.join(work, f"{name}_batch.npy")
-    run([exe, "--weights", w, *[a for t in seqs for a in ("--tokens", t)], *src_all(), flag, f])
-    b = np.load(f)
     l_max = max(s.shape[0] for s in singles)
-    expect(b.shape == (len(seqs), l_max, singles[0].shape[1]), f"{name} batch shape {b.shape}")
-    same = all(b[i, :len(s)].tobytes() == s.tobytes() and not b[i, len(s):].any()
-               for i, s in enumerate(singles))
-    expect(same, f"{name} {flag} batch of {len(seqs)} == single runs (bitwise), zero padding")
+    all_seqs = [a for t in seqs for a in ("--tokens", t)]
+
+    def batch(*extra):
+        f = os.path.join(work, f"{name}_batch.npy")
+        run([exe, "--weights", w, *all_seqs, *src_all(), flag, f, *extra])
+        b = np.load(f)
+        expect(b.shape == (len(seqs), l_max, singles[0].shape[1]),
+               f"{name} batch {' '.join(extra)} shape {b.shape}")
+        expect(not any(b[i, len(s):].any() for i, s in enumerate(singles)),
+               f"{name} batch {' '.join(extra)}: zero past each sequence's length")
+        return b
+
+    b = batch("--batch", "1")
+    expect(all(b[i, :len(s)].tobytes() == s.tobytes() for i, s in enumerate(singles)),
+           f"{name} {flag} --batch 1 (one call per sequence) == single runs (bitwise)")
+    for extra in (["--batch", "3"], []):
+        b = batch(*extra)
+        what = f"{name} {flag} batch of {len(seqs)} {' '.join(extra) or '(packed)'}"
+        for i, s in enumerate(singles):
+            got = b[i, :len(s)]
+            if len(s) >= gemv_below or arch == "transformer":
+                expect(got.tobytes() == s.tobytes(), f"{what}: ℓ={len(s)} == single run (bitwise)")
+            else:
+                err = np.abs(got - s).max() / np.abs(s).max()
+                expect(err <= REORDER_BOUND, f"{what}: ℓ={len(s)} < {gemv_below} vs single run "
+                                             f"max|Δ|/max|ref| {err:.1e} ≤ {REORDER_BOUND}")
+    if arch != "transformer":
+        # The oracle on each sequence of the packed batch.
+        for i, s in enumerate(singles):
+            f = os.path.join(work, f"{name}_packed_{i}.npy")
+            np.save(f, b[i, :len(s)])
+            r = subprocess.run([sys.executable, ORACLE, "--arch", arch, "--hparams", hparams,
+                                "--weights", w, "--tokens", seqs[i], "--check-against", f,
+                                "--tol", str(ORACLE_BOUND)], capture_output=True, text=True)
+            expect(r.returncode == 0, f"{name} packed sequence ℓ={len(s)} vs oracle: "
+                                      f"{(r.stdout + r.stderr).strip().splitlines()[-1:]}")
 
     if name == "minilm":
         e = os.path.join(work, "e.npy")
@@ -90,6 +136,23 @@ def check(name, xfc, work):
         run([exe, "--weights", w, "--tokens", seqs[2], "--embeddings-out", e1, "--normalize"])
         expect(np.load(e1)[0].tobytes() == np.load(e)[2].tobytes(),
                "minilm embedding of one sequence alone == its row in the batch (bitwise)")
+        # --batch-file: id lists (no tokenizer), blank lines skipped, JSON Lines in input order.
+        bf = os.path.join(work, "inputs.txt")
+        with open(bf, "w") as fh:
+            fh.write("\n".join(seqs[:3]) + "\n\n  \r\n" + "\r\n".join(seqs[3:]) + "\n")
+        lines = run([exe, "--weights", w, "--batch-file", bf, "--normalize", "--batch", "4"]
+                    ).stdout.splitlines()
+        rows = [json.loads(x) for x in lines]
+        want_lines = [1, 2, 3] + list(range(6, 6 + len(seqs) - 3))
+        expect([r["index"] for r in rows] == list(range(len(seqs))) and
+               [r["line"] for r in rows] == want_lines and
+               [r["tokens"] for r in rows] == [len(s) for s in singles],
+               "minilm --batch-file: one JSON line per non-blank input line, in order")
+        got = np.array([r["embedding"] for r in rows], dtype=np.float32)
+        run([exe, "--weights", w, *[a for t in seqs for a in ("--tokens", t)],
+             "--embeddings-out", e, "--normalize", "--batch", "4"])
+        expect(got.tobytes() == np.load(e).tobytes(),
+               "minilm --batch-file embeddings == --embeddings-out rows (bitwise, 9 digits)")
     else:
         for extra in [[], ["--temperature", "0.9", "--top-p", "0.95", "--seed", "4"]]:
             gen = ["--weights", w, "--max-new-tokens", "12", *extra]
@@ -98,6 +161,16 @@ def check(name, xfc, work):
             many = run([exe, *gen, *[a for t in seqs for a in ("--tokens", t)], *src_all()]).stdout
             expect(one == many and len(many.splitlines()) == len(seqs),
                    f"{name} generation {'sampled' if extra else 'greedy'}: batch == single runs")
+            if arch == "transformer":
+                continue
+            bf = os.path.join(work, "prompts.txt")
+            with open(bf, "w") as fh:
+                fh.write("\n".join(seqs) + "\n")
+            rows = [json.loads(x) for x in run([exe, *gen, "--batch-file", bf]).stdout.splitlines()]
+            expect([",".join(map(str, r["ids"])) for r in rows] == one.splitlines() and
+                   [r["prompt_tokens"] for r in rows] == [len(s.split(",")) for s in seqs],
+                   f"{name} --batch-file generation {'sampled' if extra else 'greedy'}: "
+                   f"JSON Lines ids == single runs")
 
 
 def main():

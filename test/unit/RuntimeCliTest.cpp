@@ -123,6 +123,39 @@ TEST(RuntimeCli, ChecksAgainstManifest) {
   EXPECT_CONTAINS(checkOptions(*o, hidden).message(), "--source-tokens is required");
 }
 
+TEST(RuntimeCli, BatchFlags) {
+  Manifest m = manifest();
+  auto check = [&](std::vector<const char *> args, const Manifest &model) {
+    Expected<Options> o = parse(args);
+    EXPECT_TRUE(o) << o.message();
+    return checkOptions(*o, model).message();
+  };
+  EXPECT_CONTAINS(parse({"--batch", "0"}).message(), "not an integer in [1, 1000000]");
+  EXPECT_CONTAINS(parse({"--batch", "2", "--batch", "3"}).message(), "given twice");
+  EXPECT_CONTAINS(parse({"--batch-file", "a", "--batch-file", "b"}).message(), "given twice");
+  Expected<Options> o = parse({"--batch-file", "in.txt", "--batch", "7"});
+  ASSERT_TRUE(o);
+  EXPECT_EQ(o->batchFile, "in.txt");
+  EXPECT_EQ(o->batchSize, 7);
+  EXPECT_CONTAINS(check({"--random-weights", "1", "--batch-file", "f", "--tokens", "1"}, m),
+                  "give one kind of input");
+  EXPECT_CONTAINS(check({"--random-weights", "1", "--batch-file", "f"}, m),
+                  "--batch-file on decoder 'tiny' generates: give --max-new-tokens N");
+  EXPECT_EQ(check({"--random-weights", "1", "--batch-file", "f", "--max-new-tokens", "2"}, m),
+            "");
+  Manifest encoder = *parseManifest(
+      R"({"model":"enc","output":"hidden","vocab":9,"d_out":3,"parameters":[]})");
+  EXPECT_EQ(check({"--random-weights", "1", "--batch-file", "f", "--pool", "cls", "--normalize"},
+                  encoder),
+            "");
+  EXPECT_CONTAINS(check({"--random-weights", "1", "--tokens", "1", "--normalize"}, encoder),
+                  "--normalize needs --embeddings-out or --batch-file");
+  Manifest seq2seq = *parseManifest(
+      R"({"model":"ed","output":"logits","encoder_decoder":true,"vocab":9,"d_out":3,"parameters":[]})");
+  EXPECT_CONTAINS(check({"--random-weights", "1", "--batch-file", "f"}, seq2seq),
+                  "--batch-file: model 'ed' is an encoder-decoder");
+}
+
 TEST(RuntimeCli, ChatFlags) {
   Manifest m = manifest();
   auto check = [&](std::vector<const char *> args) {

@@ -66,8 +66,9 @@ private:
   LogicalResult place();
   LogicalResult placeOp(Operation *op, int64_t index);
   void emitPrepare();
-  LogicalResult emitForward(bool cached);
+  LogicalResult emitForward(bool cached, bool packed);
   bool isCacheable();
+  bool isPackable();
   void planCache();
   void emitCacheBytes();
   LogicalResult emitOp(Operation *op);
@@ -101,9 +102,39 @@ private:
   HalideBufferArg matrixArg(Value tensor);
   /// Position of the first row: 0, or `start` in xf_forward_cached.
   Value firstPosition() { return cachedMode ? startArg : i64(0); }
-  /// In xf_forward_cached: appends this step's rows of `tensor` to its cache
-  /// slot and returns the whole cached matrix [start + ℓ, width].
-  HalideBufferArg cachedMatrixArg(Value tensor, int64_t floatOffset);
+  /// In xf_forward_cached: appends `rows` new rows of `tensor` (read at
+  /// `source`) to its slot of `cache` at position `start` and returns the
+  /// whole cached matrix [start + rows, width].
+  HalideBufferArg cachedMatrixArg(Value tensor, int64_t floatOffset, Value cache, Value start,
+                                  Value source, Value rows);
+  // Packed batches (docs/abi.md "Packed batches"): n sequences' rows in one
+  // matrix; row-wise kernels run once over all Σℓ rows, attention and
+  // positions once per sequence.
+  bool packedMode = false, packable = false, packedCacheable = false;
+  Value lengthsArg, startsArg, countArg, cachesArg;
+  /// Attention's context rows per row, Σ ℓ_i·(start_i + ℓ_i) / Σ ℓ_i, for the profiler.
+  Value packedContextRows;
+  /// Emits `body(rowOffset, rows, firstPosition, index)` once per sequence of
+  /// the packed batch; kernel status codes inside it are carried out.
+  void forEachSequence(llvm::function_ref<void(Value, Value, Value, Value)> body);
+  Value loadI64(Value array, Value index);
+  Value loadPointer(Value array, Value index);
+  /// Rows [offset, offset + rows) of a matrix.
+  Value rowPointer(Value tensor, Value offset) {
+    return offsetPtr(storagePointer(tensor),
+                     arith::MulIOp::create(*b, loc, offset, i64(placements[tensor].stride)));
+  }
+  HalideBufferArg segmentArg(Value tensor, Value offset, Value rows) {
+    Placement &p = placements[tensor];
+    return HalideBufferArg{rowPointer(tensor, offset),
+                           {{i64(p.cols), i64(1)}, {rows, i64(p.stride)}}};
+  }
+  /// Before the tail of xf_forward_cached_packed: moves the last row of each
+  /// sequence of every full-length tensor the tail reads to row i (in place;
+  /// row i is never a later sequence's last row), so the tail runs on n rows.
+  void compactLastRows();
+  /// Roots (scratch slots) of the full-length tensors the tail reads.
+  SmallVector<Value> tailInputRoots;
   /// ℓ_pad = roundup(max(ℓ, ℓ_z), 16): the arena's unit column (BufferPlan.h).
   Value paddedRowsOf(Value l, Value lz) {
     Value longest = arith::MaxSIOp::create(*b, loc, l, lz);
@@ -325,7 +356,7 @@ bool HostLowering::readsLastRowOnly(Value tensor) {
 
 Value HostLowering::pointerOf(Value tensor) {
   Value base = storagePointer(tensor);
-  if (!readsLastRowOnly(tensor))
+  if (!readsLastRowOnly(tensor) || packedMode) // packed: compacted to rows 0..n-1
     return base;
   Value lastRow = arith::SubIOp::create(*b, loc, lArg, i64(1));
   return offsetPtr(base, arith::MulIOp::create(*b, loc, lastRow,
@@ -361,7 +392,7 @@ Value HostLowering::storagePointer(Value tensor) {
 
 Value HostLowering::rowsOf(Value tensor) {
   if (cachedMode && (tailValues.contains(tensor) || readsLastRowOnly(tensor)))
-    return i64(1);
+    return packedMode ? countArg : i64(1);
   Placement &p = placements[tensor];
   switch (p.rows) {
   case Rows::Target:
@@ -384,14 +415,63 @@ HalideBufferArg HostLowering::matrixArg(Value tensor) {
   return arg;
 }
 
-HalideBufferArg HostLowering::cachedMatrixArg(Value tensor, int64_t column) {
+HalideBufferArg HostLowering::cachedMatrixArg(Value tensor, int64_t column, Value cache,
+                                              Value start, Value source, Value rows) {
   Placement &p = placements[tensor];
-  Value slot = offsetPtr(cacheArg, arith::MulIOp::create(*b, loc, cacheRows, i64(column)));
-  Value at = offsetPtr(slot, arith::MulIOp::create(*b, loc, startArg, i64(p.cols)));
-  call(kernels->copy2d(), {pointerOf(tensor), i64(p.stride), at, i64(p.cols), rowsOf(tensor),
-                           i64(p.cols)});
-  Value rows = arith::AddIOp::create(*b, loc, startArg, rowsOf(tensor));
-  return HalideBufferArg{slot, {{i64(p.cols), i64(1)}, {rows, i64(p.cols)}}};
+  Value slot = offsetPtr(cache, arith::MulIOp::create(*b, loc, cacheRows, i64(column)));
+  Value at = offsetPtr(slot, arith::MulIOp::create(*b, loc, start, i64(p.cols)));
+  call(kernels->copy2d(), {source, i64(p.stride), at, i64(p.cols), rows, i64(p.cols)});
+  Value context = arith::AddIOp::create(*b, loc, start, rows);
+  return HalideBufferArg{slot, {{i64(p.cols), i64(1)}, {context, i64(p.cols)}}};
+}
+
+Value HostLowering::loadI64(Value array, Value index) {
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  Value at = LLVM::GEPOp::create(*b, loc, ptr, b->getI64Type(), array, ValueRange{index});
+  return LLVM::LoadOp::create(*b, loc, b->getI64Type(), at);
+}
+
+Value HostLowering::loadPointer(Value array, Value index) {
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  Value at = LLVM::GEPOp::create(*b, loc, ptr, ptr, array, ValueRange{index});
+  return LLVM::LoadOp::create(*b, loc, ptr, at);
+}
+
+void HostLowering::forEachSequence(llvm::function_ref<void(Value, Value, Value, Value)> body) {
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  auto loop = scf::ForOp::create(
+      *b, loc, i64(0), countArg, i64(1), ValueRange{i64(0), status},
+      [&](OpBuilder &nested, Location, Value index, ValueRange carried) {
+        OpBuilder::InsertionGuard guard(*b);
+        b->setInsertionPointToStart(nested.getInsertionBlock());
+        // Halide buffer descriptors are stack allocations: release them every
+        // iteration, or a large batch would grow the stack without bound.
+        Value stack = LLVM::StackSaveOp::create(*b, loc, ptr);
+        Value offset = carried[0];
+        status = carried[1];
+        Value rows = loadI64(lengthsArg, index);
+        Value position = cachedMode ? loadI64(startsArg, index) : i64(0);
+        body(offset, rows, position, index);
+        LLVM::StackRestoreOp::create(*b, loc, stack);
+        scf::YieldOp::create(*b, loc,
+                             ValueRange{arith::AddIOp::create(*b, loc, offset, rows), status});
+      });
+  status = loop.getResult(1);
+}
+
+void HostLowering::compactLastRows() {
+  if (tailInputRoots.empty())
+    return;
+  forEachSequence([&](Value offset, Value rows, Value, Value index) {
+    Value last = arith::SubIOp::create(*b, loc, arith::AddIOp::create(*b, loc, offset, rows),
+                                       i64(1));
+    for (Value root : tailInputRoots) {
+      int64_t stride = placements[root].stride;
+      call(kernels->copy2d(),
+           {rowPointer(root, last), i64(stride), rowPointer(root, index), i64(stride), i64(1),
+            i64(stride)});
+    }
+  });
 }
 
 LogicalResult HostLowering::requireDense(Operation *op, Value tensor) {
@@ -489,8 +569,9 @@ LogicalResult HostLowering::profiled(
   Value rows = rowsOf(op->getResult(0));
   Value context = i64(0);
   if (auto attn = dyn_cast<AttentionOp>(op))
-    context = cachedMode ? Value(arith::AddIOp::create(*b, loc, startArg, rows))
-                         : rowsOf(attn.getKey());
+    context = packedMode   ? packedContextRows
+              : cachedMode ? Value(arith::AddIOp::create(*b, loc, startArg, rows))
+                           : rowsOf(attn.getKey());
   func::CallOp::create(*b, loc, hook("xfrt_profile_exit", {i32, i64Type, i64Type}),
                        ValueRange{site, rows, context});
   if (options.kernelOutputHook) {
@@ -543,18 +624,39 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
   }
   if (auto attn = dyn_cast<AttentionOp>(op)) {
     AttentionKernelSpec spec = attentionKernelSpecOf(attn);
-    SmallVector<HalideBufferArg> args{matrixArg(attn.getQuery())};
-    if (cachedMode) {
-      auto [keyOffset, valueOffset] = cacheOffsets.lookup(op);
-      args.push_back(cachedMatrixArg(attn.getKey(), keyOffset));
-      args.push_back(cachedMatrixArg(attn.getValue(), valueOffset));
-    } else {
-      args.push_back(matrixArg(attn.getKey()));
-      args.push_back(matrixArg(attn.getValue()));
-    }
-    args.push_back(matrixArg(v));
     spec.name = kernelName(attentionKey(spec), "xf_attention_", program.attentions, spec);
-    orStatus(callHalidePipeline(*b, loc, *program.module, spec.name, args));
+    auto [keyOffset, valueOffset] = cacheOffsets.lookup(op);
+    if (packedMode) {
+      // Each sequence attends over its own rows (and its own cache).
+      forEachSequence([&](Value offset, Value rows, Value start, Value index) {
+        SmallVector<HalideBufferArg> args{segmentArg(attn.getQuery(), offset, rows)};
+        if (cachedMode) {
+          Value cache = loadPointer(cachesArg, index);
+          args.push_back(cachedMatrixArg(attn.getKey(), keyOffset, cache, start,
+                                         rowPointer(attn.getKey(), offset), rows));
+          args.push_back(cachedMatrixArg(attn.getValue(), valueOffset, cache, start,
+                                         rowPointer(attn.getValue(), offset), rows));
+        } else {
+          args.push_back(segmentArg(attn.getKey(), offset, rows));
+          args.push_back(segmentArg(attn.getValue(), offset, rows));
+        }
+        args.push_back(segmentArg(v, offset, rows));
+        orStatus(callHalidePipeline(*b, loc, *program.module, spec.name, args));
+      });
+    } else {
+      SmallVector<HalideBufferArg> args{matrixArg(attn.getQuery())};
+      if (cachedMode) {
+        args.push_back(cachedMatrixArg(attn.getKey(), keyOffset, cacheArg, startArg,
+                                       pointerOf(attn.getKey()), rowsOf(attn.getKey())));
+        args.push_back(cachedMatrixArg(attn.getValue(), valueOffset, cacheArg, startArg,
+                                       pointerOf(attn.getValue()), rowsOf(attn.getValue())));
+      } else {
+        args.push_back(matrixArg(attn.getKey()));
+        args.push_back(matrixArg(attn.getValue()));
+      }
+      args.push_back(matrixArg(v));
+      orStatus(callHalidePipeline(*b, loc, *program.module, spec.name, args));
+    }
     // Q·Kᵀ and P·V: 2·H·(d_k + d_v) per (query, key) pair (causal masking halves the useful work).
     site.name = spec.name, site.kind = "attention";
     site.tuned = op->hasAttr("xf.tuned");
@@ -586,8 +688,15 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
     int64_t heads = rope.getHeads();
     auto pairs = rope.getPairing() == RopePairing::adjacent ? RotaryPairs::Adjacent
                                                             : RotaryPairs::Halves;
-    call(kernels->rotaryRows(heads, width / heads, pairs, rope.getBase().convertToDouble()),
-         {in, stride, out, rows, firstPosition()});
+    func::FuncOp kernel =
+        kernels->rotaryRows(heads, width / heads, pairs, rope.getBase().convertToDouble());
+    if (packedMode)
+      forEachSequence([&](Value offset, Value n, Value start, Value) {
+        call(kernel, {rowPointer(rope.getInput(), offset), stride, rowPointer(v, offset), n,
+                      start});
+      });
+    else
+      call(kernel, {in, stride, out, rows, firstPosition()});
     site.name = lastLoopKernel, site.kind = "loop";
     return success();
   }
@@ -611,11 +720,22 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
   } else if (auto pos = dyn_cast<PositionalEmbedOp>(op)) {
     if (pos.getOffset())
       return op->emitError("explicit positional offsets are not supported by the host lowering");
-    call(kernels->positionRows(width), {inputs[0], out, rows, firstPosition()});
+    if (packedMode) // positions restart at each sequence's start
+      forEachSequence([&](Value offset, Value n, Value start, Value) {
+        call(kernels->positionRows(width), {inputs[0], rowPointer(v, offset), n, start});
+      });
+    else
+      call(kernels->positionRows(width), {inputs[0], out, rows, firstPosition()});
   } else if (auto sin = dyn_cast<SinusoidalEmbedOp>(op)) {
     if (sin.getOffset())
       return op->emitError("explicit positional offsets are not supported by the host lowering");
-    call(kernels->sinusoidRows(width, sin.getBase().convertToDouble()), {out, rows, firstPosition()});
+    func::FuncOp kernel = kernels->sinusoidRows(width, sin.getBase().convertToDouble());
+    if (packedMode)
+      forEachSequence([&](Value offset, Value n, Value start, Value) {
+        call(kernel, {rowPointer(v, offset), n, start});
+      });
+    else
+      call(kernel, {out, rows, firstPosition()});
   } else if (auto add = dyn_cast<AddOp>(op)) {
     bool broadcast = add.getRhs().getType().getRank() == 1;
     call(kernels->add(width, broadcast), {inputs[0], inputs[1], out, rows});
@@ -644,33 +764,70 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
   return success();
 }
 
-LogicalResult HostLowering::emitForward(bool cached) {
+LogicalResult HostLowering::emitForward(bool cached, bool packed) {
   Type ptr = LLVM::LLVMPointerType::get(ctx), i64Type = IntegerType::get(ctx, 64);
+  Type i32Type = IntegerType::get(ctx, 32);
   OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
-  auto type = cached ? FunctionType::get(ctx,
-                                         {ptr, ptr, ptr, i64Type, i64Type, ptr, ptr, ptr, i64Type},
-                                         {IntegerType::get(ctx, 32)})
-                     : FunctionType::get(ctx, {ptr, ptr, ptr, i64Type, ptr, i64Type, ptr, ptr},
-                                         {IntegerType::get(ctx, 32)});
-  auto fn = func::FuncOp::create(top, forward.getLoc(),
-                                 cached ? "xf_forward_cached" : "xf_forward", type);
+  FunctionType type;
+  if (packed && cached) // (params, derived, tokens, lengths, starts, n, out, scratch, caches, cache_positions)
+    type = FunctionType::get(ctx, {ptr, ptr, ptr, ptr, ptr, i64Type, ptr, ptr, ptr, i64Type},
+                             {i32Type});
+  else if (packed) // (params, derived, tokens, lengths, n, out, scratch)
+    type = FunctionType::get(ctx, {ptr, ptr, ptr, ptr, i64Type, ptr, ptr}, {i32Type});
+  else if (cached) // (params, derived, tokens, l, start, out, scratch, cache, cache_positions)
+    type = FunctionType::get(ctx, {ptr, ptr, ptr, i64Type, i64Type, ptr, ptr, ptr, i64Type},
+                             {i32Type});
+  else // (params, derived, tokens, l, source, l_z, out, scratch)
+    type = FunctionType::get(ctx, {ptr, ptr, ptr, i64Type, ptr, i64Type, ptr, ptr}, {i32Type});
+  const char *name = packed ? (cached ? "xf_forward_cached_packed" : "xf_forward_packed")
+                            : (cached ? "xf_forward_cached" : "xf_forward");
+  auto fn = func::FuncOp::create(top, forward.getLoc(), name, type);
   OpBuilder builder = OpBuilder::atBlockBegin(fn.addEntryBlock());
   b = &builder;
   loc = forward.getLoc();
   auto args = fn.getArguments();
+  if ((cached && !cacheable) || (packed && !packable) || (packed && cached && !packedCacheable)) {
+    // Not runnable this way: the runtime re-runs xf_forward (or loops over
+    // the sequences) instead.
+    func::ReturnOp::create(builder, loc,
+                           ValueRange{arith::ConstantIntOp::create(builder, loc,
+                                                                   builder.getI32Type(), 1)
+                                          .getResult()});
+    b = nullptr;
+    return success();
+  }
   cachedMode = cached;
-  if (cached) {
-    // (params, derived, tokens, l, start, out, scratch, cache, cache_positions)
-    if (!cacheable) {
-      // Not decodable incrementally: the runtime re-runs xf_forward instead.
-      func::ReturnOp::create(builder, loc,
-                             ValueRange{arith::ConstantIntOp::create(builder, loc,
-                                                                     builder.getI32Type(), 1)
-                                            .getResult()});
-      b = nullptr;
-      cachedMode = false;
-      return success();
-    }
+  packedMode = packed;
+  status = arith::ConstantIntOp::create(builder, loc, builder.getI32Type(), 0);
+  if (packed) {
+    paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lengthsArg = args[3];
+    startsArg = cached ? args[4] : Value();
+    countArg = args[cached ? 5 : 4];
+    outArg = args[cached ? 6 : 5], scratchArg = args[cached ? 7 : 6];
+    cachesArg = cached ? args[8] : Value();
+    sourceArg = Value(), lzArg = i64(0);
+    if (cached)
+      cacheRows = paddedRowsOf(args[9], i64(0));
+    // ℓ = Σ ℓ_i rows; the profiler's attention context Σ ℓ_i·(start_i + ℓ_i) / ℓ.
+    auto sums = scf::ForOp::create(
+        builder, loc, i64(0), countArg, i64(1), ValueRange{i64(0), i64(0)},
+        [&](OpBuilder &nested, Location, Value index, ValueRange acc) {
+          OpBuilder::InsertionGuard guard(*b);
+          b->setInsertionPointToStart(nested.getInsertionBlock());
+          Value rows = loadI64(lengthsArg, index);
+          Value context = cached ? Value(arith::AddIOp::create(
+                                       *b, loc, loadI64(startsArg, index), rows))
+                                 : rows;
+          scf::YieldOp::create(
+              *b, loc,
+              ValueRange{arith::AddIOp::create(*b, loc, acc[0], rows),
+                         arith::AddIOp::create(*b, loc, acc[1],
+                                               arith::MulIOp::create(*b, loc, rows, context))});
+        });
+    lArg = sums.getResult(0);
+    packedContextRows = arith::DivSIOp::create(
+        builder, loc, sums.getResult(1), arith::MaxSIOp::create(builder, loc, lArg, i64(1)));
+  } else if (cached) {
     paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lArg = args[3];
     startArg = args[4], outArg = args[5], scratchArg = args[6], cacheArg = args[7];
     sourceArg = Value(), lzArg = i64(0);
@@ -680,16 +837,21 @@ LogicalResult HostLowering::emitForward(bool cached) {
     sourceArg = args[4], lzArg = args[5], outArg = args[6], scratchArg = args[7];
   }
   paddedRows = paddedRowsOf(lArg, lzArg);
-  status = arith::ConstantIntOp::create(builder, loc, builder.getI32Type(), 0);
   Operation *lastAttention = nullptr;
   forward.walk([&](AttentionOp op) { lastAttention = op; });
   tailValues.clear();
   inTail = false;
+  bool compacted = false;
   for (Operation &op : forward.getBody().front()) {
     if (isa<func::ReturnOp>(op))
       break;
     inTail = cached && lastAttention && lastAttention->isBeforeInBlock(&op) &&
              isActivation(op.getResult(0));
+    if (inTail && packed && !compacted) {
+      loc = op.getLoc();
+      compactLastRows();
+      compacted = true;
+    }
     if (inTail) // before emitting: the op writes its one row at row 0
       tailValues.insert(op.getResult(0));
     if (failed(emitOp(&op)))
@@ -705,7 +867,7 @@ LogicalResult HostLowering::emitForward(bool cached) {
   }
   func::ReturnOp::create(builder, forward.getLoc(), status);
   b = nullptr;
-  cachedMode = false;
+  cachedMode = packedMode = false;
   return success();
 }
 
@@ -727,11 +889,48 @@ bool HostLowering::isCacheable() {
   return ok;
 }
 
+/// Packed rows meet only in attention, which runs per sequence: one token
+/// sequence, and every GEMM multiplying by weights.
+bool HostLowering::isPackable() {
+  if (encoderDecoder)
+    return false;
+  bool ok = true;
+  forward.walk([&](GemmOp gemm) {
+    Storage s = placements[gemm.getWeight()].storage;
+    ok &= s == Storage::Parameter || s == Storage::Derived;
+  });
+  return ok;
+}
+
 /// Each attention gets a K and a V slot of cachePositions rows.
 void HostLowering::planCache() {
   cacheable = isCacheable();
+  packable = isPackable();
   if (!cacheable)
     return;
+  // xf_forward_cached_packed compacts the full-length tensors its tail reads
+  // (compactLastRows), which needs them in scratch slots.
+  Operation *lastAttention = nullptr;
+  forward.walk([&](AttentionOp op) { lastAttention = op; });
+  packedCacheable = packable && lastAttention;
+  llvm::DenseSet<Value> tail, roots;
+  for (Operation &op : forward.getBody().front()) {
+    if (isa<func::ReturnOp>(op) || !lastAttention || !lastAttention->isBeforeInBlock(&op) ||
+        !isActivation(op.getResult(0)))
+      continue;
+    tail.insert(op.getResult(0));
+    for (Value operand : op.getOperands()) {
+      if (!placements.count(operand) || !isActivation(operand) || tail.contains(operand))
+        continue;
+      Value root = operand;
+      while (placements[root].storage == Storage::View)
+        root = placements[root].root;
+      if (placements[root].storage != Storage::Scratch)
+        packedCacheable = false;
+      else if (roots.insert(root).second)
+        tailInputRoots.push_back(root);
+    }
+  }
   cachePositions = 4096;
   forward.walk([&](PositionalEmbedOp op) {
     cachePositions = std::min(cachePositions, op.getTable().getType().getDimSize(0));
@@ -808,8 +1007,10 @@ LogicalResult HostLowering::run() {
   kernels = std::make_unique<LoopKernels>(*program.module);
   emitPrepare();
   planCache();
-  if (failed(emitForward(/*cached=*/false)) || failed(emitForward(/*cached=*/true)))
-    return failure();
+  for (auto [cached, packed] : {std::pair{false, false}, {true, false}, {false, true},
+                                {true, true}})
+    if (failed(emitForward(cached, packed)))
+      return failure();
   emitScratchBytes();
   emitCacheBytes();
 
@@ -850,6 +1051,7 @@ LogicalResult HostLowering::run() {
     info.derivedBytes.push_back(cast<RankedTensorType>(v.getType()).getNumElements() * 4);
   info.kernels = sites;
   info.cached = cacheable;
+  info.packed = packable;
   info.cachePositions = cacheable ? cachePositions : 0;
   program.manifest = renderManifest(info);
   emitManifestGlobal(*program.module, program.manifest);

@@ -43,6 +43,7 @@ std::string mlir::xf::renderManifest(const ManifestInfo &info) {
                           {"d_out", info.dOut},
                           {"cached", info.cached},
                           {"cache_positions", info.cachePositions},
+                          {"packed", info.packed},
                           {"hyperparameters", std::move(hyper)},
                           {"parameters", std::move(parameters)},
                           {"derived", std::move(derived)},

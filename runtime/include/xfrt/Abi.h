@@ -27,6 +27,15 @@ int32_t xf_forward_cached(void *const *params, void *const *derived, const int32
                           int64_t l, int64_t start, float *out, void *scratch, void *cache,
                           int64_t cache_positions);
 
+// Packed batches (docs/abi.md, "Packed batches"): n sequences of lengths[i] tokens in one call.
+// Models whose manifest says "packed": true define them; main() references them weakly.
+int32_t xf_forward_packed(void *const *params, void *const *derived, const int32_t *tokens,
+                          const int64_t *lengths, int64_t n, float *out, void *scratch);
+int32_t xf_forward_cached_packed(void *const *params, void *const *derived,
+                                 const int32_t *tokens, const int64_t *lengths,
+                                 const int64_t *starts, int64_t n, float *out, void *scratch,
+                                 void *const *caches, int64_t cache_positions);
+
 #ifdef __cplusplus
 }
 #endif

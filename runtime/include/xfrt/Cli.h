@@ -25,6 +25,8 @@ namespace xfrt {
 
 // Without max_positions, at most this many tokens per sequence.
 constexpr int64_t kMaxTokensWithoutLimit = int64_t(1) << 20;
+// --batch-file: the largest file read (one input per line).
+constexpr size_t kMaxBatchFileBytes = size_t(1) << 30;
 // Halide's thread pool limit (MAX_THREADS in its runtime); --threads above it is an error.
 constexpr uint64_t kMaxThreads = 256;
 // --max-new-tokens without a value when --prompt asks for generation.
@@ -46,6 +48,8 @@ struct Options {
       sourceTokens;                                       // raw id lists (parseTokenList)
   std::vector<std::string> texts, prompts, sourcePrompts; // need a tokenizer
   std::string tokenizer, vocab, merges;                   // --tokenizer / --vocab / --merges
+  std::string batchFile; // --batch-file: one input per line; JSON Lines on stdout (BatchFile.h)
+  int64_t batchSize = 0; // --batch N: sequences per packed call / decoding together; 0: default
 
   // Chat (ChatTemplate.h): --chat wraps each --prompt in the chat template; --interactive reads
   // user turns from stdin. --chat-template names the format instead of the tokenizer's template.
@@ -85,7 +89,9 @@ struct Options {
   }
   bool haveTokenizer() const { return !tokenizer.empty() || !vocab.empty() || weightsAreGguf(); }
   // Whether any target sequence is given (ids, --text or --prompt).
-  bool haveInput() const { return haveTokens() || !texts.empty() || !prompts.empty(); }
+  bool haveInput() const {
+    return haveTokens() || !texts.empty() || !prompts.empty() || !batchFile.empty();
+  }
   bool generating() const { return maxNewTokens > 0 || !prompts.empty() || interactive; }
 };
 

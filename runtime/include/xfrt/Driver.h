@@ -31,6 +31,13 @@ struct ModelAbi {
   // halide_set_error_handler, or null when not linked in (HalideErrors.h).
   using ErrorHandler = void (*)(void *userContext, const char *message);
   ErrorHandler (*setErrorHandler)(ErrorHandler) = nullptr;
+  // Packed batches (docs/abi.md "Packed batches"); null when the model has none.
+  int32_t (*forwardPacked)(void *const *params, void *const *derived, const int32_t *tokens,
+                           const int64_t *lengths, int64_t n, float *out, void *scratch) = nullptr;
+  int32_t (*forwardCachedPacked)(void *const *params, void *const *derived,
+                                 const int32_t *tokens, const int64_t *lengths,
+                                 const int64_t *starts, int64_t n, float *out, void *scratch,
+                                 void *const *caches, int64_t cachePositions) = nullptr;
 };
 
 int runMain(int argc, const char *const *argv, const ModelAbi &abi);

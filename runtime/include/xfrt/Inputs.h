@@ -43,6 +43,8 @@ Expected<LoadedTokenizer> loadTokenizer(const Options &options);
 struct Batch {
   std::vector<std::vector<int32_t>> targets,
       sources; // sources empty or one per target
+  // --batch-file: the line (1-based) each target came from; empty otherwise.
+  std::vector<int64_t> lines;
   size_t size() const { return targets.size(); }
 };
 

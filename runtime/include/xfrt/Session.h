@@ -56,6 +56,23 @@ public:
   // cachePositions().
   Status forwardCached(const int32_t *tokens, int64_t l, int64_t start, float *out);
 
+  // Packed batches (docs/abi.md): whether xf_forward_packed can run the sequences of a batch in
+  // one call (the manifest says "packed" and the symbol exists).
+  bool canPack() const;
+  // tokens: the n = lengths.size() sequences' ids one after another; out: [Σ lengths, d_out].
+  // Each length is 1 .. max_positions (the caller checks).
+  Status forwardPacked(const int32_t *tokens, const std::vector<int64_t> &lengths, float *out);
+  // Whether xf_forward_cached_packed can run: packed and cached.
+  bool canPackCached() const;
+  // Sequence i runs lengths[i] new tokens at positions starts[i] .. on caches[i] (each
+  // cacheBytes(capacity) bytes, 64-byte aligned, capacity = the same `cachePositions` on every
+  // call); out: [n, d_out], each sequence's newest row.
+  Status forwardCachedPacked(const int32_t *tokens, const std::vector<int64_t> &lengths,
+                             const std::vector<int64_t> &starts, void *const *caches,
+                             int64_t cachePositions, float *out);
+  // Bytes of one KV cache of `positions` positions (xf_cache_bytes).
+  Expected<int64_t> cacheBytes(int64_t positions) const;
+
 private:
   Status growScratch(int64_t l, int64_t lz);
 

@@ -1,0 +1,35 @@
+//===- PackedBatch.h - Forward passes over many sequences --------*- C++ -*-===//
+//
+// forwardSequences runs a batch in chunks of at most `chunk` sequences, one
+// xf_forward_packed call per chunk (all rows of the chunk in one [Σℓ, d_out]
+// matrix, docs/abi.md "Packed batches"), or one xf_forward per sequence when
+// the model has no packed entry point. Each sequence's rows are handed to
+// `onSequence` as soon as its chunk has run.
+//
+//===----------------------------------------------------------------------===//
+#ifndef XFRT_PACKEDBATCH_H
+#define XFRT_PACKEDBATCH_H
+
+#include "xfrt/Session.h"
+#include "xfrt/Status.h"
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace xfrt {
+
+// --batch without a value: sequences per packed call.
+constexpr int64_t kDefaultBatchChunk = 32;
+
+// Sequence i's rows: [ℓ_i, d_out] row-major.
+using SequenceRows = std::function<Status(size_t index, const float *rows)>;
+
+// `sequences` are checked id lists (1 <= ℓ <= max_positions); `first` numbers them for
+// onSequence. A chunk of one sequence runs xf_forward.
+Status forwardSequences(Session &session, const std::vector<std::vector<int32_t>> &sequences,
+                        int64_t chunk, const SequenceRows &onSequence, size_t first = 0);
+
+} // namespace xfrt
+
+#endif // XFRT_PACKEDBATCH_H
