@@ -20,3 +20,16 @@ func.func @kernels(%x: tensor<?x768xf32>, %w: tensor<768x2304xf32>, %w2: tensor<
   %t = xf.gemm %x, %w activation none {schedule = #xf.gemm_schedule<tile_cols = 32, tile_rows = 4, k_block = 512, pack_weights = true, rows_per_task = 128, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>} : (tensor<?x768xf32>, tensor<768x2304xf32>) -> tensor<?x2304xf32>
   return %g, %a, %s, %t : tensor<?x2304xf32>, tensor<?x768xf32>, tensor<?x64xf32>, tensor<?x2304xf32>
 }
+
+// Loop kernels: tasks of 16384 floats of rows (at least one row); a schedule
+// already there is kept.
+// AVX512-LABEL: func.func @loops
+func.func @loops(%x: tensor<?x768xf32>, %g: tensor<768xf32>, %b: tensor<768xf32>, %u: tensor<?x40000xf32>) -> (tensor<?x768xf32>, tensor<?x768xf32>, tensor<?x40000xf32>) {
+  // AVX512: xf.layer_norm {{.*}} {xf.loop_schedule = #xf.loop_schedule<rows_per_task = 21, vector_bits = 0>}
+  %n = xf.layer_norm %x gamma %g beta %b eps 1.0E-5 : tensor<?x768xf32>, tensor<768xf32>, tensor<768xf32> -> tensor<?x768xf32>
+  // AVX512: xf.softmax {{.*}} {xf.loop_schedule = #xf.loop_schedule<rows_per_task = 0, vector_bits = 256>}
+  %s = xf.softmax %n {xf.loop_schedule = #xf.loop_schedule<rows_per_task = 0, vector_bits = 256>} : tensor<?x768xf32>
+  // AVX512: xf.softmax {{.*}} {xf.loop_schedule = #xf.loop_schedule<rows_per_task = 1, vector_bits = 0>}
+  %w = xf.softmax %u : tensor<?x40000xf32>
+  return %n, %s, %w : tensor<?x768xf32>, tensor<?x768xf32>, tensor<?x40000xf32>
+}

@@ -122,6 +122,23 @@ std::string mlir::xf::kernelSignature(const AttentionKernelSpec &s) {
       .str();
 }
 
+std::string mlir::xf::loopKernelSignature(Operation *op) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "loop " << op->getName().stripDialect() << " (";
+  llvm::interleaveComma(op->getOperandTypes(), os);
+  os << ")";
+  // Operand segment sizes follow from the operand list printed above.
+  SmallVector<NamedAttribute> attrs;
+  if (auto inherent = dyn_cast_or_null<DictionaryAttr>(op->getPropertiesAsAttribute()))
+    llvm::copy_if(inherent, std::back_inserter(attrs), [](NamedAttribute a) {
+      return !a.getName().strref().ends_with("SegmentSizes");
+    });
+  if (!attrs.empty())
+    os << " " << DictionaryAttr::get(op->getContext(), attrs);
+  return text;
+}
+
 std::vector<KernelOpSignature> mlir::xf::kernelSignatures(func::FuncOp forward,
                                                           const WeightDtypes &dtypes) {
   llvm::StringSet<> bf16Names;
@@ -136,6 +153,8 @@ std::vector<KernelOpSignature> mlir::xf::kernelSignatures(func::FuncOp forward,
           {op, kernelSignature(gemmKernelSpecOf(gemm, bf16, dtypes.bf16Activations))});
     } else if (auto attn = dyn_cast<AttentionOp>(op)) {
       result.push_back({op, kernelSignature(attentionKernelSpecOf(attn))});
+    } else if (isLoopKernelOp(op)) {
+      result.push_back({op, loopKernelSignature(op)});
     }
   });
   return result;

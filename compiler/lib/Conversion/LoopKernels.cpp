@@ -10,6 +10,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <cstring>
 
 using namespace mlir;
 using namespace mlir::xf;
@@ -45,8 +46,10 @@ struct Emitter {
   Value addi(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
 
   /// for (iv = 0; iv < n; ++iv) body(iv)
-  void loop(Value n, llvm::function_ref<void(Value)> body) {
-    scf::ForOp::create(b, loc, i(0), n, i(1), ValueRange{},
+  void loop(Value n, llvm::function_ref<void(Value)> body) { loop(i(0), n, body); }
+  /// for (iv = begin; iv < end; ++iv) body(iv)
+  void loop(Value begin, Value end, llvm::function_ref<void(Value)> body) {
+    scf::ForOp::create(b, loc, begin, end, i(1), ValueRange{},
                        [&](OpBuilder &nested, Location, Value iv, ValueRange) {
                          OpBuilder::InsertionGuard guard(b);
                          b.setInsertionPointToStart(nested.getInsertionBlock());
@@ -77,6 +80,11 @@ struct Emitter {
         });
     return forOp.getResult(0);
   }
+  /// The rows [begin, end) a kernel body computes: its last two arguments.
+  void eachRow(func::FuncOp body, llvm::function_ref<void(Value)> rowBody) {
+    unsigned n = body.getNumArguments();
+    loop(body.getArgument(n - 2), body.getArgument(n - 1), rowBody);
+  }
   /// Pointer to row `r` of a dense [*, width] matrix.
   Value row(Value base, Value r, int64_t width) { return at(base, muli(r, i(width))); }
 };
@@ -102,6 +110,15 @@ std::string formatDouble(double v) {
 
 } // namespace
 
+std::string LoopKernels::scheduleSuffix(const LoopSchedule &s) {
+  std::string suffix;
+  if (s.rowsPerTask > 0)
+    suffix += "_r" + std::to_string(s.rowsPerTask);
+  if (s.vectorBits > 0)
+    suffix += "_v" + std::to_string(s.vectorBits);
+  return suffix;
+}
+
 func::FuncOp LoopKernels::declare(llvm::StringRef name, llvm::StringRef signature,
                                   OpBuilder &body) {
   MLIRContext *ctx = module.getContext();
@@ -109,18 +126,140 @@ func::FuncOp LoopKernels::declare(llvm::StringRef name, llvm::StringRef signatur
   for (char kind : signature)
     args.push_back(kind == 'p' ? Type(LLVM::LLVMPointerType::get(ctx))
                                : Type(IntegerType::get(ctx, 64)));
+  // The body computes rows [begin, end) of the call.
+  args.append(2, IntegerType::get(ctx, 64));
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
-  auto fn = func::FuncOp::create(b, module.getLoc(), name, FunctionType::get(ctx, args, {}));
+  auto fn = func::FuncOp::create(b, module.getLoc(), (name + kBodySuffix).str(),
+                                 FunctionType::get(ctx, args, {}));
   fn.setPrivate();
   body.setInsertionPointToStart(fn.addEntryBlock());
-  cache[name] = fn;
   return fn;
 }
 
-#define XF_KERNEL_CACHED(key)                                                  \
-  std::string name = key;                                                      \
+/// The kernel callers see takes the body's arguments without the row range:
+/// it runs all rows in one loop, or splits them into tasks of
+/// `rowsPerTask` rows for halide_do_par_for (the Halide runtime's thread
+/// pool, already linked into every executable for the Halide kernels).
+func::FuncOp LoopKernels::finish(func::FuncOp body, const LoopSchedule &s, unsigned rowsArg) {
+  MLIRContext *ctx = module.getContext();
+  Location loc = body.getLoc();
+  if (s.vectorBits > 0) {
+    Attribute width[] = {StringAttr::get(ctx, "prefer-vector-width"),
+                         StringAttr::get(ctx, std::to_string(s.vectorBits))};
+    body->setAttr("passthrough", ArrayAttr::get(ctx, {ArrayAttr::get(ctx, width)}));
+  }
+  auto inputs = body.getFunctionType().getInputs().drop_back(2);
+  std::string name = body.getName().drop_back(std::strlen(kBodySuffix)).str();
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  auto fn = func::FuncOp::create(b, loc, name, FunctionType::get(ctx, inputs, {}));
+  fn.setPrivate();
+  cache[name] = fn;
+  b.setInsertionPointToStart(fn.addEntryBlock());
+  Emitter e{b, loc};
+  SmallVector<Value> args(fn.getArguments());
+  Value rows = args[rowsArg];
+  auto runRows = [&](OpBuilder &at, Value begin, Value end) {
+    SmallVector<Value> withRange(args);
+    withRange.append({begin, end});
+    func::CallOp::create(at, loc, body, withRange);
+  };
+  if (s.rowsPerTask == 0) {
+    runRows(b, e.i(0), rows);
+    func::ReturnOp::create(b, loc);
+    return fn;
+  }
+  // The closure: every argument widened to an i64 slot.
+  Value closure = LLVM::AllocaOp::create(b, loc, e.ptr, e.i64, e.i(int64_t(args.size())));
+  for (auto [index, arg] : llvm::enumerate(args)) {
+    Value slot = isa<LLVM::LLVMPointerType>(arg.getType())
+                     ? Value(LLVM::PtrToIntOp::create(b, loc, e.i64, arg))
+                     : arg;
+    LLVM::StoreOp::create(b, loc, slot,
+                          LLVM::GEPOp::create(b, loc, e.ptr, e.i64, closure,
+                                              ValueRange{e.i(int64_t(index))}));
+  }
+  Value perTask = e.i(s.rowsPerTask);
+  Value oneTask = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, rows, perTask);
+  auto branch = scf::IfOp::create(b, loc, oneTask, /*withElseRegion=*/true);
+  {
+    OpBuilder then = branch.getThenBodyBuilder();
+    runRows(then, Emitter{then, loc}.i(0), rows);
+  }
+  OpBuilder orElse = branch.getElseBodyBuilder();
+  Emitter p{orElse, loc};
+  Value tasks = arith::DivSIOp::create(orElse, loc, p.addi(rows, p.i(s.rowsPerTask - 1)), perTask);
+  Type i32 = orElse.getI32Type();
+  func::FuncOp task = taskOf(body, fn, s, rowsArg);
+  Value taskRef = func::ConstantOp::create(orElse, loc, task.getFunctionType(),
+                                           SymbolRefAttr::get(task));
+  Value taskPtr =
+      UnrealizedConversionCastOp::create(orElse, loc, TypeRange{p.ptr}, ValueRange{taskRef})
+          .getResult(0);
+  Value noContext = LLVM::ZeroOp::create(orElse, loc, p.ptr);
+  func::CallOp::create(orElse, loc, parallelFor(), ValueRange{noContext, taskPtr,
+                       arith::ConstantIntOp::create(orElse, loc, i32, 0),
+                       arith::TruncIOp::create(orElse, loc, i32, tasks), closure});
+  b.setInsertionPointAfter(branch);
+  func::ReturnOp::create(b, loc);
+  return fn;
+}
+
+/// int task(void *user_context, int index, uint8_t *closure): rows
+/// [index·rowsPerTask, min(rows, (index+1)·rowsPerTask)) of the call whose
+/// arguments the closure holds.
+func::FuncOp LoopKernels::taskOf(func::FuncOp body, func::FuncOp kernel, const LoopSchedule &s,
+                                 unsigned rowsArg) {
+  MLIRContext *ctx = module.getContext();
+  Location loc = body.getLoc();
+  Type ptr = LLVM::LLVMPointerType::get(ctx), i32 = IntegerType::get(ctx, 32);
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  auto task = func::FuncOp::create(b, loc, (kernel.getName() + "_task").str(),
+                                   FunctionType::get(ctx, {ptr, i32, ptr}, {i32}));
+  task.setPrivate();
+  b.setInsertionPointToStart(task.addEntryBlock());
+  Emitter e{b, loc};
+  SmallVector<Value> args;
+  for (auto [index, type] : llvm::enumerate(kernel.getFunctionType().getInputs())) {
+    Value slot = LLVM::LoadOp::create(
+        b, loc, e.i64,
+        LLVM::GEPOp::create(b, loc, ptr, e.i64, task.getArgument(2),
+                            ValueRange{e.i(int64_t(index))}));
+    args.push_back(isa<LLVM::LLVMPointerType>(type)
+                       ? Value(LLVM::IntToPtrOp::create(b, loc, ptr, slot))
+                       : slot);
+  }
+  Value index = arith::ExtSIOp::create(b, loc, e.i64, task.getArgument(1));
+  Value begin = e.muli(index, e.i(s.rowsPerTask));
+  Value end = arith::MinSIOp::create(b, loc, e.addi(begin, e.i(s.rowsPerTask)), args[rowsArg]);
+  args.append({begin, end});
+  func::CallOp::create(b, loc, body, args);
+  func::ReturnOp::create(b, loc, ValueRange{arith::ConstantIntOp::create(b, loc, i32, 0)});
+  return task;
+}
+
+/// int halide_do_par_for(void *user_context, halide_task_t task, int min,
+///                       int size, uint8_t *closure)
+func::FuncOp LoopKernels::parallelFor() {
+  constexpr llvm::StringLiteral name = "halide_do_par_for";
+  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
+    return existing;
+  MLIRContext *ctx = module.getContext();
+  Type ptr = LLVM::LLVMPointerType::get(ctx), i32 = IntegerType::get(ctx, 32);
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  auto fn = func::FuncOp::create(b, module.getLoc(), name,
+                                 FunctionType::get(ctx, {ptr, ptr, i32, i32, ptr}, {i32}));
+  fn.setPrivate();
+  return fn;
+}
+
+/// Names the kernel after `key` and its schedule `sched`, and returns the
+/// one already built under that name.
+#define XF_KERNEL_CACHED_WITH(key, sched)                                      \
+  const LoopSchedule kernelSchedule = sched;                                   \
+  std::string name = std::string(key) + scheduleSuffix(kernelSchedule);        \
   if (auto it = cache.find(name); it != cache.end())                           \
     return it->second;
+#define XF_KERNEL_CACHED(key) XF_KERNEL_CACHED_WITH(key, schedule)
 
 func::FuncOp LoopKernels::gatherRows(int64_t width, bool bf16Table) {
   XF_KERNEL_CACHED((bf16Table ? "xf_gather_bf16_rows_" : "xf_gather_rows_") +
@@ -129,7 +268,7 @@ func::FuncOp LoopKernels::gatherRows(int64_t width, bool bf16Table) {
   func::FuncOp fn = declare(name, "pppi", b);
   Emitter e{b, fn.getLoc()};
   auto args = fn.getArguments();
-  e.loop(args[3], [&](Value t) {
+  e.eachRow(fn, [&](Value t) {
     Value id = LLVM::LoadOp::create(b, e.loc, b.getI32Type(),
                                     LLVM::GEPOp::create(b, e.loc, e.ptr, b.getI32Type(),
                                                         args[1], ValueRange{t}));
@@ -152,7 +291,7 @@ func::FuncOp LoopKernels::gatherRows(int64_t width, bool bf16Table) {
     });
   });
   func::ReturnOp::create(b, e.loc);
-  return fn;
+  return finish(fn, kernelSchedule, /*rowsArg=*/3);
 }
 
 func::FuncOp LoopKernels::positionRows(int64_t width) {
@@ -161,13 +300,13 @@ func::FuncOp LoopKernels::positionRows(int64_t width) {
   func::FuncOp fn = declare(name, "ppii", b);
   Emitter e{b, fn.getLoc()};
   auto args = fn.getArguments();
-  e.loop(args[2], [&](Value t) {
+  e.eachRow(fn, [&](Value t) {
     Value src = e.row(args[0], e.addi(t, args[3]), width);
     Value dst = e.row(args[1], t, width);
     e.loop(e.i(width), [&](Value c) { e.store(e.load(src, c), dst, c); });
   });
   func::ReturnOp::create(b, e.loc);
-  return fn;
+  return finish(fn, kernelSchedule, /*rowsArg=*/2);
 }
 
 func::FuncOp LoopKernels::sinusoidRows(int64_t width, double base) {
@@ -178,7 +317,7 @@ func::FuncOp LoopKernels::sinusoidRows(int64_t width, double base) {
   Emitter e{b, fn.getLoc()};
   auto args = fn.getArguments();
   // Angles in f64: positions reach thousands of radians.
-  e.loop(args[1], [&](Value t) {
+  e.eachRow(fn, [&](Value t) {
     Value pos = arith::SIToFPOp::create(b, e.loc, e.f64, e.addi(t, args[2]));
     Value dst = e.row(args[0], t, width);
     e.loop(e.i(width / 2), [&](Value k) {
@@ -195,7 +334,7 @@ func::FuncOp LoopKernels::sinusoidRows(int64_t width, double base) {
     });
   });
   func::ReturnOp::create(b, e.loc);
-  return fn;
+  return finish(fn, kernelSchedule, /*rowsArg=*/1);
 }
 
 func::FuncOp LoopKernels::add(int64_t width, bool broadcastRhs) {
@@ -205,13 +344,13 @@ func::FuncOp LoopKernels::add(int64_t width, bool broadcastRhs) {
   func::FuncOp fn = declare(name, "pppi", b);
   Emitter e{b, fn.getLoc()};
   auto args = fn.getArguments();
-  e.loop(args[3], [&](Value t) {
+  e.eachRow(fn, [&](Value t) {
     Value a = e.row(args[0], t, width), out = e.row(args[2], t, width);
     Value rhs = broadcastRhs ? args[1] : e.row(args[1], t, width);
     e.loop(e.i(width), [&](Value c) { e.store(e.add(e.load(a, c), e.load(rhs, c)), out, c); });
   });
   func::ReturnOp::create(b, e.loc);
-  return fn;
+  return finish(fn, kernelSchedule, /*rowsArg=*/3);
 }
 
 func::FuncOp LoopKernels::elementwise(int64_t width, ElementwiseKind kind) {
@@ -221,7 +360,7 @@ func::FuncOp LoopKernels::elementwise(int64_t width, ElementwiseKind kind) {
   func::FuncOp fn = declare(name, "ppi", b);
   Emitter e{b, fn.getLoc()};
   auto args = fn.getArguments();
-  e.loop(args[2], [&](Value t) {
+  e.eachRow(fn, [&](Value t) {
     Value in = e.row(args[0], t, width), out = e.row(args[1], t, width);
     e.loop(e.i(width), [&](Value c) {
       Value x = e.load(in, c);
@@ -232,7 +371,7 @@ func::FuncOp LoopKernels::elementwise(int64_t width, ElementwiseKind kind) {
     });
   });
   func::ReturnOp::create(b, e.loc);
-  return fn;
+  return finish(fn, kernelSchedule, /*rowsArg=*/2);
 }
 
 func::FuncOp LoopKernels::silu(int64_t width) {
@@ -241,7 +380,7 @@ func::FuncOp LoopKernels::silu(int64_t width) {
   func::FuncOp fn = declare(name, "pipi", b);
   Emitter e{b, fn.getLoc()};
   auto args = fn.getArguments();
-  e.loop(args[3], [&](Value t) {
+  e.eachRow(fn, [&](Value t) {
     Value in = e.at(args[0], e.muli(t, args[1])), out = e.row(args[2], t, width);
     e.loop(e.i(width), [&](Value c) {
       // x / (1 + e^(−x)): 0 when e^(−x) overflows, x when it underflows.
@@ -251,7 +390,7 @@ func::FuncOp LoopKernels::silu(int64_t width) {
     });
   });
   func::ReturnOp::create(b, e.loc);
-  return fn;
+  return finish(fn, kernelSchedule, /*rowsArg=*/3);
 }
 
 func::FuncOp LoopKernels::multiply(int64_t width) {
@@ -260,13 +399,13 @@ func::FuncOp LoopKernels::multiply(int64_t width) {
   func::FuncOp fn = declare(name, "pipipi", b);
   Emitter e{b, fn.getLoc()};
   auto args = fn.getArguments();
-  e.loop(args[5], [&](Value t) {
+  e.eachRow(fn, [&](Value t) {
     Value lhs = e.at(args[0], e.muli(t, args[1])), rhs = e.at(args[2], e.muli(t, args[3]));
     Value out = e.row(args[4], t, width);
     e.loop(e.i(width), [&](Value c) { e.store(e.mul(e.load(lhs, c), e.load(rhs, c)), out, c); });
   });
   func::ReturnOp::create(b, e.loc);
-  return fn;
+  return finish(fn, kernelSchedule, /*rowsArg=*/5);
 }
 
 /// Pair i of every head turns by θ_i = p · base^(−2i/d): (a, b) ↦
@@ -287,7 +426,7 @@ func::FuncOp LoopKernels::rotaryRows(int64_t heads, int64_t headWidth, RotaryPai
   auto f64 = [&](double v) {
     return arith::ConstantFloatOp::create(b, e.loc, b.getF64Type(), APFloat(v));
   };
-  e.loop(args[3], [&](Value t) {
+  e.eachRow(fn, [&](Value t) {
     Value in = e.at(args[0], e.muli(t, args[1])), out = e.row(args[2], t, width);
     Value position = arith::SIToFPOp::create(b, e.loc, e.f64, e.addi(t, args[4]));
     e.loop(e.i(half), [&](Value i) {
@@ -311,31 +450,32 @@ func::FuncOp LoopKernels::rotaryRows(int64_t heads, int64_t headWidth, RotaryPai
     });
   });
   func::ReturnOp::create(b, e.loc);
-  return fn;
+  return finish(fn, kernelSchedule, /*rowsArg=*/3);
 }
 
 func::FuncOp LoopKernels::layerNorm(int64_t width, double eps, bool affine) {
   XF_KERNEL_CACHED("xf_layer_norm_" + std::to_string(width) + (affine ? "_affine_" : "_") +
                    formatDouble(eps));
-  return normalizeRows(name, width, eps, /*center=*/true, affine ? 2 : 0);
+  return normalizeRows(name, kernelSchedule, width, eps, /*center=*/true, affine ? 2 : 0);
 }
 
 func::FuncOp LoopKernels::rmsNorm(int64_t width, double eps, bool scaled) {
   XF_KERNEL_CACHED("xf_rms_norm_" + std::to_string(width) + (scaled ? "_scaled_" : "_") +
                    formatDouble(eps));
-  return normalizeRows(name, width, eps, /*center=*/false, scaled ? 1 : 0);
+  return normalizeRows(name, kernelSchedule, width, eps, /*center=*/false, scaled ? 1 : 0);
 }
 
 /// y = (x − μ) / sqrt(mean((x − μ)²) + ε) [· γ [+ β]], μ = mean(x) or 0.
-func::FuncOp LoopKernels::normalizeRows(const std::string &name, int64_t width, double eps,
-                                        bool center, unsigned affineParams) {
+func::FuncOp LoopKernels::normalizeRows(const std::string &name, const LoopSchedule &kernelSchedule,
+                                        int64_t width, double eps, bool center,
+                                        unsigned affineParams) {
   OpBuilder b(module.getContext());
   func::FuncOp fn = declare(name, "p" + std::string(affineParams, 'p') + "pi", b);
   Emitter e{b, fn.getLoc()};
   auto args = fn.getArguments();
-  Value in = args[0], out = args[1 + affineParams], rows = args[2 + affineParams];
+  Value in = args[0], out = args[1 + affineParams];
   Value n = e.f(double(width));
-  e.loop(rows, [&](Value t) {
+  e.eachRow(fn, [&](Value t) {
     Value x = e.row(in, t, width), y = e.row(out, t, width);
     Value mean = center ? e.div(e.sum(e.i(width), [&](Value c) { return e.load(x, c); }), n)
                         : e.f(0.0);
@@ -354,7 +494,7 @@ func::FuncOp LoopKernels::normalizeRows(const std::string &name, int64_t width, 
     });
   });
   func::ReturnOp::create(b, e.loc);
-  return fn;
+  return finish(fn, kernelSchedule, /*rowsArg=*/2 + affineParams);
 }
 
 func::FuncOp LoopKernels::softmax(int64_t width) {
@@ -363,7 +503,7 @@ func::FuncOp LoopKernels::softmax(int64_t width) {
   func::FuncOp fn = declare(name, "ppi", b);
   Emitter e{b, fn.getLoc()};
   auto args = fn.getArguments();
-  e.loop(args[2], [&](Value t) {
+  e.eachRow(fn, [&](Value t) {
     Value x = e.row(args[0], t, width), y = e.row(args[1], t, width);
     Value top = e.maximum(e.i(width), [&](Value c) { return e.load(x, c); });
     Value total = e.sum(e.i(width), [&](Value c) {
@@ -375,36 +515,36 @@ func::FuncOp LoopKernels::softmax(int64_t width) {
     e.loop(e.i(width), [&](Value c) { e.store(e.mul(e.load(y, c), inv), y, c); });
   });
   func::ReturnOp::create(b, e.loc);
-  return fn;
+  return finish(fn, kernelSchedule, /*rowsArg=*/2);
 }
 
 func::FuncOp LoopKernels::copy2d() {
-  XF_KERNEL_CACHED("xf_copy2d");
+  XF_KERNEL_CACHED_WITH("xf_copy2d", LoopSchedule{});
   OpBuilder b(module.getContext());
   func::FuncOp fn = declare(name, "pipiii", b);
   Emitter e{b, fn.getLoc()};
   auto args = fn.getArguments();
-  e.loop(args[4], [&](Value r) {
+  e.eachRow(fn, [&](Value r) {
     Value src = e.at(args[0], e.muli(r, args[1]));
     Value dst = e.at(args[2], e.muli(r, args[3]));
     e.loop(args[5], [&](Value c) { e.store(e.load(src, c), dst, c); });
   });
   func::ReturnOp::create(b, e.loc);
-  return fn;
+  return finish(fn, kernelSchedule, /*rowsArg=*/4);
 }
 
 func::FuncOp LoopKernels::transpose2d() {
-  XF_KERNEL_CACHED("xf_transpose2d");
+  XF_KERNEL_CACHED_WITH("xf_transpose2d", LoopSchedule{});
   OpBuilder b(module.getContext());
   func::FuncOp fn = declare(name, "ppii", b);
   Emitter e{b, fn.getLoc()};
   auto args = fn.getArguments();
-  e.loop(args[2], [&](Value r) {
+  e.eachRow(fn, [&](Value r) {
     e.loop(args[3], [&](Value c) {
       Value v = e.load(args[0], e.addi(e.muli(r, args[3]), c));
       e.store(v, args[1], e.addi(e.muli(c, args[2]), r));
     });
   });
   func::ReturnOp::create(b, e.loc);
-  return fn;
+  return finish(fn, kernelSchedule, /*rowsArg=*/2);
 }

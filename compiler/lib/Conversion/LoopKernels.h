@@ -6,12 +6,16 @@
 // Kernels are created once per distinct signature and shared.
 //
 // Every kernel takes (pointers..., i64 rows [, extra i64s]) and works on
-// dense row-major matrices of a static width.
+// dense row-major matrices of a static width. Its #xf.loop_schedule decides
+// whether the rows run as one loop or as parallel tasks (finish()); the
+// loop itself lives in a body function `<kernel>_rows` over a row range.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef XF_LIB_CONVERSION_LOOPKERNELS_H
 #define XF_LIB_CONVERSION_LOOPKERNELS_H
+
+#include "xf/Conversion/KernelSchedules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -28,6 +32,10 @@ enum class RotaryPairs { Adjacent, Halves };
 class LoopKernels {
 public:
   explicit LoopKernels(ModuleOp module) : module(module) {}
+
+  /// The schedule of the kernels requested from now on (the op's
+  /// #xf.loop_schedule); layout copies (copy2d, transpose2d) stay serial.
+  void useSchedule(const LoopSchedule &s) { schedule = s; }
 
   /// out[t, :] = table[ids[t], :]            (table, ids, out, rows)
   /// A bfloat16 table is widened exactly (its bits are a float32's top half).
@@ -61,13 +69,24 @@ public:
   func::FuncOp transpose2d();
 
 private:
-  /// A private kernel taking `signature` ('p' = !llvm.ptr, 'i' = i64);
-  /// `body` is left at the start of its entry block.
+  static constexpr const char *kBodySuffix = "_rows";
+  /// The body of kernel `name` taking `signature` ('p' = !llvm.ptr, 'i' =
+  /// i64) and then the row range [begin, end) it computes; `body` is left at
+  /// the start of its entry block.
   func::FuncOp declare(llvm::StringRef name, llvm::StringRef signature, OpBuilder &body);
+  /// The kernel itself: runs the body over all rows, in tasks if `s` says so.
+  /// Argument `rowsArg` is the number of rows.
+  func::FuncOp finish(func::FuncOp body, const LoopSchedule &s, unsigned rowsArg);
+  /// The halide_do_par_for task running one slice of rows of `kernel`.
+  func::FuncOp taskOf(func::FuncOp body, func::FuncOp kernel, const LoopSchedule &s,
+                      unsigned rowsArg);
+  func::FuncOp parallelFor();
+  static std::string scheduleSuffix(const LoopSchedule &s);
   /// LayerNorm and RMSNorm share one body (in, [γ, [β]], out, rows).
-  func::FuncOp normalizeRows(const std::string &name, int64_t width, double eps, bool center,
-                             unsigned affineParams);
+  func::FuncOp normalizeRows(const std::string &name, const LoopSchedule &kernelSchedule,
+                             int64_t width, double eps, bool center, unsigned affineParams);
   ModuleOp module;
+  LoopSchedule schedule;
   llvm::StringMap<func::FuncOp> cache;
 };
 

@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "xf/Conversion/LowerToHost.h"
+#include "xf/Conversion/KernelSchedules.h"
 #include "xf/Conversion/KernelSpecs.h"
 #include "BufferPlan.h"
 #include "HalideCalls.h"
@@ -664,6 +665,7 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
     site.contextFromSource = placements[attn.getKey()].rows == Rows::Source;
     return success();
   }
+  kernels->useSchedule(loopScheduleOf(loopScheduleAttrOf(op)));
   // Loop kernels that read column slices in place: (pointer, row stride).
   auto strided = [&](Value t) -> std::pair<Value, Value> {
     return {pointerOf(t), i64(placements[t].stride)};

@@ -2,7 +2,8 @@
 //
 // In: @forward after fusion. Out: the same, with the database's best
 // schedule on every kernel it holds an entry for (same kernel signature,
-// target, threads and xf version), each such op marked `xf.tuned`.
+// target, threads and xf version), each such op marked `xf.tuned`. Loop
+// kernel ops take theirs as `xf.loop_schedule`.
 // Entries are parsed as schedule attributes, so an entry edited into an
 // illegal schedule fails with the attribute verifier's message.
 //
@@ -70,15 +71,17 @@ struct ApplyTuningDatabasePass : xf::impl::ApplyTuningDatabaseBase<ApplyTuningDa
       std::string error;
       FailureOr<Attribute> schedule = parseSchedule(ctx, entry->schedule, error);
       bool fits = succeeded(schedule) &&
-                  (isa<GemmOp>(k.op) ? isa<GemmScheduleAttr>(*schedule)
-                                     : isa<AttentionScheduleAttr>(*schedule));
+                  (isa<GemmOp>(k.op)        ? isa<GemmScheduleAttr>(*schedule)
+                   : isa<AttentionOp>(k.op) ? isa<AttentionScheduleAttr>(*schedule)
+                                            : isa<LoopScheduleAttr>(*schedule));
       if (!fits) {
         k.op->emitError() << "tuning database '" << db << "': the entry for '" << k.signature
                           << "' holds an illegal schedule: "
                           << (error.empty() ? "not a schedule of this kind of kernel" : error);
         return signalPassFailure();
       }
-      k.op->setAttr("schedule", *schedule);
+      k.op->setAttr(isLoopKernelOp(k.op) ? XfDialect::kLoopScheduleAttrName : "schedule",
+                    *schedule);
       k.op->setAttr("xf.tuned", UnitAttr::get(ctx));
     }
     if (!tunedElsewhere.empty())
@@ -89,7 +92,8 @@ struct ApplyTuningDatabasePass : xf::impl::ApplyTuningDatabaseBase<ApplyTuningDa
                             << kXfVersion << ")";
     for (const tuning::TuningEntry &entry : loaded->entries()) {
       llvm::StringRef kernel = entry.kernel;
-      if (!kernel.starts_with("gemm ") && !kernel.starts_with("attention ")) {
+      if (!kernel.starts_with("gemm ") && !kernel.starts_with("attention ") &&
+          !kernel.starts_with("loop ")) {
         forward.emitWarning() << "tuning database '" << db << "': ignoring the entry for unknown "
                               << "kernel '" << kernel << "'";
         break;

@@ -3,7 +3,8 @@
 // Schedules live on the kernel ops as typed attributes so that
 // `--emit=kernels` shows exactly what each kernel will be compiled with.
 // The defaults follow the target's vector unit (HalideKernels.h:
-// defaultGemmSchedule, defaultAttentionSchedule). Schedules already present
+// defaultGemmSchedule, defaultAttentionSchedule); loop kernels get tasks of
+// ~64 KiB of rows (KernelSchedules.h: defaultLoopSchedule). Schedules already present
 // (from the tuning database or written by hand) are kept but must fit the
 // target: a register tile of whole vectors.
 //
@@ -51,6 +52,11 @@ struct AssignDefaultSchedulesPass
                              << " float32 lanes)";
           return WalkResult::interrupt();
         }
+      }
+      if (isLoopKernelOp(op) && !loopScheduleAttrOf(op)) {
+        auto type = cast<ShapedType>(op->getResult(0).getType());
+        op->setAttr(XfDialect::kLoopScheduleAttrName,
+                    loopScheduleAttr(ctx, defaultLoopSchedule(type.getShape().back())));
       }
       if (auto attn = dyn_cast<AttentionOp>(op); attn && !attn.getScheduleAttr())
         attn.setScheduleAttr(attentionScheduleAttr(ctx, defaultAttentionSchedule(shape)));

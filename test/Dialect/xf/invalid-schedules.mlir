@@ -135,3 +135,34 @@ func.func @wrong_kind(%x: tensor<?x8xf32>, %w: tensor<8x16xf32>) -> tensor<?x16x
   %g = xf.gemm %x, %w activation none {schedule = #xf.attention_schedule<query_block = 64, key_block = 64, row_tile = 4, decode_key_tile = 4>} : (tensor<?x8xf32>, tensor<8x16xf32>) -> tensor<?x16xf32>
   return %g : tensor<?x16xf32>
 }
+
+// -----
+
+// expected-error @+1 {{#xf.loop_schedule: rows_per_task = -1 is out of range [0, 1048576]}}
+func.func @loop_rows() attributes {xf.s = #xf.loop_schedule<rows_per_task = -1, vector_bits = 0>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{#xf.loop_schedule: vector_bits = 300 is not 0 (the target's choice), 128, 256 or 512}}
+func.func @loop_bits() attributes {xf.s = #xf.loop_schedule<rows_per_task = 4, vector_bits = 300>} {
+  return
+}
+
+// -----
+
+// Only ops lowered to loop kernels take a loop schedule, and only a loop schedule.
+func.func @loop_on_gemm(%x: tensor<?x8xf32>, %w: tensor<8x16xf32>) -> tensor<?x16xf32> {
+  // expected-error @+1 {{'xf.loop_schedule' is only for ops lowered to loop kernels (norms, softmax, embeddings, elementwise), not 'xf.gemm'}}
+  %g = xf.gemm %x, %w activation none {xf.loop_schedule = #xf.loop_schedule<rows_per_task = 4, vector_bits = 0>} : (tensor<?x8xf32>, tensor<8x16xf32>) -> tensor<?x16xf32>
+  return %g : tensor<?x16xf32>
+}
+
+// -----
+
+func.func @gemm_schedule_on_softmax(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
+  // expected-error @+1 {{'xf.loop_schedule' must be a #xf.loop_schedule, not #xf.attention_schedule}}
+  %s = xf.softmax %x {xf.loop_schedule = #xf.attention_schedule<query_block = 64, key_block = 64, row_tile = 4, decode_key_tile = 4>} : tensor<?x8xf32>
+  return %s : tensor<?x8xf32>
+}

@@ -18,6 +18,16 @@ func.func @attention_schedule(%q: tensor<?x768xf32>) -> tensor<?x768xf32> {
   return %a : tensor<?x768xf32>
 }
 
+// Loop kernel ops carry theirs as the discardable attribute xf.loop_schedule.
+// CHECK-LABEL: func.func @loop_schedule
+func.func @loop_schedule(%x: tensor<?x768xf32>) -> tensor<?x768xf32> {
+  // CHECK: xf.softmax %{{.*}} {xf.loop_schedule = #xf.loop_schedule<rows_per_task = 21, vector_bits = 512>} : tensor<?x768xf32>
+  %s = xf.softmax %x {xf.loop_schedule = #xf.loop_schedule<rows_per_task = 21, vector_bits = 512>} : tensor<?x768xf32>
+  // CHECK: xf.gelu tanh %{{.*}} {xf.loop_schedule = #xf.loop_schedule<rows_per_task = 0, vector_bits = 0>} : tensor<?x768xf32>
+  %g = xf.gelu tanh %s {xf.loop_schedule = #xf.loop_schedule<rows_per_task = 0, vector_bits = 0>} : tensor<?x768xf32>
+  return %g : tensor<?x768xf32>
+}
+
 // A schedule is an attribute of its own: usable (and verified) anywhere.
 // CHECK-LABEL: func.func @standalone
 // CHECK-SAME: xf.s = #xf.attention_schedule<query_block = 64, key_block = 64, row_tile = 4, decode_key_tile = 4>

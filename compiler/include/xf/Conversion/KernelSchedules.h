@@ -12,6 +12,8 @@
 #include "xf/Conversion/HalideKernels.h"
 #include "xf/IR/XfOps.h"
 
+#include <algorithm>
+
 namespace mlir::xf {
 
 inline GemmSchedule gemmScheduleOf(GemmScheduleAttr a) {
@@ -37,6 +39,33 @@ inline AttentionSchedule attentionScheduleOf(AttentionScheduleAttr a) {
 
 inline AttentionScheduleAttr attentionScheduleAttr(MLIRContext *ctx, const AttentionSchedule &s) {
   return AttentionScheduleAttr::get(ctx, s.queryBlock, s.keyBlock, s.rowTile, s.decodeKeyTile);
+}
+
+/// The knobs of a loop kernel (LoopKernels.h), as in #xf.loop_schedule.
+struct LoopSchedule {
+  int64_t rowsPerTask = 0; // 0: one serial loop
+  int64_t vectorBits = 0;  // 0: the target CPU's preferred vector width
+  bool operator==(const LoopSchedule &) const = default;
+};
+
+/// Tasks of ~64 KiB of row data: enough to hide the thread pool's wake-up
+/// (microseconds) behind each task, small enough that a 128-row prefill of
+/// a 768-wide model splits into several tasks per thread.
+inline LoopSchedule defaultLoopSchedule(int64_t rowWidth) {
+  LoopSchedule s;
+  s.rowsPerTask = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, rowWidth));
+  return s;
+}
+
+inline LoopSchedule loopScheduleOf(LoopScheduleAttr a) {
+  LoopSchedule s;
+  if (a)
+    s.rowsPerTask = a.getRowsPerTask(), s.vectorBits = a.getVectorBits();
+  return s;
+}
+
+inline LoopScheduleAttr loopScheduleAttr(MLIRContext *ctx, const LoopSchedule &s) {
+  return LoopScheduleAttr::get(ctx, s.rowsPerTask, s.vectorBits);
 }
 
 } // namespace mlir::xf

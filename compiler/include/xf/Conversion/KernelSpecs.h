@@ -43,9 +43,13 @@ AttentionKernelSpec attentionKernelSpecOf(AttentionOp op);
 /// "attention heads=12 dk=64 dv=64 causal scale=0.125".
 std::string kernelSignature(const GemmKernelSpec &spec);
 std::string kernelSignature(const AttentionKernelSpec &spec);
+/// A loop kernel op's signature: its name, operand types and inherent
+/// attributes, e.g. "loop layer_norm (tensor<?x768xf32>, tensor<768xf32>,
+/// tensor<768xf32>) {epsilon = 1.000000e-05 : f64}".
+std::string loopKernelSignature(Operation *op);
 
 /// The signature of each kernel op of `forward` under `dtypes` (in walk
-/// order), with the op.
+/// order), with the op: GEMMs, attention and loop kernels.
 struct KernelOpSignature {
   Operation *op;
   std::string signature;

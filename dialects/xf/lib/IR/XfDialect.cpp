@@ -15,3 +15,25 @@ void XfDialect::initialize() {
       >();
   registerScheduleAttributes();
 }
+
+bool mlir::xf::isLoopKernelOp(Operation *op) {
+  return isa<TokenEmbedOp, PositionalEmbedOp, SinusoidalEmbedOp, AddOp, ReluOp, GeluOp, SoftmaxOp,
+             LayerNormOp, RmsNormOp, SiluOp, MulOp, RopeOp>(op);
+}
+
+LoopScheduleAttr mlir::xf::loopScheduleAttrOf(Operation *op) {
+  return op->getAttrOfType<LoopScheduleAttr>(XfDialect::kLoopScheduleAttrName);
+}
+
+LogicalResult XfDialect::verifyOperationAttribute(Operation *op, NamedAttribute attr) {
+  if (attr.getName() != kLoopScheduleAttrName)
+    return success();
+  if (!isa<LoopScheduleAttr>(attr.getValue()))
+    return op->emitError() << "'" << kLoopScheduleAttrName
+                           << "' must be a #xf.loop_schedule, not " << attr.getValue();
+  if (!isLoopKernelOp(op))
+    return op->emitError() << "'" << kLoopScheduleAttrName << "' is only for ops lowered to "
+                           << "loop kernels (norms, softmax, embeddings, elementwise), not '"
+                           << op->getName() << "'";
+  return success();
+}

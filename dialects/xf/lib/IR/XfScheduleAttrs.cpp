@@ -77,3 +77,13 @@ LogicalResult AttentionScheduleAttr::verify(function_ref<InFlightDiagnostic()> e
                        << rowTile << " × " << keyBlock << " exceeds 4096 accumulators";
   return success();
 }
+
+LogicalResult LoopScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                       int64_t rowsPerTask, int64_t vectorBits) {
+  if (failed(inRange(emitError, "loop_schedule", "rows_per_task", rowsPerTask, 0, 1 << 20)))
+    return failure();
+  if (vectorBits != 0 && vectorBits != 128 && vectorBits != 256 && vectorBits != 512)
+    return emitError() << "#xf.loop_schedule: vector_bits = " << vectorBits
+                       << " is not 0 (the target's choice), 128, 256 or 512";
+  return success();
+}

@@ -25,8 +25,12 @@ def Xf_Dialect : Dialect {
     shape rules of its algorithm and names the offending shapes.
   }];
   let useDefaultAttributePrinterParser = 1;
+  // Checks `xf.loop_schedule` (the schedule of ops lowered to loop kernels).
+  let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     void registerScheduleAttributes();
+    /// The discardable attribute holding a loop kernel op's #xf.loop_schedule.
+    static constexpr llvm::StringLiteral kLoopScheduleAttrName = "xf.loop_schedule";
   }];
 }
 

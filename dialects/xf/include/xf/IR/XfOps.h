@@ -17,4 +17,12 @@
 #define GET_OP_CLASSES
 #include "xf/IR/XfOps.h.inc"
 
+namespace mlir::xf {
+/// Whether the host lowering turns `op` into a loop kernel (scf loops over
+/// rows) rather than a Halide kernel: the ops that take #xf.loop_schedule.
+bool isLoopKernelOp(Operation *op);
+/// The op's #xf.loop_schedule, or null.
+LoopScheduleAttr loopScheduleAttrOf(Operation *op);
+} // namespace mlir::xf
+
 #endif // XF_IR_XFOPS_H

@@ -67,4 +67,25 @@ def Xf_AttentionScheduleAttr : Xf_Attr<"AttentionSchedule", "attention_schedule"
   let genVerifyDecl = 1;
 }
 
+def Xf_LoopScheduleAttr : Xf_Attr<"LoopSchedule", "loop_schedule"> {
+  let summary = "schedule of a loop kernel (norms, softmax, embeddings, elementwise)";
+  let description = [{
+    Loop kernels are scf loops over rows, lowered through LLVM. A call with
+    more than `rows_per_task` rows is split into tasks of `rows_per_task`
+    rows run by the Halide runtime's thread pool (`0`: always one serial
+    loop). `vector_bits` is the vector width LLVM is asked to prefer for
+    the kernel (`0`: the target CPU's own preference).
+
+    Ops lowered to loop kernels carry it as the discardable attribute
+    `xf.loop_schedule`:
+
+    ```mlir
+    %y = xf.layer_norm %x ... {xf.loop_schedule = #xf.loop_schedule<rows_per_task = 21, vector_bits = 0>}
+    ```
+  }];
+  let parameters = (ins "int64_t":$rows_per_task, "int64_t":$vector_bits);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // XF_SCHEDULE_ATTRS_TD
