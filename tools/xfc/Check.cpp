@@ -411,7 +411,7 @@ LogicalResult Checker::run() {
   for (int64_t l : lengths)
     if (l > limit)
       return fail(llvm::formatv("--lengths: {0} is past the model's {1} positions", l, limit));
-  out << llvm::formatv("xfc: check: {0} ({1}), seed {2}, {3} kernel calls\n", m.model,
+  out << llvm::formatv("xfc: check: {0} ({1}), seed {2}, {3} kernel call sites in its entry points\n", m.model,
                        m.kindName(), options.seed, program.siteOps.size());
   bool ok = true;
   for (int64_t l : lengths) {
