@@ -146,6 +146,13 @@ cl::opt<std::string> tuneReport("report",
                                          "baselines, best-so-far over time)"),
                                 cl::value_desc("file"), cl::cat(tuneCategory));
 
+cl::opt<bool> train(
+    "train", cl::init(false),
+    cl::desc("Add the training step (Alg. 13): @loss_and_gradients(tokens, targets), the "
+             "next-token loss and every checkpoint tensor's gradient (xf-differentiate, "
+             "docs/training.md). So far printed only (--emit=xf, fused, kernels)"),
+    cl::cat(xfcCategory));
+
 cl::list<std::string>
     defines("D", cl::Prefix,
             cl::desc("Override a hyperparameter (repeatable): -D L=2 or -DL=2"),
@@ -190,6 +197,10 @@ std::optional<double> parseDuration(llvm::StringRef text) {
 
 /// The passes from the xf dialect to `action`'s stage.
 static mlir::LogicalResult buildPipeline(Emit action, mlir::PassManager &pm) {
+  if (train) { // the backward of the decomposed ops, then fusion as usual
+    pm.addNestedPass<mlir::func::FuncOp>(mlir::xf::createDecomposeMultiHeadAttention());
+    pm.addPass(mlir::xf::createDifferentiate());
+  }
   switch (action) {
   case Emit::AST:
   case Emit::Xf:
@@ -484,6 +495,7 @@ int main(int argc, char **argv) {
                               "  xfc FILE.xf --emit=STAGE              print a stage\n"
                               "  xfc FILE.xf --check [--lengths 1,37,128] [--seed S]\n"
                               "                                        compare a build with the xf semantics\n"
+                              "  xfc FILE.xf --train --emit=kernels    print the training step\n"
                               "  xfc tune FILE.xf [--budget 10m] [--db DB] [--lengths 1,128]\n"
                               "                                        tune its kernels here\n");
   for (cl::Option *o : {(cl::Option *)&tuneBudget, (cl::Option *)&tuneDb,
@@ -556,6 +568,12 @@ int main(int argc, char **argv) {
     emitAction = Emit::Exe, binaryOutput = true;
   if (!tuneMode && binaryOutput && outputFilename == "-") {
     llvm::errs() << "xfc: error: --emit=exe and --emit=obj need -o FILE\n";
+    return 1;
+  }
+  if (train && (tuneMode || check || (emitAction != Emit::Xf && emitAction != Emit::Fused &&
+                             emitAction != Emit::Kernels))) {
+    llvm::errs() << "xfc: error: --train prints the training step (--emit=xf, fused or "
+                    "kernels); the trainer executable is not built yet (docs/training.md)\n";
     return 1;
   }
   // A bad -o fails now, not after the compile; it may not be the spec itself.
