@@ -75,11 +75,15 @@ Status parseAll(const std::vector<std::string> &lists, const char *flag, const M
 }
 
 // The tokenizer in a GGUF file's metadata, and its chat template.
-Expected<LoadedTokenizer> loadGgufFileTokenizer(const std::string &path) {
+// `implicit` (the --weights file, no --tokenizer): a file without tokenizer metadata gives no
+// tokenizer, so token ids (--tokens) still run; a text input then asks for one as usual.
+Expected<LoadedTokenizer> loadGgufFileTokenizer(const std::string &path, bool implicit = false) {
   Expected<std::unique_ptr<GgufFile>> file = GgufFile::open(path);
   if (!file)
     return file.status();
   const GgufHeader &h = (*file)->header();
+  if (implicit && !h.find("tokenizer.ggml.model"))
+    return Expected<LoadedTokenizer>(LoadedTokenizer{});
   Expected<GgufTokenizer> tok = loadGgufTokenizer(h);
   if (!tok)
     return tok.status();
@@ -176,7 +180,7 @@ Expected<LoadedTokenizer> loadTokenizer(const Options &o) {
   if (!o.tokenizer.empty() && endsWith(o.tokenizer, ".gguf") && !isDirectory(o.tokenizer))
     return loadGgufFileTokenizer(o.tokenizer);
   if (o.tokenizer.empty() && o.vocab.empty() && o.weightsAreGguf())
-    return loadGgufFileTokenizer(o.weights);
+    return loadGgufFileTokenizer(o.weights, /*implicit=*/true);
   return loadFileTokenizer(o);
 }
 

@@ -65,8 +65,17 @@ Status parseParameter(const JsonValue &p, size_t index, ParameterSpec &out) {
   if (const JsonValue *dtype = p.find("dtype")) {
     if (dtype->isString() && (dtype->string == "f32" || dtype->string == "bf16"))
       out.bf16 = dtype->string == "bf16";
-    else
-      return fail(where + ": unknown dtype " + describeJson(*dtype) + " (f32, bf16)");
+    else if (dtype->isString() &&
+             (dtype->string == "q8_0" || dtype->string == "q4_0" || dtype->string == "q4_1")) {
+      out.blocks = true;
+      out.blockType = dtype->string == "q8_0"   ? GgmlType::Q8_0
+                      : dtype->string == "q4_0" ? GgmlType::Q4_0
+                                                : GgmlType::Q4_1;
+      if (out.shape.size() != 2 || out.shape[1] % 32 != 0)
+        return fail(where + ": a " + dtype->string + " parameter needs a shape [rows, 32·n]");
+    } else
+      return fail(where + ": unknown dtype " + describeJson(*dtype) +
+                  " (f32, bf16, q8_0, q4_0, q4_1)");
   }
   return Status::success();
 }

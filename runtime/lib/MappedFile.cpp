@@ -157,6 +157,11 @@ MappedFile::~MappedFile() {
   }
 }
 
+void releaseMappedPages(const MappedFile &file) {
+  if (file.data() && file.size())
+    (void)::madvise(file.mutableData(), file.size(), MADV_DONTNEED);
+}
+
 Expected<std::string> readTextFile(const std::string &path, size_t maxBytes) {
   FileDescriptor fd{-1};
   uint64_t size = 0;

@@ -16,6 +16,11 @@ namespace xfrt {
 Status saveWeights(const std::string &path, const Manifest &manifest, const WeightSet &weights) {
   if (weights.params.size() != manifest.parameters.size())
     return makeError(path + ": weights do not match the manifest");
+  for (size_t i = 0; i < manifest.parameters.size(); ++i)
+    if (manifest.parameters[i].blocks)
+      return makeError(path + ": parameter '" + manifest.parameters[i].name + "' is kept in " +
+                       ggmlTypeName(manifest.parameters[i].blockType) +
+                       " blocks, which safetensors does not hold");
   std::string header = "{\"__metadata__\":{\"format\":\"pt\"}";
   uint64_t offset = 0;
   auto isBf16 = [&](size_t i) { return i < weights.bf16.size() && weights.bf16[i]; };

@@ -3,6 +3,7 @@
 
 #include "xfrt/HalideErrors.h"
 
+#include <algorithm>
 #include <string>
 
 namespace xfrt {
@@ -35,6 +36,13 @@ Expected<Session> Session::create(const Manifest &m, const ModelAbi &abi,
   s.params_.push_back(nullptr);
   s.derivedPtrs_.push_back(nullptr);
   abi.prepare(s.params_.data(), s.derivedPtrs_.data());
+  // Weights kept in blocks point into a mapped GGUF file, and xf_prepare has just copied
+  // some of them (row-wise concatenations): let those pages go, so that the copies do not
+  // count twice (pages still read fault back in from the page cache).
+  if (std::any_of(m.parameters.begin(), m.parameters.end(),
+                  [](const ParameterSpec &p) { return p.blocks; }))
+    for (const auto &file : weights.files)
+      releaseMappedPages(*file);
   return s;
 }
 

@@ -73,6 +73,8 @@ std::string findNonFiniteWeights(const Manifest &manifest, const WeightSet &weig
   size_t firstIndex = 0, firstCount = 0;
   for (size_t i = 0; i < manifest.parameters.size() && i < weights.params.size(); ++i) {
     bool bf16 = i < weights.bf16.size() && weights.bf16[i];
+    if (i < weights.blocks.size() && weights.blocks[i])
+      continue; // ggml blocks: scales only; not checked here
     size_t element = bf16 ? 2 : 4, count = size_t(manifest.parameters[i].numel);
     const uint8_t *bytes = reinterpret_cast<const uint8_t *>(weights.params[i]);
     if (!bytes || count == 0)

@@ -13,6 +13,11 @@ namespace xfrt {
 Expected<WeightSet> randomWeights(uint64_t seed, const Manifest &manifest) {
   WeightSet weights;
   for (const ParameterSpec &spec : manifest.parameters) {
+    if (spec.blocks)
+      return makeError("parameter '" + spec.name + "': the executable reads it as " +
+                       ggmlTypeName(spec.blockType) +
+                       " blocks (built with xfc --quantized-like); random weights are float32 "
+                       "only: give --weights FILE.gguf");
     uint64_t bytes;
     if (!checkedMul(uint64_t(spec.numel), uint64_t(sizeof(float)), bytes))
       return makeError("parameter '" + spec.name + "': too large");

@@ -201,6 +201,11 @@ Expected<WeightSet> loadWeights(const std::string &path, const Manifest &manifes
     return loadSharded(path, manifest);
   if (endsWith(path, ".gguf"))
     return loadGgufWeights(path, manifest);
+  for (const ParameterSpec &spec : manifest.parameters)
+    if (spec.blocks)
+      return makeError(path + ": tensor '" + spec.name + "': the executable reads it as " +
+                       ggmlTypeName(spec.blockType) +
+                       " blocks (built with xfc --quantized-like), which only a .gguf file holds");
   Expected<Shard> shard = openShard(path);
   if (!shard)
     return shard.status();

@@ -3,7 +3,9 @@
 // In: a GGUF file (llama.cpp's format, read and validated by Gguf.cpp) and the manifest. Out:
 // a WeightSet of float32 (or bfloat16, where the manifest keeps a parameter so) copies: every
 // tensor the model names is dequantized once at load (F32, F16, BF16, Q8_0, Q4_0, Q4_1), so the
-// kernels see the same float32 weights as from a safetensors file. A GGUF matrix with ne0 = d_in
+// kernels see the same float32 weights as from a safetensors file. Parameters the executable
+// keeps in ggml blocks (xfc --quantized-like; manifest dtype q8_0/q4_0/q4_1) point straight
+// into the mapped file, whose tensor data is aligned to general.alignment. A GGUF matrix with ne0 = d_in
 // has shape() [d_out, d_in], the nn.Linear layout specs bind with ᵀ.
 //
 // Shapes alone do not pin a model down (9 heads of 64 and 3 heads of 192 have the same
@@ -91,6 +93,8 @@ Expected<WeightSet> loadGgufWeights(const std::string &path, const Manifest &man
   WeightSet weights;
   weights.params.assign(manifest.parameters.size(), nullptr);
   weights.bf16.assign(manifest.parameters.size(), false);
+  weights.blocks.assign(manifest.parameters.size(), false);
+  bool mapped = false;
   for (size_t i = 0; i < manifest.parameters.size(); ++i) {
     const ParameterSpec &spec = manifest.parameters[i];
     const GgufTensor *tensor = header.findTensor(spec.name);
@@ -102,6 +106,18 @@ Expected<WeightSet> loadGgufWeights(const std::string &path, const Manifest &man
     if (tensor->shape() != spec.shape)
       return fail("shape " + formatShape(tensor->shape()) + " in the file, but the model expects " +
                   formatShape(spec.shape));
+    if (spec.blocks) {
+      if (tensor->type != spec.blockType)
+        return fail(std::string("type ") + ggmlTypeName(tensor->type) +
+                    " in the file, but the executable reads " + ggmlTypeName(spec.blockType) +
+                    " blocks (built with xfc --quantized-like another file; rebuild it with "
+                    "this one, or without --quantized-like to dequantize at load)");
+      weights.params[i] = const_cast<float *>(reinterpret_cast<const float *>(tensor->data));
+      weights.blocks[i] = true;
+      ++weights.zeroCopy;
+      mapped = true;
+      continue;
+    }
     Expected<AlignedBuffer> floats = dequantizeTensor(header, *tensor);
     if (!floats)
       return floats.status();
@@ -120,6 +136,8 @@ Expected<WeightSet> loadGgufWeights(const std::string &path, const Manifest &man
     weights.params[i] = floats->floats();
     weights.buffers.push_back(floats.take());
   }
+  if (mapped)
+    weights.files.push_back((*file)->releaseFile());
   return weights;
 }
 

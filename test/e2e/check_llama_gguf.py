@@ -8,6 +8,9 @@
      (--save-weights, float32 safetensors);
   3. the independent float64 oracle (test/reference, arch llama) on those same dequantized
      weights and ids: max|Δ|/max|ref| ≤ 1e-4 (the bound of docs/correctness.md);
+  3b. the same spec built with --quantized-like FILE (matrices kept in Q4_1 blocks, the tied
+     embedding in Q8_0, dequantized inside the kernels): the same bound against the oracle,
+     and against the float32 build;
   4. a spec whose hyperparameters disagree with the file's metadata (d_mlp; H with the same
      matrix shapes) is refused at load, naming the key and the hyperparameter;
   5. where --llama-cpp-python names a Python with llama-cpp-python (test-only): llama.cpp's
@@ -135,10 +138,16 @@ def main():
         tokens = ",".join(map(str, ids))
         run([exe, "--weights", args.gguf, "--tokens", tokens, "--logits-out", got_path])
         run([exe, "--weights", args.gguf, "--save-weights", weights])
+        blocks_exe, blocks_path = os.path.join(work, "llama_blocks"), os.path.join(work, "b.npy")
+        run([args.xfc, os.path.join(ROOT, "examples", "llama.xf"), "--quantized-like", args.gguf,
+             "-o", blocks_exe])
+        run([blocks_exe, "--weights", args.gguf, "--tokens", tokens, "--logits-out",
+             blocks_path])
         ref_path = os.path.join(work, "ref.npy")
         run([sys.executable, ORACLE, "--arch", "llama", "--weights", weights, "--tokens", tokens,
              "--logits-out", ref_path])
         got, ref = np.load(got_path), np.load(ref_path)
+        blocks = np.load(blocks_path)
         cpp = np.load(cpp_path) if have_cpp else None
     failures = []
     err = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
@@ -146,6 +155,14 @@ def main():
           f"{err:.2e} ({'ok' if err <= TOLERANCE else 'FAIL'}, tol {TOLERANCE:g})")
     if not err <= TOLERANCE:
         failures.append(f"oracle: {err:.3e} > {TOLERANCE}")
+    for name, other in (("float64 oracle", ref), ("xf float32 build", got)):
+        e = float(np.max(np.abs(blocks - other)) / np.max(np.abs(ref)))
+        print(f"  xf --quantized-like (Q4_1/Q8_0 blocks in the kernels) vs {name}: "
+              f"max|Δ|/max|ref| = {e:.2e} ({'ok' if e <= TOLERANCE else 'FAIL'})")
+        if not e <= TOLERANCE:
+            failures.append(f"blocks vs {name}: {e:.3e} > {TOLERANCE}")
+    top1_blocks = float(np.mean(blocks.argmax(1) == ref.argmax(1)))
+    print(f"  top-1 agreement of the blocks build with the oracle: {top1_blocks:.4f}")
     # A model that does not fit the file is refused, naming the metadata key and the
     # hyperparameter: a narrower MLP, and 3 heads of 192 (the same matrix shapes as 9 of 64).
     with tempfile.TemporaryDirectory(prefix="xf-llama-") as tmp:
@@ -169,6 +186,12 @@ def main():
     print(f"  top-1 agreement with the oracle: {top1_oracle:.4f}")
     if cpp is not None:
         agree = float(np.mean(got.argmax(1) == cpp.argmax(1)))
+        agree_blocks = float(np.mean(blocks.argmax(1) == cpp.argmax(1)))
+        corr_blocks = float(np.corrcoef(blocks.ravel(), cpp.ravel())[0, 1])
+        print(f"  llama.cpp vs the blocks build: top-1 agreement {agree_blocks:.4f}, logit "
+              f"correlation {corr_blocks:.6f}")
+        if not corr_blocks >= MIN_CORRELATION:
+            failures.append(f"llama.cpp vs blocks: correlation {corr_blocks:.6f}")
         corr = float(np.corrcoef(got.ravel(), cpp.ravel())[0, 1])
         cpp_rms = float(np.sqrt(np.mean((cpp - ref) ** 2)))  # llama.cpp vs the exact model
         print(f"  llama.cpp: top-1 agreement {agree:.4f} over {len(ids)} positions (issue "

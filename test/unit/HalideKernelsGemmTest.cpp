@@ -52,6 +52,61 @@ uint16_t toBf16(float v) {
   return uint16_t(bits >> 16);
 }
 
+/// float16 bits → value, from the IEEE definition (not the kernel's bit trick).
+double halfValue(uint16_t h) {
+  int exponent = (h >> 10) & 31, mantissa = h & 1023;
+  double magnitude = exponent == 0    ? std::ldexp(mantissa, -24)
+                     : exponent == 31 ? (mantissa ? NAN : INFINITY)
+                                      : std::ldexp(1024 + mantissa, exponent - 25);
+  return h & 0x8000 ? -magnitude : magnitude;
+}
+
+/// Random ggml blocks for a [rows, K] weight, their values (ggml's definitions,
+/// docs in HalideKernels.h) written into `weight` (k, row). Scales include
+/// zero, a subnormal and the largest float16 (with tiny nibbles around it).
+Halide::Runtime::Buffer<uint8_t> randomBlocks(WeightBlocks type,
+                                              Halide::Runtime::Buffer<float> &weight,
+                                              std::mt19937 &rng) {
+  const int K = weight.width(), rows = weight.height();
+  const int blockBytes = int(weightBlockBytes(type)), blocksPerRow = K / 32;
+  Halide::Runtime::Buffer<uint8_t> bytes(blocksPerRow * blockBytes, rows);
+  std::uniform_int_distribution<int> byte(0, 255), pick(0, 99);
+  std::uniform_real_distribution<float> magnitude(-7.f, -3.f);
+  auto randomHalf = [&]() -> uint16_t {
+    int p = pick(rng);
+    if (p == 0)
+      return 0;
+    if (p == 1)
+      return uint16_t(0x0003 | (byte(rng) & 1) << 15); // subnormal
+    // 2^-7 .. 2^-3, either sign: exponent 8..12, random mantissa.
+    int exponent = 15 + int(std::floor(magnitude(rng)));
+    return uint16_t((byte(rng) & 1) << 15 | exponent << 10 | (byte(rng) << 2 & 1023));
+  };
+  for (int r = 0; r < rows; ++r)
+    for (int b = 0; b < blocksPerRow; ++b) {
+      uint8_t *block = &bytes(b * blockBytes, r);
+      for (int i = 0; i < blockBytes; ++i)
+        block[i] = uint8_t(byte(rng));
+      uint16_t d = randomHalf(), m = randomHalf();
+      std::memcpy(block, &d, 2);
+      if (type == WeightBlocks::Q4_1)
+        std::memcpy(block + 2, &m, 2);
+      for (int j = 0; j < 32; ++j) {
+        double w;
+        if (type == WeightBlocks::Q8_0) {
+          w = halfValue(d) * double(int8_t(block[2 + j]));
+        } else {
+          const uint8_t *q = block + (type == WeightBlocks::Q4_1 ? 4 : 2);
+          int nibble = j < 16 ? q[j] & 15 : q[j - 16] >> 4;
+          w = type == WeightBlocks::Q4_1 ? halfValue(d) * nibble + halfValue(m)
+                                         : halfValue(d) * (nibble - 8);
+        }
+        weight(b * 32 + j, r) = float(w);
+      }
+    }
+  return bytes;
+}
+
 void checkGemm(const GemmKernelSpec &spec,
                std::vector<int> rowCounts = {1, 2, 3, 7, 65, 128, 130}) {
   SCOPED_TRACE("K=" + std::to_string(spec.K) + " N=" + std::to_string(spec.N) +
@@ -76,6 +131,9 @@ void checkGemm(const GemmKernelSpec &spec,
     });
     weightBf16.raw_buffer()->type = halide_type_t(halide_type_bfloat, 16);
   }
+  Halide::Runtime::Buffer<uint8_t> weightBlocks;
+  if (spec.weightBlocks != WeightBlocks::None)
+    weightBlocks = randomBlocks(spec.weightBlocks, weight, rng);
   auto bias = xftest::randomMatrix(1, columns, rng);
   Halide::Runtime::Buffer<float> bias1d(bias.data(), columns);
 
@@ -93,7 +151,9 @@ void checkGemm(const GemmKernelSpec &spec,
     Halide::Runtime::Buffer<float> out(N, M);
     out.fill(std::nanf(""));
     std::vector<halide_buffer_t *> args = {
-        x.raw_buffer(), spec.bf16Weights ? weightBf16.raw_buffer() : weight.raw_buffer()};
+        x.raw_buffer(), spec.weightBlocks != WeightBlocks::None ? weightBlocks.raw_buffer()
+                        : spec.bf16Weights                      ? weightBf16.raw_buffer()
+                                                                : weight.raw_buffer()};
     if (spec.hasBias)
       args.push_back(bias1d.raw_buffer());
     if (spec.hasResidual)
@@ -285,6 +345,49 @@ TEST(HalideKernelsGemm, Bf16ActivationsDotProducts) {
   checkGemm(spec, {1, 5, 33, 130});
   spec.schedule.packWeights = false;
   checkGemm(spec, {9});
+}
+
+// Weights in ggml blocks ([N, K] only): every type, GEMV (M < 4) and GEMM
+// paths, K tails of the K blocking (K = 96 with kBlock 64: a tail of one
+// block), N tails, bias/residual/GELU epilogues, SwiGLU over gate|up blocks,
+// small panels. The reference multiplies by ggml's dequantized values, so
+// the tolerance checks the kernel's arithmetic, not the quantization.
+TEST(HalideKernelsGemm, WeightBlocksAllTypes) {
+  for (WeightBlocks type : {WeightBlocks::Q8_0, WeightBlocks::Q4_0, WeightBlocks::Q4_1}) {
+    SCOPED_TRACE(weightBlocksName(type));
+    GemmKernelSpec spec = gemm(576, 100, /*transposeWeight=*/true);
+    spec.weightBlocks = type;
+    spec.hasBias = spec.hasResidual = true;
+    spec.epilogue = GemmEpilogue::GeluTanh;
+    checkGemm(spec, {1, 2, 3, 4, 9, 130});
+    GemmKernelSpec small = gemm(96, 70, true);
+    small.weightBlocks = type;
+    small.schedule.kBlock = 64;
+    small.schedule.tileCols = small.schedule.tileCols / 3 * 2;
+    small.schedule.panelCols = 2 * small.schedule.tileCols;
+    small.schedule.gemvTasks = 3;
+    checkGemm(small, {1, 3, 7, 33});
+    small.schedule.packWeights = false;
+    checkGemm(small, {1, 9});
+    GemmKernelSpec gated = gemm(64, 70, true);
+    gated.weightBlocks = type;
+    gated.epilogue = GemmEpilogue::SwiGlu;
+    checkGemm(gated, {1, 2, 7, 65});
+  }
+}
+
+TEST(HalideKernelsGemm, WeightBlocksNeedTheNKLayout) {
+  GemmKernelSpec spec = gemm(64, 64, /*transposeWeight=*/false);
+  spec.weightBlocks = WeightBlocks::Q4_1;
+  llvm::Expected<KernelPipeline> built = buildGemmPipeline(spec, Halide::get_host_target());
+  ASSERT_FALSE(bool(built));
+  EXPECT_NE(llvm::toString(built.takeError()).find("q4_1 weight blocks need the [N, K] layout"),
+            std::string::npos);
+  spec = gemm(48, 64, /*transposeWeight=*/true); // K not a multiple of 32
+  spec.weightBlocks = WeightBlocks::Q8_0;
+  built = buildGemmPipeline(spec, Halide::get_host_target());
+  ASSERT_FALSE(bool(built));
+  EXPECT_NE(llvm::toString(built.takeError()).find("got 48"), std::string::npos);
 }
 
 TEST(HalideKernelsGemm, RejectsInvalidSchedule) {

@@ -20,6 +20,7 @@
 #include "xf/Target/EmitObject.h"
 #include "xf/Transforms/Passes.h"
 #include "xf/Tuning/Tuner.h"
+#include "xfrt/Gguf.h"
 #include "xfrt/OutputFile.h"
 
 #include "mlir/IR/AsmState.h"
@@ -88,6 +89,13 @@ cl::opt<bool> bf16GemmInputs(
     cl::desc("With --weight-type=bf16: also round multi-row GEMM inputs to bfloat16 (AVX-512 "
              "BF16 dot products; float32 sums). Faster prefill, bfloat16-level accuracy"),
     cl::cat(xfcCategory));
+cl::opt<std::string> quantizedLike(
+    "quantized-like",
+    cl::desc("Keep GEMM weights bound [d_out, d_in] (with ᵀ) and embedding tables in the ggml "
+             "block type this GGUF file stores each in (Q8_0, Q4_0, Q4_1): the kernels "
+             "dequantize blocks as they read them. The executable then needs --weights with "
+             "these tensor types (without this option the weights are dequantized to float32 at load)"),
+    cl::value_desc("file.gguf"), cl::cat(xfcCategory));
 cl::opt<bool> keepTemps("keep-temps", cl::init(false),
                         cl::desc("Keep the intermediate object files"),
                         cl::cat(xfcCategory));
@@ -276,6 +284,27 @@ static mlir::FailureOr<mlir::xf::HostProgram> lowerWithWeightOptions(mlir::Modul
   if (bf16GemmInputs && !hostOptions.bf16Weights) {
     llvm::errs() << "xfc: error: --bf16-gemm-inputs needs --weight-type=bf16\n";
     return mlir::failure();
+  }
+  if (!quantizedLike.empty()) {
+    if (hostOptions.bf16Weights) {
+      llvm::errs() << "xfc: error: --quantized-like and --weight-type=bf16 are exclusive\n";
+      return mlir::failure();
+    }
+    xfrt::Expected<std::unique_ptr<xfrt::GgufFile>> file = xfrt::GgufFile::open(quantizedLike);
+    if (!file) {
+      llvm::errs() << "xfc: error: " << file.message() << "\n";
+      return mlir::failure();
+    }
+    for (const xfrt::GgufTensor &t : (*file)->header().tensors) {
+      using xfrt::GgmlType;
+      using mlir::xf::WeightBlocks;
+      WeightBlocks blocks = t.type == GgmlType::Q8_0   ? WeightBlocks::Q8_0
+                            : t.type == GgmlType::Q4_0 ? WeightBlocks::Q4_0
+                            : t.type == GgmlType::Q4_1 ? WeightBlocks::Q4_1
+                                                       : WeightBlocks::None;
+      if (blocks != WeightBlocks::None)
+        hostOptions.weightBlocks[t.name] = blocks;
+    }
   }
   return mlir::xf::lowerToHost(kernels, hostOptions);
 }
@@ -544,6 +573,7 @@ int main(int argc, char **argv) {
   for (cl::Option *o : {(cl::Option *)&outputFilename, (cl::Option *)&emitAction,
                         (cl::Option *)&optLevel, (cl::Option *)&target,
                         (cl::Option *)&weightType, (cl::Option *)&tuningDb,
+                        (cl::Option *)&quantizedLike,
                         (cl::Option *)&threads, (cl::Option *)&tuneBudget, (cl::Option *)&tuneDb,
                         (cl::Option *)&tuneLengths, (cl::Option *)&tuneSeed,
                         (cl::Option *)&tuneBatch, (cl::Option *)&tuneReport})

@@ -17,7 +17,7 @@ namespace {
 enum BufferField { Device, Interface, Host, Flags, Code, Bits, Lanes, Rank, Dims, Padding };
 // struct halide_dimension_t { i32 min, extent, stride; u32 flags; }
 enum DimField { Min, Extent, Stride, DimFlags };
-constexpr int64_t kHalideTypeFloat = 2, kHalideTypeBFloat = 4;
+constexpr int64_t kHalideTypeUInt = 1, kHalideTypeFloat = 2, kHalideTypeBFloat = 4;
 
 LLVM::LLVMStructType bufferType(MLIRContext *ctx) {
   Type ptr = LLVM::LLVMPointerType::get(ctx);
@@ -67,9 +67,11 @@ Value buildBuffer(Fields &f, const HalideBufferArg &arg) {
   f.store(null, bufType, buffer, {0, Interface});
   f.store(arg.host, bufType, buffer, {0, Host});
   f.store(f.integer(64, 0), bufType, buffer, {0, Flags});
-  f.store(f.integer(8, arg.bf16 ? kHalideTypeBFloat : kHalideTypeFloat), bufType, buffer,
-          {0, Code});
-  f.store(f.integer(8, arg.bf16 ? 16 : 32), bufType, buffer, {0, Bits});
+  f.store(f.integer(8, arg.bytes  ? kHalideTypeUInt
+                      : arg.bf16 ? kHalideTypeBFloat
+                                 : kHalideTypeFloat),
+          bufType, buffer, {0, Code});
+  f.store(f.integer(8, arg.bytes ? 8 : arg.bf16 ? 16 : 32), bufType, buffer, {0, Bits});
   f.store(f.integer(16, 1), bufType, buffer, {0, Lanes});
   f.store(f.integer(32, rank), bufType, buffer, {0, Rank});
   f.store(dims, bufType, buffer, {0, Dims});

@@ -20,7 +20,8 @@ namespace mlir::xf {
 struct HalideBufferArg {
   Value host;
   SmallVector<std::pair<Value, Value>, 2> dims;
-  bool bf16 = false; // bfloat16 elements instead of float32
+  bool bf16 = false;  // bfloat16 elements instead of float32
+  bool bytes = false; // uint8 elements (ggml weight blocks) instead of float32
 };
 
 /// Emits the descriptors and `call @name(...)`; returns its i32 status.

@@ -71,8 +71,77 @@ llvm::StringSet<> mlir::xf::bf16ParameterNames(func::FuncOp forward) {
   return names;
 }
 
-GemmKernelSpec mlir::xf::gemmKernelSpecOf(GemmOp op, bool bf16Weight, bool bf16Activations) {
+llvm::StringMap<WeightBlocks>
+mlir::xf::blockParameterTypes(func::FuncOp forward,
+                              const llvm::StringMap<WeightBlocks> &requested) {
+  auto typeOf = [&](Value v) {
+    auto param = v.getDefiningOp<ParameterOp>();
+    auto it = param ? requested.find(param.getName()) : requested.end();
+    return it == requested.end() ? WeightBlocks::None : it->second;
+  };
+  // A [N, K] GEMM weight whose rows are whole blocks.
+  auto blockGemmWeight = [](OpOperand &use) {
+    auto gemm = dyn_cast<GemmOp>(use.getOwner());
+    return gemm && use.getOperandNumber() == 1 && gemm.getTransposeWeight() &&
+           colsOf(gemm.getInput()) % 32 == 0;
+  };
+  llvm::StringMap<bool> eligible;
+  forward.walk([&](ParameterOp param) {
+    WeightBlocks type = typeOf(param);
+    bool ok = type != WeightBlocks::None && param.getType().getRank() == 2;
+    for (OpOperand &use : param->getUses()) {
+      Operation *user = use.getOwner();
+      if (auto concat = dyn_cast<ConcatOp>(user)) {
+        ok &= concat.getAxis() == 0 &&
+              llvm::all_of(concat.getInputs(), [&](Value part) { return typeOf(part) == type; }) &&
+              llvm::all_of(concat->getUses(), blockGemmWeight);
+        continue;
+      }
+      ok &= blockGemmWeight(use) || (isa<TokenEmbedOp>(user) && use.getOperandNumber() == 0);
+    }
+    auto [it, inserted] = eligible.try_emplace(param.getName(), ok);
+    if (!inserted)
+      it->second &= ok;
+  });
+  // A concatenation keeps blocks only when every part does.
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    forward.walk([&](ConcatOp concat) {
+      bool all = llvm::all_of(concat.getInputs(), [&](Value part) {
+        auto param = part.getDefiningOp<ParameterOp>();
+        return param && eligible.lookup(param.getName());
+      });
+      if (all)
+        return;
+      for (Value part : concat.getInputs())
+        if (auto param = part.getDefiningOp<ParameterOp>(); param && eligible.lookup(param.getName()))
+          eligible[param.getName()] = false, changed = true;
+    });
+  }
+  llvm::StringMap<WeightBlocks> result;
+  for (auto &entry : eligible)
+    if (entry.second)
+      result[entry.first()] = requested.lookup(entry.first());
+  return result;
+}
+
+WeightBlocks mlir::xf::weightBlocksOf(Value weight,
+                                      const llvm::StringMap<WeightBlocks> &blockParameters) {
+  auto typeOf = [&](Value v) {
+    auto param = v.getDefiningOp<ParameterOp>();
+    auto it = param ? blockParameters.find(param.getName()) : blockParameters.end();
+    return it == blockParameters.end() ? WeightBlocks::None : it->second;
+  };
+  if (auto concat = weight.getDefiningOp<ConcatOp>())
+    return concat.getInputs().empty() ? WeightBlocks::None : typeOf(concat.getInputs()[0]);
+  return typeOf(weight);
+}
+
+GemmKernelSpec mlir::xf::gemmKernelSpecOf(GemmOp op, bool bf16Weight, bool bf16Activations,
+                                          WeightBlocks weightBlocks) {
   GemmKernelSpec spec;
+  spec.weightBlocks = weightBlocks;
   spec.K = colsOf(op.getInput());
   spec.N = colsOf(op.getResult());
   spec.transposeWeight = op.getTransposeWeight();
@@ -102,7 +171,10 @@ AttentionKernelSpec mlir::xf::attentionKernelSpecOf(AttentionOp op) {
 
 std::string mlir::xf::kernelSignature(const GemmKernelSpec &s) {
   std::string text = llvm::formatv("gemm k={0} n={1} weight={2}:{3} x={4}", s.K, s.N,
-                                   s.transposeWeight ? "nk" : "kn", s.bf16Weights ? "bf16" : "f32",
+                                   s.transposeWeight ? "nk" : "kn",
+                                   s.weightBlocks != WeightBlocks::None
+                                       ? weightBlocksName(s.weightBlocks)
+                                       : s.bf16Weights ? "bf16" : "f32",
                                    s.bf16Activations ? "bf16" : "f32");
   if (s.hasBias)
     text += " bias";
@@ -144,13 +216,16 @@ std::vector<KernelOpSignature> mlir::xf::kernelSignatures(func::FuncOp forward,
   llvm::StringSet<> bf16Names;
   if (dtypes.bf16Weights)
     bf16Names = bf16ParameterNames(forward);
+  llvm::StringMap<WeightBlocks> blockTypes = blockParameterTypes(forward, dtypes.weightBlocks);
   std::vector<KernelOpSignature> result;
   forward.walk([&](Operation *op) {
     if (auto gemm = dyn_cast<GemmOp>(op)) {
       auto param = gemm.getWeight().getDefiningOp<ParameterOp>();
       bool bf16 = param && bf16Names.contains(param.getName());
-      result.push_back(
-          {op, kernelSignature(gemmKernelSpecOf(gemm, bf16, dtypes.bf16Activations))});
+      WeightBlocks blocks = weightBlocksOf(gemm.getWeight(), blockTypes);
+      result.push_back({op, kernelSignature(gemmKernelSpecOf(
+                                gemm, bf16 && blocks == WeightBlocks::None,
+                                dtypes.bf16Activations, blocks))});
     } else if (auto attn = dyn_cast<AttentionOp>(op)) {
       result.push_back({op, kernelSignature(attentionKernelSpecOf(attn))});
     } else if (isLoopKernelOp(op)) {

@@ -157,6 +157,20 @@ private:
     return it != placements.end() && it->second.storage == Storage::Parameter &&
            bf16Parameters.contains(it->second.index);
   }
+  /// Parameters kept in ggml blocks (HostOptions::weightBlocks, filtered by
+  /// blockParameterTypes); a concatenation of such parameters is one too.
+  llvm::StringMap<WeightBlocks> blockParameters;
+  WeightBlocks blocksOf(Value tensor) {
+    auto it = placements.find(tensor);
+    if (it == placements.end() ||
+        (it->second.storage != Storage::Parameter && it->second.storage != Storage::Derived))
+      return WeightBlocks::None;
+    return weightBlocksOf(tensor, blockParameters);
+  }
+  /// Bytes of one row of a block tensor [rows, cols].
+  static int64_t blockRowBytes(WeightBlocks type, int64_t cols) {
+    return cols / 32 * weightBlockBytes(type);
+  }
   bool encoderDecoder = false;
 
   llvm::MapVector<Value, Placement> placements;
@@ -409,6 +423,13 @@ Value HostLowering::rowsOf(Value tensor) {
 HalideBufferArg HostLowering::matrixArg(Value tensor) {
   Placement &p = placements[tensor];
   HalideBufferArg arg{pointerOf(tensor), {}};
+  if (WeightBlocks blocks = blocksOf(tensor); blocks != WeightBlocks::None) {
+    int64_t rowBytes = blockRowBytes(blocks, p.cols);
+    arg.bytes = true;
+    arg.dims.push_back({i64(rowBytes), i64(1)});
+    arg.dims.push_back({rowsOf(tensor), i64(rowBytes)});
+    return arg;
+  }
   arg.bf16 = isBf16(tensor);
   arg.dims.push_back({i64(p.cols), i64(1)});
   if (cast<RankedTensorType>(tensor.getType()).getRank() == 2)
@@ -520,6 +541,18 @@ void HostLowering::emitPrepare() {
                 cols);
     } else if (auto row = dyn_cast<RowOp>(op)) {
       copyBlock(row.getInput(), row.getIndex() * cols, cols, 0, 1, cols);
+    } else if (auto concat = dyn_cast<ConcatOp>(op);
+               concat && blocksOf(v) != WeightBlocks::None) {
+      // Rows of blocks: the parts' bytes back to back.
+      int64_t offset = 0;
+      Type i8 = b->getI8Type();
+      for (Value part : concat.getInputs()) {
+        auto [pr, pc] = shape(part);
+        int64_t bytes = pr * blockRowBytes(blocksOf(v), pc);
+        Value dst = LLVM::GEPOp::create(*b, loc, ptr, i8, out, ValueRange{i64(offset)});
+        LLVM::MemcpyOp::create(*b, loc, dst, pointerOf(part), i64(bytes), /*isVolatile=*/false);
+        offset += bytes;
+      }
     } else if (auto concat = dyn_cast<ConcatOp>(op)) {
       bool byRows = cast<RankedTensorType>(v.getType()).getRank() == 2 && concat.getAxis() == 0;
       int64_t offset = 0;
@@ -608,8 +641,8 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
   auto orStatus = [&](Value rc) { status = arith::OrIOp::create(*b, loc, status, rc); };
 
   if (auto gemm = dyn_cast<GemmOp>(op)) {
-    GemmKernelSpec spec =
-        gemmKernelSpecOf(gemm, isBf16(gemm.getWeight()), options.bf16Activations);
+    GemmKernelSpec spec = gemmKernelSpecOf(gemm, isBf16(gemm.getWeight()),
+                                           options.bf16Activations, blocksOf(gemm.getWeight()));
     SmallVector<HalideBufferArg> args{matrixArg(gemm.getInput()), matrixArg(gemm.getWeight())};
     if (spec.hasBias)
       args.push_back(matrixArg(gemm.getBias()));
@@ -716,7 +749,27 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
       return failure();
     inputs.push_back(*ptr);
   }
-  if (auto embed = dyn_cast<TokenEmbedOp>(op)) {
+  if (auto embed = dyn_cast<TokenEmbedOp>(op);
+      embed && blocksOf(embed.getTable()) != WeightBlocks::None) {
+    // Rows of blocks: libxfrt dequantizes them (runtime/lib/BlockRows.cpp).
+    auto gather = program.module->lookupSymbol<func::FuncOp>("xfrt_gather_block_rows");
+    Type ptr = LLVM::LLVMPointerType::get(ctx);
+    if (!gather) {
+      OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
+      gather = func::FuncOp::create(
+          top, loc, "xfrt_gather_block_rows",
+          FunctionType::get(ctx, {ptr, b->getI64Type(), ptr, ptr, b->getI64Type(), b->getI64Type()},
+                            {}));
+      gather.setPrivate();
+    }
+    WeightBlocks blocks = blocksOf(embed.getTable());
+    // The ggml type id: Q8_0 = 8, Q4_0 = 2, Q4_1 = 3.
+    int64_t ggmlType = blocks == WeightBlocks::Q8_0 ? 8 : blocks == WeightBlocks::Q4_0 ? 2 : 3;
+    func::CallOp::create(*b, loc, gather,
+                         ValueRange{inputs[0], i64(ggmlType), inputs[1], out, rows, i64(width)});
+    site.name = "xfrt_gather_block_rows", site.kind = "loop";
+    return success();
+  } else if (auto embed = dyn_cast<TokenEmbedOp>(op)) {
     call(kernels->gatherRows(width, isBf16(embed.getTable())),
          {inputs[0], inputs[1], out, rows});
   } else if (auto pos = dyn_cast<PositionalEmbedOp>(op)) {
@@ -1003,6 +1056,7 @@ LogicalResult HostLowering::run() {
   encoderDecoder = forward.getNumArguments() == 2;
   if (failed(place()))
     return failure();
+  blockParameters = blockParameterTypes(forward, options.weightBlocks);
   chooseBf16Parameters();
   OpBuilder top(ctx);
   program.module = ModuleOp::create(forward.getLoc());
@@ -1034,8 +1088,11 @@ LogicalResult HostLowering::run() {
   if (int64_t limit = hyperparameterPositionLimit())
     info.maxPositions = limit;
   for (auto [i, entry] : llvm::enumerate(parameters))
-    info.parameters.push_back({entry.first, llvm::to_vector(entry.second.getShape()), "normal",
-                               bf16Parameters.contains(i) ? "bf16" : "f32"});
+    info.parameters.push_back(
+        {entry.first, llvm::to_vector(entry.second.getShape()), "normal",
+         blockParameters.count(entry.first) ? weightBlocksName(blockParameters.lookup(entry.first))
+         : bf16Parameters.contains(i)       ? "bf16"
+                                            : "f32"});
   // Norm gains start near one; biases and shifts near zero.
   forward.walk([&](Operation *op) {
     auto mark = [&](Value v, const char *init) {
@@ -1049,8 +1106,13 @@ LogicalResult HostLowering::run() {
     if (auto rms = dyn_cast<RmsNormOp>(op))
       mark(rms.getGamma(), "ones");
   });
-  for (Value v : derived)
-    info.derivedBytes.push_back(cast<RankedTensorType>(v.getType()).getNumElements() * 4);
+  for (Value v : derived) {
+    auto type = cast<RankedTensorType>(v.getType());
+    WeightBlocks blocks = blocksOf(v);
+    info.derivedBytes.push_back(blocks != WeightBlocks::None
+                                    ? type.getDimSize(0) * blockRowBytes(blocks, type.getDimSize(1))
+                                    : type.getNumElements() * 4);
+  }
   info.kernels = sites;
   info.cached = cacheable;
   info.packed = packable;

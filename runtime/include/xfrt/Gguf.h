@@ -132,6 +132,10 @@ public:
   const std::string &path() const { return file_->path(); }
   uint64_t fileSize() const { return file_->size(); }
 
+  // Hands the mapping over (to a WeightSet whose parameters point into it); tensor data
+  // pointers stay valid as long as it lives.
+  std::unique_ptr<MappedFile> releaseFile() { return std::move(file_); }
+
   // Looks a tensor up by name; the error names the file and the tensor.
   Expected<const GgufTensor *> tensor(std::string_view name) const;
 

@@ -8,6 +8,7 @@
 #ifndef XFRT_MANIFEST_H
 #define XFRT_MANIFEST_H
 
+#include "xfrt/GgmlType.h"
 #include "xfrt/Status.h"
 
 #include <cstdint>
@@ -26,6 +27,10 @@ struct ParameterSpec {
   int64_t numel = 1;
   InitKind init = InitKind::Normal;
   bool bf16 = false; // "dtype": "bf16": the generated code reads bfloat16
+  // "dtype": "q8_0" | "q4_0" | "q4_1": the generated code reads ggml blocks of this type
+  // (xfc --quantized-like), so the weights must come from a GGUF tensor of exactly this type.
+  bool blocks = false;
+  GgmlType blockType = GgmlType::F32;
 };
 
 // One kernel call of xf_forward, in call order (the index is the profiling site).

@@ -38,6 +38,10 @@ private:
   std::string path_;
 };
 
+// Drops the mapping's resident pages (madvise MADV_DONTNEED): nothing was written through
+// it, so a later read faults the file's bytes back in (from the page cache).
+void releaseMappedPages(const MappedFile &file);
+
 // Reads a whole (small) text file such as an index.json; at most `maxBytes`.
 Expected<std::string> readTextFile(const std::string &path, size_t maxBytes);
 

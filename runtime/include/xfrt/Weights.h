@@ -28,6 +28,9 @@ struct WeightSet {
   std::vector<bool> bf16;
   std::vector<std::unique_ptr<MappedFile>> files;
   std::vector<AlignedBuffer> buffers;
+  // Parameters whose manifest dtype is a ggml block type point at the tensor's blocks in a
+  // mapped GGUF file (in `files`), zero-copy.
+  std::vector<bool> blocks;
   size_t zeroCopy = 0; // how many params point straight into a mapped file
 };
 
@@ -41,6 +44,8 @@ Expected<WeightSet> loadWeights(const std::string &path, const Manifest &manifes
 
 // Every manifest parameter from a GGUF file (llama.cpp), dequantized to float32 at load
 // (WeightsFromGguf.cpp); shapes are GGUF's row-major shape(), [ne1, ne0] for a matrix.
+// Parameters the manifest keeps in blocks (dtype q8_0, q4_0, q4_1) point into the mapped
+// file instead; the tensor must have exactly that type.
 Expected<WeightSet> loadGgufWeights(const std::string &path, const Manifest &manifest);
 
 // Deterministic weights from `seed` (see Random.h and InitKind).

@@ -26,6 +26,44 @@ namespace mlir::xf {
 /// result is silu(x·W_gate + b_gate) ⊙ (x·W_up + b_up), [M, N].
 enum class GemmEpilogue { None, Relu, GeluTanh, GeluErf, Silu, SwiGlu };
 
+/// A weight kept in one of ggml's block formats (GGUF files; docs/checkpoints.md):
+/// each row of K weights is K/32 blocks of 32, stored back to back.
+///   Q8_0: {f16 d; int8 q[32]}             34 bytes, w = d·q
+///   Q4_0: {f16 d; u8 q[16]}               18 bytes, w = d·(q − 8)
+///   Q4_1: {f16 d; f16 m; u8 q[16]}        20 bytes, w = d·q + m
+/// (4-bit: byte j holds element j in its low nibble, element j + 16 in its high one.)
+enum class WeightBlocks { None, Q8_0, Q4_0, Q4_1 };
+
+/// Bytes per block of 32 weights (0 for None).
+inline int64_t weightBlockBytes(WeightBlocks blocks) {
+  switch (blocks) {
+  case WeightBlocks::None:
+    return 0;
+  case WeightBlocks::Q8_0:
+    return 34;
+  case WeightBlocks::Q4_0:
+    return 18;
+  case WeightBlocks::Q4_1:
+    return 20;
+  }
+  return 0;
+}
+
+/// "q8_0", "q4_0", "q4_1" ("f32" for None): the manifest dtype and signature spelling.
+inline const char *weightBlocksName(WeightBlocks blocks) {
+  switch (blocks) {
+  case WeightBlocks::None:
+    return "f32";
+  case WeightBlocks::Q8_0:
+    return "q8_0";
+  case WeightBlocks::Q4_0:
+    return "q4_0";
+  case WeightBlocks::Q4_1:
+    return "q4_1";
+  }
+  return "f32";
+}
+
 /// How a GEMM is tiled. The defaults are the measured good schedule
 /// (docs/bench.md); the tuner changes them.
 struct GemmSchedule {
@@ -82,6 +120,13 @@ struct GemmKernelSpec {
   /// avx512_zen4 or avx512_sapphirerapids; elsewhere the same arithmetic
   /// in float32 instructions). The GEMV path keeps x in float32.
   bool bf16Activations = false;
+  /// The weight buffer holds ggml blocks (uint8, dim 0 = the K/32 blocks of a
+  /// row in bytes, dim 1 = rows): only with transposeWeight (rows of W are the
+  /// output columns, blocks run along K) and K a multiple of 32. The kernels
+  /// dequantize blocks as they read them: the GEMV path streams the blocks
+  /// (d·Σ x·q + m·Σ x per block), the GEMM path dequantizes a K block of the
+  /// panel to float32 before packing it. Products and sums are float32.
+  WeightBlocks weightBlocks = WeightBlocks::None;
   bool hasBias = false, hasResidual = false;
   GemmEpilogue epilogue = GemmEpilogue::None; // out = act(x·W + b) + residual
   GemmSchedule schedule;

@@ -26,7 +26,21 @@ namespace mlir::xf {
 struct WeightDtypes {
   bool bf16Weights = false;     // --weight-type=bf16
   bool bf16Activations = false; // --bf16-gemm-inputs
+  /// Parameters kept in ggml blocks (xfc --quantized-like FILE.gguf: the
+  /// file's type of each tensor), before blockParameterTypes filters them.
+  llvm::StringMap<WeightBlocks> weightBlocks;
 };
+
+/// The parameters of `requested` that can stay in ggml blocks: matrices whose
+/// every use is the [N, K] weight of a GEMM (transpose_weight) with K a
+/// multiple of 32, an embedding table, or a row-wise part of a concatenation
+/// that only feeds such GEMMs and whose parts all have the same block type.
+llvm::StringMap<WeightBlocks> blockParameterTypes(func::FuncOp forward,
+                                                  const llvm::StringMap<WeightBlocks> &requested);
+
+/// The block type a GEMM reads its weight in: its parameter's, or the common
+/// type of the parts of a concatenated weight; None when kept in float.
+WeightBlocks weightBlocksOf(Value weight, const llvm::StringMap<WeightBlocks> &blockParameters);
 
 /// Names of the parameters that may be stored in bfloat16 under
 /// WeightDtypes::bf16Weights: every use of every op binding the name reads
@@ -36,7 +50,8 @@ llvm::StringSet<> bf16ParameterNames(func::FuncOp forward);
 /// The spec of `op`; `bf16Weight` says whether its weight is stored in
 /// bfloat16. The schedule comes from the op's attribute (the generator's
 /// defaults when there is none).
-GemmKernelSpec gemmKernelSpecOf(GemmOp op, bool bf16Weight, bool bf16Activations);
+GemmKernelSpec gemmKernelSpecOf(GemmOp op, bool bf16Weight, bool bf16Activations,
+                                WeightBlocks weightBlocks = WeightBlocks::None);
 AttentionKernelSpec attentionKernelSpecOf(AttentionOp op);
 
 /// "gemm k=768 n=2304 weight=kn:f32 x=f32 bias act=gelu_tanh" and

@@ -18,6 +18,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "llvm/ADT/StringMap.h"
 
 #include <string>
 #include <vector>
@@ -46,6 +47,11 @@ struct HostOptions {
   /// kernel call, `xf_check_kernel_output(site, out, rows, row_stride)` with
   /// the kernel's output, which the checker reads and may overwrite.
   bool kernelOutputHook = false;
+  /// Parameters to keep in ggml blocks (manifest "dtype": "q8_0" | "q4_0" |
+  /// "q4_1"), by name: those blockParameterTypes (KernelSpecs.h) accepts are
+  /// read by the GEMM kernels and embedding gathers as blocks, the rest stay
+  /// float32.
+  llvm::StringMap<WeightBlocks> weightBlocks;
 };
 
 /// Fails with a located error when @forward holds an op the host lowering

@@ -26,6 +26,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BlockWeights.h"
 #include "KernelPipelines.h"
 
 #include <algorithm>
@@ -61,6 +62,12 @@ llvm::Error validateGemm(const GemmKernelSpec &spec, int vectorWidth) {
   if (spec.bf16Activations && s.kBlock % 2 != 0)
     return invalid("gemm kernel '" + spec.name + "': bf16Activations needs an even kBlock, got " +
                    llvm::Twine(s.kBlock));
+  if (spec.weightBlocks != WeightBlocks::None) {
+    if (!spec.transposeWeight || spec.K % 32 != 0 || spec.bf16Weights)
+      return invalid("gemm kernel '" + spec.name + "': " + weightBlocksName(spec.weightBlocks) +
+                     " weight blocks need the [N, K] layout, K a multiple of 32 (got " +
+                     llvm::Twine(spec.K) + ") and no bf16Weights");
+  }
   if (s.panelCols % s.tileCols != 0)
     return invalid("gemm kernel '" + spec.name + "': panelCols=" + llvm::Twine(s.panelCols) +
                    " must be a multiple of tileCols=" + llvm::Twine(s.tileCols));
@@ -86,7 +93,9 @@ int64_t defaultPanelTiles(const GemmKernelSpec &spec) {
 /// W. [N, K] (rows of W contiguous): tasks of ~256 KiB of W, so that a thread
 /// slowed by other work does not hold the other one up.
 int64_t gemvChunkCols(const GemmKernelSpec &spec, int vectorWidth) {
-  const int64_t bytesPerCol = spec.K * (spec.bf16Weights ? 2 : 4);
+  const int64_t bytesPerCol = spec.weightBlocks != WeightBlocks::None
+                                  ? spec.K / 32 * weightBlockBytes(spec.weightBlocks)
+                                  : spec.K * (spec.bf16Weights ? 2 : 4);
   int64_t tasks = spec.schedule.gemvTasks ? spec.schedule.gemvTasks : 2;
   if (spec.transposeWeight && !spec.schedule.gemvTasks) {
     tasks = std::max<int64_t>(2, spec.N * bytesPerCol / (256 * 1024));
@@ -135,8 +144,12 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   const int weightCols = gated ? 2 * N : N; // columns of the stored weight (and bias)
 
   ImageParam x(Float(32), 2, "x"); // (k, m): [M, K]
-  ImageParam weight(spec.bf16Weights ? BFloat(16) : Float(32), 2,
-                    "weight");                   // (n, k): [K, N], or (k, n): [N, K]; gated 2·N
+  const bool blocks = spec.weightBlocks != WeightBlocks::None;
+  const int rowBytes = blocks ? int(K / 32 * weightBlockBytes(spec.weightBlocks)) : 0;
+  // (n, k): [K, N], or (k, n): [N, K]; gated 2·N. Blocks: (byte, n).
+  ImageParam weight(blocks ? UInt(8) : spec.bf16Weights ? BFloat(16) : Float(32), 2, "weight");
+  BlockWeights blockWeights(weight, spec.weightBlocks,
+                            target.arch == Target::X86 && target.has_feature(Target::F16C));
   ImageParam bias(Float(32), 1, "bias");         // (n): [N]; gated [2·N]
   ImageParam residual(Float(32), 2, "residual"); // (n, m): [M, N]
   Var n("n"), m("m"), k("k"), nj("nj"), nt("nt"), kb("kb");
@@ -145,13 +158,25 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   // ---- Algorithm -------------------------------------------------------
   // The stored weight as float32: bfloat16 is the upper half of a float32,
   // so widening is a 16-bit shift (no rounding, vectorizes on any target).
-  Func weightF("weight_f32");
+  // Blocks: dequantized per (l, h, block, row) so that a vector over l is a
+  // dense load of bytes; the GEMM path computes one per K block of the panel
+  // (and one for the K tail) before packing, the GEMV path reads blocks itself.
+  Func weightF("weight_f32"), weightFTail("weight_f32_tail");
+  Func dequantized("weight_dequantized"), dequantizedTail("weight_dequantized_tail");
+  Var ql("ql"), qh("qh"), qb("qb"), qr("qr");
   {
     Var a("a"), b("b");
-    if (spec.bf16Weights)
+    if (blocks) {
+      dequantized(ql, qh, qb, qr) = blockWeights.value(qb, ql, qh, qr);
+      dequantizedTail(ql, qh, qb, qr) = blockWeights.value(qb, ql, qh, qr);
+      weightF(a, b) = dequantized(a % 16, (a / 16) % 2, a / 32, b);
+      weightFTail(a, b) = dequantizedTail(a % 16, (a / 16) % 2, a / 32, b);
+    } else if (spec.bf16Weights)
       weightF(a, b) = reinterpret<float>(cast<uint32_t>(reinterpret<uint16_t>(weight(a, b))) << 16);
     else
       weightF(a, b) = weight(a, b);
+    if (!blocks)
+      weightFTail = weightF;
   }
   // Gated: the stored column of column n of the interleaved weight (tile 2i =
   // gate columns i·tileCols.., tile 2i+1 = the same columns of up), and
@@ -164,17 +189,20 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   };
   // The weight as W(n, k) whatever its storage, zero past column N (gated: in
   // interleaved columns).
-  Func weightKN("weight_kn");
-  {
-    Func stored = weightF;
+  auto makeWeightKN = [&](Func source, const char *name) {
+    Func weightKN(name);
+    Func stored = source;
     if (N % tileCols != 0 || gated) {
       Region bounds = spec.transposeWeight ? Region{{Expr(), Expr()}, {0, weightCols}}
                                            : Region{{0, weightCols}, {Expr(), Expr()}};
-      stored = BoundaryConditions::constant_exterior(weightF, 0.f, bounds);
+      stored = BoundaryConditions::constant_exterior(source, 0.f, bounds);
     }
     Expr column = storedColumn(n);
     weightKN(n, k) = spec.transposeWeight ? stored(k, column) : stored(column, k);
-  }
+    return weightKN;
+  };
+  Func weightKN = makeWeightKN(weightF, "weight_kn");
+  Func weightKNTail = blocks ? makeWeightKN(weightFTail, "weight_kn_tail") : weightKN;
   // Tile-major weight: packed(nj, k, nt) = W(nt·tileCols + nj, k).
   Func packed("packed_weight");
   packed(nj, k, nt) = weightKN(nt * tileCols + nj, k);
@@ -234,7 +262,7 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
       tailProduct(nj, nt, m) += cast<float>(xBf16(2 * ktPairs.y + ktPairs.x, m)) *
                                 cast<float>(packedTail(ktPairs.x, nj, ktPairs.y, nt));
     } else {
-      packedTail(nj, k, nt) = weightKN(nt * tileCols + nj, k);
+      packedTail(nj, k, nt) = weightKNTail(nt * tileCols + nj, k);
       tailProduct(nj, nt, m) += xRows(kt, m) * packedTail(nj, kt, nt);
     }
     product(nj, nt, m) += tailProduct(nj, nt, m);
@@ -262,7 +290,27 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   Var kl("kl");
   Func gemvProduct("gemv_product"), gemvPartial("gemv_partial");
   gemvProduct(n, m) = 0.f;
-  if (!spec.transposeWeight) {
+  // Blocks ([N, K]): 16 lanes of partial sums per (n, m) and per block of
+  // each group of blockChains consecutive blocks (independent FMA chains: a
+  // row holds only K/32 blocks), one group per step:
+  // d·(x_lo·q_lo + x_hi·q_hi) + c·(x_lo + x_hi), elements l and 16 + l.
+  const int blockCount = std::max(K / 32, 1);
+  const int blockChains = blockCount % 4 == 0 ? 4 : blockCount % 3 == 0 ? 3
+                          : blockCount % 2 == 0 ? 2 : 1;
+  Var kc("kc");
+  RDom gb(0, blockCount / blockChains, "gb"), blockLanes(0, 16, 0, blockChains, "block_lanes");
+  if (blocks) {
+    Expr row = gemvColumn(n), block = gb * blockChains + kc;
+    Expr xLo = x(block * 32 + kl, m), xHi = x(block * 32 + 16 + kl, m);
+    Expr sum = xLo * blockWeights.quant(block, kl, 0, row) +
+               xHi * blockWeights.quant(block, kl, 1, row);
+    Expr partial = blockWeights.scale(block, row) * sum;
+    if (blockWeights.hasOffset())
+      partial += blockWeights.offset(block, row) * (xLo + xHi);
+    gemvPartial(kl, kc, n, m) = 0.f;
+    gemvPartial(kl, kc, n, m) += partial;
+    gemvProduct(n, m) += gemvPartial(blockLanes.x, blockLanes.y, n, m);
+  } else if (!spec.transposeWeight) {
     gemvProduct(n, m) += x(gk, m) * weightF(gemvColumn(n), gk);
   } else {
     gemvPartial(kl, n, m) = 0.f;
@@ -297,7 +345,9 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
 
   // ---- Buffer shapes (docs/abi.md: dim 0 = cols, stride 1) ----------------
   x.dim(0).set_bounds(0, K).set_stride(1).dim(1).set_min(0);
-  if (spec.transposeWeight)
+  if (blocks)
+    weight.dim(0).set_bounds(0, rowBytes).set_stride(1).dim(1).set_bounds(0, weightCols);
+  else if (spec.transposeWeight)
     weight.dim(0).set_bounds(0, K).set_stride(1).dim(1).set_bounds(0, weightCols);
   else
     weight.dim(0).set_bounds(0, weightCols).set_stride(1).dim(1).set_bounds(0, K);
@@ -320,7 +370,22 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
         .reorder(gemvN, m, gemvTask)
         .parallel(gemvTask)
         .vectorize(gemvN, vw, TailStrategy::GuardWithIf);
-    if (!spec.transposeWeight) {
+    if (blocks) {
+      // Like [N, K] below, but gemvRowsPerPass / 8 rows per pass: rows of
+      // blocks are short (K = 576: 360 bytes of Q4_1), so 16 interleaved
+      // rows are 16 streams of a few cache lines that the prefetchers do
+      // not follow (measured: 16 rows 1.5x the time of 2; 1 and 2 alike),
+      // while the block chains keep the FMA pipes busy.
+      const int rowsPerPass = std::max<int>(1, int(s.gemvRowsPerPass) / 8);
+      gemvProduct.compute_at(out, gemvTask).vectorize(n, vw, TailStrategy::RoundUp);
+      gemvProduct.update(0)
+          .split(n, gemvNo, gemvNi, rowsPerPass, TailStrategy::RoundUp)
+          .reorder(blockLanes.x, blockLanes.y, gemvNi, m, gemvNo)
+          .unroll(blockLanes.x)
+          .unroll(blockLanes.y);
+      gemvPartial.compute_at(gemvProduct, gemvNo).vectorize(kl).unroll(kc).unroll(n);
+      gemvPartial.update().reorder(kl, kc, n, gb, m).vectorize(kl).unroll(kc).unroll(n);
+    } else if (!spec.transposeWeight) {
       // Accumulators for the chunk × M rows; per k one contiguous segment of W.
       gemvProduct.compute_at(out, gemvTask).vectorize(n, vw);
       // 16 rows of W per pass (16 streams), so each accumulator vector is
@@ -426,6 +491,20 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   }
   weightKN.compute_inline();
   weightF.compute_inline();
+  if (blocks) {
+    weightKNTail.compute_inline();
+    weightFTail.compute_inline();
+    // Dequantized once per K block of the panel (dense byte loads along l),
+    // then packed (transposed) from there.
+    if (s.packWeights) {
+      dequantized.compute_at(product, kBlocks.x).vectorize(ql, 16).unroll(qh);
+      if (kTail)
+        dequantizedTail.compute_at(product, Var::outermost()).vectorize(ql, 16).unroll(qh);
+    } else {
+      dequantized.compute_inline();
+      dequantizedTail.compute_inline();
+    }
+  }
   xRows.compute_inline();
 
   KernelPipeline result;

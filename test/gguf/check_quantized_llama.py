@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Weights kept in ggml blocks (xfc --quantized-like) on a small random Llama.
+
+  1. the oracle writes a random float32 llama checkpoint (L=2, GQA 4/2, d_e=64, d_mlp=96);
+  2. its matrices are quantized here in numpy (gguf_format.py's layouts) to a mix of block
+     types — token embedding (tied unembedding) Q8_0, attention Q4_0, MLP Q4_1, norms F32 —
+     and written as a GGUF file; their dequantized values (gguf_format.dequantize, ggml's
+     definitions) go to a float32 safetensors file for the oracle;
+  3. examples/llama.xf built with --quantized-like that file reads the blocks themselves;
+     its logits for prompts of 1, 7 and 130 tokens (GEMV path, GEMM path with row tails)
+     match the float64 oracle on the dequantized weights within 1e-4 (max|Δ|/max|ref|), and
+     the same spec built without the option (dequantized at load);
+  4. greedy generation with the KV cache (decode GEMVs) gives the oracle's ids;
+  5. bad inputs give one error line: a GGUF whose tensor has another block type, a
+     safetensors file or random weights for a blocks executable, xfc --quantized-like with a
+     missing file or with --weight-type=bf16.
+
+usage: check_quantized_llama.py --xfc build/bin/xfc [--workdir DIR] [--target T]
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(ROOT, "test", "reference"))
+import gguf_format as gf  # noqa: E402
+import safetensors_io  # noqa: E402
+
+ORACLE = os.path.join(ROOT, "test", "reference", "oracle.py")
+HP = dict(L=2, H=4, H_kv=2, d_e=64, d_mlp=96, N_V=256, l_max=256)
+HPARAMS = ",".join(f"{k}={v}" for k, v in HP.items())
+TOLERANCE = 1e-4
+
+
+def run(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=900, **kw)
+    if r.returncode:
+        raise RuntimeError(f"{' '.join(cmd[:4])} ... failed ({r.returncode}): "
+                           f"{r.stderr.strip()[-2000:]}")
+    return r
+
+
+def f16_bytes(a):
+    return np.asarray(a, np.float32).astype("<f2").view(np.uint8).reshape(len(a), 2)
+
+
+def quantize(w, gtype):
+    """Rows of blocks of 32, as llama.cpp's reference quantizers lay them out."""
+    blocks = w.astype(np.float32).reshape(-1, 32)
+    if gtype == gf.Q8_0:
+        d = np.abs(blocks).max(1) / 127
+        q = np.round(blocks / np.where(d == 0, 1, d)[:, None]).astype(np.int8)
+        out = np.concatenate([f16_bytes(d), q.view(np.uint8)], axis=1)
+    elif gtype == gf.Q4_0:
+        idx = np.abs(blocks).argmax(1)
+        d = blocks[np.arange(len(blocks)), idx] / -8
+        q = np.clip(np.round(blocks / np.where(d == 0, 1, d)[:, None]) + 8, 0, 15)
+        q = q.astype(np.uint8)
+        out = np.concatenate([f16_bytes(d), q[:, :16] | (q[:, 16:] << 4)], axis=1)
+    else:  # Q4_1
+        lo, hi = blocks.min(1), blocks.max(1)
+        d = (hi - lo) / 15
+        q = np.clip(np.round((blocks - lo[:, None]) / np.where(d == 0, 1, d)[:, None]), 0, 15)
+        q = q.astype(np.uint8)
+        out = np.concatenate([f16_bytes(d), f16_bytes(lo), q[:, :16] | (q[:, 16:] << 4)], axis=1)
+    return out.tobytes()
+
+
+def block_type(name):
+    if name == "token_embd.weight":
+        return gf.Q8_0
+    if ".attn_" in name and name.endswith("weight") and "norm" not in name:
+        return gf.Q4_0
+    if ".ffn_" in name and "norm" not in name:
+        return gf.Q4_1
+    return gf.F32
+
+
+def write_model(weights, gguf_path, dequantized_path, types):
+    tensors, dequantized = [], {}
+    for name in sorted(weights):
+        w = np.asarray(weights[name], np.float32)
+        gtype = types(name)
+        raw = w.tobytes() if gtype == gf.F32 else quantize(w, gtype)
+        ne = list(reversed(w.shape))
+        tensors.append((name, gtype, ne, raw))
+        dequantized[name] = gf.dequantize(gtype, raw, ne).astype(np.float32)
+    gf.write_gguf(gguf_path, [], tensors)
+    if dequantized_path:
+        safetensors_io.save(dequantized_path, dequantized)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--xfc", required=True)
+    ap.add_argument("--target", help="Halide target for the kernels (default: host)")
+    ap.add_argument("--workdir")
+    args = ap.parse_args()
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="xf-quantized-") as tmp:
+        work = args.workdir or tmp
+        path = lambda name: os.path.join(work, name)  # noqa: E731
+        run([sys.executable, ORACLE, "--arch", "llama", "--hparams", HPARAMS, "--seed", "3",
+             "--write-random", path("random.safetensors")])
+        weights = safetensors_io.load(path("random.safetensors"), as_float64=False)
+        write_model(weights, path("model.gguf"), path("dequantized.safetensors"), block_type)
+        defines = [x for k, v in HP.items() for x in ("-D", f"{k}={v}")]
+        spec = os.path.join(ROOT, "examples", "llama.xf")
+        target = ["--target", args.target] if args.target else []
+        run([args.xfc, spec, *defines, *target, "--quantized-like", path("model.gguf"),
+             "-o", path("blocks")])
+        run([args.xfc, spec, *defines, *target, "-o", path("f32")])
+        manifest = run([args.xfc, spec, *defines, "--quantized-like", path("model.gguf"),
+                        "--emit=host"]).stdout
+        for dtype in ("q8_0", "q4_0", "q4_1"):
+            if f'\\22dtype\\22: \\22{dtype}\\22' not in manifest and \
+                    f'"dtype": "{dtype}"' not in manifest:
+                failures.append(f"--emit=host: no parameter with dtype {dtype} in the manifest")
+
+        rng = np.random.default_rng(5)
+        for length in (1, 7, 130):
+            tokens = ",".join(map(str, rng.integers(0, HP["N_V"], length)))
+            ref = path(f"ref{length}.npy")
+            run([sys.executable, ORACLE, "--arch", "llama", "--hparams", HPARAMS, "--weights",
+                 path("dequantized.safetensors"), "--tokens", tokens, "--logits-out", ref])
+            ref = np.load(ref)
+            got = {}
+            for exe in ("blocks", "f32"):
+                out = path(f"{exe}{length}.npy")
+                run([path(exe), "--weights", path("model.gguf"), "--tokens", tokens,
+                     "--logits-out", out])
+                got[exe] = np.load(out)
+            for exe, other in (("blocks", ref), ("f32", ref), ("blocks", got["f32"])):
+                err = float(np.max(np.abs(got[exe] - other)) / np.max(np.abs(ref)))
+                against = "oracle" if other is ref else "xf dequantized at load"
+                ok = err <= TOLERANCE
+                print(f"ℓ={length:3d} xf {exe:6s} vs {against}: max|Δ|/max|ref| = {err:.2e} "
+                      f"({'ok' if ok else 'FAIL'})")
+                if not ok:
+                    failures.append(f"ℓ={length} {exe} vs {against}: {err:.3e}")
+
+        # Decode GEMVs through the KV cache: the oracle's greedy ids (Alg. 14).
+        prompt = ",".join(map(str, rng.integers(0, HP["N_V"], 9)))
+        r = run([path("blocks"), "--weights", path("model.gguf"), "--tokens", prompt,
+                 "--max-new-tokens", "12", "--temperature", "0", "--eos", "none"])
+        got_ids = [int(t) for t in r.stdout.strip().split(",")]
+        r = run([sys.executable, ORACLE, "--arch", "llama", "--hparams", HPARAMS, "--weights",
+                 path("dequantized.safetensors"), "--tokens", prompt, "--generate",
+                 "--max-new-tokens", "12"])
+        want_ids = [int(t) for t in r.stdout.strip().splitlines()[-1].split(",")]
+        print(f"greedy ids: xf blocks {got_ids}, oracle {want_ids}")
+        if got_ids != want_ids:
+            failures.append(f"greedy ids differ: {got_ids} vs {want_ids}")
+
+        # Bad inputs.
+        write_model(weights, path("other.gguf"), None,
+                    lambda n: gf.Q8_0 if block_type(n) == gf.Q4_1 else block_type(n))
+        cases = [
+            ([path("blocks"), "--weights", path("other.gguf"), "--tokens", "1"],
+             "tensor 'blk.0.ffn_gate.weight': type Q8_0 in the file, but the executable reads "
+             "Q4_1 blocks"),
+            ([path("blocks"), "--weights", path("dequantized.safetensors"), "--tokens", "1"],
+             "': the executable reads it as Q8_0 blocks (built with xfc --quantized-like), "
+             "which only a .gguf file holds"),
+            ([path("blocks"), "--random-weights", "1", "--tokens", "1"],
+             "random weights are float32 only"),
+            ([args.xfc, spec, "--quantized-like", path("missing.gguf"), "-o", path("x")],
+             "xfc: error: " + path("missing.gguf")),
+            ([args.xfc, spec, "--quantized-like", path("model.gguf"), "--weight-type=bf16",
+              "-o", path("x")],
+             "xfc: error: --quantized-like and --weight-type=bf16 are exclusive"),
+        ]
+        for cmd, want in cases:
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+            lines = r.stderr.strip().splitlines()
+            ok = r.returncode != 0 and len(lines) == 1 and want in lines[0]
+            print(f"refused {'ok' if ok else 'FAIL'}: {r.stderr.strip()[:160]}")
+            if not ok:
+                failures.append(f"{cmd[1:3]}: rc={r.returncode} stderr={r.stderr.strip()!r}")
+    for f in failures:
+        print("FAIL:", f)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
