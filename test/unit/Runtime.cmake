@@ -37,3 +37,11 @@ add_test(NAME runtime-hostile
 set_tests_properties(runtime-hostile PROPERTIES TIMEOUT 300)
 
 add_subdirectory(${XF_SOURCE_DIR}/test/fuzz/runtime ${CMAKE_CURRENT_BINARY_DIR}/runtime-fuzz)
+
+# The optimizer (issue 15) against the float64 oracle, through a small .npy tool.
+add_executable(xf-optimizer-steps ${XF_RUNTIME_TEST_INPUTS}/OptimizerSteps.cpp)
+target_link_libraries(xf-optimizer-steps PRIVATE xfRuntime)
+set_target_properties(xf-optimizer-steps PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR})
+add_test(NAME runtime-optimizer
+         COMMAND ${Python3_EXECUTABLE} ${XF_SOURCE_DIR}/test/Runtime/optimizer_e2e.py
+                 $<TARGET_FILE:xf-optimizer-steps> ${XF_SOURCE_DIR}/test/reference)
