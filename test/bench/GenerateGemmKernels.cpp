@@ -21,6 +21,7 @@
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
@@ -32,12 +33,18 @@
 using namespace mlir::xf;
 
 namespace {
-/// "gemm k=768 n=2304 weight=kn:f32 x=f32": the signature up to the epilogue.
-std::string shapeKey(const std::string &signature) {
-  size_t end = 0;
-  for (int field = 0; field < 5 && end != std::string::npos; ++field)
-    end = signature.find(' ', end + (field ? 1 : 0));
-  return signature.substr(0, end);
+/// The signatures of every kernel with the shape, layout and dtypes of
+/// `spec` (the benchmark's plain GEMM): each bias, residual and elementwise
+/// epilogue the model's fused GEMMs may carry. SwiGLU is another shape.
+llvm::StringSet<> sameShapeSignatures(GemmKernelSpec spec) {
+  llvm::StringSet<> signatures;
+  for (GemmEpilogue epilogue : {GemmEpilogue::None, GemmEpilogue::Relu, GemmEpilogue::GeluTanh,
+                                GemmEpilogue::GeluErf, GemmEpilogue::Silu})
+    for (int extras = 0; extras < 4; ++extras) {
+      spec.epilogue = epilogue, spec.hasBias = extras & 1, spec.hasResidual = extras & 2;
+      signatures.insert(kernelSignature(spec));
+    }
+  return signatures;
 }
 
 /// The tuned schedule of the first entry for this shape, target and threads.
@@ -45,9 +52,9 @@ std::optional<GemmSchedule> tunedSchedule(mlir::MLIRContext &ctx,
                                           const tuning::TuningDatabase &db,
                                           const GemmKernelSpec &spec, const std::string &target,
                                           int64_t threads, std::string &from) {
-  std::string key = shapeKey(kernelSignature(spec));
+  llvm::StringSet<> shape = sameShapeSignatures(spec);
   for (const tuning::TuningEntry &e : db.entries()) {
-    if (e.target != target || e.threads != threads || shapeKey(e.kernel) != key)
+    if (e.target != target || e.threads != threads || !shape.contains(e.kernel))
       continue;
     auto attr = llvm::dyn_cast_or_null<GemmScheduleAttr>(mlir::parseAttribute(e.schedule, &ctx));
     if (!attr)

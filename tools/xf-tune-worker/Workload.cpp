@@ -163,25 +163,19 @@ llvm::Expected<double> checkKernel(Halide::Callable &kernel, Workload &workload)
   return maxRef > 0 ? maxError / maxRef : maxError;
 }
 
-/// Weight columns a GEMM multiplies by: 2·N [gate | up] for a gated one.
-double weightColumns(const GemmKernelSpec &g) {
-  return g.epilogue == GemmEpilogue::SwiGlu ? 2.0 * double(g.N) : double(g.N);
+namespace {
+KernelWork workOf(const Request &request) {
+  return request.kernel.kind == KernelKind::Gemm ? kernelWork(request.kernel.gemm)
+                                                 : kernelWork(request.kernel.attention);
 }
+} // namespace
 
 double flopsOf(const Request &request, const Case &size) {
-  if (request.kernel.kind == KernelKind::Gemm)
-    return 2.0 * size.rows * request.kernel.gemm.K * weightColumns(request.kernel.gemm);
-  const AttentionKernelSpec &a = request.kernel.attention;
-  return 2.0 * a.heads * (a.dK + a.dV) * size.rows * size.keys;
+  return workOf(request).flops(double(size.rows), double(size.keys));
 }
 
 double weightBytesOf(const Request &request, const Case &size) {
-  if (request.kernel.kind == KernelKind::Gemm) {
-    const GemmKernelSpec &g = request.kernel.gemm;
-    return double(g.K) * weightColumns(g) * (g.bf16Weights ? 2 : 4);
-  }
-  const AttentionKernelSpec &a = request.kernel.attention;
-  return 4.0 * size.keys * a.heads * (a.dK + a.dV);
+  return workOf(request).streamedBytes(double(size.keys));
 }
 
 } // namespace xftune

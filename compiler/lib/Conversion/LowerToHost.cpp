@@ -652,7 +652,7 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
     spec.name = kernelName(gemmKey(spec), "xf_gemm_", program.gemms, spec);
     orStatus(callHalidePipeline(*b, loc, *program.module, spec.name, args));
     site.name = spec.name, site.kind = "gemm";
-    site.flopsPerRow = 2 * spec.K * spec.N * (spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1);
+    site.flopsPerRow = int64_t(kernelWork(spec).flopsPerRow);
     site.tuned = op->hasAttr("xf.tuned");
     return success();
   }
@@ -694,7 +694,7 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
     // Q·Kᵀ and P·V: 2·H·(d_k + d_v) per (query, key) pair (causal masking halves the useful work).
     site.name = spec.name, site.kind = "attention";
     site.tuned = op->hasAttr("xf.tuned");
-    site.flopsPerRowPerContextRow = 2 * spec.heads * (spec.dK + spec.dV);
+    site.flopsPerRowPerContextRow = int64_t(kernelWork(spec).flopsPerRowPerContextRow);
     site.contextFromSource = placements[attn.getKey()].rows == Rows::Source;
     return success();
   }

@@ -139,20 +139,10 @@ double rooflineOf(const Kernel &k, const CandidateResult &r, const MachineCeilin
   if (m.fmaGflops <= 0 || m.readGBs <= 0 || r.cases.empty())
     return 0;
   double logSum = 0;
+  KernelWork work = k.isGemm ? kernelWork(k.gemm) : kernelWork(k.attention);
   for (const CaseTime &c : r.cases) {
-    double flops, bytes;
-    if (k.isGemm) {
-      double M = double(c.rows), K = double(k.gemm.K), N = double(k.gemm.N);
-      // A gated (SwiGLU) GEMM multiplies by 2·N weight columns [gate | up].
-      double columns = k.gemm.epilogue == GemmEpilogue::SwiGlu ? 2 * N : N;
-      flops = 2 * M * K * columns;
-      bytes = K * columns * (k.gemm.bf16Weights ? 2 : 4) + 4 * M * (K + N);
-    } else {
-      const AttentionKernelSpec &a = k.attention;
-      double width = double(a.heads * (a.dK + a.dV));
-      flops = 2 * width * double(c.rows) * double(c.keys);
-      bytes = 4 * width * double(c.rows + c.keys);
-    }
+    double flops = work.flops(double(c.rows), double(c.keys));
+    double bytes = work.bytes(double(c.rows), double(c.keys));
     double boundMs = std::max(flops / (m.fmaGflops * 1e9), bytes / (m.readGBs * 1e9)) * 1e3;
     logSum += std::log(std::min(1.0, boundMs / std::max(c.wallMinMs, 1e-9)));
   }
@@ -309,6 +299,43 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
       return llvm::Error::success();
     return db.save(options.dbPath);
   };
+  // One worker batch: the default first — the anchor every cost of the
+  // batch is scaled by — then `others`. Nothing when the anchor did not run
+  // (the batch's times mean nothing); an error when it failed its check (a
+  // bug in the default, not a tuning result).
+  using Results = std::vector<CandidateResult>;
+  auto timeAnchored = [&](llvm::json::Object batchRequest, std::vector<llvm::json::Value> others,
+                          double timeout) -> llvm::Expected<std::optional<Results>> {
+    others.insert(others.begin(), candidateJson(k, k.defaultPoint));
+    auto results = worker.run(std::move(batchRequest), others, timeout);
+    if (!results)
+      return results.takeError();
+    const CandidateResult &anchor = results->front();
+    if (anchor.ran && !anchor.failure.empty())
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     "the default schedule of " + k.name +
+                                         " failed in the worker: " + anchor.failure);
+    if (!anchor.ran || !ledger.beginBatch(costOf(anchor)))
+      return std::nullopt;
+    return std::optional<Results>(std::move(*results));
+  };
+  auto candidatesOf = [&](llvm::ArrayRef<size_t> ids) {
+    std::vector<llvm::json::Value> candidates;
+    for (size_t id : ids)
+      candidates.push_back(candidateJson(k, points[id]));
+    return candidates;
+  };
+  // The default's and the re-timed points' costs in this batch's scale
+  // (results[1 + i] is ids[i]).
+  auto recordAnchorAndRetimed = [&](const Results &results, llvm::ArrayRef<size_t> ids) {
+    ledger.record(0, ledger.defaultCost());
+    lastResult[0] = results[0];
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const CandidateResult &r = results[1 + i];
+      if (r.ran && r.failure.empty())
+        ledger.record(ids[i], ledger.cost(costOf(r))), lastResult[ids[i]] = r;
+    }
+  };
   // At least one batch per kernel, however little budget is left, so that
   // every kernel gets an entry (the default timed, a few candidates tried).
   for (bool first = true; first || secondsSince(kernelStart) < share; first = false) {
@@ -322,29 +349,18 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
     for (size_t id : ledger.contenders())
       if (id != 0)
         again.push_back(id);
-    std::vector<llvm::json::Value> candidates{candidateJson(k, k.defaultPoint)};
-    for (size_t id : again)
-      candidates.push_back(candidateJson(k, points[id]));
+    std::vector<llvm::json::Value> candidates = candidatesOf(again);
     for (const Point &p : batch)
       candidates.push_back(candidateJson(k, p));
-    double timeout = 90.0 * double(candidates.size()) + 60;
-    auto results = worker.run(llvm::json::Object(request), candidates, timeout);
-    if (!results)
-      return results.takeError();
+    double timeout = 90.0 * double(candidates.size() + 1) + 60;
+    auto timed = timeAnchored(llvm::json::Object(request), std::move(candidates), timeout);
+    if (!timed)
+      return timed.takeError();
     if (options.interrupted && *options.interrupted)
       break;
-    const CandidateResult &anchor = (*results)[0];
-    if (!anchor.ran || !anchor.failure.empty() || !ledger.beginBatch(costOf(anchor))) {
-      // Without the default's time this batch's times mean nothing; its
-      // points stay unmeasured. A default that fails its check is a bug.
-      if (anchor.ran && !anchor.failure.empty())
-        return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                       "the default schedule of " + k.name +
-                                           " failed in the worker: " + anchor.failure);
-      continue;
-    }
-    ledger.record(0, ledger.defaultCost());
-    lastResult[0] = anchor;
+    if (!*timed)
+      continue; // its points stay unmeasured
+    const Results &results = **timed;
     if (!defaultRecorded) {
       // The default is timed in every batch (the anchor): recorded once so
       // that the search does not propose it and the model knows its cost.
@@ -352,14 +368,10 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
       entry.trials.push_back({scheduleText(ctx, k, k.defaultPoint), ledger.defaultCost(), ""});
       defaultRecorded = true;
     }
-    for (size_t i = 0; i < again.size(); ++i) {
-      const CandidateResult &r = (*results)[1 + i];
-      if (r.ran && r.failure.empty())
-        ledger.record(again[i], ledger.cost(costOf(r))), lastResult[again[i]] = r;
-    }
+    recordAnchorAndRetimed(results, again);
     const size_t offset = 1 + again.size();
     for (size_t i = 0; i < batch.size(); ++i) {
-      const CandidateResult &r = (*results)[offset + i];
+      const CandidateResult &r = results[offset + i];
       if (!r.ran)
         continue; // never reached (the batch was cut short); counts as taken
       Trial trial{batch[i], std::nullopt};
@@ -386,28 +398,18 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
   if (ledger.best() && !(options.interrupted && *options.interrupted)) {
     std::vector<size_t> finalists = ledger.contenders();
     finalists.erase(std::remove(finalists.begin(), finalists.end(), size_t(0)), finalists.end());
-    std::vector<llvm::json::Value> candidates{candidateJson(k, k.defaultPoint)};
-    for (size_t id : finalists)
-      candidates.push_back(candidateJson(k, points[id]));
     llvm::json::Object settleRequest(request);
     settleRequest["repeats"] = 9;
     settleRequest["max_seconds"] = 8.0;
-    auto results = worker.run(std::move(settleRequest), candidates,
-                              90.0 * double(candidates.size()) + 60);
-    if (!results)
-      return results.takeError();
-    const CandidateResult &anchor = (*results)[0];
-    if (anchor.ran && anchor.failure.empty() && ledger.beginBatch(costOf(anchor))) {
+    auto timed = timeAnchored(std::move(settleRequest), candidatesOf(finalists),
+                              90.0 * double(finalists.size() + 1) + 60);
+    if (!timed)
+      return timed.takeError();
+    if (*timed) {
       // Only now forget the search-phase estimates: a failed settling batch
       // leaves them (and the entry saved from them) as they were.
       ledger.settle();
-      ledger.record(0, ledger.defaultCost());
-      lastResult[0] = anchor;
-      for (size_t i = 0; i < finalists.size(); ++i) {
-        const CandidateResult &r = (*results)[1 + i];
-        if (r.ran && r.failure.empty())
-          ledger.record(finalists[i], ledger.cost(costOf(r))), lastResult[finalists[i]] = r;
-      }
+      recordAnchorAndRetimed(**timed, finalists);
       noteBest();
       if (llvm::Error err = saveBest())
         return err;
@@ -428,19 +430,19 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
   if (options.baselines && best && !(options.interrupted && *options.interrupted)) {
     // Halide's autoschedulers on the same algorithm, timed beside the
     // default (the anchor, as in every batch) and the best schedule.
-    std::vector<llvm::json::Value> candidates{candidateJson(k, k.defaultPoint),
-                                              candidateJson(k, points[*best])};
+    std::vector<llvm::json::Value> candidates = candidatesOf({*best});
     const char *names[] = {"Adams2019", "Li2018", "Mullapudi2016"};
     for (const char *name : names)
       candidates.push_back(llvm::json::Object{{"autoscheduler", name}});
-    auto results = worker.run(llvm::json::Object(request), candidates, 900);
-    if (!results)
-      return results.takeError();
+    auto timed = timeAnchored(llvm::json::Object(request), std::move(candidates), 900);
+    if (!timed)
+      return timed.takeError();
     llvm::json::Object baselines;
-    const CandidateResult &anchor = (*results)[0];
-    if (anchor.ran && anchor.failure.empty() && ledger.beginBatch(costOf(anchor))) {
-      for (size_t i = 1; i < candidates.size(); ++i) {
-        const CandidateResult &r = (*results)[i];
+    if (*timed) {
+      const Results &results = **timed;
+      const CandidateResult &anchor = results[0];
+      for (size_t i = 1; i < results.size(); ++i) {
+        const CandidateResult &r = results[i];
         std::string key = i == 1 ? "xf_tuned" : names[i - 2];
         if (r.ran && r.failure.empty())
           baselines[key] = ledger.cost(costOf(r));
@@ -449,7 +451,7 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
       }
       // Per length, the default and the best side by side (raw wall
       // minimum, same batch): which path the tuning helped.
-      const CandidateResult &best = (*results)[1];
+      const CandidateResult &best = results[1];
       if (best.ran && best.failure.empty() && best.cases.size() == anchor.cases.size()) {
         llvm::json::Array cases;
         for (size_t c = 0; c < anchor.cases.size(); ++c)

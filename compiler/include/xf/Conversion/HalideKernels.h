@@ -161,6 +161,46 @@ struct AttentionKernelSpec {
   AttentionSchedule schedule;
 };
 
+/// The work of one kernel call as a function of its rows M and (attention)
+/// context rows Mz: floating-point operations, and the bytes a roofline
+/// charges it — the weights (GEMM) or K/V rows (attention) read once plus
+/// the activations read and written. One rule for the tuner's roofline, the
+/// tune worker's GB/s and the executables' --profile.
+struct KernelWork {
+  double flopsPerRow = 0, flopsPerRowPerContextRow = 0;
+  double weightBytes = 0;        // read once per call, whatever M
+  double bytesPerRow = 0;        // activations in and out
+  double bytesPerContextRow = 0; // K and V rows (attention)
+  double flops(double rows, double context = 0) const {
+    return flopsPerRow * rows + flopsPerRowPerContextRow * rows * context;
+  }
+  double bytes(double rows, double context = 0) const {
+    return weightBytes + bytesPerRow * rows + bytesPerContextRow * context;
+  }
+  /// What a decode step streams from memory: the weights, or K and V.
+  double streamedBytes(double context = 0) const {
+    return weightBytes + bytesPerContextRow * context;
+  }
+};
+
+inline KernelWork kernelWork(const GemmKernelSpec &g) {
+  // A gated (SwiGLU) GEMM multiplies by 2·N weight columns [gate | up].
+  double columns = double(g.N) * (g.epilogue == GemmEpilogue::SwiGlu ? 2 : 1);
+  KernelWork w;
+  w.flopsPerRow = 2.0 * double(g.K) * columns;
+  w.weightBytes = double(g.K) * columns * (g.bf16Weights ? 2 : 4);
+  w.bytesPerRow = 4.0 * double(g.K + g.N * (g.hasResidual ? 2 : 1));
+  return w;
+}
+
+inline KernelWork kernelWork(const AttentionKernelSpec &a) {
+  KernelWork w;
+  w.flopsPerRowPerContextRow = 2.0 * double(a.heads * (a.dK + a.dV)); // Q·Kᵀ and P·V
+  w.bytesPerRow = 4.0 * double(a.heads * (a.dK + a.dV));              // Q in, out
+  w.bytesPerContextRow = 4.0 * double(a.keyValueHeads() * (a.dK + a.dV));
+  return w;
+}
+
 // Argument order of the generated function: GEMM (x, weight, [bias],
 // [residual], out); attention (q, k, v, out). All float32 buffers (except the
 // weight of a bf16Weights GEMM), layout per docs/abi.md. A causal attention
