@@ -1,0 +1,65 @@
+//===- TrainingData.h - Token streams and batches for training (issue 15) -*- C++ -*-===//
+//
+// A trainer's --data: a text file encoded by the model's tokenizer, or token ids written
+// as decimal numbers separated by whitespace or commas (a file ending in `.ids`). Windows
+// of seq_len + 1 consecutive ids give one sequence (inputs: the first seq_len, targets: the
+// last seq_len — Alg. 13's next token). Windows start at offsets drawn with PCG32 from
+// the seed, so a seed gives the same batches everywhere; the last part of the stream can be
+// held out for evaluation. Errors are one line naming the file (and line for ids).
+//
+//===----------------------------------------------------------------------===//
+#ifndef XFRT_TRAININGDATA_H
+#define XFRT_TRAININGDATA_H
+
+#include "xfrt/Random.h"
+#include "xfrt/Status.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace xfrt {
+
+class Tokenizer;
+
+/// Ids from the text of an `.ids` file: decimal numbers in [0, vocab) separated by
+/// whitespace or commas. `name` is the file name used in errors.
+Expected<std::vector<int32_t>> parseTokenIds(std::string_view text, int64_t vocab,
+                                             const std::string &name);
+
+/// --data FILE: `.ids` files are parsed as ids; anything else is text encoded by
+/// `tokenizer` (an error naming the file when there is none). Ids are checked against
+/// `vocab`; at most `maxBytes` are read.
+Expected<std::vector<int32_t>> readTrainingTokens(const std::string &path,
+                                                  const Tokenizer *tokenizer, int64_t vocab,
+                                                  size_t maxBytes = size_t(1) << 30);
+
+/// The stream split into training ids and the held-out last `heldOutFraction` of it.
+struct TrainingSplit {
+  std::vector<int32_t> train, heldOut;
+};
+TrainingSplit splitHeldOut(const std::vector<int32_t> &ids, double heldOutFraction);
+
+/// Draws windows of seqLen + 1 ids from a stream, uniformly over the start offsets.
+class SequenceSampler {
+public:
+  /// Fails (naming `name`) when the stream holds fewer than seqLen + 1 ids. `ids` must
+  /// outlive the sampler.
+  static Expected<SequenceSampler> create(const std::vector<int32_t> &ids, int64_t seqLen,
+                                          uint64_t seed, const std::string &name);
+  /// Writes one sequence: inputs[t] = ids[o + t], targets[t] = ids[o + t + 1], t < seqLen.
+  void next(int32_t *inputs, int32_t *targets);
+  int64_t windows() const { return int64_t(ids_->size()) - seqLen_; }
+
+private:
+  SequenceSampler(const std::vector<int32_t> &ids, int64_t seqLen, uint64_t seed)
+      : ids_(&ids), seqLen_(seqLen), rng_(seed, 0x7472616e) {}
+  const std::vector<int32_t> *ids_;
+  int64_t seqLen_;
+  Pcg32 rng_;
+};
+
+} // namespace xfrt
+
+#endif // XFRT_TRAININGDATA_H

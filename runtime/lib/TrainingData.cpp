@@ -1,0 +1,108 @@
+//===- TrainingData.cpp - --data files, held-out split, sequence sampling -===//
+#include "xfrt/TrainingData.h"
+
+#include "xfrt/MappedFile.h"
+#include "xfrt/Tokenizer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+
+namespace xfrt {
+
+Expected<std::vector<int32_t>> parseTokenIds(std::string_view text, int64_t vocab,
+                                             const std::string &name) {
+  std::vector<int32_t> ids;
+  int64_t line = 1;
+  size_t i = 0;
+  auto isSeparator = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == ','; };
+  while (i < text.size()) {
+    char c = text[i];
+    if (c == '\n') {
+      ++line, ++i;
+      continue;
+    }
+    if (isSeparator(c)) {
+      ++i;
+      continue;
+    }
+    size_t start = i;
+    int64_t value = 0;
+    bool digits = true;
+    while (i < text.size() && text[i] != '\n' && !isSeparator(text[i])) {
+      char d = text[i++];
+      if (d < '0' || d > '9')
+        digits = false;
+      else if (value <= vocab) // stop growing once out of range: no overflow
+        value = value * 10 + (d - '0');
+    }
+    std::string word(text.substr(start, std::min<size_t>(i - start, 32)));
+    if (!digits)
+      return makeError(name + ":" + std::to_string(line) + ": not a token id: '" + word + "'");
+    if (value >= vocab)
+      return makeError(name + ":" + std::to_string(line) + ": token id " + word +
+                       " is outside the vocabulary (N_V = " + std::to_string(vocab) + ")");
+    ids.push_back(int32_t(value));
+  }
+  if (ids.empty())
+    return makeError(name + ": no token ids");
+  return ids;
+}
+
+Expected<std::vector<int32_t>> readTrainingTokens(const std::string &path,
+                                                  const Tokenizer *tokenizer, int64_t vocab,
+                                                  size_t maxBytes) {
+  Expected<std::string> text = readTextFile(path, maxBytes);
+  if (!text)
+    return text.status();
+  bool idsFile = path.size() > 4 && path.compare(path.size() - 4, 4, ".ids") == 0;
+  if (idsFile)
+    return parseTokenIds(*text, vocab, path);
+  if (!tokenizer)
+    return makeError(path + ": a text file needs the model's tokenizer (--tokenizer), or give "
+                            "token ids in a file ending in .ids");
+  Expected<std::vector<int32_t>> ids = tokenizer->encode(*text);
+  if (!ids)
+    return makeError(path + ": " + ids.message());
+  if (ids->empty())
+    return makeError(path + ": the text encodes to no tokens");
+  for (int32_t id : *ids)
+    if (id < 0 || id >= vocab)
+      return makeError(path + ": the tokenizer gives id " + std::to_string(id) +
+                       ", outside the model's vocabulary (N_V = " + std::to_string(vocab) + ")");
+  return ids;
+}
+
+TrainingSplit splitHeldOut(const std::vector<int32_t> &ids, double heldOutFraction) {
+  size_t held = size_t(std::floor(double(ids.size()) * std::clamp(heldOutFraction, 0.0, 1.0)));
+  TrainingSplit split;
+  split.train.assign(ids.begin(), ids.end() - ptrdiff_t(held));
+  split.heldOut.assign(ids.end() - ptrdiff_t(held), ids.end());
+  return split;
+}
+
+Expected<SequenceSampler> SequenceSampler::create(const std::vector<int32_t> &ids,
+                                                  int64_t seqLen, uint64_t seed,
+                                                  const std::string &name) {
+  if (seqLen < 1)
+    return makeError("--seq-len must be at least 1, got " + std::to_string(seqLen));
+  if (int64_t(ids.size()) < seqLen + 1)
+    return makeError(name + ": " + std::to_string(ids.size()) + " tokens, but --seq-len " +
+                     std::to_string(seqLen) + " needs at least " + std::to_string(seqLen + 1));
+  return SequenceSampler(ids, seqLen, seed);
+}
+
+void SequenceSampler::next(int32_t *inputs, int32_t *targets) {
+  // Uniform over [0, windows()) by rejection, so every start is equally likely.
+  uint64_t n = uint64_t(windows()), limit = (uint64_t(1) << 32) / n * n, draw;
+  do
+    draw = rng_.next();
+  while (n <= (uint64_t(1) << 32) && draw >= limit);
+  size_t offset = size_t(draw % n);
+  for (int64_t t = 0; t < seqLen_; ++t) {
+    inputs[t] = (*ids_)[offset + t];
+    targets[t] = (*ids_)[offset + t + 1];
+  }
+}
+
+} // namespace xfrt
