@@ -45,14 +45,28 @@ bool Elaborator::elaborateAlgorithm(const AlgorithmAST &algorithm) {
   return true;
 }
 
+void Elaborator::poisonAssignments(llvm::ArrayRef<StmtPtr> body) {
+  for (const StmtPtr &stmt : body) {
+    if (auto *assign = llvm::dyn_cast<AssignStmtAST>(stmt.get()))
+      poisoned.insert(assign->getName());
+    else if (auto *loop = llvm::dyn_cast<ForStmtAST>(stmt.get()))
+      poisonAssignments(loop->getBody());
+  }
+}
+
+/// A statement that fails is reported and skipped; the names it would have
+/// set are poisoned. Only running past the limits, or a statement after
+/// `return`, stops the algorithm.
 bool Elaborator::elaborateBody(llvm::ArrayRef<StmtPtr> body, bool &returned) {
   for (const StmtPtr &stmt : body) {
+    if (diags.atErrorLimit())
+      return false;
     if (returned)
-      return error(stmt->getLoc(), "this statement follows 'return'");
+      return fatal = true, error(stmt->getLoc(), "this statement follows 'return'");
     if (++steps > options.maxSteps)
-      return error(stmt->getLoc(), "unrolling the loops executes more than " +
-                                       llvm::Twine(options.maxSteps) +
-                                       " statements");
+      return fatal = true, error(stmt->getLoc(), "unrolling the loops executes more than " +
+                                                     llvm::Twine(options.maxSteps) +
+                                                     " statements");
     statementStart = graph.nodes.size();
     bool ok =
         llvm::TypeSwitch<const StmtAST *, bool>(stmt.get())
@@ -78,7 +92,15 @@ bool Elaborator::elaborateBody(llvm::ArrayRef<StmtPtr> body, bool &returned) {
               returned = true;
               return true;
             });
-    if (!ok)
+    if (ok)
+      continue;
+    if (auto *loop = llvm::dyn_cast<ForStmtAST>(stmt.get())) {
+      if (!fatal)
+        poisonAssignments(loop->getBody());
+    } else if (llvm::isa<ReturnStmtAST>(stmt.get())) {
+      returned = loopVars.empty(); // reported: not "has no 'return'" too
+    }
+    if (fatal)
       return false;
   }
   return true;
@@ -110,9 +132,12 @@ bool Elaborator::assign(const AssignStmtAST &stmt) {
                                     "': it is a hyperparameter, parameter, "
                                     "input or loop variable");
   std::optional<int> value = evalTensor(stmt.getValue(), "an assigned value");
-  if (!value)
+  if (!value) {
+    poisoned.insert(name);
     return false;
+  }
   variables[name] = *value;
+  poisoned.erase(name);
   return true;
 }
 
@@ -180,6 +205,8 @@ MaybeValue Elaborator::eval(const ExprAST &e) {
 
 MaybeValue Elaborator::evalName(const NameExprAST &e) {
   llvm::StringRef name = e.getName();
+  if (poisoned.contains(name) && !findLoopVar(name))
+    return std::nullopt; // its error is reported where it was set
   if (auto *loop = findLoopVar(name))
     return Value::ofInt(loop->second);
   bool isActivation = variables.count(name) || inputs.count(name);
@@ -211,9 +238,10 @@ MaybeValue Elaborator::finishFamily(Value v, const Location &loc) {
 }
 
 MaybeValue Elaborator::evalBinary(const BinaryExprAST &e) {
+  // Both sides, even when the first fails: an error in each is reported.
   MaybeValue lhs = eval(e.getLHS());
-  MaybeValue rhs = lhs ? eval(e.getRHS()) : std::nullopt;
-  if (!rhs)
+  MaybeValue rhs = eval(e.getRHS());
+  if (!lhs || !rhs)
     return std::nullopt;
   bool hadamard = e.getOp() == kHadamardOp;
   if (hadamard &&

@@ -102,6 +102,21 @@ std::string DiagnosticEngine::shownMessage(const llvm::Twine &message) {
 }
 
 void DiagnosticEngine::error(const Location &loc, const llvm::Twine &message) {
+  // One error per place: an unrolled loop meets the same mistake once per
+  // iteration, and a parameter's binding once per use.
+  bool repeated = !reportedAt.insert({loc.line, loc.col}).second;
+  suppressNotes = repeated || numErrors >= kMaxErrors;
+  if (repeated)
+    return;
+  if (numErrors >= kMaxErrors) {
+    if (!limitReported) {
+      llvm::StringRef file = loc.file ? llvm::StringRef(*loc.file) : "<input>";
+      os << printable(file) << ": note: more errors follow; stopping after the first "
+         << kMaxErrors << "\n";
+    }
+    limitReported = true;
+    return;
+  }
   report(loc, llvm::SourceMgr::DK_Error, message);
 }
 
@@ -111,7 +126,8 @@ void DiagnosticEngine::warning(const Location &loc,
 }
 
 void DiagnosticEngine::note(const Location &loc, const llvm::Twine &message) {
-  report(loc, llvm::SourceMgr::DK_Note, message);
+  if (!suppressNotes) // a note belongs to the error before it
+    report(loc, llvm::SourceMgr::DK_Note, message);
 }
 
 void DiagnosticEngine::error(const llvm::Twine &message) {

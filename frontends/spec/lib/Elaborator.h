@@ -14,6 +14,7 @@
 #include "xf/Spec/Sema.h"
 
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <map>
 #include <set>
@@ -166,6 +167,17 @@ public:
   size_t statementStart = 0;
   /// Statements executed so far while unrolling, against options.maxSteps.
   int64_t steps = 0;
+  /// Names whose declaration or last assignment failed (its error already
+  /// reported): an expression reading one fails silently, so one mistake is
+  /// reported once and not again at every use (docs/language.md, Diagnostics).
+  llvm::StringSet<> poisoned;
+  /// An error after which elaboration cannot go on (a statement after
+  /// `return`, the statement limit).
+  bool fatal = false;
+  /// Every name `body` assigns, in loops too: all poisoned when the loop
+  /// around them cannot run.
+  void poisonAssignments(llvm::ArrayRef<StmtPtr> body);
+  void poisonDeclarations(const std::vector<ParameterItem> &items);
 };
 
 } // namespace xf::spec

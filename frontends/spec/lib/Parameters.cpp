@@ -19,22 +19,28 @@ static constexpr unsigned kMaxBindingDepth = 64;
 
 bool Elaborator::declareParameters(const std::vector<ParameterItem> &items,
                                    std::vector<LoopRange> &loops) {
+  // A declaration that fails is reported and its name poisoned; the others go on.
   for (const ParameterItem &item : items) {
+    if (diags.atErrorLimit())
+      return false;
     if (auto *decl = std::get_if<ParameterDecl>(&item)) {
-      if (!declareParameter(*decl, loops))
-        return false;
+      if (!declareParameter(*decl, loops) && !isGlobalName(decl->name))
+        poisoned.insert(decl->name);
       continue;
     }
     const ParameterLoop &loop = *std::get<std::unique_ptr<ParameterLoop>>(item);
     bool shadows = isGlobalName(loop.var) || llvm::any_of(loops, [&](auto &l) {
                      return l.var == loop.var;
                    });
+    std::optional<LoopRange> range;
     if (shadows)
-      return error(loop.loc, "loop variable '" + loop.var +
-                                 "' is already a name in scope");
-    std::optional<LoopRange> range = evalRange(loop.range, loop.var, loop.loc);
-    if (!range)
-      return false;
+      error(loop.loc, "loop variable '" + loop.var + "' is already a name in scope");
+    else
+      range = evalRange(loop.range, loop.var, loop.loc);
+    if (!range) {
+      poisonDeclarations(loop.body);
+      continue;
+    }
     loops.push_back(*range);
     bool ok = declareParameters(loop.body, loops);
     loops.pop_back();
@@ -42,6 +48,15 @@ bool Elaborator::declareParameters(const std::vector<ParameterItem> &items,
       return false;
   }
   return true;
+}
+
+void Elaborator::poisonDeclarations(const std::vector<ParameterItem> &items) {
+  for (const ParameterItem &item : items) {
+    if (auto *decl = std::get_if<ParameterDecl>(&item))
+      poisoned.insert(decl->name);
+    else
+      poisonDeclarations(std::get<std::unique_ptr<ParameterLoop>>(item)->body);
+  }
 }
 
 bool Elaborator::declareParameter(const ParameterDecl &decl,

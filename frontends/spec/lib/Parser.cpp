@@ -32,10 +32,32 @@ bool Parser::consumeIf(TokenKind kind) {
 }
 
 bool Parser::error(const Location &loc, const llvm::Twine &message) {
-  if (!failed)
+  if (!panicking)
     diags.error(loc, message);
-  failed = true;
+  failed = panicking = true;
   return false;
+}
+
+/// Keywords that start a block (or close a loop): recovery never skips them.
+static bool startsBlock(const Token &tok) {
+  return tok.is(TokenKind::KwHyperparameters) || tok.is(TokenKind::KwParameters) ||
+         tok.is(TokenKind::KwAlgorithm);
+}
+static bool isBlockKeyword(const Token &tok) {
+  return startsBlock(tok) || tok.is(TokenKind::KwEnd);
+}
+
+void Parser::recover() {
+  while (!tok.is(TokenKind::Eof) && !tok.is(TokenKind::Newline) && !isBlockKeyword(tok))
+    consume();
+  consumeIf(TokenKind::Newline);
+  panicking = false;
+}
+
+void Parser::recoverToBlock() {
+  while (!tok.is(TokenKind::Eof) && !startsBlock(tok))
+    consume();
+  panicking = false;
 }
 
 /// "expected ')' after the arguments of a call, found 'X'".
@@ -100,16 +122,23 @@ std::unique_ptr<ModuleAST> Parser::parseModule() {
     std::optional<std::string> name =
         expectName("a model name", "after 'model'");
     if (!name || !expectEndOfLine("after the model name"))
-      return nullptr;
-    module->modelName = *name;
+      recover();
+    else
+      module->modelName = *name;
   }
-  while (!tok.is(TokenKind::Eof)) {
-    if (!parseSection(*module))
-      return nullptr;
+  bool sawAlgorithm = false;
+  while (!tok.is(TokenKind::Eof) && canContinue()) {
+    sawAlgorithm |= tok.is(TokenKind::KwAlgorithm);
+    Location start = tok.loc;
+    if (!parseSection(*module)) {
+      if (tok.loc.line == start.line && tok.loc.col == start.col)
+        consume(); // a second block of a kind: skipped whole
+      recoverToBlock();
+    }
     skipNewlines();
   }
-  if (!module->algorithm)
-    return error(tok.loc, "the spec has no 'algorithm'"), nullptr;
+  if (!module->algorithm && !sawAlgorithm)
+    error(tok.loc, "the spec has no 'algorithm'");
   return failed ? nullptr : std::move(module);
 }
 
@@ -153,20 +182,23 @@ bool Parser::parseHyperparameters(ModuleAST &module) {
   consume();
   if (!expectEndOfLine("after 'hyperparameters'"))
     return false;
-  for (skipNewlines(); !atBlockEnd(tok); skipNewlines()) {
+  for (skipNewlines(); !atBlockEnd(tok) && canContinue(); skipNewlines()) {
     HyperparameterDecl decl;
     decl.loc = tok.loc;
     std::optional<std::string> name = expectName("a hyperparameter name", "");
-    if (!name || !expect(TokenKind::Assign, "after the hyperparameter name"))
-      return false;
+    if (!name || !expect(TokenKind::Assign, "after the hyperparameter name") ||
+        !(decl.value = parseExpr()) || !expectEndOfLine("after the hyperparameter's value")) {
+      recover();
+      continue;
+    }
     decl.name = *name;
-    if (!(decl.value = parseExpr()) ||
-        !expectEndOfLine("after the hyperparameter's value"))
-      return false;
     module.hyperparameters.push_back(std::move(decl));
   }
-  if (tok.is(TokenKind::KwEnd))
-    return error(tok.loc, "'end' without a 'for'");
+  if (tok.is(TokenKind::KwEnd)) {
+    error(tok.loc, "'end' without a 'for'");
+    consume();
+    recover();
+  }
   return true;
 }
 
@@ -200,29 +232,38 @@ bool Parser::parseParameterItems(std::vector<ParameterItem> &items,
   NestingScope scope(*this);
   if (!enterNesting())
     return false;
-  for (skipNewlines(); !atBlockEnd(tok); skipNewlines()) {
+  for (skipNewlines(); !atBlockEnd(tok) && canContinue(); skipNewlines()) {
     if (tok.is(TokenKind::KwFor)) {
+      // A bad header still opens a loop: its body and `end` are parsed.
       auto loop = std::make_unique<ParameterLoop>();
-      if (!parseLoopHeader(loop->var, loop->range, loop->loc) ||
-          !parseParameterItems(loop->body, /*inLoop=*/true))
-        return false;
-      items.push_back(std::move(loop));
+      bool header = parseLoopHeader(loop->var, loop->range, loop->loc);
+      if (!header)
+        recover();
+      if (parseParameterItems(loop->body, /*inLoop=*/true) && header)
+        items.push_back(std::move(loop));
       continue;
     }
     std::optional<ParameterDecl> decl = parseParameterDecl();
-    if (!decl)
-      return false;
+    if (!decl) {
+      recover();
+      continue;
+    }
     items.push_back(std::move(*decl));
   }
   if (!inLoop) {
-    if (tok.is(TokenKind::KwEnd))
-      return error(tok.loc, "'end' without a 'for'");
+    if (tok.is(TokenKind::KwEnd)) {
+      error(tok.loc, "'end' without a 'for'");
+      consume();
+      recover();
+    }
     return true;
   }
   if (!tok.is(TokenKind::KwEnd))
-    return errorExpected("'end'", "to close the 'for' loop");
+    return errorExpected("'end'", "to close the 'for' loop"), panicking = false, false;
   consume();
-  return expectEndOfLine("after 'end'");
+  if (!expectEndOfLine("after 'end'"))
+    recover();
+  return true;
 }
 
 std::optional<ParameterDecl> Parser::parseParameterDecl() {
@@ -268,27 +309,33 @@ bool Parser::parseAlgorithm(ModuleAST &module) {
   consume();
   std::optional<std::string> name =
       expectName("the algorithm's name", "after 'algorithm'");
-  if (!name)
-    return false;
-  algorithm.name = *name;
-  if (!expect(TokenKind::LParen, "before the algorithm's inputs"))
-    return false;
-  if (!tok.is(TokenKind::RParen)) {
+  algorithm.name = name.value_or("");
+  bool header = name && expect(TokenKind::LParen, "before the algorithm's inputs");
+  if (header && !tok.is(TokenKind::RParen)) {
     do {
       Location at = tok.loc;
       std::optional<std::string> input =
           expectName("an input name", "in the algorithm's inputs");
-      if (!input)
-        return false;
+      if (!input) {
+        header = false;
+        break;
+      }
       algorithm.inputs.emplace_back(*input, at);
     } while (consumeIf(TokenKind::Comma));
   }
+  if (!header) {
+    recover(); // the statements are still checked
+    parseStatements(algorithm.body, /*inLoop=*/false);
+    consumeIf(TokenKind::KwEnd);
+    module.algorithm = std::move(algorithm);
+    return true;
+  }
   if (!expect(TokenKind::RParen, "after the algorithm's inputs") ||
-      !expectEndOfLine("after the algorithm's header") ||
-      !parseStatements(algorithm.body, /*inLoop=*/false))
-    return false;
+      !expectEndOfLine("after the algorithm's header"))
+    recover(); // the statements are still checked
+  parseStatements(algorithm.body, /*inLoop=*/false);
   if (consumeIf(TokenKind::KwEnd) && !expectEndOfLine("after 'end'"))
-    return false;
+    recover();
   module.algorithm = std::move(algorithm);
   return true;
 }
@@ -297,14 +344,17 @@ bool Parser::parseStatements(std::vector<StmtPtr> &body, bool inLoop) {
   NestingScope scope(*this);
   if (!enterNesting())
     return false;
-  for (skipNewlines(); !atBlockEnd(tok); skipNewlines()) {
+  for (skipNewlines(); !atBlockEnd(tok) && canContinue(); skipNewlines()) {
     StmtPtr stmt = parseStatement();
-    if (!stmt)
-      return false;
+    if (!stmt) {
+      if (panicking) // else parseFor has recovered already
+        recover();
+      continue;
+    }
     body.push_back(std::move(stmt));
   }
   if (inLoop && !tok.is(TokenKind::KwEnd))
-    return errorExpected("'end'", "to close the 'for' loop");
+    return errorExpected("'end'", "to close the 'for' loop"), panicking = false, false;
   return true;
 }
 
@@ -336,11 +386,14 @@ StmtPtr Parser::parseFor() {
   RangeAST range;
   Location loc;
   std::vector<StmtPtr> body;
-  if (!parseLoopHeader(var, range, loc) ||
-      !parseStatements(body, /*inLoop=*/true))
-    return nullptr;
+  // A bad header still opens a loop: its body and `end` are parsed.
+  bool header = parseLoopHeader(var, range, loc);
+  if (!header)
+    recover();
+  if (!parseStatements(body, /*inLoop=*/true))
+    return nullptr; // no `end`: at a block keyword or the end of the file
   consume(); // 'end'
-  if (!expectEndOfLine("after 'end'"))
+  if (!expectEndOfLine("after 'end'") || !header)
     return nullptr;
   return std::make_unique<ForStmtAST>(loc, std::move(var), std::move(range),
                                       std::move(body));

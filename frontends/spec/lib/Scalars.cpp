@@ -217,11 +217,16 @@ bool Elaborator::evaluateHyperparameters() {
     }
     overrides[name] = value.trim().str();
   }
+  // A declaration that fails is reported and poisoned; the others go on.
   for (const HyperparameterDecl &decl : module.hyperparameters) {
-    if (hyperparameters.count(decl.name) || isGlobalName(decl.name)) {
-      error(decl.loc, "'" + decl.name + "' is declared twice");
-      diags.note(hyperparameterLocs[decl.name], "first declared here");
+    if (diags.atErrorLimit())
       return false;
+    if (hyperparameters.count(decl.name) || isGlobalName(decl.name) ||
+        poisoned.contains(decl.name)) {
+      error(decl.loc, "'" + decl.name + "' is declared twice");
+      if (hyperparameterLocs.count(decl.name))
+        diags.note(hyperparameterLocs[decl.name], "first declared here");
+      continue;
     }
     std::optional<Scalar> value;
     auto it = overrides.find(decl.name);
@@ -240,18 +245,20 @@ bool Elaborator::evaluateHyperparameters() {
       }
     } else {
       MaybeValue v = eval(*decl.value);
-      if (!v)
-        return false;
-      if (v->kind != Value::ScalarValue)
-        return error(decl.value->getLoc(), "a hyperparameter must be a number");
+      if (v && v->kind != Value::ScalarValue)
+        error(decl.value->getLoc(), "a hyperparameter must be a number"), v = std::nullopt;
+      if (!v) {
+        poisoned.insert(decl.name);
+        continue;
+      }
       value = v->scalar;
     }
     if (!value->isFloat && (value->i < 1 || value->i > kMaxInteger)) {
       std::string how = it != overrides.end() ? " (set by -D)" : "";
-      return error(decl.loc, "'" + decl.name + "' is " + llvm::Twine(value->i) +
-                                 how +
-                                 ", but integer hyperparameters are sizes "
-                                 "from 1 to 2^31 - 1");
+      error(decl.loc, "'" + decl.name + "' is " + llvm::Twine(value->i) + how +
+                          ", but integer hyperparameters are sizes from 1 to 2^31 - 1");
+      poisoned.insert(decl.name);
+      continue;
     }
     hyperparameters[decl.name] = *value;
     hyperparameterLocs[decl.name] = decl.loc;

@@ -13,12 +13,15 @@ using namespace xf::spec;
 std::optional<Graph> Elaborator::run(llvm::StringRef fileStem) {
   graph.modelName =
       module.modelName.empty() ? fileStem.str() : module.modelName;
+  // Each phase reports every independent error it finds and goes on with
+  // the failed names poisoned; any error fails the whole.
+  unsigned errorsBefore = diags.getNumErrors();
   std::vector<LoopRange> loops;
   if (!evaluateHyperparameters() ||
       !declareParameters(module.parameters, loops) || !module.algorithm)
     return std::nullopt;
   graph.loc = module.algorithm->loc;
-  if (!elaborateAlgorithm(*module.algorithm))
+  if (!elaborateAlgorithm(*module.algorithm) || diags.getNumErrors() > errorsBefore)
     return std::nullopt;
   warnUnusedParameters();
   return std::move(graph);

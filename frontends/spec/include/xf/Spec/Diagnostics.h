@@ -4,7 +4,10 @@
 // followed by the offending source line and a caret under the column. The
 // engine counts errors; phases return failure() after reporting once. What a
 // spec supplies is shown inert and bounded: control characters become '?',
-// long lines a window around the column, long messages are cut.
+// long lines a window around the column, long messages are cut. The
+// frontend goes on after an error (Parser.h, Elaborator.h), so the engine
+// keeps the report readable: one error per source location (with its
+// notes), and at most kMaxErrors of them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,10 +20,15 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <set>
+#include <utility>
+
 namespace xf::spec {
 
 class DiagnosticEngine {
 public:
+  static constexpr unsigned kMaxErrors = 20;
+
   /// Reports about `buffer` (named `file`) go to `os`.
   DiagnosticEngine(llvm::StringRef buffer, llvm::StringRef file,
                    llvm::raw_ostream &os);
@@ -32,6 +40,9 @@ public:
   void error(const llvm::Twine &message);
 
   unsigned getNumErrors() const { return numErrors; }
+  /// An error past kMaxErrors came (and a note said so): phases stop rather
+  /// than look for more.
+  bool atErrorLimit() const { return limitReported; }
   llvm::SourceMgr &getSourceMgr() { return sourceMgr; }
   llvm::raw_ostream &getStream() { return os; }
 
@@ -45,6 +56,8 @@ private:
   llvm::SourceMgr sourceMgr;
   llvm::raw_ostream &os;
   unsigned numErrors = 0;
+  std::set<std::pair<int, int>> reportedAt; // (line, column) of errors
+  bool suppressNotes = false, limitReported = false;
 };
 
 } // namespace xf::spec

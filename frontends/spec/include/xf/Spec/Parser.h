@@ -19,7 +19,10 @@ class Parser {
 public:
   Parser(Lexer &lexer, DiagnosticEngine &diags);
 
-  /// The module, or null after reporting the first syntax error.
+  /// The module, or null after reporting its syntax errors: after an error
+  /// the parser skips to the next line (statement, declaration) or, after a
+  /// bad block header, to the next block, and goes on, so each independent
+  /// error is reported once (at most DiagnosticEngine::kMaxErrors).
   std::unique_ptr<ModuleAST> parseModule();
 
 private:
@@ -57,6 +60,13 @@ private:
                                         llvm::StringRef context);
   void skipNewlines();
   bool error(const Location &loc, const llvm::Twine &message);
+  /// After an error: skips to the start of the next line, or to a block
+  /// keyword or `end` (kept), and reports again.
+  void recover();
+  /// After a bad block header: skips to the next block keyword.
+  void recoverToBlock();
+  /// Whether to go on after an error (not past the error limit).
+  bool canContinue() const { return !diags.atErrorLimit(); }
   bool errorExpected(llvm::StringRef what, llvm::StringRef context);
   bool enterNesting();
   /// `e` with its height set from `children`, or null when too tall.
@@ -67,7 +77,8 @@ private:
   DiagnosticEngine &diags;
   Token tok, ahead;
   unsigned depth = 0; // nesting of expressions and blocks
-  bool failed = false;
+  bool failed = false;    // an error was reported: no module
+  bool panicking = false; // errors are not reported until recover()
 
   /// RAII guard for bounded recursion.
   struct NestingScope {
