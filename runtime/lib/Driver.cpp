@@ -20,6 +20,7 @@
 #include "xfrt/Memory.h"
 #include "xfrt/Npy.h"
 #include "xfrt/BatchFile.h"
+#include "xfrt/BatchRun.h"
 #include "xfrt/PackedBatch.h"
 #include "xfrt/OutputFile.h"
 #include "xfrt/Profile.h"
@@ -234,7 +235,12 @@ int runGeneration(const Options &o, const Manifest &m, Session &session, const B
     profileStart(m.kernels.size(), o.traceOut.empty() ? 0 : kMaxTraceEvents);
   static const std::vector<int32_t> noSource;
   int64_t steps = 0, tokens = 0;
-  for (size_t i = 0; i < batch.size(); ++i) {
+  // Sequences decoding together (BatchRun.h) when the model can; else one at a time.
+  bool together = canDecodeTogether(o, session, batch, chat != nullptr);
+  if (together)
+    if (int code = runBatchedGeneration(o, m, session, batch, tok, g); code != 0)
+      return code;
+  for (size_t i = 0; i < (together ? 0 : batch.size()); ++i) {
     // Every sequence gets its own generator, so a batch samples what single
     // runs sample.
     Pcg32 rng(o.samplingSeed, fnv1a64("xfrt.sampling"));
@@ -298,7 +304,7 @@ int runGeneration(const Options &o, const Manifest &m, Session &session, const B
     if (Status s = writeTraceFile(o.traceOut, m); !s)
       return report(s.message(), 1);
   }
-  if (batch.size() > 1)
+  if (batch.size() > 1 && !together)
     std::fprintf(stderr, "%s: %zu sequences, %lld new tokens\n", m.model.c_str(), batch.size(),
                  (long long)tokens);
   return 0;

@@ -13,7 +13,8 @@ mixed lengths including 1 and the model's maximum. `--batch 1` (one xf_forward p
 is bitwise equal to single runs, so nothing leaks between sequences.
 
 Encoder-decoders (transformer) still loop over the sequences: bitwise equal to single runs.
-Generation (gpt2, greedy and sampled): the batch prints what single runs print. The stacked
+Generation (gpt2, greedy and sampled): the sequences decode together (xf_forward_cached_packed,
+all of them, or 3 at a time with continuous batching) and print what single runs print. The stacked
 [n, l_max, d] outputs are zero past each sequence's length.
 
 usage: check_batches.py --xfc build/bin/xfc [--workdir DIR]
@@ -161,6 +162,14 @@ def check(name, xfc, work):
             many = run([exe, *gen, *[a for t in seqs for a in ("--tokens", t)], *src_all()]).stdout
             expect(one == many and len(many.splitlines()) == len(seqs),
                    f"{name} generation {'sampled' if extra else 'greedy'}: batch == single runs")
+            if arch == "transformer":
+                continue
+            # Continuous batching: 3 places for 8 sequences, so finished ones leave and waiting
+            # ones join (a prefill and decoding steps in one call).
+            r = run([exe, *gen, *[a for t in seqs for a in ("--tokens", t)], "--batch", "3"])
+            expect(r.stdout == one and "up to 3 decoding together" in r.stderr,
+                   f"{name} generation {'sampled' if extra else 'greedy'}, 3 decoding together: "
+                   f"== single runs")
             if arch == "transformer":
                 continue
             bf = os.path.join(work, "prompts.txt")

@@ -1,0 +1,143 @@
+//===- BatchGenerate.cpp - Sequences decoding together --------------------===//
+#include "xfrt/BatchGenerate.h"
+
+#include <algorithm>
+#include <chrono>
+
+namespace xfrt {
+
+BatchDecoder::BatchDecoder(Session &session, int64_t maxActive, int64_t cachePositions)
+    : session_(session), maxActive_(std::max<int64_t>(maxActive, 1)),
+      cachePositions_(std::min(cachePositions, session.cachePositions())),
+      limit_(std::min(xfrt::positionLimit(session, true), cachePositions_)) {}
+
+Status BatchDecoder::add(BatchRequest request) {
+  if (request.prompt.empty())
+    return makeError("generation needs a non-empty prompt");
+  if (int64_t(request.prompt.size()) > limit_)
+    return makeError("the prompt has " + std::to_string(request.prompt.size()) +
+                     " tokens, more than the model's " + std::to_string(limit_) + " positions");
+  auto s = std::make_unique<Sequence>(
+      Sequence{std::move(request), Pcg32(0, fnv1a64("xfrt.sampling")), {}, 0, {}, -1});
+  s->rng = Pcg32(s->request.seed, fnv1a64("xfrt.sampling"));
+  s->tokens = s->request.prompt;
+  s->result.cached = true;
+  s->result.promptTokens = int64_t(s->request.prompt.size());
+  s->result.stopReason = "max-new-tokens";
+  waiting_.push_back(std::move(s));
+  return Status::success();
+}
+
+Status BatchDecoder::step() {
+  auto start = std::chrono::steady_clock::now();
+  // Sequences whose clients went away leave first.
+  auto gone = [](const std::unique_ptr<Sequence> &s) {
+    return s->request.cancelled && s->request.cancelled();
+  };
+  for (auto &s : active_)
+    if (gone(s))
+      freeCaches_.push_back(s->cache), s.reset();
+  active_.erase(std::remove(active_.begin(), active_.end(), nullptr), active_.end());
+  waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(), gone), waiting_.end());
+  // Admit: a free cache (or a new one) per joining sequence.
+  while (int64_t(active_.size()) < maxActive_ && !waiting_.empty()) {
+    std::unique_ptr<Sequence> s = std::move(waiting_.front());
+    waiting_.pop_front();
+    if (s->request.options.maxNewTokens <= 0) {
+      if (s->request.onDone)
+        s->request.onDone(s->result);
+      continue;
+    }
+    if (freeCaches_.empty()) {
+      Expected<int64_t> bytes = session_.cacheBytes(cachePositions_);
+      if (!bytes)
+        return bytes.status();
+      Expected<AlignedBuffer> cache = AlignedBuffer::allocate(uint64_t(*bytes));
+      if (!cache)
+        return makeError("KV cache: " + cache.message());
+      caches_.push_back(cache.take());
+      freeCaches_.push_back(int(caches_.size()) - 1);
+    }
+    s->cache = freeCaches_.back();
+    freeCaches_.pop_back();
+    active_.push_back(std::move(s));
+  }
+  if (active_.empty())
+    return Status::success();
+  // One call: each sequence's rows not yet in its cache (the prompt, then the newest token).
+  tokens_.clear(), lengths_.clear(), starts_.clear(), cachePtrs_.clear();
+  bool prefill = false;
+  for (auto &s : active_) {
+    prefill |= s->ran == 0;
+    tokens_.insert(tokens_.end(), s->tokens.begin() + s->ran, s->tokens.end());
+    lengths_.push_back(int64_t(s->tokens.size()) - s->ran);
+    starts_.push_back(s->ran);
+    cachePtrs_.push_back(caches_[size_t(s->cache)].data());
+  }
+  const Manifest &m = session_.manifest();
+  int64_t n = int64_t(active_.size());
+  uint64_t bytes = uint64_t(n) * uint64_t(m.dOut) * sizeof(float);
+  if (!logits_.data() || logits_.size() < bytes) {
+    Expected<AlignedBuffer> b = AlignedBuffer::allocate(bytes);
+    if (!b)
+      return makeError("logits: " + b.message());
+    logits_ = b.take();
+  }
+  if (Status st = session_.forwardCachedPacked(tokens_.data(), lengths_, starts_,
+                                               cachePtrs_.data(), cachePositions_,
+                                               logits_.floats());
+      !st)
+    return st;
+  int64_t vocab = std::min(m.dOut, m.vocab);
+  for (int64_t i = 0; i < n; ++i) {
+    Sequence &s = *active_[size_t(i)];
+    s.ran = int64_t(s.tokens.size());
+    const GenerateOptions &o = s.request.options;
+    int32_t y = int32_t(sampleToken(logits_.floats() + i * m.dOut, vocab, o.sampling, s.rng));
+    s.tokens.push_back(y);
+    s.result.newTokens.push_back(y);
+    if (s.request.onToken)
+      s.request.onToken(y);
+    bool done = false;
+    if (o.eos && y == *o.eos) {
+      s.result.stopReason = "eos";
+      done = true;
+    } else if (int64_t(s.result.newTokens.size()) >= o.maxNewTokens) {
+      done = true;
+    } else if (int64_t(s.tokens.size()) > limit_) {
+      // The next step would need a position past the limit (as generate() stops).
+      s.result.hitPositionLimit = true;
+      s.result.stopReason = "the sequence reached the model's " + std::to_string(limit_) +
+                            " positions (cache_positions)";
+      done = true;
+    }
+    if (done) {
+      if (s.request.onDone)
+        s.request.onDone(s.result);
+      freeCaches_.push_back(s.cache);
+      active_[size_t(i)].reset();
+    }
+  }
+  active_.erase(std::remove(active_.begin(), active_.end(), nullptr), active_.end());
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  stats_.steps += 1;
+  stats_.tokens += n;
+  stats_.ms += ms;
+  stats_.maxActive = std::max(stats_.maxActive, n);
+  if (!prefill) {
+    stats_.decodeSteps += 1;
+    stats_.decodeTokens += n;
+    stats_.decodeMs += ms;
+  }
+  return Status::success();
+}
+
+Status BatchDecoder::run() {
+  while (!idle())
+    if (Status s = step(); !s)
+      return s;
+  return Status::success();
+}
+
+} // namespace xfrt
