@@ -10,11 +10,12 @@ import pytest
 
 from architectures import gpt2_forward
 from checkpoints import hparams, random_checkpoint
-from primitives import causal_mask, gelu_erf, gelu_tanh, layer_norm
+from primitives import causal_mask, gelu_erf, gelu_tanh, layer_norm, relu, rms_norm, silu
 from training import (adamw_step, attention_heads, attention_heads_backward,
                       clip_by_global_norm, gelu_erf_backward, gelu_tanh_backward, gpt2_loss_and_grads,
                       layer_norm_backward, learning_rate, linear_backward, next_token_loss,
-                      next_token_loss_backward, positional_embedding_backward, sgd_step,
+                      next_token_loss_backward, positional_embedding_backward, relu_backward,
+                      rms_norm_backward, sgd_step, silu_backward,
                       token_embedding_backward)
 
 H_STEP = 1e-6
@@ -79,6 +80,19 @@ def test_layer_norm_backward():
     check(dx, lambda z: np.sum(u * layer_norm(z, g, b, 1e-5)), x)
     check(dg, lambda z: np.sum(u * layer_norm(x, z, b, 1e-5)), g)
     check(db, lambda z: np.sum(u * layer_norm(x, g, z, 1e-5)), b)
+
+
+def test_rms_norm_backward():
+    x, g, u = rng.normal(size=(ELL, D)), rng.normal(size=D), rng.normal(size=(ELL, D))
+    dx, dg = rms_norm_backward(x, g, 1e-5, u)
+    check(dx, lambda z: np.sum(u * rms_norm(z, g, 1e-5)), x)
+    check(dg, lambda z: np.sum(u * rms_norm(x, z, 1e-5)), g)
+
+
+def test_relu_and_silu_backward():
+    x, u = 2 * rng.normal(size=(ELL, D)), rng.normal(size=(ELL, D))
+    check(relu_backward(x, u), lambda z: np.sum(u * relu(z)), x)
+    check(silu_backward(x, u), lambda z: np.sum(u * silu(z)), x)
 
 
 def test_gelu_tanh_backward():

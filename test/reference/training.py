@@ -53,6 +53,28 @@ def layer_norm_backward(x, gamma, eps, dy):
     return dx, (dy * xhat).sum(axis=0), dy.sum(axis=0)
 
 
+def rms_norm_backward(x, gamma, eps, dy):
+    # y = x̂⊙γ, x̂ = x/r, r = √(mean(x²) + ε), per row:
+    #   ĝ = dy⊙γ,  dx = (ĝ − x̂·mean(ĝ⊙x̂)) / r,  dγ = Σ_t dy⊙x̂
+    x = f64(x)
+    r = np.sqrt((x * x).mean(axis=1, keepdims=True) + eps)
+    xhat = x / r
+    g = dy * f64(gamma)
+    return (g - xhat * (g * xhat).mean(axis=1, keepdims=True)) / r, (dy * xhat).sum(axis=0)
+
+
+def relu_backward(x, dy):
+    # dx = dy where x > 0, else 0 (the subgradient 0 at x = 0)
+    return dy * (f64(x) > 0)
+
+
+def silu_backward(x, dy):
+    # SiLU(x) = x·σ(x):  SiLU′(x) = σ(x)·(1 + x·(1 − σ(x)))
+    x = f64(x)
+    s = 1.0 / (1.0 + np.exp(-x))
+    return dy * s * (1.0 + x * (1.0 - s))
+
+
 def gelu_tanh_backward(x, dy):
     # GELU(x) = ½x(1 + tanh u), u = √(2/π)(x + 0.044715x³):
     #   GELU′(x) = ½(1 + tanh u) + ½x(1 − tanh²u)·√(2/π)(1 + 3·0.044715x²)

@@ -133,6 +133,24 @@ LogicalResult Backward::rule(Operation *op) {
     }
     return success();
   }
+  if (auto rms = dyn_cast<RmsNormOp>(op)) {
+    Value x = rms.getInput();
+    if (failed(matrixOnly(x)))
+      return failure();
+    FloatAttr eps = rms.getEpsilonAttr();
+    accumulate(x, RmsNormGradOp::create(b, loc, x.getType(), x, dy, rms.getGamma(), eps));
+    if (Value gamma = rms.getGamma())
+      accumulate(gamma, RmsNormGammaGradOp::create(b, loc, gamma.getType(), x, dy, eps));
+    return success();
+  }
+  if (isa<ReluOp, SiluOp>(op)) {
+    Value x = op->getOperand(0);
+    if (failed(matrixOnly(x)))
+      return failure();
+    accumulate(x, isa<ReluOp>(op) ? Value(ReluGradOp::create(b, loc, x.getType(), x, dy))
+                                  : Value(SiluGradOp::create(b, loc, x.getType(), x, dy)));
+    return success();
+  }
   if (auto gelu = dyn_cast<GeluOp>(op)) {
     if (failed(matrixOnly(gelu.getInput())))
       return failure();

@@ -63,3 +63,19 @@ func.func @slice_grad_outside(%dy: tensor<?x16xf32>) {
   %d = xf.slice_grad %dy axis 1 offset 40 : tensor<?x16xf32> -> tensor<?x48xf32>
   return
 }
+
+// -----
+
+func.func @silu_grad_shape(%x: tensor<?x16xf32>, %dy: tensor<?x8xf32>) {
+  // expected-error @+1 {{gradient: grad [?, 8] has 8 on axis 1 but input [?, 16] has 16 on axis 1}}
+  %dx = xf.silu_grad %x, %dy : tensor<?x16xf32>, tensor<?x8xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rms_norm_gamma_width(%x: tensor<?x16xf32>, %g: tensor<8xf32>) {
+  // expected-error @+1 {{gamma width: gamma [8] has 8 on axis 0 but input [?, 16] has 16 on axis 1}}
+  %dx = xf.rms_norm_grad %x, %x gamma %g eps 1.0e-5 : tensor<?x16xf32>, tensor<?x16xf32>, tensor<8xf32> -> tensor<?x16xf32>
+  return
+}

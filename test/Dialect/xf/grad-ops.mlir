@@ -38,3 +38,17 @@ func.func @grad_ops(%x: tensor<?x16xf32>, %dy: tensor<?x16xf32>, %t: tensor<?xi3
         tensor<?x16xf32>, tensor<16xf32>, tensor<?x16xf32>, tensor<?x16xf32>,
         tensor<64x16xf32>, tensor<32x16xf32>, tensor<?x48xf32>
 }
+
+// CHECK-LABEL: func.func @norm_and_activation_grads
+func.func @norm_and_activation_grads(%x: tensor<?x16xf32>, %dy: tensor<?x16xf32>, %g: tensor<16xf32>)
+    -> (tensor<?x16xf32>, tensor<16xf32>, tensor<?x16xf32>, tensor<?x16xf32>) {
+  // CHECK: xf.rms_norm_grad %{{.*}}, %{{.*}} gamma %{{.*}} eps 1.000000e-05 : tensor<?x16xf32>, tensor<?x16xf32>, tensor<16xf32> -> tensor<?x16xf32>
+  %dx = xf.rms_norm_grad %x, %dy gamma %g eps 1.0e-5 : tensor<?x16xf32>, tensor<?x16xf32>, tensor<16xf32> -> tensor<?x16xf32>
+  // CHECK: xf.rms_norm_gamma_grad %{{.*}}, %{{.*}} eps 1.000000e-05 : tensor<?x16xf32>, tensor<?x16xf32> -> tensor<16xf32>
+  %dg = xf.rms_norm_gamma_grad %x, %dy eps 1.0e-5 : tensor<?x16xf32>, tensor<?x16xf32> -> tensor<16xf32>
+  // CHECK: xf.relu_grad %{{.*}}, %{{.*}} : tensor<?x16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
+  %dr = xf.relu_grad %x, %dy : tensor<?x16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
+  // CHECK: xf.silu_grad %{{.*}}, %{{.*}} : tensor<?x16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
+  %ds = xf.silu_grad %x, %dy : tensor<?x16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
+  return %dx, %dg, %dr, %ds : tensor<?x16xf32>, tensor<16xf32>, tensor<?x16xf32>, tensor<?x16xf32>
+}

@@ -88,13 +88,40 @@ LogicalResult LayerNormGammaGradOp::verify() {
   return verifySameFloatElementType(*this);
 }
 
-LogicalResult GeluGradOp::verify() {
+LogicalResult RmsNormGradOp::verify() {
   Type x = getInput().getType();
   if (failed(expectSameShape(*this, "gradient", "grad", getGrad().getType(), "input", x)) ||
-      failed(expectSameShape(*this, "gradient", "result", getType(), "input", x)))
+      failed(expectSameShape(*this, "gradient", "result", getType(), "input", x)) ||
+      (getGamma() && failed(expectSameDim(*this, "gamma width",
+                                          {"gamma", getGamma().getType(), 0}, {"input", x, 1}))) ||
+      failed(verifyEpsilon(*this, getEpsilon().convertToDouble())))
     return failure();
   return verifySameFloatElementType(*this);
 }
+
+LogicalResult RmsNormGammaGradOp::verify() {
+  Type x = getInput().getType();
+  if (failed(expectSameShape(*this, "gradient", "grad", getGrad().getType(), "input", x)) ||
+      failed(expectSameDim(*this, "width", {"result", getType(), 0}, {"input", x, 1})) ||
+      failed(verifyEpsilon(*this, getEpsilon().convertToDouble())))
+    return failure();
+  return verifySameFloatElementType(*this);
+}
+
+/// dx of an elementwise op: x, dy and the result share one shape.
+static LogicalResult verifyElementwiseGrad(Operation *op, Value x, Value dy) {
+  if (failed(expectSameShape(op, "gradient", "grad", dy.getType(), "input", x.getType())) ||
+      failed(expectSameShape(op, "gradient", "result", op->getResult(0).getType(), "input",
+                             x.getType())))
+    return failure();
+  return verifySameFloatElementType(op);
+}
+
+LogicalResult ReluGradOp::verify() { return verifyElementwiseGrad(*this, getInput(), getGrad()); }
+
+LogicalResult SiluGradOp::verify() { return verifyElementwiseGrad(*this, getInput(), getGrad()); }
+
+LogicalResult GeluGradOp::verify() { return verifyElementwiseGrad(*this, getInput(), getGrad()); }
 
 LogicalResult AttentionGradOp::verify() {
   Type q = getQuery().getType(), k = getKey().getType(), v = getValue().getType();

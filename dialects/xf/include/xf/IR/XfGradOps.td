@@ -103,6 +103,42 @@ def Xf_LayerNormGammaGradOp : Xf_PureOp<"layer_norm_gamma_grad"> {
                        "type($grad) `->` type($result)";
 }
 
+def Xf_RmsNormGradOp : Xf_PureOp<"rms_norm_grad"> {
+  let summary = "RMSNorm backward, input side: dx = (ĝ − x̂·mean(ĝ⊙x̂)) / r";
+  let description = [{
+    `x̂ = x / r`, `r = sqrt(mean(x²) + ε)`, `ĝ = dy ⊙ γ` (dy without γ).
+  }];
+  let arguments = (ins Xf_Matrix:$input, Xf_Matrix:$grad, Optional<Xf_Vector>:$gamma,
+                       F64Attr:$epsilon);
+  let results = (outs Xf_Matrix:$result);
+  let assemblyFormat = "$input `,` $grad (`gamma` $gamma^)? `eps` $epsilon attr-dict `:` "
+                       "type($input) `,` type($grad) (`,` type($gamma)^)? `->` type($result)";
+}
+
+def Xf_RmsNormGammaGradOp : Xf_PureOp<"rms_norm_gamma_grad"> {
+  let summary = "RMSNorm backward, gain: dγ = Σ_t dy[t] ⊙ x̂[t]";
+  let arguments = (ins Xf_Matrix:$input, Xf_Matrix:$grad, F64Attr:$epsilon);
+  let results = (outs Xf_Vector:$result);
+  let assemblyFormat = "$input `,` $grad `eps` $epsilon attr-dict `:` type($input) `,` "
+                       "type($grad) `->` type($result)";
+}
+
+def Xf_ReluGradOp : Xf_PureOp<"relu_grad"> {
+  let summary = "dx = dy where x > 0, else 0";
+  let arguments = (ins Xf_Matrix:$input, Xf_Matrix:$grad);
+  let results = (outs Xf_Matrix:$result);
+  let assemblyFormat = "$input `,` $grad attr-dict `:` type($input) `,` type($grad) `->` "
+                       "type($result)";
+}
+
+def Xf_SiluGradOp : Xf_PureOp<"silu_grad"> {
+  let summary = "dx = dy ⊙ σ(x)·(1 + x·(1 − σ(x)))";
+  let arguments = (ins Xf_Matrix:$input, Xf_Matrix:$grad);
+  let results = (outs Xf_Matrix:$result);
+  let assemblyFormat = "$input `,` $grad attr-dict `:` type($input) `,` type($grad) `->` "
+                       "type($result)";
+}
+
 def Xf_GeluGradOp : Xf_PureOp<"gelu_grad"> {
   let summary = "dx = dy ⊙ GELU′(x), exact (erf) or tanh form";
   let arguments = (ins Xf_Matrix:$input, Xf_Matrix:$grad,
