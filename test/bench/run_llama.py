@@ -148,8 +148,18 @@ def main():
     bw = float(np.median(bandwidth)) if bandwidth else None
     lines = [BEGIN, "## SmolLM2-135M-Instruct Q4_1 (GGUF): xf against llama.cpp", "",
              "Run: `test/bench/run_llama.py` (options `--build`, `--gguf`, `--threads`, "
-             "`--rounds`, `--prompt-length`, `--new-tokens`, `--no-docs`). " +
-             __doc__.split("\n\n", 1)[1].split("usage:")[0].strip().replace("\n", " "), "",
+             "`--rounds`, `--prompt-length`, `--new-tokens`, `--no-docs`; ≈2 min). Three "
+             "decoders read the same file with the same threads: *xf blocks* = `xfc "
+             "examples/llama.xf --quantized-like FILE` (Q4_1 matrices and the Q8_0 tied "
+             "embedding kept in blocks, dequantized inside the kernels), *xf f32* = `xfc "
+             "examples/llama.xf` (dequantized to float32 at load), and *llama.cpp* = "
+             "llama-cpp-python (/opt/hf-venv, test/bench only), `Llama(n_threads=T, "
+             "n_threads_batch=T)`, a fresh process per run. Each run feeds a prompt of English "
+             "text (llama.cpp's ids of check_llama_gguf.py's paragraph), then generates "
+             "greedily; prefill = the prompt's forward, decode = ms per token after the first, "
+             "resident = VmHWM of the process (xf `--print-memory`, llama.cpp "
+             "/proc/self/status). Rounds run the three in rotating order, each after measuring "
+             "the read bandwidth (MachinePeak.cpp).", "",
              "### Latest run", "",
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, **{benchlib.cpu_model()}**, "
              f"{os.cpu_count()} cores, {args.threads} threads; {args.rounds} rounds; 1-minute load "
@@ -172,8 +182,9 @@ def main():
               f" positions {kv:.1f} MiB; bound 1.2 × (file + KV) = {1.2 * (file_mib + kv):.1f} MiB."
               + (f" Bandwidth bound of decode (the whole file read per token, the tied Q8_0 "
                  f"unembedding included, at the median bandwidth): "
-                 f"{file_mib * 2**20 / (bw * 1e9) * 1e3:.2f} ms/token; xf blocks' best is "
-                 f"{file_mib * 2**20 / (bw * 1e9) * 1e3 / blocks[1] * 100:.0f} % of it."
+                 f"{file_mib * 2**20 / (bw * 1e9) * 1e3:.2f} ms/token, "
+                 f"{file_mib * 2**20 / (bw * 1e9) * 1e3 / blocks[1] * 100:.0f} % of xf "
+                 f"blocks' best decode time."
                  if bw else ""), "",
               "**Targets** (issue 14, same file and threads, this run):",
               f"- decode ≥ 1.2× llama.cpp: {'met' if cpp[1] / blocks[1] >= 1.2 else 'NOT met'} "
