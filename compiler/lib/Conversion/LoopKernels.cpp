@@ -374,6 +374,24 @@ func::FuncOp LoopKernels::elementwise(int64_t width, ElementwiseKind kind) {
   return finish(fn, kernelSchedule, /*rowsArg=*/2);
 }
 
+func::FuncOp LoopKernels::scale(int64_t width, double factor) {
+  // Named by the factor's bits: kernels are shared by name, so no two factors may share one.
+  XF_KERNEL_CACHED(llvm::formatv("xf_scale_{0}_{1:x16}", width,
+                                 llvm::bit_cast<uint64_t>(factor)).str());
+  OpBuilder b(module.getContext());
+  func::FuncOp fn = declare(name, "ppi", b);
+  Emitter e{b, fn.getLoc()};
+  auto args = fn.getArguments();
+  e.eachRow(fn, [&](Value t) {
+    Value in = e.row(args[0], t, width), out = e.row(args[1], t, width);
+    e.loop(e.i(width), [&](Value c) {
+      e.store(arith::MulFOp::create(b, e.loc, e.load(in, c), e.f(factor)), out, c);
+    });
+  });
+  func::ReturnOp::create(b, e.loc);
+  return finish(fn, kernelSchedule, /*rowsArg=*/2);
+}
+
 func::FuncOp LoopKernels::silu(int64_t width) {
   XF_KERNEL_CACHED("xf_silu_" + std::to_string(width));
   OpBuilder b(module.getContext());

@@ -48,6 +48,8 @@ public:
   func::FuncOp add(int64_t width, bool broadcastRhs);
   /// out = f(in)                             (in, out, rows)
   func::FuncOp elementwise(int64_t width, ElementwiseKind kind);
+  /// out = factor · in                      (in, out, rows)
+  func::FuncOp scale(int64_t width, double factor);
   /// LayerNorm / RMSNorm per row             (in, [gamma, [beta]], out, rows)
   func::FuncOp layerNorm(int64_t width, double eps, bool affine);
   func::FuncOp rmsNorm(int64_t width, double eps, bool scaled);

@@ -333,7 +333,7 @@ LogicalResult HostLowering::placeOp(Operation *op, int64_t index) {
     p.stride = parent.stride;
     p.rows = parent.rows;
   } else if (isa<GemmOp, AttentionOp, LayerNormOp, RmsNormOp, AddOp, ReluOp, GeluOp, SiluOp,
-                 MulOp, RopeOp, SoftmaxOp, TokenEmbedOp, PositionalEmbedOp, SinusoidalEmbedOp>(
+                 MulOp, ScaleOp, RopeOp, SoftmaxOp, TokenEmbedOp, PositionalEmbedOp, SinusoidalEmbedOp>(
                  op)) {
     if (type.getRank() != 2)
       return op->emitError("host lowering expects an [ℓ, d] activation, got ") << type;
@@ -800,6 +800,8 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
     auto kind = gelu.getApproximation() == GeluApproximation::tanh ? ElementwiseKind::GeluTanh
                                                                    : ElementwiseKind::GeluErf;
     call(kernels->elementwise(width, kind), {inputs[0], out, rows});
+  } else if (auto scale = dyn_cast<ScaleOp>(op)) {
+    call(kernels->scale(width, scale.getFactor().convertToDouble()), {inputs[0], out, rows});
   } else if (isa<SoftmaxOp>(op)) {
     call(kernels->softmax(width), {inputs[0], out, rows});
   } else if (auto ln = dyn_cast<LayerNormOp>(op)) {

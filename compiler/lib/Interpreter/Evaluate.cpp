@@ -213,6 +213,12 @@ Result Evaluator::evaluateOp(Operation *op) {
                                               : Pointwise::GeluErf);
       })
       .Case([&](SiluOp o) -> Result { return map(operand(o.getInput()), Pointwise::Silu); })
+      .Case([&](ScaleOp o) -> Result {
+        Tensor r = operand(o.getInput());
+        for (double &x : r.data)
+          x *= o.getFactor().convertToDouble();
+        return r;
+      })
       .Case([&](SoftmaxOp o) -> Result { return softmaxRows(operand(o.getInput())); })
       .Case([&](LayerNormOp o) -> Result {
         return layerNorm(operand(o.getInput()), optional(o.getGamma()), optional(o.getBeta()),

@@ -251,11 +251,26 @@ MaybeValue Elaborator::evalBinary(const BinaryExprAST &e) {
            std::nullopt;
   if (lhs->kind == Value::ScalarValue && rhs->kind == Value::ScalarValue)
     return evalScalarBinary(e, lhs->scalar, rhs->scalar);
-  if (lhs->kind == Value::ScalarValue || rhs->kind == Value::ScalarValue)
-    return error(e.getLoc(), "'" + e.getOpSpelling() +
-                                 "' cannot combine a number with a tensor "
-                                 "(attention takes its scale as an option)"),
-           std::nullopt;
+  // A number scales a tensor: c · X, X · c, X / c.
+  bool numberLeft = lhs->kind == Value::ScalarValue;
+  if (numberLeft || rhs->kind == Value::ScalarValue) {
+    const Scalar &c = numberLeft ? lhs->scalar : rhs->scalar;
+    double factor = c.isFloat ? c.f : double(c.i);
+    bool divide = e.getOp() == '/' && !numberLeft;
+    if (e.getOp() != '*' && !divide)
+      return error(e.getLoc(), "'" + e.getOpSpelling() +
+                                   "' cannot combine a number with a tensor; a "
+                                   "number multiplies a tensor (c · X) or divides it (X / c)"),
+             std::nullopt;
+    if (divide && factor == 0)
+      return error(e.getRHS().getLoc(), "a tensor divided by zero"), std::nullopt;
+    std::optional<int> t =
+        requireTensor(numberLeft ? *rhs : *lhs,
+                      numberLeft ? e.getRHS().getLoc() : e.getLHS().getLoc(), "a scaled value");
+    std::optional<int> r = t ? makeScale(*t, divide ? 1.0 / factor : factor, e.getLoc())
+                             : std::nullopt;
+    return r ? MaybeValue(Value::ofTensor(*r)) : std::nullopt;
+  }
   std::optional<int> a = requireTensor(*lhs, e.getLHS().getLoc(), "an operand");
   std::optional<int> b =
       a ? requireTensor(*rhs, e.getRHS().getLoc(), "an operand") : std::nullopt;

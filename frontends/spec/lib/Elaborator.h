@@ -120,6 +120,8 @@ public:
   std::optional<int> makeAdd(int a, int b, const Location &loc);
   std::optional<int> makeMatMul(int a, int b, const Location &loc);
   std::optional<int> makeHadamard(int a, int b, const Location &loc);
+  /// c · A, A / c: an activation times a number.
+  std::optional<int> makeScale(int a, double factor, const Location &loc);
   std::optional<int> makeSlice(int a, int64_t axis, int64_t lo, int64_t hi,
                                const Location &loc);
   std::optional<int> makeRow(int a, int64_t row, const Location &loc);

@@ -252,6 +252,8 @@ mlir::Value Generator::emit(int id) {
     return xfir::SiluOp::create(builder, at, type, operand(0));
   case OpKind::Hadamard:
     return xfir::MulOp::create(builder, at, type, operand(0), operand(1));
+  case OpKind::Scale:
+    return xfir::ScaleOp::create(builder, at, type, operand(0), llvm::APFloat(n.scale));
   case OpKind::Softmax:
     return xfir::SoftmaxOp::create(builder, at, type, operand(0));
   case OpKind::Attention: {

@@ -9,6 +9,8 @@
 
 #include "Elaborator.h"
 
+#include <cmath>
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/CheckedArithmetic.h"
 
@@ -175,6 +177,22 @@ std::optional<int> Elaborator::makeHadamard(int a, int b, const Location &loc) {
                     a, b),
            std::nullopt;
   return addNode(makeOp(OpKind::Hadamard, {a, b}, ta, loc, "⊙"));
+}
+
+std::optional<int> Elaborator::makeScale(int a, double factor, const Location &loc) {
+  const TensorType &type = typeOf(a);
+  if (type.isTokens)
+    return error(loc, "token ids cannot be scaled; embed them first (token_embed)"),
+           std::nullopt;
+  if (type.isStatic() || type.rank() != 2)
+    return error(loc, "a number scales activations [ℓ, d], not " + describe(a) +
+                          "; a scaled weight belongs in the checkpoint"),
+           std::nullopt;
+  if (!std::isfinite(factor))
+    return error(loc, "the scale factor is not a finite number"), std::nullopt;
+  Node n = makeOp(OpKind::Scale, {a}, type, loc, "scaling");
+  n.scale = factor;
+  return addNode(std::move(n));
 }
 
 std::optional<int> Elaborator::makeSlice(int a, int64_t axis, int64_t lo,

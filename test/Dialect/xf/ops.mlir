@@ -145,3 +145,11 @@ func.func @llama_ops(%x: tensor<?x64xf32>, %q: tensor<?x64xf32>, %kv: tensor<?x3
   %m = xf.mha causal heads 4 kv_heads 2 rope halves base 1.0e4 %x q %wq k %wkv v %wkv o %wq transpose_weights : (tensor<?x64xf32>, tensor<64x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
   return %p, %a, %m : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>
 }
+
+// A constant factor on every element (the spec's c · X, X / c).
+// CHECK-LABEL: func.func @scale
+func.func @scale(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  // CHECK: xf.scale %{{.*}} by 1.250000e-01 : tensor<?x64xf32>
+  %y = xf.scale %x by 0.125 : tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}

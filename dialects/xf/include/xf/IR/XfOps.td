@@ -336,6 +336,21 @@ def Xf_SiluOp : Xf_ElementwiseOp<"silu"> {
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
+def Xf_ScaleOp : Xf_ElementwiseOp<"scale"> {
+  let summary = "every element times a constant: `c · X`, `X / c`";
+  let description = [{
+    The spec's product of a number (a literal, a hyperparameter, scalar
+    arithmetic of them) and an activation, e.g. Vaswani et al.'s
+    `token_embed(x | W_e) · √d_e`.
+    ```mlir
+    %y = xf.scale %x by 2.500000e-01 : tensor<?x768xf32>
+    ```
+  }];
+  let arguments = (ins Xf_FloatTensor:$input, F64Attr:$factor);
+  let results = (outs Xf_FloatTensor:$result);
+  let assemblyFormat = "$input `by` $factor attr-dict `:` type($input)";
+}
+
 def Xf_MulOp : Xf_ElementwiseOp<"mul"> {
   let summary = "elementwise (Hadamard) product A ⊙ B of two tensors of one shape";
   let description = [{

@@ -68,6 +68,7 @@ enum class OpKind {
   Gelu,
   Silu,
   Hadamard, // A ⊙ B, elementwise
+  Scale,    // c · A: every element times `scale`
   Softmax,
   Attention,          // Alg. 4 on projected Q, K, V
   MultiHeadAttention, // Alg. 5: x, z?, W_q, b_q?, W_k, b_k?, W_v, b_v?, W_o,
