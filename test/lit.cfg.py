@@ -17,6 +17,8 @@ config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "e2e",
 # xfc keeps its objects in a cache inside the build directory, never the user's
 # ~/.cache/xf/objects (lit passes HOME through).
 config.environment["XF_CACHE_DIR"] = os.path.join(config.xf_obj_root, "test", "xf-object-cache")
+# Likewise --profile's machine ceilings (~/.cache/xf/machine.json).
+config.environment["XF_MACHINE_FILE"] = os.path.join(config.xf_obj_root, "test", "xf-machine.json")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%xf_src_root", config.xf_src_root))

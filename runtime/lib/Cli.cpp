@@ -100,6 +100,11 @@ const Spec kSpecs[] = {
     {"--profile", Kind::Flag, nullptr,
      "print per-kernel calls, total ms, GFLOP/s and share of the run to "
      "stderr"},
+    {"--profile-out", Kind::String, "FILE",
+     "write the per-kernel times, FLOPs, bytes and roofline as JSON (tools/plot_roofline.py)"},
+    {"--peak", Kind::String, "GFLOPS,GB/S",
+     "the roofline's FMA peak and read bandwidth (default: measured once, kept in "
+     "$XF_MACHINE_FILE or ~/.cache/xf/machine.json)"},
     {"--trace-out", Kind::String, "FILE",
      "write every kernel call as a Chrome trace JSON (opens in Perfetto)"},
     {"--max-new-tokens", Kind::Count, "N",
@@ -241,6 +246,15 @@ Expected<Options> parseCommandLine(int argc, const char *const *argv) {
       o.profile = true;
     else if (name == "--trace-out")
       o.traceOut = value;
+    else if (name == "--profile-out")
+      o.profileOut = value;
+    else if (name == "--peak") {
+      size_t comma = value.find(',');
+      if (comma == std::string::npos || !parseReal(value.substr(0, comma), o.peakGflops) ||
+          !parseReal(value.substr(comma + 1), o.peakGBs) || o.peakGflops <= 0 || o.peakGBs <= 0)
+        return makeError("--peak: '" + value +
+                         "' is not two positive numbers GFLOPS,GB/S (e.g. 180,30)");
+    }
     else if (name == "--max-new-tokens")
       o.maxNewTokens = int64_t(number);
     else if (name == "--temperature") {
@@ -403,6 +417,7 @@ Status checkOptions(const Options &o, const Manifest &m) {
                         : o.repeat                 ? "--repeat"
                         : o.profile                ? "--profile"
                         : !o.traceOut.empty()      ? "--trace-out"
+                        : !o.profileOut.empty()    ? "--profile-out"
                         : o.haveSource()           ? "--source-tokens"
                                                    : nullptr;
     if (needs)

@@ -33,6 +33,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
+#include <thread>
 
 namespace xfrt {
 
@@ -109,6 +111,34 @@ Status writeTraceFile(const std::string &path, const Manifest &m) {
   return Status::success();
 }
 
+// The roofline's ceilings: --peak, else measured once per machine and kept.
+MachineCeilings ceilingsFor(const Options &o) {
+  if (o.peakGflops > 0)
+    return {o.peakGflops, o.peakGBs, "--peak"};
+  const char *file = std::getenv("XF_MACHINE_FILE");
+  std::string cache = file && *file ? file : defaultMachineCacheFile();
+  int threads = o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  std::string note;
+  MachineCeilings c = machineCeilings(threads, cache, note);
+  if (!note.empty())
+    std::fprintf(stderr, "note: %s\n", note.c_str());
+  return c;
+}
+
+// Stops profiling and reports it: --profile's table, --profile-out, --trace-out.
+Status reportProfile(const Options &o, const Manifest &m, int64_t l, int64_t lz, int runs) {
+  profileStop();
+  if (o.profile || !o.profileOut.empty()) {
+    MachineCeilings ceilings = ceilingsFor(o);
+    if (o.profile)
+      std::fprintf(stderr, "%s", profileTable(m, l, lz, runs, &ceilings).c_str());
+    if (!o.profileOut.empty())
+      if (Status s = writeProfileJson(o.profileOut, m, l, lz, runs, &ceilings); !s)
+        return Status::failure("--profile-out: " + s.message());
+  }
+  return writeTraceFile(o.traceOut, m);
+}
+
 // Forward passes over the batch (packed chunks of --batch sequences when the model has
 // xf_forward_packed, else one xf_forward per sequence); writes what the options ask for.
 int runForward(const Options &o, const Manifest &m, Session &session, const Batch &batch) {
@@ -142,7 +172,7 @@ int runForward(const Options &o, const Manifest &m, Session &session, const Batc
   static const std::vector<int32_t> noSource;
 
   int runs = o.repeat > 0 ? o.repeat : 1;
-  bool profiling = o.profile || !o.traceOut.empty();
+  bool profiling = o.profiling();
   if (profiling)
     profileStart(m.kernels.size(), o.traceOut.empty() ? 0 : kMaxTraceEvents);
   std::vector<double> ms;
@@ -168,13 +198,10 @@ int runForward(const Options &o, const Manifest &m, Session &session, const Batc
     ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
   }
   if (profiling) {
-    profileStop();
-    // With several sequences the FLOP counts use the mean length (attention is
-    // approximate).
+    // With several sequences the summary line shows the mean length (the
+    // FLOP and byte counts use each call's own rows).
     int64_t l = n == 1 ? lMax : (total + n - 1) / n;
-    if (o.profile)
-      std::fprintf(stderr, "%s", profileTable(m, l, lzMax, runs * int(n)).c_str());
-    if (Status s = writeTraceFile(o.traceOut, m); !s)
+    if (Status s = reportProfile(o, m, l, lzMax, runs * int(n)); !s)
       return report(s.message(), 1);
   }
   if (o.repeat > 0) {
@@ -230,7 +257,7 @@ int runGeneration(const Options &o, const Manifest &m, Session &session, const B
   else if (!o.noEos && tok)
     if (std::optional<int32_t> end = tok->endOfText(); end && *end < m.vocab)
       g.eos = *end;
-  bool profiling = o.profile || !o.traceOut.empty();
+  bool profiling = o.profiling();
   if (profiling)
     profileStart(m.kernels.size(), o.traceOut.empty() ? 0 : kMaxTraceEvents);
   static const std::vector<int32_t> noSource;
@@ -298,10 +325,7 @@ int runGeneration(const Options &o, const Manifest &m, Session &session, const B
     std::fprintf(stderr, "\n");
   }
   if (profiling) {
-    profileStop();
-    if (o.profile)
-      std::fprintf(stderr, "%s", profileTable(m, 1, 0, int(std::max<int64_t>(steps, 1))).c_str());
-    if (Status s = writeTraceFile(o.traceOut, m); !s)
+    if (Status s = reportProfile(o, m, 1, 0, int(std::max<int64_t>(steps, 1))); !s)
       return report(s.message(), 1);
   }
   if (batch.size() > 1 && !together)
@@ -340,7 +364,8 @@ int runMain(int argc, const char *const *argv, const ModelAbi &abi) {
                              NamedPath{"--logits-out", o.logitsOut},
                              NamedPath{"--hidden-out", o.hiddenOut},
                              NamedPath{"--embeddings-out", o.embeddingsOut},
-                             NamedPath{"--trace-out", o.traceOut}})
+                             NamedPath{"--trace-out", o.traceOut},
+                             NamedPath{"--profile-out", o.profileOut}})
     if (!p.path.empty()) {
       if (Status s = checkOutputTarget(p.path); !s)
         return usageError(p.option + ": " + s.message(), program, &m);

@@ -186,6 +186,11 @@ Expected<Manifest> parseManifest(std::string_view text) {
         spec.op = n->string;
       if (const JsonValue *n = k.find("loc"); n && n->isString())
         spec.loc = n->string;
+      for (auto [key, field] : {std::pair{"bytes_per_call", &spec.bytesPerCall},
+                                {"bytes_per_row", &spec.bytesPerRow},
+                                {"bytes_per_context_row", &spec.bytesPerContextRow}})
+        if (const JsonValue *f = k.find(key); f && f->isInteger && f->integer >= 0)
+          *field = f->integer;
       if (const JsonValue *f = k.find("flops_per_row"); f && f->isNumber())
         spec.flopsPerRow = f->isInteger ? f->integer : int64_t(0);
       if (const JsonValue *f = k.find("flops_per_row_per_context_row"); f && f->isNumber())

@@ -2,6 +2,7 @@
 
 #include "xfrt/Profile.h"
 
+#include "xfrt/Json.h"
 #include "xfrt/OutputFile.h"
 
 #include <algorithm>
@@ -17,7 +18,7 @@ using Clock = std::chrono::steady_clock;
 // Per call site: what the table needs, so --profile costs the same memory for any --repeat.
 struct SiteTotals {
   int64_t calls = 0;
-  double us = 0, rows = 0, rowContextPairs = 0;
+  double us = 0, rows = 0, rowContextPairs = 0, contextRows = 0;
 };
 
 // One kernel call, kept only for --trace-out and only up to the cap.
@@ -59,6 +60,7 @@ extern "C" void xfrt_profile_exit(int32_t site, int64_t rows, int64_t contextRow
   t.us += duration;
   t.rows += double(rows);
   t.rowContextPairs += double(rows) * double(contextRows);
+  t.contextRows += double(contextRows);
   if (recorder.events.size() < recorder.traceCapacity)
     recorder.events.push_back({site, start, duration});
   else if (recorder.traceCapacity > 0)
@@ -82,48 +84,132 @@ void profileStop() { recorder.enabled = false; }
 
 int64_t profileDroppedTraceEvents() { return recorder.droppedEvents; }
 
-std::string profileTable(const Manifest &m, int64_t l, int64_t lz, int runs) {
-  struct Row {
-    int64_t calls = 0;
-    double us = 0, flops = 0;
-    std::string kind;
-  };
-  std::map<std::string, Row> rows;
-  double totalUs = 0;
+namespace {
+
+// One kernel (all its call sites) over the recorded runs.
+struct KernelTotals {
+  std::string name, kind;
+  int64_t calls = 0;
+  double us = 0, flops = 0, bytes = 0;
+  // Against the machine's ceilings: the roofline time over the measured
+  // time, and which ceiling sets the roofline.
+  double fraction(const MachineCeilings &c) const {
+    return us > 0 ? std::max(flops / (c.gflops * 1e3), bytes / (c.readGBs * 1e3)) / us : 0;
+  }
+  const char *bound(const MachineCeilings &c) const {
+    return flops / c.gflops >= bytes / c.readGBs ? "compute" : "memory";
+  }
+};
+
+// Slowest first; the total time of all kernels.
+std::vector<KernelTotals> kernelTotals(const Manifest &m, double &totalUs) {
+  std::map<std::string, KernelTotals> byName;
+  totalUs = 0;
   for (size_t site = 0; site < recorder.totals.size() && site < m.kernels.size(); ++site) {
     const SiteTotals &t = recorder.totals[site];
     if (t.calls == 0)
       continue;
     const KernelSpec &k = m.kernels[site];
-    Row &r = rows[k.name];
+    KernelTotals &r = byName[k.name];
+    r.name = k.name;
     r.kind = k.tuned ? k.kind + " tuned" : k.kind;
     r.calls += t.calls;
     r.us += t.us;
     r.flops += double(k.flopsPerRow) * t.rows + double(k.flopsPerRowPerContextRow) * t.rowContextPairs;
+    r.bytes += double(k.bytesPerCall) * double(t.calls) + double(k.bytesPerRow) * t.rows +
+               double(k.bytesPerContextRow) * t.contextRows;
     totalUs += t.us;
   }
-  std::vector<std::pair<std::string, Row>> sorted(rows.begin(), rows.end());
+  std::vector<KernelTotals> sorted;
+  for (auto &[name, r] : byName)
+    sorted.push_back(r);
   std::sort(sorted.begin(), sorted.end(),
-            [](auto &a, auto &b) { return a.second.us > b.second.us; });
+            [](const KernelTotals &a, const KernelTotals &b) { return a.us > b.us; });
+  return sorted;
+}
+
+bool usable(const MachineCeilings *c) { return c && c->gflops > 0 && c->readGBs > 0; }
+
+} // namespace
+
+std::string profileTable(const Manifest &m, int64_t l, int64_t lz, int runs,
+                         const MachineCeilings *ceilings) {
+  double totalUs = 0;
+  std::vector<KernelTotals> kernels = kernelTotals(m, totalUs);
+  const bool roofline = usable(ceilings);
   std::string out;
-  char line[256];
-  std::snprintf(line, sizeof line, "%-34s %-10s %7s %11s %9s %7s\n", "kernel", "kind", "calls",
+  char line[320];
+  std::snprintf(line, sizeof line, "%-34s %-10s %7s %11s %9s %7s", "kernel", "kind", "calls",
                 "total ms", "GFLOP/s", "%");
   out += line;
-  for (auto &[name, r] : sorted) {
-    char gflops[32] = "-";
+  if (roofline) {
+    std::snprintf(line, sizeof line, " %8s %-8s %8s", "GB/s", "bound", "of bound");
+    out += line;
+  }
+  out += "\n";
+  for (const KernelTotals &r : kernels) {
+    char gflops[32] = "-", gbs[32] = "-";
     if (r.flops > 0 && r.us > 0)
       std::snprintf(gflops, sizeof gflops, "%.1f", r.flops / (r.us * 1e3));
-    std::snprintf(line, sizeof line, "%-34s %-10s %7lld %11.3f %9s %6.1f%%\n", name.c_str(),
+    if (r.bytes > 0 && r.us > 0)
+      std::snprintf(gbs, sizeof gbs, "%.1f", r.bytes / (r.us * 1e3));
+    std::snprintf(line, sizeof line, "%-34s %-10s %7lld %11.3f %9s %6.1f%%", r.name.c_str(),
                   r.kind.c_str(), (long long)r.calls, r.us / 1e3, gflops,
                   totalUs > 0 ? 100.0 * r.us / totalUs : 0.0);
     out += line;
+    if (roofline && (r.flops > 0 || r.bytes > 0)) {
+      std::snprintf(line, sizeof line, " %8s %-8s %7.1f%%", gbs, r.bound(*ceilings),
+                    100.0 * r.fraction(*ceilings));
+      out += line;
+    } else if (roofline) {
+      out += "        -        -        -";
+    }
+    out += "\n";
   }
   std::snprintf(line, sizeof line, "%-34s %-10s %7s %11.3f  (%d run%s, l=%lld, l_z=%lld)\n",
                 "all kernels", "", "", totalUs / 1e3, runs, runs == 1 ? "" : "s",
                 (long long)l, (long long)lz);
   out += line;
+  if (roofline) {
+    std::snprintf(line, sizeof line,
+                  "roofline: FMA peak %.1f GFLOP/s, read bandwidth %.1f GB/s (%s)\n",
+                  ceilings->gflops, ceilings->readGBs, ceilings->source.c_str());
+    out += line;
+  }
   return out;
+}
+
+Status writeProfileJson(const std::string &path, const Manifest &m, int64_t l, int64_t lz,
+                        int runs, const MachineCeilings *ceilings) {
+  double totalUs = 0;
+  std::vector<KernelTotals> kernels = kernelTotals(m, totalUs);
+  const bool roofline = usable(ceilings);
+  char number[64];
+  auto num = [&](double v) {
+    std::snprintf(number, sizeof number, "%.6g", v);
+    return std::string(number);
+  };
+  std::string text = "{\"model\": " + quoteJson(m.model) + ", \"l\": " + std::to_string(l) +
+                     ", \"l_z\": " + std::to_string(lz) + ", \"runs\": " + std::to_string(runs) +
+                     ", \"total_ms\": " + num(totalUs / 1e3) + ",\n";
+  text += roofline ? "\"machine\": {\"gflops\": " + num(ceilings->gflops) + ", \"read_gbs\": " +
+                         num(ceilings->readGBs) + ", \"source\": " + quoteJson(ceilings->source) +
+                         "},\n"
+                   : std::string("\"machine\": null,\n");
+  text += "\"kernels\": [";
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const KernelTotals &r = kernels[i];
+    text += (i ? ",\n  " : "\n  ");
+    text += "{\"name\": " + quoteJson(r.name) + ", \"kind\": " + quoteJson(r.kind) +
+            ", \"calls\": " + std::to_string(r.calls) + ", \"ms\": " + num(r.us / 1e3) +
+            ", \"flops\": " + num(r.flops) + ", \"bytes\": " + num(r.bytes);
+    if (roofline)
+      text += ", \"bound\": " + quoteJson(r.bound(*ceilings)) +
+              ", \"fraction_of_bound\": " + num(r.fraction(*ceilings));
+    text += "}";
+  }
+  text += "\n]}\n";
+  return writeFileAtomically(path, text.data(), text.size());
 }
 
 Status writeTrace(const std::string &path, const Manifest &m) {

@@ -19,7 +19,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "HalideBuffer.h"
-#include "MachinePeak.h"
+#include "xfrt/MachinePeak.h"
 
 #include <cblas.h>
 #include <dlfcn.h>
@@ -119,7 +119,7 @@ int main(int argc, char **argv) {
   halide_set_num_threads(threads);
   openblas_set_num_threads(threads);
 
-  xfbench::MachinePeak peak = xfbench::measurePeak(threads);
+  xfrt::MachinePeak peak = xfrt::measurePeak(threads);
   std::printf("machine: %s, %d threads: FMA peak %.1f GFLOP/s (%s), read bandwidth %.1f GB/s\n",
               peak.cpu.c_str(), threads, peak.gflops, peak.isa.c_str(), peak.readGBs);
 

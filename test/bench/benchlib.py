@@ -46,13 +46,13 @@ def project_cxx(build):
 
 
 def build_peak(workdir, build):
-    """Compile test/bench/model/peak_main.cpp + MachinePeak.cpp; the executable or None."""
+    """Compile test/bench/model/peak_main.cpp + runtime/lib/MachinePeak.cpp; the executable or None."""
     exe = workdir / "xf-model-peak"
     cxx = project_cxx(build)
     if not cxx:
         return None
     r = subprocess.run([cxx, "-O3", "-std=c++17", "-pthread", "-I", str(ROOT / "test" / "bench"),
-                        str(ROOT / "test" / "bench" / "MachinePeak.cpp"),
+                        str(ROOT / "runtime" / "lib" / "MachinePeak.cpp"), "-I", str(ROOT / "runtime" / "include"),
                         str(ROOT / "test" / "bench" / "model" / "peak_main.cpp"), "-o", str(exe)],
                        capture_output=True, text=True)
     if r.returncode != 0:

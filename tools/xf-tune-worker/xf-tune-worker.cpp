@@ -25,7 +25,7 @@
 #include "Workload.h"
 
 #ifdef XF_TUNE_WORKER_HAVE_PEAK
-#include "MachinePeak.h"
+#include "xfrt/MachinePeak.h"
 #endif
 
 #include "llvm/Support/MemoryBuffer.h"
@@ -266,7 +266,7 @@ int measure(const Request &request, double startTime) {
 
 int machine(int threads) {
 #ifdef XF_TUNE_WORKER_HAVE_PEAK
-  xfbench::MachinePeak peak = xfbench::measurePeak(threads);
+  xfrt::MachinePeak peak = xfrt::measurePeak(threads);
   emitLine([&](llvm::json::OStream &j) {
     j.attribute("fma_gflops", peak.gflops);
     j.attribute("read_gbs", peak.readGBs);

@@ -576,6 +576,24 @@ void HostLowering::emitPrepare() {
 //===----------------------------------------------------------------------===//
 
 
+/// What a loop kernel reads and writes per row, for the roofline: every
+/// [ℓ, d] operand and the result (an embedding gather also reads a table row).
+static int64_t loopKernelBytesPerRow(Operation *op) {
+  auto rowWidth = [](Type t) -> int64_t {
+    auto ranked = dyn_cast<RankedTensorType>(t);
+    return ranked && ranked.getRank() == 2 && ranked.getElementType().isF32()
+               ? ranked.getDimSize(1) : 0;
+  };
+  int64_t floats = rowWidth(op->getResult(0).getType());
+  if (isa<TokenEmbedOp, PositionalEmbedOp>(op))
+    floats *= 2;
+  for (Value operand : op->getOperands())
+    if (auto ranked = dyn_cast<RankedTensorType>(operand.getType());
+        ranked && ranked.getRank() == 2 && ranked.isDynamicDim(0))
+      floats += rowWidth(ranked);
+  return 4 * floats;
+}
+
 LogicalResult HostLowering::profiled(
     Operation *op, llvm::function_ref<LogicalResult(ManifestInfo::Kernel &)> emit) {
   auto hook = [&](llvm::StringRef name, ArrayRef<Type> args) {
@@ -598,6 +616,8 @@ LogicalResult HostLowering::profiled(
   func::CallOp::create(*b, loc, hook("xfrt_profile_enter", {i32}), ValueRange{site});
   if (failed(emit(info)))
     return failure();
+  if (info.kind == "loop")
+    info.bytesPerRow = loopKernelBytesPerRow(op);
   // The exit hook gets this call's rows and context rows, so FLOP counts are
   // right for prefill and decode steps alike.
   Value rows = rowsOf(op->getResult(0));
@@ -652,7 +672,7 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
     spec.name = kernelName(gemmKey(spec), "xf_gemm_", program.gemms, spec);
     orStatus(callHalidePipeline(*b, loc, *program.module, spec.name, args));
     site.name = spec.name, site.kind = "gemm";
-    site.flopsPerRow = int64_t(kernelWork(spec).flopsPerRow);
+    site.setWork(kernelWork(spec));
     site.tuned = op->hasAttr("xf.tuned");
     return success();
   }
@@ -694,7 +714,7 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
     // Q·Kᵀ and P·V: 2·H·(d_k + d_v) per (query, key) pair (causal masking halves the useful work).
     site.name = spec.name, site.kind = "attention";
     site.tuned = op->hasAttr("xf.tuned");
-    site.flopsPerRowPerContextRow = int64_t(kernelWork(spec).flopsPerRowPerContextRow);
+    site.setWork(kernelWork(spec));
     site.contextFromSource = placements[attn.getKey()].rows == Rows::Source;
     return success();
   }

@@ -33,6 +33,9 @@ std::string mlir::xf::renderManifest(const ManifestInfo &info) {
         {"loc", k.loc},
         {"flops_per_row", k.flopsPerRow},
         {"flops_per_row_per_context_row", k.flopsPerRowPerContextRow},
+        {"bytes_per_call", k.bytesPerCall},
+        {"bytes_per_row", k.bytesPerRow},
+        {"bytes_per_context_row", k.bytesPerContextRow},
         {"context", k.contextFromSource ? "source" : "target"},
         {"tuned", k.tuned}});
   llvm::json::Object root{{"model", info.model},

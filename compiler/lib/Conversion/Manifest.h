@@ -9,6 +9,8 @@
 #ifndef XF_LIB_CONVERSION_MANIFEST_H
 #define XF_LIB_CONVERSION_MANIFEST_H
 
+#include "xf/Conversion/HalideKernels.h"
+
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"
 
@@ -29,8 +31,17 @@ struct ManifestInfo {
     std::string name, kind, op, loc;
     int64_t flopsPerRow = 0;              // × ℓ
     int64_t flopsPerRowPerContextRow = 0; // × ℓ × ℓ_context (attention)
+    // Bytes a roofline charges a call: weights once, activations per row,
+    // K and V per context row (KernelWork).
+    int64_t bytesPerCall = 0, bytesPerRow = 0, bytesPerContextRow = 0;
     bool contextFromSource = false;       // ℓ_context = ℓ_z rather than ℓ
     bool tuned = false;                   // its schedule came from a tuning database
+    void setWork(const KernelWork &w) {
+      flopsPerRow = int64_t(w.flopsPerRow);
+      flopsPerRowPerContextRow = int64_t(w.flopsPerRowPerContextRow);
+      bytesPerCall = int64_t(w.weightBytes), bytesPerRow = int64_t(w.bytesPerRow);
+      bytesPerContextRow = int64_t(w.bytesPerContextRow);
+    }
   };
   std::string model = "model", output = "logits";
   bool encoderDecoder = false;

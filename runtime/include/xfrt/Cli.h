@@ -79,6 +79,9 @@ struct Options {
   bool print = false;
   bool profile = false; // --profile: per-kernel table on stderr
   std::string traceOut; // --trace-out: Chrome trace JSON
+  std::string profileOut; // --profile-out: per-kernel roofline JSON
+  double peakGflops = 0, peakGBs = 0; // --peak G,B: the roofline's ceilings (0: measured)
+  bool profiling() const { return profile || !traceOut.empty() || !profileOut.empty(); }
   bool printMemory = false;
 
   bool haveTokens() const { return !tokens.empty(); }

@@ -38,6 +38,8 @@ struct KernelSpec {
   std::string name, kind, op, loc;
   int64_t flopsPerRow = 0;              // x l
   int64_t flopsPerRowPerContextRow = 0; // x l x l_context (attention)
+  // Bytes the roofline charges a call: once, per row, per context row.
+  int64_t bytesPerCall = 0, bytesPerRow = 0, bytesPerContextRow = 0;
   bool contextFromSource = false;       // l_context is l_z rather than l
   bool tuned = false;                   // schedule from a tuning database (xfc --tuning-db)
 };

@@ -9,6 +9,7 @@
 #ifndef XFRT_PROFILE_H
 #define XFRT_PROFILE_H
 
+#include "xfrt/MachinePeak.h"
 #include "xfrt/Manifest.h"
 #include "xfrt/Status.h"
 
@@ -36,7 +37,15 @@ constexpr size_t kMaxTraceEvents = 200000;
 // The per-kernel table (calls, total ms, GFLOP/s, % of the profiled time),
 // grouped by kernel name; l, l_z and runs only label the summary line (FLOPs
 // come from each call's own row counts).
-std::string profileTable(const Manifest &m, int64_t l, int64_t lz, int runs);
+// With `ceilings`, also GB/s, the bound that limits each kernel (compute:
+// FLOPs at the FMA peak; memory: bytes at the read bandwidth) and the % of it
+// reached (the roofline time over the measured time).
+std::string profileTable(const Manifest &m, int64_t l, int64_t lz, int runs,
+                         const MachineCeilings *ceilings = nullptr);
+
+// The same per kernel as JSON for tools/plot_roofline.py, written atomically.
+Status writeProfileJson(const std::string &path, const Manifest &m, int64_t l, int64_t lz,
+                        int runs, const MachineCeilings *ceilings);
 
 // Chrome trace JSON (Perfetto opens it) of the recorded kernel calls (the first
 // kMaxTraceEvents), written atomically; "otherData" says how many were dropped.

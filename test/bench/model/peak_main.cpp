@@ -1,12 +1,12 @@
 //===- peak_main.cpp - Measured FMA peak and bandwidth as one JSON line ---===//
 //
-// run_model.py compiles this with ../MachinePeak.cpp (the same measurement as
+// run_model.py compiles this with runtime/lib/MachinePeak.cpp (the same measurement as
 // xf-bench-gemm) and runs it before and after the timed rounds.
 // Usage: xf-model-peak [threads]
 //
 //===----------------------------------------------------------------------===//
 
-#include "MachinePeak.h"
+#include "xfrt/MachinePeak.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -24,7 +24,7 @@ static std::string quoted(const std::string &s) {
 
 int main(int argc, char **argv) {
   int threads = argc > 1 ? std::atoi(argv[1]) : 2;
-  xfbench::MachinePeak p = xfbench::measurePeak(threads > 0 ? threads : 1);
+  xfrt::MachinePeak p = xfrt::measurePeak(threads > 0 ? threads : 1);
   std::printf("{\"cpu\": %s, \"flags\": %s, \"isa\": %s, \"threads\": %d, \"gflops\": %.3f, "
               "\"read_gbs\": %.3f}\n",
               quoted(p.cpu).c_str(), quoted(p.flags).c_str(), quoted(p.isa).c_str(), threads,

@@ -188,7 +188,9 @@ inline KernelWork kernelWork(const GemmKernelSpec &g) {
   double columns = double(g.N) * (g.epilogue == GemmEpilogue::SwiGlu ? 2 : 1);
   KernelWork w;
   w.flopsPerRow = 2.0 * double(g.K) * columns;
-  w.weightBytes = double(g.K) * columns * (g.bf16Weights ? 2 : 4);
+  w.weightBytes = g.weightBlocks != WeightBlocks::None
+                      ? double(g.K / 32) * columns * double(weightBlockBytes(g.weightBlocks))
+                      : double(g.K) * columns * (g.bf16Weights ? 2 : 4);
   w.bytesPerRow = 4.0 * double(g.K + g.N * (g.hasResidual ? 2 : 1));
   return w;
 }

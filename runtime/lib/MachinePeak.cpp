@@ -5,18 +5,19 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "MachinePeak.h"
+#include "xfrt/MachinePeak.h"
 
 #include <immintrin.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <thread>
 #include <vector>
 
-namespace xfbench {
+namespace xfrt {
 namespace {
 
 constexpr long kIterations = 50'000'000;
@@ -130,4 +131,6 @@ MachinePeak measurePeak(int threads) {
   return peak;
 }
 
-} // namespace xfbench
+std::string cpuModelName() { return cpuInfoField("model name"); }
+
+} // namespace xfrt

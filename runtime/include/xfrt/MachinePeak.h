@@ -1,0 +1,42 @@
+//===- MachinePeak.h - Measured FMA peak and bandwidth -----------*- C++ -*-===//
+//
+// The ceilings kernels are read against (--profile's roofline, xfc tune, the
+// benchmarks):
+// fp32 FMA throughput on `threads` threads (independent AVX-512 FMA chains,
+// or AVX2 where the CPU lacks AVX-512) and read bandwidth of a 512 MiB buffer.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XFRT_MACHINEPEAK_H
+#define XFRT_MACHINEPEAK_H
+
+#include <string>
+
+namespace xfrt {
+
+struct MachinePeak {
+  std::string cpu, flags, isa;
+  double gflops = 0, readGBs = 0;
+};
+
+MachinePeak measurePeak(int threads);
+// /proc/cpuinfo's "model name" ("" where there is none).
+std::string cpuModelName();
+
+// MachineCeilings.cpp (libxfrt only; the tools above need just the measurement).
+// The ceilings --profile reads kernels against: measured once per CPU model,
+// ISA and thread count and kept in `cacheFile` (JSON, rewritten atomically,
+// other machines' entries kept). `source` says where they came from
+// ("measured", or "cache FILE"); a cache that cannot be read or written is
+// ignored with `note` set, never an error.
+struct MachineCeilings {
+  double gflops = 0, readGBs = 0;
+  std::string source;
+};
+MachineCeilings machineCeilings(int threads, const std::string &cacheFile, std::string &note);
+// $XDG_CACHE_HOME/xf/machine.json, else ~/.cache/xf/machine.json ("" without a home).
+std::string defaultMachineCacheFile();
+
+} // namespace xfrt
+
+#endif // XFRT_MACHINEPEAK_H
