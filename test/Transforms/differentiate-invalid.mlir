@@ -38,12 +38,11 @@ module {
 module {
   func.func @forward(%x: tensor<?xi32>) -> tensor<?x32xf32> attributes {xf.output = "logits"} {
     %we = xf.parameter "wte" : tensor<32x8xf32>
-    %wk = xf.parameter "wk" : tensor<8x4xf32>
     %e = xf.token_embed %we[%x] : tensor<32x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
-    %k = xf.linear %e, %wk : tensor<?x8xf32>, tensor<8x4xf32> -> tensor<?x4xf32>
-    // expected-error @+1 {{grouped K/V heads (kv_heads) are not differentiated yet}}
-    %y = xf.attention causal heads 2 kv_heads 1 %e, %k, %k : tensor<?x8xf32>, tensor<?x4xf32>, tensor<?x4xf32> -> tensor<?x8xf32>
-    %logits = xf.unembed %y, tied %we : tensor<?x8xf32>, tensor<32x8xf32> -> tensor<?x32xf32>
+    %o = arith.constant 3 : index
+    // expected-error @+1 {{rotary positions with an offset (KV-cache decoding) are not differentiated}}
+    %r = xf.rope adjacent heads 2 %e offset %o base 1.0e4 : tensor<?x8xf32> -> tensor<?x8xf32>
+    %logits = xf.unembed %r, tied %we : tensor<?x8xf32>, tensor<32x8xf32> -> tensor<?x32xf32>
     return %logits : tensor<?x32xf32>
   }
 }

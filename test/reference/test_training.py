@@ -10,12 +10,13 @@ import pytest
 
 from architectures import gpt2_forward
 from checkpoints import hparams, random_checkpoint
-from primitives import causal_mask, gelu_erf, gelu_tanh, layer_norm, relu, rms_norm, silu
+from primitives import (causal_mask, gelu_erf, gelu_tanh, layer_norm, relu, rms_norm,
+                        rotary_embedding, silu)
 from training import (adamw_step, attention_heads, attention_heads_backward,
                       clip_by_global_norm, gelu_erf_backward, gelu_tanh_backward, gpt2_loss_and_grads,
                       layer_norm_backward, learning_rate, linear_backward, next_token_loss,
                       next_token_loss_backward, positional_embedding_backward, relu_backward,
-                      rms_norm_backward, sgd_step, silu_backward,
+                      rms_norm_backward, rotary_backward, sgd_step, silu_backward,
                       token_embedding_backward)
 
 H_STEP = 1e-6
@@ -115,6 +116,23 @@ def test_attention_backward(heads):
     check(dQ, lambda z: np.sum(u * attention_heads(z, K, V, heads, mask)), Q)
     check(dK, lambda z: np.sum(u * attention_heads(Q, z, V, heads, mask)), K)
     check(dV, lambda z: np.sum(u * attention_heads(Q, K, z, heads, mask)), V)
+
+
+def test_grouped_attention_backward():
+    Q, u = rng.normal(size=(ELL, 12)), rng.normal(size=(ELL, 12))   # 4 query heads of 3
+    K, V = rng.normal(size=(ELL, 6)), rng.normal(size=(ELL, 6))     # 2 key/value heads
+    mask = causal_mask(ELL)
+    dQ, dK, dV = attention_heads_backward(Q, K, V, 4, mask, u, kv_heads=2)
+    check(dQ, lambda z: np.sum(u * attention_heads(z, K, V, 4, mask, 2)), Q)
+    check(dK, lambda z: np.sum(u * attention_heads(Q, z, V, 4, mask, 2)), K)
+    check(dV, lambda z: np.sum(u * attention_heads(Q, K, z, 4, mask, 2)), V)
+
+
+@pytest.mark.parametrize("pairing", ["adjacent", "halves"])
+def test_rotary_backward(pairing):
+    x, u = rng.normal(size=(ELL, 12)), rng.normal(size=(ELL, 12))
+    check(rotary_backward(u, 3, 100.0, pairing),
+          lambda z: np.sum(u * rotary_embedding(z, 3, 100.0, pairing)), x)
 
 
 def test_embedding_backward():

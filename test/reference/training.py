@@ -92,32 +92,57 @@ def gelu_erf_backward(x, dy):
     return dy * (Phi + x * phi)
 
 
-def attention_heads(Q, K, V, heads, mask):
-    # Alg. 4 per head on projected inputs: head h = columns h·d_k … of Q, K and h·d_v … of V
-    dk, dv = Q.shape[1] // heads, V.shape[1] // heads
+def rotary_backward(dY, heads, base, pairing):
+    # the rotation of each pair is orthogonal: dX = R(θ)ᵀ·dY, the rotation by −θ
+    #   (a, b) ↦ (a·cos θ + b·sin θ, −a·sin θ + b·cos θ)
+    dY = f64(dY)
+    length, width = dY.shape
+    d = width // heads
+    theta = np.arange(length, dtype=np.float64)[:, None] * \
+        base ** (-np.arange(0, d, 2, dtype=np.float64) / d)
+    cos, sin = np.cos(theta)[:, None, :], np.sin(theta)[:, None, :]
+    G = dY.reshape(length, heads, d).copy()
+    first, second = (np.arange(0, d, 2), np.arange(1, d, 2)) if pairing == "adjacent" \
+        else (np.arange(d // 2), np.arange(d // 2, d))
+    a, b = G[:, :, first].copy(), G[:, :, second].copy()
+    G[:, :, first] = a * cos + b * sin
+    G[:, :, second] = -a * sin + b * cos
+    return G.reshape(length, width)
+
+
+def attention_heads(Q, K, V, heads, mask, kv_heads=None):
+    # Alg. 4 per head on projected inputs: head h = columns h·d_k … of Q and of the output;
+    # key/value head g = h / (H / H_kv) = columns g·d_k … of K and g·d_v … of V
+    kv_heads = kv_heads or heads
+    dk, dv, group = Q.shape[1] // heads, V.shape[1] // kv_heads, heads // kv_heads
     out = []
     for h in range(heads):
-        q, k, v = Q[:, h * dk:(h + 1) * dk], K[:, h * dk:(h + 1) * dk], V[:, h * dv:(h + 1) * dv]
+        g = h // group
+        q, k, v = Q[:, h * dk:(h + 1) * dk], K[:, g * dk:(g + 1) * dk], V[:, g * dv:(g + 1) * dv]
         S = np.where(mask, q @ k.T / math.sqrt(dk), -np.inf)
         out.append(softmax(S, axis=1) @ v)
     return np.concatenate(out, axis=1)
 
 
-def attention_heads_backward(Q, K, V, heads, mask, dY):
+def attention_heads_backward(Q, K, V, heads, mask, dY, kv_heads=None):
     # per head, P = softmax(s·QKᵀ + mask), s = 1/√d_k:
     #   dV = Pᵀ·dY,  dP = dY·Vᵀ,  dS = P⊙(dP − rowsum(dP⊙P)),  dQ = s·dS·K,  dK = s·dSᵀ·Q
-    dk, dv = Q.shape[1] // heads, V.shape[1] // heads
+    # a key/value head shared by H / H_kv query heads sums their dK and dV
+    kv_heads = kv_heads or heads
+    dk, dv, group = Q.shape[1] // heads, V.shape[1] // kv_heads, heads // kv_heads
     dQ, dK, dV = np.zeros_like(Q), np.zeros_like(K), np.zeros_like(V)
     for h in range(heads):
-        qs, vs = slice(h * dk, (h + 1) * dk), slice(h * dv, (h + 1) * dv)
-        q, k, v, dy = Q[:, qs], K[:, qs], V[:, vs], dY[:, vs]
+        g = h // group
+        qs, ks = slice(h * dk, (h + 1) * dk), slice(g * dk, (g + 1) * dk)
+        vs, ys = slice(g * dv, (g + 1) * dv), slice(h * dv, (h + 1) * dv)
+        q, k, v, dy = Q[:, qs], K[:, ks], V[:, vs], dY[:, ys]
         s = 1.0 / math.sqrt(dk)
         P = softmax(np.where(mask, s * (q @ k.T), -np.inf), axis=1)
-        dV[:, vs] = P.T @ dy
+        dV[:, vs] += P.T @ dy
         dP = dy @ v.T
         dS = P * (dP - (dP * P).sum(axis=1, keepdims=True))
         dQ[:, qs] = s * dS @ k
-        dK[:, qs] = s * dS.T @ q
+        dK[:, ks] += s * dS.T @ q
     return dQ, dK, dV
 
 

@@ -159,17 +159,23 @@ LogicalResult Backward::rule(Operation *op) {
     return success();
   }
   if (auto attn = dyn_cast<AttentionOp>(op)) {
-    if (attn.getKeyValueHeads() != int64_t(attn.getHeads()))
-      return op->emitError("xf-differentiate: grouped K/V heads (kv_heads) are not "
-                           "differentiated yet");
     auto grad = AttentionGradOp::create(
         b, loc, TypeRange{attn.getQuery().getType(), attn.getKey().getType(),
                           attn.getValue().getType()},
         attn.getQuery(), attn.getKey(), attn.getValue(), dy, attn.getMaskAttr(),
-        attn.getHeadsAttr(), attn.getScaleAttr());
+        attn.getHeadsAttr(), attn.getKvHeadsAttr(), attn.getScaleAttr());
     accumulate(attn.getQuery(), grad.getQueryGrad());
     accumulate(attn.getKey(), grad.getKeyGrad());
     accumulate(attn.getValue(), grad.getValueGrad());
+    return success();
+  }
+  if (auto rope = dyn_cast<RopeOp>(op)) {
+    if (rope.getOffset())
+      return op->emitError("xf-differentiate: rotary positions with an offset (KV-cache "
+                           "decoding) are not differentiated");
+    accumulate(rope.getInput(),
+               RopeGradOp::create(b, loc, dy.getType(), dy, rope.getPairingAttr(),
+                                  rope.getHeadsAttr(), rope.getBaseAttr()));
     return success();
   }
   if (auto slice = dyn_cast<SliceOp>(op)) {

@@ -79,3 +79,19 @@ func.func @rms_norm_gamma_width(%x: tensor<?x16xf32>, %g: tensor<8xf32>) {
   %dx = xf.rms_norm_grad %x, %x gamma %g eps 1.0e-5 : tensor<?x16xf32>, tensor<?x16xf32>, tensor<8xf32> -> tensor<?x16xf32>
   return
 }
+
+// -----
+
+func.func @attention_grad_kv_width(%q: tensor<?x16xf32>, %k: tensor<?x16xf32>) {
+  // expected-error @+1 {{H_kv·d_k of key: [?, 16] is not 1/2 of [?, 16]}}
+  %dq, %dk, %dv = xf.attention_grad causal heads 2 kv_heads 1 %q, %k, %k, %q : tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @rope_grad_width(%dy: tensor<?x12xf32>) {
+  // expected-error @+1 {{grad [?, 12] must split into heads = 4 heads of a static, even width}}
+  %dx = xf.rope_grad adjacent heads 4 %dy base 1.0e4 : tensor<?x12xf32> -> tensor<?x12xf32>
+  return
+}

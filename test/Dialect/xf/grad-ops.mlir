@@ -52,3 +52,13 @@ func.func @norm_and_activation_grads(%x: tensor<?x16xf32>, %dy: tensor<?x16xf32>
   %ds = xf.silu_grad %x, %dy : tensor<?x16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
   return %dx, %dg, %dr, %ds : tensor<?x16xf32>, tensor<16xf32>, tensor<?x16xf32>, tensor<?x16xf32>
 }
+
+// CHECK-LABEL: func.func @grouped_and_rotary_grads
+func.func @grouped_and_rotary_grads(%q: tensor<?x16xf32>, %k: tensor<?x8xf32>, %dy: tensor<?x16xf32>)
+    -> (tensor<?x8xf32>, tensor<?x16xf32>) {
+  // CHECK: xf.attention_grad causal heads 4 kv_heads 2 %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x16xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x16xf32> -> tensor<?x16xf32>, tensor<?x8xf32>, tensor<?x8xf32>
+  %dq, %dk, %dv = xf.attention_grad causal heads 4 kv_heads 2 %q, %k, %k, %dy : tensor<?x16xf32>, tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x16xf32> -> tensor<?x16xf32>, tensor<?x8xf32>, tensor<?x8xf32>
+  // CHECK: xf.rope_grad halves heads 2 %{{.*}} base 1.000000e+04 : tensor<?x16xf32> -> tensor<?x16xf32>
+  %dr = xf.rope_grad halves heads 2 %dy base 1.0e4 : tensor<?x16xf32> -> tensor<?x16xf32>
+  return %dk, %dr : tensor<?x8xf32>, tensor<?x16xf32>
+}

@@ -21,7 +21,8 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "reference"))
 from checkpoints import hparams, random_checkpoint  # noqa: E402
 from architectures import forward as oracle_forward  # noqa: E402
-from primitives import gelu_erf, gelu_tanh, layer_norm, relu, rms_norm, silu, softmax  # noqa: E402
+from primitives import (gelu_erf, gelu_tanh, layer_norm, relu, rms_norm,  # noqa: E402
+                        rotary_embedding, silu, softmax)
 import training as oracle  # noqa: E402
 
 OP = re.compile(r'^\s*(?:(%[\w]+)(?::(\d+))? = )?"([\w.]+)"\((.*?)\)\s*(?:<\{(.*)\}>)?\s*:\s*'
@@ -146,12 +147,21 @@ def interpret(ops, W, args):
             out = (gelu_tanh if _int(attrs, "approximation") == 1 else gelu_erf)(x[0])
         elif op == "xf.attention":
             heads = _int(attrs, "heads")
-            dk, dv = x[0].shape[1] // heads, x[2].shape[1] // heads
+            kv = _int(attrs, "kv_heads") if "kv_heads" in attrs else heads
+            dk, dv, group = x[0].shape[1] // heads, x[2].shape[1] // kv, heads // kv
             scale = _float(attrs, "scale", 1.0 / math.sqrt(dk))
             out = np.concatenate([
-                _attention_probs(x[0][:, h * dk:(h + 1) * dk], x[1][:, h * dk:(h + 1) * dk],
-                                 _int(attrs, "mask"), scale) @ x[2][:, h * dv:(h + 1) * dv]
+                _attention_probs(x[0][:, h * dk:(h + 1) * dk],
+                                 x[1][:, h // group * dk:(h // group + 1) * dk],
+                                 _int(attrs, "mask"), scale)
+                @ x[2][:, h // group * dv:(h // group + 1) * dv]
                 for h in range(heads)], axis=1)
+        elif op in ("xf.rope", "xf.rope_grad"):
+            if len(x) != 1:
+                raise SystemExit("eval_gradients: rope offsets not interpreted")
+            pairing = "adjacent" if _int(attrs, "pairing") == 0 else "halves"
+            f = rotary_embedding if op == "xf.rope" else oracle.rotary_backward
+            out = f(x[0], _int(attrs, "heads"), _float(attrs, "base"), pairing)
         elif op == "xf.cross_entropy":
             out = oracle.next_token_loss(x[0], x[1])
         elif op == "xf.cross_entropy_grad":
@@ -176,8 +186,9 @@ def interpret(ops, W, args):
                 raise SystemExit("eval_gradients: explicit attention scale not interpreted")
             mask = np.tril(np.ones((len(x[0]), len(x[1])), dtype=bool)) \
                 if _int(attrs, "mask") == 1 else np.ones((len(x[0]), len(x[1])), dtype=bool)
-            dq, dk_, dv_ = oracle.attention_heads_backward(x[0], x[1], x[2], _int(attrs, "heads"),
-                                                           mask, x[3])
+            dq, dk_, dv_ = oracle.attention_heads_backward(
+                x[0], x[1], x[2], _int(attrs, "heads"), mask, x[3],
+                _int(attrs, "kv_heads") if "kv_heads" in attrs else None)
             for r, v in zip(results, (dq, dk_, dv_)):
                 env[r] = v
             continue

@@ -130,10 +130,24 @@ LogicalResult AttentionGradOp::verify() {
     return emitOpError() << "heads must be at least 1, got " << getHeads();
   if (getScale() && !(getScale()->convertToDouble() > 0.0))
     return emitOpError() << "scale must be positive, got " << getScale()->convertToDouble();
+  int64_t kvHeads = getKeyValueHeads();
+  if (kvHeads < 1 || getHeads() % kvHeads != 0)
+    return emitOpError() << "kv_heads = " << kvHeads << " must be at least 1 and divide heads = "
+                         << getHeads();
+  // With grouped heads K and V are H_kv/H as wide as Q and dY (checked when static).
+  auto scaled = [&](Type wide, Type narrow, const char *what) -> LogicalResult {
+    int64_t w = cast<RankedTensorType>(wide).getDimSize(1),
+            n = cast<RankedTensorType>(narrow).getDimSize(1);
+    if (ShapedType::isDynamic(w) || ShapedType::isDynamic(n) ||
+        n * int64_t(getHeads()) == w * kvHeads)
+      return success();
+    return emitOpError() << what << ": " << formatShape(narrow) << " is not " << kvHeads << "/"
+                         << getHeads() << " of " << formatShape(wide);
+  };
   if (failed(expectSameDim(*this, "ℓ_z", {"key", k, 0}, {"value", v, 0})) ||
-      failed(expectSameDim(*this, "H·d_k", {"query", q, 1}, {"key", k, 1})) ||
+      failed(scaled(q, k, "H_kv·d_k of key")) ||
       failed(expectSameDim(*this, "ℓ", {"grad", dy, 0}, {"query", q, 0})) ||
-      failed(expectSameDim(*this, "H·d_v", {"grad", dy, 1}, {"value", v, 1})) ||
+      failed(scaled(dy, v, "H_kv·d_v of value")) ||
       failed(expectSameShape(*this, "dQ", "query_grad", getQueryGrad().getType(), "query", q)) ||
       failed(expectSameShape(*this, "dK", "key_grad", getKeyGrad().getType(), "key", k)) ||
       failed(expectSameShape(*this, "dV", "value_grad", getValueGrad().getType(), "value", v)))
@@ -144,6 +158,20 @@ LogicalResult AttentionGradOp::verify() {
       return emitOpError() << name << " " << formatShape(type) << " does not split into "
                            << getHeads() << " heads";
   }
+  return verifySameFloatElementType(*this);
+}
+
+LogicalResult RopeGradOp::verify() {
+  auto type = cast<RankedTensorType>(getGrad().getType());
+  if (type != getType())
+    return emitOpError() << "result " << formatShape(getType()) << " must have the type of grad "
+                         << formatShape(type);
+  int64_t heads = getHeads(), width = type.getDimSize(1);
+  if (heads < 1 || ShapedType::isDynamic(width) || width % (2 * heads) != 0)
+    return emitOpError() << "grad " << formatShape(type) << " must split into heads = " << heads
+                         << " heads of a static, even width";
+  if (!(getBase().convertToDouble() > 1.0))
+    return emitOpError() << "base must be greater than 1, got " << getBase().convertToDouble();
   return verifySameFloatElementType(*this);
 }
 

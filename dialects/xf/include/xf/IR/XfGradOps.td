@@ -159,20 +159,40 @@ def Xf_AttentionGradOp : Xf_PureOp<"attention_grad"> {
     head, with `P = softmax(scale·QKᵀ + mask)` recomputed from Q and K one
     query row at a time (no `[ℓ, ℓ_z]` matrix is kept between the passes):
     `dV = Pᵀ·dY`, `dP = dY·Vᵀ`, `dS = P ⊙ (dP − rowsum(dP ⊙ P))`,
-    `dQ = scale·dS·K`, `dK = scale·dSᵀ·Q`. Grouped K/V heads are not
-    differentiated yet (`kv_heads` must equal `heads`).
+    `dQ = scale·dS·K`, `dK = scale·dSᵀ·Q`. With `kv_heads` (grouped-query
+    attention) a key/value head sums the dK and dV of the H / H_kv query heads
+    that share it.
 
     ```mlir
     %dq, %dk, %dv = xf.attention_grad causal heads 2 %q, %k, %v, %dy : ...
     ```
   }];
   let arguments = (ins Xf_Matrix:$query, Xf_Matrix:$key, Xf_Matrix:$value, Xf_Matrix:$grad,
-                       Xf_MaskKind:$mask, I64Attr:$heads, OptionalAttr<F64Attr>:$scale);
+                       Xf_MaskKind:$mask, I64Attr:$heads, OptionalAttr<I64Attr>:$kv_heads,
+                       OptionalAttr<F64Attr>:$scale);
   let results = (outs Xf_Matrix:$query_grad, Xf_Matrix:$key_grad, Xf_Matrix:$value_grad);
-  let assemblyFormat = "$mask `heads` $heads $query `,` $key `,` $value `,` $grad "
+  let extraClassDeclaration = [{
+    /// H_kv: heads of K and V (grouped-query attention), H when absent.
+    int64_t getKeyValueHeads() { return getKvHeads().value_or(getHeads()); }
+  }];
+  let assemblyFormat = "$mask `heads` $heads (`kv_heads` $kv_heads^)? $query `,` $key `,` $value `,` $grad "
                        "(`scale` $scale^)? attr-dict `:` type($query) `,` type($key) `,` "
                        "type($value) `,` type($grad) `->` type($query_grad) `,` "
                        "type($key_grad) `,` type($value_grad)";
+}
+
+def Xf_RopeGradOp : Xf_PureOp<"rope_grad"> {
+  let summary = "xf.rope backward: each feature pair of dy rotated by −θ_i";
+  let description = [{
+    Attributes as xf.rope (positions 0 .. ℓ−1); the rotation is orthogonal, so
+    the gradient of its input is its transpose applied to `dy`:
+    `(a, b) ↦ (a·cos θ_i + b·sin θ_i, −a·sin θ_i + b·cos θ_i)`.
+  }];
+  let arguments = (ins Xf_Matrix:$grad, Xf_RopePairing:$pairing, I64Attr:$heads,
+                       F64Attr:$base);
+  let results = (outs Xf_Matrix:$result);
+  let assemblyFormat = "$pairing `heads` $heads $grad `base` $base attr-dict `:` type($grad) "
+                       "`->` type($result)";
 }
 
 //===----------------------------------------------------------------------===//
