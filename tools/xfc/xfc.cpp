@@ -559,9 +559,10 @@ int main(int argc, char **argv) {
   }
 
   if (check && (tuneMode || emitAction.getNumOccurrences() || outputFilename.getNumOccurrences() ||
-                weightType != WeightType::F32 || bf16GemmInputs)) {
+                weightType != WeightType::F32 || bf16GemmInputs || !quantizedLike.empty())) {
     llvm::errs() << "xfc: error: --check builds and runs the model itself with float32 weights; "
-                    "it takes no tune, --emit, -o, --weight-type or --bf16-gemm-inputs\n";
+                    "it takes no tune, --emit, -o, --weight-type, --bf16-gemm-inputs or "
+                    "--quantized-like\n";
     return 1;
   }
   if (checkFault.getNumOccurrences() && (!check || !xfc::isCheckFault(checkFault))) {
