@@ -384,7 +384,8 @@ int runMain(int argc, const char *const *argv, const ModelAbi &abi) {
       return report(setup.message(), 1);
     chat = setup.take();
   }
-  Expected<Batch> batch = buildBatch(o, m, tok, chat ? &chat->chatTemplate : nullptr);
+  Expected<Batch> batch =
+      buildBatch(o, m, tok, chat ? &chat->chatTemplate : nullptr, tokenizer->bos);
   if (!batch)
     return usageError(batch.message(), program, &m);
 

@@ -49,13 +49,15 @@ Status checkIds(const std::vector<int32_t> &ids, const std::string &what, const 
 
 Status encodeAll(const std::vector<std::string> &texts, const char *flag, const Tokenizer &tok,
                  const Manifest &m, std::vector<std::vector<int32_t>> &out,
-                 const ChatTemplate *chat = nullptr) {
+                 const ChatTemplate *chat = nullptr, std::optional<int32_t> bos = {}) {
   for (size_t i = 0; i < texts.size(); ++i) {
     std::string what = std::string(flag) + (texts.size() > 1 ? " " + std::to_string(i + 1) : "");
     Expected<std::vector<int32_t>> ids =
         tok.encode(chat ? chat->render({{"user", texts[i]}}, true) : texts[i]);
     if (!ids)
       return makeError(what + ": " + ids.message());
+    if (bos && !chat) // a chat template writes its own BOS text
+      ids->insert(ids->begin(), *bos);
     if (Status s = checkIds(*ids, what, m); !s)
       return s;
     out.push_back(ids.take());
@@ -89,6 +91,8 @@ Expected<LoadedTokenizer> loadGgufFileTokenizer(const std::string &path, bool im
     return tok.status();
   LoadedTokenizer out;
   out.tokenizer = std::move(tok->tokenizer);
+  if (tok->addBos && tok->bos)
+    out.bos = tok->bos;
   out.source = path;
   if (h.find("tokenizer.chat_template")) {
     Expected<std::string_view> text = h.getString("tokenizer.chat_template");
@@ -185,7 +189,7 @@ Expected<LoadedTokenizer> loadTokenizer(const Options &o) {
 }
 
 Expected<Batch> buildBatch(const Options &o, const Manifest &m, const Tokenizer *tok,
-                           const ChatTemplate *chat) {
+                           const ChatTemplate *chat, std::optional<int32_t> bos) {
   Batch b;
   if ((!o.texts.empty() || !o.prompts.empty() || !o.sourcePrompts.empty()) && !tok)
     return makeError("text input needs a tokenizer");
@@ -193,9 +197,9 @@ Expected<Batch> buildBatch(const Options &o, const Manifest &m, const Tokenizer 
   if (!o.tokens.empty())
     s = parseAll(o.tokens, "--tokens", m, b.targets);
   else if (!o.texts.empty())
-    s = encodeAll(o.texts, "--text", *tok, m, b.targets);
+    s = encodeAll(o.texts, "--text", *tok, m, b.targets, nullptr, bos);
   else if (!o.prompts.empty())
-    s = encodeAll(o.prompts, "--prompt", *tok, m, b.targets, chat);
+    s = encodeAll(o.prompts, "--prompt", *tok, m, b.targets, chat, bos);
   else if (!o.batchFile.empty())
     s = readBatchFile(o.batchFile, m, tok, b);
   if (!s)

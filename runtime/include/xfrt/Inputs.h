@@ -34,6 +34,9 @@ struct LoadedTokenizer {
   std::string source;                   // the file or directory it came from
   // A GGUF file's tokenizer.chat_template (Jinja text); nullopt when it has none.
   std::optional<std::string> chatTemplate;
+  // A GGUF file's bos_token_id when its tokenizer.ggml.add_bos_token is true: --text and plain
+  // --prompt inputs start with it, as llama.cpp's tokenize(add_bos) does.
+  std::optional<int32_t> bos;
 };
 
 // --tokenizer X.gguf, or --weights X.gguf without --tokenizer/--vocab, loads the GGUF file's
@@ -52,8 +55,10 @@ struct Batch {
 // read
 // "--text 2: ..." and are reported the same way.
 // With `chat`, each --prompt is the user's turn of a conversation rendered by the template.
+// With `bos` (LoadedTokenizer::bos), --text and plain --prompt ids start with it.
 Expected<Batch> buildBatch(const Options &options, const Manifest &manifest,
-                           const Tokenizer *tokenizer, const ChatTemplate *chat = nullptr);
+                           const Tokenizer *tokenizer, const ChatTemplate *chat = nullptr,
+                           std::optional<int32_t> bos = std::nullopt);
 
 } // namespace xfrt
 
