@@ -31,5 +31,7 @@ func.func @loops(%x: tensor<?x768xf32>, %g: tensor<768xf32>, %b: tensor<768xf32>
   %s = xf.softmax %n {xf.loop_schedule = #xf.loop_schedule<rows_per_task = 0, vector_bits = 256>} : tensor<?x768xf32>
   // AVX512: xf.softmax {{.*}} {xf.loop_schedule = #xf.loop_schedule<rows_per_task = 1, vector_bits = 0>}
   %w = xf.softmax %u : tensor<?x40000xf32>
-  return %n, %s, %w : tensor<?x768xf32>, tensor<?x768xf32>, tensor<?x40000xf32>
+  // AVX512: xf.scale {{.*}} {xf.loop_schedule = #xf.loop_schedule<rows_per_task = 21, vector_bits = 0>}
+  %c = xf.scale %n by 0.5 : tensor<?x768xf32>
+  return %c, %s, %w : tensor<?x768xf32>, tensor<?x768xf32>, tensor<?x40000xf32>
 }

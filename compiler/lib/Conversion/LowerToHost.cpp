@@ -332,9 +332,7 @@ LogicalResult HostLowering::placeOp(Operation *op, int64_t index) {
     p.colOffset = parent.colOffset + slice.getOffset();
     p.stride = parent.stride;
     p.rows = parent.rows;
-  } else if (isa<GemmOp, AttentionOp, LayerNormOp, RmsNormOp, AddOp, ReluOp, GeluOp, SiluOp,
-                 MulOp, ScaleOp, RopeOp, SoftmaxOp, TokenEmbedOp, PositionalEmbedOp, SinusoidalEmbedOp>(
-                 op)) {
+  } else if (isa<GemmOp, AttentionOp>(op) || isLoopKernelOp(op)) {
     if (type.getRank() != 2)
       return op->emitError("host lowering expects an [ℓ, d] activation, got ") << type;
     Value rowSource = isa<TokenEmbedOp, PositionalEmbedOp, SinusoidalEmbedOp>(op)

@@ -18,7 +18,7 @@ void XfDialect::initialize() {
 
 bool mlir::xf::isLoopKernelOp(Operation *op) {
   return isa<TokenEmbedOp, PositionalEmbedOp, SinusoidalEmbedOp, AddOp, ReluOp, GeluOp, SoftmaxOp,
-             LayerNormOp, RmsNormOp, SiluOp, MulOp, RopeOp>(op);
+             LayerNormOp, RmsNormOp, SiluOp, MulOp, ScaleOp, RopeOp>(op);
 }
 
 LoopScheduleAttr mlir::xf::loopScheduleAttrOf(Operation *op) {
