@@ -131,6 +131,21 @@ def interpret(ops, W, args):
         elif op == "xf.linear":
             w = x[1].T if "transpose_weight" in attrs else x[1]
             out = x[0] @ w + (x[2] if len(x) == 3 else 0.0)
+        elif op == "xf.gemm":
+            # act(x·W + b) + residual; operandSegmentSizes says which optional operands exist
+            sizes = [int(n) for n in re.findall(r"\d+", attrs["operandSegmentSizes"])[1:]]
+            it = iter(x)
+            xin, w = next(it), next(it)
+            bias = next(it) if sizes[2] else 0.0
+            residual = next(it) if sizes[3] else 0.0
+            y = xin @ (w.T if "transpose_weight" in attrs else w) + bias
+            act = _int(attrs, "activation")
+            if act == 5:  # swiglu: the weight holds [W_gate | W_up]
+                n = y.shape[1] // 2
+                y = silu(y[:, :n]) * y[:, n:]
+            else:
+                y = [lambda v: v, relu, gelu_tanh, gelu_erf, silu][act](y)
+            out = y + residual
         elif op == "xf.matmul":
             out = x[0] @ (x[1].T if "transpose_rhs" in attrs else x[1])
         elif op == "xf.unembed":
