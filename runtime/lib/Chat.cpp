@@ -92,6 +92,8 @@ int runInteractive(const Options &o, const Manifest &m, Session &session, const 
   Pcg32 rng(o.samplingSeed, fnv1a64("xfrt.sampling"));
 
   std::vector<ChatMessage> messages;
+  if (o.system)
+    messages.push_back({"system", *o.system});
   std::vector<int32_t> fed; // every id of the conversation so far
   std::string fedText;      // the text they stand for
   int64_t inCache = 0;      // positions of `fed` in the KV cache

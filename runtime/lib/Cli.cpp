@@ -132,6 +132,8 @@ const Spec kSpecs[] = {
      "turns"},
     {"--chat-template", Kind::String, "NAME",
      "chatml|llama2|llama3|zephyr: use this format instead of the tokenizer's template"},
+    {"--system", Kind::String, "TEXT",
+     "chat: the system message, instead of the template's default one"},
 };
 
 const Spec *findSpec(const std::string &name) {
@@ -284,6 +286,8 @@ Expected<Options> parseCommandLine(int argc, const char *const *argv) {
       o.chat = true;
     else if (name == "--interactive")
       o.interactive = true;
+    else if (name == "--system")
+      o.system = value;
     else if (name == "--chat-template") {
       if (!chatFormatNamed(value))
         return makeError("--chat-template: '" + value + "' is not one of " + chatFormatNames());
@@ -337,6 +341,8 @@ Status checkOptions(const Options &o, const Manifest &m) {
   // Chat: text turns for a decoder.
   if (!o.chatTemplate.empty() && !o.chat && !o.interactive)
     return makeError("--chat-template needs --chat or --interactive");
+  if (o.system && !o.chat && !o.interactive)
+    return makeError("--system needs --chat or --interactive");
   if (o.chat || o.interactive) {
     const char *flag = o.interactive ? "--interactive" : "--chat";
     if (m.encoderDecoder || !m.outputIsLogits)
@@ -507,7 +513,7 @@ std::string usageText(const std::string &program, const Manifest *m) {
          (!m->outputIsLogits &&
           (is("--prompt") || is("--max-new-tokens") || is("--temperature") || is("--top-k") ||
            is("--top-p") || is("--seed") || is("--eos") || is("--no-cache"))) ||
-         ((is("--chat") || is("--interactive") || is("--chat-template")) &&
+         ((is("--chat") || is("--interactive") || is("--chat-template") || is("--system")) &&
           (!m->outputIsLogits || m->encoderDecoder)));
     std::string left = std::string("  ") + s.name + (s.value ? std::string(" ") + s.value : "");
     left.append(left.size() < 26 ? 26 - left.size() : 1, ' ');

@@ -49,11 +49,14 @@ Status checkIds(const std::vector<int32_t> &ids, const std::string &what, const 
 
 Status encodeAll(const std::vector<std::string> &texts, const char *flag, const Tokenizer &tok,
                  const Manifest &m, std::vector<std::vector<int32_t>> &out,
-                 const ChatTemplate *chat = nullptr, std::optional<int32_t> bos = {}) {
+                 const ChatTemplate *chat = nullptr, std::optional<int32_t> bos = {},
+                 const std::optional<std::string> &system = std::nullopt) {
   for (size_t i = 0; i < texts.size(); ++i) {
     std::string what = std::string(flag) + (texts.size() > 1 ? " " + std::to_string(i + 1) : "");
     Expected<std::vector<int32_t>> ids =
-        tok.encode(chat ? chat->render({{"user", texts[i]}}, true) : texts[i]);
+        tok.encode(!chat    ? texts[i]
+                   : system ? chat->render({{"system", *system}, {"user", texts[i]}}, true)
+                            : chat->render({{"user", texts[i]}}, true));
     if (!ids)
       return makeError(what + ": " + ids.message());
     if (bos && !chat) // a chat template writes its own BOS text
@@ -199,7 +202,7 @@ Expected<Batch> buildBatch(const Options &o, const Manifest &m, const Tokenizer 
   else if (!o.texts.empty())
     s = encodeAll(o.texts, "--text", *tok, m, b.targets, nullptr, bos);
   else if (!o.prompts.empty())
-    s = encodeAll(o.prompts, "--prompt", *tok, m, b.targets, chat, bos);
+    s = encodeAll(o.prompts, "--prompt", *tok, m, b.targets, chat, bos, o.system);
   else if (!o.batchFile.empty())
     s = readBatchFile(o.batchFile, m, tok, b);
   if (!s)

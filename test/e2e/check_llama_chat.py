@@ -119,6 +119,12 @@ def main():
         no_system = render_ids(render, g, [("user", QUESTION)], fmt="chatml")
         check(f"prefill {len(no_system)} tokens" in forced.stderr and len(no_system) < len(prompt),
               "--chat-template chatml: no default system message")
+        # --system replaces the template's default system message.
+        system = run([exe, *greedy, "--chat", "--system", "You are a pirate.", "--prompt",
+                      QUESTION, "--max-new-tokens", "1"])
+        with_system = render_ids(render, g, [("system", "You are a pirate."), ("user", QUESTION)])
+        check(f"prefill {len(with_system)} tokens" in system.stderr and with_system != prompt,
+              "--system: the prompt is the conversation with that system message")
 
         # 2. Two turns on one KV cache.
         turns = f"{QUESTION}\n{FOLLOW_UP}\n"

@@ -186,6 +186,8 @@ TEST(RuntimeCli, ChatFlags) {
   EXPECT_CONTAINS(check({"--weights", "m.gguf", "--chat"}), "--chat needs --prompt TEXT");
   EXPECT_CONTAINS(check({"--weights", "m.gguf", "--chat-template", "chatml", "--prompt", "x"}),
                   "--chat-template needs --chat or --interactive");
+  EXPECT_CONTAINS(check({"--weights", "m.gguf", "--system", "Be brief.", "--prompt", "x"}),
+                  "--system needs --chat or --interactive");
   EXPECT_CONTAINS(check({"--weights", "m.safetensors", "--chat", "--prompt", "x"}),
                   "--prompt needs a tokenizer: --tokenizer PATH, --vocab FILE or --weights X.gguf");
   EXPECT_CONTAINS(check({"--weights", "m.safetensors", "--interactive"}),

@@ -55,6 +55,8 @@ struct Options {
   // user turns from stdin. --chat-template names the format instead of the tokenizer's template.
   bool chat = false, interactive = false;
   std::string chatTemplate;
+  // --system TEXT: the conversation's system message (replaces the template's default one).
+  std::optional<std::string> system;
 
   // Forward-pass outputs.
   std::string logitsOut, hiddenOut; // --logits-out / --hidden-out
