@@ -194,8 +194,15 @@ LogicalResult Checker::build() {
   Builder b(kernels.getContext());
   for (Operation &op : forward.getBody().front())
     op.setAttr(kSiteAttr, b.getI64IntegerAttr(index++));
+  if (options.fault == "fusion") {
+    // A wrong fusion pass: the kernel-level module itself (built and interpreted) changed.
+    std::string what;
+    if (llvm::Error e = xfc::injectFault("epilogue", kernels, what))
+      return fail(llvm::toString(std::move(e)));
+    out << "xfc: check: injected fault: the fused module: " << what << "\n";
+  }
   built = OwningOpRef<ModuleOp>(cast<ModuleOp>(kernels->clone()));
-  if (!options.fault.empty()) {
+  if (!options.fault.empty() && options.fault != "fusion") {
     std::string what;
     if (llvm::Error e = xfc::injectFault(options.fault, *built, what))
       return fail(llvm::toString(std::move(e)));

@@ -11,7 +11,10 @@
 //  - schedule: the first GEMM is built as a K blocking that loses the tail of
 //    the reduction would compute it: one block of K/2+1 and nothing after
 //    (its input and weight cut to that block, the schedule's k_block set to it);
-//  - loop: the first LayerNorm/RMSNorm loop kernel is lowered with ε + 1.
+//  - loop: the first LayerNorm/RMSNorm loop kernel is lowered with ε + 1;
+//  - fusion (Check.cpp): the epilogue change made to the kernel-level module
+//    itself, as a wrong fusion pass would: the interpreter then finds that
+//    module unlike the frontend's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -105,10 +108,11 @@ llvm::Error wrongLoopKernel(ModuleOp module, std::string &what) {
 const char *const xfc::kCheckFaultHelp =
     "Test only: build a fault into the checked executable, which --check must name "
     "(epilogue: a GEMM's activation changed; schedule: a GEMM's K blocking drops the tail of "
-    "K; loop: a LayerNorm/RMSNorm loop kernel with eps + 1)";
+    "K; loop: a LayerNorm/RMSNorm loop kernel with eps + 1; fusion: the epilogue fault made by the "
+    "fusion passes, in the kernel-level module itself)";
 
 bool xfc::isCheckFault(llvm::StringRef name) {
-  return name == "epilogue" || name == "schedule" || name == "loop";
+  return name == "epilogue" || name == "schedule" || name == "loop" || name == "fusion";
 }
 
 llvm::Error xfc::injectFault(llvm::StringRef name, ModuleOp kernels, std::string &what) {
