@@ -60,3 +60,23 @@ module {
     return %logits : tensor<?x32xf32>
   }
 }
+
+// -----
+
+module {
+  // expected-error @+1 {{xf-differentiate: @forward must return [ℓ, N_V] logits}}
+  func.func @forward(%x: tensor<?xi32>) -> i32 attributes {xf.output = "logits"} {
+    %c = arith.constant 0 : i32
+    return %c : i32
+  }
+}
+
+// -----
+
+module {
+  // expected-error @+1 {{xf-differentiate: @forward's argument must be token ids}}
+  func.func @forward(%x: tensor<?xf32>) -> tensor<8x4xf32> attributes {xf.output = "logits"} {
+    %z = xf.parameter "z" : tensor<8x4xf32>
+    return %z : tensor<8x4xf32>
+  }
+}

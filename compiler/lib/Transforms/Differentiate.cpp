@@ -227,8 +227,13 @@ void DifferentiatePass::runOnOperation() {
     return signalPassFailure();
   }
   auto tokensType = dyn_cast<RankedTensorType>(fwdType.getInput(0));
-  if (!tokensType || tokensType.getRank() != 1) {
+  if (!tokensType || tokensType.getRank() != 1 || !tokensType.getElementType().isInteger()) {
     forward.emitError("xf-differentiate: @forward's argument must be token ids");
+    return signalPassFailure();
+  }
+  auto resultType = dyn_cast<RankedTensorType>(fwdType.getResult(0));
+  if (!resultType || resultType.getRank() != 2 || !isa<FloatType>(resultType.getElementType())) {
+    forward.emitError("xf-differentiate: @forward must return [ℓ, N_V] logits");
     return signalPassFailure();
   }
 
