@@ -82,6 +82,55 @@ void dequantizeQ4_1(const uint8_t *block, float *out) {
   }
 }
 
+// K-quants: super-blocks of 256 (ggml-quants.c, dequantize_row_q4_K / _q6_K).
+// Q4_K { half d; half dmin; u8 scales[12]; u8 qs[128]; }: 8 sub-blocks of 32 with 6-bit scale
+// and min packed in `scales`; element = d·sc·q − dmin·m. d·sc·q is exact in float32 (11 + 6 +
+// 4 significant bits), so the one rounding is the subtraction's.
+void dequantizeQ4_K(const uint8_t *block, float *out) {
+  float d = halfToFloat(load16(block)), dmin = halfToFloat(load16(block + 2));
+  const uint8_t *scales = block + 4, *q = block + 16;
+  auto scaleMin = [&](int j, int &sc, int &m) {
+    if (j < 4) {
+      sc = scales[j] & 63, m = scales[j + 4] & 63;
+    } else {
+      sc = (scales[j + 4] & 15) | ((scales[j - 4] >> 6) << 4);
+      m = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
+    }
+  };
+  for (int j = 0, is = 0; j < 256; j += 64, is += 2, q += 32) {
+    int sc, m;
+    scaleMin(is, sc, m);
+    float d1 = d * float(sc), m1 = dmin * float(m);
+    scaleMin(is + 1, sc, m);
+    float d2 = d * float(sc), m2 = dmin * float(m);
+    for (int l = 0; l < 32; ++l) {
+      out[j + l] = d1 * float(q[l] & 15) - m1;
+      out[j + 32 + l] = d2 * float(q[l] >> 4) - m2;
+    }
+  }
+}
+
+// Q6_K { u8 ql[128]; u8 qh[64]; i8 scales[16]; half d; }: 16 sub-blocks of 16, 6-bit values
+// (low 4 bits in ql, high 2 in qh) minus 32; element = (d·scale)·q, in that order as ggml.
+void dequantizeQ6_K(const uint8_t *block, float *out) {
+  const uint8_t *ql = block, *qh = block + 128;
+  const int8_t *sc = reinterpret_cast<const int8_t *>(block + 192);
+  float d = halfToFloat(load16(block + 208));
+  for (int n = 0; n < 256; n += 128, ql += 64, qh += 32, sc += 8) {
+    for (int l = 0; l < 32; ++l) {
+      int is = l / 16;
+      int q1 = ((ql[l] & 15) | (((qh[l] >> 0) & 3) << 4)) - 32;
+      int q2 = ((ql[l + 32] & 15) | (((qh[l] >> 2) & 3) << 4)) - 32;
+      int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+      int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+      out[n + l] = d * float(sc[is]) * float(q1);
+      out[n + l + 32] = d * float(sc[is + 2]) * float(q2);
+      out[n + l + 64] = d * float(sc[is + 4]) * float(q3);
+      out[n + l + 96] = d * float(sc[is + 6]) * float(q4);
+    }
+  }
+}
+
 } // namespace
 
 const GgmlTypeInfo *ggmlTypeInfo(uint32_t id) {
@@ -104,6 +153,8 @@ bool canDequantize(GgmlType t) {
   case GgmlType::Q8_0:
   case GgmlType::Q4_0:
   case GgmlType::Q4_1:
+  case GgmlType::Q4_K:
+  case GgmlType::Q6_K:
     return true;
   default:
     return false;
@@ -115,7 +166,7 @@ Status checkDequantizable(GgmlType t, size_t count) {
   const GgmlTypeInfo *info = ggmlTypeInfo(uint32_t(t));
   if (!info || !canDequantize(t))
     return makeError(std::string("cannot dequantize tensor type ") + ggmlTypeName(t) +
-                     " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1)");
+                     " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K)");
   if (count % info->blockElements != 0)
     return makeError(std::to_string(count) + " elements of " + info->name +
                      " are not whole blocks of " + std::to_string(info->blockElements));
@@ -139,10 +190,12 @@ Status dequantizeToF32(GgmlType t, const uint8_t *src, size_t count, float *dst)
   default:
     void (*block)(const uint8_t *, float *) = t == GgmlType::Q8_0   ? dequantizeQ8_0
                                               : t == GgmlType::Q4_0 ? dequantizeQ4_0
-                                                                    : dequantizeQ4_1;
-    size_t blockBytes = ggmlTypeInfo(uint32_t(t))->blockBytes;
-    for (size_t b = 0; b < count / 32; ++b)
-      block(src + b * blockBytes, dst + b * 32);
+                                              : t == GgmlType::Q4_1 ? dequantizeQ4_1
+                                              : t == GgmlType::Q4_K ? dequantizeQ4_K
+                                                                    : dequantizeQ6_K;
+    const GgmlTypeInfo *info = ggmlTypeInfo(uint32_t(t));
+    for (size_t b = 0; b < count / info->blockElements; ++b)
+      block(src + b * info->blockBytes, dst + b * info->blockElements);
   }
   return Status::success();
 }

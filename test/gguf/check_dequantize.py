@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """xf's dequantization of every supported GGUF type, bitwise against the numpy reference.
 
-    check_dequantize.py XF_GGUF
+    check_dequantize.py XF_GGUF [--gguf-package]
 
-Writes a GGUF file with random blocks of F32, F16, BF16, Q8_0, Q4_0 and Q4_1 (scales drawn
+Writes a GGUF file with random blocks of F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K and Q6_K (scales drawn
 to include zero, negative, subnormal and the largest half values; matrices with several rows
 so the row layout and the dims order are checked too), dequantizes it with `xf-gguf
 dequantize` and compares with gguf_format.dequantize, written from ggml's block definitions.
+With --gguf-package (run by a Python that has the `gguf` package, test-only) the numpy
+reference of every block type is also compared with gguf.quants.dequantize, an independent
+implementation (exit 77 when the package is missing).
 """
 import os
 import subprocess
@@ -35,6 +38,14 @@ def random_tensor(rng, gtype, ne):
         return rng.standard_normal(numel).astype("<f2").tobytes()
     if gtype == gf.BF16:
         return (rng.standard_normal(numel).astype("<f4").view("<u4") >> 16).astype("<u2").tobytes()
+    if gtype in (gf.Q4_K, gf.Q6_K):
+        n = numel // 256
+        if gtype == gf.Q4_K:  # d, dmin, 12 bytes of packed scales, 128 bytes of nibbles
+            parts = [random_scales(rng, n), random_scales(rng, n),
+                     rng.integers(0, 256, (n, 140)).astype(np.uint8)]
+        else:  # ql, qh, int8 scales, d
+            parts = [rng.integers(0, 256, (n, 208)).astype(np.uint8), random_scales(rng, n)]
+        return np.concatenate(parts, axis=1).tobytes()
     n = numel // 32
     parts = [random_scales(rng, n)]
     if gtype == gf.Q4_1:
@@ -48,11 +59,19 @@ def random_tensor(rng, gtype, ne):
 
 def main():
     xf_gguf = sys.argv[1]
+    package = "--gguf-package" in sys.argv[2:]
+    if package:
+        try:
+            from gguf import quants, GGMLQuantizationType
+        except ImportError:
+            print("the gguf package is not installed: skipped")
+            sys.exit(77)
     rng = np.random.default_rng(14)
     shapes = [[32], [64, 3], [96, 2, 2], [32, 1, 1, 5]]
+    k_shapes = [[256], [512, 3], [256, 2, 2]]
     tensors = []
-    for gtype in (gf.F32, gf.F16, gf.BF16, gf.Q8_0, gf.Q4_0, gf.Q4_1):
-        for k, ne in enumerate(shapes):
+    for gtype in (gf.F32, gf.F16, gf.BF16, gf.Q8_0, gf.Q4_0, gf.Q4_1, gf.Q4_K, gf.Q6_K):
+        for k, ne in enumerate(k_shapes if gtype in (gf.Q4_K, gf.Q6_K) else shapes):
             name = f"{gf.TYPE_NAMES[gtype].lower()}.{k}"
             tensors.append((name, gtype, ne, random_tensor(rng, gtype, ne)))
     with tempfile.TemporaryDirectory() as tmp:
@@ -67,6 +86,13 @@ def main():
         for (name, gtype, ne, raw), (name2, _, ne2, raw2) in zip(tensors, read_back):
             assert name == name2 and ne == ne2 and bytes(raw2) == raw, "reader/writer mismatch"
             want = gf.dequantize(gtype, raw, ne)
+            if package and gtype not in (gf.F32, gf.F16, gf.BF16):
+                theirs = quants.dequantize(np.frombuffer(raw, np.uint8),
+                                           GGMLQuantizationType(gtype)).astype(np.float32)
+                if not np.array_equal(theirs.reshape(want.shape).view(np.uint32),
+                                      want.view(np.uint32)):
+                    print(f"FAIL {name}: the numpy reference differs from gguf.quants")
+                    failures += 1
             got = np.load(written[name])
             if got.shape != want.shape:
                 print(f"FAIL {name}: shape {got.shape}, expected {want.shape}")

@@ -13,10 +13,11 @@ import struct
 import numpy as np
 
 # ggml_type ids and (elements per block, bytes per block) of the types xf dequantizes.
-F32, F16, Q4_0, Q4_1, Q8_0, BF16 = 0, 1, 2, 3, 8, 30
+F32, F16, Q4_0, Q4_1, Q8_0, Q4_K, Q6_K, BF16 = 0, 1, 2, 3, 8, 12, 14, 30
 BLOCKS = {F32: (1, 4), F16: (1, 2), Q4_0: (32, 18), Q4_1: (32, 20), Q8_0: (32, 34),
-          BF16: (1, 2)}
-TYPE_NAMES = {F32: "F32", F16: "F16", Q4_0: "Q4_0", Q4_1: "Q4_1", Q8_0: "Q8_0", BF16: "BF16"}
+          Q4_K: (256, 144), Q6_K: (256, 210), BF16: (1, 2)}
+TYPE_NAMES = {F32: "F32", F16: "F16", Q4_0: "Q4_0", Q4_1: "Q4_1", Q8_0: "Q8_0", Q4_K: "Q4_K",
+              Q6_K: "Q6_K", BF16: "BF16"}
 
 # GGUF metadata value types.
 U8, I8, U16, I16, U32, I32, VF32, BOOL, STRING, ARRAY, U64, I64, F64 = range(13)
@@ -124,6 +125,38 @@ def dequantize(gtype, raw, ne):
         return (raw.view("<u2").astype(np.uint32) << 16).view(np.float32).reshape(shape)
     per_block, block_bytes = BLOCKS[gtype]
     blocks = raw.reshape(-1, block_bytes)
+    if gtype == Q4_K:
+        # block_q4_K { half d; half dmin; u8 scales[12]; u8 qs[128]; }: sub-block j of 32 has a
+        # 6-bit scale and min: j < 4: scales[j] & 63, scales[j+4] & 63; else the low/high
+        # nibble of scales[j+4] with the top 2 bits of scales[j-4] / scales[j].
+        d = blocks[:, 0:2].copy().view("<f2").astype(np.float32)
+        dmin = blocks[:, 2:4].copy().view("<f2").astype(np.float32)
+        s = blocks[:, 4:16].astype(np.int32)
+        sc = np.zeros((len(blocks), 8), np.int32)
+        mn = np.zeros((len(blocks), 8), np.int32)
+        sc[:, :4], mn[:, :4] = s[:, 0:4] & 63, s[:, 4:8] & 63
+        sc[:, 4:] = (s[:, 8:12] & 15) | ((s[:, 0:4] >> 6) << 4)
+        mn[:, 4:] = (s[:, 8:12] >> 4) | ((s[:, 4:8] >> 6) << 4)
+        qs = blocks[:, 16:].reshape(-1, 4, 32)  # 4 groups of 32 bytes: sub-blocks 2g (low), 2g+1
+        q = np.stack([qs & 15, qs >> 4], axis=2).reshape(-1, 8, 32).astype(np.float32)
+        d1 = d * sc.astype(np.float32)            # [n, 8], exact
+        m1 = dmin * mn.astype(np.float32)
+        return (d1[:, :, None] * q - m1[:, :, None]).astype(np.float32).reshape(shape)
+    if gtype == Q6_K:
+        # block_q6_K { u8 ql[128]; u8 qh[64]; i8 scales[16]; half d; }: two halves of 128;
+        # in half h, element 32·k + l (k = 0..3) takes ql[64h + l + 32·(k & 1)] >> 4·(k >> 1)
+        # and bits 2k..2k+1 of qh[32h + l], minus 32, times d·scales[8h + 2k + l // 16].
+        ql = blocks[:, 0:128].astype(np.int32).reshape(-1, 2, 64)
+        qh = blocks[:, 128:192].astype(np.int32).reshape(-1, 2, 32)
+        sc = blocks[:, 192:208].view(np.int8).astype(np.float32).reshape(-1, 2, 8)
+        d = blocks[:, 208:210].copy().view("<f2").astype(np.float32)[:, :, None]  # [n, 1, 1]
+        out = np.zeros((len(blocks), 2, 4, 32), np.float32)
+        for k in range(4):
+            low = (ql[:, :, 32 * (k & 1):32 * (k & 1) + 32] >> (4 * (k >> 1))) & 15
+            q = (low | (((qh >> (2 * k)) & 3) << 4)) - 32
+            scale = np.repeat(sc[:, :, 2 * k:2 * k + 2], 16, axis=2)  # l // 16 picks the scale
+            out[:, :, k, :] = (d * scale).astype(np.float32) * q.astype(np.float32)
+        return out.reshape(shape)
     d = blocks[:, 0:2].copy().view("<f2").astype(np.float32)  # [n, 1]
     if gtype == Q8_0:
         q = blocks[:, 2:].view(np.int8).astype(np.float32)

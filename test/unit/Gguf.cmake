@@ -50,6 +50,11 @@ add_test(NAME tokenizers-gguf-llama-cpp
          COMMAND ${XF_GGUF_PYTHON} ${XF_SOURCE_DIR}/test/tokenizers/check_gguf_against_llama_cpp.py
                  $<TARGET_FILE:xf-tokenize> "${XF_SMOLLM2_GGUF}"
                  ${XF_SOURCE_DIR}/test/tokenizers/hard_strings.txt)
+# The numpy reference of every block type (Q4_K and Q6_K included) against gguf.quants.
+add_test(NAME gguf-dequantize-gguf-package
+         COMMAND ${XF_GGUF_PYTHON} ${gguf_tests}/check_dequantize.py $<TARGET_FILE:xf-gguf>
+                 --gguf-package)
+set_tests_properties(gguf-dequantize-gguf-package PROPERTIES SKIP_RETURN_CODE 77)
 set_tests_properties(gguf-smollm2-real gguf-smollm2-gguf-package tokenizers-gguf-hf
                      tokenizers-gguf-llama-cpp PROPERTIES TIMEOUT 600 SKIP_RETURN_CODE 77)
 

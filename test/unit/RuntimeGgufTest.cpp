@@ -18,7 +18,7 @@ namespace {
   EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 constexpr uint32_t kTypeF32 = 0, kTypeF16 = 1, kTypeQ4_0 = 2, kTypeQ4_1 = 3, kTypeQ8_0 = 8,
-                   kTypeQ6_K = 14, kTypeBF16 = 30;
+                   kTypeQ5_K = 13, kTypeBF16 = 30;
 
 Bytes floatData(const std::vector<float> &v) {
   Bytes b;
@@ -196,16 +196,16 @@ TEST(RuntimeGguf, HalfAndBfloat16) {
 
 TEST(RuntimeGguf, UnsupportedTypeParsesButDoesNotDequantize) {
   GgufParts p;
-  p.data.assign(210, 0);
-  p.tensors = {{"k", kTypeQ6_K, {256}, 0}};
+  p.data.assign(176, 0);
+  p.tensors = {{"k", kTypeQ5_K, {256}, 0}};
   Bytes b = buildGguf(p);
   Expected<GgufHeader> h = parseBytes(b);
   ASSERT_TRUE(h) << h.message();
-  EXPECT_EQ(h->tensors[0].bytes, 210u);
+  EXPECT_EQ(h->tensors[0].bytes, 176u);
   Expected<AlignedBuffer> d = dequantizeTensor(*h, h->tensors[0]);
   ASSERT_FALSE(d);
-  EXPECT_EQ(d.message(), "f.gguf: tensor 'k': cannot dequantize tensor type Q6_K (supported: "
-                         "F32, F16, BF16, Q8_0, Q4_0, Q4_1)");
+  EXPECT_EQ(d.message(), "f.gguf: tensor 'k': cannot dequantize tensor type Q5_K (supported: "
+                         "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K)");
 }
 
 TEST(RuntimeGguf, MagicAndVersion) {

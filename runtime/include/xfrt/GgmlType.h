@@ -68,7 +68,8 @@ struct GgmlTypeInfo {
 // The type numbered `id` in a GGUF file, or nullptr when ggml defines no such type.
 const GgmlTypeInfo *ggmlTypeInfo(uint32_t id);
 const char *ggmlTypeName(GgmlType t);
-// Whether dequantizeToF32 handles `t`: F32, F16, BF16, Q8_0, Q4_0, Q4_1.
+// Whether dequantizeToF32 handles `t`: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K
+// (K-quants: super-blocks of 256 as ggml-quants.c's dequantize_row_q4_K / _q6_K).
 bool canDequantize(GgmlType t);
 
 // Converts `count` elements of type `t` at `src` (no alignment required) to float32.
