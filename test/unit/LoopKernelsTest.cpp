@@ -240,6 +240,24 @@ TEST_F(LoopKernelsTest, NamesCarryTheSchedule) {
   EXPECT_EQ(names.at({"softmax", 4, 512}), "xf_softmax_24_r4_v512");
 }
 
+TEST(LoopKernelNames, ConstantsThatDifferNameDifferentKernels) {
+  MLIRContext context;
+  context.loadDialect<func::FuncDialect, arith::ArithDialect, scf::SCFDialect,
+                      math::MathDialect, LLVM::LLVMDialect>();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(UnknownLoc::get(&context));
+  LoopKernels kernels(*module);
+  // Equal to 6 digits: a name printed with %g alone would share one kernel.
+  EXPECT_NE(kernels.layerNorm(8, 1e-5, true).getName(),
+            kernels.layerNorm(8, 1.0000001e-5, true).getName());
+  EXPECT_NE(kernels.rmsNorm(8, 1e-6, true).getName(), kernels.rmsNorm(8, 1.0000004e-6, true).getName());
+  EXPECT_NE(kernels.rotaryRows(2, 4, RotaryPairs::Halves, 10000.0).getName(),
+            kernels.rotaryRows(2, 4, RotaryPairs::Halves, 10000.5).getName());
+  EXPECT_NE(kernels.sinusoidRows(8, 10000.0).getName(), kernels.sinusoidRows(8, 10000.5).getName());
+  // The usual constants keep their short names.
+  EXPECT_EQ(kernels.layerNorm(8, 1e-5, true).getName(), "xf_layer_norm_8_affine_1e-05");
+  EXPECT_EQ(kernels.sinusoidRows(8, 10000.0).getName(), "xf_sinusoid_rows_8_10000");
+}
+
 TEST_F(LoopKernelsTest, VectorBitsBecomeTheLlvmFunctionAttribute) {
   auto body = lowered.lookupSymbol<LLVM::LLVMFuncOp>("xf_softmax_24_r4_v512_rows");
   ASSERT_TRUE(body);

@@ -10,6 +10,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 using namespace mlir;
@@ -102,9 +103,14 @@ Value gelu(Emitter &e, Value x, ElementwiseKind kind) {
   return e.mul(half, e.add(e.f(1.0), inner));
 }
 
+/// A constant as it goes into a kernel's name: short ("1e-05") when that
+/// reads back as the same double, else all 17 digits. Kernels are shared by
+/// name, so two constants may never print alike.
 std::string formatDouble(double v) {
-  char text[32];
+  char text[40];
   std::snprintf(text, sizeof(text), "%g", v);
+  if (std::strtod(text, nullptr) != v)
+    std::snprintf(text, sizeof(text), "%.17g", v);
   return text;
 }
 
@@ -310,8 +316,7 @@ func::FuncOp LoopKernels::positionRows(int64_t width) {
 }
 
 func::FuncOp LoopKernels::sinusoidRows(int64_t width, double base) {
-  XF_KERNEL_CACHED("xf_sinusoid_rows_" + std::to_string(width) + "_" +
-                   std::to_string(int64_t(base)));
+  XF_KERNEL_CACHED("xf_sinusoid_rows_" + std::to_string(width) + "_" + formatDouble(base));
   OpBuilder b(module.getContext());
   func::FuncOp fn = declare(name, "pii", b);
   Emitter e{b, fn.getLoc()};
