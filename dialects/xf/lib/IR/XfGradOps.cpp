@@ -68,45 +68,36 @@ LogicalResult RowSumOp::verify() {
   return verifySameFloatElementType(*this);
 }
 
-LogicalResult LayerNormGradOp::verify() {
-  Type x = getInput().getType();
-  if (failed(expectSameShape(*this, "gradient", "grad", getGrad().getType(), "input", x)) ||
-      failed(expectSameShape(*this, "gradient", "result", getType(), "input", x)) ||
-      (getGamma() && failed(expectSameDim(*this, "gamma width",
-                                          {"gamma", getGamma().getType(), 0}, {"input", x, 1}))) ||
-      failed(verifyEpsilon(*this, getEpsilon().convertToDouble())))
+namespace {
+/// The backward of LayerNorm and of RMSNorm follow the same shape rules:
+/// dx has x's shape, γ (when there is one) is as wide as a row.
+template <typename NormGradOp> LogicalResult verifyNormGrad(NormGradOp op) {
+  Type x = op.getInput().getType();
+  if (failed(expectSameShape(op, "gradient", "grad", op.getGrad().getType(), "input", x)) ||
+      failed(expectSameShape(op, "gradient", "result", op.getType(), "input", x)) ||
+      (op.getGamma() && failed(expectSameDim(op, "gamma width",
+                                             {"gamma", op.getGamma().getType(), 0},
+                                             {"input", x, 1}))) ||
+      failed(verifyEpsilon(op, op.getEpsilon().convertToDouble())))
     return failure();
-  return verifySameFloatElementType(*this);
+  return verifySameFloatElementType(op);
 }
 
-LogicalResult LayerNormGammaGradOp::verify() {
-  Type x = getInput().getType();
-  if (failed(expectSameShape(*this, "gradient", "grad", getGrad().getType(), "input", x)) ||
-      failed(expectSameDim(*this, "width", {"result", getType(), 0}, {"input", x, 1})) ||
-      failed(verifyEpsilon(*this, getEpsilon().convertToDouble())))
+/// dγ is as wide as a row of x.
+template <typename NormGammaGradOp> LogicalResult verifyNormGammaGrad(NormGammaGradOp op) {
+  Type x = op.getInput().getType();
+  if (failed(expectSameShape(op, "gradient", "grad", op.getGrad().getType(), "input", x)) ||
+      failed(expectSameDim(op, "width", {"result", op.getType(), 0}, {"input", x, 1})) ||
+      failed(verifyEpsilon(op, op.getEpsilon().convertToDouble())))
     return failure();
-  return verifySameFloatElementType(*this);
+  return verifySameFloatElementType(op);
 }
+} // namespace
 
-LogicalResult RmsNormGradOp::verify() {
-  Type x = getInput().getType();
-  if (failed(expectSameShape(*this, "gradient", "grad", getGrad().getType(), "input", x)) ||
-      failed(expectSameShape(*this, "gradient", "result", getType(), "input", x)) ||
-      (getGamma() && failed(expectSameDim(*this, "gamma width",
-                                          {"gamma", getGamma().getType(), 0}, {"input", x, 1}))) ||
-      failed(verifyEpsilon(*this, getEpsilon().convertToDouble())))
-    return failure();
-  return verifySameFloatElementType(*this);
-}
-
-LogicalResult RmsNormGammaGradOp::verify() {
-  Type x = getInput().getType();
-  if (failed(expectSameShape(*this, "gradient", "grad", getGrad().getType(), "input", x)) ||
-      failed(expectSameDim(*this, "width", {"result", getType(), 0}, {"input", x, 1})) ||
-      failed(verifyEpsilon(*this, getEpsilon().convertToDouble())))
-    return failure();
-  return verifySameFloatElementType(*this);
-}
+LogicalResult LayerNormGradOp::verify() { return verifyNormGrad(*this); }
+LogicalResult LayerNormGammaGradOp::verify() { return verifyNormGammaGrad(*this); }
+LogicalResult RmsNormGradOp::verify() { return verifyNormGrad(*this); }
+LogicalResult RmsNormGammaGradOp::verify() { return verifyNormGammaGrad(*this); }
 
 /// dx of an elementwise op: x, dy and the result share one shape.
 static LogicalResult verifyElementwiseGrad(Operation *op, Value x, Value dy) {
