@@ -358,43 +358,39 @@ func::FuncOp LoopKernels::add(int64_t width, bool broadcastRhs) {
   return finish(fn, kernelSchedule, /*rowsArg=*/3);
 }
 
-func::FuncOp LoopKernels::elementwise(int64_t width, ElementwiseKind kind) {
-  const char *names[] = {"relu", "gelu_tanh", "gelu_erf"};
-  XF_KERNEL_CACHED(std::string("xf_") + names[int(kind)] + "_" + std::to_string(width));
+func::FuncOp LoopKernels::mapRows(const std::string &name, const LoopSchedule &kernelSchedule,
+                                  int64_t width,
+                                  llvm::function_ref<Value(OpBuilder &, Location, Value)> f) {
   OpBuilder b(module.getContext());
   func::FuncOp fn = declare(name, "ppi", b);
   Emitter e{b, fn.getLoc()};
   auto args = fn.getArguments();
   e.eachRow(fn, [&](Value t) {
     Value in = e.row(args[0], t, width), out = e.row(args[1], t, width);
-    e.loop(e.i(width), [&](Value c) {
-      Value x = e.load(in, c);
-      Value y = kind == ElementwiseKind::Relu
-                    ? Value(arith::MaximumFOp::create(b, e.loc, x, e.f(0.0)))
-                    : gelu(e, x, kind);
-      e.store(y, out, c);
-    });
+    e.loop(e.i(width), [&](Value c) { e.store(f(b, e.loc, e.load(in, c)), out, c); });
   });
   func::ReturnOp::create(b, e.loc);
   return finish(fn, kernelSchedule, /*rowsArg=*/2);
+}
+
+func::FuncOp LoopKernels::elementwise(int64_t width, ElementwiseKind kind) {
+  const char *names[] = {"relu", "gelu_tanh", "gelu_erf"};
+  XF_KERNEL_CACHED(std::string("xf_") + names[int(kind)] + "_" + std::to_string(width));
+  return mapRows(name, kernelSchedule, width, [&](OpBuilder &b, Location loc, Value x) -> Value {
+    Emitter e{b, loc};
+    if (kind == ElementwiseKind::Relu)
+      return arith::MaximumFOp::create(b, loc, x, e.f(0.0));
+    return gelu(e, x, kind);
+  });
 }
 
 func::FuncOp LoopKernels::scale(int64_t width, double factor) {
   // Named by the factor's bits: kernels are shared by name, so no two factors may share one.
   XF_KERNEL_CACHED(llvm::formatv("xf_scale_{0}_{1:x16}", width,
                                  llvm::bit_cast<uint64_t>(factor)).str());
-  OpBuilder b(module.getContext());
-  func::FuncOp fn = declare(name, "ppi", b);
-  Emitter e{b, fn.getLoc()};
-  auto args = fn.getArguments();
-  e.eachRow(fn, [&](Value t) {
-    Value in = e.row(args[0], t, width), out = e.row(args[1], t, width);
-    e.loop(e.i(width), [&](Value c) {
-      e.store(arith::MulFOp::create(b, e.loc, e.load(in, c), e.f(factor)), out, c);
-    });
+  return mapRows(name, kernelSchedule, width, [&](OpBuilder &b, Location loc, Value x) -> Value {
+    return arith::MulFOp::create(b, loc, x, Emitter{b, loc}.f(factor));
   });
-  func::ReturnOp::create(b, e.loc);
-  return finish(fn, kernelSchedule, /*rowsArg=*/2);
 }
 
 func::FuncOp LoopKernels::silu(int64_t width) {

@@ -85,6 +85,9 @@ private:
   func::FuncOp parallelFor();
   static std::string scheduleSuffix(const LoopSchedule &s);
   /// LayerNorm and RMSNorm share one body (in, [γ, [β]], out, rows).
+  /// out = f(in) element by element (in, out, rows): elementwise and scale.
+  func::FuncOp mapRows(const std::string &name, const LoopSchedule &kernelSchedule,
+                       int64_t width, llvm::function_ref<Value(OpBuilder &, Location, Value)> f);
   func::FuncOp normalizeRows(const std::string &name, const LoopSchedule &kernelSchedule,
                              int64_t width, double eps, bool center, unsigned affineParams);
   ModuleOp module;
