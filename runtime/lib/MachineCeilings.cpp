@@ -9,17 +9,27 @@
 #include "xfrt/MachinePeak.h"
 
 #include "xfrt/Json.h"
+#include "xfrt/MappedFile.h"
 #include "xfrt/OutputFile.h"
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <string>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace xfrt {
+namespace {
+// One machine's entry: {"gflops": G, "read_gbs": B}, both positive.
+bool readCeilings(const JsonValue &entry, double &gflops, double &gbs) {
+  const JsonValue *g = entry.find("gflops"), *b = entry.find("read_gbs");
+  if (!g || !b || !g->isNumber() || !b->isNumber() || g->number <= 0 || b->number <= 0)
+    return false;
+  gflops = g->number, gbs = b->number;
+  return true;
+}
+} // namespace
 
 std::string defaultMachineCacheFile() {
   std::string base;
@@ -37,23 +47,18 @@ MachineCeilings machineCeilings(int threads, const std::string &cacheFile, std::
   const std::string key = cpuModelName() + " | " + (avx512 ? "avx512" : "avx2") +
                           " | " + std::to_string(threads) + " threads";
   JsonValue root;
-  if (!cacheFile.empty()) {
-    std::ifstream in(cacheFile, std::ios::binary);
-    if (in) {
-      std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-      Expected<JsonValue> parsed = parseJson(text);
-      if (parsed && parsed->isObject()) {
-        root = std::move(*parsed);
-        if (const JsonValue *e = root.find(key)) {
-          const JsonValue *g = e->find("gflops"), *b = e->find("read_gbs");
-          if (g && b && g->isNumber() && b->isNumber() && g->number > 0 && b->number > 0)
-            return {g->number, b->number, "cache " + cacheFile};
-        }
-      } else {
-        note = cacheFile + ": not a machine cache (" +
-               (parsed ? std::string("not an object") : parsed.message()) + "); measuring again";
-        root = JsonValue();
-      }
+  if (!cacheFile.empty() && ::access(cacheFile.c_str(), F_OK) == 0) {
+    // A few entries of two numbers: anything near the limit is not this file.
+    Expected<std::string> text = readTextFile(cacheFile, size_t(1) << 20);
+    Expected<JsonValue> parsed = text ? parseJson(*text) : Expected<JsonValue>(text.status());
+    if (parsed && parsed->isObject()) {
+      root = std::move(*parsed);
+      double gflops, gbs;
+      if (const JsonValue *e = root.find(key); e && readCeilings(*e, gflops, gbs))
+        return {gflops, gbs, "cache " + cacheFile};
+    } else {
+      note = cacheFile + ": not a machine cache (" +
+             (parsed ? std::string("not an object") : parsed.message()) + "); measuring again";
     }
   }
   MachinePeak peak = measurePeak(threads);
@@ -70,12 +75,11 @@ MachineCeilings machineCeilings(int threads, const std::string &cacheFile, std::
     text += (first ? "  " : ",\n  ") + quoteJson(k) + ": " + numbers;
     first = false;
   };
-  if (root.isObject())
-    for (size_t i = 0; i < root.keys.size(); ++i) {
-      const JsonValue *g = root.items[i].find("gflops"), *b = root.items[i].find("read_gbs");
-      if (root.keys[i] != key && g && b && g->isNumber() && b->isNumber())
-        entry(root.keys[i], g->number, b->number);
-    }
+  for (size_t i = 0; i < root.keys.size(); ++i) {
+    double gflops, gbs;
+    if (root.keys[i] != key && readCeilings(root.items[i], gflops, gbs))
+      entry(root.keys[i], gflops, gbs);
+  }
   entry(key, c.gflops, c.readGBs);
   text += "\n}\n";
   std::string dir = cacheFile.substr(0, cacheFile.rfind('/'));
