@@ -13,9 +13,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "xf/Conversion/HalideKernels.h"
-#include "xf/Conversion/KernelSchedules.h"
-#include "xf/Conversion/KernelSpecs.h"
+#include "xf/Codegen/HalideKernels.h"
+#include "xf/Codegen/KernelSchedules.h"
+#include "xf/Codegen/KernelSpecs.h"
 #include "xf/IR/XfDialect.h"
 #include "xf/Tuning/TuningDatabase.h"
 

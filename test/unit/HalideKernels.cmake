@@ -1,4 +1,4 @@
-# Unit tests of the Halide kernel generators (compiler/lib/Conversion/HalideKernels).
+# Unit tests of the Halide kernel generators (compiler/lib/Codegen/HalideKernels).
 # Included from test/unit/CMakeLists.txt.
 if(TARGET xfHalideKernels)
   xf_add_unit_test(xf-halide-kernels-test

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "xf/Conversion/HalideKernels.h"
+#include "xf/Codegen/HalideKernels.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"

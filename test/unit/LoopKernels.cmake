@@ -1,4 +1,4 @@
-# The loop kernels' schedules (compiler/lib/Conversion/LoopKernels.cpp), run
+# The loop kernels' schedules (compiler/lib/Codegen/LoopKernels.cpp), run
 # through MLIR's JIT. Included from test/unit/CMakeLists.txt.
 if(TARGET xfPipelines)
   xf_add_unit_test(xf-loop-kernels-test

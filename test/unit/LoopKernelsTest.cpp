@@ -1,6 +1,6 @@
 //===- LoopKernelsTest.cpp - loop kernels split into parallel row tasks ---===//
 //
-// Every loop kernel (compiler/lib/Conversion/LoopKernels.h) is built under
+// Every loop kernel (compiler/include/xf/Codegen/LoopKernels.h) is built under
 // several #xf.loop_schedule values, JIT-compiled through the same lowering
 // as the host code, and run on the same inputs. Rows are independent, so a
 // kernel split into tasks must give the serial loop's result bit for bit,
@@ -12,7 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "../../compiler/lib/Conversion/LoopKernels.h"
+#include "xf/Codegen/LoopKernels.h"
 #include "xf/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

@@ -11,7 +11,7 @@
 #ifndef XF_TOOLS_XF_TUNE_WORKER_REFERENCE_H
 #define XF_TOOLS_XF_TUNE_WORKER_REFERENCE_H
 
-#include "xf/Conversion/HalideKernels.h"
+#include "xf/Codegen/HalideKernels.h"
 
 #include "HalideBuffer.h"
 

@@ -17,8 +17,8 @@
 #include "Check.h"
 #include "CompiledModel.h"
 
-#include "xf/Conversion/KernelSchedules.h"
-#include "xf/Conversion/KernelSpecs.h"
+#include "xf/Codegen/KernelSchedules.h"
+#include "xf/Codegen/KernelSpecs.h"
 #include "xf/Interpreter/Interpreter.h"
 #include "xf/IR/XfOps.h"
 #include "xfrt/Random.h"

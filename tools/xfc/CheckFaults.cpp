@@ -20,7 +20,7 @@
 
 #include "Check.h"
 
-#include "xf/Conversion/KernelSchedules.h"
+#include "xf/Codegen/KernelSchedules.h"
 #include "xf/IR/XfOps.h"
 
 #include "mlir/IR/Builders.h"

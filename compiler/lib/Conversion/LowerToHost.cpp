@@ -11,11 +11,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "xf/Conversion/LowerToHost.h"
-#include "xf/Conversion/KernelSchedules.h"
-#include "xf/Conversion/KernelSpecs.h"
+#include "xf/Codegen/KernelSchedules.h"
+#include "xf/Codegen/KernelSpecs.h"
 #include "BufferPlan.h"
 #include "HalideCalls.h"
-#include "LoopKernels.h"
+#include "xf/Codegen/LoopKernels.h"
 #include "Manifest.h"
 
 #include "xf/IR/XfOps.h"

@@ -9,7 +9,7 @@
 #ifndef XF_LIB_CONVERSION_MANIFEST_H
 #define XF_LIB_CONVERSION_MANIFEST_H
 
-#include "xf/Conversion/HalideKernels.h"
+#include "xf/Codegen/HalideKernels.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/BuiltinOps.h"

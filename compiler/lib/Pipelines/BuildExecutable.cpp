@@ -10,7 +10,7 @@
 
 #include "ScratchDirectory.h"
 
-#include "xf/Conversion/KernelSpecs.h"
+#include "xf/Codegen/KernelSpecs.h"
 #include "xf/Pipelines/ObjectCache.h"
 #include "xf/Pipelines/ObjectKeys.h"
 #include "xf/Pipelines/Pipelines.h"

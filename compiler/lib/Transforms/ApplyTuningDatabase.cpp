@@ -9,7 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "xf/Conversion/KernelSpecs.h"
+#include "xf/Codegen/KernelSpecs.h"
 #include "xf/Transforms/Passes.h"
 #include "xf/Tuning/TuningDatabase.h"
 #include "xf/Version.h"

@@ -10,7 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "xf/Conversion/KernelSchedules.h"
+#include "xf/Codegen/KernelSchedules.h"
 #include "xf/Transforms/Passes.h"
 
 #include "mlir/IR/Builders.h"

@@ -2,8 +2,8 @@
 
 #include "xf/Tuning/Tuner.h"
 #include "WorkerClient.h"
-#include "xf/Conversion/KernelSchedules.h"
-#include "xf/Conversion/KernelSpecs.h"
+#include "xf/Codegen/KernelSchedules.h"
+#include "xf/Codegen/KernelSpecs.h"
 #include "xf/Tuning/CostLedger.h"
 #include "xf/Tuning/ScheduleSpace.h"
 #include "xf/Tuning/Search.h"

@@ -14,7 +14,7 @@
 #ifndef XF_CONVERSION_LOWERTOHOST_H
 #define XF_CONVERSION_LOWERTOHOST_H
 
-#include "xf/Conversion/HalideKernels.h"
+#include "xf/Codegen/HalideKernels.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"

@@ -13,7 +13,7 @@
 #ifndef XF_PIPELINES_OBJECTKEYS_H
 #define XF_PIPELINES_OBJECTKEYS_H
 
-#include "xf/Conversion/HalideKernels.h"
+#include "xf/Codegen/HalideKernels.h"
 #include "xf/Pipelines/ObjectCache.h"
 
 #include <string>
@@ -22,7 +22,7 @@ namespace mlir::xf {
 
 /// Digests of the generators' sources, written at build time by
 /// cmake/CodeGeneratorIdentity.cmake: the Halide kernel generators
-/// (compiler/lib/Conversion/HalideKernels, HalideKernels.h) and the host code
+/// (compiler/lib/Codegen/HalideKernels, HalideKernels.h) and the host code
 /// generator (HostToLLVM.cpp, EmitObject.cpp).
 extern const char *const kKernelGeneratorIdentity;
 extern const char *const kHostCodegenIdentity;

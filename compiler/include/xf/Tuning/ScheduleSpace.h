@@ -12,7 +12,7 @@
 #ifndef XF_TUNING_SCHEDULESPACE_H
 #define XF_TUNING_SCHEDULESPACE_H
 
-#include "xf/Conversion/HalideKernels.h"
+#include "xf/Codegen/HalideKernels.h"
 #include "xf/Tuning/Search.h"
 
 #include <vector>

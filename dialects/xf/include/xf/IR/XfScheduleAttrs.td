@@ -1,7 +1,7 @@
 //===- XfScheduleAttrs.td - typed kernel schedules ----------*- tablegen -*-===//
 //
 // The schedule of each Halide kernel as an attribute whose parameters are the
-// knobs of its generator (compiler/lib/Conversion/HalideKernels). The default
+// knobs of its generator (compiler/lib/Codegen/HalideKernels). The default
 // schedule pass fills them in from the target's vector unit, the tuner
 // replaces them, and the lowering hands them to the generators unchanged.
 // Verifiers reject values no generator can use; what depends on the target

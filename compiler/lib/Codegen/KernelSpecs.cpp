@@ -1,7 +1,7 @@
 //===- KernelSpecs.cpp - what each kernel op compiles to ------------------===//
 
-#include "xf/Conversion/KernelSpecs.h"
-#include "xf/Conversion/KernelSchedules.h"
+#include "xf/Codegen/KernelSpecs.h"
+#include "xf/Codegen/KernelSchedules.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/FormatVariadic.h"

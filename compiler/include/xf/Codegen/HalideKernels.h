@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef XF_CONVERSION_HALIDEKERNELS_H
-#define XF_CONVERSION_HALIDEKERNELS_H
+#ifndef XF_CODEGEN_HALIDEKERNELS_H
+#define XF_CODEGEN_HALIDEKERNELS_H
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -227,4 +227,4 @@ llvm::Expected<std::string> describeAttentionKernel(const AttentionKernelSpec &s
 
 } // namespace mlir::xf
 
-#endif // XF_CONVERSION_HALIDEKERNELS_H
+#endif // XF_CODEGEN_HALIDEKERNELS_H

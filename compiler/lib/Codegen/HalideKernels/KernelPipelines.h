@@ -6,10 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef XF_LIB_CONVERSION_HALIDEKERNELS_KERNELPIPELINES_H
-#define XF_LIB_CONVERSION_HALIDEKERNELS_KERNELPIPELINES_H
+#ifndef XF_LIB_CODEGEN_HALIDEKERNELS_KERNELPIPELINES_H
+#define XF_LIB_CODEGEN_HALIDEKERNELS_KERNELPIPELINES_H
 
-#include "xf/Conversion/HalideKernels.h"
+#include "xf/Codegen/HalideKernels.h"
 
 #include "Halide.h"
 
@@ -45,4 +45,4 @@ llvm::Error catchHalideErrors(llvm::StringRef what, const std::function<void()> 
 
 } // namespace mlir::xf
 
-#endif // XF_LIB_CONVERSION_HALIDEKERNELS_KERNELPIPELINES_H
+#endif // XF_LIB_CODEGEN_HALIDEKERNELS_KERNELPIPELINES_H

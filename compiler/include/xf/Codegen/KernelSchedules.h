@@ -6,10 +6,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef XF_CONVERSION_KERNELSCHEDULES_H
-#define XF_CONVERSION_KERNELSCHEDULES_H
+#ifndef XF_CODEGEN_KERNELSCHEDULES_H
+#define XF_CODEGEN_KERNELSCHEDULES_H
 
-#include "xf/Conversion/HalideKernels.h"
+#include "xf/Codegen/HalideKernels.h"
 #include "xf/IR/XfOps.h"
 
 #include <algorithm>
@@ -70,4 +70,4 @@ inline LoopScheduleAttr loopScheduleAttr(MLIRContext *ctx, const LoopSchedule &s
 
 } // namespace mlir::xf
 
-#endif // XF_CONVERSION_KERNELSCHEDULES_H
+#endif // XF_CODEGEN_KERNELSCHEDULES_H

@@ -9,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef XF_LIB_CONVERSION_HALIDEKERNELS_BLOCKWEIGHTS_H
-#define XF_LIB_CONVERSION_HALIDEKERNELS_BLOCKWEIGHTS_H
+#ifndef XF_LIB_CODEGEN_HALIDEKERNELS_BLOCKWEIGHTS_H
+#define XF_LIB_CODEGEN_HALIDEKERNELS_BLOCKWEIGHTS_H
 
-#include "xf/Conversion/HalideKernels.h"
+#include "xf/Codegen/HalideKernels.h"
 
 #include "Halide.h"
 
@@ -89,4 +89,4 @@ private:
 
 } // namespace mlir::xf
 
-#endif // XF_LIB_CONVERSION_HALIDEKERNELS_BLOCKWEIGHTS_H
+#endif // XF_LIB_CODEGEN_HALIDEKERNELS_BLOCKWEIGHTS_H

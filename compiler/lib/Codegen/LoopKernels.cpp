@@ -1,6 +1,6 @@
 //===- LoopKernels.cpp - small kernels as scf loops over raw pointers -----===//
 
-#include "LoopKernels.h"
+#include "xf/Codegen/LoopKernels.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"

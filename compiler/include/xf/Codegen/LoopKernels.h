@@ -12,10 +12,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef XF_LIB_CONVERSION_LOOPKERNELS_H
-#define XF_LIB_CONVERSION_LOOPKERNELS_H
+#ifndef XF_CODEGEN_LOOPKERNELS_H
+#define XF_CODEGEN_LOOPKERNELS_H
 
-#include "xf/Conversion/KernelSchedules.h"
+#include "xf/Codegen/KernelSchedules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -97,4 +97,4 @@ private:
 
 } // namespace mlir::xf
 
-#endif // XF_LIB_CONVERSION_LOOPKERNELS_H
+#endif // XF_CODEGEN_LOOPKERNELS_H

@@ -9,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef XF_CONVERSION_KERNELSPECS_H
-#define XF_CONVERSION_KERNELSPECS_H
+#ifndef XF_CODEGEN_KERNELSPECS_H
+#define XF_CODEGEN_KERNELSPECS_H
 
-#include "xf/Conversion/HalideKernels.h"
+#include "xf/Codegen/HalideKernels.h"
 #include "xf/IR/XfOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -73,4 +73,4 @@ std::vector<KernelOpSignature> kernelSignatures(func::FuncOp forward, const Weig
 
 } // namespace mlir::xf
 
-#endif // XF_CONVERSION_KERNELSPECS_H
+#endif // XF_CODEGEN_KERNELSPECS_H
