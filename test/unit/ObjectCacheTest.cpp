@@ -42,9 +42,8 @@ protected:
 
   ObjectCache open(uint64_t maxBytes = uint64_t(1) << 30) {
     settings.maxBytes = maxBytes;
-    auto cache = ObjectCache::open(settings, [this](const llvm::Twine &message) {
-      warnings.push_back(message.str());
-    });
+    auto cache = ObjectCache::open(
+        settings, [this](const llvm::Twine &message) { warnings.push_back(message.str()); });
     EXPECT_TRUE(bool(cache)) << llvm::toString(cache.takeError());
     return std::move(*cache);
   }
@@ -67,8 +66,7 @@ protected:
   std::set<std::string> listing() {
     std::set<std::string> names;
     std::error_code ec;
-    for (fs::directory_iterator it(settings.directory, ec), end; it != end && !ec;
-         it.increment(ec))
+    for (fs::directory_iterator it(settings.directory, ec), end; it != end && !ec; it.increment(ec))
       names.insert(llvm::sys::path::filename(it->path()).str());
     return names;
   }
@@ -87,7 +85,9 @@ protected:
 
 TEST_F(ObjectCacheTest, StoredObjectComesBackByteForByte) {
   ObjectCache cache = open();
-  std::string bytes("\x7f" "ELF object with a \0 inside", 27);
+  std::string bytes("\x7f"
+                    "ELF object with a \0 inside",
+                    27);
   ObjectDigest key = digestOf("some key");
   std::string out = (root + "/out.o").str();
   EXPECT_FALSE(cache.fetch(key, out));
@@ -111,11 +111,24 @@ TEST_F(ObjectCacheTest, CorruptEntriesAreReportedRemovedAndMissed) {
   };
   std::vector<Damage> damages = {
       {"shorter than its header", [](std::string s) { return s.substr(0, 20); }},
-      {"holds 999 bytes of an object of 1000", [](std::string s) { return s.substr(0, s.size() - 1); }},
+      {"holds 999 bytes of an object of 1000",
+       [](std::string s) { return s.substr(0, s.size() - 1); }},
       {"holds 1001 bytes", [](std::string s) { return s + "y"; }},
-      {"checksum mismatch", [](std::string s) { s[s.size() - 10] ^= 1; return s; }},
-      {"not an xf object cache entry", [](std::string s) { s[0] = 'Y'; return s; }},
-      {"stored under another key", [](std::string s) { s[12] ^= 1; return s; }},
+      {"checksum mismatch",
+       [](std::string s) {
+         s[s.size() - 10] ^= 1;
+         return s;
+       }},
+      {"not an xf object cache entry",
+       [](std::string s) {
+         s[0] = 'Y';
+         return s;
+       }},
+      {"stored under another key",
+       [](std::string s) {
+         s[12] ^= 1;
+         return s;
+       }},
   };
   for (const Damage &damage : damages) {
     SCOPED_TRACE(damage.reason);
@@ -205,8 +218,8 @@ TEST(ObjectCacheSettings, ByteSizes) {
   EXPECT_EQ(parseByteSize("1G"), 1ull << 30);
   EXPECT_EQ(parseByteSize(" 2T "), 2ull << 40);
   EXPECT_EQ(parseByteSize("0"), 0u);
-  for (const char *bad : {"", "G", "1.5G", "-1", "1GB", "abc", "99999999999999999999",
-                          "20000000000T"})
+  for (const char *bad :
+       {"", "G", "1.5G", "-1", "1GB", "abc", "99999999999999999999", "20000000000T"})
     EXPECT_FALSE(parseByteSize(bad).has_value()) << bad;
 }
 
@@ -301,8 +314,8 @@ TEST(ObjectKeys, EveryAttentionFieldChangesTheKey) {
 
 TEST(ObjectKeys, VersionsAndGeneratorsAreInEveryKey) {
   GemmKernelSpec gemm;
-  for (const std::string &key :
-       {gemmObjectKey(gemm, kTarget), halideRuntimeObjectKey(kTarget), hostObjectKey("module", 3)}) {
+  for (const std::string &key : {gemmObjectKey(gemm, kTarget), halideRuntimeObjectKey(kTarget),
+                                 hostObjectKey("module", 3)}) {
     EXPECT_NE(key.find("xf 0."), std::string::npos) << key;
   }
   std::string kernel = gemmObjectKey(gemm, kTarget);

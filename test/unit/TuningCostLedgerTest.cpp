@@ -31,8 +31,7 @@ struct NoisyMachine {
 
 /// Runs `batches` batches of 4 new candidates; `truth(id)` is schedule id's
 /// true time (id 0 the default). Returns the ledger.
-CostLedger simulate(int batches, const std::function<double(size_t)> &truth,
-                    NoisyMachine &m) {
+CostLedger simulate(int batches, const std::function<double(size_t)> &truth, NoisyMachine &m) {
   CostLedger ledger;
   size_t next = 1;
   for (int b = 0; b < batches; ++b) {

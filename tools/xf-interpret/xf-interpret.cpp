@@ -9,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "xf/IR/XfOps.h"
 #include "xf/Interpreter/Interpreter.h"
 #include "xf/Spec/Frontend.h"
 #include "xf/Spec/Parser.h"
-#include "xf/IR/XfOps.h"
 #include "xfrt/Npy.h"
 #include "xfrt/Weights.h"
 
@@ -85,8 +85,7 @@ int main(int argc, char **argv) {
   mlir::MLIRContext context(registry);
   SemaOptions options;
   options.defines.assign(defines.begin(), defines.end());
-  mlir::OwningOpRef<mlir::ModuleOp> module =
-      buildXfModule(context, *ast, specFile, options, diags);
+  mlir::OwningOpRef<mlir::ModuleOp> module = buildXfModule(context, *ast, specFile, options, diags);
   if (!module)
     return 1;
   auto forward = module->lookupSymbol<mlir::func::FuncOp>("forward");

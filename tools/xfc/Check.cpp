@@ -19,8 +19,8 @@
 
 #include "xf/Codegen/KernelSchedules.h"
 #include "xf/Codegen/KernelSpecs.h"
-#include "xf/Interpreter/Interpreter.h"
 #include "xf/IR/XfOps.h"
+#include "xf/Interpreter/Interpreter.h"
 #include "xfrt/Random.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -261,8 +261,8 @@ void Checker::describeSite(int32_t site, llvm::raw_ostream &os, std::string &sch
 }
 
 LogicalResult Checker::bisect(const interp::Inputs &inputs, const Tensor &xfResult,
-                              llvm::function_ref<llvm::Error(Bisector &)> calls,
-                              const char *what, std::optional<Comparison> modelErr) {
+                              llvm::function_ref<llvm::Error(Bisector &)> calls, const char *what,
+                              std::optional<Comparison> modelErr) {
   llvm::DenseSet<Operation *> wanted(siteReference.begin(), siteReference.end());
   auto evaluation = interp::evaluate(kernels.lookupSymbol<func::FuncOp>("forward"), inputs,
                                      [&](Operation *op) { return wanted.contains(op); });
@@ -311,9 +311,8 @@ LogicalResult Checker::bisect(const interp::Inputs &inputs, const Tensor &xfResu
   std::string description, schedule;
   llvm::raw_string_ostream os(description);
   describeSite(bad->site, os, schedule);
-  size_t others = llvm::count_if(bisector.calls, [](const Bisector::Call &c) {
-    return c.c.err > kKernelTolerance;
-  });
+  size_t others = llvm::count_if(
+      bisector.calls, [](const Bisector::Call &c) { return c.c.err > kKernelTolerance; });
   llvm::errs() << llvm::formatv("xfc: error: kernel {0} differs from the xf semantics: max rel "
                                 "err {1:e1} at row {2} ({3})\n",
                                 description, bad->c.err, bad->c.row, what);
@@ -360,8 +359,8 @@ LogicalResult Checker::checkCached(int64_t l) {
   int64_t prompt = std::min(l, m.cachePositions - 2);
   if (prompt < 1)
     return success();
-  std::vector<int32_t> all = randomTokens(options.seed, uint64_t(l) + (2u << 20), prompt + 2,
-                                          m.vocab);
+  std::vector<int32_t> all =
+      randomTokens(options.seed, uint64_t(l) + (2u << 20), prompt + 2, m.vocab);
   interp::Inputs inputs = inputsFor({all});
   auto reference = interpret(xf, inputs);
   if (!reference)
@@ -418,8 +417,9 @@ LogicalResult Checker::run() {
   for (int64_t l : lengths)
     if (l > limit)
       return fail(llvm::formatv("--lengths: {0} is past the model's {1} positions", l, limit));
-  out << llvm::formatv("xfc: check: {0} ({1}), seed {2}, {3} kernel call sites in its entry points\n", m.model,
-                       m.kindName(), options.seed, program.siteOps.size());
+  out << llvm::formatv(
+      "xfc: check: {0} ({1}), seed {2}, {3} kernel call sites in its entry points\n", m.model,
+      m.kindName(), options.seed, program.siteOps.size());
   bool ok = true;
   for (int64_t l : lengths) {
     ok = succeeded(checkLength(l)) && (!m.cached || succeeded(checkCached(l)));

@@ -53,8 +53,8 @@ llvm::Error wrongEpilogue(ModuleOp module, std::string &what) {
     return fail("--check-fault=epilogue: the model has no GEMM to change");
   Activation wrong = gemm.getActivation() == Activation::relu ? Activation::none : Activation::relu;
   what = llvm::formatv("the GEMM at {0} built with activation {1} instead of {2}",
-                       sourceLine(gemm.getLoc()),
-                       stringifyActivation(wrong), stringifyActivation(gemm.getActivation()));
+                       sourceLine(gemm.getLoc()), stringifyActivation(wrong),
+                       stringifyActivation(gemm.getActivation()));
   gemm.setActivation(wrong);
   return llvm::Error::success();
 }
@@ -71,9 +71,9 @@ llvm::Error droppedKTail(ModuleOp module, std::string &what) {
   OpBuilder b(gemm);
   Location loc = gemm.getLoc();
   bool nk = gemm.getTransposeWeight(); // W stored [N, K]
-  auto cutX = SliceOp::create(b, loc, RankedTensorType::get({x.getDimSize(0), block},
-                                                            x.getElementType()),
-                              gemm.getInput(), 1, 0);
+  auto cutX =
+      SliceOp::create(b, loc, RankedTensorType::get({x.getDimSize(0), block}, x.getElementType()),
+                      gemm.getInput(), 1, 0);
   SmallVector<int64_t> wShape(w.getShape());
   wShape[nk ? 1 : 0] = block;
   auto cutW = SliceOp::create(b, loc, RankedTensorType::get(wShape, w.getElementType()),

@@ -22,7 +22,7 @@ static llvm::Error fail(const std::string &message) {
 }
 
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> xfc::readSpec(llvm::StringRef path,
-                                                                   size_t maxBytes) {
+                                                                  size_t maxBytes) {
   if (path == "-") {
     llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> in = llvm::MemoryBuffer::getSTDIN();
     if (!in)

@@ -1,9 +1,10 @@
 //===- Files.h - how xfc reads and writes files -----------------*- C++ -*-===//
 //
 // The spec is read through xfrt::readTextFile, which checks on the opened descriptor that it
-// is a regular file (a FIFO does not block) and bounds its size. Every file xfc writes goes through xfrt::AtomicOutputFile (runtime/include/xfrt/
-// OutputFile.h): a temporary beside the target, renamed over it when complete, so a failed
-// compile or link leaves the previous output as it was. Text stages may also go to stdout
+// is a regular file (a FIFO does not block) and bounds its size. Every file xfc writes goes through
+// xfrt::AtomicOutputFile (runtime/include/xfrt/ OutputFile.h): a temporary beside the target,
+// renamed over it when complete, so a failed compile or link leaves the previous output as it was.
+// Text stages may also go to stdout
 // ("-") or into a character device or FIFO (`-o /dev/null`), written in place; binaries never
 // replace anything but a regular file.
 //
@@ -24,8 +25,7 @@ class MemoryBuffer;
 namespace xfc {
 
 /// The spec at `path` ("-" is stdin), at most `maxBytes`.
-llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> readSpec(llvm::StringRef path,
-                                                              size_t maxBytes);
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> readSpec(llvm::StringRef path, size_t maxBytes);
 
 /// Whether `path` may be written as the output (checked before compiling): "-", an absent file
 /// in an existing directory, or a regular file; a character device or FIFO too when

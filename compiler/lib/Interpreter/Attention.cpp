@@ -12,13 +12,12 @@ using namespace mlir::xf::interp;
 Result mlir::xf::interp::attention(const Tensor &q, const Tensor &k, const Tensor &v,
                                    const AttentionShape &s) {
   const int64_t H = s.heads, Hkv = s.kvHeads;
-  if (q.shape.size() != 2 || k.shape.size() != 2 || v.shape.size() != 2 || H <= 0 ||
-      Hkv <= 0 || H % Hkv || q.cols() % H || k.cols() % Hkv || v.cols() % Hkv ||
-      q.cols() / H != k.cols() / Hkv || k.rows() != v.rows() ||
-      (s.causal && k.rows() < q.rows()))
+  if (q.shape.size() != 2 || k.shape.size() != 2 || v.shape.size() != 2 || H <= 0 || Hkv <= 0 ||
+      H % Hkv || q.cols() % H || k.cols() % Hkv || v.cols() % Hkv ||
+      q.cols() / H != k.cols() / Hkv || k.rows() != v.rows() || (s.causal && k.rows() < q.rows()))
     return evalError("attention over Q " + shapeText(q) + ", K " + shapeText(k) + ", V " +
-                   shapeText(v) + " with " + llvm::Twine(H) + " heads, " + llvm::Twine(Hkv) +
-                   " key/value heads");
+                     shapeText(v) + " with " + llvm::Twine(H) + " heads, " + llvm::Twine(Hkv) +
+                     " key/value heads");
   const int64_t l = q.rows(), lz = k.rows(), dk = q.cols() / H, dv = v.cols() / Hkv;
   const double scale = s.scale ? *s.scale : 1.0 / std::sqrt(double(dk));
   Tensor out({l, H * dv});
@@ -56,7 +55,7 @@ Result mlir::xf::interp::rope(const Tensor &x, int64_t heads, bool adjacentPairs
                               int64_t firstPosition) {
   if (x.shape.size() != 2 || heads <= 0 || x.cols() % heads || (x.cols() / heads) % 2)
     return evalError("rotary positions of " + shapeText(x) + " in " + llvm::Twine(heads) +
-                   " heads");
+                     " heads");
   const int64_t d = x.cols() / heads;
   Tensor r = x;
   for (int64_t t = 0; t < x.rows(); ++t)

@@ -11,7 +11,7 @@ Result mlir::xf::interp::tokenEmbed(const Tensor &table, llvm::ArrayRef<int32_t>
   for (size_t t = 0; t < tokens.size(); ++t) {
     if (tokens[t] < 0 || tokens[t] >= table.rows())
       return evalError("token id " + llvm::Twine(tokens[t]) + " at position " + llvm::Twine(t) +
-                     " is past the embedding table " + shapeText(table));
+                       " is past the embedding table " + shapeText(table));
     std::copy(table.row(tokens[t]), table.row(tokens[t]) + table.cols(), r.row(t));
   }
   return r;
@@ -21,12 +21,11 @@ Result mlir::xf::interp::positionalEmbed(const Tensor &table, int64_t length,
                                          int64_t firstPosition) {
   if (firstPosition + length > table.rows())
     return evalError("positions " + llvm::Twine(firstPosition) + " .. " +
-                   llvm::Twine(firstPosition + length - 1) + " are past the positional table " +
-                   shapeText(table));
+                     llvm::Twine(firstPosition + length - 1) + " are past the positional table " +
+                     shapeText(table));
   Tensor r({length, table.cols()});
   for (int64_t t = 0; t < length; ++t)
-    std::copy(table.row(firstPosition + t), table.row(firstPosition + t) + table.cols(),
-              r.row(t));
+    std::copy(table.row(firstPosition + t), table.row(firstPosition + t) + table.cols(), r.row(t));
   return r;
 }
 

@@ -203,9 +203,7 @@ Result Evaluator::evaluateOp(Operation *op) {
       })
       .Case([&](GemmOp o) { return gemm(o); })
       .Case([&](AddOp o) -> Result { return add(operand(o.getLhs()), operand(o.getRhs())); })
-      .Case([&](MulOp o) -> Result {
-        return multiply(operand(o.getLhs()), operand(o.getRhs()));
-      })
+      .Case([&](MulOp o) -> Result { return multiply(operand(o.getLhs()), operand(o.getRhs())); })
       .Case([&](ReluOp o) -> Result { return map(operand(o.getInput()), Pointwise::Relu); })
       .Case([&](GeluOp o) -> Result {
         return map(operand(o.getInput()), o.getApproximation() == GeluApproximation::tanh
@@ -234,21 +232,19 @@ Result Evaluator::evaluateOp(Operation *op) {
         if (o.getScale())
           shape.scale = o.getScale()->convertToDouble();
         shape.causal = o.getMask() == MaskKind::causal;
-        return attention(operand(o.getQuery()), operand(o.getKey()), operand(o.getValue()),
-                         shape);
+        return attention(operand(o.getQuery()), operand(o.getKey()), operand(o.getValue()), shape);
       })
       .Case([&](RopeOp o) -> Result {
         auto first = position(o.getOffset());
         if (!first)
           return first.takeError();
-        return rope(operand(o.getInput()), o.getHeads(),
-                    o.getPairing() == RopePairing::adjacent, o.getBase().convertToDouble(),
-                    *first);
+        return rope(operand(o.getInput()), o.getHeads(), o.getPairing() == RopePairing::adjacent,
+                    o.getBase().convertToDouble(), *first);
       })
       .Case([&](MultiHeadAttentionOp o) { return multiHeadAttention(o); })
       .Default([&](Operation *o) -> Result {
-        return evalError("the interpreter has no semantics for '" +
-                       o->getName().getStringRef() + "'");
+        return evalError("the interpreter has no semantics for '" + o->getName().getStringRef() +
+                         "'");
       });
 }
 
@@ -257,7 +253,7 @@ llvm::Expected<Evaluation> Evaluator::run(func::FuncOp forward,
   Block &body = forward.getBody().front();
   if (forward.getNumArguments() != inputs.sequences.size())
     return evalError("@forward takes " + llvm::Twine(forward.getNumArguments()) +
-                   " token sequences, given " + llvm::Twine(inputs.sequences.size()));
+                     " token sequences, given " + llvm::Twine(inputs.sequences.size()));
   // The last op reading each value, so values die as soon as they can.
   llvm::DenseMap<Value, Operation *> lastUse;
   for (Operation &op : body)
@@ -273,7 +269,7 @@ llvm::Expected<Evaluation> Evaluator::run(func::FuncOp forward,
     }
     if (op.getNumResults() != 1)
       return evalError(where(&op) + ": '" + op.getName().getStringRef() +
-                     "' does not have one result");
+                       "' does not have one result");
     if (matchPattern(op.getResult(0), m_Constant()))
       continue; // an index constant: read by position()
     Result value = evaluateOp(&op);

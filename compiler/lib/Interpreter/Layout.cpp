@@ -29,7 +29,7 @@ Result mlir::xf::interp::concat(llvm::ArrayRef<const Tensor *> parts, int64_t ax
   size_t rank = parts[0]->shape.size();
   if (axis < 0 || size_t(axis) >= rank)
     return evalError("concat axis " + llvm::Twine(axis) + " of a rank-" + llvm::Twine(rank) +
-                   " tensor");
+                     " tensor");
   std::vector<int64_t> shape = parts[0]->shape;
   shape[axis] = 0;
   for (const Tensor *p : parts) {
@@ -59,7 +59,7 @@ Result mlir::xf::interp::slice(const Tensor &a, int64_t axis, int64_t offset, in
   if (axis < 0 || size_t(axis) >= a.shape.size() || offset < 0 || size < 0 ||
       offset + size > a.shape[axis])
     return evalError("slice [" + llvm::Twine(offset) + ", " + llvm::Twine(offset + size) +
-                   ") along axis " + llvm::Twine(axis) + " of " + shapeText(a));
+                     ") along axis " + llvm::Twine(axis) + " of " + shapeText(a));
   std::vector<int64_t> shape = a.shape;
   shape[axis] = size;
   Tensor r(shape);

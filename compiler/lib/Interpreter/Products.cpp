@@ -16,7 +16,7 @@ Result mlir::xf::interp::matmul(const Tensor &a, const Tensor &b, bool transpose
   const int64_t kb = transposeB ? b.cols() : b.rows(), n = transposeB ? b.rows() : b.cols();
   if (k != kb)
     return evalError("a matrix product of " + shapeText(a) + " and " +
-                   (transposeB ? "the transpose of " : "") + shapeText(b));
+                     (transposeB ? "the transpose of " : "") + shapeText(b));
   Tensor c({m, n});
   for (int64_t i = 0; i < m; ++i) {
     const double *x = a.row(i);

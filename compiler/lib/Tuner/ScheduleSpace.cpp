@@ -11,8 +11,16 @@ namespace {
 // Knob order of a GEMM point; panel is counted in register tiles so that it
 // stays a multiple of tile_cols whatever tile_cols is.
 enum GemmKnob {
-  TileCols, TileRows, KBlock, Pack, RowsPerTask, PanelTiles, GemvRowsBelow, GemvRowsPerPass,
-  GemvTasks, NumGemmKnobs
+  TileCols,
+  TileRows,
+  KBlock,
+  Pack,
+  RowsPerTask,
+  PanelTiles,
+  GemvRowsBelow,
+  GemvRowsPerPass,
+  GemvTasks,
+  NumGemmKnobs
 };
 enum AttentionKnob { QueryBlock, KeyBlock, RowTile, DecodeKeyTile, NumAttentionKnobs };
 
@@ -30,8 +38,8 @@ bool anyLength(const std::vector<int64_t> &lengths, bool (*pred)(int64_t, int64_
 } // namespace
 
 Point mlir::xf::tuning::gemmPoint(const GemmSchedule &s) {
-  return {s.tileCols,      s.tileRows,        s.kBlock,      s.packWeights,
-          s.rowsPerTask,   s.panelCols / std::max<int64_t>(1, s.tileCols),
+  return {s.tileCols,      s.tileRows,        s.kBlock,
+          s.packWeights,   s.rowsPerTask,     s.panelCols / std::max<int64_t>(1, s.tileCols),
           s.gemvRowsBelow, s.gemvRowsPerPass, s.gemvTasks};
 }
 
@@ -48,10 +56,10 @@ SearchSpace mlir::xf::tuning::gemmSpace(const GemmKernelSpec &spec, const Vector
                                         const std::vector<int64_t> &lengths) {
   const GemmSchedule &d = spec.schedule;
   const int64_t vw = shape.floatsPerVector, regs = shape.registers;
-  const bool gemmPath = anyLength(lengths, [](int64_t l, int64_t x) { return l >= x; },
-                                  d.gemvRowsBelow);
-  const bool gemvPath = anyLength(lengths, [](int64_t l, int64_t x) { return l < x; },
-                                  d.gemvRowsBelow);
+  const bool gemmPath = anyLength(
+      lengths, [](int64_t l, int64_t x) { return l >= x; }, d.gemvRowsBelow);
+  const bool gemvPath = anyLength(
+      lengths, [](int64_t l, int64_t x) { return l < x; }, d.gemvRowsBelow);
   auto knob = [](const char *name, bool used, std::vector<int64_t> values, int64_t dflt) {
     return Knob{name, used ? withValue(std::move(values), dflt) : std::vector<int64_t>{dflt}};
   };
@@ -102,8 +110,10 @@ SearchSpace mlir::xf::tuning::attentionSpace(const AttentionKernelSpec &spec,
   const AttentionSchedule &d = spec.schedule;
   const int64_t vw = shape.floatsPerVector, regs = shape.registers;
   // Up to 4 query rows take the decode path (AttentionKernel.cpp).
-  const bool prefill = anyLength(lengths, [](int64_t l, int64_t x) { return l > x; }, 4);
-  const bool decode = anyLength(lengths, [](int64_t l, int64_t x) { return l <= x; }, 4);
+  const bool prefill = anyLength(
+      lengths, [](int64_t l, int64_t x) { return l > x; }, 4);
+  const bool decode = anyLength(
+      lengths, [](int64_t l, int64_t x) { return l <= x; }, 4);
   auto knob = [](const char *name, bool used, std::vector<int64_t> values, int64_t dflt) {
     return Knob{name, used ? withValue(std::move(values), dflt) : std::vector<int64_t>{dflt}};
   };
@@ -118,8 +128,7 @@ SearchSpace mlir::xf::tuning::attentionSpace(const AttentionKernelSpec &spec,
       knob("decode_key_tile", decode, {1, 2, 4, 8}, d.decodeKeyTile),
   };
   space.legal = [vw, regs](llvm::ArrayRef<int64_t> p) {
-    return p[KeyBlock] * p[RowTile] <= 4096 &&
-           (p[KeyBlock] + vw - 1) / vw * p[RowTile] <= 2 * regs;
+    return p[KeyBlock] * p[RowTile] <= 4096 && (p[KeyBlock] + vw - 1) / vw * p[RowTile] <= 2 * regs;
   };
   (void)spec;
   return space;

@@ -76,7 +76,7 @@ llvm::json::Object kernelJson(const Kernel &k) {
                               {"epilogue", epilogue[int(s.epilogue)]}};
   }
   const AttentionKernelSpec &s = k.attention;
-  llvm::json::Object attention{{"kind", "attention"}, {"heads", s.heads}, {"dk", s.dK},
+  llvm::json::Object attention{{"kind", "attention"}, {"heads", s.heads},   {"dk", s.dK},
                                {"dv", s.dV},          {"causal", s.causal}, {"scale", s.scale}};
   if (s.keyValueHeads() != s.heads)
     attention["kv_heads"] = s.keyValueHeads();
@@ -152,8 +152,8 @@ double rooflineOf(const Kernel &k, const CandidateResult &r, const MachineCeilin
 class Tuner {
 public:
   Tuner(MLIRContext &ctx, const TuneOptions &options, llvm::raw_ostream &log)
-      : ctx(ctx), options(options), log(log),
-        worker(options.workerPath, options.threads), interactive(log.is_displayed()) {}
+      : ctx(ctx), options(options), log(log), worker(options.workerPath, options.threads),
+        interactive(log.is_displayed()) {}
 
   llvm::Error run(const HostProgram &program);
 
@@ -193,8 +193,7 @@ llvm::Error Tuner::collect(const HostProgram &program, const VectorShape &shape)
   }
   for (const AttentionKernelSpec &spec : program.attentions) {
     Kernel k;
-    k.isGemm = false, k.attention = spec, k.name = spec.name,
-    k.signature = kernelSignature(spec);
+    k.isGemm = false, k.attention = spec, k.name = spec.name, k.signature = kernelSignature(spec);
     if (!seen.insert(k.signature).second)
       continue;
     k.space = attentionSpace(spec, shape, options.lengths);
@@ -261,10 +260,8 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
         ledger.record(idOf(*p), entry.costMs, 2);
   }
 
-  llvm::json::Object request{{"target", options.target},
-                             {"repeats", 5},
-                             {"max_seconds", 4.0},
-                             {"kernel", kernelJson(k)}};
+  llvm::json::Object request{
+      {"target", options.target}, {"repeats", 5}, {"max_seconds", 4.0}, {"kernel", kernelJson(k)}};
   llvm::json::Array cases;
   for (size_t i = 0; i < k.caseRows.size(); ++i) {
     llvm::json::Object c{{"rows", k.caseRows[i]}};
@@ -278,8 +275,8 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
   std::map<size_t, CandidateResult> lastResult; // raw times, for the roofline
   auto noteBest = [&] {
     double c = ledger.bestCost();
-    if (c > 0 && (history.empty() ||
-                  history.back().getAsArray()->back().getAsNumber().value_or(0) != c))
+    if (c > 0 &&
+        (history.empty() || history.back().getAsArray()->back().getAsNumber().value_or(0) != c))
       history.push_back(llvm::json::Array{secondsSince(kernelStart), c});
   };
   // The ledger's best into the entry, and the database to disk.
@@ -415,8 +412,7 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
         return err;
     } // else the entry keeps the best saved during the search
   }
-  progress(k, index, share, share, search.trials(), ledger.bestCost(), ledger.defaultCost(),
-           true);
+  progress(k, index, share, share, search.trials(), ledger.bestCost(), ledger.defaultCost(), true);
 
   llvm::json::Object kernelReport{{"name", k.name},
                                   {"kernel", k.signature},
@@ -514,13 +510,13 @@ llvm::Error Tuner::run(const HostProgram &program) {
   if (!options.reportPath.empty()) {
     std::string text;
     llvm::raw_string_ostream os(text);
-    os << llvm::formatv("{0:2}", llvm::json::Value(llvm::json::Object{
-                                     {"target", target},
-                                     {"threads", options.threads},
-                                     {"fma_gflops", machine.fmaGflops},
-                                     {"read_gbs", machine.readGBs},
-                                     {"budget_s", options.budgetSeconds},
-                                     {"kernels", std::move(report)}}))
+    os << llvm::formatv("{0:2}",
+                        llvm::json::Value(llvm::json::Object{{"target", target},
+                                                             {"threads", options.threads},
+                                                             {"fma_gflops", machine.fmaGflops},
+                                                             {"read_gbs", machine.readGBs},
+                                                             {"budget_s", options.budgetSeconds},
+                                                             {"kernels", std::move(report)}}))
        << "\n";
     // Written whole or not at all, like every output of xfc (xfrt/OutputFile.h).
     if (xfrt::Status s = xfrt::writeFileAtomically(options.reportPath, text.data(), text.size());

@@ -105,8 +105,7 @@ WorkerClient::run(llvm::json::Object request, const std::vector<llvm::json::Valu
       continue;
     llvm::StringRef status = o->getString("status").value_or("");
     if (status == "error")
-      return fail("the tuning worker rejected the request: " +
-                  o->getString("error").value_or("?"));
+      return fail("the tuning worker rejected the request: " + o->getString("error").value_or("?"));
     if (status == "done") {
       done = true;
       continue;
@@ -140,7 +139,8 @@ WorkerClient::run(llvm::json::Object request, const std::vector<llvm::json::Valu
   if (!done) {
     // The worker died or hung: the candidate it was compiling caused it;
     // one that was compiled and checked but never timed is left unmeasured.
-    std::string why = exitCode == -2 ? "timeout" : "crashed (exit " + std::to_string(exitCode) + ")";
+    std::string why =
+        exitCode == -2 ? "timeout" : "crashed (exit " + std::to_string(exitCode) + ")";
     if (running >= 0)
       results[running].failure = why;
     for (CandidateResult &r : results)
@@ -153,9 +153,8 @@ WorkerClient::run(llvm::json::Object request, const std::vector<llvm::json::Valu
 llvm::Expected<MachineCeilings> WorkerClient::measureMachine() {
   int exitCode = 0;
   std::string stderrText;
-  auto lines =
-      exec({"--machine", "--threads", std::to_string(threads)}, std::nullopt, 120, exitCode,
-           stderrText);
+  auto lines = exec({"--machine", "--threads", std::to_string(threads)}, std::nullopt, 120,
+                    exitCode, stderrText);
   if (!lines)
     return lines.takeError();
   for (const llvm::json::Value &line : *lines)
@@ -167,6 +166,6 @@ llvm::Expected<MachineCeilings> WorkerClient::measureMachine() {
       m.cpu = o->getString("cpu").value_or("").str();
       return m;
     }
-  return fail("the tuning worker could not measure this machine (exit " +
-              llvm::Twine(exitCode) + "): " + stderrText);
+  return fail("the tuning worker could not measure this machine (exit " + llvm::Twine(exitCode) +
+              "): " + stderrText);
 }

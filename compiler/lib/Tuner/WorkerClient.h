@@ -26,8 +26,8 @@ struct CaseTime {
 };
 
 struct CandidateResult {
-  bool ran = false;      // false: the worker died before reaching it
-  std::string failure;   // empty when timed
+  bool ran = false;    // false: the worker died before reaching it
+  std::string failure; // empty when timed
   std::vector<CaseTime> cases;
   double maxRelErr = 0;
 };
@@ -43,9 +43,9 @@ public:
       : worker(std::move(workerPath)), threads(threads) {}
 
   /// Runs one batch; `request` holds everything but "candidates".
-  llvm::Expected<std::vector<CandidateResult>>
-  run(llvm::json::Object request, const std::vector<llvm::json::Value> &candidates,
-      double timeoutSeconds);
+  llvm::Expected<std::vector<CandidateResult>> run(llvm::json::Object request,
+                                                   const std::vector<llvm::json::Value> &candidates,
+                                                   double timeoutSeconds);
 
   llvm::Expected<MachineCeilings> measureMachine();
 

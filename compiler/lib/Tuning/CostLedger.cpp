@@ -49,10 +49,9 @@ void CostLedger::record(size_t id, double c, size_t samples) {
     contenders_.push_back(fresh);
     return;
   }
-  auto worst = std::max_element(contenders_.begin(), contenders_.end(),
-                                [](const Contender &a, const Contender &b) {
-                                  return a.mean() < b.mean();
-                                });
+  auto worst =
+      std::max_element(contenders_.begin(), contenders_.end(),
+                       [](const Contender &a, const Contender &b) { return a.mean() < b.mean(); });
   if (c < worst->mean())
     *worst = fresh;
 }

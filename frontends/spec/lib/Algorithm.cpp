@@ -62,11 +62,13 @@ bool Elaborator::elaborateBody(llvm::ArrayRef<StmtPtr> body, bool &returned) {
     if (diags.atErrorLimit())
       return false;
     if (returned)
-      return fatal = true, error(stmt->getLoc(), "this statement follows 'return'");
+      return fatal = true,
+             error(stmt->getLoc(), "this statement follows 'return'");
     if (++steps > options.maxSteps)
-      return fatal = true, error(stmt->getLoc(), "unrolling the loops executes more than " +
-                                                     llvm::Twine(options.maxSteps) +
-                                                     " statements");
+      return fatal = true,
+             error(stmt->getLoc(), "unrolling the loops executes more than " +
+                                       llvm::Twine(options.maxSteps) +
+                                       " statements");
     statementStart = graph.nodes.size();
     bool ok =
         llvm::TypeSwitch<const StmtAST *, bool>(stmt.get())
@@ -260,15 +262,19 @@ MaybeValue Elaborator::evalBinary(const BinaryExprAST &e) {
     if (e.getOp() != '*' && !divide)
       return error(e.getLoc(), "'" + e.getOpSpelling() +
                                    "' cannot combine a number with a tensor; a "
-                                   "number multiplies a tensor (c · X) or divides it (X / c)"),
+                                   "number multiplies a tensor (c · X) or "
+                                   "divides it (X / c)"),
              std::nullopt;
     if (divide && factor == 0)
-      return error(e.getRHS().getLoc(), "a tensor divided by zero"), std::nullopt;
+      return error(e.getRHS().getLoc(), "a tensor divided by zero"),
+             std::nullopt;
     std::optional<int> t =
         requireTensor(numberLeft ? *rhs : *lhs,
-                      numberLeft ? e.getRHS().getLoc() : e.getLHS().getLoc(), "a scaled value");
-    std::optional<int> r = t ? makeScale(*t, divide ? 1.0 / factor : factor, e.getLoc())
-                             : std::nullopt;
+                      numberLeft ? e.getRHS().getLoc() : e.getLHS().getLoc(),
+                      "a scaled value");
+    std::optional<int> r =
+        t ? makeScale(*t, divide ? 1.0 / factor : factor, e.getLoc())
+          : std::nullopt;
     return r ? MaybeValue(Value::ofTensor(*r)) : std::nullopt;
   }
   std::optional<int> a = requireTensor(*lhs, e.getLHS().getLoc(), "an operand");

@@ -47,9 +47,9 @@ static std::optional<int64_t> keyValueHeads(CallSite &c, int64_t heads) {
 /// With H_kv key/value heads, `narrow` (K or V) must be H_kv/H times as wide
 /// as `wide` (Q, or the heads' output): each key/value head is as wide as a
 /// query head.
-static bool checkGrouped(CallSite &c, int64_t heads, int64_t kvHeads,
-                         int wide, unsigned wideAxis, int narrow,
-                         unsigned narrowAxis, const char *what) {
+static bool checkGrouped(CallSite &c, int64_t heads, int64_t kvHeads, int wide,
+                         unsigned wideAxis, int narrow, unsigned narrowAxis,
+                         const char *what) {
   int64_t w = c.s.typeOf(wide).dims[wideAxis].size;
   int64_t n = c.s.typeOf(narrow).dims[narrowAxis].size;
   if (kvHeads != heads && w % heads != 0)
@@ -59,14 +59,14 @@ static bool checkGrouped(CallSite &c, int64_t heads, int64_t kvHeads,
                                         c.s.describe(wide));
   if (kvHeads == heads ? w == n : n * heads == w * kvHeads)
     return true;
-  return c.s.mismatch(c.call.getLoc(),
-                      kvHeads == heads
-                          ? llvm::Twine(what) + " need the same width"
-                          : llvm::Twine(what) + " need widths in the ratio "
-                                "kv_heads : heads = " +
-                                llvm::Twine(kvHeads) + " : " +
-                                llvm::Twine(heads),
-                      wide, narrow);
+  return c.s.mismatch(
+      c.call.getLoc(),
+      kvHeads == heads ? llvm::Twine(what) + " need the same width"
+                       : llvm::Twine(what) +
+                             " need widths in the ratio "
+                             "kv_heads : heads = " +
+                             llvm::Twine(kvHeads) + " : " + llvm::Twine(heads),
+      wide, narrow);
 }
 
 /// `heads` must split the query/key width and the value width evenly.
@@ -119,10 +119,10 @@ MaybeNode xf::spec::buildAttention(CallSite &c) {
   // The heads' output is as wide as V with all H heads: H·d_v.
   int64_t vWidth = tv.dims[1].size;
   if (*kvHeads != *heads && vWidth % *kvHeads != 0)
-    return c.error(c.call.getLoc(),
-                   "kv_heads = " + llvm::Twine(*kvHeads) +
-                       " does not divide the width " + llvm::Twine(vWidth) +
-                       " of " + c.s.describe(*v)),
+    return c.error(c.call.getLoc(), "kv_heads = " + llvm::Twine(*kvHeads) +
+                                        " does not divide the width " +
+                                        llvm::Twine(vWidth) + " of " +
+                                        c.s.describe(*v)),
            std::nullopt;
   TensorType t;
   t.dims = {tq.dims[0], Dim{vWidth / *kvHeads * *heads, -1}};

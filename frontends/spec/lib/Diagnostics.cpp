@@ -38,7 +38,8 @@ static std::string printable(llvm::StringRef text) {
   out.reserve(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
     unsigned char c = text[i];
-    if (c == 0xC2 && i + 1 < text.size() && (unsigned char)text[i + 1] >= 0x80 &&
+    if (c == 0xC2 && i + 1 < text.size() &&
+        (unsigned char)text[i + 1] >= 0x80 &&
         (unsigned char)text[i + 1] <= 0x9F) {
       out += '?';
       ++i;
@@ -69,8 +70,8 @@ void DiagnosticEngine::report(const Location &loc,
   if (kind == llvm::SourceMgr::DK_Error)
     ++numErrors;
   llvm::StringRef file = loc.file ? llvm::StringRef(*loc.file) : "<input>";
-  os << printable(file) << ":" << loc.line << ":" << loc.col << ": " << kinds[kind] << ": "
-     << shownMessage(message) << "\n";
+  os << printable(file) << ":" << loc.line << ":" << loc.col << ": "
+     << kinds[kind] << ": " << shownMessage(message) << "\n";
   llvm::SMLoc at = sourceMgr.FindLocForLineAndColumn(1, loc.line, 1);
   if (!at.isValid())
     return;
@@ -83,13 +84,16 @@ void DiagnosticEngine::report(const Location &loc,
   size_t column = size_t(std::max(loc.col, 1)) - 1;
   size_t begin = 0, end = line.size();
   if (line.size() > kMaxShownBytes) {
-    begin = column > kMaxShownBytes / 3 ? characterStart(line, column - kMaxShownBytes / 3) : 0;
+    begin = column > kMaxShownBytes / 3
+                ? characterStart(line, column - kMaxShownBytes / 3)
+                : 0;
     end = characterStart(line, std::min(line.size(), begin + kMaxShownBytes));
   }
   std::string prefix = begin > 0 ? "..." : "";
   llvm::StringRef shown = line.slice(begin, end);
   os << prefix << printable(shown) << (end < line.size() ? "..." : "") << "\n";
-  os.indent(prefix.size() + displayColumn(shown, int(column - std::min(column, begin)) + 1))
+  os.indent(prefix.size() +
+            displayColumn(shown, int(column - std::min(column, begin)) + 1))
       << "^\n";
 }
 
@@ -111,7 +115,8 @@ void DiagnosticEngine::error(const Location &loc, const llvm::Twine &message) {
   if (numErrors >= kMaxErrors) {
     if (!limitReported) {
       llvm::StringRef file = loc.file ? llvm::StringRef(*loc.file) : "<input>";
-      os << printable(file) << ": note: more errors follow; stopping after the first "
+      os << printable(file)
+         << ": note: more errors follow; stopping after the first "
          << kMaxErrors << "\n";
     }
     limitReported = true;

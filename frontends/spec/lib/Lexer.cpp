@@ -385,7 +385,8 @@ Token Lexer::lexString(int l, int c) {
 std::string xf::spec::canonicalIdentifier(llvm::StringRef name) {
   Lexer lexer(name, std::make_shared<std::string>("-D"));
   Token first = lexer.next();
-  if (first.kind == TokenKind::Identifier && lexer.next().kind == TokenKind::Eof)
+  if (first.kind == TokenKind::Identifier &&
+      lexer.next().kind == TokenKind::Eof)
     return first.spelling;
   return name.str();
 }

@@ -253,7 +253,8 @@ mlir::Value Generator::emit(int id) {
   case OpKind::Hadamard:
     return xfir::MulOp::create(builder, at, type, operand(0), operand(1));
   case OpKind::Scale:
-    return xfir::ScaleOp::create(builder, at, type, operand(0), llvm::APFloat(n.scale));
+    return xfir::ScaleOp::create(builder, at, type, operand(0),
+                                 llvm::APFloat(n.scale));
   case OpKind::Softmax:
     return xfir::SoftmaxOp::create(builder, at, type, operand(0));
   case OpKind::Attention: {

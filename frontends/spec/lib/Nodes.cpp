@@ -173,16 +173,18 @@ std::optional<int> Elaborator::makeHadamard(int a, int b, const Location &loc) {
     return mismatch(loc, "'⊙' needs two matrices of one shape", a, b),
            std::nullopt;
   if (ta.isStatic())
-    return mismatch(loc, "'⊙' multiplies activations [ℓ, d], not weights",
-                    a, b),
+    return mismatch(loc, "'⊙' multiplies activations [ℓ, d], not weights", a,
+                    b),
            std::nullopt;
   return addNode(makeOp(OpKind::Hadamard, {a, b}, ta, loc, "⊙"));
 }
 
-std::optional<int> Elaborator::makeScale(int a, double factor, const Location &loc) {
+std::optional<int> Elaborator::makeScale(int a, double factor,
+                                         const Location &loc) {
   const TensorType &type = typeOf(a);
   if (type.isTokens)
-    return error(loc, "token ids cannot be scaled; embed them first (token_embed)"),
+    return error(loc,
+                 "token ids cannot be scaled; embed them first (token_embed)"),
            std::nullopt;
   if (type.isStatic() || type.rank() != 2)
     return error(loc, "a number scales activations [ℓ, d], not " + describe(a) +

@@ -19,7 +19,8 @@ static constexpr unsigned kMaxBindingDepth = 64;
 
 bool Elaborator::declareParameters(const std::vector<ParameterItem> &items,
                                    std::vector<LoopRange> &loops) {
-  // A declaration that fails is reported and its name poisoned; the others go on.
+  // A declaration that fails is reported and its name poisoned; the others go
+  // on.
   for (const ParameterItem &item : items) {
     if (diags.atErrorLimit())
       return false;
@@ -34,7 +35,8 @@ bool Elaborator::declareParameters(const std::vector<ParameterItem> &items,
                    });
     std::optional<LoopRange> range;
     if (shadows)
-      error(loop.loc, "loop variable '" + loop.var + "' is already a name in scope");
+      error(loop.loc,
+            "loop variable '" + loop.var + "' is already a name in scope");
     else
       range = evalRange(loop.range, loop.var, loop.loc);
     if (!range) {

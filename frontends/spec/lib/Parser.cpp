@@ -40,15 +40,16 @@ bool Parser::error(const Location &loc, const llvm::Twine &message) {
 
 /// Keywords that start a block (or close a loop): recovery never skips them.
 static bool startsBlock(const Token &tok) {
-  return tok.is(TokenKind::KwHyperparameters) || tok.is(TokenKind::KwParameters) ||
-         tok.is(TokenKind::KwAlgorithm);
+  return tok.is(TokenKind::KwHyperparameters) ||
+         tok.is(TokenKind::KwParameters) || tok.is(TokenKind::KwAlgorithm);
 }
 static bool isBlockKeyword(const Token &tok) {
   return startsBlock(tok) || tok.is(TokenKind::KwEnd);
 }
 
 void Parser::recover() {
-  while (!tok.is(TokenKind::Eof) && !tok.is(TokenKind::Newline) && !isBlockKeyword(tok))
+  while (!tok.is(TokenKind::Eof) && !tok.is(TokenKind::Newline) &&
+         !isBlockKeyword(tok))
     consume();
   consumeIf(TokenKind::Newline);
   panicking = false;
@@ -187,7 +188,8 @@ bool Parser::parseHyperparameters(ModuleAST &module) {
     decl.loc = tok.loc;
     std::optional<std::string> name = expectName("a hyperparameter name", "");
     if (!name || !expect(TokenKind::Assign, "after the hyperparameter name") ||
-        !(decl.value = parseExpr()) || !expectEndOfLine("after the hyperparameter's value")) {
+        !(decl.value = parseExpr()) ||
+        !expectEndOfLine("after the hyperparameter's value")) {
       recover();
       continue;
     }
@@ -259,7 +261,8 @@ bool Parser::parseParameterItems(std::vector<ParameterItem> &items,
     return true;
   }
   if (!tok.is(TokenKind::KwEnd))
-    return errorExpected("'end'", "to close the 'for' loop"), panicking = false, false;
+    return errorExpected("'end'", "to close the 'for' loop"), panicking = false,
+                                                              false;
   consume();
   if (!expectEndOfLine("after 'end'"))
     recover();
@@ -310,7 +313,8 @@ bool Parser::parseAlgorithm(ModuleAST &module) {
   std::optional<std::string> name =
       expectName("the algorithm's name", "after 'algorithm'");
   algorithm.name = name.value_or("");
-  bool header = name && expect(TokenKind::LParen, "before the algorithm's inputs");
+  bool header =
+      name && expect(TokenKind::LParen, "before the algorithm's inputs");
   if (header && !tok.is(TokenKind::RParen)) {
     do {
       Location at = tok.loc;
@@ -354,7 +358,8 @@ bool Parser::parseStatements(std::vector<StmtPtr> &body, bool inLoop) {
     body.push_back(std::move(stmt));
   }
   if (inLoop && !tok.is(TokenKind::KwEnd))
-    return errorExpected("'end'", "to close the 'for' loop"), panicking = false, false;
+    return errorExpected("'end'", "to close the 'for' loop"), panicking = false,
+                                                              false;
   return true;
 }
 
@@ -392,7 +397,7 @@ StmtPtr Parser::parseFor() {
     recover();
   if (!parseStatements(body, /*inLoop=*/true))
     return nullptr; // no `end`: at a block keyword or the end of the file
-  consume(); // 'end'
+  consume();        // 'end'
   if (!expectEndOfLine("after 'end'") || !header)
     return nullptr;
   return std::make_unique<ForStmtAST>(loc, std::move(var), std::move(range),

@@ -47,7 +47,8 @@ static std::string shownLiteral(llvm::StringRef text) {
 /// Parses a decimal float ("0.5", "1e-5"). Besides overflow, a nonzero
 /// literal that rounds to 0 (1e-400) is an error: an eps of 0 would silently
 /// divide by zero.
-static std::optional<std::string> parseFloat(llvm::StringRef text, double &value) {
+static std::optional<std::string> parseFloat(llvm::StringRef text,
+                                             double &value) {
   std::string s = text.str();
   char *end = nullptr;
   double v = std::strtod(s.c_str(), &end);
@@ -55,11 +56,14 @@ static std::optional<std::string> parseFloat(llvm::StringRef text, double &value
       text.find_first_not_of("0123456789.eE+-") != llvm::StringRef::npos)
     return "'" + shownLiteral(text) + "' is not a number";
   if (!std::isfinite(v))
-    return "'" + shownLiteral(text) + "' is out of range (at most about 1.8e308)";
-  llvm::StringRef mantissa = text.take_until([](char c) { return c == 'e' || c == 'E'; });
+    return "'" + shownLiteral(text) +
+           "' is out of range (at most about 1.8e308)";
+  llvm::StringRef mantissa =
+      text.take_until([](char c) { return c == 'e' || c == 'E'; });
   if (v == 0 && mantissa.find_first_of("123456789") != llvm::StringRef::npos)
     return "'" + shownLiteral(text) +
-           "' is too small: it rounds to 0 (the smallest double is about 4.9e-324)";
+           "' is too small: it rounds to 0 (the smallest double is about "
+           "4.9e-324)";
   value = v;
   return std::nullopt;
 }
@@ -246,7 +250,8 @@ bool Elaborator::evaluateHyperparameters() {
     } else {
       MaybeValue v = eval(*decl.value);
       if (v && v->kind != Value::ScalarValue)
-        error(decl.value->getLoc(), "a hyperparameter must be a number"), v = std::nullopt;
+        error(decl.value->getLoc(), "a hyperparameter must be a number"),
+            v = std::nullopt;
       if (!v) {
         poisoned.insert(decl.name);
         continue;
@@ -255,8 +260,9 @@ bool Elaborator::evaluateHyperparameters() {
     }
     if (!value->isFloat && (value->i < 1 || value->i > kMaxInteger)) {
       std::string how = it != overrides.end() ? " (set by -D)" : "";
-      error(decl.loc, "'" + decl.name + "' is " + llvm::Twine(value->i) + how +
-                          ", but integer hyperparameters are sizes from 1 to 2^31 - 1");
+      error(decl.loc,
+            "'" + decl.name + "' is " + llvm::Twine(value->i) + how +
+                ", but integer hyperparameters are sizes from 1 to 2^31 - 1");
       poisoned.insert(decl.name);
       continue;
     }

@@ -21,7 +21,8 @@ std::optional<Graph> Elaborator::run(llvm::StringRef fileStem) {
       !declareParameters(module.parameters, loops) || !module.algorithm)
     return std::nullopt;
   graph.loc = module.algorithm->loc;
-  if (!elaborateAlgorithm(*module.algorithm) || diags.getNumErrors() > errorsBefore)
+  if (!elaborateAlgorithm(*module.algorithm) ||
+      diags.getNumErrors() > errorsBefore)
     return std::nullopt;
   warnUnusedParameters();
   return std::move(graph);

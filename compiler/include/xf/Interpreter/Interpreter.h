@@ -56,7 +56,7 @@ struct Inputs {
 };
 
 struct Evaluation {
-  Tensor result;                     // what @forward returns
+  Tensor result;                            // what @forward returns
   llvm::DenseMap<Operation *, Tensor> kept; // the ops `keep` selected
 };
 

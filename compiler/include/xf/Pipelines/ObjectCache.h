@@ -54,8 +54,7 @@ public:
 
   /// Opens (creating it if needed) the cache directory. `warn` receives the
   /// problems that do not stop a build: corrupt entries, failed stores.
-  static llvm::Expected<ObjectCache> open(const ObjectCacheSettings &settings,
-                                          WarningHandler warn);
+  static llvm::Expected<ObjectCache> open(const ObjectCacheSettings &settings, WarningHandler warn);
 
   /// Writes the object stored under `digest` to `path` and marks the entry as
   /// just used. False on a miss, and for a corrupt entry, which is reported

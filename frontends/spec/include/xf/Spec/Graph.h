@@ -77,7 +77,8 @@ enum class OpKind {
 };
 
 enum class MaskKind { Bidirectional, Causal, Cross };
-/// Rotary position embeddings of MHA: none, GGUF's adjacent pairs, or HF's halves.
+/// Rotary position embeddings of MHA: none, GGUF's adjacent pairs, or HF's
+/// halves.
 enum class RopePairing { None, Adjacent, Halves };
 
 /// The operand slots of a MultiHeadAttention node.

@@ -43,7 +43,8 @@ private:
 };
 
 /// `name` spelled as the lexer spells identifiers (ℓ_max → l_max, γ₁ → gamma1),
-/// for names given outside a spec (-D); unchanged when it is not one identifier.
+/// for names given outside a spec (-D); unchanged when it is not one
+/// identifier.
 std::string canonicalIdentifier(llvm::StringRef name);
 
 } // namespace xf::spec

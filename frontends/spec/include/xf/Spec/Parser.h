@@ -76,7 +76,7 @@ private:
   Lexer &lexer;
   DiagnosticEngine &diags;
   Token tok, ahead;
-  unsigned depth = 0; // nesting of expressions and blocks
+  unsigned depth = 0;     // nesting of expressions and blocks
   bool failed = false;    // an error was reported: no module
   bool panicking = false; // errors are not reported until recover()
 
