@@ -133,6 +133,19 @@ Status BatchDecoder::step() {
   return Status::success();
 }
 
+void BatchDecoder::abandonAll(const Status &why) {
+  for (auto &s : active_) {
+    freeCaches_.push_back(s->cache);
+    if (s->request.onError)
+      s->request.onError(why);
+  }
+  for (auto &s : waiting_)
+    if (s->request.onError)
+      s->request.onError(why);
+  active_.clear();
+  waiting_.clear();
+}
+
 Status BatchDecoder::run() {
   while (!idle())
     if (Status s = step(); !s)

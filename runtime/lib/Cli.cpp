@@ -134,6 +134,17 @@ const Spec kSpecs[] = {
      "chatml|llama2|llama3|zephyr: use this format instead of the tokenizer's template"},
     {"--system", Kind::String, "TEXT",
      "chat: the system message, instead of the template's default one"},
+    {"--serve", Kind::Flag, nullptr,
+     "run an HTTP server: POST /v1/completions (decoders; the generation options above are "
+     "the defaults of a request) or /v1/embeddings (encoders; --pool, --normalize), requests "
+     "batched together, up to --batch N sequences at a time (default 32); stops on "
+     "SIGINT/SIGTERM after finishing what runs (docs/serving.md)",
+     "serving (HTTP, JSON; OpenAI-style API)"},
+    {"--host", Kind::String, "ADDR",
+     "--serve: the address to listen on (default 127.0.0.1, this machine only; 0.0.0.0: "
+     "every interface)"},
+    {"--port", Kind::String, "PORT",
+     "--serve: the TCP port (default 8080; 0: any free port, printed on stderr)"},
 };
 
 const Spec *findSpec(const std::string &name) {
@@ -288,6 +299,16 @@ Expected<Options> parseCommandLine(int argc, const char *const *argv) {
       o.interactive = true;
     else if (name == "--system")
       o.system = value;
+    else if (name == "--serve")
+      o.serve = true;
+    else if (name == "--host")
+      o.host = value, o.hostGiven = true;
+    else if (name == "--port") {
+      uint64_t port = 0;
+      if (!parseUnsigned(value, 65535, port))
+        return makeError("--port: '" + value + "' is not a port number in [0, 65535]");
+      o.port = int(port), o.portGiven = true;
+    }
     else if (name == "--chat-template") {
       if (!chatFormatNamed(value))
         return makeError("--chat-template: '" + value + "' is not one of " + chatFormatNames());
@@ -297,10 +318,62 @@ Expected<Options> parseCommandLine(int argc, const char *const *argv) {
   return o;
 }
 
+namespace {
+
+// --serve takes its inputs from requests; the generation (decoders) or pooling (encoders)
+// options are the server's defaults.
+Status checkServeOptions(const Options &o, const Manifest &m) {
+  if (m.encoderDecoder)
+    return makeError("--serve: model '" + m.model + "' is an encoder-decoder; the server runs "
+                     "decoders (completions) and encoders (embeddings)");
+  if (o.haveInput() || o.haveSource() || o.bos)
+    return makeError("--serve takes its inputs from HTTP requests: give no --tokens, --text, "
+                     "--prompt, --batch-file or sources");
+  const char *notHere = !o.logitsOut.empty()       ? "--logits-out"
+                        : !o.hiddenOut.empty()     ? "--hidden-out"
+                        : !o.embeddingsOut.empty() ? "--embeddings-out"
+                        : !o.saveWeights.empty()   ? "--save-weights"
+                        : o.print                  ? "--print"
+                        : o.repeat                 ? "--repeat"
+                        : o.profiling()            ? "--profile/--profile-out/--trace-out"
+                        : o.chat || o.interactive  ? "--chat/--interactive"
+                        : !o.chatTemplate.empty()  ? "--chat-template"
+                        : o.system                 ? "--system"
+                        : o.noCache                ? "--no-cache"
+                                                   : nullptr;
+  if (notHere)
+    return makeError(std::string(notHere) + " is not for --serve");
+  if (!o.tokenizer.empty() && !o.vocab.empty())
+    return makeError("give either --tokenizer or --vocab, not both");
+  if (!o.merges.empty() && o.vocab.empty())
+    return makeError("--merges needs --vocab vocab.json");
+  if (m.outputIsLogits) {
+    if (o.poolGiven || o.normalize)
+      return makeError(std::string(o.poolGiven ? "--pool" : "--normalize") + ": model '" +
+                       m.model + "' outputs logits, not hidden states to pool");
+    if (o.sampling.temperature == 0 && (o.sampling.topK > 1 || o.sampling.topP < 1))
+      return makeError("--top-k/--top-p need --temperature > 0 (0 is greedy)");
+    if (o.eos && *o.eos >= m.vocab)
+      return makeError("--eos: token id " + std::to_string(*o.eos) + " is out of range [0, " +
+                       std::to_string(m.vocab) + ")");
+  } else if (o.maxNewTokens || o.samplingGiven || o.seedGiven || o.eos || o.noEos) {
+    return makeError("model '" + m.model + "' outputs hidden states (embeddings); "
+                     "--max-new-tokens/--temperature/--top-k/--top-p/--seed/--eos are for "
+                     "decoders");
+  }
+  return Status::success();
+}
+
+} // namespace
+
 Status checkOptions(const Options &o, const Manifest &m) {
   if (o.weights.empty() == !o.randomWeights)
     return makeError(o.randomWeights ? "give either --weights or --random-weights, not both"
                                      : "give --weights FILE or --random-weights SEED");
+  if (o.serve)
+    return checkServeOptions(o, m);
+  if (o.hostGiven || o.portGiven)
+    return makeError(std::string(o.hostGiven ? "--host" : "--port") + " needs --serve");
   if (!o.logitsOut.empty() && !m.outputIsLogits)
     return makeError("--logits-out: model '" + m.model +
                      "' outputs hidden states; use --hidden-out");

@@ -336,7 +336,7 @@ int runGeneration(const Options &o, const Manifest &m, Session &session, const B
 
 } // namespace
 
-int runMain(int argc, const char *const *argv, const ModelAbi &abi) {
+int runMain(int argc, const char *const *argv, const ModelAbi &abi, ServeMain serve) {
   std::string program = argc > 0 && argv[0] ? argv[0] : "xf-model";
   Expected<Manifest> manifest = parseManifest(abi.manifest ? abi.manifest : "");
   if (!manifest)
@@ -412,6 +412,11 @@ int runMain(int argc, const char *const *argv, const ModelAbi &abi) {
   if (!o.saveWeights.empty())
     if (Status s = saveWeights(o.saveWeights, m, *weights); !s)
       return report(s.message(), 1);
+  if (o.serve) {
+    if (!serve)
+      return report("--serve: this executable was linked without the server", 1);
+    return serve(o, m, abi, *weights, *tokenizer);
+  }
   int code = 0;
   if (batch->size() > 0 || o.interactive) {
     Expected<Session> session = Session::create(m, abi, *weights);

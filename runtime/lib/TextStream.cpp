@@ -5,12 +5,19 @@
 
 namespace xfrt {
 
+void TextStream::write(const char *bytes, size_t n) {
+  if (sink_)
+    sink_(bytes, n);
+  else
+    std::fwrite(bytes, 1, n, stdout);
+}
+
 void TextStream::add(int32_t id) {
   if (!tok_->decode({id})) {
     // Not in the tokenizer's vocabulary (it is smaller than the model's, or has holes):
     // U+FFFD takes its place, and the caller says so on stderr.
     finish();
-    std::fwrite("\xEF\xBF\xBD", 1, 3, stdout);
+    write("\xEF\xBF\xBD", 3);
     missing_.push_back(id);
     ids_.clear();
     last_.clear();
@@ -33,7 +40,7 @@ void TextStream::add(int32_t id) {
     }
   }
   if (end > printed_ && text->compare(0, printed_, last_, 0, printed_) == 0) {
-    std::fwrite(text->data() + printed_, 1, end - printed_, stdout);
+    write(text->data() + printed_, end - printed_);
     printed_ = end;
   }
   last_ = text.take();
@@ -41,7 +48,7 @@ void TextStream::add(int32_t id) {
 
 void TextStream::finish() {
   if (last_.size() > printed_)
-    std::fwrite(last_.data() + printed_, 1, last_.size() - printed_, stdout);
+    write(last_.data() + printed_, last_.size() - printed_);
   printed_ = last_.size();
 }
 

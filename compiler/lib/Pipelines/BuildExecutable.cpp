@@ -49,9 +49,13 @@ llvm::Error link(llvm::ArrayRef<std::string> objects, llvm::StringRef output, bo
   if (shared)
     args.insert(args.end(), {"-shared", "-Wl,-Bsymbolic"});
   args.insert(args.end(), objects.begin(), objects.end());
-  if (!shared)
+  if (!shared) {
     args.push_back(XFRT_MAIN_ARCHIVE_PATH);
+    args.push_back(XFRT_SERVE_ARCHIVE_PATH); // --serve's HTTP server (cpp-httplib)
+  }
   args.push_back(XFRT_ARCHIVE_PATH);
+  if (!shared)
+    args.push_back("-lcpp-httplib");
   for (const char *flag : {"-lstdc++", "-lpthread", "-ldl", "-lm"})
     args.push_back(flag);
 #ifdef XF_LINK_SANITIZERS

@@ -38,6 +38,8 @@ struct BatchRequest {
   // Polled before every step: true drops the sequence (a client that went away); onDone is
   // not called for it.
   std::function<bool()> cancelled;
+  // Called instead of onDone when the sequence is abandoned (BatchDecoder::abandonAll).
+  std::function<void(const Status &)> onError;
 };
 
 struct BatchStats {
@@ -64,6 +66,9 @@ public:
   Status step();
   // Steps until idle.
   Status run();
+  // Drops every running and waiting sequence, telling each (onError) why: after a step
+  // failed, so that a server can answer its clients and go on.
+  void abandonAll(const Status &why);
   const BatchStats &stats() const { return stats_; }
   // The most positions a sequence may reach here.
   int64_t positionLimit() const { return limit_; }

@@ -35,6 +35,9 @@ constexpr int64_t kDefaultNewTokens = 32;
 // earlier at the end-of-turn token.
 constexpr int64_t kDefaultChatTokens = 256;
 
+// --serve without --port.
+constexpr int kDefaultServePort = 8080;
+
 struct Options {
   bool help = false;
   std::string weights;        // --weights
@@ -85,6 +88,13 @@ struct Options {
   double peakGflops = 0, peakGBs = 0; // --peak G,B: the roofline's ceilings (0: measured)
   bool profiling() const { return profile || !traceOut.empty() || !profileOut.empty(); }
   bool printMemory = false;
+
+  // --serve: an HTTP server (Server.h, docs/serving.md) on --host (default loopback only)
+  // and --port (0: any free port, printed on stderr).
+  bool serve = false;
+  std::string host = "127.0.0.1";
+  int port = kDefaultServePort;
+  bool hostGiven = false, portGiven = false;
 
   bool haveTokens() const { return !tokens.empty(); }
   bool haveSource() const { return !sourceTokens.empty() || !sourcePrompts.empty(); }

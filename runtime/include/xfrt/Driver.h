@@ -40,7 +40,16 @@ struct ModelAbi {
                                  void *const *caches, int64_t cachePositions) = nullptr;
 };
 
-int runMain(int argc, const char *const *argv, const ModelAbi &abi);
+struct Options;
+struct Manifest;
+struct LoadedTokenizer;
+struct WeightSet;
+// --serve's server (Server.h), linked in from its own archive by main(); null: --serve is an
+// error. Returns the exit code.
+using ServeMain = int (*)(const Options &options, const Manifest &manifest, const ModelAbi &abi,
+                          const WeightSet &weights, const LoadedTokenizer &tokenizer);
+
+int runMain(int argc, const char *const *argv, const ModelAbi &abi, ServeMain serve = nullptr);
 
 // Indices of the k largest values of row[0, n), largest first; ties go to the
 // lower index and NaN ranks below everything.

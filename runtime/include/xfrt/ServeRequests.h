@@ -1,0 +1,78 @@
+//===- ServeRequests.h - The JSON bodies --serve accepts ----------*- C++ -*-===//
+//
+// Parses and checks the bodies of POST /v1/completions and POST /v1/embeddings (docs/serving.md)
+// without any HTTP: the server answers a RequestError with status 400 and an OpenAI-style error
+// object naming `param`. Everything a sequence needs is checked here (ids in the vocabulary,
+// lengths within the model's positions, sampling parameters in range), so a request that parses
+// cannot fail in the scheduler. Unknown members are errors (a misspelt "max_token" would
+// otherwise be ignored silently), except "model" and "user", which OpenAI clients send.
+//
+//===----------------------------------------------------------------------===//
+#ifndef XFRT_SERVEREQUESTS_H
+#define XFRT_SERVEREQUESTS_H
+
+#include "xfrt/Sampling.h"
+#include "xfrt/Tokenizer.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace xfrt {
+
+// The largest request body the server reads; larger ones get 413 before they are parsed.
+constexpr size_t kMaxServeBodyBytes = size_t(4) << 20;
+// Embedding inputs in one request.
+constexpr int64_t kMaxEmbeddingInputs = 2048;
+// max_tokens above this is an error (a sequence also stops at the model's positions).
+constexpr int64_t kMaxServeNewTokens = 1000000;
+
+// What requests are checked against.
+struct ServeLimits {
+  int64_t vocab = 0;     // every id < vocab
+  int64_t maxTokens = 0; // positions of one prompt or input (>= 1)
+  const Tokenizer *tokenizer = nullptr; // text inputs need one
+  std::optional<int32_t> bos;           // text prompts start with it (LoadedTokenizer::bos)
+};
+
+// The command line's generation options stand in for members a request leaves out.
+struct CompletionDefaults {
+  int64_t maxTokens = 16;
+  SamplingOptions sampling;
+  uint64_t seed = 0;
+};
+
+struct CompletionRequest {
+  std::vector<int32_t> prompt;
+  int64_t maxTokens = 16;
+  SamplingOptions sampling;
+  uint64_t seed = 0;
+  bool stream = false;
+};
+
+struct EmbeddingRequest {
+  std::vector<std::vector<int32_t>> inputs;
+  int64_t tokens = 0; // Σ lengths, for "usage"
+};
+
+struct RequestError {
+  std::string param; // the member at fault; empty for the body as a whole
+  std::string message;
+};
+
+// prompt: a string (tokenized) or an array of token ids; max_tokens, temperature, top_k, top_p,
+// seed, stream; n (only 1), echo (only false), logprobs (only null).
+std::optional<RequestError> parseCompletionRequest(std::string_view body, const ServeLimits &limits,
+                                                   const CompletionDefaults &defaults,
+                                                   CompletionRequest &out);
+
+// input: a string, an array of strings, an array of ids, or an array of id arrays;
+// encoding_format (only "float").
+std::optional<RequestError> parseEmbeddingRequest(std::string_view body, const ServeLimits &limits,
+                                                  EmbeddingRequest &out);
+
+} // namespace xfrt
+
+#endif // XFRT_SERVEREQUESTS_H

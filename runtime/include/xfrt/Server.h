@@ -1,0 +1,39 @@
+//===- Server.h - --serve: the model behind an HTTP API ------------*- C++ -*-===//
+//
+// runServer listens on --host:--port and answers (docs/serving.md):
+//   POST /v1/completions  decoders: a prompt (text or ids) continued, whole or streamed as
+//                         server-sent events; requests decode together (ServeScheduler.h)
+//   POST /v1/embeddings   encoders: pooled vectors of one or more inputs, batched with the
+//                         other requests queued at the time
+//   GET  /v1/models, GET /health
+// Bad requests get a JSON error object and a 4xx status (400 bad JSON or parameters, 404
+// unknown path or an endpoint the model does not serve, 405 wrong method, 413 a body over
+// kMaxServeBodyBytes, 503 queue full or shutting down). SIGINT/SIGTERM stop accepting requests,
+// finish those that run (a second signal does not wait), and return 0.
+//
+// The HTTP layer is cpp-httplib (Debian's libcpp-httplib-dev 0.11): a maintained parser with
+// limits on request lines, headers and bodies, keep-alive, chunked responses and per-connection
+// timeouts, rather than hand-written socket code facing untrusted input (docs/dependencies.md).
+//
+//===----------------------------------------------------------------------===//
+#ifndef XFRT_SERVER_H
+#define XFRT_SERVER_H
+
+#include "xfrt/Cli.h"
+#include "xfrt/Inputs.h"
+#include "xfrt/Manifest.h"
+#include "xfrt/Session.h"
+#include "xfrt/Weights.h"
+
+namespace xfrt {
+
+// The process exit code: 0 after a signal, 1 when the port cannot be bound or the model cannot
+// be served (an encoder-decoder, a decoder without xf_forward_cached_packed).
+// It creates the Session itself, after blocking SIGINT/SIGTERM, so that no thread (the
+// kernels' thread pool included) can take a signal meant for the graceful shutdown.
+int runServer(const Options &options, const Manifest &manifest, const ModelAbi &abi,
+              const WeightSet &weights, const LoadedTokenizer &tokenizer);
+
+} // namespace xfrt
+
+#endif // XFRT_SERVER_H

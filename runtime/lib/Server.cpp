@@ -1,0 +1,492 @@
+//===- Server.cpp - --serve: the model behind an HTTP API -----------------===//
+//
+// cpp-httplib's connection threads parse requests (ServeRequests.h) and wait; the one
+// ServeScheduler thread runs the model and hands results back through a shared
+// Completion / pending-embeddings state per request.
+//
+//===----------------------------------------------------------------------===//
+#include "xfrt/Server.h"
+
+#include "xfrt/BatchFile.h"
+#include "xfrt/Json.h"
+#include "xfrt/PackedBatch.h"
+#include "xfrt/ServeRequests.h"
+#include "xfrt/ServeScheduler.h"
+#include "xfrt/TextStream.h"
+
+#include <httplib.h>
+
+#include <atomic>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <memory>
+#include <pthread.h>
+
+namespace xfrt {
+namespace {
+
+// Requests waiting for a place, beyond which the server answers 503.
+constexpr size_t kMaxQueuedRequests = 1024;
+// After SIGINT/SIGTERM, how long running requests may take to finish.
+constexpr int kDrainSeconds = 60;
+
+std::string errorJson(const std::string &message, const char *type,
+                      const std::string &param = "") {
+  return "{\"error\": {\"message\": " + quoteJson(validUtf8(message)) + ", \"type\": \"" + type +
+         "\", \"param\": " + (param.empty() ? "null" : quoteJson(param)) + ", \"code\": null}}";
+}
+
+void sendError(httplib::Response &res, int status, const std::string &message,
+               const std::string &param = "") {
+  res.status = status;
+  const char *type = status == 503 ? "server_busy"
+                     : status >= 500 ? "server_error"
+                     : status == 404 ? "not_found_error"
+                                     : "invalid_request_error";
+  res.set_content(errorJson(message, type, param) + "\n", "application/json");
+}
+
+void appendFloat(std::string &out, float v) {
+  if (!std::isfinite(v)) {
+    out += "null"; // JSON has no NaN or infinity
+    return;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", double(v));
+  out += buf;
+}
+
+std::string idList(const std::vector<int32_t> &ids, size_t from = 0) {
+  std::string out = "[";
+  for (size_t i = from; i < ids.size(); ++i)
+    out += (i > from ? "," : "") + std::to_string(ids[i]);
+  return out + "]";
+}
+
+// One completion's results, filled by the scheduler thread and read by its connection thread.
+struct Completion {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<int32_t> ids; // new tokens so far
+  bool done = false;
+  std::string error;      // set with done when the model failed
+  std::string finish;     // "stop" (eos) or "length"
+  std::atomic<bool> cancelled{false}; // the client went away
+};
+
+class Server {
+public:
+  Server(const Options &o, const Manifest &m, Session &session, const LoadedTokenizer &tok)
+      : o_(o), m_(m), tok_(tok.tokenizer.get()),
+        scheduler_(session, o.batchSize > 0 ? o.batchSize : kDefaultBatchChunk, o.pool,
+                   o.normalize, kMaxQueuedRequests) {
+    limits_.vocab = m.vocab;
+    limits_.tokenizer = tok_;
+    limits_.bos = tok.bos;
+    if (m.outputIsLogits) {
+      limits_.maxTokens = scheduler_.positionLimit();
+      defaults_.maxTokens = o.maxNewTokens > 0 ? o.maxNewTokens : 16;
+      defaults_.sampling = o.sampling;
+      defaults_.seed = o.samplingSeed;
+      if (o.eos)
+        eos_ = int32_t(*o.eos);
+      else if (!o.noEos && tok_)
+        if (std::optional<int32_t> end = tok_->endOfText(); end && *end < m.vocab)
+          eos_ = *end;
+    } else {
+      limits_.maxTokens = m.maxPositions > 0 ? m.maxPositions : kMaxTokensWithoutLimit;
+    }
+    created_ = int64_t(std::time(nullptr));
+    routes();
+  }
+
+  int run();
+
+private:
+  void routes();
+  void completions(const httplib::Request &req, httplib::Response &res);
+  void embeddings(const httplib::Request &req, httplib::Response &res);
+  std::string completionJson(const std::string &id, const std::string &text,
+                             const std::vector<int32_t> &ids, const char *finish,
+                             int64_t promptTokens, int64_t completionTokens);
+  void shutdownOnSignal();
+
+  // Counts a request from its first byte handled to its last byte sent.
+  struct InFlight {
+    explicit InFlight(std::atomic<int> &n) : n_(n) { ++n_; }
+    ~InFlight() { --n_; }
+    std::atomic<int> &n_;
+  };
+
+  const Options &o_;
+  const Manifest &m_;
+  const Tokenizer *tok_;
+  ServeLimits limits_;
+  CompletionDefaults defaults_;
+  std::optional<int32_t> eos_;
+  ServeScheduler scheduler_;
+  httplib::Server http_;
+  std::atomic<bool> draining_{false}, finished_{false};
+  std::atomic<int> inFlight_{0};
+  std::atomic<int64_t> nextId_{0};
+  int64_t created_ = 0;
+};
+
+void Server::routes() {
+  http_.set_payload_max_length(kMaxServeBodyBytes);
+  http_.set_read_timeout(30);
+  http_.set_write_timeout(30);
+  http_.set_keep_alive_max_count(1000);
+  // One connection thread per client decoding at once, and some to spare for the rest.
+  size_t threads = size_t(std::min<int64_t>(o_.batchSize > 0 ? o_.batchSize : kDefaultBatchChunk,
+                                            1024)) + 16;
+  http_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // Statuses cpp-httplib sets itself (400 unparsable request, 404, 413) get a JSON body too.
+  http_.set_error_handler([](const httplib::Request &, httplib::Response &res) {
+    if (!res.body.empty())
+      return;
+    std::string what = res.status == 404   ? "no such endpoint"
+                       : res.status == 413 ? "the request body is larger than " +
+                                                 std::to_string(kMaxServeBodyBytes) + " bytes"
+                       : res.status == 414 ? "the request line is too long"
+                                           : "bad request";
+    sendError(res, res.status, what);
+  });
+  http_.set_exception_handler(
+      [](const httplib::Request &, httplib::Response &res, std::exception_ptr ep) {
+        std::string what = "internal error";
+        try {
+          std::rethrow_exception(ep);
+        } catch (const std::exception &e) {
+          what += std::string(": ") + e.what();
+        } catch (...) {
+        }
+        sendError(res, 500, what);
+      });
+  http_.Get("/health", [this](const httplib::Request &, httplib::Response &res) {
+    ServeScheduler::Load l = scheduler_.load();
+    res.set_content("{\"status\": \"" + std::string(draining_ ? "stopping" : "ok") +
+                        "\", \"running\": " + std::to_string(l.running) +
+                        ", \"waiting\": " + std::to_string(l.waiting) + "}\n",
+                    "application/json");
+  });
+  http_.Get("/v1/models", [this](const httplib::Request &, httplib::Response &res) {
+    res.set_content("{\"object\": \"list\", \"data\": [{\"id\": " + quoteJson(m_.model) +
+                        ", \"object\": \"model\", \"created\": " + std::to_string(created_) +
+                        ", \"owned_by\": \"xf\"}]}\n",
+                    "application/json");
+  });
+  for (const char *path : {"/v1/completions", "/v1/embeddings"})
+    http_.Get(path, [](const httplib::Request &, httplib::Response &res) {
+      res.set_header("Allow", "POST");
+      sendError(res, 405, "use POST");
+    });
+  http_.Post("/v1/completions", [this](const httplib::Request &req, httplib::Response &res) {
+    completions(req, res);
+  });
+  http_.Post("/v1/embeddings", [this](const httplib::Request &req, httplib::Response &res) {
+    embeddings(req, res);
+  });
+}
+
+std::string Server::completionJson(const std::string &id, const std::string &text,
+                                   const std::vector<int32_t> &ids, const char *finish,
+                                   int64_t promptTokens, int64_t completionTokens) {
+  std::string out = "{\"id\": \"" + id + "\", \"object\": \"text_completion\", \"created\": " +
+                    std::to_string(int64_t(std::time(nullptr))) +
+                    ", \"model\": " + quoteJson(m_.model) +
+                    ", \"choices\": [{\"index\": 0, \"text\": " + quoteJson(validUtf8(text)) +
+                    ", \"token_ids\": " + idList(ids) + ", \"logprobs\": null, " +
+                    "\"finish_reason\": " +
+                    (finish ? "\"" + std::string(finish) + "\"" : std::string("null")) + "}]";
+  if (completionTokens >= 0)
+    out += ", \"usage\": {\"prompt_tokens\": " + std::to_string(promptTokens) +
+           ", \"completion_tokens\": " + std::to_string(completionTokens) +
+           ", \"total_tokens\": " + std::to_string(promptTokens + completionTokens) + "}";
+  return out + "}";
+}
+
+void Server::completions(const httplib::Request &req, httplib::Response &res) {
+  if (!m_.outputIsLogits)
+    return sendError(res, 404, "model '" + m_.model + "' outputs hidden states: it serves "
+                               "/v1/embeddings, not completions");
+  if (draining_)
+    return sendError(res, 503, "the server is shutting down");
+  CompletionRequest request;
+  if (std::optional<RequestError> e = parseCompletionRequest(req.body, limits_, defaults_, request))
+    return sendError(res, 400, e->message, e->param);
+
+  auto state = std::make_shared<Completion>();
+  BatchRequest batch;
+  batch.prompt = request.prompt;
+  batch.options.maxNewTokens = request.maxTokens;
+  batch.options.sampling = request.sampling;
+  batch.options.eos = eos_;
+  batch.seed = request.seed;
+  batch.onToken = [state](int32_t id) {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->ids.push_back(id);
+    state->changed.notify_all();
+  };
+  batch.onDone = [state](const GenerateResult &r) {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->done = true;
+    state->finish = r.stopReason == "eos" ? "stop" : "length";
+    state->changed.notify_all();
+  };
+  batch.onError = [state](const Status &s) {
+    std::lock_guard<std::mutex> lock(state->mutex);
+    state->done = true;
+    state->error = s.message();
+    state->changed.notify_all();
+  };
+  batch.cancelled = [state] { return state->cancelled.load(); };
+  auto inFlight = std::make_shared<InFlight>(inFlight_);
+  if (!scheduler_.submit(std::move(batch)))
+    return sendError(res, 503, "the server is busy: " + std::to_string(kMaxQueuedRequests) +
+                               " requests are waiting; try again later");
+  std::string id = "cmpl-" + std::to_string(nextId_++);
+  int64_t promptTokens = int64_t(request.prompt.size());
+
+  if (!request.stream) {
+    std::unique_lock<std::mutex> lock(state->mutex);
+    state->changed.wait(lock, [&] { return state->done; });
+    if (!state->error.empty())
+      return sendError(res, 500, state->error);
+    std::string text;
+    if (tok_) {
+      TextStream stream(tok_, [&](const char *b, size_t n) { text.append(b, n); });
+      for (int32_t t : state->ids)
+        stream.add(t);
+      stream.finish();
+    }
+    res.set_content(completionJson(id, text, state->ids, state->finish.c_str(), promptTokens,
+                                   int64_t(state->ids.size())) + "\n",
+                    "application/json");
+    return;
+  }
+
+  // Server-sent events: one event per new token, a last one with finish_reason and usage,
+  // then "data: [DONE]". A failed write means the client went away: its sequence is dropped.
+  struct Stream {
+    size_t sent = 0;
+    std::string pending; // text decoded but not yet sent
+    std::unique_ptr<TextStream> text;
+  };
+  auto stream = std::make_shared<Stream>();
+  if (tok_)
+    stream->text = std::make_unique<TextStream>(
+        tok_, [s = stream.get()](const char *b, size_t n) { s->pending.append(b, n); });
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, state, stream, id, promptTokens](size_t, httplib::DataSink &sink) {
+        std::vector<int32_t> fresh;
+        bool done;
+        std::string error, finish;
+        {
+          std::unique_lock<std::mutex> lock(state->mutex);
+          state->changed.wait(lock, [&] { return state->done || state->ids.size() > stream->sent; });
+          fresh.assign(state->ids.begin() + long(stream->sent), state->ids.end());
+          stream->sent = state->ids.size();
+          done = state->done;
+          error = state->error;
+          finish = state->finish;
+        }
+        auto send = [&](const std::string &event) {
+          std::string line = "data: " + event + "\n\n";
+          if (!sink.write(line.data(), line.size())) {
+            state->cancelled = true;
+            return false;
+          }
+          return true;
+        };
+        for (int32_t t : fresh) {
+          if (stream->text)
+            stream->text->add(t);
+          std::string piece = std::move(stream->pending);
+          stream->pending.clear();
+          if (!send(completionJson(id, piece, {t}, nullptr, promptTokens, -1)))
+            return false;
+        }
+        if (!done)
+          return true;
+        if (!error.empty()) {
+          send(errorJson(error, "server_error"));
+        } else {
+          if (stream->text)
+            stream->text->finish();
+          std::string rest = std::move(stream->pending);
+          std::vector<int32_t> all;
+          {
+            std::lock_guard<std::mutex> lock(state->mutex);
+            all = state->ids;
+          }
+          // The last event carries no new token; its usage counts them all.
+          std::string last = completionJson(id, rest, {}, finish.c_str(), promptTokens,
+                                            int64_t(all.size()));
+          if (!send(last))
+            return false;
+        }
+        if (!send("[DONE]"))
+          return false;
+        sink.done();
+        return true;
+      },
+      [state, inFlight](bool) {
+        // Called once the response ends, however it ends: a sequence still running belongs to
+        // a client that is gone.
+        std::lock_guard<std::mutex> lock(state->mutex);
+        if (!state->done)
+          state->cancelled = true;
+      });
+}
+
+void Server::embeddings(const httplib::Request &req, httplib::Response &res) {
+  if (m_.outputIsLogits)
+    return sendError(res, 404, "model '" + m_.model + "' outputs logits: it serves "
+                               "/v1/completions, not embeddings");
+  if (draining_)
+    return sendError(res, 503, "the server is shutting down");
+  InFlight inFlight(inFlight_);
+  EmbeddingRequest request;
+  if (std::optional<RequestError> e = parseEmbeddingRequest(req.body, limits_, request))
+    return sendError(res, 400, e->message, e->param);
+  struct Result {
+    std::mutex mutex;
+    std::condition_variable ready;
+    bool done = false;
+    Status status;
+    std::vector<float> vectors;
+  };
+  auto result = std::make_shared<Result>();
+  EmbeddingJob job;
+  size_t n = request.inputs.size();
+  job.inputs = std::move(request.inputs);
+  job.done = [result](const Status &s, std::vector<float> v) {
+    std::lock_guard<std::mutex> lock(result->mutex);
+    result->done = true;
+    result->status = s;
+    result->vectors = std::move(v);
+    result->ready.notify_all();
+  };
+  if (!scheduler_.submit(std::move(job)))
+    return sendError(res, 503, "the server is busy: " + std::to_string(kMaxQueuedRequests) +
+                               " requests are waiting; try again later");
+  std::unique_lock<std::mutex> lock(result->mutex);
+  result->ready.wait(lock, [&] { return result->done; });
+  if (!result->status)
+    return sendError(res, 500, result->status.message());
+  std::string out = "{\"object\": \"list\", \"data\": [";
+  for (size_t i = 0; i < n; ++i) {
+    out += (i ? ", " : "") + std::string("{\"object\": \"embedding\", \"index\": ") +
+           std::to_string(i) + ", \"embedding\": [";
+    for (int64_t k = 0; k < m_.dOut; ++k) {
+      if (k)
+        out += ",";
+      appendFloat(out, result->vectors[i * size_t(m_.dOut) + size_t(k)]);
+    }
+    out += "]}";
+  }
+  out += "], \"model\": " + quoteJson(m_.model) + ", \"usage\": {\"prompt_tokens\": " +
+         std::to_string(request.tokens) + ", \"total_tokens\": " +
+         std::to_string(request.tokens) + "}}\n";
+  res.set_content(out, "application/json");
+}
+
+// SIGINT/SIGTERM (blocked in every thread, taken here): stop taking requests, let the running
+// ones finish (at most kDrainSeconds; a second signal cuts that short), then stop listening.
+void Server::shutdownOnSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  timespec tick{0, 100 * 1000 * 1000};
+  while (!finished_) {
+    int sig = sigtimedwait(&set, nullptr, &tick);
+    if (sig != SIGINT && sig != SIGTERM)
+      continue;
+    draining_ = true;
+    std::fprintf(stderr, "%s: shutting down (signal %d): finishing %d request(s)\n",
+                 m_.model.c_str(), sig, inFlight_.load());
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kDrainSeconds);
+    while (inFlight_ > 0 && std::chrono::steady_clock::now() < deadline)
+      if (int again = sigtimedwait(&set, nullptr, &tick); again == SIGINT || again == SIGTERM)
+        break;
+    http_.stop();
+    return;
+  }
+}
+
+int Server::run() {
+  int port = o_.port;
+  if (port == 0) {
+    port = http_.bind_to_any_port(o_.host);
+    if (port < 0)
+      port = 0;
+  } else if (!http_.bind_to_port(o_.host, port)) {
+    port = 0;
+  }
+  if (port == 0) {
+    std::fprintf(stderr, "error: --serve: cannot listen on %s:%d (in use, or not an address of "
+                 "this machine)\n", o_.host.c_str(), o_.port);
+    return 1;
+  }
+  std::fprintf(stderr, "%s: serving %s on http://%s:%d (up to %lld sequences together)\n",
+               m_.model.c_str(), m_.outputIsLogits ? "POST /v1/completions" : "POST /v1/embeddings",
+               o_.host.c_str(), port,
+               (long long)(o_.batchSize > 0 ? o_.batchSize : kDefaultBatchChunk));
+  std::fflush(stderr);
+  std::thread signals([this] { shutdownOnSignal(); });
+  bool ok = http_.listen_after_bind();
+  finished_ = true;
+  signals.join();
+  scheduler_.stop();
+  ServeScheduler::Load l = scheduler_.load();
+  if (m_.outputIsLogits)
+    std::fprintf(stderr,
+                 "%s: stopped; %lld tokens generated in %lld steps, up to %lld sequences "
+                 "together; decode %.1f tokens/s\n",
+                 m_.model.c_str(), (long long)l.decode.tokens, (long long)l.decode.steps,
+                 (long long)l.decode.maxActive,
+                 l.decode.decodeMs > 0 ? 1e3 * double(l.decode.decodeTokens) / l.decode.decodeMs
+                                       : 0.0);
+  else
+    std::fprintf(stderr, "%s: stopped; %lld inputs embedded in %lld packed calls\n",
+                 m_.model.c_str(), (long long)l.embeddedInputs, (long long)l.embeddingCalls);
+  return ok ? 0 : 1;
+}
+
+} // namespace
+
+int runServer(const Options &o, const Manifest &m, const ModelAbi &abi, const WeightSet &weights,
+              const LoadedTokenizer &tokenizer) {
+  if (m.encoderDecoder) {
+    std::fprintf(stderr, "error: --serve: model '%s' is an encoder-decoder\n", m.model.c_str());
+    return 1;
+  }
+  // Signals are taken by one thread (Server::shutdownOnSignal); every thread started from here
+  // on inherits the mask. A write to a closed connection fails instead of killing the process.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+  Expected<Session> session = Session::create(m, abi, weights);
+  if (!session) {
+    std::fprintf(stderr, "error: %s\n", session.message().c_str());
+    return 1;
+  }
+  if (m.outputIsLogits && !session->canPackCached()) {
+    std::fprintf(stderr, "error: --serve: decoder '%s' has no xf_forward_cached_packed (rebuild "
+                 "it with this xfc)\n", m.model.c_str());
+    return 1;
+  }
+  Server server(o, m, *session, tokenizer);
+  return server.run();
+}
+
+} // namespace xfrt
