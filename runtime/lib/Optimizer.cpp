@@ -47,6 +47,14 @@ AdamW::AdamW(const std::vector<TrainableTensor> &tensors, AdamWOptions options)
   }
 }
 
+void AdamW::restore(const std::vector<const float *> &moments, int64_t steps) {
+  for (size_t k = 0; k < m_.size() && 2 * k + 1 < moments.size(); ++k) {
+    std::copy(moments[2 * k], moments[2 * k] + m_[k].size(), m_[k].begin());
+    std::copy(moments[2 * k + 1], moments[2 * k + 1] + v_[k].size(), v_[k].begin());
+  }
+  t_ = steps;
+}
+
 void AdamW::step(const std::vector<TrainableTensor> &tensors, double lr, double gradScale) {
   ++t_;
   const double b1 = options_.beta1, b2 = options_.beta2;

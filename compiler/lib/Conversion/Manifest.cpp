@@ -57,12 +57,13 @@ std::string mlir::xf::renderManifest(const ManifestInfo &info) {
   return text;
 }
 
-void mlir::xf::emitManifestGlobal(ModuleOp module, llvm::StringRef json) {
+void mlir::xf::emitManifestGlobal(ModuleOp module, llvm::StringRef json,
+                                  llvm::StringRef symbol) {
   OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
   std::string data = json.str();
   data.push_back('\0');
   auto type = LLVM::LLVMArrayType::get(b.getI8Type(), data.size());
   LLVM::GlobalOp::create(b, module.getLoc(), type, /*isConstant=*/true,
-                         LLVM::Linkage::External, "xf_model_manifest",
+                         LLVM::Linkage::External, symbol,
                          b.getStringAttr(data));
 }

@@ -58,7 +58,8 @@ struct ManifestInfo {
 std::string renderManifest(const ManifestInfo &info);
 
 /// `xf_model_manifest`: a NUL-terminated external constant.
-void emitManifestGlobal(ModuleOp module, llvm::StringRef json);
+void emitManifestGlobal(ModuleOp module, llvm::StringRef json,
+                        llvm::StringRef symbol = "xf_model_manifest");
 
 } // namespace mlir::xf
 

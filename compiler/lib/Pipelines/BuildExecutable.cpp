@@ -33,7 +33,8 @@ using namespace mlir::xf;
 
 namespace {
 
-llvm::Error link(llvm::ArrayRef<std::string> objects, llvm::StringRef output, bool shared) {
+llvm::Error link(llvm::ArrayRef<std::string> objects, llvm::StringRef output, bool shared,
+                 bool trainer) {
   auto driver = llvm::sys::findProgramByName(XF_LINKER_DRIVER);
   if (!driver)
     driver = llvm::sys::findProgramByName("c++");
@@ -49,12 +50,14 @@ llvm::Error link(llvm::ArrayRef<std::string> objects, llvm::StringRef output, bo
   if (shared)
     args.insert(args.end(), {"-shared", "-Wl,-Bsymbolic"});
   args.insert(args.end(), objects.begin(), objects.end());
-  if (!shared) {
+  if (!shared && trainer) {
+    args.push_back(XFRT_TRAIN_MAIN_ARCHIVE_PATH);
+  } else if (!shared) {
     args.push_back(XFRT_MAIN_ARCHIVE_PATH);
     args.push_back(XFRT_SERVE_ARCHIVE_PATH); // --serve's HTTP server (cpp-httplib)
   }
   args.push_back(XFRT_ARCHIVE_PATH);
-  if (!shared)
+  if (!shared && !trainer)
     args.push_back("-lcpp-httplib");
   for (const char *flag : {"-lstdc++", "-lpthread", "-ldl", "-lm"})
     args.push_back(flag);
@@ -199,7 +202,7 @@ llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
     return e;
   source.finish();
   auto start = std::chrono::steady_clock::now();
-  if (llvm::Error e = link(objects, output, options.sharedLibrary))
+  if (llvm::Error e = link(objects, output, options.sharedLibrary, options.trainer))
     return e;
   if (options.log)
     *options.log << llvm::formatv("xfc: linked in {0:F2} s\n", secondsSince(start));

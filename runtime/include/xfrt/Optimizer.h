@@ -54,6 +54,11 @@ public:
   /// Steps taken so far (t in the bias corrections is steps() after the call).
   int64_t steps() const { return t_; }
   void step(const std::vector<TrainableTensor> &tensors, double lr, double gradScale = 1.0);
+  /// Tensor k's moments, for a trainer's state file; restore() sets them all (m and v
+  /// of each tensor in turn, each of the tensor's size) and the steps taken.
+  const float *firstMoment(size_t k) const { return m_[k].data(); }
+  const float *secondMoment(size_t k) const { return v_[k].data(); }
+  void restore(const std::vector<const float *> &moments, int64_t steps);
 
 private:
   AdamWOptions options_;

@@ -26,6 +26,9 @@ namespace mlir::xf {
 
 enum class ElementwiseKind { Relu, GeluTanh, GeluErf };
 
+/// The activation whose derivative an activation-gradient kernel applies.
+enum class ActivationGradKind { Relu, GeluTanh, GeluErf, Silu };
+
 /// Which features of a head rotary embeddings rotate together (xf.rope).
 enum class RotaryPairs { Adjacent, Halves };
 
@@ -63,12 +66,49 @@ public:
   /// out = a ⊙ b                             (a, a_stride, b, b_stride, out, rows)
   func::FuncOp multiply(int64_t width);
   /// Rotary position embeddings of `heads` heads of `headWidth` features,
-  /// row t at position offset + t           (in, in_stride, out, rows, offset)
-  func::FuncOp rotaryRows(int64_t heads, int64_t headWidth, RotaryPairs pairs, double base);
+  /// row t at position offset + t           (in, in_stride, out, rows, offset);
+  /// `inverse` turns by −θ (the backward of xf.rope).
+  func::FuncOp rotaryRows(int64_t heads, int64_t headWidth, RotaryPairs pairs, double base,
+                          bool inverse = false);
   /// out[r, c] = in[r, c] with row strides   (in, in_stride, out, out_stride, rows, cols)
   func::FuncOp copy2d();
   /// out[c, r] = in[r, c], in is [rows, cols] (in, out, rows, cols)
   func::FuncOp transpose2d();
+
+  // ---- Backward (the ops of xf-differentiate; BackwardLoopKernels.cpp) ----
+  // Kernels marked "serial" sum over rows into one accumulator and ignore
+  // the schedule's tasks; "acc +=" kernels add into what the caller zeroed.
+  /// loss = (1/rows)·Σ_t [logsumexp(z_t) − z_t[y_t]], serial (logits, targets, loss, rows)
+  func::FuncOp crossEntropy(int64_t width);
+  /// out = (softmax(z_t) − onehot(y_t)) / rows (logits, targets, out, rows)
+  func::FuncOp crossEntropyGrad(int64_t width);
+  /// dx of LayerNorm (`center`) or RMSNorm      (x, dy, [gamma], out, rows)
+  func::FuncOp normalizeGrad(int64_t width, double eps, bool center, bool scaled);
+  /// acc += Σ_t dy_t ⊙ x̂_t, serial             (x, dy, acc, rows)
+  func::FuncOp normalizeGammaGrad(int64_t width, double eps, bool center);
+  /// acc += Σ_t in_t, serial                    (in, acc, rows)
+  func::FuncOp rowSum(int64_t width);
+  /// out = dy ⊙ f'(x)                          (x, x_stride, dy, out, rows)
+  func::FuncOp activationGrad(int64_t width, ActivationGradKind kind);
+  /// acc[ids[t], :] += dy[t, :], serial         (ids, dy, acc, acc_stride, rows)
+  func::FuncOp tokenEmbedGrad(int64_t width);
+  /// acc[t, :] += dy[t, :]                      (dy, acc, acc_stride, rows)
+  func::FuncOp positionGrad(int64_t width);
+  /// out = [0 | in | 0], in at column `offset` of `outWidth` (in, out, rows)
+  func::FuncOp sliceGrad(int64_t width, int64_t outWidth, int64_t offset);
+  /// out[r, c] += in[r, c]                      (in, in_stride, out, out_stride, rows, cols)
+  func::FuncOp accumulate2d();
+  /// Weight-gradient chunks (docs/training.md): out[c, t] = in[t, c] for
+  /// t < valid, 0 up to `chunk`            (in, in_stride, out, valid, chunk, cols)
+  func::FuncOp transposeChunk();
+  /// out[t, c] = in[t, c] for t < valid, 0 up to `chunk` (in, in_stride, out, valid, chunk, cols)
+  func::FuncOp padChunk();
+  /// xf.attention_grad, P recomputed one query row at a time; tasks over
+  /// key/value heads (a task owns its dK, dV columns). `work`: 2·rows floats
+  /// per key/value head.
+  /// (q, q_stride, k, k_stride, v, v_stride, dy, dy_stride, dq, dk, dv, work, rows, kv_heads)
+  func::FuncOp attentionGrad(int64_t heads, int64_t kvHeads, int64_t dK, int64_t dV, bool causal,
+                             double scale);
 
 private:
   static constexpr const char *kBodySuffix = "_rows";

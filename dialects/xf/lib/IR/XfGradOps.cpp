@@ -9,6 +9,8 @@
 #include "xf/IR/XfOps.h"
 #include "XfShapeRules.h"
 
+#include <tuple>
+
 using namespace mlir;
 using namespace mlir::xf;
 
@@ -143,11 +145,14 @@ LogicalResult AttentionGradOp::verify() {
       failed(expectSameShape(*this, "dK", "key_grad", getKeyGrad().getType(), "key", k)) ||
       failed(expectSameShape(*this, "dV", "value_grad", getValueGrad().getType(), "value", v)))
     return failure();
-  for (auto [name, type] : {std::pair<const char *, Type>{"query", q}, {"value", v}}) {
+  // Query rows hold H heads, value rows H_kv (grouped-query attention).
+  for (auto [name, type, heads] :
+       {std::tuple<const char *, Type, int64_t>{"query", q, getHeads()},
+        {"value", v, getKeyValueHeads()}}) {
     int64_t width = cast<RankedTensorType>(type).getDimSize(1);
-    if (!ShapedType::isDynamic(width) && width % getHeads() != 0)
+    if (!ShapedType::isDynamic(width) && width % heads != 0)
       return emitOpError() << name << " " << formatShape(type) << " does not split into "
-                           << getHeads() << " heads";
+                           << heads << " heads";
   }
   return verifySameFloatElementType(*this);
 }

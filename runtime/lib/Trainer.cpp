@@ -1,0 +1,605 @@
+//===- Trainer.cpp - the trainer executable's driver (issue 15) -----------===//
+//
+// options → manifests → data → weights (float32 master copies) → steps:
+//   zero the gradients; per sequence of the batch xf_train_step adds its
+//   gradients (gradient accumulation); the mean over the batch is clipped and
+//   applied by AdamW or the plain step (Optimizer.h); xf_train_prepare
+//   refreshes derived weights from the updated parameters.
+// Batches come from a seeded sampler, so a seed and thread count give the
+// same run (docs/training.md).
+//
+//===----------------------------------------------------------------------===//
+#include "xfrt/Trainer.h"
+
+#include "xfrt/AlignedBuffer.h"
+#include "xfrt/Cli.h"
+#include "xfrt/HalideErrors.h"
+#include "xfrt/Inputs.h"
+#include "xfrt/Json.h"
+#include "xfrt/Manifest.h"
+#include "xfrt/Optimizer.h"
+#include "xfrt/OutputFile.h"
+#include "xfrt/Tokenizer.h"
+#include "xfrt/TrainingData.h"
+#include "xfrt/Weights.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace xfrt {
+namespace {
+
+const char *kUsage =
+    "usage: %s --data FILE [options]\n"
+    "Trains the model this executable was compiled from (xfc MODEL.xf --train -o %s):\n"
+    "next-token loss (Alg. 13), gradients from the compiled backward, AdamW or plain steps.\n"
+    "  --data FILE          training text (encoded by --tokenizer) or token ids (FILE.ids:\n"
+    "                       decimal ids separated by whitespace or commas)\n"
+    "  --tokenizer PATH     tokenizer for a text --data (vocab.json + merges.txt directory,\n"
+    "                       vocab.json, vocab.txt or a .gguf file)\n"
+    "  --weights FILE       start from this checkpoint (.safetensors); default: random\n"
+    "                       weights drawn from --seed\n"
+    "  --resume FILE        continue a run from a state file written by --save-state\n"
+    "  --steps N            optimizer steps in total (default 100)\n"
+    "  --stop-at N          stop after step N, keeping the schedule of --steps (a run to\n"
+    "                       continue later with --save-state / --resume)\n"
+    "  --seq-len N          positions per sequence (default min(64, max positions))\n"
+    "  --batch N            sequences per step, their gradients averaged (default 1)\n"
+    "  --lr X               peak learning rate (default 1e-3)\n"
+    "  --min-lr X           learning rate at the end of the cosine (default 0)\n"
+    "  --warmup N           linear warm-up steps (default 0)\n"
+    "  --optimizer NAME     adamw (default) or sgd (the paper's plain step)\n"
+    "  --weight-decay X     AdamW's decoupled decay on matrices (default 0.01)\n"
+    "  --clip X             clip the global gradient norm to X; 0: off (default 1)\n"
+    "  --seed N             weights and batches (default 0)\n"
+    "  --held-out X         fraction of --data kept for evaluation (default 0.1 with\n"
+    "                       --eval-every, else 0)\n"
+    "  --eval-every N       held-out loss every N steps (0: never; default 0)\n"
+    "  --eval-sequences N   held-out sequences per evaluation (default 8)\n"
+    "  --save FILE          the trained weights (.safetensors, checkpoint names)\n"
+    "  --save-state FILE    weights, optimizer moments and step, for --resume\n"
+    "  --log FILE           one CSV line per step: step,loss,lr,grad_norm,tokens_per_s,eval_loss\n"
+    "  --gradients FILE     write the gradients of one batch at the starting weights\n"
+    "                       (.safetensors, the parameters' names) and the loss; no steps\n"
+    "  --threads N          worker threads of the kernels\n"
+    "  --quiet              no progress lines\n"
+    "  --help               this text\n";
+
+struct TrainOptions {
+  std::string data, tokenizer, weights, resume, save, saveState, log, gradients;
+  int64_t steps = 100, stopAt = -1, seqLen = 0, batch = 1, warmup = 0, evalEvery = 0, evalSequences = 8;
+  int64_t threads = 0;
+  uint64_t seed = 0;
+  double lr = 1e-3, minLr = 0, weightDecay = 0.01, clip = 1.0, heldOut = -1;
+  bool sgd = false, quiet = false, help = false;
+};
+
+struct UsageError {
+  std::string message;
+};
+
+bool parseInt(const std::string &text, int64_t lo, int64_t hi, int64_t &out) {
+  if (text.empty())
+    return false;
+  char *end = nullptr;
+  errno = 0;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno || *end || v < lo || v > hi)
+    return false;
+  out = v;
+  return true;
+}
+
+bool parseReal(const std::string &text, double lo, double hi, double &out) {
+  if (text.empty())
+    return false;
+  char *end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  if (*end || !std::isfinite(v) || v < lo || v > hi)
+    return false;
+  out = v;
+  return true;
+}
+
+/// Options: `--name value` or `--name=value`, each at most once.
+Expected<TrainOptions> parseOptions(int argc, char **argv) {
+  TrainOptions o;
+  std::vector<std::string> seen;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i], value;
+    bool hasValue = false;
+    if (size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos)
+      value = arg.substr(eq + 1), arg = arg.substr(0, eq), hasValue = true;
+    if (arg == "--help" || arg == "-h") {
+      o.help = true;
+      continue;
+    }
+    if (arg == "--quiet") {
+      o.quiet = true;
+      continue;
+    }
+    static const char *const withValue[] = {
+        "--data",   "--tokenizer",  "--weights", "--resume",     "--save",      "--save-state",
+        "--log",    "--gradients",  "--steps",   "--stop-at",   "--seq-len",    "--batch",     "--lr",
+        "--min-lr", "--warmup",     "--optimizer", "--weight-decay", "--clip",  "--seed",
+        "--held-out", "--eval-every", "--eval-sequences", "--threads"};
+    bool known = false;
+    for (const char *name : withValue)
+      known |= arg == name;
+    if (!known)
+      return makeError("unknown option '" + arg + "' (see --help)");
+    for (const std::string &s : seen)
+      if (s == arg)
+        return makeError(arg + " given twice");
+    seen.push_back(arg);
+    if (!hasValue) {
+      if (i + 1 >= argc)
+        return makeError(arg + " needs a value");
+      value = argv[++i];
+    }
+    auto integer = [&](int64_t lo, int64_t hi, int64_t &out) -> Status {
+      if (!parseInt(value, lo, hi, out))
+        return makeError(arg + " '" + value + "': expected an integer from " +
+                         std::to_string(lo) + " to " + std::to_string(hi));
+      return Status::success();
+    };
+    auto real = [&](double lo, double hi, double &out, const char *what) -> Status {
+      if (!parseReal(value, lo, hi, out))
+        return makeError(arg + " '" + value + "': expected " + what);
+      return Status::success();
+    };
+    Status s;
+    if (arg == "--data") o.data = value;
+    else if (arg == "--tokenizer") o.tokenizer = value;
+    else if (arg == "--weights") o.weights = value;
+    else if (arg == "--resume") o.resume = value;
+    else if (arg == "--save") o.save = value;
+    else if (arg == "--save-state") o.saveState = value;
+    else if (arg == "--log") o.log = value;
+    else if (arg == "--gradients") o.gradients = value;
+    else if (arg == "--steps") s = integer(0, int64_t(1) << 40, o.steps);
+    else if (arg == "--stop-at") s = integer(0, int64_t(1) << 40, o.stopAt);
+    else if (arg == "--seq-len") s = integer(1, int64_t(1) << 20, o.seqLen);
+    else if (arg == "--batch") s = integer(1, int64_t(1) << 20, o.batch);
+    else if (arg == "--warmup") s = integer(0, int64_t(1) << 40, o.warmup);
+    else if (arg == "--eval-every") s = integer(0, int64_t(1) << 40, o.evalEvery);
+    else if (arg == "--eval-sequences") s = integer(1, int64_t(1) << 20, o.evalSequences);
+    else if (arg == "--threads") s = integer(1, 256, o.threads);
+    else if (arg == "--seed") {
+      int64_t seed = 0;
+      s = integer(0, INT64_MAX, seed);
+      o.seed = uint64_t(seed);
+    } else if (arg == "--lr") s = real(1e-12, 1e3, o.lr, "a learning rate in (0, 1000]");
+    else if (arg == "--min-lr") s = real(0, 1e3, o.minLr, "a learning rate in [0, 1000]");
+    else if (arg == "--weight-decay") s = real(0, 1e3, o.weightDecay, "a number >= 0");
+    else if (arg == "--clip") s = real(0, 1e12, o.clip, "a norm >= 0");
+    else if (arg == "--held-out") {
+      s = real(0, 0.9, o.heldOut, "a fraction from 0 to 0.9");
+    } else if (arg == "--optimizer") {
+      if (value == "sgd")
+        o.sgd = true;
+      else if (value != "adamw")
+        s = makeError("--optimizer '" + value + "': expected adamw or sgd");
+    }
+    if (!s)
+      return s;
+  }
+  if (o.help)
+    return o;
+  if (o.data.empty())
+    return makeError("--data FILE is required");
+  if (!o.weights.empty() && !o.resume.empty())
+    return makeError("--weights and --resume both give the starting weights; use one");
+  if (o.stopAt < 0 || o.stopAt > o.steps)
+    o.stopAt = o.steps;
+  if (o.minLr > o.lr)
+    return makeError("--min-lr is above --lr");
+  if (o.heldOut < 0)
+    o.heldOut = o.evalEvery > 0 ? 0.1 : 0.0;
+  if (o.evalEvery > 0 && o.heldOut == 0)
+    return makeError("--eval-every needs held-out data (--held-out > 0)");
+  return o;
+}
+
+/// The generated xf_training_manifest: gradients in xf_train_step's order,
+/// each naming its parameter; the training derived weights.
+struct TrainingManifest {
+  std::vector<int64_t> gradientParameter;
+  std::vector<int64_t> derivedBytes;
+};
+
+Expected<TrainingManifest> parseTrainingManifest(const char *text, const Manifest &m) {
+  Expected<JsonValue> json = parseJson(text ? text : "");
+  if (!json)
+    return makeError("training manifest: " + json.message());
+  TrainingManifest t;
+  const JsonValue *grads = json->find("gradients"), *derived = json->find("derived");
+  if (!grads || !grads->isArray() || !derived || !derived->isArray())
+    return makeError("training manifest: no gradients or derived");
+  for (const JsonValue &g : grads->items) {
+    const JsonValue *p = g.find("parameter");
+    if (!p || !p->isInteger || p->integer < 0 || p->integer >= int64_t(m.parameters.size()))
+      return makeError("training manifest: a gradient without its parameter");
+    t.gradientParameter.push_back(p->integer);
+  }
+  for (const JsonValue &d : derived->items) {
+    if (!d.isInteger || d.integer < 0)
+      return makeError("training manifest: bad derived size");
+    t.derivedBytes.push_back(d.integer);
+  }
+  return t;
+}
+
+/// A state file (--save-state, --resume) is a safetensors file of the
+/// parameters, then "optimizer.m.NAME" for each, "optimizer.v.NAME" for each, and
+/// "optimizer.step": [1] (steps taken, exact in float32 below 2^24).
+Manifest stateManifest(const Manifest &m) {
+  Manifest s = m;
+  for (const char *kind : {"optimizer.m.", "optimizer.v."})
+    for (const ParameterSpec &p : m.parameters) {
+      ParameterSpec q = p;
+      q.name = kind + p.name;
+      s.parameters.push_back(q);
+    }
+  ParameterSpec step;
+  step.name = "optimizer.step";
+  step.shape = {1};
+  step.numel = 1;
+  s.parameters.push_back(step);
+  return s;
+}
+
+class Trainer {
+public:
+  Trainer(const TrainAbi &abi, const TrainOptions &o, const Manifest &m, const TrainingManifest &t)
+      : abi(abi), o(o), m(m), t(t) {}
+  int run();
+
+private:
+  Status setUp();
+  /// One batch's gradients summed into grads (zeroed first); the mean loss.
+  Expected<double> accumulate(SequenceSampler &sampler, int64_t sequences);
+  Status evaluate(double &loss);
+  Status writeLog();
+  Status saveState(const std::string &path);
+  Status loadState(const std::string &path);
+  std::vector<TrainableTensor> tensors();
+
+  const TrainAbi &abi;
+  const TrainOptions &o;
+  const Manifest &m;
+  const TrainingManifest &t;
+  std::vector<AlignedBuffer> master, derived, grads;
+  std::vector<void *> paramPtrs, derivedPtrs;
+  std::vector<float *> gradPtrs;
+  AlignedBuffer scratch;
+  std::vector<int32_t> inputs, targets;
+  TrainingSplit split;
+  std::string log = "step,loss,lr,grad_norm,tokens_per_s,eval_loss\n";
+  int64_t startStep = 0;
+  std::unique_ptr<AdamW> adamw;
+};
+
+Status Trainer::setUp() {
+  for (const ParameterSpec &p : m.parameters)
+    if (p.bf16 || p.blocks)
+      return makeError("parameter '" + p.name + "' is not float32; a trainer keeps float32 "
+                       "master weights (build it without --weight-type / --quantized-like)");
+  Expected<WeightSet> start = makeError("");
+  if (!o.weights.empty())
+    start = loadWeights(o.weights, m);
+  else
+    start = randomWeights(o.seed, m);
+  if (!start)
+    return start.status();
+  // Own, writable float32 copies: loaded tensors may be read-only mappings.
+  for (size_t i = 0; i < m.parameters.size(); ++i) {
+    Expected<AlignedBuffer> buf = AlignedBuffer::allocate(uint64_t(m.parameters[i].numel) * 4);
+    if (!buf)
+      return buf.status();
+    std::memcpy(buf->data(), start->params[i], size_t(m.parameters[i].numel) * 4);
+    paramPtrs.push_back(buf->data());
+    master.push_back(buf.take());
+  }
+  for (int64_t bytes : t.derivedBytes) {
+    Expected<AlignedBuffer> buf = AlignedBuffer::allocate(uint64_t(bytes));
+    if (!buf)
+      return buf.status();
+    derivedPtrs.push_back(buf->data());
+    derived.push_back(buf.take());
+  }
+  for (int64_t p : t.gradientParameter) {
+    Expected<AlignedBuffer> buf = AlignedBuffer::allocate(uint64_t(m.parameters[p].numel) * 4);
+    if (!buf)
+      return buf.status();
+    gradPtrs.push_back(buf->floats());
+    grads.push_back(buf.take());
+  }
+  Expected<AlignedBuffer> s = AlignedBuffer::allocate(uint64_t(abi.trainScratchBytes(o.seqLen)));
+  if (!s)
+    return s.status();
+  scratch = s.take();
+  inputs.resize(size_t(o.seqLen));
+  targets.resize(size_t(o.seqLen));
+  AdamWOptions options;
+  options.weightDecay = o.weightDecay;
+  adamw = std::make_unique<AdamW>(tensors(), options);
+  return Status::success();
+}
+
+std::vector<TrainableTensor> Trainer::tensors() {
+  std::vector<TrainableTensor> out;
+  for (size_t g = 0; g < gradPtrs.size(); ++g) {
+    const ParameterSpec &p = m.parameters[size_t(t.gradientParameter[g])];
+    out.push_back({master[size_t(t.gradientParameter[g])].floats(), gradPtrs[g], size_t(p.numel),
+                   p.shape.size() >= 2});
+  }
+  return out;
+}
+
+Expected<double> Trainer::accumulate(SequenceSampler &sampler, int64_t sequences) {
+  for (size_t g = 0; g < grads.size(); ++g)
+    std::memset(gradPtrs[g], 0, size_t(m.parameters[size_t(t.gradientParameter[g])].numel) * 4);
+  abi.trainPrepare(paramPtrs.data(), derivedPtrs.data());
+  double total = 0;
+  for (int64_t b = 0; b < sequences; ++b) {
+    sampler.next(inputs.data(), targets.data());
+    float loss = 0;
+    if (abi.trainStep(paramPtrs.data(), derivedPtrs.data(), inputs.data(), targets.data(),
+                      o.seqLen, &loss, gradPtrs.data(), scratch.data()) != 0) {
+      std::string why = takeHalideError();
+      return makeError("xf_train_step failed" + (why.empty() ? "" : ": Halide: " + why));
+    }
+    total += loss;
+  }
+  return total / double(sequences);
+}
+
+Status Trainer::evaluate(double &loss) {
+  // The same held-out sequences every time: a sampler from a fixed seed.
+  Expected<SequenceSampler> sampler =
+      SequenceSampler::create(split.heldOut, o.seqLen, o.seed ^ 0x65766131, o.data + " (held out)");
+  if (!sampler)
+    return sampler.status();
+  Expected<double> l = accumulate(*sampler, o.evalSequences);
+  if (!l)
+    return l.status();
+  loss = *l;
+  return Status::success();
+}
+
+Status Trainer::writeLog() {
+  if (o.log.empty())
+    return Status::success();
+  return writeFileAtomically(o.log, log.data(), log.size());
+}
+
+Status Trainer::saveState(const std::string &path) {
+  Manifest sm = stateManifest(m);
+  WeightSet w;
+  for (auto &b : master)
+    w.params.push_back(b.floats());
+  std::vector<float> zeros;
+  // Moments by parameter (zeros for a parameter without a gradient).
+  std::vector<const float *> m1(m.parameters.size(), nullptr), m2(m.parameters.size(), nullptr);
+  for (size_t i = 0; i < t.gradientParameter.size(); ++i) {
+    m1[size_t(t.gradientParameter[i])] = adamw->firstMoment(i);
+    m2[size_t(t.gradientParameter[i])] = adamw->secondMoment(i);
+  }
+  size_t largest = 0;
+  for (const ParameterSpec &p : m.parameters)
+    largest = std::max(largest, size_t(p.numel));
+  zeros.assign(largest, 0.f);
+  for (auto *list : {&m1, &m2})
+    for (const float *p : *list)
+      w.params.push_back(const_cast<float *>(p ? p : zeros.data()));
+  float step = float(adamw->steps());
+  w.params.push_back(&step);
+  return saveWeights(path, sm, w);
+}
+
+Status Trainer::loadState(const std::string &path) {
+  Manifest sm = stateManifest(m);
+  Expected<WeightSet> w = loadWeights(path, sm);
+  if (!w)
+    return w.status();
+  size_t n = m.parameters.size();
+  for (size_t i = 0; i < n; ++i)
+    std::memcpy(master[i].data(), w->params[i], size_t(m.parameters[i].numel) * 4);
+  float step = w->params[3 * n][0];
+  if (!(step >= 0) || step != std::floor(step))
+    return makeError(path + ": tensor 'optimizer.step': not a step count");
+  std::vector<const float *> ms;
+  for (size_t i = 0; i < t.gradientParameter.size(); ++i) {
+    size_t p = size_t(t.gradientParameter[i]);
+    ms.push_back(w->params[n + p]);
+    ms.push_back(w->params[2 * n + p]);
+  }
+  adamw->restore(ms, int64_t(step));
+  startStep = int64_t(step);
+  return Status::success();
+}
+
+int Trainer::run() {
+  auto fail = [&](const std::string &message) {
+    std::fprintf(stderr, "error: %s\n", message.c_str());
+    return 1;
+  };
+  LoadedTokenizer tokenizer;
+  if (!o.tokenizer.empty()) {
+    Options cli;
+    cli.tokenizer = o.tokenizer;
+    Expected<LoadedTokenizer> t = loadTokenizer(cli);
+    if (!t)
+      return fail(t.message());
+    tokenizer = t.take();
+  }
+  Expected<std::vector<int32_t>> ids =
+      readTrainingTokens(o.data, tokenizer.tokenizer.get(), m.vocab);
+  if (!ids)
+    return fail(ids.message());
+  split = splitHeldOut(*ids, o.heldOut);
+  Expected<SequenceSampler> sampler = SequenceSampler::create(split.train, o.seqLen, o.seed, o.data);
+  if (!sampler)
+    return fail(sampler.message());
+  if (o.evalEvery > 0) {
+    Expected<SequenceSampler> held = SequenceSampler::create(split.heldOut, o.seqLen, 0,
+                                                             o.data + " (held-out part)");
+    if (!held)
+      return fail(held.message());
+  }
+  if (Status s = setUp(); !s)
+    return fail(s.message());
+  if (!o.resume.empty())
+    if (Status s = loadState(o.resume); !s)
+      return fail(s.message());
+
+  if (!o.gradients.empty()) {
+    Expected<double> loss = accumulate(*sampler, o.batch);
+    if (!loss)
+      return fail(loss.message());
+    // The mean over the batch, named like the parameters.
+    Manifest gm;
+    WeightSet w;
+    for (size_t g = 0; g < gradPtrs.size(); ++g) {
+      const ParameterSpec &p = m.parameters[size_t(t.gradientParameter[g])];
+      for (int64_t i = 0; i < p.numel; ++i)
+        gradPtrs[g][i] /= float(o.batch);
+      gm.parameters.push_back(p);
+      w.params.push_back(gradPtrs[g]);
+    }
+    if (Status s = saveWeights(o.gradients, gm, w); !s)
+      return fail(s.message());
+    std::printf("loss %.9g\n", *loss);
+    return 0;
+  }
+
+  // Batches already taken by the run being resumed are drawn again and dropped.
+  for (int64_t i = 0; i < startStep * o.batch; ++i)
+    sampler->next(inputs.data(), targets.data());
+  LearningRateSchedule schedule{o.lr, o.minLr, o.warmup, std::max<int64_t>(o.steps, 1)};
+  const int64_t printEvery = std::max<int64_t>(1, o.steps / 50);
+  auto begin = std::chrono::steady_clock::now();
+  double lastLoss = NAN;
+  for (int64_t step = startStep; step < o.stopAt; ++step) {
+    Expected<double> loss = accumulate(*sampler, o.batch);
+    if (!loss)
+      return fail(loss.message());
+    if (!std::isfinite(*loss))
+      return fail("the loss is " + std::to_string(*loss) + " at step " + std::to_string(step + 1) +
+                  " (lower --lr?)");
+    std::vector<TrainableTensor> ts = tensors();
+    double mean = 1.0 / double(o.batch);
+    double norm = globalGradientNorm(ts) * mean;
+    double scale = mean * clipFactor(norm, o.clip);
+    double lr = schedule.at(step);
+    if (o.sgd)
+      sgdStep(ts, lr, scale);
+    else
+      adamw->step(ts, lr, scale);
+    lastLoss = *loss;
+    double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+    int64_t done = step + 1 - startStep;
+    double tokensPerSecond = double(done * o.batch * o.seqLen) / std::max(seconds, 1e-9);
+    std::string evalText;
+    if (o.evalEvery > 0 && ((step + 1) % o.evalEvery == 0 || step + 1 == o.stopAt)) {
+      double evalLoss = 0;
+      if (Status s = evaluate(evalLoss); !s)
+        return fail(s.message());
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.6f", evalLoss);
+      evalText = buf;
+    }
+    char line[256];
+    std::snprintf(line, sizeof line, "%lld,%.6f,%.6g,%.6g,%.1f,%s\n", (long long)(step + 1),
+                  *loss, lr, norm, tokensPerSecond, evalText.c_str());
+    log += line;
+    if (!o.quiet && ((step + 1) % printEvery == 0 || step + 1 == o.stopAt || !evalText.empty())) {
+      double eta = seconds / double(done) * double(o.stopAt - step - 1);
+      std::fprintf(stderr, "step %lld/%lld  loss %.4f%s%s  lr %.3g  %.0f tok/s  ETA %.0f s\n",
+                   (long long)(step + 1), (long long)o.steps, *loss,
+                   evalText.empty() ? "" : "  eval ", evalText.c_str(), lr, tokensPerSecond, eta);
+    }
+  }
+  if (Status s = writeLog(); !s)
+    return fail(s.message());
+  if (!o.save.empty()) {
+    WeightSet w;
+    for (auto &b : master)
+      w.params.push_back(b.floats());
+    if (Status s = saveWeights(o.save, m, w); !s)
+      return fail(s.message());
+  }
+  if (!o.saveState.empty())
+    if (Status s = saveState(o.saveState); !s)
+      return fail(s.message());
+  if (!o.quiet && std::isfinite(lastLoss))
+    std::fprintf(stderr, "final loss %.4f\n", lastLoss);
+  return 0;
+}
+
+} // namespace
+
+int runTrainer(int argc, char **argv, const TrainAbi &abi) {
+  const char *program = argc > 0 ? argv[0] : "trainer";
+  Expected<TrainOptions> options = parseOptions(argc, argv);
+  if (!options) {
+    std::fprintf(stderr, "error: %s\n", options.message().c_str());
+    return 2;
+  }
+  if (options->help) {
+    std::printf(kUsage, program, program);
+    return 0;
+  }
+  Expected<Manifest> manifest = parseManifest(abi.manifest);
+  if (!manifest) {
+    std::fprintf(stderr, "error: %s\n", manifest.message().c_str());
+    return 1;
+  }
+  Expected<TrainingManifest> training = parseTrainingManifest(abi.trainingManifest, *manifest);
+  if (!training) {
+    std::fprintf(stderr, "error: %s\n", training.message().c_str());
+    return 1;
+  }
+  TrainOptions o = options.take();
+  if (o.seqLen == 0)
+    o.seqLen = manifest->maxPositions > 0 ? std::min<int64_t>(64, manifest->maxPositions) : 64;
+  if (manifest->maxPositions > 0 && o.seqLen > manifest->maxPositions) {
+    std::fprintf(stderr, "error: --seq-len %lld is longer than the model's %lld positions\n",
+                 (long long)o.seqLen, (long long)manifest->maxPositions);
+    return 2;
+  }
+  std::vector<NamedPath> outputs, inputs{{"--data", o.data}};
+  for (auto [name, path] : {std::pair<const char *, std::string>{"--save", o.save},
+                            {"--save-state", o.saveState}, {"--log", o.log},
+                            {"--gradients", o.gradients}})
+    if (!path.empty())
+      outputs.push_back({name, path});
+  for (auto [name, path] : {std::pair<const char *, std::string>{"--weights", o.weights},
+                            {"--resume", o.resume}, {"--tokenizer", o.tokenizer}})
+    if (!path.empty())
+      inputs.push_back({name, path});
+  for (const NamedPath &out : outputs)
+    if (Status s = checkOutputTarget(out.path); !s) {
+      std::fprintf(stderr, "error: %s\n", s.message().c_str());
+      return 2;
+    }
+  if (Status s = checkDistinctPaths(outputs, inputs); !s) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+    return 2;
+  }
+  if (abi.setErrorHandler)
+    abi.setErrorHandler(halideErrorHandler);
+  if (o.threads > 0 && abi.setNumThreads)
+    abi.setNumThreads(int(o.threads));
+  Trainer trainer(abi, o, *manifest, *training);
+  return trainer.run();
+}
+
+} // namespace xfrt

@@ -1,0 +1,134 @@
+"""The compiled backward (xf_train_step) against the float64 oracle, through trainer executables.
+
+Run by ctest: gradients_e2e.py XFC REFERENCE_DIR WORK_DIR. For each decoder example, shrunk
+with -D, `xfc --train -o` builds a trainer; for a random float32 checkpoint
+(test/reference/checkpoints.py) and a random window of ids, `trainer --gradients` writes the
+mean gradient of a batch and prints the loss. The trainer's --data is an .ids file holding
+exactly that window, so every draw is it (a batch of 2 is the window twice: the mean must be
+its gradient). The same float32 weights, widened to float64, go to the oracle:
+ - GPT-2 (tiny.xf: attention on column slices of one QKV activation; gpt2.xf: xf.mha over
+   parameter slices of c_attn, whose gradients add into one output in place): the oracle's
+   backward training.gpt2_loss_and_grads, every entry of every tensor; tiny.xf also built
+   with -D ℓ_max=288, so sequences of 288 and 257 positions span two weight-gradient chunks
+   of 256 rows, the second partial.
+ - gopher.xf (RMSNorm, no biases), compact.xf (ReLU, bidirectional attention, per-head
+   weights concatenated and transposed) and llama.xf (grouped K/V heads, rotary positions,
+   SwiGLU): central differences (h = 1e-6) of the oracle forward's loss at 6 sampled entries
+   of each tensor.
+Error measure, per tensor: max|xf − oracle| / max|oracle| over the compared entries (for
+sampled entries divided by the largest |xf| entry of the tensor instead); bound 1e-4 (float32
+arithmetic: seen ~1e-6). The loss: relative error ≤ 1e-5.
+"""
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+XFC, REFERENCE, WORK = sys.argv[1:4]
+sys.path.insert(0, REFERENCE)
+import safetensors_io  # noqa: E402
+import training  # noqa: E402
+from architectures import forward as oracle_forward  # noqa: E402
+from checkpoints import hparams, random_checkpoint  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+os.makedirs(WORK, exist_ok=True)
+failed = False
+
+
+def build(example, defines):
+    exe = os.path.join(WORK, "-".join([example] + [d.replace("=", "") for d in defines]))
+    cmd = [XFC, os.path.join(ROOT, "examples", example + ".xf"), "--train", "-o", exe]
+    for d in defines:
+        cmd += ["-D", d]
+    subprocess.run(cmd, check=True, timeout=600)
+    return exe
+
+
+def check(exe, arch, hp, ell, seed, batch=1):
+    global failed
+    rng = np.random.default_rng(seed)
+    W = random_checkpoint(arch, hp, seed)
+    wpath = os.path.join(WORK, f"w{seed}.safetensors")
+    safetensors_io.save(wpath, W)
+    window = rng.integers(0, hp["N_V"], size=ell + 1)
+    x, y = window[:-1], window[1:]
+    data = os.path.join(WORK, f"d{seed}.ids")
+    with open(data, "w") as f:
+        f.write(" ".join(str(int(t)) for t in window) + "\n")
+    gpath = os.path.join(WORK, f"g{seed}.safetensors")
+    p = subprocess.run([exe, "--data", data, "--weights", wpath, "--seq-len", str(ell),
+                        "--batch", str(batch), "--gradients", gpath],
+                       capture_output=True, text=True, timeout=300)
+    if p.returncode != 0:
+        print(p.stdout, p.stderr)
+        failed = True
+        return
+    loss_xf = float(p.stdout.split()[1])
+    got = safetensors_io.load(gpath)
+    W64 = {k: v.astype(np.float64) for k, v in W.items()}
+
+    def loss_of(Wd):
+        return training.next_token_loss(oracle_forward(arch, Wd, hp, x), y)
+
+    if arch == "gpt2":
+        loss, ref = training.gpt2_loss_and_grads(W64, hp, x, y)
+    else:
+        loss, ref = loss_of(W64), None
+    err = abs(loss_xf - loss) / abs(loss)
+    worst, ok = ("loss", err), err <= 1e-5
+    pick = np.random.default_rng(seed + 100)
+    if sorted(got) != sorted(W):
+        print(f"FAIL: gradient names differ: {sorted(set(got) ^ set(W))}")
+        ok = False
+    for name in sorted(W):
+        g = got[name]
+        if ref is not None:
+            e = np.max(np.abs(g - ref[name])) / max(np.max(np.abs(ref[name])), 1e-30)
+        else:
+            e = 0.0
+            for i in pick.choice(g.size, min(g.size, 6), replace=False):
+                flat = W64[name].reshape(-1)
+                old = flat[i]
+                flat[i] = old + 1e-6
+                up = loss_of(W64)
+                flat[i] = old - 1e-6
+                down = loss_of(W64)
+                flat[i] = old
+                e = max(e, abs((up - down) / 2e-6 - g.reshape(-1)[i]))
+            e /= max(np.max(np.abs(g)), 1e-30)
+        if e > worst[1]:
+            worst = (name, e)
+        if not e <= 1e-4:
+            print(f"FAIL {os.path.basename(exe)} ℓ={ell}: {name}: relative error {e:.3g}")
+            ok = False
+    print(f"{os.path.basename(exe)} ℓ={ell} batch={batch}: loss {loss_xf:.6f} (oracle {loss:.6f}), "
+          f"{len(got)} gradients, worst {worst[0]} {worst[1]:.2e}")
+    failed |= not ok
+
+
+tiny = hparams("gpt2", "L=2,H=2,d_e=16,d_mlp=64,N_V=64,l_max=32")
+exe = build("tiny", [])
+for ell, seed in ((1, 1), (7, 2), (32, 3)):
+    check(exe, "gpt2", tiny, ell, seed)
+check(exe, "gpt2", tiny, 9, 4, batch=2)
+longer = hparams("gpt2", dict(tiny, l_max=288))
+exe = build("tiny", ["ℓ_max=288"])
+for ell, seed in ((288, 5), (257, 6)):
+    check(exe, "gpt2", longer, ell, seed)
+
+gpt2 = hparams("gpt2", "L=2,H=2,d_e=16,d_mlp=24,N_V=37,l_max=12")
+exe = build("gpt2", ["L=2", "H=2", "d_e=16", "d_mlp=24", "N_V=37", "ℓ_max=12"])
+check(exe, "gpt2", gpt2, 11, 7)
+
+others = {
+    "gopher": dict(L=2, H=4, d_e=16, d_mlp=24, N_V=37, l_max=12),
+    "compact": dict(L=2, H=3, d_e=16, d_qk=5, d_vo=6, d_ff=24, N_V=37, l_max=12),
+    "llama": dict(L=2, H=4, H_kv=2, d_e=32, d_mlp=24, N_V=37, l_max=12),
+}
+for seed, (arch, hp) in enumerate(others.items(), start=8):
+    defines = [("ℓ_max" if k == "l_max" else k) + "=" + str(v) for k, v in hp.items()]
+    exe = build(arch, defines)
+    check(exe, arch, hparams(arch, hp), 10, seed)
+sys.exit(1 if failed else 0)
