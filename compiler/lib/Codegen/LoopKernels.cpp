@@ -285,6 +285,24 @@ func::FuncOp LoopKernels::scale(int64_t width, double factor) {
   });
 }
 
+func::FuncOp LoopKernels::scaleBy(int64_t width) {
+  XF_KERNEL_CACHED("xf_scale_by_" + std::to_string(width));
+  OpBuilder b(module.getContext());
+  func::FuncOp fn = declare(name, "ppii", b);
+  Emitter e{b, fn.getLoc()};
+  auto args = fn.getArguments();
+  // The factor travels as an i64 (task closures hold i64 slots); it is
+  // computed in double and applied in float32, as a constant factor is.
+  Value factor = arith::TruncFOp::create(
+      b, e.loc, e.f32, arith::BitcastOp::create(b, e.loc, e.f64, args[3]));
+  e.eachRow(fn, [&](Value t) {
+    Value in = e.row(args[0], t, width), out = e.row(args[1], t, width);
+    e.loop(e.i(width), [&](Value c) { e.store(e.mul(e.load(in, c), factor), out, c); });
+  });
+  func::ReturnOp::create(b, e.loc);
+  return finish(fn, kernelSchedule, /*rowsArg=*/2);
+}
+
 func::FuncOp LoopKernels::silu(int64_t width) {
   XF_KERNEL_CACHED("xf_silu_" + std::to_string(width));
   OpBuilder b(module.getContext());

@@ -25,6 +25,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -78,9 +79,19 @@ private:
   LogicalResult emitForward(bool cached, bool packed);
   bool isCacheable();
   bool isPackable();
+  /// A model reading length(x) gives every row a value that depends on the
+  /// whole sequence's length: a cached step or a packed batch would see
+  /// another length, so xf_forward runs it whole, one sequence at a time.
+  bool usesLength() {
+    return forward.walk([](LengthOp) { return WalkResult::interrupt(); }).wasInterrupted();
+  }
   void planCache();
   void emitCacheBytes();
   LogicalResult emitOp(Operation *op);
+  /// xf.length and the arith ops on it: numbers xf_forward computes before
+  /// the kernels that read them (`numbers` maps them to its values).
+  LogicalResult emitNumber(Operation *op);
+  IRMapping numbers;
   LogicalResult emitKernel(Operation *op, ManifestInfo::Kernel &site);
   void emitScratchBytes();
   /// Positions of a model without a positional table (rotary positions go on
@@ -318,6 +329,8 @@ LogicalResult HostLowering::placeOp(Operation *op, int64_t index) {
   if (op->getNumResults() != 1 && !(training && isa<AttentionGradOp>(op)))
     return op->emitError("unexpected op in @forward for host lowering");
   Value v = op->getResult(0);
+  if (v.getType().isF64())
+    return success(); // a run-time number: no buffer (emitNumber)
   auto type = cast<RankedTensorType>(v.getType());
   if (type.getRank() > 2)
     return op->emitError("host lowering handles tensors of rank 1 and 2, got ")
@@ -707,11 +720,26 @@ LogicalResult HostLowering::profiled(
   return success();
 }
 
+LogicalResult HostLowering::emitNumber(Operation *op) {
+  if (auto length = dyn_cast<LengthOp>(op)) {
+    numbers.map(length.getResult(), arith::SIToFPOp::create(*b, loc, b->getF64Type(),
+                                                            rowsOf(length.getTokens())));
+    return success();
+  }
+  if (isa<arith::ConstantOp, arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp>(op)) {
+    b->clone(*op, numbers);
+    return success();
+  }
+  return op->emitError("no host code for this number");
+}
+
 LogicalResult HostLowering::emitOp(Operation *op) {
   loc = op->getLoc();
   if (training)
     return emitBackwardKernel(op);
   Value v = op->getResult(0);
+  if (v.getType().isF64())
+    return emitNumber(op);
   Placement &p = placements[v];
   if (p.storage != Storage::Scratch && p.storage != Storage::Output)
     return success(); // parameters, derived weights, views: nothing to run
@@ -828,7 +856,7 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
   // The other loop kernels read dense inputs.
   SmallVector<Value> inputs;
   for (Value operand : op->getOperands()) {
-    if (isa<IndexType>(operand.getType()))
+    if (!isa<RankedTensorType>(operand.getType())) // an index, a run-time number
       continue;
     if (placements[operand].storage == Storage::Tokens) {
       inputs.push_back(pointerOf(operand));
@@ -890,6 +918,12 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
     auto kind = gelu.getApproximation() == GeluApproximation::tanh ? ElementwiseKind::GeluTanh
                                                                    : ElementwiseKind::GeluErf;
     call(kernels->elementwise(width, kind), {inputs[0], out, rows});
+  } else if (auto scale = dyn_cast<ScaleOp>(op); scale && scale.getMultiplier()) {
+    Value factor = arith::MulFOp::create(
+        *b, loc, numbers.lookup(scale.getMultiplier()),
+        arith::ConstantFloatOp::create(*b, loc, b->getF64Type(), scale.getFactor()));
+    call(kernels->scaleBy(width),
+         {inputs[0], out, rows, arith::BitcastOp::create(*b, loc, b->getI64Type(), factor)});
   } else if (auto scale = dyn_cast<ScaleOp>(op)) {
     call(kernels->scale(width, scale.getFactor().convertToDouble()), {inputs[0], out, rows});
   } else if (isa<SoftmaxOp>(op)) {
@@ -945,6 +979,7 @@ LogicalResult HostLowering::emitForward(bool cached, bool packed) {
   }
   cachedMode = cached;
   packedMode = packed;
+  numbers.clear();
   status = arith::ConstantIntOp::create(builder, loc, builder.getI32Type(), 0);
   if (packed) {
     paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lengthsArg = args[3];
@@ -1022,7 +1057,7 @@ LogicalResult HostLowering::emitForward(bool cached, bool packed) {
 /// self-attention: one token sequence, every attention causal over it, and
 /// every GEMM multiplying by weights rather than by another activation.
 bool HostLowering::isCacheable() {
-  if (encoderDecoder)
+  if (encoderDecoder || usesLength())
     return false;
   bool ok = true;
   forward.walk([&](Operation *op) {
@@ -1039,7 +1074,7 @@ bool HostLowering::isCacheable() {
 /// Packed rows meet only in attention, which runs per sequence: one token
 /// sequence, and every GEMM multiplying by weights.
 bool HostLowering::isPackable() {
-  if (encoderDecoder)
+  if (encoderDecoder || usesLength())
     return false;
   bool ok = true;
   forward.walk([&](GemmOp gemm) {

@@ -10,6 +10,7 @@
 
 #include "xf/IR/XfOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Matchers.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/raw_ostream.h"
@@ -57,6 +58,12 @@ private:
   Result evaluateOp(Operation *op);
   const Tensor &operand(Value v) { return values.find(v)->second; }
   const Tensor *optional(Value v) { return v ? &operand(v) : nullptr; }
+  double number(Value v) { return operand(v).data.front(); }
+  static Result scalar(double x) {
+    Tensor t(std::vector<int64_t>{});
+    t.data.front() = x;
+    return t;
+  }
   llvm::Expected<llvm::ArrayRef<int32_t>> tokens(Value v);
   llvm::Expected<int64_t> position(Value offset);
   /// x·W (+ b), with W stored [out, in] when `transposed`.
@@ -213,10 +220,30 @@ Result Evaluator::evaluateOp(Operation *op) {
       .Case([&](SiluOp o) -> Result { return map(operand(o.getInput()), Pointwise::Silu); })
       .Case([&](ScaleOp o) -> Result {
         Tensor r = operand(o.getInput());
+        double factor = o.getFactor().convertToDouble();
+        if (o.getMultiplier())
+          factor *= number(o.getMultiplier());
         for (double &x : r.data)
-          x *= o.getFactor().convertToDouble();
+          x *= factor;
         return r;
       })
+      // Numbers known when the model runs: rank 0 tensors.
+      .Case([&](LengthOp o) -> Result {
+        auto ids = tokens(o.getTokens());
+        if (!ids)
+          return ids.takeError();
+        return scalar(double(ids->size()));
+      })
+      .Case([&](arith::ConstantOp o) -> Result {
+        auto value = dyn_cast<FloatAttr>(o.getValue());
+        if (!value)
+          return evalError("a constant that is not a number");
+        return scalar(value.getValueAsDouble());
+      })
+      .Case([&](arith::AddFOp o) { return scalar(number(o.getLhs()) + number(o.getRhs())); })
+      .Case([&](arith::SubFOp o) { return scalar(number(o.getLhs()) - number(o.getRhs())); })
+      .Case([&](arith::MulFOp o) { return scalar(number(o.getLhs()) * number(o.getRhs())); })
+      .Case([&](arith::DivFOp o) { return scalar(number(o.getLhs()) / number(o.getRhs())); })
       .Case([&](SoftmaxOp o) -> Result { return softmaxRows(operand(o.getInput())); })
       .Case([&](LayerNormOp o) -> Result {
         return layerNorm(operand(o.getInput()), optional(o.getGamma()), optional(o.getBeta()),
@@ -270,7 +297,7 @@ llvm::Expected<Evaluation> Evaluator::run(func::FuncOp forward,
     if (op.getNumResults() != 1)
       return evalError(where(&op) + ": '" + op.getName().getStringRef() +
                        "' does not have one result");
-    if (matchPattern(op.getResult(0), m_Constant()))
+    if (!op.getResult(0).getType().isF64() && matchPattern(op.getResult(0), m_Constant()))
       continue; // an index constant: read by position()
     Result value = evaluateOp(&op);
     if (!value)

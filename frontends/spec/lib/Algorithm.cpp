@@ -133,7 +133,13 @@ bool Elaborator::assign(const AssignStmtAST &stmt) {
     return error(stmt.getLoc(), "cannot assign to '" + name +
                                     "': it is a hyperparameter, parameter, "
                                     "input or loop variable");
-  std::optional<int> value = evalTensor(stmt.getValue(), "an assigned value");
+  // A tensor, or a run-time number (`ℓ ← length(x)`).
+  MaybeValue v = eval(stmt.getValue());
+  std::optional<int> value;
+  if (v && v->kind == Value::RuntimeNumberValue)
+    value = v->node;
+  else if (v)
+    value = requireTensor(*v, stmt.getValue().getLoc(), "an assigned value");
   if (!value) {
     poisoned.insert(name);
     return false;
@@ -217,7 +223,7 @@ MaybeValue Elaborator::evalName(const NameExprAST &e) {
                                  "', which is computed by the algorithm"),
            std::nullopt;
   if (auto it = variables.find(name); it != variables.end())
-    return Value::ofTensor(it->second);
+    return valueOfNode(it->second);
   if (auto it = inputs.find(name); it != inputs.end())
     return Value::ofTensor(it->second);
   if (const Scalar *s = findHyperparameter(name))
@@ -246,18 +252,21 @@ MaybeValue Elaborator::evalBinary(const BinaryExprAST &e) {
   if (!lhs || !rhs)
     return std::nullopt;
   bool hadamard = e.getOp() == kHadamardOp;
-  if (hadamard &&
-      (lhs->kind == Value::ScalarValue || rhs->kind == Value::ScalarValue))
+  if (hadamard && (lhs->isNumber() || rhs->isNumber()))
     return error(e.getLoc(), "'⊙' multiplies two tensors elementwise, not "
                              "numbers"),
            std::nullopt;
   if (lhs->kind == Value::ScalarValue && rhs->kind == Value::ScalarValue)
     return evalScalarBinary(e, lhs->scalar, rhs->scalar);
+  if (lhs->isNumber() && rhs->isNumber())
+    return evalRuntimeArithmetic(e, *lhs, *rhs);
   // A number scales a tensor: c · X, X · c, X / c.
-  bool numberLeft = lhs->kind == Value::ScalarValue;
-  if (numberLeft || rhs->kind == Value::ScalarValue) {
-    const Scalar &c = numberLeft ? lhs->scalar : rhs->scalar;
-    double factor = c.isFloat ? c.f : double(c.i);
+  bool numberLeft = lhs->isNumber();
+  if (numberLeft || rhs->isNumber()) {
+    const Value &number = numberLeft ? *lhs : *rhs;
+    const Scalar &c = number.scalar;
+    bool runtime = number.kind == Value::RuntimeNumberValue;
+    double factor = runtime ? 1.0 : c.isFloat ? c.f : double(c.i);
     bool divide = e.getOp() == '/' && !numberLeft;
     if (e.getOp() != '*' && !divide)
       return error(e.getLoc(), "'" + e.getOpSpelling() +
@@ -272,9 +281,21 @@ MaybeValue Elaborator::evalBinary(const BinaryExprAST &e) {
         requireTensor(numberLeft ? *rhs : *lhs,
                       numberLeft ? e.getRHS().getLoc() : e.getLHS().getLoc(),
                       "a scaled value");
+    if (!t)
+      return std::nullopt;
+    // X / n for a run-time n is X times the run-time number 1 / n.
+    std::optional<int> multiplier = -1;
+    if (runtime && divide) {
+      Value one = Value::ofScalar(Scalar{true, 0, 1.0});
+      MaybeValue inverse = evalRuntimeArithmetic(e, one, number);
+      multiplier = inverse ? std::optional<int>(inverse->node) : std::nullopt;
+    } else if (runtime) {
+      multiplier = number.node;
+    }
     std::optional<int> r =
-        t ? makeScale(*t, divide ? 1.0 / factor : factor, e.getLoc())
-          : std::nullopt;
+        multiplier ? makeScale(*t, divide && !runtime ? 1.0 / factor : factor,
+                               e.getLoc(), *multiplier)
+                   : std::nullopt;
     return r ? MaybeValue(Value::ofTensor(*r)) : std::nullopt;
   }
   std::optional<int> a = requireTensor(*lhs, e.getLHS().getLoc(), "an operand");
@@ -303,7 +324,7 @@ MaybeValue Elaborator::evalIndex(const IndexExprAST &e) {
   if (!base)
     return std::nullopt;
   llvm::ArrayRef<IndexItem> items = e.getItems();
-  if (base->kind == Value::ScalarValue)
+  if (base->isNumber())
     return error(e.getLoc(), "a number cannot be indexed"), std::nullopt;
   // A layer's (or head's) parameter: W_q[l], W_Q[l, h].
   while (base->kind == Value::FamilyValue && !items.empty()) {

@@ -223,6 +223,8 @@ MaybeValue Elaborator::evalCall(const CallExprAST &call) {
        concat},
   };
   std::string callee = call.getCallee().lower();
+  if (callee == "length")
+    return evalLength(call);
   for (const Primitive &p : primitives) {
     if (callee != p.name)
       continue;

@@ -37,9 +37,15 @@ struct ParameterFamily {
   bool used = false;
 };
 
-/// What an expression evaluates to.
+/// What an expression evaluates to. A RuntimeNumberValue is a graph node of
+/// rank 0: `length(x)` and arithmetic on it, known only when the model runs.
 struct Value {
-  enum Kind { ScalarValue, TensorValue, FamilyValue } kind = ScalarValue;
+  enum Kind {
+    ScalarValue,
+    TensorValue,
+    FamilyValue,
+    RuntimeNumberValue
+  } kind = ScalarValue;
   Scalar scalar;
   int node = -1;
   ParameterFamily *family = nullptr;
@@ -56,6 +62,9 @@ struct Value {
     v.kind = TensorValue;
     v.node = node;
     return v;
+  }
+  bool isNumber() const {
+    return kind == ScalarValue || kind == RuntimeNumberValue;
   }
 };
 using MaybeValue = std::optional<Value>;
@@ -76,6 +85,19 @@ public:
   std::optional<double> evalFloat(const ExprAST &e, llvm::StringRef what);
   std::optional<LoopRange> evalRange(const RangeAST &range, llvm::StringRef var,
                                      const Location &loc);
+  /// Whether `v` is a run-time number where `what` must be known when the
+  /// model is compiled (reported).
+  bool compileTimeOnly(const Value &v, const Location &loc,
+                       llvm::StringRef what);
+
+  // RuntimeNumbers.cpp: length(x) and arithmetic on it.
+  MaybeValue evalLength(const CallExprAST &call);
+  MaybeValue evalRuntimeArithmetic(const BinaryExprAST &e, const Value &a,
+                                   const Value &b);
+  /// The graph node of a number: a run-time number's own, or a Constant.
+  std::optional<int> runtimeNumberNode(const Value &v, const Location &loc);
+  /// The value of graph node `id`: a tensor, or a run-time number.
+  Value valueOfNode(int id) const;
 
   // Parameters.cpp: declarations, instances and checkpoint names.
   bool declareParameters(const std::vector<ParameterItem> &items,
@@ -120,8 +142,10 @@ public:
   std::optional<int> makeAdd(int a, int b, const Location &loc);
   std::optional<int> makeMatMul(int a, int b, const Location &loc);
   std::optional<int> makeHadamard(int a, int b, const Location &loc);
-  /// c · A, A / c: an activation times a number.
-  std::optional<int> makeScale(int a, double factor, const Location &loc);
+  /// c · A, A / c: an activation times a number, and times the run-time
+  /// number `multiplier` when it is a node.
+  std::optional<int> makeScale(int a, double factor, const Location &loc,
+                               int multiplier = -1);
   std::optional<int> makeSlice(int a, int64_t axis, int64_t lo, int64_t hi,
                                const Location &loc);
   std::optional<int> makeRow(int a, int64_t row, const Location &loc);

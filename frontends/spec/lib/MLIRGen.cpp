@@ -10,6 +10,7 @@
 
 #include "xf/IR/XfOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 
@@ -253,8 +254,26 @@ mlir::Value Generator::emit(int id) {
   case OpKind::Hadamard:
     return xfir::MulOp::create(builder, at, type, operand(0), operand(1));
   case OpKind::Scale:
-    return xfir::ScaleOp::create(builder, at, type, operand(0),
-                                 llvm::APFloat(n.scale));
+    return xfir::ScaleOp::create(
+        builder, at, type, operand(0), builder.getF64FloatAttr(n.scale),
+        n.operands.size() > 1 ? operand(1) : mlir::Value());
+  case OpKind::Length:
+    return xfir::LengthOp::create(builder, at, builder.getF64Type(),
+                                  operand(0));
+  case OpKind::Constant:
+    return mlir::arith::ConstantOp::create(builder, at,
+                                           builder.getF64FloatAttr(n.scale));
+  case OpKind::Arithmetic:
+    switch (n.arithmetic) {
+    case '+':
+      return mlir::arith::AddFOp::create(builder, at, operand(0), operand(1));
+    case '-':
+      return mlir::arith::SubFOp::create(builder, at, operand(0), operand(1));
+    case '*':
+      return mlir::arith::MulFOp::create(builder, at, operand(0), operand(1));
+    default:
+      return mlir::arith::DivFOp::create(builder, at, operand(0), operand(1));
+    }
   case OpKind::Softmax:
     return xfir::SoftmaxOp::create(builder, at, type, operand(0));
   case OpKind::Attention: {

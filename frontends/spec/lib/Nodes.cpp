@@ -180,7 +180,7 @@ std::optional<int> Elaborator::makeHadamard(int a, int b, const Location &loc) {
 }
 
 std::optional<int> Elaborator::makeScale(int a, double factor,
-                                         const Location &loc) {
+                                         const Location &loc, int multiplier) {
   const TensorType &type = typeOf(a);
   if (type.isTokens)
     return error(loc,
@@ -193,6 +193,8 @@ std::optional<int> Elaborator::makeScale(int a, double factor,
   if (!std::isfinite(factor))
     return error(loc, "the scale factor is not a finite number"), std::nullopt;
   Node n = makeOp(OpKind::Scale, {a}, type, loc, "scaling");
+  if (multiplier >= 0)
+    n.operands.push_back(multiplier);
   n.scale = factor;
   return addNode(std::move(n));
 }

@@ -155,7 +155,7 @@ MaybeValue Elaborator::evalScalarBinary(const BinaryExprAST &e, Scalar a,
 std::optional<int64_t> Elaborator::evalInt(const ExprAST &e,
                                            llvm::StringRef what) {
   MaybeValue v = eval(e);
-  if (!v)
+  if (!v || compileTimeOnly(*v, e.getLoc(), what))
     return std::nullopt;
   if (v->kind != Value::ScalarValue || v->scalar.isFloat)
     return error(e.getLoc(), what + llvm::Twine(" must be an integer")),
@@ -166,7 +166,7 @@ std::optional<int64_t> Elaborator::evalInt(const ExprAST &e,
 std::optional<double> Elaborator::evalFloat(const ExprAST &e,
                                             llvm::StringRef what) {
   MaybeValue v = eval(e);
-  if (!v)
+  if (!v || compileTimeOnly(*v, e.getLoc(), what))
     return std::nullopt;
   if (v->kind != Value::ScalarValue)
     return error(e.getLoc(), what + llvm::Twine(" must be a number")),

@@ -575,3 +575,19 @@ func.func @mha_kv_width(%x: tensor<?x64xf32>, %w: tensor<64x64xf32>) {
   %y = xf.mha causal heads 4 kv_heads 2 %x q %w k %w v %w o %w : (tensor<?x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
   return
 }
+
+// -----
+
+func.func @length_of_activations(%x: tensor<?x8xf32>) -> f64 {
+  // expected-error @+1 {{operand #0 must be 1D tensor of signless integer values}}
+  %n = xf.length %x : tensor<?x8xf32>
+  return %n : f64
+}
+
+// -----
+
+func.func @scale_type_changes(%x: tensor<?x8xf32>) -> tensor<?x4xf32> {
+  // expected-error @+1 {{all of {input, result} have same type}}
+  %y = "xf.scale"(%x) {factor = 2.0 : f64} : (tensor<?x8xf32>) -> tensor<?x4xf32>
+  return %y : tensor<?x4xf32>
+}

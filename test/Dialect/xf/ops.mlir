@@ -153,3 +153,16 @@ func.func @scale(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
   %y = xf.scale %x by 0.125 : tensor<?x64xf32>
   return %y : tensor<?x64xf32>
 }
+
+// A factor known when the model runs: the spec's X / length(x).
+// CHECK-LABEL: func.func @scale_by_length
+func.func @scale_by_length(%x: tensor<?x64xf32>, %ids: tensor<?xi32>) -> tensor<?x64xf32> {
+  // CHECK: %[[N:.*]] = xf.length %{{.*}} : tensor<?xi32>
+  %n = xf.length %ids : tensor<?xi32>
+  %one = arith.constant 1.0 : f64
+  // CHECK: %[[INV:.*]] = arith.divf %{{.*}}, %[[N]] : f64
+  %inv = arith.divf %one, %n : f64
+  // CHECK: xf.scale %{{.*}} by 2.000000e+00 times %[[INV]] : tensor<?x64xf32>
+  %y = xf.scale %x by 2.0 times %inv : tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}

@@ -53,6 +53,9 @@ public:
   func::FuncOp elementwise(int64_t width, ElementwiseKind kind);
   /// out = factor · in                      (in, out, rows)
   func::FuncOp scale(int64_t width, double factor);
+  /// out = factor · in, factor known when the model runs (in, out, rows,
+  /// factor: an f64's bits as an i64)
+  func::FuncOp scaleBy(int64_t width);
   /// LayerNorm / RMSNorm per row             (in, [gamma, [beta]], out, rows)
   func::FuncOp layerNorm(int64_t width, double eps, bool affine);
   func::FuncOp rmsNorm(int64_t width, double eps, bool scaled);

@@ -3,6 +3,7 @@
 #ifndef XF_IR_XFDIALECT_H
 #define XF_IR_XFDIALECT_H
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/IR/Dialect.h"
 
 #include "xf/IR/XfDialect.h.inc"

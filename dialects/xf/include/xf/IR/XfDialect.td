@@ -25,6 +25,8 @@ def Xf_Dialect : Dialect {
     shape rules of its algorithm and names the offending shapes.
   }];
   let useDefaultAttributePrinterParser = 1;
+  // Run-time numbers (xf.length) are computed with arith ops on f64.
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
   // Checks `xf.loop_schedule` (the schedule of ops lowered to loop kernels).
   let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{

@@ -336,19 +336,40 @@ def Xf_SiluOp : Xf_ElementwiseOp<"silu"> {
   let assemblyFormat = "$input attr-dict `:` type($input)";
 }
 
-def Xf_ScaleOp : Xf_ElementwiseOp<"scale"> {
-  let summary = "every element times a constant: `c · X`, `X / c`";
+def Xf_ScaleOp : Xf_PureOp<"scale", [AllTypesMatch<["input", "result"]>]> {
+  let summary = "every element times a number: `c · X`, `X / c`";
   let description = [{
-    The spec's product of a number (a literal, a hyperparameter, scalar
-    arithmetic of them) and an activation, e.g. Vaswani et al.'s
-    `token_embed(x | W_e) · √d_e`.
+    The spec's product of a number and an activation, e.g. Vaswani et al.'s
+    `token_embed(x | W_e) · √d_e`. The number is `factor` (a literal, a
+    hyperparameter, scalar arithmetic of them), times `multiplier` when given:
+    an f64 known only when the model runs (arithmetic on `xf.length`).
+
     ```mlir
     %y = xf.scale %x by 2.500000e-01 : tensor<?x768xf32>
+    %z = xf.scale %x by 1.000000e+00 times %c : tensor<?x768xf32>
     ```
   }];
-  let arguments = (ins Xf_FloatTensor:$input, F64Attr:$factor);
+  let arguments = (ins Xf_FloatTensor:$input, F64Attr:$factor, Optional<F64>:$multiplier);
   let results = (outs Xf_FloatTensor:$result);
-  let assemblyFormat = "$input `by` $factor attr-dict `:` type($input)";
+  let assemblyFormat = "$input `by` $factor (`times` $multiplier^)? attr-dict `:` type($input)";
+  let hasVerifier = 0;
+}
+
+def Xf_LengthOp : Xf_Op<"length", [Pure]> {
+  let summary = "the number of tokens of a sequence, as an f64: the paper's `ℓ ← length(x)`";
+  let description = [{
+    A number known only when the model runs. The spec's arithmetic on it is
+    `arith` ops on f64 (`arith.addf`, `arith.subf`, `arith.mulf`,
+    `arith.divf`, `arith.constant`); the result reaches tensors only as the
+    `multiplier` of `xf.scale`.
+
+    ```mlir
+    %n = xf.length %x : tensor<?xi32>
+    ```
+  }];
+  let arguments = (ins Xf_TokenIds:$tokens);
+  let results = (outs F64:$result);
+  let assemblyFormat = "$tokens attr-dict `:` type($tokens)";
 }
 
 def Xf_MulOp : Xf_ElementwiseOp<"mul"> {

@@ -29,12 +29,15 @@ struct Dim {
   bool operator!=(const Dim &o) const { return !(*this == o); }
 };
 
-/// A tensor of f32 values, or a sequence of token ids (`[ℓ]`, i32).
+/// A tensor of f32 values, or a sequence of token ids (`[ℓ]`, i32). Rank 0
+/// is a number known only when the model runs (`length(x)` and arithmetic on
+/// it), an f64.
 struct TensorType {
   llvm::SmallVector<Dim, 2> dims;
   bool isTokens = false;
 
   unsigned rank() const { return dims.size(); }
+  bool isRuntimeNumber() const { return !isTokens && dims.empty(); }
   bool isStatic() const;
   bool operator==(const TensorType &o) const {
     return dims == o.dims && isTokens == o.isTokens;
@@ -68,12 +71,17 @@ enum class OpKind {
   Gelu,
   Silu,
   Hadamard, // A ⊙ B, elementwise
-  Scale,    // c · A: every element times `scale`
+  Scale,    // c · A: every element times `scale` (and operand 1, a run-time
+            // number, when present)
   Softmax,
   Attention,          // Alg. 4 on projected Q, K, V
   MultiHeadAttention, // Alg. 5: x, z?, W_q, b_q?, W_k, b_k?, W_v, b_v?, W_o,
                       // b_o?
   Unembed,            // Alg. 7
+  // Numbers known only when the model runs (rank 0):
+  Length,     // length(x): the number of tokens of input operand 0
+  Constant,   // `scale`, a number in arithmetic with run-time numbers
+  Arithmetic, // operands[0] `arithmetic` operands[1]
 };
 
 enum class MaskKind { Bidirectional, Causal, Cross };
@@ -109,6 +117,7 @@ struct Node {
   RopePairing rope = RopePairing::None; // MultiHeadAttention; base is its base
   bool hasScale = false;
   bool geluTanh = false;
+  char arithmetic = 0; // Arithmetic: '+', '-', '*' or '/'
   MaskKind mask = MaskKind::Bidirectional;
 };
 
