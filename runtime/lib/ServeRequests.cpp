@@ -124,7 +124,8 @@ std::optional<RequestError> parseCompletionRequest(std::string_view text, const 
   if (prompt->isString()) {
     if (Error e = parseText(*prompt, limits, "prompt", true, out.prompt))
       return e;
-  } else if (prompt->isArray() && !prompt->items.empty() && !prompt->items[0].isNumber()) {
+  } else if (prompt->isArray() && !prompt->items.empty() &&
+             (prompt->items[0].isString() || prompt->items[0].isArray())) {
     return fail("prompt", "one prompt per request: prompt must be a string or an array of "
                           "token ids");
   } else if (prompt->isArray()) {
@@ -201,7 +202,7 @@ std::optional<RequestError> parseEmbeddingRequest(std::string_view text, const S
     return e;
   };
   if (input->isString() || (input->isArray() && !input->items.empty() &&
-                            input->items[0].isNumber()))
+                            !input->items[0].isString() && !input->items[0].isArray()))
     return add(*input, "input");
   if (!input->isArray())
     return fail("input", "input must be a string, an array of strings, an array of token ids "

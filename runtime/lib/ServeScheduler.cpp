@@ -49,6 +49,14 @@ void ServeScheduler::stop() {
     thread_.join();
 }
 
+void ServeScheduler::abandon(const std::string &why) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    abandon_ = why;
+  }
+  wake_.notify_one();
+}
+
 bool ServeScheduler::waitIdle(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
   return idle_.wait_for(lock, timeout, [this] { return idleLocked(); });
@@ -68,14 +76,27 @@ ServeScheduler::Load ServeScheduler::load() const {
 void ServeScheduler::loop() {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
-    wake_.wait(lock, [this] { return stopping_ || !idleLocked(); });
-    if (idleLocked()) // stopping, and nothing left to do
+    wake_.wait(lock, [this] { return stopping_ || abandon_ || !idleLocked(); });
+    if (idleLocked() && !abandon_) // stopping, and nothing left to do
       break;
     std::vector<BatchRequest> requests = std::move(incoming_);
     std::vector<EmbeddingJob> jobs = std::move(embeddings_);
     incoming_.clear();
     embeddings_.clear();
+    std::optional<std::string> abandon = std::move(abandon_);
+    abandon_.reset();
     lock.unlock();
+    if (abandon) {
+      Status why = makeError(*abandon);
+      for (BatchRequest &r : requests)
+        if (r.onError)
+          r.onError(why);
+      for (EmbeddingJob &job : jobs)
+        job.done(why, {});
+      requests.clear();
+      jobs.clear();
+      decoder_.abandonAll(why);
+    }
     for (BatchRequest &r : requests) {
       std::function<void(const Status &)> onError = r.onError;
       if (Status s = decoder_.add(std::move(r)); !s && onError)

@@ -397,7 +397,8 @@ void Server::embeddings(const httplib::Request &req, httplib::Response &res) {
 }
 
 // SIGINT/SIGTERM (blocked in every thread, taken here): stop taking requests, let the running
-// ones finish (at most kDrainSeconds; a second signal cuts that short), then stop listening.
+// ones finish (at most kDrainSeconds; a second signal cuts that short: the unfinished ones end
+// with a 500 error, or an error event when streamed), then stop listening.
 void Server::shutdownOnSignal() {
   sigset_t set;
   sigemptyset(&set);
@@ -415,6 +416,11 @@ void Server::shutdownOnSignal() {
     while (inFlight_ > 0 && std::chrono::steady_clock::now() < deadline)
       if (int again = sigtimedwait(&set, nullptr, &tick); again == SIGINT || again == SIGTERM)
         break;
+    if (inFlight_ > 0) {
+      std::fprintf(stderr, "%s: ending %d unfinished request(s)\n", m_.model.c_str(),
+                   inFlight_.load());
+      scheduler_.abandon("the server is shutting down");
+    }
     http_.stop();
     return;
   }

@@ -50,6 +50,9 @@ public:
   bool submit(EmbeddingJob job);
   // Finishes what is queued and running, then joins the thread.
   void stop();
+  // Ends every queued and running request at the next step with `why` (onError, or an
+  // embedding job's done with the error): a shutdown that does not wait.
+  void abandon(const std::string &why);
   // Waits until nothing is running or queued; false on timeout.
   bool waitIdle(std::chrono::milliseconds timeout);
   // The most positions a generated sequence may reach (prompt included).
@@ -80,6 +83,7 @@ private:
   std::vector<BatchRequest> incoming_;
   std::vector<EmbeddingJob> embeddings_;
   bool stopping_ = false;
+  std::optional<std::string> abandon_; // set by abandon(), taken by the thread
   // Mirrors of the decoder's state and totals, updated under mutex_ after every step.
   size_t running_ = 0, waiting_ = 0;
   BatchStats stats_;

@@ -2,13 +2,14 @@
 //
 // Feeds arbitrary bytes to the JSON parser, the safetensors header validator (then reads and
 // converts every float tensor the header admits, so ASan catches any out-of-bounds offset),
-// the manifest parser, and the token-list parser.
+// the manifest parser, the token-list parser, and --serve's request bodies (ServeRequests.h).
 //
 //===----------------------------------------------------------------------===//
 #include "xfrt/Cli.h"
 #include "xfrt/Json.h"
 #include "xfrt/Manifest.h"
 #include "xfrt/Safetensors.h"
+#include "xfrt/ServeRequests.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -41,5 +42,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   small.vocab = 100;
   small.maxPositions = 16;
   (void)parseTokenList(text.substr(0, 256), "--tokens", small);
+
+  ServeLimits limits;
+  limits.vocab = 100;
+  limits.maxTokens = 16;
+  CompletionRequest completion;
+  (void)parseCompletionRequest(text, limits, CompletionDefaults{}, completion);
+  EmbeddingRequest embedding;
+  (void)parseEmbeddingRequest(text, limits, embedding);
   return 0;
 }
