@@ -11,9 +11,15 @@
      match the float64 oracle on the dequantized weights within 1e-4 (max|Δ|/max|ref|), and
      the same spec built without the option (dequantized at load);
   4. greedy generation with the KV cache (decode GEMVs) gives the oracle's ids;
-  5. bad inputs give one error line: a GGUF whose tensor has another block type, a
+  5. the build with --q8-gemm-inputs as well (decode GEMVs on 8-bit activations): at ℓ = 1
+     within 1e-4 of the oracle that rounds the same GEMM inputs to Q8_0
+     (--q8-gemm-inputs-from 0), and within Q8_BOUND of the exact oracle (the stated cost of
+     8-bit activations, docs/correctness.md); at ℓ = 7 and 130 (the exact GEMM path) bitwise
+     equal to the blocks build; its greedy ids with the KV cache = the oracle's with the decode
+     rows rounded (--q8-gemm-inputs-from = prompt length);
+  6. bad inputs give one error line: a GGUF whose tensor has another block type, a
      safetensors file or random weights for a blocks executable, xfc --quantized-like with a
-     missing file or with --weight-type=bf16.
+     missing file or with --weight-type=bf16, xfc --q8-gemm-inputs without --quantized-like.
 
 usage: check_quantized_llama.py --xfc build/bin/xfc [--workdir DIR] [--target T]
 """
@@ -36,6 +42,11 @@ ORACLE = os.path.join(ROOT, "test", "reference", "oracle.py")
 HP = dict(L=2, H=4, H_kv=2, d_e=64, d_mlp=96, N_V=256, l_max=256)
 HPARAMS = ",".join(f"{k}={v}" for k, v in HP.items())
 TOLERANCE = 1e-4
+# 8-bit activations against the exact model, max|Δ|/max|ref| of the logits at ℓ = 1: each
+# rounded input is off by ≤ d/2 = max|block|/254 per element (measured here 5.3e-3: the errors
+# of ~9 roundings per layer average out; 1e-2 leaves room for another seed, not for a wrong
+# scale or offset, which give errors of order 1).
+Q8_BOUND = 1e-2
 
 
 def run(cmd, **kw):
@@ -115,6 +126,8 @@ def main():
         target = ["--target", args.target] if args.target else []
         run([args.xfc, spec, *defines, *target, "--quantized-like", path("model.gguf"),
              "-o", path("blocks")])
+        run([args.xfc, spec, *defines, *target, "--quantized-like", path("model.gguf"),
+             "--q8-gemm-inputs", "-o", path("q8")])
         run([args.xfc, spec, *defines, *target, "-o", path("f32")])
         manifest = run([args.xfc, spec, *defines, "--quantized-like", path("model.gguf"),
                         "--emit=host"]).stdout
@@ -131,7 +144,7 @@ def main():
                  path("dequantized.safetensors"), "--tokens", tokens, "--logits-out", ref])
             ref = np.load(ref)
             got = {}
-            for exe in ("blocks", "f32"):
+            for exe in ("blocks", "f32", "q8"):
                 out = path(f"{exe}{length}.npy")
                 run([path(exe), "--weights", path("model.gguf"), "--tokens", tokens,
                      "--logits-out", out])
@@ -144,6 +157,24 @@ def main():
                       f"({'ok' if ok else 'FAIL'})")
                 if not ok:
                     failures.append(f"ℓ={length} {exe} vs {against}: {err:.3e}")
+            if length < 4:  # the decode path (gemv_rows_below = 4): 8-bit activations
+                ref_q8 = path(f"ref_q8_{length}.npy")
+                run([sys.executable, ORACLE, "--arch", "llama", "--hparams", HPARAMS,
+                     "--weights", path("dequantized.safetensors"), "--tokens", tokens,
+                     "--q8-gemm-inputs-from", "0", "--logits-out", ref_q8])
+                ref_q8 = np.load(ref_q8)
+                for other, bound, what in ((ref_q8, TOLERANCE, "oracle with Q8 GEMM inputs"),
+                                           (ref, Q8_BOUND, "exact oracle")):
+                    err = float(np.max(np.abs(got["q8"] - other)) / np.max(np.abs(other)))
+                    ok = err <= bound
+                    print(f"ℓ={length:3d} xf q8     vs {what}: max|Δ|/max|ref| = {err:.2e} "
+                          f"(bound {bound:g}, {'ok' if ok else 'FAIL'})")
+                    if not ok:
+                        failures.append(f"ℓ={length} q8 vs {what}: {err:.3e}")
+            elif not np.array_equal(got["q8"], got["blocks"]):
+                failures.append(f"ℓ={length}: the q8 build's GEMM path differs from blocks'")
+            else:
+                print(f"ℓ={length:3d} xf q8     = xf blocks (bitwise; the exact GEMM path)")
 
         # Decode GEMVs through the KV cache: the oracle's greedy ids (Alg. 14).
         prompt = ",".join(map(str, rng.integers(0, HP["N_V"], 9)))
@@ -157,6 +188,16 @@ def main():
         print(f"greedy ids: xf blocks {got_ids}, oracle {want_ids}")
         if got_ids != want_ids:
             failures.append(f"greedy ids differ: {got_ids} vs {want_ids}")
+        r = run([path("q8"), "--weights", path("model.gguf"), "--tokens", prompt,
+                 "--max-new-tokens", "12", "--temperature", "0", "--eos", "none"])
+        got_ids = [int(t) for t in r.stdout.strip().split(",")]
+        r = run([sys.executable, ORACLE, "--arch", "llama", "--hparams", HPARAMS, "--weights",
+                 path("dequantized.safetensors"), "--tokens", prompt, "--generate",
+                 "--max-new-tokens", "12", "--q8-gemm-inputs-from", "9"])
+        want_ids = [int(t) for t in r.stdout.strip().splitlines()[-1].split(",")]
+        print(f"greedy ids: xf q8 {got_ids}, oracle with Q8 decode rows {want_ids}")
+        if got_ids != want_ids:
+            failures.append(f"q8 greedy ids differ: {got_ids} vs {want_ids}")
 
         # Bad inputs.
         write_model(weights, path("other.gguf"), None,
@@ -175,6 +216,8 @@ def main():
             ([args.xfc, spec, "--quantized-like", path("model.gguf"), "--weight-type=bf16",
               "-o", path("x")],
              "xfc: error: --quantized-like and --weight-type=bf16 are exclusive"),
+            ([args.xfc, spec, "--q8-gemm-inputs", "-o", path("x")],
+             "xfc: error: --q8-gemm-inputs needs --quantized-like"),
         ]
         for cmd, want in cases:
             r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)

@@ -7,9 +7,9 @@ every primitive sees x·W with W [d_in, d_out].
 """
 import numpy as np
 
-from primitives import (bidirectional_mask, causal_mask, cross_mask, gelu_erf, gelu_tanh,
+from primitives import (bidirectional_mask, causal_mask, cross_mask, f64, gelu_erf, gelu_tanh,
                         grouped_query_attention, layer_norm, learned_positional_embedding,
-                        linear, make_heads, mh_attention, mlp, relu, rms_norm,
+                        linear, make_heads, mh_attention, mlp, q8_0_rows, relu, rms_norm,
                         sinusoidal_positional_embedding, swiglu_mlp, token_embedding,
                         unembedding)
 
@@ -168,9 +168,12 @@ LLAMA_NAMES = {
 }
 
 
-def llama_forward(W, hp, tokens, arch="llama"):
-    # pre-RMSNorm decoder without positional table or biases; tied unembedding
+def llama_forward(W, hp, tokens, arch="llama", q8_from=None):
+    # pre-RMSNorm decoder without positional table or biases; tied unembedding.
+    # q8_from: the inputs of every projection and of the unembedding are rounded to Q8_0 in
+    # rows ≥ q8_from (xfc --q8-gemm-inputs: the rows its decode steps computed).
     n = LLAMA_NAMES[arch]
+    gemm_input = f64 if q8_from is None else (lambda a: q8_0_rows(a, q8_from))
     l_x, eps = len(tokens), hp["eps"]
     if l_x > hp["l_max"]:
         raise ValueError(f"sequence length {l_x} exceeds l_max={hp['l_max']}")
@@ -181,17 +184,23 @@ def llama_forward(W, hp, tokens, arch="llama"):
         a = rms_norm(x, W[p + n["attn_norm"]], eps)
         x = x + grouped_query_attention(a, W[p + n["q"]].T, W[p + n["k"]].T, W[p + n["v"]].T,
                                         W[p + n["o"]].T, hp["H"], hp["H_kv"], mask,
-                                        rope=(n["pairing"], hp["theta"]))
+                                        rope=(n["pairing"], hp["theta"]),
+                                        gemm_input=gemm_input)
         a = rms_norm(x, W[p + n["ffn_norm"]], eps)
-        x = x + swiglu_mlp(a, W[p + n["gate"]].T, W[p + n["up"]].T, W[p + n["down"]].T)
+        x = x + swiglu_mlp(a, W[p + n["gate"]].T, W[p + n["up"]].T, W[p + n["down"]].T,
+                           gemm_input)
     x = rms_norm(x, W[n["norm"]], eps)
-    return unembedding(x, W[n["embed"]].T)                                      # [ℓ, N_V] tied
+    return unembedding(gemm_input(x), W[n["embed"]].T)                          # [ℓ, N_V] tied
 
 
-def forward(arch, W, hp, tokens, source_tokens=None):
+def forward(arch, W, hp, tokens, source_tokens=None, q8_from=None):
     """Dispatch: logits [ℓ, N_V] for decoders, hidden states [ℓ, d_e] for bert/minilm."""
     if len(tokens) == 0:
         raise ValueError("need at least one token")
+    if q8_from is not None:
+        if arch not in ("llama", "llama_hf"):
+            raise ValueError(f"Q8 GEMM inputs are modelled for llama and llama_hf, not {arch}")
+        return llama_forward(W, hp, tokens, arch, q8_from)
     if arch == "transformer":
         return transformer_forward(W, hp, tokens, source_tokens if source_tokens is not None
                                    else [])

@@ -62,6 +62,10 @@ def build_parser():
     ap.add_argument("--temperature", type=float, default=0.0, help="0 means greedy")
     ap.add_argument("--seed", type=int, default=0, help="sampling / random-weights seed")
     ap.add_argument("--eos", type=int, help="stop after generating this id")
+    ap.add_argument("--q8-gemm-inputs-from", type=int, metavar="ROW",
+                    help="llama: round the inputs of projections and unembedding to Q8_0 in "
+                         "rows >= ROW, as xfc --q8-gemm-inputs does in decode steps "
+                         "(primitives.q8_0_rows)")
     ap.add_argument("--write-random", metavar="W.safetensors",
                     help="write a random float32 checkpoint for --arch/--hparams and exit")
     return ap
@@ -83,6 +87,9 @@ def run(args):
                                                                "--source-tokens")
     if args.arch == "transformer" and source is None:
         raise ValueError("--arch transformer needs --source-tokens")
+    q8 = args.q8_gemm_inputs_from
+    if q8 is not None and q8 < 0:
+        raise ValueError("--q8-gemm-inputs-from must be >= 0")
     if args.generate:
         if args.arch not in DECODERS:
             raise ValueError(f"{args.arch} is an encoder; it has no next-token distribution")
@@ -95,11 +102,11 @@ def run(args):
             new = ed_inference(lambda z, x: forward(args.arch, W, hp, x, z), source, tokens,
                                args.max_new_tokens, args.temperature, args.seed, args.eos)
         else:
-            new = d_inference(lambda x: forward(args.arch, W, hp, x), tokens,
+            new = d_inference(lambda x: forward(args.arch, W, hp, x, q8_from=q8), tokens,
                               args.max_new_tokens, args.temperature, args.seed, args.eos)
         print(",".join(str(t) for t in new))
         return 0
-    out = forward(args.arch, W, hp, tokens, source)
+    out = forward(args.arch, W, hp, tokens, source, q8_from=q8)
     want, other = ("--logits-out", "--hidden-out") if args.arch in DECODERS \
         else ("--hidden-out", "--logits-out")
     path = args.logits_out if args.arch in DECODERS else args.hidden_out

@@ -198,13 +198,16 @@ def rotary_embedding(X, heads, base, pairing, start=0):
     return Y.reshape(length, width)
 
 
-def grouped_query_attention(X, W_q, W_k, W_v, W_o, heads, kv_heads, mask, rope=None):
+def grouped_query_attention(X, W_q, W_k, W_v, W_o, heads, kv_heads, mask, rope=None,
+                            gemm_input=f64):
     # Alg. 5 with H_kv ≤ H key/value heads (Ainslie et al.) and no biases.
     # X: [ℓ, d_e]; W_q: [d_e, H·d], W_k, W_v: [d_e, H_kv·d], W_o: [H·d, d_e]. Query head h
     # uses key/value head h // (H / H_kv). rope = (pairing, base) rotates every head of Q and K
-    # at positions 0 … ℓ−1 before the scores.
+    # at positions 0 … ℓ−1 before the scores. gemm_input: applied to the input of each
+    # projection (q8_0_rows for xfc --q8-gemm-inputs).
     if heads % kv_heads:
         raise ValueError(f"kv_heads={kv_heads} does not divide heads={heads}")
+    X = gemm_input(X)
     Q, K, V = linear(X, W_q), linear(X, W_k), linear(X, W_v)   # [ℓ, H·d], [ℓ, H_kv·d] ×2
     if rope is not None:
         Q = rotary_embedding(Q, heads, rope[1], rope[0])
@@ -216,12 +219,26 @@ def grouped_query_attention(X, W_q, W_k, W_v, W_o, heads, kv_heads, mask, rope=N
         q, k, v = Q[:, h * d:(h + 1) * d], K[:, g * d:(g + 1) * d], V[:, g * d:(g + 1) * d]
         S = np.where(mask, q @ k.T / np.sqrt(d), -np.inf)     # [ℓ, ℓ]
         outputs.append(softmax(S, axis=1) @ v)                 # [ℓ, d]
-    return linear(np.concatenate(outputs, axis=1), W_o)        # [ℓ, d_e]
+    return linear(gemm_input(np.concatenate(outputs, axis=1)), W_o)   # [ℓ, d_e]
 
 
-def swiglu_mlp(x, W_gate, W_up, W_down):
+def swiglu_mlp(x, W_gate, W_up, W_down, gemm_input=f64):
     # Shazeer's SwiGLU: (silu(x·W_gate) ⊙ (x·W_up))·W_down; W_gate, W_up: [d_e, d_mlp]
-    return linear(silu(linear(x, W_gate)) * linear(x, W_up), W_down)
+    x = gemm_input(x)
+    return linear(gemm_input(silu(linear(x, W_gate)) * linear(x, W_up)), W_down)
+
+
+def q8_0_rows(x, first_row=0):
+    # xfc --q8-gemm-inputs (docs/correctness.md, --q8-gemm-inputs): rows ≥ first_row of a
+    # GEMM input [ℓ, K] (K a multiple of 32), held as float32, rounded per block of 32 to
+    # x̂ = d·q with d = float32(max|x| / 127) and q = round-half-even(x / d) clipped to ±127.
+    x = f64(x).copy()
+    tail = x[first_row:]
+    blocks = tail.astype(np.float32).reshape(-1, 32)
+    d = (np.abs(blocks).max(axis=1) / np.float32(127)).astype(np.float32).astype(np.float64)
+    q = np.clip(np.rint(blocks / np.where(d > 0, d, 1.0)[:, None]), -127, 127)
+    x[first_row:] = (q * d[:, None]).reshape(tail.shape)
+    return x
 
 
 # ---------------------------------------------------------------- MLP and Alg. 7

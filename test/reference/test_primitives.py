@@ -272,3 +272,40 @@ def test_swiglu_mlp_by_hand():
     Wg, Wu, Wd = np.array([[1.0], [0.0]]), np.array([[2.0], [1.0]]), np.array([[3.0, -1.0]])
     s = 1.0 / (1.0 + math.exp(-1.0))  # silu(1) = σ(1)
     np.testing.assert_allclose(P.swiglu_mlp(x, Wg, Wu, Wd), [[3.0 * s, -s]], rtol=1e-15)
+
+
+def test_q8_0_rows_by_hand():
+    # xfc --q8-gemm-inputs' rounding: blocks of 32, d = max|x|/127, q = round-half-even(x/d).
+    d = 2.0 ** -6                              # max 127·d: d exact in float32
+    row = np.zeros(64)
+    row[:32] = np.linspace(-1.0, 1.0, 32)
+    row[31] = 127 * d
+    row[5], row[6], row[7] = 1.5 * d, 2.5 * d, -3.5 * d   # ties: to 2, 2, −4
+    x = np.stack([row, row * 3])
+    y = P.q8_0_rows(x, first_row=1)
+    np.testing.assert_array_equal(y[0], row)               # rows before first_row untouched
+    np.testing.assert_array_equal(y[1, 32:], 0.0)          # a zero block stays zero
+    assert y[1, 31] == 127 * 3 * d
+    z = P.q8_0_rows(row[None, :])
+    np.testing.assert_array_equal(z[0, 5:8], [2 * d, 2 * d, -4 * d])
+    assert np.all(np.abs(z[0, :32] - row[:32]) <= d / 2)
+    q = z[0, :32] / d
+    np.testing.assert_array_equal(q, np.rint(q))
+    assert np.all(np.abs(q) <= 127)
+    w = P.q8_0_rows(x)                                     # row ×3: d' = 3d, ties stay ties
+    np.testing.assert_array_equal(w[1, 5:8], [6 * d, 6 * d, -12 * d])
+
+
+def test_gqa_and_swiglu_round_every_projection_input():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((3, 64))
+    Wq, Wk, Wv, Wo = (rng.standard_normal(s) for s in ((64, 64), (64, 32), (64, 32), (64, 64)))
+    mask = P.causal_mask(3)
+    seen = []
+    def spy(a):
+        seen.append(np.shape(a))
+        return P.f64(a)
+    P.grouped_query_attention(X, Wq, Wk, Wv, Wo, 4, 2, mask, gemm_input=spy)
+    P.swiglu_mlp(X, rng.standard_normal((64, 96)), rng.standard_normal((64, 96)),
+                 rng.standard_normal((96, 64)), gemm_input=spy)
+    assert seen == [(3, 64), (3, 64), (3, 64), (3, 96)]    # Q/K/V input, O input, MLP in, down in

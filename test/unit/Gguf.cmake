@@ -10,6 +10,11 @@ xf_add_unit_test(xf-gguf-test
   SOURCES RuntimeGgufTest.cpp RuntimeGgufTokenizerTest.cpp
   LIBS xfRuntime)
 
+# Decode GEMMs on blocks with Q8 activations (runtime/lib/BlockGemv.cpp), every ISA of this CPU.
+xf_add_unit_test(xf-block-gemv-test
+  SOURCES RuntimeBlockGemvTest.cpp
+  LIBS xfRuntime)
+
 set(gguf_tests ${XF_SOURCE_DIR}/test/gguf)
 add_executable(xf-gguf ${gguf_tests}/xf-gguf.cpp)
 target_link_libraries(xf-gguf PRIVATE xfRuntime)

@@ -96,6 +96,14 @@ cl::opt<std::string> quantizedLike(
              "dequantize blocks as they read them. The executable then needs --weights with "
              "these tensor types (without this option the weights are dequantized to float32 at load)"),
     cl::value_desc("file.gguf"), cl::cat(xfcCategory));
+cl::opt<bool> q8GemmInputs(
+    "q8-gemm-inputs", cl::init(false),
+    cl::desc("With --quantized-like: decode steps (GEMMs of fewer rows than gemv_rows_below) "
+             "round each GEMM input row to Q8_0 blocks and use 8-bit integer dot products "
+             "(AVX-512 VNNI, AVX-VNNI or AVX2, picked when the executable runs), as llama.cpp "
+             "does. Faster decode, 8-bit activation accuracy (docs/correctness.md); prefill "
+             "stays exact"),
+    cl::cat(xfcCategory));
 cl::opt<bool> keepTemps("keep-temps", cl::init(false),
                         cl::desc("Keep the intermediate object files"),
                         cl::cat(xfcCategory));
@@ -284,6 +292,19 @@ static mlir::FailureOr<mlir::xf::HostProgram> lowerWithWeightOptions(mlir::Modul
   if (bf16GemmInputs && !hostOptions.bf16Weights) {
     llvm::errs() << "xfc: error: --bf16-gemm-inputs needs --weight-type=bf16\n";
     return mlir::failure();
+  }
+  if (q8GemmInputs && quantizedLike.empty()) {
+    llvm::errs() << "xfc: error: --q8-gemm-inputs needs --quantized-like\n";
+    return mlir::failure();
+  }
+  if (q8GemmInputs) {
+    llvm::Expected<int> ceiling = mlir::xf::blockDotIsaCeiling(target);
+    if (!ceiling) {
+      llvm::errs() << "xfc: error: " << llvm::toString(ceiling.takeError()) << "\n";
+      return mlir::failure();
+    }
+    hostOptions.q8GemmInputs = true;
+    hostOptions.blockDotIsa = *ceiling;
   }
   if (!quantizedLike.empty()) {
     if (hostOptions.bf16Weights) {
@@ -560,7 +581,8 @@ int main(int argc, char **argv) {
   }
 
   if (check && (tuneMode || emitAction.getNumOccurrences() || outputFilename.getNumOccurrences() ||
-                weightType != WeightType::F32 || bf16GemmInputs || !quantizedLike.empty())) {
+                weightType != WeightType::F32 || bf16GemmInputs || !quantizedLike.empty() ||
+                q8GemmInputs)) {
     llvm::errs() << "xfc: error: --check builds and runs the model itself with float32 weights; "
                     "it takes no tune, --emit, -o, --weight-type, --bf16-gemm-inputs or "
                     "--quantized-like\n";

@@ -13,6 +13,7 @@
 #include "xf/Conversion/LowerToHost.h"
 #include "xf/Codegen/KernelSchedules.h"
 #include "xf/Codegen/KernelSpecs.h"
+#include "BlockGemvCall.h"
 #include "BufferPlan.h"
 #include "HalideCalls.h"
 #include "xf/Codegen/LoopKernels.h"
@@ -768,7 +769,20 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
       args.push_back(matrixArg(gemm.getResidual()));
     args.push_back(matrixArg(v));
     spec.name = kernelName(gemmKey(spec), "xf_gemm_", program.gemms, spec);
-    orStatus(callHalidePipeline(*b, loc, *program.module, spec.name, args));
+    auto halide = [&] { return callHalidePipeline(*b, loc, *program.module, spec.name, args); };
+    if (spec.weightBlocks != WeightBlocks::None && options.q8GemmInputs) {
+      auto stride = [&](Value t) { return i64(placements[t].stride); };
+      BlockGemvCall q8{pointerOf(gemm.getInput()), stride(gemm.getInput()), rows,
+                       pointerOf(gemm.getWeight())};
+      if (spec.hasBias)
+        q8.bias = pointerOf(gemm.getBias());
+      if (spec.hasResidual)
+        q8.residual = pointerOf(gemm.getResidual()), q8.residualStride = stride(gemm.getResidual());
+      q8.out = out, q8.outStride = stride(v), q8.spec = &spec, q8.isaCeiling = options.blockDotIsa;
+      orStatus(callBlockGemvOrPipeline(*b, loc, *program.module, q8, halide));
+    } else {
+      orStatus(halide());
+    }
     site.name = spec.name, site.kind = "gemm";
     site.setWork(kernelWork(spec));
     site.tuned = op->hasAttr("xf.tuned");
@@ -880,11 +894,9 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
                             {}));
       gather.setPrivate();
     }
-    WeightBlocks blocks = blocksOf(embed.getTable());
-    // The ggml type id: Q8_0 = 8, Q4_0 = 2, Q4_1 = 3.
-    int64_t ggmlType = blocks == WeightBlocks::Q8_0 ? 8 : blocks == WeightBlocks::Q4_0 ? 2 : 3;
     func::CallOp::create(*b, loc, gather,
-                         ValueRange{inputs[0], i64(ggmlType), inputs[1], out, rows, i64(width)});
+                         ValueRange{inputs[0], i64(ggmlTypeId(blocksOf(embed.getTable()))),
+                                    inputs[1], out, rows, i64(width)});
     site.name = "xfrt_gather_block_rows", site.kind = "loop";
     return success();
   } else if (auto embed = dyn_cast<TokenEmbedOp>(op)) {

@@ -149,6 +149,12 @@ inline AttentionSchedule defaultAttentionSchedule(const VectorShape &shape) {
 /// The vector unit of a Halide target string ("host" = this machine).
 llvm::Expected<VectorShape> vectorShapeOf(llvm::StringRef target);
 
+/// The widest 8-bit dot-product instructions that decode GEMMs on weight blocks may use
+/// (xfc --q8-gemm-inputs; numbered as xfrt::BlockDotIsa in runtime/include/xfrt/BlockGemv.h):
+/// 3 AVX-512 VNNI, 2 AVX-VNNI, 1 AVX2, 0 portable code only. "host" allows all, and the
+/// executable picks what its CPU has when it runs; an explicit target allows what it names.
+llvm::Expected<int> blockDotIsaCeiling(llvm::StringRef target);
+
 struct AttentionKernelSpec {
   std::string name;
   int64_t heads = 1, dK = 0, dV = 0; // q: [M, H·dK], k: [Mz, H_kv·dK], v: [Mz, H_kv·dV],

@@ -52,6 +52,12 @@ struct HostOptions {
   /// read by the GEMM kernels and embedding gathers as blocks, the rest stay
   /// float32.
   llvm::StringMap<WeightBlocks> weightBlocks;
+  /// GEMMs on those blocks with fewer rows than gemv_rows_below (decode steps) round their
+  /// input to Q8_0 and use 8-bit integer dot products (libxfrt's xfrt_block_gemv, instructions
+  /// up to blockDotIsa: blockDotIsaCeiling of the target). Changes the numerics
+  /// (docs/correctness.md); the Halide kernels keep the exact path for the other row counts.
+  bool q8GemmInputs = false;
+  int blockDotIsa = 0;
 };
 
 /// Fails with a located error when @forward holds an op the host lowering

@@ -94,6 +94,24 @@ llvm::Expected<VectorShape> vectorShapeOf(llvm::StringRef target) {
   return shape;
 }
 
+llvm::Expected<int> blockDotIsaCeiling(llvm::StringRef target) {
+  if (target.empty() || target == "host")
+    return 3;
+  llvm::Expected<Halide::Target> parsed = parseHalideTarget(target);
+  if (!parsed)
+    return parsed.takeError();
+  using T = Halide::Target;
+  if (parsed->arch != T::X86)
+    return 0;
+  // Halide's avx512_skylake / _cannonlake name no VNNI; Zen 4 and later and Sapphire Rapids do.
+  if (parsed->has_feature(T::AVX512_Zen4) || parsed->has_feature(T::AVX512_Zen5) ||
+      parsed->has_feature(T::AVX512_SapphireRapids))
+    return 3;
+  if (parsed->has_feature(T::AVXVNNI))
+    return 2;
+  return parsed->has_feature(T::AVX2) ? 1 : 0;
+}
+
 llvm::Expected<std::string> halideTargetString(llvm::StringRef target) {
   llvm::Expected<Halide::Target> parsed = kernelTarget(target);
   if (!parsed)

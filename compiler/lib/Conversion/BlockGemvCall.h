@@ -1,0 +1,40 @@
+//===- BlockGemvCall.h - decode GEMMs on weight blocks with Q8 activations -*- C++ -*-===//
+//
+// With HostOptions::q8GemmInputs, a GEMM whose weight is kept in ggml blocks calls libxfrt's
+// xfrt_block_gemv (runtime/include/xfrt/BlockGemv.h: x rounded to Q8_0, 8-bit integer dot
+// products) when it has fewer rows than its schedule's gemv_rows_below, and its Halide kernel
+// otherwise: a run-time branch, since rows are dynamic.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_LIB_CONVERSION_BLOCKGEMVCALL_H
+#define XF_LIB_CONVERSION_BLOCKGEMVCALL_H
+
+#include "xf/Codegen/HalideKernels.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir::xf {
+
+/// The operands of one call; pointers are !llvm.ptr, counts and strides (in floats) i64.
+struct BlockGemvCall {
+  Value x, xStride, rows;
+  Value weight;
+  Value bias, residual, residualStride; // null Values when the GEMM has none
+  Value out, outStride;
+  const GemmKernelSpec *spec;
+  int isaCeiling; // blockDotIsaCeiling of the target
+};
+
+/// ggml's type id of a block type (Q4_0 2, Q4_1 3, Q8_0 8), as libxfrt takes it.
+int64_t ggmlTypeId(WeightBlocks blocks);
+
+/// `rows < gemv_rows_below ? xfrt_block_gemv(...) : halidePipeline()`; returns the i32 status.
+Value callBlockGemvOrPipeline(OpBuilder &b, Location loc, ModuleOp module,
+                              const BlockGemvCall &call,
+                              llvm::function_ref<Value()> halidePipeline);
+
+} // namespace mlir::xf
+
+#endif // XF_LIB_CONVERSION_BLOCKGEMVCALL_H

@@ -1,0 +1,53 @@
+//===- BlockGemv.h - Decode GEMMs on ggml blocks with 8-bit activations -*- C++ -*-===//
+//
+// The decode path of `xfc --quantized-like ... --q8-gemm-inputs` (docs/correctness.md, "Q8
+// activations"): a GEMM whose weight is kept in Q8_0 / Q4_0 / Q4_1 blocks and whose input has
+// fewer rows than the kernel's gemv_rows_below rounds each input row to Q8_0 blocks once per
+// call, x̂ = d·q with d = max|x|/127 per block of 32 and q = round-half-even(x/d) (in double), and
+// computes every block's Σ q_w·q_x exactly in 32-bit integers (AVX-512 VNNI vpdpbusd, AVX-VNNI,
+// or AVX2 vpmaddubsw + vpmaddwd; a portable loop elsewhere). The result is the float32 dot
+// product of the dequantized weight with x̂: only the rounding of x differs from the exact path.
+//
+// Hand-written rather than Halide: the instruction set is chosen when the call runs (cpuid),
+// bounded by what the executable's target allows, so one executable has every path and the
+// AVX2 one is testable on an AVX-512 machine; and a block's scale multiply belongs between the
+// integer dot product and the float sum, which Halide's dot-product patterns do not express.
+//
+//===----------------------------------------------------------------------===//
+#ifndef XFRT_BLOCKGEMV_H
+#define XFRT_BLOCKGEMV_H
+
+#include <cstdint>
+
+namespace xfrt {
+
+/// Instruction sets of the 8-bit dot products, narrowest first. xfc passes the widest its
+/// target allows (a build for `host` allows all); the call uses the widest of those this CPU has.
+enum class BlockDotIsa : int32_t { Portable = 0, Avx2 = 1, AvxVnni = 2, Avx512Vnni = 3 };
+
+/// The widest instruction set at most `ceiling` that this CPU (and OS) supports.
+BlockDotIsa blockDotIsaOfCpu(BlockDotIsa ceiling);
+const char *blockDotIsaName(BlockDotIsa isa);
+
+/// The GEMM epilogue, numbered as the compiler's GemmEpilogue (HalideKernels.h).
+enum class BlockEpilogue : int32_t { None, Relu, GeluTanh, GeluErf, Silu, SwiGlu };
+
+/// One row of K activations (K a multiple of 32) rounded to Q8_0 blocks: q[K], and per block b
+/// meta[2b] = its scale d, meta[2b + 1] = d·Σq (for the offset terms of Q4_0, Q4_1, Q8_0).
+void quantizeRowQ8(const float *x, int64_t K, int8_t *q, float *meta);
+
+} // namespace xfrt
+
+extern "C" {
+/// out[m, n] = act(x̂[m]·W[n] + bias[n]) + residual[m, n] for m < rows, n < N, with W [N, K]
+/// (SwiGLU: [2·N, K], gate rows then up rows; out = silu(gate + bias[n])·(up + bias[N + n]))
+/// stored as ggml blocks of `ggmlType` (2 Q4_0, 3 Q4_1, 8 Q8_0), rows back to back. `bias` and
+/// `residual` may be null; strides are in floats. Runs as tasks on the Halide runtime's thread
+/// pool when the executable has one. Returns 0, or -1 for a type or K it does not handle.
+int32_t xfrt_block_gemv(const float *x, int64_t xStride, int64_t rows, int64_t K,
+                        const uint8_t *weight, int64_t ggmlType, int64_t N, const float *bias,
+                        const float *residual, int64_t residualStride, int64_t epilogue,
+                        float *out, int64_t outStride, int64_t isaCeiling);
+}
+
+#endif // XFRT_BLOCKGEMV_H

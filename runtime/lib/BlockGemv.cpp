@@ -1,0 +1,298 @@
+//===- BlockGemv.cpp - Decode GEMMs on ggml blocks with 8-bit activations -===//
+//
+// xfrt/BlockGemv.h. Called by generated code in place of the Halide GEMM when a block-weight
+// GEMM (xfc --q8-gemm-inputs) has fewer rows than its gemv_rows_below: every input row is
+// rounded to Q8_0 once, then tasks of output columns take groups of 4 weight rows and run them
+// against each input row (the group's blocks stay in L1 across rows).
+//
+//===----------------------------------------------------------------------===//
+#include "xfrt/BlockGemv.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
+#define XF_BLOCK_GEMV_X86 1
+#include <immintrin.h>
+#endif
+
+// The Halide runtime's thread pool: linked into every executable (the Halide kernels use it),
+// absent from unit tests that link libxfrt alone, which then run the tasks in a loop.
+extern "C" int halide_do_par_for(void *userContext, int (*task)(void *, int, uint8_t *), int min,
+                                 int size, uint8_t *closure) __attribute__((weak));
+
+namespace xfrt {
+namespace {
+
+constexpr int kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 8;
+
+/// How far ahead of the block being read its row is prefetched (measured on Zen 4: rows of
+/// a 30 MB Q8_0 matrix read 1.5x faster with it, in-cache ones no slower).
+constexpr int kPrefetchBytes = 256;
+
+constexpr int64_t ggmlBlockBytes(int type) {
+  return type == kQ8_0 ? 34 : type == kQ4_1 ? 20 : 18;
+}
+
+/// Dot products of `count` consecutive weight rows starting at `w` with one row of x̂.
+struct DotArgs {
+  const uint8_t *w;
+  int64_t rowBytes, blocks;
+  const int8_t *xq;    // x̂'s q, K bytes
+  const float *xMeta; // per block: its scale d, then d·Σq
+};
+using DotsFn = void (*)(const DotArgs &, int count, float *raw);
+
+// ---- Portable ------------------------------------------------------------------------------
+
+float halfToFloat(const uint8_t *p) {
+  uint32_t h = uint32_t(p[0]) | uint32_t(p[1]) << 8;
+  uint32_t sign = (h & 0x8000u) << 16, magnitude = (h & 0x7fffu) << 13;
+  float value;
+  if ((h & 0x7c00u) == 0x7c00u) { // inf / NaN
+    uint32_t bits = magnitude | 0x7f800000u;
+    std::memcpy(&value, &bits, 4);
+  } else {
+    std::memcpy(&value, &magnitude, 4);
+    value *= 0x1p112f; // exact for normals and subnormals
+  }
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  bits |= sign;
+  std::memcpy(&value, &bits, 4);
+  return value;
+}
+
+template <int Type>
+void portableDots(const DotArgs &a, int count, float *raw) {
+  constexpr int64_t blockBytes = ggmlBlockBytes(Type);
+  for (int r = 0; r < count; ++r) {
+    float sum = 0.f, offset = 0.f;
+    for (int64_t b = 0; b < a.blocks; ++b) {
+      const uint8_t *block = a.w + r * a.rowBytes + b * blockBytes;
+      const int8_t *xq = a.xq + 32 * b;
+      const float d = halfToFloat(block);
+      int32_t dot = 0;
+      if constexpr (Type == kQ8_0) {
+        for (int i = 0; i < 32; ++i)
+          dot += int32_t(int8_t(block[2 + i])) * xq[i];
+      } else {
+        const uint8_t *qs = block + (Type == kQ4_1 ? 4 : 2);
+        for (int i = 0; i < 16; ++i)
+          dot += int32_t(qs[i] & 15) * xq[i] + int32_t(qs[i] >> 4) * xq[16 + i];
+        offset += (Type == kQ4_1 ? halfToFloat(block + 2) : -8.f * d) * a.xMeta[2 * b + 1];
+      }
+      sum = std::fma(d * a.xMeta[2 * b], float(dot), sum);
+    }
+    raw[r] = sum + offset;
+  }
+}
+
+// ---- x86 -------------------------------------------------------------------------------------
+
+#ifdef XF_BLOCK_GEMV_X86
+#define XF_ISA avx2
+#define XF_TARGET __attribute__((target("avx2,fma,f16c")))
+#define XF_DOT32(u, s) _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1))
+#include "BlockGemvDots.inc"
+#undef XF_ISA
+#undef XF_TARGET
+#undef XF_DOT32
+
+#define XF_ISA avxvnni
+#define XF_TARGET __attribute__((target("avx2,fma,f16c,avxvnni")))
+#define XF_DOT32(u, s) _mm256_dpbusd_avx_epi32(_mm256_setzero_si256(), u, s)
+#include "BlockGemvDots.inc"
+#undef XF_ISA
+#undef XF_TARGET
+#undef XF_DOT32
+
+#define XF_ISA avx512vnni
+#define XF_TARGET __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512vnni")))
+#define XF_DOT32(u, s) _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s)
+#include "BlockGemvDots.inc"
+#undef XF_ISA
+#undef XF_TARGET
+#undef XF_DOT32
+
+#include "BlockGemvAvx512.inc"
+#endif
+
+template <int Type>
+DotsFn dotsFor(BlockDotIsa isa) {
+  switch (isa) {
+#ifdef XF_BLOCK_GEMV_X86
+  case BlockDotIsa::Avx512Vnni: return avx512::dots<Type>;
+  case BlockDotIsa::AvxVnni: return avxvnni::dots<Type>;
+  case BlockDotIsa::Avx2: return avx2::dots<Type>;
+#endif
+  default: return portableDots<Type>;
+  }
+}
+
+// ---- The call --------------------------------------------------------------------------------
+
+float activate(BlockEpilogue epilogue, float a) {
+  switch (epilogue) {
+  case BlockEpilogue::Relu:
+    return std::max(a, 0.f);
+  case BlockEpilogue::GeluTanh: { // as the Halide epilogue: tanh(y) = 1 − 2/(e^(2y) + 1)
+    float y = float(0.7978845608028654) * (a + 0.044715f * a * a * a);
+    return 0.5f * a * (1.f + (1.f - 2.f / (std::exp(2.f * y) + 1.f)));
+  }
+  case BlockEpilogue::GeluErf:
+    return 0.5f * a * (1.f + std::erf(a * float(0.7071067811865476)));
+  case BlockEpilogue::Silu:
+  case BlockEpilogue::SwiGlu:
+    return a / (1.f + std::exp(-a));
+  default:
+    return a;
+  }
+}
+
+struct Call {
+  DotsFn dots;
+  int64_t rows, N, rowBytes, blocks, chunk;
+  const uint8_t *weight;
+  const int8_t *xq;
+  const float *xMeta, *bias, *residual;
+  int64_t residualStride, outStride;
+  BlockEpilogue epilogue;
+  float *out;
+};
+
+/// Output columns [task·chunk, +chunk), 4 weight rows (and their up rows) at a time.
+int runTask(void *, int task, uint8_t *closure) {
+  const Call &c = *reinterpret_cast<const Call *>(closure);
+  const bool gated = c.epilogue == BlockEpilogue::SwiGlu;
+  const int64_t begin = task * c.chunk, end = std::min(c.N, begin + c.chunk);
+  for (int64_t n = begin; n < end; n += 4) {
+    const int count = int(std::min<int64_t>(4, end - n));
+    for (int64_t m = 0; m < c.rows; ++m) {
+      DotArgs args{c.weight + n * c.rowBytes, c.rowBytes, c.blocks, c.xq + m * c.blocks * 32,
+                   c.xMeta + m * c.blocks * 2};
+      float raw[4], up[4];
+      c.dots(args, count, raw);
+      if (gated) {
+        args.w = c.weight + (c.N + n) * c.rowBytes;
+        c.dots(args, count, up);
+      }
+      for (int i = 0; i < count; ++i) {
+        float a = raw[i] + (c.bias ? c.bias[n + i] : 0.f);
+        float value = activate(c.epilogue, a);
+        if (gated)
+          value *= up[i] + (c.bias ? c.bias[c.N + n + i] : 0.f);
+        if (c.residual)
+          value += c.residual[m * c.residualStride + n + i];
+        c.out[m * c.outStride + n + i] = value;
+      }
+    }
+  }
+  return 0;
+}
+
+} // namespace
+
+void quantizeRowQ8(const float *x, int64_t K, int8_t *q, float *meta) {
+  for (int64_t b = 0; b < K / 32; ++b) {
+    const float *v = x + 32 * b;
+    float amax = 0.f;
+    for (int i = 0; i < 32; ++i)
+      amax = std::max(amax, std::fabs(v[i]));
+    int32_t sum = 0;
+    if (amax > 0.f && std::isfinite(amax)) {
+      // x / d in double: exact enough for any float d (also subnormal, where 127 / amax
+      // overflows); the clamp takes the last ulp.
+      meta[2 * b] = amax / 127.f;
+      const double d = meta[2 * b];
+      for (int i = 0; i < 32; ++i) {
+        double r = std::nearbyint(double(v[i]) / d);
+        q[32 * b + i] = int8_t(std::clamp(r, -127.0, 127.0));
+        sum += q[32 * b + i];
+      }
+    } else {
+      // A zero block: q = 0. Inf or NaN: a NaN scale carries it into every output.
+      std::memset(q + 32 * b, 0, 32);
+      meta[2 * b] = amax == 0.f ? 0.f : std::numeric_limits<float>::quiet_NaN();
+    }
+    meta[2 * b + 1] = meta[2 * b] * float(sum);
+  }
+}
+
+BlockDotIsa blockDotIsaOfCpu(BlockDotIsa ceiling) {
+#ifdef XF_BLOCK_GEMV_X86
+  // Not a chain: Zen 4 has AVX-512 VNNI but not AVX-VNNI (the VEX form), Alder Lake the reverse.
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                    __builtin_cpu_supports("f16c");
+  const bool has[] = {true, avx2, avx2 && __builtin_cpu_supports("avxvnni"),
+                      avx2 && __builtin_cpu_supports("avx512vnni") &&
+                          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512bw")};
+  for (int isa = std::clamp(int(ceiling), 0, 3); isa > 0; --isa)
+    if (has[isa])
+      return BlockDotIsa(isa);
+#endif
+  (void)ceiling;
+  return BlockDotIsa::Portable;
+}
+
+const char *blockDotIsaName(BlockDotIsa isa) {
+  switch (isa) {
+  case BlockDotIsa::Avx512Vnni: return "avx512-vnni";
+  case BlockDotIsa::AvxVnni: return "avx-vnni";
+  case BlockDotIsa::Avx2: return "avx2";
+  default: return "portable";
+  }
+}
+
+} // namespace xfrt
+
+extern "C" int32_t xfrt_block_gemv(const float *x, int64_t xStride, int64_t rows, int64_t K,
+                                   const uint8_t *weight, int64_t ggmlType, int64_t N,
+                                   const float *bias, const float *residual,
+                                   int64_t residualStride, int64_t epilogue, float *out,
+                                   int64_t outStride, int64_t isaCeiling) {
+  using namespace xfrt;
+  if (K <= 0 || K % 32 != 0 || N <= 0 || rows < 0 || epilogue < 0 || epilogue > 5 ||
+      (ggmlType != kQ4_0 && ggmlType != kQ4_1 && ggmlType != kQ8_0))
+    return -1;
+  if (rows == 0)
+    return 0;
+  // The CPU is the same for every call of a process: look up each ceiling once.
+  static const BlockDotIsa byCeiling[] = {
+      blockDotIsaOfCpu(BlockDotIsa::Portable), blockDotIsaOfCpu(BlockDotIsa::Avx2),
+      blockDotIsaOfCpu(BlockDotIsa::AvxVnni), blockDotIsaOfCpu(BlockDotIsa::Avx512Vnni)};
+  const BlockDotIsa isa = byCeiling[std::clamp<int64_t>(isaCeiling, 0, 3)];
+  Call c{};
+  c.dots = ggmlType == kQ8_0   ? dotsFor<kQ8_0>(isa)
+           : ggmlType == kQ4_1 ? dotsFor<kQ4_1>(isa)
+                               : dotsFor<kQ4_0>(isa);
+  c.rows = rows, c.N = N, c.blocks = K / 32, c.rowBytes = c.blocks * ggmlBlockBytes(int(ggmlType));
+  c.weight = weight, c.bias = bias, c.residual = residual, c.residualStride = residualStride;
+  c.outStride = outStride, c.out = out, c.epilogue = BlockEpilogue(epilogue);
+
+  // x̂ of every row, once per call; thread_local so repeated calls reuse the storage.
+  thread_local std::vector<int8_t> q;
+  thread_local std::vector<float> meta;
+  q.resize(size_t(rows * K));
+  meta.resize(size_t(2 * rows * c.blocks));
+  for (int64_t m = 0; m < rows; ++m)
+    quantizeRowQ8(x + m * xStride, K, q.data() + m * K, meta.data() + 2 * m * c.blocks);
+  c.xq = q.data(), c.xMeta = meta.data();
+
+  // Tasks of ~64 KiB of weight rows (an even count, for two threads), whole groups of 4.
+  const int64_t bytes = N * c.rowBytes * (c.epilogue == BlockEpilogue::SwiGlu ? 2 : 1);
+  int64_t tasks = std::max<int64_t>(2, bytes / (64 * 1024));
+  tasks += tasks % 2;
+  c.chunk = std::max<int64_t>(4, (N + tasks - 1) / tasks + 3) / 4 * 4;
+  tasks = (N + c.chunk - 1) / c.chunk;
+  uint8_t *closure = reinterpret_cast<uint8_t *>(&c);
+  if (halide_do_par_for && tasks > 1)
+    return halide_do_par_for(nullptr, runTask, 0, int(tasks), closure);
+  for (int64_t t = 0; t < tasks; ++t)
+    runTask(nullptr, int(t), closure);
+  return 0;
+}

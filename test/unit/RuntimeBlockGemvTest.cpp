@@ -1,0 +1,293 @@
+// xfrt_block_gemv (runtime/lib/BlockGemv.cpp): decode GEMMs on ggml blocks with activations
+// rounded to Q8_0. Checked in double against the weights dequantized by the load path
+// (GgmlType.cpp, itself bitwise-checked against ggml's definitions) on every instruction set
+// this CPU has:
+//   * against x̂ (the stated rounding of x): the integer dot products are exact, so the only
+//     difference is float32 summation: ≤ 2^-20 · Σ|w·x̂| per output;
+//   * against the exact x: ≤ Σ_blocks (d_x/2)·Σ|w| (each |x̂ − x| ≤ d_x/2) plus that slack —
+//     the bound docs/correctness.md states;
+// and for every epilogue, bias, residual, SwiGLU's gate/up rows, strides, row counts 1..5,
+// N not a multiple of the 4-row groups, and tasks run out of order on two threads.
+#include "xfrt/BlockGemv.h"
+#include "xfrt/GgmlType.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <thread>
+#include <vector>
+
+// The Halide runtime's thread pool stands in: tasks claimed from the end, on two threads, so a
+// task that read another's output or assumed an order would show.
+static std::atomic<int> parallelCalls{0};
+extern "C" int halide_do_par_for(void *user, int (*task)(void *, int, uint8_t *), int min,
+                                 int size, uint8_t *closure) {
+  ++parallelCalls;
+  std::atomic<int> next{min + size - 1};
+  std::atomic<int> status{0};
+  auto worker = [&] {
+    for (int i; (i = next--) >= min;)
+      if (int rc = task(user, i, closure))
+        status = rc;
+  };
+  std::thread other(worker);
+  worker();
+  other.join();
+  return status;
+}
+
+namespace {
+
+using xfrt::BlockDotIsa;
+using xfrt::BlockEpilogue;
+
+constexpr int kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 8;
+
+int blockBytes(int type) { return type == kQ8_0 ? 34 : type == kQ4_1 ? 20 : 18; }
+
+/// A float16 bit pattern: mostly normal scales of 2^-12..2^2, sometimes 0 or subnormal.
+uint16_t randomHalf(std::mt19937 &rng) {
+  int kind = int(rng() % 16);
+  uint16_t sign = uint16_t((rng() & 1) << 15), mantissa = uint16_t(rng() & 0x3ff);
+  if (kind == 0)
+    return sign;
+  if (kind == 1)
+    return uint16_t(sign | mantissa);
+  return uint16_t(sign | (3 + rng() % 14) << 10 | mantissa);
+}
+
+std::vector<uint8_t> randomBlocks(int type, int64_t rows, int64_t K, std::mt19937 &rng) {
+  std::vector<uint8_t> bytes(static_cast<size_t>(rows * K / 32 * blockBytes(type)));
+  for (uint8_t &b : bytes)
+    b = uint8_t(rng());
+  for (size_t at = 0; at < bytes.size(); at += blockBytes(type)) {
+    uint16_t d = randomHalf(rng);
+    std::memcpy(&bytes[at], &d, 2);
+    if (type == kQ4_1) {
+      uint16_t m = randomHalf(rng);
+      std::memcpy(&bytes[at + 2], &m, 2);
+    }
+  }
+  return bytes;
+}
+
+std::vector<float> dequantized(int type, const std::vector<uint8_t> &bytes, int64_t rows,
+                               int64_t K) {
+  std::vector<float> w(static_cast<size_t>(rows * K));
+  EXPECT_TRUE(xfrt::dequantizeToF32(xfrt::GgmlType(type), bytes.data(), w.size(), w.data()).ok());
+  return w;
+}
+
+double activate(BlockEpilogue e, double a) {
+  switch (e) {
+  case BlockEpilogue::Relu: return std::max(a, 0.0);
+  case BlockEpilogue::GeluTanh:
+    return 0.5 * a * (1 + std::tanh(std::sqrt(2 / M_PI) * (a + 0.044715 * a * a * a)));
+  case BlockEpilogue::GeluErf: return 0.5 * a * (1 + std::erf(a / std::sqrt(2.0)));
+  case BlockEpilogue::Silu:
+  case BlockEpilogue::SwiGlu: return a / (1 + std::exp(-a));
+  default: return a;
+  }
+}
+
+struct Case {
+  int type;
+  int64_t rows, K, N;
+  BlockEpilogue epilogue = BlockEpilogue::None;
+  bool bias = false, residual = false;
+};
+
+void check(const Case &c, BlockDotIsa isa, std::mt19937 &rng) {
+  SCOPED_TRACE(::testing::Message() << xfrt::blockDotIsaName(isa) << " type " << c.type
+                                    << " rows " << c.rows << " K " << c.K << " N " << c.N
+                                    << " epilogue " << int(c.epilogue));
+  const bool gated = c.epilogue == BlockEpilogue::SwiGlu;
+  const int64_t weightRows = gated ? 2 * c.N : c.N, blocks = c.K / 32;
+  std::vector<uint8_t> bytes = randomBlocks(c.type, weightRows, c.K, rng);
+  std::vector<float> w = dequantized(c.type, bytes, weightRows, c.K);
+  // x with a row stride past K, blocks of very different magnitudes, and a zero block.
+  const int64_t xStride = c.K + 5, outStride = c.N + 3;
+  std::normal_distribution<float> normal;
+  std::vector<float> x(size_t(c.rows * xStride), 1e30f);
+  for (int64_t m = 0; m < c.rows; ++m)
+    for (int64_t k = 0; k < c.K; ++k)
+      x[m * xStride + k] = k / 32 == 1 ? 0.f : normal(rng) * std::ldexp(1.f, int(k / 32 % 7) - 3);
+  std::vector<float> bias(static_cast<size_t>(weightRows)), residual(static_cast<size_t>(c.rows * outStride));
+  for (float &v : bias)
+    v = normal(rng);
+  for (float &v : residual)
+    v = normal(rng);
+  std::vector<float> out(size_t(c.rows * outStride), -7.f);
+  ASSERT_EQ(xfrt_block_gemv(x.data(), xStride, c.rows, c.K, bytes.data(), c.type, c.N,
+                            c.bias ? bias.data() : nullptr, c.residual ? residual.data() : nullptr,
+                            outStride, int64_t(c.epilogue), out.data(), outStride, int64_t(isa)),
+            0);
+
+  for (int64_t m = 0; m < c.rows; ++m) {
+    std::vector<int8_t> q(static_cast<size_t>(c.K));
+    std::vector<float> meta(static_cast<size_t>(2 * blocks)), d(static_cast<size_t>(blocks));
+    xfrt::quantizeRowQ8(&x[m * xStride], c.K, q.data(), meta.data());
+    for (int64_t b = 0; b < blocks; ++b)
+      d[b] = meta[2 * b];
+    // Per weight row: Σ w·x̂, Σ w·x, Σ|w·x̂| and the rounding bound Σ_b d_b/2·Σ|w|.
+    auto sums = [&](int64_t row, double &hat, double &exact, double &magnitude, double &bound) {
+      hat = exact = magnitude = bound = 0;
+      for (int64_t b = 0; b < blocks; ++b) {
+        double absW = 0;
+        for (int i = 0; i < 32; ++i) {
+          int64_t k = 32 * b + i;
+          double wk = w[row * c.K + k], xh = double(d[b]) * q[k];
+          hat += wk * xh, exact += wk * x[m * xStride + k], magnitude += std::fabs(wk * xh);
+          absW += std::fabs(wk);
+        }
+        bound += d[b] / 2.0 * absW;
+      }
+    };
+    for (int64_t n = 0; n < c.N; ++n) {
+      double hat, exact, magnitude, bound, upHat = 0, upExact = 0, upMag = 0, upBound = 0;
+      sums(n, hat, exact, magnitude, bound);
+      if (gated)
+        sums(c.N + n, upHat, upExact, upMag, upBound);
+      auto finish = [&](double gate, double up) {
+        double b0 = c.bias ? bias[n] : 0, b1 = c.bias && gated ? bias[c.N + n] : 0;
+        double v = activate(c.epilogue, gate + b0);
+        if (gated)
+          v *= up + b1;
+        return v + (c.residual ? residual[m * outStride + n] : 0);
+      };
+      const double got = out[m * outStride + n];
+      const double slack = std::ldexp(magnitude + upMag, -20) + 1e-30;
+      if (c.epilogue == BlockEpilogue::None) {
+        // Linear: the two bounds apply to the output directly.
+        double base = c.bias ? bias[n] : 0, res = c.residual ? residual[m * outStride + n] : 0;
+        double tie = std::ldexp(std::fabs(base) + std::fabs(res), -22);
+        ASSERT_LE(std::fabs(got - (hat + base + res)), slack + tie) << "m " << m << " n " << n;
+        ASSERT_LE(std::fabs(got - (exact + base + res)), bound + slack + tie)
+            << "m " << m << " n " << n;
+      } else {
+        // Non-linear epilogues: against the reference on x̂, relative to the value's scale.
+        double want = finish(hat, upHat);
+        double scale = 1 + std::fabs(want) + magnitude + upMag + std::fabs(hat * upMag);
+        ASSERT_LE(std::fabs(got - want), 1e-5 * scale) << "m " << m << " n " << n;
+      }
+    }
+    for (int64_t n = c.N; n < outStride; ++n)
+      ASSERT_EQ(out[m * outStride + n], -7.f) << "wrote past N";
+  }
+}
+
+std::vector<BlockDotIsa> isasOfThisCpu() {
+  std::vector<BlockDotIsa> isas;
+  for (BlockDotIsa isa : {BlockDotIsa::Portable, BlockDotIsa::Avx2, BlockDotIsa::AvxVnni,
+                          BlockDotIsa::Avx512Vnni})
+    if (xfrt::blockDotIsaOfCpu(isa) == isa)
+      isas.push_back(isa);
+    else
+      std::printf("not on this CPU: %s\n", xfrt::blockDotIsaName(isa));
+  return isas;
+}
+
+TEST(RuntimeBlockGemv, QuantizeRowQ8) {
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(96);
+  for (float &v : x)
+    v = normal(rng);
+  std::fill(x.begin() + 32, x.begin() + 64, 0.f);
+  x[70] = -1e-40f; // a subnormal block maximum
+  for (int i = 64; i < 96; ++i)
+    if (i != 70)
+      x[i] = 0.f;
+  std::vector<int8_t> q(96);
+  float meta[6];
+  xfrt::quantizeRowQ8(x.data(), 96, q.data(), meta);
+  float d[3] = {meta[0], meta[2], meta[4]}, s[3] = {meta[1], meta[3], meta[5]};
+  for (int b = 0; b < 3; ++b) {
+    float amax = 0;
+    int sum = 0;
+    for (int i = 0; i < 32; ++i)
+      amax = std::max(amax, std::fabs(x[32 * b + i])), sum += q[32 * b + i];
+    EXPECT_EQ(d[b], amax / 127.f);
+    EXPECT_EQ(s[b], d[b] * float(sum));
+    for (int i = 0; i < 32; ++i) {
+      EXPECT_LE(std::abs(int(q[32 * b + i])), 127);
+      double want = amax > 0 ? std::nearbyint(double(x[32 * b + i]) / double(d[b])) : 0;
+      EXPECT_EQ(q[32 * b + i], std::clamp(want, -127.0, 127.0));
+      EXPECT_LE(std::fabs(double(d[b]) * q[32 * b + i] - x[32 * b + i]), d[b] / 2.0 * 1.0001);
+    }
+  }
+  EXPECT_EQ(d[1], 0.f);
+  EXPECT_EQ(q[70], -127);
+  // Non-finite inputs give a NaN scale: the outputs they touch are NaN, not garbage.
+  x[5] = INFINITY;
+  xfrt::quantizeRowQ8(x.data(), 96, q.data(), meta);
+  EXPECT_TRUE(std::isnan(meta[0]));
+  EXPECT_FALSE(std::isnan(meta[4]));
+}
+
+TEST(RuntimeBlockGemv, EveryTypeAndInstructionSet) {
+  std::mt19937 rng(7);
+  for (BlockDotIsa isa : isasOfThisCpu())
+    for (int type : {kQ8_0, kQ4_0, kQ4_1}) {
+      check({type, 1, 576, 70}, isa, rng);
+      check({type, 3, 96, 9}, isa, rng);
+      check({type, 5, 1536, 13, BlockEpilogue::None, true, true}, isa, rng);
+      check({type, 2, 64, 6, BlockEpilogue::SwiGlu, true, true}, isa, rng);
+      check({type, 1, 576, 33, BlockEpilogue::SwiGlu}, isa, rng);
+    }
+}
+
+TEST(RuntimeBlockGemv, Epilogues) {
+  std::mt19937 rng(3);
+  for (BlockDotIsa isa : isasOfThisCpu())
+    for (BlockEpilogue e : {BlockEpilogue::Relu, BlockEpilogue::GeluTanh, BlockEpilogue::GeluErf,
+                            BlockEpilogue::Silu})
+      check({kQ4_1, 2, 128, 11, e, true, true}, isa, rng);
+}
+
+TEST(RuntimeBlockGemv, TasksOnTheThreadPool) {
+  // 2048 rows of Q8_0 with K = 1024: 2.2 MB of weights, many tasks.
+  std::mt19937 rng(5);
+  int before = parallelCalls;
+  check({kQ8_0, 1, 1024, 2048}, xfrt::blockDotIsaOfCpu(BlockDotIsa::Avx512Vnni), rng);
+  EXPECT_GT(parallelCalls, before);
+}
+
+TEST(RuntimeBlockGemv, InstructionSetsAgree) {
+  // Integer dot products are exact: the paths differ only in float32 summation order.
+  std::mt19937 rng(11);
+  const int64_t K = 1024, N = 37;
+  std::vector<uint8_t> bytes = randomBlocks(kQ4_1, N, K, rng);
+  std::vector<float> x(K);
+  std::normal_distribution<float> normal;
+  for (float &v : x)
+    v = normal(rng);
+  std::vector<float> reference(N);
+  ASSERT_EQ(xfrt_block_gemv(x.data(), K, 1, K, bytes.data(), kQ4_1, N, nullptr, nullptr, 0, 0,
+                            reference.data(), N, int64_t(BlockDotIsa::Portable)),
+            0);
+  for (BlockDotIsa isa : isasOfThisCpu()) {
+    std::vector<float> out(N);
+    ASSERT_EQ(xfrt_block_gemv(x.data(), K, 1, K, bytes.data(), kQ4_1, N, nullptr, nullptr, 0, 0,
+                              out.data(), N, int64_t(isa)),
+              0);
+    for (int64_t n = 0; n < N; ++n)
+      EXPECT_NEAR(out[n], reference[n], 1e-5 * (1 + std::fabs(reference[n])))
+          << xfrt::blockDotIsaName(isa);
+  }
+}
+
+TEST(RuntimeBlockGemv, RefusesWhatItDoesNotHandle) {
+  float x[64] = {}, out[2] = {};
+  uint8_t w[2 * 40] = {};
+  EXPECT_EQ(xfrt_block_gemv(x, 64, 1, 64, w, /*Q5_0*/ 6, 2, nullptr, nullptr, 0, 0, out, 2, 3), -1);
+  EXPECT_EQ(xfrt_block_gemv(x, 48, 1, 48, w, kQ4_1, 2, nullptr, nullptr, 0, 0, out, 2, 3), -1);
+  EXPECT_EQ(xfrt_block_gemv(x, 64, 1, 64, w, kQ4_1, 2, nullptr, nullptr, 0, 9, out, 2, 3), -1);
+  EXPECT_EQ(xfrt_block_gemv(x, 64, 0, 64, w, kQ4_1, 2, nullptr, nullptr, 0, 0, out, 2, 3), 0);
+}
+
+} // namespace
