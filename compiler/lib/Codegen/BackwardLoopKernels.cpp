@@ -283,7 +283,7 @@ func::FuncOp LoopKernels::accumulate2d() {
 }
 
 func::FuncOp LoopKernels::transposeChunk() {
-  XF_KERNEL_CACHED_WITH("xf_transpose_chunk", LoopSchedule{});
+  XF_KERNEL_CACHED("xf_transpose_chunk");
   OpBuilder b(module.getContext());
   func::FuncOp fn = declare(name, "pipiii", b);
   Emitter e{b, fn.getLoc()};
@@ -299,7 +299,7 @@ func::FuncOp LoopKernels::transposeChunk() {
 }
 
 func::FuncOp LoopKernels::padChunk() {
-  XF_KERNEL_CACHED_WITH("xf_pad_chunk", LoopSchedule{});
+  XF_KERNEL_CACHED("xf_pad_chunk");
   OpBuilder b(module.getContext());
   func::FuncOp fn = declare(name, "pipiii", b);
   Emitter e{b, fn.getLoc()};

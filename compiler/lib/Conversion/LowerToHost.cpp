@@ -1403,44 +1403,61 @@ void HostLowering::accumulateInto(Value target, int64_t floatOffset, Value in) {
         i64(t.stride), i64(s.staticRows), i64(s.cols)});
 }
 
+/// Full chunks of chunkRows positions, then the rest in chunks of a quarter
+/// of that (at least 16 rows), so a short sequence pays for at most
+/// chunkRows/4 − 1 padded rows rather than chunkRows − 1.
 LogicalResult HostLowering::emitWeightGrad(WeightGradOp op) {
   Value v = op.getResult();
   bool transposed = op.getTransposeResult();
   Value left = transposed ? op.getGrad() : op.getInput();
   Value right = transposed ? op.getInput() : op.getGrad();
-  const int64_t m = colsOf(left), n = colsOf(right), c = chunkRows;
-  GemmKernelSpec spec;
-  spec.K = c, spec.N = n, spec.hasResidual = true, spec.schedule = chunkSchedule;
-  spec.name = kernelName(gemmKey(spec), "xf_gemm_", program.gemms, spec);
+  const int64_t m = colsOf(left), n = colsOf(right);
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   Value target = pointerOf(v), rows = rowsOf(left);
   int64_t stride = placements[v].stride;
   Value leftChunk = offsetPtr(scratchArg, i64(chunkLeftOffset));
   Value rightChunk = offsetPtr(scratchArg, i64(chunkRightOffset));
-  auto loop = scf::ForOp::create(
-      *b, loc, i64(0), rows, i64(c), ValueRange{status},
-      [&](OpBuilder &nested, Location, Value first, ValueRange carried) {
-        OpBuilder::InsertionGuard guard(*b);
-        b->setInsertionPointToStart(nested.getInsertionBlock());
-        Value stack = LLVM::StackSaveOp::create(*b, loc, ptr);
-        status = carried[0];
-        Value valid = arith::MinSIOp::create(*b, loc, i64(c),
-                                             arith::SubIOp::create(*b, loc, rows, first));
-        call(kernels->transposeChunk(), {rowPointer(left, first), i64(placements[left].stride),
-                                         leftChunk, valid, i64(c), i64(m)});
-        call(kernels->padChunk(), {rowPointer(right, first), i64(placements[right].stride),
-                                   rightChunk, valid, i64(c), i64(n)});
-        HalideBufferArg gradient{target, {{i64(n), i64(1)}, {i64(m), i64(stride)}}};
-        SmallVector<HalideBufferArg> args{
-            {leftChunk, {{i64(c), i64(1)}, {i64(m), i64(c)}}},
-            {rightChunk, {{i64(n), i64(1)}, {i64(c), i64(n)}}},
-            gradient, gradient};
-        status = arith::OrIOp::create(
-            *b, loc, status, callHalidePipeline(*b, loc, *program.module, spec.name, args));
-        LLVM::StackRestoreOp::create(*b, loc, stack);
-        scf::YieldOp::create(*b, loc, ValueRange{status});
-      });
-  status = loop.getResult(0);
+  // The copies run in tasks over their rows (each writes rows of its own).
+  kernels->useSchedule(defaultLoopSchedule(chunkRows));
+  auto chunks = [&](Value begin, Value end, int64_t c) {
+    GemmKernelSpec spec;
+    spec.K = c, spec.N = n, spec.hasResidual = true, spec.schedule = chunkSchedule;
+    spec.schedule.kBlock = c;
+    spec.name = kernelName(gemmKey(spec), "xf_gemm_", program.gemms, spec);
+    auto loop = scf::ForOp::create(
+        *b, loc, begin, end, i64(c), ValueRange{status},
+        [&](OpBuilder &nested, Location, Value first, ValueRange carried) {
+          OpBuilder::InsertionGuard guard(*b);
+          b->setInsertionPointToStart(nested.getInsertionBlock());
+          Value stack = LLVM::StackSaveOp::create(*b, loc, ptr);
+          status = carried[0];
+          Value valid = arith::MinSIOp::create(*b, loc, i64(c),
+                                               arith::SubIOp::create(*b, loc, rows, first));
+          call(kernels->transposeChunk(), {rowPointer(left, first), i64(placements[left].stride),
+                                           leftChunk, valid, i64(c), i64(m)});
+          call(kernels->padChunk(), {rowPointer(right, first), i64(placements[right].stride),
+                                     rightChunk, valid, i64(c), i64(n)});
+          HalideBufferArg gradient{target, {{i64(n), i64(1)}, {i64(m), i64(stride)}}};
+          SmallVector<HalideBufferArg> args{
+              {leftChunk, {{i64(c), i64(1)}, {i64(m), i64(c)}}},
+              {rightChunk, {{i64(n), i64(1)}, {i64(c), i64(n)}}},
+              gradient, gradient};
+          status = arith::OrIOp::create(
+              *b, loc, status, callHalidePipeline(*b, loc, *program.module, spec.name, args));
+          LLVM::StackRestoreOp::create(*b, loc, stack);
+          scf::YieldOp::create(*b, loc, ValueRange{status});
+        });
+    status = loop.getResult(0);
+  };
+  const int64_t small = std::max<int64_t>(16, chunkRows / 4);
+  if (small >= chunkRows) {
+    chunks(i64(0), rows, chunkRows);
+    return success();
+  }
+  Value full = arith::MulIOp::create(
+      *b, loc, arith::DivSIOp::create(*b, loc, rows, i64(chunkRows)), i64(chunkRows));
+  chunks(i64(0), full, chunkRows);
+  chunks(full, rows, small);
   return success();
 }
 
