@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <set>
+#include <type_traits>
 
 namespace xfrt {
 namespace {
@@ -36,114 +37,253 @@ bool parseReal(const std::string &s, double &out) {
 }
 
 enum class Kind { Flag, String, Seed, Count, Real, Id, Many };
+
+// A flag's value as the parser read it (number: Seed, Count, Id; real: Real).
+struct Arg {
+  const std::string &text;
+  uint64_t number;
+  double real;
+};
+// Stores a checked value in Options, or says why it is wrong.
+using Apply = Status (*)(Options &, const Arg &);
+
+template <auto Field> Status setTrue(Options &o, const Arg &) {
+  o.*Field = true;
+  return Status::success();
+}
+template <auto Field> Status setText(Options &o, const Arg &a) {
+  o.*Field = a.text;
+  return Status::success();
+}
+template <auto Field> Status append(Options &o, const Arg &a) {
+  (o.*Field).push_back(a.text);
+  return Status::success();
+}
+template <auto Field> Status setCount(Options &o, const Arg &a) {
+  o.*Field = std::remove_reference_t<decltype(o.*Field)>(a.number);
+  return Status::success();
+}
+
+// The models a flag is for; --help marks it "[not for this model]" on the others.
+enum class For { All, EncoderDecoders, Logits, HiddenStates, Decoders };
+bool isFor(For f, const Manifest &m) {
+  switch (f) {
+  case For::All:
+    return true;
+  case For::EncoderDecoders:
+    return m.encoderDecoder;
+  case For::Logits:
+    return m.outputIsLogits;
+  case For::HiddenStates:
+    return !m.outputIsLogits;
+  case For::Decoders: // chat: a decoder-only model
+    return m.outputIsLogits && !m.encoderDecoder;
+  }
+  return true;
+}
+
+// One flag, one row: its name, value, what it is for, how it is stored and its --help line.
 struct Spec {
   const char *name;
   Kind kind;
   const char *value; // metavariable
+  For forModels;
+  Apply apply;
   const char *help;
   const char *section = nullptr; // starts a group in --help
 };
 const Spec kSpecs[] = {
-    {"--help", Kind::Flag, nullptr, "print this help and exit", "general"},
-    {"--weights", Kind::String, "FILE",
+    {"--help", Kind::Flag, nullptr, For::All, setTrue<&Options::help>, "print this help and exit",
+     "general"},
+    {"--weights", Kind::String, "FILE", For::All, setText<&Options::weights>,
      "load a .safetensors checkpoint, a sharded one's model.safetensors.index.json, or a "
      ".gguf file (which also brings its tokenizer and chat template)"},
-    {"--random-weights", Kind::Seed, "SEED",
+    {"--random-weights", Kind::Seed, "SEED", For::All,
+     [](Options &o, const Arg &a) -> Status {
+       o.randomWeights = true, o.seed = a.number;
+       return Status::success();
+     },
      "use deterministic random weights (PCG32 + Box-Muller) instead of a "
      "checkpoint"},
-    {"--save-weights", Kind::String, "FILE", "write the weights in use as F32 .safetensors"},
-    {"--threads", Kind::Count, "N", "worker threads for the kernels (halide_set_num_threads)"},
-    {"--print-memory", Kind::Flag, nullptr,
+    {"--save-weights", Kind::String, "FILE", For::All, setText<&Options::saveWeights>,
+     "write the weights in use as F32 .safetensors"},
+    {"--threads", Kind::Count, "N", For::All,
+     [](Options &o, const Arg &a) -> Status {
+       // Halide's thread pool runs at most 256 threads and silently clamps larger counts.
+       if (a.number > kMaxThreads)
+         return makeError("--threads: " + a.text + " is more than " + std::to_string(kMaxThreads) +
+                          ", the most the kernels' thread pool runs");
+       o.threads = int(a.number);
+       return Status::success();
+     },
+     "worker threads for the kernels (halide_set_num_threads)"},
+    {"--print-memory", Kind::Flag, nullptr, For::All, setTrue<&Options::printMemory>,
      "print peak resident memory (VmHWM) next to the checkpoint's size to "
      "stderr"},
-    {"--tokens", Kind::Many, "IDS",
+    {"--tokens", Kind::Many, "IDS", For::All, append<&Options::tokens>,
      "comma-separated token ids, e.g. 464,2068,7586; repeat for several "
      "sequences",
      "inputs (repeat a flag for a batch; one kind of input per run)"},
-    {"--text", Kind::Many, "TEXT", "a text to tokenize and run (needs a tokenizer); repeatable"},
-    {"--prompt", Kind::Many, "TEXT",
+    {"--text", Kind::Many, "TEXT", For::All, append<&Options::texts>,
+     "a text to tokenize and run (needs a tokenizer); repeatable"},
+    {"--prompt", Kind::Many, "TEXT", For::Logits, append<&Options::prompts>,
      "a text to tokenize and continue (generation; needs a tokenizer); "
      "repeatable"},
-    {"--source-tokens", Kind::Many, "IDS",
+    {"--source-tokens", Kind::Many, "IDS", For::EncoderDecoders, append<&Options::sourceTokens>,
      "source ids of an encoder-decoder (one per target sequence, or one for "
      "all)"},
-    {"--source-prompt", Kind::Many, "TEXT", "source text of an encoder-decoder (tokenized)"},
-    {"--batch-file", Kind::String, "FILE",
+    {"--source-prompt", Kind::Many, "TEXT", For::EncoderDecoders, append<&Options::sourcePrompts>,
+     "source text of an encoder-decoder (tokenized)"},
+    {"--batch-file", Kind::String, "FILE", For::All, setText<&Options::batchFile>,
      "one input per line (texts with a tokenizer, else id lists; blank lines skipped); writes "
      "JSON Lines to stdout: embeddings (encoders) or generated ids and text (decoders)"},
-    {"--batch", Kind::Count, "N",
+    {"--batch", Kind::Count, "N", For::All, setCount<&Options::batchSize>,
      "run up to N sequences together: one packed forward pass per N inputs, N sequences "
      "decoding together (default 32)"},
-    {"--tokenizer", Kind::String, "PATH",
+    {"--tokenizer", Kind::String, "PATH", For::All, setText<&Options::tokenizer>,
      "tokenizer files: a directory holding vocab.json + merges.txt (GPT-2 BPE) "
      "or vocab.txt "
      "(BERT WordPiece), one of those files, or a .gguf file's tokenizer; default with "
      "--weights X.gguf: X.gguf's own"},
-    {"--vocab", Kind::String, "FILE",
+    {"--vocab", Kind::String, "FILE", For::All, setText<&Options::vocab>,
      "vocab.json (GPT-2 BPE, with --merges) or vocab.txt (WordPiece)"},
-    {"--merges", Kind::String, "FILE", "merges.txt of a GPT-2 BPE tokenizer"},
-    {"--logits-out", Kind::String, "FILE",
+    {"--merges", Kind::String, "FILE", For::All, setText<&Options::merges>,
+     "merges.txt of a GPT-2 BPE tokenizer"},
+    {"--logits-out", Kind::String, "FILE", For::Logits, setText<&Options::logitsOut>,
      "write the logits as float32 .npy: [l, d_out]; [n, l_max, d_out] "
      "zero-padded for n > 1 "
      "sequences",
      "forward-pass outputs"},
-    {"--hidden-out", Kind::String, "FILE", "write the hidden states as float32 .npy (same layout)"},
-    {"--embeddings-out", Kind::String, "FILE",
+    {"--hidden-out", Kind::String, "FILE", For::HiddenStates, setText<&Options::hiddenOut>,
+     "write the hidden states as float32 .npy (same layout)"},
+    {"--embeddings-out", Kind::String, "FILE", For::HiddenStates, setText<&Options::embeddingsOut>,
      "write one pooled vector per sequence as float32 .npy [n, d_out]"},
-    {"--pool", Kind::String, "mean|cls",
+    {"--pool", Kind::String, "mean|cls", For::HiddenStates,
+     [](Options &o, const Arg &a) -> Status {
+       if (a.text != "mean" && a.text != "cls")
+         return makeError("--pool: '" + a.text + "' is not 'mean' or 'cls'");
+       o.pool = a.text == "mean" ? Pooling::Mean : Pooling::Cls;
+       o.poolGiven = true;
+       return Status::success();
+     },
      "embedding pooling: mean over all tokens ([CLS]/[SEP] included), or the "
      "first token"},
-    {"--normalize", Kind::Flag, nullptr, "L2-normalize each embedding"},
-    {"--print", Kind::Flag, nullptr,
+    {"--normalize", Kind::Flag, nullptr, For::HiddenStates, setTrue<&Options::normalize>,
+     "L2-normalize each embedding"},
+    {"--print", Kind::Flag, nullptr, For::All, setTrue<&Options::print>,
      "print the top-5 ids (and values) of each sequence's last row"},
-    {"--repeat", Kind::Count, "N", "run the forward pass N times; print min/median ms to stderr"},
-    {"--profile", Kind::Flag, nullptr,
+    {"--repeat", Kind::Count, "N", For::All, setCount<&Options::repeat>,
+     "run the forward pass N times; print min/median ms to stderr"},
+    {"--profile", Kind::Flag, nullptr, For::All, setTrue<&Options::profile>,
      "print per-kernel calls, total ms, GFLOP/s and share of the run to "
      "stderr"},
-    {"--profile-out", Kind::String, "FILE",
+    {"--profile-out", Kind::String, "FILE", For::All, setText<&Options::profileOut>,
      "write the per-kernel times, FLOPs, bytes and roofline as JSON (tools/plot_roofline.py)"},
-    {"--peak", Kind::String, "GFLOPS,GB/S",
+    {"--peak", Kind::String, "GFLOPS,GB/S", For::All,
+     [](Options &o, const Arg &a) -> Status {
+       size_t comma = a.text.find(',');
+       if (comma == std::string::npos || !parseReal(a.text.substr(0, comma), o.peakGflops) ||
+           !parseReal(a.text.substr(comma + 1), o.peakGBs) || o.peakGflops <= 0 || o.peakGBs <= 0)
+         return makeError("--peak: '" + a.text +
+                          "' is not two positive numbers GFLOPS,GB/S (e.g. 180,30)");
+       return Status::success();
+     },
      "the roofline's FMA peak and read bandwidth (default: measured once, kept in "
      "$XF_MACHINE_FILE or ~/.cache/xf/machine.json)"},
-    {"--trace-out", Kind::String, "FILE",
+    {"--trace-out", Kind::String, "FILE", For::All, setText<&Options::traceOut>,
      "write every kernel call as a Chrome trace JSON (opens in Perfetto)"},
-    {"--max-new-tokens", Kind::Count, "N",
+    {"--max-new-tokens", Kind::Count, "N", For::Logits, setCount<&Options::maxNewTokens>,
      "generate N tokens after each prompt (Alg. 14/15); default 32 with "
      "--prompt",
      "generation (stdout: new ids, or decoded text with a tokenizer; stderr: "
      "timing summary)"},
-    {"--temperature", Kind::Real, "T", "0 (default): greedy argmax, ties to the lowest id"},
-    {"--top-k", Kind::Count, "K", "sample among the K most likely tokens only"},
-    {"--top-p", Kind::Real, "P", "sample from the smallest set with probability >= P (0 < P <= 1)"},
-    {"--seed", Kind::Seed, "S", "sampling seed (PCG32); default 0"},
-    {"--eos", Kind::Id, "ID|none",
+    {"--temperature", Kind::Real, "T", For::Logits,
+     [](Options &o, const Arg &a) -> Status {
+       if (a.real < 0)
+         return makeError("--temperature: " + a.text + " is negative");
+       o.sampling.temperature = a.real, o.samplingGiven = true;
+       return Status::success();
+     },
+     "0 (default): greedy argmax, ties to the lowest id"},
+    {"--top-k", Kind::Count, "K", For::Logits,
+     [](Options &o, const Arg &a) -> Status {
+       o.sampling.topK = int64_t(a.number), o.samplingGiven = true;
+       return Status::success();
+     },
+     "sample among the K most likely tokens only"},
+    {"--top-p", Kind::Real, "P", For::Logits,
+     [](Options &o, const Arg &a) -> Status {
+       if (!(a.real > 0 && a.real <= 1))
+         return makeError("--top-p: " + a.text + " is not in (0, 1]");
+       o.sampling.topP = a.real, o.samplingGiven = true;
+       return Status::success();
+     },
+     "sample from the smallest set with probability >= P (0 < P <= 1)"},
+    {"--seed", Kind::Seed, "S", For::Logits,
+     [](Options &o, const Arg &a) -> Status {
+       o.samplingSeed = a.number, o.seedGiven = true;
+       return Status::success();
+     },
+     "sampling seed (PCG32); default 0"},
+    {"--eos", Kind::Id, "ID|none", For::Logits,
+     [](Options &o, const Arg &a) -> Status {
+       if (a.text == "none")
+         o.noEos = true;
+       else
+         o.eos = int64_t(a.number);
+       return Status::success();
+     },
      "stop after this id; default: with --chat the end-of-turn token, else the tokenizer's "
      "end-of-text id (a .gguf's eos_token_id), else none"},
-    {"--bos", Kind::Id, "ID", "encoder-decoders: the initial target when no --tokens are given"},
-    {"--no-cache", Kind::Flag, nullptr,
+    {"--bos", Kind::Id, "ID", For::EncoderDecoders,
+     [](Options &o, const Arg &a) -> Status {
+       if (a.text == "none")
+         return makeError("--bos: 'none' is not a token id");
+       o.bos = int64_t(a.number);
+       return Status::success();
+     },
+     "encoder-decoders: the initial target when no --tokens are given"},
+    {"--no-cache", Kind::Flag, nullptr, For::Logits, setTrue<&Options::noCache>,
      "re-run the whole prefix every step even when the model has a KV-cache "
      "entry point"},
-    {"--chat", Kind::Flag, nullptr,
+    {"--chat", Kind::Flag, nullptr, For::Decoders, setTrue<&Options::chat>,
      "wrap each --prompt in the model's chat template (a .gguf's tokenizer.chat_template) as "
      "the user's turn; the reply stops at the end-of-turn token",
      "chat (a decoder with a chat template)"},
-    {"--interactive", Kind::Flag, nullptr,
+    {"--interactive", Kind::Flag, nullptr, For::Decoders, setTrue<&Options::interactive>,
      "chat: read user turns from stdin, one per line, until EOF; keeps the KV cache across "
      "turns"},
-    {"--chat-template", Kind::String, "NAME",
+    {"--chat-template", Kind::String, "NAME", For::Decoders,
+     [](Options &o, const Arg &a) -> Status {
+       if (!chatFormatNamed(a.text))
+         return makeError("--chat-template: '" + a.text + "' is not one of " + chatFormatNames());
+       o.chatTemplate = a.text;
+       return Status::success();
+     },
      "chatml|llama2|llama3|zephyr: use this format instead of the tokenizer's template"},
-    {"--system", Kind::String, "TEXT",
+    {"--system", Kind::String, "TEXT", For::Decoders, setText<&Options::system>,
      "chat: the system message, instead of the template's default one"},
-    {"--serve", Kind::Flag, nullptr,
+    {"--serve", Kind::Flag, nullptr, For::All, setTrue<&Options::serve>,
      "run an HTTP server: POST /v1/completions (decoders; the generation options above are "
      "the defaults of a request) or /v1/embeddings (encoders; --pool, --normalize), requests "
      "batched together, up to --batch N sequences at a time (default 32); stops on "
      "SIGINT/SIGTERM after finishing what runs (docs/serving.md)",
      "serving (HTTP, JSON; OpenAI-style API)"},
-    {"--host", Kind::String, "ADDR",
+    {"--host", Kind::String, "ADDR", For::All,
+     [](Options &o, const Arg &a) -> Status {
+       o.host = a.text, o.hostGiven = true;
+       return Status::success();
+     },
      "--serve: the address to listen on (default 127.0.0.1, this machine only; 0.0.0.0: "
      "every interface)"},
-    {"--port", Kind::String, "PORT",
+    {"--port", Kind::String, "PORT", For::All,
+     [](Options &o, const Arg &a) -> Status {
+       uint64_t port = 0;
+       if (!parseUnsigned(a.text, 65535, port))
+         return makeError("--port: '" + a.text + "' is not a port number in [0, 65535]");
+       o.port = int(port), o.portGiven = true;
+       return Status::success();
+     },
      "--serve: the TCP port (default 8080; 0: any free port, printed on stderr)"},
 };
 
@@ -202,118 +342,8 @@ Expected<Options> parseCommandLine(int argc, const char *const *argv) {
     if (spec->kind == Kind::String && value.empty())
       return makeError("option '" + name + "' needs a non-empty value");
 
-    if (name == "--help")
-      o.help = true;
-    else if (name == "--weights")
-      o.weights = value;
-    else if (name == "--random-weights")
-      o.randomWeights = true, o.seed = number;
-    else if (name == "--save-weights")
-      o.saveWeights = value;
-    else if (name == "--threads") {
-      // Halide's thread pool runs at most 256 threads and silently clamps larger counts.
-      if (number > kMaxThreads)
-        return makeError("--threads: " + value + " is more than " + std::to_string(kMaxThreads) +
-                         ", the most the kernels' thread pool runs");
-      o.threads = int(number);
-    } else if (name == "--print-memory")
-      o.printMemory = true;
-    else if (name == "--tokens")
-      o.tokens.push_back(value);
-    else if (name == "--text")
-      o.texts.push_back(value);
-    else if (name == "--prompt")
-      o.prompts.push_back(value);
-    else if (name == "--source-tokens")
-      o.sourceTokens.push_back(value);
-    else if (name == "--source-prompt")
-      o.sourcePrompts.push_back(value);
-    else if (name == "--batch-file")
-      o.batchFile = value;
-    else if (name == "--batch")
-      o.batchSize = int64_t(number);
-    else if (name == "--tokenizer")
-      o.tokenizer = value;
-    else if (name == "--vocab")
-      o.vocab = value;
-    else if (name == "--merges")
-      o.merges = value;
-    else if (name == "--logits-out")
-      o.logitsOut = value;
-    else if (name == "--hidden-out")
-      o.hiddenOut = value;
-    else if (name == "--embeddings-out")
-      o.embeddingsOut = value;
-    else if (name == "--pool") {
-      if (value != "mean" && value != "cls")
-        return makeError("--pool: '" + value + "' is not 'mean' or 'cls'");
-      o.pool = value == "mean" ? Pooling::Mean : Pooling::Cls;
-      o.poolGiven = true;
-    } else if (name == "--normalize")
-      o.normalize = true;
-    else if (name == "--print")
-      o.print = true;
-    else if (name == "--repeat")
-      o.repeat = int(number);
-    else if (name == "--profile")
-      o.profile = true;
-    else if (name == "--trace-out")
-      o.traceOut = value;
-    else if (name == "--profile-out")
-      o.profileOut = value;
-    else if (name == "--peak") {
-      size_t comma = value.find(',');
-      if (comma == std::string::npos || !parseReal(value.substr(0, comma), o.peakGflops) ||
-          !parseReal(value.substr(comma + 1), o.peakGBs) || o.peakGflops <= 0 || o.peakGBs <= 0)
-        return makeError("--peak: '" + value +
-                         "' is not two positive numbers GFLOPS,GB/S (e.g. 180,30)");
-    }
-    else if (name == "--max-new-tokens")
-      o.maxNewTokens = int64_t(number);
-    else if (name == "--temperature") {
-      if (real < 0)
-        return makeError("--temperature: " + value + " is negative");
-      o.sampling.temperature = real, o.samplingGiven = true;
-    } else if (name == "--top-k")
-      o.sampling.topK = int64_t(number), o.samplingGiven = true;
-    else if (name == "--top-p") {
-      if (!(real > 0 && real <= 1))
-        return makeError("--top-p: " + value + " is not in (0, 1]");
-      o.sampling.topP = real, o.samplingGiven = true;
-    } else if (name == "--seed")
-      o.samplingSeed = number, o.seedGiven = true;
-    else if (name == "--eos") {
-      if (value == "none")
-        o.noEos = true;
-      else
-        o.eos = int64_t(number);
-    } else if (name == "--bos") {
-      if (value == "none")
-        return makeError("--bos: 'none' is not a token id");
-      o.bos = int64_t(number);
-    } else if (name == "--no-cache")
-      o.noCache = true;
-    else if (name == "--chat")
-      o.chat = true;
-    else if (name == "--interactive")
-      o.interactive = true;
-    else if (name == "--system")
-      o.system = value;
-    else if (name == "--serve")
-      o.serve = true;
-    else if (name == "--host")
-      o.host = value, o.hostGiven = true;
-    else if (name == "--port") {
-      uint64_t port = 0;
-      if (!parseUnsigned(value, 65535, port))
-        return makeError("--port: '" + value + "' is not a port number in [0, 65535]");
-      o.port = int(port), o.portGiven = true;
-    }
-    else if (name == "--chat-template") {
-      if (!chatFormatNamed(value))
-        return makeError("--chat-template: '" + value + "' is not one of " + chatFormatNames());
-      o.chatTemplate = value;
-    }
+    if (Status stored = spec->apply(o, Arg{value, number, real}); !stored)
+      return stored;
   }
   return o;
 }
@@ -576,18 +606,7 @@ std::string usageText(const std::string &program, const Manifest *m) {
   for (const Spec &s : kSpecs) {
     if (s.section)
       out += std::string("\n") + s.section + ":\n";
-    auto is = [&](const char *flag) { return !std::strcmp(s.name, flag); };
-    bool notHere =
-        m &&
-        (((is("--source-tokens") || is("--source-prompt") || is("--bos")) && !m->encoderDecoder) ||
-         (is("--logits-out") && !m->outputIsLogits) ||
-         ((is("--hidden-out") || is("--embeddings-out") || is("--pool") || is("--normalize")) &&
-          m->outputIsLogits) ||
-         (!m->outputIsLogits &&
-          (is("--prompt") || is("--max-new-tokens") || is("--temperature") || is("--top-k") ||
-           is("--top-p") || is("--seed") || is("--eos") || is("--no-cache"))) ||
-         ((is("--chat") || is("--interactive") || is("--chat-template") || is("--system")) &&
-          (!m->outputIsLogits || m->encoderDecoder)));
+    bool notHere = m && !isFor(s.forModels, *m);
     std::string left = std::string("  ") + s.name + (s.value ? std::string(" ") + s.value : "");
     left.append(left.size() < 26 ? 26 - left.size() : 1, ' ');
     out += left + s.help + (notHere ? " [not for this model]" : "") + "\n";

@@ -80,6 +80,65 @@ TEST(RuntimeCli, ParsesEveryFlag) {
   EXPECT_TRUE(parse({"-h"})->help);
 }
 
+// Every row of the flag table stores its value where Options keeps it.
+TEST(RuntimeCli, StoresEveryFlag) {
+  Expected<Options> o = parse(
+      {"--weights", "w.gguf", "--print-memory", "--text", "a", "--text=b", "--prompt", "p",
+       "--source-tokens", "1", "--source-prompt", "s", "--batch-file", "in.txt", "--batch", "7",
+       "--tokenizer", "tok", "--vocab", "v.txt", "--merges", "m.txt", "--hidden-out", "h.npy",
+       "--embeddings-out", "e.npy", "--pool", "cls", "--normalize", "--profile", "--profile-out",
+       "p.json", "--peak", "180,30", "--trace-out", "t.json", "--max-new-tokens", "9",
+       "--temperature", "0.5", "--top-k", "4", "--top-p", "0.9", "--seed", "12", "--eos", "none",
+       "--bos", "2", "--no-cache", "--chat", "--interactive", "--chat-template", "chatml",
+       "--system", "be brief", "--serve", "--host", "0.0.0.0", "--port", "0"});
+  ASSERT_TRUE(o) << o.message();
+  EXPECT_EQ(o->weights, "w.gguf");
+  EXPECT_TRUE(o->printMemory);
+  EXPECT_EQ(o->texts, (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(o->prompts, (std::vector<std::string>{"p"}));
+  EXPECT_EQ(o->sourceTokens, (std::vector<std::string>{"1"}));
+  EXPECT_EQ(o->sourcePrompts, (std::vector<std::string>{"s"}));
+  EXPECT_EQ(o->batchFile, "in.txt");
+  EXPECT_EQ(o->batchSize, 7);
+  EXPECT_EQ(o->tokenizer, "tok");
+  EXPECT_EQ(o->vocab, "v.txt");
+  EXPECT_EQ(o->merges, "m.txt");
+  EXPECT_EQ(o->hiddenOut, "h.npy");
+  EXPECT_EQ(o->embeddingsOut, "e.npy");
+  EXPECT_EQ(o->pool, Pooling::Cls);
+  EXPECT_TRUE(o->poolGiven);
+  EXPECT_TRUE(o->normalize);
+  EXPECT_TRUE(o->profile);
+  EXPECT_EQ(o->profileOut, "p.json");
+  EXPECT_EQ(o->peakGflops, 180);
+  EXPECT_EQ(o->peakGBs, 30);
+  EXPECT_EQ(o->traceOut, "t.json");
+  EXPECT_EQ(o->maxNewTokens, 9);
+  EXPECT_EQ(o->sampling.temperature, 0.5);
+  EXPECT_EQ(o->sampling.topK, 4);
+  EXPECT_EQ(o->sampling.topP, 0.9);
+  EXPECT_TRUE(o->samplingGiven);
+  EXPECT_EQ(o->samplingSeed, 12u);
+  EXPECT_TRUE(o->seedGiven);
+  EXPECT_TRUE(o->noEos);
+  EXPECT_FALSE(o->eos);
+  EXPECT_EQ(o->bos, 2);
+  EXPECT_TRUE(o->noCache);
+  EXPECT_TRUE(o->chat);
+  EXPECT_TRUE(o->interactive);
+  EXPECT_EQ(o->chatTemplate, "chatml");
+  EXPECT_EQ(o->system, "be brief");
+  EXPECT_TRUE(o->serve);
+  EXPECT_EQ(o->host, "0.0.0.0");
+  EXPECT_TRUE(o->hostGiven);
+  EXPECT_EQ(o->port, 0);
+  EXPECT_TRUE(o->portGiven);
+  o = parse({"--eos", "3"});
+  ASSERT_TRUE(o) << o.message();
+  EXPECT_EQ(o->eos, 3);
+  EXPECT_FALSE(o->noEos);
+}
+
 TEST(RuntimeCli, RejectsBadFlags) {
   EXPECT_CONTAINS(parse({"--frobnicate"}).message(), "unknown option '--frobnicate'");
   EXPECT_CONTAINS(parse({"stray"}).message(), "unexpected argument 'stray'");
@@ -229,6 +288,36 @@ TEST(RuntimeCli, UsageListsEverything) {
     EXPECT_CONTAINS(u, flag);
   EXPECT_CONTAINS(u, "model: tiny (decoder, output logits [l, 5]");
   EXPECT_CONTAINS(u, "L=1");
+}
+
+// --help marks the flags of other kinds of models, from each row's audience.
+TEST(RuntimeCli, UsageMarksFlagsForOtherModels) {
+  auto marked = [](const Manifest &m, const std::string &flag) {
+    std::string u = usageText("./m", &m);
+    size_t at = u.find("\n  " + flag + " ");
+    EXPECT_NE(at, std::string::npos) << flag;
+    std::string line = u.substr(at + 1, u.find('\n', at + 1) - at - 1);
+    return line.find("[not for this model]") != std::string::npos;
+  };
+  Manifest decoder = manifest();
+  EXPECT_FALSE(marked(decoder, "--max-new-tokens"));
+  EXPECT_FALSE(marked(decoder, "--chat"));
+  EXPECT_FALSE(marked(decoder, "--tokens"));
+  EXPECT_TRUE(marked(decoder, "--source-tokens"));
+  EXPECT_TRUE(marked(decoder, "--hidden-out"));
+  EXPECT_TRUE(marked(decoder, "--pool"));
+  Manifest encoder = manifest();
+  encoder.outputIsLogits = false;
+  EXPECT_TRUE(marked(encoder, "--max-new-tokens"));
+  EXPECT_TRUE(marked(encoder, "--logits-out"));
+  EXPECT_TRUE(marked(encoder, "--chat"));
+  EXPECT_FALSE(marked(encoder, "--embeddings-out"));
+  Manifest encoderDecoder = manifest();
+  encoderDecoder.encoderDecoder = true;
+  EXPECT_FALSE(marked(encoderDecoder, "--source-prompt"));
+  EXPECT_FALSE(marked(encoderDecoder, "--bos"));
+  EXPECT_FALSE(marked(encoderDecoder, "--temperature"));
+  EXPECT_TRUE(marked(encoderDecoder, "--system"));
 }
 
 TEST(RuntimeCli, TopIndices) {
