@@ -94,6 +94,7 @@ def main():
     ap.add_argument("--no-compile", action="store_true")
     a = ap.parse_args()
     work = a.workdir or tempfile.mkdtemp(prefix="xf-bench-training-")
+    os.makedirs(work, exist_ok=True)
     env = dict(os.environ, OMP_NUM_THREADS=str(a.threads), MKL_NUM_THREADS=str(a.threads),
                HL_NUM_THREADS=str(a.threads))
     exe = os.path.join(work, "trainer")
