@@ -297,14 +297,27 @@ def completions(xfc, work):
         expect(status == 200 and body["choices"][0]["token_ids"] == cases[0][1],
                "the next request after bad ones is answered")
 
-        # SIGTERM while a request runs: it completes, then the server exits 0.
-        with concurrent.futures.ThreadPoolExecutor(1) as pool:
-            late = pool.submit(server.post, "/v1/completions", {"prompt": [3], "max_tokens": 70})
-            time.sleep(0.05)
-            code, err = server.stop()
-            status, body = late.result(timeout=TIMEOUT)
-        expect(status == 200 and len(body["choices"][0]["token_ids"]) >= 1 and code == 0,
-               f"SIGTERM: the running request completes ({status}), exit {code}")
+        # SIGTERM while a request runs (its first event read, so it is running): it completes,
+        # then the server exits 0.
+        c = http.client.HTTPConnection("127.0.0.1", server.port, timeout=TIMEOUT)
+        c.request("POST", "/v1/completions",
+                  body=json.dumps({"prompt": [3], "max_tokens": 70, "stream": True}))
+        r = c.getresponse()
+        text = b""
+        while b"\n\n" not in text:
+            chunk = r.read1(4096)
+            if not chunk:
+                break
+            text += chunk
+        code, err = server.stop()
+        text += r.read()
+        c.close()
+        events = [e[len("data: "):] for e in text.decode().split("\n\n") if e.startswith("data: ")]
+        last = json.loads(events[-2]) if len(events) >= 2 else {}
+        expect(r.status == 200 and events[-1:] == ["[DONE]"] and
+               last.get("usage", {}).get("completion_tokens") == len(events) - 2 and code == 0,
+               f"SIGTERM during a streamed request: it completes ({len(events) - 2} tokens), "
+               f"exit {code}")
         summary = [x for x in err.splitlines() if "stopped;" in x]
         print("server:", summary[-1] if summary else err.strip()[-300:])
     finally:
