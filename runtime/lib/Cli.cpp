@@ -260,12 +260,14 @@ const Spec kSpecs[] = {
        o.chatTemplate = a.text;
        return Status::success();
      },
-     "chatml|llama2|llama3|zephyr: use this format instead of the tokenizer's template"},
+     "chatml|llama2|llama3|zephyr: use this format instead of the tokenizer's template (also "
+     "for --serve's chat completions)"},
     {"--system", Kind::String, "TEXT", For::Decoders, setText<&Options::system>,
      "chat: the system message, instead of the template's default one"},
     {"--serve", Kind::Flag, nullptr, For::All, setTrue<&Options::serve>,
-     "run an HTTP server: POST /v1/completions (decoders; the generation options above are "
-     "the defaults of a request) or /v1/embeddings (encoders; --pool, --normalize), requests "
+     "run an HTTP server: POST /v1/completions and /v1/chat/completions (decoders; the "
+     "generation options above are the defaults of a request) or /v1/embeddings (encoders; "
+     "--pool, --normalize), requests "
      "batched together, up to --batch N sequences at a time (default 32); stops on "
      "SIGINT/SIGTERM after finishing what runs (docs/serving.md)",
      "serving (HTTP, JSON; OpenAI-style API)"},
@@ -367,7 +369,6 @@ Status checkServeOptions(const Options &o, const Manifest &m) {
                         : o.repeat                 ? "--repeat"
                         : o.profiling()            ? "--profile/--profile-out/--trace-out"
                         : o.chat || o.interactive  ? "--chat/--interactive"
-                        : !o.chatTemplate.empty()  ? "--chat-template"
                         : o.system                 ? "--system"
                         : o.noCache                ? "--no-cache"
                                                    : nullptr;
@@ -377,6 +378,11 @@ Status checkServeOptions(const Options &o, const Manifest &m) {
     return makeError("give either --tokenizer or --vocab, not both");
   if (!o.merges.empty() && o.vocab.empty())
     return makeError("--merges needs --vocab vocab.json");
+  if (!o.chatTemplate.empty() && (!m.outputIsLogits || !o.haveTokenizer()))
+    return makeError(!m.outputIsLogits ? "--chat-template: model '" + m.model +
+                                             "' is not a decoder that outputs logits"
+                                       : std::string("--chat-template needs a tokenizer: "
+                                                     "--tokenizer PATH or --weights X.gguf"));
   if (m.outputIsLogits) {
     if (o.poolGiven || o.normalize)
       return makeError(std::string(o.poolGiven ? "--pool" : "--normalize") + ": model '" +

@@ -109,6 +109,56 @@ Error parseNumber(const JsonValue *v, const char *param, double &out) {
 
 } // namespace
 
+namespace {
+
+// The members completions and chat completions share: max_tokens (or max_completion_tokens),
+// sampling, seed, stream, n, logprobs.
+Error parseGeneration(const JsonValue &body, const ServeLimits &limits,
+                      const CompletionDefaults &defaults, CompletionRequest &out) {
+  out.maxTokens = defaults.maxTokens;
+  out.sampling = defaults.sampling;
+  out.seed = defaults.seed;
+  if (body.find("max_tokens") && body.find("max_completion_tokens"))
+    return fail("max_completion_tokens", "give max_tokens or max_completion_tokens, not both");
+  for (const char *name : {"max_tokens", "max_completion_tokens"})
+    if (Error e = parseInteger(body.find(name), name, 1, kMaxServeNewTokens, out.maxTokens))
+      return e;
+  if (Error e = parseNumber(body.find("temperature"), "temperature", out.sampling.temperature))
+    return e;
+  if (out.sampling.temperature < 0)
+    return fail("temperature", "temperature must be >= 0 (0 is greedy)");
+  if (Error e = parseInteger(body.find("top_k"), "top_k", 0, limits.vocab, out.sampling.topK))
+    return e;
+  if (Error e = parseNumber(body.find("top_p"), "top_p", out.sampling.topP))
+    return e;
+  if (!(out.sampling.topP > 0 && out.sampling.topP <= 1))
+    return fail("top_p", "top_p must be in (0, 1]");
+  if (out.sampling.temperature == 0 && (out.sampling.topK > 1 || out.sampling.topP < 1))
+    return fail(out.sampling.topK > 1 ? "top_k" : "top_p",
+                "top_k/top_p need temperature > 0 (0 is greedy)");
+  int64_t seed = 0;
+  if (const JsonValue *s = body.find("seed"); s && !s->isNull()) {
+    if (Error e = parseInteger(s, "seed", 0, INT64_MAX, seed))
+      return e;
+    out.seed = uint64_t(seed);
+  }
+  out.stream = false;
+  if (const JsonValue *s = body.find("stream"); s && !s->isNull()) {
+    if (!s->isBool())
+      return fail("stream", "stream must be true or false, not " + describeJson(*s));
+    out.stream = s->boolean;
+  }
+  int64_t n = 1;
+  if (Error e = parseInteger(body.find("n"), "n", 1, 1, n))
+    return e;
+  if (const JsonValue *s = body.find("logprobs");
+      s && !s->isNull() && !(s->isBool() && !s->boolean))
+    return fail("logprobs", "logprobs are not supported (only null or false)");
+  return std::nullopt;
+}
+
+} // namespace
+
 std::optional<RequestError> parseCompletionRequest(std::string_view text, const ServeLimits &limits,
                                                    const CompletionDefaults &defaults,
                                                    CompletionRequest &out) {
@@ -135,45 +185,54 @@ std::optional<RequestError> parseCompletionRequest(std::string_view text, const 
     return fail("prompt", "prompt must be a string or an array of token ids, not " +
                               describeJson(*prompt));
   }
-  out.maxTokens = defaults.maxTokens;
-  out.sampling = defaults.sampling;
-  out.seed = defaults.seed;
-  if (Error e = parseInteger(body.find("max_tokens"), "max_tokens", 1, kMaxServeNewTokens,
-                             out.maxTokens))
-    return e;
-  if (Error e = parseNumber(body.find("temperature"), "temperature", out.sampling.temperature))
-    return e;
-  if (out.sampling.temperature < 0)
-    return fail("temperature", "temperature must be >= 0 (0 is greedy)");
-  if (Error e = parseInteger(body.find("top_k"), "top_k", 0, limits.vocab, out.sampling.topK))
-    return e;
-  if (Error e = parseNumber(body.find("top_p"), "top_p", out.sampling.topP))
-    return e;
-  if (!(out.sampling.topP > 0 && out.sampling.topP <= 1))
-    return fail("top_p", "top_p must be in (0, 1]");
-  if (out.sampling.temperature == 0 && (out.sampling.topK > 1 || out.sampling.topP < 1))
-    return fail(out.sampling.topK > 1 ? "top_k" : "top_p",
-                "top_k/top_p need temperature > 0 (0 is greedy)");
-  int64_t seed = int64_t(defaults.seed & uint64_t(INT64_MAX));
-  if (const JsonValue *s = body.find("seed"); s && !s->isNull()) {
-    if (Error e = parseInteger(s, "seed", 0, INT64_MAX, seed))
-      return e;
-    out.seed = uint64_t(seed);
-  }
-  out.stream = false;
-  if (const JsonValue *s = body.find("stream"); s && !s->isNull()) {
-    if (!s->isBool())
-      return fail("stream", "stream must be true or false, not " + describeJson(*s));
-    out.stream = s->boolean;
-  }
-  int64_t n = 1;
-  if (Error e = parseInteger(body.find("n"), "n", 1, 1, n))
-    return e;
   if (const JsonValue *s = body.find("echo"); s && !s->isNull() && !(s->isBool() && !s->boolean))
     return fail("echo", "echo is not supported (only false)");
-  if (const JsonValue *s = body.find("logprobs"); s && !s->isNull())
-    return fail("logprobs", "logprobs are not supported (only null)");
-  return std::nullopt;
+  return parseGeneration(body, limits, defaults, out);
+}
+
+std::optional<RequestError> parseChatRequest(std::string_view text, const ServeLimits &limits,
+                                             const CompletionDefaults &defaults,
+                                             const ChatTemplate &chat, CompletionRequest &out) {
+  JsonValue body;
+  if (Error e = parseObject(text, body))
+    return e;
+  if (Error e = checkMembers(body, {"messages", "max_tokens", "max_completion_tokens",
+                                    "temperature", "top_k", "top_p", "seed", "stream", "n",
+                                    "logprobs"}))
+    return e;
+  const JsonValue *messages = body.find("messages");
+  if (!messages)
+    return fail("messages", "messages is required");
+  if (!messages->isArray() || messages->items.empty())
+    return fail("messages", "messages must be a non-empty array of {\"role\", \"content\"} "
+                            "objects, not " + describeJson(*messages));
+  std::vector<ChatMessage> conversation;
+  for (size_t i = 0; i < messages->items.size(); ++i) {
+    const JsonValue &m = messages->items[i];
+    std::string param = "messages[" + std::to_string(i) + "]";
+    if (!m.isObject())
+      return fail(param, param + " must be an object, not " + describeJson(m));
+    for (const std::string &key : m.keys)
+      if (key != "role" && key != "content")
+        return fail(param, param + ": unknown or unsupported member '" + key + "'");
+    const JsonValue *role = m.find("role"), *content = m.find("content");
+    if (!role || !role->isString() ||
+        (role->string != "system" && role->string != "user" && role->string != "assistant"))
+      return fail(param, param + ".role must be \"system\", \"user\" or \"assistant\"");
+    if (!content || !content->isString())
+      return fail(param, param + ".content must be a string" +
+                             (content ? ", not " + describeJson(*content) : std::string()));
+    conversation.push_back({role->string, content->string});
+  }
+  if (!limits.tokenizer)
+    return fail("messages", "chat needs a tokenizer");
+  JsonValue rendered;
+  rendered.kind = JsonValue::Kind::String;
+  rendered.string = chat.render(conversation, true);
+  // The template writes its own BOS text; the rendered prompt is checked like a text prompt.
+  if (Error e = parseText(rendered, limits, "messages", false, out.prompt))
+    return e;
+  return parseGeneration(body, limits, defaults, out);
 }
 
 std::optional<RequestError> parseEmbeddingRequest(std::string_view text, const ServeLimits &limits,

@@ -8,6 +8,7 @@
 #include "xfrt/Server.h"
 
 #include "xfrt/BatchFile.h"
+#include "xfrt/Chat.h"
 #include "xfrt/Json.h"
 #include "xfrt/PackedBatch.h"
 #include "xfrt/ServeRequests.h"
@@ -20,6 +21,7 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <memory>
 #include <pthread.h>
@@ -78,8 +80,9 @@ struct Completion {
 
 class Server {
 public:
-  Server(const Options &o, const Manifest &m, Session &session, const LoadedTokenizer &tok)
-      : o_(o), m_(m), tok_(tok.tokenizer.get()),
+  Server(const Options &o, const Manifest &m, Session &session, const LoadedTokenizer &tok,
+         std::optional<ChatSetup> chat, std::string noChat)
+      : o_(o), m_(m), tok_(tok.tokenizer.get()), chat_(std::move(chat)), noChat_(std::move(noChat)),
         scheduler_(session, o.batchSize > 0 ? o.batchSize : kDefaultBatchChunk, o.pool,
                    o.normalize, kMaxQueuedRequests) {
     limits_.vocab = m.vocab;
@@ -95,6 +98,10 @@ public:
       else if (!o.noEos && tok_)
         if (std::optional<int32_t> end = tok_->endOfText(); end && *end < m.vocab)
           eos_ = *end;
+      if (chat_) // a reply ends at the end-of-turn token, as --chat's
+        chatEos_ = o.eos ? std::optional<int32_t>(int32_t(*o.eos))
+                   : o.noEos ? std::nullopt
+                             : std::optional<int32_t>(chat_->endOfTurn);
     } else {
       limits_.maxTokens = m.maxPositions > 0 ? m.maxPositions : kMaxTokensWithoutLimit;
     }
@@ -106,11 +113,14 @@ public:
 
 private:
   void routes();
-  void completions(const httplib::Request &req, httplib::Response &res);
+  // POST /v1/completions, or /v1/chat/completions with `chat`.
+  void completions(const httplib::Request &req, httplib::Response &res, bool chat);
   void embeddings(const httplib::Request &req, httplib::Response &res);
-  std::string completionJson(const std::string &id, const std::string &text,
-                             const std::vector<int32_t> &ids, const char *finish,
-                             int64_t promptTokens, int64_t completionTokens);
+  // A whole response, or a stream event (`event`: "first" or "next" for chat's deltas, "" for
+  // a whole response); completionTokens < 0 leaves out usage.
+  std::string completionJson(bool chat, const char *event, const std::string &id,
+                             const std::string &text, const std::vector<int32_t> &ids,
+                             const char *finish, int64_t promptTokens, int64_t completionTokens);
   void shutdownOnSignal();
 
   // Counts a request from its first byte handled to its last byte sent.
@@ -126,6 +136,9 @@ private:
   ServeLimits limits_;
   CompletionDefaults defaults_;
   std::optional<int32_t> eos_;
+  std::optional<ChatSetup> chat_; // the chat template, when the tokenizer has one
+  std::string noChat_;            // why not, otherwise
+  std::optional<int32_t> chatEos_;
   ServeScheduler scheduler_;
   httplib::Server http_;
   std::atomic<bool> draining_{false}, finished_{false};
@@ -178,29 +191,45 @@ void Server::routes() {
                         ", \"owned_by\": \"xf\"}]}\n",
                     "application/json");
   });
-  for (const char *path : {"/v1/completions", "/v1/embeddings"})
+  for (const char *path : {"/v1/completions", "/v1/chat/completions", "/v1/embeddings"})
     http_.Get(path, [](const httplib::Request &, httplib::Response &res) {
       res.set_header("Allow", "POST");
       sendError(res, 405, "use POST");
     });
   http_.Post("/v1/completions", [this](const httplib::Request &req, httplib::Response &res) {
-    completions(req, res);
+    completions(req, res, false);
   });
+  http_.Post("/v1/chat/completions",
+             [this](const httplib::Request &req, httplib::Response &res) {
+               completions(req, res, true);
+             });
   http_.Post("/v1/embeddings", [this](const httplib::Request &req, httplib::Response &res) {
     embeddings(req, res);
   });
 }
 
-std::string Server::completionJson(const std::string &id, const std::string &text,
-                                   const std::vector<int32_t> &ids, const char *finish,
-                                   int64_t promptTokens, int64_t completionTokens) {
-  std::string out = "{\"id\": \"" + id + "\", \"object\": \"text_completion\", \"created\": " +
-                    std::to_string(int64_t(std::time(nullptr))) +
-                    ", \"model\": " + quoteJson(m_.model) +
-                    ", \"choices\": [{\"index\": 0, \"text\": " + quoteJson(validUtf8(text)) +
-                    ", \"token_ids\": " + idList(ids) + ", \"logprobs\": null, " +
-                    "\"finish_reason\": " +
-                    (finish ? "\"" + std::string(finish) + "\"" : std::string("null")) + "}]";
+std::string Server::completionJson(bool chat, const char *event, const std::string &id,
+                                   const std::string &text, const std::vector<int32_t> &ids,
+                                   const char *finish, int64_t promptTokens,
+                                   int64_t completionTokens) {
+  bool chunk = *event != 0;
+  std::string out = "{\"id\": \"" + id + "\", \"object\": \"" +
+                    (chat ? chunk ? "chat.completion.chunk" : "chat.completion" : "text_completion") +
+                    "\", \"created\": " + std::to_string(int64_t(std::time(nullptr))) +
+                    ", \"model\": " + quoteJson(m_.model) + ", \"choices\": [{\"index\": 0, ";
+  std::string content = quoteJson(validUtf8(text));
+  if (!chat)
+    out += "\"text\": " + content + ", \"token_ids\": " + idList(ids);
+  else if (!chunk)
+    out += "\"message\": {\"role\": \"assistant\", \"content\": " + content + "}";
+  else if (finish)
+    out += "\"delta\": {}";
+  else
+    out += std::string("\"delta\": {") +
+           (std::strcmp(event, "first") == 0 ? "\"role\": \"assistant\", " : "") +
+           "\"content\": " + content + "}";
+  out += std::string(", \"logprobs\": null, \"finish_reason\": ") +
+         (finish ? "\"" + std::string(finish) + "\"" : std::string("null")) + "}]";
   if (completionTokens >= 0)
     out += ", \"usage\": {\"prompt_tokens\": " + std::to_string(promptTokens) +
            ", \"completion_tokens\": " + std::to_string(completionTokens) +
@@ -208,22 +237,30 @@ std::string Server::completionJson(const std::string &id, const std::string &tex
   return out + "}";
 }
 
-void Server::completions(const httplib::Request &req, httplib::Response &res) {
+void Server::completions(const httplib::Request &req, httplib::Response &res, bool chat) {
   if (!m_.outputIsLogits)
     return sendError(res, 404, "model '" + m_.model + "' outputs hidden states: it serves "
                                "/v1/embeddings, not completions");
+  if (chat && !chat_)
+    return sendError(res, 404, noChat_);
   if (draining_)
     return sendError(res, 503, "the server is shutting down");
   CompletionRequest request;
-  if (std::optional<RequestError> e = parseCompletionRequest(req.body, limits_, defaults_, request))
+  if (std::optional<RequestError> e =
+          chat ? parseChatRequest(req.body, limits_, defaults_, chat_->chatTemplate, request)
+               : parseCompletionRequest(req.body, limits_, defaults_, request))
     return sendError(res, 400, e->message, e->param);
+  // A reply's end-of-turn token is not part of its text (as --chat prints it).
+  std::optional<int32_t> hidden;
+  if (chat && chatEos_ && *chatEos_ == chat_->endOfTurn)
+    hidden = chat_->endOfTurn;
 
   auto state = std::make_shared<Completion>();
   BatchRequest batch;
   batch.prompt = request.prompt;
   batch.options.maxNewTokens = request.maxTokens;
   batch.options.sampling = request.sampling;
-  batch.options.eos = eos_;
+  batch.options.eos = chat ? chatEos_ : eos_;
   batch.seed = request.seed;
   batch.onToken = [state](int32_t id) {
     std::lock_guard<std::mutex> lock(state->mutex);
@@ -247,7 +284,7 @@ void Server::completions(const httplib::Request &req, httplib::Response &res) {
   if (!scheduler_.submit(std::move(batch)))
     return sendError(res, 503, "the server is busy: " + std::to_string(kMaxQueuedRequests) +
                                " requests are waiting; try again later");
-  std::string id = "cmpl-" + std::to_string(nextId_++);
+  std::string id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(nextId_++);
   int64_t promptTokens = int64_t(request.prompt.size());
 
   if (!request.stream) {
@@ -259,11 +296,12 @@ void Server::completions(const httplib::Request &req, httplib::Response &res) {
     if (tok_) {
       TextStream stream(tok_, [&](const char *b, size_t n) { text.append(b, n); });
       for (int32_t t : state->ids)
-        stream.add(t);
+        if (t != hidden)
+          stream.add(t);
       stream.finish();
     }
-    res.set_content(completionJson(id, text, state->ids, state->finish.c_str(), promptTokens,
-                                   int64_t(state->ids.size())) + "\n",
+    res.set_content(completionJson(chat, "", id, text, state->ids, state->finish.c_str(),
+                                   promptTokens, int64_t(state->ids.size())) + "\n",
                     "application/json");
     return;
   }
@@ -272,6 +310,7 @@ void Server::completions(const httplib::Request &req, httplib::Response &res) {
   // then "data: [DONE]". A failed write means the client went away: its sequence is dropped.
   struct Stream {
     size_t sent = 0;
+    int events = 0;   // token events sent
     std::string pending; // text decoded but not yet sent
     std::unique_ptr<TextStream> text;
   };
@@ -282,7 +321,7 @@ void Server::completions(const httplib::Request &req, httplib::Response &res) {
   res.set_header("Cache-Control", "no-cache");
   res.set_chunked_content_provider(
       "text/event-stream",
-      [this, state, stream, id, promptTokens](size_t, httplib::DataSink &sink) {
+      [this, state, stream, id, promptTokens, chat, hidden](size_t, httplib::DataSink &sink) {
         std::vector<int32_t> fresh;
         bool done;
         std::string error, finish;
@@ -304,11 +343,14 @@ void Server::completions(const httplib::Request &req, httplib::Response &res) {
           return true;
         };
         for (int32_t t : fresh) {
+          if (t == hidden) // the end-of-turn token: no event of its own
+            continue;
           if (stream->text)
             stream->text->add(t);
           std::string piece = std::move(stream->pending);
           stream->pending.clear();
-          if (!send(completionJson(id, piece, {t}, nullptr, promptTokens, -1)))
+          const char *event = stream->events++ == 0 ? "first" : "next";
+          if (!send(completionJson(chat, event, id, piece, {t}, nullptr, promptTokens, -1)))
             return false;
         }
         if (!done)
@@ -325,8 +367,12 @@ void Server::completions(const httplib::Request &req, httplib::Response &res) {
             all = state->ids;
           }
           // The last event carries no new token; its usage counts them all.
-          std::string last = completionJson(id, rest, {}, finish.c_str(), promptTokens,
-                                            int64_t(all.size()));
+          if (chat && !rest.empty() && // a chat's last event has an empty delta
+              !send(completionJson(chat, stream->events++ == 0 ? "first" : "next", id, rest, {},
+                                   nullptr, promptTokens, -1)))
+            return false;
+          std::string last = completionJson(chat, "last", id, chat ? "" : rest, {},
+                                            finish.c_str(), promptTokens, int64_t(all.size()));
           if (!send(last))
             return false;
         }
@@ -440,9 +486,13 @@ int Server::run() {
                  "this machine)\n", o_.host.c_str(), o_.port);
     return 1;
   }
+  std::string endpoints = !m_.outputIsLogits ? "POST /v1/embeddings"
+                          : chat_ ? "POST /v1/completions and /v1/chat/completions (" +
+                                        std::string(chatFormatName(chat_->chatTemplate.format)) +
+                                        ")"
+                                  : "POST /v1/completions";
   std::fprintf(stderr, "%s: serving %s on http://%s:%d (up to %lld sequences together)\n",
-               m_.model.c_str(), m_.outputIsLogits ? "POST /v1/completions" : "POST /v1/embeddings",
-               o_.host.c_str(), port,
+               m_.model.c_str(), endpoints.c_str(), o_.host.c_str(), port,
                (long long)(o_.batchSize > 0 ? o_.batchSize : kDefaultBatchChunk));
   std::fflush(stderr);
   std::thread signals([this] { shutdownOnSignal(); });
@@ -491,7 +541,23 @@ int runServer(const Options &o, const Manifest &m, const ModelAbi &abi, const We
                  "it with this xfc)\n", m.model.c_str());
     return 1;
   }
-  Server server(o, m, *session, tokenizer);
+  // Chat completions need a chat template: --chat-template, else the tokenizer's own.
+  std::optional<ChatSetup> chat;
+  std::string noChat = "model '" + m.model + "' has no chat template: /v1/chat/completions needs a "
+                       "tokenizer with tokenizer.chat_template, or --chat-template";
+  if (m.outputIsLogits && tokenizer.tokenizer &&
+      (!o.chatTemplate.empty() || tokenizer.chatTemplate)) {
+    Expected<ChatSetup> setup = chatSetup(o, tokenizer, m);
+    if (!setup && !o.chatTemplate.empty()) {
+      std::fprintf(stderr, "error: %s\n", setup.message().c_str());
+      return 1;
+    }
+    if (setup)
+      chat = setup.take();
+    else
+      noChat = setup.message();
+  }
+  Server server(o, m, *session, tokenizer, std::move(chat), std::move(noChat));
   return server.run();
 }
 

@@ -8,6 +8,8 @@ Each server listens on an ephemeral port (--port 0, read from its first stderr l
 - Concurrent completions (greedy and sampled, streamed and not, text and id prompts, lengths
   1 .. l_max) return exactly the ids of one command-line run per prompt with the same
   options and seed; streamed events concatenate to the same ids and text.
+- Chat completions (--chat-template chatml) reply what --chat prints for the same conversation
+  (with and without a system message, greedy and sampled), streamed deltas included.
 - Concurrent embedding requests (strings, id lists, lists of them) match one command-line run
   per input (max|Δ|/max|ref| <= 1e-5: a packed batch's short rows may take the tiled GEMM where
   a single run takes the GEMV, as check_batches.py explains).
@@ -27,6 +29,7 @@ import concurrent.futures
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -37,7 +40,7 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-GPT2 = "L=2,H=4,d_e=64,d_mlp=256,N_V=300,l_max=80"
+GPT2 = "L=2,H=4,d_e=64,d_mlp=256,N_V=300,l_max=128"
 MINILM = "L=2,H=4,d_e=48,d_mlp=96,N_V=200,l_max=40"
 TIMEOUT = 120  # seconds, for any one HTTP exchange or process wait
 REORDER_BOUND = 1e-5
@@ -71,19 +74,21 @@ def bytes_to_unicode():
 
 
 def write_bpe(directory):
-    """Every byte, a few merges, <|endoftext|>: 256 + 9 + 1 ids < N_V = 300."""
+    """Every byte, a few merges, <|endoftext|> and ChatML's two markers: 268 ids < N_V = 300."""
     chars = bytes_to_unicode()
     vocab = [chars[b] for b in range(256)]
     merges = ["h e", "l l", "he ll", "hell o", "Ġ w", "o r", "Ġw or", "l d", "Ġwor ld"]
     for m in merges:
         vocab.append(m.replace(" ", ""))
     vocab.append("<|endoftext|>")
+    eot = len(vocab) - 1
+    vocab += ["<|im_start|>", "<|im_end|>"]  # ChatML's markers (--chat-template chatml)
     os.makedirs(directory, exist_ok=True)
     with open(os.path.join(directory, "vocab.json"), "w", encoding="utf-8") as f:
         json.dump({t: i for i, t in enumerate(vocab)}, f)
     with open(os.path.join(directory, "merges.txt"), "w", encoding="utf-8") as f:
         f.write("#version: 0.2\n" + "\n".join(merges) + "\n")
-    return len(vocab) - 1  # the end-of-text id
+    return eot
 
 
 def write_wordpiece(path):
@@ -124,11 +129,11 @@ class ServerProcess:
         status, text = self.request("POST", path, body, raw)
         return status, json.loads(text)
 
-    def stream(self, body):
+    def stream(self, body, path="/v1/completions"):
         """POST a streaming completion; returns the status and the parsed events."""
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=TIMEOUT)
         try:
-            c.request("POST", "/v1/completions", body=json.dumps(body))
+            c.request("POST", path, body=json.dumps(body))
             r = c.getresponse()
             text = r.read().decode()
             events = [e[len("data: "):] for e in text.split("\n\n") if e.startswith("data: ")]
@@ -170,7 +175,7 @@ def completions(xfc, work):
     eot = write_bpe(tdir)
     weights = ["--random-weights", "5"]
     rng = np.random.default_rng(7)
-    l_max = 80
+    l_max = 128  # room for chat prompts: the toy tokenizer spells ChatML's markers in bytes
 
     def single(ids, max_tokens, sampling):
         args = [exe, *weights, "--tokens", ",".join(map(str, ids)), "--max-new-tokens",
@@ -179,7 +184,7 @@ def completions(xfc, work):
 
     cases = []
     for k, (n, max_tokens) in enumerate([(1, 9), (5, 20), (17, 3), (l_max, 5), (40, 12), (2, 30),
-                                         (11, 1), (79, 4), (8, 16), (3, 25), (23, 7), (6, 11)]):
+                                         (11, 1), (l_max - 1, 4), (8, 16), (3, 25), (23, 7), (6, 11)]):
         ids = [int(x) for x in rng.integers(0, eot, size=n)]
         body = {"prompt": ids, "max_tokens": max_tokens, "stream": k % 3 == 1}
         sampling = []
@@ -192,7 +197,7 @@ def completions(xfc, work):
         cases.append((body, single(ids, max_tokens, sampling)))
 
     server = ServerProcess([exe, *weights, "--serve", "--port", "0", "--batch", "4",
-                            "--tokenizer", tdir])
+                            "--tokenizer", tdir, "--chat-template", "chatml"])
     try:
         def ask(body):
             if body["stream"]:
@@ -230,6 +235,58 @@ def completions(xfc, work):
         streamed = "".join(json.loads(e)["choices"][0]["text"] for e in events[:-1])
         expect(status == 200 and streamed == body["choices"][0]["text"],
                "text prompt streamed: events' text concatenates to the whole text")
+
+        # Chat completions: the conversation rendered by the template, as --chat renders it
+        # (the toy tokenizer spells the markers out in bytes; the end-of-turn id is one token).
+        chats = [([{"role": "user", "content": "hello world"}], [], {"max_tokens": 7}),
+                 ([{"role": "system", "content": "be brief"},
+                   {"role": "user", "content": "hello"}], ["--system", "be brief"],
+                  {"max_tokens": 5, "temperature": 0.8, "seed": 3})]
+        for messages, system, params in chats:
+            cli = subprocess.run([exe, *weights, "--tokenizer", tdir, "--chat", "--chat-template",
+                                  "chatml", "--prompt", messages[-1]["content"], *system,
+                                  "--max-new-tokens", str(params["max_tokens"]),
+                                  *[a for k in ("temperature", "seed") if k in params
+                                    for a in ("--" + k, str(params[k]))]],
+                                 capture_output=True, timeout=TIMEOUT)
+            # --chat prints the reply's bytes; the server's JSON replaces invalid UTF-8 (random
+            # weights pick arbitrary byte tokens) with U+FFFD: compare with runs of U+FFFD as one.
+            def same_text(a, b):
+                return re.sub("\ufffd+", "\ufffd", a) == re.sub("\ufffd+", "\ufffd", b)
+            cli_text = cli.stdout.decode(errors="replace")
+            body = {"messages": messages, "model": "gpt2", **params}
+            status, r = server.post("/v1/chat/completions", body)
+            reply = r["choices"][0]["message"]["content"] if status == 200 else None
+            prefill = re.search(r"prefill (\d+) tokens", cli.stderr.decode(errors="replace"))
+            expect(cli.returncode == 0 and status == 200 and r["object"] == "chat.completion" and
+                   same_text(reply + "\n", cli_text) and
+                   r["usage"]["prompt_tokens"] == int(prefill.group(1)),
+                   f"chat ({len(messages)} messages, {params}): reply == --chat's {reply!r}")
+            status, ctype, events = server.stream({**body, "stream": True}, "/v1/chat/completions")
+            chunks = [json.loads(e) for e in events[:-1]]
+            deltas = [c["choices"][0]["delta"] for c in chunks]
+            expect(status == 200 and events[-1] == "[DONE]" and
+                   deltas[0].get("role") == "assistant" and deltas[-1] == {} and
+                   "".join(d.get("content", "") for d in deltas) == reply and
+                   chunks[-1]["choices"][0]["finish_reason"] in ("stop", "length"),
+                   "chat streamed: deltas concatenate to the reply, role first, empty last")
+        check_error(server, "chat role unknown", None,
+                    {"messages": [{"role": "bot", "content": "hi"}]}, 400, "messages[0]",
+                    path="/v1/chat/completions")
+        check_error(server, "chat content not a string", None,
+                    {"messages": [{"role": "user", "content": [{"type": "text"}]}]}, 400,
+                    "messages[0]", path="/v1/chat/completions")
+        check_error(server, "chat without messages", None, {"prompt": "hi"}, 400, "prompt",
+                    path="/v1/chat/completions")
+        check_error(server, "chat empty messages", None, {"messages": []}, 400, "messages",
+                    path="/v1/chat/completions")
+        check_error(server, "chat over the positions", None,
+                    {"messages": [{"role": "user", "content": "x" * 150}]}, 400, "messages",
+                    path="/v1/chat/completions")
+        check_error(server, "chat with both token limits", None,
+                    {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2,
+                     "max_completion_tokens": 2}, 400, "max_completion_tokens",
+                    path="/v1/chat/completions")
 
         # Bad requests: the right status and a JSON error naming the parameter.
         P = "/v1/completions"
@@ -332,6 +389,9 @@ def completions(xfc, work):
         (["--serve", "--logits-out", "x.npy"], 2, "--logits-out is not for --serve"),
         (["--serve", "--pool", "cls"], 2, "--pool: model 'gpt2' outputs logits"),
         (["--serve", "--top-k", "3"], 2, "--top-k/--top-p need --temperature > 0"),
+        (["--serve", "--chat-template", "chatml"], 2, "--chat-template needs a tokenizer"),
+        (["--serve", "--tokenizer", os.path.join(work, "bpe"), "--chat-template", "llama3"], 1,
+         "end-of-turn token <|eot_id|> is not a token"),
         (["--serve", "--host", "203.0.113.7", "--port", "0"], 1,
          "--serve: cannot listen on 203.0.113.7:0"),
     ]:

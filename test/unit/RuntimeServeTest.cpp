@@ -133,6 +133,31 @@ TEST(RuntimeServe, CompletionErrorsNameTheParameter) {
   }
 }
 
+TEST(RuntimeServe, ChatMessages) {
+  ChatTemplate chatml;
+  struct Case {
+    const char *body, *param, *message;
+  } cases[] = {
+      {R"({"messages": "hi"})", "messages", "non-empty array"},
+      {R"({"messages": [3]})", "messages[0]", "must be an object"},
+      {R"({"messages": [{"role": "user"}]})", "messages[0]", "content must be a string"},
+      {R"({"messages": [{"role": "tool", "content": "x"}]})", "messages[0]", ".role must be"},
+      {R"({"messages": [{"role": "user", "content": "x", "name": "a"}]})", "messages[0]",
+       "unknown or unsupported member 'name'"},
+      {R"({"messages": [{"role": "user", "content": "x"}], "echo": false})", "echo",
+       "unknown or unsupported parameter"},
+      // Messages are checked before the tokenizer is needed.
+      {R"({"messages": [{"role": "user", "content": "x"}]})", "messages", "needs a tokenizer"},
+  };
+  for (const Case &c : cases) {
+    CompletionRequest r;
+    std::optional<RequestError> e = parseChatRequest(c.body, limits(), {}, chatml, r);
+    ASSERT_TRUE(e) << c.body;
+    EXPECT_EQ(e->param, c.param) << c.body;
+    EXPECT_CONTAINS(e->message, c.message);
+  }
+}
+
 TEST(RuntimeServe, EmbeddingInputs) {
   EmbeddingRequest r;
   ASSERT_FALSE(parseEmbeddingRequest(R"({"input": [[1, 2], [3]]})", limits(), r));

@@ -1,6 +1,7 @@
 //===- ServeRequests.h - The JSON bodies --serve accepts ----------*- C++ -*-===//
 //
-// Parses and checks the bodies of POST /v1/completions and POST /v1/embeddings (docs/serving.md)
+// Parses and checks the bodies of POST /v1/completions, /v1/chat/completions and /v1/embeddings
+// (docs/serving.md)
 // without any HTTP: the server answers a RequestError with status 400 and an OpenAI-style error
 // object naming `param`. Everything a sequence needs is checked here (ids in the vocabulary,
 // lengths within the model's positions, sampling parameters in range), so a request that parses
@@ -11,6 +12,7 @@
 #ifndef XFRT_SERVEREQUESTS_H
 #define XFRT_SERVEREQUESTS_H
 
+#include "xfrt/ChatTemplate.h"
 #include "xfrt/Sampling.h"
 #include "xfrt/Tokenizer.h"
 
@@ -67,6 +69,13 @@ struct RequestError {
 std::optional<RequestError> parseCompletionRequest(std::string_view body, const ServeLimits &limits,
                                                    const CompletionDefaults &defaults,
                                                    CompletionRequest &out);
+
+// POST /v1/chat/completions: messages (an array of {"role": "system" | "user" | "assistant",
+// "content": string}), rendered by `chat` with the assistant's header appended and tokenized;
+// max_tokens or max_completion_tokens and the rest as completions (no echo).
+std::optional<RequestError> parseChatRequest(std::string_view body, const ServeLimits &limits,
+                                             const CompletionDefaults &defaults,
+                                             const ChatTemplate &chat, CompletionRequest &out);
 
 // input: a string, an array of strings, an array of ids, or an array of id arrays;
 // encoding_format (only "float").
