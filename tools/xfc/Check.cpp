@@ -24,11 +24,13 @@
 #include "xfrt/Random.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/bit.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 
 #include <cmath>
+#include <map>
 
 using namespace mlir;
 using namespace mlir::xf;
@@ -168,13 +170,31 @@ private:
   HostProgram program;
   std::unique_ptr<xfc::CompiledModel> model;
   std::vector<Operation *> siteReference; // per site: the op of `kernels` it computes
+  /// Parameter i as float32: a bfloat16 one widened exactly (its bits are a
+  /// float32's top half), once.
+  const float *parameterFloats(size_t i);
+  std::map<size_t, std::vector<float>> widened;
 };
+
+const float *Checker::parameterFloats(size_t i) {
+  const xfrt::WeightSet &w = model->weights();
+  if (!w.bf16[i])
+    return w.params[i];
+  std::vector<float> &floats = widened[i];
+  if (floats.empty()) {
+    const auto *halves = reinterpret_cast<const uint16_t *>(w.params[i]);
+    floats.resize(size_t(model->manifest().parameters[i].numel));
+    for (size_t j = 0; j < floats.size(); ++j)
+      floats[j] = llvm::bit_cast<float>(uint32_t(halves[j]) << 16);
+  }
+  return floats.data();
+}
 
 interp::Inputs Checker::inputsFor(std::vector<std::vector<int32_t>> sequences) {
   interp::Inputs inputs;
   const xfrt::Manifest &m = model->manifest();
   for (size_t i = 0; i < m.parameters.size(); ++i)
-    inputs.parameters[m.parameters[i].name] = {model->weights().params[i], m.parameters[i].shape};
+    inputs.parameters[m.parameters[i].name] = {parameterFloats(i), m.parameters[i].shape};
   inputs.sequences = std::move(sequences);
   return inputs;
 }
@@ -210,6 +230,7 @@ LogicalResult Checker::build() {
   }
   HostOptions host;
   host.kernelOutputHook = true;
+  host.bf16Weights = options.bf16Weights;
   FailureOr<HostProgram> lowered = lowerToHost(*built, host);
   if (failed(lowered))
     return failure();

@@ -33,6 +33,9 @@ struct CheckOptions {
   mlir::xf::CodegenOptions codegen;
   /// Print every kernel's error, also when the model agrees.
   bool verbose = false;
+  /// --weight-type=bf16: GEMM weights and embedding tables kept in bfloat16;
+  /// the interpreter reads the same rounded weights, widened exactly.
+  bool bf16Weights = false;
 };
 
 /// "file:line:col" of the first file location in `loc`.

@@ -2,6 +2,8 @@
 
 #include "CompiledModel.h"
 
+#include "llvm/ADT/bit.h"
+
 #include <algorithm>
 #include <cmath>
 #include <dlfcn.h>
@@ -60,12 +62,20 @@ llvm::Expected<std::unique_ptr<CompiledModel>> CompiledModel::load(const std::st
   // N(0, 1/min(rows, cols)) (the dot products run over one of the two), vectors N(0, 0.1²).
   for (size_t i = 0; i < model->manifest_.parameters.size(); ++i) {
     const xfrt::ParameterSpec &p = model->manifest_.parameters[i];
-    if (p.init == xfrt::InitKind::Ones || p.bf16)
+    if (p.init == xfrt::InitKind::Ones)
       continue;
     double sigma = p.shape.size() == 2
                        ? 1.0 / std::sqrt(double(std::min(p.shape[0], p.shape[1])))
                        : 0.1;
     float factor = float(sigma / 0.02);
+    if (p.bf16) { // --weight-type=bf16: widened, scaled and rounded again
+      auto *halves = reinterpret_cast<uint16_t *>(model->weights_.params[i]);
+      for (int64_t j = 0; j < p.numel; ++j) {
+        float scaled = llvm::bit_cast<float>(uint32_t(halves[j]) << 16) * factor;
+        xfrt::narrowToBf16(&scaled, 1, &halves[j]);
+      }
+      continue;
+    }
     for (int64_t j = 0; j < p.numel; ++j)
       model->weights_.params[i][j] *= factor;
   }

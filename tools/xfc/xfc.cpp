@@ -132,7 +132,8 @@ cl::opt<int> threads("num-threads", cl::init(0),
 cl::opt<bool> check("check", cl::init(false),
                     cl::desc("Build the model, run it on random weights at --lengths (default "
                              "1,37,128) and compare it with the xf interpreter; on a mismatch, "
-                             "name the first kernel that differs (docs/pipeline.md)"),
+                             "name the first kernel that differs (docs/pipeline.md); with "
+                             "--weight-type=bf16, on weights rounded to bfloat16"),
                     cl::cat(xfcCategory));
 cl::opt<std::string> checkFault("check-fault", cl::Hidden, cl::desc(xfc::kCheckFaultHelp),
                                 cl::value_desc("epilogue|schedule|loop"), cl::cat(xfcCategory));
@@ -408,6 +409,7 @@ static mlir::LogicalResult runCheck(mlir::ModuleOp xfModule, mlir::ModuleOp kern
   options.seed = tuneSeed;
   options.fault = checkFault;
   options.verbose = verbose;
+  options.bf16Weights = weightType == WeightType::BF16;
   options.codegen.target = target;
   options.codegen.optLevel = std::min(optLevel.getValue(), 3u);
   std::optional<mlir::xf::ObjectCache> cache;
@@ -581,11 +583,10 @@ int main(int argc, char **argv) {
   }
 
   if (check && (tuneMode || emitAction.getNumOccurrences() || outputFilename.getNumOccurrences() ||
-                weightType != WeightType::F32 || bf16GemmInputs || !quantizedLike.empty() ||
-                q8GemmInputs)) {
-    llvm::errs() << "xfc: error: --check builds and runs the model itself with float32 weights; "
-                    "it takes no tune, --emit, -o, --weight-type, --bf16-gemm-inputs or "
-                    "--quantized-like\n";
+                bf16GemmInputs || !quantizedLike.empty() || q8GemmInputs)) {
+    llvm::errs() << "xfc: error: --check builds and runs the model itself with random float32 "
+                    "(or --weight-type=bf16) weights; it takes no tune, --emit, -o, "
+                    "--bf16-gemm-inputs or --quantized-like\n";
     return 1;
   }
   if (checkFault.getNumOccurrences() && (!check || !xfc::isCheckFault(checkFault))) {
