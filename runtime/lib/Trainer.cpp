@@ -297,6 +297,10 @@ Status Trainer::setUp() {
     start = randomWeights(o.seed, m);
   if (!start)
     return start.status();
+  // Training from NaN or infinite weights only spreads them: refuse at once.
+  if (!o.weights.empty())
+    if (std::string bad = findNonFiniteWeights(m, *start); !bad.empty())
+      return makeError(o.weights + ": " + bad);
   // Own, writable float32 copies: loaded tensors may be read-only mappings.
   for (size_t i = 0; i < m.parameters.size(); ++i) {
     Expected<AlignedBuffer> buf = AlignedBuffer::allocate(uint64_t(m.parameters[i].numel) * 4);
@@ -492,7 +496,7 @@ int Trainer::run() {
       return fail(loss.message());
     if (!std::isfinite(*loss))
       return fail("the loss is " + std::to_string(*loss) + " at step " + std::to_string(step + 1) +
-                  " (lower --lr?)");
+                  ": training diverged (lower --lr?)");
     std::vector<TrainableTensor> ts = tensors();
     double mean = 1.0 / double(o.batch);
     double norm = globalGradientNorm(ts) * mean;
