@@ -630,6 +630,13 @@ int main(int argc, char **argv) {
                  << " works on inference builds (docs/training.md)\n";
     return 1;
   }
+  // A trainer keeps float32 master weights and its backward reads them as such.
+  if (train && (weightType == WeightType::BF16 || !quantizedLike.empty())) {
+    llvm::errs() << "xfc: error: --train keeps float32 weights; "
+                 << (quantizedLike.empty() ? "--weight-type=bf16" : "--quantized-like")
+                 << " is for inference builds (docs/training.md)\n";
+    return 1;
+  }
   // A bad -o fails now, not after the compile; it may not be the spec itself.
   if (outputFilename != "-") {
     if (mlir::failed(report(xfc::checkOutput(outputFilename, /*streamable=*/!binaryOutput))))
