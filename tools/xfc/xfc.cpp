@@ -212,6 +212,29 @@ std::optional<double> parseDuration(llvm::StringRef text) {
   return value * scale;
 }
 
+/// The block type of each tensor the --quantized-like file keeps in Q8_0/Q4_0/Q4_1 blocks
+/// (nothing without the option).
+static mlir::LogicalResult quantizedLikeBlocks(llvm::StringMap<mlir::xf::WeightBlocks> &out) {
+  if (quantizedLike.empty())
+    return mlir::success();
+  xfrt::Expected<std::unique_ptr<xfrt::GgufFile>> file = xfrt::GgufFile::open(quantizedLike);
+  if (!file) {
+    llvm::errs() << "xfc: error: " << file.message() << "\n";
+    return mlir::failure();
+  }
+  for (const xfrt::GgufTensor &t : (*file)->header().tensors) {
+    using xfrt::GgmlType;
+    using mlir::xf::WeightBlocks;
+    WeightBlocks blocks = t.type == GgmlType::Q8_0   ? WeightBlocks::Q8_0
+                          : t.type == GgmlType::Q4_0 ? WeightBlocks::Q4_0
+                          : t.type == GgmlType::Q4_1 ? WeightBlocks::Q4_1
+                                                     : WeightBlocks::None;
+    if (blocks != WeightBlocks::None)
+      out[t.name] = blocks;
+  }
+  return mlir::success();
+}
+
 /// The passes from the xf dialect to `action`'s stage.
 static mlir::LogicalResult buildPipeline(Emit action, mlir::PassManager &pm) {
   if (train) { // the backward of the decomposed ops, then fusion as usual
@@ -247,6 +270,12 @@ static mlir::LogicalResult buildPipeline(Emit action, mlir::PassManager &pm) {
     options.tuning.threads = threadCount();
     options.tuning.bf16Weights = weightType == WeightType::BF16;
     options.tuning.bf16Activations = bf16GemmInputs;
+    llvm::StringMap<mlir::xf::WeightBlocks> blocks;
+    if (mlir::failed(quantizedLikeBlocks(blocks)))
+      return mlir::failure();
+    for (const auto &entry : blocks)
+      options.tuning.blockParameters.push_back(
+          (entry.first() + "=" + mlir::xf::weightBlocksName(entry.second)).str());
   }
   mlir::xf::buildKernelPipeline(pm, options);
   return mlir::success();
@@ -312,21 +341,8 @@ static mlir::FailureOr<mlir::xf::HostProgram> lowerWithWeightOptions(mlir::Modul
       llvm::errs() << "xfc: error: --quantized-like and --weight-type=bf16 are exclusive\n";
       return mlir::failure();
     }
-    xfrt::Expected<std::unique_ptr<xfrt::GgufFile>> file = xfrt::GgufFile::open(quantizedLike);
-    if (!file) {
-      llvm::errs() << "xfc: error: " << file.message() << "\n";
+    if (mlir::failed(quantizedLikeBlocks(hostOptions.weightBlocks)))
       return mlir::failure();
-    }
-    for (const xfrt::GgufTensor &t : (*file)->header().tensors) {
-      using xfrt::GgmlType;
-      using mlir::xf::WeightBlocks;
-      WeightBlocks blocks = t.type == GgmlType::Q8_0   ? WeightBlocks::Q8_0
-                            : t.type == GgmlType::Q4_0 ? WeightBlocks::Q4_0
-                            : t.type == GgmlType::Q4_1 ? WeightBlocks::Q4_1
-                                                       : WeightBlocks::None;
-      if (blocks != WeightBlocks::None)
-        hostOptions.weightBlocks[t.name] = blocks;
-    }
   }
   return mlir::xf::lowerToHost(kernels, hostOptions);
 }

@@ -3,7 +3,10 @@
 // In: @forward after fusion. Out: the same, with the database's best
 // schedule on every kernel it holds an entry for (same kernel signature,
 // target, threads and xf version), each such op marked `xf.tuned`. Loop
-// kernel ops take theirs as `xf.loop_schedule`.
+// kernel ops take theirs as `xf.loop_schedule`. GEMMs on weights kept in ggml
+// blocks are looked up by their block signature (weight=nk:q4_1 ...), so a
+// schedule tuned for the float32 kernel of the same shape is never applied
+// to them.
 // Entries are parsed as schedule attributes, so an entry edited into an
 // illegal schedule fails with the attribute verifier's message.
 //
@@ -60,6 +63,19 @@ struct ApplyTuningDatabasePass : xf::impl::ApplyTuningDatabaseBase<ApplyTuningDa
     }
     MLIRContext *ctx = &getContext();
     WeightDtypes dtypes{bf16Weights, bf16Activations};
+    for (const std::string &entry : blockParameters) {
+      auto [name, type] = llvm::StringRef(entry).rsplit('=');
+      WeightBlocks blocks = type == "q8_0"   ? WeightBlocks::Q8_0
+                            : type == "q4_0" ? WeightBlocks::Q4_0
+                            : type == "q4_1" ? WeightBlocks::Q4_1
+                                             : WeightBlocks::None;
+      if (name.empty() || blocks == WeightBlocks::None) {
+        forward.emitError() << "xf-apply-tuning-db: block-parameters entry '" << entry
+                            << "': expected NAME=q8_0, q4_0 or q4_1";
+        return signalPassFailure();
+      }
+      dtypes.weightBlocks[name] = blocks;
+    }
     llvm::StringSet<> tunedElsewhere; // kernels with entries only for other keys
     for (const KernelOpSignature &k : kernelSignatures(forward, dtypes)) {
       const tuning::TuningEntry *entry = loaded->find(k.signature, target, threads, kXfVersion);

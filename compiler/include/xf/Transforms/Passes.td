@@ -66,7 +66,10 @@ def ApplyTuningDatabase : Pass<"xf-apply-tuning-db", "func::FuncOp"> {
     Option<"bf16Weights", "bf16-weights", "bool", "false",
            "weights stored in bfloat16 (xfc --weight-type=bf16)">,
     Option<"bf16Activations", "bf16-gemm-inputs", "bool", "false",
-           "GEMM inputs rounded to bfloat16 (xfc --bf16-gemm-inputs)">
+           "GEMM inputs rounded to bfloat16 (xfc --bf16-gemm-inputs)">,
+    ListOption<"blockParameters", "block-parameters", "std::string",
+               "parameters kept in ggml blocks, NAME=q8_0|q4_0|q4_1 (xfc --quantized-like): "
+               "their GEMMs are looked up as block kernels, never under a float32 signature">
   ];
   let dependentDialects = ["xf::XfDialect"];
 }
