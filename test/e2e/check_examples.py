@@ -25,14 +25,11 @@ usage: check_examples.py --xfc build/bin/xfc [--model gpt2 ...] [--weight-type b
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 
-import numpy as np
+from oracle_runs import ORACLE, ROOT, compare_lengths, report, run
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-ORACLE = os.path.join(ROOT, "test", "reference", "oracle.py")
 TOLERANCE = 1e-4
 # bfloat16 keeps 8 significant bits: each rounded GEMM input is off by ≤ 2^-9 relative, and a
 # 2-layer model's logits come out of ~6 such GEMMs in sequence (docs/correctness.md).
@@ -58,10 +55,6 @@ MODELS = {
 }
 
 
-def run(cmd, **kw):
-    return subprocess.run(cmd, capture_output=True, text=True, **kw)
-
-
 def check_model(name, xfc, workdir, python, weight_type="f32", xfc_args=()):
     arch, hparams, output, lengths = MODELS[name]
     exe = os.path.join(workdir, name)
@@ -85,35 +78,13 @@ def check_model(name, xfc, workdir, python, weight_type="f32", xfc_args=()):
         if r.returncode != 0:
             return [f"{name}: --save-weights failed: {r.stderr.strip()}"]
         weights = rounded
-    rng = np.random.default_rng(5)
-    vocab = int(dict(kv.split("=") for kv in hparams.split(","))["N_V"])
-    failures = []
-    for n in lengths:
-        tokens = ",".join(str(t) for t in rng.integers(0, vocab, size=n))
-        source = ",".join(str(t) for t in rng.integers(0, vocab, size=n + 3))
-        extra_exe = ["--source-tokens", source] if arch == "transformer" else []
-        extra_ref = ["--source-tokens", source] if arch == "transformer" else []
-        got = os.path.join(workdir, f"{name}_{n}_xf.npy")
-        ref = os.path.join(workdir, f"{name}_{n}_ref.npy")
-        flag = "--logits-out" if output == "logits" else "--hidden-out"
-        r = run([exe, "--weights", weights, "--tokens", tokens, *extra_exe, flag, got])
-        if r.returncode != 0:
-            failures.append(f"{name} ℓ={n}: executable failed: {r.stderr.strip()}")
-            continue
-        r = run([python, ORACLE, "--arch", arch, "--hparams", hparams, "--weights", weights,
-                 "--tokens", tokens, *extra_ref, flag, ref])
-        if r.returncode != 0:
-            failures.append(f"{name} ℓ={n}: oracle failed: {r.stderr.strip()}")
-            continue
-        a, b = np.load(got), np.load(ref)
-        if a.shape != b.shape:
-            failures.append(f"{name} ℓ={n}: shape {a.shape} vs oracle {b.shape}")
-            continue
-        err = float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
-        status = "ok" if err <= tolerance else "FAIL"
-        print(f"{name:12s} ℓ={n:<4d} max|Δ|/max|ref| = {err:.2e}  {status}")
-        if err > tolerance:
-            failures.append(f"{name} ℓ={n}: max|Δ|/max|ref| = {err:.3e} > {tolerance}")
+
+    def executable(tokens, extra, flag, path):
+        r = run([exe, "--weights", weights, "--tokens", tokens, *extra, flag, path])
+        return f"executable failed: {r.stderr.strip()}" if r.returncode != 0 else None
+
+    failures = compare_lengths(name, MODELS[name], weights, executable, python=python,
+                               workdir=workdir, seed=5, tolerance=tolerance)
     # A checkpoint without one tensor is refused, naming it.
     missing = os.path.join(workdir, name + "_missing.safetensors")
     strip_first_tensor(weights, missing)
@@ -161,9 +132,7 @@ def main():
         for name in args.model or sorted(MODELS):
             failures += check_model(name, args.xfc, workdir, sys.executable, args.weight_type,
                                     args.xfc_arg)
-    for f in failures:
-        print("FAIL:", f)
-    sys.exit(1 if failures else 0)
+    sys.exit(report(failures))
 
 
 if __name__ == "__main__":

@@ -15,61 +15,35 @@ usage: check_oracle.py --interpreter build/bin/xf-interpret [--model gpt2 ...]
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
-from check_examples import MODELS, ORACLE  # noqa: E402
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                "e2e"))
+from check_examples import MODELS  # noqa: E402
+from oracle_runs import ORACLE, ROOT, report, run, compare_lengths  # noqa: E402
 
 TOLERANCE = 1e-12
 
 
-def run(cmd):
-    return subprocess.run(cmd, capture_output=True, text=True)
-
-
 def check_model(name, interpreter, workdir):
-    arch, hparams, output, lengths = MODELS[name]
+    arch, hparams, _, _ = MODELS[name]
     defines = [arg for kv in hparams.split(",") for arg in ("-D", kv)]
     weights = os.path.join(workdir, name + ".safetensors")
     r = run([sys.executable, ORACLE, "--arch", arch, "--hparams", hparams, "--write-random",
              weights, "--seed", "3"])
     if r.returncode != 0:
         return [f"{name}: oracle --write-random failed: {r.stderr.strip()}"]
-    rng = np.random.default_rng(7)
-    vocab = int(dict(kv.split("=") for kv in hparams.split(","))["N_V"])
-    failures = []
-    for n in lengths:
-        tokens = ",".join(str(t) for t in rng.integers(0, vocab, size=n))
-        source = ",".join(str(t) for t in rng.integers(0, vocab, size=n + 3))
-        extra = ["--source-tokens", source] if arch == "transformer" else []
-        got = os.path.join(workdir, f"{name}_{n}_interp.npy")
-        ref = os.path.join(workdir, f"{name}_{n}_ref.npy")
+
+    def interpreted(tokens, extra, flag, path):
         r = run([interpreter, os.path.join(ROOT, "examples", name + ".xf"), *defines,
-                 "--weights", weights, "--tokens", tokens, *extra, "-o", got])
-        if r.returncode != 0:
-            failures.append(f"{name} ℓ={n}: xf-interpret failed: {r.stderr.strip()}")
-            continue
-        flag = "--logits-out" if output == "logits" else "--hidden-out"
-        r = run([sys.executable, ORACLE, "--arch", arch, "--hparams", hparams, "--weights",
-                 weights, "--tokens", tokens, *extra, flag, ref])
-        if r.returncode != 0:
-            failures.append(f"{name} ℓ={n}: oracle failed: {r.stderr.strip()}")
-            continue
-        a, b = np.load(got), np.load(ref)
-        if a.dtype != np.float64 or a.shape != b.shape:
-            failures.append(f"{name} ℓ={n}: {a.dtype} {a.shape} vs oracle {b.shape}")
-            continue
-        err = float(np.max(np.abs(a - b)) / np.max(np.abs(b)))
-        status = "ok" if err <= TOLERANCE else "FAIL"
-        print(f"{name:12s} ℓ={n:<4d} max|Δ|/max|ref| = {err:.2e}  {status}")
-        if not err <= TOLERANCE:
-            failures.append(f"{name} ℓ={n}: max|Δ|/max|ref| = {err:.3e} > {TOLERANCE}")
-    return failures
+                 "--weights", weights, "--tokens", tokens, *extra, "-o", path])
+        return f"xf-interpret failed: {r.stderr.strip()}" if r.returncode != 0 else None
+
+    return compare_lengths(name, MODELS[name], weights, interpreted, python=sys.executable,
+                           workdir=workdir, seed=7, tolerance=TOLERANCE, dtype=np.float64)
 
 
 def main():
@@ -81,9 +55,7 @@ def main():
     with tempfile.TemporaryDirectory(prefix="xf-interp-") as workdir:
         for name in args.model or sorted(MODELS):
             failures += check_model(name, args.interpreter, workdir)
-    for f in failures:
-        print("FAIL:", f)
-    sys.exit(1 if failures else 0)
+    sys.exit(report(failures))
 
 
 if __name__ == "__main__":
