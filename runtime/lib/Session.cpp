@@ -35,12 +35,13 @@ Expected<Session> Session::create(const Manifest &m, const ModelAbi &abi,
   // parameters.
   s.params_.push_back(nullptr);
   s.derivedPtrs_.push_back(nullptr);
-  abi.prepare(s.params_.data(), s.derivedPtrs_.data());
-  // Weights kept in blocks point into a mapped GGUF file, and xf_prepare has just copied
-  // some of them (row-wise concatenations): let those pages go, so that the copies do not
-  // count twice (pages still read fault back in from the page cache).
-  if (std::any_of(m.parameters.begin(), m.parameters.end(),
-                  [](const ParameterSpec &p) { return p.blocks; }))
+  if (int32_t rc = abi.prepare(s.params_.data(), s.derivedPtrs_.data()); rc != 0)
+    return kernelFailure("xf_prepare", rc);
+  // Weights point into mapped checkpoint files, and xf_prepare has just copied many of them
+  // (GEMM weights packed for the kernels, concatenations): let those pages go, so that the
+  // copies do not count twice (pages still read fault back in from the page cache). Nothing
+  // writes to the mappings, so dropping their pages loses nothing.
+  if (!m.derivedBytes.empty())
     for (const auto &file : weights.files)
       releaseMappedPages(*file);
   return s;

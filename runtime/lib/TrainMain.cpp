@@ -13,7 +13,7 @@
 extern "C" {
 extern const char xf_model_manifest[];
 extern const char xf_training_manifest[];
-void xf_train_prepare(void *const *params, void *const *derived);
+int32_t xf_train_prepare(void *const *params, void *const *derived);
 int64_t xf_train_scratch_bytes(int64_t l);
 int32_t xf_train_step(void *const *params, void *const *derived, const int32_t *tokens,
                       const int32_t *targets, int64_t l, float *loss, float *const *grads,

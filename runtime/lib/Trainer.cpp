@@ -349,7 +349,8 @@ std::vector<TrainableTensor> Trainer::tensors() {
 Expected<double> Trainer::accumulate(SequenceSampler &sampler, int64_t sequences) {
   for (size_t g = 0; g < grads.size(); ++g)
     std::memset(gradPtrs[g], 0, size_t(m.parameters[size_t(t.gradientParameter[g])].numel) * 4);
-  abi.trainPrepare(paramPtrs.data(), derivedPtrs.data());
+  if (int32_t rc = abi.trainPrepare(paramPtrs.data(), derivedPtrs.data()); rc != 0)
+    return makeError("xf_train_prepare failed with code " + std::to_string(rc));
   double total = 0;
   for (int64_t b = 0; b < sequences; ++b) {
     sampler.next(inputs.data(), targets.data());

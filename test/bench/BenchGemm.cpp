@@ -42,7 +42,9 @@ extern "C" int halide_set_num_threads(int);
 #define X(NAME, M, K, N, T)                                                                        \
   extern "C" int xf_bench_##NAME(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);         \
   extern "C" int xf_bench_##NAME##_bf16(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);  \
-  extern "C" int xf_bench_##NAME##_tuned(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+  extern "C" int xf_bench_##NAME##_tuned(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *); \
+  extern "C" int xf_bench_##NAME##_packed(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);\
+  extern "C" int xf_bench_##NAME##_packed_pack(halide_buffer_t *, halide_buffer_t *);
 #include "GemmShapes.def"
 #undef X
 
@@ -50,17 +52,24 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using GemmKernel = int (*)(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);
+using PackKernel = int (*)(halide_buffer_t *, halide_buffer_t *);
 
 struct Shape {
   const char *name;
   int M, K, N;
   bool transposed;
   GemmKernel kernel, kernelBf16, kernelTuned;
+  GemmKernel kernelPacked; // the weight packed at load (xfc's default) by packWeight
+  PackKernel packWeight;
 };
 
 const Shape kShapes[] = {
 #define X(NAME, M, K, N, T)                                                                        \
-  {#NAME, M, K, N, T, xf_bench_##NAME, xf_bench_##NAME##_bf16, xf_bench_##NAME##_tuned},
+  {#NAME,                    M,                                                                 \
+   K,                        N,                                                                 \
+   T,                        xf_bench_##NAME,                                                   \
+   xf_bench_##NAME##_bf16,   xf_bench_##NAME##_tuned,                                           \
+   xf_bench_##NAME##_packed, xf_bench_##NAME##_packed_pack},
 #include "GemmShapes.def"
 #undef X
 };
@@ -231,6 +240,32 @@ int main(int argc, char **argv) {
                                             out.raw_buffer());
                         },
                         4.0 * wSize + io});
+    // The weight packed at load, as xfc's executables take it: each copy
+    // packed once by the kernel's own `_pack` (its shape from a bounds query).
+    std::vector<Halide::Runtime::Buffer<float>> wPacked;
+    for (int c = 0; c < copies; ++c) {
+      halide_buffer_t query = {};
+      halide_dimension_t dims[3] = {};
+      query.type = halide_type_of<float>();
+      query.dimensions = 3;
+      query.dim = dims;
+      if (shape.packWeight(wCopy[c].raw_buffer(), &query) != 0) {
+        std::fprintf(stderr, "%s: bounds query of the weight packing failed\n", shape.name);
+        return 1;
+      }
+      wPacked.emplace_back(dims[0].extent, dims[1].extent, dims[2].extent);
+      if (shape.packWeight(wCopy[c].raw_buffer(), wPacked.back().raw_buffer()) != 0) {
+        std::fprintf(stderr, "%s: packing the weight failed\n", shape.name);
+        return 1;
+      }
+    }
+    const double packedBytes = 4.0 * double(wPacked[0].number_of_elements());
+    variants.push_back({"xf_packed",
+                        [&] {
+                          shape.kernelPacked(x.raw_buffer(), wPacked[copyIndex(7)].raw_buffer(),
+                                             out.raw_buffer());
+                        },
+                        packedBytes + io});
     // Correctness of the xf kernels: fp32 against OpenBLAS, bf16 against
     // OpenBLAS on the bf16-rounded weight (copy 0 of each).
     next[0] = next[1] = next[2] = copies - 1;
@@ -246,9 +281,11 @@ int main(int argc, char **argv) {
     variants[0].maxDiff = maxDiffTo(ref);
     variants[1].call();
     variants[1].maxDiff = maxDiffTo(refBf16);
-    next[6] = copies - 1;
-    variants.back().call();
-    variants.back().maxDiff = maxDiffTo(ref);
+    next[6] = next[7] = copies - 1;
+    for (Variant *v : {&variants[variants.size() - 2], &variants.back()}) {
+      v->call();
+      v->maxDiff = maxDiffTo(ref);
+    }
     const double flops = 2.0 * M * K * N;
     double once = timeCalls(variants[2].call, 1);
     int reps = std::max(1, int(0.15 / std::max(once, 1e-7)));

@@ -7,7 +7,9 @@
 // products); and xf_bench_NAME_tuned with the schedule a tuning database
 // holds for a kernel of the same K, N, layout and dtypes (any epilogue: the
 // tuner keys kernels with their fused epilogues), or the default when it
-// holds none. tuned.json in the output directory says which. Plus the Halide
+// holds none. tuned.json in the output directory says which. And
+// xf_bench_NAME_packed, the default schedule taking its weight packed at load
+// (as xfc's executables do), with xf_bench_NAME_packed_pack. Plus the Halide
 // runtime.
 // Usage: xf-bench-gemm-gen <output-dir> [<tuning-db> <threads>]
 //
@@ -117,6 +119,11 @@ int main(int argc, char **argv) {
         tunedSpec.schedule = *s;                                                                   \
     tuned.push_back(llvm::json::Object{{"shape", #NAME}, {"tuned_as", from}});                    \
     if (llvm::Error err = compile(tunedSpec, #NAME "_tuned"))                                      \
+      return fail(std::move(err));                                                                 \
+    GemmKernelSpec packedSpec = spec;                                                              \
+    packedSpec.name += "_packed";                                                                  \
+    packedSpec.packedWeight = true;                                                                \
+    if (llvm::Error err = compile(packedSpec, #NAME "_packed"))                                    \
       return fail(std::move(err));                                                                 \
     spec.name += "_bf16";                                                                          \
     spec.bf16Weights = spec.bf16Activations = true;                                                \

@@ -107,10 +107,9 @@ Halide::Runtime::Buffer<uint8_t> randomBlocks(WeightBlocks type,
   return bytes;
 }
 
-void checkGemm(const GemmKernelSpec &spec,
-               std::vector<int> rowCounts = {1, 2, 3, 7, 65, 128, 130}) {
+void checkGemmOnce(const GemmKernelSpec &spec, const std::vector<int> &rowCounts) {
   SCOPED_TRACE("K=" + std::to_string(spec.K) + " N=" + std::to_string(spec.N) +
-               (spec.bf16Weights ? " bf16" : ""));
+               (spec.bf16Weights ? " bf16" : "") + (spec.packedWeight ? " packed at load" : ""));
   Halide::Callable kernel = xftest::jit(buildGemmPipeline(spec, Halide::get_host_target()));
   ASSERT_TRUE(kernel.defined());
   const int K = int(spec.K), N = int(spec.N);
@@ -136,6 +135,30 @@ void checkGemm(const GemmKernelSpec &spec,
     weightBlocks = randomBlocks(spec.weightBlocks, weight, rng);
   auto bias = xftest::randomMatrix(1, columns, rng);
   Halide::Runtime::Buffer<float> bias1d(bias.data(), columns);
+  halide_buffer_t *weightArg = spec.weightBlocks != WeightBlocks::None ? weightBlocks.raw_buffer()
+                               : spec.bf16Weights ? weightBf16.raw_buffer()
+                                                  : weight.raw_buffer();
+  // Packed at load: the kernel's `_pack` function, run once, gives the weight it reads.
+  const int tileCols = int(spec.schedule.tileCols), tiles = int(packedTiles(spec));
+  Halide::Runtime::Buffer<float> packed;
+  Halide::Runtime::Buffer<uint16_t> packedBf16;
+  if (spec.packedWeight) {
+    Halide::Callable pack =
+        xftest::jit(buildGemmPackPipeline(spec, Halide::get_host_target()));
+    ASSERT_TRUE(pack.defined());
+    halide_buffer_t *packedArg;
+    if (spec.bf16Weights) {
+      packedBf16 = Halide::Runtime::Buffer<uint16_t>(tileCols, K, tiles);
+      packedBf16.raw_buffer()->type = halide_type_t(halide_type_bfloat, 16);
+      packedArg = packedBf16.raw_buffer();
+    } else {
+      packed = Halide::Runtime::Buffer<float>(tileCols, K, tiles);
+      packed.fill(std::nanf(""));
+      packedArg = packed.raw_buffer();
+    }
+    ASSERT_EQ(xftest::call(pack, {weightArg, packedArg}), 0);
+    weightArg = packedArg;
+  }
 
   for (int M : rowCounts) {
     SCOPED_TRACE("M=" + std::to_string(M));
@@ -150,10 +173,7 @@ void checkGemm(const GemmKernelSpec &spec,
     auto residual = xftest::randomMatrix(M, N, rng);
     Halide::Runtime::Buffer<float> out(N, M);
     out.fill(std::nanf(""));
-    std::vector<halide_buffer_t *> args = {
-        x.raw_buffer(), spec.weightBlocks != WeightBlocks::None ? weightBlocks.raw_buffer()
-                        : spec.bf16Weights                      ? weightBf16.raw_buffer()
-                                                                : weight.raw_buffer()};
+    std::vector<halide_buffer_t *> args = {x.raw_buffer(), weightArg};
     if (spec.hasBias)
       args.push_back(bias1d.raw_buffer());
     if (spec.hasResidual)
@@ -191,6 +211,16 @@ void checkGemm(const GemmKernelSpec &spec,
         maxError = std::max(maxError, error);
       }
     EXPECT_LE(maxError, tolerance);
+  }
+}
+
+/// Checks the kernel taking its weight as stored and, where it can, the one
+/// taking it packed at load (GemmKernelSpec::packedWeight).
+void checkGemm(GemmKernelSpec spec, std::vector<int> rowCounts = {1, 2, 3, 7, 65, 128, 130}) {
+  checkGemmOnce(spec, rowCounts);
+  if (!spec.packedWeight && canPackWeightAtLoad(spec)) {
+    spec.packedWeight = true;
+    checkGemmOnce(spec, rowCounts);
   }
 }
 

@@ -43,6 +43,8 @@ inline Halide::Callable jit(llvm::Expected<mlir::xf::KernelPipeline> built) {
 /// Calls a JIT-compiled kernel with its input buffers then the output.
 inline int call(Halide::Callable &kernel, std::vector<halide_buffer_t *> args) try {
   switch (args.size()) {
+  case 2:
+    return kernel(args[0], args[1]);
   case 3:
     return kernel(args[0], args[1], args[2]);
   case 4:

@@ -36,7 +36,7 @@ void nextTokenLogits(int32_t last, float *row) {
   row[last == kH ? kImEnd : kH] = 1.f;
 }
 
-void prepare(void *const *, void *const *) {}
+int32_t prepare(void *const *, void *const *) { return 0; }
 int64_t scratchBytes(int64_t, int64_t) { return 64; }
 int32_t forward(void *const *, void *const *, const int32_t *tokens, int64_t l, const int32_t *,
                 int64_t, float *out, void *) {

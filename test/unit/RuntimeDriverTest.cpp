@@ -21,9 +21,10 @@ int32_t forwardResult = 0;
 int preparedCount = 0;
 bool alignedSeen = true;
 
-void prepare(void *const *params, void *const *derived) {
+int32_t prepare(void *const *params, void *const *derived) {
   ++preparedCount;
   alignedSeen &= reinterpret_cast<uintptr_t>(derived[0]) % 64 == 0 && params[0] && params[1];
+  return 0;
 }
 int64_t scratch(int64_t, int64_t) { return scratchResult; }
 int32_t forward(void *const *params, void *const *, const int32_t *tokens, int64_t l,

@@ -41,7 +41,7 @@ llvm::Expected<std::unique_ptr<CompiledModel>> CompiledModel::load(const std::st
     return fail(llvm::Twine("loading the build failed: ") + dlerror());
   auto symbol = [&](const char *name) { return dlsym(model->handle_, name); };
   auto *manifestText = static_cast<const char *>(symbol("xf_model_manifest"));
-  auto prepare = reinterpret_cast<void (*)(void *const *, void *const *)>(symbol("xf_prepare"));
+  auto prepare = reinterpret_cast<int32_t (*)(void *const *, void *const *)>(symbol("xf_prepare"));
   model->forward_ = reinterpret_cast<Forward>(symbol("xf_forward"));
   model->forwardCached_ = reinterpret_cast<ForwardCached>(symbol("xf_forward_cached"));
   model->scratchBytes_ = reinterpret_cast<int64_t (*)(int64_t, int64_t)>(symbol("xf_scratch_bytes"));
@@ -86,8 +86,9 @@ llvm::Expected<std::unique_ptr<CompiledModel>> CompiledModel::load(const std::st
     model->derivedPointers_.push_back(buffer->data());
     model->derived_.push_back(buffer.take());
   }
-  prepare(reinterpret_cast<void *const *>(model->weights_.params.data()),
-          model->derivedPointers_.data());
+  if (int32_t rc = prepare(reinterpret_cast<void *const *>(model->weights_.params.data()),
+                           model->derivedPointers_.data()))
+    return fail("xf_prepare failed with code " + llvm::Twine(rc));
   return model;
 }
 

@@ -84,6 +84,15 @@ cl::opt<WeightType> weightType(
                clEnumValN(WeightType::BF16, "bf16",
                           "bfloat16: half the memory traffic; products still in float32")),
     cl::cat(xfcCategory));
+enum class PackWeights { Load, Call };
+cl::opt<PackWeights> packWeights(
+    "pack-weights", cl::init(PackWeights::Load),
+    cl::desc("When GEMM weights are copied into the register-tile layout the kernels read"),
+    cl::values(clEnumValN(PackWeights::Load, "load",
+                          "once, at load (default): a packed copy of every GEMM weight"),
+               clEnumValN(PackWeights::Call, "call",
+                          "on every call, inside the kernel: no copy, more work per call")),
+    cl::cat(xfcCategory));
 cl::opt<bool> bf16GemmInputs(
     "bf16-gemm-inputs", cl::init(false),
     cl::desc("With --weight-type=bf16: also round multi-row GEMM inputs to bfloat16 (AVX-512 "
@@ -319,6 +328,7 @@ static mlir::FailureOr<mlir::xf::HostProgram> lowerWithWeightOptions(mlir::Modul
   mlir::xf::HostOptions hostOptions;
   hostOptions.bf16Weights = weightType == WeightType::BF16;
   hostOptions.bf16Activations = bf16GemmInputs;
+  hostOptions.packWeightsAtLoad = packWeights == PackWeights::Load;
   if (bf16GemmInputs && !hostOptions.bf16Weights) {
     llvm::errs() << "xfc: error: --bf16-gemm-inputs needs --weight-type=bf16\n";
     return mlir::failure();

@@ -33,6 +33,8 @@
 #include "llvm/Support/JSON.h"
 
 #include <cmath>
+#include <map>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::xf;
@@ -77,6 +79,11 @@ private:
   LogicalResult place();
   LogicalResult placeOp(Operation *op, int64_t index);
   void emitPrepare(llvm::StringRef name = "xf_prepare");
+  /// The kernel spec of a GEMM, named (layers share kernels), with
+  /// packedWeight when its weight is a constant the kernel can take packed.
+  GemmKernelSpec gemmSpecOf(GemmOp gemm);
+  void planPackedWeights();
+  HalideBufferArg packedWeightArg(int64_t index);
   LogicalResult emitForward(bool cached, bool packed);
   bool isCacheable();
   bool isPackable();
@@ -225,6 +232,14 @@ private:
   llvm::StringMap<int64_t> parameterIndex;
   std::vector<std::pair<std::string, RankedTensorType>> parameters;
   std::vector<Value> derived;          // in derived-index order
+  /// Weights packed at load (GemmKernelSpec::packedWeight): derived buffers
+  /// after `derived`, one per weight and layout, filled by `<kernel>_pack`.
+  struct PackedWeight {
+    Value weight;
+    GemmKernelSpec spec; // the first kernel taking it
+  };
+  std::vector<PackedWeight> packedWeights;
+  llvm::DenseMap<Operation *, int64_t> packedWeightOfGemm;
   std::vector<BufferRequest> requests; // scratch
   std::vector<Value> requestValue;
   BufferPlan plan;
@@ -269,7 +284,7 @@ private:
 
 std::string gemmKey(const GemmKernelSpec &s) {
   const GemmSchedule &c = s.schedule;
-  return kernelSignature(s) +
+  return kernelSignature(s) + (s.packedWeight ? " packed" : "") +
          llvm::formatv(" | {0} {1} {2} {3} {4} {5} {6} {7} {8}", c.tileCols, c.tileRows, c.kBlock,
                        c.packWeights, c.rowsPerTask, c.panelCols, c.gemvRowsBelow,
                        c.gemvRowsPerPass, c.gemvTasks)
@@ -593,7 +608,7 @@ void HostLowering::emitPrepare(llvm::StringRef name) {
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
   auto fn = func::FuncOp::create(top, forward.getLoc(), name,
-                                 FunctionType::get(ctx, {ptr, ptr}, {}));
+                                 FunctionType::get(ctx, {ptr, ptr}, {IntegerType::get(ctx, 32)}));
   OpBuilder builder = OpBuilder::atBlockBegin(fn.addEntryBlock());
   b = &builder;
   paramsArg = fn.getArgument(0);
@@ -649,8 +664,61 @@ void HostLowering::emitPrepare(llvm::StringRef name) {
            {pointerOf(transpose.getInput()), out, i64(inRows), i64(inCols)});
     }
   }
-  func::ReturnOp::create(builder, forward.getLoc());
+  // Then the packed weights, from parameters and the derived weights above.
+  Value prepared = arith::ConstantIntOp::create(builder, forward.getLoc(), builder.getI32Type(), 0);
+  for (auto [i, packed] : llvm::enumerate(packedWeights)) {
+    loc = packed.weight.getLoc();
+    Value rc = callHalidePipeline(*b, loc, *program.module, packed.spec.name + "_pack",
+                                  {matrixArg(packed.weight), packedWeightArg(i)});
+    prepared = arith::OrIOp::create(*b, loc, prepared, rc);
+  }
+  func::ReturnOp::create(builder, forward.getLoc(), prepared);
   b = nullptr;
+}
+
+GemmKernelSpec HostLowering::gemmSpecOf(GemmOp gemm) {
+  Value weight = gemm.getWeight();
+  GemmKernelSpec spec = gemmKernelSpecOf(gemm, isBf16(weight), options.bf16Activations,
+                                         blocksOf(weight));
+  Storage s = placements[weight].storage;
+  // Training updates the parameters after every step: its kernels read them as stored.
+  spec.packedWeight = options.packWeightsAtLoad && !training &&
+                      (s == Storage::Parameter || s == Storage::Derived) &&
+                      canPackWeightAtLoad(spec);
+  spec.name = kernelName(gemmKey(spec), "xf_gemm_", program.gemms, spec);
+  return spec;
+}
+
+/// One packed buffer per weight and layout (tile width; gated tiles
+/// interleave): GEMMs that read a weight the same way share it.
+void HostLowering::planPackedWeights() {
+  std::map<std::tuple<Operation *, unsigned, int64_t, bool>, int64_t> index;
+  forward.walk([&](GemmOp gemm) {
+    GemmKernelSpec spec = gemmSpecOf(gemm);
+    if (!spec.packedWeight)
+      return;
+    Value w = gemm.getWeight();
+    auto key = std::make_tuple(w.getDefiningOp(), cast<OpResult>(w).getResultNumber(),
+                               spec.schedule.tileCols, spec.epilogue == GemmEpilogue::SwiGlu);
+    auto [it, inserted] = index.try_emplace(key, int64_t(packedWeights.size()));
+    if (inserted)
+      packedWeights.push_back({w, spec});
+    packedWeightOfGemm[gemm] = it->second;
+  });
+}
+
+HalideBufferArg HostLowering::packedWeightArg(int64_t index) {
+  const GemmKernelSpec &spec = packedWeights[index].spec;
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  Value at = LLVM::GEPOp::create(*b, loc, ptr, ptr, derivedArg,
+                                 ValueRange{i64(int64_t(derived.size()) + index)});
+  int64_t tileCols = spec.schedule.tileCols;
+  HalideBufferArg arg{LLVM::LoadOp::create(*b, loc, ptr, at),
+                      {{i64(tileCols), i64(1)},
+                       {i64(spec.K), i64(tileCols)},
+                       {i64(packedTiles(spec)), i64(spec.K * tileCols)}}};
+  arg.bf16 = spec.bf16Weights;
+  return arg;
 }
 
 //===----------------------------------------------------------------------===//
@@ -760,15 +828,16 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
   auto orStatus = [&](Value rc) { status = arith::OrIOp::create(*b, loc, status, rc); };
 
   if (auto gemm = dyn_cast<GemmOp>(op)) {
-    GemmKernelSpec spec = gemmKernelSpecOf(gemm, isBf16(gemm.getWeight()),
-                                           options.bf16Activations, blocksOf(gemm.getWeight()));
-    SmallVector<HalideBufferArg> args{matrixArg(gemm.getInput()), matrixArg(gemm.getWeight())};
+    GemmKernelSpec spec = gemmSpecOf(gemm);
+    SmallVector<HalideBufferArg> args{matrixArg(gemm.getInput()),
+                                      spec.packedWeight
+                                          ? packedWeightArg(packedWeightOfGemm.lookup(gemm))
+                                          : matrixArg(gemm.getWeight())};
     if (spec.hasBias)
       args.push_back(matrixArg(gemm.getBias()));
     if (spec.hasResidual)
       args.push_back(matrixArg(gemm.getResidual()));
     args.push_back(matrixArg(v));
-    spec.name = kernelName(gemmKey(spec), "xf_gemm_", program.gemms, spec);
     auto halide = [&] { return callHalidePipeline(*b, loc, *program.module, spec.name, args); };
     if (spec.weightBlocks != WeightBlocks::None && options.q8GemmInputs) {
       auto stride = [&](Value t) { return i64(placements[t].stride); };
@@ -1200,6 +1269,7 @@ LogicalResult HostLowering::run() {
   OpBuilder top(ctx);
   program.module = ModuleOp::create(forward.getLoc());
   kernels = std::make_shared<LoopKernels>(*program.module);
+  planPackedWeights();
   emitPrepare();
   planCache();
   for (auto [cached, packed] : {std::pair{false, false}, {true, false}, {false, true},
@@ -1252,6 +1322,8 @@ LogicalResult HostLowering::run() {
                                     ? type.getDimSize(0) * blockRowBytes(blocks, type.getDimSize(1))
                                     : type.getNumElements() * 4);
   }
+  for (const PackedWeight &packed : packedWeights)
+    info.derivedBytes.push_back(packedWeightBytes(packed.spec));
   info.kernels = sites;
   info.cached = cacheable;
   info.packed = packable;

@@ -51,14 +51,14 @@ std::string scheduleKey(const AttentionSchedule &schedule) {
 } // namespace
 
 std::string mlir::xf::gemmObjectKey(const GemmKernelSpec &spec, llvm::StringRef halideTarget) {
-  const auto &[name, K, N, transposeWeight, bf16Weights, bf16Activations, weightBlocks, hasBias,
-               hasResidual, epilogue, schedule] = spec;
+  const auto &[name, K, N, transposeWeight, bf16Weights, bf16Activations, weightBlocks,
+               packedWeight, hasBias, hasResidual, epilogue, schedule] = spec;
   return kernelPrelude(halideTarget) +
          llvm::formatv("gemm name={0} K={1} N={2} transposeWeight={3} bf16Weights={4} "
-                       "bf16Activations={5} weightBlocks={9} hasBias={6} hasResidual={7} "
-                       "epilogue={8}\n",
+                       "bf16Activations={5} weightBlocks={9} packedWeight={10} hasBias={6} "
+                       "hasResidual={7} epilogue={8}\n",
                        name, K, N, transposeWeight, bf16Weights, bf16Activations, hasBias,
-                       hasResidual, int(epilogue), weightBlocksName(weightBlocks))
+                       hasResidual, int(epilogue), weightBlocksName(weightBlocks), packedWeight)
              .str() +
          scheduleKey(schedule);
 }

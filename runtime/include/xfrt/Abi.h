@@ -15,7 +15,7 @@ extern "C" {
 #endif
 
 extern const char xf_model_manifest[];
-void xf_prepare(void *const *params, void *const *derived);
+int32_t xf_prepare(void *const *params, void *const *derived);
 int64_t xf_scratch_bytes(int64_t l, int64_t l_z);
 int32_t xf_forward(void *const *params, void *const *derived, const int32_t *tokens, int64_t l,
                    const int32_t *source, int64_t l_z, float *out, void *scratch);

@@ -18,7 +18,7 @@ namespace xfrt {
 
 struct ModelAbi {
   const char *manifest;
-  void (*prepare)(void *const *params, void *const *derived);
+  int32_t (*prepare)(void *const *params, void *const *derived);
   int64_t (*scratchBytes)(int64_t l, int64_t lz);
   int32_t (*forward)(void *const *params, void *const *derived, const int32_t *tokens, int64_t l,
                      const int32_t *source, int64_t lz, float *out, void *scratch);

@@ -16,7 +16,7 @@ namespace xfrt {
 struct TrainAbi {
   const char *manifest;         // xf_model_manifest
   const char *trainingManifest; // xf_training_manifest
-  void (*trainPrepare)(void *const *params, void *const *derived);
+  int32_t (*trainPrepare)(void *const *params, void *const *derived);
   int64_t (*trainScratchBytes)(int64_t l);
   int32_t (*trainStep)(void *const *params, void *const *derived, const int32_t *tokens,
                        const int32_t *targets, int64_t l, float *loss, float *const *grads,

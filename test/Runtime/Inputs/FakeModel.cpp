@@ -103,7 +103,7 @@ void xfrt_profile_exit(int32_t site, int64_t rows, int64_t context_rows);
 #define FAKE_UNEMBED 1 // derived[0] = wteᵀ, logits = h · wteᵀ
 #endif
 
-void xf_prepare(void *const *params, void *const *derived) {
+int32_t xf_prepare(void *const *params, void *const *derived) {
 #ifdef FAKE_UNEMBED
   const float *wte = static_cast<const float *>(params[0]);
   float *wteT = static_cast<float *>(derived[0]); // [D, V]
@@ -115,6 +115,7 @@ void xf_prepare(void *const *params, void *const *derived) {
   (void)derived;
 #endif
   prepared = true;
+  return 0;
 }
 
 int64_t xf_scratch_bytes(int64_t l, int64_t l_z) {

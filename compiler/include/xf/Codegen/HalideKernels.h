@@ -127,10 +127,36 @@ struct GemmKernelSpec {
   /// (d·Σ x·q + m·Σ x per block), the GEMM path dequantizes a K block of the
   /// panel to float32 before packing it. Products and sums are float32.
   WeightBlocks weightBlocks = WeightBlocks::None;
+  /// The weight arrives packed once at load (by the `<name>_pack` function
+  /// compiled beside the kernel) instead of per call: tile-major, buffer
+  /// (nj, k, nt) = W(nt·tileCols + nj, k) with tileCols × K × packedTiles()
+  /// elements of the stored type, zero past column N; gated, gate and up
+  /// tiles alternate. Both paths read it: the GEMM's register tiles, and the
+  /// GEMV, which streams one tile's K × tileCols block at a time. Needs
+  /// schedule.packWeights, and neither weight blocks nor bf16Activations.
+  bool packedWeight = false;
   bool hasBias = false, hasResidual = false;
   GemmEpilogue epilogue = GemmEpilogue::None; // out = act(x·W + b) + residual
   GemmSchedule schedule;
 };
+
+/// Whether a GEMM whose weight is a constant of the model can take it packed
+/// at load (GemmKernelSpec::packedWeight).
+inline bool canPackWeightAtLoad(const GemmKernelSpec &spec) {
+  return spec.schedule.packWeights && spec.weightBlocks == WeightBlocks::None &&
+         !spec.bf16Activations;
+}
+
+/// Register tiles of a packed weight: ⌈N / tileCols⌉, twice that when gated.
+inline int64_t packedTiles(const GemmKernelSpec &spec) {
+  int64_t tiles = (spec.N + spec.schedule.tileCols - 1) / spec.schedule.tileCols;
+  return spec.epilogue == GemmEpilogue::SwiGlu ? 2 * tiles : tiles;
+}
+
+/// Bytes of a packed weight.
+inline int64_t packedWeightBytes(const GemmKernelSpec &spec) {
+  return packedTiles(spec) * spec.schedule.tileCols * spec.K * (spec.bf16Weights ? 2 : 4);
+}
 
 struct AttentionSchedule {
   int64_t queryBlock = 64, keyBlock = 64;
@@ -213,6 +239,8 @@ inline KernelWork kernelWork(const AttentionKernelSpec &a) {
 // [residual], out); attention (q, k, v, out). All float32 buffers (except the
 // weight of a bf16Weights GEMM), layout per docs/abi.md. A causal attention
 // query that sees no key (only possible when Mz < M) produces zeros.
+// A GEMM with packedWeight takes the packed weight (3-D, see packedWeight) and
+// its object also exports `<name>_pack(weight, packed)`, run once at load.
 
 llvm::Error compileGemmKernel(const GemmKernelSpec &spec, llvm::StringRef target,
                               llvm::StringRef objectPath);

@@ -58,6 +58,10 @@ struct HostOptions {
   /// (docs/correctness.md); the Halide kernels keep the exact path for the other row counts.
   bool q8GemmInputs = false;
   int blockDotIsa = 0;
+  /// GEMMs whose weight is a constant of the model take it packed for their
+  /// register tiles once, by xf_prepare, instead of packing it on every call
+  /// (GemmKernelSpec::packedWeight; more memory, less work per call).
+  bool packWeightsAtLoad = true;
 };
 
 /// Fails with a located error when @forward holds an op the host lowering

@@ -68,6 +68,10 @@ llvm::Error validateGemm(const GemmKernelSpec &spec, int vectorWidth) {
                      " weight blocks need the [N, K] layout, K a multiple of 32 (got " +
                      llvm::Twine(spec.K) + ") and no bf16Weights");
   }
+  if (spec.packedWeight && !canPackWeightAtLoad(spec))
+    return invalid("gemm kernel '" + spec.name +
+                   "': a weight packed at load needs packWeights, no weight blocks and no "
+                   "bf16Activations");
   if (s.panelCols % s.tileCols != 0)
     return invalid("gemm kernel '" + spec.name + "': panelCols=" + llvm::Twine(s.panelCols) +
                    " must be a multiple of tileCols=" + llvm::Twine(s.tileCols));
@@ -88,11 +92,29 @@ int64_t defaultPanelTiles(const GemmKernelSpec &spec) {
   return (tiles + panels - 1) / panels;
 }
 
+/// Tiles a GEMV over a weight packed at load reads at once: one stream
+/// each through its K × tileCols block (one stream per core measured 1.4x
+/// slower: the prefetchers want several).
+constexpr int kGemvStreams = 4;
+
 /// Columns per parallel task of the GEMV path. [K, N]: two tasks (one per
 /// thread), so that each reads the longest contiguous segment of every row of
 /// W. [N, K] (rows of W contiguous): tasks of ~256 KiB of W, so that a thread
 /// slowed by other work does not hold the other one up.
 int64_t gemvChunkCols(const GemmKernelSpec &spec, int vectorWidth) {
+  if (spec.packedWeight) {
+    // Whole tiles (contiguous in the packed weight): tasks of ~256 KiB, but
+    // at least kGemvStreams tiles each (the streams the GEMV reads at once).
+    const int64_t tileCols = spec.schedule.tileCols;
+    const int64_t tiles = (spec.N + tileCols - 1) / tileCols;
+    const int64_t tileBytes = packedWeightBytes(spec) / tiles;
+    int64_t tasks = spec.schedule.gemvTasks;
+    if (!tasks) {
+      tasks = std::min(tiles * tileBytes / (256 * 1024), tiles / kGemvStreams);
+      tasks = std::max<int64_t>(2, tasks + tasks % 2);
+    }
+    return (tiles + tasks - 1) / tasks * tileCols;
+  }
   const int64_t bytesPerCol = spec.weightBlocks != WeightBlocks::None
                                   ? spec.K / 32 * weightBlockBytes(spec.weightBlocks)
                                   : spec.K * (spec.bf16Weights ? 2 : 4);
@@ -128,6 +150,49 @@ Expr applyEpilogue(GemmEpilogue epilogue, Expr a) {
   return a;
 }
 
+/// Gated: the stored column of column n of the interleaved weight (tile 2i =
+/// gate columns i·tileCols.., tile 2i+1 = the same columns of up), and the
+/// column past the end (so zero) past N in either half.
+Expr storedColumn(const GemmKernelSpec &spec, Expr n) {
+  if (spec.epilogue != GemmEpilogue::SwiGlu)
+    return n;
+  const int tileCols = int(spec.schedule.tileCols), N = int(spec.N);
+  Expr tile = n / tileCols, inHalf = (tile / 2) * tileCols + n % tileCols;
+  return select(inHalf < N, inHalf + (tile % 2) * N, 2 * N);
+}
+
+/// The weight as W(n, k) whatever its storage, read from `source` (the stored
+/// layout), zero past column N (gated: in interleaved columns).
+Func weightByColumn(Func source, const GemmKernelSpec &spec, Expr zero, const char *name) {
+  const bool gated = spec.epilogue == GemmEpilogue::SwiGlu;
+  const int weightCols = int(gated ? 2 * spec.N : spec.N);
+  Var n("n"), k("k");
+  Func weightKN(name);
+  Func stored = source;
+  if (spec.N % spec.schedule.tileCols != 0 || gated) {
+    Region bounds = spec.transposeWeight ? Region{{Expr(), Expr()}, {0, weightCols}}
+                                         : Region{{0, weightCols}, {Expr(), Expr()}};
+    stored = BoundaryConditions::constant_exterior(source, zero, bounds);
+  }
+  Expr column = storedColumn(spec, n);
+  weightKN(n, k) = spec.transposeWeight ? stored(k, column) : stored(column, k);
+  return weightKN;
+}
+
+/// Bounds of the stored weight (2-D, either layout) or of a packed one.
+void constrainWeight(ImageParam weight, const GemmKernelSpec &spec, bool packed) {
+  const int64_t weightCols = spec.epilogue == GemmEpilogue::SwiGlu ? 2 * spec.N : spec.N;
+  const int tileCols = int(spec.schedule.tileCols), K = int(spec.K);
+  if (packed)
+    weight.dim(0).set_bounds(0, tileCols).set_stride(1)
+        .dim(1).set_bounds(0, K).set_stride(tileCols)
+        .dim(2).set_bounds(0, int(packedTiles(spec))).set_stride(K * tileCols);
+  else if (spec.transposeWeight)
+    weight.dim(0).set_bounds(0, K).set_stride(1).dim(1).set_bounds(0, int(weightCols));
+  else
+    weight.dim(0).set_bounds(0, int(weightCols)).set_stride(1).dim(1).set_bounds(0, K);
+}
+
 llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Target &target) {
   const int vw = target.natural_vector_size<float>();
   if (llvm::Error err = validateGemm(spec, vw))
@@ -146,8 +211,11 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   ImageParam x(Float(32), 2, "x"); // (k, m): [M, K]
   const bool blocks = spec.weightBlocks != WeightBlocks::None;
   const int rowBytes = blocks ? int(K / 32 * weightBlockBytes(spec.weightBlocks)) : 0;
+  const bool prePacked = spec.packedWeight;
   // (n, k): [K, N], or (k, n): [N, K]; gated 2·N. Blocks: (byte, n).
-  ImageParam weight(blocks ? UInt(8) : spec.bf16Weights ? BFloat(16) : Float(32), 2, "weight");
+  // Packed at load: (nj, k, nt).
+  ImageParam weight(blocks ? UInt(8) : spec.bf16Weights ? BFloat(16) : Float(32),
+                    prePacked ? 3 : 2, "weight");
   BlockWeights blockWeights(weight, spec.weightBlocks,
                             target.arch == Target::X86 && target.has_feature(Target::F16C));
   ImageParam bias(Float(32), 1, "bias");         // (n): [N]; gated [2·N]
@@ -161,6 +229,11 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   // Blocks: dequantized per (l, h, block, row) so that a vector over l is a
   // dense load of bytes; the GEMM path computes one per K block of the panel
   // (and one for the K tail) before packing, the GEMV path reads blocks itself.
+  // bfloat16 is the upper half of a float32: widening is a 16-bit shift.
+  auto widenWeight = [&](Expr w) -> Expr {
+    return spec.bf16Weights ? reinterpret<float>(cast<uint32_t>(reinterpret<uint16_t>(w)) << 16)
+                            : w;
+  };
   Func weightF("weight_f32"), weightFTail("weight_f32_tail");
   Func dequantized("weight_dequantized"), dequantizedTail("weight_dequantized_tail");
   Var ql("ql"), qh("qh"), qb("qb"), qr("qr");
@@ -171,41 +244,24 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
       dequantizedTail(ql, qh, qb, qr) = blockWeights.value(qb, ql, qh, qr);
       weightF(a, b) = dequantized(a % 16, (a / 16) % 2, a / 32, b);
       weightFTail(a, b) = dequantizedTail(a % 16, (a / 16) % 2, a / 32, b);
-    } else if (spec.bf16Weights)
-      weightF(a, b) = reinterpret<float>(cast<uint32_t>(reinterpret<uint16_t>(weight(a, b))) << 16);
-    else
-      weightF(a, b) = weight(a, b);
+    } else if (!prePacked) {
+      weightF(a, b) = widenWeight(weight(a, b));
+    }
     if (!blocks)
       weightFTail = weightF;
   }
-  // Gated: the stored column of column n of the interleaved weight (tile 2i =
-  // gate columns i·tileCols.., tile 2i+1 = the same columns of up), and
-  // weightCols (past the end, so zero) past N in either half.
-  auto storedColumn = [&](Expr n) -> Expr {
-    if (!gated)
-      return n;
-    Expr tile = n / tileCols, inHalf = (tile / 2) * tileCols + n % tileCols;
-    return select(inHalf < N, inHalf + (tile % 2) * N, weightCols);
-  };
-  // The weight as W(n, k) whatever its storage, zero past column N (gated: in
-  // interleaved columns).
-  auto makeWeightKN = [&](Func source, const char *name) {
-    Func weightKN(name);
-    Func stored = source;
-    if (N % tileCols != 0 || gated) {
-      Region bounds = spec.transposeWeight ? Region{{Expr(), Expr()}, {0, weightCols}}
-                                           : Region{{0, weightCols}, {Expr(), Expr()}};
-      stored = BoundaryConditions::constant_exterior(source, 0.f, bounds);
-    }
-    Expr column = storedColumn(n);
-    weightKN(n, k) = spec.transposeWeight ? stored(k, column) : stored(column, k);
-    return weightKN;
-  };
-  Func weightKN = makeWeightKN(weightF, "weight_kn");
-  Func weightKNTail = blocks ? makeWeightKN(weightFTail, "weight_kn_tail") : weightKN;
-  // Tile-major weight: packed(nj, k, nt) = W(nt·tileCols + nj, k).
+  Func weightKN, weightKNTail;
+  if (!prePacked) {
+    weightKN = weightByColumn(weightF, spec, 0.f, "weight_kn");
+    weightKNTail = blocks ? weightByColumn(weightFTail, spec, 0.f, "weight_kn_tail") : weightKN;
+  }
+  // Tile-major weight: packed(nj, k, nt) = W(nt·tileCols + nj, k), staged per
+  // K block per call, or the weight itself when it was packed at load.
   Func packed("packed_weight");
-  packed(nj, k, nt) = weightKN(nt * tileCols + nj, k);
+  if (prePacked)
+    packed(nj, k, nt) = widenWeight(weight(nj, k, nt));
+  else
+    packed(nj, k, nt) = weightKN(nt * tileCols + nj, k);
   // Rows past M (the tail of a register tile) repeat row M-1; never stored.
   Func xRows("x_rows");
   xRows(k, m) = x(k, clamp(m, 0, rows - 1));
@@ -229,7 +285,7 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
         spec.transposeWeight ? Region{{0, K}, {0, weightCols}} : Region{{0, weightCols}, {0, K}});
     if (N % tileCols == 0 && K % 2 == 0 && !gated)
       stored = weight;
-    Expr column = storedColumn(n);
+    Expr column = storedColumn(spec, n);
     weightPairs(n, k) = spec.transposeWeight ? stored(k, column) : stored(column, k);
   }
   Var r("r"), kk("kk");
@@ -262,7 +318,7 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
       tailProduct(nj, nt, m) += cast<float>(xBf16(2 * ktPairs.y + ktPairs.x, m)) *
                                 cast<float>(packedTail(ktPairs.x, nj, ktPairs.y, nt));
     } else {
-      packedTail(nj, k, nt) = weightKNTail(nt * tileCols + nj, k);
+      packedTail(nj, k, nt) = prePacked ? packed(nj, k, nt) : weightKNTail(nt * tileCols + nj, k);
       tailProduct(nj, nt, m) += xRows(kt, m) * packedTail(nj, kt, nt);
     }
     product(nj, nt, m) += tailProduct(nj, nt, m);
@@ -299,7 +355,13 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
                           : blockCount % 2 == 0 ? 2 : 1;
   Var kc("kc");
   RDom gb(0, blockCount / blockChains, "gb"), blockLanes(0, 16, 0, blockChains, "block_lanes");
-  if (blocks) {
+  // Packed at load: one tile's K × tileCols block is one contiguous stream,
+  // Σ_k x(k, m)·P(nj, k, nt) in tile coordinates like the GEMM's product.
+  Func gemvTiles("gemv_tiles");
+  if (prePacked) {
+    gemvTiles(nj, nt, m) = 0.f;
+    gemvTiles(nj, nt, m) += x(gk, m) * packed(nj, gk, nt);
+  } else if (blocks) {
     Expr row = gemvColumn(n), block = gb * blockChains + kc;
     Expr xLo = x(block * 32 + kl, m), xHi = x(block * 32 + 16 + kl, m);
     Expr sum = xLo * blockWeights.quant(block, kl, 0, row) +
@@ -322,7 +384,20 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   }
 
   Expr value;
-  if (!gated) {
+  if (prePacked) {
+    Expr tile = gated ? (n / tileCols) * 2 : n / tileCols;
+    Expr gate = select(gemv, gemvTiles(n % tileCols, tile, m), product(n % tileCols, tile, m));
+    if (spec.hasBias)
+      gate += bias(n);
+    value = applyEpilogue(spec.epilogue, gate);
+    if (gated) {
+      Expr up = select(gemv, gemvTiles(n % tileCols, tile + 1, m),
+                       product(n % tileCols, tile + 1, m));
+      if (spec.hasBias)
+        up += bias(n + N);
+      value *= up;
+    }
+  } else if (!gated) {
     value = select(gemv, gemvProduct(n, m), product(n % tileCols, n / tileCols, m));
     if (spec.hasBias)
       value += bias(n);
@@ -347,10 +422,8 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   x.dim(0).set_bounds(0, K).set_stride(1).dim(1).set_min(0);
   if (blocks)
     weight.dim(0).set_bounds(0, rowBytes).set_stride(1).dim(1).set_bounds(0, weightCols);
-  else if (spec.transposeWeight)
-    weight.dim(0).set_bounds(0, K).set_stride(1).dim(1).set_bounds(0, weightCols);
   else
-    weight.dim(0).set_bounds(0, weightCols).set_stride(1).dim(1).set_bounds(0, K);
+    constrainWeight(weight, spec, prePacked);
   bias.dim(0).set_bounds(0, weightCols).set_stride(1);
   residual.dim(0).set_bounds(0, N).set_stride(1).dim(1).set_bounds(0, rows);
   out.output_buffer().dim(0).set_bounds(0, N).set_stride(1).dim(1).set_bounds(0, rows);
@@ -370,7 +443,21 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
         .reorder(gemvN, m, gemvTask)
         .parallel(gemvTask)
         .vectorize(gemvN, vw, TailStrategy::GuardWithIf);
-    if (blocks) {
+    if (prePacked) {
+      // A task's chunk is whole tiles, taken kGemvStreams at a time: tileCols
+      // accumulators per tile and row of x, loaded and stored once per
+      // gemvRowsPerPass rows of k.
+      RVar gkOuter("gk_o"), gkInner("gk_i");
+      Var ntOuter("nt_o"), ntInner("nt_i");
+      gemvTiles.compute_at(out, gemvTask).vectorize(nj, vw);
+      gemvTiles.update()
+          .split(gk, gkOuter, gkInner, int(s.gemvRowsPerPass), TailStrategy::GuardWithIf)
+          .split(nt, ntOuter, ntInner, kGemvStreams, TailStrategy::GuardWithIf)
+          .reorder(nj, ntInner, gkInner, m, gkOuter, ntOuter)
+          .vectorize(nj, vw)
+          .unroll(nj)
+          .unroll(ntInner);
+    } else if (blocks) {
       // Like [N, K] below, but gemvRowsPerPass / 8 rows per pass: rows of
       // blocks are short (K = 576: 360 bytes of Q4_1), so 16 interleaved
       // rows are 16 streams of a few cache lines that the prefetchers do
@@ -469,7 +556,7 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   }
 
   Func packedBlock = dot ? packedPairs : packed;
-  if (s.packWeights) {
+  if (s.packWeights && !prePacked) {
     // Pairs: the vector is (r, nj), 2·vw bf16 from two rows (or gathered pairs).
     auto vectorizePacking = [&](Func f) {
       if (dot)
@@ -491,8 +578,10 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
     xBf16.compute_root().vectorize(k, vw, TailStrategy::GuardWithIf);
     weightPairs.compute_inline();
   }
-  weightKN.compute_inline();
-  weightF.compute_inline();
+  if (!prePacked) {
+    weightKN.compute_inline();
+    weightF.compute_inline();
+  }
   if (blocks) {
     weightKNTail.compute_inline();
     weightFTail.compute_inline();
@@ -520,7 +609,54 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   return result;
 }
 
+/// The function that packs a weight at load for a kernel with packedWeight:
+/// (nj, k, nt) = W(nt·tileCols + nj, k) in the stored type, parallel over tiles.
+llvm::Expected<KernelPipeline> buildGemmPack(const GemmKernelSpec &spec, const Target &target) {
+  if (llvm::Error err = validateGemm(spec, target.natural_vector_size<float>()))
+    return std::move(err);
+  if (!spec.packedWeight)
+    return invalid("gemm kernel '" + spec.name + "' takes its weight unpacked");
+  const Type stored = spec.bf16Weights ? BFloat(16) : Float(32);
+  const int tileCols = int(spec.schedule.tileCols);
+  ImageParam weight(stored, 2, "weight");
+  Func source("weight_stored");
+  Var a("a"), b("b"), nj("nj"), k("k"), nt("nt"), ko("ko"), ki("ki");
+  source(a, b) = weight(a, b);
+  Func weightKN = weightByColumn(source, spec, cast(stored, 0.f), "weight_kn");
+  Func out("packed_weight");
+  out(nj, k, nt) = weightKN(nt * tileCols + nj, k);
+  constrainWeight(weight, spec, /*packed=*/false);
+  out.output_buffer()
+      .dim(0).set_bounds(0, tileCols).set_stride(1)
+      .dim(1).set_bounds(0, int(spec.K)).set_stride(tileCols)
+      .dim(2).set_bounds(0, int(packedTiles(spec))).set_stride(int(spec.K) * tileCols);
+  // Lanes along the stored rows: [K, N] copies row segments; [N, K] is a
+  // transpose, read along k in blocks of 8 so that the gathers reuse lines.
+  const int vw = target.natural_vector_size(stored);
+  out.parallel(nt);
+  if (spec.transposeWeight)
+    out.split(k, ko, ki, 8, TailStrategy::GuardWithIf).reorder(nj, ki, ko, nt).unroll(ki);
+  out.vectorize(nj, std::min(vw, tileCols), TailStrategy::GuardWithIf);
+  source.compute_inline();
+  weightKN.compute_inline();
+  KernelPipeline result;
+  result.inputs = {weight};
+  result.output = out;
+  result.pipeline = Pipeline(out);
+  return result;
+}
+
 } // namespace
+
+llvm::Expected<KernelPipeline> buildGemmPackPipeline(const GemmKernelSpec &spec,
+                                                     const Target &target) {
+  std::optional<llvm::Expected<KernelPipeline>> built;
+  if (llvm::Error err = catchHalideErrors("scheduling the weight packing of gemm kernel '" +
+                                              spec.name + "'",
+                                          [&] { built.emplace(buildGemmPack(spec, target)); }))
+    return std::move(err);
+  return std::move(*built);
+}
 
 llvm::Expected<KernelPipeline> buildGemmPipeline(const GemmKernelSpec &spec, const Target &target) {
   std::optional<llvm::Expected<KernelPipeline>> built;

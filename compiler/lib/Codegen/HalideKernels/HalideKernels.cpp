@@ -12,6 +12,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include <optional>
 #include <sstream>
 
 namespace mlir::xf {
@@ -29,33 +30,74 @@ llvm::Expected<Halide::Target> kernelTarget(llvm::StringRef target) {
   return parsed->with_feature(Halide::Target::NoRuntime);
 }
 
-llvm::Error compileObject(llvm::Expected<KernelPipeline> built, const std::string &name,
-                          const Halide::Target &target, llvm::StringRef objectPath) {
+/// The exported functions of one kernel's object: a pipeline and its name.
+using KernelFunctions = std::vector<std::pair<KernelPipeline, std::string>>;
+
+llvm::Expected<KernelFunctions> functionsOf(llvm::Expected<KernelPipeline> built,
+                                            const std::string &name) {
   if (!built)
     return built.takeError();
-  return catchHalideErrors("compiling kernel '" + name + "'", [&] {
-    built->pipeline.compile_to_object(objectPath.str(), built->arguments(), name, target);
+  return KernelFunctions{{std::move(*built), name}};
+}
+
+/// A GEMM, and the function that packs its weight at load when it takes one packed.
+llvm::Expected<KernelFunctions> gemmFunctions(const GemmKernelSpec &spec,
+                                              const Halide::Target &target) {
+  llvm::Expected<KernelFunctions> functions =
+      functionsOf(buildGemmPipeline(spec, target), spec.name);
+  if (!functions || !spec.packedWeight)
+    return functions;
+  llvm::Expected<KernelPipeline> pack = buildGemmPackPipeline(spec, target);
+  if (!pack)
+    return pack.takeError();
+  functions->push_back({std::move(*pack), spec.name + "_pack"});
+  return functions;
+}
+
+/// One Halide module holding every function of a kernel.
+llvm::Expected<Halide::Module> lowerModule(const KernelFunctions &functions,
+                                           const Halide::Target &target) {
+  std::optional<Halide::Module> module;
+  if (llvm::Error err = catchHalideErrors("lowering kernel '" + functions.front().second + "'", [&] {
+        std::vector<Halide::Module> parts;
+        for (const auto &[built, name] : functions) {
+          Halide::Pipeline pipeline = built.pipeline; // a handle: compile_to_module is not const
+          parts.push_back(pipeline.compile_to_module(built.arguments(), name, target));
+        }
+        module.emplace(parts.size() == 1 ? parts.front()
+                                         : Halide::link_modules(functions.front().second, parts));
+      }))
+    return std::move(err);
+  return std::move(*module);
+}
+
+llvm::Error compileObject(llvm::Expected<KernelFunctions> functions, const Halide::Target &target,
+                          llvm::StringRef objectPath) {
+  if (!functions)
+    return functions.takeError();
+  llvm::Expected<Halide::Module> module = lowerModule(*functions, target);
+  if (!module)
+    return module.takeError();
+  return catchHalideErrors("compiling kernel '" + functions->front().second + "'", [&] {
+    module->compile({{Halide::OutputFileType::object, objectPath.str()}});
   });
 }
 
-llvm::Expected<std::string> describe(llvm::Expected<KernelPipeline> built, const std::string &name,
+llvm::Expected<std::string> describe(llvm::Expected<KernelFunctions> functions,
                                      const Halide::Target &target) {
-  if (!built)
-    return built.takeError();
-  std::string text;
-  llvm::Error err = catchHalideErrors("lowering kernel '" + name + "'", [&] {
-    Halide::Module module = built->pipeline.compile_to_module(built->arguments(), name, target);
-    std::ostringstream os;
-    // The kernel and the closures of its parallel loops, which Halide lowers
-    // to functions of their own.
-    for (const Halide::Internal::LoweredFunc &function : module.functions())
+  if (!functions)
+    return functions.takeError();
+  llvm::Expected<Halide::Module> module = lowerModule(*functions, target);
+  if (!module)
+    return module.takeError();
+  std::ostringstream os;
+  // Each function and the closures of its parallel loops, which Halide
+  // lowers to functions of their own.
+  for (const auto &[built, name] : *functions)
+    for (const Halide::Internal::LoweredFunc &function : module->functions())
       if (function.name == name || llvm::StringRef(function.name).starts_with(name + "_par_for"))
         os << "// " << function.name << "\n" << function.body << "\n";
-    text = os.str();
-  });
-  if (err)
-    return std::move(err);
-  return text;
+  return os.str();
 }
 
 } // namespace
@@ -124,7 +166,7 @@ llvm::Error compileGemmKernel(const GemmKernelSpec &spec, llvm::StringRef target
   llvm::Expected<Halide::Target> t = kernelTarget(target);
   if (!t)
     return t.takeError();
-  return compileObject(buildGemmPipeline(spec, *t), spec.name, *t, objectPath);
+  return compileObject(gemmFunctions(spec, *t), *t, objectPath);
 }
 
 llvm::Error compileAttentionKernel(const AttentionKernelSpec &spec, llvm::StringRef target,
@@ -132,7 +174,7 @@ llvm::Error compileAttentionKernel(const AttentionKernelSpec &spec, llvm::String
   llvm::Expected<Halide::Target> t = kernelTarget(target);
   if (!t)
     return t.takeError();
-  return compileObject(buildAttentionPipeline(spec, *t), spec.name, *t, objectPath);
+  return compileObject(functionsOf(buildAttentionPipeline(spec, *t), spec.name), *t, objectPath);
 }
 
 llvm::Error compileHalideRuntime(llvm::StringRef target, llvm::StringRef objectPath) {
@@ -149,7 +191,7 @@ llvm::Expected<std::string> describeGemmKernel(const GemmKernelSpec &spec, llvm:
   llvm::Expected<Halide::Target> t = kernelTarget(target);
   if (!t)
     return t.takeError();
-  return describe(buildGemmPipeline(spec, *t), spec.name, *t);
+  return describe(gemmFunctions(spec, *t), *t);
 }
 
 llvm::Expected<std::string> describeAttentionKernel(const AttentionKernelSpec &spec,
@@ -157,7 +199,7 @@ llvm::Expected<std::string> describeAttentionKernel(const AttentionKernelSpec &s
   llvm::Expected<Halide::Target> t = kernelTarget(target);
   if (!t)
     return t.takeError();
-  return describe(buildAttentionPipeline(spec, *t), spec.name, *t);
+  return describe(functionsOf(buildAttentionPipeline(spec, *t), spec.name), *t);
 }
 
 } // namespace mlir::xf

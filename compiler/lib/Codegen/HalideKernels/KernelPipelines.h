@@ -33,6 +33,9 @@ struct KernelPipeline {
 /// the schedule is invalid.
 llvm::Expected<KernelPipeline> buildGemmPipeline(const GemmKernelSpec &spec,
                                                  const Halide::Target &target);
+/// Builds `<name>_pack` of a GEMM with packedWeight: stored weight → packed.
+llvm::Expected<KernelPipeline> buildGemmPackPipeline(const GemmKernelSpec &spec,
+                                                     const Halide::Target &target);
 llvm::Expected<KernelPipeline> buildAttentionPipeline(const AttentionKernelSpec &spec,
                                                       const Halide::Target &target);
 
