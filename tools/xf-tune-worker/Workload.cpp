@@ -114,6 +114,41 @@ std::vector<Workload> makeWorkloads(const Request &request) {
                                                  : makeAttentionWorkloads(request, rng);
 }
 
+llvm::Expected<std::vector<Workload>> withPackedWeights(Halide::Callable &pack,
+                                                        const GemmKernelSpec &spec,
+                                                        const std::vector<Workload> &workloads) {
+  auto packed = [&](Halide::Runtime::Buffer<void> &weight)
+      -> llvm::Expected<Halide::Runtime::Buffer<void>> {
+    Halide::Runtime::Buffer<void> out(weight.type(), int(spec.schedule.tileCols), int(spec.K),
+                                      int(packedTiles(spec)));
+    int result = -1;
+    try {
+      result = pack(weight.raw_buffer(), out.raw_buffer());
+    } catch (const Halide::Error &e) {
+      return fail(llvm::Twine("packing the weight failed: ") + e.what());
+    }
+    if (result != 0)
+      return fail("packing the weight returned error " + llvm::Twine(result));
+    return out;
+  };
+  std::vector<Workload> result;
+  for (const Workload &w : workloads) {
+    Workload p = w;
+    llvm::Expected<Halide::Runtime::Buffer<void>> weight = packed(p.args[1]);
+    if (!weight)
+      return weight.takeError();
+    p.args[1] = *weight;
+    for (Halide::Runtime::Buffer<void> &copy : p.coldWeights) {
+      llvm::Expected<Halide::Runtime::Buffer<void>> packedCopy = packed(copy);
+      if (!packedCopy)
+        return packedCopy.takeError();
+      copy = *packedCopy;
+    }
+    result.push_back(std::move(p));
+  }
+  return result;
+}
+
 llvm::Error callKernel(Halide::Callable &kernel, Workload &workload) {
   if (!workload.coldWeights.empty())
     workload.args[1] = workload.coldWeights[workload.nextCold++ % workload.coldWeights.size()];

@@ -40,6 +40,14 @@ constexpr int64_t kColdBytes = int64_t(256) << 20;
 
 std::vector<Workload> makeWorkloads(const Request &request);
 
+/// The workloads of a GEMM whose kernel takes its weight packed at load
+/// (GemmKernelSpec::packedWeight), as xfc's executables run it: the weight and
+/// its cold copies packed once by `pack` (the kernel's `_pack`); the other
+/// buffers are shared with `workloads`.
+llvm::Expected<std::vector<Workload>> withPackedWeights(Halide::Callable &pack,
+                                                        const mlir::xf::GemmKernelSpec &spec,
+                                                        const std::vector<Workload> &workloads);
+
 /// One call of a JIT-compiled kernel on the workload's buffers.
 llvm::Error callKernel(Halide::Callable &kernel, Workload &workload);
 

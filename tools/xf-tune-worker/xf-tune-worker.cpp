@@ -33,6 +33,8 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <optional>
 #include <thread>
 
@@ -68,6 +70,9 @@ Request:
                   or {"autoscheduler": "Adams2019|Li2018|Mullapudi2016"}: the
                   same algorithm unscheduled, built for each case's static
                   sizes (bounds and estimates) and autoscheduled]}
+  A GEMM candidate that packs its weight (pack_weights, no weight blocks, no
+  bf16 activations) takes it packed at load, as xfc's executables do: the
+  weight is packed once per tile width, outside the timed calls.
 Lines:
   {"candidate": i, "status": "compiling"}
   {"candidate": i, "status": "ok|compile_error|wrong|invalid", "error": ..,
@@ -95,9 +100,27 @@ struct Outcome {
   double compileSeconds = -1, maxRelErr = NAN;
   /// One kernel for all cases, or (autoscheduler baselines) one per case.
   std::vector<Halide::Callable> kernels;
+  /// A GEMM taking its weight packed at load: the workloads with the weight
+  /// packed for its tiles (shared by candidates of the same tile width).
+  std::shared_ptr<std::vector<Workload>> packedWorkloads;
 
   Halide::Callable &kernelFor(size_t c) { return kernels[kernels.size() == 1 ? 0 : c]; }
+  std::vector<Workload> &workloads(std::vector<Workload> &plain) {
+    return packedWorkloads ? *packedWorkloads : plain;
+  }
 };
+
+/// Packed weights per tile width: candidates sharing one share their copies.
+using PackedWorkloadCache = std::map<int64_t, std::shared_ptr<std::vector<Workload>>>;
+
+/// xf's GEMM with a candidate's schedule, as xfc builds it for a constant
+/// weight: packed at load whenever the schedule packs the weight at all.
+GemmKernelSpec candidateGemm(const Request &request, const Candidate &candidate) {
+  GemmKernelSpec spec = request.kernel.gemm;
+  spec.schedule = candidate.gemm;
+  spec.packedWeight = canPackWeightAtLoad(spec);
+  return spec;
+}
 
 /// Builds the candidate's pipeline: xf's with the candidate's schedule, or
 /// the plain algorithm for `size` scheduled by a Halide autoscheduler.
@@ -116,18 +139,44 @@ llvm::Expected<KernelPipeline> buildCandidate(const Request &request, const Cand
   }
   // The kernel's own validation and scheduling errors: the schedule is illegal.
   status = "invalid";
-  if (kernel.kind == KernelKind::Gemm) {
-    GemmKernelSpec spec = kernel.gemm;
-    spec.schedule = candidate.gemm;
-    return buildGemmPipeline(spec, request.target);
-  }
+  if (kernel.kind == KernelKind::Gemm)
+    return buildGemmPipeline(candidateGemm(request, candidate), request.target);
   AttentionKernelSpec spec = kernel.attention;
   spec.schedule = candidate.attention;
   return buildAttentionPipeline(spec, request.target);
 }
 
+/// Packs the workloads' weight for a candidate that takes it packed (once per
+/// tile width); an error message, or empty.
+std::string packWorkloads(const Request &request, const Candidate &candidate,
+                          std::vector<Workload> &workloads, PackedWorkloadCache &cache,
+                          Outcome &outcome) {
+  if (request.kernel.kind != KernelKind::Gemm || !candidate.autoscheduler.empty())
+    return "";
+  GemmKernelSpec spec = candidateGemm(request, candidate);
+  if (!spec.packedWeight)
+    return "";
+  std::shared_ptr<std::vector<Workload>> &packed = cache[spec.schedule.tileCols];
+  if (!packed) {
+    llvm::Expected<KernelPipeline> built = buildGemmPackPipeline(spec, request.target);
+    if (!built)
+      return llvm::toString(built.takeError());
+    std::optional<Halide::Callable> pack;
+    if (llvm::Error err = catchHalideErrors("compiling the weight packing", [&] {
+          pack.emplace(built->pipeline.compile_to_callable(built->arguments(), request.target));
+        }))
+      return llvm::toString(std::move(err));
+    llvm::Expected<std::vector<Workload>> result = withPackedWeights(*pack, spec, workloads);
+    if (!result)
+      return llvm::toString(result.takeError());
+    packed = std::make_shared<std::vector<Workload>>(std::move(*result));
+  }
+  outcome.packedWorkloads = packed;
+  return "";
+}
+
 Outcome compileAndCheck(const Request &request, const Candidate &candidate,
-                        std::vector<Workload> &workloads) {
+                        std::vector<Workload> &plainWorkloads, PackedWorkloadCache &cache) {
   Outcome outcome;
   if (!candidate.invalid.empty()) {
     outcome.status = "invalid", outcome.error = candidate.invalid;
@@ -154,6 +203,12 @@ Outcome compileAndCheck(const Request &request, const Candidate &candidate,
     }
   }
   outcome.compileSeconds = wallSeconds() - start;
+  if (std::string error = packWorkloads(request, candidate, plainWorkloads, cache, outcome);
+      !error.empty()) {
+    outcome.status = "compile_error", outcome.error = error;
+    return outcome;
+  }
+  std::vector<Workload> &workloads = outcome.workloads(plainWorkloads);
 
   // x rounded to bfloat16 (the reference keeps it float32): ~2^-9 per product.
   const bool bf16Activations =
@@ -206,13 +261,14 @@ int measure(const Request &request, double startTime) {
   const double tolerance = bf16Activations ? 2e-2 : 1e-4;
 
   std::vector<Outcome> outcomes;
+  PackedWorkloadCache packedCache;
   std::vector<size_t> timed; // indices of the ok candidates
   for (size_t i = 0; i < request.candidates.size(); ++i) {
     emitLine([&](llvm::json::OStream &j) {
       j.attribute("candidate", int64_t(i));
       j.attribute("status", "compiling");
     });
-    outcomes.push_back(compileAndCheck(request, request.candidates[i], workloads));
+    outcomes.push_back(compileAndCheck(request, request.candidates[i], workloads, packedCache));
     emitOutcome(i, outcomes.back(), tolerance);
     if (outcomes.back().status == "ok")
       timed.push_back(i);
@@ -224,8 +280,9 @@ int measure(const Request &request, double startTime) {
     TimingResult timing =
         timeInterleaved(int(timed.size()), int(workloads.size()), request.repeats,
                         startTime + request.maxSeconds, [&](int candidate, int c) {
-                          return !llvm::errorToBool(
-                              callKernel(outcomes[timed[candidate]].kernelFor(c), workloads[c]));
+                          Outcome &outcome = outcomes[timed[candidate]];
+                          return !llvm::errorToBool(callKernel(
+                              outcome.kernelFor(c), outcome.workloads(workloads)[c]));
                         });
     for (size_t t = 0; t < timed.size(); ++t) {
       const size_t i = timed[t];
