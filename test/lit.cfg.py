@@ -34,3 +34,17 @@ for optional_tool in ["xfc"]:
         tools.append(optional_tool)
         config.available_features.add(optional_tool)
 llvm_config.add_tool_substitutions(tools, [config.xf_tools_dir, config.llvm_tools_dir])
+
+# The CUDA toolkit, where installed, lets the GPU tests check more without a GPU
+# (test/Gpu): ptxas assembles the emitted PTX, and its stub libcuda.so stands in for a
+# driver with no device behind it.
+import shutil
+ptxas = shutil.which("ptxas") or next(
+    (p for p in ["/usr/local/cuda/bin/ptxas"] if os.path.exists(p)), None)
+if ptxas:
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", ptxas))
+cuda_stub = "/usr/local/cuda/lib64/stubs/libcuda.so"
+if os.path.exists(cuda_stub):
+    config.available_features.add("cuda-stub-driver")
+    config.substitutions.append(("%cuda_stub_driver", cuda_stub))

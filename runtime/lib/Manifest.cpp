@@ -122,6 +122,11 @@ Expected<Manifest> parseManifest(std::string_view text) {
       return fail("'cached' is not a boolean");
     m.cached = cached->boolean;
   }
+  if (const JsonValue *device = root.find("device")) {
+    if (!device->isString() || device->string != "cuda")
+      return fail("'device' is not \"cuda\"");
+    m.cuda = true;
+  }
   if (const JsonValue *packed = root.find("packed")) {
     if (!packed->isBool())
       return fail("'packed' is not a boolean");

@@ -1,6 +1,7 @@
 //===- Session.cpp - A loaded model ready to run --------------------------===//
 #include "xfrt/Session.h"
 
+#include "xfrt/Device.h"
 #include "xfrt/HalideErrors.h"
 
 #include <algorithm>
@@ -18,11 +19,101 @@ Status kernelFailure(const char *entry, int32_t rc) {
 }
 } // namespace
 
+struct Session::DeviceState {
+  std::vector<DeviceMemory> params, derived;
+  DeviceMemory scratch, cache, tokens, source, out;
+};
+
+Session::Session() = default;
+Session::Session(Session &&) noexcept = default;
+Session &Session::operator=(Session &&) noexcept = default;
+Session::~Session() = default;
+
+bool Session::hasCache() const { return device_ ? device_->cache.address() : cache_.data(); }
+void Session::dropDeviceCache() {
+  if (device_)
+    device_->cache = DeviceMemory();
+}
+void *Session::scratchAddress() { return device_ ? device_->scratch.address() : scratch_.data(); }
+void *Session::cacheAddress() { return device_ ? device_->cache.address() : cache_.data(); }
+
+Expected<const int32_t *> Session::deviceIds(const int32_t *ids, int64_t count, bool source) {
+  if (!device_ || !ids)
+    return ids;
+  DeviceMemory &buffer = source ? device_->source : device_->tokens;
+  uint64_t bytes = uint64_t(count) * sizeof(int32_t);
+  if (buffer.size() < bytes) {
+    Expected<DeviceMemory> grown = DeviceMemory::allocate(bytes);
+    if (!grown)
+      return makeError("token ids: " + grown.message());
+    buffer = grown.take();
+  }
+  if (Status s = buffer.upload(ids, bytes); !s)
+    return makeError("token ids: " + s.message());
+  return static_cast<const int32_t *>(buffer.address());
+}
+
+Expected<float *> Session::outputBuffer(float *out, int64_t rows) {
+  if (!device_)
+    return out;
+  uint64_t bytes = uint64_t(rows) * uint64_t(manifest_->dOut) * sizeof(float);
+  if (device_->out.size() < bytes) {
+    Expected<DeviceMemory> grown = DeviceMemory::allocate(bytes);
+    if (!grown)
+      return makeError("output: " + grown.message());
+    device_->out = grown.take();
+  }
+  return static_cast<float *>(device_->out.address());
+}
+
+Status Session::finishCall(const char *entry, int32_t rc, float *out, int64_t rows) {
+  if (rc != 0)
+    return kernelFailure(entry, rc);
+  if (!device_)
+    return Status::success();
+  // Loop kernels on the GPU report failures only through Halide's error handler.
+  if (std::string reason = takeHalideError(); !reason.empty())
+    return makeError(std::string(entry) + " failed: Halide: " + reason);
+  return device_->out.download(out, uint64_t(rows) * uint64_t(manifest_->dOut) * sizeof(float));
+}
+
 Expected<Session> Session::create(const Manifest &m, const ModelAbi &abi,
                                   const WeightSet &weights) {
   Session s;
   s.manifest_ = &m;
   s.abi_ = abi;
+  if (m.cuda) {
+    if (Status ok = checkCudaDevice(); !ok)
+      return ok;
+    s.device_ = std::make_unique<DeviceState>();
+    // Weights uploaded once; xf_prepare then fills the derived buffers on the GPU.
+    for (size_t j = 0; j < m.parameters.size(); ++j) {
+      const ParameterSpec &p = m.parameters[j];
+      if (p.blocks)
+        return makeError("parameter '" + p.name + "': block weights do not run on the GPU");
+      uint64_t bytes = uint64_t(p.numel) * (p.bf16 ? 2 : 4);
+      Expected<DeviceMemory> d = DeviceMemory::allocate(bytes);
+      if (!d)
+        return makeError("parameter '" + p.name + "': " + d.message());
+      if (Status up = d->upload(weights.params[j], bytes); !up)
+        return makeError("parameter '" + p.name + "': " + up.message());
+      s.params_.push_back(d->address());
+      s.device_->params.push_back(d.take());
+    }
+    for (size_t j = 0; j < m.derivedBytes.size(); ++j) {
+      Expected<DeviceMemory> d = DeviceMemory::allocate(uint64_t(m.derivedBytes[j]));
+      if (!d)
+        return makeError("derived buffer " + std::to_string(j) + ": " + d.message());
+      s.derivedPtrs_.push_back(d->address());
+      s.device_->derived.push_back(d.take());
+    }
+    s.params_.push_back(nullptr);
+    s.derivedPtrs_.push_back(nullptr);
+    abi.prepare(s.params_.data(), s.derivedPtrs_.data());
+    if (std::string reason = takeHalideError(); !reason.empty())
+      return makeError("xf_prepare failed: Halide: " + reason);
+    return s;
+  }
   for (size_t j = 0; j < m.derivedBytes.size(); ++j) {
     Expected<AlignedBuffer> b = AlignedBuffer::allocate(uint64_t(m.derivedBytes[j]));
     if (!b)
@@ -52,6 +143,16 @@ Status Session::growScratch(int64_t l, int64_t lz) {
   if (bytes < 0)
     return makeError("xf_scratch_bytes(" + std::to_string(l) + ", " + std::to_string(lz) +
                      ") returned " + std::to_string(bytes));
+  if (device_) {
+    if (device_->scratch.address() && device_->scratch.size() >= uint64_t(bytes))
+      return Status::success();
+    device_->scratch = DeviceMemory();
+    Expected<DeviceMemory> d = DeviceMemory::allocate(uint64_t(bytes));
+    if (!d)
+      return makeError("scratch: " + d.message());
+    device_->scratch = d.take();
+    return Status::success();
+  }
   if (scratch_.data() && scratch_.size() >= uint64_t(bytes))
     return Status::success();
   Expected<AlignedBuffer> b = AlignedBuffer::allocate(uint64_t(bytes));
@@ -66,11 +167,18 @@ Status Session::forward(const std::vector<int32_t> &tokens, const std::vector<in
   int64_t l = int64_t(tokens.size()), lz = int64_t(source.size());
   if (Status s = growScratch(l, lz); !s)
     return s;
-  int32_t rc = abi_.forward(params_.data(), derivedPtrs_.data(), tokens.data(), l,
-                            lz ? source.data() : nullptr, lz, out, scratch_.data());
-  if (rc != 0)
-    return kernelFailure("xf_forward", rc);
-  return Status::success();
+  Expected<const int32_t *> ids = deviceIds(tokens.data(), l, false);
+  if (!ids)
+    return makeError(ids.message());
+  Expected<const int32_t *> sourceIds = deviceIds(lz ? source.data() : nullptr, lz, true);
+  if (!sourceIds)
+    return makeError(sourceIds.message());
+  Expected<float *> target = outputBuffer(out, l);
+  if (!target)
+    return makeError(target.message());
+  int32_t rc = abi_.forward(params_.data(), derivedPtrs_.data(), *ids, l, *sourceIds, lz, *target,
+                            scratchAddress());
+  return finishCall("xf_forward", rc, out, l);
 }
 
 bool Session::canCache() const {
@@ -81,17 +189,26 @@ bool Session::canCache() const {
 Status Session::forwardCached(const int32_t *tokens, int64_t l, int64_t start, float *out) {
   if (!canCache())
     return makeError("model '" + manifest_->model + "' has no cached entry point");
-  if (!cache_.data() &&
+  if (!hasCache() &&
       (cacheCapacity_ <= 0 || cacheCapacity_ > manifest_->cachePositions))
     cacheCapacity_ = manifest_->cachePositions;
   if (l < 1 || start < 0 || start + l > cacheCapacity_)
     return makeError("positions " + std::to_string(start) + ".." + std::to_string(start + l - 1) +
                      " exceed the KV cache's " + std::to_string(cacheCapacity_));
-  if (!cache_.data()) {
+  if (!hasCache()) {
     int64_t bytes = abi_.cacheBytes(cacheCapacity_);
     if (bytes < 0)
       return makeError("xf_cache_bytes(" + std::to_string(cacheCapacity_) + ") returned " +
                        std::to_string(bytes));
+    if (device_) {
+      Expected<DeviceMemory> d = DeviceMemory::allocate(uint64_t(bytes));
+      if (!d)
+        return makeError("KV cache: " + d.message());
+      device_->cache = d.take();
+    }
+  }
+  if (!hasCache()) {
+    int64_t bytes = abi_.cacheBytes(cacheCapacity_);
     Expected<AlignedBuffer> b = AlignedBuffer::allocate(uint64_t(bytes));
     if (!b)
       return makeError("KV cache: " + b.message());
@@ -99,14 +216,20 @@ Status Session::forwardCached(const int32_t *tokens, int64_t l, int64_t start, f
   }
   if (Status s = growScratch(l, 0); !s)
     return s;
-  int32_t rc = abi_.forwardCached(params_.data(), derivedPtrs_.data(), tokens, l, start, out,
-                                  scratch_.data(), cache_.data(), cacheCapacity_);
-  if (rc != 0)
-    return kernelFailure("xf_forward_cached", rc);
-  return Status::success();
+  Expected<const int32_t *> ids = deviceIds(tokens, l, false);
+  if (!ids)
+    return makeError(ids.message());
+  Expected<float *> target = outputBuffer(out, 1);
+  if (!target)
+    return makeError(target.message());
+  int32_t rc = abi_.forwardCached(params_.data(), derivedPtrs_.data(), *ids, l, start, *target,
+                                  scratchAddress(), cacheAddress(), cacheCapacity_);
+  return finishCall("xf_forward_cached", rc, out, 1);
 }
 
-bool Session::canPack() const { return manifest_->packed && abi_.forwardPacked; }
+// On the GPU a batch runs sequence by sequence (packed entry points read host arrays of
+// lengths and cache pointers).
+bool Session::canPack() const { return !device_ && manifest_->packed && abi_.forwardPacked; }
 
 bool Session::canPackCached() const { return canPack() && canCache() && abi_.forwardCachedPacked; }
 

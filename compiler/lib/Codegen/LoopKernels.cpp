@@ -2,6 +2,7 @@
 
 #include "xf/Codegen/LoopKernels.h"
 #include "LoopEmitter.h"
+#include "xf/Codegen/HalideCalls.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -159,9 +160,71 @@ func::FuncOp LoopKernels::parallelFor() {
   return fn;
 }
 
+/// The arguments of a device kernel's pipeline call, built from the kernel's.
+struct LoopKernels::DeviceCall {
+  OpBuilder &b;
+  Location loc;
+  ValueRange args;
+  SmallVector<HalideBufferArg> buffers; // inputs, then the output
+  SmallVector<Value> scalars;           // int32, between them
+  Value i(int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v); }
+  /// A [rows, cols] matrix with a row stride (all i64).
+  HalideBufferArg &matrix(Value at, Value cols, Value rows, Value stride) {
+    buffers.push_back(HalideBufferArg{at, {{cols, i(1)}, {rows, stride}}});
+    return buffers.back();
+  }
+  HalideBufferArg &dense(Value at, int64_t width, Value rows) {
+    return matrix(at, i(width), rows, i(width));
+  }
+  /// A table whose row count the kernel is not told: as many rows as a
+  /// Halide buffer may hold (the ids and positions were checked against it).
+  HalideBufferArg &table(Value at, int64_t width) {
+    return dense(at, width, i(int64_t(INT32_MAX) / width));
+  }
+  HalideBufferArg &vector(Value at, int64_t width) {
+    buffers.push_back(HalideBufferArg{at, {{i(width), i(1)}}});
+    return buffers.back();
+  }
+  void scalar(Value v) { scalars.push_back(arith::TruncIOp::create(b, loc, b.getI32Type(), v)); }
+  void scalarF32(Value v) { scalars.push_back(v); }
+};
+
+func::FuncOp LoopKernels::deviceKernel(const std::string &name, llvm::StringRef signature,
+                                       DeviceLoopKernelSpec spec,
+                                       llvm::function_ref<void(DeviceCall &)> describe) {
+  MLIRContext *ctx = module.getContext();
+  SmallVector<Type> types;
+  for (char kind : signature)
+    types.push_back(kind == 'p' ? Type(LLVM::LLVMPointerType::get(ctx))
+                                : Type(IntegerType::get(ctx, 64)));
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  Location loc = module.getLoc();
+  auto fn = func::FuncOp::create(b, loc, name, FunctionType::get(ctx, types, {}));
+  fn.setPrivate();
+  cache[name] = fn;
+  b.setInsertionPointToStart(fn.addEntryBlock());
+  spec.name = name + "_gpu";
+  DeviceCall call{b, loc, fn.getArguments(), {}, {}};
+  describe(call);
+  // A failing pipeline reports through Halide's error handler, which the
+  // runtime checks after each forward pass (docs/gpu.md).
+  callHalidePipeline(b, loc, module, spec.name, call.buffers, call.scalars, /*device=*/true);
+  func::ReturnOp::create(b, loc);
+  deviceSpecs.push_back(spec);
+  return fn;
+}
+
 func::FuncOp LoopKernels::gatherRows(int64_t width, bool bf16Table) {
   XF_KERNEL_CACHED((bf16Table ? "xf_gather_bf16_rows_" : "xf_gather_rows_") +
                    std::to_string(width));
+  if (device) // (table, ids, out, rows)
+    return deviceKernel(name, "pppi", {"", DeviceLoopKind::Gather, width, 0, 0, 0, {}, bf16Table},
+                        [&](DeviceCall &d) {
+                          d.table(d.args[0], width).bf16 = bf16Table;
+                          d.buffers.push_back(HalideBufferArg{d.args[1], {{d.args[3], d.i(1)}}});
+                          d.buffers.back().int32 = true;
+                          d.dense(d.args[2], width, d.args[3]);
+                        });
   OpBuilder b(module.getContext());
   func::FuncOp fn = declare(name, "pppi", b);
   Emitter e{b, fn.getLoc()};
@@ -194,6 +257,12 @@ func::FuncOp LoopKernels::gatherRows(int64_t width, bool bf16Table) {
 
 func::FuncOp LoopKernels::positionRows(int64_t width) {
   XF_KERNEL_CACHED("xf_position_rows_" + std::to_string(width));
+  if (device) // (table, out, rows, offset)
+    return deviceKernel(name, "ppii", {"", DeviceLoopKind::Position, width}, [&](DeviceCall &d) {
+      d.table(d.args[0], width);
+      d.scalar(d.args[3]);
+      d.dense(d.args[1], width, d.args[2]);
+    });
   OpBuilder b(module.getContext());
   func::FuncOp fn = declare(name, "ppii", b);
   Emitter e{b, fn.getLoc()};
@@ -209,6 +278,12 @@ func::FuncOp LoopKernels::positionRows(int64_t width) {
 
 func::FuncOp LoopKernels::sinusoidRows(int64_t width, double base) {
   XF_KERNEL_CACHED("xf_sinusoid_rows_" + std::to_string(width) + "_" + formatDouble(base));
+  if (device) // (out, rows, offset)
+    return deviceKernel(name, "pii", {"", DeviceLoopKind::Sinusoid, width, 0, 0, base},
+                        [&](DeviceCall &d) {
+                          d.scalar(d.args[2]);
+                          d.dense(d.args[0], width, d.args[1]);
+                        });
   OpBuilder b(module.getContext());
   func::FuncOp fn = declare(name, "pii", b);
   Emitter e{b, fn.getLoc()};
@@ -237,6 +312,16 @@ func::FuncOp LoopKernels::sinusoidRows(int64_t width, double base) {
 func::FuncOp LoopKernels::add(int64_t width, bool broadcastRhs) {
   XF_KERNEL_CACHED(std::string(broadcastRhs ? "xf_add_bias_" : "xf_add_") +
                    std::to_string(width));
+  if (device) // (a, b, out, rows)
+    return deviceKernel(name, "pppi", {"", DeviceLoopKind::Add, width, 0, 0, 0, {}, broadcastRhs},
+                        [&](DeviceCall &d) {
+                          d.dense(d.args[0], width, d.args[3]);
+                          if (broadcastRhs)
+                            d.vector(d.args[1], width);
+                          else
+                            d.dense(d.args[1], width, d.args[3]);
+                          d.dense(d.args[2], width, d.args[3]);
+                        });
   OpBuilder b(module.getContext());
   func::FuncOp fn = declare(name, "pppi", b);
   Emitter e{b, fn.getLoc()};
@@ -268,6 +353,16 @@ func::FuncOp LoopKernels::mapRows(const std::string &name, const LoopSchedule &k
 func::FuncOp LoopKernels::elementwise(int64_t width, ElementwiseKind kind) {
   const char *names[] = {"relu", "gelu_tanh", "gelu_erf"};
   XF_KERNEL_CACHED(std::string("xf_") + names[int(kind)] + "_" + std::to_string(width));
+  if (device) { // (in, out, rows)
+    DeviceMap map = kind == ElementwiseKind::Relu       ? DeviceMap::Relu
+                    : kind == ElementwiseKind::GeluTanh ? DeviceMap::GeluTanh
+                                                        : DeviceMap::GeluErf;
+    return deviceKernel(name, "ppi", {"", DeviceLoopKind::Map, width, 0, 0, 0, map},
+                        [&](DeviceCall &d) {
+                          d.dense(d.args[0], width, d.args[2]);
+                          d.dense(d.args[1], width, d.args[2]);
+                        });
+  }
   return mapRows(name, kernelSchedule, width, [&](OpBuilder &b, Location loc, Value x) -> Value {
     Emitter e{b, loc};
     if (kind == ElementwiseKind::Relu)
@@ -280,6 +375,12 @@ func::FuncOp LoopKernels::scale(int64_t width, double factor) {
   // Named by the factor's bits: kernels are shared by name, so no two factors may share one.
   XF_KERNEL_CACHED(llvm::formatv("xf_scale_{0}_{1:x16}", width,
                                  llvm::bit_cast<uint64_t>(factor)).str());
+  if (device) // (in, out, rows)
+    return deviceKernel(name, "ppi", {"", DeviceLoopKind::Map, width, 0, 0, factor, DeviceMap::Scale},
+                        [&](DeviceCall &d) {
+                          d.dense(d.args[0], width, d.args[2]);
+                          d.dense(d.args[1], width, d.args[2]);
+                        });
   return mapRows(name, kernelSchedule, width, [&](OpBuilder &b, Location loc, Value x) -> Value {
     return arith::MulFOp::create(b, loc, x, Emitter{b, loc}.f(factor));
   });
@@ -287,6 +388,16 @@ func::FuncOp LoopKernels::scale(int64_t width, double factor) {
 
 func::FuncOp LoopKernels::scaleBy(int64_t width) {
   XF_KERNEL_CACHED("xf_scale_by_" + std::to_string(width));
+  if (device) // (in, out, rows, factor as the bits of an f64)
+    return deviceKernel(name, "ppii", {"", DeviceLoopKind::Map, width, 0, 0, 0, DeviceMap::ScaleBy},
+                        [&](DeviceCall &d) {
+                          d.dense(d.args[0], width, d.args[2]);
+                          Value f64 = arith::BitcastOp::create(d.b, d.loc, d.b.getF64Type(),
+                                                               d.args[3]);
+                          d.scalarF32(
+                              arith::TruncFOp::create(d.b, d.loc, d.b.getF32Type(), f64));
+                          d.dense(d.args[1], width, d.args[2]);
+                        });
   OpBuilder b(module.getContext());
   func::FuncOp fn = declare(name, "ppii", b);
   Emitter e{b, fn.getLoc()};
@@ -305,6 +416,11 @@ func::FuncOp LoopKernels::scaleBy(int64_t width) {
 
 func::FuncOp LoopKernels::silu(int64_t width) {
   XF_KERNEL_CACHED("xf_silu_" + std::to_string(width));
+  if (device) // (in, in_stride, out, rows)
+    return deviceKernel(name, "pipi", {"", DeviceLoopKind::Silu, width}, [&](DeviceCall &d) {
+      d.matrix(d.args[0], d.i(width), d.args[3], d.args[1]);
+      d.dense(d.args[2], width, d.args[3]);
+    });
   OpBuilder b(module.getContext());
   func::FuncOp fn = declare(name, "pipi", b);
   Emitter e{b, fn.getLoc()};
@@ -324,6 +440,12 @@ func::FuncOp LoopKernels::silu(int64_t width) {
 
 func::FuncOp LoopKernels::multiply(int64_t width) {
   XF_KERNEL_CACHED("xf_mul_" + std::to_string(width));
+  if (device) // (a, a_stride, b, b_stride, out, rows)
+    return deviceKernel(name, "pipipi", {"", DeviceLoopKind::Multiply, width}, [&](DeviceCall &d) {
+      d.matrix(d.args[0], d.i(width), d.args[5], d.args[1]);
+      d.matrix(d.args[2], d.i(width), d.args[5], d.args[3]);
+      d.dense(d.args[4], width, d.args[5]);
+    });
   OpBuilder b(module.getContext());
   func::FuncOp fn = declare(name, "pipipi", b);
   Emitter e{b, fn.getLoc()};
@@ -347,6 +469,15 @@ func::FuncOp LoopKernels::rotaryRows(int64_t heads, int64_t headWidth, RotaryPai
                                  pairs == RotaryPairs::Adjacent ? "adjacent" : "halves", heads,
                                  headWidth, formatDouble(base), inverse ? "_grad" : "")
                        .str());
+  if (device && !inverse) // (in, in_stride, out, rows, offset); no training on the GPU yet
+    return deviceKernel(name, "pipii",
+                        {"", DeviceLoopKind::Rotary, heads * headWidth, heads, headWidth, base,
+                         DeviceMap::Relu, pairs == RotaryPairs::Halves},
+                        [&](DeviceCall &d) {
+                          d.matrix(d.args[0], d.i(heads * headWidth), d.args[3], d.args[1]);
+                          d.scalar(d.args[4]);
+                          d.dense(d.args[2], heads * headWidth, d.args[3]);
+                        });
   OpBuilder b(module.getContext());
   func::FuncOp fn = declare(name, "pipii", b);
   Emitter e{b, fn.getLoc()};
@@ -400,6 +531,17 @@ func::FuncOp LoopKernels::rmsNorm(int64_t width, double eps, bool scaled) {
 func::FuncOp LoopKernels::normalizeRows(const std::string &name, const LoopSchedule &kernelSchedule,
                                         int64_t width, double eps, bool center,
                                         unsigned affineParams) {
+  if (device) // (in, [γ, [β]], out, rows)
+    return deviceKernel(name, "p" + std::string(affineParams, 'p') + "pi",
+                        {"", DeviceLoopKind::Normalize, width, 0, 0, eps, DeviceMap::Relu, center,
+                         int(affineParams)},
+                        [&](DeviceCall &d) {
+                          Value rows = d.args[2 + affineParams];
+                          d.dense(d.args[0], width, rows);
+                          for (unsigned p = 0; p < affineParams; ++p)
+                            d.vector(d.args[1 + p], width);
+                          d.dense(d.args[1 + affineParams], width, rows);
+                        });
   OpBuilder b(module.getContext());
   func::FuncOp fn = declare(name, "p" + std::string(affineParams, 'p') + "pi", b);
   Emitter e{b, fn.getLoc()};
@@ -430,6 +572,11 @@ func::FuncOp LoopKernels::normalizeRows(const std::string &name, const LoopSched
 
 func::FuncOp LoopKernels::softmax(int64_t width) {
   XF_KERNEL_CACHED("xf_softmax_" + std::to_string(width));
+  if (device) // (in, out, rows)
+    return deviceKernel(name, "ppi", {"", DeviceLoopKind::Softmax, width}, [&](DeviceCall &d) {
+      d.dense(d.args[0], width, d.args[2]);
+      d.dense(d.args[1], width, d.args[2]);
+    });
   OpBuilder b(module.getContext());
   func::FuncOp fn = declare(name, "ppi", b);
   Emitter e{b, fn.getLoc()};
@@ -451,6 +598,11 @@ func::FuncOp LoopKernels::softmax(int64_t width) {
 
 func::FuncOp LoopKernels::copy2d() {
   XF_KERNEL_CACHED_WITH("xf_copy2d", LoopSchedule{});
+  if (device) // (in, in_stride, out, out_stride, rows, cols)
+    return deviceKernel(name, "pipiii", {"", DeviceLoopKind::Copy}, [&](DeviceCall &d) {
+      d.matrix(d.args[0], d.args[5], d.args[4], d.args[1]);
+      d.matrix(d.args[2], d.args[5], d.args[4], d.args[3]);
+    });
   OpBuilder b(module.getContext());
   func::FuncOp fn = declare(name, "pipiii", b);
   Emitter e{b, fn.getLoc()};
@@ -466,6 +618,11 @@ func::FuncOp LoopKernels::copy2d() {
 
 func::FuncOp LoopKernels::transpose2d() {
   XF_KERNEL_CACHED_WITH("xf_transpose2d", LoopSchedule{});
+  if (device) // (in, out, rows, cols)
+    return deviceKernel(name, "ppii", {"", DeviceLoopKind::Transpose}, [&](DeviceCall &d) {
+      d.matrix(d.args[0], d.args[3], d.args[2], d.args[3]);
+      d.matrix(d.args[1], d.args[2], d.args[3], d.args[2]);
+    });
   OpBuilder b(module.getContext());
   func::FuncOp fn = declare(name, "ppii", b);
   Emitter e{b, fn.getLoc()};

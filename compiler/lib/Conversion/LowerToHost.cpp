@@ -15,7 +15,7 @@
 #include "xf/Codegen/KernelSpecs.h"
 #include "BlockGemvCall.h"
 #include "BufferPlan.h"
-#include "HalideCalls.h"
+#include "xf/Codegen/HalideCalls.h"
 #include "xf/Codegen/LoopKernels.h"
 #include "Manifest.h"
 
@@ -838,7 +838,9 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
     if (spec.hasResidual)
       args.push_back(matrixArg(gemm.getResidual()));
     args.push_back(matrixArg(v));
-    auto halide = [&] { return callHalidePipeline(*b, loc, *program.module, spec.name, args); };
+    auto halide = [&] {
+      return callHalidePipeline(*b, loc, *program.module, spec.name, args, {}, options.cudaDevice);
+    };
     if (spec.weightBlocks != WeightBlocks::None && options.q8GemmInputs) {
       auto stride = [&](Value t) { return i64(placements[t].stride); };
       BlockGemvCall q8{pointerOf(gemm.getInput()), stride(gemm.getInput()), rows,
@@ -876,7 +878,7 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
           args.push_back(segmentArg(attn.getValue(), offset, rows));
         }
         args.push_back(segmentArg(v, offset, rows));
-        orStatus(callHalidePipeline(*b, loc, *program.module, spec.name, args));
+        orStatus(callHalidePipeline(*b, loc, *program.module, spec.name, args, {}, options.cudaDevice));
       });
     } else {
       SmallVector<HalideBufferArg> args{matrixArg(attn.getQuery())};
@@ -890,7 +892,7 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
         args.push_back(matrixArg(attn.getValue()));
       }
       args.push_back(matrixArg(v));
-      orStatus(callHalidePipeline(*b, loc, *program.module, spec.name, args));
+      orStatus(callHalidePipeline(*b, loc, *program.module, spec.name, args, {}, options.cudaDevice));
     }
     // Q·Kᵀ and P·V: 2·H·(d_k + d_v) per (query, key) pair (causal masking halves the useful work).
     site.name = spec.name, site.kind = "attention";
@@ -1269,6 +1271,7 @@ LogicalResult HostLowering::run() {
   OpBuilder top(ctx);
   program.module = ModuleOp::create(forward.getLoc());
   kernels = std::make_shared<LoopKernels>(*program.module);
+  kernels->setDevice(options.cudaDevice);
   planPackedWeights();
   emitPrepare();
   planCache();
@@ -1278,6 +1281,7 @@ LogicalResult HostLowering::run() {
       return failure();
   emitScratchBytes();
   emitCacheBytes();
+  program.deviceLoops = kernels->deviceKernels();
 
   ManifestInfo info;
   auto module = forward->getParentOfType<ModuleOp>();
@@ -1328,6 +1332,8 @@ LogicalResult HostLowering::run() {
   info.cached = cacheable;
   info.packed = packable;
   info.cachePositions = cacheable ? cachePositions : 0;
+  if (options.cudaDevice)
+    info.device = "cuda";
   program.manifest = renderManifest(info);
   emitManifestGlobal(*program.module, program.manifest);
   return success();

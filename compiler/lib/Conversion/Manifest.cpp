@@ -51,6 +51,8 @@ std::string mlir::xf::renderManifest(const ManifestInfo &info) {
                           {"parameters", std::move(parameters)},
                           {"derived", std::move(derived)},
                           {"kernels", std::move(kernels)}};
+  if (!info.device.empty())
+    root["device"] = info.device;
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root)));

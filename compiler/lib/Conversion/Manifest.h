@@ -48,6 +48,7 @@ struct ManifestInfo {
   int64_t vocab = 0, maxPositions = 0, dOut = 0;
   bool cached = false;        // xf_forward_cached decodes incrementally
   int64_t cachePositions = 0; // its capacity
+  std::string device;         // "cuda": the entry points take device addresses (docs/gpu.md)
   bool packed = false;        // xf_forward_packed (and, when cached, xf_forward_cached_packed)
   DictionaryAttr hyperparameters;
   std::vector<Parameter> parameters;

@@ -194,6 +194,15 @@ llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
                                        }))
       return e;
   }
+  for (const DeviceLoopKernelSpec &spec : program.deviceLoops) {
+    objects.push_back(dir.file(spec.name + ".o"));
+    if (llvm::Error e = source.provide(spec.name, kernelSignature(spec),
+                                       deviceLoopObjectKey(spec, *kernelTarget), objects.back(),
+                                       [&](llvm::StringRef path) {
+                                         return compileDeviceLoopKernel(spec, options.target, path);
+                                       }))
+      return e;
+  }
   objects.push_back(dir.file("halide_runtime.o"));
   if (llvm::Error e = source.provide("Halide runtime", "", halideRuntimeObjectKey(*kernelTarget),
                                      objects.back(), [&](llvm::StringRef path) {
@@ -210,19 +219,27 @@ llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
 }
 
 llvm::Expected<std::string> mlir::xf::describeKernels(const HostProgram &program,
-                                                      const CodegenOptions &options) {
+                                                      const CodegenOptions &options, bool ptx) {
   std::string text;
   for (const GemmKernelSpec &spec : program.gemms) {
-    auto stmt = describeGemmKernel(spec, options.target);
+    auto stmt = ptx ? describeGemmKernelPtx(spec, options.target)
+                    : describeGemmKernel(spec, options.target);
     if (!stmt)
       return stmt.takeError();
     text += "// ----- " + spec.name + "\n" + *stmt + "\n";
   }
   for (const AttentionKernelSpec &spec : program.attentions) {
-    auto stmt = describeAttentionKernel(spec, options.target);
+    auto stmt = ptx ? describeAttentionKernelPtx(spec, options.target)
+                    : describeAttentionKernel(spec, options.target);
     if (!stmt)
       return stmt.takeError();
     text += "// ----- " + spec.name + "\n" + *stmt + "\n";
+  }
+  for (const DeviceLoopKernelSpec &spec : program.deviceLoops) {
+    auto stmt = describeDeviceLoopKernel(spec, options.target, ptx);
+    if (!stmt)
+      return stmt.takeError();
+    text += "// ----- " + spec.name + " (" + kernelSignature(spec) + ")\n" + *stmt + "\n";
   }
   return text;
 }

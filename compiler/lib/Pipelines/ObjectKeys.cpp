@@ -77,6 +77,19 @@ std::string mlir::xf::attentionObjectKey(const AttentionKernelSpec &spec,
          scheduleKey(schedule);
 }
 
+std::string mlir::xf::deviceLoopObjectKey(const DeviceLoopKernelSpec &spec,
+                                          llvm::StringRef halideTarget) {
+  const auto &[name, kind, width, heads, headWidth, constant, map, flag, affineParams] = spec;
+  char constantText[64]; // every bit of it is a constant in the kernel
+  std::snprintf(constantText, sizeof(constantText), "%a", constant);
+  return kernelPrelude(halideTarget) +
+         llvm::formatv("loop name={0} kind={1} width={2} heads={3} headWidth={4} constant={5} "
+                       "map={6} flag={7} affineParams={8}\n",
+                       name, int(kind), width, heads, headWidth, constantText, int(map), flag,
+                       affineParams)
+             .str();
+}
+
 std::string mlir::xf::halideRuntimeObjectKey(llvm::StringRef halideTarget) {
   return kernelPrelude(halideTarget) + "halide runtime\n";
 }

@@ -53,6 +53,7 @@ struct Manifest {
   int64_t dOut = 0;
   bool cached = false;        // "cached": xf_forward_cached exists (docs/abi.md)
   int64_t cachePositions = 0; // "cache_positions": KV-cache capacity; 0 without a cache
+  bool cuda = false;          // "device": "cuda": the entry points take GPU addresses (docs/gpu.md)
   bool packed = false;        // "packed": xf_forward_packed (and xf_forward_cached_packed when cached)
   std::vector<std::pair<std::string, std::string>> hyperparameters; // name, JSON text of value
   std::vector<ParameterSpec> parameters;

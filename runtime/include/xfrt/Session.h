@@ -18,6 +18,7 @@
 #include "xfrt/Weights.h"
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 namespace xfrt {
@@ -45,9 +46,10 @@ public:
   // cachePositions(). A cache that is already large enough is kept (its layout depends on its
   // capacity, which every later call passes on).
   void reserveCache(int64_t positions) {
-    if (cache_.data() && positions <= cacheCapacity_)
+    if (hasCache() && positions <= cacheCapacity_)
       return;
     cache_ = AlignedBuffer();
+    dropDeviceCache();
     cacheCapacity_ = positions;
   }
   // l = count new tokens at positions start .. start + l - 1; out: [1, d_out], the row of the
@@ -73,8 +75,27 @@ public:
   // Bytes of one KV cache of `positions` positions (xf_cache_bytes).
   Expected<int64_t> cacheBytes(int64_t positions) const;
 
+  Session();
+  Session(Session &&) noexcept;
+  Session &operator=(Session &&) noexcept;
+  ~Session();
+
 private:
   Status growScratch(int64_t l, int64_t lz);
+  // A model built with --target cuda (manifest "device": "cuda", docs/gpu.md): weights,
+  // scratch, KV cache, token ids and the output live in GPU memory; each call uploads its
+  // ids, runs, and downloads its output rows (the one synchronisation of the step).
+  struct DeviceState;
+  std::unique_ptr<DeviceState> device_;
+  bool hasCache() const;
+  void dropDeviceCache();
+  void *scratchAddress();
+  void *cacheAddress();
+  // Ids to the GPU before a call (identity on the CPU); the output buffer the call writes.
+  Expected<const int32_t *> deviceIds(const int32_t *ids, int64_t count, bool source);
+  Expected<float *> outputBuffer(float *out, int64_t rows);
+  // After a call: a failed kernel's error, else the output rows to `out`.
+  Status finishCall(const char *entry, int32_t rc, float *out, int64_t rows);
 
   const Manifest *manifest_ = nullptr;
   ModelAbi abi_{};

@@ -235,6 +235,55 @@ inline KernelWork kernelWork(const AttentionKernelSpec &a) {
   return w;
 }
 
+/// A loop kernel (xf/Codegen/LoopKernels.h) as a Halide CUDA
+/// pipeline: under a CUDA target every norm, softmax, gather, elementwise op
+/// and layout copy runs on the device too (LoopKernelsCuda.cpp, docs/gpu.md).
+/// Arguments: the kernel's matrices as buffers (inputs, then its scalars as
+/// int32, then the output), in the order of the LoopKernels function.
+enum class DeviceLoopKind {
+  Gather,    // (table, ids, out): out[t] = table[ids[t]]; flag: bf16 table
+  Position,  // (table, offset, out): out[t] = table[offset + t]
+  Sinusoid,  // (offset, out); constant: base
+  Add,       // (a, b, out); flag: b is one row, broadcast
+  Map,       // (in, out): out = map(in); constant: Scale's factor; ScaleBy: (in, factor, out)
+  Silu,      // (in, out)
+  Multiply,  // (a, b, out)
+  Rotary,    // (in, offset, out); heads × headWidth; constant: base; flag: halves pairs
+  Normalize, // (in, [γ, [β]], out); constant: ε; flag: centre (LayerNorm), affineParams
+  Softmax,   // (in, out)
+  Copy,      // (in, out): any width (copy2d)
+  Transpose, // (in, out): out[c, r] = in[r, c] (transpose2d)
+};
+enum class DeviceMap { Relu, GeluTanh, GeluErf, Scale, ScaleBy /* a run-time f32 factor */ };
+
+struct DeviceLoopKernelSpec {
+  std::string name; // exported function name
+  DeviceLoopKind kind = DeviceLoopKind::Copy;
+  int64_t width = 0; // columns of a row (0 for Copy and Transpose: run-time)
+  int64_t heads = 0, headWidth = 0;
+  double constant = 0;
+  DeviceMap map = DeviceMap::Relu;
+  bool flag = false;
+  int affineParams = 0;
+};
+
+/// "copy", "layer_norm w=768 eps=1e-05 affine=2", ...: the object cache's and -v's description.
+std::string kernelSignature(const DeviceLoopKernelSpec &spec);
+
+llvm::Error compileDeviceLoopKernel(const DeviceLoopKernelSpec &spec, llvm::StringRef target,
+                                    llvm::StringRef objectPath);
+
+/// Whether `target` (as --target takes it) is a CUDA target.
+bool isCudaTarget(llvm::StringRef target);
+
+/// The PTX of a CUDA kernel, for `xfc --emit=ptx`.
+llvm::Expected<std::string> describeGemmKernelPtx(const GemmKernelSpec &spec,
+                                                  llvm::StringRef target);
+llvm::Expected<std::string> describeAttentionKernelPtx(const AttentionKernelSpec &spec,
+                                                       llvm::StringRef target);
+llvm::Expected<std::string> describeDeviceLoopKernel(const DeviceLoopKernelSpec &spec,
+                                                     llvm::StringRef target, bool ptx);
+
 // Argument order of the generated function: GEMM (x, weight, [bias],
 // [residual], out); attention (q, k, v, out). All float32 buffers (except the
 // weight of a bf16Weights GEMM), layout per docs/abi.md. A causal attention

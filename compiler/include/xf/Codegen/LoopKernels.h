@@ -15,6 +15,7 @@
 #ifndef XF_CODEGEN_LOOPKERNELS_H
 #define XF_CODEGEN_LOOPKERNELS_H
 
+#include "xf/Codegen/HalideKernels.h"
 #include "xf/Codegen/KernelSchedules.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -39,6 +40,13 @@ public:
   /// The schedule of the kernels requested from now on (the op's
   /// #xf.loop_schedule); layout copies (copy2d, transpose2d) stay serial.
   void useSchedule(const LoopSchedule &s) { schedule = s; }
+
+  /// Under a CUDA target (docs/gpu.md) every kernel keeps its name and
+  /// arguments, which are then device addresses, and its body calls the Halide
+  /// CUDA pipeline `<name>_gpu` (LoopKernelsCuda.cpp) instead of looping;
+  /// deviceKernels() lists those pipelines. Schedules do not apply.
+  void setDevice(bool cuda) { device = cuda; }
+  const std::vector<DeviceLoopKernelSpec> &deviceKernels() const { return deviceSpecs; }
 
   /// out[t, :] = table[ids[t], :]            (table, ids, out, rows)
   /// A bfloat16 table is widened exactly (its bits are a float32's top half).
@@ -133,8 +141,16 @@ private:
                        int64_t width, llvm::function_ref<Value(OpBuilder &, Location, Value)> f);
   func::FuncOp normalizeRows(const std::string &name, const LoopSchedule &kernelSchedule,
                              int64_t width, double eps, bool center, unsigned affineParams);
+  struct DeviceCall;
+  /// The kernel `name` taking `signature` ('p', 'i' as declare()) as a call
+  /// of the CUDA pipeline of `spec`, whose arguments `describe` builds.
+  func::FuncOp deviceKernel(const std::string &name, llvm::StringRef signature,
+                            DeviceLoopKernelSpec spec,
+                            llvm::function_ref<void(DeviceCall &)> describe);
   ModuleOp module;
   LoopSchedule schedule;
+  bool device = false;
+  std::vector<DeviceLoopKernelSpec> deviceSpecs;
   llvm::StringMap<func::FuncOp> cache;
 };
 

@@ -29,6 +29,8 @@ struct HostProgram {
   OwningOpRef<ModuleOp> module;
   std::vector<GemmKernelSpec> gemms;
   std::vector<AttentionKernelSpec> attentions;
+  /// Under HostOptions::cudaDevice: the loop kernels' CUDA pipelines.
+  std::vector<DeviceLoopKernelSpec> deviceLoops;
   std::string manifest;
   /// The op of each kernel call site, by site index (the index the profiling
   /// hooks get): xf_forward's calls, then xf_forward_cached's.
@@ -62,6 +64,11 @@ struct HostOptions {
   /// register tiles once, by xf_prepare, instead of packing it on every call
   /// (GemmKernelSpec::packedWeight; more memory, less work per call).
   bool packWeightsAtLoad = true;
+  /// A CUDA target (docs/gpu.md): every pointer the entry points take and
+  /// compute is a device address; the GEMMs, attention and loop kernels are
+  /// Halide CUDA pipelines called with device buffers (manifest "device":
+  /// "cuda"). Not with weightBlocks or kernelOutputHook.
+  bool cudaDevice = false;
 };
 
 /// Fails with a located error when @forward holds an op the host lowering

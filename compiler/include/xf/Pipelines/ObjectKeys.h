@@ -31,6 +31,7 @@ extern const char *const kHostCodegenIdentity;
 /// "host" resolved to this machine's features, with no_runtime).
 std::string gemmObjectKey(const GemmKernelSpec &spec, llvm::StringRef halideTarget);
 std::string attentionObjectKey(const AttentionKernelSpec &spec, llvm::StringRef halideTarget);
+std::string deviceLoopObjectKey(const DeviceLoopKernelSpec &spec, llvm::StringRef halideTarget);
 std::string halideRuntimeObjectKey(llvm::StringRef halideTarget);
 
 /// The host object: `hostModule` is the host module's text (without

@@ -46,9 +46,11 @@ OwningOpRef<ModuleOp> lowerHostToLLVM(const HostProgram &program);
 llvm::Error buildExecutable(const HostProgram &program, const CodegenOptions &options,
                             llvm::StringRef output);
 
-/// The Halide loop nests of every kernel, for `--emit=halide`.
+/// The Halide loop nests of every kernel, for `--emit=halide` (CUDA targets:
+/// before the GPU loops become launches, loop kernels included), or with
+/// `ptx` each CUDA kernel's PTX (`--emit=ptx`).
 llvm::Expected<std::string> describeKernels(const HostProgram &program,
-                                            const CodegenOptions &options);
+                                            const CodegenOptions &options, bool ptx = false);
 
 } // namespace mlir::xf
 

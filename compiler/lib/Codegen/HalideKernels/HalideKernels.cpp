@@ -12,6 +12,9 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
+#include "llvm/ADT/SmallString.h"
+
+#include <cstring>
 #include <optional>
 #include <sstream>
 
@@ -100,6 +103,104 @@ llvm::Expected<std::string> describe(llvm::Expected<KernelFunctions> functions,
   return os.str();
 }
 
+/// A CUDA pipeline's object (the CPU GEMM's load-time packing does not apply on the GPU).
+llvm::Error compileCudaObject(llvm::Expected<KernelPipeline> built, const std::string &name,
+                              const Halide::Target &target, llvm::StringRef objectPath,
+                              std::optional<std::vector<Halide::Argument>> arguments =
+                                  std::nullopt) {
+  if (!built)
+    return built.takeError();
+  return catchHalideErrors("compiling kernel '" + name + "'", [&] {
+    built->pipeline.compile_to_object(objectPath.str(),
+                                      arguments ? *arguments : built->arguments(), name, target);
+  });
+}
+
+/// A CUDA kernel's loop nest before its loops become device launches
+/// (gpu_block / gpu_thread loops, shared-memory allocations), or its PTX.
+llvm::Expected<std::string> describeCuda(llvm::Expected<KernelPipeline> built,
+                                         const std::string &name, const Halide::Target &target,
+                                         bool ptx,
+                                         std::optional<std::vector<Halide::Argument>> arguments =
+                                             std::nullopt) {
+  if (!built)
+    return built.takeError();
+  llvm::SmallString<128> path;
+  if (std::error_code ec = llvm::sys::fs::createTemporaryFile("xf-kernel", ptx ? "ptx" : "stmt", path))
+    return makeError("a temporary file for kernel '" + name + "': " + ec.message());
+  std::string text;
+  llvm::Error err = catchHalideErrors("lowering kernel '" + name + "'", [&] {
+    built->pipeline.compile_to(
+        {{ptx ? Halide::OutputFileType::device_code : Halide::OutputFileType::conceptual_stmt,
+          path.str().str()}},
+        arguments ? *arguments : built->arguments(), name, target);
+  });
+  if (!err) {
+    auto buffer = llvm::MemoryBuffer::getFile(path);
+    if (buffer)
+      text = (*buffer)->getBuffer().str();
+    else
+      err = makeError("reading kernel '" + name + "': " + buffer.getError().message());
+  }
+  llvm::sys::fs::remove(path);
+  if (err)
+    return std::move(err);
+  return text;
+}
+
+bool hasCuda(const Halide::Target &target) { return target.has_feature(Halide::Target::CUDA); }
+
+/// --target cuda[-sm_NN]: this CPU's features plus CUDA at capability NN.
+constexpr int kDefaultCudaCapability = 70;
+const std::pair<int, Halide::Target::Feature> kCudaCapabilities[] = {
+    {50, Halide::Target::CUDACapability50}, {61, Halide::Target::CUDACapability61},
+    {70, Halide::Target::CUDACapability70}, {75, Halide::Target::CUDACapability75},
+    {80, Halide::Target::CUDACapability80}, {86, Halide::Target::CUDACapability86}};
+
+std::string capabilityList() {
+  std::string list;
+  for (auto [sm, feature] : kCudaCapabilities)
+    list += (list.empty() ? "sm_" : ", sm_") + std::to_string(sm);
+  return list;
+}
+
+llvm::Expected<Halide::Target> parseCudaShorthand(llvm::StringRef target) {
+  int capability = kDefaultCudaCapability;
+  if (target != "cuda") {
+    llvm::StringRef sm = target.drop_front(strlen("cuda-"));
+    if (!sm.consume_front("sm_") || sm.getAsInteger(10, capability))
+      return makeError("invalid CUDA target '" + target +
+                       "': expected 'cuda' or 'cuda-sm_NN' with NN one of the capabilities "
+                       "Halide supports (" + capabilityList() + ")");
+  }
+  for (auto [sm, feature] : kCudaCapabilities)
+    if (sm == capability)
+      return Halide::get_host_target().with_feature(Halide::Target::CUDA).with_feature(feature);
+  return makeError("unsupported CUDA capability 'sm_" + llvm::Twine(capability) +
+                   "' in target '" + target + "': Halide generates PTX for " + capabilityList() +
+                   " (a newer GPU runs the PTX of an older capability)");
+}
+
+llvm::Expected<std::string> describe(llvm::Expected<KernelPipeline> built, const std::string &name,
+                                     const Halide::Target &target) {
+  if (!built)
+    return built.takeError();
+  std::string text;
+  llvm::Error err = catchHalideErrors("lowering kernel '" + name + "'", [&] {
+    Halide::Module module = built->pipeline.compile_to_module(built->arguments(), name, target);
+    std::ostringstream os;
+    // The kernel and the closures of its parallel loops, which Halide lowers
+    // to functions of their own.
+    for (const Halide::Internal::LoweredFunc &function : module.functions())
+      if (function.name == name || llvm::StringRef(function.name).starts_with(name + "_par_for"))
+        os << "// " << function.name << "\n" << function.body << "\n";
+    text = os.str();
+  });
+  if (err)
+    return std::move(err);
+  return text;
+}
+
 } // namespace
 
 llvm::Error catchHalideErrors(llvm::StringRef what, const std::function<void()> &body) {
@@ -114,12 +215,21 @@ llvm::Error catchHalideErrors(llvm::StringRef what, const std::function<void()> 
 llvm::Expected<Halide::Target> parseHalideTarget(llvm::StringRef target) {
   if (target.empty() || target == "host")
     return Halide::get_host_target();
+  if (target == "cuda" || target.starts_with("cuda-"))
+    return parseCudaShorthand(target);
   std::string text = target.str();
   if (!Halide::Target::validate_target_string(text))
     return makeError("invalid Halide target '" + target +
-                     "': expected 'host' or arch-bits-os[-feature...], e.g. "
+                     "': expected 'host', 'cuda[-sm_NN]' or arch-bits-os[-feature...], e.g. "
                      "x86-64-linux-avx2-fma or x86-64-linux-avx512_skylake");
-  return Halide::Target(text);
+  Halide::Target parsed(text);
+  if (parsed.has_gpu_feature() && !hasCuda(parsed))
+    return makeError("unsupported GPU API in target '" + target +
+                     "': xf generates kernels for CUDA only");
+  // Without a capability Halide would emit PTX for sm_20, which no current driver runs.
+  if (hasCuda(parsed) && parsed.get_cuda_capability_lower_bound() < 30)
+    parsed = parsed.with_feature(Halide::Target::CUDACapability70);
+  return parsed;
 }
 
 llvm::Expected<VectorShape> vectorShapeOf(llvm::StringRef target) {
@@ -166,6 +276,8 @@ llvm::Error compileGemmKernel(const GemmKernelSpec &spec, llvm::StringRef target
   llvm::Expected<Halide::Target> t = kernelTarget(target);
   if (!t)
     return t.takeError();
+  if (hasCuda(*t))
+    return compileCudaObject(buildGemmCudaPipeline(spec), spec.name, *t, objectPath);
   return compileObject(gemmFunctions(spec, *t), *t, objectPath);
 }
 
@@ -174,6 +286,8 @@ llvm::Error compileAttentionKernel(const AttentionKernelSpec &spec, llvm::String
   llvm::Expected<Halide::Target> t = kernelTarget(target);
   if (!t)
     return t.takeError();
+  if (hasCuda(*t))
+    return compileCudaObject(buildAttentionCudaPipeline(spec), spec.name, *t, objectPath);
   return compileObject(functionsOf(buildAttentionPipeline(spec, *t), spec.name), *t, objectPath);
 }
 
@@ -191,6 +305,8 @@ llvm::Expected<std::string> describeGemmKernel(const GemmKernelSpec &spec, llvm:
   llvm::Expected<Halide::Target> t = kernelTarget(target);
   if (!t)
     return t.takeError();
+  if (hasCuda(*t))
+    return describeCuda(buildGemmCudaPipeline(spec), spec.name, *t, /*ptx=*/false);
   return describe(gemmFunctions(spec, *t), *t);
 }
 
@@ -199,7 +315,63 @@ llvm::Expected<std::string> describeAttentionKernel(const AttentionKernelSpec &s
   llvm::Expected<Halide::Target> t = kernelTarget(target);
   if (!t)
     return t.takeError();
+  if (hasCuda(*t))
+    return describeCuda(buildAttentionCudaPipeline(spec), spec.name, *t, /*ptx=*/false);
   return describe(functionsOf(buildAttentionPipeline(spec, *t), spec.name), *t);
+}
+
+bool isCudaTarget(llvm::StringRef target) {
+  llvm::Expected<Halide::Target> t = parseHalideTarget(target);
+  if (!t) {
+    llvm::consumeError(t.takeError());
+    return false;
+  }
+  return hasCuda(*t);
+}
+
+/// A CUDA target, or an error naming what asked for one.
+static llvm::Expected<Halide::Target> cudaKernelTarget(llvm::StringRef target,
+                                                       llvm::StringRef what) {
+  llvm::Expected<Halide::Target> t = kernelTarget(target);
+  if (t && !hasCuda(*t))
+    return makeError(what + " needs a CUDA target, got '" + target + "'");
+  return t;
+}
+
+llvm::Expected<std::string> describeGemmKernelPtx(const GemmKernelSpec &spec,
+                                                  llvm::StringRef target) {
+  llvm::Expected<Halide::Target> t = cudaKernelTarget(target, "PTX of kernel " + spec.name);
+  if (!t)
+    return t.takeError();
+  return describeCuda(buildGemmCudaPipeline(spec), spec.name, *t, /*ptx=*/true);
+}
+
+llvm::Expected<std::string> describeAttentionKernelPtx(const AttentionKernelSpec &spec,
+                                                       llvm::StringRef target) {
+  llvm::Expected<Halide::Target> t = cudaKernelTarget(target, "PTX of kernel " + spec.name);
+  if (!t)
+    return t.takeError();
+  return describeCuda(buildAttentionCudaPipeline(spec), spec.name, *t, /*ptx=*/true);
+}
+
+llvm::Error compileDeviceLoopKernel(const DeviceLoopKernelSpec &spec, llvm::StringRef target,
+                                    llvm::StringRef objectPath) {
+  llvm::Expected<Halide::Target> t = cudaKernelTarget(target, "loop kernel " + spec.name);
+  if (!t)
+    return t.takeError();
+  std::vector<Halide::Argument> arguments;
+  auto built = buildDeviceLoopPipeline(spec, /*gpuSchedule=*/true, arguments);
+  return compileCudaObject(std::move(built), spec.name, *t, objectPath, arguments);
+}
+
+llvm::Expected<std::string> describeDeviceLoopKernel(const DeviceLoopKernelSpec &spec,
+                                                     llvm::StringRef target, bool ptx) {
+  llvm::Expected<Halide::Target> t = cudaKernelTarget(target, "loop kernel " + spec.name);
+  if (!t)
+    return t.takeError();
+  std::vector<Halide::Argument> arguments;
+  auto built = buildDeviceLoopPipeline(spec, /*gpuSchedule=*/true, arguments);
+  return describeCuda(std::move(built), spec.name, *t, ptx, arguments);
 }
 
 } // namespace mlir::xf

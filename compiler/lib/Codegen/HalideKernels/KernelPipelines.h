@@ -39,6 +39,20 @@ llvm::Expected<KernelPipeline> buildGemmPackPipeline(const GemmKernelSpec &spec,
 llvm::Expected<KernelPipeline> buildAttentionPipeline(const AttentionKernelSpec &spec,
                                                       const Halide::Target &target);
 
+/// The CUDA kernels (GemmKernelCuda.cpp, AttentionKernelCuda.cpp): the same
+/// buffers and arguments as the CPU ones. Without `gpuSchedule` the
+/// algorithm is left unscheduled, so tests can JIT it on the CPU.
+llvm::Expected<KernelPipeline> buildGemmCudaPipeline(const GemmKernelSpec &spec,
+                                                     bool gpuSchedule = true);
+llvm::Expected<KernelPipeline> buildAttentionCudaPipeline(const AttentionKernelSpec &spec,
+                                                          bool gpuSchedule = true);
+
+/// A loop kernel's pipeline (LoopKernelsCuda.cpp); `arguments` receives its
+/// arguments in order (buffers and the int32 offset), without the output.
+llvm::Expected<KernelPipeline> buildDeviceLoopPipeline(const DeviceLoopKernelSpec &spec,
+                                                       bool gpuSchedule,
+                                                       std::vector<Halide::Argument> &arguments);
+
 /// Parses `target` ("host" or a Halide target string) without adding no_runtime.
 llvm::Expected<Halide::Target> parseHalideTarget(llvm::StringRef target);
 

@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef XF_LIB_CONVERSION_HALIDECALLS_H
-#define XF_LIB_CONVERSION_HALIDECALLS_H
+#ifndef XF_CODEGEN_HALIDECALLS_H
+#define XF_CODEGEN_HALIDECALLS_H
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -22,12 +22,19 @@ struct HalideBufferArg {
   SmallVector<std::pair<Value, Value>, 2> dims;
   bool bf16 = false;  // bfloat16 elements instead of float32
   bool bytes = false; // uint8 elements (ggml weight blocks) instead of float32
+  bool int32 = false; // int32 elements (token ids) instead of float32
 };
 
 /// Emits the descriptors and `call @name(...)`; returns its i32 status.
+/// `scalars` (i32 or f32 values) go between the inputs and the output, the
+/// last buffer. With `device`, every pointer is a CUDA device address: the
+/// descriptors carry it as their device handle with Halide's CUDA device
+/// interface and no host pointer, so the pipeline neither copies nor
+/// allocates (docs/gpu.md).
 Value callHalidePipeline(OpBuilder &b, Location loc, ModuleOp module,
-                         llvm::StringRef name, ArrayRef<HalideBufferArg> args);
+                         llvm::StringRef name, ArrayRef<HalideBufferArg> args,
+                         ArrayRef<Value> scalars = {}, bool device = false);
 
 } // namespace mlir::xf
 
-#endif // XF_LIB_CONVERSION_HALIDECALLS_H
+#endif // XF_CODEGEN_HALIDECALLS_H

@@ -1,6 +1,6 @@
 //===- HalideCalls.cpp - calling AOT Halide pipelines from host code ------===//
 
-#include "HalideCalls.h"
+#include "xf/Codegen/HalideCalls.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -17,7 +17,7 @@ namespace {
 enum BufferField { Device, Interface, Host, Flags, Code, Bits, Lanes, Rank, Dims, Padding };
 // struct halide_dimension_t { i32 min, extent, stride; u32 flags; }
 enum DimField { Min, Extent, Stride, DimFlags };
-constexpr int64_t kHalideTypeUInt = 1, kHalideTypeFloat = 2, kHalideTypeBFloat = 4;
+constexpr int64_t kHalideTypeInt = 0, kHalideTypeUInt = 1, kHalideTypeFloat = 2, kHalideTypeBFloat = 4;
 
 LLVM::LLVMStructType bufferType(MLIRContext *ctx) {
   Type ptr = LLVM::LLVMPointerType::get(ctx);
@@ -48,7 +48,21 @@ struct Fields {
   }
 };
 
-Value buildBuffer(Fields &f, const HalideBufferArg &arg) {
+/// `const halide_device_interface_t *halide_cuda_device_interface()` of the
+/// CUDA Halide runtime linked into GPU executables.
+Value cudaDeviceInterface(OpBuilder &b, Location loc, ModuleOp module) {
+  constexpr llvm::StringLiteral name = "halide_cuda_device_interface";
+  Type ptr = LLVM::LLVMPointerType::get(b.getContext());
+  auto fn = module.lookupSymbol<func::FuncOp>(name);
+  if (!fn) {
+    OpBuilder top = OpBuilder::atBlockEnd(module.getBody());
+    fn = func::FuncOp::create(top, loc, name, FunctionType::get(b.getContext(), {}, {ptr}));
+    fn.setPrivate();
+  }
+  return func::CallOp::create(b, loc, fn, ValueRange{}).getResult(0);
+}
+
+Value buildBuffer(Fields &f, const HalideBufferArg &arg, Value deviceInterface) {
   MLIRContext *ctx = f.b.getContext();
   Type dimType = dimensionType(ctx), bufType = bufferType(ctx);
   int32_t rank = arg.dims.size();
@@ -63,13 +77,21 @@ Value buildBuffer(Fields &f, const HalideBufferArg &arg) {
   }
   Value buffer = f.allocate(bufType, 1);
   Value null = LLVM::ZeroOp::create(f.b, f.loc, LLVM::LLVMPointerType::get(ctx));
-  f.store(f.integer(64, 0), bufType, buffer, {0, Device});
-  f.store(null, bufType, buffer, {0, Interface});
-  f.store(arg.host, bufType, buffer, {0, Host});
+  if (deviceInterface) {
+    f.store(LLVM::PtrToIntOp::create(f.b, f.loc, f.b.getI64Type(), arg.host), bufType, buffer,
+            {0, Device});
+    f.store(deviceInterface, bufType, buffer, {0, Interface});
+    f.store(null, bufType, buffer, {0, Host});
+  } else {
+    f.store(f.integer(64, 0), bufType, buffer, {0, Device});
+    f.store(null, bufType, buffer, {0, Interface});
+    f.store(arg.host, bufType, buffer, {0, Host});
+  }
   f.store(f.integer(64, 0), bufType, buffer, {0, Flags});
-  f.store(f.integer(8, arg.bytes  ? kHalideTypeUInt
-                      : arg.bf16 ? kHalideTypeBFloat
-                                 : kHalideTypeFloat),
+  f.store(f.integer(8, arg.bytes   ? kHalideTypeUInt
+                      : arg.int32 ? kHalideTypeInt
+                      : arg.bf16  ? kHalideTypeBFloat
+                                  : kHalideTypeFloat),
           bufType, buffer, {0, Code});
   f.store(f.integer(8, arg.bytes ? 8 : arg.bf16 ? 16 : 32), bufType, buffer, {0, Bits});
   f.store(f.integer(16, 1), bufType, buffer, {0, Lanes});
@@ -83,20 +105,25 @@ Value buildBuffer(Fields &f, const HalideBufferArg &arg) {
 
 Value mlir::xf::callHalidePipeline(OpBuilder &b, Location loc, ModuleOp module,
                                    llvm::StringRef name,
-                                   ArrayRef<HalideBufferArg> args) {
+                                   ArrayRef<HalideBufferArg> args,
+                                   ArrayRef<Value> scalars, bool device) {
   MLIRContext *ctx = b.getContext();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   auto fn = module.lookupSymbol<func::FuncOp>(name);
   if (!fn) {
     OpBuilder top = OpBuilder::atBlockEnd(module.getBody());
     SmallVector<Type> inputs(args.size(), ptr);
+    for (Value scalar : scalars)
+      inputs.insert(inputs.end() - 1, scalar.getType());
     fn = func::FuncOp::create(top, loc, name,
                               FunctionType::get(ctx, inputs, {b.getI32Type()}));
     fn.setPrivate();
   }
   Fields f{b, loc};
-  SmallVector<Value> buffers;
+  Value deviceInterface = device ? cudaDeviceInterface(b, loc, module) : Value();
+  SmallVector<Value> operands;
   for (const HalideBufferArg &arg : args)
-    buffers.push_back(buildBuffer(f, arg));
-  return func::CallOp::create(b, loc, fn, buffers).getResult(0);
+    operands.push_back(buildBuffer(f, arg, deviceInterface));
+  operands.insert(operands.end() - 1, scalars.begin(), scalars.end());
+  return func::CallOp::create(b, loc, fn, operands).getResult(0);
 }

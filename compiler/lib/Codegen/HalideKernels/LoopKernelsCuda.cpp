@@ -1,0 +1,321 @@
+//===- LoopKernelsCuda.cpp - the loop kernels as Halide CUDA pipelines ----===//
+//
+// Under a CUDA target the kernels LoopKernels.cpp writes as scf loops for
+// the CPU (norms, softmax, embedding gathers, positions, elementwise ops,
+// rotary embeddings, layout copies) are Halide pipelines on the device, so
+// that activations never leave it. The arithmetic is the loop kernels'
+// (the same formulas, f64 angles for sinusoids and rotary positions); only
+// summation order differs.
+//
+// Schedules: row-wise maps are 2-D thread blocks of kMapCols × kMapRows
+// elements. Reductions over a row (LayerNorm, RMSNorm, softmax) take one
+// block per row: kRowThreads threads each reduce a strided part of the row
+// into shared memory, one thread adds those partials, then all threads
+// write the row.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelPipelines.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+
+using namespace Halide;
+
+namespace mlir::xf {
+namespace {
+
+constexpr int kMapCols = 64, kMapRows = 4; // a thread block of a row-wise map
+constexpr int kRowThreads = 128;           // threads reducing one row
+
+llvm::Error invalid(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+Expr gelu(Expr x, DeviceMap map) {
+  Expr half = 0.5f * x;
+  if (map == DeviceMap::GeluTanh)
+    return half * (1.f + tanh(float(std::sqrt(2.0 / M_PI)) * (x + 0.044715f * (x * x * x))));
+  return half * (1.f + erf(x * float(M_SQRT1_2)));
+}
+
+struct Built {
+  std::vector<Argument> arguments;
+  Func out;
+};
+
+llvm::Expected<Built> buildLoop(const DeviceLoopKernelSpec &spec, bool gpuSchedule) {
+  if (spec.name.empty())
+    return invalid("loop kernel: empty function name");
+  const bool fixedWidth = spec.kind != DeviceLoopKind::Copy && spec.kind != DeviceLoopKind::Transpose;
+  if (fixedWidth && spec.width <= 0)
+    return invalid("loop kernel '" + spec.name + "': width must be positive");
+  const int width = int(spec.width);
+  Var c("c"), t("t"), u("u");
+  Func out(spec.name + "_out");
+  std::vector<Argument> args;
+  ImageParam in(Float(32), 2, "in");
+  Param<int32_t> offset("offset");
+  Param<float> factor("factor"); // DeviceMap::ScaleBy
+  bool rowReduction = false;
+  // LayerNorm/RMSNorm/softmax: the row statistics, for the schedule.
+  std::vector<std::pair<Func, Func>> rowStats; // (partials(u, t), total(t))
+
+  // Σ or max of f(c) over the row, as kRowThreads strided partials, then their total.
+  auto reduceRow = [&](const std::string &name, std::function<Expr(Expr)> term, bool maximum) {
+    const int perThread = (width + kRowThreads - 1) / kRowThreads;
+    RDom j(0, perThread, name + "_j");
+    Expr column = j * kRowThreads + u;
+    Expr identity = maximum ? Expr(-INFINITY) : Expr(0.f);
+    Expr value = select(column < width, term(min(column, width - 1)), identity);
+    Func partial(name + "_partial"), total(name);
+    partial(u, t) = identity;
+    partial(u, t) = maximum ? max(partial(u, t), value) : partial(u, t) + value;
+    RDom ru(0, kRowThreads, name + "_u");
+    total(t) = identity;
+    total(t) = maximum ? max(total(t), partial(ru, t)) : total(t) + partial(ru, t);
+    rowStats.push_back({partial, total});
+    return total;
+  };
+
+  switch (spec.kind) {
+  case DeviceLoopKind::Gather: {
+    ImageParam table(spec.flag ? BFloat(16) : Float(32), 2, "table");
+    ImageParam ids(Int(32), 1, "ids");
+    // Ids were validated against the vocabulary; the clamp bounds the access.
+    Expr stored = table(c, clamp(ids(t), 0, table.dim(1).extent() - 1));
+    out(c, t) = spec.flag ? reinterpret<float>(cast<uint32_t>(reinterpret<uint16_t>(stored)) << 16)
+                          : stored;
+    table.dim(0).set_bounds(0, width).set_stride(1);
+    ids.dim(0).set_stride(1);
+    args = {table, ids};
+    break;
+  }
+  case DeviceLoopKind::Position: {
+    ImageParam table(Float(32), 2, "table");
+    out(c, t) = table(c, offset + t);
+    table.dim(0).set_bounds(0, width).set_stride(1);
+    args = {table, offset};
+    break;
+  }
+  case DeviceLoopKind::Sinusoid: {
+    // Angles in f64, as the CPU kernel: positions reach thousands of radians.
+    Expr pair = c / 2;
+    Expr angle = cast<double>(t + offset) /
+                 pow(Expr(spec.constant), cast<double>(2 * pair) / Expr(double(width)));
+    Expr value = select(c % 2 == 0, sin(angle), cos(angle));
+    // An odd width's last column is 0 (the CPU kernel writes pairs only).
+    out(c, t) = select(c < 2 * (width / 2), cast<float>(value), 0.f);
+    args = {offset};
+    break;
+  }
+  case DeviceLoopKind::Add: {
+    ImageParam a(Float(32), 2, "a");
+    ImageParam b(Float(32), spec.flag ? 1 : 2, "b");
+    out(c, t) = a(c, t) + (spec.flag ? b(c) : b(c, t));
+    a.dim(0).set_bounds(0, width).set_stride(1);
+    b.dim(0).set_bounds(0, width).set_stride(1);
+    args = {a, b};
+    break;
+  }
+  case DeviceLoopKind::Map: {
+    Expr x = in(c, t);
+    switch (spec.map) {
+    case DeviceMap::Relu:
+      out(c, t) = max(x, 0.f);
+      break;
+    case DeviceMap::Scale:
+      out(c, t) = x * float(spec.constant);
+      break;
+    case DeviceMap::ScaleBy:
+      out(c, t) = x * factor;
+      break;
+    default:
+      out(c, t) = gelu(x, spec.map);
+    }
+    in.dim(0).set_bounds(0, width).set_stride(1);
+    args = {in};
+    if (spec.map == DeviceMap::ScaleBy)
+      args.push_back(factor);
+    break;
+  }
+  case DeviceLoopKind::Silu: {
+    Expr x = in(c, t);
+    out(c, t) = x / (1.f + exp(-x)); // 0 when e^(−x) overflows, x when it underflows
+    in.dim(0).set_min(0).set_stride(1);
+    args = {in};
+    break;
+  }
+  case DeviceLoopKind::Multiply: {
+    ImageParam a(Float(32), 2, "a"), b(Float(32), 2, "b");
+    out(c, t) = a(c, t) * b(c, t);
+    a.dim(0).set_min(0).set_stride(1);
+    b.dim(0).set_min(0).set_stride(1);
+    args = {a, b};
+    break;
+  }
+  case DeviceLoopKind::Rotary: {
+    const int headWidth = int(spec.headWidth), half = headWidth / 2;
+    if (spec.heads <= 0 || headWidth <= 0 || spec.heads * headWidth != width)
+      return invalid("loop kernel '" + spec.name + "': rotary heads × headWidth must be width");
+    Expr head = c / headWidth, i = c % headWidth;
+    Expr pair = spec.flag ? i % half : i / 2;
+    Expr isFirst = spec.flag ? i < half : i % 2 == 0;
+    Expr first = head * headWidth + (spec.flag ? pair : 2 * pair);
+    Expr second = first + (spec.flag ? half : 1);
+    // θ = p · base^(−2i/d) = p · exp(−(2i/d) ln base), in f64 as on the CPU.
+    Expr angle = cast<double>(t + offset) *
+                 exp(cast<double>(pair) * Expr(-2.0 * std::log(spec.constant) / double(headWidth)));
+    Expr cosine = cast<float>(cos(angle)), sine = cast<float>(sin(angle));
+    Expr a = in(clamp(first, 0, width - 1), t), b = in(clamp(second, 0, width - 1), t);
+    Expr rotated = select(isFirst, a * cosine - b * sine, a * sine + b * cosine);
+    // An odd head width leaves its last feature as it is (the CPU kernel does not write it).
+    out(c, t) = select(i < 2 * half, rotated, in(c, t));
+    in.dim(0).set_min(0).set_stride(1);
+    args = {in, offset};
+    break;
+  }
+  case DeviceLoopKind::Normalize: {
+    rowReduction = true;
+    const bool center = spec.flag;
+    Func mean = center ? reduceRow("row_sum", [&](Expr col) { return in(col, t); }, false) : Func();
+    auto meanOf = [&](Expr row) { return center ? mean(row) / float(width) : Expr(0.f); };
+    Func squares = reduceRow(
+        "row_squares",
+        [&](Expr col) {
+          Expr d = in(col, t) - meanOf(t);
+          return d * d;
+        },
+        false);
+    Expr rstd = 1.f / sqrt(squares(t) / float(width) + float(spec.constant));
+    Expr y = (in(c, t) - meanOf(t)) * rstd;
+    ImageParam gamma(Float(32), 1, "gamma"), beta(Float(32), 1, "beta");
+    args = {in};
+    if (spec.affineParams >= 1) {
+      y = y * gamma(c);
+      gamma.dim(0).set_bounds(0, width).set_stride(1);
+      args.push_back(gamma);
+    }
+    if (spec.affineParams == 2) {
+      y = y + beta(c);
+      beta.dim(0).set_bounds(0, width).set_stride(1);
+      args.push_back(beta);
+    }
+    out(c, t) = y;
+    in.dim(0).set_bounds(0, width).set_stride(1);
+    break;
+  }
+  case DeviceLoopKind::Softmax: {
+    rowReduction = true;
+    Func top = reduceRow("row_max", [&](Expr col) { return in(col, t); }, true);
+    Func total = reduceRow("row_exp_sum", [&](Expr col) { return exp(in(col, t) - top(t)); }, false);
+    out(c, t) = exp(in(c, t) - top(t)) * (1.f / total(t));
+    in.dim(0).set_bounds(0, width).set_stride(1);
+    args = {in};
+    break;
+  }
+  case DeviceLoopKind::Copy:
+    out(c, t) = in(c, t);
+    in.dim(0).set_min(0).set_stride(1);
+    args = {in};
+    break;
+  case DeviceLoopKind::Transpose:
+    out(c, t) = in(t, c); // out [cols, rows]: (r, c) ← in (c, r)
+    in.dim(0).set_min(0).set_stride(1);
+    args = {in};
+    break;
+  }
+  if (fixedWidth)
+    out.output_buffer().dim(0).set_bounds(0, width).set_stride(1);
+  else
+    out.output_buffer().dim(0).set_min(0).set_stride(1);
+  out.output_buffer().dim(1).set_min(0);
+
+  if (gpuSchedule) {
+    Var co("co"), to("to"), ci("ci"), ti("ti");
+    if (rowReduction) {
+      // One block per row, kRowThreads threads along it.
+      out.split(c, co, ci, kRowThreads, TailStrategy::GuardWithIf)
+          .reorder(co, ci, t)
+          .gpu_blocks(t)
+          .gpu_threads(ci);
+      for (auto &[partial, total] : rowStats) {
+        partial.compute_at(out, t).store_in(MemoryType::GPUShared).gpu_threads(u);
+        partial.update().gpu_threads(u);
+        total.compute_at(out, t).store_in(MemoryType::GPUShared).gpu_threads(t);
+        total.update().gpu_threads(t);
+      }
+    } else {
+      out.gpu_tile(c, t, co, to, ci, ti, kMapCols, kMapRows, TailStrategy::GuardWithIf);
+    }
+  }
+  Built built{args, out};
+  return built;
+}
+
+} // namespace
+
+std::string kernelSignature(const DeviceLoopKernelSpec &s) {
+  std::string w = " w=" + std::to_string(s.width);
+  auto number = [](double v) { // short when it reads back exactly, else all digits
+    char text[40];
+    std::snprintf(text, sizeof(text), "%g", v);
+    if (std::strtod(text, nullptr) != v)
+      std::snprintf(text, sizeof(text), "%.17g", v);
+    return std::string(text);
+  };
+  switch (s.kind) {
+  case DeviceLoopKind::Gather:
+    return "gather" + w + (s.flag ? " table=bf16" : "");
+  case DeviceLoopKind::Position:
+    return "position" + w;
+  case DeviceLoopKind::Sinusoid:
+    return "sinusoid" + w + " base=" + number(s.constant);
+  case DeviceLoopKind::Add:
+    return (s.flag ? "add_bias" : "add") + w;
+  case DeviceLoopKind::Map: {
+    static const char *maps[] = {"relu", "gelu_tanh", "gelu_erf", "scale", "scale_by"};
+    return maps[int(s.map)] + w + (s.map == DeviceMap::Scale ? " factor=" + number(s.constant) : "");
+  }
+  case DeviceLoopKind::Silu:
+    return "silu" + w;
+  case DeviceLoopKind::Multiply:
+    return "multiply" + w;
+  case DeviceLoopKind::Rotary:
+    return llvm::formatv("rotary {0}x{1} {2} base={3}", s.heads, s.headWidth,
+                         s.flag ? "halves" : "adjacent", number(s.constant))
+        .str();
+  case DeviceLoopKind::Normalize:
+    return (s.flag ? "layer_norm" : "rms_norm") + w + " eps=" + number(s.constant) +
+           " affine=" + std::to_string(s.affineParams);
+  case DeviceLoopKind::Softmax:
+    return "softmax" + w;
+  case DeviceLoopKind::Copy:
+    return "copy";
+  case DeviceLoopKind::Transpose:
+    return "transpose";
+  }
+  return "loop";
+}
+
+llvm::Expected<KernelPipeline> buildDeviceLoopPipeline(const DeviceLoopKernelSpec &spec,
+                                                       bool gpuSchedule,
+                                                       std::vector<Argument> &arguments) {
+  std::optional<llvm::Expected<Built>> built;
+  if (llvm::Error err = catchHalideErrors("scheduling CUDA loop kernel '" + spec.name + "'",
+                                          [&] { built.emplace(buildLoop(spec, gpuSchedule)); }))
+    return std::move(err);
+  if (!*built)
+    return built->takeError();
+  arguments = (*built)->arguments;
+  KernelPipeline result;
+  result.output = (*built)->out;
+  result.pipeline = Pipeline(result.output);
+  return result;
+}
+
+} // namespace mlir::xf

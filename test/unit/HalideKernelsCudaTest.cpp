@@ -1,0 +1,352 @@
+//===- HalideKernelsCudaTest.cpp - the CUDA kernels' algorithms on the CPU -===//
+//
+// The CUDA pipelines (GemmKernelCuda.cpp, AttentionKernelCuda.cpp,
+// LoopKernelsCuda.cpp) cannot run without a GPU, but their definitions can:
+// built without their GPU schedule (gpuSchedule = false) and JIT-compiled for
+// the host, each is checked against naive double-precision loops, with the
+// tolerances of the CPU kernels' tests (HalideKernelsGemmTest.cpp,
+// HalideKernelsAttentionTest.cpp). This covers the padding, clamping,
+// GEMV/flash algorithms and every loop kernel's formula; the GPU schedules
+// themselves are checked by compiling them (test/Gpu) and, on a GPU, by
+// test/gpu/check_gpu.py.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HalideKernelsTestUtil.h"
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+
+using namespace mlir::xf;
+
+namespace {
+
+Halide::Callable jitUnscheduled(llvm::Expected<KernelPipeline> built,
+                                std::vector<Halide::Argument> arguments = {}) {
+  if (!built) {
+    ADD_FAILURE() << llvm::toString(built.takeError());
+    return {};
+  }
+  try {
+    return built->pipeline.compile_to_callable(
+        arguments.empty() ? built->arguments() : arguments, Halide::get_host_target());
+  } catch (const Halide::Error &e) {
+    ADD_FAILURE() << e.what();
+    return {};
+  }
+}
+
+double act(GemmEpilogue kind, double a) {
+  switch (kind) {
+  case GemmEpilogue::Relu:
+    return a > 0 ? a : 0;
+  case GemmEpilogue::GeluTanh:
+    return 0.5 * a * (1 + std::tanh(std::sqrt(2 / M_PI) * (a + 0.044715 * a * a * a)));
+  case GemmEpilogue::GeluErf:
+    return 0.5 * a * (1 + std::erf(a / std::sqrt(2.0)));
+  case GemmEpilogue::Silu:
+  case GemmEpilogue::SwiGlu:
+    return a / (1 + std::exp(-a));
+  default:
+    return a;
+  }
+}
+
+void checkGemm(const GemmKernelSpec &spec) {
+  SCOPED_TRACE("K=" + std::to_string(spec.K) + " N=" + std::to_string(spec.N) +
+               (spec.transposeWeight ? " nk" : " kn") + (spec.bf16Weights ? " bf16" : ""));
+  Halide::Callable kernel = jitUnscheduled(buildGemmCudaPipeline(spec, /*gpuSchedule=*/false));
+  ASSERT_TRUE(kernel.defined());
+  const int K = int(spec.K), N = int(spec.N);
+  const bool gated = spec.epilogue == GemmEpilogue::SwiGlu;
+  const int columns = gated ? 2 * N : N;
+  std::mt19937 rng(3);
+  auto weight = spec.transposeWeight ? xftest::randomMatrix(columns, K, rng)
+                                     : xftest::randomMatrix(K, columns, rng);
+  Halide::Runtime::Buffer<uint16_t> weightBf16(weight.width(), weight.height());
+  if (spec.bf16Weights) {
+    weight.for_each_element([&](int a, int b) {
+      uint32_t bits;
+      std::memcpy(&bits, &weight(a, b), 4);
+      weightBf16(a, b) = uint16_t(bits >> 16); // truncated: exact in both
+      bits &= 0xffff0000u;
+      std::memcpy(&weight(a, b), &bits, 4);
+    });
+    weightBf16.raw_buffer()->type = halide_type_t(halide_type_bfloat, 16);
+  }
+  auto bias = xftest::randomMatrix(1, columns, rng);
+  Halide::Runtime::Buffer<float> bias1d(bias.data(), columns);
+  auto w = [&](int k, int n) { return double(spec.transposeWeight ? weight(k, n) : weight(n, k)); };
+  for (int M : {1, 2, 4, 5, 33, 70}) {
+    SCOPED_TRACE("M=" + std::to_string(M));
+    auto x = xftest::randomMatrix(M, K, rng);
+    auto residual = xftest::randomMatrix(M, N, rng);
+    Halide::Runtime::Buffer<float> out(N, M);
+    out.fill(std::nanf(""));
+    std::vector<halide_buffer_t *> args{
+        x.raw_buffer(), spec.bf16Weights ? weightBf16.raw_buffer() : weight.raw_buffer()};
+    if (spec.hasBias)
+      args.push_back(bias1d.raw_buffer());
+    if (spec.hasResidual)
+      args.push_back(residual.raw_buffer());
+    args.push_back(out.raw_buffer());
+    ASSERT_EQ(xftest::call(kernel, args), 0);
+    double worst = 0, largest = 0;
+    std::vector<double> diff;
+    for (int m = 0; m < M; ++m)
+      for (int n = 0; n < N; ++n) {
+        auto product = [&](int col) {
+          double s = spec.hasBias ? bias1d(col) : 0;
+          for (int k = 0; k < K; ++k)
+            s += double(x(k, m)) * w(k, col);
+          return s;
+        };
+        double ref = gated ? act(GemmEpilogue::SwiGlu, product(n)) * product(N + n)
+                           : act(spec.epilogue, product(n));
+        if (spec.hasResidual)
+          ref += residual(n, m);
+        worst = std::max(worst, std::abs(out(n, m) - ref));
+        largest = std::max(largest, std::abs(ref));
+        if (!std::isfinite(out(n, m)))
+          FAIL() << "out[" << m << ", " << n << "] = " << out(n, m);
+      }
+    EXPECT_LE(worst, 2e-6 * std::sqrt(double(K)) * largest);
+  }
+}
+
+TEST(CudaGemmAlgorithm, WeightLayoutsEpiloguesAndTails) {
+  // K not a multiple of the 16-wide slices or the 32 lanes; N not of the 64-column tiles.
+  for (bool nk : {false, true}) {
+    GemmKernelSpec s;
+    s.name = "g";
+    s.K = 40, s.N = 70, s.transposeWeight = nk;
+    checkGemm(s);
+    s.hasBias = s.hasResidual = true, s.epilogue = GemmEpilogue::GeluTanh;
+    checkGemm(s);
+    s.epilogue = GemmEpilogue::GeluErf, s.hasResidual = false, s.bf16Weights = true;
+    checkGemm(s);
+    s.bf16Weights = false, s.epilogue = GemmEpilogue::SwiGlu, s.K = 64, s.N = 24;
+    checkGemm(s);
+  }
+}
+
+void checkAttention(const AttentionKernelSpec &spec) {
+  Halide::Callable kernel =
+      jitUnscheduled(buildAttentionCudaPipeline(spec, /*gpuSchedule=*/false));
+  ASSERT_TRUE(kernel.defined());
+  const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
+  const int Hkv = int(spec.keyValueHeads()), group = H / Hkv;
+  std::mt19937 rng(9);
+  // Decode (M ≤ 4 over a longer cache), self-attention with key- and query-block tails,
+  // cross attention.
+  for (auto [M, Mz] : std::vector<std::pair<int, int>>{{1, 1}, {1, 70}, {3, 40}, {4, 4},
+                                                       {17, 17}, {20, 45}, {40, 20}}) {
+    if (spec.causal && Mz < M)
+      continue;
+    SCOPED_TRACE("M=" + std::to_string(M) + " Mz=" + std::to_string(Mz));
+    auto q = xftest::randomMatrix(M, H * dK, rng);
+    auto k = xftest::randomMatrix(Mz, Hkv * dK, rng);
+    auto v = xftest::randomMatrix(Mz, Hkv * dV, rng);
+    q.for_each_value([](float &x) { x *= 4.f; });
+    Halide::Runtime::Buffer<float> out(H * dV, M);
+    out.fill(std::nanf(""));
+    ASSERT_EQ(
+        xftest::call(kernel, {q.raw_buffer(), k.raw_buffer(), v.raw_buffer(), out.raw_buffer()}),
+        0);
+    double worst = 0;
+    std::vector<double> score(Mz);
+    for (int h = 0; h < H; ++h)
+      for (int t = 0; t < M; ++t) {
+        double top = -INFINITY;
+        for (int s = 0; s < Mz; ++s) {
+          double dot = 0;
+          for (int c = 0; c < dK; ++c)
+            dot += double(q(h * dK + c, t)) * k((h / group) * dK + c, s);
+          score[s] = !spec.causal || s <= t + (Mz - M) ? dot * spec.scale : -INFINITY;
+          top = std::max(top, score[s]);
+        }
+        double sum = 0;
+        for (int s = 0; s < Mz; ++s)
+          sum += score[s] == -INFINITY ? 0 : std::exp(score[s] - top);
+        for (int d = 0; d < dV; ++d) {
+          double ref = 0;
+          for (int s = 0; s < Mz; ++s)
+            if (score[s] != -INFINITY)
+              ref += std::exp(score[s] - top) / sum * v((h / group) * dV + d, s);
+          worst = std::max(worst, std::abs(out(h * dV + d, t) - ref));
+        }
+      }
+    EXPECT_LE(worst, 1e-5);
+  }
+}
+
+TEST(CudaAttentionAlgorithm, CausalGroupedAndCross) {
+  AttentionKernelSpec s;
+  s.name = "a";
+  s.heads = 4, s.dK = 8, s.dV = 8, s.scale = 1 / std::sqrt(8.0);
+  checkAttention(s);
+  s.causal = true;
+  checkAttention(s);
+  s.kvHeads = 2, s.dV = 40; // grouped K/V heads; a value head wider than 32 columns
+  checkAttention(s);
+}
+
+// ---- Loop kernels ----------------------------------------------------------
+
+using Row = std::function<double(int c, int t)>; // the reference value of out[t, c]
+
+void checkLoop(const DeviceLoopKernelSpec &spec, int width, int rows,
+               std::vector<halide_buffer_t *> inputs, int offset, bool hasOffset, Row ref,
+               double tolerance = 1e-6) {
+  SCOPED_TRACE(kernelSignature(spec));
+  std::vector<Halide::Argument> arguments;
+  Halide::Callable kernel =
+      jitUnscheduled(buildDeviceLoopPipeline(spec, /*gpuSchedule=*/false, arguments), arguments);
+  ASSERT_TRUE(kernel.defined());
+  Halide::Runtime::Buffer<float> out(width, rows);
+  out.fill(std::nanf(""));
+  int rc;
+  if (hasOffset)
+    rc = inputs.size() == 0   ? kernel(offset, out.raw_buffer())
+         : inputs.size() == 1 ? kernel(inputs[0], offset, out.raw_buffer())
+                              : -1;
+  else
+    rc = inputs.size() == 1   ? kernel(inputs[0], out.raw_buffer())
+         : inputs.size() == 2 ? kernel(inputs[0], inputs[1], out.raw_buffer())
+         : inputs.size() == 3 ? kernel(inputs[0], inputs[1], inputs[2], out.raw_buffer())
+                              : -1;
+  ASSERT_EQ(rc, 0);
+  double worst = 0;
+  for (int t = 0; t < rows; ++t)
+    for (int c = 0; c < width; ++c) {
+      double want = ref(c, t), got = out(c, t);
+      double error = std::abs(got - want) / std::max(1.0, std::abs(want));
+      if (!(error <= tolerance))
+        FAIL() << "out[" << t << ", " << c << "] = " << got << ", expected " << want;
+      worst = std::max(worst, error);
+    }
+  EXPECT_LE(worst, tolerance);
+}
+
+TEST(CudaLoopKernels, EveryKindAgainstItsFormula) {
+  std::mt19937 rng(5);
+  const int W = 40, R = 5; // wider than no tile, not a multiple of the 128 row threads
+  auto in = xftest::randomMatrix(R, W, rng);
+  auto other = xftest::randomMatrix(R, W, rng);
+  auto table = xftest::randomMatrix(30, W, rng);
+  auto gamma = xftest::randomMatrix(1, W, rng), beta = xftest::randomMatrix(1, W, rng);
+  Halide::Runtime::Buffer<float> gamma1(gamma.data(), W), beta1(beta.data(), W);
+  auto spec = [](DeviceLoopKind kind, int width) {
+    DeviceLoopKernelSpec s;
+    s.name = "k", s.kind = kind, s.width = width;
+    return s;
+  };
+
+  Halide::Runtime::Buffer<int32_t> ids(R);
+  for (int t = 0; t < R; ++t)
+    ids(t) = (7 * t + 3) % 30;
+  checkLoop(spec(DeviceLoopKind::Gather, W), W, R, {table.raw_buffer(), ids.raw_buffer()}, 0,
+            false, [&](int c, int t) { return table(c, ids(t)); }, 0);
+  checkLoop(spec(DeviceLoopKind::Position, W), W, R, {table.raw_buffer()}, 11, true,
+            [&](int c, int t) { return table(c, 11 + t); }, 0);
+  auto sinusoid = spec(DeviceLoopKind::Sinusoid, 7); // an odd width
+  sinusoid.constant = 10000;
+  checkLoop(sinusoid, 7, R, {}, 1000, true, [&](int c, int t) {
+    if (c >= 6)
+      return 0.0;
+    double angle = double(1000 + t) / std::pow(10000.0, double(c / 2 * 2) / 7);
+    return c % 2 ? std::cos(angle) : std::sin(angle);
+  });
+  auto add = spec(DeviceLoopKind::Add, W);
+  checkLoop(add, W, R, {in.raw_buffer(), other.raw_buffer()}, 0, false,
+            [&](int c, int t) { return double(in(c, t)) + other(c, t); });
+  add.flag = true;
+  checkLoop(add, W, R, {in.raw_buffer(), gamma1.raw_buffer()}, 0, false,
+            [&](int c, int t) { return double(in(c, t)) + gamma1(c); });
+  for (DeviceMap map : {DeviceMap::Relu, DeviceMap::GeluTanh, DeviceMap::GeluErf,
+                        DeviceMap::Scale}) {
+    auto s = spec(DeviceLoopKind::Map, W);
+    s.map = map, s.constant = -0.75;
+    checkLoop(s, W, R, {in.raw_buffer()}, 0, false, [&](int c, int t) {
+      double x = in(c, t);
+      return map == DeviceMap::Relu       ? std::max(x, 0.0)
+             : map == DeviceMap::Scale    ? x * -0.75
+             : map == DeviceMap::GeluTanh ? act(GemmEpilogue::GeluTanh, x)
+                                          : act(GemmEpilogue::GeluErf, x);
+    });
+  }
+  {
+    // A run-time factor (length(x) in a spec): (in, factor, out).
+    auto s = spec(DeviceLoopKind::Map, W);
+    s.map = DeviceMap::ScaleBy;
+    std::vector<Halide::Argument> arguments;
+    Halide::Callable kernel =
+        jitUnscheduled(buildDeviceLoopPipeline(s, /*gpuSchedule=*/false, arguments), arguments);
+    ASSERT_TRUE(kernel.defined());
+    Halide::Runtime::Buffer<float> out(W, R);
+    ASSERT_EQ(kernel(in.raw_buffer(), 0.125f, out.raw_buffer()), 0);
+    for (int t = 0; t < R; ++t)
+      for (int c = 0; c < W; ++c)
+        ASSERT_EQ(out(c, t), in(c, t) * 0.125f);
+  }
+  checkLoop(spec(DeviceLoopKind::Silu, W), W, R, {in.raw_buffer()}, 0, false,
+            [&](int c, int t) { return act(GemmEpilogue::Silu, in(c, t)); });
+  checkLoop(spec(DeviceLoopKind::Multiply, W), W, R, {in.raw_buffer(), other.raw_buffer()}, 0,
+            false, [&](int c, int t) { return double(in(c, t)) * other(c, t); });
+  for (bool halves : {false, true}) {
+    auto s = spec(DeviceLoopKind::Rotary, W);
+    s.heads = 4, s.headWidth = 10, s.constant = 10000, s.flag = halves;
+    checkLoop(s, W, R, {in.raw_buffer()}, 3000, true, [&](int c, int t) {
+      int head = c / 10, i = c % 10;
+      int pair = halves ? i % 5 : i / 2;
+      int first = head * 10 + (halves ? pair : 2 * pair), second = first + (halves ? 5 : 1);
+      double angle = double(3000 + t) * std::pow(10000.0, -2.0 * pair / 10);
+      double a = in(first, t), b = in(second, t);
+      bool isFirst = c == first;
+      return isFirst ? a * std::cos(angle) - b * std::sin(angle)
+                     : a * std::sin(angle) + b * std::cos(angle);
+    }, 2e-6);
+  }
+  for (int affine : {0, 1, 2})
+    for (bool center : {true, false}) {
+      if (!center && affine == 2)
+        continue;
+      auto s = spec(DeviceLoopKind::Normalize, W);
+      s.constant = 1e-5, s.flag = center, s.affineParams = affine;
+      std::vector<halide_buffer_t *> inputs{in.raw_buffer()};
+      if (affine >= 1)
+        inputs.push_back(gamma1.raw_buffer());
+      if (affine == 2)
+        inputs.push_back(beta1.raw_buffer());
+      checkLoop(s, W, R, inputs, 0, false, [&](int c, int t) {
+        double mean = 0, var = 0;
+        for (int j = 0; j < W; ++j)
+          mean += center ? in(j, t) / double(W) : 0;
+        for (int j = 0; j < W; ++j)
+          var += (in(j, t) - mean) * (in(j, t) - mean) / W;
+        double y = (in(c, t) - mean) / std::sqrt(var + 1e-5);
+        if (affine >= 1)
+          y *= gamma1(c);
+        if (affine == 2)
+          y += beta1(c);
+        return y;
+      }, 2e-6);
+    }
+  checkLoop(spec(DeviceLoopKind::Softmax, W), W, R, {in.raw_buffer()}, 0, false,
+            [&](int c, int t) {
+              double top = -INFINITY, sum = 0;
+              for (int j = 0; j < W; ++j)
+                top = std::max(top, double(in(j, t)));
+              for (int j = 0; j < W; ++j)
+                sum += std::exp(in(j, t) - top);
+              return std::exp(in(c, t) - top) / sum;
+            });
+  checkLoop(spec(DeviceLoopKind::Copy, 0), W, R, {in.raw_buffer()}, 0, false,
+            [&](int c, int t) { return in(c, t); }, 0);
+  // transpose: out [W, R] ← in [R, W]
+  checkLoop(spec(DeviceLoopKind::Transpose, 0), R, W, {in.raw_buffer()}, 0, false,
+            [&](int c, int t) { return in(t, c); }, 0);
+}
+
+} // namespace
