@@ -41,6 +41,7 @@ __attribute__((weak)) int halide_device_malloc(void *, HalideBuffer *, const voi
 __attribute__((weak)) int halide_device_free(void *, HalideBuffer *);
 __attribute__((weak)) int halide_copy_to_device(void *, HalideBuffer *, const void *);
 __attribute__((weak)) int halide_copy_to_host(void *, HalideBuffer *);
+__attribute__((weak)) int halide_device_sync(void *, HalideBuffer *);
 }
 
 namespace xfrt {
@@ -65,14 +66,16 @@ struct ByteView {
 
 Status halideFailure(const std::string &what, int rc) {
   std::string reason = takeHalideError();
-  return makeError(what + " failed" + (reason.empty() ? " (Halide error " + std::to_string(rc) + ")"
-                                                      : ": " + reason));
+  return makeError(what + " failed" +
+                   (reason.empty() ? " (Halide error " + std::to_string(rc) + ")" : ": " + reason));
 }
 
 bool haveHalideCuda() {
   return halide_cuda_device_interface && halide_device_malloc && halide_device_free &&
-         halide_copy_to_device && halide_copy_to_host;
+         halide_copy_to_device && halide_copy_to_host && halide_device_sync;
 }
+
+uint64_t bytesInUse = 0, bytesPeak = 0;
 
 // Copies [0, bytes) in pieces a ByteView can describe exactly (whole 64 KiB rows, then
 // the rest as one row).
@@ -111,7 +114,7 @@ Status checkCudaDevice() {
   if (int rc = init(0); rc != 0)
     return makeError("no usable NVIDIA GPU: the CUDA driver's cuInit failed with error " +
                      std::to_string(rc) +
-                     (rc == 100 ? " (no CUDA-capable device)"
+                     (rc == 100  ? " (no CUDA-capable device)"
                       : rc == 34 ? " (a stub driver library, not a real driver)"
                                  : ""));
   if (int rc = count(&devices); rc != 0 || devices == 0)
@@ -121,6 +124,18 @@ Status checkCudaDevice() {
                      "--target cuda)");
   return Status::success();
 }
+
+void synchronizeDevice() {
+  if (!haveHalideCuda())
+    return;
+  // The CUDA interface synchronises its context; the buffer only names the interface.
+  HalideBuffer any{};
+  any.deviceInterface = halide_cuda_device_interface();
+  halide_device_sync(nullptr, &any);
+}
+
+uint64_t deviceBytesInUse() { return bytesInUse; }
+uint64_t deviceBytesPeak() { return bytesPeak; }
 
 DeviceMemory::DeviceMemory(DeviceMemory &&other) noexcept
     : handle_(std::exchange(other.handle_, 0)), bytes_(std::exchange(other.bytes_, 0)) {}
@@ -139,6 +154,7 @@ DeviceMemory::~DeviceMemory() {
     return;
   ByteView view(handle_, bytes_); // the whole allocation (whole 64 KiB rows)
   halide_device_free(nullptr, &view.buffer);
+  bytesInUse -= bytes_;
 }
 
 Expected<DeviceMemory> DeviceMemory::allocate(uint64_t bytes) {
@@ -155,6 +171,8 @@ Expected<DeviceMemory> DeviceMemory::allocate(uint64_t bytes) {
   DeviceMemory m;
   m.handle_ = view.buffer.device;
   m.bytes_ = rounded;
+  bytesInUse += rounded;
+  bytesPeak = std::max(bytesPeak, bytesInUse);
   return m;
 }
 

@@ -12,6 +12,7 @@
 #include "xfrt/AlignedBuffer.h"
 #include "xfrt/Chat.h"
 #include "xfrt/Cli.h"
+#include "xfrt/Device.h"
 #include "xfrt/Embeddings.h"
 #include "xfrt/Generate.h"
 #include "xfrt/HalideErrors.h"
@@ -433,7 +434,14 @@ int runMain(int argc, const char *const *argv, const ModelAbi &abi, ServeMain se
       fileBytes += int64_t(f->size());
     for (const ParameterSpec &p : m.parameters)
       paramBytes += p.numel * int64_t(sizeof(float));
-    std::fprintf(stderr, "%s\n", memoryReport(fileBytes, paramBytes).c_str());
+    std::string report = memoryReport(fileBytes, paramBytes);
+    if (m.cuda) { // weights, derived weights, scratch, KV cache, ids and outputs on the GPU
+      char gpu[64];
+      std::snprintf(gpu, sizeof gpu, ", GPU memory peak %.1f MiB",
+                    double(deviceBytesPeak()) / (1024.0 * 1024.0));
+      report += gpu;
+    }
+    std::fprintf(stderr, "%s\n", report.c_str());
   }
   return code;
 }

@@ -35,6 +35,7 @@ struct Recorder {
   std::vector<SiteTotals> totals;
   std::vector<Event> events;
   int64_t droppedEvents = 0;
+  void (*sync)() = nullptr; // waits for the GPU (setProfileSync)
 } recorder;
 
 double microsSinceOrigin(Clock::time_point t) {
@@ -43,15 +44,23 @@ double microsSinceOrigin(Clock::time_point t) {
 
 } // namespace
 
+namespace xfrt {
+void setProfileSync(void (*sync)()) { recorder.sync = sync; }
+} // namespace xfrt
+
 extern "C" void xfrt_profile_enter(int32_t site) {
   if (!recorder.enabled || site < 0 || size_t(site) >= recorder.open.size())
     return;
+  if (recorder.sync)
+    recorder.sync();
   recorder.open[site] = Clock::now();
 }
 
 extern "C" void xfrt_profile_exit(int32_t site, int64_t rows, int64_t contextRows) {
   if (!recorder.enabled || site < 0 || size_t(site) >= recorder.open.size())
     return;
+  if (recorder.sync)
+    recorder.sync();
   Clock::time_point now = Clock::now();
   double start = microsSinceOrigin(recorder.open[site]);
   double duration = microsSinceOrigin(now) - start;

@@ -3,6 +3,7 @@
 
 #include "xfrt/Device.h"
 #include "xfrt/HalideErrors.h"
+#include "xfrt/Profile.h"
 
 #include <algorithm>
 #include <string>
@@ -86,6 +87,7 @@ Expected<Session> Session::create(const Manifest &m, const ModelAbi &abi,
     if (Status ok = checkCudaDevice(); !ok)
       return ok;
     s.device_ = std::make_unique<DeviceState>();
+    setProfileSync(&synchronizeDevice);
     // Weights uploaded once; xf_prepare then fills the derived buffers on the GPU.
     for (size_t j = 0; j < m.parameters.size(); ++j) {
       const ParameterSpec &p = m.parameters[j];

@@ -69,9 +69,9 @@ int main(int argc, char **argv) {
     spec.name = "gemm";
     spec.K = b, spec.N = c, spec.transposeWeight = mode == "nk";
     built = buildGemmCudaPipeline(spec);
-    buffers.push_back(random(b, a, rng));                                      // x [M, K]
+    buffers.push_back(random(b, a, rng));                                    // x [M, K]
     buffers.push_back(mode == "nk" ? random(b, c, rng) : random(c, b, rng)); // W
-    buffers.push_back(Halide::Runtime::Buffer<float>(c, a));                  // out [M, N]
+    buffers.push_back(Halide::Runtime::Buffer<float>(c, a));                 // out [M, N]
     flops = 2.0 * a * b * c;
   } else if (kind == "attention") {
     int dK = std::atoi(argv[5]);
@@ -110,10 +110,10 @@ int main(int argc, char **argv) {
       for (int i = 0; i < runs; ++i)
         invoke();
       buffers.back().device_sync();
-      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                              start)
-                       .count() /
-                   runs);
+      ms.push_back(
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count() /
+          runs);
     }
     std::sort(ms.begin(), ms.end());
     std::printf("{\"kind\": \"%s\", \"best_ms\": %.6f, \"median_ms\": %.6f, \"gflops\": %.1f}\n",

@@ -29,8 +29,8 @@ Halide::Callable jitUnscheduled(llvm::Expected<KernelPipeline> built,
     return {};
   }
   try {
-    return built->pipeline.compile_to_callable(
-        arguments.empty() ? built->arguments() : arguments, Halide::get_host_target());
+    return built->pipeline.compile_to_callable(arguments.empty() ? built->arguments() : arguments,
+                                               Halide::get_host_target());
   } catch (const Halide::Error &e) {
     ADD_FAILURE() << e.what();
     return {};
@@ -84,8 +84,8 @@ void checkGemm(const GemmKernelSpec &spec) {
     auto residual = xftest::randomMatrix(M, N, rng);
     Halide::Runtime::Buffer<float> out(N, M);
     out.fill(std::nanf(""));
-    std::vector<halide_buffer_t *> args{
-        x.raw_buffer(), spec.bf16Weights ? weightBf16.raw_buffer() : weight.raw_buffer()};
+    std::vector<halide_buffer_t *> args{x.raw_buffer(), spec.bf16Weights ? weightBf16.raw_buffer()
+                                                                         : weight.raw_buffer()};
     if (spec.hasBias)
       args.push_back(bias1d.raw_buffer());
     if (spec.hasResidual)
@@ -132,16 +132,15 @@ TEST(CudaGemmAlgorithm, WeightLayoutsEpiloguesAndTails) {
 }
 
 void checkAttention(const AttentionKernelSpec &spec) {
-  Halide::Callable kernel =
-      jitUnscheduled(buildAttentionCudaPipeline(spec, /*gpuSchedule=*/false));
+  Halide::Callable kernel = jitUnscheduled(buildAttentionCudaPipeline(spec, /*gpuSchedule=*/false));
   ASSERT_TRUE(kernel.defined());
   const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
   const int Hkv = int(spec.keyValueHeads()), group = H / Hkv;
   std::mt19937 rng(9);
   // Decode (M ≤ 4 over a longer cache), self-attention with key- and query-block tails,
   // cross attention.
-  for (auto [M, Mz] : std::vector<std::pair<int, int>>{{1, 1}, {1, 70}, {3, 40}, {4, 4},
-                                                       {17, 17}, {20, 45}, {40, 20}}) {
+  for (auto [M, Mz] : std::vector<std::pair<int, int>>{
+           {1, 1}, {1, 70}, {3, 40}, {4, 4}, {17, 17}, {20, 45}, {40, 20}}) {
     if (spec.causal && Mz < M)
       continue;
     SCOPED_TRACE("M=" + std::to_string(M) + " Mz=" + std::to_string(Mz));
@@ -246,10 +245,12 @@ TEST(CudaLoopKernels, EveryKindAgainstItsFormula) {
   Halide::Runtime::Buffer<int32_t> ids(R);
   for (int t = 0; t < R; ++t)
     ids(t) = (7 * t + 3) % 30;
-  checkLoop(spec(DeviceLoopKind::Gather, W), W, R, {table.raw_buffer(), ids.raw_buffer()}, 0,
-            false, [&](int c, int t) { return table(c, ids(t)); }, 0);
-  checkLoop(spec(DeviceLoopKind::Position, W), W, R, {table.raw_buffer()}, 11, true,
-            [&](int c, int t) { return table(c, 11 + t); }, 0);
+  checkLoop(
+      spec(DeviceLoopKind::Gather, W), W, R, {table.raw_buffer(), ids.raw_buffer()}, 0, false,
+      [&](int c, int t) { return table(c, ids(t)); }, 0);
+  checkLoop(
+      spec(DeviceLoopKind::Position, W), W, R, {table.raw_buffer()}, 11, true,
+      [&](int c, int t) { return table(c, 11 + t); }, 0);
   auto sinusoid = spec(DeviceLoopKind::Sinusoid, 7); // an odd width
   sinusoid.constant = 10000;
   checkLoop(sinusoid, 7, R, {}, 1000, true, [&](int c, int t) {
@@ -264,8 +265,8 @@ TEST(CudaLoopKernels, EveryKindAgainstItsFormula) {
   add.flag = true;
   checkLoop(add, W, R, {in.raw_buffer(), gamma1.raw_buffer()}, 0, false,
             [&](int c, int t) { return double(in(c, t)) + gamma1(c); });
-  for (DeviceMap map : {DeviceMap::Relu, DeviceMap::GeluTanh, DeviceMap::GeluErf,
-                        DeviceMap::Scale}) {
+  for (DeviceMap map :
+       {DeviceMap::Relu, DeviceMap::GeluTanh, DeviceMap::GeluErf, DeviceMap::Scale}) {
     auto s = spec(DeviceLoopKind::Map, W);
     s.map = map, s.constant = -0.75;
     checkLoop(s, W, R, {in.raw_buffer()}, 0, false, [&](int c, int t) {
@@ -297,16 +298,19 @@ TEST(CudaLoopKernels, EveryKindAgainstItsFormula) {
   for (bool halves : {false, true}) {
     auto s = spec(DeviceLoopKind::Rotary, W);
     s.heads = 4, s.headWidth = 10, s.constant = 10000, s.flag = halves;
-    checkLoop(s, W, R, {in.raw_buffer()}, 3000, true, [&](int c, int t) {
-      int head = c / 10, i = c % 10;
-      int pair = halves ? i % 5 : i / 2;
-      int first = head * 10 + (halves ? pair : 2 * pair), second = first + (halves ? 5 : 1);
-      double angle = double(3000 + t) * std::pow(10000.0, -2.0 * pair / 10);
-      double a = in(first, t), b = in(second, t);
-      bool isFirst = c == first;
-      return isFirst ? a * std::cos(angle) - b * std::sin(angle)
-                     : a * std::sin(angle) + b * std::cos(angle);
-    }, 2e-6);
+    checkLoop(
+        s, W, R, {in.raw_buffer()}, 3000, true,
+        [&](int c, int t) {
+          int head = c / 10, i = c % 10;
+          int pair = halves ? i % 5 : i / 2;
+          int first = head * 10 + (halves ? pair : 2 * pair), second = first + (halves ? 5 : 1);
+          double angle = double(3000 + t) * std::pow(10000.0, -2.0 * pair / 10);
+          double a = in(first, t), b = in(second, t);
+          bool isFirst = c == first;
+          return isFirst ? a * std::cos(angle) - b * std::sin(angle)
+                         : a * std::sin(angle) + b * std::cos(angle);
+        },
+        2e-6);
   }
   for (int affine : {0, 1, 2})
     for (bool center : {true, false}) {
@@ -319,34 +323,38 @@ TEST(CudaLoopKernels, EveryKindAgainstItsFormula) {
         inputs.push_back(gamma1.raw_buffer());
       if (affine == 2)
         inputs.push_back(beta1.raw_buffer());
-      checkLoop(s, W, R, inputs, 0, false, [&](int c, int t) {
-        double mean = 0, var = 0;
-        for (int j = 0; j < W; ++j)
-          mean += center ? in(j, t) / double(W) : 0;
-        for (int j = 0; j < W; ++j)
-          var += (in(j, t) - mean) * (in(j, t) - mean) / W;
-        double y = (in(c, t) - mean) / std::sqrt(var + 1e-5);
-        if (affine >= 1)
-          y *= gamma1(c);
-        if (affine == 2)
-          y += beta1(c);
-        return y;
-      }, 2e-6);
+      checkLoop(
+          s, W, R, inputs, 0, false,
+          [&](int c, int t) {
+            double mean = 0, var = 0;
+            for (int j = 0; j < W; ++j)
+              mean += center ? in(j, t) / double(W) : 0;
+            for (int j = 0; j < W; ++j)
+              var += (in(j, t) - mean) * (in(j, t) - mean) / W;
+            double y = (in(c, t) - mean) / std::sqrt(var + 1e-5);
+            if (affine >= 1)
+              y *= gamma1(c);
+            if (affine == 2)
+              y += beta1(c);
+            return y;
+          },
+          2e-6);
     }
-  checkLoop(spec(DeviceLoopKind::Softmax, W), W, R, {in.raw_buffer()}, 0, false,
-            [&](int c, int t) {
-              double top = -INFINITY, sum = 0;
-              for (int j = 0; j < W; ++j)
-                top = std::max(top, double(in(j, t)));
-              for (int j = 0; j < W; ++j)
-                sum += std::exp(in(j, t) - top);
-              return std::exp(in(c, t) - top) / sum;
-            });
-  checkLoop(spec(DeviceLoopKind::Copy, 0), W, R, {in.raw_buffer()}, 0, false,
-            [&](int c, int t) { return in(c, t); }, 0);
+  checkLoop(spec(DeviceLoopKind::Softmax, W), W, R, {in.raw_buffer()}, 0, false, [&](int c, int t) {
+    double top = -INFINITY, sum = 0;
+    for (int j = 0; j < W; ++j)
+      top = std::max(top, double(in(j, t)));
+    for (int j = 0; j < W; ++j)
+      sum += std::exp(in(j, t) - top);
+    return std::exp(in(c, t) - top) / sum;
+  });
+  checkLoop(
+      spec(DeviceLoopKind::Copy, 0), W, R, {in.raw_buffer()}, 0, false,
+      [&](int c, int t) { return in(c, t); }, 0);
   // transpose: out [W, R] ← in [R, W]
-  checkLoop(spec(DeviceLoopKind::Transpose, 0), R, W, {in.raw_buffer()}, 0, false,
-            [&](int c, int t) { return in(t, c); }, 0);
+  checkLoop(
+      spec(DeviceLoopKind::Transpose, 0), R, W, {in.raw_buffer()}, 0, false,
+      [&](int c, int t) { return in(t, c); }, 0);
 }
 
 } // namespace

@@ -23,6 +23,12 @@ namespace xfrt {
 // $XF_CUDA_DRIVER names another driver library to open (tests use it).
 Status checkCudaDevice();
 
+// Waits for every kernel launched so far (errors are left to the next call to report).
+void synchronizeDevice();
+// GPU memory this process holds through DeviceMemory now, and at most so far.
+uint64_t deviceBytesInUse();
+uint64_t deviceBytesPeak();
+
 // One device allocation (moved, not copied; freed with the object).
 class DeviceMemory {
 public:

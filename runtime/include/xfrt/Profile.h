@@ -29,6 +29,10 @@ namespace xfrt {
 // ones are counted as dropped), so --repeat 1000000 --trace-out stays bounded.
 void profileStart(size_t sites, size_t traceEvents = 0);
 void profileStop();
+// On a GPU (docs/gpu.md) kernels run asynchronously: with a `sync` that waits for the device,
+// each site is timed from after the previous work finished until its own work has, so the
+// table shows device time (plus a synchronisation per call) rather than launch time.
+void setProfileSync(void (*sync)());
 // Kernel calls past the trace's capacity in the last recording.
 int64_t profileDroppedTraceEvents();
 // The trace keeps at most this many kernel calls (about 40 MB of JSON).

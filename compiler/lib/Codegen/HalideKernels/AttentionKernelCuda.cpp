@@ -35,8 +35,8 @@ namespace {
 
 constexpr int kQueryBlock = 16, kKeyBlock = 32; // queries per block, keys per stage
 constexpr int kDecodeRows = 4;
-constexpr int kMaxColumnThreads = 32;           // output columns per thread row
-constexpr float kNoScore = -1e30f;              // a finite −inf (differences stay 0)
+constexpr int kMaxColumnThreads = 32; // output columns per thread row
+constexpr float kNoScore = -1e30f;    // a finite −inf (differences stay 0)
 
 llvm::Error invalid(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);

@@ -45,10 +45,10 @@ namespace {
 constexpr int kTileCols = 64, kTileRows = 32; // a block's tile of out
 constexpr int kRegCols = 4, kRegRows = 4;     // a thread's register tile
 constexpr int kThreadsX = kTileCols / kRegCols, kThreadsY = kTileRows / kRegRows; // 16 × 8
-constexpr int kSliceK = 16;                   // K per shared-memory stage
-constexpr int kGemvRows = 4;                  // M up to this takes the GEMV path
-constexpr int kGemvCols = 32, kGemvSlices = 16;    // [K, N] GEMV block: columns × K slices
-constexpr int kLanes = 32, kGemvLaneCols = 8;      // [N, K] GEMV block: lanes × columns
+constexpr int kSliceK = 16;                     // K per shared-memory stage
+constexpr int kGemvRows = 4;                    // M up to this takes the GEMV path
+constexpr int kGemvCols = 32, kGemvSlices = 16; // [K, N] GEMV block: columns × K slices
+constexpr int kLanes = 32, kGemvLaneCols = 8;   // [N, K] GEMV block: lanes × columns
 
 llvm::Error invalid(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -82,10 +82,10 @@ llvm::Expected<KernelPipeline> buildGemmCuda(const GemmKernelSpec &spec, bool gp
   const int gates = gated ? 2 : 1;
   const int weightCols = gates * N;
 
-  ImageParam x(Float(32), 2, "x");                                          // (k, m)
+  ImageParam x(Float(32), 2, "x");                                           // (k, m)
   ImageParam weight(spec.bf16Weights ? BFloat(16) : Float(32), 2, "weight"); // (n, k) or (k, n)
-  ImageParam bias(Float(32), 1, "bias");                                    // (n)
-  ImageParam residual(Float(32), 2, "residual");                            // (n, m)
+  ImageParam bias(Float(32), 1, "bias");                                     // (n)
+  ImageParam residual(Float(32), 2, "residual");                             // (n, m)
   Var n("n"), m("m"), g("g"), k("k"), s("s"), l("l");
   Expr rows = x.dim(1).extent();
 

@@ -7,11 +7,10 @@
 // (the same formulas, f64 angles for sinusoids and rotary positions); only
 // summation order differs.
 //
-// Schedules: row-wise maps are 2-D thread blocks of kMapCols × kMapRows
-// elements. Reductions over a row (LayerNorm, RMSNorm, softmax) take one
-// block per row: kRowThreads threads each reduce a strided part of the row
-// into shared memory, one thread adds those partials, then all threads
-// write the row.
+// Schedules: row-wise maps are 2-D thread blocks of 256 threads, kMapCols ×
+// kMapRows elements (narrower and taller when a row is shorter). Reductions over a row (LayerNorm,
+// RMSNorm, softmax) take one block per row: kRowThreads threads each reduce a strided part of the
+// row into shared memory, one thread adds those partials, then all threads write the row.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,7 +50,8 @@ struct Built {
 llvm::Expected<Built> buildLoop(const DeviceLoopKernelSpec &spec, bool gpuSchedule) {
   if (spec.name.empty())
     return invalid("loop kernel: empty function name");
-  const bool fixedWidth = spec.kind != DeviceLoopKind::Copy && spec.kind != DeviceLoopKind::Transpose;
+  const bool fixedWidth =
+      spec.kind != DeviceLoopKind::Copy && spec.kind != DeviceLoopKind::Transpose;
   if (fixedWidth && spec.width <= 0)
     return invalid("loop kernel '" + spec.name + "': width must be positive");
   const int width = int(spec.width);
@@ -182,7 +182,9 @@ llvm::Expected<Built> buildLoop(const DeviceLoopKernelSpec &spec, bool gpuSchedu
   case DeviceLoopKind::Normalize: {
     rowReduction = true;
     const bool center = spec.flag;
-    Func mean = center ? reduceRow("row_sum", [&](Expr col) { return in(col, t); }, false) : Func();
+    Func mean = center ? reduceRow(
+                             "row_sum", [&](Expr col) { return in(col, t); }, false)
+                       : Func();
     auto meanOf = [&](Expr row) { return center ? mean(row) / float(width) : Expr(0.f); };
     Func squares = reduceRow(
         "row_squares",
@@ -211,8 +213,10 @@ llvm::Expected<Built> buildLoop(const DeviceLoopKernelSpec &spec, bool gpuSchedu
   }
   case DeviceLoopKind::Softmax: {
     rowReduction = true;
-    Func top = reduceRow("row_max", [&](Expr col) { return in(col, t); }, true);
-    Func total = reduceRow("row_exp_sum", [&](Expr col) { return exp(in(col, t) - top(t)); }, false);
+    Func top = reduceRow(
+        "row_max", [&](Expr col) { return in(col, t); }, true);
+    Func total = reduceRow(
+        "row_exp_sum", [&](Expr col) { return exp(in(col, t) - top(t)); }, false);
     out(c, t) = exp(in(c, t) - top(t)) * (1.f / total(t));
     in.dim(0).set_bounds(0, width).set_stride(1);
     args = {in};
@@ -250,7 +254,12 @@ llvm::Expected<Built> buildLoop(const DeviceLoopKernelSpec &spec, bool gpuSchedu
         total.update().gpu_threads(t);
       }
     } else {
-      out.gpu_tile(c, t, co, to, ci, ti, kMapCols, kMapRows, TailStrategy::GuardWithIf);
+      // kMapCols × kMapRows threads, narrower and taller for rows of fewer columns.
+      int cols = kMapCols;
+      while (fixedWidth && cols / 2 >= width && cols > 8)
+        cols /= 2;
+      out.gpu_tile(c, t, co, to, ci, ti, cols, kMapCols * kMapRows / cols,
+                   TailStrategy::GuardWithIf);
     }
   }
   Built built{args, out};
@@ -279,7 +288,8 @@ std::string kernelSignature(const DeviceLoopKernelSpec &s) {
     return (s.flag ? "add_bias" : "add") + w;
   case DeviceLoopKind::Map: {
     static const char *maps[] = {"relu", "gelu_tanh", "gelu_erf", "scale", "scale_by"};
-    return maps[int(s.map)] + w + (s.map == DeviceMap::Scale ? " factor=" + number(s.constant) : "");
+    return maps[int(s.map)] + w +
+           (s.map == DeviceMap::Scale ? " factor=" + number(s.constant) : "");
   }
   case DeviceLoopKind::Silu:
     return "silu" + w;
