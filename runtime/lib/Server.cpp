@@ -536,6 +536,10 @@ int runServer(const Options &o, const Manifest &m, const ModelAbi &abi, const We
     std::fprintf(stderr, "error: %s\n", session.message().c_str());
     return 1;
   }
+  if (m.cuda) { // packed batches read host arrays (docs/gpu.md)
+    std::fprintf(stderr, "error: --serve does not run models built with --target cuda yet\n");
+    return 1;
+  }
   if (m.outputIsLogits && !session->canPackCached()) {
     std::fprintf(stderr, "error: --serve: decoder '%s' has no xf_forward_cached_packed (rebuild "
                  "it with this xfc)\n", m.model.c_str());
