@@ -331,12 +331,10 @@ static mlir::LogicalResult openObjectCache(std::optional<mlir::xf::ObjectCache> 
 static mlir::FailureOr<mlir::xf::HostProgram> lowerWithWeightOptions(mlir::ModuleOp kernels) {
   mlir::xf::HostOptions hostOptions;
   hostOptions.cudaDevice = mlir::xf::isCudaTarget(target);
-  // The CUDA GEMM stages its own tiles in shared memory: weights stay as stored.
-  if (hostOptions.cudaDevice)
-    hostOptions.packWeightsAtLoad = false;
   hostOptions.bf16Weights = weightType == WeightType::BF16;
   hostOptions.bf16Activations = bf16GemmInputs;
-  hostOptions.packWeightsAtLoad = packWeights == PackWeights::Load;
+  // The CUDA GEMM stages its own tiles in shared memory: weights stay as stored.
+  hostOptions.packWeightsAtLoad = packWeights == PackWeights::Load && !hostOptions.cudaDevice;
   if (bf16GemmInputs && !hostOptions.bf16Weights) {
     llvm::errs() << "xfc: error: --bf16-gemm-inputs needs --weight-type=bf16\n";
     return mlir::failure();
