@@ -41,6 +41,7 @@ def load(name, path):
     return module
 
 
+sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))  # check_examples' own imports
 EXAMPLES = load("check_examples", os.path.join(ROOT, "test", "e2e", "check_examples.py"))
 
 
