@@ -1,7 +1,6 @@
 //===- GemmEpilogue.h - a GEMM's activation as a Halide expression -*- C++ -*-===//
 //
-// One definition of each epilogue for the GEMM generators (the CUDA one uses
-// it; GemmKernel.cpp keeps an identical copy until its pre-packing work lands).
+// One definition of each epilogue for the GEMM generators (CPU and CUDA).
 //
 //===----------------------------------------------------------------------===//
 

@@ -27,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "BlockWeights.h"
+#include "GemmEpilogue.h"
 #include "KernelPipelines.h"
 
 #include <algorithm>
@@ -125,29 +126,6 @@ int64_t gemvChunkCols(const GemmKernelSpec &spec, int vectorWidth) {
   }
   int64_t chunk = (spec.N + tasks - 1) / tasks;
   return std::max<int64_t>(vectorWidth, (chunk + vectorWidth - 1) / vectorWidth * vectorWidth);
-}
-
-Expr applyEpilogue(GemmEpilogue epilogue, Expr a) {
-  switch (epilogue) {
-  case GemmEpilogue::None:
-    return a;
-  case GemmEpilogue::Relu:
-    return max(a, 0.f);
-  case GemmEpilogue::GeluTanh: {
-    // tanh(y) = 1 - 2 / (exp(2y) + 1): vectorizes (Halide's tanh calls libm)
-    // and saturates correctly when exp overflows to inf or underflows to 0.
-    Expr y = float(std::sqrt(2.0 / M_PI)) * (a + 0.044715f * a * a * a);
-    Expr tanhY = 1.f - 2.f / (exp(2.f * y) + 1.f);
-    return 0.5f * a * (1.f + tanhY);
-  }
-  case GemmEpilogue::GeluErf:
-    return 0.5f * a * (1.f + erf(a * float(1.0 / std::sqrt(2.0))));
-  case GemmEpilogue::Silu:
-  case GemmEpilogue::SwiGlu: // the gate; the product with up follows
-    // x·σ(x) = x / (1 + e^(−x)): 0 as e^(−x) overflows, x as it underflows.
-    return a / (1.f + exp(-a));
-  }
-  return a;
 }
 
 /// Gated: the stored column of column n of the interleaved weight (tile 2i =
@@ -389,7 +367,7 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
     Expr gate = select(gemv, gemvTiles(n % tileCols, tile, m), product(n % tileCols, tile, m));
     if (spec.hasBias)
       gate += bias(n);
-    value = applyEpilogue(spec.epilogue, gate);
+    value = applyGemmEpilogue(spec.epilogue, gate);
     if (gated) {
       Expr up = select(gemv, gemvTiles(n % tileCols, tile + 1, m),
                        product(n % tileCols, tile + 1, m));
@@ -401,7 +379,7 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
     value = select(gemv, gemvProduct(n, m), product(n % tileCols, n / tileCols, m));
     if (spec.hasBias)
       value += bias(n);
-    value = applyEpilogue(spec.epilogue, value);
+    value = applyGemmEpilogue(spec.epilogue, value);
   } else {
     // silu(gate + b_gate) ⊙ (up + b_up), from neighbouring tiles (chunks).
     Expr gemvGate = (n / gemvChunk) * 2 * gemvChunk + n % gemvChunk;
@@ -411,7 +389,7 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
                      product(n % tileCols, tileGate + 1, m));
     if (spec.hasBias)
       gate += bias(n), up += bias(n + N);
-    value = applyEpilogue(spec.epilogue, gate) * up;
+    value = applyGemmEpilogue(spec.epilogue, gate) * up;
   }
   if (spec.hasResidual)
     value += residual(n, m);
