@@ -1,6 +1,6 @@
 //===- BufferPlan.cpp - one arena, slots reused by liveness ---------------===//
 
-#include "BufferPlan.h"
+#include "xf/Conversion/BufferPlan.h"
 
 #include <algorithm>
 #include <map>

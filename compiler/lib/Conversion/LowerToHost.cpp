@@ -1,20 +1,17 @@
 //===- LowerToHost.cpp - fused xf IR → host code + kernel specs -----------===//
 //
-// Two walks over @forward. The first decides where every tensor lives:
-// checkpoint parameters, derived weights (tensors computed from parameters
-// alone — concatenations, transposes, slices — filled once by xf_prepare),
-// views (column slices of an activation), the output buffer, or a slot of
-// the scratch arena. The second emits xf_prepare and xf_forward: one kernel
-// call per op, Halide pipelines for GEMMs and attention, scf loop kernels
-// for the rest.
+// Two walks over @forward. The first, the placement analysis (Placement.h),
+// decides where every tensor lives. The second emits xf_prepare and
+// xf_forward: one kernel call per op, Halide pipelines for GEMMs and
+// attention, scf loop kernels for the rest.
 //
 //===----------------------------------------------------------------------===//
 
 #include "xf/Conversion/LowerToHost.h"
+#include "xf/Conversion/Placement.h"
 #include "xf/Codegen/KernelSchedules.h"
 #include "xf/Codegen/KernelSpecs.h"
 #include "BlockGemvCall.h"
-#include "BufferPlan.h"
 #include "xf/Codegen/HalideCalls.h"
 #include "xf/Codegen/LoopKernels.h"
 #include "Manifest.h"
@@ -41,30 +38,9 @@ using namespace mlir::xf;
 
 namespace {
 
-/// Training (xf_train_step) adds Gradient (grads[index] + colOffset floats:
-/// a parameter's gradient or a part of it), Static (a fixed-size slot at
-/// float index + colOffset of scratch) and Loss.
-enum class Storage { Parameter, Derived, Scratch, Output, View, Tokens, Gradient, Static, Loss };
-/// Which sequence a tensor's rows follow.
-enum class Rows { Target, Source, Static };
-
-/// Where a tensor lives. Matrices are [rows, cols] with a row stride; vectors
-/// are one row.
-struct Placement {
-  Storage storage;
-  int64_t index = 0;     // parameter/derived index, scratch request, token arg
-  Value root;            // views: the tensor whose storage they share
-  int64_t colOffset = 0; // views: first column inside root
-  int64_t cols = 0, stride = 0, staticRows = 1;
-  Rows rows = Rows::Static;
-};
-
-int64_t colsOf(Value v) {
-  auto t = cast<RankedTensorType>(v.getType());
-  return t.getDimSize(t.getRank() - 1);
-}
-
-class HostLowering {
+/// Emits the entry points from the placement analysis's result (Placement.h),
+/// which every emitter reads.
+class HostLowering : TensorPlacement {
 public:
   HostLowering(func::FuncOp forward, HostProgram &program, const HostOptions &options)
       : forward(forward), program(program), options(options), ctx(forward.getContext()) {}
@@ -76,8 +52,6 @@ public:
   LogicalResult runTraining(HostLowering &forwardLowering);
 
 private:
-  LogicalResult place();
-  LogicalResult placeOp(Operation *op, int64_t index);
   void emitPrepare(llvm::StringRef name = "xf_prepare");
   /// The kernel spec of a GEMM, named (layers share kernels), with
   /// packedWeight when its weight is a constant the kernel can take packed.
@@ -173,15 +147,12 @@ private:
   LogicalResult requireDense(Operation *op, Value tensor);
 
   // Training (the section "Training" below).
-  bool training = false;
   Value targetsArg, lossArg, gradsArg;
   /// Floats of scratch before the arena: Static slots, then the two chunk
   /// buffers of the weight gradients.
   int64_t staticFloats = 0;
   /// The Static slots among them, zeroed on entry to xf_train_step.
   int64_t zeroedFloats = 0;
-  /// Where each static-shaped gradient accumulates (planAccumulation).
-  llvm::DenseMap<Value, Placement> accumulation;
   /// Static gradients whose single user (a sum or slice_grad) they were
   /// accumulated into directly: that user has nothing left to do for them.
   llvm::DenseSet<Value> folded;
@@ -189,8 +160,6 @@ private:
   /// chunk buffers' float offsets in scratch.
   int64_t chunkRows = 0, chunkLeftOffset = 0, chunkRightOffset = 0;
   GemmSchedule chunkSchedule;
-  /// Scratch requests for attention_grad's per-head work rows.
-  llvm::DenseMap<Operation *, int64_t> workRequests;
   LogicalResult placeTraining();
   LogicalResult planAccumulation(func::ReturnOp ret);
   LogicalResult emitTrainStep();
@@ -226,12 +195,6 @@ private:
   static int64_t blockRowBytes(WeightBlocks type, int64_t cols) {
     return cols / 32 * weightBlockBytes(type);
   }
-  bool encoderDecoder = false;
-
-  llvm::MapVector<Value, Placement> placements;
-  llvm::StringMap<int64_t> parameterIndex;
-  std::vector<std::pair<std::string, RankedTensorType>> parameters;
-  std::vector<Value> derived;          // in derived-index order
   /// Weights packed at load (GemmKernelSpec::packedWeight): derived buffers
   /// after `derived`, one per weight and layout, filled by `<kernel>_pack`.
   struct PackedWeight {
@@ -240,10 +203,6 @@ private:
   };
   std::vector<PackedWeight> packedWeights;
   llvm::DenseMap<Operation *, int64_t> packedWeightOfGemm;
-  std::vector<BufferRequest> requests; // scratch
-  std::vector<Value> requestValue;
-  BufferPlan plan;
-  Value result;                        // what @forward returns
 
   // Emission state.
   OpBuilder *b = nullptr;
@@ -296,150 +255,6 @@ std::string attentionKey(const AttentionKernelSpec &s) {
   return kernelSignature(s) + llvm::formatv(" | {0} {1} {2} {3}", c.queryBlock, c.keyBlock,
                                             c.rowTile, c.decodeKeyTile)
                                   .str();
-}
-
-//===----------------------------------------------------------------------===//
-// Placement
-//===----------------------------------------------------------------------===//
-
-bool isConstantOp(Operation *op) {
-  return isa<ParameterOp, SliceOp, ConcatOp, TransposeOp, RowOp>(op);
-}
-
-LogicalResult HostLowering::place() {
-  for (BlockArgument arg : forward.getArguments()) {
-    auto type = dyn_cast<RankedTensorType>(arg.getType());
-    if (!type || type.getRank() != 1 || !type.getElementType().isInteger(32))
-      return forward.emitError("@forward arguments must be tensor<?xi32> token ids");
-    Placement p{Storage::Tokens, arg.getArgNumber()};
-    p.rows = encoderDecoder && arg.getArgNumber() == 0 ? Rows::Source : Rows::Target;
-    placements[arg] = p;
-  }
-  int64_t index = 0;
-  for (Operation &op : forward.getBody().front()) {
-    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
-      if (ret.getNumOperands() != 1)
-        return ret.emitError("@forward must return one tensor");
-      result = ret.getOperand(0);
-      if (!placements.count(result) ||
-          placements[result].storage == Storage::Tokens)
-        return ret.emitError("@forward must return a computed activation");
-      for (auto &r : requests)
-        r.lastUse = std::max(r.lastUse, r.firstUse);
-      continue;
-    }
-    if (failed(placeOp(&op, index++)))
-      return failure();
-  }
-  // The returned tensor is written straight into `out` when it owns a slot.
-  Placement &out = placements[result];
-  if (out.storage == Storage::Scratch) {
-    requests[out.index].columns = 0;
-    out.storage = Storage::Output;
-  }
-  plan = planBuffers(requests);
-  return success();
-}
-
-LogicalResult HostLowering::placeOp(Operation *op, int64_t index) {
-  if (op->getNumResults() != 1 && !(training && isa<AttentionGradOp>(op)))
-    return op->emitError("unexpected op in @forward for host lowering");
-  Value v = op->getResult(0);
-  if (v.getType().isF64())
-    return success(); // a run-time number: no buffer (emitNumber)
-  auto type = cast<RankedTensorType>(v.getType());
-  if (type.getRank() > 2)
-    return op->emitError("host lowering handles tensors of rank 1 and 2, got ")
-           << type;
-  // Every operand read here extends its storage's lifetime to this op.
-  for (Value operand : op->getOperands()) {
-    Value root = operand;
-    while (placements.count(root) && placements[root].storage == Storage::View)
-      root = placements[root].root;
-    if (placements.count(root) && placements[root].storage == Storage::Scratch)
-      requests[placements[root].index].lastUse = index;
-  }
-  if (training) {
-    if (isa<CrossEntropyOp>(op)) {
-      placements[v] = Placement{Storage::Loss};
-      return success();
-    }
-    if (auto it = accumulation.find(v); it != accumulation.end()) {
-      placements[v] = it->second;
-      return success();
-    }
-    if (auto grad = dyn_cast<AttentionGradOp>(op)) {
-      for (Value r : op->getResults()) {
-        Placement q{Storage::Scratch, int64_t(requests.size())};
-        q.cols = q.stride = colsOf(r);
-        q.rows = placements[grad.getQuery()].rows;
-        requests.push_back({q.cols, index, index});
-        requestValue.push_back(r);
-        placements[r] = q;
-      }
-      workRequests[op] = requests.size();
-      requests.push_back({2 * grad.getKeyValueHeads(), index, index});
-      requestValue.push_back(Value());
-      return success();
-    }
-  }
-  Placement p;
-  p.cols = colsOf(v);
-  p.stride = p.cols;
-  if (type.getRank() == 2 && !type.isDynamicDim(0))
-    p.staticRows = type.getDimSize(0);
-
-  bool constant = isConstantOp(op) &&
-                  llvm::all_of(op->getOperands(), [&](Value o) {
-                    auto it = placements.find(o);
-                    return it != placements.end() &&
-                           (it->second.storage == Storage::Parameter ||
-                            it->second.storage == Storage::Derived);
-                  });
-  if (auto param = dyn_cast<ParameterOp>(op)) {
-    auto [it, inserted] = parameterIndex.try_emplace(param.getName(), parameters.size());
-    if (inserted)
-      parameters.push_back({param.getName().str(), type});
-    else if (parameters[it->second].second != type)
-      return op->emitError() << "parameter '" << param.getName()
-                             << "' is used with two shapes";
-    p.storage = Storage::Parameter;
-    p.index = it->second;
-  } else if (constant) {
-    if (!type.hasStaticShape())
-      return op->emitError("a tensor computed from parameters needs a static shape");
-    p.storage = Storage::Derived;
-    p.index = derived.size();
-    derived.push_back(v);
-  } else if (auto slice = dyn_cast<SliceOp>(op); slice && slice.getAxis() == 1 &&
-                                                  type.getRank() == 2) {
-    // A column slice of an activation is a strided view of it.
-    Value root = slice.getInput();
-    Placement &parent = placements[root];
-    p.storage = Storage::View;
-    p.root = parent.storage == Storage::View ? parent.root : root;
-    p.colOffset = parent.colOffset + slice.getOffset();
-    p.stride = parent.stride;
-    p.rows = parent.rows;
-  } else if (isa<GemmOp, AttentionOp>(op) || isLoopKernelOp(op) ||
-             (training && isa<CrossEntropyGradOp, LayerNormGradOp, RmsNormGradOp, ReluGradOp,
-                              SiluGradOp, GeluGradOp, RopeGradOp, SliceGradOp>(op))) {
-    if (type.getRank() != 2)
-      return op->emitError("host lowering expects an [ℓ, d] activation, got ") << type;
-    Value rowSource = isa<TokenEmbedOp, PositionalEmbedOp, SinusoidalEmbedOp>(op)
-                          ? op->getOperand(isa<SinusoidalEmbedOp>(op) ? 0 : 1)
-                          : op->getOperand(0);
-    p.rows = placements[rowSource].rows;
-    p.storage = Storage::Scratch;
-    p.index = requests.size();
-    requests.push_back({p.cols, index, index});
-    requestValue.push_back(v);
-  } else {
-    return op->emitError("'") << op->getName()
-                              << "' reached host lowering; run the fusion pipeline first";
-  }
-  placements[v] = p;
-  return success();
 }
 
 //===----------------------------------------------------------------------===//
@@ -1263,9 +1078,10 @@ void HostLowering::chooseBf16Parameters() {
 
 LogicalResult HostLowering::run() {
   auto output = forward->getAttrOfType<StringAttr>("xf.output");
-  encoderDecoder = forward.getNumArguments() == 2;
-  if (failed(place()))
+  FailureOr<TensorPlacement> placed = placeForward(forward);
+  if (failed(placed))
     return failure();
+  static_cast<TensorPlacement &>(*this) = std::move(*placed);
   blockParameters = blockParameterTypes(forward, options.weightBlocks);
   chooseBf16Parameters();
   OpBuilder top(ctx);

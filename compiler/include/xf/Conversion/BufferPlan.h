@@ -7,8 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef XF_LIB_CONVERSION_BUFFERPLAN_H
-#define XF_LIB_CONVERSION_BUFFERPLAN_H
+#ifndef XF_CONVERSION_BUFFERPLAN_H
+#define XF_CONVERSION_BUFFERPLAN_H
 
 #include <cstdint>
 #include <vector>
@@ -30,4 +30,4 @@ BufferPlan planBuffers(const std::vector<BufferRequest> &requests);
 
 } // namespace mlir::xf
 
-#endif // XF_LIB_CONVERSION_BUFFERPLAN_H
+#endif // XF_CONVERSION_BUFFERPLAN_H

@@ -1,0 +1,157 @@
+//===- Placement.cpp - where every tensor of @forward lives ---------------===//
+
+#include "xf/Conversion/Placement.h"
+
+#include "xf/IR/XfOps.h"
+
+using namespace mlir;
+using namespace mlir::xf;
+
+int64_t mlir::xf::colsOf(Value tensor) {
+  auto t = cast<RankedTensorType>(tensor.getType());
+  return t.getDimSize(t.getRank() - 1);
+}
+
+bool mlir::xf::isConstantOp(Operation *op) {
+  return isa<ParameterOp, SliceOp, ConcatOp, TransposeOp, RowOp>(op);
+}
+
+Value TensorPlacement::rootOf(Value tensor) {
+  Value root = tensor;
+  while (placements.count(root) && placements[root].storage == Storage::View)
+    root = placements[root].root;
+  return root;
+}
+
+FailureOr<TensorPlacement> mlir::xf::placeForward(func::FuncOp forward) {
+  TensorPlacement placed;
+  placed.encoderDecoder = forward.getNumArguments() == 2;
+  auto &placements = placed.placements;
+  for (BlockArgument arg : forward.getArguments()) {
+    auto type = dyn_cast<RankedTensorType>(arg.getType());
+    if (!type || type.getRank() != 1 || !type.getElementType().isInteger(32))
+      return forward.emitError("@forward arguments must be tensor<?xi32> token ids");
+    Placement p{Storage::Tokens, arg.getArgNumber()};
+    p.rows = placed.encoderDecoder && arg.getArgNumber() == 0 ? Rows::Source : Rows::Target;
+    placements[arg] = p;
+  }
+  int64_t index = 0;
+  Value &result = placed.result;
+  for (Operation &op : forward.getBody().front()) {
+    if (auto ret = dyn_cast<func::ReturnOp>(op)) {
+      if (ret.getNumOperands() != 1)
+        return ret.emitError("@forward must return one tensor");
+      result = ret.getOperand(0);
+      if (!placements.count(result) || placements[result].storage == Storage::Tokens)
+        return ret.emitError("@forward must return a computed activation");
+      for (auto &r : placed.requests)
+        r.lastUse = std::max(r.lastUse, r.firstUse);
+      continue;
+    }
+    if (failed(placed.placeOp(&op, index++)))
+      return failure();
+  }
+  // The returned tensor is written straight into `out` when it owns a slot.
+  Placement &out = placements[result];
+  if (out.storage == Storage::Scratch) {
+    placed.requests[out.index].columns = 0;
+    out.storage = Storage::Output;
+  }
+  placed.plan = planBuffers(placed.requests);
+  return placed;
+}
+
+LogicalResult TensorPlacement::placeOp(Operation *op, int64_t index) {
+  if (op->getNumResults() != 1 && !(training && isa<AttentionGradOp>(op)))
+    return op->emitError("unexpected op in @forward for host lowering");
+  Value v = op->getResult(0);
+  if (v.getType().isF64())
+    return success(); // a run-time number: no buffer (emitNumber)
+  auto type = cast<RankedTensorType>(v.getType());
+  if (type.getRank() > 2)
+    return op->emitError("host lowering handles tensors of rank 1 and 2, got ") << type;
+  // Every operand read here extends its storage's lifetime to this op.
+  for (Value operand : op->getOperands()) {
+    Value root = rootOf(operand);
+    if (placements.count(root) && placements[root].storage == Storage::Scratch)
+      requests[placements[root].index].lastUse = index;
+  }
+  if (training) {
+    if (isa<CrossEntropyOp>(op)) {
+      placements[v] = Placement{Storage::Loss};
+      return success();
+    }
+    if (auto it = accumulation.find(v); it != accumulation.end()) {
+      placements[v] = it->second;
+      return success();
+    }
+    if (auto grad = dyn_cast<AttentionGradOp>(op)) {
+      for (Value r : op->getResults()) {
+        Placement q{Storage::Scratch, int64_t(requests.size())};
+        q.cols = q.stride = colsOf(r);
+        q.rows = placements[grad.getQuery()].rows;
+        requests.push_back({q.cols, index, index});
+        requestValue.push_back(r);
+        placements[r] = q;
+      }
+      workRequests[op] = requests.size();
+      requests.push_back({2 * grad.getKeyValueHeads(), index, index});
+      requestValue.push_back(Value());
+      return success();
+    }
+  }
+  Placement p;
+  p.cols = colsOf(v);
+  p.stride = p.cols;
+  if (type.getRank() == 2 && !type.isDynamicDim(0))
+    p.staticRows = type.getDimSize(0);
+
+  bool constant = isConstantOp(op) && llvm::all_of(op->getOperands(), [&](Value o) {
+                    auto it = placements.find(o);
+                    return it != placements.end() && (it->second.storage == Storage::Parameter ||
+                                                      it->second.storage == Storage::Derived);
+                  });
+  if (auto param = dyn_cast<ParameterOp>(op)) {
+    auto [it, inserted] = parameterIndex.try_emplace(param.getName(), parameters.size());
+    if (inserted)
+      parameters.push_back({param.getName().str(), type});
+    else if (parameters[it->second].second != type)
+      return op->emitError() << "parameter '" << param.getName() << "' is used with two shapes";
+    p.storage = Storage::Parameter;
+    p.index = it->second;
+  } else if (constant) {
+    if (!type.hasStaticShape())
+      return op->emitError("a tensor computed from parameters needs a static shape");
+    p.storage = Storage::Derived;
+    p.index = derived.size();
+    derived.push_back(v);
+  } else if (auto slice = dyn_cast<SliceOp>(op);
+             slice && slice.getAxis() == 1 && type.getRank() == 2) {
+    // A column slice of an activation is a strided view of it.
+    Value root = slice.getInput();
+    Placement &parent = placements[root];
+    p.storage = Storage::View;
+    p.root = parent.storage == Storage::View ? parent.root : root;
+    p.colOffset = parent.colOffset + slice.getOffset();
+    p.stride = parent.stride;
+    p.rows = parent.rows;
+  } else if (isa<GemmOp, AttentionOp>(op) || isLoopKernelOp(op) ||
+             (training && isa<CrossEntropyGradOp, LayerNormGradOp, RmsNormGradOp, ReluGradOp,
+                              SiluGradOp, GeluGradOp, RopeGradOp, SliceGradOp>(op))) {
+    if (type.getRank() != 2)
+      return op->emitError("host lowering expects an [ℓ, d] activation, got ") << type;
+    Value rowSource = isa<TokenEmbedOp, PositionalEmbedOp, SinusoidalEmbedOp>(op)
+                          ? op->getOperand(isa<SinusoidalEmbedOp>(op) ? 0 : 1)
+                          : op->getOperand(0);
+    p.rows = placements[rowSource].rows;
+    p.storage = Storage::Scratch;
+    p.index = requests.size();
+    requests.push_back({p.cols, index, index});
+    requestValue.push_back(v);
+  } else {
+    return op->emitError("'") << op->getName()
+                              << "' reached host lowering; run the fusion pipeline first";
+  }
+  placements[v] = p;
+  return success();
+}

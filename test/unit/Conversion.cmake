@@ -1,0 +1,7 @@
+# Unit tests of the host lowering's analyses (compiler/lib/Conversion).
+# Included from test/unit/CMakeLists.txt.
+if(TARGET xfConversion)
+  xf_add_unit_test(xf-conversion-test
+    SOURCES PlacementTest.cpp
+    LIBS xfConversion MLIR LLVM)
+endif()
