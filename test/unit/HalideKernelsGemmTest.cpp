@@ -139,7 +139,8 @@ void checkGemmOnce(const GemmKernelSpec &spec, const std::vector<int> &rowCounts
                                : spec.bf16Weights ? weightBf16.raw_buffer()
                                                   : weight.raw_buffer();
   // Packed at load: the kernel's `_pack` function, run once, gives the weight it reads.
-  const int tileCols = int(spec.schedule.tileCols), tiles = int(packedTiles(spec));
+  const PackedWeightShape shape = packedWeightShape(spec);
+  const int lanes = int(shape.lanes), rows = int(shape.rows), tiles = int(shape.tiles);
   Halide::Runtime::Buffer<float> packed;
   Halide::Runtime::Buffer<uint16_t> packedBf16;
   if (spec.packedWeight) {
@@ -148,11 +149,12 @@ void checkGemmOnce(const GemmKernelSpec &spec, const std::vector<int> &rowCounts
     ASSERT_TRUE(pack.defined());
     halide_buffer_t *packedArg;
     if (spec.bf16Weights) {
-      packedBf16 = Halide::Runtime::Buffer<uint16_t>(tileCols, K, tiles);
+      packedBf16 = Halide::Runtime::Buffer<uint16_t>(lanes, rows, tiles);
+      packedBf16.fill(0x7fc0); // NaN: an element the pack never wrote
       packedBf16.raw_buffer()->type = halide_type_t(halide_type_bfloat, 16);
       packedArg = packedBf16.raw_buffer();
     } else {
-      packed = Halide::Runtime::Buffer<float>(tileCols, K, tiles);
+      packed = Halide::Runtime::Buffer<float>(lanes, rows, tiles);
       packed.fill(std::nanf(""));
       packedArg = packed.raw_buffer();
     }
@@ -365,6 +367,15 @@ TEST(HalideKernelsGemm, Bf16ActivationsDotProducts) {
   odd.bf16Weights = odd.bf16Activations = true;
   odd.schedule.kBlock = 128; // 2 blocks and an odd tail of 45
   checkGemm(odd, {4, 17});
+  // SwiGLU (gate and up tiles interleaved), odd K: pairs end in a zero row,
+  // the GEMV reads the pair layout packed at load.
+  for (bool transposed : {false, true}) {
+    GemmKernelSpec gated = gemm(301, 70, transposed);
+    gated.bf16Weights = gated.bf16Activations = true;
+    gated.epilogue = GemmEpilogue::SwiGlu;
+    gated.hasBias = true;
+    checkGemm(gated, {1, 3, 17});
+  }
   GemmKernelSpec spec = gemm(520, 150, /*transposeWeight=*/true);
   spec.bf16Weights = spec.bf16Activations = true;
   spec.schedule.tileCols = 32;

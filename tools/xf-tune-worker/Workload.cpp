@@ -119,8 +119,9 @@ llvm::Expected<std::vector<Workload>> withPackedWeights(Halide::Callable &pack,
                                                         const std::vector<Workload> &workloads) {
   auto packed = [&](Halide::Runtime::Buffer<void> &weight)
       -> llvm::Expected<Halide::Runtime::Buffer<void>> {
-    Halide::Runtime::Buffer<void> out(weight.type(), int(spec.schedule.tileCols), int(spec.K),
-                                      int(packedTiles(spec)));
+    PackedWeightShape shape = packedWeightShape(spec);
+    Halide::Runtime::Buffer<void> out(weight.type(), int(shape.lanes), int(shape.rows),
+                                      int(shape.tiles));
     int result = -1;
     try {
       result = pack(weight.raw_buffer(), out.raw_buffer());

@@ -527,11 +527,11 @@ HalideBufferArg HostLowering::packedWeightArg(int64_t index) {
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   Value at = LLVM::GEPOp::create(*b, loc, ptr, ptr, derivedArg,
                                  ValueRange{i64(int64_t(derived.size()) + index)});
-  int64_t tileCols = spec.schedule.tileCols;
+  PackedWeightShape shape = packedWeightShape(spec);
   HalideBufferArg arg{LLVM::LoadOp::create(*b, loc, ptr, at),
-                      {{i64(tileCols), i64(1)},
-                       {i64(spec.K), i64(tileCols)},
-                       {i64(packedTiles(spec)), i64(spec.K * tileCols)}}};
+                      {{i64(shape.lanes), i64(1)},
+                       {i64(shape.rows), i64(shape.lanes)},
+                       {i64(shape.tiles), i64(shape.rows * shape.lanes)}}};
   arg.bf16 = spec.bf16Weights;
   return arg;
 }

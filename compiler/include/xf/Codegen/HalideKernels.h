@@ -131,9 +131,12 @@ struct GemmKernelSpec {
   /// compiled beside the kernel) instead of per call: tile-major, buffer
   /// (nj, k, nt) = W(nt·tileCols + nj, k) with tileCols × K × packedTiles()
   /// elements of the stored type, zero past column N; gated, gate and up
-  /// tiles alternate. Both paths read it: the GEMM's register tiles, and the
-  /// GEMV, which streams one tile's K × tileCols block at a time. Needs
-  /// schedule.packWeights, and neither weight blocks nor bf16Activations.
+  /// tiles alternate. With bf16Activations the rows of K come in pairs, the
+  /// layout the 2-way bf16 dot product reads: (r + 2·nj, kk, nt) =
+  /// W(nt·tileCols + nj, 2·kk + r), zero past K (packedWeightShape()). Both
+  /// paths read it: the GEMM's register tiles, and the GEMV, which streams
+  /// one tile's block at a time. Needs schedule.packWeights and no weight
+  /// blocks.
   bool packedWeight = false;
   bool hasBias = false, hasResidual = false;
   GemmEpilogue epilogue = GemmEpilogue::None; // out = act(x·W + b) + residual
@@ -143,8 +146,7 @@ struct GemmKernelSpec {
 /// Whether a GEMM whose weight is a constant of the model can take it packed
 /// at load (GemmKernelSpec::packedWeight).
 inline bool canPackWeightAtLoad(const GemmKernelSpec &spec) {
-  return spec.schedule.packWeights && spec.weightBlocks == WeightBlocks::None &&
-         !spec.bf16Activations;
+  return spec.schedule.packWeights && spec.weightBlocks == WeightBlocks::None;
 }
 
 /// Register tiles of a packed weight: ⌈N / tileCols⌉, twice that when gated.
@@ -153,9 +155,22 @@ inline int64_t packedTiles(const GemmKernelSpec &spec) {
   return spec.epilogue == GemmEpilogue::SwiGlu ? 2 * tiles : tiles;
 }
 
+/// A packed weight as a dense 3-D buffer (lane, row, tile): `lanes`
+/// contiguous elements per row, `rows` rows per tile. Plain: tileCols lanes ×
+/// K rows; bf16 pairs: 2·tileCols lanes × ⌈K / 2⌉ rows.
+struct PackedWeightShape {
+  int64_t lanes, rows, tiles;
+};
+inline PackedWeightShape packedWeightShape(const GemmKernelSpec &spec) {
+  if (spec.bf16Activations)
+    return {2 * spec.schedule.tileCols, (spec.K + 1) / 2, packedTiles(spec)};
+  return {spec.schedule.tileCols, spec.K, packedTiles(spec)};
+}
+
 /// Bytes of a packed weight.
 inline int64_t packedWeightBytes(const GemmKernelSpec &spec) {
-  return packedTiles(spec) * spec.schedule.tileCols * spec.K * (spec.bf16Weights ? 2 : 4);
+  PackedWeightShape shape = packedWeightShape(spec);
+  return shape.lanes * shape.rows * shape.tiles * (spec.bf16Weights ? 2 : 4);
 }
 
 struct AttentionSchedule {

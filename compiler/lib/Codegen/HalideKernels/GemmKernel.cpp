@@ -71,8 +71,7 @@ llvm::Error validateGemm(const GemmKernelSpec &spec, int vectorWidth) {
   }
   if (spec.packedWeight && !canPackWeightAtLoad(spec))
     return invalid("gemm kernel '" + spec.name +
-                   "': a weight packed at load needs packWeights, no weight blocks and no "
-                   "bf16Activations");
+                   "': a weight packed at load needs packWeights and no weight blocks");
   if (s.panelCols % s.tileCols != 0)
     return invalid("gemm kernel '" + spec.name + "': panelCols=" + llvm::Twine(s.panelCols) +
                    " must be a multiple of tileCols=" + llvm::Twine(s.tileCols));
@@ -160,11 +159,13 @@ Func weightByColumn(Func source, const GemmKernelSpec &spec, Expr zero, const ch
 /// Bounds of the stored weight (2-D, either layout) or of a packed one.
 void constrainWeight(ImageParam weight, const GemmKernelSpec &spec, bool packed) {
   const int64_t weightCols = spec.epilogue == GemmEpilogue::SwiGlu ? 2 * spec.N : spec.N;
-  const int tileCols = int(spec.schedule.tileCols), K = int(spec.K);
+  const int K = int(spec.K);
+  const PackedWeightShape shape = packedWeightShape(spec);
+  const int lanes = int(shape.lanes), rows = int(shape.rows);
   if (packed)
-    weight.dim(0).set_bounds(0, tileCols).set_stride(1)
-        .dim(1).set_bounds(0, K).set_stride(tileCols)
-        .dim(2).set_bounds(0, int(packedTiles(spec))).set_stride(K * tileCols);
+    weight.dim(0).set_bounds(0, lanes).set_stride(1)
+        .dim(1).set_bounds(0, rows).set_stride(lanes)
+        .dim(2).set_bounds(0, int(shape.tiles)).set_stride(rows * lanes);
   else if (spec.transposeWeight)
     weight.dim(0).set_bounds(0, K).set_stride(1).dim(1).set_bounds(0, int(weightCols));
   else
@@ -191,7 +192,7 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   const int rowBytes = blocks ? int(K / 32 * weightBlockBytes(spec.weightBlocks)) : 0;
   const bool prePacked = spec.packedWeight;
   // (n, k): [K, N], or (k, n): [N, K]; gated 2·N. Blocks: (byte, n).
-  // Packed at load: (nj, k, nt).
+  // Packed at load: (nj, k, nt); bf16 pairs (r + 2·nj, kk, nt).
   ImageParam weight(blocks ? UInt(8) : spec.bf16Weights ? BFloat(16) : Float(32),
                     prePacked ? 3 : 2, "weight");
   BlockWeights blockWeights(weight, spec.weightBlocks,
@@ -236,9 +237,9 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   // Tile-major weight: packed(nj, k, nt) = W(nt·tileCols + nj, k), staged per
   // K block per call, or the weight itself when it was packed at load.
   Func packed("packed_weight");
-  if (prePacked)
+  if (prePacked && !spec.bf16Activations)
     packed(nj, k, nt) = widenWeight(weight(nj, k, nt));
-  else
+  else if (!prePacked)
     packed(nj, k, nt) = weightKN(nt * tileCols + nj, k);
   // Rows past M (the tail of a register tile) repeat row M-1; never stored.
   Func xRows("x_rows");
@@ -258,6 +259,8 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
     Expr bits = reinterpret<uint32_t>(v);
     Expr rounded = cast<uint16_t>((bits + (0x7fff + ((bits >> 16) & 1))) >> 16);
     xBf16(k, m) = reinterpret(BFloat(16), select(is_nan(v), cast<uint16_t>(0x7fc0), rounded));
+  }
+  if (dot && !prePacked) {
     Func stored = BoundaryConditions::constant_exterior(
         weight, cast(BFloat(16), 0.f),
         spec.transposeWeight ? Region{{0, K}, {0, weightCols}} : Region{{0, weightCols}, {0, K}});
@@ -274,7 +277,8 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   Func blockProduct("block_product");
   blockProduct(nj, nt, m, kb) = 0.f;
   if (dot) {
-    packedPairs(r, nj, kk, nt) = weightPairs(nt * tileCols + nj, 2 * kk + r);
+    packedPairs(r, nj, kk, nt) = prePacked ? weight(r + 2 * nj, kk, nt)
+                                           : weightPairs(nt * tileCols + nj, 2 * kk + r);
     blockProduct(nj, nt, m, kb) +=
         cast<float>(xBf16(kb * kBlock + 2 * kPairs.y + kPairs.x, m)) *
         cast<float>(packedPairs(kPairs.x, nj, kb * (kBlock / 2) + kPairs.y, nt));
@@ -292,7 +296,8 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   if (kTail) {
     tailProduct(nj, nt, m) = 0.f;
     if (dot) {
-      packedTail(r, nj, kk, nt) = weightPairs(nt * tileCols + nj, 2 * kk + r);
+      packedTail(r, nj, kk, nt) = prePacked ? weight(r + 2 * nj, kk, nt)
+                                            : weightPairs(nt * tileCols + nj, 2 * kk + r);
       tailProduct(nj, nt, m) += cast<float>(xBf16(2 * ktPairs.y + ktPairs.x, m)) *
                                 cast<float>(packedTail(ktPairs.x, nj, ktPairs.y, nt));
     } else {
@@ -336,9 +341,18 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   // Packed at load: one tile's K × tileCols block is one contiguous stream,
   // Σ_k x(k, m)·P(nj, k, nt) in tile coordinates like the GEMM's product.
   Func gemvTiles("gemv_tiles");
+  // bf16 pairs: x is not rounded here (single rows stay exact), each weight
+  // pair is widened as it is read.
+  RDom gp(0, 2, 0, (K + 1) / 2, "gp");
   if (prePacked) {
     gemvTiles(nj, nt, m) = 0.f;
-    gemvTiles(nj, nt, m) += x(gk, m) * packed(nj, gk, nt);
+    if (dot) {
+      Expr kIndex = 2 * gp.y + gp.x;
+      Expr xValue = K % 2 ? select(kIndex < K, x(min(kIndex, K - 1), m), 0.f) : x(kIndex, m);
+      gemvTiles(nj, nt, m) += xValue * widenWeight(weight(gp.x + 2 * nj, gp.y, nt));
+    } else {
+      gemvTiles(nj, nt, m) += x(gk, m) * packed(nj, gk, nt);
+    }
   } else if (blocks) {
     Expr row = gemvColumn(n), block = gb * blockChains + kc;
     Expr xLo = x(block * 32 + kl, m), xHi = x(block * 32 + 16 + kl, m);
@@ -428,13 +442,18 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
       RVar gkOuter("gk_o"), gkInner("gk_i");
       Var ntOuter("nt_o"), ntInner("nt_i");
       gemvTiles.compute_at(out, gemvTask).vectorize(nj, vw);
-      gemvTiles.update()
-          .split(gk, gkOuter, gkInner, int(s.gemvRowsPerPass), TailStrategy::GuardWithIf)
-          .split(nt, ntOuter, ntInner, kGemvStreams, TailStrategy::GuardWithIf)
-          .reorder(nj, ntInner, gkInner, m, gkOuter, ntOuter)
-          .vectorize(nj, vw)
-          .unroll(nj)
-          .unroll(ntInner);
+      Stage update = gemvTiles.update();
+      if (dot) // pairs of rows: the pair index innermost, unrolled
+        update.split(gp.y, gkOuter, gkInner, std::max(1, int(s.gemvRowsPerPass) / 2),
+                     TailStrategy::GuardWithIf)
+            .split(nt, ntOuter, ntInner, kGemvStreams, TailStrategy::GuardWithIf)
+            .reorder(nj, gp.x, ntInner, gkInner, m, gkOuter, ntOuter)
+            .unroll(gp.x);
+      else
+        update.split(gk, gkOuter, gkInner, int(s.gemvRowsPerPass), TailStrategy::GuardWithIf)
+            .split(nt, ntOuter, ntInner, kGemvStreams, TailStrategy::GuardWithIf)
+            .reorder(nj, ntInner, gkInner, m, gkOuter, ntOuter);
+      update.vectorize(nj, vw).unroll(nj).unroll(ntInner);
     } else if (blocks) {
       // Like [N, K] below, but gemvRowsPerPass / 8 rows per pass: rows of
       // blocks are short (K = 576: 360 bytes of Q4_1), so 16 interleaved
@@ -554,7 +573,8 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   }
   if (dot) {
     xBf16.compute_root().vectorize(k, vw, TailStrategy::GuardWithIf);
-    weightPairs.compute_inline();
+    if (!prePacked)
+      weightPairs.compute_inline();
   }
   if (!prePacked) {
     weightKN.compute_inline();
@@ -595,26 +615,34 @@ llvm::Expected<KernelPipeline> buildGemmPack(const GemmKernelSpec &spec, const T
   if (!spec.packedWeight)
     return invalid("gemm kernel '" + spec.name + "' takes its weight unpacked");
   const Type stored = spec.bf16Weights ? BFloat(16) : Float(32);
-  const int tileCols = int(spec.schedule.tileCols);
+  const int tileCols = int(spec.schedule.tileCols), K = int(spec.K);
+  const PackedWeightShape shape = packedWeightShape(spec);
+  const int lanes = int(shape.lanes), rows = int(shape.rows);
   ImageParam weight(stored, 2, "weight");
   Func source("weight_stored");
   Var a("a"), b("b"), nj("nj"), k("k"), nt("nt"), ko("ko"), ki("ki");
   source(a, b) = weight(a, b);
   Func weightKN = weightByColumn(source, spec, cast(stored, 0.f), "weight_kn");
   Func out("packed_weight");
-  out(nj, k, nt) = weightKN(nt * tileCols + nj, k);
+  if (spec.bf16Activations) { // (r + 2·nj, kk, nt) = W(nt·tileCols + nj, 2·kk + r), 0 past K
+    Expr row = 2 * k + nj % 2, column = nt * tileCols + nj / 2;
+    out(nj, k, nt) = K % 2 ? select(row < K, weightKN(column, min(row, K - 1)), cast(stored, 0.f))
+                           : weightKN(column, row);
+  } else {
+    out(nj, k, nt) = weightKN(nt * tileCols + nj, k);
+  }
   constrainWeight(weight, spec, /*packed=*/false);
   out.output_buffer()
-      .dim(0).set_bounds(0, tileCols).set_stride(1)
-      .dim(1).set_bounds(0, int(spec.K)).set_stride(tileCols)
-      .dim(2).set_bounds(0, int(packedTiles(spec))).set_stride(int(spec.K) * tileCols);
+      .dim(0).set_bounds(0, lanes).set_stride(1)
+      .dim(1).set_bounds(0, rows).set_stride(lanes)
+      .dim(2).set_bounds(0, int(shape.tiles)).set_stride(rows * lanes);
   // Lanes along the stored rows: [K, N] copies row segments; [N, K] is a
   // transpose, read along k in blocks of 8 so that the gathers reuse lines.
   const int vw = target.natural_vector_size(stored);
   out.parallel(nt);
   if (spec.transposeWeight)
     out.split(k, ko, ki, 8, TailStrategy::GuardWithIf).reorder(nj, ki, ko, nt).unroll(ki);
-  out.vectorize(nj, std::min(vw, tileCols), TailStrategy::GuardWithIf);
+  out.vectorize(nj, std::min(vw, lanes), TailStrategy::GuardWithIf);
   source.compute_inline();
   weightKN.compute_inline();
   KernelPipeline result;
