@@ -2,6 +2,6 @@
 # Included from test/unit/CMakeLists.txt.
 if(TARGET xfConversion)
   xf_add_unit_test(xf-conversion-test
-    SOURCES PlacementTest.cpp
+    SOURCES PlacementTest.cpp CachePlanTest.cpp
     LIBS xfConversion MLIR LLVM)
 endif()

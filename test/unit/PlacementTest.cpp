@@ -8,12 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "xf/Conversion/Placement.h"
-#include "xf/IR/XfDialect.h"
-
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/Parser/Parser.h"
+#include "ParsedForward.h"
 
 #include <gtest/gtest.h>
 
@@ -24,26 +19,7 @@ using namespace mlir::xf;
 
 namespace {
 
-struct Parsed {
-  MLIRContext context;
-  OwningOpRef<ModuleOp> module;
-  std::string diagnostics;
-  std::unique_ptr<ScopedDiagnosticHandler> handler;
-
-  explicit Parsed(llvm::StringRef text) {
-    context.loadDialect<func::FuncDialect, XfDialect>();
-    handler = std::make_unique<ScopedDiagnosticHandler>(&context, [this](Diagnostic &d) {
-      diagnostics += d.str() + "\n";
-      return success();
-    });
-    module = parseSourceString<ModuleOp>(text, &context);
-  }
-  func::FuncOp forward() { return module->lookupSymbol<func::FuncOp>("forward"); }
-  /// The result of the i-th op of @forward's body.
-  Value result(unsigned i) {
-    return std::next(forward().getBody().front().begin(), i)->getResult(0);
-  }
-};
+using Parsed = xftest::ParsedForward;
 
 // Ops in order: 0 wte, 1 w, 2 x, 3 g, 4 s, 5 v, 6 y, 7 z, 8 wt, 9 logits.
 constexpr const char *decoder = R"mlir(

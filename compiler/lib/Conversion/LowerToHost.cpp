@@ -1,13 +1,16 @@
 //===- LowerToHost.cpp - fused xf IR → host code + kernel specs -----------===//
 //
 // Two walks over @forward. The first, the placement analysis (Placement.h),
-// decides where every tensor lives. The second emits xf_prepare and
-// xf_forward: one kernel call per op, Halide pipelines for GEMMs and
-// attention, scf loop kernels for the rest.
+// decides where every tensor lives; the cache plan (CachePlan.h) which entry
+// points the model gets and its KV-cache layout. The second walk emits
+// xf_prepare and xf_forward (and its cached and packed forms): one kernel
+// call per op, Halide pipelines for GEMMs and attention, scf loop kernels
+// for the rest.
 //
 //===----------------------------------------------------------------------===//
 
 #include "xf/Conversion/LowerToHost.h"
+#include "xf/Conversion/CachePlan.h"
 #include "xf/Conversion/Placement.h"
 #include "xf/Codegen/KernelSchedules.h"
 #include "xf/Codegen/KernelSpecs.h"
@@ -59,15 +62,6 @@ private:
   void planPackedWeights();
   HalideBufferArg packedWeightArg(int64_t index);
   LogicalResult emitForward(bool cached, bool packed);
-  bool isCacheable();
-  bool isPackable();
-  /// A model reading length(x) gives every row a value that depends on the
-  /// whole sequence's length: a cached step or a packed batch would see
-  /// another length, so xf_forward runs it whole, one sequence at a time.
-  bool usesLength() {
-    return forward.walk([](LengthOp) { return WalkResult::interrupt(); }).wasInterrupted();
-  }
-  void planCache();
   void emitCacheBytes();
   LogicalResult emitOp(Operation *op);
   /// xf.length and the arith ops on it: numbers xf_forward computes before
@@ -76,15 +70,10 @@ private:
   IRMapping numbers;
   LogicalResult emitKernel(Operation *op, ManifestInfo::Kernel &site);
   void emitScratchBytes();
-  /// Positions of a model without a positional table (rotary positions go on
-  /// forever): its `l_max` hyperparameter, the context it was trained for;
-  /// 0 when it has a table or no such hyperparameter.
-  int64_t hyperparameterPositionLimit();
 
   // Emission helpers (valid while emitting one function).
   Value pointerOf(Value tensor);
   Value storagePointer(Value tensor);
-  bool isActivation(Value tensor);
   bool readsLastRowOnly(Value tensor);
   // xf_forward_cached: values computed after the last attention, and whether
   // the op being emitted is one of those.
@@ -112,7 +101,7 @@ private:
   // Packed batches (docs/abi.md "Packed batches"): n sequences' rows in one
   // matrix; row-wise kernels run once over all Σℓ rows, attention and
   // positions once per sequence.
-  bool packedMode = false, packable = false, packedCacheable = false;
+  bool packedMode = false;
   Value lengthsArg, startsArg, countArg, cachesArg;
   /// Attention's context rows per row, Σ ℓ_i·(start_i + ℓ_i) / Σ ℓ_i, for the profiler.
   Value packedContextRows;
@@ -135,8 +124,6 @@ private:
   /// sequence of every full-length tensor the tail reads to row i (in place;
   /// row i is never a later sequence's last row), so the tail runs on n rows.
   void compactLastRows();
-  /// Roots (scratch slots) of the full-length tensors the tail reads.
-  SmallVector<Value> tailInputRoots;
   /// ℓ_pad = roundup(max(ℓ, ℓ_z), 16): the arena's unit column (BufferPlan.h).
   Value paddedRowsOf(Value l, Value lz) {
     Value longest = arith::MaxSIOp::create(*b, loc, l, lz);
@@ -213,12 +200,10 @@ private:
   Value status;
   // Cached decoding (docs/abi.md): while emitting xf_forward_cached, positions
   // start at `startArg` and attention reads keys/values from `cacheArg`.
-  bool cachedMode = false, cacheable = false;
+  bool cachedMode = false;
   Value startArg, cacheArg;
-  int64_t cachePositions = 0, cacheColumns = 0;
-  // K and V slots of each attention, in columns of ⌈positions⌉₁₆ rows (the
-  // capacity is chosen at run time, so slots scale with it).
-  llvm::DenseMap<Operation *, std::pair<int64_t, int64_t>> cacheOffsets;
+  /// Which entry points run, and the K and V slots of each attention.
+  CachePlan cachePlan;
   Value cacheRows; // ⌈positions⌉₁₆ in xf_forward_cached
   llvm::StringMap<std::string> kernelNames; // spec key → exported name
   std::vector<ManifestInfo::Kernel> sites;  // one per kernel call in xf_forward
@@ -260,11 +245,6 @@ std::string attentionKey(const AttentionKernelSpec &s) {
 //===----------------------------------------------------------------------===//
 // Emission helpers
 //===----------------------------------------------------------------------===//
-
-bool HostLowering::isActivation(Value tensor) {
-  Storage s = placements[tensor].storage;
-  return s == Storage::Scratch || s == Storage::View || s == Storage::Output;
-}
 
 /// In xf_forward_cached's tail (the ops after the last attention, all
 /// row-wise) only the newest row matters: tail results hold one row, and
@@ -394,12 +374,12 @@ void HostLowering::forEachSequence(llvm::function_ref<void(Value, Value, Value, 
 }
 
 void HostLowering::compactLastRows() {
-  if (tailInputRoots.empty())
+  if (cachePlan.tailInputRoots.empty())
     return;
   forEachSequence([&](Value offset, Value rows, Value, Value index) {
     Value last = arith::SubIOp::create(*b, loc, arith::AddIOp::create(*b, loc, offset, rows),
                                        i64(1));
-    for (Value root : tailInputRoots) {
+    for (Value root : cachePlan.tailInputRoots) {
       int64_t stride = placements[root].stride;
       call(kernels->copy2d(),
            {rowPointer(root, last), i64(stride), rowPointer(root, index), i64(stride), i64(1),
@@ -677,7 +657,7 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
   if (auto attn = dyn_cast<AttentionOp>(op)) {
     AttentionKernelSpec spec = attentionKernelSpecOf(attn);
     spec.name = kernelName(attentionKey(spec), "xf_attention_", program.attentions, spec);
-    auto [keyOffset, valueOffset] = cacheOffsets.lookup(op);
+    auto [keyOffset, valueOffset] = cachePlan.offsets.lookup(op);
     if (packedMode) {
       // Each sequence attends over its own rows (and its own cache).
       forEachSequence([&](Value offset, Value rows, Value start, Value index) {
@@ -865,7 +845,8 @@ LogicalResult HostLowering::emitForward(bool cached, bool packed) {
   b = &builder;
   loc = forward.getLoc();
   auto args = fn.getArguments();
-  if ((cached && !cacheable) || (packed && !packable) || (packed && cached && !packedCacheable)) {
+  if ((cached && !cachePlan.cacheable) || (packed && !cachePlan.packable) ||
+      (packed && cached && !cachePlan.packedCacheable)) {
     // Not runnable this way: the runtime re-runs xf_forward (or loops over
     // the sequences) instead.
     func::ReturnOp::create(builder, loc,
@@ -951,92 +932,6 @@ LogicalResult HostLowering::emitForward(bool cached, bool packed) {
   return success();
 }
 
-/// Incremental decoding is exact when rows only meet in causal
-/// self-attention: one token sequence, every attention causal over it, and
-/// every GEMM multiplying by weights rather than by another activation.
-bool HostLowering::isCacheable() {
-  if (encoderDecoder || usesLength())
-    return false;
-  bool ok = true;
-  forward.walk([&](Operation *op) {
-    if (auto attn = dyn_cast<AttentionOp>(op))
-      ok &= attn.getMask() == MaskKind::causal;
-    if (auto gemm = dyn_cast<GemmOp>(op)) {
-      Storage s = placements[gemm.getWeight()].storage;
-      ok &= s == Storage::Parameter || s == Storage::Derived;
-    }
-  });
-  return ok;
-}
-
-/// Packed rows meet only in attention, which runs per sequence: one token
-/// sequence, and every GEMM multiplying by weights.
-bool HostLowering::isPackable() {
-  if (encoderDecoder || usesLength())
-    return false;
-  bool ok = true;
-  forward.walk([&](GemmOp gemm) {
-    Storage s = placements[gemm.getWeight()].storage;
-    ok &= s == Storage::Parameter || s == Storage::Derived;
-  });
-  return ok;
-}
-
-/// Each attention gets a K and a V slot of cachePositions rows.
-void HostLowering::planCache() {
-  cacheable = isCacheable();
-  packable = isPackable();
-  if (!cacheable)
-    return;
-  // xf_forward_cached_packed compacts the full-length tensors its tail reads
-  // (compactLastRows), which needs them in scratch slots.
-  Operation *lastAttention = nullptr;
-  forward.walk([&](AttentionOp op) { lastAttention = op; });
-  packedCacheable = packable && lastAttention;
-  llvm::DenseSet<Value> tail, roots;
-  for (Operation &op : forward.getBody().front()) {
-    if (isa<func::ReturnOp>(op) || !lastAttention || !lastAttention->isBeforeInBlock(&op) ||
-        !isActivation(op.getResult(0)))
-      continue;
-    tail.insert(op.getResult(0));
-    for (Value operand : op.getOperands()) {
-      if (!placements.count(operand) || !isActivation(operand) || tail.contains(operand))
-        continue;
-      Value root = operand;
-      while (placements[root].storage == Storage::View)
-        root = placements[root].root;
-      if (placements[root].storage != Storage::Scratch)
-        packedCacheable = false;
-      else if (roots.insert(root).second)
-        tailInputRoots.push_back(root);
-    }
-  }
-  cachePositions = 4096;
-  forward.walk([&](PositionalEmbedOp op) {
-    cachePositions = std::min(cachePositions, op.getTable().getType().getDimSize(0));
-  });
-  if (int64_t limit = hyperparameterPositionLimit())
-    cachePositions = limit;
-  auto slot = [&](Value t) {
-    int64_t column = cacheColumns;
-    cacheColumns += colsOf(t);
-    return column;
-  };
-  forward.walk([&](AttentionOp op) {
-    int64_t k = slot(op.getKey());
-    cacheOffsets[op] = {k, slot(op.getValue())};
-  });
-}
-
-int64_t HostLowering::hyperparameterPositionLimit() {
-  bool hasTable = false;
-  forward.walk([&](PositionalEmbedOp) { hasTable = true; });
-  auto module = forward->getParentOfType<ModuleOp>();
-  auto hparams = module->getAttrOfType<DictionaryAttr>("xf.hyperparameters");
-  auto limit = hparams ? hparams.getAs<IntegerAttr>("l_max") : IntegerAttr();
-  return !hasTable && limit && limit.getInt() > 0 ? limit.getInt() : 0;
-}
-
 void HostLowering::emitCacheBytes() {
   Type i64Type = IntegerType::get(ctx, 64);
   OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
@@ -1047,7 +942,7 @@ void HostLowering::emitCacheBytes() {
   loc = forward.getLoc();
   // ⌈positions⌉₁₆ rows per column keep every slot 64-byte aligned.
   Value rows = paddedRowsOf(fn.getArgument(0), i64(0));
-  Value bytes = arith::MulIOp::create(builder, loc, rows, i64(4 * cacheColumns));
+  Value bytes = arith::MulIOp::create(builder, loc, rows, i64(4 * cachePlan.columns));
   func::ReturnOp::create(builder, loc, ValueRange{bytes});
   b = nullptr;
 }
@@ -1090,7 +985,7 @@ LogicalResult HostLowering::run() {
   kernels->setDevice(options.cudaDevice);
   planPackedWeights();
   emitPrepare();
-  planCache();
+  cachePlan = planCache(forward, *this);
   for (auto [cached, packed] : {std::pair{false, false}, {true, false}, {false, true},
                                 {true, true}})
     if (failed(emitForward(cached, packed)))
@@ -1114,7 +1009,7 @@ LogicalResult HostLowering::run() {
     int64_t n = op.getTable().getType().getDimSize(0);
     info.maxPositions = info.maxPositions ? std::min(info.maxPositions, n) : n;
   });
-  if (int64_t limit = hyperparameterPositionLimit())
+  if (int64_t limit = hyperparameterPositionLimit(forward))
     info.maxPositions = limit;
   for (auto [i, entry] : llvm::enumerate(parameters))
     info.parameters.push_back(
@@ -1145,9 +1040,9 @@ LogicalResult HostLowering::run() {
   for (const PackedWeight &packed : packedWeights)
     info.derivedBytes.push_back(packedWeightBytes(packed.spec));
   info.kernels = sites;
-  info.cached = cacheable;
-  info.packed = packable;
-  info.cachePositions = cacheable ? cachePositions : 0;
+  info.cached = cachePlan.cacheable;
+  info.packed = cachePlan.packable;
+  info.cachePositions = cachePlan.cacheable ? cachePlan.positions : 0;
   if (options.cudaDevice)
     info.device = "cuda";
   program.manifest = renderManifest(info);
@@ -1260,7 +1155,7 @@ LogicalResult HostLowering::placeTraining() {
   // K = chunkRows over the chunk's rows, transposed and zero-padded, that adds
   // into the gradient (its residual). The chunk follows the longest sequence
   // the model takes, so short sequences do not pay for a long chunk.
-  int64_t limit = hyperparameterPositionLimit();
+  int64_t limit = hyperparameterPositionLimit(forward);
   forward.walk([&](PositionalEmbedOp op) { limit = op.getTable().getType().getDimSize(0); });
   chunkRows = limit > 0 ? std::clamp<int64_t>((limit + 15) / 16 * 16, 16, 256) : 256;
   forward.walk([&](GemmOp gemm) {

@@ -23,6 +23,11 @@ Value TensorPlacement::rootOf(Value tensor) {
   return root;
 }
 
+bool TensorPlacement::isActivation(Value tensor) {
+  Storage s = placements[tensor].storage;
+  return s == Storage::Scratch || s == Storage::View || s == Storage::Output;
+}
+
 FailureOr<TensorPlacement> mlir::xf::placeForward(func::FuncOp forward) {
   TensorPlacement placed;
   placed.encoderDecoder = forward.getNumArguments() == 2;

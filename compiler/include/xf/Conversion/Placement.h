@@ -80,6 +80,9 @@ struct TensorPlacement {
   LogicalResult placeOp(Operation *op, int64_t index);
   /// The tensor whose storage `tensor` shares: itself unless a view.
   Value rootOf(Value tensor);
+  /// A scratch slot, a view of one, or the output: a tensor with ℓ rows that
+  /// a kernel of the entry point writes.
+  bool isActivation(Value tensor);
 };
 
 /// Places @forward's token arguments and ops; the returned tensor is written

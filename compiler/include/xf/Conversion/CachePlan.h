@@ -1,0 +1,58 @@
+//===- CachePlan.h - which entry points a model gets, and its KV cache -*- C++ -*-===//
+//
+// From @forward and its placement (Placement.h): whether the model can decode
+// incrementally (xf_forward_cached) and run packed batches
+// (xf_forward_packed, xf_forward_cached_packed), and the layout of the KV
+// cache — a K and a V slot per attention, each a range of columns of
+// ⌈positions⌉₁₆ rows, so the slots scale with the capacity chosen at run
+// time (docs/abi.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_CONVERSION_CACHEPLAN_H
+#define XF_CONVERSION_CACHEPLAN_H
+
+#include "xf/Conversion/Placement.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <utility>
+
+namespace mlir::xf {
+
+struct CachePlan {
+  /// Incremental decoding is exact: rows only meet in causal self-attention.
+  bool cacheable = false;
+  /// Packed rows only meet in attention, which runs per sequence.
+  bool packable = false;
+  /// Both, and the full-length tensors the tail (the ops after the last
+  /// attention) reads live in scratch slots, where compactLastRows can move
+  /// each sequence's last row.
+  bool packedCacheable = false;
+  /// The cache's default capacity in positions (the manifest's
+  /// cache_positions), and its width in columns.
+  int64_t positions = 0, columns = 0;
+  /// Each attention's K and V slot: first column.
+  llvm::DenseMap<Operation *, std::pair<int64_t, int64_t>> offsets;
+  /// The scratch roots of the full-length tensors the tail reads.
+  SmallVector<Value> tailInputRoots;
+};
+
+/// Nothing is cached (and no field but `packable` set) unless `cacheable`.
+CachePlan planCache(func::FuncOp forward, TensorPlacement &placed);
+
+/// A model reading length(x) gives every row a value that depends on the
+/// whole sequence's length: a cached step or a packed batch would see
+/// another length, so xf_forward runs it whole, one sequence at a time.
+bool usesLength(func::FuncOp forward);
+
+/// Positions of a model without a positional table (rotary positions go on
+/// forever): its `l_max` hyperparameter, the context it was trained for;
+/// 0 when it has a table or no such hyperparameter.
+int64_t hyperparameterPositionLimit(func::FuncOp forward);
+
+} // namespace mlir::xf
+
+#endif // XF_CONVERSION_CACHEPLAN_H
