@@ -13,6 +13,7 @@
 
 #include "xf/IR/XfDialect.h"
 #ifdef XF_HAVE_TRANSFORMS
+#include "xf/Conversion/Passes.h"
 #include "xf/Transforms/Passes.h"
 #endif
 
@@ -20,6 +21,7 @@ int main(int argc, char **argv) {
   mlir::registerAllPasses();
 #ifdef XF_HAVE_TRANSFORMS
   mlir::xf::registerXfPasses();
+  mlir::xf::registerXfConversionPasses();
 #endif
   mlir::DialectRegistry registry;
   registry.insert<mlir::xf::XfDialect>();

@@ -13,6 +13,7 @@
 #include "Check.h"
 #include "Files.h"
 
+#include "xf/Conversion/Passes.h"
 #include "xf/Pipelines/ObjectCache.h"
 #include "xf/Pipelines/Pipelines.h"
 #include "xf/Spec/Frontend.h"
@@ -326,9 +327,8 @@ static mlir::LogicalResult openObjectCache(std::optional<mlir::xf::ObjectCache> 
   return mlir::success();
 }
 
-/// The stages after fusion: host code, Halide kernels, LLVM, objects.
-/// The host lowering of the kernel-level module under the weight options.
-static mlir::FailureOr<mlir::xf::HostProgram> lowerWithWeightOptions(mlir::ModuleOp kernels) {
+/// The host lowering's options (xf-lower-to-host) from the weight flags.
+static mlir::FailureOr<mlir::xf::HostOptions> hostOptionsFromFlags() {
   mlir::xf::HostOptions hostOptions;
   hostOptions.cudaDevice = mlir::xf::isCudaTarget(target);
   hostOptions.bf16Weights = weightType == WeightType::BF16;
@@ -360,14 +360,12 @@ static mlir::FailureOr<mlir::xf::HostProgram> lowerWithWeightOptions(mlir::Modul
     if (mlir::failed(quantizedLikeBlocks(hostOptions.weightBlocks)))
       return mlir::failure();
   }
-  return mlir::xf::lowerToHost(kernels, hostOptions);
+  return hostOptions;
 }
 
-static mlir::LogicalResult emitBackend(Emit action, mlir::ModuleOp fused,
+/// The stages after the host lowering: host code, Halide kernels, LLVM, objects.
+static mlir::LogicalResult emitBackend(Emit action, mlir::xf::HostProgram *program,
                                        llvm::raw_ostream &os) {
-  mlir::FailureOr<mlir::xf::HostProgram> program = lowerWithWeightOptions(fused);
-  if (mlir::failed(program))
-    return mlir::failure();
   mlir::xf::CodegenOptions options;
   options.target = target;
   options.optLevel = std::min(optLevel.getValue(), 3u);
@@ -454,7 +452,10 @@ static mlir::LogicalResult runCheck(mlir::ModuleOp xfModule, mlir::ModuleOp kern
 
 /// `xfc tune`: the kernels of the lowered model, tuned into the database.
 static mlir::LogicalResult runTune(mlir::MLIRContext &context, mlir::ModuleOp kernels) {
-  mlir::FailureOr<mlir::xf::HostProgram> program = lowerWithWeightOptions(kernels);
+  mlir::FailureOr<mlir::xf::HostOptions> hostOptions = hostOptionsFromFlags();
+  if (mlir::failed(hostOptions))
+    return mlir::failure();
+  mlir::FailureOr<mlir::xf::HostProgram> program = mlir::xf::lowerToHost(kernels, *hostOptions);
   if (mlir::failed(program))
     return mlir::failure();
   mlir::xf::tuning::TuneOptions options;
@@ -524,17 +525,31 @@ static mlir::LogicalResult emit(Emit action, const ModuleAST &ast,
   mlir::PassManager pm(&context);
   if (mlir::failed(mlir::applyPassManagerCLOptions(pm)))
     return mlir::failure();
-  if (mlir::failed(buildPipeline(action, pm)) || mlir::failed(pm.run(*module)))
+  if (mlir::failed(buildPipeline(action, pm)))
+    return mlir::failure();
+  // Past --emit=kernels (and not for --check or tune, which lower the kernel-level module
+  // themselves): xf-lower-to-host, whose kernel specs the backend builds from.
+  bool lowers = !check && !tuneMode && action != Emit::AST && action != Emit::Xf &&
+                action != Emit::Fused && action != Emit::Kernels;
+  mlir::xf::HostProgram host;
+  if (lowers) {
+    mlir::FailureOr<mlir::xf::HostOptions> hostOptions = hostOptionsFromFlags();
+    if (mlir::failed(hostOptions))
+      return mlir::failure();
+    pm.addPass(mlir::xf::createLowerToHostPass(*hostOptions, &host));
+  }
+  if (mlir::failed(pm.run(*module)))
     return mlir::failure();
   if (check)
     return runCheck(*xfModule, *module);
   if (tuneMode)
     return runTune(context, *module);
-  if (action == Emit::Xf || action == Emit::Fused || action == Emit::Kernels) {
+  if (!lowers) {
     module->print(os);
     return mlir::success();
   }
-  return emitBackend(action, *module, os);
+  host.module = std::move(module);
+  return emitBackend(action, &host, os);
 }
 
 int main(int argc, char **argv) {
@@ -547,6 +562,7 @@ int main(int argc, char **argv) {
   // Pass names for --mlir-print-ir-after=PASS and friends, as in xf-opt
   // (registered before the pass-manager options that parse them).
   mlir::xf::registerXfPasses();
+  mlir::xf::registerXfConversionPasses();
   mlir::registerCanonicalizerPass();
   mlir::registerCSEPass();
   mlir::registerPassManagerCLOptions();

@@ -1,0 +1,53 @@
+//===- Passes.td - xf → host code ------------------------*- tablegen -*-===//
+//
+// The stage after the kernel pipeline (Transforms/Passes.td): the fused,
+// scheduled xf module becomes the host code of docs/abi.md.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_CONVERSION_PASSES_TD
+#define XF_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def LowerToHost : Pass<"xf-lower-to-host", "ModuleOp"> {
+  let summary = "Lower the kernel-level @forward to the host entry points of docs/abi.md";
+  let description = [{
+    Replaces the module (@forward after the kernel pipeline, and
+    @loss_and_gradients when present) with the host code `xfc --emit=host`
+    prints: xf_prepare, xf_scratch_bytes, xf_cache_bytes, xf_forward and its
+    cached and packed forms (refusing, with status 1, where the model cannot
+    run that way), the training entry points, the loop kernels as scf loops,
+    declarations of the Halide GEMM and attention kernels they call, and the
+    manifest constant `xf_model_manifest`. Steps: the placement analysis
+    (Placement.h: where every tensor lives), the cache plan (CachePlan.h:
+    which entry points run, the KV-cache layout), then one kernel call per
+    op. The module attributes `xf.model` and `xf.hyperparameters` and
+    @forward's `xf.output` go into the manifest. The options are xfc's weight
+    options (--weight-type, --bf16-gemm-inputs, --quantized-like,
+    --q8-gemm-inputs, --pack-weights, --target cuda) and --check's hook.
+  }];
+  let options = [
+    Option<"bf16Weights", "bf16-weights", "bool", "false",
+           "keep matrices read only by GEMMs and embedding gathers in bfloat16">,
+    Option<"bf16Activations", "bf16-gemm-inputs", "bool", "false",
+           "round multi-row GEMM inputs to bfloat16 (needs bf16-weights)">,
+    ListOption<"weightBlocks", "weight-blocks", "std::string",
+               "parameters kept in ggml blocks, NAME=q8_0|q4_0|q4_1">,
+    Option<"q8GemmInputs", "q8-gemm-inputs", "bool", "false",
+           "decode GEMMs on weight blocks round their input to Q8_0 (libxfrt's xfrt_block_gemv)">,
+    Option<"blockDotIsa", "block-dot-isa", "int", "0",
+           "widest instructions xfrt_block_gemv may use: 0 portable, 1 AVX2, 2 AVX-VNNI, "
+           "3 AVX-512 VNNI">,
+    Option<"packWeightsAtLoad", "pack-weights-at-load", "bool", "true",
+           "GEMMs take constant weights packed once by xf_prepare">,
+    Option<"cudaDevice", "cuda", "bool", "false",
+           "entry points take device addresses; kernels are Halide CUDA pipelines">,
+    Option<"kernelOutputHook", "kernel-output-hook", "bool", "false",
+           "call xf_check_kernel_output after every kernel (xfc --check)">
+  ];
+  let dependentDialects = ["arith::ArithDialect", "func::FuncDialect", "LLVM::LLVMDialect",
+                           "math::MathDialect", "scf::SCFDialect"];
+}
+
+#endif // XF_CONVERSION_PASSES_TD

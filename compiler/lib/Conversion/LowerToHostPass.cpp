@@ -1,0 +1,92 @@
+//===- LowerToHostPass.cpp - xf-lower-to-host ------------------------------===//
+//
+// The registered pass around lowerToHost (LowerToHost.h): xf-opt and xfc's
+// --print-ir-after=xf-lower-to-host see the host module in place of the
+// kernel-level one. xfc builds it with createLowerToHostPass to get the
+// kernel specs the executable is linked from.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xf/Conversion/Passes.h"
+
+namespace mlir::xf {
+#define GEN_PASS_DEF_LOWERTOHOST
+#include "xf/Conversion/Passes.h.inc"
+} // namespace mlir::xf
+
+using namespace mlir;
+using namespace mlir::xf;
+
+namespace {
+
+struct LowerToHostPass : xf::impl::LowerToHostBase<LowerToHostPass> {
+  using LowerToHostBase::LowerToHostBase;
+  LowerToHostPass(const LowerToHostOptions &options, HostProgram *program)
+      : LowerToHostBase(options), program(program) {}
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FailureOr<HostOptions> options = hostOptions();
+    if (failed(options))
+      return signalPassFailure();
+    FailureOr<HostProgram> lowered = lowerToHost(module, *options);
+    if (failed(lowered))
+      return signalPassFailure();
+    // The host module takes the kernel-level module's place: body and attributes.
+    for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
+      op.erase();
+    module.getBody()->getOperations().splice(module.getBody()->end(),
+                                             lowered->module->getBody()->getOperations());
+    module->setAttrs((*lowered->module)->getAttrDictionary());
+    if (program) {
+      program->gemms = std::move(lowered->gemms);
+      program->attentions = std::move(lowered->attentions);
+      program->deviceLoops = std::move(lowered->deviceLoops);
+      program->manifest = std::move(lowered->manifest);
+    }
+  }
+
+  FailureOr<HostOptions> hostOptions() {
+    HostOptions options;
+    options.bf16Weights = bf16Weights;
+    options.bf16Activations = bf16Activations;
+    options.q8GemmInputs = q8GemmInputs;
+    options.blockDotIsa = blockDotIsa;
+    options.packWeightsAtLoad = packWeightsAtLoad;
+    options.cudaDevice = cudaDevice;
+    options.kernelOutputHook = kernelOutputHook;
+    for (const std::string &entry : weightBlocks) {
+      auto [name, type] = llvm::StringRef(entry).rsplit('=');
+      WeightBlocks blocks = type == "q8_0"   ? WeightBlocks::Q8_0
+                            : type == "q4_0" ? WeightBlocks::Q4_0
+                            : type == "q4_1" ? WeightBlocks::Q4_1
+                                             : WeightBlocks::None;
+      if (name.empty() || blocks == WeightBlocks::None) {
+        getOperation().emitError() << "xf-lower-to-host: weight-blocks entry '" << entry
+                                   << "': expected NAME=q8_0, q4_0 or q4_1";
+        return failure();
+      }
+      options.weightBlocks[name] = blocks;
+    }
+    return options;
+  }
+
+  HostProgram *program = nullptr;
+};
+
+} // namespace
+
+std::unique_ptr<Pass> mlir::xf::createLowerToHostPass(const HostOptions &host,
+                                                      HostProgram *program) {
+  LowerToHostOptions options;
+  options.bf16Weights = host.bf16Weights;
+  options.bf16Activations = host.bf16Activations;
+  options.q8GemmInputs = host.q8GemmInputs;
+  options.blockDotIsa = host.blockDotIsa;
+  options.packWeightsAtLoad = host.packWeightsAtLoad;
+  options.cudaDevice = host.cudaDevice;
+  options.kernelOutputHook = host.kernelOutputHook;
+  for (const auto &entry : host.weightBlocks)
+    options.weightBlocks.push_back((entry.first() + "=" + weightBlocksName(entry.second)).str());
+  return std::make_unique<LowerToHostPass>(options, program);
+}
