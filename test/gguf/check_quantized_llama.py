@@ -17,13 +17,16 @@
      8-bit activations, docs/correctness.md); at ℓ = 7 and 130 (the exact GEMM path) bitwise
      equal to the blocks build; its greedy ids with the KV cache = the oracle's with the decode
      rows rounded (--q8-gemm-inputs-from = prompt length);
-  6. bad inputs give one error line: a GGUF whose tensor has another block type, a
+  6. `xfc tune --quantized-like` times the block GEMMs as block kernels, and the build with
+     its database matches the oracle (host target only);
+  7. bad inputs give one error line: a GGUF whose tensor has another block type, a
      safetensors file or random weights for a blocks executable, xfc --quantized-like with a
      missing file or with --weight-type=bf16, xfc --q8-gemm-inputs without --quantized-like.
 
 usage: check_quantized_llama.py --xfc build/bin/xfc [--workdir DIR] [--target T]
 """
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -105,6 +108,41 @@ def write_model(weights, gguf_path, dequantized_path, types):
     gf.write_gguf(gguf_path, [], tensors)
     if dequantized_path:
         safetensors_io.save(dequantized_path, dequantized)
+
+
+def check_tuned_blocks(xfc, spec, defines, path, rng):
+    """`xfc tune --quantized-like`: the block GEMMs are timed as block kernels (their
+    entries are keyed by block type and every trial ran on blocks without a wrong result),
+    and the build with that database still matches the oracle."""
+    failures = []
+    db = path("tuned.db")
+    run([xfc, "tune", spec, *defines, "--quantized-like", path("model.gguf"), "--budget", "1s",
+         "--lengths", "1,7", "--db", db])
+    with open(db) as f:
+        entries = json.load(f)["entries"]
+    for dtype in ("q8_0", "q4_0", "q4_1"):
+        tuned = [e for e in entries if f":{dtype}" in e["kernel"]]
+        if not tuned:
+            failures.append(f"xfc tune: no {dtype} GEMM in the database")
+        for e in tuned:
+            wrong = [t for t in e["trials"] if t.get("failure")]
+            if not e.get("schedule") or wrong:
+                failures.append(f"xfc tune: {e['kernel']}: schedule {e.get('schedule')!r}, "
+                                f"failed trials {wrong[:2]}")
+    run([xfc, spec, *defines, "--quantized-like", path("model.gguf"), "--tuning-db", db,
+         "-o", path("blocks-tuned")])
+    tokens = ",".join(map(str, rng.integers(0, HP["N_V"], 7)))
+    ref = path("ref-tuned.npy")
+    run([sys.executable, ORACLE, "--arch", "llama", "--hparams", HPARAMS, "--weights",
+         path("dequantized.safetensors"), "--tokens", tokens, "--logits-out", ref])
+    run([path("blocks-tuned"), "--weights", path("model.gguf"), "--tokens", tokens,
+         "--logits-out", path("tuned7.npy")])
+    ref = np.load(ref)
+    err = float(np.max(np.abs(np.load(path("tuned7.npy")) - ref)) / np.max(np.abs(ref)))
+    print(f"ℓ=  7 xf blocks tuned vs oracle: max|Δ|/max|ref| = {err:.2e}")
+    if not err <= TOLERANCE:
+        failures.append(f"tuned blocks build vs oracle: {err:.3e}")
+    return failures
 
 
 def main():
@@ -198,6 +236,9 @@ def main():
         print(f"greedy ids: xf q8 {got_ids}, oracle with Q8 decode rows {want_ids}")
         if got_ids != want_ids:
             failures.append(f"q8 greedy ids differ: {got_ids} vs {want_ids}")
+
+        if not args.target:
+            failures += check_tuned_blocks(args.xfc, spec, defines, path, rng)
 
         # Bad inputs.
         write_model(weights, path("other.gguf"), None,

@@ -2,7 +2,8 @@
 """Protocol test of xf-tune-worker (tools/xf-tune-worker).
 
 Runs the worker on a small GEMM (fp32, bias + gelu_tanh), a transposed bf16
-GEMM (bf16 activations, residual) and a small causal attention, each with two
+GEMM (bf16 activations, residual), GEMMs on ggml weight blocks (Q4_1 with
+SwiGLU, Q8_0) and a small causal attention, each with two
 xf candidates, one illegal candidate and one Adams2019 baseline, and checks
 the JSON lines: every candidate announced before its result, the good ones
 "ok" within tolerance then "timed" with one entry per case, the illegal one
@@ -118,6 +119,24 @@ check_batch(
     tolerance=2e-2)
 
 check_batch(
+    "gemm q4_1 blocks swiglu",
+    {"kind": "gemm", "K": 96, "N": 40, "transpose_weight": True, "weight_blocks": "q4_1",
+     "epilogue": "swiglu"},
+    [{"rows": 1}, {"rows": 3}, {"rows": 17}],
+    good=[{}, {"tile_rows": 2, "k_block": 64, "rows_per_task": 8, "gemv_rows_per_pass": 8}],
+    bad=[{"tile_cols": 5}],
+    tolerance=1e-4)
+
+check_batch(
+    "gemm q8_0 blocks",
+    {"kind": "gemm", "K": 64, "N": 33, "transpose_weight": True, "weight_blocks": "q8_0",
+     "bias": True},
+    [{"rows": 2}, {"rows": 9}],
+    good=[{}, {"k_block": 32, "pack_weights": False}],
+    bad=[],
+    tolerance=1e-4)
+
+check_batch(
     "attention causal",
     {"kind": "attention", "heads": 2, "dk": 16, "causal": True},
     [{"rows": 1, "keys": 9}, {"rows": 37}, {"rows": 20, "keys": 5}],
@@ -133,7 +152,12 @@ for bad in ["not json", "[]", json.dumps({"kernel": GEMM, "cases": [{"rows": 1}]
             json.dumps({"kernel": dict(GEMM, kind="conv"), "cases": [{"rows": 1}], "candidates": [{}]}),
             json.dumps({"target": "nonsense", "kernel": GEMM, "cases": [{"rows": 1}],
                         "candidates": [{}]}),
-            json.dumps({"kernel": GEMM, "cases": [{"rows": 1}], "candidates": [{}], "typo": 1})]:
+            json.dumps({"kernel": GEMM, "cases": [{"rows": 1}], "candidates": [{}], "typo": 1}),
+            json.dumps({"kernel": dict(GEMM, weight_blocks="q5_k"), "cases": [{"rows": 1}],
+                        "candidates": [{}]}),
+            # Blocks run along K of an [N, K] weight: K = 8 is not a whole block.
+            json.dumps({"kernel": dict(GEMM, weight_blocks="q4_0", transpose_weight=True),
+                        "cases": [{"rows": 1}], "candidates": [{}]})]:
     code, lines = run(bad)
     check(code == 2, "malformed %r: exit code %d" % (bad[:60], code))
     check(len(lines) == 1 and lines[0].get("status") == "error" and lines[0].get("error"),

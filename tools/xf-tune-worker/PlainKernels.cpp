@@ -35,13 +35,33 @@ Expr activate(GemmEpilogue epilogue, Expr a) {
 KernelPipeline plainGemm(const GemmKernelSpec &spec, const Case &size) {
   const int K = int(spec.K), N = int(spec.N), M = int(size.rows);
   ImageParam x(Float(32), 2, "x"); // (k, m)
-  ImageParam weight(spec.bf16Weights ? BFloat(16) : Float(32), 2, "weight");
+  const bool blocks = spec.weightBlocks != WeightBlocks::None;
+  const int rowBytes = int(K / 32 * weightBlockBytes(spec.weightBlocks));
+  ImageParam weight(blocks ? UInt(8) : spec.bf16Weights ? BFloat(16) : Float(32), 2, "weight");
   ImageParam bias(Float(32), 1, "bias");
   ImageParam residual(Float(32), 2, "residual");
   Var n("n"), m("m"), a("a"), b("b");
 
   Func weightF("weight_f32"); // bfloat16 is the upper half of a float32
-  if (spec.bf16Weights)
+  if (blocks) {
+    // ggml blocks (HalideKernels.h): element a of row b is element j of block
+    // a / 32, d·q + c from the block's float16 scale (and offset) and quant.
+    const int blockBytes = int(weightBlockBytes(spec.weightBlocks));
+    Expr base = (a / 32) * blockBytes, j = a % 32;
+    auto half = [&](Expr at) {
+      Expr bits = cast<uint16_t>(weight(at, b)) | (cast<uint16_t>(weight(at + 1, b)) << 8);
+      return cast<float>(reinterpret(Float(16), bits));
+    };
+    Expr d = half(base);
+    if (spec.weightBlocks == WeightBlocks::Q8_0) {
+      weightF(a, b) = d * cast<float>(reinterpret<int8_t>(weight(base + 2 + j, b)));
+    } else {
+      const bool q41 = spec.weightBlocks == WeightBlocks::Q4_1;
+      Expr byte = weight(base + (q41 ? 4 : 2) + j % 16, b);
+      Expr nibble = cast<float>(select(j < 16, byte & 15, byte >> 4));
+      weightF(a, b) = q41 ? d * nibble + half(base + 2) : d * (nibble - 8.f);
+    }
+  } else if (spec.bf16Weights)
     weightF(a, b) = reinterpret<float>(cast<uint32_t>(reinterpret<uint16_t>(weight(a, b))) << 16);
   else
     weightF(a, b) = weight(a, b);
@@ -74,7 +94,10 @@ KernelPipeline plainGemm(const GemmKernelSpec &spec, const Case &size) {
 
   x.dim(0).set_bounds(0, K).dim(1).set_bounds(0, M);
   x.set_estimates({{0, K}, {0, M}});
-  if (spec.transposeWeight) {
+  if (blocks) {
+    weight.dim(0).set_bounds(0, rowBytes).dim(1).set_bounds(0, columns);
+    weight.set_estimates({{0, rowBytes}, {0, columns}});
+  } else if (spec.transposeWeight) {
     weight.dim(0).set_bounds(0, K).dim(1).set_bounds(0, columns);
     weight.set_estimates({{0, K}, {0, columns}});
   } else {

@@ -158,7 +158,7 @@ llvm::Error parseKernel(const Value &json, const VectorShape &shape, KernelDesc 
     kernel.kind = KernelKind::Gemm;
     GemmKernelSpec &g = kernel.gemm;
     g.name = "xf_tune_gemm";
-    std::string epilogue = "none";
+    std::string epilogue = "none", blocks = "none";
     if (llvm::Error err =
             all({[&] { return f.integer("K", g.K, 1, 1 << 20, true); },
                  [&] { return f.integer("N", g.N, 1, 1 << 20, true); },
@@ -167,12 +167,28 @@ llvm::Error parseKernel(const Value &json, const VectorShape &shape, KernelDesc 
                  [&] { return f.boolean("bf16_activations", g.bf16Activations); },
                  [&] { return f.boolean("bias", g.hasBias); },
                  [&] { return f.boolean("residual", g.hasResidual); },
-                 [&] { return f.string("epilogue", epilogue); }, [&] { return f.noOthers(); }}))
+                 [&] { return f.string("epilogue", epilogue); },
+                 [&] { return f.string("weight_blocks", blocks); }, [&] { return f.noOthers(); }}))
       return err;
     if (g.K * g.N > (int64_t(1) << 28))
       return fail(llvm::formatv("kernel: K·N = {0} exceeds 2^28", g.K * g.N).str());
     if (g.bf16Activations && !g.bf16Weights)
       return fail("kernel: bf16_activations needs bf16_weights");
+    if (blocks == "q8_0")
+      g.weightBlocks = WeightBlocks::Q8_0;
+    else if (blocks == "q4_0")
+      g.weightBlocks = WeightBlocks::Q4_0;
+    else if (blocks == "q4_1")
+      g.weightBlocks = WeightBlocks::Q4_1;
+    else if (blocks != "none")
+      return fail("kernel: \"weight_blocks\" must be none, q8_0, q4_0 or q4_1, got '" + blocks +
+                  "'");
+    if (g.weightBlocks != WeightBlocks::None &&
+        (!g.transposeWeight || g.K % 32 != 0 || g.bf16Weights))
+      return fail(llvm::formatv("kernel: weight_blocks {0} need transpose_weight, K a multiple "
+                                "of 32 (got {1}) and no bf16_weights",
+                                blocks, g.K)
+                      .str());
     if (epilogue == "none")
       g.epilogue = GemmEpilogue::None;
     else if (epilogue == "relu")

@@ -38,6 +38,46 @@ float fromBf16(uint16_t b) {
   return v;
 }
 
+/// A float16's bits for ±2^e·(1 + mantissa/1024), e in -7..-3: normal
+/// scales of the size ggml's quantizers give a weight of magnitude ~1.
+uint16_t randomScale(std::mt19937 &rng) {
+  std::uniform_int_distribution<int> exponent(8, 12), mantissa(0, 1023), sign(0, 1);
+  return uint16_t(sign(rng) << 15 | exponent(rng) << 10 | mantissa(rng));
+}
+
+double halfValue(uint16_t h) {
+  return std::ldexp(1.0 + (h & 1023) / 1024.0, ((h >> 10) & 31) - 15) * (h >> 15 ? -1 : 1);
+}
+
+/// Random ggml blocks of `type` for the [N, K] weight (k, n), whose values
+/// (HalideKernels.h's definitions) replace the weight's, so the reference
+/// multiplies by exactly what the kernel dequantizes.
+Halide::Runtime::Buffer<uint8_t> randomBlocks(WeightBlocks type, FloatBuffer &weight,
+                                              std::mt19937 &rng) {
+  const int K = weight.width(), rows = weight.height();
+  const int blockBytes = int(weightBlockBytes(type));
+  Halide::Runtime::Buffer<uint8_t> bytes(K / 32 * blockBytes, rows);
+  std::uniform_int_distribution<int> byte(0, 255);
+  bytes.for_each_value([&](uint8_t &b) { b = uint8_t(byte(rng)); });
+  for (int r = 0; r < rows; ++r)
+    for (int b = 0; b < K / 32; ++b) {
+      uint8_t *block = &bytes(b * blockBytes, r);
+      const uint16_t d = randomScale(rng), m = randomScale(rng);
+      std::memcpy(block, &d, 2);
+      if (type == WeightBlocks::Q4_1)
+        std::memcpy(block + 2, &m, 2);
+      const uint8_t *q = block + (type == WeightBlocks::Q4_1 ? 4 : 2);
+      for (int j = 0; j < 32; ++j) {
+        const int nibble = j < 16 ? q[j] & 15 : q[j - 16] >> 4;
+        const double w = type == WeightBlocks::Q8_0   ? halfValue(d) * double(int8_t(q[j]))
+                         : type == WeightBlocks::Q4_1 ? halfValue(d) * nibble + halfValue(m)
+                                                      : halfValue(d) * (nibble - 8);
+        weight(b * 32 + j, r) = float(w);
+      }
+    }
+  return bytes;
+}
+
 std::vector<Workload> makeGemmWorkloads(const Request &request, std::mt19937 &rng) {
   const GemmKernelSpec &spec = request.kernel.gemm;
   // Storage layout: [K, N] is (n, k), [N, K] is (k, n); the gated epilogue's
@@ -56,6 +96,8 @@ std::vector<Workload> makeGemmWorkloads(const Request &request, std::mt19937 &rn
     bf16.raw_buffer()->type = halide_type_t(halide_type_bfloat, 16);
     weightArg = bf16;
   }
+  if (spec.weightBlocks != WeightBlocks::None)
+    weightArg = randomBlocks(spec.weightBlocks, weight, rng);
   FloatBuffer bias(static_cast<int>(weightCols));
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
   bias.for_each_value([&](float &v) { v = dist(rng); });

@@ -58,7 +58,9 @@ Request:
    min(3, repeats) rounds),
    "kernel": {"kind": "gemm", "K": .., "N": .., "transpose_weight": false,
               "bf16_weights": false, "bf16_activations": false, "bias": false,
-              "residual": false, "epilogue": "none|relu|gelu_tanh|gelu_erf|silu|swiglu"}
+              "residual": false, "epilogue": "none|relu|gelu_tanh|gelu_erf|silu|swiglu",
+              "weight_blocks": "none|q8_0|q4_0|q4_1" (ggml blocks: random blocks,
+              transpose_weight and K a multiple of 32)}
           or {"kind": "attention", "heads": .., "dk": .., "dv": dk,
               "causal": false, "scale": 1/sqrt(dk)},
    "cases": [{"rows": M} ...] (GEMM) or [{"rows": M, "keys": Mz (default M)} ...],
@@ -70,9 +72,9 @@ Request:
                   or {"autoscheduler": "Adams2019|Li2018|Mullapudi2016"}: the
                   same algorithm unscheduled, built for each case's static
                   sizes (bounds and estimates) and autoscheduled]}
-  A GEMM candidate that packs its weight (pack_weights, no weight blocks, no
-  bf16 activations) takes it packed at load, as xfc's executables do: the
-  weight is packed once per tile width, outside the timed calls.
+  A GEMM candidate that packs its weight (pack_weights, no weight blocks)
+  takes it packed at load, as xfc's executables do: the weight is packed
+  once per tile width, outside the timed calls.
 Lines:
   {"candidate": i, "status": "compiling"}
   {"candidate": i, "status": "ok|compile_error|wrong|invalid", "error": ..,

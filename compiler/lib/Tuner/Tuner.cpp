@@ -73,7 +73,10 @@ llvm::json::Object kernelJson(const Kernel &k) {
                               {"bf16_activations", s.bf16Activations},
                               {"bias", s.hasBias},
                               {"residual", s.hasResidual},
-                              {"epilogue", epilogue[int(s.epilogue)]}};
+                              {"epilogue", epilogue[int(s.epilogue)]},
+                              {"weight_blocks", s.weightBlocks == WeightBlocks::None
+                                                    ? "none"
+                                                    : weightBlocksName(s.weightBlocks)}};
   }
   const AttentionKernelSpec &s = k.attention;
   llvm::json::Object attention{{"kind", "attention"}, {"heads", s.heads},   {"dk", s.dK},
