@@ -2,33 +2,17 @@
 //
 // Two walks over @forward. The first, the placement analysis (Placement.h),
 // decides where every tensor lives; the cache plan (CachePlan.h) which entry
-// points the model gets and its KV-cache layout. The second walk emits
-// xf_prepare and xf_forward (and its cached and packed forms): one kernel
-// call per op, Halide pipelines for GEMMs and attention, scf loop kernels
-// for the rest.
+// points the model gets and its KV-cache layout. The second emits the entry
+// points (EntryPoints.cpp): here, one kernel call per op — Halide pipelines
+// for GEMMs and attention, scf loop kernels for the rest — each bracketed by
+// the profiling hooks (ProfilingHooks.cpp); then the manifest (Manifest.cpp).
+// The section "Training" lowers @loss_and_gradients.
 //
 //===----------------------------------------------------------------------===//
 
-#include "xf/Conversion/LowerToHost.h"
-#include "xf/Conversion/CachePlan.h"
-#include "xf/Conversion/Placement.h"
-#include "xf/Codegen/KernelSchedules.h"
-#include "xf/Codegen/KernelSpecs.h"
+#include "HostLowering.h"
 #include "BlockGemvCall.h"
-#include "xf/Codegen/HalideCalls.h"
-#include "xf/Codegen/LoopKernels.h"
-#include "Manifest.h"
 
-#include "xf/IR/XfOps.h"
-
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/IR/IRMapping.h"
-#include "llvm/ADT/DenseSet.h"
-#include "llvm/ADT/MapVector.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
@@ -40,191 +24,6 @@ using namespace mlir;
 using namespace mlir::xf;
 
 namespace {
-
-/// Emits the entry points from the placement analysis's result (Placement.h),
-/// which every emitter reads.
-class HostLowering : TensorPlacement {
-public:
-  HostLowering(func::FuncOp forward, HostProgram &program, const HostOptions &options)
-      : forward(forward), program(program), options(options), ctx(forward.getContext()) {}
-
-  LogicalResult run();
-  /// After `forwardLowering` lowered @forward into the same program: this
-  /// lowering's function, @loss_and_gradients, becomes xf_train_step,
-  /// xf_train_prepare and xf_train_scratch_bytes (docs/training.md).
-  LogicalResult runTraining(HostLowering &forwardLowering);
-
-private:
-  void emitPrepare(llvm::StringRef name = "xf_prepare");
-  /// The kernel spec of a GEMM, named (layers share kernels), with
-  /// packedWeight when its weight is a constant the kernel can take packed.
-  GemmKernelSpec gemmSpecOf(GemmOp gemm);
-  void planPackedWeights();
-  HalideBufferArg packedWeightArg(int64_t index);
-  LogicalResult emitForward(bool cached, bool packed);
-  void emitCacheBytes();
-  LogicalResult emitOp(Operation *op);
-  /// xf.length and the arith ops on it: numbers xf_forward computes before
-  /// the kernels that read them (`numbers` maps them to its values).
-  LogicalResult emitNumber(Operation *op);
-  IRMapping numbers;
-  LogicalResult emitKernel(Operation *op, ManifestInfo::Kernel &site);
-  void emitScratchBytes();
-
-  // Emission helpers (valid while emitting one function).
-  Value pointerOf(Value tensor);
-  Value storagePointer(Value tensor);
-  bool readsLastRowOnly(Value tensor);
-  // xf_forward_cached: values computed after the last attention, and whether
-  // the op being emitted is one of those.
-  llvm::DenseSet<Value> tailValues;
-  bool inTail = false;
-  Value rowsOf(Value tensor);
-  Value i64(int64_t v) { return arith::ConstantIntOp::create(*b, loc, b->getI64Type(), v); }
-  Value offsetPtr(Value base, Value floats) {
-    Type ptr = LLVM::LLVMPointerType::get(ctx);
-    return LLVM::GEPOp::create(*b, loc, ptr, b->getF32Type(), base, ValueRange{floats});
-  }
-  void call(func::FuncOp kernel, ValueRange args) {
-    func::CallOp::create(*b, loc, kernel, args);
-    lastLoopKernel = kernel.getName().str();
-  }
-  std::string lastLoopKernel;
-  HalideBufferArg matrixArg(Value tensor);
-  /// Position of the first row: 0, or `start` in xf_forward_cached.
-  Value firstPosition() { return cachedMode ? startArg : i64(0); }
-  /// In xf_forward_cached: appends `rows` new rows of `tensor` (read at
-  /// `source`) to its slot of `cache` at position `start` and returns the
-  /// whole cached matrix [start + rows, width].
-  HalideBufferArg cachedMatrixArg(Value tensor, int64_t floatOffset, Value cache, Value start,
-                                  Value source, Value rows);
-  // Packed batches (docs/abi.md "Packed batches"): n sequences' rows in one
-  // matrix; row-wise kernels run once over all Σℓ rows, attention and
-  // positions once per sequence.
-  bool packedMode = false;
-  Value lengthsArg, startsArg, countArg, cachesArg;
-  /// Attention's context rows per row, Σ ℓ_i·(start_i + ℓ_i) / Σ ℓ_i, for the profiler.
-  Value packedContextRows;
-  /// Emits `body(rowOffset, rows, firstPosition, index)` once per sequence of
-  /// the packed batch; kernel status codes inside it are carried out.
-  void forEachSequence(llvm::function_ref<void(Value, Value, Value, Value)> body);
-  Value loadI64(Value array, Value index);
-  Value loadPointer(Value array, Value index);
-  /// Rows [offset, offset + rows) of a matrix.
-  Value rowPointer(Value tensor, Value offset) {
-    return offsetPtr(storagePointer(tensor),
-                     arith::MulIOp::create(*b, loc, offset, i64(placements[tensor].stride)));
-  }
-  HalideBufferArg segmentArg(Value tensor, Value offset, Value rows) {
-    Placement &p = placements[tensor];
-    return HalideBufferArg{rowPointer(tensor, offset),
-                           {{i64(p.cols), i64(1)}, {rows, i64(p.stride)}}};
-  }
-  /// Before the tail of xf_forward_cached_packed: moves the last row of each
-  /// sequence of every full-length tensor the tail reads to row i (in place;
-  /// row i is never a later sequence's last row), so the tail runs on n rows.
-  void compactLastRows();
-  /// ℓ_pad = roundup(max(ℓ, ℓ_z), 16): the arena's unit column (BufferPlan.h).
-  Value paddedRowsOf(Value l, Value lz) {
-    Value longest = arith::MaxSIOp::create(*b, loc, l, lz);
-    Value blocks = arith::DivSIOp::create(*b, loc, arith::AddIOp::create(*b, loc, longest, i64(15)),
-                                          i64(16));
-    return arith::MulIOp::create(*b, loc, blocks, i64(16));
-  }
-  LogicalResult requireDense(Operation *op, Value tensor);
-
-  // Training (the section "Training" below).
-  Value targetsArg, lossArg, gradsArg;
-  /// Floats of scratch before the arena: Static slots, then the two chunk
-  /// buffers of the weight gradients.
-  int64_t staticFloats = 0;
-  /// The Static slots among them, zeroed on entry to xf_train_step.
-  int64_t zeroedFloats = 0;
-  /// Static gradients whose single user (a sum or slice_grad) they were
-  /// accumulated into directly: that user has nothing left to do for them.
-  llvm::DenseSet<Value> folded;
-  /// Rows per weight-gradient chunk (a GEMM with K = chunkRows) and the
-  /// chunk buffers' float offsets in scratch.
-  int64_t chunkRows = 0, chunkLeftOffset = 0, chunkRightOffset = 0;
-  GemmSchedule chunkSchedule;
-  LogicalResult placeTraining();
-  LogicalResult planAccumulation(func::ReturnOp ret);
-  LogicalResult emitTrainStep();
-  LogicalResult emitBackwardKernel(Operation *op);
-  LogicalResult emitWeightGrad(WeightGradOp op);
-  void emitTrainScratchBytes();
-  /// out (a static placement) += in (any 2-D or vector placement).
-  void accumulateInto(Value target, int64_t floatOffset, Value in);
-
-  func::FuncOp forward;
-  HostProgram &program;
-  HostOptions options;
-  MLIRContext *ctx;
-  /// Parameter indices stored in bfloat16 (HostOptions::bf16Weights).
-  llvm::DenseSet<int64_t> bf16Parameters;
-  void chooseBf16Parameters();
-  bool isBf16(Value tensor) {
-    auto it = placements.find(tensor);
-    return it != placements.end() && it->second.storage == Storage::Parameter &&
-           bf16Parameters.contains(it->second.index);
-  }
-  /// Parameters kept in ggml blocks (HostOptions::weightBlocks, filtered by
-  /// blockParameterTypes); a concatenation of such parameters is one too.
-  llvm::StringMap<WeightBlocks> blockParameters;
-  WeightBlocks blocksOf(Value tensor) {
-    auto it = placements.find(tensor);
-    if (it == placements.end() ||
-        (it->second.storage != Storage::Parameter && it->second.storage != Storage::Derived))
-      return WeightBlocks::None;
-    return weightBlocksOf(tensor, blockParameters);
-  }
-  /// Bytes of one row of a block tensor [rows, cols].
-  static int64_t blockRowBytes(WeightBlocks type, int64_t cols) {
-    return cols / 32 * weightBlockBytes(type);
-  }
-  /// Weights packed at load (GemmKernelSpec::packedWeight): derived buffers
-  /// after `derived`, one per weight and layout, filled by `<kernel>_pack`.
-  struct PackedWeight {
-    Value weight;
-    GemmKernelSpec spec; // the first kernel taking it
-  };
-  std::vector<PackedWeight> packedWeights;
-  llvm::DenseMap<Operation *, int64_t> packedWeightOfGemm;
-
-  // Emission state.
-  OpBuilder *b = nullptr;
-  Location loc = UnknownLoc::get(forward.getContext());
-  std::shared_ptr<LoopKernels> kernels;
-  Value paramsArg, derivedArg, tokensArg, lArg, sourceArg, lzArg, outArg, scratchArg,
-      paddedRows;
-  Value status;
-  // Cached decoding (docs/abi.md): while emitting xf_forward_cached, positions
-  // start at `startArg` and attention reads keys/values from `cacheArg`.
-  bool cachedMode = false;
-  Value startArg, cacheArg;
-  /// Which entry points run, and the K and V slots of each attention.
-  CachePlan cachePlan;
-  Value cacheRows; // ⌈positions⌉₁₆ in xf_forward_cached
-  llvm::StringMap<std::string> kernelNames; // spec key → exported name
-  std::vector<ManifestInfo::Kernel> sites;  // one per kernel call in xf_forward
-
-  /// Brackets the kernel call that `emit` produces with the profiling hooks
-  /// of libxfrt (no-ops unless the executable runs with --profile).
-  LogicalResult profiled(Operation *op, llvm::function_ref<LogicalResult(ManifestInfo::Kernel &)> emit);
-
-  /// One Halide pipeline per distinct spec: layers share their kernels.
-  template <typename Spec>
-  std::string kernelName(const std::string &key, llvm::StringRef prefix,
-                         std::vector<Spec> &specs, Spec &spec) {
-    auto [it, inserted] = kernelNames.try_emplace(key, "");
-    if (inserted) {
-      it->second = (prefix + std::to_string(specs.size())).str();
-      spec.name = it->second;
-      specs.push_back(spec);
-    }
-    return it->second;
-  }
-};
 
 std::string gemmKey(const GemmKernelSpec &s) {
   const GemmSchedule &c = s.schedule;
@@ -241,6 +40,8 @@ std::string attentionKey(const AttentionKernelSpec &s) {
                                             c.rowTile, c.decodeKeyTile)
                                   .str();
 }
+
+} // namespace
 
 //===----------------------------------------------------------------------===//
 // Emission helpers
@@ -351,43 +152,6 @@ Value HostLowering::loadPointer(Value array, Value index) {
   return LLVM::LoadOp::create(*b, loc, ptr, at);
 }
 
-void HostLowering::forEachSequence(llvm::function_ref<void(Value, Value, Value, Value)> body) {
-  Type ptr = LLVM::LLVMPointerType::get(ctx);
-  auto loop = scf::ForOp::create(
-      *b, loc, i64(0), countArg, i64(1), ValueRange{i64(0), status},
-      [&](OpBuilder &nested, Location, Value index, ValueRange carried) {
-        OpBuilder::InsertionGuard guard(*b);
-        b->setInsertionPointToStart(nested.getInsertionBlock());
-        // Halide buffer descriptors are stack allocations: release them every
-        // iteration, or a large batch would grow the stack without bound.
-        Value stack = LLVM::StackSaveOp::create(*b, loc, ptr);
-        Value offset = carried[0];
-        status = carried[1];
-        Value rows = loadI64(lengthsArg, index);
-        Value position = cachedMode ? loadI64(startsArg, index) : i64(0);
-        body(offset, rows, position, index);
-        LLVM::StackRestoreOp::create(*b, loc, stack);
-        scf::YieldOp::create(*b, loc,
-                             ValueRange{arith::AddIOp::create(*b, loc, offset, rows), status});
-      });
-  status = loop.getResult(1);
-}
-
-void HostLowering::compactLastRows() {
-  if (cachePlan.tailInputRoots.empty())
-    return;
-  forEachSequence([&](Value offset, Value rows, Value, Value index) {
-    Value last = arith::SubIOp::create(*b, loc, arith::AddIOp::create(*b, loc, offset, rows),
-                                       i64(1));
-    for (Value root : cachePlan.tailInputRoots) {
-      int64_t stride = placements[root].stride;
-      call(kernels->copy2d(),
-           {rowPointer(root, last), i64(stride), rowPointer(root, index), i64(stride), i64(1),
-            i64(stride)});
-    }
-  });
-}
-
 LogicalResult HostLowering::requireDense(Operation *op, Value tensor) {
   if (placements[tensor].stride == placements[tensor].cols)
     return success();
@@ -396,80 +160,8 @@ LogicalResult HostLowering::requireDense(Operation *op, Value tensor) {
 }
 
 //===----------------------------------------------------------------------===//
-// xf_prepare: derived weights, once
+// Weights packed at load (filled by xf_prepare)
 //===----------------------------------------------------------------------===//
-
-void HostLowering::emitPrepare(llvm::StringRef name) {
-  Type ptr = LLVM::LLVMPointerType::get(ctx);
-  OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
-  auto fn = func::FuncOp::create(top, forward.getLoc(), name,
-                                 FunctionType::get(ctx, {ptr, ptr}, {IntegerType::get(ctx, 32)}));
-  OpBuilder builder = OpBuilder::atBlockBegin(fn.addEntryBlock());
-  b = &builder;
-  paramsArg = fn.getArgument(0);
-  derivedArg = fn.getArgument(1);
-  func::FuncOp copy = kernels->copy2d();
-  for (Value v : derived) {
-    Operation *op = v.getDefiningOp();
-    loc = op->getLoc();
-    // Every tensor here is viewed as [rows, cols] (vectors: one row).
-    auto shape = [](Value t) {
-      auto type = cast<RankedTensorType>(t.getType());
-      return type.getRank() == 1 ? std::pair<int64_t, int64_t>{1, type.getDimSize(0)}
-                                 : std::pair<int64_t, int64_t>{type.getDimSize(0),
-                                                               type.getDimSize(1)};
-    };
-    auto [rows, cols] = shape(v);
-    Value out = pointerOf(v);
-    auto copyBlock = [&](Value src, int64_t srcOffset, int64_t srcStride, int64_t dstOffset,
-                         int64_t n, int64_t m) {
-      call(copy, {offsetPtr(pointerOf(src), i64(srcOffset)), i64(srcStride),
-                  offsetPtr(out, i64(dstOffset)), i64(cols), i64(n), i64(m)});
-    };
-    if (auto slice = dyn_cast<SliceOp>(op)) {
-      int64_t inCols = shape(slice.getInput()).second;
-      bool byRows = cast<RankedTensorType>(v.getType()).getRank() == 2 && slice.getAxis() == 0;
-      copyBlock(slice.getInput(), slice.getOffset() * (byRows ? inCols : 1), inCols, 0, rows,
-                cols);
-    } else if (auto row = dyn_cast<RowOp>(op)) {
-      copyBlock(row.getInput(), row.getIndex() * cols, cols, 0, 1, cols);
-    } else if (auto concat = dyn_cast<ConcatOp>(op);
-               concat && blocksOf(v) != WeightBlocks::None) {
-      // Rows of blocks: the parts' bytes back to back.
-      int64_t offset = 0;
-      Type i8 = b->getI8Type();
-      for (Value part : concat.getInputs()) {
-        auto [pr, pc] = shape(part);
-        int64_t bytes = pr * blockRowBytes(blocksOf(v), pc);
-        Value dst = LLVM::GEPOp::create(*b, loc, ptr, i8, out, ValueRange{i64(offset)});
-        LLVM::MemcpyOp::create(*b, loc, dst, pointerOf(part), i64(bytes), /*isVolatile=*/false);
-        offset += bytes;
-      }
-    } else if (auto concat = dyn_cast<ConcatOp>(op)) {
-      bool byRows = cast<RankedTensorType>(v.getType()).getRank() == 2 && concat.getAxis() == 0;
-      int64_t offset = 0;
-      for (Value part : concat.getInputs()) {
-        auto [pr, pc] = shape(part);
-        copyBlock(part, 0, pc, byRows ? offset * cols : offset, pr, pc);
-        offset += byRows ? pr : pc;
-      }
-    } else if (auto transpose = dyn_cast<TransposeOp>(op)) {
-      auto [inRows, inCols] = shape(transpose.getInput());
-      call(kernels->transpose2d(),
-           {pointerOf(transpose.getInput()), out, i64(inRows), i64(inCols)});
-    }
-  }
-  // Then the packed weights, from parameters and the derived weights above.
-  Value prepared = arith::ConstantIntOp::create(builder, forward.getLoc(), builder.getI32Type(), 0);
-  for (auto [i, packed] : llvm::enumerate(packedWeights)) {
-    loc = packed.weight.getLoc();
-    Value rc = callHalidePipeline(*b, loc, *program.module, packed.spec.name + "_pack",
-                                  {matrixArg(packed.weight), packedWeightArg(i)});
-    prepared = arith::OrIOp::create(*b, loc, prepared, rc);
-  }
-  func::ReturnOp::create(builder, forward.getLoc(), prepared);
-  b = nullptr;
-}
 
 GemmKernelSpec HostLowering::gemmSpecOf(GemmOp gemm) {
   Value weight = gemm.getWeight();
@@ -519,70 +211,6 @@ HalideBufferArg HostLowering::packedWeightArg(int64_t index) {
 //===----------------------------------------------------------------------===//
 // xf_forward: one kernel per op
 //===----------------------------------------------------------------------===//
-
-
-/// What a loop kernel reads and writes per row, for the roofline: every
-/// [ℓ, d] operand and the result (an embedding gather also reads a table row).
-static int64_t loopKernelBytesPerRow(Operation *op) {
-  auto rowWidth = [](Type t) -> int64_t {
-    auto ranked = dyn_cast<RankedTensorType>(t);
-    return ranked && ranked.getRank() == 2 && ranked.getElementType().isF32()
-               ? ranked.getDimSize(1) : 0;
-  };
-  int64_t floats = rowWidth(op->getResult(0).getType());
-  if (isa<TokenEmbedOp, PositionalEmbedOp>(op))
-    floats *= 2;
-  for (Value operand : op->getOperands())
-    if (auto ranked = dyn_cast<RankedTensorType>(operand.getType());
-        ranked && ranked.getRank() == 2 && ranked.isDynamicDim(0))
-      floats += rowWidth(ranked);
-  return 4 * floats;
-}
-
-LogicalResult HostLowering::profiled(
-    Operation *op, llvm::function_ref<LogicalResult(ManifestInfo::Kernel &)> emit) {
-  auto hook = [&](llvm::StringRef name, ArrayRef<Type> args) {
-    auto fn = program.module->lookupSymbol<func::FuncOp>(name);
-    if (!fn) {
-      OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
-      fn = func::FuncOp::create(top, loc, name, FunctionType::get(ctx, args, {}));
-      fn.setPrivate();
-    }
-    return fn;
-  };
-  Type i32 = IntegerType::get(ctx, 32), i64Type = IntegerType::get(ctx, 64);
-  Value site = arith::ConstantIntOp::create(*b, loc, b->getI32Type(), sites.size());
-  ManifestInfo::Kernel info;
-  info.op = op->getName().getStringRef().str();
-  std::string where;
-  llvm::raw_string_ostream os(where);
-  op->getLoc()->print(os);
-  info.loc = where;
-  func::CallOp::create(*b, loc, hook("xfrt_profile_enter", {i32}), ValueRange{site});
-  if (failed(emit(info)))
-    return failure();
-  if (info.kind == "loop")
-    info.bytesPerRow = loopKernelBytesPerRow(op);
-  // The exit hook gets this call's rows and context rows, so FLOP counts are
-  // right for prefill and decode steps alike.
-  Value rows = rowsOf(op->getResult(0));
-  Value context = i64(0);
-  if (auto attn = dyn_cast<AttentionOp>(op))
-    context = packedMode   ? packedContextRows
-              : cachedMode ? Value(arith::AddIOp::create(*b, loc, startArg, rows))
-                           : rowsOf(attn.getKey());
-  func::CallOp::create(*b, loc, hook("xfrt_profile_exit", {i32, i64Type, i64Type}),
-                       ValueRange{site, rows, context});
-  if (options.kernelOutputHook) {
-    Value v = op->getResult(0);
-    Type ptr = LLVM::LLVMPointerType::get(ctx);
-    func::CallOp::create(*b, loc, hook("xf_check_kernel_output", {i32, ptr, i64Type, i64Type}),
-                         ValueRange{site, pointerOf(v), rows, i64(placements[v].stride)});
-  }
-  sites.push_back(info);
-  program.siteOps.push_back(op);
-  return success();
-}
 
 LogicalResult HostLowering::emitNumber(Operation *op) {
   if (auto length = dyn_cast<LengthOp>(op)) {
@@ -823,144 +451,6 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
   return success();
 }
 
-LogicalResult HostLowering::emitForward(bool cached, bool packed) {
-  Type ptr = LLVM::LLVMPointerType::get(ctx), i64Type = IntegerType::get(ctx, 64);
-  Type i32Type = IntegerType::get(ctx, 32);
-  OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
-  FunctionType type;
-  if (packed && cached) // (params, derived, tokens, lengths, starts, n, out, scratch, caches, cache_positions)
-    type = FunctionType::get(ctx, {ptr, ptr, ptr, ptr, ptr, i64Type, ptr, ptr, ptr, i64Type},
-                             {i32Type});
-  else if (packed) // (params, derived, tokens, lengths, n, out, scratch)
-    type = FunctionType::get(ctx, {ptr, ptr, ptr, ptr, i64Type, ptr, ptr}, {i32Type});
-  else if (cached) // (params, derived, tokens, l, start, out, scratch, cache, cache_positions)
-    type = FunctionType::get(ctx, {ptr, ptr, ptr, i64Type, i64Type, ptr, ptr, ptr, i64Type},
-                             {i32Type});
-  else // (params, derived, tokens, l, source, l_z, out, scratch)
-    type = FunctionType::get(ctx, {ptr, ptr, ptr, i64Type, ptr, i64Type, ptr, ptr}, {i32Type});
-  const char *name = packed ? (cached ? "xf_forward_cached_packed" : "xf_forward_packed")
-                            : (cached ? "xf_forward_cached" : "xf_forward");
-  auto fn = func::FuncOp::create(top, forward.getLoc(), name, type);
-  OpBuilder builder = OpBuilder::atBlockBegin(fn.addEntryBlock());
-  b = &builder;
-  loc = forward.getLoc();
-  auto args = fn.getArguments();
-  if ((cached && !cachePlan.cacheable) || (packed && !cachePlan.packable) ||
-      (packed && cached && !cachePlan.packedCacheable)) {
-    // Not runnable this way: the runtime re-runs xf_forward (or loops over
-    // the sequences) instead.
-    func::ReturnOp::create(builder, loc,
-                           ValueRange{arith::ConstantIntOp::create(builder, loc,
-                                                                   builder.getI32Type(), 1)
-                                          .getResult()});
-    b = nullptr;
-    return success();
-  }
-  cachedMode = cached;
-  packedMode = packed;
-  numbers.clear();
-  status = arith::ConstantIntOp::create(builder, loc, builder.getI32Type(), 0);
-  if (packed) {
-    paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lengthsArg = args[3];
-    startsArg = cached ? args[4] : Value();
-    countArg = args[cached ? 5 : 4];
-    outArg = args[cached ? 6 : 5], scratchArg = args[cached ? 7 : 6];
-    cachesArg = cached ? args[8] : Value();
-    sourceArg = Value(), lzArg = i64(0);
-    if (cached)
-      cacheRows = paddedRowsOf(args[9], i64(0));
-    // ℓ = Σ ℓ_i rows; the profiler's attention context Σ ℓ_i·(start_i + ℓ_i) / ℓ.
-    auto sums = scf::ForOp::create(
-        builder, loc, i64(0), countArg, i64(1), ValueRange{i64(0), i64(0)},
-        [&](OpBuilder &nested, Location, Value index, ValueRange acc) {
-          OpBuilder::InsertionGuard guard(*b);
-          b->setInsertionPointToStart(nested.getInsertionBlock());
-          Value rows = loadI64(lengthsArg, index);
-          Value context = cached ? Value(arith::AddIOp::create(
-                                       *b, loc, loadI64(startsArg, index), rows))
-                                 : rows;
-          scf::YieldOp::create(
-              *b, loc,
-              ValueRange{arith::AddIOp::create(*b, loc, acc[0], rows),
-                         arith::AddIOp::create(*b, loc, acc[1],
-                                               arith::MulIOp::create(*b, loc, rows, context))});
-        });
-    lArg = sums.getResult(0);
-    packedContextRows = arith::DivSIOp::create(
-        builder, loc, sums.getResult(1), arith::MaxSIOp::create(builder, loc, lArg, i64(1)));
-  } else if (cached) {
-    paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lArg = args[3];
-    startArg = args[4], outArg = args[5], scratchArg = args[6], cacheArg = args[7];
-    sourceArg = Value(), lzArg = i64(0);
-    cacheRows = paddedRowsOf(args[8], i64(0));
-  } else {
-    paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lArg = args[3];
-    sourceArg = args[4], lzArg = args[5], outArg = args[6], scratchArg = args[7];
-  }
-  paddedRows = paddedRowsOf(lArg, lzArg);
-  Operation *lastAttention = nullptr;
-  forward.walk([&](AttentionOp op) { lastAttention = op; });
-  tailValues.clear();
-  inTail = false;
-  bool compacted = false;
-  for (Operation &op : forward.getBody().front()) {
-    if (isa<func::ReturnOp>(op))
-      break;
-    inTail = cached && lastAttention && lastAttention->isBeforeInBlock(&op) &&
-             isActivation(op.getResult(0));
-    if (inTail && packed && !compacted) {
-      loc = op.getLoc();
-      compactLastRows();
-      compacted = true;
-    }
-    if (inTail) // before emitting: the op writes its one row at row 0
-      tailValues.insert(op.getResult(0));
-    if (failed(emitOp(&op)))
-      return failure();
-  }
-  inTail = false;
-  // A returned view (or a tensor that could not be written in place) is copied out.
-  if (placements[result].storage != Storage::Output) {
-    Placement &p = placements[result];
-    loc = forward.getLoc();
-    call(kernels->copy2d(), {pointerOf(result), i64(p.stride), outArg, i64(p.cols),
-                             rowsOf(result), i64(p.cols)});
-  }
-  func::ReturnOp::create(builder, forward.getLoc(), status);
-  b = nullptr;
-  cachedMode = packedMode = false;
-  return success();
-}
-
-void HostLowering::emitCacheBytes() {
-  Type i64Type = IntegerType::get(ctx, 64);
-  OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
-  auto fn = func::FuncOp::create(top, forward.getLoc(), "xf_cache_bytes",
-                                 FunctionType::get(ctx, {i64Type}, {i64Type}));
-  OpBuilder builder = OpBuilder::atBlockBegin(fn.addEntryBlock());
-  b = &builder;
-  loc = forward.getLoc();
-  // ⌈positions⌉₁₆ rows per column keep every slot 64-byte aligned.
-  Value rows = paddedRowsOf(fn.getArgument(0), i64(0));
-  Value bytes = arith::MulIOp::create(builder, loc, rows, i64(4 * cachePlan.columns));
-  func::ReturnOp::create(builder, loc, ValueRange{bytes});
-  b = nullptr;
-}
-
-void HostLowering::emitScratchBytes() {
-  Type i64Type = IntegerType::get(ctx, 64);
-  OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
-  auto fn = func::FuncOp::create(top, forward.getLoc(), "xf_scratch_bytes",
-                                 FunctionType::get(ctx, {i64Type, i64Type}, {i64Type}));
-  OpBuilder builder = OpBuilder::atBlockBegin(fn.addEntryBlock());
-  b = &builder;
-  loc = forward.getLoc();
-  Value padded = paddedRowsOf(fn.getArgument(0), fn.getArgument(1));
-  Value bytes = arith::MulIOp::create(builder, loc, padded, i64(4 * plan.totalColumns));
-  func::ReturnOp::create(builder, loc, ValueRange{arith::MaxSIOp::create(builder, loc, bytes, i64(64)).getResult()});
-  b = nullptr;
-}
-
 /// A parameter may live in bfloat16 when every use reads it as a GEMM weight
 /// or an embedding table: both kernels widen it exactly on load.
 void HostLowering::chooseBf16Parameters() {
@@ -972,7 +462,6 @@ void HostLowering::chooseBf16Parameters() {
 }
 
 LogicalResult HostLowering::run() {
-  auto output = forward->getAttrOfType<StringAttr>("xf.output");
   FailureOr<TensorPlacement> placed = placeForward(forward);
   if (failed(placed))
     return failure();
@@ -994,58 +483,7 @@ LogicalResult HostLowering::run() {
   emitCacheBytes();
   program.deviceLoops = kernels->deviceKernels();
 
-  ManifestInfo info;
-  auto module = forward->getParentOfType<ModuleOp>();
-  if (auto name = module->getAttrOfType<StringAttr>("xf.model"))
-    info.model = name.str();
-  info.output = output ? output.str() : "logits";
-  info.encoderDecoder = encoderDecoder;
-  info.hyperparameters = module->getAttrOfType<DictionaryAttr>("xf.hyperparameters");
-  info.dOut = colsOf(result);
-  forward.walk([&](TokenEmbedOp op) {
-    info.vocab = std::max(info.vocab, op.getTable().getType().getDimSize(0));
-  });
-  forward.walk([&](PositionalEmbedOp op) {
-    int64_t n = op.getTable().getType().getDimSize(0);
-    info.maxPositions = info.maxPositions ? std::min(info.maxPositions, n) : n;
-  });
-  if (int64_t limit = hyperparameterPositionLimit(forward))
-    info.maxPositions = limit;
-  for (auto [i, entry] : llvm::enumerate(parameters))
-    info.parameters.push_back(
-        {entry.first, llvm::to_vector(entry.second.getShape()), "normal",
-         blockParameters.count(entry.first) ? weightBlocksName(blockParameters.lookup(entry.first))
-         : bf16Parameters.contains(i)       ? "bf16"
-                                            : "f32"});
-  // Norm gains start near one; biases and shifts near zero.
-  forward.walk([&](Operation *op) {
-    auto mark = [&](Value v, const char *init) {
-      if (!v)
-        return;
-      if (auto param = v.getDefiningOp<ParameterOp>())
-        info.parameters[parameterIndex[param.getName()]].init = init;
-    };
-    if (auto ln = dyn_cast<LayerNormOp>(op))
-      mark(ln.getGamma(), "ones"), mark(ln.getBeta(), "zeros");
-    if (auto rms = dyn_cast<RmsNormOp>(op))
-      mark(rms.getGamma(), "ones");
-  });
-  for (Value v : derived) {
-    auto type = cast<RankedTensorType>(v.getType());
-    WeightBlocks blocks = blocksOf(v);
-    info.derivedBytes.push_back(blocks != WeightBlocks::None
-                                    ? type.getDimSize(0) * blockRowBytes(blocks, type.getDimSize(1))
-                                    : type.getNumElements() * 4);
-  }
-  for (const PackedWeight &packed : packedWeights)
-    info.derivedBytes.push_back(packedWeightBytes(packed.spec));
-  info.kernels = sites;
-  info.cached = cachePlan.cacheable;
-  info.packed = cachePlan.packable;
-  info.cachePositions = cachePlan.cacheable ? cachePlan.positions : 0;
-  if (options.cudaDevice)
-    info.device = "cuda";
-  program.manifest = renderManifest(info);
+  program.manifest = renderManifest(describeModel());
   emitManifestGlobal(*program.module, program.manifest);
   return success();
 }
@@ -1517,8 +955,6 @@ LogicalResult HostLowering::runTraining(HostLowering &forwardLowering) {
   emitManifestGlobal(*program.module, json, "xf_training_manifest");
   return success();
 }
-
-} // namespace
 
 FailureOr<HostProgram> mlir::xf::lowerToHost(ModuleOp fused, const HostOptions &options) {
   auto forward = fused.lookupSymbol<func::FuncOp>("forward");

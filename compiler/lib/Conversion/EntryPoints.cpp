@@ -1,0 +1,262 @@
+//===- EntryPoints.cpp - the host ABI's functions (docs/abi.md) -----------===//
+//
+// xf_prepare (derived weights, then the weights packed at load, once);
+// xf_forward, xf_forward_cached, xf_forward_packed and
+// xf_forward_cached_packed — their signatures, their arguments bound to the
+// emitter's state, and the walk emitting one kernel per op (or a refusal,
+// status 1, where the cache plan says the model cannot run that way);
+// xf_scratch_bytes and xf_cache_bytes; and the per-sequence loop of packed
+// batches.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HostLowering.h"
+
+using namespace mlir;
+using namespace mlir::xf;
+
+void HostLowering::forEachSequence(llvm::function_ref<void(Value, Value, Value, Value)> body) {
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  auto loop = scf::ForOp::create(
+      *b, loc, i64(0), countArg, i64(1), ValueRange{i64(0), status},
+      [&](OpBuilder &nested, Location, Value index, ValueRange carried) {
+        OpBuilder::InsertionGuard guard(*b);
+        b->setInsertionPointToStart(nested.getInsertionBlock());
+        // Halide buffer descriptors are stack allocations: release them every
+        // iteration, or a large batch would grow the stack without bound.
+        Value stack = LLVM::StackSaveOp::create(*b, loc, ptr);
+        Value offset = carried[0];
+        status = carried[1];
+        Value rows = loadI64(lengthsArg, index);
+        Value position = cachedMode ? loadI64(startsArg, index) : i64(0);
+        body(offset, rows, position, index);
+        LLVM::StackRestoreOp::create(*b, loc, stack);
+        scf::YieldOp::create(*b, loc,
+                             ValueRange{arith::AddIOp::create(*b, loc, offset, rows), status});
+      });
+  status = loop.getResult(1);
+}
+
+void HostLowering::compactLastRows() {
+  if (cachePlan.tailInputRoots.empty())
+    return;
+  forEachSequence([&](Value offset, Value rows, Value, Value index) {
+    Value last =
+        arith::SubIOp::create(*b, loc, arith::AddIOp::create(*b, loc, offset, rows), i64(1));
+    for (Value root : cachePlan.tailInputRoots) {
+      int64_t stride = placements[root].stride;
+      call(kernels->copy2d(), {rowPointer(root, last), i64(stride), rowPointer(root, index),
+                               i64(stride), i64(1), i64(stride)});
+    }
+  });
+}
+
+void HostLowering::emitPrepare(llvm::StringRef name) {
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
+  auto fn = func::FuncOp::create(top, forward.getLoc(), name,
+                                 FunctionType::get(ctx, {ptr, ptr}, {IntegerType::get(ctx, 32)}));
+  OpBuilder builder = OpBuilder::atBlockBegin(fn.addEntryBlock());
+  b = &builder;
+  paramsArg = fn.getArgument(0);
+  derivedArg = fn.getArgument(1);
+  func::FuncOp copy = kernels->copy2d();
+  for (Value v : derived) {
+    Operation *op = v.getDefiningOp();
+    loc = op->getLoc();
+    // Every tensor here is viewed as [rows, cols] (vectors: one row).
+    auto shape = [](Value t) {
+      auto type = cast<RankedTensorType>(t.getType());
+      return type.getRank() == 1
+                 ? std::pair<int64_t, int64_t>{1, type.getDimSize(0)}
+                 : std::pair<int64_t, int64_t>{type.getDimSize(0), type.getDimSize(1)};
+    };
+    auto [rows, cols] = shape(v);
+    Value out = pointerOf(v);
+    auto copyBlock = [&](Value src, int64_t srcOffset, int64_t srcStride, int64_t dstOffset,
+                         int64_t n, int64_t m) {
+      call(copy, {offsetPtr(pointerOf(src), i64(srcOffset)), i64(srcStride),
+                  offsetPtr(out, i64(dstOffset)), i64(cols), i64(n), i64(m)});
+    };
+    if (auto slice = dyn_cast<SliceOp>(op)) {
+      int64_t inCols = shape(slice.getInput()).second;
+      bool byRows = cast<RankedTensorType>(v.getType()).getRank() == 2 && slice.getAxis() == 0;
+      copyBlock(slice.getInput(), slice.getOffset() * (byRows ? inCols : 1), inCols, 0, rows, cols);
+    } else if (auto row = dyn_cast<RowOp>(op)) {
+      copyBlock(row.getInput(), row.getIndex() * cols, cols, 0, 1, cols);
+    } else if (auto concat = dyn_cast<ConcatOp>(op); concat && blocksOf(v) != WeightBlocks::None) {
+      // Rows of blocks: the parts' bytes back to back.
+      int64_t offset = 0;
+      Type i8 = b->getI8Type();
+      for (Value part : concat.getInputs()) {
+        auto [pr, pc] = shape(part);
+        int64_t bytes = pr * blockRowBytes(blocksOf(v), pc);
+        Value dst = LLVM::GEPOp::create(*b, loc, ptr, i8, out, ValueRange{i64(offset)});
+        LLVM::MemcpyOp::create(*b, loc, dst, pointerOf(part), i64(bytes), /*isVolatile=*/false);
+        offset += bytes;
+      }
+    } else if (auto concat = dyn_cast<ConcatOp>(op)) {
+      bool byRows = cast<RankedTensorType>(v.getType()).getRank() == 2 && concat.getAxis() == 0;
+      int64_t offset = 0;
+      for (Value part : concat.getInputs()) {
+        auto [pr, pc] = shape(part);
+        copyBlock(part, 0, pc, byRows ? offset * cols : offset, pr, pc);
+        offset += byRows ? pr : pc;
+      }
+    } else if (auto transpose = dyn_cast<TransposeOp>(op)) {
+      auto [inRows, inCols] = shape(transpose.getInput());
+      call(kernels->transpose2d(),
+           {pointerOf(transpose.getInput()), out, i64(inRows), i64(inCols)});
+    }
+  }
+  // Then the packed weights, from parameters and the derived weights above.
+  Value prepared = arith::ConstantIntOp::create(builder, forward.getLoc(), builder.getI32Type(), 0);
+  for (auto [i, packed] : llvm::enumerate(packedWeights)) {
+    loc = packed.weight.getLoc();
+    Value rc = callHalidePipeline(*b, loc, *program.module, packed.spec.name + "_pack",
+                                  {matrixArg(packed.weight), packedWeightArg(i)});
+    prepared = arith::OrIOp::create(*b, loc, prepared, rc);
+  }
+  func::ReturnOp::create(builder, forward.getLoc(), prepared);
+  b = nullptr;
+}
+
+LogicalResult HostLowering::emitForward(bool cached, bool packed) {
+  Type ptr = LLVM::LLVMPointerType::get(ctx), i64Type = IntegerType::get(ctx, 64);
+  Type i32Type = IntegerType::get(ctx, 32);
+  OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
+  FunctionType type;
+  if (packed && cached) // (params, derived, tokens, lengths, starts, n, out, scratch, caches,
+                        // cache_positions)
+    type = FunctionType::get(ctx, {ptr, ptr, ptr, ptr, ptr, i64Type, ptr, ptr, ptr, i64Type},
+                             {i32Type});
+  else if (packed) // (params, derived, tokens, lengths, n, out, scratch)
+    type = FunctionType::get(ctx, {ptr, ptr, ptr, ptr, i64Type, ptr, ptr}, {i32Type});
+  else if (cached) // (params, derived, tokens, l, start, out, scratch, cache, cache_positions)
+    type = FunctionType::get(ctx, {ptr, ptr, ptr, i64Type, i64Type, ptr, ptr, ptr, i64Type},
+                             {i32Type});
+  else // (params, derived, tokens, l, source, l_z, out, scratch)
+    type = FunctionType::get(ctx, {ptr, ptr, ptr, i64Type, ptr, i64Type, ptr, ptr}, {i32Type});
+  const char *name = packed ? (cached ? "xf_forward_cached_packed" : "xf_forward_packed")
+                            : (cached ? "xf_forward_cached" : "xf_forward");
+  auto fn = func::FuncOp::create(top, forward.getLoc(), name, type);
+  OpBuilder builder = OpBuilder::atBlockBegin(fn.addEntryBlock());
+  b = &builder;
+  loc = forward.getLoc();
+  auto args = fn.getArguments();
+  if ((cached && !cachePlan.cacheable) || (packed && !cachePlan.packable) ||
+      (packed && cached && !cachePlan.packedCacheable)) {
+    // Not runnable this way: the runtime re-runs xf_forward (or loops over
+    // the sequences) instead.
+    func::ReturnOp::create(
+        builder, loc,
+        ValueRange{
+            arith::ConstantIntOp::create(builder, loc, builder.getI32Type(), 1).getResult()});
+    b = nullptr;
+    return success();
+  }
+  cachedMode = cached;
+  packedMode = packed;
+  numbers.clear();
+  status = arith::ConstantIntOp::create(builder, loc, builder.getI32Type(), 0);
+  if (packed) {
+    paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lengthsArg = args[3];
+    startsArg = cached ? args[4] : Value();
+    countArg = args[cached ? 5 : 4];
+    outArg = args[cached ? 6 : 5], scratchArg = args[cached ? 7 : 6];
+    cachesArg = cached ? args[8] : Value();
+    sourceArg = Value(), lzArg = i64(0);
+    if (cached)
+      cacheRows = paddedRowsOf(args[9], i64(0));
+    // ℓ = Σ ℓ_i rows; the profiler's attention context Σ ℓ_i·(start_i + ℓ_i) / ℓ.
+    auto sums = scf::ForOp::create(
+        builder, loc, i64(0), countArg, i64(1), ValueRange{i64(0), i64(0)},
+        [&](OpBuilder &nested, Location, Value index, ValueRange acc) {
+          OpBuilder::InsertionGuard guard(*b);
+          b->setInsertionPointToStart(nested.getInsertionBlock());
+          Value rows = loadI64(lengthsArg, index);
+          Value context =
+              cached ? Value(arith::AddIOp::create(*b, loc, loadI64(startsArg, index), rows))
+                     : rows;
+          scf::YieldOp::create(
+              *b, loc,
+              ValueRange{arith::AddIOp::create(*b, loc, acc[0], rows),
+                         arith::AddIOp::create(*b, loc, acc[1],
+                                               arith::MulIOp::create(*b, loc, rows, context))});
+        });
+    lArg = sums.getResult(0);
+    packedContextRows = arith::DivSIOp::create(builder, loc, sums.getResult(1),
+                                               arith::MaxSIOp::create(builder, loc, lArg, i64(1)));
+  } else if (cached) {
+    paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lArg = args[3];
+    startArg = args[4], outArg = args[5], scratchArg = args[6], cacheArg = args[7];
+    sourceArg = Value(), lzArg = i64(0);
+    cacheRows = paddedRowsOf(args[8], i64(0));
+  } else {
+    paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lArg = args[3];
+    sourceArg = args[4], lzArg = args[5], outArg = args[6], scratchArg = args[7];
+  }
+  paddedRows = paddedRowsOf(lArg, lzArg);
+  Operation *lastAttention = nullptr;
+  forward.walk([&](AttentionOp op) { lastAttention = op; });
+  tailValues.clear();
+  inTail = false;
+  bool compacted = false;
+  for (Operation &op : forward.getBody().front()) {
+    if (isa<func::ReturnOp>(op))
+      break;
+    inTail = cached && lastAttention && lastAttention->isBeforeInBlock(&op) &&
+             isActivation(op.getResult(0));
+    if (inTail && packed && !compacted) {
+      loc = op.getLoc();
+      compactLastRows();
+      compacted = true;
+    }
+    if (inTail) // before emitting: the op writes its one row at row 0
+      tailValues.insert(op.getResult(0));
+    if (failed(emitOp(&op)))
+      return failure();
+  }
+  inTail = false;
+  // A returned view (or a tensor that could not be written in place) is copied out.
+  if (placements[result].storage != Storage::Output) {
+    Placement &p = placements[result];
+    loc = forward.getLoc();
+    call(kernels->copy2d(),
+         {pointerOf(result), i64(p.stride), outArg, i64(p.cols), rowsOf(result), i64(p.cols)});
+  }
+  func::ReturnOp::create(builder, forward.getLoc(), status);
+  b = nullptr;
+  cachedMode = packedMode = false;
+  return success();
+}
+
+void HostLowering::emitCacheBytes() {
+  Type i64Type = IntegerType::get(ctx, 64);
+  OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
+  auto fn = func::FuncOp::create(top, forward.getLoc(), "xf_cache_bytes",
+                                 FunctionType::get(ctx, {i64Type}, {i64Type}));
+  OpBuilder builder = OpBuilder::atBlockBegin(fn.addEntryBlock());
+  b = &builder;
+  loc = forward.getLoc();
+  // ⌈positions⌉₁₆ rows per column keep every slot 64-byte aligned.
+  Value rows = paddedRowsOf(fn.getArgument(0), i64(0));
+  Value bytes = arith::MulIOp::create(builder, loc, rows, i64(4 * cachePlan.columns));
+  func::ReturnOp::create(builder, loc, ValueRange{bytes});
+  b = nullptr;
+}
+
+void HostLowering::emitScratchBytes() {
+  Type i64Type = IntegerType::get(ctx, 64);
+  OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
+  auto fn = func::FuncOp::create(top, forward.getLoc(), "xf_scratch_bytes",
+                                 FunctionType::get(ctx, {i64Type, i64Type}, {i64Type}));
+  OpBuilder builder = OpBuilder::atBlockBegin(fn.addEntryBlock());
+  b = &builder;
+  loc = forward.getLoc();
+  Value padded = paddedRowsOf(fn.getArgument(0), fn.getArgument(1));
+  Value bytes = arith::MulIOp::create(builder, loc, padded, i64(4 * plan.totalColumns));
+  func::ReturnOp::create(
+      builder, loc, ValueRange{arith::MaxSIOp::create(builder, loc, bytes, i64(64)).getResult()});
+  b = nullptr;
+}

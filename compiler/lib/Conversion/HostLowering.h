@@ -1,0 +1,227 @@
+//===- HostLowering.h - the emitter of the host entry points ---*- C++ -*-===//
+//
+// Internal to compiler/lib/Conversion: the state of one function's host
+// lowering (lowerToHost, LowerToHost.h), whose methods are defined by concern
+// in LowerToHost.cpp (kernels, training), EntryPoints.cpp (the ABI's
+// functions), ProfilingHooks.cpp and Manifest.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_LIB_CONVERSION_HOSTLOWERING_H
+#define XF_LIB_CONVERSION_HOSTLOWERING_H
+
+#include "Manifest.h"
+#include "xf/Codegen/HalideCalls.h"
+#include "xf/Codegen/KernelSchedules.h"
+#include "xf/Codegen/KernelSpecs.h"
+#include "xf/Codegen/LoopKernels.h"
+#include "xf/Conversion/CachePlan.h"
+#include "xf/Conversion/LowerToHost.h"
+#include "xf/Conversion/Placement.h"
+#include "xf/IR/XfOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/MapVector.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace mlir::xf {
+
+/// Emits the entry points from the placement analysis's result (Placement.h),
+/// which every emitter reads.
+class HostLowering : TensorPlacement {
+public:
+  HostLowering(func::FuncOp forward, HostProgram &program, const HostOptions &options)
+      : forward(forward), program(program), options(options), ctx(forward.getContext()) {}
+
+  LogicalResult run();
+  /// After `forwardLowering` lowered @forward into the same program: this
+  /// lowering's function, @loss_and_gradients, becomes xf_train_step,
+  /// xf_train_prepare and xf_train_scratch_bytes (docs/training.md).
+  LogicalResult runTraining(HostLowering &forwardLowering);
+
+private:
+  void emitPrepare(llvm::StringRef name = "xf_prepare");
+  /// The kernel spec of a GEMM, named (layers share kernels), with
+  /// packedWeight when its weight is a constant the kernel can take packed.
+  GemmKernelSpec gemmSpecOf(GemmOp gemm);
+  void planPackedWeights();
+  HalideBufferArg packedWeightArg(int64_t index);
+  LogicalResult emitForward(bool cached, bool packed);
+  void emitCacheBytes();
+  LogicalResult emitOp(Operation *op);
+  /// xf.length and the arith ops on it: numbers xf_forward computes before
+  /// the kernels that read them (`numbers` maps them to its values).
+  LogicalResult emitNumber(Operation *op);
+  IRMapping numbers;
+  LogicalResult emitKernel(Operation *op, ManifestInfo::Kernel &site);
+  void emitScratchBytes();
+  /// The manifest (docs/abi.md) of what run() emitted.
+  ManifestInfo describeModel();
+
+  // Emission helpers (valid while emitting one function).
+  Value pointerOf(Value tensor);
+  Value storagePointer(Value tensor);
+  bool readsLastRowOnly(Value tensor);
+  // xf_forward_cached: values computed after the last attention, and whether
+  // the op being emitted is one of those.
+  llvm::DenseSet<Value> tailValues;
+  bool inTail = false;
+  Value rowsOf(Value tensor);
+  Value i64(int64_t v) { return arith::ConstantIntOp::create(*b, loc, b->getI64Type(), v); }
+  Value offsetPtr(Value base, Value floats) {
+    Type ptr = LLVM::LLVMPointerType::get(ctx);
+    return LLVM::GEPOp::create(*b, loc, ptr, b->getF32Type(), base, ValueRange{floats});
+  }
+  void call(func::FuncOp kernel, ValueRange args) {
+    func::CallOp::create(*b, loc, kernel, args);
+    lastLoopKernel = kernel.getName().str();
+  }
+  std::string lastLoopKernel;
+  HalideBufferArg matrixArg(Value tensor);
+  /// Position of the first row: 0, or `start` in xf_forward_cached.
+  Value firstPosition() { return cachedMode ? startArg : i64(0); }
+  /// In xf_forward_cached: appends `rows` new rows of `tensor` (read at
+  /// `source`) to its slot of `cache` at position `start` and returns the
+  /// whole cached matrix [start + rows, width].
+  HalideBufferArg cachedMatrixArg(Value tensor, int64_t floatOffset, Value cache, Value start,
+                                  Value source, Value rows);
+  // Packed batches (docs/abi.md "Packed batches"): n sequences' rows in one
+  // matrix; row-wise kernels run once over all Σℓ rows, attention and
+  // positions once per sequence.
+  bool packedMode = false;
+  Value lengthsArg, startsArg, countArg, cachesArg;
+  /// Attention's context rows per row, Σ ℓ_i·(start_i + ℓ_i) / Σ ℓ_i, for the profiler.
+  Value packedContextRows;
+  /// Emits `body(rowOffset, rows, firstPosition, index)` once per sequence of
+  /// the packed batch; kernel status codes inside it are carried out.
+  void forEachSequence(llvm::function_ref<void(Value, Value, Value, Value)> body);
+  Value loadI64(Value array, Value index);
+  Value loadPointer(Value array, Value index);
+  /// Rows [offset, offset + rows) of a matrix.
+  Value rowPointer(Value tensor, Value offset) {
+    return offsetPtr(storagePointer(tensor),
+                     arith::MulIOp::create(*b, loc, offset, i64(placements[tensor].stride)));
+  }
+  HalideBufferArg segmentArg(Value tensor, Value offset, Value rows) {
+    Placement &p = placements[tensor];
+    return HalideBufferArg{rowPointer(tensor, offset),
+                           {{i64(p.cols), i64(1)}, {rows, i64(p.stride)}}};
+  }
+  /// Before the tail of xf_forward_cached_packed: moves the last row of each
+  /// sequence of every full-length tensor the tail reads to row i (in place;
+  /// row i is never a later sequence's last row), so the tail runs on n rows.
+  void compactLastRows();
+  /// ℓ_pad = roundup(max(ℓ, ℓ_z), 16): the arena's unit column (BufferPlan.h).
+  Value paddedRowsOf(Value l, Value lz) {
+    Value longest = arith::MaxSIOp::create(*b, loc, l, lz);
+    Value blocks =
+        arith::DivSIOp::create(*b, loc, arith::AddIOp::create(*b, loc, longest, i64(15)), i64(16));
+    return arith::MulIOp::create(*b, loc, blocks, i64(16));
+  }
+  LogicalResult requireDense(Operation *op, Value tensor);
+
+  // Training (the section "Training" below).
+  Value targetsArg, lossArg, gradsArg;
+  /// Floats of scratch before the arena: Static slots, then the two chunk
+  /// buffers of the weight gradients.
+  int64_t staticFloats = 0;
+  /// The Static slots among them, zeroed on entry to xf_train_step.
+  int64_t zeroedFloats = 0;
+  /// Static gradients whose single user (a sum or slice_grad) they were
+  /// accumulated into directly: that user has nothing left to do for them.
+  llvm::DenseSet<Value> folded;
+  /// Rows per weight-gradient chunk (a GEMM with K = chunkRows) and the
+  /// chunk buffers' float offsets in scratch.
+  int64_t chunkRows = 0, chunkLeftOffset = 0, chunkRightOffset = 0;
+  GemmSchedule chunkSchedule;
+  LogicalResult placeTraining();
+  LogicalResult planAccumulation(func::ReturnOp ret);
+  LogicalResult emitTrainStep();
+  LogicalResult emitBackwardKernel(Operation *op);
+  LogicalResult emitWeightGrad(WeightGradOp op);
+  void emitTrainScratchBytes();
+  /// out (a static placement) += in (any 2-D or vector placement).
+  void accumulateInto(Value target, int64_t floatOffset, Value in);
+
+  func::FuncOp forward;
+  HostProgram &program;
+  HostOptions options;
+  MLIRContext *ctx;
+  /// Parameter indices stored in bfloat16 (HostOptions::bf16Weights).
+  llvm::DenseSet<int64_t> bf16Parameters;
+  void chooseBf16Parameters();
+  bool isBf16(Value tensor) {
+    auto it = placements.find(tensor);
+    return it != placements.end() && it->second.storage == Storage::Parameter &&
+           bf16Parameters.contains(it->second.index);
+  }
+  /// Parameters kept in ggml blocks (HostOptions::weightBlocks, filtered by
+  /// blockParameterTypes); a concatenation of such parameters is one too.
+  llvm::StringMap<WeightBlocks> blockParameters;
+  WeightBlocks blocksOf(Value tensor) {
+    auto it = placements.find(tensor);
+    if (it == placements.end() ||
+        (it->second.storage != Storage::Parameter && it->second.storage != Storage::Derived))
+      return WeightBlocks::None;
+    return weightBlocksOf(tensor, blockParameters);
+  }
+  /// Bytes of one row of a block tensor [rows, cols].
+  static int64_t blockRowBytes(WeightBlocks type, int64_t cols) {
+    return cols / 32 * weightBlockBytes(type);
+  }
+  /// Weights packed at load (GemmKernelSpec::packedWeight): derived buffers
+  /// after `derived`, one per weight and layout, filled by `<kernel>_pack`.
+  struct PackedWeight {
+    Value weight;
+    GemmKernelSpec spec; // the first kernel taking it
+  };
+  std::vector<PackedWeight> packedWeights;
+  llvm::DenseMap<Operation *, int64_t> packedWeightOfGemm;
+
+  // Emission state.
+  OpBuilder *b = nullptr;
+  Location loc = UnknownLoc::get(forward.getContext());
+  std::shared_ptr<LoopKernels> kernels;
+  Value paramsArg, derivedArg, tokensArg, lArg, sourceArg, lzArg, outArg, scratchArg, paddedRows;
+  Value status;
+  // Cached decoding (docs/abi.md): while emitting xf_forward_cached, positions
+  // start at `startArg` and attention reads keys/values from `cacheArg`.
+  bool cachedMode = false;
+  Value startArg, cacheArg;
+  /// Which entry points run, and the K and V slots of each attention.
+  CachePlan cachePlan;
+  Value cacheRows;                          // ⌈positions⌉₁₆ in xf_forward_cached
+  llvm::StringMap<std::string> kernelNames; // spec key → exported name
+  std::vector<ManifestInfo::Kernel> sites;  // one per kernel call in xf_forward
+
+  /// Brackets the kernel call that `emit` produces with the profiling hooks
+  /// of libxfrt (no-ops unless the executable runs with --profile).
+  LogicalResult profiled(Operation *op,
+                         llvm::function_ref<LogicalResult(ManifestInfo::Kernel &)> emit);
+
+  /// One Halide pipeline per distinct spec: layers share their kernels.
+  template <typename Spec>
+  std::string kernelName(const std::string &key, llvm::StringRef prefix, std::vector<Spec> &specs,
+                         Spec &spec) {
+    auto [it, inserted] = kernelNames.try_emplace(key, "");
+    if (inserted) {
+      it->second = (prefix + std::to_string(specs.size())).str();
+      spec.name = it->second;
+      specs.push_back(spec);
+    }
+    return it->second;
+  }
+};
+
+} // namespace mlir::xf
+
+#endif // XF_LIB_CONVERSION_HOSTLOWERING_H

@@ -1,0 +1,78 @@
+//===- ProfilingHooks.cpp - every kernel call bracketed for --profile ------===//
+//
+// Around each kernel call: xfrt_profile_enter(site) and
+// xfrt_profile_exit(site, rows, context rows) (no-ops unless the executable
+// runs with --profile), the site's manifest entry (kernel, op, source
+// location, work per row for the roofline), and under --check the
+// xf_check_kernel_output hook.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HostLowering.h"
+
+using namespace mlir;
+using namespace mlir::xf;
+
+/// What a loop kernel reads and writes per row, for the roofline: every
+/// [ℓ, d] operand and the result (an embedding gather also reads a table row).
+static int64_t loopKernelBytesPerRow(Operation *op) {
+  auto rowWidth = [](Type t) -> int64_t {
+    auto ranked = dyn_cast<RankedTensorType>(t);
+    return ranked && ranked.getRank() == 2 && ranked.getElementType().isF32() ? ranked.getDimSize(1)
+                                                                              : 0;
+  };
+  int64_t floats = rowWidth(op->getResult(0).getType());
+  if (isa<TokenEmbedOp, PositionalEmbedOp>(op))
+    floats *= 2;
+  for (Value operand : op->getOperands())
+    if (auto ranked = dyn_cast<RankedTensorType>(operand.getType());
+        ranked && ranked.getRank() == 2 && ranked.isDynamicDim(0))
+      floats += rowWidth(ranked);
+  return 4 * floats;
+}
+
+LogicalResult
+HostLowering::profiled(Operation *op,
+                       llvm::function_ref<LogicalResult(ManifestInfo::Kernel &)> emit) {
+  auto hook = [&](llvm::StringRef name, ArrayRef<Type> args) {
+    auto fn = program.module->lookupSymbol<func::FuncOp>(name);
+    if (!fn) {
+      OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
+      fn = func::FuncOp::create(top, loc, name, FunctionType::get(ctx, args, {}));
+      fn.setPrivate();
+    }
+    return fn;
+  };
+  Type i32 = IntegerType::get(ctx, 32), i64Type = IntegerType::get(ctx, 64);
+  Value site = arith::ConstantIntOp::create(*b, loc, b->getI32Type(), sites.size());
+  ManifestInfo::Kernel info;
+  info.op = op->getName().getStringRef().str();
+  std::string where;
+  llvm::raw_string_ostream os(where);
+  op->getLoc()->print(os);
+  info.loc = where;
+  func::CallOp::create(*b, loc, hook("xfrt_profile_enter", {i32}), ValueRange{site});
+  if (failed(emit(info)))
+    return failure();
+  if (info.kind == "loop")
+    info.bytesPerRow = loopKernelBytesPerRow(op);
+  // The exit hook gets this call's rows and context rows, so FLOP counts are
+  // right for prefill and decode steps alike.
+  Value rows = rowsOf(op->getResult(0));
+  Value context = i64(0);
+  if (auto attn = dyn_cast<AttentionOp>(op))
+    context = packedMode   ? packedContextRows
+              : cachedMode ? Value(arith::AddIOp::create(*b, loc, startArg, rows))
+                           : rowsOf(attn.getKey());
+  func::CallOp::create(*b, loc, hook("xfrt_profile_exit", {i32, i64Type, i64Type}),
+                       ValueRange{site, rows, context});
+  if (options.kernelOutputHook) {
+    Value v = op->getResult(0);
+    Type ptr = LLVM::LLVMPointerType::get(ctx);
+    func::CallOp::create(*b, loc, hook("xf_check_kernel_output", {i32, ptr, i64Type, i64Type}),
+                         ValueRange{site, pointerOf(v), rows, i64(placements[v].stride)});
+  }
+  sites.push_back(info);
+  program.siteOps.push_back(op);
+  return success();
+}
