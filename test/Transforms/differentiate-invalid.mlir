@@ -80,3 +80,16 @@ module {
     return %z : tensor<8x4xf32>
   }
 }
+
+// -----
+
+module {
+  func.func @forward(%x: tensor<?xi32>) -> tensor<?x32xf32> attributes {xf.output = "logits"} {
+    %we = xf.parameter "wte" : tensor<32x8xf32>
+    %e = xf.token_embed %we[%x] : tensor<32x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+    // expected-error @+1 {{xf-differentiate: attention with fused rotary positions has no backward; differentiate before xf-fuse-rope-attention}}
+    %a = xf.attention causal heads 2 rope adjacent base 1.0e4 %e, %e, %e : tensor<?x8xf32>, tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+    %logits = xf.unembed %a, tied %we : tensor<?x8xf32>, tensor<32x8xf32> -> tensor<?x32xf32>
+    return %logits : tensor<?x32xf32>
+  }
+}

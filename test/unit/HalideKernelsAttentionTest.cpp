@@ -4,7 +4,8 @@
 // does, JITs it once and runs it for several (M, Mz): self-attention, cross
 // attention with M != Mz, causal masking with the offset rule (query t sees
 // keys t' <= t + Mz - M, as in KV-cache decoding), heads 1 and 4, block
-// sizes that leave query- and key-block tails, and the decode path (M <= 4).
+// sizes that leave query- and key-block tails, and the decode path (M <= 4);
+// rotary positions fused into the loads (spec.rope).
 //
 // Tolerance: each output is a convex combination of values in [-1, 1]; the
 // float32 error comes from the dK-long score dot products (relative error
@@ -40,6 +41,33 @@ void checkAttention(const AttentionKernelSpec &spec, std::vector<Lengths> length
     auto v = xftest::randomMatrix(Mz, Hkv * dV, rng);
     // Scale the queries up so the softmax is far from uniform.
     q.for_each_value([](float &x) { x *= 4.f; });
+    // Rotary positions, in float64 from the definition (xf.rope): the kernel
+    // rotates q (row t at t + Mz − M) and, with ropeKeys, k (row s at s).
+    auto reference = [&](Halide::Runtime::Buffer<float> &x, int heads, int rows, int first) {
+      std::vector<double> r(size_t(rows) * heads * dK);
+      for (int t = 0; t < rows; ++t)
+        for (int c = 0; c < heads * dK; ++c)
+          r[size_t(t) * heads * dK + c] = x(c, t);
+      if (spec.rope == AttentionKernelSpec::Rope::None)
+        return r;
+      bool adjacent = spec.rope == AttentionKernelSpec::Rope::Adjacent;
+      for (int t = 0; t < rows; ++t)
+        for (int h = 0; h < heads; ++h)
+          for (int i = 0; i < dK / 2; ++i) {
+            double angle = double(first + t) * std::pow(spec.ropeBase, -2.0 * i / dK);
+            int ia = h * dK + (adjacent ? 2 * i : i), ib = ia + (adjacent ? 1 : dK / 2);
+            double a = x(ia, t), b = x(ib, t);
+            r[size_t(t) * heads * dK + ia] = a * std::cos(angle) - b * std::sin(angle);
+            r[size_t(t) * heads * dK + ib] = a * std::sin(angle) + b * std::cos(angle);
+          }
+      return r;
+    };
+    std::vector<double> qr = reference(q, H, M, Mz - M);
+    std::vector<double> kr = reference(k, Hkv, Mz, 0);
+    if (!spec.ropeKeys) // keys come rotated (a KV cache): hand the kernel the rotated ones
+      for (int s = 0; s < Mz; ++s)
+        for (int c = 0; c < Hkv * dK; ++c)
+          k(c, s) = float(kr[size_t(s) * Hkv * dK + c]);
     Halide::Runtime::Buffer<float> out(H * dV, M);
     out.fill(std::nanf(""));
     ASSERT_EQ(
@@ -55,7 +83,8 @@ void checkAttention(const AttentionKernelSpec &spec, std::vector<Lengths> length
           bool visible = !spec.causal || s <= t + (Mz - M);
           double dot = 0;
           for (int c = 0; c < dK; ++c)
-            dot += double(q(h * dK + c, t)) * k((h / group) * dK + c, s);
+            dot += qr[size_t(t) * H * dK + h * dK + c] *
+                   kr[size_t(s) * Hkv * dK + (h / group) * dK + c];
           score[s] = visible ? dot * spec.scale : -INFINITY;
           maxScore = std::max(maxScore, score[s]);
         }
@@ -154,4 +183,23 @@ TEST(HalideKernelsAttention, WideHeadsKeepLoops) {
   // 300 and 301 are not multiples of the vector width (one-lane dot products on decode).
   checkAttention(attention(2, 300, 301, true), {{1, 40}, {3, 3}, {7, 7}, {70, 70}});
   checkAttention(attention(1, 1100, 1024, false), {{2, 5}, {9, 9}});
+}
+
+// Rotary positions fused into the attention (xf.attention `rope`): both
+// pairings; flash path (prefill) and decode path (M <= 4); without a cache
+// (K rotated by the kernel) and with one (K already rotated, queries at the
+// last positions, far enough that f32 angles would be visibly off); grouped
+// K/V heads.
+TEST(HalideKernelsAttention, RotaryPositions) {
+  for (auto pairing : {AttentionKernelSpec::Rope::Adjacent, AttentionKernelSpec::Rope::Halves}) {
+    SCOPED_TRACE(pairing == AttentionKernelSpec::Rope::Adjacent ? "adjacent" : "halves");
+    AttentionKernelSpec spec = attention(6, 16, 8, true);
+    spec.kvHeads = 2, spec.rope = pairing, spec.ropeBase = 10000.0;
+    checkAttention(spec, {{1, 1}, {3, 3}, {9, 9}, {65, 65}, {130, 130}});
+    spec.ropeKeys = false;
+    checkAttention(spec, {{1, 1}, {1, 3000}, {4, 70}, {65, 130}, {7, 2500}});
+    AttentionKernelSpec wide = attention(2, 64, 64, false);
+    wide.rope = pairing, wide.ropeBase = 1e5;
+    checkAttention(wide, {{1, 1}, {2, 2}, {33, 33}});
+  }
 }

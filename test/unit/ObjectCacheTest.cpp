@@ -304,6 +304,9 @@ TEST(ObjectKeys, EveryAttentionFieldChangesTheKey) {
       [](AttentionKernelSpec &s) { s.causal = true; },
       // The last bit of the scale is a different constant in the kernel.
       [](AttentionKernelSpec &s) { s.scale = std::nextafter(0.125, 1.0); },
+      [](AttentionKernelSpec &s) { s.rope = AttentionKernelSpec::Rope::Halves; },
+      [](AttentionKernelSpec &s) { s.ropeBase = std::nextafter(10000.0, 1e5); },
+      [](AttentionKernelSpec &s) { s.ropeKeys = false; },
       [](AttentionKernelSpec &s) { s.schedule.queryBlock = 32; },
       [](AttentionKernelSpec &s) { s.schedule.keyBlock = 32; },
       [](AttentionKernelSpec &s) { s.schedule.rowTile = 2; },

@@ -249,6 +249,13 @@ static mlir::LogicalResult quantizedLikeBlocks(llvm::StringMap<mlir::xf::WeightB
   return mlir::success();
 }
 
+/// What the fusion stage folds for this target.
+static mlir::xf::FusionOptions fusionOptions() {
+  mlir::xf::FusionOptions options;
+  options.ropeIntoAttention = !mlir::xf::isCudaTarget(target);
+  return options;
+}
+
 /// The passes from the xf dialect to `action`'s stage.
 static mlir::LogicalResult buildPipeline(Emit action, mlir::PassManager &pm) {
   if (train) { // the backward of the decomposed ops, then fusion as usual
@@ -260,7 +267,7 @@ static mlir::LogicalResult buildPipeline(Emit action, mlir::PassManager &pm) {
   case Emit::Xf:
     return mlir::success(); // the frontend's own output
   case Emit::Fused:
-    mlir::xf::buildFusionPipeline(pm);
+    mlir::xf::buildFusionPipeline(pm, fusionOptions());
     return mlir::success();
   default:
     break;
@@ -271,6 +278,7 @@ static mlir::LogicalResult buildPipeline(Emit action, mlir::PassManager &pm) {
     return mlir::failure();
   }
   mlir::xf::KernelScheduleOptions options;
+  options.fusion = fusionOptions();
   options.defaults.vectorWidth = shape->floatsPerVector;
   options.defaults.vectorRegisters = shape->registers;
   if (!tuningDbPath.empty() && !tuneMode) {

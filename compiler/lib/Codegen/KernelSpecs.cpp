@@ -164,6 +164,11 @@ AttentionKernelSpec mlir::xf::attentionKernelSpecOf(AttentionOp op) {
   spec.causal = op.getMask() == MaskKind::causal;
   spec.scale =
       op.getScale() ? op.getScale()->convertToDouble() : 1.0 / std::sqrt(double(spec.dK));
+  if (std::optional<RopePairing> pairing = op.getRope()) {
+    spec.rope = *pairing == RopePairing::adjacent ? AttentionKernelSpec::Rope::Adjacent
+                                                  : AttentionKernelSpec::Rope::Halves;
+    spec.ropeBase = op.getRopeBase()->convertToDouble();
+  }
   if (AttentionScheduleAttr schedule = op.getScheduleAttr())
     spec.schedule = attentionScheduleOf(schedule);
   return spec;
@@ -189,9 +194,16 @@ std::string mlir::xf::kernelSignature(const AttentionKernelSpec &s) {
   std::string grouped =
       s.keyValueHeads() == s.heads ? std::string()
                                    : llvm::formatv(" kv_heads={0}", s.keyValueHeads()).str();
-  return llvm::formatv("attention heads={0}{5} dk={1} dv={2} {3} scale={4:e}", s.heads, s.dK,
-                       s.dV, s.causal ? "causal" : "full", s.scale, grouped)
-      .str();
+  std::string text = llvm::formatv("attention heads={0}{5} dk={1} dv={2} {3} scale={4:e}", s.heads,
+                                   s.dK, s.dV, s.causal ? "causal" : "full", s.scale, grouped)
+                         .str();
+  // Rotary positions cost a table of sines and cosines and the rotations.
+  if (s.rope != AttentionKernelSpec::Rope::None)
+    text += llvm::formatv(" rope={0} base={1:e}{2}",
+                          s.rope == AttentionKernelSpec::Rope::Adjacent ? "adjacent" : "halves",
+                          s.ropeBase, s.ropeKeys ? "" : " keys-rotated")
+                .str();
+  return text;
 }
 
 std::string mlir::xf::loopKernelSignature(Operation *op) {

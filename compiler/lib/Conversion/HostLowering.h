@@ -92,8 +92,10 @@ private:
   /// In xf_forward_cached: appends `rows` new rows of `tensor` (read at
   /// `source`) to its slot of `cache` at position `start` and returns the
   /// whole cached matrix [start + rows, width].
+  /// `rotate` (a rotaryRows kernel) turns the new rows as they are copied:
+  /// the cache holds rotated keys (xf.attention `rope`).
   HalideBufferArg cachedMatrixArg(Value tensor, int64_t floatOffset, Value cache, Value start,
-                                  Value source, Value rows);
+                                  Value source, Value rows, func::FuncOp rotate = {});
   // Packed batches (docs/abi.md "Packed batches"): n sequences' rows in one
   // matrix; row-wise kernels run once over all Σℓ rows, attention and
   // positions once per sequence.

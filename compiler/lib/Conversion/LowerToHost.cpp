@@ -131,11 +131,15 @@ HalideBufferArg HostLowering::matrixArg(Value tensor) {
 }
 
 HalideBufferArg HostLowering::cachedMatrixArg(Value tensor, int64_t column, Value cache,
-                                              Value start, Value source, Value rows) {
+                                              Value start, Value source, Value rows,
+                                              func::FuncOp rotate) {
   Placement &p = placements[tensor];
   Value slot = offsetPtr(cache, arith::MulIOp::create(*b, loc, cacheRows, i64(column)));
   Value at = offsetPtr(slot, arith::MulIOp::create(*b, loc, start, i64(p.cols)));
-  call(kernels->copy2d(), {source, i64(p.stride), at, i64(p.cols), rows, i64(p.cols)});
+  if (rotate) // (in, in_stride, out, rows, first position)
+    call(rotate, {source, i64(p.stride), at, rows, start});
+  else
+    call(kernels->copy2d(), {source, i64(p.stride), at, i64(p.cols), rows, i64(p.cols)});
   Value context = arith::AddIOp::create(*b, loc, start, rows);
   return HalideBufferArg{slot, {{i64(p.cols), i64(1)}, {context, i64(p.cols)}}};
 }
@@ -284,6 +288,18 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
   }
   if (auto attn = dyn_cast<AttentionOp>(op)) {
     AttentionKernelSpec spec = attentionKernelSpecOf(attn);
+    // Fused rotary positions: with a cache, new keys are rotated on their way
+    // into it (rotateKeys) and the kernel rotates only the queries.
+    func::FuncOp rotateKeys;
+    if (spec.rope != AttentionKernelSpec::Rope::None && cachedMode) {
+      spec.ropeKeys = false;
+      kernels->useSchedule(defaultLoopSchedule(spec.keyValueHeads() * spec.dK));
+      rotateKeys = kernels->rotaryRows(spec.keyValueHeads(), spec.dK,
+                                       spec.rope == AttentionKernelSpec::Rope::Adjacent
+                                           ? RotaryPairs::Adjacent
+                                           : RotaryPairs::Halves,
+                                       spec.ropeBase);
+    }
     spec.name = kernelName(attentionKey(spec), "xf_attention_", program.attentions, spec);
     auto [keyOffset, valueOffset] = cachePlan.offsets.lookup(op);
     if (packedMode) {
@@ -293,7 +309,7 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
         if (cachedMode) {
           Value cache = loadPointer(cachesArg, index);
           args.push_back(cachedMatrixArg(attn.getKey(), keyOffset, cache, start,
-                                         rowPointer(attn.getKey(), offset), rows));
+                                         rowPointer(attn.getKey(), offset), rows, rotateKeys));
           args.push_back(cachedMatrixArg(attn.getValue(), valueOffset, cache, start,
                                          rowPointer(attn.getValue(), offset), rows));
         } else {
@@ -307,7 +323,8 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
       SmallVector<HalideBufferArg> args{matrixArg(attn.getQuery())};
       if (cachedMode) {
         args.push_back(cachedMatrixArg(attn.getKey(), keyOffset, cacheArg, startArg,
-                                       pointerOf(attn.getKey()), rowsOf(attn.getKey())));
+                                       pointerOf(attn.getKey()), rowsOf(attn.getKey()),
+                                       rotateKeys));
         args.push_back(cachedMatrixArg(attn.getValue(), valueOffset, cacheArg, startArg,
                                        pointerOf(attn.getValue()), rowsOf(attn.getValue())));
       } else {

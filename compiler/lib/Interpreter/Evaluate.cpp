@@ -259,6 +259,18 @@ Result Evaluator::evaluateOp(Operation *op) {
         if (o.getScale())
           shape.scale = o.getScale()->convertToDouble();
         shape.causal = o.getMask() == MaskKind::causal;
+        if (std::optional<RopePairing> pairing = o.getRope()) {
+          // Query row t at position t + (ℓ_z − ℓ), key row s at s.
+          const Tensor &key = operand(o.getKey());
+          const Tensor &query = operand(o.getQuery());
+          bool adjacent = *pairing == RopePairing::adjacent;
+          double base = o.getRopeBase()->convertToDouble();
+          Result q = rope(query, o.getHeads(), adjacent, base, key.rows() - query.rows());
+          Result k = q ? rope(key, o.getKeyValueHeads(), adjacent, base, 0) : q.takeError();
+          if (!k)
+            return k;
+          return attention(*q, *k, operand(o.getValue()), shape);
+        }
         return attention(operand(o.getQuery()), operand(o.getKey()), operand(o.getValue()), shape);
       })
       .Case([&](RopeOp o) -> Result {

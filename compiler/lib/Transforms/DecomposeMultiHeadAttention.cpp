@@ -62,9 +62,10 @@ struct DecomposeMha : OpRewritePattern<MultiHeadAttentionOp> {
     int64_t headsWidth = vType.getDimSize(1) / op.getKeyValueHeads() * op.getHeads();
     auto headsType = RankedTensorType::get({qType.getDimSize(0), headsWidth},
                                            qType.getElementType());
-    Value heads = AttentionOp::create(rewriter, loc, headsType, q, k, v, op.getMaskAttr(),
-                                      op.getHeadsAttr(), op.getKvHeadsAttr(), op.getScaleAttr(),
-                                      /*schedule=*/AttentionScheduleAttr());
+    Value heads = AttentionOp::create(
+        rewriter, loc, headsType, q, k, v, op.getMaskAttr(), op.getHeadsAttr(), op.getKvHeadsAttr(),
+        /*rope=*/RopePairingAttr(), /*rope_base=*/FloatAttr(), op.getScaleAttr(),
+        /*schedule=*/AttentionScheduleAttr());
     rewriter.replaceOp(op, project(rewriter, loc, heads, op.getWo(), op.getBo(), t));
     return success();
   }

@@ -159,6 +159,9 @@ LogicalResult Backward::rule(Operation *op) {
     return success();
   }
   if (auto attn = dyn_cast<AttentionOp>(op)) {
+    if (attn.getRope())
+      return op->emitError("xf-differentiate: attention with fused rotary positions has no "
+                           "backward; differentiate before xf-fuse-rope-attention");
     auto grad = AttentionGradOp::create(
         b, loc, TypeRange{attn.getQuery().getType(), attn.getKey().getType(),
                           attn.getValue().getType()},

@@ -287,8 +287,9 @@ mlir::Value Generator::emit(int id) {
     return xfir::AttentionOp::create(
         builder, at, type, operand(0), operand(1), operand(2),
         xfir::MaskKindAttr::get(builder.getContext(), mask),
-        builder.getI64IntegerAttr(n.heads), kvHeads, scale,
-        xfir::AttentionScheduleAttr());
+        builder.getI64IntegerAttr(n.heads), kvHeads,
+        /*rope=*/xfir::RopePairingAttr(),
+        /*rope_base=*/mlir::FloatAttr(), scale, xfir::AttentionScheduleAttr());
   }
   case OpKind::MultiHeadAttention:
     return emitMha(n);

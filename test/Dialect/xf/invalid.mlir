@@ -591,3 +591,27 @@ func.func @scale_type_changes(%x: tensor<?x8xf32>) -> tensor<?x4xf32> {
   %y = "xf.scale"(%x) {factor = 2.0 : f64} : (tensor<?x8xf32>) -> tensor<?x4xf32>
   return %y : tensor<?x4xf32>
 }
+
+// -----
+
+func.func @attention_rope_odd_heads(%q: tensor<?x12xf32>) {
+  // expected-error @+1 {{rope rotates pairs of features, but the query's H·d_k = 12 does not split into 4 heads of even width}}
+  %r = xf.attention causal heads 4 rope adjacent base 1.0e4 %q, %q, %q : tensor<?x12xf32>, tensor<?x12xf32>, tensor<?x12xf32> -> tensor<?x12xf32>
+  return
+}
+
+// -----
+
+func.func @attention_rope_base(%q: tensor<?x16xf32>) {
+  // expected-error @+1 {{rope base must be greater than 1, got 5.000000e-01}}
+  %r = xf.attention causal heads 2 rope halves base 0.5 %q, %q, %q : tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
+  return
+}
+
+// -----
+
+func.func @attention_rope_without_base(%q: tensor<?x16xf32>) {
+  // expected-error @+1 {{takes rope and its base together}}
+  %r = "xf.attention"(%q, %q, %q) <{heads = 2 : i64, mask = 1 : i32, rope = 1 : i32}> : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x16xf32>
+  return
+}

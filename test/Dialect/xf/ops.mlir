@@ -76,6 +76,10 @@ func.func @attention(%q: tensor<?x64xf32>, %k: tensor<?x64xf32>, %v: tensor<?x32
   %a = xf.attention causal heads 4 %q, %k, %v : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x32xf32> -> tensor<?x32xf32>
   // CHECK: xf.attention bidirectional heads 1 %{{.*}}, %{{.*}}, %{{.*}} scale 1.250000e-01 : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x32xf32> -> tensor<?x32xf32>
   %b = xf.attention bidirectional heads 1 %q, %k, %v scale 0.125 : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x32xf32> -> tensor<?x32xf32>
+  // CHECK: xf.attention causal heads 4 kv_heads 2 rope halves base 1.000000e+04 %{{.*}}, %{{.*}}, %{{.*}} scale 1.250000e-01 : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x16xf32> -> tensor<?x32xf32>
+  %kr = xf.slice %k axis 1 offset 0 : tensor<?x64xf32> -> tensor<?x32xf32>
+  %vr = xf.slice %v axis 1 offset 0 : tensor<?x32xf32> -> tensor<?x16xf32>
+  %r = xf.attention causal heads 4 kv_heads 2 rope halves base 1.0e4 %q, %kr, %vr scale 0.125 : tensor<?x64xf32>, tensor<?x32xf32>, tensor<?x16xf32> -> tensor<?x32xf32>
   // CHECK: xf.attention cross heads 2 %{{.*}}, %{{.*}}, %{{.*}} : tensor<?x64xf32>, tensor<10x64xf32>, tensor<10x32xf32> -> tensor<?x32xf32>
   %c = xf.attention cross heads 2 %q, %kc, %vc : tensor<?x64xf32>, tensor<10x64xf32>, tensor<10x32xf32> -> tensor<?x32xf32>
   return %a, %b, %c : tensor<?x32xf32>, tensor<?x32xf32>, tensor<?x32xf32>

@@ -165,9 +165,15 @@ def interpret(ops, W, args):
             kv = _int(attrs, "kv_heads") if "kv_heads" in attrs else heads
             dk, dv, group = x[0].shape[1] // heads, x[2].shape[1] // kv, heads // kv
             scale = _float(attrs, "scale", 1.0 / math.sqrt(dk))
+            q, k = x[0], x[1]
+            if "rope" in attrs:  # fused rotary positions: query t at t + (ℓ_z − ℓ), key s at s
+                pairing = "adjacent" if _int(attrs, "rope") == 0 else "halves"
+                base = _float(attrs, "rope_base")
+                q = rotary_embedding(q, heads, base, pairing, start=k.shape[0] - q.shape[0])
+                k = rotary_embedding(k, kv, base, pairing)
             out = np.concatenate([
-                _attention_probs(x[0][:, h * dk:(h + 1) * dk],
-                                 x[1][:, h // group * dk:(h // group + 1) * dk],
+                _attention_probs(q[:, h * dk:(h + 1) * dk],
+                                 k[:, h // group * dk:(h // group + 1) * dk],
                                  _int(attrs, "mask"), scale)
                 @ x[2][:, h // group * dv:(h // group + 1) * dv]
                 for h in range(heads)], axis=1)

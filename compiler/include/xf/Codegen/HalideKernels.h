@@ -205,6 +205,12 @@ struct AttentionKernelSpec {
   int64_t keyValueHeads() const { return kvHeads > 0 ? kvHeads : heads; }
   bool causal = false;               // query t sees keys t' <= t + (Mz - M)
   double scale = 1.0;                // usually 1/sqrt(dK)
+  // Rotary positions (xf.attention `rope`): Q rows rotated as loaded, row t
+  // at position t + (Mz - M); K rows too (key s at s) unless ropeKeys is
+  // false — a KV cache holds keys already rotated.
+  enum class Rope { None, Adjacent, Halves } rope = Rope::None;
+  double ropeBase = 10000.0;
+  bool ropeKeys = true;
   AttentionSchedule schedule;
 };
 

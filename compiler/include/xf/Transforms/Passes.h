@@ -16,13 +16,21 @@ namespace mlir::xf {
 #define GEN_PASS_REGISTRATION
 #include "xf/Transforms/Passes.h.inc"
 
+/// What the fusion stage may fold, by target.
+struct FusionOptions {
+  /// xf-fuse-rope-attention: only kernels with a rotation prologue (the CPU
+  /// attention; see FusionPipeline.cpp for CUDA).
+  bool ropeIntoAttention = true;
+};
+
 /// The fusion stage as one list: `xfc --emit=fused` prints its result.
-void buildFusionPipeline(OpPassManager &pm);
+void buildFusionPipeline(OpPassManager &pm, const FusionOptions &options = {});
 
 /// How kernels get their schedules: the tuning database's where it has an
 /// entry (when `tuning.db` is set), defaults for the target's vector unit
 /// elsewhere.
 struct KernelScheduleOptions {
+  FusionOptions fusion;
   ApplyTuningDatabaseOptions tuning;
   AssignDefaultSchedulesOptions defaults;
 };

@@ -1,8 +1,8 @@
 //===- Passes.td - xf dialect passes -----------------------*- tablegen -*-===//
 //
 // The fusion stage, in pipeline order: decompose MHA, fuse the Q/K/V
-// projections, fold bias / activation / residual into GEMM epilogues, then
-// give every kernel its tuned (database) or default schedule.
+// projections, fold rotary positions into attention, fold bias / activation /
+// residual into GEMM epilogues, then give every kernel its tuned (database) or default schedule.
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,6 +30,21 @@ def FuseQkvProjections : Pass<"xf-fuse-qkv", "func::FuncOp"> {
     weight is the concatenation of theirs; consumers read column slices of
     its result. When the weights are consecutive slices of one checkpoint
     tensor (GPT-2's `c_attn`), that tensor is used directly.
+  }];
+  let dependentDialects = ["xf::XfDialect"];
+}
+
+def FuseRopeIntoAttention : Pass<"xf-fuse-rope-attention", "func::FuncOp"> {
+  let summary = "Fold the rotary positions of Q and K into the attention that reads them";
+  let description = [{
+    `attention(rope(Q), rope(K), V)` of self-attention becomes one
+    xf.attention with `rope`: the kernel rotates Q and K rows as it loads
+    them (query row t at position t + (ℓ_z − ℓ), key row s at s), so neither
+    is read and written by a separate pass. Fuses only when both xf.rope
+    have no offset, the same pairing and base, heads H (Q) and H_kv (K), no
+    other use, and Q and K come from the same rows (column slices of one
+    GEMM or projections of one activation) — positions then agree with the
+    unfused ops. Not run for CUDA targets (xfc; see FusionPipeline.cpp).
   }];
   let dependentDialects = ["xf::XfDialect"];
 }

@@ -20,6 +20,15 @@
 // are skipped. K is transposed once per call (keys contiguous) so the score
 // tile is a register-blocked outer product like the GEMM's.
 //
+// With rotary positions (spec.rope), Q and K rows are rotated as they are
+// loaded: the rotated query block is computed once per task (once per head
+// on the decode path) and K is rotated while it is transposed. Query row t
+// is at position t + (Mz - M), key s at s; one table of the f32 cosine and
+// sine of each (pair, position), computed in f64 like the rope loop kernel
+// (positions reach thousands of radians), serves both. With ropeKeys false
+// the keys arrive rotated (the KV cache; LowerToHost.cpp rotates each new
+// key row while copying it into the cache).
+//
 // M <= kSmallQueryRows (KV-cache decoding, M = 1) takes a second path,
 // selected at run time by a specialization: parallel over heads, an exact
 // two-pass softmax over all keys with K read untransposed (vectorised dot
@@ -30,6 +39,8 @@
 
 #include "KernelPipelines.h"
 
+#include <cmath>
+#include <functional>
 #include <optional>
 
 using namespace Halide;
@@ -54,6 +65,9 @@ llvm::Error validateAttention(const AttentionKernelSpec &spec) {
                    "': queryBlock, keyBlock, rowTile and decodeKeyTile must be positive");
   if (!(spec.scale > 0) && !(spec.scale < 0))
     return invalid("attention kernel '" + spec.name + "': scale must be a nonzero number");
+  if (spec.rope != AttentionKernelSpec::Rope::None && (spec.dK % 2 != 0 || !(spec.ropeBase > 1.0)))
+    return invalid("attention kernel '" + spec.name +
+                   "': rotary positions need an even dK and a base greater than 1");
   return llvm::Error::success();
 }
 
@@ -84,18 +98,56 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
   Expr keyBlocks = (keys + keyBlock - 1) / keyBlock;
   Var c("c"), d("d"), s("s"), t("t"), h("h"), j("j"), b("b");
 
+  // ---- Rotary positions (spec.rope) ------------------------------------
+  const bool rope = spec.rope != AttentionKernelSpec::Rope::None;
+  const bool ropeKeys = rope && spec.ropeKeys;
+  Var pair("pair"), position("position");
+  Func rotary("rotary_table"); // (cos, sin) of θ_i = position · base^(−2i/dK)
+  if (rope) {
+    Expr angle = cast<double>(position) *
+                 exp(cast<double>(pair) *
+                     Internal::make_const(Float(64), -2.0 * std::log(spec.ropeBase) / double(dK)));
+    rotary(pair, position) = Tuple(cast<float>(cos(angle)), cast<float>(sin(angle)));
+  }
+  // Element `col` of a row of `heads` heads, rotated at `at`: the pair
+  // (2i, 2i+1) (adjacent) or (i, i + dK/2) (halves) turns by θ_i.
+  auto rotated = [&](const std::function<Expr(Expr)> &load, Expr col, Expr at) -> Expr {
+    Expr headStart = (col / dK) * dK, f = col % dK;
+    Expr i, first, a, bb;
+    if (spec.rope == AttentionKernelSpec::Rope::Adjacent) {
+      i = f / 2, first = f % 2 == 0;
+      a = load(headStart + 2 * i), bb = load(headStart + 2 * i + 1);
+    } else {
+      i = f % (dK / 2), first = f < dK / 2;
+      a = load(headStart + i), bb = load(headStart + i + dK / 2);
+    }
+    Expr cosine = rotary(i, at)[0], sine = rotary(i, at)[1];
+    return select(first, a * cosine - bb * sine, a * sine + bb * cosine);
+  };
+  // Q and K elements as the attention uses them (rows clamped by the caller).
+  auto queryAt = [&](Expr col, Expr row) -> Expr {
+    if (!rope)
+      return q(col, row);
+    return rotated([&](Expr x) { return q(x, row); }, col, row + (keys - queries));
+  };
+  auto keyAt = [&](Expr col, Expr row) -> Expr {
+    if (!ropeKeys)
+      return k(col, row);
+    return rotated([&](Expr x) { return k(x, row); }, col, row);
+  };
+
   // ---- Algorithm -------------------------------------------------------
   // Keys transposed, [H_kv, dK, Mz] with keys contiguous; padded to whole key
   // blocks by repeating key Mz-1 (its probability is masked to 0).
   Func keysT("keys_transposed");
-  keysT(s, c, h) = k(h * dK + c, clamp(s, 0, keys - 1)); // h: a K/V head here
+  keysT(s, c, h) = keyAt(h * dK + c, clamp(s, 0, keys - 1)); // h: a K/V head here
   auto kvHead = [&](Expr queryHead) { return queryHead / group; };
 
   // Raw scores of one tile: scores(j, t, h, b) = q[t, h]·k[b·keyBlock + j, h].
   // Query rows past M (a query block's tail, once the parallel loop fuses
   // heads and query blocks) repeat row M-1; they are never stored.
   Func queryRows("query_rows");
-  queryRows(c, t) = q(c, clamp(t, 0, queries - 1));
+  queryRows(c, t) = queryAt(c, clamp(t, 0, queries - 1));
   RDom rc(0, dK, "rc");
   Func scoreDot("score_dot");
   scoreDot(j, t, h, b) = 0.f;
@@ -156,11 +208,14 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
   // products as `lanes` vector partial sums then a horizontal add, and P·V
   // accumulated in vector registers over d.
   const int lanes = dK % vw == 0 ? vw : 1;
+  Func decodeQuery("decode_query"), decodeKeys("decode_keys"); // rotated, if rope
+  decodeQuery(c, t) = queryAt(c, t);
+  decodeKeys(c, s) = keyAt(c, clamp(s, 0, keys - 1));
   Func dotPart("decode_dot_part"); // dotPart(l, s, t, h) = Σ_o q[t, h, o·lanes + l]·k[s, h, ...]
   RDom ro(0, dK / lanes, "ro");
   dotPart(j, s, t, h) = 0.f;
-  dotPart(j, s, t, h) += q(h * dK + ro * lanes + j, t) *
-                         k(kvHead(h) * dK + ro * lanes + j, clamp(s, 0, keys - 1));
+  dotPart(j, s, t, h) +=
+      decodeQuery(h * dK + ro * lanes + j, t) * decodeKeys(kvHead(h) * dK + ro * lanes + j, s);
   Func decodeScores("decode_scores");
   {
     std::vector<Expr> sums;
@@ -231,6 +286,14 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
     Stage dotUpdate = dotPart.update().reorder(j, s, ro, t).vectorize(j).unroll(s);
     if (dK / lanes <= kMaxUnrolledVectors)
       dotUpdate.unroll(ro);
+    if (rope) // this head's rotated query rows, once
+      decodeQuery.compute_at(out, head).vectorize(c, vw, TailStrategy::GuardWithIf);
+    else
+      decodeQuery.compute_inline();
+    if (ropeKeys) // without a cache: Mz = M <= kSmallQueryRows keys
+      decodeKeys.compute_at(out, head).vectorize(c, vw, TailStrategy::GuardWithIf);
+    else
+      decodeKeys.compute_inline();
     decodeMax.compute_at(out, head);
     decodeProbs.compute_at(out, head).vectorize(s, vw, TailStrategy::GuardWithIf);
     decodeSum.compute_at(out, head);
@@ -286,7 +349,12 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
     blockOutDot.unroll(d);
     blockOutUpdate.unroll(d);
   }
-  queryRows.compute_inline();
+  if (rope) { // the task's rotated query rows, once (not once per key block)
+    queryRows.compute_at(out, task).vectorize(c, vw, TailStrategy::GuardWithIf);
+    rotary.compute_root();
+  } else {
+    queryRows.compute_inline();
+  }
 
   KernelPipeline result;
   result.inputs = {q, k, v};

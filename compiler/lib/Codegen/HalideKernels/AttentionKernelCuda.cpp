@@ -52,6 +52,10 @@ llvm::Expected<KernelPipeline> buildAttentionCuda(const AttentionKernelSpec &spe
                    "': heads, dK, dV must be positive and kvHeads divide heads");
   if (!(spec.scale > 0) && !(spec.scale < 0))
     return invalid("attention kernel '" + spec.name + "': scale must be a nonzero number");
+  // xfc keeps xf.rope as separate kernels for CUDA (FusionPipeline.cpp says why).
+  if (spec.rope != AttentionKernelSpec::Rope::None)
+    return invalid("attention kernel '" + spec.name +
+                   "': rotary positions are not fused into the CUDA attention");
   const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
   const int Hkv = int(spec.keyValueHeads()), group = H / Hkv;
   const float scale = float(spec.scale);

@@ -362,6 +362,17 @@ LogicalResult AttentionOp::verify() {
        failed(verifyKeyValueHeads(*this, getHeads(), getKeyValueHeads(), {"query", q, 1},
                                   {"key", k, 1}, {"result", getType(), 1}, {"value", v, 1}))))
     return failure();
+  if (getRope().has_value() != bool(getRopeBaseAttr()))
+    return emitOpError("takes rope and its base together");
+  if (getRope()) {
+    int64_t width = cast<RankedTensorType>(q).getDimSize(1);
+    if (ShapedType::isDynamic(width) || width % (2 * getHeads()) != 0)
+      return emitOpError() << "rope rotates pairs of features, but the query's H·d_k = " << width
+                           << " does not split into " << getHeads() << " heads of even width";
+    if (!(getRopeBase()->convertToDouble() > 1.0))
+      return emitOpError() << "rope base must be greater than 1, got "
+                           << getRopeBase()->convertToDouble();
+  }
   return verifySameFloatElementType(*this);
 }
 

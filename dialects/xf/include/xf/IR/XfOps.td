@@ -234,13 +234,21 @@ def Xf_AttentionOp : Xf_PureOp<"attention"> {
     it. `scale` defaults to `1/sqrt(d_k)`. With `causal`, query `t` sees keys
     `t' ≤ t + (ℓ_z − ℓ)` (so `ℓ_z ≥ ℓ`; equal lengths without a cache).
 
+    `rope` with `base` (xf-fuse-rope-attention): every head of Q and K is
+    first rotated as xf.rope does, query row `t` at position `t + (ℓ_z − ℓ)`
+    and key row `s` at position `s` — the positions of self-attention, with or
+    without a KV cache. The kernel rotates rows as it loads them.
+
     ```mlir
     %o = xf.attention causal heads 12 %q, %k, %v : tensor<?x768xf32>, tensor<?x768xf32>, tensor<?x768xf32> -> tensor<?x768xf32>
+    %r = xf.attention causal heads 9 kv_heads 3 rope adjacent base 1.0e+05 %q, %k, %v : ...
     ```
   }];
   let arguments = (ins Xf_Matrix:$query, Xf_Matrix:$key, Xf_Matrix:$value,
                        Xf_MaskKind:$mask, I64Attr:$heads,
                        OptionalAttr<I64Attr>:$kv_heads,
+                       OptionalAttr<Xf_RopePairing>:$rope,
+                       OptionalAttr<F64Attr>:$rope_base,
                        OptionalAttr<F64Attr>:$scale,
                        OptionalAttr<Xf_AttentionScheduleAttr>:$schedule);
   let results = (outs Xf_Matrix:$result);
@@ -248,7 +256,8 @@ def Xf_AttentionOp : Xf_PureOp<"attention"> {
     /// H_kv: heads of K and V (grouped-query attention), H when absent.
     int64_t getKeyValueHeads() { return getKvHeads().value_or(getHeads()); }
   }];
-  let assemblyFormat = "$mask `heads` $heads (`kv_heads` $kv_heads^)? $query `,` $key `,` $value "
+  let assemblyFormat = "$mask `heads` $heads (`kv_heads` $kv_heads^)? "
+                       "(`rope` $rope^ `base` $rope_base)? $query `,` $key `,` $value "
                        "(`scale` $scale^)? attr-dict `:` type($query) `,` type($key) "
                        "`,` type($value) `->` type($result)";
 }
