@@ -5,7 +5,9 @@
 #include "xfrt/Json.h"
 #include "xfrt/Safetensors.h"
 
+#include <algorithm>
 #include <set>
+#include <utility>
 
 namespace xfrt {
 
@@ -208,6 +210,133 @@ Expected<Manifest> parseManifest(std::string_view text) {
     }
   }
   return m;
+}
+
+namespace {
+
+// Pretty-printed JSON: each value on its own line, indented two spaces per level, empty
+// containers as [] and {}. Callers write object keys in sorted order.
+class JsonWriter {
+public:
+  std::string text;
+
+  void key(std::string_view k) {
+    item();
+    text += quoteJson(k);
+    text += ": ";
+  }
+  // Before each element of an array.
+  void item() {
+    if (open_.empty())
+      return;
+    if (open_.back())
+      text += ',';
+    open_.back() = true;
+    newline();
+  }
+  void begin(char bracket) {
+    text += bracket;
+    open_.push_back(false);
+  }
+  void end(char bracket) {
+    bool any = open_.back();
+    open_.pop_back();
+    if (any)
+      newline();
+    text += bracket;
+  }
+  void raw(std::string_view value) { text += value; }
+  void number(int64_t v) { text += std::to_string(v); }
+  void boolean(bool v) { text += v ? "true" : "false"; }
+  void string(std::string_view s) { text += quoteJson(s); }
+
+private:
+  void newline() {
+    text += '\n';
+    text.append(2 * open_.size(), ' ');
+  }
+  std::vector<bool> open_; // per open container: has it an element yet
+};
+
+const char *dtypeName(const ParameterSpec &p) {
+  if (p.blocks)
+    return p.blockType == GgmlType::Q8_0 ? "q8_0" : p.blockType == GgmlType::Q4_0 ? "q4_0" : "q4_1";
+  return p.bf16 ? "bf16" : "f32";
+}
+
+const char *initName(InitKind init) {
+  switch (init) {
+  case InitKind::Normal:
+    return "normal";
+  case InitKind::Ones:
+    return "ones";
+  case InitKind::Zeros:
+    return "zeros";
+  }
+  return "normal";
+}
+
+} // namespace
+
+std::string renderManifest(const Manifest &m) {
+  JsonWriter w;
+  w.begin('{');
+  w.key("cache_positions"), w.number(m.cachePositions);
+  w.key("cached"), w.boolean(m.cached);
+  w.key("d_out"), w.number(m.dOut);
+  w.key("derived"), w.begin('[');
+  for (int64_t bytes : m.derivedBytes) {
+    w.item(), w.begin('{');
+    w.key("bytes"), w.number(bytes);
+    w.end('}');
+  }
+  w.end(']');
+  if (m.cuda)
+    w.key("device"), w.string("cuda");
+  w.key("encoder_decoder"), w.boolean(m.encoderDecoder);
+  std::vector<std::pair<std::string, std::string>> hyperparameters = m.hyperparameters;
+  std::sort(hyperparameters.begin(), hyperparameters.end());
+  w.key("hyperparameters"), w.begin('{');
+  for (const auto &[name, value] : hyperparameters)
+    w.key(name), w.raw(value);
+  w.end('}');
+  w.key("kernels"), w.begin('[');
+  for (const KernelSpec &k : m.kernels) {
+    w.item(), w.begin('{');
+    w.key("bytes_per_call"), w.number(k.bytesPerCall);
+    w.key("bytes_per_context_row"), w.number(k.bytesPerContextRow);
+    w.key("bytes_per_row"), w.number(k.bytesPerRow);
+    w.key("context"), w.string(k.contextFromSource ? "source" : "target");
+    w.key("flops_per_row"), w.number(k.flopsPerRow);
+    w.key("flops_per_row_per_context_row"), w.number(k.flopsPerRowPerContextRow);
+    w.key("kind"), w.string(k.kind);
+    w.key("loc"), w.string(k.loc);
+    w.key("name"), w.string(k.name);
+    w.key("op"), w.string(k.op);
+    w.key("tuned"), w.boolean(k.tuned);
+    w.end('}');
+  }
+  w.end(']');
+  w.key("max_positions"), w.number(m.maxPositions);
+  w.key("model"), w.string(m.model);
+  w.key("output"), w.string(m.outputName());
+  w.key("packed"), w.boolean(m.packed);
+  w.key("parameters"), w.begin('[');
+  for (const ParameterSpec &p : m.parameters) {
+    w.item(), w.begin('{');
+    w.key("dtype"), w.string(dtypeName(p));
+    w.key("init"), w.string(initName(p.init));
+    w.key("name"), w.string(p.name);
+    w.key("shape"), w.begin('[');
+    for (int64_t d : p.shape)
+      w.item(), w.number(d);
+    w.end(']');
+    w.end('}');
+  }
+  w.end(']');
+  w.key("vocab"), w.number(m.vocab);
+  w.end('}');
+  return w.text;
 }
 
 } // namespace xfrt

@@ -62,10 +62,10 @@ private:
   /// the kernels that read them (`numbers` maps them to its values).
   LogicalResult emitNumber(Operation *op);
   IRMapping numbers;
-  LogicalResult emitKernel(Operation *op, ManifestInfo::Kernel &site);
+  LogicalResult emitKernel(Operation *op, xfrt::KernelSpec &site);
   void emitScratchBytes();
   /// The manifest (docs/abi.md) of what run() emitted.
-  ManifestInfo describeModel();
+  xfrt::Manifest describeModel();
 
   // Emission helpers (valid while emitting one function).
   Value pointerOf(Value tensor);
@@ -203,12 +203,12 @@ private:
   CachePlan cachePlan;
   Value cacheRows;                          // ⌈positions⌉₁₆ in xf_forward_cached
   llvm::StringMap<std::string> kernelNames; // spec key → exported name
-  std::vector<ManifestInfo::Kernel> sites;  // one per kernel call in xf_forward
+  std::vector<xfrt::KernelSpec> sites;  // one per kernel call in xf_forward
 
   /// Brackets the kernel call that `emit` produces with the profiling hooks
   /// of libxfrt (no-ops unless the executable runs with --profile).
   LogicalResult profiled(Operation *op,
-                         llvm::function_ref<LogicalResult(ManifestInfo::Kernel &)> emit);
+                         llvm::function_ref<LogicalResult(xfrt::KernelSpec &)> emit);
 
   /// One Halide pipeline per distinct spec: layers share their kernels.
   template <typename Spec>

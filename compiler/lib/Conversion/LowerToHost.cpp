@@ -239,10 +239,10 @@ LogicalResult HostLowering::emitOp(Operation *op) {
   Placement &p = placements[v];
   if (p.storage != Storage::Scratch && p.storage != Storage::Output)
     return success(); // parameters, derived weights, views: nothing to run
-  return profiled(op, [&](ManifestInfo::Kernel &site) { return emitKernel(op, site); });
+  return profiled(op, [&](xfrt::KernelSpec &site) { return emitKernel(op, site); });
 }
 
-LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site) {
+LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
   Value v = op->getResult(0);
   Placement &p = placements[v];
   int64_t width = p.cols;
@@ -282,7 +282,7 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
       orStatus(halide());
     }
     site.name = spec.name, site.kind = "gemm";
-    site.setWork(kernelWork(spec));
+    setKernelWork(site, kernelWork(spec));
     site.tuned = op->hasAttr("xf.tuned");
     return success();
   }
@@ -337,7 +337,7 @@ LogicalResult HostLowering::emitKernel(Operation *op, ManifestInfo::Kernel &site
     // Q·Kᵀ and P·V: 2·H·(d_k + d_v) per (query, key) pair (causal masking halves the useful work).
     site.name = spec.name, site.kind = "attention";
     site.tuned = op->hasAttr("xf.tuned");
-    site.setWork(kernelWork(spec));
+    setKernelWork(site, kernelWork(spec));
     site.contextFromSource = placements[attn.getKey()].rows == Rows::Source;
     return success();
   }
@@ -500,7 +500,7 @@ LogicalResult HostLowering::run() {
   emitCacheBytes();
   program.deviceLoops = kernels->deviceKernels();
 
-  program.manifest = renderManifest(describeModel());
+  program.manifest = xfrt::renderManifest(describeModel());
   emitManifestGlobal(*program.module, program.manifest);
   return success();
 }
@@ -881,7 +881,7 @@ LogicalResult HostLowering::emitBackwardKernel(Operation *op) {
     return success();
   }
   // A forward op.
-  ManifestInfo::Kernel site;
+  xfrt::KernelSpec site;
   return emitKernel(op, site);
 }
 

@@ -5,60 +5,46 @@
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
-#include "llvm/Support/JSON.h"
+
+#include <cstdio>
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::xf;
 
-std::string mlir::xf::renderManifest(const ManifestInfo &info) {
-  llvm::json::Object hyper;
-  if (info.hyperparameters)
-    for (NamedAttribute entry : info.hyperparameters) {
-      if (auto i = dyn_cast<IntegerAttr>(entry.getValue()))
-        hyper[entry.getName().str()] = i.getInt();
-      else if (auto f = dyn_cast<FloatAttr>(entry.getValue()))
-        hyper[entry.getName().str()] = f.getValueAsDouble();
-    }
-  llvm::json::Array parameters, derived, kernels;
-  for (auto &p : info.parameters)
-    parameters.push_back(llvm::json::Object{{"name", p.name},
-                                            {"shape", llvm::json::Array(p.shape)},
-                                            {"init", p.init},
-                                            {"dtype", p.dtype}});
-  for (int64_t bytes : info.derivedBytes)
-    derived.push_back(llvm::json::Object{{"bytes", bytes}});
-  for (auto &k : info.kernels)
-    kernels.push_back(
-        llvm::json::Object{{"name", k.name},
-                           {"kind", k.kind},
-                           {"op", k.op},
-                           {"loc", k.loc},
-                           {"flops_per_row", k.flopsPerRow},
-                           {"flops_per_row_per_context_row", k.flopsPerRowPerContextRow},
-                           {"bytes_per_call", k.bytesPerCall},
-                           {"bytes_per_row", k.bytesPerRow},
-                           {"bytes_per_context_row", k.bytesPerContextRow},
-                           {"context", k.contextFromSource ? "source" : "target"},
-                           {"tuned", k.tuned}});
-  llvm::json::Object root{{"model", info.model},
-                          {"output", info.output},
-                          {"encoder_decoder", info.encoderDecoder},
-                          {"vocab", info.vocab},
-                          {"max_positions", info.maxPositions},
-                          {"d_out", info.dOut},
-                          {"cached", info.cached},
-                          {"cache_positions", info.cachePositions},
-                          {"packed", info.packed},
-                          {"hyperparameters", std::move(hyper)},
-                          {"parameters", std::move(parameters)},
-                          {"derived", std::move(derived)},
-                          {"kernels", std::move(kernels)}};
-  if (!info.device.empty())
-    root["device"] = info.device;
-  std::string text;
-  llvm::raw_string_ostream os(text);
-  os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root)));
-  return text;
+void mlir::xf::setKernelWork(xfrt::KernelSpec &site, const KernelWork &work) {
+  site.flopsPerRow = int64_t(work.flopsPerRow);
+  site.flopsPerRowPerContextRow = int64_t(work.flopsPerRowPerContextRow);
+  site.bytesPerCall = int64_t(work.weightBytes);
+  site.bytesPerRow = int64_t(work.bytesPerRow);
+  site.bytesPerContextRow = int64_t(work.bytesPerContextRow);
+}
+
+/// A hyperparameter's value as JSON text: integers as such, floats with the
+/// 17 significant digits that read back to the same double.
+static std::optional<std::string> jsonNumber(Attribute value) {
+  if (auto i = dyn_cast<IntegerAttr>(value))
+    return std::to_string(i.getInt());
+  if (auto f = dyn_cast<FloatAttr>(value)) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.17g", f.getValueAsDouble());
+    return std::string(text);
+  }
+  return std::nullopt;
+}
+
+static xfrt::GgmlType ggmlTypeOf(WeightBlocks blocks) {
+  switch (blocks) {
+  case WeightBlocks::Q8_0:
+    return xfrt::GgmlType::Q8_0;
+  case WeightBlocks::Q4_0:
+    return xfrt::GgmlType::Q4_0;
+  case WeightBlocks::Q4_1:
+    return xfrt::GgmlType::Q4_1;
+  case WeightBlocks::None:
+    break;
+  }
+  return xfrt::GgmlType::F32;
 }
 
 void mlir::xf::emitManifestGlobal(ModuleOp module, llvm::StringRef json, llvm::StringRef symbol) {
@@ -70,15 +56,18 @@ void mlir::xf::emitManifestGlobal(ModuleOp module, llvm::StringRef json, llvm::S
                          symbol, b.getStringAttr(data));
 }
 
-ManifestInfo HostLowering::describeModel() {
+xfrt::Manifest HostLowering::describeModel() {
   auto output = forward->getAttrOfType<StringAttr>("xf.output");
-  ManifestInfo info;
+  xfrt::Manifest info;
   auto module = forward->getParentOfType<ModuleOp>();
-  if (auto name = module->getAttrOfType<StringAttr>("xf.model"))
-    info.model = name.str();
-  info.output = output ? output.str() : "logits";
+  auto name = module->getAttrOfType<StringAttr>("xf.model");
+  info.model = name ? name.str() : "model";
+  info.outputIsLogits = !output || output.getValue() == "logits";
   info.encoderDecoder = encoderDecoder;
-  info.hyperparameters = module->getAttrOfType<DictionaryAttr>("xf.hyperparameters");
+  if (auto hyperparameters = module->getAttrOfType<DictionaryAttr>("xf.hyperparameters"))
+    for (NamedAttribute entry : hyperparameters)
+      if (std::optional<std::string> value = jsonNumber(entry.getValue()))
+        info.hyperparameters.emplace_back(entry.getName().str(), *value);
   info.dOut = colsOf(result);
   forward.walk([&](TokenEmbedOp op) {
     info.vocab = std::max(info.vocab, op.getTable().getType().getDimSize(0));
@@ -89,24 +78,30 @@ ManifestInfo HostLowering::describeModel() {
   });
   if (int64_t limit = hyperparameterPositionLimit(forward))
     info.maxPositions = limit;
-  for (auto [i, entry] : llvm::enumerate(parameters))
-    info.parameters.push_back({entry.first, llvm::to_vector(entry.second.getShape()), "normal",
-                               blockParameters.count(entry.first)
-                                   ? weightBlocksName(blockParameters.lookup(entry.first))
-                               : bf16Parameters.contains(i) ? "bf16"
-                                                            : "f32"});
+  for (auto [i, entry] : llvm::enumerate(parameters)) {
+    xfrt::ParameterSpec p;
+    p.name = entry.first;
+    p.shape.assign(entry.second.getShape().begin(), entry.second.getShape().end());
+    p.numel = entry.second.getNumElements();
+    if (blockParameters.count(entry.first)) {
+      p.blocks = true;
+      p.blockType = ggmlTypeOf(blockParameters.lookup(entry.first));
+    }
+    p.bf16 = !p.blocks && bf16Parameters.contains(i);
+    info.parameters.push_back(std::move(p));
+  }
   // Norm gains start near one; biases and shifts near zero.
   forward.walk([&](Operation *op) {
-    auto mark = [&](Value v, const char *init) {
+    auto mark = [&](Value v, xfrt::InitKind init) {
       if (!v)
         return;
       if (auto param = v.getDefiningOp<ParameterOp>())
         info.parameters[parameterIndex[param.getName()]].init = init;
     };
     if (auto ln = dyn_cast<LayerNormOp>(op))
-      mark(ln.getGamma(), "ones"), mark(ln.getBeta(), "zeros");
+      mark(ln.getGamma(), xfrt::InitKind::Ones), mark(ln.getBeta(), xfrt::InitKind::Zeros);
     if (auto rms = dyn_cast<RmsNormOp>(op))
-      mark(rms.getGamma(), "ones");
+      mark(rms.getGamma(), xfrt::InitKind::Ones);
   });
   for (Value v : derived) {
     auto type = cast<RankedTensorType>(v.getType());
@@ -121,7 +116,6 @@ ManifestInfo HostLowering::describeModel() {
   info.cached = cachePlan.cacheable;
   info.packed = cachePlan.packable;
   info.cachePositions = cachePlan.cacheable ? cachePlan.positions : 0;
-  if (options.cudaDevice)
-    info.device = "cuda";
+  info.cuda = options.cudaDevice;
   return info;
 }

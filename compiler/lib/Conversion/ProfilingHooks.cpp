@@ -33,7 +33,7 @@ static int64_t loopKernelBytesPerRow(Operation *op) {
 
 LogicalResult
 HostLowering::profiled(Operation *op,
-                       llvm::function_ref<LogicalResult(ManifestInfo::Kernel &)> emit) {
+                       llvm::function_ref<LogicalResult(xfrt::KernelSpec &)> emit) {
   auto hook = [&](llvm::StringRef name, ArrayRef<Type> args) {
     auto fn = program.module->lookupSymbol<func::FuncOp>(name);
     if (!fn) {
@@ -45,7 +45,7 @@ HostLowering::profiled(Operation *op,
   };
   Type i32 = IntegerType::get(ctx, 32), i64Type = IntegerType::get(ctx, 64);
   Value site = arith::ConstantIntOp::create(*b, loc, b->getI32Type(), sites.size());
-  ManifestInfo::Kernel info;
+  xfrt::KernelSpec info;
   info.op = op->getName().getStringRef().str();
   std::string where;
   llvm::raw_string_ostream os(where);

@@ -2,7 +2,8 @@
 //
 // xf_model_manifest (docs/abi.md) parsed and checked: the output kind, vocabulary and length
 // limits, the parameters in `params` order with their stored shapes and init rules, and the
-// sizes of the derived buffers xf_prepare fills.
+// sizes of the derived buffers xf_prepare fills. The compiler fills the same struct and writes
+// it with renderManifest: one schema for both sides.
 //
 //===----------------------------------------------------------------------===//
 #ifndef XFRT_MANIFEST_H
@@ -67,6 +68,11 @@ struct Manifest {
 
 // Errors read "manifest: <what>".
 Expected<Manifest> parseManifest(std::string_view json);
+
+// The JSON text xfc embeds as xf_model_manifest (keys sorted, two-space indent): the one
+// writer of what parseManifest reads. `hyperparameters` values are written as their JSON text;
+// a parameter's numel is not written (parseManifest computes it from the shape).
+std::string renderManifest(const Manifest &m);
 
 } // namespace xfrt
 

@@ -1,0 +1,164 @@
+//===- RuntimeManifestTest.cpp - one manifest schema, written and read ----===//
+//
+// xfc fills an xfrt::Manifest and writes it with renderManifest; the
+// executable reads it back with parseManifest (runtime/lib/Manifest.cpp).
+// Every field survives the round trip, the text is stable (rendering what
+// was read gives the same bytes), and its layout is the one xfc has always
+// embedded (keys sorted, two-space indent).
+//
+//===----------------------------------------------------------------------===//
+
+#include "xfrt/Manifest.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+using namespace xfrt;
+
+namespace {
+
+/// Every field away from its default.
+Manifest everyField() {
+  Manifest m;
+  m.model = "a \"quoted\" \\ model";
+  m.outputIsLogits = false;
+  m.encoderDecoder = true;
+  m.vocab = 50257;
+  m.maxPositions = 1024;
+  m.dOut = 768;
+  m.cached = true;
+  m.cachePositions = 512;
+  m.cuda = true;
+  m.packed = true;
+  m.hyperparameters = {{"eps", "1e-05"}, {"L", "12"}, {"d_e", "768"}};
+  ParameterSpec table{"wte", {64, 32}, 64 * 32, InitKind::Normal};
+  table.blocks = true;
+  table.blockType = GgmlType::Q4_1;
+  ParameterSpec gain{"ln.weight", {32}, 32, InitKind::Ones};
+  gain.bf16 = true;
+  ParameterSpec bias{"ln.bias", {32}, 32, InitKind::Zeros};
+  ParameterSpec q8{"w", {32, 64}, 32 * 64, InitKind::Normal};
+  q8.blocks = true;
+  q8.blockType = GgmlType::Q8_0;
+  m.parameters = {table, gain, bias, q8};
+  m.derivedBytes = {3072, 0, 12288};
+  KernelSpec gemm;
+  gemm.name = "xf_gemm_0", gemm.kind = "gemm", gemm.op = "xf.gemm";
+  gemm.loc = "loc(\"gpt2.xf\":51:15)";
+  gemm.flopsPerRow = 4718592, gemm.bytesPerCall = 9437184, gemm.bytesPerRow = 12288;
+  gemm.tuned = true;
+  KernelSpec attention;
+  attention.name = "xf_attention_0", attention.kind = "attention", attention.op = "xf.attention";
+  attention.flopsPerRowPerContextRow = 3072, attention.bytesPerContextRow = 6144;
+  attention.contextFromSource = true;
+  m.kernels = {gemm, attention};
+  return m;
+}
+
+TEST(RuntimeManifest, EveryFieldSurvivesTheRoundTrip) {
+  Manifest m = everyField();
+  std::string text = renderManifest(m);
+  Expected<Manifest> read = parseManifest(text);
+  ASSERT_TRUE(read) << read.message() << "\n" << text;
+  EXPECT_EQ(read->model, m.model);
+  EXPECT_EQ(read->outputIsLogits, m.outputIsLogits);
+  EXPECT_EQ(read->encoderDecoder, m.encoderDecoder);
+  EXPECT_EQ(read->vocab, m.vocab);
+  EXPECT_EQ(read->maxPositions, m.maxPositions);
+  EXPECT_EQ(read->dOut, m.dOut);
+  EXPECT_EQ(read->cached, m.cached);
+  EXPECT_EQ(read->cachePositions, m.cachePositions);
+  EXPECT_EQ(read->cuda, m.cuda);
+  EXPECT_EQ(read->packed, m.packed);
+  // Written with sorted keys (byte order: upper case first).
+  std::vector<std::pair<std::string, std::string>> sorted = {
+      {"L", "12"}, {"d_e", "768"}, {"eps", "1e-05"}};
+  EXPECT_EQ(read->hyperparameters, sorted);
+  ASSERT_EQ(read->parameters.size(), m.parameters.size());
+  for (size_t i = 0; i < m.parameters.size(); ++i) {
+    SCOPED_TRACE(m.parameters[i].name);
+    const ParameterSpec &a = read->parameters[i], &b = m.parameters[i];
+    EXPECT_EQ(a.name, b.name);
+    EXPECT_EQ(a.shape, b.shape);
+    EXPECT_EQ(a.numel, b.numel);
+    EXPECT_EQ(a.init, b.init);
+    EXPECT_EQ(a.bf16, b.bf16);
+    EXPECT_EQ(a.blocks, b.blocks);
+    EXPECT_EQ(a.blockType, b.blockType);
+  }
+  EXPECT_EQ(read->derivedBytes, m.derivedBytes);
+  ASSERT_EQ(read->kernels.size(), m.kernels.size());
+  for (size_t i = 0; i < m.kernels.size(); ++i) {
+    SCOPED_TRACE(m.kernels[i].name);
+    const KernelSpec &a = read->kernels[i], &b = m.kernels[i];
+    EXPECT_EQ(a.name, b.name);
+    EXPECT_EQ(a.kind, b.kind);
+    EXPECT_EQ(a.op, b.op);
+    EXPECT_EQ(a.loc, b.loc);
+    EXPECT_EQ(a.flopsPerRow, b.flopsPerRow);
+    EXPECT_EQ(a.flopsPerRowPerContextRow, b.flopsPerRowPerContextRow);
+    EXPECT_EQ(a.bytesPerCall, b.bytesPerCall);
+    EXPECT_EQ(a.bytesPerRow, b.bytesPerRow);
+    EXPECT_EQ(a.bytesPerContextRow, b.bytesPerContextRow);
+    EXPECT_EQ(a.contextFromSource, b.contextFromSource);
+    EXPECT_EQ(a.tuned, b.tuned);
+  }
+  // What was read renders to the same bytes.
+  EXPECT_EQ(renderManifest(*read), text);
+}
+
+// xfc writes float hyperparameters with 17 significant digits; they read back as the same
+// double, in the shortest text that does.
+TEST(RuntimeManifest, FloatHyperparametersKeepTheirValue) {
+  Manifest m = everyField();
+  m.hyperparameters = {{"eps", "1.0000000000000001e-05"}, {"base", "0.33333333333333331"}};
+  Expected<Manifest> read = parseManifest(renderManifest(m));
+  ASSERT_TRUE(read) << read.message();
+  ASSERT_EQ(read->hyperparameters.size(), 2u);
+  EXPECT_EQ(read->hyperparameters[0].second, "0.3333333333333333");
+  EXPECT_EQ(std::stod(read->hyperparameters[0].second), 1.0 / 3.0);
+  EXPECT_EQ(read->hyperparameters[1].second, "1e-05");
+  EXPECT_EQ(std::stod(read->hyperparameters[1].second), 1e-5);
+}
+
+TEST(RuntimeManifest, TheEmbeddedLayout) {
+  Manifest m;
+  m.model = "tiny";
+  m.vocab = 64;
+  m.dOut = 64;
+  m.hyperparameters = {{"H", "2"}};
+  m.parameters = {ParameterSpec{"wte.weight", {64, 16}, 1024, InitKind::Normal}};
+  EXPECT_EQ(renderManifest(m), R"({
+  "cache_positions": 0,
+  "cached": false,
+  "d_out": 64,
+  "derived": [],
+  "encoder_decoder": false,
+  "hyperparameters": {
+    "H": 2
+  },
+  "kernels": [],
+  "max_positions": 0,
+  "model": "tiny",
+  "output": "logits",
+  "packed": false,
+  "parameters": [
+    {
+      "dtype": "f32",
+      "init": "normal",
+      "name": "wte.weight",
+      "shape": [
+        64,
+        16
+      ]
+    }
+  ],
+  "vocab": 64
+})");
+  // "device" appears only for a CUDA build.
+  m.cuda = true;
+  EXPECT_NE(renderManifest(m).find("\n  \"device\": \"cuda\",\n"), std::string::npos);
+}
+
+} // namespace
