@@ -3,12 +3,15 @@
 
 Usage: test/bench/run_model.py [--exe GPT2] [--build DIR] [--rounds N] [--runs-per-round K]
                                [--threads N] [--length L] [--no-docs] [--workdir DIR]
-                               [--tuning-db DB | --tuned-exe GPT2_TUNED]
+                               [--tuning-db DB | --tuned-exe GPT2_TUNED] [--bf16]
 
 1. Builds `xfc examples/gpt2.xf` (or takes --exe) and writes one random GPT-2-small checkpoint
    with the oracle's writer (test/reference/oracle.py --write-random). With --tuning-db (a
    database from `xfc tune examples/gpt2.xf`) or --tuned-exe it also times a tuned build as the
-   column "xf tuned"; the default build is always compiled with `--tuning-db none`.
+   column "xf tuned"; the default build is always compiled with `--tuning-db none`. With --bf16
+   it also builds `--weight-type=bf16 --bf16-gemm-inputs` (column "xf bf16"), checked against
+   the oracle on the bf16-rounded weights it saves (--save-weights) within BF16_BOUND (the
+   bound docs/correctness.md states for bf16 GEMM inputs), not against the fp32 frameworks.
 2. Starts one worker process per other framework (test/bench/model/hf_worker.py, run with
    --hf-python, default /opt/hf-venv/bin/python): PyTorch GPT2LMHeadModel fp32 under
    inference_mode with torch.set_num_threads(N); ONNX Runtime on that model exported with
@@ -47,6 +50,7 @@ WORKER = ROOT / "test" / "bench" / "model" / "hf_worker.py"
 BEGIN = "<!-- BEGIN xf-bench-model (written by test/bench/run_model.py) -->"
 END = "<!-- END xf-bench-model -->"
 TOLERANCE = 1e-4
+BF16_BOUND = 1e-2  # --bf16-gemm-inputs vs the oracle on the same bf16 weights
 TARGET_MS = 150.0  # the issue's target for the GPT-2-small 128-token forward
 HP = dict(L=12, H=12, d_e=768, d_mlp=3072, N_V=50257)
 FRAMEWORKS = ("xf", "PyTorch", "ONNX Runtime")
@@ -82,6 +86,21 @@ def rel(a, ref):
     return float(np.max(np.abs(a - ref)) / np.max(np.abs(ref)))
 
 
+def check_bf16(exe, weights, tokens, threads, env, workdir):
+    """The bf16 build's logits vs the oracle on the bf16-rounded weights it holds."""
+    rounded, out, ref = (workdir / n for n in ("bf16-weights.safetensors", "xf_bf16.npy",
+                                               "oracle-bf16.npy"))
+    run_xf(exe, weights, tokens, threads, 1, env,
+           ["--save-weights", str(rounded), "--logits-out", str(out)])
+    subprocess.run([sys.executable, str(ORACLE), "--arch", "gpt2", "--weights", str(rounded),
+                    "--tokens", tokens, "--logits-out", str(ref)], check=True)
+    err = rel(np.load(out), np.load(ref))
+    log(f"  xf bf16 vs the oracle on its bf16 weights: {err:.2e} (bound {BF16_BOUND:g})")
+    if err > BF16_BOUND:
+        raise SystemExit(f"xf bf16: {err:.3e} from the oracle exceeds {BF16_BOUND}")
+    return err
+
+
 # ---------------------------------------------------------------- per-kernel breakdown
 
 def breakdown(exe, weights, tokens, threads, env, workdir, l):
@@ -113,13 +132,17 @@ def breakdown_profile(exe, weights, tokens, threads, env, workdir, l):
                        ["--profile", "--trace-out", str(trace)])
     rows = []
     for line in err.splitlines():
-        # name kind... calls ms GFLOP/s %  (kind may be two words: "gemm tuned")
+        # name kind... calls ms GFLOP/s % [GB/s bound of-bound] (kind may be two words:
+        # "gemm tuned"; the roofline columns follow when the executable measured them)
         f = line.split()
-        if len(f) >= 6 and f[0].startswith("xf_") and f[-1].endswith("%"):
-            gf = None if f[-2] == "-" else float(f[-2])
-            kind = " ".join(f[1:-4]).removesuffix(" tuned")
-            rows.append([f[0], kind, int(f[-4]) // runs, float(f[-3]) / runs, gf,
-                         float(f[-1].rstrip("%"))])
+        calls = next((i for i, x in enumerate(f) if i > 1 and x.isdigit()), None)
+        if not f or not f[0].startswith("xf_") or calls is None or len(f) < calls + 4 \
+                or not f[calls + 3].endswith("%"):
+            continue
+        gf = None if f[calls + 2] == "-" else float(f[calls + 2])
+        kind = " ".join(f[1:calls]).removesuffix(" tuned")
+        rows.append([f[0], kind, int(f[calls]) // runs, float(f[calls + 1]) / runs, gf,
+                     float(f[calls + 3].rstrip("%"))])
     if not rows:
         return None, "the executable's --profile table could not be parsed"
     order, loc = roles_from_trace(trace, l)
@@ -253,7 +276,7 @@ def fmt_ms(x):
 
 
 def best_xf(results):
-    """The xf build the speedups are measured against: the tuned one when there is one."""
+    """The fp32 xf build the speedups are measured against: the tuned one when there is one."""
     return results.get("xf tuned", results["xf"])
 
 
@@ -315,6 +338,8 @@ def main():
     p.add_argument("--no-docs", action="store_true")
     p.add_argument("--tuning-db", help="also time a build with this tuning database")
     p.add_argument("--tuned-exe", help="also time this tuned GPT-2-small executable")
+    p.add_argument("--bf16", action="store_true",
+                   help="also time a --weight-type=bf16 --bf16-gemm-inputs build")
     args = p.parse_args()
     if args.rounds < 5:
         p.error("--rounds must be at least 5")
@@ -346,6 +371,13 @@ def main():
         subprocess.run([str(pathlib.Path(args.build) / "bin" / "xfc"),
                         str(ROOT / "examples" / "gpt2.xf"), "--tuning-db", args.tuning_db,
                         "-o", str(exes["xf tuned"])], check=True)
+    if args.bf16:
+        exes["xf bf16"] = workdir / "gpt2-bf16"
+        log("compiling examples/gpt2.xf --weight-type=bf16 --bf16-gemm-inputs ...")
+        subprocess.run([str(pathlib.Path(args.build) / "bin" / "xfc"),
+                        str(ROOT / "examples" / "gpt2.xf"), "--tuning-db", "none",
+                        "--weight-type=bf16", "--bf16-gemm-inputs", "-o", str(exes["xf bf16"])],
+                       check=True)
     global FRAMEWORKS
     FRAMEWORKS = tuple(exes) + ("PyTorch", "ONNX Runtime")
     weights = workdir / "gpt2.safetensors"
@@ -372,6 +404,8 @@ def main():
         # 3. same model?
         outs = {}
         for name, x in exes.items():
+            if name == "xf bf16":
+                continue  # another model (bf16 weights): checked on its own below
             out = workdir / f"{name.replace(' ', '_')}.npy"
             run_xf(x, weights, tokens, args.threads, 1, env, ["--logits-out", str(out)])
             outs[name] = np.load(out)
@@ -396,6 +430,9 @@ def main():
         bad = [x for x in agreement if x[2] > TOLERANCE]
         if bad:
             raise SystemExit(f"not the same model: {bad} exceed {TOLERANCE}")
+        if args.bf16:
+            bf16_err = check_bf16(exes["xf bf16"], weights, tokens, args.threads, env, workdir)
+            agreement.append(("xf bf16", "oracle on its bf16 weights", bf16_err))
 
         # 4. timing: the FMA peak, then the three frameworks, in every round
         peak_exe = build_peak(workdir, args.build)
@@ -464,7 +501,7 @@ def main():
         "## Whole model: GPT-2 small forward",
         "",
         "Run: `test/bench/run_model.py` (options `--exe`, `--rounds`, `--runs-per-round`, "
-        "`--threads`, `--length`, `--tuning-db`, `--tuned-exe`, `--no-docs`; ≈3 min). One random "
+        "`--threads`, `--length`, `--tuning-db`, `--tuned-exe`, `--bf16`, `--no-docs`; ≈3 min). One random "
         "GPT-2-small checkpoint (the oracle's writer, `--seed 1`) is read by all: xf's "
         "`examples/gpt2.xf` executable with its default schedules (`--tuning-db none`)"
         + (", the same compiled with a tuning database from `xfc tune` (**xf tuned**; the "
@@ -482,7 +519,9 @@ def main():
         "in rotating order. Needs /opt/hf-venv (test/reference/README.md) with "
         "`pip install onnxruntime onnx onnxscript`, and /opt/xf-venv's matplotlib for the plot.",
         "",
-        f"Before timing, the logits agree (max|Δ|/max|ref|, must be ≤ {TOLERANCE:g}): " + "; ".join(
+        f"Before timing, the logits agree (max|Δ|/max|ref|, must be ≤ {TOLERANCE:g}"
+        + (f"; xf bf16 ≤ {BF16_BOUND:g} against the oracle on its own bf16 weights"
+           if "xf bf16" in results else "") + "): " + "; ".join(
             f"{a} vs {b} {e:.1e}" for a, b, e in agreement) + ".",
         "",
         "### Latest run",
@@ -536,6 +575,15 @@ def main():
                                           xf["median"] < ort["median"] else "**not met**")
         + f": ONNX Runtime / xf = {ort['min'] / xf['min']:.2f}× (min), "
         f"{ort['median'] / xf['median']:.2f}× (median).")
+    if "xf bf16" in results:
+        b = results["xf bf16"]
+        lines.append(
+            "- with bf16 GEMM inputs ≥ 2× ONNX Runtime fp32: "
+            + ("**met**" if ort["min"] >= 2 * b["min"] and ort["median"] >= 2 * b["median"]
+               else "**not met**")
+            + f": ONNX Runtime / xf bf16 = {ort['min'] / b['min']:.2f}× (min), "
+            f"{ort['median'] / b['median']:.2f}× (median); xf bf16 sustained "
+            f"{flops / b['min'] / 1e6:.0f} GFLOP/s (bf16 products) at its best.")
     est = gemm_estimate(parts)
     if est:
         est_ms, gfs, peak_then = est
