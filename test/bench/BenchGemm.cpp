@@ -44,7 +44,10 @@ extern "C" int halide_set_num_threads(int);
   extern "C" int xf_bench_##NAME##_bf16(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);  \
   extern "C" int xf_bench_##NAME##_tuned(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *); \
   extern "C" int xf_bench_##NAME##_packed(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);\
-  extern "C" int xf_bench_##NAME##_packed_pack(halide_buffer_t *, halide_buffer_t *);
+  extern "C" int xf_bench_##NAME##_packed_pack(halide_buffer_t *, halide_buffer_t *);           \
+  extern "C" int xf_bench_##NAME##_bf16_packed(halide_buffer_t *, halide_buffer_t *,             \
+                                               halide_buffer_t *);                                \
+  extern "C" int xf_bench_##NAME##_bf16_packed_pack(halide_buffer_t *, halide_buffer_t *);
 #include "GemmShapes.def"
 #undef X
 
@@ -61,6 +64,8 @@ struct Shape {
   GemmKernel kernel, kernelBf16, kernelTuned;
   GemmKernel kernelPacked; // the weight packed at load (xfc's default) by packWeight
   PackKernel packWeight;
+  GemmKernel kernelBf16Packed; // the bf16 one, its weight packed in pairs of K rows
+  PackKernel packWeightBf16;
 };
 
 const Shape kShapes[] = {
@@ -69,7 +74,8 @@ const Shape kShapes[] = {
    K,                        N,                                                                 \
    T,                        xf_bench_##NAME,                                                   \
    xf_bench_##NAME##_bf16,   xf_bench_##NAME##_tuned,                                           \
-   xf_bench_##NAME##_packed, xf_bench_##NAME##_packed_pack},
+   xf_bench_##NAME##_packed, xf_bench_##NAME##_packed_pack,                                     \
+   xf_bench_##NAME##_bf16_packed, xf_bench_##NAME##_bf16_packed_pack},
 #include "GemmShapes.def"
 #undef X
 };
@@ -185,7 +191,7 @@ int main(int argc, char **argv) {
 
     const double io = 4.0 * (double(M) * K + double(M) * N);
     std::vector<Variant> variants;
-    int next[8] = {0};
+    int next[9] = {0};
     auto copyIndex = [&](int v) { return next[v] = (next[v] + 1) % copies; };
     variants.push_back(
         {"xf",
@@ -242,23 +248,33 @@ int main(int argc, char **argv) {
                         4.0 * wSize + io});
     // The weight packed at load, as xfc's executables take it: each copy
     // packed once by the kernel's own `_pack` (its shape from a bounds query).
+    // Each copy of `weights` packed by `pack` into a buffer of `type`: false on a failure.
+    auto packAll = [&](PackKernel pack, auto &weights, halide_type_t type, auto &packed) {
+      for (int c = 0; c < copies; ++c) {
+        halide_buffer_t query = {};
+        halide_dimension_t dims[3] = {};
+        query.type = type;
+        query.dimensions = 3;
+        query.dim = dims;
+        if (pack(weights[c].raw_buffer(), &query) != 0) {
+          std::fprintf(stderr, "%s: bounds query of the weight packing failed\n", shape.name);
+          return false;
+        }
+        packed.emplace_back(dims[0].extent, dims[1].extent, dims[2].extent);
+        packed.back().raw_buffer()->type = type;
+        if (pack(weights[c].raw_buffer(), packed.back().raw_buffer()) != 0) {
+          std::fprintf(stderr, "%s: packing the weight failed\n", shape.name);
+          return false;
+        }
+      }
+      return true;
+    };
     std::vector<Halide::Runtime::Buffer<float>> wPacked;
-    for (int c = 0; c < copies; ++c) {
-      halide_buffer_t query = {};
-      halide_dimension_t dims[3] = {};
-      query.type = halide_type_of<float>();
-      query.dimensions = 3;
-      query.dim = dims;
-      if (shape.packWeight(wCopy[c].raw_buffer(), &query) != 0) {
-        std::fprintf(stderr, "%s: bounds query of the weight packing failed\n", shape.name);
-        return 1;
-      }
-      wPacked.emplace_back(dims[0].extent, dims[1].extent, dims[2].extent);
-      if (shape.packWeight(wCopy[c].raw_buffer(), wPacked.back().raw_buffer()) != 0) {
-        std::fprintf(stderr, "%s: packing the weight failed\n", shape.name);
-        return 1;
-      }
-    }
+    std::vector<Halide::Runtime::Buffer<uint16_t>> wBf16Packed;
+    if (!packAll(shape.packWeight, wCopy, halide_type_of<float>(), wPacked) ||
+        !packAll(shape.packWeightBf16, wBf16Copy, halide_type_t(halide_type_bfloat, 16),
+                 wBf16Packed))
+      return 1;
     const double packedBytes = 4.0 * double(wPacked[0].number_of_elements());
     variants.push_back({"xf_packed",
                         [&] {
@@ -266,6 +282,13 @@ int main(int argc, char **argv) {
                                              out.raw_buffer());
                         },
                         packedBytes + io});
+    variants.push_back({"xf_bf16_packed",
+                        [&] {
+                          shape.kernelBf16Packed(x.raw_buffer(),
+                                                 wBf16Packed[copyIndex(8)].raw_buffer(),
+                                                 out.raw_buffer());
+                        },
+                        2.0 * double(wBf16Packed[0].number_of_elements()) + io});
     // Correctness of the xf kernels: fp32 against OpenBLAS, bf16 against
     // OpenBLAS on the bf16-rounded weight (copy 0 of each).
     next[0] = next[1] = next[2] = copies - 1;
@@ -281,11 +304,13 @@ int main(int argc, char **argv) {
     variants[0].maxDiff = maxDiffTo(ref);
     variants[1].call();
     variants[1].maxDiff = maxDiffTo(refBf16);
-    next[6] = next[7] = copies - 1;
-    for (Variant *v : {&variants[variants.size() - 2], &variants.back()}) {
+    next[6] = next[7] = next[8] = copies - 1;
+    for (Variant *v : {&variants[variants.size() - 3], &variants[variants.size() - 2]}) {
       v->call();
       v->maxDiff = maxDiffTo(ref);
     }
+    variants.back().call();
+    variants.back().maxDiff = maxDiffTo(refBf16);
     const double flops = 2.0 * M * K * N;
     double once = timeCalls(variants[2].call, 1);
     int reps = std::max(1, int(0.15 / std::max(once, 1e-7)));

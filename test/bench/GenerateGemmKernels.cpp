@@ -9,8 +9,9 @@
 // tuner keys kernels with their fused epilogues), or the default when it
 // holds none. tuned.json in the output directory says which. And
 // xf_bench_NAME_packed, the default schedule taking its weight packed at load
-// (as xfc's executables do), with xf_bench_NAME_packed_pack. Plus the Halide
-// runtime.
+// (as xfc's executables do), with xf_bench_NAME_packed_pack, and the same of
+// the bf16 one, xf_bench_NAME_bf16_packed (bf16 pairs of K rows). Plus the
+// Halide runtime.
 // Usage: xf-bench-gemm-gen <output-dir> [<tuning-db> <threads>]
 //
 //===----------------------------------------------------------------------===//
@@ -128,6 +129,10 @@ int main(int argc, char **argv) {
     spec.name += "_bf16";                                                                          \
     spec.bf16Weights = spec.bf16Activations = true;                                                \
     if (llvm::Error err = compile(spec, #NAME "_bf16"))                                            \
+      return fail(std::move(err));                                                                 \
+    spec.name += "_packed";                                                                        \
+    spec.packedWeight = true;                                                                      \
+    if (llvm::Error err = compile(spec, #NAME "_bf16_packed"))                                     \
       return fail(std::move(err));                                                                 \
   }
 #include "GemmShapes.def"
