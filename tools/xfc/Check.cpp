@@ -21,6 +21,7 @@
 #include "xf/Codegen/KernelSpecs.h"
 #include "xf/IR/XfOps.h"
 #include "xf/Interpreter/Interpreter.h"
+#include "xfrt/GgmlType.h"
 #include "xfrt/Random.h"
 
 #include "mlir/IR/BuiltinAttributes.h"
@@ -171,13 +172,26 @@ private:
   std::unique_ptr<xfc::CompiledModel> model;
   std::vector<Operation *> siteReference; // per site: the op of `kernels` it computes
   /// Parameter i as float32: a bfloat16 one widened exactly (its bits are a
-  /// float32's top half), once.
+  /// float32's top half), ggml blocks dequantized, once.
   const float *parameterFloats(size_t i);
   std::map<size_t, std::vector<float>> widened;
 };
 
 const float *Checker::parameterFloats(size_t i) {
   const xfrt::WeightSet &w = model->weights();
+  const xfrt::ParameterSpec &p = model->manifest().parameters[i];
+  if (p.blocks) { // dequantized as the kernels do: exactly, to float32
+    std::vector<float> &floats = widened[i];
+    if (floats.empty()) {
+      floats.resize(size_t(p.numel));
+      if (xfrt::Status s =
+              xfrt::dequantizeToF32(p.blockType, reinterpret_cast<const uint8_t *>(w.params[i]),
+                                    floats.size(), floats.data());
+          !s)
+        llvm::report_fatal_error(llvm::Twine("dequantizing random blocks: ") + s.message());
+    }
+    return floats.data();
+  }
   if (!w.bf16[i])
     return w.params[i];
   std::vector<float> &floats = widened[i];
@@ -231,6 +245,7 @@ LogicalResult Checker::build() {
   HostOptions host;
   host.kernelOutputHook = true;
   host.bf16Weights = options.bf16Weights;
+  host.weightBlocks = options.weightBlocks;
   FailureOr<HostProgram> lowered = lowerToHost(*built, host);
   if (failed(lowered))
     return failure();

@@ -36,6 +36,10 @@ struct CheckOptions {
   /// --weight-type=bf16: GEMM weights and embedding tables kept in bfloat16;
   /// the interpreter reads the same rounded weights, widened exactly.
   bool bf16Weights = false;
+  /// --quantized-like: the parameters kept in ggml blocks; the build gets
+  /// random blocks and the interpreter reads them dequantized (exactly, as the
+  /// kernels do).
+  llvm::StringMap<mlir::xf::WeightBlocks> weightBlocks;
 };
 
 /// "file:line:col" of the first file location in `loc`.

@@ -2,10 +2,13 @@
 
 #include "CompiledModel.h"
 
+#include "xfrt/Random.h"
+
 #include "llvm/ADT/bit.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <dlfcn.h>
 
 using namespace xfc;
@@ -17,6 +20,35 @@ llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 } // namespace
+
+/// Random ggml blocks for a [rows, cols] parameter kept in `type`: uniform quants and a scale d
+/// a power of two (exact in float16) near sigma / (the quants' standard deviation), so the
+/// dequantized weights have about the scale of the float32 ones; Q4_1's minimum is −8·d, which
+/// centres them. The interpreter reads them dequantized (exactly, as the kernels do).
+static llvm::Expected<xfrt::AlignedBuffer> randomBlocks(xfrt::Pcg32 &rng, xfrt::GgmlType type,
+                                                        int64_t numel, double sigma) {
+  const bool q8 = type == xfrt::GgmlType::Q8_0, q41 = type == xfrt::GgmlType::Q4_1;
+  const int64_t blockBytes = q8 ? 34 : q41 ? 20 : 18, blocks = numel / 32;
+  auto buffer = xfrt::AlignedBuffer::allocate(uint64_t(blocks * blockBytes));
+  if (!buffer)
+    return fail(buffer.message());
+  // Standard deviation of uniform quants: 127/√3 on [−127, 127], 4.61 on [−8, 7].
+  int exponent = int(std::lround(std::log2(sigma / (q8 ? 73.3 : 4.61))));
+  exponent = std::clamp(exponent, -14, 12);
+  const uint16_t d = uint16_t((exponent + 15) << 10);
+  const uint16_t minimum = uint16_t(0x8000 | ((exponent + 3 + 15) << 10)); // −8·d
+  auto *bytes = static_cast<uint8_t *>(buffer->data());
+  for (int64_t b = 0; b < blocks; ++b) {
+    uint8_t *block = bytes + b * blockBytes;
+    std::memcpy(block, &d, 2);
+    if (q41)
+      std::memcpy(block + 2, &minimum, 2);
+    uint8_t *quants = block + (q41 ? 4 : 2);
+    for (int j = 0; j < (q8 ? 32 : 16); ++j)
+      quants[j] = q8 ? uint8_t(int8_t(int(rng.next() % 255) - 127)) : uint8_t(rng.next() & 0xff);
+  }
+  return buffer.take();
+}
 
 /// The hook the host code calls after each kernel in a --check build
 /// (HostOptions::kernelOutputHook). xfc exports it (tools/xfc/CMakeLists.txt)
@@ -53,10 +85,16 @@ llvm::Expected<std::unique_ptr<CompiledModel>> CompiledModel::load(const std::st
   if (!manifest)
     return fail(manifest.message());
   model->manifest_ = manifest.take();
-  auto weights = xfrt::randomWeights(seed, model->manifest_);
+  // Parameters the build reads as ggml blocks (--quantized-like): random float32 ones are
+  // drawn like the others, then replaced by random blocks.
+  xfrt::Manifest floats = model->manifest_;
+  for (xfrt::ParameterSpec &p : floats.parameters)
+    p.blocks = false;
+  auto weights = xfrt::randomWeights(seed, floats);
   if (!weights)
     return fail(weights.message());
   model->weights_ = weights.take();
+  model->weights_.blocks.assign(model->manifest_.parameters.size(), false);
   // --random-weights' N(0, 0.02) leaves activations small and attention near uniform; scaled as
   // test/reference's random checkpoints (its decision 8), they are O(1): matrices
   // N(0, 1/min(rows, cols)) (the dot products run over one of the two), vectors N(0, 0.1²).
@@ -68,6 +106,16 @@ llvm::Expected<std::unique_ptr<CompiledModel>> CompiledModel::load(const std::st
                        ? 1.0 / std::sqrt(double(std::min(p.shape[0], p.shape[1])))
                        : 0.1;
     float factor = float(sigma / 0.02);
+    if (p.blocks) {
+      xfrt::Pcg32 rng(seed, xfrt::fnv1a64(p.name) + 1);
+      auto blocks = randomBlocks(rng, p.blockType, p.numel, sigma);
+      if (!blocks)
+        return blocks.takeError();
+      model->weights_.params[i] = blocks->floats();
+      model->weights_.buffers[i] = std::move(*blocks);
+      model->weights_.blocks[i] = true;
+      continue;
+    }
     if (p.bf16) { // --weight-type=bf16: widened, scaled and rounded again
       auto *halves = reinterpret_cast<uint16_t *>(model->weights_.params[i]);
       for (int64_t j = 0; j < p.numel; ++j) {

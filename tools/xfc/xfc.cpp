@@ -147,7 +147,8 @@ cl::opt<bool> check("check", cl::init(false),
                     cl::desc("Build the model, run it on random weights at --lengths (default "
                              "1,37,128) and compare it with the xf interpreter; on a mismatch, "
                              "name the first kernel that differs (docs/pipeline.md); with "
-                             "--weight-type=bf16, on weights rounded to bfloat16"),
+                             "--weight-type=bf16, on weights rounded to bfloat16; with "
+                             "--quantized-like, on random ggml blocks"),
                     cl::cat(xfcCategory));
 cl::opt<std::string> checkFault("check-fault", cl::Hidden, cl::desc(xfc::kCheckFaultHelp),
                                 cl::value_desc("epilogue|schedule|loop"), cl::cat(xfcCategory));
@@ -449,6 +450,8 @@ static mlir::LogicalResult runCheck(mlir::ModuleOp xfModule, mlir::ModuleOp kern
   options.fault = checkFault;
   options.verbose = verbose;
   options.bf16Weights = weightType == WeightType::BF16;
+  if (mlir::failed(quantizedLikeBlocks(options.weightBlocks)))
+    return mlir::failure();
   options.codegen.target = target;
   options.codegen.optLevel = std::min(optLevel.getValue(), 3u);
   std::optional<mlir::xf::ObjectCache> cache;
@@ -640,10 +643,14 @@ int main(int argc, char **argv) {
   }
 
   if (check && (tuneMode || emitAction.getNumOccurrences() || outputFilename.getNumOccurrences() ||
-                bf16GemmInputs || !quantizedLike.empty() || q8GemmInputs)) {
+                bf16GemmInputs || q8GemmInputs)) {
     llvm::errs() << "xfc: error: --check builds and runs the model itself with random float32 "
-                    "(or --weight-type=bf16) weights; it takes no tune, --emit, -o, "
-                    "--bf16-gemm-inputs or --quantized-like\n";
+                    "(or --weight-type=bf16, or --quantized-like blocks) weights; it takes no "
+                    "tune, --emit, -o, --bf16-gemm-inputs or --q8-gemm-inputs\n";
+    return 1;
+  }
+  if (check && !quantizedLike.empty() && weightType == WeightType::BF16) {
+    llvm::errs() << "xfc: error: --quantized-like and --weight-type=bf16 are exclusive\n";
     return 1;
   }
   if (target.getNumOccurrences() && mlir::xf::isCudaTarget(target)) {
