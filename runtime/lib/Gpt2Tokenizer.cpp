@@ -111,13 +111,61 @@ size_t matchPiece(std::string_view text, size_t start) {
   return end;
 }
 
+// The bytes a byte-level string stands for, appended to `out`.
+void appendBytes(std::string_view token, std::string &out) {
+  for (size_t k = 0; k < token.size();) {
+    unicode::Utf8Char ch = decodeUtf8(token, k);
+    int b = ch.valid ? codepointToByte(ch.codepoint) : -1;
+    if (b >= 0)
+      out += char(b);
+    else
+      out.append(token.substr(k, ch.length)); // not a byte-level character: kept as is
+    k += ch.length;
+  }
+}
+
+uint64_t mix(uint64_t x) { // splitmix64's finalizer
+  x ^= x >> 30, x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27, x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+uint64_t hashBytes(std::string_view s) { // FNV-1a, then mixed
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (char c : s)
+    h = (h ^ uint8_t(c)) * 0x100000001b3ull;
+  return mix(h);
+}
+
+// Slots for open addressing (linear probing), a power of two kept at most 3/4 full.
+size_t slotsFor(size_t entries) {
+  size_t slots = 16;
+  while (slots / 4 * 3 < entries)
+    slots *= 2;
+  return slots;
+}
+
 class Gpt2Tokenizer final : public Tokenizer {
 public:
-  std::unordered_map<std::string, int32_t> tokenToId_;
-  std::vector<std::string> idToToken_; // byte-level strings; empty for unused ids
-  std::vector<std::string> idToBytes_; // decoded bytes
+  // Compact tables (a tokenizer of 50k tokens and merges lives as long as the model, so its
+  // resident memory counts): every token string in one arena, token → id and merge pair →
+  // (rank, id) as open-addressing arrays of plain integers. Decoded bytes are derived from the
+  // token when decoding.
+  struct Span {
+    uint32_t offset = 0, size = 0;
+  };
+  std::string arena_;           // the byte-level strings of all tokens
+  std::vector<Span> idToToken_; // size 0 for unused ids
   std::vector<bool> idUsed_;
-  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> merges_; // (a,b) → (rank, id)
+  std::vector<int32_t> tokenSlots_; // ids, −1 empty; keyed by the token's string
+  size_t tokenCount_ = 0;
+  struct Merge {
+    uint64_t pair = kNoPair; // pairKey(left, right)
+    int32_t rank = 0, id = 0;
+  };
+  static constexpr uint64_t kNoPair = ~uint64_t(0); // ids are ≥ 0: no real pair has it
+  std::vector<Merge> mergeSlots_;
+  size_t mergeCount_ = 0;
   int32_t byteIds_[256];
   std::optional<int32_t> endOfText_;
   mutable std::mutex cacheMutex_;
@@ -154,7 +202,7 @@ public:
     for (int32_t id : ids) {
       if (id < 0 || size_t(id) >= idUsed_.size() || !idUsed_[size_t(id)])
         return makeError("token id " + std::to_string(id) + " is not in the vocabulary");
-      out += idToBytes_[size_t(id)];
+      appendBytes(token(id), out);
     }
     return out;
   }
@@ -162,10 +210,36 @@ public:
   int64_t vocabSize() const override { return int64_t(idUsed_.size()); }
   std::optional<int32_t> endOfText() const override { return endOfText_; }
   std::optional<int32_t> tokenToId(std::string_view token) const override {
-    auto it = tokenToId_.find(std::string(token));
-    if (it == tokenToId_.end())
+    int32_t id = tokenSlots_[findTokenSlot(token)];
+    if (id < 0)
       return std::nullopt;
-    return it->second;
+    return id;
+  }
+
+  std::string_view token(int32_t id) const {
+    Span span = idToToken_[size_t(id)];
+    return std::string_view(arena_).substr(span.offset, span.size);
+  }
+
+  // The slot holding `token`, or the empty slot where it would go.
+  size_t findTokenSlot(std::string_view key) const {
+    size_t mask = tokenSlots_.size() - 1;
+    for (size_t i = hashBytes(key) & mask;; i = (i + 1) & mask)
+      if (tokenSlots_[i] < 0 || token(tokenSlots_[i]) == key)
+        return i;
+  }
+
+  // The slot holding pair (a, b), or the empty slot where it would go.
+  size_t findMergeSlot(uint64_t pair) const {
+    size_t mask = mergeSlots_.size() - 1;
+    for (size_t i = mix(pair) & mask;; i = (i + 1) & mask)
+      if (mergeSlots_[i].pair == kNoPair || mergeSlots_[i].pair == pair)
+        return i;
+  }
+
+  const Merge *findMerge(int32_t a, int32_t b) const {
+    const Merge &m = mergeSlots_[findMergeSlot(pairKey(a, b))];
+    return m.pair == kNoPair ? nullptr : &m;
   }
 
 private:
@@ -251,10 +325,9 @@ private:
     auto consider = [&](int32_t pos) {
       if (pos < 0 || symbols[size_t(pos)].next < 0)
         return;
-      auto it = merges_.find(
-          pairKey(symbols[size_t(pos)].id, symbols[size_t(symbols[size_t(pos)].next)].id));
-      if (it != merges_.end())
-        heap.push({it->second.first, pos, it->second.second});
+      if (const Merge *m =
+              findMerge(symbols[size_t(pos)].id, symbols[size_t(symbols[size_t(pos)].next)].id))
+        heap.push({m->rank, pos, m->id});
     };
     for (size_t i = 0; i + 1 < piece.size(); ++i)
       consider(int32_t(i));
@@ -265,8 +338,8 @@ private:
       if (!left.alive || left.next < 0)
         continue;
       Symbol &right = symbols[size_t(left.next)];
-      auto it = merges_.find(pairKey(left.id, right.id));
-      if (it == merges_.end() || it->second.first != c.rank || it->second.second != c.newId)
+      const Merge *m = findMerge(left.id, right.id);
+      if (!m || m->rank != c.rank || m->id != c.newId)
         continue;
       left.id = c.newId;
       right.alive = false;
@@ -287,28 +360,42 @@ public:
     return (uint64_t(uint32_t(a)) << 32) | uint32_t(b);
   }
 
-  void resizeVocabulary(size_t size) {
-    idToToken_.assign(size, std::string());
-    idToBytes_.assign(size, std::string());
+  // `size` ids, `tokens` of them set, their strings `arenaBytes` long in all; `merges`
+  // expected (a hint: the merge table grows past it).
+  void resizeVocabulary(size_t size, size_t tokens, size_t arenaBytes, size_t merges) {
+    idToToken_.assign(size, Span());
     idUsed_.assign(size, false);
+    arena_.clear();
+    arena_.reserve(arenaBytes);
+    tokenSlots_.assign(slotsFor(tokens), -1);
+    tokenCount_ = 0;
+    mergeSlots_.assign(slotsFor(merges), Merge());
+    mergeCount_ = 0;
   }
 
   // Stores byte-level `token` at `id` (< the vocabulary size, not yet used); a string stored
-  // twice maps to its last id.
-  void setToken(size_t id, const std::string &token) {
+  // twice maps to its last id. The caller keeps the arena under 4 GiB (TokenizerLimits).
+  void setToken(size_t id, std::string_view token) {
     idUsed_[id] = true;
-    idToToken_[id] = token;
-    tokenToId_.insert_or_assign(token, int32_t(id));
-    std::string &bytes = idToBytes_[id];
-    for (size_t k = 0; k < token.size();) {
-      unicode::Utf8Char ch = decodeUtf8(token, k);
-      int b = ch.valid ? codepointToByte(ch.codepoint) : -1;
-      if (b >= 0)
-        bytes += char(b);
-      else
-        bytes.append(token, k, ch.length); // not a byte-level character: kept as is
-      k += ch.length;
+    idToToken_[id] = {uint32_t(arena_.size()), uint32_t(token.size())};
+    arena_.append(token);
+    size_t slot = findTokenSlot(token);
+    if (tokenSlots_[slot] < 0) {
+      if ((tokenCount_ + 1) > tokenSlots_.size() / 4 * 3) {
+        growTokenSlots();
+        slot = findTokenSlot(token);
+      }
+      ++tokenCount_;
     }
+    tokenSlots_[slot] = int32_t(id);
+  }
+
+  void growTokenSlots() {
+    std::vector<int32_t> old = std::move(tokenSlots_);
+    tokenSlots_.assign(old.size() * 2, -1);
+    for (int32_t id : old)
+      if (id >= 0)
+        tokenSlots_[findTokenSlot(token(id))] = id;
   }
 
   // After the last setToken: the ids of the 256 single-byte tokens.
@@ -316,9 +403,25 @@ public:
     for (int b = 0; b < 256; ++b) {
       std::string byteToken;
       unicode::appendUtf8(byteToken, byteToCodepoint(uint8_t(b)));
-      auto it = tokenToId_.find(byteToken);
-      byteIds_[b] = it == tokenToId_.end() ? -1 : it->second;
+      byteIds_[b] = tokenToId(byteToken).value_or(-1);
     }
+  }
+
+  // The first occurrence of a pair keeps its rank.
+  void addMergeEntry(uint64_t pair, int32_t rank, int32_t id) {
+    size_t slot = findMergeSlot(pair);
+    if (mergeSlots_[slot].pair != kNoPair)
+      return;
+    if (mergeCount_ + 1 > mergeSlots_.size() / 4 * 3) {
+      std::vector<Merge> old = std::move(mergeSlots_);
+      mergeSlots_.assign(old.size() * 2, Merge());
+      for (const Merge &m : old)
+        if (m.pair != kNoPair)
+          mergeSlots_[findMergeSlot(m.pair)] = m;
+      slot = findMergeSlot(pair);
+    }
+    mergeSlots_[slot] = {pair, rank, id};
+    ++mergeCount_;
   }
 
   // Merge `line` ("left right") with `rank`; `where` prefixes errors, `vocabName` names the
@@ -329,19 +432,18 @@ public:
     if (space == 0 || space == std::string_view::npos || space + 1 == line.size() ||
         line.find(' ', space + 1) != std::string_view::npos)
       return makeError(where + "expected two tokens separated by one space");
-    std::string left(line.substr(0, space)), right(line.substr(space + 1));
-    auto l = tokenToId_.find(left), r = tokenToId_.find(right);
-    auto m = tokenToId_.find(left + right);
-    if (l == tokenToId_.end() || r == tokenToId_.end() || m == tokenToId_.end())
+    std::string_view left = line.substr(0, space), right = line.substr(space + 1);
+    std::string joined = std::string(left) + std::string(right);
+    std::optional<int32_t> l = tokenToId(left), r = tokenToId(right), m = tokenToId(joined);
+    if (!l || !r || !m)
       return makeError(where +
-                       quoteJson(l == tokenToId_.end()   ? left
-                                 : r == tokenToId_.end() ? right
-                                                         : left + right) +
+                       quoteJson(!l   ? std::string(left)
+                                 : !r ? std::string(right)
+                                      : joined) +
                        " is not in " + vocabName);
     if (size_t(rank) >= limits.maxVocab)
       return makeError(where + "more than " + std::to_string(limits.maxVocab) + " merges");
-    // The first occurrence of a pair keeps its rank.
-    merges_.emplace(pairKey(l->second, r->second), std::make_pair(rank, m->second));
+    addMergeEntry(pairKey(*l, *r), rank, *m);
     return Status::success();
   }
 };
@@ -371,7 +473,7 @@ Expected<std::unique_ptr<Tokenizer>> parseGpt2Tokenizer(std::string_view vocabTe
     return makeError(fileError(vocabName, vocabText, json.message()));
   if (!json->isObject())
     return makeError(vocabName + ": expected a JSON object mapping tokens to ids");
-  size_t maxId = 0;
+  size_t maxId = 0, arenaBytes = 0;
   for (size_t i = 0; i < json->keys.size(); ++i) {
     const std::string &key = json->keys[i];
     const JsonValue &v = json->items[i];
@@ -383,20 +485,21 @@ Expected<std::unique_ptr<Tokenizer>> parseGpt2Tokenizer(std::string_view vocabTe
       return makeError(where + "id must be an integer in [0, " + std::to_string(limits.maxVocab) +
                        "), got " + describeJson(v));
     maxId = std::max(maxId, size_t(v.integer));
+    arenaBytes += key.size();
   }
-  tok->resizeVocabulary(json->keys.empty() ? 0 : maxId + 1);
+  tok->resizeVocabulary(json->keys.empty() ? 0 : maxId + 1, json->keys.size(), arenaBytes,
+                        /*merges=*/0); // grown as lines are read
   for (size_t i = 0; i < json->keys.size(); ++i) {
     const std::string &key = json->keys[i];
     size_t id = size_t(json->items[i].integer);
     if (tok->idUsed_[id])
       return makeError(vocabName + ": entry " + quoteJson(key.substr(0, 64)) + ": id " +
                        std::to_string(id) + " is also used by " +
-                       quoteJson(tok->idToToken_[id].substr(0, 64)));
+                       quoteJson(std::string(tok->token(int32_t(id)).substr(0, 64))));
     tok->setToken(id, key);
   }
   tok->finishVocabulary();
-  if (auto it = tok->tokenToId_.find("<|endoftext|>"); it != tok->tokenToId_.end())
-    tok->endOfText_ = it->second;
+  tok->endOfText_ = tok->tokenToId("<|endoftext|>");
 
   // merges.txt: an optional "#version" line, then "left right" per line, rank = order.
   int32_t rank = 0;
@@ -424,14 +527,18 @@ Expected<std::unique_ptr<Tokenizer>> makeByteLevelBpe(const ByteLevelBpeVocab &v
   if (vocab.tokens.size() > limits.maxVocab)
     return makeError(sourceName + ": " + std::to_string(vocab.tokens.size()) +
                      " tokens exceed the limit of " + std::to_string(limits.maxVocab));
-  tok->resizeVocabulary(vocab.tokens.size());
+  size_t arenaBytes = 0;
   for (size_t id = 0; id < vocab.tokens.size(); ++id) {
     std::string_view token = vocab.tokens[id];
     if (token.empty() || token.size() > limits.maxTokenBytes)
       return makeError(sourceName + ": token " + std::to_string(id) + " must have 1 to " +
                        std::to_string(limits.maxTokenBytes) + " bytes");
-    tok->setToken(id, std::string(token));
+    arenaBytes += token.size();
   }
+  tok->resizeVocabulary(vocab.tokens.size(), vocab.tokens.size(), arenaBytes,
+                        std::min(vocab.merges.size(), limits.maxVocab));
+  for (size_t id = 0; id < vocab.tokens.size(); ++id)
+    tok->setToken(id, vocab.tokens[id]);
   tok->finishVocabulary();
   auto checkId = [&](int32_t id, const char *what) {
     return id >= 0 && size_t(id) < vocab.tokens.size()
