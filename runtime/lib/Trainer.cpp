@@ -1,7 +1,8 @@
 //===- Trainer.cpp - the trainer executable's driver (issue 15) -----------===//
 //
 // options → manifests → data → weights (float32 master copies) → steps:
-//   zero the gradients; per sequence of the batch xf_train_step adds its
+//   zero the gradients; per sequence of the batch (next-token windows, or
+//   Alg. 12's masked tokens: TokenMasker) xf_train_step adds its
 //   gradients (gradient accumulation); the mean over the batch is clipped and
 //   applied by AdamW or the plain step (Optimizer.h); xf_train_prepare
 //   refreshes derived weights from the updated parameters.
@@ -28,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,7 +39,8 @@ namespace {
 const char *kUsage =
     "usage: %s --data FILE [options]\n"
     "Trains the model this executable was compiled from (xfc MODEL.xf --train -o %s):\n"
-    "next-token loss (Alg. 13), gradients from the compiled backward, AdamW or plain steps.\n"
+    "next-token (Alg. 13) or masked-token (Alg. 12) loss, gradients from the compiled\n"
+    "backward, AdamW or plain steps.\n"
     "  --data FILE          training text (encoded by --tokenizer) or token ids (FILE.ids:\n"
     "                       decimal ids separated by whitespace or commas)\n"
     "  --tokenizer PATH     tokenizer for a text --data (vocab.json + merges.txt directory,\n"
@@ -49,6 +52,13 @@ const char *kUsage =
     "  --stop-at N          stop after step N, keeping the schedule of --steps (a run to\n"
     "                       continue later with --save-state / --resume)\n"
     "  --seq-len N          positions per sequence (default min(64, max positions))\n"
+    "  --objective NAME     next-token: predict each next id (Alg. 13); masked-token:\n"
+    "                       predict the ids of randomly masked inputs (Alg. 12). Default:\n"
+    "                       %s (the model's: masked-token when no attention is causal)\n"
+    "  --mask-token ID      masked-token: the id masked inputs become (default: the\n"
+    "                       tokenizer's [MASK])\n"
+    "  --mask-prob P        masked-token: each input is masked with probability P\n"
+    "                       (default 0.15)\n"
     "  --batch N            sequences per step, their gradients averaged (default 1)\n"
     "  --lr X               peak learning rate (default 1e-3)\n"
     "  --min-lr X           learning rate at the end of the cosine (default 0)\n"
@@ -71,7 +81,9 @@ const char *kUsage =
     "  --help               this text\n";
 
 struct TrainOptions {
-  std::string data, tokenizer, weights, resume, save, saveState, log, gradients;
+  std::string data, tokenizer, weights, resume, save, saveState, log, gradients, objective;
+  int64_t maskToken = -1;
+  double maskProb = -1;
   int64_t steps = 100, stopAt = -1, seqLen = 0, batch = 1, warmup = 0, evalEvery = 0, evalSequences = 8;
   int64_t threads = 0;
   uint64_t seed = 0;
@@ -127,7 +139,8 @@ Expected<TrainOptions> parseOptions(int argc, char **argv) {
         "--data",   "--tokenizer",  "--weights", "--resume",     "--save",      "--save-state",
         "--log",    "--gradients",  "--steps",   "--stop-at",   "--seq-len",    "--batch",     "--lr",
         "--min-lr", "--warmup",     "--optimizer", "--weight-decay", "--clip",  "--seed",
-        "--held-out", "--eval-every", "--eval-sequences", "--threads"};
+        "--held-out", "--eval-every", "--eval-sequences", "--threads", "--objective",
+        "--mask-token", "--mask-prob"};
     bool known = false;
     for (const char *name : withValue)
       known |= arg == name;
@@ -170,6 +183,16 @@ Expected<TrainOptions> parseOptions(int argc, char **argv) {
     else if (arg == "--eval-every") s = integer(0, int64_t(1) << 40, o.evalEvery);
     else if (arg == "--eval-sequences") s = integer(1, int64_t(1) << 20, o.evalSequences);
     else if (arg == "--threads") s = integer(1, 256, o.threads);
+    else if (arg == "--mask-token") s = integer(0, INT32_MAX, o.maskToken);
+    else if (arg == "--mask-prob") {
+      s = real(0, 1, o.maskProb, "a probability in (0, 1]");
+      if (s && o.maskProb == 0)
+        s = makeError("--mask-prob '" + value + "': expected a probability in (0, 1]");
+    } else if (arg == "--objective") {
+      o.objective = value;
+      if (value != "next-token" && value != "masked-token")
+        s = makeError("--objective '" + value + "': expected next-token or masked-token");
+    }
     else if (arg == "--seed") {
       int64_t seed = 0;
       s = integer(0, INT64_MAX, seed);
@@ -211,6 +234,7 @@ Expected<TrainOptions> parseOptions(int argc, char **argv) {
 struct TrainingManifest {
   std::vector<int64_t> gradientParameter;
   std::vector<int64_t> derivedBytes;
+  std::string objective = "next-token"; // the model's default loss
 };
 
 Expected<TrainingManifest> parseTrainingManifest(const char *text, const Manifest &m) {
@@ -227,6 +251,8 @@ Expected<TrainingManifest> parseTrainingManifest(const char *text, const Manifes
       return makeError("training manifest: a gradient without its parameter");
     t.gradientParameter.push_back(p->integer);
   }
+  if (const JsonValue *objective = json->find("objective"); objective && objective->isString())
+    t.objective = objective->string;
   for (const JsonValue &d : derived->items) {
     if (!d.isInteger || d.integer < 0)
       return makeError("training manifest: bad derived size");
@@ -263,7 +289,12 @@ public:
 private:
   Status setUp();
   /// One batch's gradients summed into grads (zeroed first); the mean loss.
-  Expected<double> accumulate(SequenceSampler &sampler, int64_t sequences);
+  /// With `masker` (Alg. 12) the windows' inputs are masked and only the
+  /// masked positions have targets.
+  Expected<double> accumulate(SequenceSampler &sampler, TokenMasker *masker, int64_t sequences);
+  /// The next sequence of a batch into inputs / targets.
+  void draw(SequenceSampler &sampler, TokenMasker *masker);
+  Status chooseObjective(const Tokenizer *tokenizer);
   Status evaluate(double &loss);
   Status writeLog();
   Status saveState(const std::string &path);
@@ -283,7 +314,45 @@ private:
   std::string log = "step,loss,lr,grad_norm,tokens_per_s,eval_loss\n";
   int64_t startStep = 0;
   std::unique_ptr<AdamW> adamw;
+  bool masked = false; // Alg. 12's objective
+  int32_t maskToken = 0;
+  double maskProb = 0.15;
+  std::string drawn; // --gradients: each sequence's masked positions
 };
+
+Status Trainer::chooseObjective(const Tokenizer *tokenizer) {
+  std::string objective = o.objective.empty() ? t.objective : o.objective;
+  if (objective != "next-token" && objective != "masked-token")
+    return makeError("this trainer's model is trained with the " + objective +
+                     " loss, which this driver does not run");
+  masked = objective == "masked-token";
+  if (!masked) {
+    if (o.maskToken >= 0 || o.maskProb >= 0)
+      return makeError(std::string(o.maskToken >= 0 ? "--mask-token" : "--mask-prob") +
+                       " is for --objective masked-token (this run: next-token)");
+    return Status::success();
+  }
+  if (o.maskProb >= 0)
+    maskProb = o.maskProb;
+  if (o.maskToken >= 0) {
+    maskToken = int32_t(o.maskToken);
+  } else if (std::optional<int32_t> id = tokenizer ? tokenizer->tokenToId("[MASK]") : std::nullopt) {
+    maskToken = *id;
+  } else {
+    return makeError("masked-token training needs --mask-token ID (the id masked inputs "
+                     "become), or a --tokenizer with a [MASK] token");
+  }
+  if (maskToken >= m.vocab)
+    return makeError("--mask-token " + std::to_string(maskToken) +
+                     " is outside the vocabulary (N_V = " + std::to_string(m.vocab) + ")");
+  return Status::success();
+}
+
+void Trainer::draw(SequenceSampler &sampler, TokenMasker *masker) {
+  sampler.next(inputs.data(), targets.data());
+  if (masker)
+    masker->apply(inputs.data(), targets.data(), o.seqLen);
+}
 
 Status Trainer::setUp() {
   for (const ParameterSpec &p : m.parameters)
@@ -346,14 +415,23 @@ std::vector<TrainableTensor> Trainer::tensors() {
   return out;
 }
 
-Expected<double> Trainer::accumulate(SequenceSampler &sampler, int64_t sequences) {
+Expected<double> Trainer::accumulate(SequenceSampler &sampler, TokenMasker *masker,
+                                     int64_t sequences) {
   for (size_t g = 0; g < grads.size(); ++g)
     std::memset(gradPtrs[g], 0, size_t(m.parameters[size_t(t.gradientParameter[g])].numel) * 4);
   if (int32_t rc = abi.trainPrepare(paramPtrs.data(), derivedPtrs.data()); rc != 0)
     return makeError("xf_train_prepare failed with code " + std::to_string(rc));
   double total = 0;
+  drawn.clear();
   for (int64_t b = 0; b < sequences; ++b) {
-    sampler.next(inputs.data(), targets.data());
+    draw(sampler, masker);
+    if (masker) {
+      drawn += "masked";
+      for (int64_t i = 0; i < o.seqLen; ++i)
+        if (targets[size_t(i)] >= 0)
+          drawn += " " + std::to_string(i);
+      drawn += "\n";
+    }
     float loss = 0;
     if (abi.trainStep(paramPtrs.data(), derivedPtrs.data(), inputs.data(), targets.data(),
                       o.seqLen, &loss, gradPtrs.data(), scratch.data()) != 0) {
@@ -371,7 +449,8 @@ Status Trainer::evaluate(double &loss) {
       SequenceSampler::create(split.heldOut, o.seqLen, o.seed ^ 0x65766131, o.data + " (held out)");
   if (!sampler)
     return sampler.status();
-  Expected<double> l = accumulate(*sampler, o.evalSequences);
+  TokenMasker masker(maskProb, maskToken, o.seed ^ 0x65766131);
+  Expected<double> l = accumulate(*sampler, masked ? &masker : nullptr, o.evalSequences);
   if (!l)
     return l.status();
   loss = *l;
@@ -458,14 +537,18 @@ int Trainer::run() {
     if (!held)
       return fail(held.message());
   }
+  if (Status s = chooseObjective(tokenizer.tokenizer.get()); !s)
+    return fail(s.message());
   if (Status s = setUp(); !s)
     return fail(s.message());
+  TokenMasker trainMasker(maskProb, maskToken, o.seed);
+  TokenMasker *masker = masked ? &trainMasker : nullptr;
   if (!o.resume.empty())
     if (Status s = loadState(o.resume); !s)
       return fail(s.message());
 
   if (!o.gradients.empty()) {
-    Expected<double> loss = accumulate(*sampler, o.batch);
+    Expected<double> loss = accumulate(*sampler, masker, o.batch);
     if (!loss)
       return fail(loss.message());
     // The mean over the batch, named like the parameters.
@@ -480,19 +563,19 @@ int Trainer::run() {
     }
     if (Status s = saveWeights(o.gradients, gm, w); !s)
       return fail(s.message());
-    std::printf("loss %.9g\n", *loss);
+    std::printf("loss %.9g\n%s", *loss, drawn.c_str());
     return 0;
   }
 
   // Batches already taken by the run being resumed are drawn again and dropped.
   for (int64_t i = 0; i < startStep * o.batch; ++i)
-    sampler->next(inputs.data(), targets.data());
+    draw(*sampler, masker);
   LearningRateSchedule schedule{o.lr, o.minLr, o.warmup, std::max<int64_t>(o.steps, 1)};
   const int64_t printEvery = std::max<int64_t>(1, o.steps / 50);
   auto begin = std::chrono::steady_clock::now();
   double lastLoss = NAN;
   for (int64_t step = startStep; step < o.stopAt; ++step) {
-    Expected<double> loss = accumulate(*sampler, o.batch);
+    Expected<double> loss = accumulate(*sampler, masker, o.batch);
     if (!loss)
       return fail(loss.message());
     if (!std::isfinite(*loss))
@@ -558,10 +641,6 @@ int runTrainer(int argc, char **argv, const TrainAbi &abi) {
     std::fprintf(stderr, "error: %s\n", options.message().c_str());
     return 2;
   }
-  if (options->help) {
-    std::printf(kUsage, program, program);
-    return 0;
-  }
   Expected<Manifest> manifest = parseManifest(abi.manifest);
   if (!manifest) {
     std::fprintf(stderr, "error: %s\n", manifest.message().c_str());
@@ -571,6 +650,10 @@ int runTrainer(int argc, char **argv, const TrainAbi &abi) {
   if (!training) {
     std::fprintf(stderr, "error: %s\n", training.message().c_str());
     return 1;
+  }
+  if (options->help) {
+    std::printf(kUsage, program, program, training->objective.c_str());
+    return 0;
   }
   TrainOptions o = options.take();
   if (o.seqLen == 0)

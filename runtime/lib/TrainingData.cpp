@@ -105,4 +105,17 @@ void SequenceSampler::next(int32_t *inputs, int32_t *targets) {
   }
 }
 
+void TokenMasker::apply(int32_t *inputs, int32_t *targets, int64_t n) {
+  for (int64_t t = 0; t < n; ++t) {
+    // u uniform in [0, 1) on a 2^-32 grid: P(u < p) = p to within 2^-32.
+    double u = double(rng_.next()) * 0x1p-32;
+    if (u < probability_) {
+      targets[t] = inputs[t];
+      inputs[t] = maskToken_;
+    } else {
+      targets[t] = -1;
+    }
+  }
+}
+
 } // namespace xfrt

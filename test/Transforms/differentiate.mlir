@@ -43,6 +43,7 @@ module {
 // CHECK-LABEL: func.func @loss_and_gradients
 // CHECK-SAME: (%[[X:.*]]: tensor<?xi32>, %[[T:.*]]: tensor<?xi32>) -> (tensor<f32>, tensor<32x8xf32>, tensor<16x8xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8x24xf32>, tensor<8x16xf32>, tensor<16xf32>, tensor<8x16xf32>)
 // CHECK-SAME: xf.gradients = ["wte", "wpe", "ln.g", "ln.b", "qkv", "fc", "fc.b", "proj"]
+// CHECK-SAME: xf.objective = "next-token"
 // CHECK: %[[WE:.*]] = xf.parameter "wte"
 // CHECK: xf.gelu
 // CHECK: %[[H2:.*]] = xf.add

@@ -41,6 +41,7 @@ MODELS = {
     "tiny": ("gpt2", "L=2,H=2,d_e=16,d_mlp=64,N_V=64,l_max=32", "logits", [1, 5, 32]),
     "bert": ("bert", "L=2,H=4,d_e=64,d_mlp=256,N_V=300,l_max=80", "hidden", [1, 9, 80]),
     "minilm": ("minilm", "L=2,H=4,d_e=48,d_mlp=96,N_V=200,l_max=40", "hidden", [1, 13, 40]),
+    "bert-mlm": ("bert_mlm", "L=2,H=4,d_e=64,d_mlp=128,N_V=300,l_max=40", "logits", [1, 9, 40]),
     "compact": ("compact", "L=2,H=4,d_e=64,d_qk=16,d_vo=16,d_ff=128,N_V=256,l_max=64", "logits",
                 [1, 6, 64]),
     "gopher": ("gopher", "L=2,H=4,d_e=64,d_mlp=256,N_V=256,l_max=64", "logits", [1, 11, 64]),

@@ -52,17 +52,17 @@ def gpt2_forward(W, hp, tokens):
 
 # ---------------------------------------------------------------- Alg. 9: BERT / MiniLM (post-LN)
 
-def bert_forward(W, hp, tokens):
+def bert_forward(W, hp, tokens, prefix=""):
     # as HF BertModel with attention_mask all ones and token_type_ids all zero, in eval mode
     l_x, eps = len(tokens), hp["eps"]
-    e = "embeddings."
+    e = prefix + "embeddings."
     x = token_embedding(W[e + "word_embeddings.weight"], tokens) \
         + learned_positional_embedding(W[e + "position_embeddings.weight"], l_x) \
         + W[e + "token_type_embeddings.weight"][0]                                # [ℓ, d_e]
     x = layer_norm(x, W[e + "LayerNorm.weight"], W[e + "LayerNorm.bias"], eps)
     mask = bidirectional_mask(l_x)
     for l in range(hp["L"]):
-        p = f"encoder.layer.{l}."
+        p = f"{prefix}encoder.layer.{l}."
         Wq, bq = _nn_linear(W, p + "attention.self.query")
         Wk, bk = _nn_linear(W, p + "attention.self.key")
         Wv, bv = _nn_linear(W, p + "attention.self.value")
@@ -75,6 +75,17 @@ def bert_forward(W, hp, tokens):
         x = layer_norm(x + mlp(x, W1, b1, W2, b2, gelu_erf),
                        W[p + "output.LayerNorm.weight"], W[p + "output.LayerNorm.bias"], eps)
     return x                                                                       # [ℓ, d_e]
+
+
+def bert_mlm_forward(W, hp, tokens):
+    # Alg. 9 in full, as HF BertForMaskedLM without its logits bias: the encoder, then
+    # X ← layer_norm(GELU(X·W_f + b_f) | γ, β) and logits X·W_eᵀ (tied)
+    x = bert_forward(W, hp, tokens, prefix="bert.")
+    h = "cls.predictions.transform."
+    Wf, bf = _nn_linear(W, h + "dense")
+    x = layer_norm(gelu_erf(linear(x, Wf, bf)), W[h + "LayerNorm.weight"],
+                   W[h + "LayerNorm.bias"], hp["eps"])
+    return unembedding(x, W["bert.embeddings.word_embeddings.weight"].T)         # [ℓ, N_V]
 
 
 # ---------------------------------------------------------------- seed 000 (post-LN, no γ/β)
@@ -194,7 +205,8 @@ def llama_forward(W, hp, tokens, arch="llama", q8_from=None):
 
 
 def forward(arch, W, hp, tokens, source_tokens=None, q8_from=None):
-    """Dispatch: logits [ℓ, N_V] for decoders, hidden states [ℓ, d_e] for bert/minilm."""
+    """Dispatch: logits [ℓ, N_V] for decoders and bert_mlm, hidden states [ℓ, d_e] for
+    bert/minilm."""
     if len(tokens) == 0:
         raise ValueError("need at least one token")
     if q8_from is not None:
@@ -207,6 +219,7 @@ def forward(arch, W, hp, tokens, source_tokens=None, q8_from=None):
     if source_tokens is not None:
         raise ValueError(f"{arch} takes no source tokens")
     fn = {"gpt2": gpt2_forward, "bert": bert_forward, "minilm": bert_forward,
+          "bert_mlm": bert_mlm_forward,
           "compact": compact_forward, "gopher": gopher_forward,
           "llama": llama_forward,
           "llama_hf": lambda W, hp, t: llama_forward(W, hp, t, "llama_hf")}[arch]

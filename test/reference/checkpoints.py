@@ -9,6 +9,8 @@ DEFAULTS = {
     "gpt2": dict(L=12, H=12, d_e=768, d_mlp=3072, N_V=50257, l_max=1024, eps=1e-5),
     "bert": dict(L=12, H=12, d_e=768, d_mlp=3072, N_V=30522, l_max=512, eps=1e-12),
     "minilm": dict(L=6, H=12, d_e=384, d_mlp=1536, N_V=30522, l_max=512, eps=1e-12),
+    # examples/bert-mlm.xf: BERT-base with its masked-token head (Alg. 9 in full)
+    "bert_mlm": dict(L=12, H=12, d_e=768, d_mlp=3072, N_V=30522, l_max=512, eps=1e-12),
     "compact": dict(L=2, H=4, d_e=64, d_qk=16, d_vo=16, d_ff=256, N_V=256, l_max=64, eps=1e-5),
     "transformer": dict(L_enc=2, L_dec=2, H=4, d_e=64, d_mlp=256, N_V=256, eps=1e-5),
     "gopher": dict(L=2, H=4, d_e=64, d_mlp=256, N_V=256, l_max=64, eps=1e-5),
@@ -20,7 +22,8 @@ DEFAULTS = {
 }
 FLOAT_HPARAMS = ("eps", "theta")
 ARCHS = tuple(DEFAULTS)
-DECODERS = ("gpt2", "compact", "transformer", "gopher", "llama", "llama_hf")  # produce logits [ℓ, N_V]
+# produce logits [ℓ, N_V] (bert_mlm is an encoder, with the masked-token head)
+DECODERS = ("gpt2", "compact", "transformer", "gopher", "llama", "llama_hf", "bert_mlm")
 ENCODERS = ("bert", "minilm")                              # produce hidden states [ℓ, d_e]
 
 
@@ -97,14 +100,19 @@ def tensor_specs(arch, hp):
             s[p + "mlp.c_proj.weight"] = _mat((m, d), m)
             s[p + "mlp.c_proj.bias"] = _vec(d, "bias")
         _ln(s, "ln_f", d)
-    elif arch in ("bert", "minilm"):
+    elif arch in ("bert", "minilm", "bert_mlm"):
         d, m = hp["d_e"], hp["d_mlp"]
-        s["embeddings.word_embeddings.weight"] = _emb((hp["N_V"], d))
-        s["embeddings.position_embeddings.weight"] = _emb((hp["l_max"], d))
-        s["embeddings.token_type_embeddings.weight"] = _emb((2, d))
-        _ln(s, "embeddings.LayerNorm", d)
+        b = "bert." if arch == "bert_mlm" else ""
+        std = d ** -0.5 if arch == "bert_mlm" else 1.0  # the word table is tied there
+        s[b + "embeddings.word_embeddings.weight"] = _emb((hp["N_V"], d), std)
+        s[b + "embeddings.position_embeddings.weight"] = _emb((hp["l_max"], d), std)
+        s[b + "embeddings.token_type_embeddings.weight"] = _emb((2, d), std)
+        _ln(s, b + "embeddings.LayerNorm", d)
+        if arch == "bert_mlm":
+            _linear(s, "cls.predictions.transform.dense", d, d)
+            _ln(s, "cls.predictions.transform.LayerNorm", d)
         for l in range(hp["L"]):
-            p = f"encoder.layer.{l}."
+            p = f"{b}encoder.layer.{l}."
             for w in ("query", "key", "value"):
                 _linear(s, p + "attention.self." + w, d, d)
             _linear(s, p + "attention.output.dense", d, d)

@@ -15,6 +15,7 @@ SMALL = {
     "gpt2": "L=2,H=2,d_e=16,d_mlp=24,N_V=37,l_max=12",
     "bert": "L=2,H=4,d_e=16,d_mlp=24,N_V=37,l_max=12",
     "minilm": "L=3,H=2,d_e=12,d_mlp=20,N_V=29,l_max=10",
+    "bert_mlm": "L=2,H=4,d_e=16,d_mlp=24,N_V=37,l_max=12",
     "compact": "L=2,H=3,d_e=16,d_qk=5,d_vo=6,d_ff=24,N_V=37,l_max=12",
     "transformer": "L_enc=2,L_dec=2,H=2,d_e=16,d_mlp=24,N_V=37",
     "gopher": "L=2,H=4,d_e=16,d_mlp=24,N_V=37,l_max=12",

@@ -17,6 +17,7 @@ SMALL = {
     "gpt2": "L=2,H=2,d_e=8,d_mlp=12,N_V=11,l_max=7",
     "bert": "L=2,H=2,d_e=8,d_mlp=12,N_V=11,l_max=7",
     "minilm": "L=3,H=2,d_e=6,d_mlp=10,N_V=13,l_max=5",
+    "bert_mlm": "L=2,H=2,d_e=8,d_mlp=12,N_V=11,l_max=7",
     "compact": "L=2,H=3,d_e=8,d_qk=5,d_vo=6,d_ff=12,N_V=11,l_max=7",
     "transformer": "L_enc=2,L_dec=3,H=2,d_e=8,d_mlp=12,N_V=11",
     "gopher": "L=3,H=2,d_e=8,d_mlp=12,N_V=11,l_max=7",

@@ -14,7 +14,8 @@ from primitives import (causal_mask, gelu_erf, gelu_tanh, layer_norm, relu, rms_
                         rotary_embedding, silu)
 from training import (adamw_step, attention_heads, attention_heads_backward,
                       clip_by_global_norm, gelu_erf_backward, gelu_tanh_backward, gpt2_loss_and_grads,
-                      layer_norm_backward, learning_rate, linear_backward, next_token_loss,
+                      layer_norm_backward, learning_rate, linear_backward, mask_tokens,
+                      masked_token_loss, masked_token_loss_backward, next_token_loss,
                       next_token_loss_backward, positional_embedding_backward, relu_backward,
                       rms_norm_backward, rotary_backward, sgd_step, silu_backward,
                       token_embedding_backward)
@@ -63,6 +64,23 @@ def test_next_token_loss_backward():
 def test_next_token_loss_value():
     # uniform logits: −log(1/N_V) per row
     assert next_token_loss(np.zeros((3, 7)), [1, 2, 3]) == pytest.approx(math.log(7), abs=1e-15)
+
+
+def test_masked_token_loss_backward():
+    logits, tokens = rng.normal(size=(7, 11)), rng.integers(0, 11, 7)
+    masked = np.array([1, 4, 5])
+    g = masked_token_loss_backward(logits, tokens, masked)
+    check(g, lambda z: masked_token_loss(z, tokens, masked), logits)
+    assert np.all(g[[0, 2, 3, 6]] == 0)  # unmasked positions get no gradient
+
+
+def test_masked_token_loss_value_and_rule():
+    # uniform logits: −log(1/N_V) per masked row; no masked row: 0
+    assert masked_token_loss(np.zeros((4, 7)), [1, 2, 3, 4], np.array([0, 3])) == \
+        pytest.approx(math.log(7), abs=1e-15)
+    assert masked_token_loss(np.zeros((4, 7)), [1, 2, 3, 4], np.array([], dtype=int)) == 0.0
+    x, T = mask_tokens([5, 6, 7, 8], [0.5, 0.1, 0.9, 0.14], 0.15, 99)
+    assert list(x) == [5, 99, 7, 99] and list(T) == [1, 3]
 
 
 def test_linear_backward():

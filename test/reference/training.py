@@ -1,4 +1,4 @@
-"""Training in numpy float64: Alg. 13's next-token loss, each op's backward, AdamW.
+"""Training in numpy float64: Alg. 13's and Alg. 12's losses, each op's backward, AdamW.
 
 Independent oracle for xf's training (docs/training.md): every backward rule is written here
 from its equation, sharing no code with the compiler; test_training.py checks each one against
@@ -32,6 +32,38 @@ def next_token_loss_backward(logits, targets):
     g = softmax(logits, axis=1)
     g[np.arange(len(targets)), targets] -= 1.0
     return g / len(targets)
+
+
+# ---------------------------------------------------------------- loss (Alg. 12)
+
+def mask_tokens(tokens, uniforms, p_mask, mask_token):
+    # Alg. 12's rule: each input token is replaced by mask_token with probability p_mask
+    # (here: where uniforms[t] < p_mask); the masked positions T are the ones to predict
+    x = np.asarray(tokens).copy()
+    masked = np.asarray(uniforms) < p_mask
+    x[masked] = mask_token
+    return x, np.flatnonzero(masked)
+
+
+def masked_token_loss(logits, tokens, masked):
+    # mean over t ∈ T of −log softmax(logits[t])[tokens[t]], 0 when T is empty
+    # (Alg. 12 sums over T; the mean, as for Alg. 13)
+    if len(masked) == 0:
+        return 0.0
+    logits = f64(logits)[masked]
+    m = logits.max(axis=1, keepdims=True)
+    logz = m[:, 0] + np.log(np.exp(logits - m).sum(axis=1))
+    return float(np.mean(logz - logits[np.arange(len(masked)), np.asarray(tokens)[masked]]))
+
+
+def masked_token_loss_backward(logits, tokens, masked):
+    # ∂/∂logits[t] = (softmax(logits[t]) − onehot(tokens[t])) / |T| for t ∈ T, 0 elsewhere
+    g = np.zeros_like(f64(logits))
+    if len(masked):
+        p = softmax(logits[masked], axis=1)
+        p[np.arange(len(masked)), np.asarray(tokens)[masked]] -= 1.0
+        g[masked] = p / len(masked)
+    return g
 
 
 # ---------------------------------------------------------------- per-op backward rules

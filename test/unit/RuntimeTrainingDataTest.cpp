@@ -115,4 +115,34 @@ TEST(RuntimeTrainingData, TooShortForTheSequence) {
             "--seq-len must be at least 1, got 0");
 }
 
+// Alg. 12's rule: a masked position's input is the mask token and its target the id it
+// held; every other input is unchanged and has target -1; a seed gives the same masks.
+TEST(RuntimeTrainingData, MaskerFollowsTheRule) {
+  auto mask = [](double p, uint64_t seed) {
+    TokenMasker masker(p, 99, seed);
+    std::vector<int32_t> in(4000), out(4000);
+    for (int i = 0; i < 4000; ++i)
+      in[i] = i % 50;
+    masker.apply(in.data(), out.data(), 4000);
+    int64_t masked = 0;
+    for (int i = 0; i < 4000; ++i) {
+      if (out[i] >= 0) {
+        EXPECT_EQ(in[i], 99);
+        EXPECT_EQ(out[i], i % 50);
+        ++masked;
+      } else {
+        EXPECT_EQ(out[i], -1);
+        EXPECT_EQ(in[i], i % 50);
+      }
+    }
+    return std::make_pair(masked, in);
+  };
+  auto [n, in] = mask(0.25, 3);
+  // 4000 draws at p = 0.25: σ ≈ 27; 5σ either side.
+  EXPECT_NEAR(double(n), 1000.0, 140.0);
+  EXPECT_EQ(mask(0.25, 3).second, in);
+  EXPECT_NE(mask(0.25, 4).second, in);
+  EXPECT_EQ(mask(1.0, 3).first, 4000);
+}
+
 } // namespace

@@ -48,8 +48,25 @@ Value dot(Emitter &e, Value a, Value b, int64_t n) {
   return e.sum(e.i(n), [&](Value c) { return e.mul(e.load(a, c), e.load(b, c)); });
 }
 
+/// The rows of `ids[0, rows)` that have a target (id ≥ 0), as an f64.
+Value countTargets(Emitter &e, Value ids, Value rows) {
+  auto count = scf::ForOp::create(
+      e.b, e.loc, e.i(0), rows, e.i(1), ValueRange{e.i(0)},
+      [&](OpBuilder &nested, Location, Value t, ValueRange acc) {
+        OpBuilder::InsertionGuard guard(e.b);
+        e.b.setInsertionPointToStart(nested.getInsertionBlock());
+        Value has = arith::CmpIOp::create(e.b, e.loc, arith::CmpIPredicate::sge,
+                                          loadId(e, ids, t), e.i(0));
+        Value next = e.addi(acc[0], arith::ExtUIOp::create(e.b, e.loc, e.i64, has));
+        scf::YieldOp::create(e.b, e.loc, next);
+      });
+  return arith::SIToFPOp::create(e.b, e.loc, e.f64, count.getResult(0));
+}
+
 } // namespace
 
+// Rows with a negative target (Alg. 12's unmasked positions) take no part;
+// the mean runs over the n rows that have one (no row: loss and gradient 0).
 func::FuncOp LoopKernels::crossEntropy(int64_t width) {
   XF_KERNEL_CACHED_WITH("xf_cross_entropy_" + std::to_string(width), LoopSchedule{});
   OpBuilder b(module.getContext());
@@ -57,24 +74,29 @@ func::FuncOp LoopKernels::crossEntropy(int64_t width) {
   Emitter e{b, fn.getLoc()};
   auto args = fn.getArguments();
   unsigned n = fn.getNumArguments();
+  Value zero64 = arith::ConstantFloatOp::create(b, e.loc, b.getF64Type(), APFloat(0.0));
   // The row terms summed in f64: ℓ of them, each ~log N_V.
   auto total = scf::ForOp::create(
-      b, e.loc, args[n - 2], args[n - 1], e.i(1),
-      ValueRange{arith::ConstantFloatOp::create(b, e.loc, b.getF64Type(), APFloat(0.0))},
+      b, e.loc, args[n - 2], args[n - 1], e.i(1), ValueRange{zero64},
       [&](OpBuilder &nested, Location, Value t, ValueRange acc) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(nested.getInsertionBlock());
+        Value id = loadId(e, args[1], t);
+        Value has = arith::CmpIOp::create(b, e.loc, arith::CmpIPredicate::sge, id, e.i(0));
+        Value target = arith::SelectOp::create(b, e.loc, has, id, e.i(0));
         Value z = e.row(args[0], t, width);
         Value top = e.maximum(e.i(width), [&](Value c) { return e.load(z, c); });
         Value s = e.sum(e.i(width), [&](Value c) { return expOf(e, e.sub(e.load(z, c), top)); });
         Value lse = e.add(top, math::LogOp::create(b, e.loc, s));
-        Value term = e.sub(lse, e.load(z, loadId(e, args[1], t)));
+        Value term = arith::ExtFOp::create(b, e.loc, e.f64, e.sub(lse, e.load(z, target)));
         Value next = arith::AddFOp::create(b, e.loc, acc[0],
-                                           arith::ExtFOp::create(b, e.loc, e.f64, term));
+                                           arith::SelectOp::create(b, e.loc, has, term, zero64));
         scf::YieldOp::create(b, e.loc, next);
       });
-  Value rows = arith::SIToFPOp::create(b, e.loc, e.f64, args[3]);
-  Value mean = arith::DivFOp::create(b, e.loc, total.getResult(0), rows);
+  Value count = arith::MaximumFOp::create(
+      b, e.loc, countTargets(e, args[1], args[3]),
+      arith::ConstantFloatOp::create(b, e.loc, b.getF64Type(), APFloat(1.0)));
+  Value mean = arith::DivFOp::create(b, e.loc, total.getResult(0), count);
   e.store(arith::TruncFOp::create(b, e.loc, e.f32, mean), args[2], e.i(0));
   func::ReturnOp::create(b, e.loc);
   return finish(fn, kernelSchedule, /*rowsArg=*/3);
@@ -86,8 +108,13 @@ func::FuncOp LoopKernels::crossEntropyGrad(int64_t width) {
   func::FuncOp fn = declare(name, "pppi", b);
   Emitter e{b, fn.getLoc()};
   auto args = fn.getArguments();
-  Value invRows = e.div(e.f(1.0), arith::SIToFPOp::create(b, e.loc, e.f32, args[3]));
+  Value count = arith::TruncFOp::create(b, e.loc, e.f32, countTargets(e, args[1], args[3]));
+  Value invCount = e.div(e.f(1.0), arith::MaximumFOp::create(b, e.loc, count, e.f(1.0)));
   e.eachRow(fn, [&](Value t) {
+    Value id = loadId(e, args[1], t);
+    Value has = arith::CmpIOp::create(b, e.loc, arith::CmpIPredicate::sge, id, e.i(0));
+    Value target = arith::SelectOp::create(b, e.loc, has, id, e.i(0));
+    Value weight = arith::SelectOp::create(b, e.loc, has, invCount, e.f(0.0));
     Value z = e.row(args[0], t, width), out = e.row(args[2], t, width);
     Value top = e.maximum(e.i(width), [&](Value c) { return e.load(z, c); });
     Value s = e.sum(e.i(width), [&](Value c) {
@@ -95,10 +122,9 @@ func::FuncOp LoopKernels::crossEntropyGrad(int64_t width) {
       e.store(p, out, c);
       return p;
     });
-    Value scale = e.div(invRows, s);
+    Value scale = e.div(weight, s);
     e.loop(e.i(width), [&](Value c) { e.store(e.mul(e.load(out, c), scale), out, c); });
-    Value target = loadId(e, args[1], t);
-    e.store(e.sub(e.load(out, target), invRows), out, target);
+    e.store(e.sub(e.load(out, target), weight), out, target);
   });
   func::ReturnOp::create(b, e.loc);
   return finish(fn, kernelSchedule, /*rowsArg=*/3);

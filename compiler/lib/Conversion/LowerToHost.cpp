@@ -514,7 +514,7 @@ LogicalResult HostLowering::run() {
 static bool isGradientSum(Operation *op) {
   return op->getNumResults() == 1 &&
          isa<WeightGradOp, RowSumOp, LayerNormGammaGradOp, RmsNormGammaGradOp, TokenEmbedGradOp,
-             PositionalEmbedGradOp, SliceGradOp, AddOp>(op) &&
+             PositionalEmbedGradOp, SliceGradOp, RowGradOp, AddOp>(op) &&
          cast<RankedTensorType>(op->getResult(0).getType()).hasStaticShape();
 }
 
@@ -568,13 +568,16 @@ LogicalResult HostLowering::planAccumulation(func::ReturnOp ret) {
     auto type = cast<RankedTensorType>(v.getType());
     Placement t;
     Operation *user = v.hasOneUse() && !transpose ? *v.getUsers().begin() : nullptr;
-    auto target = user && isa<AddOp, SliceGradOp>(user) ? accumulation.find(user->getResult(0))
-                                                        : accumulation.end();
+    auto target = user && isa<AddOp, SliceGradOp, RowGradOp>(user)
+                      ? accumulation.find(user->getResult(0))
+                      : accumulation.end();
     if (target != accumulation.end()) {
       t = target->second;
       if (auto slice = dyn_cast<SliceGradOp>(user)) {
         bool rowsOfMatrix = type.getRank() == 2 && slice.getAxis() == 0;
         t.colOffset += slice.getOffset() * (rowsOfMatrix ? t.stride : 1);
+      } else if (auto row = dyn_cast<RowGradOp>(user)) {
+        t.colOffset += row.getIndex() * t.stride;
       }
       folded.insert(v);
     } else {
@@ -747,6 +750,11 @@ LogicalResult HostLowering::emitBackwardKernel(Operation *op) {
     for (Value operand : {add.getLhs(), add.getRhs()})
       if (!folded.contains(operand))
         accumulateInto(v, 0, operand);
+    return success();
+  }
+  if (auto row = dyn_cast<RowGradOp>(op)) {
+    if (!folded.contains(row.getGrad()))
+      accumulateInto(v, row.getIndex() * placements[v].stride, row.getGrad());
     return success();
   }
   if (auto slice = dyn_cast<SliceGradOp>(op)) {
@@ -963,9 +971,12 @@ LogicalResult HostLowering::runTraining(HostLowering &forwardLowering) {
   llvm::json::Array derivedBytes;
   for (Value v : derived)
     derivedBytes.push_back(cast<RankedTensorType>(v.getType()).getNumElements() * 4);
+  // The loss a trainer uses by default (xf-differentiate's xf.objective).
+  auto objective = forward->getAttrOfType<StringAttr>("xf.objective");
   llvm::json::Object manifest{{"gradients", std::move(gradients)},
                               {"derived", std::move(derivedBytes)},
-                              {"chunk_rows", chunkRows}};
+                              {"chunk_rows", chunkRows},
+                              {"objective", objective ? objective.getValue() : "next-token"}};
   std::string json;
   llvm::raw_string_ostream os(json);
   os << llvm::json::Value(std::move(manifest));

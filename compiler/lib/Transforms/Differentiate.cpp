@@ -1,7 +1,7 @@
-//===- Differentiate.cpp - reverse-mode gradient of Alg. 13's loss --------===//
+//===- Differentiate.cpp - reverse-mode gradient of the training loss -----===//
 //
-// @loss_and_gradients(tokens, targets) is @forward's ops, the next-token
-// loss, and then one vector-Jacobian product per forward op, last op first.
+// @loss_and_gradients(tokens, targets) is @forward's ops, the loss (Alg. 13's
+// next tokens or Alg. 12's masked tokens: the targets say which), and then one vector-Jacobian product per forward op, last op first.
 // Each rule reads the forward values it needs directly: the activation
 // policy is "keep everything the backward reads", except attention, whose
 // probabilities xf.attention_grad recomputes from Q and K. A value used by
@@ -181,6 +181,11 @@ LogicalResult Backward::rule(Operation *op) {
                                   rope.getHeadsAttr(), rope.getBaseAttr()));
     return success();
   }
+  if (auto row = dyn_cast<RowOp>(op)) {
+    accumulate(row.getInput(), RowGradOp::create(b, loc, row.getInput().getType(), dy,
+                                                 row.getIndexAttr()));
+    return success();
+  }
   if (auto slice = dyn_cast<SliceOp>(op)) {
     accumulate(slice.getInput(), SliceGradOp::create(b, loc, slice.getInput().getType(), dy,
                                                      slice.getAxisAttr(), slice.getOffsetAttr()));
@@ -223,10 +228,15 @@ void DifferentiatePass::runOnOperation() {
   }
   auto output = forward->getAttrOfType<StringAttr>("xf.output");
   FunctionType fwdType = forward.getFunctionType();
-  if (fwdType.getNumInputs() != 1 || fwdType.getNumResults() != 1 ||
-      (output && output.getValue() != "logits")) {
-    forward.emitError("xf-differentiate: the next-token loss (Alg. 13) needs a decoder: "
-                      "@forward(tokens) returning logits");
+  if (fwdType.getNumResults() != 1 || (output && output.getValue() != "logits")) {
+    forward.emitError("xf-differentiate: training needs @forward returning logits; an encoder "
+                      "returning hidden states has no output layer to train (see "
+                      "examples/bert-mlm.xf for BERT with its masked-token head)");
+    return signalPassFailure();
+  }
+  if (fwdType.getNumInputs() != 1) {
+    forward.emitError("xf-differentiate: @forward must take one token sequence (the "
+                      "sequence-to-sequence loss, Alg. 11, is not differentiated yet)");
     return signalPassFailure();
   }
   auto tokensType = dyn_cast<RankedTensorType>(fwdType.getInput(0));
@@ -310,6 +320,13 @@ void DifferentiatePass::runOnOperation() {
   fn.setFunctionType(
       FunctionType::get(&getContext(), {tokensType, tokensType}, TypeRange(ValueRange(results))));
   fn->setAttr("xf.gradients", b.getArrayAttr(names));
+  // The objective a trainer uses by default: a model whose attention sees
+  // later positions cannot learn the next token from every position, so
+  // without causal attention it is Alg. 12's masked tokens. The compiled step
+  // is the same for both; only the targets differ (docs/training.md).
+  bool causal = false;
+  forward.walk([&](AttentionOp attn) { causal |= attn.getMask() == MaskKind::causal; });
+  fn->setAttr("xf.objective", b.getStringAttr(causal ? "next-token" : "masked-token"));
 }
 
 } // namespace

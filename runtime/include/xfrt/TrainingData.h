@@ -60,6 +60,24 @@ private:
   Pcg32 rng_;
 };
 
+/// Alg. 12's masking rule: each input token is replaced by the mask token with
+/// probability p, independently; a replaced position's target is the token it
+/// held, every other position has none (-1: xf.cross_entropy skips it). The
+/// draws come from their own PCG32 stream, so a seed gives the same masks
+/// everywhere and the windows are those of a next-token run with that seed.
+class TokenMasker {
+public:
+  TokenMasker(double probability, int32_t maskToken, uint64_t seed)
+      : probability_(probability), maskToken_(maskToken), rng_(seed, 0x6d61736b) {}
+  /// inputs[t] stays or becomes the mask token; targets[t] is set (t < n).
+  void apply(int32_t *inputs, int32_t *targets, int64_t n);
+
+private:
+  double probability_;
+  int32_t maskToken_;
+  Pcg32 rng_;
+};
+
 } // namespace xfrt
 
 #endif // XFRT_TRAININGDATA_H

@@ -58,6 +58,22 @@ func.func @pos_embed_grad_rows(%dy: tensor<40x16xf32>) {
 
 // -----
 
+func.func @row_grad_outside(%dy: tensor<16xf32>) {
+  // expected-error @+1 {{row 2 is outside result [2, 16]}}
+  %d = xf.row_grad %dy row 2 : tensor<16xf32> -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
+func.func @row_grad_width(%dy: tensor<8xf32>) {
+  // expected-error @+1 {{row width}}
+  %d = xf.row_grad %dy row 0 : tensor<8xf32> -> tensor<2x16xf32>
+  return
+}
+
+// -----
+
 func.func @slice_grad_outside(%dy: tensor<?x16xf32>) {
   // expected-error @+1 {{slice [40, 56) on axis 1 is outside result [?, 48]}}
   %d = xf.slice_grad %dy axis 1 offset 40 : tensor<?x16xf32> -> tensor<?x48xf32>

@@ -33,6 +33,8 @@ func.func @grad_ops(%x: tensor<?x16xf32>, %dy: tensor<?x16xf32>, %t: tensor<?xi3
   %dpe = xf.pos_embed_grad %dy : tensor<?x16xf32> -> tensor<32x16xf32>
   // CHECK: xf.slice_grad %{{.*}} axis 1 offset 16 : tensor<?x16xf32> -> tensor<?x48xf32>
   %dqkv = xf.slice_grad %dk axis 1 offset 16 : tensor<?x16xf32> -> tensor<?x48xf32>
+  // CHECK: xf.row_grad %{{.*}} row 1 : tensor<16xf32> -> tensor<2x16xf32>
+  %drow = xf.row_grad %db row 1 : tensor<16xf32> -> tensor<2x16xf32>
   return %loss, %dl, %dw, %de, %db, %dx, %dg, %du, %dq, %dte, %dpe, %dqkv
       : tensor<f32>, tensor<?x64xf32>, tensor<16x16xf32>, tensor<64x16xf32>, tensor<16xf32>,
         tensor<?x16xf32>, tensor<16xf32>, tensor<?x16xf32>, tensor<?x16xf32>,

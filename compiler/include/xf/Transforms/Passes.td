@@ -111,12 +111,15 @@ def AssignDefaultSchedules : Pass<"xf-assign-schedules", "func::FuncOp"> {
 }
 
 def Differentiate : Pass<"xf-differentiate", "ModuleOp"> {
-  let summary = "Add @loss_and_gradients: Alg. 13's loss and its reverse-mode gradient";
+  let summary = "Add @loss_and_gradients: the training loss and its reverse-mode gradient";
   let description = [{
-    From a decoder's `@forward(tokens) -> logits` (xf ops, after
-    xf-decompose-mha) builds `@loss_and_gradients(tokens, targets)`: the
-    forward ops, the mean next-token cross-entropy of the logits against
-    `targets`, then each op's vector-Jacobian product in reverse order,
+    From `@forward(tokens) -> logits` (xf ops, after xf-decompose-mha)
+    builds `@loss_and_gradients(tokens, targets)`: the forward ops, the mean
+    cross-entropy of the logits against `targets` (rows with a negative
+    target take no part: Alg. 13's next tokens and Alg. 12's masked tokens
+    are the same function with other targets; `xf.objective` names the one
+    a trainer uses by default, masked tokens when no attention is causal),
+    then each op's vector-Jacobian product in reverse order,
     returning the loss and one gradient per checkpoint tensor (attribute
     `xf.gradients` lists their names, in order of first use). A tensor used
     more than once (a tied embedding, the slices of GPT-2's fused c_attn)

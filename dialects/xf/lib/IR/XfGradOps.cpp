@@ -194,6 +194,18 @@ LogicalResult PositionalEmbedGradOp::verify() {
   return verifySameFloatElementType(*this);
 }
 
+LogicalResult RowGradOp::verify() {
+  auto out = cast<RankedTensorType>(getType());
+  if (!out.hasStaticShape())
+    return emitOpError() << "needs a static result, got " << formatShape(out);
+  if (getIndex() < 0 || getIndex() >= out.getDimSize(0))
+    return emitOpError() << "row " << getIndex() << " is outside result " << formatShape(out);
+  if (failed(expectSameDim(*this, "row width", {"grad", getGrad().getType(), 0},
+                           {"result", out, 1})))
+    return failure();
+  return verifySameFloatElementType(*this);
+}
+
 LogicalResult SliceGradOp::verify() {
   auto in = cast<RankedTensorType>(getGrad().getType());
   auto out = cast<RankedTensorType>(getType());

@@ -20,11 +20,15 @@ def Xf_Scalar : 0DTensorOf<[AnyFloat]>;
 //===----------------------------------------------------------------------===//
 
 def Xf_CrossEntropyOp : Xf_PureOp<"cross_entropy"> {
-  let summary = "Alg. 13: mean over rows of −log softmax(logits)[t, target[t]]";
+  let summary = "mean over the rows with a target of −log softmax(logits)[t, target[t]]";
   let description = [{
-    `logits : [ℓ, N_V]`, `targets : [ℓ]` (the next token of each position,
-    ids in `[0, N_V)`) → the mean next-token loss, a scalar. Alg. 13 sums
-    over positions; the mean makes the learning rate independent of ℓ.
+    `logits : [ℓ, N_V]`, `targets : [ℓ]` → the mean loss, a scalar. A target
+    is an id in `[0, N_V)`, or negative: that row has no target and takes no
+    part (the mean runs over the rows with one; no such row gives 0). Alg. 13
+    (next token: every row's target is the next id), Alg. 12 (masked tokens:
+    only the masked rows have one) and Alg. 11 (the target sequence's next
+    id) differ only in the targets. The paper sums over rows; the mean makes
+    the learning rate independent of their number.
 
     ```mlir
     %loss = xf.cross_entropy %logits, %y : tensor<?x64xf32>, tensor<?xi32> -> tensor<f32>
@@ -37,7 +41,11 @@ def Xf_CrossEntropyOp : Xf_PureOp<"cross_entropy"> {
 }
 
 def Xf_CrossEntropyGradOp : Xf_PureOp<"cross_entropy_grad"> {
-  let summary = "∂ mean loss / ∂ logits = (softmax(logits) − onehot(targets)) / ℓ";
+  let summary = "∂ mean loss / ∂ logits = (softmax(logits) − onehot(targets)) / n, 0 on rows without a target";
+  let description = [{
+    `n` is the number of rows whose target is not negative; a row without a
+    target gets a zero gradient.
+  }];
   let arguments = (ins Xf_Matrix:$logits, Xf_TokenIds:$targets);
   let results = (outs Xf_Matrix:$result);
   let assemblyFormat = "$logits `,` $targets attr-dict `:` type($logits) `,` "
@@ -229,6 +237,22 @@ def Xf_SliceGradOp : Xf_PureOp<"slice_grad"> {
   let results = (outs Xf_FloatTensor:$result);
   let assemblyFormat = "$grad `axis` $axis `offset` $offset attr-dict `:` type($grad) "
                        "`->` type($result)";
+}
+
+def Xf_RowGradOp : Xf_PureOp<"row_grad"> {
+  let summary = "xf.row backward: dy placed in row `index` of zeros";
+  let description = [{
+    The adjoint of `xf.row %W[i]`: `dy : [d]` → `[N, d]`, zero except row
+    `i`. How BERT's token-type row `w_t0 = W_t[0]` sends its gradient back to
+    `W_t`.
+
+    ```mlir
+    %dwt = xf.row_grad %dw0 row 0 : tensor<8xf32> -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Xf_Vector:$grad, I64Attr:$index);
+  let results = (outs Xf_Matrix:$result);
+  let assemblyFormat = "$grad `row` $index attr-dict `:` type($grad) `->` type($result)";
 }
 
 #endif // XF_GRAD_OPS_TD
