@@ -14,10 +14,10 @@ extern "C" {
 extern const char xf_model_manifest[];
 extern const char xf_training_manifest[];
 int32_t xf_train_prepare(void *const *params, void *const *derived);
-int64_t xf_train_scratch_bytes(int64_t l);
+int64_t xf_train_scratch_bytes(int64_t l, int64_t l_z);
 int32_t xf_train_step(void *const *params, void *const *derived, const int32_t *tokens,
-                      const int32_t *targets, int64_t l, float *loss, float *const *grads,
-                      void *scratch);
+                      const int32_t *targets, int64_t l, const int32_t *source, int64_t l_z,
+                      float *loss, float *const *grads, void *scratch);
 __attribute__((weak)) int halide_set_num_threads(int);
 using HalideErrorHandler = void (*)(void *, const char *);
 __attribute__((weak)) HalideErrorHandler halide_set_error_handler(HalideErrorHandler handler);

@@ -1,8 +1,9 @@
 //===- Trainer.cpp - the trainer executable's driver (issue 15) -----------===//
 //
 // options → manifests → data → weights (float32 master copies) → steps:
-//   zero the gradients; per sequence of the batch (next-token windows, or
-//   Alg. 12's masked tokens: TokenMasker) xf_train_step adds its
+//   zero the gradients; per sequence of the batch (next-token windows,
+//   Alg. 12's masked tokens: TokenMasker, or Alg. 11's source/target pairs:
+//   PairSampler) xf_train_step adds its
 //   gradients (gradient accumulation); the mean over the batch is clipped and
 //   applied by AdamW or the plain step (Optimizer.h); xf_train_prepare
 //   refreshes derived weights from the updated parameters.
@@ -39,10 +40,11 @@ namespace {
 const char *kUsage =
     "usage: %s --data FILE [options]\n"
     "Trains the model this executable was compiled from (xfc MODEL.xf --train -o %s):\n"
-    "next-token (Alg. 13) or masked-token (Alg. 12) loss, gradients from the compiled\n"
-    "backward, AdamW or plain steps.\n"
+    "next-token (Alg. 13), masked-token (Alg. 12) or sequence-to-sequence (Alg. 11)\n"
+    "loss, gradients from the compiled backward, AdamW or plain steps.\n"
     "  --data FILE          training text (encoded by --tokenizer) or token ids (FILE.ids:\n"
-    "                       decimal ids separated by whitespace or commas)\n"
+    "                       decimal ids separated by whitespace or commas); for an\n"
+    "                       encoder-decoder, one pair per line: source<TAB>target\n"
     "  --tokenizer PATH     tokenizer for a text --data (vocab.json + merges.txt directory,\n"
     "                       vocab.json, vocab.txt or a .gguf file)\n"
     "  --weights FILE       start from this checkpoint (.safetensors); default: random\n"
@@ -51,9 +53,11 @@ const char *kUsage =
     "  --steps N            optimizer steps in total (default 100)\n"
     "  --stop-at N          stop after step N, keeping the schedule of --steps (a run to\n"
     "                       continue later with --save-state / --resume)\n"
-    "  --seq-len N          positions per sequence (default min(64, max positions))\n"
+    "  --seq-len N          positions per sequence (default min(64, max positions));\n"
+    "                       longer pairs are cut to it\n"
     "  --objective NAME     next-token: predict each next id (Alg. 13); masked-token:\n"
-    "                       predict the ids of randomly masked inputs (Alg. 12). Default:\n"
+    "                       predict the ids of randomly masked inputs (Alg. 12);\n"
+    "                       seq2seq: an encoder-decoder's pairs (Alg. 11). Default:\n"
     "                       %s (the model's: masked-token when no attention is causal)\n"
     "  --mask-token ID      masked-token: the id masked inputs become (default: the\n"
     "                       tokenizer's [MASK])\n"
@@ -190,8 +194,8 @@ Expected<TrainOptions> parseOptions(int argc, char **argv) {
         s = makeError("--mask-prob '" + value + "': expected a probability in (0, 1]");
     } else if (arg == "--objective") {
       o.objective = value;
-      if (value != "next-token" && value != "masked-token")
-        s = makeError("--objective '" + value + "': expected next-token or masked-token");
+      if (value != "next-token" && value != "masked-token" && value != "seq2seq")
+        s = makeError("--objective '" + value + "': expected next-token, masked-token or seq2seq");
     }
     else if (arg == "--seed") {
       int64_t seed = 0;
@@ -288,12 +292,17 @@ public:
 
 private:
   Status setUp();
+  /// Where a batch's sequences come from: windows of one stream (masked for
+  /// Alg. 12 when `masker` is set), or an encoder-decoder's pairs (Alg. 11).
+  struct Stream {
+    SequenceSampler *windows = nullptr;
+    TokenMasker *masker = nullptr;
+    PairSampler *pairs = nullptr;
+  };
   /// One batch's gradients summed into grads (zeroed first); the mean loss.
-  /// With `masker` (Alg. 12) the windows' inputs are masked and only the
-  /// masked positions have targets.
-  Expected<double> accumulate(SequenceSampler &sampler, TokenMasker *masker, int64_t sequences);
-  /// The next sequence of a batch into inputs / targets.
-  void draw(SequenceSampler &sampler, TokenMasker *masker);
+  Expected<double> accumulate(Stream &stream, int64_t sequences);
+  /// The next sequence of a batch into inputs / targets / source, l, lz.
+  void draw(Stream &stream);
   Status chooseObjective(const Tokenizer *tokenizer);
   Status evaluate(double &loss);
   Status writeLog();
@@ -309,19 +318,36 @@ private:
   std::vector<void *> paramPtrs, derivedPtrs;
   std::vector<float *> gradPtrs;
   AlignedBuffer scratch;
-  std::vector<int32_t> inputs, targets;
+  std::vector<int32_t> inputs, targets, source;
+  int64_t l = 0, lz = 0; // the drawn sequence's target and source positions
+  int64_t positions = 0; // trained target positions, for tokens/s
   TrainingSplit split;
+  PairSplit pairSplit;
   std::string log = "step,loss,lr,grad_norm,tokens_per_s,eval_loss\n";
   int64_t startStep = 0;
   std::unique_ptr<AdamW> adamw;
   bool masked = false; // Alg. 12's objective
+  bool seq2seq = false; // Alg. 11's: pairs
   int32_t maskToken = 0;
   double maskProb = 0.15;
   std::string drawn; // --gradients: each sequence's masked positions
 };
 
 Status Trainer::chooseObjective(const Tokenizer *tokenizer) {
+  if (t.objective == "seq2seq") {
+    seq2seq = true;
+    if (!o.objective.empty() && o.objective != "seq2seq")
+      return makeError("--objective " + o.objective + ": an encoder-decoder trains on "
+                       "source/target pairs (seq2seq)");
+    if (o.maskToken >= 0 || o.maskProb >= 0)
+      return makeError(std::string(o.maskToken >= 0 ? "--mask-token" : "--mask-prob") +
+                       " is for --objective masked-token (this run: seq2seq)");
+    return Status::success();
+  }
   std::string objective = o.objective.empty() ? t.objective : o.objective;
+  if (objective == "seq2seq")
+    return makeError("--objective seq2seq needs an encoder-decoder (a source and a target "
+                     "sequence); this model takes one sequence");
   if (objective != "next-token" && objective != "masked-token")
     return makeError("this trainer's model is trained with the " + objective +
                      " loss, which this driver does not run");
@@ -348,10 +374,15 @@ Status Trainer::chooseObjective(const Tokenizer *tokenizer) {
   return Status::success();
 }
 
-void Trainer::draw(SequenceSampler &sampler, TokenMasker *masker) {
-  sampler.next(inputs.data(), targets.data());
-  if (masker)
-    masker->apply(inputs.data(), targets.data(), o.seqLen);
+void Trainer::draw(Stream &stream) {
+  if (stream.pairs) {
+    stream.pairs->next(source.data(), lz, inputs.data(), targets.data(), l);
+    return;
+  }
+  l = o.seqLen, lz = 0;
+  stream.windows->next(inputs.data(), targets.data());
+  if (stream.masker)
+    stream.masker->apply(inputs.data(), targets.data(), o.seqLen);
 }
 
 Status Trainer::setUp() {
@@ -393,12 +424,14 @@ Status Trainer::setUp() {
     gradPtrs.push_back(buf->floats());
     grads.push_back(buf.take());
   }
-  Expected<AlignedBuffer> s = AlignedBuffer::allocate(uint64_t(abi.trainScratchBytes(o.seqLen)));
+  Expected<AlignedBuffer> s = AlignedBuffer::allocate(
+      uint64_t(abi.trainScratchBytes(o.seqLen, seq2seq ? o.seqLen : 0)));
   if (!s)
     return s.status();
   scratch = s.take();
   inputs.resize(size_t(o.seqLen));
   targets.resize(size_t(o.seqLen));
+  source.resize(size_t(o.seqLen));
   AdamWOptions options;
   options.weightDecay = o.weightDecay;
   adamw = std::make_unique<AdamW>(tensors(), options);
@@ -415,8 +448,7 @@ std::vector<TrainableTensor> Trainer::tensors() {
   return out;
 }
 
-Expected<double> Trainer::accumulate(SequenceSampler &sampler, TokenMasker *masker,
-                                     int64_t sequences) {
+Expected<double> Trainer::accumulate(Stream &stream, int64_t sequences) {
   for (size_t g = 0; g < grads.size(); ++g)
     std::memset(gradPtrs[g], 0, size_t(m.parameters[size_t(t.gradientParameter[g])].numel) * 4);
   if (int32_t rc = abi.trainPrepare(paramPtrs.data(), derivedPtrs.data()); rc != 0)
@@ -424,8 +456,9 @@ Expected<double> Trainer::accumulate(SequenceSampler &sampler, TokenMasker *mask
   double total = 0;
   drawn.clear();
   for (int64_t b = 0; b < sequences; ++b) {
-    draw(sampler, masker);
-    if (masker) {
+    draw(stream);
+    positions += l;
+    if (stream.masker) {
       drawn += "masked";
       for (int64_t i = 0; i < o.seqLen; ++i)
         if (targets[size_t(i)] >= 0)
@@ -433,8 +466,9 @@ Expected<double> Trainer::accumulate(SequenceSampler &sampler, TokenMasker *mask
       drawn += "\n";
     }
     float loss = 0;
-    if (abi.trainStep(paramPtrs.data(), derivedPtrs.data(), inputs.data(), targets.data(),
-                      o.seqLen, &loss, gradPtrs.data(), scratch.data()) != 0) {
+    if (abi.trainStep(paramPtrs.data(), derivedPtrs.data(), inputs.data(), targets.data(), l,
+                      seq2seq ? source.data() : nullptr, lz, &loss, gradPtrs.data(),
+                      scratch.data()) != 0) {
       std::string why = takeHalideError();
       return makeError("xf_train_step failed" + (why.empty() ? "" : ": Halide: " + why));
     }
@@ -444,16 +478,31 @@ Expected<double> Trainer::accumulate(SequenceSampler &sampler, TokenMasker *mask
 }
 
 Status Trainer::evaluate(double &loss) {
-  // The same held-out sequences every time: a sampler from a fixed seed.
-  Expected<SequenceSampler> sampler =
-      SequenceSampler::create(split.heldOut, o.seqLen, o.seed ^ 0x65766131, o.data + " (held out)");
-  if (!sampler)
-    return sampler.status();
-  TokenMasker masker(maskProb, maskToken, o.seed ^ 0x65766131);
-  Expected<double> l = accumulate(*sampler, masked ? &masker : nullptr, o.evalSequences);
-  if (!l)
-    return l.status();
-  loss = *l;
+  // The same held-out sequences every time: samplers from a fixed seed.
+  const uint64_t seed = o.seed ^ 0x65766131;
+  Stream stream;
+  Expected<SequenceSampler> windows = makeError("");
+  Expected<PairSampler> pairs = makeError("");
+  if (seq2seq) {
+    pairs = PairSampler::create(pairSplit.heldOut, o.seqLen, seed, o.data + " (held out)");
+    if (!pairs)
+      return pairs.status();
+    stream.pairs = &*pairs;
+  } else {
+    windows = SequenceSampler::create(split.heldOut, o.seqLen, seed, o.data + " (held out)");
+    if (!windows)
+      return windows.status();
+    stream.windows = &*windows;
+  }
+  TokenMasker masker(maskProb, maskToken, seed);
+  if (masked)
+    stream.masker = &masker;
+  int64_t trained = positions; // evaluation does not count as training throughput
+  Expected<double> mean = accumulate(stream, o.evalSequences);
+  positions = trained;
+  if (!mean)
+    return mean.status();
+  loss = *mean;
   return Status::success();
 }
 
@@ -523,32 +572,55 @@ int Trainer::run() {
       return fail(t.message());
     tokenizer = t.take();
   }
-  Expected<std::vector<int32_t>> ids =
-      readTrainingTokens(o.data, tokenizer.tokenizer.get(), m.vocab);
-  if (!ids)
-    return fail(ids.message());
-  split = splitHeldOut(*ids, o.heldOut);
-  Expected<SequenceSampler> sampler = SequenceSampler::create(split.train, o.seqLen, o.seed, o.data);
-  if (!sampler)
-    return fail(sampler.message());
-  if (o.evalEvery > 0) {
-    Expected<SequenceSampler> held = SequenceSampler::create(split.heldOut, o.seqLen, 0,
-                                                             o.data + " (held-out part)");
-    if (!held)
-      return fail(held.message());
-  }
   if (Status s = chooseObjective(tokenizer.tokenizer.get()); !s)
     return fail(s.message());
+  Stream stream;
+  Expected<SequenceSampler> windows = makeError("");
+  Expected<PairSampler> pairs = makeError("");
+  if (seq2seq) {
+    Expected<std::vector<SequencePair>> all =
+        readTrainingPairs(o.data, tokenizer.tokenizer.get(), m.vocab);
+    if (!all)
+      return fail(all.message());
+    pairSplit = splitHeldOut(*all, o.heldOut);
+    pairs = PairSampler::create(pairSplit.train, o.seqLen, o.seed, o.data);
+    if (!pairs)
+      return fail(pairs.message());
+    stream.pairs = &*pairs;
+    if (o.evalEvery > 0 && pairSplit.heldOut.empty()) {
+      char fraction[32];
+      std::snprintf(fraction, sizeof fraction, "%g", o.heldOut);
+      return fail(o.data + ": no pair is held out (--held-out " + fraction + " of " +
+                  std::to_string(all->size()) + " pairs)");
+    }
+  } else {
+    Expected<std::vector<int32_t>> ids =
+        readTrainingTokens(o.data, tokenizer.tokenizer.get(), m.vocab);
+    if (!ids)
+      return fail(ids.message());
+    split = splitHeldOut(*ids, o.heldOut);
+    windows = SequenceSampler::create(split.train, o.seqLen, o.seed, o.data);
+    if (!windows)
+      return fail(windows.message());
+    stream.windows = &*windows;
+    if (o.evalEvery > 0) {
+      Expected<SequenceSampler> held = SequenceSampler::create(split.heldOut, o.seqLen, 0,
+                                                               o.data + " (held-out part)");
+      if (!held)
+        return fail(held.message());
+    }
+  }
   if (Status s = setUp(); !s)
     return fail(s.message());
   TokenMasker trainMasker(maskProb, maskToken, o.seed);
-  TokenMasker *masker = masked ? &trainMasker : nullptr;
+  if (masked)
+    stream.masker = &trainMasker;
   if (!o.resume.empty())
     if (Status s = loadState(o.resume); !s)
       return fail(s.message());
 
   if (!o.gradients.empty()) {
-    Expected<double> loss = accumulate(*sampler, masker, o.batch);
+    Expected<double> loss = accumulate(stream, o.batch);
     if (!loss)
       return fail(loss.message());
     // The mean over the batch, named like the parameters.
@@ -569,13 +641,13 @@ int Trainer::run() {
 
   // Batches already taken by the run being resumed are drawn again and dropped.
   for (int64_t i = 0; i < startStep * o.batch; ++i)
-    draw(*sampler, masker);
+    draw(stream);
   LearningRateSchedule schedule{o.lr, o.minLr, o.warmup, std::max<int64_t>(o.steps, 1)};
   const int64_t printEvery = std::max<int64_t>(1, o.steps / 50);
   auto begin = std::chrono::steady_clock::now();
   double lastLoss = NAN;
   for (int64_t step = startStep; step < o.stopAt; ++step) {
-    Expected<double> loss = accumulate(*sampler, masker, o.batch);
+    Expected<double> loss = accumulate(stream, o.batch);
     if (!loss)
       return fail(loss.message());
     if (!std::isfinite(*loss))
@@ -594,7 +666,7 @@ int Trainer::run() {
     double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     int64_t done = step + 1 - startStep;
-    double tokensPerSecond = double(done * o.batch * o.seqLen) / std::max(seconds, 1e-9);
+    double tokensPerSecond = double(positions) / std::max(seconds, 1e-9);
     std::string evalText;
     if (o.evalEvery > 0 && ((step + 1) % o.evalEvery == 0 || step + 1 == o.stopAt)) {
       double evalLoss = 0;

@@ -15,6 +15,9 @@ its gradient). The same float32 weights, widened to float64, go to the oracle:
    weights concatenated and transposed; trained here by next-token, --objective) and llama.xf
    (grouped K/V heads, rotary positions, SwiGLU): central differences (h = 1e-6) of the oracle
    forward's loss at 6 sampled entries of each tensor.
+ - transformer.xf (Alg. 11: sinusoidal positions, bidirectional encoder, causal decoder,
+   cross-attention, untied unembedding) on a one-pair file (source<TAB>target): the loss of the
+   target's next tokens given the source, central differences as above.
  - bert-mlm.xf (Alg. 9 with its head, post-LN, GELU erf, the token-type row, tied
    unembedding) by Alg. 12's masked-token loss: the trainer prints the positions it masked
    in each sequence; the oracle puts the mask token there and takes the mean loss over them
@@ -61,8 +64,9 @@ def masked_positions(stdout):
             for line in stdout.splitlines() if line.startswith("masked")]
 
 
-def check(exe, arch, hp, ell, seed, batch=1, extra=(), masked=None):
-    """masked: the mask token id for Alg. 12's loss, None for the next-token loss."""
+def check(exe, arch, hp, ell, seed, batch=1, extra=(), masked=None, source_len=None):
+    """masked: the mask token id for Alg. 12's loss, None for the next-token loss;
+    source_len: an encoder-decoder's pair (Alg. 11), the source this long."""
     global failed
     rng = np.random.default_rng(seed)
     W = random_checkpoint(arch, hp, seed)
@@ -70,11 +74,14 @@ def check(exe, arch, hp, ell, seed, batch=1, extra=(), masked=None):
     safetensors_io.save(wpath, W)
     window = rng.integers(0, hp["N_V"], size=ell + 1)
     x, y = window[:-1], window[1:]
+    z = rng.integers(0, hp["N_V"], size=source_len) if source_len else None
     data = os.path.join(WORK, f"d{seed}.ids")
     with open(data, "w") as f:
-        f.write(" ".join(str(int(t)) for t in window) + "\n")
+        ids = " ".join(str(int(t)) for t in window)
+        f.write((" ".join(str(int(t)) for t in z) + "\t" + ids if source_len else ids) + "\n")
     gpath = os.path.join(WORK, f"g{seed}.safetensors")
-    p = subprocess.run([exe, "--data", data, "--weights", wpath, "--seq-len", str(ell),
+    p = subprocess.run([exe, "--data", data, "--weights", wpath,
+                        "--seq-len", str(max(ell, source_len or 0)),
                         "--batch", str(batch), "--gradients", gpath, *extra],
                        capture_output=True, text=True, timeout=300)
     if p.returncode != 0:
@@ -86,7 +93,7 @@ def check(exe, arch, hp, ell, seed, batch=1, extra=(), masked=None):
     W64 = {k: v.astype(np.float64) for k, v in W.items()}
 
     def loss_of(Wd):
-        return training.next_token_loss(oracle_forward(arch, Wd, hp, x), y)
+        return training.next_token_loss(oracle_forward(arch, Wd, hp, x, source_tokens=z), y)
 
     if masked is not None:
         positions = masked_positions(p.stdout)
@@ -176,19 +183,29 @@ for seed, (arch, hp) in enumerate(others.items(), start=8):
 
 # Alg. 12: BERT with its masked-token head.
 bert = dict(L=2, H=4, d_e=16, d_mlp=24, N_V=37, l_max=12)
-exe = build("bert-mlm", [("ℓ_max" if k == "l_max" else k) + "=" + str(v) for k, v in bert.items()])
+mlm = build("bert-mlm", [("ℓ_max" if k == "l_max" else k) + "=" + str(v) for k, v in bert.items()])
 bert = hparams("bert_mlm", bert)
 MASK = 36
-check(exe, "bert_mlm", bert, 11, 11, extra=["--mask-token", str(MASK)], masked=MASK)
-check(exe, "bert_mlm", bert, 9, 12, batch=2, extra=["--mask-token", str(MASK), "--mask-prob", "0.4"],
+check(mlm, "bert_mlm", bert, 11, 11, extra=["--mask-token", str(MASK)], masked=MASK)
+check(mlm, "bert_mlm", bert, 9, 12, batch=2, extra=["--mask-token", str(MASK), "--mask-prob", "0.4"],
       masked=MASK)
+
+# Alg. 11: the encoder-decoder (sinusoidal positions, bidirectional encoder, causal decoder
+# self-attention, cross-attention to the encoded source, untied unembedding) on one
+# source/target pair per line: every draw is the file's one pair.
+seq2seq = dict(L_enc=2, L_dec=2, H=2, d_e=16, d_mlp=24, N_V=37)
+exe = build("transformer", [f"{k}={v}" for k, v in seq2seq.items()])
+seq2seq = hparams("transformer", seq2seq)
+check(exe, "transformer", seq2seq, 8, 13, source_len=5)
+check(exe, "transformer", seq2seq, 11, 14, source_len=12, batch=2)
+check(exe, "transformer", seq2seq, 1, 15, source_len=1)
 
 # The masking rule's rate, and a batch without a masked position.
 data = os.path.join(WORK, "rate.ids")
 with open(data, "w") as f:
     f.write(" ".join(str(i % 36) for i in range(400)) + "\n")
 gpath = os.path.join(WORK, "rate.safetensors")
-p = subprocess.run([exe, "--data", data, "--seq-len", "10", "--batch", "200", "--mask-token",
+p = subprocess.run([mlm, "--data", data, "--seq-len", "10", "--batch", "200", "--mask-token",
                     str(MASK), "--mask-prob", "0.3", "--gradients", gpath],
                    capture_output=True, text=True, timeout=300)
 share = sum(len(T) for T in masked_positions(p.stdout)) / 2000
@@ -197,7 +214,7 @@ print(f"masked share over 200 sequences of 10: {share:.4f} (--mask-prob 0.3, σ 
 if p.returncode != 0 or not abs(share - 0.3) <= 4 * sigma:
     print("FAIL: masking rate", p.stderr)
     failed = True
-p = subprocess.run([exe, "--data", data, "--seq-len", "3", "--mask-token", str(MASK),
+p = subprocess.run([mlm, "--data", data, "--seq-len", "3", "--mask-token", str(MASK),
                     "--mask-prob", "1e-9", "--gradients", gpath],
                    capture_output=True, text=True, timeout=300)
 zero = p.returncode == 0 and float(p.stdout.split()[1]) == 0.0 and \

@@ -23,6 +23,18 @@ module {
 // -----
 
 module {
+  // expected-error @+1 {{xf-differentiate: @forward must take token ids, or source and target token ids (an encoder-decoder)}}
+  func.func @forward(%a: tensor<?xi32>, %b: tensor<?xi32>, %c: tensor<?xi32>) -> tensor<?x32xf32> attributes {xf.output = "logits"} {
+    %we = xf.parameter "wte" : tensor<32x8xf32>
+    %e = xf.token_embed %we[%c] : tensor<32x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+    %logits = xf.unembed %e, tied %we : tensor<?x8xf32>, tensor<32x8xf32> -> tensor<?x32xf32>
+    return %logits : tensor<?x32xf32>
+  }
+}
+
+// -----
+
+module {
   func.func @forward(%x: tensor<?xi32>) -> tensor<?x32xf32> attributes {xf.output = "logits"} {
     %we = xf.parameter "wte" : tensor<32x8xf32>
     %e = xf.token_embed %we[%x] : tensor<32x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
@@ -74,7 +86,7 @@ module {
 // -----
 
 module {
-  // expected-error @+1 {{xf-differentiate: @forward's argument must be token ids}}
+  // expected-error @+1 {{xf-differentiate: @forward's arguments must be token ids}}
   func.func @forward(%x: tensor<?xf32>) -> tensor<8x4xf32> attributes {xf.output = "logits"} {
     %z = xf.parameter "z" : tensor<8x4xf32>
     return %z : tensor<8x4xf32>

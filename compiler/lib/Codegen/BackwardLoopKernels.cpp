@@ -354,17 +354,18 @@ func::FuncOp LoopKernels::attentionGrad(int64_t heads, int64_t kvHeads, int64_t 
                             .str(),
                         (LoopSchedule{/*rowsPerTask=*/1, /*vectorBits=*/0}));
   OpBuilder b(module.getContext());
-  func::FuncOp fn = declare(name, "pipipipippppii", b);
+  func::FuncOp fn = declare(name, "pipipipippppiii", b);
   Emitter e{b, fn.getLoc()};
   auto args = fn.getArguments();
   Value q = args[0], qs = args[1], k = args[2], ks = args[3], v = args[4], vs = args[5];
   Value dy = args[6], dys = args[7], dq = args[8], dk = args[9], dv = args[10];
-  Value work = args[11], rows = args[12];
+  // Query rows; key/value rows (the source's, for cross-attention).
+  Value work = args[11], rows = args[12], keyRows = args[13];
   const int64_t group = heads / kvHeads;
   e.eachRow(fn, [&](Value g) {
     Value kCol = e.muli(g, e.i(dK)), vCol = e.muli(g, e.i(dV));
-    Value p = e.at(work, e.muli(e.muli(g, e.i(2)), rows)), dp = e.at(p, rows);
-    e.loop(rows, [&](Value j) {
+    Value p = e.at(work, e.muli(e.muli(g, e.i(2)), keyRows)), dp = e.at(p, keyRows);
+    e.loop(keyRows, [&](Value j) {
       Value dkj = e.at(dk, e.addi(e.muli(j, e.i(kvHeads * dK)), kCol));
       Value dvj = e.at(dv, e.addi(e.muli(j, e.i(kvHeads * dV)), vCol));
       e.loop(e.i(dK), [&](Value c) { e.store(e.f(0.0), dkj, c); });
@@ -376,7 +377,7 @@ func::FuncOp LoopKernels::attentionGrad(int64_t heads, int64_t kvHeads, int64_t 
         Value qi = e.at(q, e.addi(e.muli(i, qs), qCol));
         Value dyi = e.at(dy, e.addi(e.muli(i, dys), yCol));
         Value dqi = e.at(dq, e.addi(e.muli(i, e.i(heads * dK)), qCol));
-        Value keys = causal ? e.addi(i, e.i(1)) : rows;
+        Value keys = causal ? e.addi(i, e.i(1)) : keyRows;
         auto kRow = [&](Value j) { return e.at(k, e.addi(e.muli(j, ks), kCol)); };
         auto vRow = [&](Value j) { return e.at(v, e.addi(e.muli(j, vs), vCol)); };
         Value top = e.maximum(keys, [&](Value j) {
@@ -416,5 +417,5 @@ func::FuncOp LoopKernels::attentionGrad(int64_t heads, int64_t kvHeads, int64_t 
     });
   });
   func::ReturnOp::create(b, e.loc);
-  return finish(fn, kernelSchedule, /*rowsArg=*/13);
+  return finish(fn, kernelSchedule, /*rowsArg=*/14);
 }

@@ -76,8 +76,10 @@ Value HostLowering::storagePointer(Value tensor) {
   case Storage::Derived:
     return slot(derivedArg, p.index);
   case Storage::Tokens:
-    if (training)
-      return p.index == 1 ? targetsArg : tokensArg;
+    if (training) // ([source,] tokens, targets)
+      return p.index == forward.getNumArguments() - 1 ? targetsArg
+             : p.index == 0 && encoderDecoder         ? sourceArg
+                                                      : tokensArg;
     return p.index == 0 && encoderDecoder ? sourceArg : tokensArg;
   case Storage::Gradient:
     return offsetPtr(slot(gradsArg, p.index), i64(p.colOffset));
@@ -592,14 +594,17 @@ LogicalResult HostLowering::planAccumulation(func::ReturnOp ret) {
 }
 
 LogicalResult HostLowering::placeTraining() {
+  // ([source,] tokens, targets): an encoder-decoder's source has its own rows.
+  unsigned count = forward.getNumArguments();
+  encoderDecoder = count == 3;
   for (BlockArgument arg : forward.getArguments()) {
     auto type = dyn_cast<RankedTensorType>(arg.getType());
-    if (!type || type.getRank() != 1 || !type.getElementType().isInteger(32) ||
-        arg.getArgNumber() > 1)
-      return forward.emitError("@loss_and_gradients takes token ids and target ids, "
-                               "tensor<?xi32> each");
+    if (!type || type.getRank() != 1 || !type.getElementType().isInteger(32) || count < 2 ||
+        count > 3)
+      return forward.emitError("@loss_and_gradients takes [source ids,] token ids and target "
+                               "ids, tensor<?xi32> each");
     Placement p{Storage::Tokens, arg.getArgNumber()};
-    p.rows = Rows::Target;
+    p.rows = encoderDecoder && arg.getArgNumber() == 0 ? Rows::Source : Rows::Target;
     placements[arg] = p;
   }
   auto ret = cast<func::ReturnOp>(forward.getBody().front().getTerminator());
@@ -868,8 +873,6 @@ LogicalResult HostLowering::emitBackwardKernel(Operation *op) {
     return success();
   }
   if (auto attn = dyn_cast<AttentionGradOp>(op)) {
-    if (attn.getMask() == MaskKind::cross)
-      return op->emitError("training: cross-attention's backward is not lowered");
     int64_t heads = attn.getHeads(), kvHeads = attn.getKeyValueHeads();
     int64_t dK = colsOf(attn.getQuery()) / heads, dV = colsOf(attn.getValue()) / kvHeads;
     double scale = attn.getScale() ? attn.getScale()->convertToDouble()
@@ -885,7 +888,7 @@ LogicalResult HostLowering::emitBackwardKernel(Operation *op) {
                                 scale),
          {q, qs, k, ks, val, vs, dy, dys, pointerOf(attn.getQueryGrad()),
           pointerOf(attn.getKeyGrad()), pointerOf(attn.getValueGrad()), work,
-          rowsOf(attn.getQuery()), i64(kvHeads)});
+          rowsOf(attn.getQuery()), rowsOf(attn.getKey()), i64(kvHeads)});
     return success();
   }
   // A forward op.
@@ -896,18 +899,18 @@ LogicalResult HostLowering::emitBackwardKernel(Operation *op) {
 LogicalResult HostLowering::emitTrainStep() {
   Type ptr = LLVM::LLVMPointerType::get(ctx), i64Type = IntegerType::get(ctx, 64);
   OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
-  // (params, derived, tokens, targets, l, loss, grads, scratch)
+  // (params, derived, tokens, targets, l, source, l_z, loss, grads, scratch)
   auto fn = func::FuncOp::create(
       top, forward.getLoc(), "xf_train_step",
-      FunctionType::get(ctx, {ptr, ptr, ptr, ptr, i64Type, ptr, ptr, ptr},
+      FunctionType::get(ctx, {ptr, ptr, ptr, ptr, i64Type, ptr, i64Type, ptr, ptr, ptr},
                         {IntegerType::get(ctx, 32)}));
   OpBuilder builder = OpBuilder::atBlockBegin(fn.addEntryBlock());
   b = &builder;
   loc = forward.getLoc();
   auto args = fn.getArguments();
   paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], targetsArg = args[3];
-  lArg = args[4], lossArg = args[5], gradsArg = args[6], scratchArg = args[7];
-  sourceArg = Value(), lzArg = i64(0);
+  lArg = args[4], sourceArg = args[5], lzArg = args[6];
+  lossArg = args[7], gradsArg = args[8], scratchArg = args[9];
   paddedRows = paddedRowsOf(lArg, lzArg);
   status = arith::ConstantIntOp::create(builder, loc, builder.getI32Type(), 0);
   if (zeroedFloats)
@@ -929,11 +932,12 @@ void HostLowering::emitTrainScratchBytes() {
   Type i64Type = IntegerType::get(ctx, 64);
   OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
   auto fn = func::FuncOp::create(top, forward.getLoc(), "xf_train_scratch_bytes",
-                                 FunctionType::get(ctx, {i64Type}, {i64Type}));
+                                 FunctionType::get(ctx, {i64Type, i64Type}, {i64Type}));
   OpBuilder builder = OpBuilder::atBlockBegin(fn.addEntryBlock());
   b = &builder;
   loc = forward.getLoc();
-  Value arena = arith::MulIOp::create(builder, loc, paddedRowsOf(fn.getArgument(0), i64(0)),
+  Value arena = arith::MulIOp::create(builder, loc,
+                                      paddedRowsOf(fn.getArgument(0), fn.getArgument(1)),
                                       i64(plan.totalColumns));
   Value bytes = arith::MulIOp::create(
       builder, loc, arith::AddIOp::create(builder, loc, arena, i64(staticFloats)), i64(4));

@@ -91,10 +91,11 @@ LogicalResult TensorPlacement::placeOp(Operation *op, int64_t index) {
       return success();
     }
     if (auto grad = dyn_cast<AttentionGradOp>(op)) {
-      for (Value r : op->getResults()) {
+      // dQ has the queries' rows, dK and dV the keys' (the source's, for cross).
+      for (auto [r, in] : llvm::zip(op->getResults(), op->getOperands())) {
         Placement q{Storage::Scratch, int64_t(requests.size())};
         q.cols = q.stride = colsOf(r);
-        q.rows = placements[grad.getQuery()].rows;
+        q.rows = placements[in].rows;
         requests.push_back({q.cols, index, index});
         requestValue.push_back(r);
         placements[r] = q;

@@ -1,7 +1,8 @@
 //===- Differentiate.cpp - reverse-mode gradient of the training loss -----===//
 //
-// @loss_and_gradients(tokens, targets) is @forward's ops, the loss (Alg. 13's
-// next tokens or Alg. 12's masked tokens: the targets say which), and then one vector-Jacobian product per forward op, last op first.
+// @loss_and_gradients([source,] tokens, targets) is @forward's ops, the loss
+// (Alg. 13's next tokens, Alg. 12's masked tokens or Alg. 11's next target
+// tokens given a source: the targets say which), and then one vector-Jacobian product per forward op, last op first.
 // Each rule reads the forward values it needs directly: the activation
 // policy is "keep everything the backward reads", except attention, whose
 // probabilities xf.attention_grad recomputes from Q and K. A value used by
@@ -234,15 +235,21 @@ void DifferentiatePass::runOnOperation() {
                       "examples/bert-mlm.xf for BERT with its masked-token head)");
     return signalPassFailure();
   }
-  if (fwdType.getNumInputs() != 1) {
-    forward.emitError("xf-differentiate: @forward must take one token sequence (the "
-                      "sequence-to-sequence loss, Alg. 11, is not differentiated yet)");
+  // One sequence, or (Alg. 11) a source (context) sequence and the target
+  // sequence whose next tokens are predicted.
+  unsigned inputs = fwdType.getNumInputs();
+  if (inputs != 1 && inputs != 2) {
+    forward.emitError("xf-differentiate: @forward must take token ids, or source and target "
+                      "token ids (an encoder-decoder)");
     return signalPassFailure();
   }
-  auto tokensType = dyn_cast<RankedTensorType>(fwdType.getInput(0));
-  if (!tokensType || tokensType.getRank() != 1 || !tokensType.getElementType().isInteger()) {
-    forward.emitError("xf-differentiate: @forward's argument must be token ids");
-    return signalPassFailure();
+  auto tokensType = dyn_cast<RankedTensorType>(fwdType.getInput(inputs - 1));
+  for (Type input : fwdType.getInputs()) {
+    auto type = dyn_cast<RankedTensorType>(input);
+    if (!type || type.getRank() != 1 || !type.getElementType().isInteger()) {
+      forward.emitError("xf-differentiate: @forward's arguments must be token ids");
+      return signalPassFailure();
+    }
   }
   auto resultType = dyn_cast<RankedTensorType>(fwdType.getResult(0));
   if (!resultType || resultType.getRank() != 2 || !isa<FloatType>(resultType.getElementType())) {
@@ -252,13 +259,17 @@ void DifferentiatePass::runOnOperation() {
 
   OpBuilder top = OpBuilder::atBlockEnd(module.getBody());
   Location loc = forward.getLoc();
-  // The type is fixed once the gradients are known; start with the inputs.
+  // The type is fixed once the gradients are known; start with the inputs:
+  // @forward's, then the targets.
+  SmallVector<Type> argTypes(fwdType.getInputs());
+  argTypes.push_back(tokensType);
   auto fn = func::FuncOp::create(top, loc, "loss_and_gradients",
-                                 FunctionType::get(&getContext(), {tokensType, tokensType}, {}));
+                                 FunctionType::get(&getContext(), argTypes, {}));
   Block *body = fn.addEntryBlock();
   OpBuilder b = OpBuilder::atBlockEnd(body);
   IRMapping map;
-  map.map(forward.getArgument(0), fn.getArgument(0));
+  for (unsigned i = 0; i < inputs; ++i)
+    map.map(forward.getArgument(i), fn.getArgument(i));
   Value logits;
   for (Operation &op : forward.getBody().front()) {
     if (auto ret = dyn_cast<func::ReturnOp>(op)) {
@@ -290,7 +301,7 @@ void DifferentiatePass::runOnOperation() {
   }
 
   auto logitsType = typeOf(logits);
-  Value targets = fn.getArgument(1);
+  Value targets = fn.getArgument(inputs);
   auto scalar = RankedTensorType::get({}, logitsType.getElementType());
   Value loss = CrossEntropyOp::create(b, loc, scalar, logits, targets);
   Backward backward(b, needed);
@@ -318,15 +329,17 @@ void DifferentiatePass::runOnOperation() {
   }
   func::ReturnOp::create(b, loc, results);
   fn.setFunctionType(
-      FunctionType::get(&getContext(), {tokensType, tokensType}, TypeRange(ValueRange(results))));
+      FunctionType::get(&getContext(), argTypes, TypeRange(ValueRange(results))));
   fn->setAttr("xf.gradients", b.getArrayAttr(names));
-  // The objective a trainer uses by default: a model whose attention sees
-  // later positions cannot learn the next token from every position, so
+  // The objective a trainer uses by default: an encoder-decoder learns the
+  // target's next tokens given the source (Alg. 11); a model whose attention
+  // sees later positions cannot learn the next token from every position, so
   // without causal attention it is Alg. 12's masked tokens. The compiled step
-  // is the same for both; only the targets differ (docs/training.md).
+  // is the same for Alg. 12 and 13; only the targets differ (docs/training.md).
   bool causal = false;
   forward.walk([&](AttentionOp attn) { causal |= attn.getMask() == MaskKind::causal; });
-  fn->setAttr("xf.objective", b.getStringAttr(causal ? "next-token" : "masked-token"));
+  StringRef objective = inputs == 2 ? "seq2seq" : causal ? "next-token" : "masked-token";
+  fn->setAttr("xf.objective", b.getStringAttr(objective));
 }
 
 } // namespace

@@ -17,10 +17,10 @@ struct TrainAbi {
   const char *manifest;         // xf_model_manifest
   const char *trainingManifest; // xf_training_manifest
   int32_t (*trainPrepare)(void *const *params, void *const *derived);
-  int64_t (*trainScratchBytes)(int64_t l);
+  int64_t (*trainScratchBytes)(int64_t l, int64_t l_z);
   int32_t (*trainStep)(void *const *params, void *const *derived, const int32_t *tokens,
-                       const int32_t *targets, int64_t l, float *loss, float *const *grads,
-                       void *scratch);
+                       const int32_t *targets, int64_t l, const int32_t *source, int64_t l_z,
+                       float *loss, float *const *grads, void *scratch);
   int (*setNumThreads)(int); // may be null
   using ErrorHandler = void (*)(void *, const char *);
   ErrorHandler (*setErrorHandler)(ErrorHandler); // may be null

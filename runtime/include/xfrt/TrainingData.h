@@ -24,9 +24,10 @@ namespace xfrt {
 class Tokenizer;
 
 /// Ids from the text of an `.ids` file: decimal numbers in [0, vocab) separated by
-/// whitespace or commas. `name` is the file name used in errors.
+/// whitespace or commas. `name` is the file name used in errors, `firstLine` the line
+/// number `text` starts at.
 Expected<std::vector<int32_t>> parseTokenIds(std::string_view text, int64_t vocab,
-                                             const std::string &name);
+                                             const std::string &name, int64_t firstLine = 1);
 
 /// --data FILE: `.ids` files are parsed as ids; anything else is text encoded by
 /// `tokenizer` (an error naming the file when there is none). Ids are checked against
@@ -35,11 +36,22 @@ Expected<std::vector<int32_t>> readTrainingTokens(const std::string &path,
                                                   const Tokenizer *tokenizer, int64_t vocab,
                                                   size_t maxBytes = size_t(1) << 30);
 
+/// One training pair of an encoder-decoder (Alg. 11): the source (context) sequence z
+/// and the target sequence x, whose next tokens are predicted given z.
+struct SequencePair {
+  std::vector<int32_t> source, target;
+};
+
 /// The stream split into training ids and the held-out last `heldOutFraction` of it.
 struct TrainingSplit {
   std::vector<int32_t> train, heldOut;
 };
 TrainingSplit splitHeldOut(const std::vector<int32_t> &ids, double heldOutFraction);
+/// Pairs split the same way: the last `heldOutFraction` of them held out.
+struct PairSplit {
+  std::vector<SequencePair> train, heldOut;
+};
+PairSplit splitHeldOut(const std::vector<SequencePair> &pairs, double heldOutFraction);
 
 /// Draws windows of seqLen + 1 ids from a stream, uniformly over the start offsets.
 class SequenceSampler {
@@ -56,6 +68,32 @@ private:
   SequenceSampler(const std::vector<int32_t> &ids, int64_t seqLen, uint64_t seed)
       : ids_(&ids), seqLen_(seqLen), rng_(seed, 0x7472616e) {}
   const std::vector<int32_t> *ids_;
+  int64_t seqLen_;
+  Pcg32 rng_;
+};
+
+/// --data for an encoder-decoder: one pair per line, the source and the target separated
+/// by a tab; in a file ending in `.ids` each side is ids as above, in any other file text
+/// that `tokenizer` encodes. Blank lines are skipped. A source needs one id, a target two
+/// (its first predicts its second). Errors name the file and line.
+Expected<std::vector<SequencePair>> readTrainingPairs(const std::string &path,
+                                                      const Tokenizer *tokenizer, int64_t vocab,
+                                                      size_t maxBytes = size_t(1) << 30);
+
+/// Draws pairs uniformly (PCG32 from the seed); a side longer than the sequence length
+/// is cut: the source to seqLen ids, the target to seqLen + 1.
+class PairSampler {
+public:
+  /// Fails (naming `name`) when there is no pair. `pairs` must outlive the sampler.
+  static Expected<PairSampler> create(const std::vector<SequencePair> &pairs, int64_t seqLen,
+                                      uint64_t seed, const std::string &name);
+  /// Writes source[0, lz), inputs[0, l) = target[0, l), targets[0, l) = target[1, l + 1).
+  void next(int32_t *source, int64_t &lz, int32_t *inputs, int32_t *targets, int64_t &l);
+
+private:
+  PairSampler(const std::vector<SequencePair> &pairs, int64_t seqLen, uint64_t seed)
+      : pairs_(&pairs), seqLen_(seqLen), rng_(seed, 0x70616972) {}
+  const std::vector<SequencePair> *pairs_;
   int64_t seqLen_;
   Pcg32 rng_;
 };

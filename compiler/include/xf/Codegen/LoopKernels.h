@@ -115,9 +115,10 @@ public:
   /// out[t, c] = in[t, c] for t < valid, 0 up to `chunk` (in, in_stride, out, valid, chunk, cols)
   func::FuncOp padChunk();
   /// xf.attention_grad, P recomputed one query row at a time; tasks over
-  /// key/value heads (a task owns its dK, dV columns). `work`: 2·rows floats
-  /// per key/value head.
-  /// (q, q_stride, k, k_stride, v, v_stride, dy, dy_stride, dq, dk, dv, work, rows, kv_heads)
+  /// key/value heads (a task owns its dK, dV columns). `work`: 2·key_rows
+  /// floats per key/value head. key_rows = rows except for cross-attention.
+  /// (q, q_stride, k, k_stride, v, v_stride, dy, dy_stride, dq, dk, dv, work, rows, key_rows,
+  ///  kv_heads)
   func::FuncOp attentionGrad(int64_t heads, int64_t kvHeads, int64_t dK, int64_t dV, bool causal,
                              double scale);
 

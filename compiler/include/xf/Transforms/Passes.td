@@ -113,12 +113,14 @@ def AssignDefaultSchedules : Pass<"xf-assign-schedules", "func::FuncOp"> {
 def Differentiate : Pass<"xf-differentiate", "ModuleOp"> {
   let summary = "Add @loss_and_gradients: the training loss and its reverse-mode gradient";
   let description = [{
-    From `@forward(tokens) -> logits` (xf ops, after xf-decompose-mha)
-    builds `@loss_and_gradients(tokens, targets)`: the forward ops, the mean
+    From `@forward([source,] tokens) -> logits` (xf ops, after
+    xf-decompose-mha) builds `@loss_and_gradients([source,] tokens, targets)`:
+    the forward ops, the mean
     cross-entropy of the logits against `targets` (rows with a negative
     target take no part: Alg. 13's next tokens and Alg. 12's masked tokens
     are the same function with other targets; `xf.objective` names the one
-    a trainer uses by default, masked tokens when no attention is causal),
+    a trainer uses by default: seq2seq (Alg. 11) for an encoder-decoder,
+    masked tokens when no attention is causal, else next tokens),
     then each op's vector-Jacobian product in reverse order,
     returning the loss and one gradient per checkpoint tensor (attribute
     `xf.gradients` lists their names, in order of first use). A tensor used
