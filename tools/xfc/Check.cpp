@@ -154,7 +154,15 @@ private:
   /// above the tolerance. `modelErr` is the mismatch that started it.
   LogicalResult bisect(const interp::Inputs &inputs, const Tensor &xfResult,
                        llvm::function_ref<llvm::Error(Bisector &)> calls, const char *what,
+                       std::optional<Comparison> modelErr) {
+    return bisect({{&inputs, &xfResult}}, calls, what, modelErr);
+  }
+  /// The same for a packed batch: one interpreter run per sequence, each
+  /// op's values of the sequences stacked row after row as the batch is.
+  LogicalResult bisect(llvm::ArrayRef<std::pair<const interp::Inputs *, const Tensor *>> runs,
+                       llvm::function_ref<llvm::Error(Bisector &)> calls, const char *what,
                        std::optional<Comparison> modelErr);
+  LogicalResult checkPacked(int64_t l);
   void describeSite(int32_t site, llvm::raw_ostream &os, std::string &schedule);
   interp::Inputs inputsFor(std::vector<std::vector<int32_t>> sequences);
   llvm::Expected<Tensor> interpret(ModuleOp module, const interp::Inputs &inputs);
@@ -236,7 +244,7 @@ LogicalResult Checker::build() {
     out << "xfc: check: injected fault: the fused module: " << what << "\n";
   }
   built = OwningOpRef<ModuleOp>(cast<ModuleOp>(kernels->clone()));
-  if (!options.fault.empty() && options.fault != "fusion") {
+  if (!options.fault.empty() && options.fault != "fusion" && options.fault != "packed") {
     std::string what;
     if (llvm::Error e = xfc::injectFault(options.fault, *built, what))
       return fail(llvm::toString(std::move(e)));
@@ -250,6 +258,12 @@ LogicalResult Checker::build() {
   if (failed(lowered))
     return failure();
   program = std::move(*lowered);
+  if (options.fault == "packed") {
+    std::string what;
+    if (llvm::Error e = xfc::injectHostFault(*program.module, what))
+      return fail(llvm::toString(std::move(e)));
+    out << "xfc: check: injected fault: " << what << "\n";
+  }
   std::vector<Operation *> byIndex(index);
   for (Operation &op : forward.getBody().front())
     byIndex[op.getAttrOfType<IntegerAttr>(kSiteAttr).getInt()] = &op;
@@ -296,23 +310,36 @@ void Checker::describeSite(int32_t site, llvm::raw_ostream &os, std::string &sch
   os << ")";
 }
 
-LogicalResult Checker::bisect(const interp::Inputs &inputs, const Tensor &xfResult,
-                              llvm::function_ref<llvm::Error(Bisector &)> calls, const char *what,
-                              std::optional<Comparison> modelErr) {
+LogicalResult
+Checker::bisect(llvm::ArrayRef<std::pair<const interp::Inputs *, const Tensor *>> runs,
+                llvm::function_ref<llvm::Error(Bisector &)> calls, const char *what,
+                std::optional<Comparison> modelErr) {
   llvm::DenseSet<Operation *> wanted(siteReference.begin(), siteReference.end());
-  auto evaluation = interp::evaluate(kernels.lookupSymbol<func::FuncOp>("forward"), inputs,
-                                     [&](Operation *op) { return wanted.contains(op); });
-  if (!evaluation)
-    return fail("interpreting the kernel-level module: " + llvm::toString(evaluation.takeError()));
-  Comparison fusion = compare(evaluation->result, xfResult);
-  if (fusion.err > kFusionTolerance)
-    return fail(llvm::formatv("the fused kernel-level module differs from the xf module (a "
-                              "fusion pass changed the semantics): max rel err {0:e1} at row {1}",
-                              fusion.err, fusion.row));
+  llvm::DenseMap<Operation *, Tensor> kept;
+  for (auto [inputs, xfResult] : runs) {
+    auto evaluation = interp::evaluate(kernels.lookupSymbol<func::FuncOp>("forward"), *inputs,
+                                       [&](Operation *op) { return wanted.contains(op); });
+    if (!evaluation)
+      return fail("interpreting the kernel-level module: " +
+                  llvm::toString(evaluation.takeError()));
+    Comparison fusion = compare(evaluation->result, *xfResult);
+    if (fusion.err > kFusionTolerance)
+      return fail(llvm::formatv("the fused kernel-level module differs from the xf module (a "
+                                "fusion pass changed the semantics): max rel err {0:e1} at row "
+                                "{1}",
+                                fusion.err, fusion.row));
+    for (auto &[op, value] : evaluation->kept) {
+      auto [it, inserted] = kept.try_emplace(op, std::move(value));
+      if (!inserted && it->second.shape.size() == 2 && value.shape.size() == 2) {
+        it->second.data.insert(it->second.data.end(), value.data.begin(), value.data.end());
+        it->second.shape[0] += value.shape[0];
+      }
+    }
+  }
   Bisector bisector;
   for (Operation *op : siteReference) {
-    auto it = op ? evaluation->kept.find(op) : evaluation->kept.end();
-    bisector.reference.push_back(it == evaluation->kept.end() ? nullptr : &it->second);
+    auto it = op ? kept.find(op) : kept.end();
+    bisector.reference.push_back(it == kept.end() ? nullptr : &it->second);
   }
   xfc::CompiledModel::setSink(&bisector);
   llvm::Error e = calls(bisector);
@@ -437,6 +464,53 @@ LogicalResult Checker::checkCached(int64_t l) {
                 mismatch ? std::optional(worst) : std::nullopt);
 }
 
+/// Three sequences of different lengths in one xf_forward_packed call, each
+/// sequence's rows against the interpreter on that sequence alone.
+LogicalResult Checker::checkPacked(int64_t l) {
+  const xfrt::Manifest &m = model->manifest();
+  std::vector<int64_t> lengths = {l, std::max<int64_t>(1, l / 2), l / 3 + 1};
+  std::vector<std::vector<int32_t>> sequences;
+  std::vector<interp::Inputs> inputs;
+  std::vector<Tensor> references;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    sequences.push_back(randomTokens(options.seed, uint64_t(l) + (3u << 20) + (uint64_t(i) << 16),
+                                     lengths[i], m.vocab));
+    inputs.push_back(inputsFor({sequences.back()}));
+    auto reference = interpret(xf, inputs.back());
+    if (!reference)
+      return fail("the interpreter: " + llvm::toString(reference.takeError()));
+    references.push_back(std::move(*reference));
+  }
+  auto compiled = model->forwardPacked(sequences);
+  if (!compiled)
+    return fail(llvm::toString(compiled.takeError()));
+  Comparison worst;
+  int64_t offset = 0;
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    Comparison c =
+        compare(compiled->data() + offset * m.dOut, lengths[i], m.dOut, references[i], 0);
+    c.row += offset; // a row of the batch
+    if (!(c.err <= worst.err))
+      worst = c;
+    offset += lengths[i];
+  }
+  std::string what = llvm::formatv("l={0} packed", l);
+  out << llvm::formatv("xfc: check {0}: {1} sequences of {2:$[, ]} rows: max rel err {3:e1} at "
+                       "row {4} of the batch (tolerance {5:e0})\n",
+                       what, lengths.size(), llvm::make_range(lengths.begin(), lengths.end()),
+                       worst.err, worst.row, kModelTolerance);
+  bool mismatch = !(worst.err <= kModelTolerance);
+  if (!mismatch && !options.verbose)
+    return success();
+  std::vector<std::pair<const interp::Inputs *, const Tensor *>> runs;
+  for (size_t i = 0; i < lengths.size(); ++i)
+    runs.push_back({&inputs[i], &references[i]});
+  auto rerun = [&](Bisector &) -> llvm::Error {
+    return model->forwardPacked(sequences).takeError();
+  };
+  return bisect(runs, rerun, what.c_str(), mismatch ? std::optional(worst) : std::nullopt);
+}
+
 LogicalResult Checker::run() {
   if (failed(build()))
     return failure();
@@ -458,7 +532,8 @@ LogicalResult Checker::run() {
       m.kindName(), options.seed, program.siteOps.size());
   bool ok = true;
   for (int64_t l : lengths) {
-    ok = succeeded(checkLength(l)) && (!m.cached || succeeded(checkCached(l)));
+    ok = succeeded(checkLength(l)) && (!m.cached || succeeded(checkCached(l))) &&
+         (!m.packed || succeeded(checkPacked(l)));
     if (!ok)
       break;
   }

@@ -14,7 +14,11 @@
 //  - loop: the first LayerNorm/RMSNorm loop kernel is lowered with ε + 1;
 //  - fusion (Check.cpp): the epilogue change made to the kernel-level module
 //    itself, as a wrong fusion pass would: the interpreter then finds that
-//    module unlike the frontend's.
+//    module unlike the frontend's;
+//  - packed (Check.cpp, on the host module): in xf_forward_packed the
+//    positional embedding of each sequence starts at its first row in the
+//    batch instead of at position 0, as a host lowering that forgot to
+//    restart positions per sequence would; xf_forward is unchanged.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,6 +27,8 @@
 #include "xf/Codegen/KernelSchedules.h"
 #include "xf/IR/XfOps.h"
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Builders.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -109,10 +115,31 @@ const char *const xfc::kCheckFaultHelp =
     "Test only: build a fault into the checked executable, which --check must name "
     "(epilogue: a GEMM's activation changed; schedule: a GEMM's K blocking drops the tail of "
     "K; loop: a LayerNorm/RMSNorm loop kernel with eps + 1; fusion: the epilogue fault made by the "
-    "fusion passes, in the kernel-level module itself)";
+    "fusion passes, in the kernel-level module itself; packed: xf_forward_packed's positions "
+    "not restarted per sequence)";
 
 bool xfc::isCheckFault(llvm::StringRef name) {
-  return name == "epilogue" || name == "schedule" || name == "loop" || name == "fusion";
+  return name == "epilogue" || name == "schedule" || name == "loop" || name == "fusion" ||
+         name == "packed";
+}
+
+llvm::Error xfc::injectHostFault(ModuleOp host, std::string &what) {
+  auto packed = host.lookupSymbol<func::FuncOp>("xf_forward_packed");
+  func::CallOp call;
+  if (packed)
+    packed.walk([&](func::CallOp c) {
+      if (!call && c.getCallee().starts_with("xf_position_rows"))
+        call = c;
+    });
+  auto loop = call ? call->getParentOfType<scf::ForOp>() : scf::ForOp();
+  if (!loop)
+    return fail("--check-fault=packed: xf_forward_packed embeds no positions per sequence");
+  // The loop's first carried value is the sequence's first row in the batch (forEachSequence).
+  call->setOperand(call->getNumOperands() - 1, loop.getRegionIterArgs()[0]);
+  what = llvm::formatv("xf_forward_packed's {0} starts each sequence at its first row in the "
+                       "batch, not at position 0",
+                       call.getCallee());
+  return llvm::Error::success();
 }
 
 llvm::Error xfc::injectFault(llvm::StringRef name, ModuleOp kernels, std::string &what) {

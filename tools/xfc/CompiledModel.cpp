@@ -76,10 +76,11 @@ llvm::Expected<std::unique_ptr<CompiledModel>> CompiledModel::load(const std::st
   auto prepare = reinterpret_cast<int32_t (*)(void *const *, void *const *)>(symbol("xf_prepare"));
   model->forward_ = reinterpret_cast<Forward>(symbol("xf_forward"));
   model->forwardCached_ = reinterpret_cast<ForwardCached>(symbol("xf_forward_cached"));
+  model->forwardPacked_ = reinterpret_cast<ForwardPacked>(symbol("xf_forward_packed"));
   model->scratchBytes_ = reinterpret_cast<int64_t (*)(int64_t, int64_t)>(symbol("xf_scratch_bytes"));
   model->cacheBytes_ = reinterpret_cast<int64_t (*)(int64_t)>(symbol("xf_cache_bytes"));
   if (!manifestText || !prepare || !model->forward_ || !model->forwardCached_ ||
-      !model->scratchBytes_ || !model->cacheBytes_)
+      !model->forwardPacked_ || !model->scratchBytes_ || !model->cacheBytes_)
     return fail("the build lacks an entry point of docs/abi.md");
   auto manifest = xfrt::parseManifest(manifestText);
   if (!manifest)
@@ -174,5 +175,25 @@ CompiledModel::forwardCached(const std::vector<int32_t> &tokens, int64_t start) 
                      derivedPointers_.data(), tokens.data(), l, start, out.data(),
                      scratch->data(), cache_.data(), manifest_.cachePositions))
     return fail("xf_forward_cached failed");
+  return out;
+}
+
+llvm::Expected<std::vector<float>>
+CompiledModel::forwardPacked(const std::vector<std::vector<int32_t>> &sequences) {
+  std::vector<int32_t> tokens;
+  std::vector<int64_t> lengths;
+  for (const std::vector<int32_t> &sequence : sequences) {
+    tokens.insert(tokens.end(), sequence.begin(), sequence.end());
+    lengths.push_back(int64_t(sequence.size()));
+  }
+  const int64_t rows = int64_t(tokens.size());
+  auto scratch = xfrt::AlignedBuffer::allocate(uint64_t(scratchBytes_(rows, 0)));
+  if (!scratch)
+    return fail(scratch.message());
+  std::vector<float> out(size_t(rows * manifest_.dOut));
+  if (forwardPacked_(reinterpret_cast<void *const *>(weights_.params.data()),
+                     derivedPointers_.data(), tokens.data(), lengths.data(),
+                     int64_t(lengths.size()), out.data(), scratch->data()))
+    return fail("xf_forward_packed failed");
   return out;
 }

@@ -3,7 +3,8 @@
 // `xfc --check` links the model's objects (host code with the kernel-output
 // hook, Halide kernels, Halide runtime, libxfrt) into a shared object and
 // calls its C ABI (docs/abi.md) directly: random weights, xf_prepare, then
-// xf_forward / xf_forward_cached on token sequences the checker chooses.
+// xf_forward / xf_forward_cached / xf_forward_packed on token sequences the
+// checker chooses.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,6 +52,11 @@ public:
   llvm::Expected<std::vector<float>> forwardCached(const std::vector<int32_t> &tokens,
                                                    int64_t start);
 
+  /// xf_forward_packed (manifest().packed) on several sequences at once: their
+  /// rows one after another, [Σℓ, d_out].
+  llvm::Expected<std::vector<float>>
+  forwardPacked(const std::vector<std::vector<int32_t>> &sequences);
+
   /// Every kernel's output goes to `sink` until it is reset to null.
   static void setSink(KernelOutputSink *sink);
 
@@ -66,7 +72,10 @@ private:
                               const int32_t *, int64_t, float *, void *);
   using ForwardCached = int32_t (*)(void *const *, void *const *, const int32_t *, int64_t,
                                     int64_t, float *, void *, void *, int64_t);
+  using ForwardPacked = int32_t (*)(void *const *, void *const *, const int32_t *, const int64_t *,
+                                    int64_t, float *, void *);
   Forward forward_ = nullptr;
+  ForwardPacked forwardPacked_ = nullptr;
   ForwardCached forwardCached_ = nullptr;
   int64_t (*scratchBytes_)(int64_t, int64_t) = nullptr;
   int64_t (*cacheBytes_)(int64_t) = nullptr;

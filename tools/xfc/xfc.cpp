@@ -672,7 +672,7 @@ int main(int argc, char **argv) {
   }
   if (checkFault.getNumOccurrences() && (!check || !xfc::isCheckFault(checkFault))) {
     llvm::errs() << "xfc: error: --check-fault=" << checkFault
-                 << ": expected epilogue, schedule, loop or fusion, with --check\n";
+                 << ": expected epilogue, schedule, loop, fusion or packed, with --check\n";
     return 1;
   }
   // Options given twice would silently keep the last; ranges LLVM's parser does not check.
