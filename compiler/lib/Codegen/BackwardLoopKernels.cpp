@@ -63,6 +63,30 @@ Value countTargets(Emitter &e, Value ids, Value rows) {
   return arith::SIToFPOp::create(e.b, e.loc, e.f64, count.getResult(0));
 }
 
+/// One row of logits against its target: whether it has one (id ≥ 0), the
+/// id (0 without one), max_c z[c] and Σ_c exp(z[c] − max), storing each
+/// exp(z[c] − max) into `exps` when given; term = logsumexp(z) − z[target].
+struct CrossEntropyRow {
+  Value has, target, top, sum, term;
+};
+CrossEntropyRow crossEntropyRow(Emitter &e, Value logits, Value ids, Value t, int64_t width,
+                                Value exps = Value()) {
+  CrossEntropyRow r;
+  Value id = loadId(e, ids, t);
+  r.has = arith::CmpIOp::create(e.b, e.loc, arith::CmpIPredicate::sge, id, e.i(0));
+  r.target = arith::SelectOp::create(e.b, e.loc, r.has, id, e.i(0));
+  Value z = e.row(logits, t, width);
+  r.top = e.maximum(e.i(width), [&](Value c) { return e.load(z, c); });
+  r.sum = e.sum(e.i(width), [&](Value c) {
+    Value x = expOf(e, e.sub(e.load(z, c), r.top));
+    if (exps)
+      e.store(x, exps, c);
+    return x;
+  });
+  r.term = e.sub(e.add(r.top, math::LogOp::create(e.b, e.loc, r.sum)), e.load(z, r.target));
+  return r;
+}
+
 } // namespace
 
 // Rows with a negative target (Alg. 12's unmasked positions) take no part;
@@ -81,16 +105,10 @@ func::FuncOp LoopKernels::crossEntropy(int64_t width) {
       [&](OpBuilder &nested, Location, Value t, ValueRange acc) {
         OpBuilder::InsertionGuard guard(b);
         b.setInsertionPointToStart(nested.getInsertionBlock());
-        Value id = loadId(e, args[1], t);
-        Value has = arith::CmpIOp::create(b, e.loc, arith::CmpIPredicate::sge, id, e.i(0));
-        Value target = arith::SelectOp::create(b, e.loc, has, id, e.i(0));
-        Value z = e.row(args[0], t, width);
-        Value top = e.maximum(e.i(width), [&](Value c) { return e.load(z, c); });
-        Value s = e.sum(e.i(width), [&](Value c) { return expOf(e, e.sub(e.load(z, c), top)); });
-        Value lse = e.add(top, math::LogOp::create(b, e.loc, s));
-        Value term = arith::ExtFOp::create(b, e.loc, e.f64, e.sub(lse, e.load(z, target)));
+        CrossEntropyRow row = crossEntropyRow(e, args[0], args[1], t, width);
+        Value term = arith::ExtFOp::create(b, e.loc, e.f64, row.term);
         Value next = arith::AddFOp::create(b, e.loc, acc[0],
-                                           arith::SelectOp::create(b, e.loc, has, term, zero64));
+                                           arith::SelectOp::create(b, e.loc, row.has, term, zero64));
         scf::YieldOp::create(b, e.loc, next);
       });
   Value count = arith::MaximumFOp::create(
@@ -105,27 +123,45 @@ func::FuncOp LoopKernels::crossEntropy(int64_t width) {
 func::FuncOp LoopKernels::crossEntropyGrad(int64_t width) {
   XF_KERNEL_CACHED("xf_cross_entropy_grad_" + std::to_string(width));
   OpBuilder b(module.getContext());
+  func::FuncOp fn = declare(name, "ppppi", b);
+  Emitter e{b, fn.getLoc()};
+  auto args = fn.getArguments();
+  Value count = arith::TruncFOp::create(b, e.loc, e.f32, countTargets(e, args[1], args[4]));
+  Value invCount = e.div(e.f(1.0), arith::MaximumFOp::create(b, e.loc, count, e.f(1.0)));
+  e.eachRow(fn, [&](Value t) {
+    Value out = e.row(args[2], t, width);
+    CrossEntropyRow row = crossEntropyRow(e, args[0], args[1], t, width, out);
+    e.store(arith::SelectOp::create(b, e.loc, row.has, row.term, e.f(0.0)), args[3], t);
+    Value weight = arith::SelectOp::create(b, e.loc, row.has, invCount, e.f(0.0));
+    Value scale = e.div(weight, row.sum);
+    e.loop(e.i(width), [&](Value c) { e.store(e.mul(e.load(out, c), scale), out, c); });
+    e.store(e.sub(e.load(out, row.target), weight), out, row.target);
+  });
+  func::ReturnOp::create(b, e.loc);
+  return finish(fn, kernelSchedule, /*rowsArg=*/4);
+}
+
+func::FuncOp LoopKernels::crossEntropyMean() {
+  XF_KERNEL_CACHED_WITH("xf_cross_entropy_mean", LoopSchedule{});
+  OpBuilder b(module.getContext());
   func::FuncOp fn = declare(name, "pppi", b);
   Emitter e{b, fn.getLoc()};
   auto args = fn.getArguments();
-  Value count = arith::TruncFOp::create(b, e.loc, e.f32, countTargets(e, args[1], args[3]));
-  Value invCount = e.div(e.f(1.0), arith::MaximumFOp::create(b, e.loc, count, e.f(1.0)));
-  e.eachRow(fn, [&](Value t) {
-    Value id = loadId(e, args[1], t);
-    Value has = arith::CmpIOp::create(b, e.loc, arith::CmpIPredicate::sge, id, e.i(0));
-    Value target = arith::SelectOp::create(b, e.loc, has, id, e.i(0));
-    Value weight = arith::SelectOp::create(b, e.loc, has, invCount, e.f(0.0));
-    Value z = e.row(args[0], t, width), out = e.row(args[2], t, width);
-    Value top = e.maximum(e.i(width), [&](Value c) { return e.load(z, c); });
-    Value s = e.sum(e.i(width), [&](Value c) {
-      Value p = expOf(e, e.sub(e.load(z, c), top));
-      e.store(p, out, c);
-      return p;
-    });
-    Value scale = e.div(weight, s);
-    e.loop(e.i(width), [&](Value c) { e.store(e.mul(e.load(out, c), scale), out, c); });
-    e.store(e.sub(e.load(out, target), weight), out, target);
-  });
+  unsigned n = fn.getNumArguments();
+  Value zero64 = arith::ConstantFloatOp::create(b, e.loc, b.getF64Type(), APFloat(0.0));
+  auto total = scf::ForOp::create(
+      b, e.loc, args[n - 2], args[n - 1], e.i(1), ValueRange{zero64},
+      [&](OpBuilder &nested, Location, Value t, ValueRange acc) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(nested.getInsertionBlock());
+        Value term = arith::ExtFOp::create(b, e.loc, e.f64, e.load(args[0], t));
+        scf::YieldOp::create(b, e.loc, arith::AddFOp::create(b, e.loc, acc[0], term).getResult());
+      });
+  Value count = arith::MaximumFOp::create(
+      b, e.loc, countTargets(e, args[1], args[3]),
+      arith::ConstantFloatOp::create(b, e.loc, b.getF64Type(), APFloat(1.0)));
+  Value mean = arith::DivFOp::create(b, e.loc, total.getResult(0), count);
+  e.store(arith::TruncFOp::create(b, e.loc, e.f32, mean), args[2], e.i(0));
   func::ReturnOp::create(b, e.loc);
   return finish(fn, kernelSchedule, /*rowsArg=*/3);
 }
@@ -215,7 +251,7 @@ func::FuncOp LoopKernels::activationGrad(int64_t width, ActivationGradKind kind)
       const double k = std::sqrt(2.0 / M_PI);
       Value x2 = e.mul(x, x);
       Value u = e.mul(e.f(k), e.add(x, e.mul(e.f(0.044715), e.mul(x2, x))));
-      Value th = math::TanhOp::create(b, e.loc, u);
+      Value th = tanhRational(e, u);
       Value du = e.mul(e.f(k), e.add(e.f(1.0), e.mul(e.f(3 * 0.044715), x2)));
       Value left = e.mul(e.f(0.5), e.add(e.f(1.0), th));
       Value right = e.mul(e.mul(e.f(0.5), x), e.mul(e.sub(e.f(1.0), e.mul(th, th)), du));

@@ -96,13 +96,41 @@ struct Emitter {
   Value row(Value base, Value r, int64_t width) { return at(base, muli(r, i(width))); }
 };
 
+/// tanh(x) as a rational function of x (Eigen's generic_fast_tanh_float: odd
+/// degree 13 over even degree 6, x clamped to ±7.9053, x itself below 4·10⁻⁴):
+/// only multiplies, adds, a division and selects, so the loops around it
+/// vectorize, where math.tanh is a call to libm's tanhf per element. Largest
+/// error against float64 tanh over 4.2M float32 points in [−12, 12] (and
+/// ±10⁻⁸ … ±10): 3.9·10⁻⁷ relative, 6.6 ulp (tanhf: 1.4 ulp).
+inline Value tanhRational(Emitter &e, Value x) {
+  const double alpha[] = {4.89352455891786e-03,  6.37261928875436e-04,  1.48572235717979e-05,
+                          5.12229709037114e-08,  -8.60467152213735e-11, 2.00018790482477e-13,
+                          -2.76076847742355e-16};
+  const double beta[] = {4.89352518554385e-03, 2.26843463243900e-03, 1.18534705686654e-04,
+                         1.19825839466702e-06};
+  Value c = arith::MinimumFOp::create(
+      e.b, e.loc, arith::MaximumFOp::create(e.b, e.loc, x, e.f(-7.90531110763549805)),
+      e.f(7.90531110763549805));
+  Value x2 = e.mul(c, c);
+  Value p = e.f(alpha[6]);
+  for (int i = 5; i >= 0; --i)
+    p = e.add(e.mul(x2, p), e.f(alpha[i]));
+  p = e.mul(c, p);
+  Value q = e.f(beta[3]);
+  for (int i = 2; i >= 0; --i)
+    q = e.add(e.mul(x2, q), e.f(beta[i]));
+  Value tiny = arith::CmpFOp::create(e.b, e.loc, arith::CmpFPredicate::OLT,
+                                     math::AbsFOp::create(e.b, e.loc, c), e.f(0.0004));
+  return arith::SelectOp::create(e.b, e.loc, tiny, c, e.div(p, q));
+}
+
 inline Value gelu(Emitter &e, Value x, ElementwiseKind kind) {
   Value half = e.mul(e.f(0.5), x);
   Value inner;
   if (kind == ElementwiseKind::GeluTanh) {
     Value cube = e.mul(e.mul(x, x), x);
     Value arg = e.mul(e.f(std::sqrt(2.0 / M_PI)), e.add(x, e.mul(e.f(0.044715), cube)));
-    inner = math::TanhOp::create(e.b, e.loc, arg);
+    inner = tanhRational(e, arg);
   } else {
     inner = math::ErfOp::create(e.b, e.loc, e.mul(x, e.f(M_SQRT1_2)));
   }

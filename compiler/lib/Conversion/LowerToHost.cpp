@@ -511,6 +511,15 @@ LogicalResult HostLowering::run() {
 // Training: @loss_and_gradients → xf_train_step (docs/training.md)
 //===----------------------------------------------------------------------===//
 
+/// The loss op and its gradient on the same logits and targets: the gradient's
+/// kernel also writes the loss's row terms, so the softmax runs once.
+template <typename Partner, typename Op> static Operation *crossEntropyPartner(Op op) {
+  for (Operation *user : op.getLogits().getUsers())
+    if (auto partner = dyn_cast<Partner>(user); partner && partner.getTargets() == op.getTargets())
+      return partner;
+  return nullptr;
+}
+
 /// An op whose static-shaped result is a parameter's gradient or a part of
 /// one: it adds into its accumulation target.
 static bool isGradientSum(Operation *op) {
@@ -781,6 +790,8 @@ LogicalResult HostLowering::emitBackwardKernel(Operation *op) {
     return success();
   }
   if (auto ce = dyn_cast<CrossEntropyOp>(op)) {
+    if (crossEntropyPartner<CrossEntropyGradOp>(ce))
+      return success(); // computed with the gradient
     FailureOr<Value> z = dense(ce.getLogits());
     if (failed(z))
       return failure();
@@ -792,8 +803,13 @@ LogicalResult HostLowering::emitBackwardKernel(Operation *op) {
     FailureOr<Value> z = dense(ce.getLogits());
     if (failed(z))
       return failure();
+    Value terms = offsetPtr(offsetPtr(scratchArg, i64(staticFloats)),
+                            arith::MulIOp::create(*b, loc, paddedRows,
+                                                  i64(plan.columnOffset[workRequests[op]])));
     call(kernels->crossEntropyGrad(width),
-         {*z, pointerOf(ce.getTargets()), pointerOf(v), rowsOf(v)});
+         {*z, pointerOf(ce.getTargets()), pointerOf(v), terms, rowsOf(v)});
+    if (crossEntropyPartner<CrossEntropyOp>(ce))
+      call(kernels->crossEntropyMean(), {terms, pointerOf(ce.getTargets()), lossArg, rowsOf(v)});
     return success();
   }
   // Norms: (x, dy, [γ]) → dx, or the gain's gradient.

@@ -159,5 +159,10 @@ LogicalResult TensorPlacement::placeOp(Operation *op, int64_t index) {
                               << "' reached host lowering; run the fusion pipeline first";
   }
   placements[v] = p;
+  if (isa<CrossEntropyGradOp>(op)) { // one float per row: the loss's terms
+    workRequests[op] = requests.size();
+    requests.push_back({1, index, index});
+    requestValue.push_back(Value());
+  }
   return success();
 }

@@ -89,10 +89,15 @@ public:
   // ---- Backward (the ops of xf-differentiate; BackwardLoopKernels.cpp) ----
   // Kernels marked "serial" sum over rows into one accumulator and ignore
   // the schedule's tasks; "acc +=" kernels add into what the caller zeroed.
-  /// loss = (1/rows)·Σ_t [logsumexp(z_t) − z_t[y_t]], serial (logits, targets, loss, rows)
+  // Rows whose target is negative have none: they add nothing, and n counts the others.
+  /// loss = (1/n)·Σ_t [logsumexp(z_t) − z_t[y_t]], serial (logits, targets, loss, rows)
   func::FuncOp crossEntropy(int64_t width);
-  /// out = (softmax(z_t) − onehot(y_t)) / rows (logits, targets, out, rows)
+  /// out = (softmax(z_t) − onehot(y_t)) / n, and terms[t] = logsumexp(z_t) − z_t[y_t]
+  /// (0 without a target): the loss's terms from the same pass over the row
+  /// (logits, targets, out, terms, rows)
   func::FuncOp crossEntropyGrad(int64_t width);
+  /// loss = (1/n)·Σ_t terms[t] in f64, serial (terms, targets, loss, rows)
+  func::FuncOp crossEntropyMean();
   /// dx of LayerNorm (`center`) or RMSNorm      (x, dy, [gamma], out, rows)
   func::FuncOp normalizeGrad(int64_t width, double eps, bool center, bool scaled);
   /// acc += Σ_t dy_t ⊙ x̂_t, serial             (x, dy, acc, rows)

@@ -59,7 +59,8 @@ struct TensorPlacement {
   std::vector<std::pair<std::string, RankedTensorType>> parameters;
   std::vector<Value> derived; // in derived-index order (derived[i] of the ABI)
   /// Scratch slots, one request per activation in program order, and the
-  /// tensor each was made for (null: attention_grad's work rows).
+  /// tensor each was made for (null: the work rows of attention_grad and
+  /// cross_entropy_grad).
   std::vector<BufferRequest> requests;
   std::vector<Value> requestValue;
   BufferPlan plan;
@@ -69,7 +70,8 @@ struct TensorPlacement {
 
   // Training: @loss_and_gradients's gradients placed ahead of the walk
   // (where each static-shaped one accumulates), and attention_grad's scratch
-  // request for its per-head work rows.
+  // request for its per-head work rows (cross_entropy_grad's: the loss's
+  // row terms).
   bool training = false;
   llvm::DenseMap<Value, Placement> accumulation;
   llvm::DenseMap<Operation *, int64_t> workRequests;
