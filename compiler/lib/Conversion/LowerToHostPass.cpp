@@ -56,12 +56,8 @@ struct LowerToHostPass : xf::impl::LowerToHostBase<LowerToHostPass> {
     options.cudaDevice = cudaDevice;
     options.kernelOutputHook = kernelOutputHook;
     for (const std::string &entry : weightBlocks) {
-      auto [name, type] = llvm::StringRef(entry).rsplit('=');
-      WeightBlocks blocks = type == "q8_0"   ? WeightBlocks::Q8_0
-                            : type == "q4_0" ? WeightBlocks::Q4_0
-                            : type == "q4_1" ? WeightBlocks::Q4_1
-                                             : WeightBlocks::None;
-      if (name.empty() || blocks == WeightBlocks::None) {
+      auto [name, blocks] = parseWeightBlocksEntry(entry);
+      if (blocks == WeightBlocks::None) {
         getOperation().emitError() << "xf-lower-to-host: weight-blocks entry '" << entry
                                    << "': expected NAME=q8_0, q4_0 or q4_1";
         return failure();

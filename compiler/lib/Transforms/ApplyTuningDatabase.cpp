@@ -64,12 +64,8 @@ struct ApplyTuningDatabasePass : xf::impl::ApplyTuningDatabaseBase<ApplyTuningDa
     MLIRContext *ctx = &getContext();
     WeightDtypes dtypes{bf16Weights, bf16Activations};
     for (const std::string &entry : blockParameters) {
-      auto [name, type] = llvm::StringRef(entry).rsplit('=');
-      WeightBlocks blocks = type == "q8_0"   ? WeightBlocks::Q8_0
-                            : type == "q4_0" ? WeightBlocks::Q4_0
-                            : type == "q4_1" ? WeightBlocks::Q4_1
-                                             : WeightBlocks::None;
-      if (name.empty() || blocks == WeightBlocks::None) {
+      auto [name, blocks] = parseWeightBlocksEntry(entry);
+      if (blocks == WeightBlocks::None) {
         forward.emitError() << "xf-apply-tuning-db: block-parameters entry '" << entry
                             << "': expected NAME=q8_0, q4_0 or q4_1";
         return signalPassFailure();
