@@ -43,12 +43,13 @@ def run(request, stdin=True):
     return proc.returncode, lines
 
 
-def check_batch(name, kernel, cases, good, bad, tolerance):
-    """`good` candidates must be ok and timed; `bad` ones rejected, not timed."""
+def check_batch(name, kernel, cases, good, bad, tolerance, baseline_ok=True):
+    """`good` candidates must be ok and timed; `bad` ones rejected, not timed. The Adams2019
+    baseline comes last: good, or (baseline_ok False) rejected."""
     print("== " + name)
     candidates = good + bad + [{"autoscheduler": "Adams2019"}]
-    good_ids = list(range(len(good))) + [len(candidates) - 1]
-    bad_ids = list(range(len(good), len(good) + len(bad)))
+    good_ids = list(range(len(good))) + ([len(candidates) - 1] if baseline_ok else [])
+    bad_ids = list(range(len(good), len(candidates) - (1 if baseline_ok else 0)))
     request = {"target": "host", "threads": 2, "repeats": 3, "max_seconds": 30,
                "kernel": kernel, "cases": cases, "candidates": candidates}
     code, lines = run(request)
@@ -144,6 +145,19 @@ check_batch(
     bad=[{"key_block": 0}],
     tolerance=1e-4)
 
+# Rotary positions fused into the attention (xf-fuse-rope-attention): both pairings, grouped
+# queries, keys rotated by the kernel or arriving rotated (a KV cache). The unscheduled
+# baseline has no rotation, so it is refused rather than timed as another kernel.
+for rope, rope_keys in (("adjacent", True), ("halves", False)):
+    check_batch(
+        f"attention rope {rope} keys {'rotated here' if rope_keys else 'given rotated'}",
+        {"kind": "attention", "heads": 4, "kv_heads": 2, "dk": 16, "causal": True, "rope": rope,
+         "rope_base": 500.0, "rope_keys": rope_keys},
+        [{"rows": 1, "keys": 40}, {"rows": 37}, {"rows": 9, "keys": 30}],
+        good=[{}, {"query_block": 16, "key_block": 32, "row_tile": 2, "decode_key_tile": 2}],
+        bad=[],
+        tolerance=1e-4, baseline_ok=False)
+
 print("== malformed requests")
 GEMM = {"kind": "gemm", "K": 8, "N": 8}
 for bad in ["not json", "[]", json.dumps({"kernel": GEMM, "cases": [{"rows": 1}]}),
@@ -153,6 +167,10 @@ for bad in ["not json", "[]", json.dumps({"kernel": GEMM, "cases": [{"rows": 1}]
             json.dumps({"target": "nonsense", "kernel": GEMM, "cases": [{"rows": 1}],
                         "candidates": [{}]}),
             json.dumps({"kernel": GEMM, "cases": [{"rows": 1}], "candidates": [{}], "typo": 1}),
+            json.dumps({"kernel": {"kind": "attention", "heads": 2, "dk": 8, "rope": "spiral"},
+                        "cases": [{"rows": 1}], "candidates": [{}]}),
+            json.dumps({"kernel": {"kind": "attention", "heads": 2, "dk": 7, "rope": "halves"},
+                        "cases": [{"rows": 1}], "candidates": [{}]}),
             json.dumps({"kernel": dict(GEMM, weight_blocks="q5_k"), "cases": [{"rows": 1}],
                         "candidates": [{}]}),
             # Blocks run along K of an [N, K] weight: K = 8 is not a whole block.

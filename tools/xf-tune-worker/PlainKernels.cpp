@@ -180,6 +180,10 @@ KernelPipeline plainAttention(const AttentionKernelSpec &spec, const Case &size)
 
 llvm::Expected<KernelPipeline> buildPlainPipeline(const KernelDesc &kernel, const Case &size) {
   std::optional<KernelPipeline> built;
+  if (kernel.kind == KernelKind::Attention &&
+      kernel.attention.rope != AttentionKernelSpec::Rope::None)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "the unscheduled attention has no rotary positions");
   if (llvm::Error err = catchHalideErrors("building the unscheduled kernel", [&] {
         built = kernel.kind == KernelKind::Gemm ? plainGemm(kernel.gemm, size)
                                                 : plainAttention(kernel.attention, size);

@@ -88,6 +88,24 @@ std::vector<double> referenceAttention(const AttentionKernelSpec &spec, const Fl
   const int M = q.height(), Mz = k.height();
   std::vector<double> out(rows.size() * size_t(H) * dV, 0.0);
   std::vector<double> score(Mz), o(dV);
+  // Rotary positions (HalideKernels.h): a head's feature pairs, adjacent
+  // (2i, 2i + 1) or halves (i, i + dK/2), turned by position·base^(−2i/dK).
+  auto rotated = [&](const FloatBuffer &x, int row, int head, int64_t position) {
+    std::vector<double> r(dK);
+    for (int c = 0; c < dK; ++c)
+      r[c] = x(head * dK + c, row);
+    if (spec.rope == AttentionKernelSpec::Rope::None)
+      return r;
+    const bool adjacent = spec.rope == AttentionKernelSpec::Rope::Adjacent;
+    for (int i = 0; i < dK / 2; ++i) {
+      const double angle = double(position) * std::pow(spec.ropeBase, -2.0 * i / dK);
+      const int ia = adjacent ? 2 * i : i, ib = adjacent ? 2 * i + 1 : i + dK / 2;
+      const double a = x(head * dK + ia, row), b = x(head * dK + ib, row);
+      r[ia] = a * std::cos(angle) - b * std::sin(angle);
+      r[ib] = a * std::sin(angle) + b * std::cos(angle);
+    }
+    return r;
+  };
   for (size_t r = 0; r < rows.size(); ++r) {
     const int t = rows[r];
     // Keys s <= t + (Mz - M) are visible when causal (none when that is < 0).
@@ -96,10 +114,13 @@ std::vector<double> referenceAttention(const AttentionKernelSpec &spec, const Fl
       continue;
     for (int h = 0; h < H; ++h) {
       double maxScore = -INFINITY;
+      const std::vector<double> query = rotated(q, t, h, int64_t(t) + (Mz - M));
       for (int s = 0; s < visible; ++s) {
+        // Keys arriving rotated (ropeKeys false) are taken as they are: position 0.
+        const std::vector<double> key = rotated(k, s, h / group, spec.ropeKeys ? s : 0);
         double dot = 0;
         for (int c = 0; c < dK; ++c)
-          dot += double(q(h * dK + c, t)) * k((h / group) * dK + c, s);
+          dot += query[c] * key[c];
         score[s] = dot * spec.scale;
         maxScore = std::max(maxScore, score[s]);
       }

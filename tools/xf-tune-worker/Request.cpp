@@ -214,8 +214,12 @@ llvm::Error parseKernel(const Value &json, const VectorShape &shape, KernelDesc 
     a.name = "xf_tune_attention";
     a.dV = -1;
     a.scale = 0;
+    std::string rope = "none";
     if (llvm::Error err =
-            all({[&] { return f.integer("heads", a.heads, 1, 4096, true); },
+            all({[&] { return f.string("rope", rope); },
+                 [&] { return f.number("rope_base", a.ropeBase); },
+                 [&] { return f.boolean("rope_keys", a.ropeKeys); },
+                 [&] { return f.integer("heads", a.heads, 1, 4096, true); },
                  [&] { return f.integer("dk", a.dK, 1, 65536, true); },
                  [&] { return f.integer("dv", a.dV, 1, 65536); },
                  [&] { return f.integer("kv_heads", a.kvHeads, 1, 4096); },
@@ -224,6 +228,14 @@ llvm::Error parseKernel(const Value &json, const VectorShape &shape, KernelDesc 
       return err;
     if (a.dV < 0)
       a.dV = a.dK;
+    if (rope == "adjacent")
+      a.rope = AttentionKernelSpec::Rope::Adjacent;
+    else if (rope == "halves")
+      a.rope = AttentionKernelSpec::Rope::Halves;
+    else if (rope != "none")
+      return fail("kernel: \"rope\" must be none, adjacent or halves, got '" + rope + "'");
+    if (a.rope != AttentionKernelSpec::Rope::None && (a.dK % 2 || !(a.ropeBase > 1)))
+      return fail("kernel: rope needs an even \"dk\" and a \"rope_base\" above 1");
     if (a.heads % a.keyValueHeads() != 0)
       return fail("kernel: \"kv_heads\" must divide \"heads\"");
     if (object->get("scale") && a.scale == 0)

@@ -62,7 +62,8 @@ Request:
               "weight_blocks": "none|q8_0|q4_0|q4_1" (ggml blocks: random blocks,
               transpose_weight and K a multiple of 32)}
           or {"kind": "attention", "heads": .., "dk": .., "dv": dk,
-              "causal": false, "scale": 1/sqrt(dk)},
+              "causal": false, "scale": 1/sqrt(dk), "rope": "none|adjacent|halves",
+              "rope_base": 10000, "rope_keys": true (false: K arrives rotated)},
    "cases": [{"rows": M} ...] (GEMM) or [{"rows": M, "keys": Mz (default M)} ...],
    "candidates": [{"tile_cols", "tile_rows", "k_block", "pack_weights",
                    "rows_per_task", "panel_cols", "gemv_rows_below",

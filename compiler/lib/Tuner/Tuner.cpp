@@ -83,6 +83,11 @@ llvm::json::Object kernelJson(const Kernel &k) {
                                {"dv", s.dV},          {"causal", s.causal}, {"scale", s.scale}};
   if (s.keyValueHeads() != s.heads)
     attention["kv_heads"] = s.keyValueHeads();
+  if (s.rope != AttentionKernelSpec::Rope::None) {
+    attention["rope"] = s.rope == AttentionKernelSpec::Rope::Adjacent ? "adjacent" : "halves";
+    attention["rope_base"] = s.ropeBase;
+    attention["rope_keys"] = s.ropeKeys;
+  }
   return attention;
 }
 
