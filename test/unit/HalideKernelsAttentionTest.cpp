@@ -168,6 +168,20 @@ TEST(HalideKernelsAttention, GroupedKeyValueHeads) {
   }
 }
 
+// The decode path runs groups of heads per task (3 of 12 heads, 2 of 8, 4 of
+// 16): every head of a group, incl. grouped K/V heads shared inside a group
+// (8 query heads on 2 K/V heads: one group reads both) or across groups.
+TEST(HalideKernelsAttention, DecodePathHeadGroups) {
+  checkAttention(attention(12, 64, 64, true), {{1, 1}, {1, 150}, {2, 37}, {4, 131}});
+  checkAttention(attention(16, 16, 24, false), {{1, 5}, {3, 70}});
+  for (int64_t kvHeads : {1, 2, 4}) {
+    SCOPED_TRACE("kv_heads=" + std::to_string(kvHeads));
+    AttentionKernelSpec spec = attention(8, 32, 32, true);
+    spec.kvHeads = kvHeads;
+    checkAttention(spec, {{1, 1}, {1, 67}, {4, 33}});
+  }
+}
+
 TEST(HalideKernelsAttention, RejectsInvalidSpec) {
   AttentionKernelSpec spec = attention(0, 16, 16, false);
   llvm::Expected<KernelPipeline> built = buildAttentionPipeline(spec, Halide::get_host_target());
