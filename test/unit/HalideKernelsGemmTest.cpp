@@ -217,8 +217,12 @@ void checkGemmOnce(const GemmKernelSpec &spec, const std::vector<int> &rowCounts
 }
 
 /// Checks the kernel taking its weight as stored and, where it can, the one
-/// taking it packed at load (GemmKernelSpec::packedWeight).
-void checkGemm(GemmKernelSpec spec, std::vector<int> rowCounts = {1, 2, 3, 7, 65, 128, 130}) {
+/// taking it packed at load (GemmKernelSpec::packedWeight). The default rows
+/// reach every path: GEMV (M < 4), packed at load the few-rows path (up to 4
+/// row tiles: 32 rows with AVX-512, 24 with AVX2; one partial tile, a tile
+/// and a row, the bound) and the GEMM path past it.
+void checkGemm(GemmKernelSpec spec,
+               std::vector<int> rowCounts = {1, 2, 3, 4, 7, 9, 24, 25, 32, 33, 65, 128, 130}) {
   checkGemmOnce(spec, rowCounts);
   if (!spec.packedWeight && canPackWeightAtLoad(spec)) {
     spec.packedWeight = true;
