@@ -5,7 +5,7 @@
 // the xf_* symbols; the Halide runtime provides halide_set_num_threads (weak
 // here: --threads warns when it is absent) and halide_set_error_handler.
 // xf_cache_bytes / xf_forward_cached are weak too (docs/abi.md, "Cached decoding").
-// --serve's server comes from libxfrt_serve (Server.h).
+// --serve's server is loaded from libxfrt_serve.so when asked for (Server.h).
 //
 //===----------------------------------------------------------------------===//
 #include "xfrt/Abi.h"
@@ -34,5 +34,5 @@ int main(int argc, char **argv) {
   xfrt::ModelAbi abi{xf_model_manifest,       xf_prepare,      xf_scratch_bytes,  xf_forward,
                      &halide_set_num_threads, &xf_cache_bytes, &xf_forward_cached,
                      &halide_set_error_handler, &xf_forward_packed, &xf_forward_cached_packed};
-  return xfrt::runMain(argc, argv, abi, &xfrt::runServer);
+  return xfrt::runMain(argc, argv, abi, &xfrt::runServerLibrary);
 }

@@ -566,3 +566,17 @@ int runServer(const Options &o, const Manifest &m, const ModelAbi &abi, const We
 }
 
 } // namespace xfrt
+
+// libxfrt_serve.so's entry point (Server.h): the only symbol the library exports.
+extern "C" __attribute__((visibility("default"))) int
+xfrt_serve_library_run(const char *identity, const xfrt::Options *options,
+                       const xfrt::Manifest *manifest, const xfrt::ModelAbi *abi,
+                       const xfrt::WeightSet *weights, const xfrt::LoadedTokenizer *tokenizer) {
+  if (identity != xfrt::serveLibraryIdentity()) {
+    std::fprintf(stderr, "error: --serve: libxfrt_serve.so was built from other runtime sources "
+                         "than this executable (rebuild the executable with the xfc of that "
+                         "build, or point XF_SERVE_LIBRARY at the matching library)\n");
+    return 1;
+  }
+  return xfrt::runServer(*options, *manifest, *abi, *weights, *tokenizer);
+}

@@ -53,12 +53,9 @@ llvm::Error link(llvm::ArrayRef<std::string> objects, llvm::StringRef output, bo
   if (!shared && trainer) {
     args.push_back(XFRT_TRAIN_MAIN_ARCHIVE_PATH);
   } else if (!shared) {
-    args.push_back(XFRT_MAIN_ARCHIVE_PATH);
-    args.push_back(XFRT_SERVE_ARCHIVE_PATH); // --serve's HTTP server (cpp-httplib)
+    args.push_back(XFRT_MAIN_ARCHIVE_PATH); // --serve loads libxfrt_serve.so (not linked)
   }
   args.push_back(XFRT_ARCHIVE_PATH);
-  if (!shared && !trainer)
-    args.push_back("-lcpp-httplib");
   for (const char *flag : {"-lstdc++", "-lpthread", "-ldl", "-lm"})
     args.push_back(flag);
 #ifdef XF_LINK_SANITIZERS

@@ -15,6 +15,11 @@
 // limits on request lines, headers and bodies, keep-alive, chunked responses and per-connection
 // timeouts, rather than hand-written socket code facing untrusted input (docs/dependencies.md).
 //
+// The server lives in its own shared object, libxfrt_serve.so (Server.cpp with a private copy
+// of libxfrt), which an executable loads only for --serve (runServerLibrary, ServerLoader.cpp):
+// Debian's cpp-httplib is a shared library built with OpenSSL, zlib and brotli, and linking it
+// into every executable mapped libssl/libcrypto into processes that never serve.
+//
 //===----------------------------------------------------------------------===//
 #ifndef XFRT_SERVER_H
 #define XFRT_SERVER_H
@@ -25,6 +30,8 @@
 #include "xfrt/Session.h"
 #include "xfrt/Weights.h"
 
+#include <string>
+
 namespace xfrt {
 
 // The process exit code: 0 after a signal, 1 when the port cannot be bound or the model cannot
@@ -33,6 +40,26 @@ namespace xfrt {
 // kernels' thread pool included) can take a signal meant for the graceful shutdown.
 int runServer(const Options &options, const Manifest &manifest, const ModelAbi &abi,
               const WeightSet &weights, const LoadedTokenizer &tokenizer);
+
+// runServer from libxfrt_serve.so, loaded now: $XF_SERVE_LIBRARY if set, else
+// libxfrt_serve.so beside the executable, else the one in the xf build that linked it. A
+// library that cannot be loaded, or that was built from other runtime sources (its identity
+// differs), is one error line and exit code 1.
+int runServerLibrary(const Options &options, const Manifest &manifest, const ModelAbi &abi,
+                     const WeightSet &weights, const LoadedTokenizer &tokenizer);
+
+// The library's entry point (extern "C", so dlsym finds it by this name) and what both sides
+// must agree on: the layouts of the objects passed (the library has its own copy of the
+// runtime's code, compiled from the same headers).
+inline constexpr const char *kServeLibraryEntry = "xfrt_serve_library_run";
+inline std::string serveLibraryIdentity() {
+  return "xfrt-serve 1 " + std::to_string(sizeof(Options)) + " " +
+         std::to_string(sizeof(Manifest)) + " " + std::to_string(sizeof(ModelAbi)) + " " +
+         std::to_string(sizeof(WeightSet)) + " " + std::to_string(sizeof(LoadedTokenizer));
+}
+using ServeLibraryEntry = int (*)(const char *identity, const Options *options,
+                                  const Manifest *manifest, const ModelAbi *abi,
+                                  const WeightSet *weights, const LoadedTokenizer *tokenizer);
 
 } // namespace xfrt
 
