@@ -88,9 +88,9 @@ struct Emitter {
     return forOp.getResult(0);
   }
   /// The rows [begin, end) a kernel body computes: its last two arguments.
-  void eachRow(func::FuncOp body, llvm::function_ref<void(Value)> rowBody) {
-    unsigned n = body.getNumArguments();
-    loop(body.getArgument(n - 2), body.getArgument(n - 1), rowBody);
+  void eachRow(ValueRange bodyArgs, llvm::function_ref<void(Value)> rowBody) {
+    size_t n = bodyArgs.size();
+    loop(bodyArgs[n - 2], bodyArgs[n - 1], rowBody);
   }
   /// Pointer to row `r` of a dense [*, width] matrix.
   Value row(Value base, Value r, int64_t width) { return at(base, muli(r, i(width))); }

@@ -44,6 +44,17 @@ func::FuncOp LoopKernels::declare(llvm::StringRef name, llvm::StringRef signatur
   return fn;
 }
 
+func::FuncOp LoopKernels::rowKernel(const std::string &name, llvm::StringRef signature,
+                                    const LoopSchedule &s, unsigned rowsArg,
+                                    llvm::function_ref<void(Emitter &, ValueRange)> emit) {
+  OpBuilder b(module.getContext());
+  func::FuncOp body = declare(name, signature, b);
+  Emitter e{b, body.getLoc()};
+  emit(e, body.getArguments());
+  func::ReturnOp::create(b, e.loc);
+  return finish(body, s, rowsArg);
+}
+
 /// The kernel callers see takes the body's arguments without the row range:
 /// it runs all rows in one loop, or splits them into tasks of
 /// `rowsPerTask` rows for halide_do_par_for (the Halide runtime's thread
@@ -225,34 +236,32 @@ func::FuncOp LoopKernels::gatherRows(int64_t width, bool bf16Table) {
                           d.buffers.back().int32 = true;
                           d.dense(d.args[2], width, d.args[3]);
                         });
-  OpBuilder b(module.getContext());
-  func::FuncOp fn = declare(name, "pppi", b);
-  Emitter e{b, fn.getLoc()};
-  auto args = fn.getArguments();
-  e.eachRow(fn, [&](Value t) {
-    Value id = LLVM::LoadOp::create(b, e.loc, b.getI32Type(),
-                                    LLVM::GEPOp::create(b, e.loc, e.ptr, b.getI32Type(),
-                                                        args[1], ValueRange{t}));
-    Value row = arith::ExtSIOp::create(b, e.loc, e.i64, id);
-    Value dst = e.row(args[2], t, width);
-    if (!bf16Table) {
-      Value src = e.row(args[0], row, width);
-      e.loop(e.i(width), [&](Value c) { e.store(e.load(src, c), dst, c); });
-      return;
-    }
-    Type i16 = b.getI16Type(), i32 = b.getI32Type();
-    Value src = LLVM::GEPOp::create(b, e.loc, e.ptr, i16, args[0],
-                                    ValueRange{e.muli(row, e.i(width))});
-    e.loop(e.i(width), [&](Value c) {
-      Value bits = LLVM::LoadOp::create(
-          b, e.loc, i16, LLVM::GEPOp::create(b, e.loc, e.ptr, i16, src, ValueRange{c}));
-      Value wide = arith::ShLIOp::create(b, e.loc, arith::ExtUIOp::create(b, e.loc, i32, bits),
-                                         arith::ConstantIntOp::create(b, e.loc, i32, 16));
-      e.store(arith::BitcastOp::create(b, e.loc, e.f32, wide), dst, c);
+  return rowKernel(name, "pppi", kernelSchedule, /*rowsArg=*/3,
+                   [&](Emitter &e, ValueRange args) {
+    OpBuilder &b = e.b;
+    e.eachRow(args, [&](Value t) {
+      Value id = LLVM::LoadOp::create(b, e.loc, b.getI32Type(),
+                                      LLVM::GEPOp::create(b, e.loc, e.ptr, b.getI32Type(),
+                                                          args[1], ValueRange{t}));
+      Value row = arith::ExtSIOp::create(b, e.loc, e.i64, id);
+      Value dst = e.row(args[2], t, width);
+      if (!bf16Table) {
+        Value src = e.row(args[0], row, width);
+        e.loop(e.i(width), [&](Value c) { e.store(e.load(src, c), dst, c); });
+        return;
+      }
+      Type i16 = b.getI16Type(), i32 = b.getI32Type();
+      Value src = LLVM::GEPOp::create(b, e.loc, e.ptr, i16, args[0],
+                                      ValueRange{e.muli(row, e.i(width))});
+      e.loop(e.i(width), [&](Value c) {
+        Value bits = LLVM::LoadOp::create(
+            b, e.loc, i16, LLVM::GEPOp::create(b, e.loc, e.ptr, i16, src, ValueRange{c}));
+        Value wide = arith::ShLIOp::create(b, e.loc, arith::ExtUIOp::create(b, e.loc, i32, bits),
+                                           arith::ConstantIntOp::create(b, e.loc, i32, 16));
+        e.store(arith::BitcastOp::create(b, e.loc, e.f32, wide), dst, c);
+      });
     });
   });
-  func::ReturnOp::create(b, e.loc);
-  return finish(fn, kernelSchedule, /*rowsArg=*/3);
 }
 
 func::FuncOp LoopKernels::positionRows(int64_t width) {
@@ -263,17 +272,14 @@ func::FuncOp LoopKernels::positionRows(int64_t width) {
       d.scalar(d.args[3]);
       d.dense(d.args[1], width, d.args[2]);
     });
-  OpBuilder b(module.getContext());
-  func::FuncOp fn = declare(name, "ppii", b);
-  Emitter e{b, fn.getLoc()};
-  auto args = fn.getArguments();
-  e.eachRow(fn, [&](Value t) {
-    Value src = e.row(args[0], e.addi(t, args[3]), width);
-    Value dst = e.row(args[1], t, width);
-    e.loop(e.i(width), [&](Value c) { e.store(e.load(src, c), dst, c); });
+  return rowKernel(name, "ppii", kernelSchedule, /*rowsArg=*/2,
+                   [&](Emitter &e, ValueRange args) {
+    e.eachRow(args, [&](Value t) {
+      Value src = e.row(args[0], e.addi(t, args[3]), width);
+      Value dst = e.row(args[1], t, width);
+      e.loop(e.i(width), [&](Value c) { e.store(e.load(src, c), dst, c); });
+    });
   });
-  func::ReturnOp::create(b, e.loc);
-  return finish(fn, kernelSchedule, /*rowsArg=*/2);
 }
 
 func::FuncOp LoopKernels::sinusoidRows(int64_t width, double base) {
@@ -284,29 +290,28 @@ func::FuncOp LoopKernels::sinusoidRows(int64_t width, double base) {
                           d.scalar(d.args[2]);
                           d.dense(d.args[0], width, d.args[1]);
                         });
-  OpBuilder b(module.getContext());
-  func::FuncOp fn = declare(name, "pii", b);
-  Emitter e{b, fn.getLoc()};
-  auto args = fn.getArguments();
-  // Angles in f64: positions reach thousands of radians.
-  e.eachRow(fn, [&](Value t) {
-    Value pos = arith::SIToFPOp::create(b, e.loc, e.f64, e.addi(t, args[2]));
-    Value dst = e.row(args[0], t, width);
-    e.loop(e.i(width / 2), [&](Value k) {
-      Value k2 = e.muli(k, e.i(2));
-      Value expo = arith::DivFOp::create(
-          b, e.loc, arith::SIToFPOp::create(b, e.loc, e.f64, k2),
-          arith::ConstantFloatOp::create(b, e.loc, b.getF64Type(), APFloat(double(width))));
-      Value denom = math::PowFOp::create(
-          b, e.loc, arith::ConstantFloatOp::create(b, e.loc, b.getF64Type(), APFloat(base)), expo);
-      Value angle = arith::DivFOp::create(b, e.loc, pos, denom);
-      auto toF32 = [&](Value v) { return arith::TruncFOp::create(b, e.loc, e.f32, v); };
-      e.store(toF32(math::SinOp::create(b, e.loc, angle)), dst, k2);
-      e.store(toF32(math::CosOp::create(b, e.loc, angle)), dst, e.addi(k2, e.i(1)));
+  return rowKernel(name, "pii", kernelSchedule, /*rowsArg=*/1,
+                   [&](Emitter &e, ValueRange args) {
+    OpBuilder &b = e.b;
+    // Angles in f64: positions reach thousands of radians.
+    e.eachRow(args, [&](Value t) {
+      Value pos = arith::SIToFPOp::create(b, e.loc, e.f64, e.addi(t, args[2]));
+      Value dst = e.row(args[0], t, width);
+      e.loop(e.i(width / 2), [&](Value k) {
+        Value k2 = e.muli(k, e.i(2));
+        Value expo = arith::DivFOp::create(
+            b, e.loc, arith::SIToFPOp::create(b, e.loc, e.f64, k2),
+            arith::ConstantFloatOp::create(b, e.loc, b.getF64Type(), APFloat(double(width))));
+        Value denom = math::PowFOp::create(
+            b, e.loc, arith::ConstantFloatOp::create(b, e.loc, b.getF64Type(), APFloat(base)),
+            expo);
+        Value angle = arith::DivFOp::create(b, e.loc, pos, denom);
+        auto toF32 = [&](Value v) { return arith::TruncFOp::create(b, e.loc, e.f32, v); };
+        e.store(toF32(math::SinOp::create(b, e.loc, angle)), dst, k2);
+        e.store(toF32(math::CosOp::create(b, e.loc, angle)), dst, e.addi(k2, e.i(1)));
+      });
     });
   });
-  func::ReturnOp::create(b, e.loc);
-  return finish(fn, kernelSchedule, /*rowsArg=*/1);
 }
 
 func::FuncOp LoopKernels::add(int64_t width, bool broadcastRhs) {
@@ -322,32 +327,27 @@ func::FuncOp LoopKernels::add(int64_t width, bool broadcastRhs) {
                             d.dense(d.args[1], width, d.args[3]);
                           d.dense(d.args[2], width, d.args[3]);
                         });
-  OpBuilder b(module.getContext());
-  func::FuncOp fn = declare(name, "pppi", b);
-  Emitter e{b, fn.getLoc()};
-  auto args = fn.getArguments();
-  e.eachRow(fn, [&](Value t) {
-    Value a = e.row(args[0], t, width), out = e.row(args[2], t, width);
-    Value rhs = broadcastRhs ? args[1] : e.row(args[1], t, width);
-    e.loop(e.i(width), [&](Value c) { e.store(e.add(e.load(a, c), e.load(rhs, c)), out, c); });
+  return rowKernel(name, "pppi", kernelSchedule, /*rowsArg=*/3,
+                   [&](Emitter &e, ValueRange args) {
+    e.eachRow(args, [&](Value t) {
+      Value a = e.row(args[0], t, width), out = e.row(args[2], t, width);
+      Value rhs = broadcastRhs ? args[1] : e.row(args[1], t, width);
+      e.loop(e.i(width), [&](Value c) { e.store(e.add(e.load(a, c), e.load(rhs, c)), out, c); });
+    });
   });
-  func::ReturnOp::create(b, e.loc);
-  return finish(fn, kernelSchedule, /*rowsArg=*/3);
 }
 
 func::FuncOp LoopKernels::mapRows(const std::string &name, const LoopSchedule &kernelSchedule,
                                   int64_t width,
                                   llvm::function_ref<Value(OpBuilder &, Location, Value)> f) {
-  OpBuilder b(module.getContext());
-  func::FuncOp fn = declare(name, "ppi", b);
-  Emitter e{b, fn.getLoc()};
-  auto args = fn.getArguments();
-  e.eachRow(fn, [&](Value t) {
-    Value in = e.row(args[0], t, width), out = e.row(args[1], t, width);
-    e.loop(e.i(width), [&](Value c) { e.store(f(b, e.loc, e.load(in, c)), out, c); });
+  return rowKernel(name, "ppi", kernelSchedule, /*rowsArg=*/2,
+                   [&](Emitter &e, ValueRange args) {
+    OpBuilder &b = e.b;
+    e.eachRow(args, [&](Value t) {
+      Value in = e.row(args[0], t, width), out = e.row(args[1], t, width);
+      e.loop(e.i(width), [&](Value c) { e.store(f(b, e.loc, e.load(in, c)), out, c); });
+    });
   });
-  func::ReturnOp::create(b, e.loc);
-  return finish(fn, kernelSchedule, /*rowsArg=*/2);
 }
 
 func::FuncOp LoopKernels::elementwise(int64_t width, ElementwiseKind kind) {
@@ -376,7 +376,8 @@ func::FuncOp LoopKernels::scale(int64_t width, double factor) {
   XF_KERNEL_CACHED(llvm::formatv("xf_scale_{0}_{1:x16}", width,
                                  llvm::bit_cast<uint64_t>(factor)).str());
   if (device) // (in, out, rows)
-    return deviceKernel(name, "ppi", {"", DeviceLoopKind::Map, width, 0, 0, factor, DeviceMap::Scale},
+    return deviceKernel(name, "ppi",
+                        {"", DeviceLoopKind::Map, width, 0, 0, factor, DeviceMap::Scale},
                         [&](DeviceCall &d) {
                           d.dense(d.args[0], width, d.args[2]);
                           d.dense(d.args[1], width, d.args[2]);
@@ -398,20 +399,18 @@ func::FuncOp LoopKernels::scaleBy(int64_t width) {
                               arith::TruncFOp::create(d.b, d.loc, d.b.getF32Type(), f64));
                           d.dense(d.args[1], width, d.args[2]);
                         });
-  OpBuilder b(module.getContext());
-  func::FuncOp fn = declare(name, "ppii", b);
-  Emitter e{b, fn.getLoc()};
-  auto args = fn.getArguments();
-  // The factor travels as an i64 (task closures hold i64 slots); it is
-  // computed in double and applied in float32, as a constant factor is.
-  Value factor = arith::TruncFOp::create(
-      b, e.loc, e.f32, arith::BitcastOp::create(b, e.loc, e.f64, args[3]));
-  e.eachRow(fn, [&](Value t) {
-    Value in = e.row(args[0], t, width), out = e.row(args[1], t, width);
-    e.loop(e.i(width), [&](Value c) { e.store(e.mul(e.load(in, c), factor), out, c); });
+  return rowKernel(name, "ppii", kernelSchedule, /*rowsArg=*/2,
+                   [&](Emitter &e, ValueRange args) {
+    OpBuilder &b = e.b;
+    // The factor travels as an i64 (task closures hold i64 slots); it is
+    // computed in double and applied in float32, as a constant factor is.
+    Value factor = arith::TruncFOp::create(
+        b, e.loc, e.f32, arith::BitcastOp::create(b, e.loc, e.f64, args[3]));
+    e.eachRow(args, [&](Value t) {
+      Value in = e.row(args[0], t, width), out = e.row(args[1], t, width);
+      e.loop(e.i(width), [&](Value c) { e.store(e.mul(e.load(in, c), factor), out, c); });
+    });
   });
-  func::ReturnOp::create(b, e.loc);
-  return finish(fn, kernelSchedule, /*rowsArg=*/2);
 }
 
 func::FuncOp LoopKernels::silu(int64_t width) {
@@ -421,21 +420,19 @@ func::FuncOp LoopKernels::silu(int64_t width) {
       d.matrix(d.args[0], d.i(width), d.args[3], d.args[1]);
       d.dense(d.args[2], width, d.args[3]);
     });
-  OpBuilder b(module.getContext());
-  func::FuncOp fn = declare(name, "pipi", b);
-  Emitter e{b, fn.getLoc()};
-  auto args = fn.getArguments();
-  e.eachRow(fn, [&](Value t) {
-    Value in = e.at(args[0], e.muli(t, args[1])), out = e.row(args[2], t, width);
-    e.loop(e.i(width), [&](Value c) {
-      // x / (1 + e^(−x)): 0 when e^(−x) overflows, x when it underflows.
-      Value x = e.load(in, c);
-      Value decay = math::ExpOp::create(b, e.loc, arith::NegFOp::create(b, e.loc, x));
-      e.store(e.div(x, e.add(e.f(1.0), decay)), out, c);
+  return rowKernel(name, "pipi", kernelSchedule, /*rowsArg=*/3,
+                   [&](Emitter &e, ValueRange args) {
+    OpBuilder &b = e.b;
+    e.eachRow(args, [&](Value t) {
+      Value in = e.at(args[0], e.muli(t, args[1])), out = e.row(args[2], t, width);
+      e.loop(e.i(width), [&](Value c) {
+        // x / (1 + e^(−x)): 0 when e^(−x) overflows, x when it underflows.
+        Value x = e.load(in, c);
+        Value decay = math::ExpOp::create(b, e.loc, arith::NegFOp::create(b, e.loc, x));
+        e.store(e.div(x, e.add(e.f(1.0), decay)), out, c);
+      });
     });
   });
-  func::ReturnOp::create(b, e.loc);
-  return finish(fn, kernelSchedule, /*rowsArg=*/3);
 }
 
 func::FuncOp LoopKernels::multiply(int64_t width) {
@@ -446,17 +443,14 @@ func::FuncOp LoopKernels::multiply(int64_t width) {
       d.matrix(d.args[2], d.i(width), d.args[5], d.args[3]);
       d.dense(d.args[4], width, d.args[5]);
     });
-  OpBuilder b(module.getContext());
-  func::FuncOp fn = declare(name, "pipipi", b);
-  Emitter e{b, fn.getLoc()};
-  auto args = fn.getArguments();
-  e.eachRow(fn, [&](Value t) {
-    Value lhs = e.at(args[0], e.muli(t, args[1])), rhs = e.at(args[2], e.muli(t, args[3]));
-    Value out = e.row(args[4], t, width);
-    e.loop(e.i(width), [&](Value c) { e.store(e.mul(e.load(lhs, c), e.load(rhs, c)), out, c); });
+  return rowKernel(name, "pipipi", kernelSchedule, /*rowsArg=*/5,
+                   [&](Emitter &e, ValueRange args) {
+    e.eachRow(args, [&](Value t) {
+      Value lhs = e.at(args[0], e.muli(t, args[1])), rhs = e.at(args[2], e.muli(t, args[3]));
+      Value out = e.row(args[4], t, width);
+      e.loop(e.i(width), [&](Value c) { e.store(e.mul(e.load(lhs, c), e.load(rhs, c)), out, c); });
+    });
   });
-  func::ReturnOp::create(b, e.loc);
-  return finish(fn, kernelSchedule, /*rowsArg=*/5);
 }
 
 /// Pair i of every head turns by θ_i = p · base^(−2i/d): (a, b) ↦
@@ -478,41 +472,40 @@ func::FuncOp LoopKernels::rotaryRows(int64_t heads, int64_t headWidth, RotaryPai
                           d.scalar(d.args[4]);
                           d.dense(d.args[2], heads * headWidth, d.args[3]);
                         });
-  OpBuilder b(module.getContext());
-  func::FuncOp fn = declare(name, "pipii", b);
-  Emitter e{b, fn.getLoc()};
-  auto args = fn.getArguments();
-  const int64_t half = headWidth / 2, width = heads * headWidth;
-  auto f64 = [&](double v) {
-    return arith::ConstantFloatOp::create(b, e.loc, b.getF64Type(), APFloat(v));
-  };
-  e.eachRow(fn, [&](Value t) {
-    Value in = e.at(args[0], e.muli(t, args[1])), out = e.row(args[2], t, width);
-    Value position = arith::SIToFPOp::create(b, e.loc, e.f64, e.addi(t, args[4]));
-    e.loop(e.i(half), [&](Value i) {
-      // base^(−2i/d) = exp(−(2i/d)·ln base)
-      Value fraction = arith::MulFOp::create(b, e.loc, arith::SIToFPOp::create(b, e.loc, e.f64, i),
-                                             f64(-2.0 * std::log(base) / double(headWidth)));
-      Value angle = arith::MulFOp::create(b, e.loc, position,
-                                          math::ExpOp::create(b, e.loc, fraction));
-      auto toF32 = [&](Value v) { return arith::TruncFOp::create(b, e.loc, e.f32, v); };
-      Value cos = toF32(math::CosOp::create(b, e.loc, angle));
-      Value sin = toF32(math::SinOp::create(b, e.loc, angle));
-      if (inverse) // the rotation by −θ (xf.rope_grad)
-        sin = arith::NegFOp::create(b, e.loc, sin);
-      Value first = pairs == RotaryPairs::Adjacent ? e.muli(i, e.i(2)) : i;
-      Value second = e.addi(first, e.i(pairs == RotaryPairs::Adjacent ? 1 : half));
-      e.loop(e.i(heads), [&](Value h) {
-        Value headStart = e.muli(h, e.i(headWidth));
-        Value ia = e.addi(headStart, first), ib = e.addi(headStart, second);
-        Value a = e.load(in, ia), bb = e.load(in, ib);
-        e.store(e.sub(e.mul(a, cos), e.mul(bb, sin)), out, ia);
-        e.store(e.add(e.mul(a, sin), e.mul(bb, cos)), out, ib);
+  return rowKernel(name, "pipii", kernelSchedule, /*rowsArg=*/3,
+                   [&](Emitter &e, ValueRange args) {
+    OpBuilder &b = e.b;
+    const int64_t half = headWidth / 2, width = heads * headWidth;
+    auto f64 = [&](double v) {
+      return arith::ConstantFloatOp::create(b, e.loc, b.getF64Type(), APFloat(v));
+    };
+    e.eachRow(args, [&](Value t) {
+      Value in = e.at(args[0], e.muli(t, args[1])), out = e.row(args[2], t, width);
+      Value position = arith::SIToFPOp::create(b, e.loc, e.f64, e.addi(t, args[4]));
+      e.loop(e.i(half), [&](Value i) {
+        // base^(−2i/d) = exp(−(2i/d)·ln base)
+        Value fraction =
+            arith::MulFOp::create(b, e.loc, arith::SIToFPOp::create(b, e.loc, e.f64, i),
+                                  f64(-2.0 * std::log(base) / double(headWidth)));
+        Value angle = arith::MulFOp::create(b, e.loc, position,
+                                            math::ExpOp::create(b, e.loc, fraction));
+        auto toF32 = [&](Value v) { return arith::TruncFOp::create(b, e.loc, e.f32, v); };
+        Value cos = toF32(math::CosOp::create(b, e.loc, angle));
+        Value sin = toF32(math::SinOp::create(b, e.loc, angle));
+        if (inverse) // the rotation by −θ (xf.rope_grad)
+          sin = arith::NegFOp::create(b, e.loc, sin);
+        Value first = pairs == RotaryPairs::Adjacent ? e.muli(i, e.i(2)) : i;
+        Value second = e.addi(first, e.i(pairs == RotaryPairs::Adjacent ? 1 : half));
+        e.loop(e.i(heads), [&](Value h) {
+          Value headStart = e.muli(h, e.i(headWidth));
+          Value ia = e.addi(headStart, first), ib = e.addi(headStart, second);
+          Value a = e.load(in, ia), bb = e.load(in, ib);
+          e.store(e.sub(e.mul(a, cos), e.mul(bb, sin)), out, ia);
+          e.store(e.add(e.mul(a, sin), e.mul(bb, cos)), out, ib);
+        });
       });
     });
   });
-  func::ReturnOp::create(b, e.loc);
-  return finish(fn, kernelSchedule, /*rowsArg=*/3);
 }
 
 func::FuncOp LoopKernels::layerNorm(int64_t width, double eps, bool affine) {
@@ -531,8 +524,9 @@ func::FuncOp LoopKernels::rmsNorm(int64_t width, double eps, bool scaled) {
 func::FuncOp LoopKernels::normalizeRows(const std::string &name, const LoopSchedule &kernelSchedule,
                                         int64_t width, double eps, bool center,
                                         unsigned affineParams) {
+  const std::string signature = "p" + std::string(affineParams, 'p') + "pi";
   if (device) // (in, [γ, [β]], out, rows)
-    return deviceKernel(name, "p" + std::string(affineParams, 'p') + "pi",
+    return deviceKernel(name, signature,
                         {"", DeviceLoopKind::Normalize, width, 0, 0, eps, DeviceMap::Relu, center,
                          int(affineParams)},
                         [&](DeviceCall &d) {
@@ -542,32 +536,30 @@ func::FuncOp LoopKernels::normalizeRows(const std::string &name, const LoopSched
                             d.vector(d.args[1 + p], width);
                           d.dense(d.args[1 + affineParams], width, rows);
                         });
-  OpBuilder b(module.getContext());
-  func::FuncOp fn = declare(name, "p" + std::string(affineParams, 'p') + "pi", b);
-  Emitter e{b, fn.getLoc()};
-  auto args = fn.getArguments();
-  Value in = args[0], out = args[1 + affineParams];
-  Value n = e.f(double(width));
-  e.eachRow(fn, [&](Value t) {
-    Value x = e.row(in, t, width), y = e.row(out, t, width);
-    Value mean = center ? e.div(e.sum(e.i(width), [&](Value c) { return e.load(x, c); }), n)
-                        : e.f(0.0);
-    Value var = e.div(e.sum(e.i(width), [&](Value c) {
-      Value d = e.sub(e.load(x, c), mean);
-      return e.mul(d, d);
-    }), n);
-    Value rstd = math::RsqrtOp::create(b, e.loc, e.add(var, e.f(eps)));
-    e.loop(e.i(width), [&](Value c) {
-      Value v = e.mul(e.sub(e.load(x, c), mean), rstd);
-      if (affineParams >= 1)
-        v = e.mul(v, e.load(args[1], c));
-      if (affineParams == 2)
-        v = e.add(v, e.load(args[2], c));
-      e.store(v, y, c);
+  return rowKernel(name, signature, kernelSchedule, /*rowsArg=*/2 + affineParams,
+                   [&](Emitter &e, ValueRange args) {
+    OpBuilder &b = e.b;
+    Value in = args[0], out = args[1 + affineParams];
+    Value n = e.f(double(width));
+    e.eachRow(args, [&](Value t) {
+      Value x = e.row(in, t, width), y = e.row(out, t, width);
+      Value mean = center ? e.div(e.sum(e.i(width), [&](Value c) { return e.load(x, c); }), n)
+                          : e.f(0.0);
+      Value var = e.div(e.sum(e.i(width), [&](Value c) {
+        Value d = e.sub(e.load(x, c), mean);
+        return e.mul(d, d);
+      }), n);
+      Value rstd = math::RsqrtOp::create(b, e.loc, e.add(var, e.f(eps)));
+      e.loop(e.i(width), [&](Value c) {
+        Value v = e.mul(e.sub(e.load(x, c), mean), rstd);
+        if (affineParams >= 1)
+          v = e.mul(v, e.load(args[1], c));
+        if (affineParams == 2)
+          v = e.add(v, e.load(args[2], c));
+        e.store(v, y, c);
+      });
     });
   });
-  func::ReturnOp::create(b, e.loc);
-  return finish(fn, kernelSchedule, /*rowsArg=*/2 + affineParams);
 }
 
 func::FuncOp LoopKernels::softmax(int64_t width) {
@@ -577,23 +569,21 @@ func::FuncOp LoopKernels::softmax(int64_t width) {
       d.dense(d.args[0], width, d.args[2]);
       d.dense(d.args[1], width, d.args[2]);
     });
-  OpBuilder b(module.getContext());
-  func::FuncOp fn = declare(name, "ppi", b);
-  Emitter e{b, fn.getLoc()};
-  auto args = fn.getArguments();
-  e.eachRow(fn, [&](Value t) {
-    Value x = e.row(args[0], t, width), y = e.row(args[1], t, width);
-    Value top = e.maximum(e.i(width), [&](Value c) { return e.load(x, c); });
-    Value total = e.sum(e.i(width), [&](Value c) {
-      Value p = math::ExpOp::create(b, e.loc, e.sub(e.load(x, c), top));
-      e.store(p, y, c);
-      return p;
+  return rowKernel(name, "ppi", kernelSchedule, /*rowsArg=*/2,
+                   [&](Emitter &e, ValueRange args) {
+    OpBuilder &b = e.b;
+    e.eachRow(args, [&](Value t) {
+      Value x = e.row(args[0], t, width), y = e.row(args[1], t, width);
+      Value top = e.maximum(e.i(width), [&](Value c) { return e.load(x, c); });
+      Value total = e.sum(e.i(width), [&](Value c) {
+        Value p = math::ExpOp::create(b, e.loc, e.sub(e.load(x, c), top));
+        e.store(p, y, c);
+        return p;
+      });
+      Value inv = e.div(e.f(1.0), total);
+      e.loop(e.i(width), [&](Value c) { e.store(e.mul(e.load(y, c), inv), y, c); });
     });
-    Value inv = e.div(e.f(1.0), total);
-    e.loop(e.i(width), [&](Value c) { e.store(e.mul(e.load(y, c), inv), y, c); });
   });
-  func::ReturnOp::create(b, e.loc);
-  return finish(fn, kernelSchedule, /*rowsArg=*/2);
 }
 
 func::FuncOp LoopKernels::copy2d() {
@@ -603,17 +593,14 @@ func::FuncOp LoopKernels::copy2d() {
       d.matrix(d.args[0], d.args[5], d.args[4], d.args[1]);
       d.matrix(d.args[2], d.args[5], d.args[4], d.args[3]);
     });
-  OpBuilder b(module.getContext());
-  func::FuncOp fn = declare(name, "pipiii", b);
-  Emitter e{b, fn.getLoc()};
-  auto args = fn.getArguments();
-  e.eachRow(fn, [&](Value r) {
-    Value src = e.at(args[0], e.muli(r, args[1]));
-    Value dst = e.at(args[2], e.muli(r, args[3]));
-    e.loop(args[5], [&](Value c) { e.store(e.load(src, c), dst, c); });
+  return rowKernel(name, "pipiii", kernelSchedule, /*rowsArg=*/4,
+                   [&](Emitter &e, ValueRange args) {
+    e.eachRow(args, [&](Value r) {
+      Value src = e.at(args[0], e.muli(r, args[1]));
+      Value dst = e.at(args[2], e.muli(r, args[3]));
+      e.loop(args[5], [&](Value c) { e.store(e.load(src, c), dst, c); });
+    });
   });
-  func::ReturnOp::create(b, e.loc);
-  return finish(fn, kernelSchedule, /*rowsArg=*/4);
 }
 
 func::FuncOp LoopKernels::transpose2d() {
@@ -623,16 +610,13 @@ func::FuncOp LoopKernels::transpose2d() {
       d.matrix(d.args[0], d.args[3], d.args[2], d.args[3]);
       d.matrix(d.args[1], d.args[2], d.args[3], d.args[2]);
     });
-  OpBuilder b(module.getContext());
-  func::FuncOp fn = declare(name, "ppii", b);
-  Emitter e{b, fn.getLoc()};
-  auto args = fn.getArguments();
-  e.eachRow(fn, [&](Value r) {
-    e.loop(args[3], [&](Value c) {
-      Value v = e.load(args[0], e.addi(e.muli(r, args[3]), c));
-      e.store(v, args[1], e.addi(e.muli(c, args[2]), r));
+  return rowKernel(name, "ppii", kernelSchedule, /*rowsArg=*/2,
+                   [&](Emitter &e, ValueRange args) {
+    e.eachRow(args, [&](Value r) {
+      e.loop(args[3], [&](Value c) {
+        Value v = e.load(args[0], e.addi(e.muli(r, args[3]), c));
+        e.store(v, args[1], e.addi(e.muli(c, args[2]), r));
+      });
     });
   });
-  func::ReturnOp::create(b, e.loc);
-  return finish(fn, kernelSchedule, /*rowsArg=*/2);
 }

@@ -25,6 +25,8 @@
 
 namespace mlir::xf {
 
+struct Emitter;
+
 enum class ElementwiseKind { Relu, GeluTanh, GeluErf };
 
 /// The activation whose derivative an activation-gradient kernel applies.
@@ -133,6 +135,12 @@ private:
   /// i64) and then the row range [begin, end) it computes; `body` is left at
   /// the start of its entry block.
   func::FuncOp declare(llvm::StringRef name, llvm::StringRef signature, OpBuilder &body);
+  /// Kernel `name` taking `signature`: `emit` fills its body, given an
+  /// Emitter at the body's entry and the body's arguments (the row range
+  /// last); finish() then wraps it per `s`.
+  func::FuncOp rowKernel(const std::string &name, llvm::StringRef signature,
+                         const LoopSchedule &s, unsigned rowsArg,
+                         llvm::function_ref<void(Emitter &e, ValueRange args)> emit);
   /// The kernel itself: runs the body over all rows, in tasks if `s` says so.
   /// Argument `rowsArg` is the number of rows.
   func::FuncOp finish(func::FuncOp body, const LoopSchedule &s, unsigned rowsArg);
