@@ -4,10 +4,10 @@
 // AVX512-LABEL: func.func @kernels
 func.func @kernels(%x: tensor<?x768xf32>, %w: tensor<768x2304xf32>, %w2: tensor<128x64xf32>, %y: tensor<?x128xf32>) -> (tensor<?x2304xf32>, tensor<?x768xf32>, tensor<?x64xf32>, tensor<?x2304xf32>) {
   // 32 registers: 3 vectors × 8 rows; 16 registers: 2 vectors × 6 rows.
-  // AVX512: xf.gemm {{.*}} {schedule = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 256, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>}
-  // AVX2: xf.gemm {{.*}} {schedule = #xf.gemm_schedule<tile_cols = 16, tile_rows = 6, k_block = 256,
+  // AVX512: xf.gemm {{.*}} {schedule = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 768, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>}
+  // AVX2: xf.gemm {{.*}} {schedule = #xf.gemm_schedule<tile_cols = 16, tile_rows = 6, k_block = 768,
   %g = xf.gemm %x, %w activation none : (tensor<?x768xf32>, tensor<768x2304xf32>) -> tensor<?x2304xf32>
-  // A K smaller than the default block keeps one block.
+  // K up to 1536 is one block.
   // AVX512: xf.gemm {{.*}} {schedule = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 128,
   %s = xf.gemm %y, %w2 activation none : (tensor<?x128xf32>, tensor<128x64xf32>) -> tensor<?x64xf32>
   // Attention score tiles of 4 vectors; 2 rows where registers are few.
@@ -34,4 +34,14 @@ func.func @loops(%x: tensor<?x768xf32>, %g: tensor<768xf32>, %b: tensor<768xf32>
   // AVX512: xf.scale {{.*}} {xf.loop_schedule = #xf.loop_schedule<rows_per_task = 21, vector_bits = 0>}
   %c = xf.scale %n by 0.5 : tensor<?x768xf32>
   return %c, %s, %w : tensor<?x768xf32>, tensor<?x768xf32>, tensor<?x40000xf32>
+}
+
+// K past 1536: equal even blocks of at most 1536.
+// AVX512-LABEL: func.func @k_blocks
+func.func @k_blocks(%x: tensor<?x3072xf32>, %w: tensor<3072x768xf32>, %y: tensor<?x1999xf32>, %v: tensor<1999x64xf32>) -> (tensor<?x768xf32>, tensor<?x64xf32>) {
+  // AVX512: xf.gemm {{.*}} {schedule = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 1536,
+  %a = xf.gemm %x, %w activation none : (tensor<?x3072xf32>, tensor<3072x768xf32>) -> tensor<?x768xf32>
+  // AVX512: xf.gemm {{.*}} {schedule = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 1000,
+  %b = xf.gemm %y, %v activation none : (tensor<?x1999xf32>, tensor<1999x64xf32>) -> tensor<?x64xf32>
+  return %a, %b : tensor<?x768xf32>, tensor<?x64xf32>
 }

@@ -78,18 +78,34 @@ llvm::Error validateGemm(const GemmKernelSpec &spec, int vectorWidth) {
   return llvm::Error::success();
 }
 
-/// Register tiles per parallel column panel: the packed K block of a panel
-/// stays within ~512 KiB (half of a 1-2 MiB L2), and there are enough panels
-/// to keep two threads evenly busy.
+/// Register tiles per parallel column panel: the K block of a panel stays
+/// within ~512 KiB (half of a 1-2 MiB L2; it is reused by every row tile of
+/// the task), and the panels split evenly over two threads. Of the widths
+/// that fit, the widest whose busier thread gets within 2 % of the fewest
+/// tiles: with K blocks of 768, 16 tiles make 8 panels of 2, not 6 of 3
+/// (which leave one thread 9 tiles and the other 7).
 int64_t defaultPanelTiles(const GemmKernelSpec &spec) {
   const GemmSchedule &s = spec.schedule;
-  int64_t tiles = (spec.N + s.tileCols - 1) / s.tileCols;
-  int64_t kBlock = std::min(s.kBlock, spec.K);
-  int64_t maxTiles = std::max<int64_t>(1, (512 * 1024 / 4) / (kBlock * s.tileCols));
-  int64_t panels = (tiles + maxTiles - 1) / maxTiles;
-  if (panels < 8 && panels % 2 == 1 && tiles > 1)
-    ++panels;
-  return (tiles + panels - 1) / panels;
+  const int64_t tiles = (spec.N + s.tileCols - 1) / s.tileCols;
+  const int64_t kBlock = std::min(s.kBlock, spec.K);
+  // The panel's K block as the register loop reads it: bf16 where the
+  // weight stays bf16 (packed at load, or packed in pairs), else float32.
+  const int64_t bytes =
+      spec.bf16Weights && (spec.packedWeight || spec.bf16Activations) ? 2 : 4;
+  const int64_t maxTiles =
+      std::clamp<int64_t>((512 * 1024 / bytes) / (kBlock * s.tileCols), 1, tiles);
+  auto busierThreadTiles = [&](int64_t panelTiles) {
+    const int64_t panels = (tiles + panelTiles - 1) / panelTiles;
+    return (panels + 1) / 2 * panelTiles;
+  };
+  int64_t fewest = tiles;
+  for (int64_t t = 1; t <= maxTiles; ++t)
+    fewest = std::min(fewest, busierThreadTiles(t));
+  int64_t best = 1;
+  for (int64_t t = 1; t <= maxTiles; ++t)
+    if (busierThreadTiles(t) * 50 <= fewest * 51)
+      best = t;
+  return best;
 }
 
 /// Tiles a GEMV over a weight packed at load reads at once: one stream
