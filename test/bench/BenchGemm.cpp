@@ -5,7 +5,8 @@
 // cblas_sbgemm (bf16 weights *and* activations) and dnnl_sgemm when built
 // with oneDNN, all on the same data, in interleaved rounds so that load from
 // other processes hits every variant alike. The same run measures the
-// machine's fp32 FMA peak (an AVX-512 or AVX2 FMA loop on every thread) and
+// machine's fp32 FMA peak (an AVX-512 or AVX2 FMA loop on every thread), its
+// bf16 dot-product peak (vdpbf16ps, where the CPU has AVX512-BF16) and
 // its read bandwidth. Decode shapes (M <= 4) rotate over enough copies of the
 // weight (>= 96 MiB) that every call reads it from DRAM, as a decoding step
 // through the whole model does, rather than from the 32 MiB L3.
@@ -134,9 +135,11 @@ int main(int argc, char **argv) {
   halide_set_num_threads(threads);
   openblas_set_num_threads(threads);
 
-  xfrt::MachinePeak peak = xfrt::measurePeak(threads);
-  std::printf("machine: %s, %d threads: FMA peak %.1f GFLOP/s (%s), read bandwidth %.1f GB/s\n",
-              peak.cpu.c_str(), threads, peak.gflops, peak.isa.c_str(), peak.readGBs);
+  xfrt::MachinePeak peak = xfrt::measurePeak(threads, /*withBf16=*/true);
+  std::printf("machine: %s, %d threads: FMA peak %.1f GFLOP/s (%s), bf16 dot-product peak %.1f "
+              "GFLOP/s, read bandwidth %.1f GB/s\n",
+              peak.cpu.c_str(), threads, peak.gflops, peak.isa.c_str(), peak.bf16Gflops,
+              peak.readGBs);
 
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
@@ -144,9 +147,10 @@ int main(int argc, char **argv) {
   if (json)
     std::fprintf(json,
                  "{\"cpu\": \"%s\", \"flags\": \"%s\", \"threads\": %d, \"peak_gflops\": %.2f, "
-                 "\"fma_isa\": \"%s\", \"read_gbs\": %.2f, \"rounds\": %d, \"shapes\": [",
-                 peak.cpu.c_str(), peak.flags.c_str(), threads, peak.gflops, peak.isa.c_str(),
-                 peak.readGBs, rounds);
+                 "\"bf16_peak_gflops\": %.2f, \"fma_isa\": \"%s\", \"read_gbs\": %.2f, "
+                 "\"rounds\": %d, \"shapes\": [",
+                 peak.cpu.c_str(), peak.flags.c_str(), threads, peak.gflops, peak.bf16Gflops,
+                 peak.isa.c_str(), peak.readGBs, rounds);
   std::printf("%-15s %5s %5s %6s %2s | %-15s %8s %8s %6s %11s | max|diff|\n", "shape", "M", "K",
               "N", "T", "variant", "min ms", "med ms", "GF/s", "");
 

@@ -19,8 +19,9 @@ Usage: test/bench/run_model.py [--exe GPT2] [--build DIR] [--rounds N] [--runs-p
    checkpoint and get the same ℓ random tokens.
 3. Checks that the three produce the same logits [ℓ, 50257]: max|Δ|/max|ref| ≤ 1e-4 for every
    pair, and each against the float64 oracle. Exits 1 otherwise: it would not be the same model.
-4. Runs --rounds rounds. Each measures the FMA peak and read bandwidth
-   (test/bench/MachinePeak.cpp, compiled here) and the load average, then each framework runs
+4. Runs --rounds rounds. Each measures the FMA peak, the bf16 dot-product peak and the read
+   bandwidth (runtime/lib/MachinePeak.cpp, compiled here) and the load average, then each
+   framework runs
    --runs-per-round consecutive forwards (xf: one process with --repeat K), in an order that
    rotates every round. Reports the min over all runs and the median of per-round medians.
 5. A per-kernel breakdown of xf (the executable's --profile/--trace-out when it has them,
@@ -489,6 +490,7 @@ def main():
     cpu = cpu_model()
     gf = sorted(x["gflops"] for x in peaks)
     peak_max = gf[-1] if gf else None
+    bf16_peak_max = max((x.get("bf16_gflops") or 0 for x in peaks), default=0) or None
     peak_text = (f"{gf[0]:.0f}–{gf[-1]:.0f} GFLOP/s (median {statistics.median(gf):.0f})"
                  if gf else "not measured")
     bw = sorted(x["read_gbs"] for x in peaks)
@@ -583,7 +585,10 @@ def main():
                else "**not met**")
             + f": ONNX Runtime / xf bf16 = {ort['min'] / b['min']:.2f}× (min), "
             f"{ort['median'] / b['median']:.2f}× (median); xf bf16 sustained "
-            f"{flops / b['min'] / 1e6:.0f} GFLOP/s (bf16 products) at its best.")
+            f"{flops / b['min'] / 1e6:.0f} GFLOP/s (bf16 products) at its best"
+            + (f", {100 * flops / b['min'] / 1e6 / bf16_peak_max:.0f}% of the highest bf16 "
+               f"dot-product peak measured in the rounds ({bf16_peak_max:.0f} GFLOP/s)"
+               if bf16_peak_max else "") + ".")
     est = gemm_estimate(parts)
     if est:
         est_ms, gfs, peak_then = est

@@ -3,7 +3,9 @@
 // The ceilings kernels are read against (--profile's roofline, xfc tune, the
 // benchmarks):
 // fp32 FMA throughput on `threads` threads (independent AVX-512 FMA chains,
-// or AVX2 where the CPU lacks AVX-512) and read bandwidth of a 512 MiB buffer.
+// or AVX2 where the CPU lacks AVX-512), the bf16 dot-product throughput
+// (vdpbf16ps, where the CPU has AVX512-BF16) and read bandwidth of a 512 MiB
+// buffer.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,9 +19,12 @@ namespace xfrt {
 struct MachinePeak {
   std::string cpu, flags, isa;
   double gflops = 0, readGBs = 0;
+  double bf16Gflops = 0; // 0 where the CPU has no AVX512-BF16, or not asked for
 };
 
-MachinePeak measurePeak(int threads);
+// withBf16: also the bf16 dot-product peak (~0.5 s more; the benchmarks ask
+// for it, --profile's ceilings do not).
+MachinePeak measurePeak(int threads, bool withBf16 = false);
 // /proc/cpuinfo's "model name" ("" where there is none).
 std::string cpuModelName();
 

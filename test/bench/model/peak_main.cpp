@@ -24,10 +24,10 @@ static std::string quoted(const std::string &s) {
 
 int main(int argc, char **argv) {
   int threads = argc > 1 ? std::atoi(argv[1]) : 2;
-  xfrt::MachinePeak p = xfrt::measurePeak(threads > 0 ? threads : 1);
+  xfrt::MachinePeak p = xfrt::measurePeak(threads > 0 ? threads : 1, /*withBf16=*/true);
   std::printf("{\"cpu\": %s, \"flags\": %s, \"isa\": %s, \"threads\": %d, \"gflops\": %.3f, "
-              "\"read_gbs\": %.3f}\n",
+              "\"bf16_gflops\": %.3f, \"read_gbs\": %.3f}\n",
               quoted(p.cpu).c_str(), quoted(p.flags).c_str(), quoted(p.isa).c_str(), threads,
-              p.gflops, p.readGBs);
+              p.gflops, p.bf16Gflops, p.readGBs);
   return 0;
 }
