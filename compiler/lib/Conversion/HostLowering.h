@@ -222,6 +222,10 @@ private:
     }
     return it->second;
   }
+  /// The exported name of `spec`'s pipeline: specs with one signature and
+  /// schedule share it (LowerToHost.cpp keys them).
+  std::string nameKernel(GemmKernelSpec &spec);
+  std::string nameKernel(AttentionKernelSpec &spec);
 };
 
 } // namespace mlir::xf

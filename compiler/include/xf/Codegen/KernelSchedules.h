@@ -45,7 +45,9 @@ inline AttentionScheduleAttr attentionScheduleAttr(MLIRContext *ctx, const Atten
 struct LoopSchedule {
   int64_t rowsPerTask = 0; // 0: one serial loop
   int64_t vectorBits = 0;  // 0: the target CPU's preferred vector width
-  bool operator==(const LoopSchedule &) const = default;
+  bool operator==(const LoopSchedule &o) const {
+    return rowsPerTask == o.rowsPerTask && vectorBits == o.vectorBits;
+  }
 };
 
 /// Tasks of ~64 KiB of row data: enough to hide the thread pool's wake-up
