@@ -69,8 +69,11 @@ def plot(report, path):
         h = k.get("history", [])
         if not h:
             continue
+        # History costs are on the search's scale (its estimate of the default,
+        # history_default_ms, when the paths are searched apart; default_ms before).
+        d = k.get("history_default_ms", k["default_ms"])
         xs = [t for t, _ in h] + [report["budget_s"] / len(report["kernels"])]
-        ys = [k["default_ms"] / c for _, c in h] + [k["default_ms"] / h[-1][1]]
+        ys = [d / c for _, c in h] + [d / h[-1][1]]
         ax.step(xs, ys, where="post", label=f"{k['name']} ({k['trials']} trials)")
     ax.set_xlabel("seconds of tuning on this kernel")
     ax.set_ylabel("best so far: speedup over the default schedule")

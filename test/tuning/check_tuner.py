@@ -5,7 +5,8 @@
    every distinct kernel the model compiles to (as listed by its --report).
 2. `xfc tiny.xf --tuning-db DB -o exe` uses them (--emit=kernels marks each kernel xf.tuned) and
    the executable matches the oracle (test/e2e/check_examples.py).
-3. A re-run resumes: the recorded trials are kept and new ones are added.
+3. A re-run resumes: the recorded trials are kept and new ones are added. `--compare` times the
+   first run's schedules beside the resumed run's, per kernel and length.
 4. Edited databases give the documented diagnostics: an entry for another target (warning, the
    default schedule), an unknown kernel (warning), a truncated file (error naming it), an
    illegal schedule (error with the verifier's message), an explicit --tuning-db that does not
@@ -60,6 +61,19 @@ def main():
         expect(all(e["schedule"].startswith("#xf.") and e["cost_ms"] > 0 and e["trials"]
                    for e in entries.values()), "every entry has a schedule, a cost and trials")
         trials_before = sum(len(e["trials"]) for e in entries.values())
+        # Each code path searched on its own lengths (docs/tuning.md): at lengths 1 and 32 a
+        # GEMM has a GEMV path (1) and a tiled one (32), an attention a decode and a prefill.
+        want = {"gemm": {"gemv": [1], "gemm": [32]}, "attention": {"decode": [1], "prefill": [32]}}
+        paths_ok = all({p["path"]: p["lengths"] for p in k["paths"]} ==
+                       want["gemm" if k["kernel"].startswith("gemm") else "attention"]
+                       for k in rep["kernels"])
+        expect(paths_ok, "the report lists each kernel's paths with the lengths that take them")
+        expect(all(t.get("path") in want["gemm" if e["kernel"].startswith("gemm") else "attention"]
+                   for e in entries.values() for t in e["trials"]),
+               "every trial names the path it was timed on")
+        expect(all(sorted(c["rows"] for c in k.get("cases", [])) in ([], [1, 32])
+                   for k in rep["kernels"]),
+               "the final batch's per-length rows cover all lengths")
 
         # 2. Compile with it: every kernel tuned, and the numbers still right.
         r = run([xfc, TINY, "--tuning-db", db, "--emit=kernels"])
@@ -80,11 +94,31 @@ def main():
                "--profile says which kernels are tuned")
 
         # 3. Resume: earlier trials stay, new ones are added.
+        first = os.path.join(tmp, "first.db")
+        with open(db) as f, open(first, "w") as g:
+            g.write(f.read())
         r = run([xfc, "tune", TINY, "--budget", "6s", "--db", db, "--lengths", "1,32"])
         data = json.load(open(db))
         trials_after = sum(len(e["trials"]) for e in data["entries"])
         expect(r.returncode == 0 and trials_after > trials_before,
                f"a second run resumes ({trials_before} -> {trials_after} trials)")
+
+        # --compare: both databases' schedules timed side by side, per kernel and length.
+        compared = os.path.join(tmp, "compare.json")
+        r = run([xfc, "tune", TINY, "--db", first, "--compare", db, "--lengths", "1,32",
+                 "--report", compared])
+        print(r.stderr[-2000:])
+        rep = json.load(open(compared)) if r.returncode == 0 else {"kernels": []}
+        expect(r.returncode == 0 and {k["kernel"] for k in rep["kernels"]} == kernels and
+               all(k["a_over_b"] > 0 and [c["rows"] for c in k["cases"]] == [1, 32] and
+                   all(c["a_ms"] > 0 and c["b_ms"] > 0 and c["default_ms"] > 0
+                       for c in k["cases"]) for k in rep["kernels"]) and
+               r.stderr.count("all lengths (geometric mean)") == len(kernels),
+               "--compare times both databases' schedules on every kernel and length")
+        missing = os.path.join(tmp, "missing.db")
+        r = run([xfc, "tune", TINY, "--db", first, "--compare", missing])
+        expect(r.returncode != 0 and missing in r.stderr and r.stderr.count("\n") == 1,
+               "--compare with a missing database: one error naming it")
 
         # 4. Edited databases.
         def variant(name, edit):

@@ -3,5 +3,6 @@
 if(TARGET xfTuning)
   xf_add_unit_test(xf-tuning-test
     SOURCES TuningSearchTest.cpp TuningDatabaseTest.cpp TuningCostLedgerTest.cpp
+            TuningPathsTest.cpp
     LIBS xfTuning)
 endif()

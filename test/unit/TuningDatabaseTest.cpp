@@ -69,8 +69,8 @@ TuningDatabase sample() {
   a.rooflineFraction = 0.8;
   a.measuredAt = "2025-01-02T03:04:05Z";
   a.secondsSpent = 42;
-  a.trials = {{"#xf.gemm_schedule<tile_cols = 32>", 1.4, ""},
-              {"#xf.gemm_schedule<tile_cols = 96>", std::nullopt, "timeout"},
+  a.trials = {{"#xf.gemm_schedule<tile_cols = 32>", 1.4, "", "gemv"},
+              {"#xf.gemm_schedule<tile_cols = 96>", std::nullopt, "timeout", "gemm"},
               {"#xf.gemm_schedule<tile_cols = 48, tile_rows = 4>", 1.23, ""}};
   TuningEntry &b = db.upsert("attention \"quoted\" \u00e9", "arm-64-linux", 1, "0.2.0");
   b.schedule = "s\n\t\\";
@@ -100,6 +100,7 @@ void expectEqual(const TuningDatabase &x, const TuningDatabase &y) {
       EXPECT_EQ(a.trials[j].schedule, b.trials[j].schedule);
       EXPECT_EQ(a.trials[j].costMs, b.trials[j].costMs);
       EXPECT_EQ(a.trials[j].failure, b.trials[j].failure);
+      EXPECT_EQ(a.trials[j].path, b.trials[j].path);
     }
   }
 }
@@ -317,6 +318,9 @@ TEST_F(TuningDatabaseTest, MalformedFilesGiveErrorsNamingTheFile) {
        "entries[0].trials[0]: 'cost_ms' must be a number"},
       {"trial no schedule", fileWith(entryWith("trials", R"("trials": [{"cost_ms": 1}])")),
        "entries[0].trials[0]: 'schedule' is missing"},
+      {"trial path number",
+       fileWith(entryWith("trials", R"("trials": [{"schedule": "s", "cost_ms": 1, "path": 2}])")),
+       "entries[0].trials[0]: 'path' must be a string"},
       {"duplicate entries",
        R"({ "format": "xf-tuning-db", "version": 1, "entries": [ {)" + std::string(kValidEntry) +
            "}, {" + kValidEntry + "} ] }",

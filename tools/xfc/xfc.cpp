@@ -173,6 +173,12 @@ cl::opt<bool> tuneBaselines("baselines", cl::init(false),
                             cl::desc("Also time Halide's autoschedulers (Adams2019, Li2018, "
                                      "Mullapudi2016) on each kernel, outside the budget"),
                             cl::cat(tuneCategory));
+cl::opt<std::string> tuneCompare("compare",
+                                 cl::desc("No search: time the schedules of --db (A) and of this "
+                                          "database (B) side by side on every kernel both have, "
+                                          "per length, with the default (2 worker batches); "
+                                          "prints A / B and writes it to --report"),
+                                 cl::value_desc("file"), cl::cat(tuneCategory));
 cl::opt<std::string> tuneReport("report",
                                 cl::desc("Write a JSON report (per kernel: default, tuned, "
                                          "baselines, best-so-far over time)"),
@@ -477,6 +483,7 @@ static mlir::LogicalResult runTune(mlir::MLIRContext &context, mlir::ModuleOp ke
   options.batch = std::clamp(tuneBatch.getValue(), 1u, 64u);
   options.baselines = tuneBaselines;
   options.reportPath = tuneReport;
+  options.comparePath = tuneCompare;
   options.interrupted = &interrupted;
   std::optional<double> budget = parseDuration(tuneBudget);
   if (!budget) {
@@ -614,7 +621,7 @@ int main(int argc, char **argv) {
   for (cl::Option *o : {(cl::Option *)&tuneBudget, (cl::Option *)&tuneDb,
                         (cl::Option *)&tuneLengths, (cl::Option *)&tuneSeed,
                         (cl::Option *)&tuneBatch, (cl::Option *)&tuneBaselines,
-                        (cl::Option *)&tuneReport})
+                        (cl::Option *)&tuneReport, (cl::Option *)&tuneCompare})
     if (!tuneMode && o->getNumOccurrences() &&
         !(check && (o == &tuneLengths || o == &tuneSeed))) {
       llvm::errs() << "xfc: error: --" << o->ArgStr << " is an option of `xfc tune`\n";
@@ -682,7 +689,8 @@ int main(int argc, char **argv) {
                         (cl::Option *)&quantizedLike,
                         (cl::Option *)&threads, (cl::Option *)&tuneBudget, (cl::Option *)&tuneDb,
                         (cl::Option *)&tuneLengths, (cl::Option *)&tuneSeed,
-                        (cl::Option *)&tuneBatch, (cl::Option *)&tuneReport})
+                        (cl::Option *)&tuneBatch, (cl::Option *)&tuneReport,
+                        (cl::Option *)&tuneCompare})
     if (o->getNumOccurrences() > 1) {
       llvm::errs() << "xfc: error: " << (o->ArgStr.size() == 1 ? "-" : "--") << o->ArgStr
                    << " given twice\n";

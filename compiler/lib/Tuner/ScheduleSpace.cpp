@@ -23,6 +23,8 @@ enum GemmKnob {
   NumGemmKnobs
 };
 enum AttentionKnob { QueryBlock, KeyBlock, RowTile, DecodeKeyTile, NumAttentionKnobs };
+// Up to this many query rows take the attention's decode path (AttentionKernel.cpp).
+constexpr int64_t kDecodeQueryRows = 4;
 
 /// `values` with `keep` added, sorted and unique.
 std::vector<int64_t> withValue(std::vector<int64_t> values, int64_t keep) {
@@ -60,6 +62,8 @@ SearchSpace mlir::xf::tuning::gemmSpace(const GemmKernelSpec &spec, const Vector
       lengths, [](int64_t l, int64_t x) { return l >= x; }, d.gemvRowsBelow);
   const bool gemvPath = anyLength(
       lengths, [](int64_t l, int64_t x) { return l < x; }, d.gemvRowsBelow);
+  // The GEMV path reads a weight packed at load in its tile layout.
+  const bool layoutUsed = gemmPath || (gemvPath && spec.weightBlocks == WeightBlocks::None);
   auto knob = [](const char *name, bool used, std::vector<int64_t> values, int64_t dflt) {
     return Knob{name, used ? withValue(std::move(values), dflt) : std::vector<int64_t>{dflt}};
   };
@@ -72,10 +76,10 @@ SearchSpace mlir::xf::tuning::gemmSpace(const GemmKernelSpec &spec, const Vector
   kBlocks.push_back(std::min<int64_t>(spec.K, 1 << 16));
   SearchSpace space;
   space.knobs = {
-      knob("tile_cols", gemmPath, tileCols, d.tileCols),
+      knob("tile_cols", layoutUsed, tileCols, d.tileCols),
       knob("tile_rows", gemmPath, {1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16}, d.tileRows),
       knob("k_block", gemmPath, kBlocks, d.kBlock),
-      knob("pack_weights", gemmPath, {0, 1}, d.packWeights),
+      knob("pack_weights", layoutUsed, {0, 1}, d.packWeights),
       knob("rows_per_task", gemmPath, {8, 16, 32, 64, 128, 256, 512}, d.rowsPerTask),
       knob("panel_tiles", gemmPath, {0, 1, 2, 4, 8, 16, 32, 64}, d.panelCols / d.tileCols),
       knob("gemv_rows_below", false, {}, d.gemvRowsBelow),
@@ -91,6 +95,33 @@ SearchSpace mlir::xf::tuning::gemmSpace(const GemmKernelSpec &spec, const Vector
     return p[TileCols] * p[TileRows] <= 1024 && p[PanelTiles] * p[TileCols] <= (1 << 20);
   };
   return space;
+}
+
+std::vector<SchedulePath> mlir::xf::tuning::gemmPaths(const GemmKernelSpec &spec,
+                                                      const std::vector<int64_t> &lengths) {
+  SchedulePath gemv{"gemv", {GemvRowsPerPass, GemvTasks}, {}};
+  if (spec.weightBlocks == WeightBlocks::None)
+    gemv.knobs = {TileCols, Pack, GemvRowsPerPass, GemvTasks};
+  SchedulePath gemm{"gemm", {TileCols, TileRows, KBlock, Pack, RowsPerTask, PanelTiles}, {}};
+  for (size_t i = 0; i < lengths.size(); ++i)
+    (lengths[i] < spec.schedule.gemvRowsBelow ? gemv : gemm).cases.push_back(i);
+  std::vector<SchedulePath> paths;
+  for (SchedulePath *p : {&gemv, &gemm})
+    if (!p->cases.empty())
+      paths.push_back(std::move(*p));
+  return paths;
+}
+
+std::vector<SchedulePath> mlir::xf::tuning::attentionPaths(const std::vector<int64_t> &lengths) {
+  SchedulePath decode{"decode", {DecodeKeyTile}, {}};
+  SchedulePath prefill{"prefill", {QueryBlock, KeyBlock, RowTile}, {}};
+  for (size_t i = 0; i < lengths.size(); ++i)
+    (lengths[i] <= kDecodeQueryRows ? decode : prefill).cases.push_back(i);
+  std::vector<SchedulePath> paths;
+  for (SchedulePath *p : {&decode, &prefill})
+    if (!p->cases.empty())
+      paths.push_back(std::move(*p));
+  return paths;
 }
 
 Point mlir::xf::tuning::attentionPoint(const AttentionSchedule &s) {
@@ -109,11 +140,10 @@ SearchSpace mlir::xf::tuning::attentionSpace(const AttentionKernelSpec &spec,
                                              const std::vector<int64_t> &lengths) {
   const AttentionSchedule &d = spec.schedule;
   const int64_t vw = shape.floatsPerVector, regs = shape.registers;
-  // Up to 4 query rows take the decode path (AttentionKernel.cpp).
   const bool prefill = anyLength(
-      lengths, [](int64_t l, int64_t x) { return l > x; }, 4);
+      lengths, [](int64_t l, int64_t x) { return l > x; }, kDecodeQueryRows);
   const bool decode = anyLength(
-      lengths, [](int64_t l, int64_t x) { return l <= x; }, 4);
+      lengths, [](int64_t l, int64_t x) { return l <= x; }, kDecodeQueryRows);
   auto knob = [](const char *name, bool used, std::vector<int64_t> values, int64_t dflt) {
     return Knob{name, used ? withValue(std::move(values), dflt) : std::vector<int64_t>{dflt}};
   };

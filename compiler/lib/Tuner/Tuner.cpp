@@ -5,6 +5,7 @@
 #include "xf/Codegen/KernelSchedules.h"
 #include "xf/Codegen/KernelSpecs.h"
 #include "xf/Tuning/CostLedger.h"
+#include "xf/Tuning/SchedulePaths.h"
 #include "xf/Tuning/ScheduleSpace.h"
 #include "xf/Tuning/Search.h"
 #include "xf/Tuning/TuningDatabase.h"
@@ -19,10 +20,12 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <ctime>
 #include <map>
+#include <memory>
 #include <thread>
 
 using namespace mlir;
@@ -32,6 +35,10 @@ using namespace mlir::xf::tuning;
 namespace {
 
 using Clock = std::chrono::steady_clock;
+
+/// Worker batches (fresh processes) per kernel of --compare; the minimum
+/// over them is reported.
+constexpr int kCompareBatches = 2;
 
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -57,6 +64,7 @@ struct Kernel {
   AttentionKernelSpec attention;
   std::string name, signature;
   SearchSpace space;
+  std::vector<SchedulePath> paths; // each searched on its own cases
   Point defaultPoint;
   std::vector<int64_t> caseRows, caseKeys;
 };
@@ -164,12 +172,14 @@ public:
         interactive(log.is_displayed()) {}
 
   llvm::Error run(const HostProgram &program);
+  /// --compare: the schedules of two databases timed side by side.
+  llvm::Error compare(const HostProgram &program);
 
 private:
   llvm::Error collect(const HostProgram &program, const VectorShape &shape);
   llvm::Error tune(Kernel &k, size_t index, double share, llvm::json::Array &report);
-  void progress(const Kernel &k, size_t index, double spent, double share, size_t trials,
-                double best, double dflt, bool final);
+  void progress(const std::string &label, size_t index, double spent, double share,
+                size_t trials, double best, double dflt, bool final);
 
   MLIRContext &ctx;
   const TuneOptions &options;
@@ -194,6 +204,7 @@ llvm::Error Tuner::collect(const HostProgram &program, const VectorShape &shape)
     if (!seen.insert(k.signature).second)
       continue;
     k.space = gemmSpace(spec, shape, options.lengths);
+    k.paths = gemmPaths(spec, options.lengths);
     k.defaultPoint = gemmPoint(spec.schedule);
     for (int64_t l : options.lengths)
       k.caseRows.push_back(l), k.caseKeys.push_back(0);
@@ -205,6 +216,7 @@ llvm::Error Tuner::collect(const HostProgram &program, const VectorShape &shape)
     if (!seen.insert(k.signature).second)
       continue;
     k.space = attentionSpace(spec, shape, options.lengths);
+    k.paths = attentionPaths(options.lengths);
     k.defaultPoint = attentionPoint(spec.schedule);
     // Prefill attends over its own rows; a decode step (1 row) over the
     // longest context.
@@ -219,17 +231,17 @@ llvm::Error Tuner::collect(const HostProgram &program, const VectorShape &shape)
   return llvm::Error::success();
 }
 
-void Tuner::progress(const Kernel &k, size_t index, double spent, double share, size_t trials,
-                     double best, double dflt, bool final) {
+void Tuner::progress(const std::string &label, size_t index, double spent, double share,
+                     size_t trials, double best, double dflt, bool final) {
   const int width = 20;
   int filled = share > 0 ? int(std::min(1.0, spent / share) * width) : width;
   if (final)
     filled = width;
   double remaining = std::max(0.0, options.budgetSeconds - secondsSince(start));
   std::string bar = std::string(filled, '#') + std::string(width - filled, '.');
-  std::string line = llvm::formatv("[{0}/{1}] {2,-14} [{3}] {4} trials  best {5:f4} ms ({6:f2}x "
+  std::string line = llvm::formatv("[{0}/{1}] {2,-22} [{3}] {4} trials  best {5:f4} ms ({6:f2}x "
                                    "default)  ETA {7}",
-                                   index + 1, kernels.size(), k.name, bar, trials, best,
+                                   index + 1, kernels.size(), label, bar, trials, best,
                                    best > 0 ? dflt / best : 0.0, formatDuration(remaining));
   if (interactive)
     log << "\r" << line << "\x1b[K" << (final ? "\n" : "");
@@ -238,65 +250,141 @@ void Tuner::progress(const Kernel &k, size_t index, double spent, double share, 
   log.flush();
 }
 
-llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array &report) {
-  Clock::time_point kernelStart = Clock::now();
-  Search search(k.space, options.seed + index);
-  TuningEntry &entry = db.upsert(k.signature, target, options.threads, kXfVersion);
-  const double previouslySpent = entry.secondsSpent;
-  // Resume: recorded trials are never measured again; the recorded best
-  // and the default (whose recorded cost stays the anchor) are contenders
-  // again, counted as measured twice.
-  std::vector<Point> points{k.defaultPoint}; // ledger ids: 0 is the default
-  auto idOf = [&](const Point &p) {
+/// What tuning one path of a kernel keeps (SchedulePaths.h): its own search
+/// over its knobs, timed on its own cases, with costs anchored on the
+/// default's time on those cases.
+struct PathTuning {
+  PathTuning(const Kernel &k, const SchedulePath &path, uint64_t seed)
+      : path(path), search(pathSpace(k.space, path, k.defaultPoint), seed),
+        points{projectPoint(path, k.defaultPoint)} {}
+  const SchedulePath &path;
+  Search search;
+  CostLedger ledger;
+  std::vector<Point> points; // sub-points by ledger id; 0 is the default's
+  std::vector<Trial> measured;
+  bool defaultRecorded = false;
+  size_t id(const Point &p) {
     auto it = std::find(points.begin(), points.end(), p);
     if (it != points.end())
       return size_t(it - points.begin());
     points.push_back(p);
     return points.size() - 1;
-  };
-  bool defaultRecorded = false;
-  for (const TrialRecord &t : entry.trials)
-    if (std::optional<Point> p = pointOf(ctx, k, t.schedule)) {
-      search.record({*p, t.costMs});
-      defaultRecorded |= *p == k.defaultPoint && t.costMs.has_value();
+  }
+  /// The ledger's best relative to the default (1 before anything ran, and
+  /// when the best is the default: its mean is not its anchored cost).
+  double ratio() const {
+    return ledger.best().value_or(0) != 0 && ledger.defaultCost() > 0
+               ? ledger.bestCost() / ledger.defaultCost()
+               : 1.0;
+  }
+  Point choice() const { return points[ledger.best().value_or(0)]; }
+};
+
+llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array &report) {
+  Clock::time_point kernelStart = Clock::now();
+  TuningEntry &entry = db.upsert(k.signature, target, options.threads, kXfVersion);
+  const double previouslySpent = entry.secondsSpent;
+  // Resuming: the schedule chosen last time competes in the final batch.
+  std::optional<Point> previous;
+  if (!entry.schedule.empty())
+    previous = pointOf(ctx, k, entry.schedule);
+  const double numCases = double(k.caseRows.size());
+
+  std::vector<std::unique_ptr<PathTuning>> paths;
+  for (size_t p = 0; p < k.paths.size(); ++p)
+    paths.push_back(
+        std::make_unique<PathTuning>(k, k.paths[p], options.seed + index + 7919 * uint64_t(p)));
+  // Resume: a path's recorded trials are never measured again; its default
+  // (whose recorded cost stays the anchor) and its best recorded point are
+  // contenders again. Trials without a path (an older tuner's, timed on all
+  // lengths at once) are on another scale and are not reused.
+  for (auto &pt : paths) {
+    std::optional<double> defaultCost;
+    std::optional<Trial> best;
+    for (const TrialRecord &t : entry.trials) {
+      if (t.path != pt->path.name)
+        continue;
+      std::optional<Point> full = pointOf(ctx, k, t.schedule);
+      if (!full)
+        continue;
+      Trial trial{projectPoint(pt->path, *full), t.costMs};
+      pt->search.record(trial);
+      pt->measured.push_back(trial);
+      if (*full == k.defaultPoint && t.costMs)
+        defaultCost = t.costMs;
+      else if (t.costMs && (!best || *t.costMs < *best->cost))
+        best = trial;
     }
-  CostLedger ledger(defaultRecorded ? entry.defaultCostMs : 0);
-  if (defaultRecorded) {
-    ledger.record(0, entry.defaultCostMs, 2);
-    if (!entry.schedule.empty())
-      if (std::optional<Point> p = pointOf(ctx, k, entry.schedule); p && entry.costMs > 0)
-        ledger.record(idOf(*p), entry.costMs, 2);
+    if (defaultCost) {
+      pt->defaultRecorded = true;
+      pt->ledger = CostLedger(*defaultCost);
+      pt->ledger.record(0, *defaultCost, 2);
+      if (best)
+        pt->ledger.record(pt->id(best->point), *best->cost, 1);
+    }
   }
 
-  llvm::json::Object request{
-      {"target", options.target}, {"repeats", 5}, {"max_seconds", 4.0}, {"kernel", kernelJson(k)}};
-  llvm::json::Array cases;
-  for (size_t i = 0; i < k.caseRows.size(); ++i) {
-    llvm::json::Object c{{"rows", k.caseRows[i]}};
-    if (!k.isGemm)
-      c["keys"] = k.caseKeys[i];
-    cases.push_back(std::move(c));
-  }
-  request["cases"] = std::move(cases);
+  auto requestFor = [&](llvm::ArrayRef<size_t> cases) {
+    llvm::json::Object request{{"target", options.target},
+                               {"repeats", 5},
+                               {"max_seconds", 4.0},
+                               {"kernel", kernelJson(k)}};
+    llvm::json::Array list;
+    for (size_t i : cases) {
+      llvm::json::Object c{{"rows", k.caseRows[i]}};
+      if (!k.isGemm)
+        c["keys"] = k.caseKeys[i];
+      list.push_back(std::move(c));
+    }
+    request["cases"] = std::move(list);
+    return request;
+  };
+  std::vector<size_t> allCases;
+  for (size_t i = 0; i < k.caseRows.size(); ++i)
+    allCases.push_back(i);
 
-  llvm::json::Array history; // [seconds, best cost] whenever the estimate changes
-  std::map<size_t, CandidateResult> lastResult; // raw times, for the roofline
-  auto noteBest = [&] {
-    double c = ledger.bestCost();
+  // The combined estimate on all cases: the geometric mean over all cases is
+  // the product of the paths' geometric means, each to the power of its share
+  // of the cases.
+  auto defaultEstimate = [&] {
+    double logSum = 0;
+    for (auto &pt : paths)
+      if (pt->ledger.defaultCost() > 0)
+        logSum += double(pt->path.cases.size()) / numCases * std::log(pt->ledger.defaultCost());
+    return std::exp(logSum);
+  };
+  auto ratioEstimate = [&] {
+    double logSum = 0;
+    for (auto &pt : paths)
+      logSum += double(pt->path.cases.size()) / numCases * std::log(pt->ratio());
+    return std::exp(logSum);
+  };
+  auto combined = [&] {
+    std::vector<Point> choices;
+    std::vector<std::vector<Trial>> measured;
+    for (auto &pt : paths)
+      choices.push_back(pt->choice()), measured.push_back(pt->measured);
+    return combinations(k.space, k.paths, k.defaultPoint, choices, measured);
+  };
+
+  llvm::json::Array history; // [seconds, combined best estimate] when it changes
+  auto noteBest = [&](double c) {
     if (c > 0 &&
         (history.empty() || history.back().getAsArray()->back().getAsNumber().value_or(0) != c))
       history.push_back(llvm::json::Array{secondsSince(kernelStart), c});
   };
-  // The ledger's best into the entry, and the database to disk.
-  auto saveBest = [&]() -> llvm::Error {
-    if (std::optional<size_t> best = ledger.best()) {
-      entry.schedule = scheduleText(ctx, k, points[*best]);
-      entry.costMs = ledger.bestCost();
-      entry.defaultCostMs = ledger.defaultCost();
-      if (lastResult.count(*best))
-        entry.rooflineFraction = rooflineOf(k, lastResult[*best], machine);
+  // While the paths are searched, the entry holds the first combination of
+  // their bests and the estimate of its cost; the final batch replaces both.
+  auto saveInterim = [&]() -> llvm::Error {
+    std::vector<Point> points = combined();
+    const bool better = !points.empty() && ratioEstimate() < 1.0;
+    if (defaultEstimate() > 0 && (better || !previous)) {
+      const Point &p = better ? points.front() : k.defaultPoint;
+      entry.schedule = scheduleText(ctx, k, p);
+      entry.costMs = defaultEstimate() * (better ? ratioEstimate() : 1.0);
+      entry.defaultCostMs = defaultEstimate();
       entry.measuredAt = isoNow();
-    }
+    } // else (resuming, nothing better yet) the previous choice stays
     entry.secondsSpent = previouslySpent + secondsSince(kernelStart);
     // Until something has worked the entry has no schedule and is held back
     // from the file (its trials are kept in memory).
@@ -309,7 +397,8 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
   // (the batch's times mean nothing); an error when it failed its check (a
   // bug in the default, not a tuning result).
   using Results = std::vector<CandidateResult>;
-  auto timeAnchored = [&](llvm::json::Object batchRequest, std::vector<llvm::json::Value> others,
+  auto timeAnchored = [&](CostLedger &ledger, llvm::json::Object batchRequest,
+                          std::vector<llvm::json::Value> others,
                           double timeout) -> llvm::Expected<std::optional<Results>> {
     others.insert(others.begin(), candidateJson(k, k.defaultPoint));
     auto results = worker.run(std::move(batchRequest), others, timeout);
@@ -324,146 +413,235 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
       return std::nullopt;
     return std::optional<Results>(std::move(*results));
   };
-  auto candidatesOf = [&](llvm::ArrayRef<size_t> ids) {
-    std::vector<llvm::json::Value> candidates;
-    for (size_t id : ids)
-      candidates.push_back(candidateJson(k, points[id]));
-    return candidates;
-  };
-  // The default's and the re-timed points' costs in this batch's scale
-  // (results[1 + i] is ids[i]).
-  auto recordAnchorAndRetimed = [&](const Results &results, llvm::ArrayRef<size_t> ids) {
-    ledger.record(0, ledger.defaultCost());
-    lastResult[0] = results[0];
-    for (size_t i = 0; i < ids.size(); ++i) {
-      const CandidateResult &r = results[1 + i];
-      if (r.ran && r.failure.empty())
-        ledger.record(ids[i], ledger.cost(costOf(r))), lastResult[ids[i]] = r;
-    }
-  };
-  // At least one batch per kernel, however little budget is left, so that
-  // every kernel gets an entry (the default timed, a few candidates tried).
-  for (bool first = true; first || secondsSince(kernelStart) < share; first = false) {
-    if (options.interrupted && *options.interrupted)
-      break;
-    std::vector<Point> batch = search.propose(options.batch);
-    if (batch.empty())
-      break; // the space is exhausted
-    // [default, contenders other than the default, batch...]
-    std::vector<size_t> again;
-    for (size_t id : ledger.contenders())
-      if (id != 0)
-        again.push_back(id);
-    std::vector<llvm::json::Value> candidates = candidatesOf(again);
-    for (const Point &p : batch)
-      candidates.push_back(candidateJson(k, p));
-    double timeout = 90.0 * double(candidates.size() + 1) + 60;
-    auto timed = timeAnchored(llvm::json::Object(request), std::move(candidates), timeout);
-    if (!timed)
-      return timed.takeError();
-    if (options.interrupted && *options.interrupted)
-      break;
-    if (!*timed)
-      continue; // its points stay unmeasured
-    const Results &results = **timed;
-    if (!defaultRecorded) {
-      // The default is timed in every batch (the anchor): recorded once so
-      // that the search does not propose it and the model knows its cost.
-      search.record({k.defaultPoint, ledger.defaultCost()});
-      entry.trials.push_back({scheduleText(ctx, k, k.defaultPoint), ledger.defaultCost(), ""});
-      defaultRecorded = true;
-    }
-    recordAnchorAndRetimed(results, again);
-    const size_t offset = 1 + again.size();
-    for (size_t i = 0; i < batch.size(); ++i) {
-      const CandidateResult &r = results[offset + i];
-      if (!r.ran)
-        continue; // never reached (the batch was cut short); counts as taken
-      Trial trial{batch[i], std::nullopt};
-      TrialRecord record{scheduleText(ctx, k, batch[i]), std::nullopt, r.failure};
-      if (r.failure.empty()) {
-        double cost = ledger.cost(costOf(r));
-        trial.cost = record.costMs = cost;
-        size_t id = idOf(batch[i]);
-        ledger.record(id, cost);
-        lastResult[id] = r;
+  auto interrupted = [&] { return options.interrupted && *options.interrupted; };
+
+  size_t totalTrials = 0;
+  double knobsLeft = 0;
+  for (auto &pt : paths)
+    knobsLeft += double(pt->path.knobs.size());
+  for (auto &ptr : paths) {
+    PathTuning &pt = *ptr;
+    const SchedulePath &path = pt.path;
+    // The kernel's time left, shared among the paths left by their number
+    // of knobs; a path that exhausts its space early leaves its time to the
+    // next.
+    const double pathShare = std::max(0.0, share - secondsSince(kernelStart)) *
+                             double(path.knobs.size()) / std::max(1.0, knobsLeft);
+    knobsLeft -= double(path.knobs.size());
+    const Clock::time_point pathStart = Clock::now();
+    const llvm::json::Object request = requestFor(path.cases);
+    const std::string label = k.name + "/" + path.name;
+    auto full = [&](const Point &sub) { return embedPoint(path, sub, k.defaultPoint); };
+    auto candidatesOf = [&](llvm::ArrayRef<size_t> ids) {
+      std::vector<llvm::json::Value> candidates;
+      for (size_t id : ids)
+        candidates.push_back(candidateJson(k, full(pt.points[id])));
+      return candidates;
+    };
+    // The default's and the re-timed points' costs in this batch's scale
+    // (results[1 + i] is ids[i]).
+    auto recordAnchorAndRetimed = [&](const Results &results, llvm::ArrayRef<size_t> ids) {
+      pt.ledger.record(0, pt.ledger.defaultCost());
+      for (size_t i = 0; i < ids.size(); ++i) {
+        const CandidateResult &r = results[1 + i];
+        if (r.ran && r.failure.empty())
+          pt.ledger.record(ids[i], pt.ledger.cost(costOf(r)));
       }
-      search.record(trial);
-      entry.trials.push_back(std::move(record));
+    };
+    // At least one batch per path, however little budget is left, so that
+    // every kernel gets an entry (the default timed, a few candidates tried).
+    size_t batches = 0;
+    for (bool first = true; first || secondsSince(pathStart) < pathShare; first = false) {
+      if (interrupted())
+        break;
+      std::vector<Point> batch = pt.search.propose(options.batch);
+      if (batch.empty())
+        break; // the space is exhausted
+      // [default, contenders other than the default, batch...]
+      std::vector<size_t> again;
+      for (size_t id : pt.ledger.contenders())
+        if (id != 0)
+          again.push_back(id);
+      std::vector<llvm::json::Value> candidates = candidatesOf(again);
+      for (const Point &p : batch)
+        candidates.push_back(candidateJson(k, full(p)));
+      double timeout = 90.0 * double(candidates.size() + 1) + 60;
+      auto timed =
+          timeAnchored(pt.ledger, llvm::json::Object(request), std::move(candidates), timeout);
+      if (!timed)
+        return timed.takeError();
+      if (interrupted())
+        break;
+      if (!*timed)
+        continue; // its points stay unmeasured
+      const Results &results = **timed;
+      ++batches;
+      if (!pt.defaultRecorded) {
+        // The default is timed in every batch (the anchor): recorded once so
+        // that the search does not propose it and the model knows its cost.
+        Trial trial{pt.points[0], pt.ledger.defaultCost()};
+        pt.search.record(trial);
+        pt.measured.push_back(trial);
+        entry.trials.push_back(
+            {scheduleText(ctx, k, k.defaultPoint), pt.ledger.defaultCost(), "", path.name});
+        pt.defaultRecorded = true;
+      }
+      recordAnchorAndRetimed(results, again);
+      const size_t offset = 1 + again.size();
+      for (size_t i = 0; i < batch.size(); ++i) {
+        const CandidateResult &r = results[offset + i];
+        if (!r.ran)
+          continue; // never reached (the batch was cut short); counts as taken
+        Trial trial{batch[i], std::nullopt};
+        TrialRecord record{scheduleText(ctx, k, full(batch[i])), std::nullopt, r.failure,
+                           path.name};
+        if (r.failure.empty()) {
+          double cost = pt.ledger.cost(costOf(r));
+          trial.cost = record.costMs = cost;
+          pt.ledger.record(pt.id(batch[i]), cost);
+        }
+        pt.search.record(trial);
+        pt.measured.push_back(trial);
+        entry.trials.push_back(std::move(record));
+      }
+      noteBest(defaultEstimate() * ratioEstimate());
+      if (llvm::Error err = saveInterim())
+        return err;
+      progress(label, index, secondsSince(pathStart), pathShare, pt.search.trials(),
+               pt.ledger.bestCost(), pt.ledger.defaultCost(), false);
     }
-    noteBest();
-    if (llvm::Error err = saveBest())
-      return err;
-    progress(k, index, secondsSince(kernelStart), share, search.trials(), ledger.bestCost(),
-             ledger.defaultCost(), false);
-  }
-  // Settle: the finalists (the default among them) re-timed together in a
-  // fresh batch with more rounds; the choice and the reported cost come from
-  // it alone, free of the luck that made them finalists.
-  if (ledger.best() && !(options.interrupted && *options.interrupted)) {
-    std::vector<size_t> finalists = ledger.contenders();
+    // Settle: the path's finalists (the default among them) re-timed
+    // together in a fresh batch with more rounds; the path's choice comes
+    // from it alone, free of the luck that made them finalists. Not after a
+    // single batch (a tiny budget): its finalists were measured once, beside
+    // the default, and the final batch below times their combination again.
+    std::vector<size_t> finalists = pt.ledger.contenders();
     finalists.erase(std::remove(finalists.begin(), finalists.end(), size_t(0)), finalists.end());
-    llvm::json::Object settleRequest(request);
-    settleRequest["repeats"] = 9;
-    settleRequest["max_seconds"] = 8.0;
-    auto timed = timeAnchored(std::move(settleRequest), candidatesOf(finalists),
+    if (batches > 1 && !finalists.empty() && !interrupted()) {
+      llvm::json::Object settleRequest(request);
+      settleRequest["repeats"] = 9;
+      settleRequest["max_seconds"] = 8.0;
+      auto timed = timeAnchored(pt.ledger, std::move(settleRequest), candidatesOf(finalists),
+                                90.0 * double(finalists.size() + 1) + 60);
+      if (!timed)
+        return timed.takeError();
+      if (*timed) {
+        // Only now forget the search-phase estimates: a failed settling
+        // batch leaves them as they were.
+        pt.ledger.settle();
+        recordAnchorAndRetimed(**timed, finalists);
+        noteBest(defaultEstimate() * ratioEstimate());
+        if (llvm::Error err = saveInterim())
+          return err;
+      }
+    }
+    totalTrials += pt.search.trials();
+    progress(label, index, pathShare, pathShare, pt.search.trials(), pt.ledger.bestCost(),
+             pt.ledger.defaultCost(), true);
+  }
+
+  // The paths' choices combined (one point per disagreement on a shared
+  // knob, and the previous run's choice when resuming), timed with the
+  // default on all cases in one fresh batch: the entry's schedule, its cost
+  // and the default's come from this batch alone.
+  llvm::json::Array cases;
+  const double historyDefault = defaultEstimate();
+  std::vector<Point> finalists = combined();
+  if (previous && std::find(finalists.begin(), finalists.end(), *previous) == finalists.end())
+    finalists.push_back(*previous);
+  finalists.erase(std::remove(finalists.begin(), finalists.end(), k.defaultPoint),
+                  finalists.end());
+  if (!interrupted() && !finalists.empty() &&
+      std::any_of(paths.begin(), paths.end(),
+                  [](auto &pt) { return pt->ledger.best().has_value(); })) {
+    std::vector<llvm::json::Value> candidates;
+    for (const Point &p : finalists)
+      candidates.push_back(candidateJson(k, p));
+    llvm::json::Object finalRequest = requestFor(allCases);
+    finalRequest["repeats"] = 9;
+    finalRequest["max_seconds"] = 8.0;
+    CostLedger whole;
+    auto timed = timeAnchored(whole, std::move(finalRequest), std::move(candidates),
                               90.0 * double(finalists.size() + 1) + 60);
     if (!timed)
       return timed.takeError();
     if (*timed) {
-      // Only now forget the search-phase estimates: a failed settling batch
-      // leaves them (and the entry saved from them) as they were.
-      ledger.settle();
-      recordAnchorAndRetimed(**timed, finalists);
-      noteBest();
-      if (llvm::Error err = saveBest())
-        return err;
-    } // else the entry keeps the best saved during the search
+      const Results &results = **timed;
+      size_t bestAt = 0; // 0: the default
+      double bestCost = whole.defaultCost();
+      for (size_t i = 1; i < results.size(); ++i)
+        if (results[i].ran && results[i].failure.empty() &&
+            whole.cost(costOf(results[i])) < bestCost)
+          bestAt = i, bestCost = whole.cost(costOf(results[i]));
+      const Point &chosen = bestAt ? finalists[bestAt - 1] : k.defaultPoint;
+      entry.schedule = scheduleText(ctx, k, chosen);
+      entry.costMs = bestCost;
+      entry.defaultCostMs = whole.defaultCost();
+      entry.rooflineFraction = rooflineOf(k, results[bestAt], machine);
+      entry.measuredAt = isoNow();
+      noteBest(historyDefault * bestCost / whole.defaultCost());
+      // Per length, the default and the chosen schedule side by side (raw
+      // wall minimum, same batch): which path the tuning helped.
+      const CandidateResult &anchor = results[0], &best = results[bestAt];
+      for (size_t c = 0; c < anchor.cases.size() && c < best.cases.size(); ++c)
+        cases.push_back(llvm::json::Object{{"rows", anchor.cases[c].rows},
+                                           {"keys", anchor.cases[c].keys},
+                                           {"default_ms", anchor.cases[c].wallMinMs},
+                                           {"tuned_ms", best.cases[c].wallMinMs}});
+    } // else the entry keeps the combination saved during the search
   }
-  progress(k, index, share, share, search.trials(), ledger.bestCost(), ledger.defaultCost(), true);
+  entry.secondsSpent = previouslySpent + secondsSince(kernelStart);
+  if (!entry.schedule.empty())
+    if (llvm::Error err = db.save(options.dbPath))
+      return err;
 
+  llvm::json::Array pathReports;
+  for (auto &pt : paths) {
+    llvm::json::Array lengths;
+    for (size_t c : pt->path.cases)
+      lengths.push_back(k.caseRows[c]);
+    pathReports.push_back(llvm::json::Object{
+        {"path", pt->path.name},
+        {"lengths", std::move(lengths)},
+        {"trials", int64_t(pt->search.trials())},
+        {"default_ms", pt->ledger.defaultCost()},
+        {"best_ms", pt->ledger.best() ? pt->ledger.bestCost() : pt->ledger.defaultCost()},
+        {"schedule", scheduleText(ctx, k, embedPoint(pt->path, pt->choice(), k.defaultPoint))}});
+  }
   llvm::json::Object kernelReport{{"name", k.name},
                                   {"kernel", k.signature},
-                                  {"trials", int64_t(search.trials())},
+                                  {"trials", int64_t(totalTrials)},
                                   {"default_ms", entry.defaultCostMs},
-                                  {"best_ms", ledger.bestCost()},
+                                  {"best_ms", entry.costMs},
                                   {"roofline_fraction", entry.rooflineFraction},
                                   {"schedule", entry.schedule},
+                                  {"paths", std::move(pathReports)},
+                                  {"history_default_ms", historyDefault},
                                   {"history", std::move(history)}};
-  std::optional<size_t> best = ledger.best();
-  if (options.baselines && best && !(options.interrupted && *options.interrupted)) {
+  if (!cases.empty())
+    kernelReport["cases"] = std::move(cases);
+  std::optional<Point> chosen = pointOf(ctx, k, entry.schedule);
+  if (options.baselines && chosen && !interrupted()) {
     // Halide's autoschedulers on the same algorithm, timed beside the
-    // default (the anchor, as in every batch) and the best schedule.
-    std::vector<llvm::json::Value> candidates = candidatesOf({*best});
+    // default (the anchor, as in every batch) and the chosen schedule.
+    std::vector<llvm::json::Value> candidates{candidateJson(k, *chosen)};
     const char *names[] = {"Adams2019", "Li2018", "Mullapudi2016"};
     for (const char *name : names)
       candidates.push_back(llvm::json::Object{{"autoscheduler", name}});
-    auto timed = timeAnchored(llvm::json::Object(request), std::move(candidates), 900);
+    CostLedger anchored(entry.defaultCostMs);
+    auto timed = timeAnchored(anchored, requestFor(allCases), std::move(candidates), 900);
     if (!timed)
       return timed.takeError();
     llvm::json::Object baselines;
     if (*timed) {
       const Results &results = **timed;
-      const CandidateResult &anchor = results[0];
       for (size_t i = 1; i < results.size(); ++i) {
         const CandidateResult &r = results[i];
         std::string key = i == 1 ? "xf_tuned" : names[i - 2];
         if (r.ran && r.failure.empty())
-          baselines[key] = ledger.cost(costOf(r));
+          baselines[key] = anchored.cost(costOf(r));
         else
           baselines[key] = r.ran ? r.failure : "not run";
-      }
-      // Per length, the default and the best side by side (raw wall
-      // minimum, same batch): which path the tuning helped.
-      const CandidateResult &best = results[1];
-      if (best.ran && best.failure.empty() && best.cases.size() == anchor.cases.size()) {
-        llvm::json::Array cases;
-        for (size_t c = 0; c < anchor.cases.size(); ++c)
-          cases.push_back(llvm::json::Object{{"rows", anchor.cases[c].rows},
-                                             {"keys", anchor.cases[c].keys},
-                                             {"default_ms", anchor.cases[c].wallMinMs},
-                                             {"tuned_ms", best.cases[c].wallMinMs}});
-        kernelReport["cases"] = std::move(cases);
       }
     }
     kernelReport["baselines"] = std::move(baselines);
@@ -537,6 +715,133 @@ llvm::Error Tuner::run(const HostProgram &program) {
   return llvm::Error::success();
 }
 
+llvm::Error Tuner::compare(const HostProgram &program) {
+  llvm::Expected<VectorShape> shape = vectorShapeOf(options.target);
+  if (!shape)
+    return shape.takeError();
+  llvm::Expected<std::string> targetString = halideTargetString(options.target);
+  if (!targetString)
+    return targetString.takeError();
+  target = *targetString;
+  // Both must exist: comparing with nothing is a mistake, not an empty result.
+  llvm::Expected<TuningDatabase> a = TuningDatabase::load(options.dbPath);
+  if (!a)
+    return a.takeError();
+  llvm::Expected<TuningDatabase> b = TuningDatabase::load(options.comparePath);
+  if (!b)
+    return b.takeError();
+  if (llvm::Error err = collect(program, *shape))
+    return err;
+  llvm::Expected<MachineCeilings> ceilings = worker.measureMachine();
+  if (!ceilings)
+    return ceilings.takeError();
+  machine = *ceilings;
+  log << llvm::formatv("xfc tune --compare: A = {0}, B = {1}; {2} threads; this machine now: "
+                       "{3:f0} GFLOP/s fp32 FMA peak, {4:f1} GB/s read\n",
+                       options.dbPath, options.comparePath, options.threads, machine.fmaGflops,
+                       machine.readGBs);
+  log << "  kernel           rows  keys  default ms       A ms       B ms    A / B\n";
+  llvm::json::Array kernelsReport;
+  for (Kernel &k : kernels) {
+    if (options.interrupted && *options.interrupted)
+      break;
+    const TuningEntry *ea = a->find(k.signature, target, options.threads, kXfVersion);
+    const TuningEntry *eb = b->find(k.signature, target, options.threads, kXfVersion);
+    std::optional<Point> pa = ea ? pointOf(ctx, k, ea->schedule) : std::nullopt;
+    std::optional<Point> pb = eb ? pointOf(ctx, k, eb->schedule) : std::nullopt;
+    if (!pa || !pb) {
+      log << llvm::formatv("  {0,-16} not compared: no usable entry in {1}\n", k.name,
+                           !pa ? options.dbPath : options.comparePath);
+      continue;
+    }
+    llvm::json::Object request{{"target", options.target},
+                               {"repeats", 9},
+                               {"max_seconds", 8.0},
+                               {"kernel", kernelJson(k)}};
+    llvm::json::Array cases;
+    for (size_t i = 0; i < k.caseRows.size(); ++i) {
+      llvm::json::Object c{{"rows", k.caseRows[i]}};
+      if (!k.isGemm)
+        c["keys"] = k.caseKeys[i];
+      cases.push_back(std::move(c));
+    }
+    request["cases"] = std::move(cases);
+    // Minimum wall time per case over the batches: [default, A, B].
+    const size_t numCases = k.caseRows.size();
+    std::vector<std::array<double, 3>> best(numCases, {INFINITY, INFINITY, INFINITY});
+    std::string failure;
+    for (int batch = 0; batch < kCompareBatches; ++batch) {
+      // A then B in even batches, B then A in odd ones: neither always
+      // runs right after the default.
+      const bool swap = batch % 2 == 1;
+      std::vector<llvm::json::Value> candidates{candidateJson(k, k.defaultPoint),
+                                                candidateJson(k, swap ? *pb : *pa),
+                                                candidateJson(k, swap ? *pa : *pb)};
+      auto results = worker.run(llvm::json::Object(request), candidates,
+                                90.0 * double(candidates.size()) + 60);
+      if (!results)
+        return results.takeError();
+      for (size_t slot = 0; slot < 3; ++slot) {
+        const CandidateResult &r = (*results)[slot == 0 ? 0 : (slot == 1) != swap ? 1 : 2];
+        if (!r.ran || !r.failure.empty()) {
+          failure = r.ran ? r.failure : "not run";
+          continue;
+        }
+        for (size_t c = 0; c < numCases && c < r.cases.size(); ++c)
+          best[c][slot] = std::min(best[c][slot], r.cases[c].wallMinMs);
+      }
+    }
+    llvm::json::Array caseReports;
+    double logRatio = 0;
+    bool complete = true;
+    for (size_t c = 0; c < numCases; ++c) {
+      complete &= std::isfinite(best[c][1]) && std::isfinite(best[c][2]);
+      double ratio = best[c][1] / best[c][2];
+      logRatio += std::log(ratio);
+      log << llvm::formatv("  {0,-16} {1,4} {2,5} {3,11:f4} {4,10:f4} {5,10:f4} {6,8:f3}\n",
+                           k.name, k.caseRows[c], k.isGemm ? 0 : k.caseKeys[c], best[c][0],
+                           best[c][1], best[c][2], ratio);
+      caseReports.push_back(llvm::json::Object{{"rows", k.caseRows[c]},
+                                               {"keys", k.isGemm ? 0 : k.caseKeys[c]},
+                                               {"default_ms", best[c][0]},
+                                               {"a_ms", best[c][1]},
+                                               {"b_ms", best[c][2]}});
+    }
+    if (!complete) {
+      log << llvm::formatv("  {0,-16} not compared: a schedule failed in the worker: {1}\n",
+                           k.name, failure);
+      continue;
+    }
+    double ratio = std::exp(logRatio / double(std::max<size_t>(1, numCases)));
+    log << llvm::formatv("  {0,-16} all lengths (geometric mean)          A / B {1,8:f3}\n",
+                         k.name, ratio);
+    kernelsReport.push_back(llvm::json::Object{{"name", k.name},
+                                               {"kernel", k.signature},
+                                               {"a_schedule", ea->schedule},
+                                               {"b_schedule", eb->schedule},
+                                               {"a_over_b", ratio},
+                                               {"cases", std::move(caseReports)}});
+  }
+  if (!options.reportPath.empty()) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << llvm::formatv("{0:2}",
+                        llvm::json::Value(llvm::json::Object{{"a", options.dbPath},
+                                                             {"b", options.comparePath},
+                                                             {"target", target},
+                                                             {"threads", options.threads},
+                                                             {"batches", kCompareBatches},
+                                                             {"fma_gflops", machine.fmaGflops},
+                                                             {"read_gbs", machine.readGBs},
+                                                             {"kernels", std::move(kernelsReport)}}))
+       << "\n";
+    if (xfrt::Status s = xfrt::writeFileAtomically(options.reportPath, text.data(), text.size());
+        !s)
+      return llvm::createStringError("cannot write the report: " + s.message());
+  }
+  return llvm::Error::success();
+}
+
 } // namespace
 
 llvm::Error mlir::xf::tuning::tuneProgram(MLIRContext &ctx, const HostProgram &program,
@@ -545,5 +850,5 @@ llvm::Error mlir::xf::tuning::tuneProgram(MLIRContext &ctx, const HostProgram &p
   if (resolved.threads <= 0)
     resolved.threads = std::max(1u, std::thread::hardware_concurrency());
   Tuner tuner(ctx, resolved, log);
-  return tuner.run(program);
+  return resolved.comparePath.empty() ? tuner.run(program) : tuner.compare(program);
 }

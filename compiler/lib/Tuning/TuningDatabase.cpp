@@ -93,7 +93,7 @@ std::optional<std::string> checkEntry(const TuningEntry &e, size_t i) {
     std::string where = at(i, j) + ": ";
     if (t.schedule.empty())
       return where + "'schedule' must be a non-empty string";
-    if (!json::isUTF8(t.schedule) || !json::isUTF8(t.failure))
+    if (!json::isUTF8(t.schedule) || !json::isUTF8(t.failure) || !json::isUTF8(t.path))
       return where + "strings must be valid UTF-8";
     if (t.costMs.has_value() == !t.failure.empty())
       return where + "must have exactly one of 'cost_ms' and 'failure' (a non-empty string)";
@@ -355,6 +355,8 @@ Expected<TuningDatabase> TuningDatabase::load(StringRef path) {
           }
           if (tobj->get("failure"))
             tf.string("failure", t.failure);
+          if (tobj->get("path"))
+            tf.string("path", t.path);
           if (tf.problem())
             return fileError(path, *tf.problem());
           e.trials.push_back(std::move(t));
@@ -453,6 +455,8 @@ Error TuningDatabase::save(StringRef path) const {
                       number("cost_ms", *t.costMs);
                     else
                       j.attribute("failure", t.failure);
+                    if (!t.path.empty())
+                      j.attribute("path", t.path);
                   });
                 }
               });

@@ -5,14 +5,18 @@
 // database with the best measured schedule of every kernel, keyed by kernel
 // signature, target, threads and xf version (docs/tuning.md).
 //
-// Per kernel, a Search (Search.h) proposes candidates in the knob space of
+// Per kernel and per code path (SchedulePaths.h: GEMV vs tiled GEMM,
+// attention decode vs prefill, each timed on the lengths that take it), a
+// Search (Search.h) proposes candidates in the knob space of
 // ScheduleSpace.h; batches of them are compiled, checked against a float64
 // reference and timed by xf-tune-worker in a child process, so that a
 // candidate that crashes or hangs costs one batch, never the tuner. Each
 // batch also times the default schedule and the best one so far; costs are
 // relative to the default's time in the same batch (CostLedger.h), so a
 // batch measured while the machine was busier is not mistaken for a worse
-// schedule. The database is saved after every batch: Ctrl-C keeps all that
+// schedule. The paths' choices are combined and timed with the default on
+// all lengths in a final batch, which decides the kernel's one schedule.
+// The database is saved after every batch: Ctrl-C keeps all that
 // was measured, and a re-run resumes from the recorded trials.
 //
 //===----------------------------------------------------------------------===//
@@ -46,10 +50,15 @@ struct TuneOptions {
   size_t batch = 4;                               // candidates per worker process
   bool baselines = false;                         // also time Halide's autoschedulers per kernel
   std::string reportPath;                         // optional JSON report (convergence, baselines)
+  /// Not empty: no search; the schedules of dbPath (A) and of this database
+  /// (B) are timed side by side, per kernel both have and per length, in
+  /// the same worker batches with the default (docs/tuning.md).
+  std::string comparePath;
   const std::atomic<bool> *interrupted = nullptr; // set by the caller's SIGINT handler
 };
 
-/// Tunes every distinct kernel of `program`; progress goes to `log`.
+/// Tunes every distinct kernel of `program` (or compares two databases on
+/// them, TuneOptions::comparePath); progress goes to `log`.
 llvm::Error tuneProgram(MLIRContext &ctx, const HostProgram &program, const TuneOptions &options,
                         llvm::raw_ostream &log);
 

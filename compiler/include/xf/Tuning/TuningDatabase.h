@@ -14,7 +14,7 @@
 //         "schedule": "<schedule text, e.g. #xf.gemm_schedule<tile_cols = 48, ...>>",
 //         "cost_ms": 1.23, "default_cost_ms": 1.50, "roofline_fraction": 0.8,
 //         "measured_at": "<ISO time>",
-//         "trials": [ { "schedule": "<text>", "cost_ms": 1.4 },
+//         "trials": [ { "schedule": "<text>", "cost_ms": 1.4, "path": "gemm" },
 //                     { "schedule": "<text>", "failure": "timeout" } ],
 //         "seconds_spent": 42.0 } ] }
 //
@@ -25,7 +25,9 @@
 //    positive integer; "cost_ms", "default_cost_ms", "roofline_fraction" and
 //    "seconds_spent" finite non-negative numbers; "trials" an array (possibly
 //    empty) of objects with a non-empty "schedule" string and exactly one of
-//    "cost_ms" (finite non-negative) or "failure" (non-empty string).
+//    "cost_ms" (finite non-negative) or "failure" (non-empty string), and
+//    optionally a "path" string (the code path the trial was timed on; its
+//    cost is relative to the default's on that path's lengths).
 //  - At most one entry per (kernel, target, threads, xf_version).
 //  - Unknown keys are ignored on load and dropped on save (room for later
 //    additions without a new version). Strings are UTF-8.
@@ -58,6 +60,11 @@ struct TrialRecord {
   std::string schedule;
   std::optional<double> costMs;
   std::string failure;
+  /// The code path it was timed for ("gemv", "gemm", "decode", "prefill":
+  /// costs relative to the default on that path's lengths only); empty for
+  /// a trial timed on all lengths (written by xf before paths were searched
+  /// apart).
+  std::string path;
 };
 
 struct TuningEntry {
