@@ -2,6 +2,7 @@
 
 #include "Workload.h"
 #include "Reference.h"
+#include "xf/Codegen/WeightBlocksGgml.h"
 
 #include <algorithm>
 #include <cmath>
@@ -45,13 +46,9 @@ uint16_t randomScale(std::mt19937 &rng) {
   return uint16_t(sign(rng) << 15 | exponent(rng) << 10 | mantissa(rng));
 }
 
-double halfValue(uint16_t h) {
-  return std::ldexp(1.0 + (h & 1023) / 1024.0, ((h >> 10) & 31) - 15) * (h >> 15 ? -1 : 1);
-}
-
 /// Random ggml blocks of `type` for the [N, K] weight (k, n), whose values
-/// (HalideKernels.h's definitions) replace the weight's, so the reference
-/// multiplies by exactly what the kernel dequantizes.
+/// (as the runtime dequantizes them) replace the weight's, so the reference
+/// multiplies by exactly what the kernel reads.
 Halide::Runtime::Buffer<uint8_t> randomBlocks(WeightBlocks type, FloatBuffer &weight,
                                               std::mt19937 &rng) {
   const int K = weight.width(), rows = weight.height();
@@ -59,22 +56,18 @@ Halide::Runtime::Buffer<uint8_t> randomBlocks(WeightBlocks type, FloatBuffer &we
   Halide::Runtime::Buffer<uint8_t> bytes(K / 32 * blockBytes, rows);
   std::uniform_int_distribution<int> byte(0, 255);
   bytes.for_each_value([&](uint8_t &b) { b = uint8_t(byte(rng)); });
-  for (int r = 0; r < rows; ++r)
+  for (int r = 0; r < rows; ++r) {
     for (int b = 0; b < K / 32; ++b) {
       uint8_t *block = &bytes(b * blockBytes, r);
       const uint16_t d = randomScale(rng), m = randomScale(rng);
       std::memcpy(block, &d, 2);
       if (type == WeightBlocks::Q4_1)
         std::memcpy(block + 2, &m, 2);
-      const uint8_t *q = block + (type == WeightBlocks::Q4_1 ? 4 : 2);
-      for (int j = 0; j < 32; ++j) {
-        const int nibble = j < 16 ? q[j] & 15 : q[j - 16] >> 4;
-        const double w = type == WeightBlocks::Q8_0   ? halfValue(d) * double(int8_t(q[j]))
-                         : type == WeightBlocks::Q4_1 ? halfValue(d) * nibble + halfValue(m)
-                                                      : halfValue(d) * (nibble - 8);
-        weight(b * 32 + j, r) = float(w);
-      }
     }
+    // Rows of `weight` are contiguous: width K, stride K.
+    if (!xfrt::dequantizeToF32(ggmlTypeOf(type), &bytes(0, r), size_t(K), &weight(0, r)))
+      std::abort(); // every WeightBlocks type is one dequantizeToF32 handles
+  }
   return bytes;
 }
 

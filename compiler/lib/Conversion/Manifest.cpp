@@ -2,6 +2,7 @@
 
 #include "Manifest.h"
 #include "HostLowering.h"
+#include "xf/Codegen/WeightBlocksGgml.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
@@ -31,20 +32,6 @@ static std::optional<std::string> jsonNumber(Attribute value) {
     return std::string(text);
   }
   return std::nullopt;
-}
-
-static xfrt::GgmlType ggmlTypeOf(WeightBlocks blocks) {
-  switch (blocks) {
-  case WeightBlocks::Q8_0:
-    return xfrt::GgmlType::Q8_0;
-  case WeightBlocks::Q4_0:
-    return xfrt::GgmlType::Q4_0;
-  case WeightBlocks::Q4_1:
-    return xfrt::GgmlType::Q4_1;
-  case WeightBlocks::None:
-    break;
-  }
-  return xfrt::GgmlType::F32;
 }
 
 void mlir::xf::emitManifestGlobal(ModuleOp module, llvm::StringRef json, llvm::StringRef symbol) {
