@@ -227,6 +227,46 @@ TEST(RuntimeBlockGemv, QuantizeRowQ8) {
   xfrt::quantizeRowQ8(x.data(), 96, q.data(), meta);
   EXPECT_TRUE(std::isnan(meta[0]));
   EXPECT_FALSE(std::isnan(meta[4]));
+  // So does a NaN, wherever it is in the block (max() would skip it).
+  x[5] = 1.f;
+  x[70] = NAN;
+  xfrt::quantizeRowQ8(x.data(), 96, q.data(), meta);
+  EXPECT_FALSE(std::isnan(meta[0]));
+  EXPECT_TRUE(std::isnan(meta[4]));
+  EXPECT_TRUE(std::isnan(meta[5]));
+}
+
+TEST(RuntimeBlockGemv, QuantizeRowQ8EveryInstructionSetBitwise) {
+  // The vector paths round exactly as the portable loop: same q bytes, same meta bits, for
+  // ties (x = (k + ½)·d), values at ±127·d, zero, subnormal, infinite and NaN blocks.
+  std::mt19937 rng(13);
+  std::normal_distribution<float> normal;
+  const int64_t K = 32 * 12;
+  std::vector<float> x(K);
+  for (int64_t k = 0; k < K; ++k)
+    x[k] = normal(rng) * std::ldexp(1.f, int(k / 32 % 9) - 4);
+  for (int i = 0; i < 32; ++i) { // block 1: d = 1 exactly, every value a tie or an integer
+    x[32 + i] = float(i % 2 ? i - 16 : i) + (i % 3 == 0 ? 0.5f : 0.f) - 8.f;
+    x[32 + i] = std::clamp(x[32 + i], -126.5f, 126.5f);
+  }
+  x[33] = 127.f;
+  std::fill(x.begin() + 64, x.begin() + 96, 0.f); // block 2: zero
+  for (int i = 96; i < 128; ++i)                    // block 3: subnormal
+    x[i] = float(i - 112) * 1e-42f;
+  x[130] = -INFINITY; // block 4
+  x[190] = NAN;       // block 5
+  x[191] = 3.f;
+  std::vector<int8_t> want(K), got(K);
+  std::vector<float> wantMeta(K / 16), gotMeta(K / 16);
+  xfrt::quantizeRowQ8(x.data(), K, want.data(), wantMeta.data(), BlockDotIsa::Portable);
+  EXPECT_TRUE(std::isnan(wantMeta[8]) && std::isnan(wantMeta[10]));
+  for (BlockDotIsa isa : isasOfThisCpu()) {
+    std::fill(got.begin(), got.end(), int8_t(99));
+    xfrt::quantizeRowQ8(x.data(), K, got.data(), gotMeta.data(), isa);
+    EXPECT_EQ(got, want) << xfrt::blockDotIsaName(isa);
+    EXPECT_EQ(std::memcmp(gotMeta.data(), wantMeta.data(), wantMeta.size() * 4), 0)
+        << xfrt::blockDotIsaName(isa);
+  }
 }
 
 TEST(RuntimeBlockGemv, EveryTypeAndInstructionSet) {

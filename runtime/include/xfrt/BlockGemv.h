@@ -34,7 +34,10 @@ enum class BlockEpilogue : int32_t { None, Relu, GeluTanh, GeluErf, Silu, SwiGlu
 
 /// One row of K activations (K a multiple of 32) rounded to Q8_0 blocks: q[K], and per block b
 /// meta[2b] = its scale d, meta[2b + 1] = d·Σq (for the offset terms of Q4_0, Q4_1, Q8_0).
-void quantizeRowQ8(const float *x, int64_t K, int8_t *q, float *meta);
+/// `isa` Avx512Vnni (where blockDotIsaOfCpu allows it) rounds 16 values per instruction with
+/// the same double division and round-half-even: bitwise the portable result.
+void quantizeRowQ8(const float *x, int64_t K, int8_t *q, float *meta,
+                   BlockDotIsa isa = BlockDotIsa::Portable);
 
 } // namespace xfrt
 
