@@ -116,13 +116,12 @@ Expected<Session> Session::create(const Manifest &m, const ModelAbi &abi,
       return makeError("xf_prepare failed: Halide: " + reason);
     return s;
   }
-  for (size_t j = 0; j < m.derivedBytes.size(); ++j) {
-    Expected<AlignedBuffer> b = AlignedBuffer::allocate(uint64_t(m.derivedBytes[j]));
-    if (!b)
-      return makeError("derived buffer " + std::to_string(j) + ": " + b.message());
-    s.derivedPtrs_.push_back(b->data());
-    s.derived_.push_back(b.take());
-  }
+  // One mapping in huge pages for all of them (WeightRegion.h: every decode step reads them).
+  Expected<WeightRegion> region = WeightRegion::allocate(m.derivedBytes);
+  if (!region)
+    return makeError("derived buffers: " + region.message());
+  s.derived_ = region.take();
+  s.derivedPtrs_ = s.derived_.pieces();
   s.params_.assign(weights.params.begin(), weights.params.end());
   // Never hand the generated code a null array, even for a model without
   // parameters.

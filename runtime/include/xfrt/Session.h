@@ -16,6 +16,7 @@
 #include "xfrt/Manifest.h"
 #include "xfrt/Status.h"
 #include "xfrt/Weights.h"
+#include "xfrt/WeightRegion.h"
 
 #include <cstdint>
 #include <memory>
@@ -100,7 +101,7 @@ private:
   const Manifest *manifest_ = nullptr;
   ModelAbi abi_{};
   std::vector<void *> params_, derivedPtrs_;
-  std::vector<AlignedBuffer> derived_;
+  WeightRegion derived_; // the derived buffers xf_prepare fills
   AlignedBuffer scratch_, cache_;
   int64_t cacheCapacity_ = 0; // positions the cache is (or will be) allocated for
 };
