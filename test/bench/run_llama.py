@@ -88,6 +88,18 @@ def run_cpp(gguf, ids, new, threads):
     return json.loads(r.stdout)
 
 
+def decode_bytes_per_token(gguf, prompt, new, layers=30, kv_width=192):
+    """Bytes a decode step reads at least: every tensor of the file (gguf's reader, test/bench
+    only; the header and tokenizer are not read per step) and the K and V rows of the cache
+    (float32, H_kv·d_k wide per layer), averaged over the steps of this run."""
+    r = subprocess.run([HF_PYTHON, "-c", "import sys; from gguf import GGUFReader; "
+                        "print(sum(int(t.n_bytes) for t in GGUFReader(sys.argv[1]).tensors))",
+                        gguf], capture_output=True, text=True, check=True)
+    contexts = range(prompt + 1, prompt + new)  # the steps after the first new token
+    kv = layers * 2 * kv_width * 4 * sum(contexts) / max(1, len(contexts))
+    return int(r.stdout), kv
+
+
 def kv_cache_mib(positions, layers=30, kv_width=192):
     """xf's KV cache: K and V [⌈positions⌉₁₆, H_kv·d_k] float32 per layer (docs/pipeline.md)."""
     return layers * 2 * kv_width * 4 * (-(-positions // 16) * 16) / 2**20
@@ -143,6 +155,8 @@ def main():
     agree = {n: f"{common(results[n][0]['text'], reference)} of {len(reference)}" for n in names}
     file_mib = os.path.getsize(args.gguf) / 2**20
     kv = kv_cache_mib(args.prompt_length + args.new_tokens)
+    tensor_bytes, kv_read = decode_bytes_per_token(args.gguf, args.prompt_length, args.new_tokens)
+    step_bytes = tensor_bytes + kv_read
     stat = lambda n, k, f: f([r[k] for r in results[n]])  # noqa: E731
     rows = []
     for n in names:
@@ -189,10 +203,11 @@ def main():
     blocks = rows[0]  # xf q8: the targets are read on it (prefill: the same exact path)
     lines += ["", f"File {file_mib:.1f} MiB; xf's KV cache for {args.prompt_length + args.new_tokens}"
               f" positions {kv:.1f} MiB; bound 1.2 × (file + KV) = {1.2 * (file_mib + kv):.1f} MiB."
-              + (f" Bandwidth bound of decode (the whole file read per token, the tied Q8_0 "
-                 f"unembedding included, at the median bandwidth): "
-                 f"{file_mib * 2**20 / (bw * 1e9) * 1e3:.2f} ms/token, "
-                 f"{file_mib * 2**20 / (bw * 1e9) * 1e3 / blocks[1] * 100:.0f} % of xf "
+              + (f" Bandwidth bound of decode (the bytes a step reads: every tensor of the file, "
+                 f"{tensor_bytes / 1e6:.1f} MB with the tied Q8_0 unembedding, and the KV cache "
+                 f"rows, {kv_read / 1e6:.1f} MB on average over this run's steps; at the median "
+                 f"bandwidth): {step_bytes / (bw * 1e9) * 1e3:.2f} ms/token, "
+                 f"{step_bytes / (bw * 1e9) * 1e3 / blocks[1] * 100:.0f} % of xf "
                  f"q8's best decode time."
                  if bw else ""), "",
               "**Targets** (issue 14, same file and threads, this run; xf q8):",
