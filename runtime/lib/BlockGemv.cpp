@@ -151,8 +151,38 @@ float activate(BlockEpilogue epilogue, float a) {
   }
 }
 
+#ifdef XF_BLOCK_GEMV_X86
+/// e^x for 16 floats: x = n·ln 2 + r (|r| ≤ ln2/2, ln 2 in two parts), Cephes' degree-6
+/// polynomial for e^r (about 1 ulp), then ×2^n (vscalefps). x is clamped to [−87.3, 88.7]
+/// first; a NaN stays NaN (the clamps return x when x is NaN).
+__attribute__((target("avx2,fma,f16c,avx512f"))) inline __m512 exp512(__m512 x) {
+  x = _mm512_max_ps(_mm512_set1_ps(-87.33654f), _mm512_min_ps(_mm512_set1_ps(88.72283f), x));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.f)));
+  return _mm512_scalef_ps(p, n);
+}
+
+/// a[i] = silu(a[i]) = a / (1 + e^(−a)) for i < count ≤ 16.
+__attribute__((target("avx2,fma,f16c,avx512f"))) void silu16(float *a, int count) {
+  const __mmask16 lanes = __mmask16((1u << count) - 1);
+  const __m512 v = _mm512_maskz_loadu_ps(lanes, a);
+  const __m512 e = exp512(_mm512_sub_ps(_mm512_setzero_ps(), v));
+  _mm512_mask_storeu_ps(a, lanes, _mm512_div_ps(v, _mm512_add_ps(_mm512_set1_ps(1.f), e)));
+}
+#endif
+
 struct Call {
   DotFn dot;
+  bool vectorSilu; // silu16 for the Silu / SwiGLU epilogues (AVX-512)
   int64_t rows, N, rowBytes, blocks, chunk;
   const uint8_t *weight;
   const int8_t *xq;
@@ -162,25 +192,43 @@ struct Call {
   float *out;
 };
 
-/// Output columns [task·chunk, +chunk): each weight row (and its up row) against every row
-/// of x̂, so a row read from memory is reused from L1 by the other rows.
+/// Output columns [task·chunk, +chunk), sixteen at a time: each weight row (and its up row)
+/// against every row of x̂, so a row read from memory is reused from L1 by the other rows;
+/// then the epilogue over the sixteen (silu in vectors where the CPU has AVX-512).
 int runTask(void *, int task, uint8_t *closure) {
   const Call &c = *reinterpret_cast<const Call *>(closure);
+  constexpr int kGroup = 16;
   const bool gated = c.epilogue == BlockEpilogue::SwiGlu;
+  const bool silu = c.epilogue == BlockEpilogue::Silu || gated;
   const int64_t begin = task * c.chunk, end = std::min(c.N, begin + c.chunk);
-  for (int64_t n = begin; n < end; ++n) {
+  for (int64_t n0 = begin; n0 < end; n0 += kGroup) {
+    const int count = int(std::min<int64_t>(kGroup, end - n0));
     for (int64_t m = 0; m < c.rows; ++m) {
-      DotArgs args{c.weight + n * c.rowBytes, c.blocks, c.xq + m * c.blocks * 32,
-                   c.xMeta + m * c.blocks * 2};
-      float a = c.dot(args) + (c.bias ? c.bias[n] : 0.f);
-      float value = activate(c.epilogue, a);
-      if (gated) {
-        args.w = c.weight + (c.N + n) * c.rowBytes;
-        value *= c.dot(args) + (c.bias ? c.bias[c.N + n] : 0.f);
+      float pre[kGroup], up[kGroup];
+      DotArgs args{nullptr, c.blocks, c.xq + m * c.blocks * 32, c.xMeta + m * c.blocks * 2};
+      for (int i = 0; i < count; ++i) {
+        const int64_t n = n0 + i;
+        args.w = c.weight + n * c.rowBytes;
+        pre[i] = c.dot(args) + (c.bias ? c.bias[n] : 0.f);
+        if (gated) {
+          args.w = c.weight + (c.N + n) * c.rowBytes;
+          up[i] = c.dot(args) + (c.bias ? c.bias[c.N + n] : 0.f);
+        }
       }
-      if (c.residual)
-        value += c.residual[m * c.residualStride + n];
-      c.out[m * c.outStride + n] = value;
+#ifdef XF_BLOCK_GEMV_X86
+      if (silu && c.vectorSilu)
+        silu16(pre, count);
+      else
+#endif
+        for (int i = 0; i < count; ++i)
+          pre[i] = activate(c.epilogue, pre[i]);
+      for (int i = 0; i < count; ++i) {
+        const int64_t n = n0 + i;
+        float value = gated ? pre[i] * up[i] : pre[i];
+        if (c.residual)
+          value += c.residual[m * c.residualStride + n];
+        c.out[m * c.outStride + n] = value;
+      }
     }
   }
   return 0;
@@ -312,6 +360,7 @@ extern "C" int32_t xfrt_block_gemv(const float *x, int64_t xStride, int64_t rows
   c.dot = ggmlType == kQ8_0   ? dotsFor<kQ8_0>(isa)
           : ggmlType == kQ4_1 ? dotsFor<kQ4_1>(isa)
                               : dotsFor<kQ4_0>(isa);
+  c.vectorSilu = isa == BlockDotIsa::Avx512Vnni;
   c.rows = rows, c.N = N, c.blocks = K / 32, c.rowBytes = c.blocks * ggmlBlockBytes(int(ggmlType));
   c.weight = weight, c.bias = bias, c.residual = residual, c.residualStride = residualStride;
   c.outStride = outStride, c.out = out, c.epilogue = BlockEpilogue(epilogue);

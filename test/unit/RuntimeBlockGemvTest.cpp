@@ -289,6 +289,33 @@ TEST(RuntimeBlockGemv, Epilogues) {
       check({kQ4_1, 2, 128, 11, e, true, true}, isa, rng);
 }
 
+TEST(RuntimeBlockGemv, SiluOverItsRange) {
+  // Zero weights, so each output is silu(bias) (SwiGLU: times an up bias of 1): silu in vectors
+  // (AVX-512: a polynomial e^x) and std::exp agree with float64 to 8 ulp (+1e-30 absolute,
+  // for the far negative tail where silu underflows) from −100 to 100, and NaN stays NaN.
+  const int64_t K = 32, N = 1001;
+  std::vector<uint8_t> zeros(size_t(2 * N * blockBytes(kQ4_1)), 0);
+  std::vector<float> x(K, 1.f), bias(size_t(2 * N), 1.f), out(N);
+  for (int64_t n = 0; n < N; ++n)
+    bias[n] = float(-100.0 + 0.2 * double(n)) + float(n % 7) * 1e-3f;
+  bias[N / 2] = NAN;
+  for (BlockDotIsa isa : isasOfThisCpu())
+    for (BlockEpilogue e : {BlockEpilogue::Silu, BlockEpilogue::SwiGlu}) {
+      ASSERT_EQ(xfrt_block_gemv(x.data(), K, 1, K, zeros.data(), kQ4_1, N, bias.data(), nullptr, 0,
+                                int64_t(e), out.data(), N, int64_t(isa)),
+                0);
+      for (int64_t n = 0; n < N; ++n) {
+        if (n == N / 2) {
+          EXPECT_TRUE(std::isnan(out[n])) << xfrt::blockDotIsaName(isa);
+          continue;
+        }
+        double a = bias[n], want = a / (1 + std::exp(-a));
+        EXPECT_LE(std::fabs(out[n] - want), std::ldexp(std::fabs(want), -20) + 1e-30)
+            << xfrt::blockDotIsaName(isa) << " silu(" << a << ")";
+      }
+    }
+}
+
 TEST(RuntimeBlockGemv, TasksOnTheThreadPool) {
   // 2048 rows of Q8_0 with K = 1024: 2.2 MB of weights, many tasks.
   std::mt19937 rng(5);
