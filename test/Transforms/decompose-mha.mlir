@@ -46,3 +46,16 @@ func.func @rope_and_grouped_heads(%x: tensor<?x64xf32>, %wq: tensor<64x64xf32>,
   %y = xf.mha causal heads 4 kv_heads 2 rope adjacent base 1.0e5 %x q %wq k %wkv v %wkv o %wq transpose_weights : (tensor<?x64xf32>, tensor<64x64xf32>, tensor<32x64xf32>, tensor<32x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>
 }
+
+// A packed batch (xf-pack-sequences): the segments reach the ropes and the
+// attention; cross attention keeps the context's key_segments.
+// CHECK-LABEL: func.func @packed_batch
+func.func @packed_batch(%x: tensor<?x64xf32>, %z: tensor<?x64xf32>, %wq: tensor<64x64xf32>, %n: tensor<?xi64>, %nz: tensor<?xi64>) -> tensor<?x64xf32> {
+  // CHECK: xf.rope adjacent heads 4 %{{.*}} segments %arg3 base
+  // CHECK: xf.rope adjacent heads 4 %{{.*}} segments %arg3 base
+  // CHECK: xf.attention causal heads 4 %{{.*}}, %{{.*}}, %{{.*}} segments %arg3 :
+  // CHECK: xf.attention cross heads 4 %{{.*}}, %{{.*}}, %{{.*}} segments %arg3 key_segments %arg4 :
+  %y = xf.mha causal heads 4 rope adjacent base 1.0e4 %x q %wq k %wq v %wq o %wq segments %n : (tensor<?x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<?xi64>) -> tensor<?x64xf32>
+  %c = xf.mha cross heads 4 %y context %z q %wq k %wq v %wq o %wq segments %n key_segments %nz : (tensor<?x64xf32>, tensor<?x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<?xi64>, tensor<?xi64>) -> tensor<?x64xf32>
+  return %c : tensor<?x64xf32>
+}

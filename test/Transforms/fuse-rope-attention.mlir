@@ -76,3 +76,31 @@ func.func @not_fusable(%x: tensor<?x64xf32>, %y: tensor<?x64xf32>, %o: index) ->
   %g = xf.attention cross heads 4 %cq, %ck, %x : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32> -> tensor<?x64xf32>
   return %a, %b, %rk, %c, %d, %e, %f, %g : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>
 }
+
+// A packed batch: ropes restarting at the attention's own segments fold in,
+// and the fused attention keeps them.
+// CHECK-LABEL: func.func @packed_batch
+func.func @packed_batch(%x: tensor<?x64xf32>, %w: tensor<64x64xf32>, %n: tensor<?xi64>) -> tensor<?x64xf32> {
+  // CHECK-NOT: xf.rope
+  // CHECK: xf.attention causal heads 4 rope halves base 1.000000e+04 %{{.*}}, %{{.*}}, %{{.*}} segments %{{.*}} :
+  %q = xf.linear %x, %w : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %k = xf.linear %x, %w : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %rq = xf.rope halves heads 4 %q segments %n base 1.0e4 : tensor<?x64xf32> -> tensor<?x64xf32>
+  %rk = xf.rope halves heads 4 %k segments %n base 1.0e4 : tensor<?x64xf32> -> tensor<?x64xf32>
+  %a = xf.attention causal heads 4 %rq, %rk, %q segments %n : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32> -> tensor<?x64xf32>
+  return %a : tensor<?x64xf32>
+}
+
+// Ropes over the whole packed rows (positions not restarting per sequence)
+// are not what the segmented attention would rotate: no fusion.
+// CHECK-LABEL: func.func @ropes_without_the_segments
+func.func @ropes_without_the_segments(%x: tensor<?x64xf32>, %w: tensor<64x64xf32>, %n: tensor<?xi64>) -> tensor<?x64xf32> {
+  // CHECK-COUNT-2: xf.rope
+  // CHECK: xf.attention causal heads 4 %{{.*}}, %{{.*}}, %{{.*}} segments
+  %q = xf.linear %x, %w : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %k = xf.linear %x, %w : tensor<?x64xf32>, tensor<64x64xf32> -> tensor<?x64xf32>
+  %rq = xf.rope halves heads 4 %q base 1.0e4 : tensor<?x64xf32> -> tensor<?x64xf32>
+  %rk = xf.rope halves heads 4 %k base 1.0e4 : tensor<?x64xf32> -> tensor<?x64xf32>
+  %a = xf.attention causal heads 4 %rq, %rk, %q segments %n : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32> -> tensor<?x64xf32>
+  return %a : tensor<?x64xf32>
+}

@@ -10,6 +10,11 @@ float32 weights in double precision, so they differ only by the order of their r
 the networks' amplification, and is 10⁸ below the 1e-4 the compiled models meet.
 `xfc --check` trusts the interpreter as its reference: this test is what that trust rests on.
 
+The oracle on a packed batch: every model but the encoder-decoder also runs as @forward_packed
+(`xf-interpret --segments`: all its lengths in one batch, the ops that see whole sequences
+taking the `segments` operand), and each sequence's rows must meet the same bound against the
+oracle run on that sequence alone.
+
 usage: check_oracle.py --interpreter build/bin/xf-interpret [--model gpt2 ...]
 """
 
@@ -23,7 +28,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                                 "e2e"))
 from check_examples import MODELS  # noqa: E402
-from oracle_runs import ORACLE, ROOT, report, run, compare_lengths  # noqa: E402
+from oracle_runs import ORACLE, ROOT, report, run, compare_lengths, relative_error  # noqa: E402
 
 TOLERANCE = 1e-12
 
@@ -42,8 +47,47 @@ def check_model(name, interpreter, workdir):
                  "--weights", weights, "--tokens", tokens, *extra, "-o", path])
         return f"xf-interpret failed: {r.stderr.strip()}" if r.returncode != 0 else None
 
-    return compare_lengths(name, MODELS[name], weights, interpreted, python=sys.executable,
-                           workdir=workdir, seed=7, tolerance=TOLERANCE, dtype=np.float64)
+    failures = compare_lengths(name, MODELS[name], weights, interpreted, python=sys.executable,
+                               workdir=workdir, seed=7, tolerance=TOLERANCE, dtype=np.float64)
+    if arch != "transformer":
+        failures += check_packed(name, interpreter, defines, weights, workdir)
+    return failures
+
+
+def check_packed(name, interpreter, defines, weights, workdir):
+    """@forward_packed on one batch of all the model's lengths vs the oracle per sequence."""
+    arch, hparams, output, lengths = MODELS[name]
+    rng = np.random.default_rng(11)
+    vocab = int(dict(kv.split("=") for kv in hparams.split(","))["N_V"])
+    sequences = [rng.integers(0, vocab, size=n) for n in lengths]
+    got = os.path.join(workdir, f"{name}_packed.npy")
+    r = run([interpreter, os.path.join(ROOT, "examples", name + ".xf"), *defines,
+             "--weights", weights, "--tokens", ",".join(str(t) for s in sequences for t in s),
+             "--segments", ",".join(str(n) for n in lengths), "-o", got])
+    if r.returncode != 0:
+        return [f"{name} packed {lengths}: xf-interpret failed: {r.stderr.strip()}"]
+    packed = np.load(got)
+    if packed.shape[0] != sum(lengths):
+        return [f"{name} packed {lengths}: {packed.shape[0]} rows, expected {sum(lengths)}"]
+    flag = "--logits-out" if output == "logits" else "--hidden-out"
+    failures, first, worst = [], 0, 0.0
+    for i, tokens in enumerate(sequences):
+        ref = os.path.join(workdir, f"{name}_packed_{i}_ref.npy")
+        r = run([sys.executable, ORACLE, "--arch", arch, "--hparams", hparams, "--weights",
+                 weights, "--tokens", ",".join(str(t) for t in tokens), flag, ref])
+        if r.returncode != 0:
+            return failures + [f"{name} packed: oracle failed: {r.stderr.strip()}"]
+        b = np.load(ref)
+        a = packed[first:first + len(tokens)]
+        first += len(tokens)
+        err = relative_error(a, b) if a.shape == b.shape else float("inf")
+        worst = max(worst, err)
+        if not err <= TOLERANCE:
+            failures.append(f"{name} packed sequence {i} (ℓ={len(tokens)}): "
+                            f"max|Δ|/max|ref| = {err:.3e} > {TOLERANCE}")
+    print(f"{name:12s} packed {lengths}  worst max|Δ|/max|ref| = {worst:.2e}  "
+          f"{'FAIL' if failures else 'ok'}")
+    return failures
 
 
 def main():

@@ -1,11 +1,13 @@
 //===- xf-interpret.cpp - a spec evaluated by the xf interpreter ----------===//
 //
 // xf-interpret SPEC.xf [-D NAME=VALUE]... --weights W.safetensors
-//              --tokens 1,2,3 [--source-tokens 4,5] -o OUT.npy
+//              --tokens 1,2,3 [--source-tokens 4,5] [--segments 1,2] -o OUT.npy
 // Runs the frontend's module (`xfc --emit=xf`) through the double-precision
 // interpreter (xf/Interpreter) on a checkpoint and writes the result as a
 // float64 .npy [ℓ, d_out]. Test tool: test/interpreter checks the
-// interpreter against test/reference's oracle with it.
+// interpreter against test/reference's oracle with it. With --segments the
+// tokens are a packed batch of sequences of those lengths, evaluated as
+// @forward_packed (xf-pack-sequences): the result is [Σℓ_i, d_out].
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,10 +15,12 @@
 #include "xf/Interpreter/Interpreter.h"
 #include "xf/Spec/Frontend.h"
 #include "xf/Spec/Parser.h"
+#include "xf/Transforms/Passes.h"
 #include "xfrt/Npy.h"
 #include "xfrt/Weights.h"
 
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -33,6 +37,9 @@ cl::list<std::string> defines("D", cl::Prefix, cl::desc("Override a hyperparamet
 cl::opt<std::string> weightsFile("weights", cl::Required, cl::desc("Checkpoint (.safetensors)"));
 cl::opt<std::string> tokensText("tokens", cl::Required, cl::desc("Token ids, comma-separated"));
 cl::opt<std::string> sourceText("source-tokens", cl::desc("Source token ids (encoder-decoder)"));
+cl::opt<std::string> segmentsText(
+    "segments", cl::desc("Sequence lengths of a packed batch: --tokens holds their ids back to "
+                         "back, evaluated as @forward_packed"));
 cl::opt<std::string> outputFile("o", cl::Required, cl::desc("Output .npy (float64)"));
 
 int fail(const llvm::Twine &message) {
@@ -89,6 +96,15 @@ int main(int argc, char **argv) {
   if (!module)
     return 1;
   auto forward = module->lookupSymbol<mlir::func::FuncOp>("forward");
+  if (!segmentsText.empty()) {
+    mlir::PassManager pm(&context);
+    pm.addPass(mlir::xf::createPackSequences());
+    if (mlir::failed(pm.run(*module)))
+      return 1;
+    forward = module->lookupSymbol<mlir::func::FuncOp>("forward_packed");
+    if (!forward)
+      return fail("--segments: the model has no packed form (xf-pack-sequences)");
+  }
 
   // The parameters the module reads, as a manifest for the runtime's loader.
   xfrt::Manifest manifest;
@@ -115,12 +131,18 @@ int main(int argc, char **argv) {
   std::vector<int32_t> tokens, source;
   if (!parseTokens(tokensText, tokens))
     return fail("--tokens: expected comma-separated token ids");
-  if (forward.getNumArguments() == 2) {
+  if (module->lookupSymbol<mlir::func::FuncOp>("forward").getNumArguments() == 2) {
     if (!parseTokens(sourceText, source))
       return fail("--source-tokens: the model takes a source sequence");
     inputs.sequences.push_back(source);
   }
   inputs.sequences.push_back(tokens);
+  if (!segmentsText.empty()) { // @forward_packed's second argument
+    std::vector<int32_t> lengths;
+    if (!parseTokens(segmentsText, lengths))
+      return fail("--segments: expected comma-separated sequence lengths");
+    inputs.sequences.push_back(lengths);
+  }
   auto evaluation = mlir::xf::interp::evaluate(forward, inputs);
   if (!evaluation)
     return fail(llvm::toString(evaluation.takeError()));

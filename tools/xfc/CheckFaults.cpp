@@ -41,7 +41,7 @@ llvm::Error fail(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }
 
-template <typename Op, typename Pred> Op first(ModuleOp module, Pred pred) {
+template <typename Op, typename Pred> Op first(func::FuncOp module, Pred pred) {
   Op found;
   module.walk([&](Op op) {
     if (!found && pred(op))
@@ -50,7 +50,7 @@ template <typename Op, typename Pred> Op first(ModuleOp module, Pred pred) {
   return found;
 }
 
-llvm::Error wrongEpilogue(ModuleOp module, std::string &what) {
+llvm::Error wrongEpilogue(func::FuncOp module, std::string &what) {
   auto plain = [](Activation a) { return a != Activation::none && a != Activation::swiglu; };
   GemmOp gemm = first<GemmOp>(module, [&](GemmOp op) { return plain(op.getActivation()); });
   if (!gemm)
@@ -65,7 +65,7 @@ llvm::Error wrongEpilogue(ModuleOp module, std::string &what) {
   return llvm::Error::success();
 }
 
-llvm::Error droppedKTail(ModuleOp module, std::string &what) {
+llvm::Error droppedKTail(func::FuncOp module, std::string &what) {
   GemmOp gemm = first<GemmOp>(module, [](GemmOp op) {
     return op.getInput().getType().getDimSize(1) >= 2 && op.getSchedule();
   });
@@ -94,7 +94,7 @@ llvm::Error droppedKTail(ModuleOp module, std::string &what) {
   return llvm::Error::success();
 }
 
-llvm::Error wrongLoopKernel(ModuleOp module, std::string &what) {
+llvm::Error wrongLoopKernel(func::FuncOp module, std::string &what) {
   Operation *norm = nullptr;
   module.walk([&](Operation *op) {
     if (!norm && isa<LayerNormOp, RmsNormOp>(op))
@@ -143,11 +143,21 @@ llvm::Error xfc::injectHostFault(ModuleOp host, std::string &what) {
 }
 
 llvm::Error xfc::injectFault(llvm::StringRef name, ModuleOp kernels, std::string &what) {
-  if (name == "epilogue")
-    return wrongEpilogue(kernels, what);
-  if (name == "schedule")
-    return droppedKTail(kernels, what);
-  if (name == "loop")
-    return wrongLoopKernel(kernels, what);
-  return fail("--check-fault=" + name + ": unknown fault (epilogue, schedule or loop)");
+  auto inject = name == "epilogue"   ? wrongEpilogue
+                : name == "schedule" ? droppedKTail
+                : name == "loop"     ? wrongLoopKernel
+                                     : nullptr;
+  if (!inject)
+    return fail("--check-fault=" + name + ": unknown fault (epilogue, schedule or loop)");
+  // @forward_packed repeats @forward's ops (xf-pack-sequences) and shares its
+  // kernels: the same fault goes into both, at the same op.
+  auto forward = kernels.lookupSymbol<func::FuncOp>("forward");
+  if (!forward)
+    return fail("--check-fault=" + name + ": no @forward");
+  if (llvm::Error e = inject(forward, what))
+    return e;
+  std::string again;
+  if (auto packed = kernels.lookupSymbol<func::FuncOp>("forward_packed"))
+    return inject(packed, again);
+  return llvm::Error::success();
 }

@@ -265,6 +265,10 @@ static mlir::xf::FusionOptions fusionOptions() {
 
 /// The passes from the xf dialect to `action`'s stage.
 static mlir::LogicalResult buildPipeline(Emit action, mlir::PassManager &pm) {
+  // @forward_packed beside @forward (the batch explicit in the IR), so the
+  // fusion and schedules below apply to it.
+  if (action != Emit::AST)
+    pm.addPass(mlir::xf::createPackSequences());
   if (train) { // the backward of the decomposed ops, then fusion as usual
     pm.addNestedPass<mlir::func::FuncOp>(mlir::xf::createDecomposeMultiHeadAttention());
     pm.addPass(mlir::xf::createDifferentiate());

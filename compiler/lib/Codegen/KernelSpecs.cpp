@@ -206,11 +206,29 @@ std::string mlir::xf::kernelSignature(const AttentionKernelSpec &s) {
   return text;
 }
 
+/// A packed batch's sequence lengths (xf-pack-sequences): they choose the
+/// rows each call of the kernel gets, not the kernel, so @forward_packed's
+/// loop kernels share @forward's signatures (and tuning entries).
+static Value segmentsOf(Operation *op) {
+  if (auto pos = dyn_cast<PositionalEmbedOp>(op))
+    return pos.getSegments();
+  if (auto sin = dyn_cast<SinusoidalEmbedOp>(op))
+    return sin.getSegments();
+  if (auto rope = dyn_cast<RopeOp>(op))
+    return rope.getSegments();
+  return {};
+}
+
 std::string mlir::xf::loopKernelSignature(Operation *op) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "loop " << op->getName().stripDialect() << " (";
-  llvm::interleaveComma(op->getOperandTypes(), os);
+  Value segments = segmentsOf(op);
+  SmallVector<Type> types;
+  for (Value operand : op->getOperands())
+    if (!segments || operand != segments)
+      types.push_back(operand.getType());
+  llvm::interleaveComma(types, os);
   os << ")";
   // Operand segment sizes follow from the operand list printed above.
   SmallVector<NamedAttribute> attrs;

@@ -37,6 +37,68 @@ void HostLowering::forEachSequence(llvm::function_ref<void(Value, Value, Value, 
   status = loop.getResult(1);
 }
 
+LogicalResult HostLowering::placePackedForward() {
+  if (!forwardPacked)
+    return success();
+  Block &mine = forwardPacked.getBody().front(), &theirs = forward.getBody().front();
+  if (forwardPacked.getNumArguments() != forward.getNumArguments() + 1 ||
+      mine.getOperations().size() != theirs.getOperations().size())
+    return forwardPacked.emitError("@forward_packed is not @forward over a packed batch: "
+                                   "their arguments or ops differ");
+  IRMapping same;
+  same.map(forwardPacked.getArgument(0), forward.getArgument(0));
+  packedSegments = forwardPacked.getArgument(1);
+  for (auto [packedOp, op] : llvm::zip(mine, theirs)) {
+    bool match = packedOp.getName() == op.getName() &&
+                 packedOp.getNumResults() == op.getNumResults();
+    SmallVector<Value> operands;
+    for (Value v : packedOp.getOperands())
+      if (v != packedSegments)
+        operands.push_back(same.lookupOrNull(v));
+    match = match && llvm::equal(operands, op.getOperands());
+    // The same attributes but the operand counts (segments) and xfc --check's op tags.
+    auto attributes = [](Operation &o) {
+      SmallVector<NamedAttribute> kept;
+      for (NamedAttribute a : o.getAttrDictionary())
+        if (a.getName() != "operandSegmentSizes" && a.getName() != "xf.check_op")
+          kept.push_back(a);
+      return kept;
+    };
+    match = match && attributes(packedOp) == attributes(op);
+    for (auto [a, b] : llvm::zip(packedOp.getResults(), op.getResults()))
+      match = match && a.getType() == b.getType();
+    if (!match)
+      return packedOp.emitError("@forward_packed differs from @forward here (not the same op on "
+                                "the same operands): the packed batch cannot share its kernels");
+    forwardOpOf[&packedOp] = &op;
+    for (auto [a, b] : llvm::zip(packedOp.getResults(), op.getResults())) {
+      same.map(a, b);
+      if (auto it = placements.find(b); it != placements.end()) {
+        Placement copy = it->second; // placements[a] may grow the vector under `it`
+        placements[a] = copy;
+      }
+    }
+    if (packedWeightOfGemm.count(&op))
+      packedWeightOfGemm.try_emplace(&packedOp, packedWeightOfGemm.lookup(&op));
+    if (cachePlan.offsets.count(&op))
+      cachePlan.offsets.try_emplace(&packedOp, cachePlan.offsets.lookup(&op));
+  }
+  if (auto it = placements.find(forward.getArgument(0)); it != placements.end()) {
+    Placement copy = it->second;
+    placements[forwardPacked.getArgument(0)] = copy;
+  }
+  return success();
+}
+
+FailureOr<bool> HostLowering::perSequence(Operation *op, Value segments) {
+  if (!segments && packedMode)
+    return op->emitError("in @forward_packed this op needs the packed batch's segments (its "
+                         "rows are several sequences)");
+  if (segments && (!packedMode || segments != packedSegments))
+    return op->emitError("segments must be @forward_packed's sequence-lengths argument");
+  return bool(segments);
+}
+
 void HostLowering::compactLastRows() {
   if (cachePlan.tailInputRoots.empty())
     return;
@@ -144,6 +206,8 @@ LogicalResult HostLowering::emitForward(bool cached, bool packed) {
   b = &builder;
   loc = forward.getLoc();
   auto args = fn.getArguments();
+  // Packed batches run @forward_packed's ops (xf-pack-sequences).
+  func::FuncOp source = packed ? forwardPacked : forward;
   if ((cached && !cachePlan.cacheable) || (packed && !cachePlan.packable) ||
       (packed && cached && !cachePlan.packedCacheable)) {
     // Not runnable this way: the runtime re-runs xf_forward (or loops over
@@ -198,11 +262,11 @@ LogicalResult HostLowering::emitForward(bool cached, bool packed) {
   }
   paddedRows = paddedRowsOf(lArg, lzArg);
   Operation *lastAttention = nullptr;
-  forward.walk([&](AttentionOp op) { lastAttention = op; });
+  source.walk([&](AttentionOp op) { lastAttention = op; });
   tailValues.clear();
   inTail = false;
   bool compacted = false;
-  for (Operation &op : forward.getBody().front()) {
+  for (Operation &op : source.getBody().front()) {
     if (isa<func::ReturnOp>(op))
       break;
     inTail = cached && lastAttention && lastAttention->isBeforeInBlock(&op) &&

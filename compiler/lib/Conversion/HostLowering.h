@@ -39,8 +39,10 @@ namespace mlir::xf {
 /// which every emitter reads.
 class HostLowering : TensorPlacement {
 public:
-  HostLowering(func::FuncOp forward, HostProgram &program, const HostOptions &options)
-      : forward(forward), program(program), options(options), ctx(forward.getContext()) {}
+  HostLowering(func::FuncOp forward, HostProgram &program, const HostOptions &options,
+               func::FuncOp forwardPacked = {})
+      : forward(forward), forwardPacked(forwardPacked), program(program), options(options),
+        ctx(forward.getContext()) {}
 
   LogicalResult run();
   /// After `forwardLowering` lowered @forward into the same program: this
@@ -101,6 +103,20 @@ private:
   // positions once per sequence.
   bool packedMode = false;
   Value lengthsArg, startsArg, countArg, cachesArg;
+  /// @forward_packed (xf-pack-sequences), whose ops the packed entry points
+  /// are emitted from, and its `segments` argument (bound to lengthsArg).
+  func::FuncOp forwardPacked;
+  Value packedSegments;
+  /// Each @forward_packed op → the @forward op it repeats (profiling sites
+  /// name @forward's ops; --check matches them).
+  llvm::DenseMap<Operation *, Operation *> forwardOpOf;
+  /// Gives @forward_packed's values the placements of @forward's, op by op
+  /// (the two run the same passes, so they differ only in `segments`
+  /// operands): the same weights, slots and kernels serve both.
+  LogicalResult placePackedForward();
+  /// Whether `op` runs once per sequence: it has the packed batch's
+  /// `segments` (an error when a packed op lacks them or has others).
+  FailureOr<bool> perSequence(Operation *op, Value segments);
   /// Attention's context rows per row, Σ ℓ_i·(start_i + ℓ_i) / Σ ℓ_i, for the profiler.
   Value packedContextRows;
   /// Emits `body(rowOffset, rows, firstPosition, index)` once per sequence of

@@ -312,7 +312,13 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
     }
     spec.name = nameKernel(spec);
     auto [keyOffset, valueOffset] = cachePlan.offsets.lookup(op);
-    if (packedMode) {
+    FailureOr<bool> segmented = perSequence(op, attn.getSegments());
+    if (failed(segmented))
+      return failure();
+    if (attn.getKeySegments())
+      return op->emitError("cross attention over a packed batch is not lowered yet (the "
+                           "runtime runs encoder-decoders one sequence at a time)");
+    if (*segmented) {
       // Each sequence attends over its own rows (and its own cache).
       forEachSequence([&](Value offset, Value rows, Value start, Value index) {
         SmallVector<HalideBufferArg> args{segmentArg(attn.getQuery(), offset, rows)};
@@ -378,7 +384,10 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
                                                             : RotaryPairs::Halves;
     func::FuncOp kernel =
         kernels->rotaryRows(heads, width / heads, pairs, rope.getBase().convertToDouble());
-    if (packedMode)
+    FailureOr<bool> segmented = perSequence(op, rope.getSegments());
+    if (failed(segmented))
+      return failure();
+    if (*segmented)
       forEachSequence([&](Value offset, Value n, Value start, Value) {
         call(kernel, {rowPointer(rope.getInput(), offset), stride, rowPointer(v, offset), n,
                       start});
@@ -392,6 +401,8 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
   SmallVector<Value> inputs;
   for (Value operand : op->getOperands()) {
     if (!isa<RankedTensorType>(operand.getType())) // an index, a run-time number
+      continue;
+    if (packedSegments && operand == packedSegments) // the loop over sequences reads them
       continue;
     if (placements[operand].storage == Storage::Tokens) {
       inputs.push_back(pointerOf(operand));
@@ -426,7 +437,10 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
   } else if (auto pos = dyn_cast<PositionalEmbedOp>(op)) {
     if (pos.getOffset())
       return op->emitError("explicit positional offsets are not supported by the host lowering");
-    if (packedMode) // positions restart at each sequence's start
+    FailureOr<bool> segmented = perSequence(op, pos.getSegments());
+    if (failed(segmented))
+      return failure();
+    if (*segmented) // positions restart at each sequence's start
       forEachSequence([&](Value offset, Value n, Value start, Value) {
         call(kernels->positionRows(width), {inputs[0], rowPointer(v, offset), n, start});
       });
@@ -436,7 +450,10 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
     if (sin.getOffset())
       return op->emitError("explicit positional offsets are not supported by the host lowering");
     func::FuncOp kernel = kernels->sinusoidRows(width, sin.getBase().convertToDouble());
-    if (packedMode)
+    FailureOr<bool> segmented = perSequence(op, sin.getSegments());
+    if (failed(segmented))
+      return failure();
+    if (*segmented)
       forEachSequence([&](Value offset, Value n, Value start, Value) {
         call(kernel, {rowPointer(v, offset), n, start});
       });
@@ -502,6 +519,12 @@ LogicalResult HostLowering::run() {
   planPackedWeights();
   emitPrepare();
   cachePlan = planCache(forward, *this);
+  // Packed batches need @forward_packed (xf-pack-sequences decides which
+  // models can run them).
+  cachePlan.packable &= bool(forwardPacked);
+  cachePlan.packedCacheable &= bool(forwardPacked);
+  if (failed(placePackedForward()))
+    return failure();
   for (auto [cached, packed] : {std::pair{false, false}, {true, false}, {false, true},
                                 {true, true}})
     if (failed(emitForward(cached, packed)))
@@ -522,7 +545,8 @@ FailureOr<HostProgram> mlir::xf::lowerToHost(ModuleOp fused, const HostOptions &
   fused.getContext()->loadDialect<arith::ArithDialect, func::FuncDialect, LLVM::LLVMDialect,
                                   math::MathDialect, scf::SCFDialect>();
   HostProgram program;
-  HostLowering lowering(forward, program, options);
+  HostLowering lowering(forward, program, options,
+                        fused.lookupSymbol<func::FuncOp>("forward_packed"));
   if (failed(lowering.run()))
     return failure();
   if (auto train = fused.lookupSymbol<func::FuncOp>("loss_and_gradients")) {

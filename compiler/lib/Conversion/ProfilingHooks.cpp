@@ -73,6 +73,7 @@ HostLowering::profiled(Operation *op,
                          ValueRange{site, pointerOf(v), rows, i64(placements[v].stride)});
   }
   sites.push_back(info);
-  program.siteOps.push_back(op);
+  // @forward's op for a packed batch's (the sites of --check's reference).
+  program.siteOps.push_back(forwardOpOf.lookup(op) ? forwardOpOf.lookup(op) : op);
   return success();
 }

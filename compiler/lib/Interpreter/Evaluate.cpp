@@ -70,6 +70,16 @@ private:
   Result affine(Value x, Value w, Value b, bool transposed);
   Result gemm(GemmOp op);
   Result multiHeadAttention(MultiHeadAttentionOp op);
+  /// A packed batch (@forward_packed): the lengths given for its `segments`
+  /// argument, each at least 1, adding up to `rows`.
+  llvm::Expected<std::vector<int64_t>> lengths(Value segments, int64_t rows);
+  /// `one` on each sequence's rows — queries from `rows`, keys/values from
+  /// `keyRows` (the same for self-attention) — stacked back into one tensor.
+  /// Without segments, `one` on all rows.
+  Result bySequence(Value segments, int64_t rows, Value keySegments, int64_t keyRows,
+                    llvm::function_ref<Result(int64_t first, int64_t n, int64_t keyFirst,
+                                              int64_t keys)>
+                        one);
 
   const Inputs &inputs;
   llvm::DenseMap<Value, Tensor> values;
@@ -89,6 +99,53 @@ llvm::Expected<int64_t> Evaluator::position(Value offset) {
   if (!matchPattern(offset, m_ConstantInt(&value)))
     return evalError("a positional offset that is not a constant");
   return value.getSExtValue();
+}
+
+llvm::Expected<std::vector<int64_t>> Evaluator::lengths(Value segments, int64_t rows) {
+  auto given = tokens(segments);
+  if (!given)
+    return given.takeError();
+  std::vector<int64_t> out;
+  int64_t sum = 0;
+  for (int32_t n : *given) {
+    if (n < 1)
+      return evalError("a packed batch's sequence length " + llvm::Twine(n) + " (at least 1)");
+    out.push_back(n);
+    sum += n;
+  }
+  if (out.empty() || sum != rows)
+    return evalError("the segments add up to " + llvm::Twine(sum) + " rows, the tensor has " +
+                     llvm::Twine(rows));
+  return out;
+}
+
+Result Evaluator::bySequence(
+    Value segments, int64_t rows, Value keySegments, int64_t keyRows,
+    llvm::function_ref<Result(int64_t, int64_t, int64_t, int64_t)> one) {
+  if (!segments)
+    return one(0, rows, 0, keyRows);
+  auto queries = lengths(segments, rows);
+  if (!queries)
+    return queries.takeError();
+  auto keys = lengths(keySegments ? keySegments : segments, keyRows);
+  if (!keys)
+    return keys.takeError();
+  if (keys->size() != queries->size())
+    return evalError(llvm::Twine(queries->size()) + " query sequences but " +
+                     llvm::Twine(keys->size()) + " key sequences");
+  std::vector<Tensor> parts;
+  int64_t first = 0, keyFirst = 0;
+  for (size_t i = 0; i < queries->size(); ++i) {
+    Result part = one(first, (*queries)[i], keyFirst, (*keys)[i]);
+    if (!part)
+      return part;
+    parts.push_back(std::move(*part));
+    first += (*queries)[i], keyFirst += (*keys)[i];
+  }
+  std::vector<const Tensor *> stack;
+  for (const Tensor &t : parts)
+    stack.push_back(&t);
+  return concat(stack, 0);
 }
 
 Result Evaluator::affine(Value x, Value w, Value b, bool transposed) {
@@ -128,20 +185,31 @@ Result Evaluator::multiHeadAttention(MultiHeadAttentionOp op) {
   Result v = k ? affine(context, op.getWv(), op.getBv(), t) : k.takeError();
   if (!v)
     return v;
-  if (std::optional<RopePairing> pairing = op.getRope()) {
-    bool adjacent = *pairing == RopePairing::adjacent;
-    double base = op.getRopeBase() ? op.getRopeBase()->convertToDouble() : 10000.0;
-    q = rope(*q, op.getHeads(), adjacent, base, 0);
-    k = q ? rope(*k, op.getKeyValueHeads(), adjacent, base, 0) : q.takeError();
-    if (!k)
-      return k;
-  }
   AttentionShape shape;
   shape.heads = op.getHeads(), shape.kvHeads = op.getKeyValueHeads();
   if (op.getScale())
     shape.scale = op.getScale()->convertToDouble();
   shape.causal = op.getMask() == MaskKind::causal;
-  Result y = attention(*q, *k, *v, shape);
+  // Per sequence of a packed batch: rotations from position 0, attention
+  // within the sequence.
+  Result y = bySequence(
+      op.getSegments(), q->rows(), op.getKeySegments(), k->rows(),
+      [&](int64_t first, int64_t n, int64_t keyFirst, int64_t keys) -> Result {
+        Result qi = slice(*q, 0, first, n);
+        Result ki = qi ? slice(*k, 0, keyFirst, keys) : qi.takeError();
+        Result vi = ki ? slice(*v, 0, keyFirst, keys) : ki.takeError();
+        if (!vi)
+          return vi;
+        if (std::optional<RopePairing> pairing = op.getRope()) {
+          bool adjacent = *pairing == RopePairing::adjacent;
+          double base = op.getRopeBase() ? op.getRopeBase()->convertToDouble() : 10000.0;
+          qi = rope(*qi, op.getHeads(), adjacent, base, 0);
+          ki = qi ? rope(*ki, op.getKeyValueHeads(), adjacent, base, 0) : qi.takeError();
+          if (!ki)
+            return ki;
+        }
+        return attention(*qi, *ki, *vi, shape);
+      });
   if (!y)
     return y;
   Result o = matmul(*y, operand(op.getWo()), t);
@@ -188,7 +256,10 @@ Result Evaluator::evaluateOp(Operation *op) {
         auto first = ids ? position(o.getOffset()) : ids.takeError();
         if (!first)
           return first.takeError();
-        return positionalEmbed(operand(o.getTable()), ids->size(), *first);
+        return bySequence(o.getSegments(), ids->size(), {}, ids->size(),
+                          [&](int64_t, int64_t n, int64_t, int64_t) {
+                            return positionalEmbed(operand(o.getTable()), n, *first);
+                          });
       })
       .Case([&](SinusoidalEmbedOp o) -> Result {
         auto ids = tokens(o.getTokens());
@@ -196,8 +267,11 @@ Result Evaluator::evaluateOp(Operation *op) {
         if (!first)
           return first.takeError();
         auto type = cast<RankedTensorType>(o.getType());
-        return sinusoidalEmbed(ids->size(), type.getDimSize(1), o.getBase().convertToDouble(),
-                               *first);
+        return bySequence(o.getSegments(), ids->size(), {}, ids->size(),
+                          [&](int64_t, int64_t n, int64_t, int64_t) {
+                            return sinusoidalEmbed(n, type.getDimSize(1),
+                                                   o.getBase().convertToDouble(), *first);
+                          });
       })
       .Case([&](LinearOp o) -> Result {
         return affine(o.getInput(), o.getWeight(), o.getBias(), o.getTransposeWeight());
@@ -259,26 +333,43 @@ Result Evaluator::evaluateOp(Operation *op) {
         if (o.getScale())
           shape.scale = o.getScale()->convertToDouble();
         shape.causal = o.getMask() == MaskKind::causal;
-        if (std::optional<RopePairing> pairing = o.getRope()) {
-          // Query row t at position t + (ℓ_z − ℓ), key row s at s.
-          const Tensor &key = operand(o.getKey());
-          const Tensor &query = operand(o.getQuery());
-          bool adjacent = *pairing == RopePairing::adjacent;
-          double base = o.getRopeBase()->convertToDouble();
-          Result q = rope(query, o.getHeads(), adjacent, base, key.rows() - query.rows());
-          Result k = q ? rope(key, o.getKeyValueHeads(), adjacent, base, 0) : q.takeError();
-          if (!k)
-            return k;
-          return attention(*q, *k, operand(o.getValue()), shape);
-        }
-        return attention(operand(o.getQuery()), operand(o.getKey()), operand(o.getValue()), shape);
+        const Tensor &query = operand(o.getQuery()), &key = operand(o.getKey()),
+                     &value = operand(o.getValue());
+        // Each sequence of a packed batch on its own rows.
+        return bySequence(
+            o.getSegments(), query.rows(), o.getKeySegments(), key.rows(),
+            [&](int64_t first, int64_t n, int64_t keyFirst, int64_t keys) -> Result {
+              Result q = slice(query, 0, first, n);
+              Result k = q ? slice(key, 0, keyFirst, keys) : q.takeError();
+              Result v = k ? slice(value, 0, keyFirst, keys) : k.takeError();
+              if (!v)
+                return v;
+              if (std::optional<RopePairing> pairing = o.getRope()) {
+                // Query row t at position t + (ℓ_z − ℓ), key row s at s.
+                bool adjacent = *pairing == RopePairing::adjacent;
+                double base = o.getRopeBase()->convertToDouble();
+                q = rope(*q, o.getHeads(), adjacent, base, keys - n);
+                k = q ? rope(*k, o.getKeyValueHeads(), adjacent, base, 0) : q.takeError();
+                if (!k)
+                  return k;
+              }
+              return attention(*q, *k, *v, shape);
+            });
       })
       .Case([&](RopeOp o) -> Result {
         auto first = position(o.getOffset());
         if (!first)
           return first.takeError();
-        return rope(operand(o.getInput()), o.getHeads(), o.getPairing() == RopePairing::adjacent,
-                    o.getBase().convertToDouble(), *first);
+        const Tensor &input = operand(o.getInput());
+        return bySequence(o.getSegments(), input.rows(), {}, input.rows(),
+                          [&](int64_t row, int64_t n, int64_t, int64_t) -> Result {
+                            Result part = slice(input, 0, row, n);
+                            if (!part)
+                              return part;
+                            return rope(*part, o.getHeads(),
+                                        o.getPairing() == RopePairing::adjacent,
+                                        o.getBase().convertToDouble(), *first);
+                          });
       })
       .Case([&](MultiHeadAttentionOp o) { return multiHeadAttention(o); })
       .Default([&](Operation *o) -> Result {

@@ -96,6 +96,9 @@ struct ApplyTuningDatabasePass : xf::impl::ApplyTuningDatabaseBase<ApplyTuningDa
                     *schedule);
       k.op->setAttr("xf.tuned", UnitAttr::get(ctx));
     }
+    // @forward_packed repeats @forward's kernels: its warnings would repeat @forward's.
+    if (forward.getName() == "forward_packed")
+      return;
     if (!tunedElsewhere.empty())
       forward.emitWarning() << "tuning database '" << db << "': " << tunedElsewhere.size()
                             << " kernel(s) were tuned only for another target, thread count or "

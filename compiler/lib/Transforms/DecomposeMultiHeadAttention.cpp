@@ -5,7 +5,8 @@
 // treats the column blocks as heads, and W_o mixes the heads back. Rotary
 // positions (`rope`) become an xf.rope on Q and on K between the projections
 // and the attention, so a KV cache stores rotated keys; grouped K/V heads
-// (`kv_heads`) pass through to xf.attention.
+// (`kv_heads`) and a packed batch's `segments` pass through to xf.attention
+// (and to the ropes: positions restart in every sequence).
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,7 +52,7 @@ struct DecomposeMha : OpRewritePattern<MultiHeadAttentionOp> {
     if (std::optional<RopePairing> pairing = op.getRope()) {
       auto rotate = [&](Value in, int64_t heads) -> Value {
         return RopeOp::create(rewriter, loc, in.getType(), in, /*offset=*/Value(),
-                              *pairing, heads, *op.getRopeBase());
+                              op.getSegments(), *pairing, heads, *op.getRopeBase());
       };
       q = rotate(q, op.getHeads());
       k = rotate(k, op.getKeyValueHeads());
@@ -63,7 +64,8 @@ struct DecomposeMha : OpRewritePattern<MultiHeadAttentionOp> {
     auto headsType = RankedTensorType::get({qType.getDimSize(0), headsWidth},
                                            qType.getElementType());
     Value heads = AttentionOp::create(
-        rewriter, loc, headsType, q, k, v, op.getMaskAttr(), op.getHeadsAttr(), op.getKvHeadsAttr(),
+        rewriter, loc, headsType, q, k, v, op.getSegments(), op.getKeySegments(),
+        op.getMaskAttr(), op.getHeadsAttr(), op.getKvHeadsAttr(),
         /*rope=*/RopePairingAttr(), /*rope_base=*/FloatAttr(), op.getScaleAttr(),
         /*schedule=*/AttentionScheduleAttr());
     rewriter.replaceOp(op, project(rewriter, loc, heads, op.getWo(), op.getBo(), t));

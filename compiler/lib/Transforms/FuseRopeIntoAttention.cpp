@@ -9,7 +9,8 @@
 // The fused op puts query row t at position t + (ℓ_z − ℓ) and key row s at
 // s. That equals two xf.rope without an offset only when ℓ_z = ℓ, so only
 // self-attention fuses: Q and K must come from the same rows (column slices
-// of one GEMM, or projections of one activation).
+// of one GEMM, or projections of one activation). In a packed batch the
+// ropes must restart at the attention's own `segments`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,6 +58,9 @@ struct FuseRope : OpRewritePattern<AttentionOp> {
     if (!q->hasOneUse() || !k->hasOneUse())
       return failure();
     if (rowSource(q.getInput()) != rowSource(k.getInput()))
+      return failure();
+    // A packed batch: the ropes restart at the attention's sequences.
+    if (q.getSegments() != op.getSegments() || k.getSegments() != op.getSegments())
       return failure();
     rewriter.modifyOpInPlace(op, [&] {
       op.getQueryMutable().assign(q.getInput());

@@ -181,6 +181,7 @@ mlir::Value Generator::emitMha(const Node &n) {
       builder, loc(n.loc), typeOf(n.type), operand(MhaX), operand(MhaZ),
       weight(MhaWq), operand(MhaBq), weight(MhaWk), operand(MhaBk),
       weight(MhaWv), operand(MhaBv), weight(MhaWo), operand(MhaBo),
+      /*segments=*/mlir::Value(), /*key_segments=*/mlir::Value(),
       xfir::MaskKindAttr::get(builder.getContext(), mask),
       builder.getI64IntegerAttr(n.heads), kvHeads, rope, ropeBase, scale,
       transposed ? builder.getUnitAttr() : mlir::UnitAttr());
@@ -216,10 +217,12 @@ mlir::Value Generator::emit(int id) {
                                       operand(0));
   case OpKind::PosEmbed:
     return xfir::PositionalEmbedOp::create(builder, at, type, operand(1),
-                                           operand(0), mlir::Value());
+                                           operand(0), mlir::Value(),
+                                           /*segments=*/mlir::Value());
   case OpKind::Sinusoidal:
     return xfir::SinusoidalEmbedOp::create(
-        builder, at, type, operand(0), mlir::Value(), llvm::APFloat(n.base));
+        builder, at, type, operand(0), mlir::Value(), /*segments=*/mlir::Value(),
+        llvm::APFloat(n.base));
   case OpKind::MatMul: {
     if (isWeight(n.operands[1]))
       return emitLinear(n, id, -1);
@@ -286,6 +289,7 @@ mlir::Value Generator::emit(int id) {
         n.kvHeads ? builder.getI64IntegerAttr(n.kvHeads) : mlir::IntegerAttr();
     return xfir::AttentionOp::create(
         builder, at, type, operand(0), operand(1), operand(2),
+        /*segments=*/mlir::Value(), /*key_segments=*/mlir::Value(),
         xfir::MaskKindAttr::get(builder.getContext(), mask),
         builder.getI64IntegerAttr(n.heads), kvHeads,
         /*rope=*/xfir::RopePairingAttr(),

@@ -612,6 +612,6 @@ func.func @attention_rope_base(%q: tensor<?x16xf32>) {
 
 func.func @attention_rope_without_base(%q: tensor<?x16xf32>) {
   // expected-error @+1 {{takes rope and its base together}}
-  %r = "xf.attention"(%q, %q, %q) <{heads = 2 : i64, mask = 1 : i32, rope = 1 : i32}> : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x16xf32>
+  %r = "xf.attention"(%q, %q, %q) <{heads = 2 : i64, mask = 1 : i32, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, rope = 1 : i32}> : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x16xf32>
   return
 }

@@ -11,6 +11,26 @@
 
 include "mlir/Pass/PassBase.td"
 
+def PackSequences : Pass<"xf-pack-sequences", "ModuleOp"> {
+  let summary = "Add @forward_packed: @forward over a packed batch of sequences";
+  let description = [{
+    From `@forward(tokens) -> [ℓ, N]` builds `@forward_packed(tokens,
+    segments) -> [Σℓ_i, N]`: the same ops over n sequences' rows back to
+    back, `segments : tensor<?xi64>` their lengths. Row-wise ops are
+    unchanged; the ops that see a sequence as a whole — xf.attention and
+    xf.mha (masks), xf.pos_embed, xf.sinusoidal_embed and xf.rope
+    (positions) — take the `segments` operand, so each sequence is computed
+    as @forward would compute it alone. The fusion passes and the schedules
+    then apply to @forward_packed like to @forward, and xf-lower-to-host
+    emits `xf_forward_packed` from it (docs/dialect.md "Packed batches").
+    Not added (the runtime then runs one sequence at a time) when @forward
+    takes two sequences (an encoder-decoder) or mixes rows otherwise: a
+    product of two activations, a transpose, row or axis-0 slice or
+    concatenation of one, xf.length, or explicit position offsets.
+  }];
+  let dependentDialects = ["xf::XfDialect"];
+}
+
 def DecomposeMultiHeadAttention
     : Pass<"xf-decompose-mha", "func::FuncOp"> {
   let summary = "Split xf.mha into its projections and one xf.attention";

@@ -172,14 +172,39 @@ LogicalResult TokenEmbedOp::verify() {
   return verifySameFloatElementType(*this);
 }
 
+/// A packed batch's positions: `segments` restarts them at each sequence,
+/// `offset` shifts them for one sequence; an op takes one or the other.
+static LogicalResult verifyPositionsFrom(Operation *op, Value offset, Value segments) {
+  if (offset && segments)
+    return op->emitOpError("takes an offset or segments, not both (a packed batch's positions "
+                           "start at 0 in every sequence)");
+  return success();
+}
+
+/// `key_segments` belong to cross attention (the context's own sequences);
+/// segmented cross attention needs them, self-attention reuses `segments`.
+static LogicalResult verifyAttentionSegments(Operation *op, MaskKind mask, Value segments,
+                                             Value keySegments) {
+  if (keySegments && !segments)
+    return op->emitOpError("key_segments needs segments (the queries' sequence lengths)");
+  if (keySegments && mask != MaskKind::cross)
+    return op->emitOpError() << "key_segments are for cross attention; " << stringifyMaskKind(mask)
+                             << " self-attention's keys have the queries' segments";
+  if (segments && !keySegments && mask == MaskKind::cross)
+    return op->emitOpError("segmented cross attention needs key_segments (the context's sequence "
+                           "lengths)");
+  return success();
+}
+
 LogicalResult PositionalEmbedOp::verify() {
   if (failed(expectRowsFollow(*this, getTokens(), "tokens")) ||
       failed(expectSameDim(*this, "d_e", {"result", getType(), 1},
-                           {"table", getTable().getType(), 1})))
+                           {"table", getTable().getType(), 1})) ||
+      failed(verifyPositionsFrom(*this, getOffset(), getSegments())))
     return failure();
   int64_t len = getTokens().getType().getDimSize(0);
   int64_t maxLen = getTable().getType().getDimSize(0);
-  if (!getOffset() && !ShapedType::isDynamic(len) &&
+  if (!getOffset() && !getSegments() && !ShapedType::isDynamic(len) &&
       !ShapedType::isDynamic(maxLen) && len > maxLen)
     return emitOpError() << len << " tokens do not fit the positional table "
                          << formatShape(getTable().getType())
@@ -188,7 +213,8 @@ LogicalResult PositionalEmbedOp::verify() {
 }
 
 LogicalResult SinusoidalEmbedOp::verify() {
-  if (failed(expectRowsFollow(*this, getTokens(), "tokens")))
+  if (failed(expectRowsFollow(*this, getTokens(), "tokens")) ||
+      failed(verifyPositionsFrom(*this, getOffset(), getSegments())))
     return failure();
   int64_t width = getType().getDimSize(1);
   if (ShapedType::isDynamic(width) || width % 2 != 0)
@@ -348,7 +374,8 @@ LogicalResult AttentionOp::verify() {
   Type q = getQuery().getType(), k = getKey().getType(), v = getValue().getType();
   if (failed(expectSameDim(*this, "ℓ_z", {"key", k, 0}, {"value", v, 0})) ||
       failed(expectRowsFollow(*this, getQuery(), "query")) ||
-      failed(verifyPositiveScale(*this, getScale())))
+      failed(verifyPositiveScale(*this, getScale())) ||
+      failed(verifyAttentionSegments(*this, getMask(), getSegments(), getKeySegments())))
     return failure();
   bool grouped = getKeyValueHeads() != int64_t(getHeads());
   if (!grouped && (failed(expectSameDim(*this, "H·d_k", {"query", q, 1}, {"key", k, 1})) ||
@@ -399,7 +426,8 @@ LogicalResult MultiHeadAttentionOp::verify() {
       failed(expectVectorOf(*this, "b_v width", getBv(), "b_v", wv.out)) ||
       failed(expectVectorOf(*this, "b_o width", getBo(), "b_o", wo.out)) ||
       failed(expectRowsFollow(*this, getInput(), "input")) ||
-      failed(verifyPositiveScale(*this, getScale())))
+      failed(verifyPositiveScale(*this, getScale())) ||
+      failed(verifyAttentionSegments(*this, getMask(), getSegments(), getKeySegments())))
     return failure();
   bool grouped = getKeyValueHeads() != int64_t(getHeads());
   if (!grouped && (failed(expectSameDim(*this, "H·d_k", wq.out, wk.out)) ||
@@ -438,6 +466,8 @@ LogicalResult RopeOp::verify() {
                          << " heads of a static, even width (rotations act on pairs)";
   if (!(getBase().convertToDouble() > 1.0))
     return emitOpError() << "base must be greater than 1, got " << getBase().convertToDouble();
+  if (failed(verifyPositionsFrom(*this, getOffset(), getSegments())))
+    return failure();
   return verifySameFloatElementType(*this);
 }
 

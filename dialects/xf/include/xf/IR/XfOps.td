@@ -21,6 +21,18 @@ def Xf_Matrix : 2DTensorOf<[AnyFloat]>;
 def Xf_Vector : 1DTensorOf<[AnyFloat]>;
 def Xf_TokenIds : 1DTensorOf<[AnySignlessInteger]>;
 
+// A packed batch's sequence lengths (docs/dialect.md "Packed batches"): the
+// rows of the tensors an op reads are n sequences back to back, sequence i
+// the next `segments[i]` rows. Always `tensor<?xi64>` (n is known when the
+// model runs), so the assembly formats need not spell it.
+def Xf_Segments : Type<
+    CPred<"$_self == ::mlir::RankedTensorType::get({::mlir::ShapedType::kDynamic}, "
+          "::mlir::IntegerType::get($_self.getContext(), 64))">,
+    "sequence lengths tensor<?xi64>"> {
+  let builderCall = "::mlir::RankedTensorType::get({::mlir::ShapedType::kDynamic}, "
+                    "$_builder.getI64Type())";
+}
+
 class Xf_PureOp<string mnemonic, list<Trait> traits = []>
     : Xf_Op<mnemonic, !listconcat([Pure], traits)> {
   let hasVerifier = 1;
@@ -110,38 +122,42 @@ def Xf_TokenEmbedOp : Xf_PureOp<"token_embed"> {
                        "type($tokens) `->` type($result)";
 }
 
-def Xf_PositionalEmbedOp : Xf_PureOp<"pos_embed"> {
+def Xf_PositionalEmbedOp : Xf_PureOp<"pos_embed", [AttrSizedOperandSegments]> {
   let summary = "Alg. 2: learned positional embedding, rows offset .. offset+ℓ-1 of W_p";
   let description = [{
     Returns rows `offset + t` (t = 0 .. ℓ-1) of the table `[ℓ_max, d_e]`, one per
     token of `tokens`. `offset` (default 0) is the position of the first token,
-    used when decoding with a KV cache.
+    used when decoding with a KV cache. With `segments` (a packed batch) the
+    positions restart at 0 at the first token of every sequence.
 
     ```mlir
     %p = xf.pos_embed %wpe for %x : tensor<1024x768xf32>, tensor<?xi32> -> tensor<?x768xf32>
+    %b = xf.pos_embed %wpe for %x segments %n : tensor<1024x768xf32>, tensor<?xi32> -> tensor<?x768xf32>
     ```
   }];
   let arguments = (ins Xf_Matrix:$table, Xf_TokenIds:$tokens,
-                       Optional<Index>:$offset);
+                       Optional<Index>:$offset, Optional<Xf_Segments>:$segments);
   let results = (outs Xf_Matrix:$result);
-  let assemblyFormat = "$table `for` $tokens (`offset` $offset^)? attr-dict `:` "
+  let assemblyFormat = "$table `for` $tokens (`offset` $offset^)? (`segments` $segments^)? "
+                       "attr-dict `:` "
                        "type($table) `,` type($tokens) `->` type($result)";
 }
 
-def Xf_SinusoidalEmbedOp : Xf_PureOp<"sinusoidal_embed"> {
+def Xf_SinusoidalEmbedOp : Xf_PureOp<"sinusoidal_embed", [AttrSizedOperandSegments]> {
   let summary = "fixed sinusoidal positions of Vaswani et al.";
   let description = [{
     `P[t, 2i] = sin(p / base^(2i/d_e))`, `P[t, 2i+1] = cos(p / base^(2i/d_e))`
-    with `p = offset + t`: `[ℓ] → [ℓ, d_e]`, `d_e` even.
+    with `p = offset + t`: `[ℓ] → [ℓ, d_e]`, `d_e` even. With `segments`, `t`
+    counts from each sequence's first token.
 
     ```mlir
     %p = xf.sinusoidal_embed for %x base 1.0e+04 : tensor<?xi32> -> tensor<?x512xf32>
     ```
   }];
   let arguments = (ins Xf_TokenIds:$tokens, Optional<Index>:$offset,
-                       F64Attr:$base);
+                       Optional<Xf_Segments>:$segments, F64Attr:$base);
   let results = (outs Xf_Matrix:$result);
-  let assemblyFormat = "`for` $tokens (`offset` $offset^)? `base` $base attr-dict "
+  let assemblyFormat = "`for` $tokens (`offset` $offset^)? (`segments` $segments^)? `base` $base attr-dict "
                        "`:` type($tokens) `->` type($result)";
 }
 
@@ -224,7 +240,7 @@ def Xf_RmsNormOp : Xf_PureOp<"rms_norm"> {
 // Attention (Alg. 3–5)
 //===----------------------------------------------------------------------===//
 
-def Xf_AttentionOp : Xf_PureOp<"attention"> {
+def Xf_AttentionOp : Xf_PureOp<"attention", [AttrSizedOperandSegments]> {
   let summary = "Alg. 4 on projected inputs: softmax(scale·Q·Kᵀ + mask)·V per head";
   let description = [{
     `Q : [ℓ, H·d_k]`, `K : [ℓ_z, H_kv·d_k]`, `V : [ℓ_z, H_kv·d_v]` → `[ℓ, H·d_v]`;
@@ -239,12 +255,22 @@ def Xf_AttentionOp : Xf_PureOp<"attention"> {
     and key row `s` at position `s` — the positions of self-attention, with or
     without a KV cache. The kernel rotates rows as it loads them.
 
+    `segments` (a packed batch): Q's rows are n sequences back to back, and
+    every sequence is one attention as above over its own rows (its mask,
+    its positions from 0); no row sees another sequence's. Self-attention's
+    keys have the queries' segments; `cross` attention takes the keys' as
+    `key_segments` (query sequence i attends to context sequence i).
+
     ```mlir
     %o = xf.attention causal heads 12 %q, %k, %v : tensor<?x768xf32>, tensor<?x768xf32>, tensor<?x768xf32> -> tensor<?x768xf32>
+    %p = xf.attention causal heads 12 %q, %k, %v segments %n : ...
+    %c = xf.attention cross heads 8 %q, %k, %v segments %n key_segments %nz : ...
     %r = xf.attention causal heads 9 kv_heads 3 rope adjacent base 1.0e+05 %q, %k, %v : ...
     ```
   }];
   let arguments = (ins Xf_Matrix:$query, Xf_Matrix:$key, Xf_Matrix:$value,
+                       Optional<Xf_Segments>:$segments,
+                       Optional<Xf_Segments>:$key_segments,
                        Xf_MaskKind:$mask, I64Attr:$heads,
                        OptionalAttr<I64Attr>:$kv_heads,
                        OptionalAttr<Xf_RopePairing>:$rope,
@@ -258,6 +284,7 @@ def Xf_AttentionOp : Xf_PureOp<"attention"> {
   }];
   let assemblyFormat = "$mask `heads` $heads (`kv_heads` $kv_heads^)? "
                        "(`rope` $rope^ `base` $rope_base)? $query `,` $key `,` $value "
+                       "(`segments` $segments^)? (`key_segments` $key_segments^)? "
                        "(`scale` $scale^)? attr-dict `:` type($query) `,` type($key) "
                        "`,` type($value) `->` type($result)";
 }
@@ -277,6 +304,7 @@ def Xf_MultiHeadAttentionOp
     `H_kv·d_v` columns and query head `h` uses key/value head `h / (H / H_kv)`.
     `rope` with `base`: rotary position embeddings (xf.rope) applied to
     every head of Q and K after their projections, at absolute positions.
+    `segments` / `key_segments`: a packed batch, as for xf.attention.
 
     ```mlir
     %y = xf.mha causal heads 12 %x q %wq, %bq k %wk, %bk v %wv, %bv o %wo, %bo
@@ -288,6 +316,8 @@ def Xf_MultiHeadAttentionOp
                        Xf_Matrix:$wk, Optional<Xf_Vector>:$bk,
                        Xf_Matrix:$wv, Optional<Xf_Vector>:$bv,
                        Xf_Matrix:$wo, Optional<Xf_Vector>:$bo,
+                       Optional<Xf_Segments>:$segments,
+                       Optional<Xf_Segments>:$key_segments,
                        Xf_MaskKind:$mask, I64Attr:$heads,
                        OptionalAttr<I64Attr>:$kv_heads,
                        OptionalAttr<Xf_RopePairing>:$rope,
@@ -303,7 +333,7 @@ def Xf_MultiHeadAttentionOp
     $mask `heads` $heads (`kv_heads` $kv_heads^)? (`rope` $rope^ `base` $rope_base)?
     $input (`context` $context_seq^)?
     `q` $wq (`,` $bq^)? `k` $wk (`,` $bk^)? `v` $wv (`,` $bv^)? `o` $wo (`,` $bo^)?
-    (`scale` $scale^)? (`transpose_weights` $transpose_weights^)? attr-dict
+    (`segments` $segments^)? (`key_segments` $key_segments^)? (`scale` $scale^)? (`transpose_weights` $transpose_weights^)? attr-dict
     `:` functional-type(operands, results)
   }];
 }
@@ -395,7 +425,7 @@ def Xf_MulOp : Xf_ElementwiseOp<"mul"> {
   let assemblyFormat = "$lhs `,` $rhs attr-dict `:` type($result)";
 }
 
-def Xf_RopeOp : Xf_PureOp<"rope"> {
+def Xf_RopeOp : Xf_PureOp<"rope", [AttrSizedOperandSegments]> {
   let summary = "rotary position embeddings of every head's features";
   let description = [{
     `x : [ℓ, H·d]` → `[ℓ, H·d]`, `d` even. Row `t` is at position
@@ -403,16 +433,19 @@ def Xf_RopeOp : Xf_PureOp<"rope"> {
     (`i = 0 .. d/2 − 1`) is rotated by `θ_i = p · base^(−2i/d)`:
     `(a, b) ↦ (a·cos θ_i − b·sin θ_i, a·sin θ_i + b·cos θ_i)` where the pair is
     `(x[2i], x[2i+1])` for `adjacent` (GGUF) and `(x[i], x[i + d/2])` for
-    `halves` (Hugging Face).
+    `halves` (Hugging Face). With `segments`, `t` counts from each
+    sequence's first row.
 
     ```mlir
     %q = xf.rope adjacent heads 9 %x base 1.0e+05 : tensor<?x576xf32> -> tensor<?x576xf32>
     ```
   }];
   let arguments = (ins Xf_Matrix:$input, Optional<Index>:$offset,
+                       Optional<Xf_Segments>:$segments,
                        Xf_RopePairing:$pairing, I64Attr:$heads, F64Attr:$base);
   let results = (outs Xf_Matrix:$result);
-  let assemblyFormat = "$pairing `heads` $heads $input (`offset` $offset^)? `base` $base "
+  let assemblyFormat = "$pairing `heads` $heads $input (`offset` $offset^)? "
+                       "(`segments` $segments^)? `base` $base "
                        "attr-dict `:` type($input) `->` type($result)";
 }
 
