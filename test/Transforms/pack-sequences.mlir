@@ -85,16 +85,44 @@ module {
 
 // -----
 
-// Two sequences (an encoder-decoder) stay unpacked for now.
-// CHECK-LABEL: func.func @forward(
-// CHECK-NOT: @forward_packed
+// An encoder-decoder: both sides packed, one lengths argument each; the
+// encoder's ops take the sources' segments, the decoder's the targets', and
+// cross attention both (target sequence i attends to source sequence i).
+// CHECK: func.func @forward_packed(%[[Z:[^:]*]]: tensor<?xi32>, %[[X:[^:]*]]: tensor<?xi32>, %[[NZ:[^:]*]]: tensor<?xi64>, %[[NX:[^:]*]]: tensor<?xi64>)
+// CHECK: xf.sinusoidal_embed for %[[Z]] segments %[[NZ]]
+// CHECK: xf.mha bidirectional heads 2 {{.*}} segments %[[NZ]] :
+// CHECK: xf.sinusoidal_embed for %[[X]] segments %[[NX]]
+// CHECK: xf.mha causal heads 2 {{.*}} segments %[[NX]] :
+// CHECK: xf.mha cross heads 2 {{.*}} segments %[[NX]] key_segments %[[NZ]] :
 module {
   func.func @forward(%z: tensor<?xi32>, %x: tensor<?xi32>) -> tensor<?x16xf32> {
     %wte = xf.parameter "wte" : tensor<64x16xf32>
     %w = xf.parameter "w" : tensor<16x16xf32>
     %ez = xf.token_embed %wte[%z] : tensor<64x16xf32>, tensor<?xi32> -> tensor<?x16xf32>
+    %pz = xf.sinusoidal_embed for %z base 1.0e4 : tensor<?xi32> -> tensor<?x16xf32>
+    %hz = xf.add %ez, %pz : tensor<?x16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
+    %enc = xf.mha bidirectional heads 2 %hz q %w k %w v %w o %w : (tensor<?x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<?x16xf32>
     %ex = xf.token_embed %wte[%x] : tensor<64x16xf32>, tensor<?xi32> -> tensor<?x16xf32>
-    %y = xf.mha cross heads 2 %ex context %ez q %w k %w v %w o %w : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<?x16xf32>
+    %px = xf.sinusoidal_embed for %x base 1.0e4 : tensor<?xi32> -> tensor<?x16xf32>
+    %hx = xf.add %ex, %px : tensor<?x16xf32>, tensor<?x16xf32> -> tensor<?x16xf32>
+    %dec = xf.mha causal heads 2 %hx q %w k %w v %w o %w : (tensor<?x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<?x16xf32>
+    %y = xf.mha cross heads 2 %dec context %enc q %w k %w v %w o %w : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<?x16xf32>
     return %y : tensor<?x16xf32>
+  }
+}
+
+// -----
+
+// Two sequences meeting outside cross attention (their rows added) cannot be
+// packed.
+// CHECK-LABEL: func.func @forward(%{{.*}}: tensor<?xi32>, %{{.*}}: tensor<?xi32>) -> tensor<?x8xf32>
+// CHECK-NOT: @forward_packed
+module {
+  func.func @forward(%z: tensor<?xi32>, %x: tensor<?xi32>) -> tensor<?x8xf32> {
+    %wte = xf.parameter "wte" : tensor<64x8xf32>
+    %ez = xf.token_embed %wte[%z] : tensor<64x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+    %ex = xf.token_embed %wte[%x] : tensor<64x8xf32>, tensor<?xi32> -> tensor<?x8xf32>
+    %y = xf.add %ex, %ez : tensor<?x8xf32>, tensor<?x8xf32> -> tensor<?x8xf32>
+    return %y : tensor<?x8xf32>
   }
 }

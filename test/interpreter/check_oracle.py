@@ -10,10 +10,11 @@ float32 weights in double precision, so they differ only by the order of their r
 the networks' amplification, and is 10⁸ below the 1e-4 the compiled models meet.
 `xfc --check` trusts the interpreter as its reference: this test is what that trust rests on.
 
-The oracle on a packed batch: every model but the encoder-decoder also runs as @forward_packed
-(`xf-interpret --segments`: all its lengths in one batch, the ops that see whole sequences
-taking the `segments` operand), and each sequence's rows must meet the same bound against the
-oracle run on that sequence alone.
+The oracle on a packed batch: every model also runs as @forward_packed (`xf-interpret
+--segments`: all its lengths in one batch, the ops that see whole sequences taking the
+`segments` operand; the encoder-decoder's sources packed too, of other lengths, cross
+attention pairing target i with source i), and each sequence's rows must meet the same bound
+against the oracle run on that sequence (and its source) alone.
 
 usage: check_oracle.py --interpreter build/bin/xf-interpret [--model gpt2 ...]
 """
@@ -49,9 +50,7 @@ def check_model(name, interpreter, workdir):
 
     failures = compare_lengths(name, MODELS[name], weights, interpreted, python=sys.executable,
                                workdir=workdir, seed=7, tolerance=TOLERANCE, dtype=np.float64)
-    if arch != "transformer":
-        failures += check_packed(name, interpreter, defines, weights, workdir)
-    return failures
+    return failures + check_packed(name, interpreter, defines, weights, workdir)
 
 
 def check_packed(name, interpreter, defines, weights, workdir):
@@ -60,10 +59,15 @@ def check_packed(name, interpreter, defines, weights, workdir):
     rng = np.random.default_rng(11)
     vocab = int(dict(kv.split("=") for kv in hparams.split(","))["N_V"])
     sequences = [rng.integers(0, vocab, size=n) for n in lengths]
+    # An encoder-decoder's sources: packed too, of other lengths (target i reads source i).
+    sources = ([rng.integers(0, vocab, size=n) for n in [3, 1, 2 * lengths[-1]][:len(lengths)]]
+               if arch == "transformer" else [])
+    source_args = ["--source-tokens", ",".join(str(t) for s in sources for t in s),
+                   "--source-segments", ",".join(str(len(s)) for s in sources)] if sources else []
     got = os.path.join(workdir, f"{name}_packed.npy")
     r = run([interpreter, os.path.join(ROOT, "examples", name + ".xf"), *defines,
              "--weights", weights, "--tokens", ",".join(str(t) for s in sequences for t in s),
-             "--segments", ",".join(str(n) for n in lengths), "-o", got])
+             "--segments", ",".join(str(n) for n in lengths), *source_args, "-o", got])
     if r.returncode != 0:
         return [f"{name} packed {lengths}: xf-interpret failed: {r.stderr.strip()}"]
     packed = np.load(got)
@@ -73,8 +77,9 @@ def check_packed(name, interpreter, defines, weights, workdir):
     failures, first, worst = [], 0, 0.0
     for i, tokens in enumerate(sequences):
         ref = os.path.join(workdir, f"{name}_packed_{i}_ref.npy")
+        source = (["--source-tokens", ",".join(str(t) for t in sources[i])] if sources else [])
         r = run([sys.executable, ORACLE, "--arch", arch, "--hparams", hparams, "--weights",
-                 weights, "--tokens", ",".join(str(t) for t in tokens), flag, ref])
+                 weights, "--tokens", ",".join(str(t) for t in tokens), *source, flag, ref])
         if r.returncode != 0:
             return failures + [f"{name} packed: oracle failed: {r.stderr.strip()}"]
         b = np.load(ref)

@@ -1,7 +1,8 @@
 //===- xf-interpret.cpp - a spec evaluated by the xf interpreter ----------===//
 //
 // xf-interpret SPEC.xf [-D NAME=VALUE]... --weights W.safetensors
-//              --tokens 1,2,3 [--source-tokens 4,5] [--segments 1,2] -o OUT.npy
+//              --tokens 1,2,3 [--source-tokens 4,5] [--segments 1,2
+//              [--source-segments 1,1]] -o OUT.npy
 // Runs the frontend's module (`xfc --emit=xf`) through the double-precision
 // interpreter (xf/Interpreter) on a checkpoint and writes the result as a
 // float64 .npy [ℓ, d_out]. Test tool: test/interpreter checks the
@@ -40,6 +41,9 @@ cl::opt<std::string> sourceText("source-tokens", cl::desc("Source token ids (enc
 cl::opt<std::string> segmentsText(
     "segments", cl::desc("Sequence lengths of a packed batch: --tokens holds their ids back to "
                          "back, evaluated as @forward_packed"));
+cl::opt<std::string> sourceSegmentsText(
+    "source-segments",
+    cl::desc("With --segments, an encoder-decoder's source lengths (--source-tokens packed)"));
 cl::opt<std::string> outputFile("o", cl::Required, cl::desc("Output .npy (float64)"));
 
 int fail(const llvm::Twine &message) {
@@ -137,8 +141,13 @@ int main(int argc, char **argv) {
     inputs.sequences.push_back(source);
   }
   inputs.sequences.push_back(tokens);
-  if (!segmentsText.empty()) { // @forward_packed's second argument
-    std::vector<int32_t> lengths;
+  if (!segmentsText.empty()) { // @forward_packed's (tokens..., segments...)
+    std::vector<int32_t> lengths, sourceLengths;
+    if (inputs.sequences.size() == 2) {
+      if (!parseTokens(sourceSegmentsText, sourceLengths))
+        return fail("--source-segments: the packed sources' lengths, comma-separated");
+      inputs.sequences.push_back(sourceLengths);
+    }
     if (!parseTokens(segmentsText, lengths))
       return fail("--segments: expected comma-separated sequence lengths");
     inputs.sequences.push_back(lengths);

@@ -38,7 +38,8 @@ void HostLowering::forEachSequence(llvm::function_ref<void(Value, Value, Value, 
 }
 
 LogicalResult HostLowering::placePackedForward() {
-  if (!forwardPacked)
+  // Nothing is emitted from it otherwise (encoder-decoders: not yet).
+  if (!forwardPacked || !cachePlan.packable)
     return success();
   Block &mine = forwardPacked.getBody().front(), &theirs = forward.getBody().front();
   if (forwardPacked.getNumArguments() != forward.getNumArguments() + 1 ||

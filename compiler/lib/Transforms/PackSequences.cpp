@@ -29,13 +29,11 @@ namespace {
 /// Whether `op`, reading the per-row values `perRow`, computes each row of
 /// its result from the same row of its inputs (or from the row's sequence,
 /// through `segments`) — then packed rows stay apart.
-bool keepsRowsApart(Operation *op, const llvm::DenseSet<Value> &perRow) {
+bool keepsRowsApart(Operation *op, const llvm::DenseMap<Value, unsigned> &perRow) {
   auto isRows = [&](Value v) { return perRow.contains(v); };
   if (isa<func::ReturnOp, TokenEmbedOp, AddOp, MulOp, LayerNormOp, RmsNormOp, ReluOp, GeluOp,
-          SoftmaxOp, SiluOp, MultiHeadAttentionOp>(op))
+          SoftmaxOp, SiluOp, MultiHeadAttentionOp, AttentionOp>(op))
     return true;
-  if (auto attn = dyn_cast<AttentionOp>(op))
-    return attn.getMask() != MaskKind::cross; // two sequences: encoder-decoders stay unpacked
   if (auto pos = dyn_cast<PositionalEmbedOp>(op))
     return !pos.getOffset();
   if (auto sin = dyn_cast<SinusoidalEmbedOp>(op))
@@ -59,48 +57,95 @@ bool keepsRowsApart(Operation *op, const llvm::DenseSet<Value> &perRow) {
   return false; // xf.length, xf.row, xf.transpose of an activation, ...
 }
 
-/// The segments operand of the ops that see whole sequences.
-void setSegments(Operation *op, Value segments) {
+/// Whether operand `operand` of `op` is cross attention's keys or values
+/// (the context's rows: another sequence than the queries').
+bool readsContext(Operation *op, OpOperand &operand) {
+  unsigned index = operand.getOperandNumber();
   if (auto attn = dyn_cast<AttentionOp>(op))
+    return attn.getMask() == MaskKind::cross && (index == 1 || index == 2);
+  if (auto mha = dyn_cast<MultiHeadAttentionOp>(op)) {
+    auto [first, count] = mha.getODSOperandIndexAndLength(1); // context_seq
+    return count == 1 && index == first;
+  }
+  return false;
+}
+
+/// The segments operands of the ops that see whole sequences.
+void setSegments(Operation *op, Value segments, Value keySegments) {
+  if (auto attn = dyn_cast<AttentionOp>(op)) {
     attn.getSegmentsMutable().assign(segments);
-  else if (auto mha = dyn_cast<MultiHeadAttentionOp>(op))
+    if (keySegments)
+      attn.getKeySegmentsMutable().assign(keySegments);
+  } else if (auto mha = dyn_cast<MultiHeadAttentionOp>(op)) {
     mha.getSegmentsMutable().assign(segments);
-  else if (auto pos = dyn_cast<PositionalEmbedOp>(op))
+    if (keySegments)
+      mha.getKeySegmentsMutable().assign(keySegments);
+  } else if (auto pos = dyn_cast<PositionalEmbedOp>(op)) {
     pos.getSegmentsMutable().assign(segments);
-  else if (auto sin = dyn_cast<SinusoidalEmbedOp>(op))
+  } else if (auto sin = dyn_cast<SinusoidalEmbedOp>(op)) {
     sin.getSegmentsMutable().assign(segments);
-  else if (auto rope = dyn_cast<RopeOp>(op))
+  } else if (auto rope = dyn_cast<RopeOp>(op)) {
     rope.getSegmentsMutable().assign(segments);
+  }
 }
 
 struct PackSequencesPass : xf::impl::PackSequencesBase<PackSequencesPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     auto forward = module.lookupSymbol<func::FuncOp>("forward");
-    if (!forward || module.lookupSymbol("forward_packed") || forward.getNumArguments() != 1 ||
+    if (!forward || module.lookupSymbol("forward_packed") || forward.getNumArguments() == 0 ||
         forward.getBody().getBlocks().size() != 1)
       return;
-    // The values computed per row (from the tokens), and whether every op
-    // reading them keeps the rows apart.
-    llvm::DenseSet<Value> perRow{forward.getArgument(0)};
+    // The values computed per row, each with the token argument (sequence)
+    // whose rows it has; every op reading them must keep rows apart, and
+    // only cross attention may read two sequences (queries from one, keys
+    // and values from the other).
+    llvm::DenseMap<Value, unsigned> perRow;
+    for (BlockArgument arg : forward.getArguments())
+      perRow[arg] = arg.getArgNumber();
+    llvm::DenseMap<Operation *, std::pair<unsigned, std::optional<unsigned>>> sequencesOf;
     for (Operation &op : forward.getBody().front()) {
-      if (llvm::none_of(op.getOperands(), [&](Value v) { return perRow.contains(v); }))
+      std::optional<unsigned> rows, keyRows;
+      bool mixed = false;
+      for (OpOperand &operand : op.getOpOperands()) {
+        auto it = perRow.find(operand.get());
+        if (it == perRow.end())
+          continue;
+        std::optional<unsigned> &side = readsContext(&op, operand) ? keyRows : rows;
+        mixed |= side && *side != it->second;
+        side = it->second;
+      }
+      if (!rows && !keyRows)
         continue;
-      if (!keepsRowsApart(&op, perRow))
+      if (mixed || !rows || !keepsRowsApart(&op, perRow))
         return;
-      perRow.insert(op.result_begin(), op.result_end());
+      sequencesOf[&op] = {*rows, keyRows};
+      for (Value result : op.getResults())
+        perRow[result] = *rows;
     }
     auto packed = cast<func::FuncOp>(forward->clone());
     packed.setName("forward_packed");
     module.getBody()->getOperations().insertAfter(forward->getIterator(), packed);
+    // (tokens..., segments...): one lengths argument per token sequence.
     Type segmentsType =
         RankedTensorType::get({ShapedType::kDynamic}, IntegerType::get(&getContext(), 64));
-    if (failed(packed.insertArgument(1, segmentsType, {}, forward.getLoc()))) {
-      signalPassFailure();
-      return;
+    unsigned sequences = forward.getNumArguments();
+    SmallVector<Value> segments;
+    for (unsigned i = 0; i < sequences; ++i) {
+      if (failed(packed.insertArgument(sequences + i, segmentsType, {}, forward.getLoc()))) {
+        signalPassFailure();
+        return;
+      }
+      segments.push_back(packed.getArgument(sequences + i));
     }
-    Value segments = packed.getArgument(1);
-    packed.walk([&](Operation *op) { setSegments(op, segments); });
+    for (auto [original, copy] :
+         llvm::zip(forward.getBody().front(), packed.getBody().front())) {
+      auto it = sequencesOf.find(&original);
+      if (it == sequencesOf.end())
+        continue;
+      auto [rows, keyRows] = it->second;
+      setSegments(&copy, segments[rows], keyRows ? segments[*keyRows] : Value());
+    }
   }
 };
 

@@ -23,10 +23,14 @@ def PackSequences : Pass<"xf-pack-sequences", "ModuleOp"> {
     as @forward would compute it alone. The fusion passes and the schedules
     then apply to @forward_packed like to @forward, and xf-lower-to-host
     emits `xf_forward_packed` from it (docs/dialect.md "Packed batches").
-    Not added (the runtime then runs one sequence at a time) when @forward
-    takes two sequences (an encoder-decoder) or mixes rows otherwise: a
-    product of two activations, a transpose, row or axis-0 slice or
-    concatenation of one, xf.length, or explicit position offsets.
+    An encoder-decoder `@forward(z, x)` becomes `@forward_packed(z, x,
+    z_segments, x_segments)`: each side packed, cross attention with
+    `segments` (the targets') and `key_segments` (the sources'), target
+    sequence i attending to source sequence i. Not added (the runtime then
+    runs one sequence at a time) when rows meet otherwise: a product of two
+    activations, a transpose, row or axis-0 slice or concatenation of one,
+    xf.length, explicit position offsets, or an op other than cross
+    attention reading both sequences.
   }];
   let dependentDialects = ["xf::XfDialect"];
 }
