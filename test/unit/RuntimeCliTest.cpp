@@ -1,4 +1,5 @@
 //===- RuntimeCliTest.cpp - libxfrt manifest and command-line parsing -----===//
+#include "RuntimeUnitTest.h"
 #include "RuntimeTestSupport.h"
 
 #include "xfrt/Cli.h"
@@ -13,14 +14,6 @@ using namespace xfrt;
 using namespace xfrt::test;
 
 namespace {
-
-#define EXPECT_CONTAINS(haystack, needle)                                                          \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
-
-Expected<Options> parse(std::vector<const char *> args) {
-  args.insert(args.begin(), "prog");
-  return parseCommandLine(int(args.size()), args.data());
-}
 
 Manifest manifest() { return *parseManifest(testManifestJson()); }
 

@@ -1,4 +1,5 @@
 //===- RuntimeGgufTest.cpp - libxfrt GGUF validation, metadata, dequantization ===//
+#include "RuntimeUnitTest.h"
 #include "GgufTestFiles.h"
 
 #include "xfrt/DType.h"
@@ -13,9 +14,6 @@ using namespace xfrt;
 using namespace xfrt::test;
 
 namespace {
-
-#define EXPECT_CONTAINS(haystack, needle)                                                          \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 constexpr uint32_t kTypeF32 = 0, kTypeF16 = 1, kTypeQ4_0 = 2, kTypeQ4_1 = 3, kTypeQ8_0 = 8,
                    kTypeQ5_K = 13, kTypeBF16 = 30;

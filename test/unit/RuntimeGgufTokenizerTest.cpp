@@ -1,4 +1,5 @@
 //===- RuntimeGgufTokenizerTest.cpp - byte-level BPE from GGUF metadata ----===//
+#include "RuntimeUnitTest.h"
 #include "GgufTestFiles.h"
 
 #include "xfrt/GgufTokenizer.h"
@@ -9,9 +10,6 @@ using namespace xfrt;
 using namespace xfrt::test;
 
 namespace {
-
-#define EXPECT_CONTAINS(haystack, needle)                                                          \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 // Ids 0..2 are control tokens, 3..258 the 256 byte tokens, then merged tokens.
 struct SmallVocab {

@@ -1,4 +1,5 @@
 //===- RuntimeSafetensorsTest.cpp - libxfrt safetensors validation and loading ===//
+#include "RuntimeUnitTest.h"
 #include "RuntimeTestSupport.h"
 
 #include "xfrt/Safetensors.h"
@@ -23,9 +24,6 @@ std::string errorOf(const std::string &header, const std::vector<uint8_t> &data)
   EXPECT_FALSE(h) << "accepted: " << header;
   return h ? std::string() : h.message();
 }
-
-#define EXPECT_CONTAINS(haystack, needle)                                                          \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 Manifest testManifest() {
   Expected<Manifest> m = parseManifest(testManifestJson());

@@ -1,4 +1,5 @@
 //===- RuntimeSamplingTest.cpp - sampling, pooling, generation options ----===//
+#include "RuntimeUnitTest.h"
 #include "RuntimeTestSupport.h"
 
 #include "xfrt/Cli.h"
@@ -13,11 +14,9 @@
 #include <map>
 
 using namespace xfrt;
+using namespace xfrt::test;
 
 namespace {
-
-#define EXPECT_CONTAINS(haystack, needle)                                                          \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
 
 Pcg32 rng(uint64_t seed = 1) { return Pcg32(seed, 54); }
 
@@ -147,11 +146,6 @@ TEST(RuntimeMemory, ReadsProcStatus) {
   EXPECT_GT(peak, 0);
   EXPECT_GE(peak, now);
   EXPECT_CONTAINS(memoryReport(1 << 20, 2 << 20), "checkpoint 1.0 MiB on disk");
-}
-
-Expected<Options> parse(std::vector<const char *> args) {
-  args.insert(args.begin(), "prog");
-  return parseCommandLine(int(args.size()), args.data());
 }
 
 TEST(RuntimeCliGeneration, ParsesGenerationFlags) {

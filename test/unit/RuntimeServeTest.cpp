@@ -1,4 +1,5 @@
 //===- RuntimeServeTest.cpp - --serve's options and request bodies --------===//
+#include "RuntimeUnitTest.h"
 #include "RuntimeTestSupport.h"
 
 #include "xfrt/Cli.h"
@@ -10,14 +11,6 @@ using namespace xfrt;
 using namespace xfrt::test;
 
 namespace {
-
-#define EXPECT_CONTAINS(haystack, needle)                                                          \
-  EXPECT_NE(std::string(haystack).find(needle), std::string::npos) << (haystack)
-
-Expected<Options> parse(std::vector<const char *> args) {
-  args.insert(args.begin(), "prog");
-  return parseCommandLine(int(args.size()), args.data());
-}
 
 std::string check(std::vector<const char *> args, const Manifest &m) {
   Expected<Options> o = parse(args);
