@@ -205,7 +205,7 @@ llvm::Error parseKernel(const Value &json, const VectorShape &shape, KernelDesc 
       return fail("kernel: \"epilogue\" must be none, relu, gelu_tanh, gelu_erf, silu or "
                   "swiglu, got '" +
                   epilogue + "'");
-    g.schedule = defaultGemmSchedule(shape, g.K);
+    g.schedule = defaultGemmSchedule(shape, g.K, g.weightBlocks);
     return llvm::Error::success();
   }
   if (kind == "attention") {

@@ -292,6 +292,12 @@ static mlir::LogicalResult buildPipeline(Emit action, mlir::PassManager &pm) {
   options.fusion = fusionOptions();
   options.defaults.vectorWidth = shape->floatsPerVector;
   options.defaults.vectorRegisters = shape->registers;
+  llvm::StringMap<mlir::xf::WeightBlocks> blocks;
+  if (mlir::failed(quantizedLikeBlocks(blocks)))
+    return mlir::failure();
+  for (const auto &entry : blocks)
+    options.defaults.blockParameters.push_back(
+        (entry.first() + "=" + mlir::xf::weightBlocksName(entry.second)).str());
   if (!tuningDbPath.empty() && !tuneMode) {
     llvm::Expected<std::string> targetString = mlir::xf::halideTargetString(target);
     if (!targetString) {
@@ -303,12 +309,7 @@ static mlir::LogicalResult buildPipeline(Emit action, mlir::PassManager &pm) {
     options.tuning.threads = threadCount();
     options.tuning.bf16Weights = weightType == WeightType::BF16;
     options.tuning.bf16Activations = bf16GemmInputs;
-    llvm::StringMap<mlir::xf::WeightBlocks> blocks;
-    if (mlir::failed(quantizedLikeBlocks(blocks)))
-      return mlir::failure();
-    for (const auto &entry : blocks)
-      options.tuning.blockParameters.push_back(
-          (entry.first() + "=" + mlir::xf::weightBlocksName(entry.second)).str());
+    options.tuning.blockParameters = options.defaults.blockParameters;
   }
   mlir::xf::buildKernelPipeline(pm, options);
   return mlir::success();

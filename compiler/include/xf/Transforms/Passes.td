@@ -129,7 +129,10 @@ def AssignDefaultSchedules : Pass<"xf-assign-schedules", "func::FuncOp"> {
     Option<"vectorWidth", "vector-width", "int64_t", "16",
            "float32 lanes of a vector register of the target">,
     Option<"vectorRegisters", "vector-registers", "int64_t", "32",
-           "vector registers of the target">
+           "vector registers of the target">,
+    ListOption<"blockParameters", "block-parameters", "std::string",
+               "parameters kept in ggml blocks, NAME=q8_0|q4_0|q4_1 (xfc --quantized-like): "
+               "their GEMMs get the block default (K blocks of 256)">
   ];
   let dependentDialects = ["xf::XfDialect"];
 }
