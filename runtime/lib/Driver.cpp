@@ -192,7 +192,8 @@ int runForward(const Options &o, const Manifest &m, Session &session, const Batc
       for (int64_t i = 0; i < n; ++i) {
         if (Status s = session.forward(batch.targets[i], batch.sources[i], rows->floats()); !s)
           return report(s.message(), 1);
-        onSequence(size_t(i), rows->floats());
+        if (Status s = onSequence(size_t(i), rows->floats()); !s)
+          return report(s.message(), 1);
       }
     }
     auto stop = std::chrono::steady_clock::now();

@@ -134,7 +134,8 @@ void HostLowering::emitPrepare(llvm::StringRef name) {
                  ? std::pair<int64_t, int64_t>{1, type.getDimSize(0)}
                  : std::pair<int64_t, int64_t>{type.getDimSize(0), type.getDimSize(1)};
     };
-    auto [rows, cols] = shape(v);
+    const std::pair<int64_t, int64_t> outShape = shape(v);
+    const int64_t rows = outShape.first, cols = outShape.second;
     Value out = pointerOf(v);
     auto copyBlock = [&](Value src, int64_t srcOffset, int64_t srcStride, int64_t dstOffset,
                          int64_t n, int64_t m) {

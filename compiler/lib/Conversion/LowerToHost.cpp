@@ -311,7 +311,9 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
                                        spec.ropeBase);
     }
     spec.name = nameKernel(spec);
-    auto [keyOffset, valueOffset] = cachePlan.offsets.lookup(op);
+    // Plain variables: lambdas may not capture structured bindings before C++20.
+    const auto cacheOffsets = cachePlan.offsets.lookup(op);
+    const int64_t keyOffset = cacheOffsets.first, valueOffset = cacheOffsets.second;
     FailureOr<bool> segmented = perSequence(op, attn.getSegments());
     if (failed(segmented))
       return failure();
@@ -378,7 +380,8 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
   if (auto rope = dyn_cast<RopeOp>(op)) {
     if (rope.getOffset())
       return op->emitError("explicit positional offsets are not supported by the host lowering");
-    auto [in, stride] = strided(rope.getInput());
+    const auto input = strided(rope.getInput());
+    Value in = input.first, stride = input.second;
     int64_t heads = rope.getHeads();
     auto pairs = rope.getPairing() == RopePairing::adjacent ? RotaryPairs::Adjacent
                                                             : RotaryPairs::Halves;
