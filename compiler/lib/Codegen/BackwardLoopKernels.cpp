@@ -87,6 +87,27 @@ CrossEntropyRow crossEntropyRow(Emitter &e, Value logits, Value ids, Value t, in
   return r;
 }
 
+/// Kernels (rows-in, targets, out, rows): out[0] = Σ term(t) over the row
+/// range, summed in f64, over max(1, the rows with a target).
+void storeTargetMean(Emitter &e, ValueRange args, llvm::function_ref<Value(Value)> term) {
+  OpBuilder &b = e.b;
+  const size_t n = args.size();
+  Value zero64 = arith::ConstantFloatOp::create(b, e.loc, b.getF64Type(), APFloat(0.0));
+  auto total = scf::ForOp::create(
+      b, e.loc, args[n - 2], args[n - 1], e.i(1), ValueRange{zero64},
+      [&](OpBuilder &nested, Location, Value t, ValueRange acc) {
+        OpBuilder::InsertionGuard guard(b);
+        b.setInsertionPointToStart(nested.getInsertionBlock());
+        scf::YieldOp::create(b, e.loc,
+                             arith::AddFOp::create(b, e.loc, acc[0], term(t)).getResult());
+      });
+  Value count = arith::MaximumFOp::create(
+      b, e.loc, countTargets(e, args[1], args[3]),
+      arith::ConstantFloatOp::create(b, e.loc, b.getF64Type(), APFloat(1.0)));
+  Value mean = arith::DivFOp::create(b, e.loc, total.getResult(0), count);
+  e.store(arith::TruncFOp::create(b, e.loc, e.f32, mean), args[2], e.i(0));
+}
+
 } // namespace
 
 // Rows with a negative target (Alg. 12's unmasked positions) take no part;
@@ -95,26 +116,14 @@ func::FuncOp LoopKernels::crossEntropy(int64_t width) {
   XF_KERNEL_CACHED_WITH("xf_cross_entropy_" + std::to_string(width), LoopSchedule{});
   return rowKernel(name, "pppi", kernelSchedule, /*rowsArg=*/3,
                    [&](Emitter &e, ValueRange args) {
-    OpBuilder &b = e.b;
-    unsigned n = args.size();
-    Value zero64 = arith::ConstantFloatOp::create(b, e.loc, b.getF64Type(), APFloat(0.0));
     // The row terms summed in f64: ℓ of them, each ~log N_V.
-    auto total = scf::ForOp::create(
-        b, e.loc, args[n - 2], args[n - 1], e.i(1), ValueRange{zero64},
-        [&](OpBuilder &nested, Location, Value t, ValueRange acc) {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(nested.getInsertionBlock());
-          CrossEntropyRow row = crossEntropyRow(e, args[0], args[1], t, width);
-          Value term = arith::ExtFOp::create(b, e.loc, e.f64, row.term);
-          Value next = arith::AddFOp::create(
-              b, e.loc, acc[0], arith::SelectOp::create(b, e.loc, row.has, term, zero64));
-          scf::YieldOp::create(b, e.loc, next);
-        });
-    Value count = arith::MaximumFOp::create(
-        b, e.loc, countTargets(e, args[1], args[3]),
-        arith::ConstantFloatOp::create(b, e.loc, b.getF64Type(), APFloat(1.0)));
-    Value mean = arith::DivFOp::create(b, e.loc, total.getResult(0), count);
-    e.store(arith::TruncFOp::create(b, e.loc, e.f32, mean), args[2], e.i(0));
+    storeTargetMean(e, args, [&](Value t) {
+      CrossEntropyRow row = crossEntropyRow(e, args[0], args[1], t, width);
+      Value zero64 = arith::ConstantFloatOp::create(e.b, e.loc, e.b.getF64Type(), APFloat(0.0));
+      return arith::SelectOp::create(e.b, e.loc, row.has,
+                                     arith::ExtFOp::create(e.b, e.loc, e.f64, row.term), zero64)
+          .getResult();
+    });
   });
 }
 
@@ -141,22 +150,9 @@ func::FuncOp LoopKernels::crossEntropyMean() {
   XF_KERNEL_CACHED_WITH("xf_cross_entropy_mean", LoopSchedule{});
   return rowKernel(name, "pppi", kernelSchedule, /*rowsArg=*/3,
                    [&](Emitter &e, ValueRange args) {
-    OpBuilder &b = e.b;
-    unsigned n = args.size();
-    Value zero64 = arith::ConstantFloatOp::create(b, e.loc, b.getF64Type(), APFloat(0.0));
-    auto total = scf::ForOp::create(
-        b, e.loc, args[n - 2], args[n - 1], e.i(1), ValueRange{zero64},
-        [&](OpBuilder &nested, Location, Value t, ValueRange acc) {
-          OpBuilder::InsertionGuard guard(b);
-          b.setInsertionPointToStart(nested.getInsertionBlock());
-          Value term = arith::ExtFOp::create(b, e.loc, e.f64, e.load(args[0], t));
-          scf::YieldOp::create(b, e.loc, arith::AddFOp::create(b, e.loc, acc[0], term).getResult());
-        });
-    Value count = arith::MaximumFOp::create(
-        b, e.loc, countTargets(e, args[1], args[3]),
-        arith::ConstantFloatOp::create(b, e.loc, b.getF64Type(), APFloat(1.0)));
-    Value mean = arith::DivFOp::create(b, e.loc, total.getResult(0), count);
-    e.store(arith::TruncFOp::create(b, e.loc, e.f32, mean), args[2], e.i(0));
+    storeTargetMean(e, args, [&](Value t) {
+      return arith::ExtFOp::create(e.b, e.loc, e.f64, e.load(args[0], t)).getResult();
+    });
   });
 }
 
