@@ -69,6 +69,15 @@ def measure_peak(exe, threads):
     return json.loads(r.stdout) if r.returncode == 0 else None
 
 
+def measure_bandwidth(exe, threads):
+    """The read bandwidth in GB/s measured now (~0.3 s), or None: the decode benchmarks take it
+    right beside each timed run, since this VM's bandwidth drifts from minute to minute."""
+    if exe is None:
+        return None
+    r = subprocess.run([str(exe), str(threads), "--bandwidth"], capture_output=True, text=True)
+    return json.loads(r.stdout)["read_gbs"] if r.returncode == 0 else None
+
+
 def compile_xf(build, out, extra=()):
     """`xfc examples/gpt2.xf -o out [extra]`."""
     subprocess.run([str(pathlib.Path(build) / "bin" / "xfc"), str(ROOT / "examples" / "gpt2.xf"),

@@ -47,7 +47,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from benchlib import (ROOT, Worker, build_peak, compile_xf, cpu_model, log,  # noqa: E402
-                      loadavg, measure_peak, random_tokens, replace_doc_section,
+                      loadavg, measure_bandwidth, measure_peak, random_tokens, replace_doc_section,
                       write_checkpoint, xf_version)
 
 WORKER = ROOT / "test" / "bench" / "decode" / "decode_worker.py"
@@ -334,6 +334,8 @@ def main():
         per_round = {fw: [] for fw in DECODERS}
         prefill = {fw: [] for fw in DECODERS}
         loads, peaks = [], []
+        # (bound at the bandwidth measured just before the run) / (the run's ms per token)
+        paired = {fw: [] for fw in xf_exes}
         for rnd in range(args.rounds):
             loads.append(loadavg()[0])
             peak = measure_peak(peak_exe, th)
@@ -343,8 +345,12 @@ def main():
             for fw in DECODERS[k:] + DECODERS[:k]:
                 time.sleep(0.3)  # let the previous decoder's spinning threads go to sleep
                 if fw in xf_exes:
+                    bw = measure_bandwidth(peak_exe, th)
                     r = run_xf(xf_exes[fw], weights, tokens, th, n, env)
                     ms, pre = r["ms_per_token"], r["prefill_ms"]
+                    if bw:
+                        step = bf16_bytes if "bf16" in fw else f32_bytes
+                        paired[fw].append(step / (bw * 1e9) * 1e3 / ms)
                 else:
                     r = workers[fw].ask(f"generate {n}")
                     ms, pre = statistics.mean(r["step_ms"]), r["prefill_ms"]
@@ -478,6 +484,11 @@ def main():
          + f"; {xf['min'] / bound['f32']:.1f}× the bandwidth bound of {bound['f32']:.1f} ms "
          f"({f32_bytes / (xf['min'] / 1e3) / 1e9:.1f} GB/s of parameters streamed at the best "
          f"round, against {bw_med:.1f} GB/s measured)."),
+        "- Paired with the read bandwidth measured just before each run (this VM's bandwidth "
+        "drifts between rounds, so a step and a median bandwidth from other minutes can "
+        "disagree): bandwidth bound / step = " + "; ".join(
+            f"{fw} {100 * max(v):.0f} % at the best round, {100 * statistics.median(v):.0f} % "
+            "median" for fw, v in paired.items() if v) + ".",
         (f"- bf16 faster than f32: " + ("**met**" if xf16["min"] < xf["min"] and
                                         xf16["median"] < xf["median"] else "**not met**")
          + f": {fmt(xf16['min'])} / {fmt(xf16['median'])} ms (min / median) against "

@@ -135,6 +135,7 @@ def main():
     names = ["xf q8", "xf blocks", "xf f32", "llama.cpp"]
     results = {n: [] for n in names}
     bandwidth, loads = [], []
+    paired = []  # xf q8: (bound at the bandwidth measured just before the run) / its step
     for rnd in range(args.rounds):
         loads.append(benchlib.loadavg()[0])
         p = benchlib.measure_peak(peak, args.threads)
@@ -142,8 +143,11 @@ def main():
             bandwidth.append(p["read_gbs"])
         order = names[rnd % 4:] + names[:rnd % 4]
         for n in order:
+            bw_now = benchlib.measure_bandwidth(peak, args.threads) if n == "xf q8" else None
             res = run_cpp(args.gguf, ids, args.new_tokens, args.threads) if n == "llama.cpp" \
                 else run_xf(exes[n], args.gguf, ids, args.new_tokens, args.threads)
+            if bw_now:
+                paired.append((bw_now, res["decode_ms_per_token"]))
             results[n].append(res)
             log(f"round {rnd + 1} {n}: prefill {res['prefill_ms']:.1f} ms, decode "
                 f"{res['decode_ms_per_token']:.2f} ms/token, {res['rss_mib']:.1f} MiB")
@@ -209,7 +213,12 @@ def main():
                  f"bandwidth): {step_bytes / (bw * 1e9) * 1e3:.2f} ms/token, "
                  f"{step_bytes / (bw * 1e9) * 1e3 / blocks[1] * 100:.0f} % of xf "
                  f"q8's best decode time."
-                 if bw else ""), "",
+                 if bw else "")
+              + (" Paired with the bandwidth measured just before each xf q8 run (it drifts "
+                 "between rounds on this VM): bound / step "
+                 + ", ".join(f"{100 * step_bytes / (b * 1e9) * 1e3 / ms:.0f} %"
+                             for b, ms in paired) + " by round."
+                 if paired else ""), "",
               "**Targets** (issue 14, same file and threads, this run; xf q8):",
               f"- decode ≥ 1.2× llama.cpp: {'met' if cpp[1] / blocks[1] >= 1.2 else 'NOT met'} "
               f"({cpp[1] / blocks[1]:.2f}× by the best round, {cpp[2] / blocks[2]:.2f}× by the "

@@ -5,7 +5,7 @@
 // fp32 FMA throughput on `threads` threads (independent AVX-512 FMA chains,
 // or AVX2 where the CPU lacks AVX-512), the bf16 dot-product throughput
 // (vdpbf16ps, where the CPU has AVX512-BF16) and read bandwidth of a 512 MiB
-// buffer.
+// buffer in huge pages, as the weights are (WeightRegion.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,6 +25,10 @@ struct MachinePeak {
 // withBf16: also the bf16 dot-product peak (~0.5 s more; the benchmarks ask
 // for it, --profile's ceilings do not).
 MachinePeak measurePeak(int threads, bool withBf16 = false);
+// The read bandwidth alone (GB/s, best of 3 passes over 512 MiB; ~0.3 s): the benchmarks
+// measure it right beside each timed decode, since a VM's bandwidth moves with its
+// neighbours from one minute to the next.
+double measureReadBandwidth(int threads);
 // /proc/cpuinfo's "model name" ("" where there is none).
 std::string cpuModelName();
 
