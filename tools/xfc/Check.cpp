@@ -30,7 +30,9 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
 
+#include <array>
 #include <cmath>
+#include <functional>
 #include <map>
 
 using namespace mlir;
@@ -53,23 +55,36 @@ struct Comparison {
   int64_t row = 0; // of the largest difference, counted in the reference
 };
 
-/// Rows [0, rows) of `out` (`stride` floats apart) against rows first.. of `ref`.
-Comparison compare(const float *out, int64_t rows, int64_t stride, const Tensor &ref,
-                   int64_t first) {
+/// Rows [0, rows) of `out` (`stride` floats apart) against rows refRow(0..) of `ref`.
+template <typename RefRow>
+Comparison compareRows(const float *out, int64_t rows, int64_t stride, const Tensor &ref,
+                       RefRow refRow) {
   Comparison c;
   const int64_t cols = ref.cols();
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t j = 0; j < cols; ++j) {
-      double expected = ref.row(first + r)[j];
+      double expected = ref.row(refRow(r))[j];
       double diff = std::fabs(double(out[r * stride + j]) - expected);
       if (std::isnan(diff))
         diff = INFINITY;
       if (diff > c.maxDiff || (r == 0 && j == 0))
-        c.maxDiff = diff, c.row = first + r;
+        c.maxDiff = diff, c.row = refRow(r);
       c.maxRef = std::max(c.maxRef, std::fabs(expected));
     }
   c.err = c.maxDiff == 0 ? 0 : c.maxRef > 0 ? c.maxDiff / c.maxRef : INFINITY;
   return c;
+}
+
+/// Rows [0, rows) of `out` against rows first.. of `ref`.
+Comparison compare(const float *out, int64_t rows, int64_t stride, const Tensor &ref,
+                   int64_t first) {
+  return compareRows(out, rows, stride, ref, [first](int64_t r) { return first + r; });
+}
+
+/// The larger of two errors; a NaN counts as larger.
+void keepWorst(Comparison &worst, const Comparison &c) {
+  if (!(c.err <= worst.err))
+    worst = c;
 }
 
 Comparison compare(const Tensor &a, const Tensor &b) {
@@ -123,18 +138,33 @@ public:
   /// xf_forward_cached: the positions computed after this call; the output's
   /// rows are the last ones before it (one row after the last attention).
   std::optional<int64_t> endPosition;
+  /// xf_forward_cached_packed: the reference row of each row of the batch
+  /// (`batchRows`, before the last attention) and of each sequence's newest
+  /// row (`newestRows`, after it); a kernel's output is matched by its rows.
+  std::vector<int64_t> batchRows, newestRows;
 
   void kernelOutput(int32_t site, float *out, int64_t rows, int64_t stride) override {
     const Tensor *ref = size_t(site) < reference.size() ? reference[site] : nullptr;
-    if (!ref)
+    if (!ref || ref->shape.size() != 2)
       return;
-    int64_t first = endPosition ? *endPosition - rows : 0;
-    if (first < 0 || first + rows > ref->rows() || ref->shape.size() != 2)
-      return;
-    calls.push_back({site, compare(out, rows, stride, *ref, first)});
+    std::function<int64_t(int64_t)> refRow;
+    if (!batchRows.empty()) {
+      const std::vector<int64_t> *map = rows == int64_t(batchRows.size())    ? &batchRows
+                                        : rows == int64_t(newestRows.size()) ? &newestRows
+                                                                             : nullptr;
+      if (!map || llvm::any_of(*map, [&](int64_t r) { return r >= ref->rows(); }))
+        return;
+      refRow = [map](int64_t r) { return (*map)[size_t(r)]; };
+    } else {
+      int64_t first = endPosition ? *endPosition - rows : 0;
+      if (first < 0 || first + rows > ref->rows())
+        return;
+      refRow = [first](int64_t r) { return first + r; };
+    }
+    calls.push_back({site, compareRows(out, rows, stride, *ref, refRow)});
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < ref->cols(); ++j)
-        out[r * stride + j] = float(ref->row(first + r)[j]);
+        out[r * stride + j] = float(ref->row(refRow(r))[j]);
   }
 };
 
@@ -163,6 +193,7 @@ private:
                        llvm::function_ref<llvm::Error(Bisector &)> calls, const char *what,
                        std::optional<Comparison> modelErr);
   LogicalResult checkPacked(int64_t l);
+  LogicalResult checkCachedPacked(int64_t l);
   void describeSite(int32_t site, llvm::raw_ostream &os, std::string &schedule);
   interp::Inputs inputsFor(std::vector<std::vector<int32_t>> sequences);
   llvm::Expected<Tensor> interpret(ModuleOp module, const interp::Inputs &inputs);
@@ -244,7 +275,7 @@ LogicalResult Checker::build() {
     out << "xfc: check: injected fault: the fused module: " << what << "\n";
   }
   built = OwningOpRef<ModuleOp>(cast<ModuleOp>(kernels->clone()));
-  if (!options.fault.empty() && options.fault != "fusion" && options.fault != "packed") {
+  if (!options.fault.empty() && options.fault != "fusion" && !xfc::isHostFault(options.fault)) {
     std::string what;
     if (llvm::Error e = xfc::injectFault(options.fault, *built, what))
       return fail(llvm::toString(std::move(e)));
@@ -258,9 +289,9 @@ LogicalResult Checker::build() {
   if (failed(lowered))
     return failure();
   program = std::move(*lowered);
-  if (options.fault == "packed") {
+  if (xfc::isHostFault(options.fault)) {
     std::string what;
-    if (llvm::Error e = xfc::injectHostFault(*program.module, what))
+    if (llvm::Error e = xfc::injectHostFault(options.fault, *program.module, what))
       return fail(llvm::toString(std::move(e)));
     out << "xfc: check: injected fault: " << what << "\n";
   }
@@ -439,9 +470,7 @@ LogicalResult Checker::checkCached(int64_t l) {
       auto row = model->forwardCached(tokens, start);
       if (!row)
         return row.takeError();
-      Comparison c = compare(row->data(), 1, m.dOut, *reference, start + n - 1);
-      if (!(c.err <= worst.err))
-        worst = c;
+      keepWorst(worst, compare(row->data(), 1, m.dOut, *reference, start + n - 1));
       start += n;
     }
     return llvm::Error::success();
@@ -490,8 +519,7 @@ LogicalResult Checker::checkPacked(int64_t l) {
     Comparison c =
         compare(compiled->data() + offset * m.dOut, lengths[i], m.dOut, references[i], 0);
     c.row += offset; // a row of the batch
-    if (!(c.err <= worst.err))
-      worst = c;
+    keepWorst(worst, c);
     offset += lengths[i];
   }
   std::string what = llvm::formatv("l={0} packed", l);
@@ -507,6 +535,90 @@ LogicalResult Checker::checkPacked(int64_t l) {
     runs.push_back({&inputs[i], &references[i]});
   auto rerun = [&](Bisector &) -> llvm::Error {
     return model->forwardPacked(sequences).takeError();
+  };
+  return bisect(runs, rerun, what.c_str(), mismatch ? std::optional(worst) : std::nullopt);
+}
+
+/// Three sequences decoding together through xf_forward_cached_packed, each on
+/// its own KV cache: call 1 prefills sequences 0 and 1, call 2 steps them and
+/// prefills sequence 2 (a prefill and steps in one call), call 3 steps all
+/// three. Each returned row against the interpreter on that sequence alone.
+LogicalResult Checker::checkCachedPacked(int64_t l) {
+  const xfrt::Manifest &m = model->manifest();
+  const int64_t cap = m.cachePositions - 2;
+  if (cap < 1)
+    return success();
+  std::vector<int64_t> prompts = {std::min(l, cap), std::min(std::max<int64_t>(1, l / 2), cap),
+                                  std::min(l / 3 + 1, cap)};
+  std::vector<std::vector<int32_t>> sequences;
+  std::vector<interp::Inputs> inputs;
+  std::vector<Tensor> references;
+  std::vector<int64_t> offsets; // each sequence's first row in the stacked references
+  int64_t stacked = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    sequences.push_back(randomTokens(options.seed, uint64_t(l) + (4u << 20) + (uint64_t(i) << 16),
+                                     prompts[i] + 2, m.vocab));
+    inputs.push_back(inputsFor({sequences.back()}));
+    auto reference = interpret(xf, inputs.back());
+    if (!reference)
+      return fail("the interpreter: " + llvm::toString(reference.takeError()));
+    references.push_back(std::move(*reference));
+    offsets.push_back(stacked);
+    stacked += prompts[i] + 2;
+  }
+  // Per call, per sequence in it: {sequence, start, tokens}.
+  using Item = std::array<int64_t, 3>;
+  std::vector<std::vector<Item>> calls = {
+      {{0, 0, prompts[0]}, {1, 0, prompts[1]}},
+      {{0, prompts[0], 1}, {1, prompts[1], 1}, {2, 0, prompts[2]}},
+      {{0, prompts[0] + 1, 1}, {1, prompts[1] + 1, 1}, {2, prompts[2], 1}}};
+  auto run = [&](Bisector *bisector, Comparison &worst) -> llvm::Error {
+    if (llvm::Error e = model->startCaches(int64_t(sequences.size())))
+      return e;
+    for (const std::vector<Item> &call : calls) {
+      std::vector<xfc::CompiledModel::CachedSequence> batch;
+      if (bisector)
+        bisector->batchRows.clear(), bisector->newestRows.clear();
+      for (auto [seq, start, n] : call) {
+        const std::vector<int32_t> &all = sequences[size_t(seq)];
+        batch.push_back({seq, start, {all.begin() + start, all.begin() + start + n}});
+        if (bisector) {
+          for (int64_t p = start; p < start + n; ++p)
+            bisector->batchRows.push_back(offsets[size_t(seq)] + p);
+          bisector->newestRows.push_back(offsets[size_t(seq)] + start + n - 1);
+        }
+      }
+      auto rows = model->forwardCachedPacked(batch);
+      if (!rows)
+        return rows.takeError();
+      for (size_t k = 0; k < call.size(); ++k) {
+        auto [seq, start, n] = call[k];
+        Comparison c = compare(rows->data() + k * size_t(m.dOut), 1, m.dOut,
+                               references[size_t(seq)], start + n - 1);
+        c.row += offsets[size_t(seq)]; // a row of the stacked sequences
+        keepWorst(worst, c);
+      }
+    }
+    return llvm::Error::success();
+  };
+  Comparison worst;
+  if (llvm::Error e = run(nullptr, worst))
+    return fail(llvm::toString(std::move(e)));
+  std::string what = llvm::formatv("l={0} cached packed", l);
+  out << llvm::formatv("xfc: check {0}: 3 sequences (prompts of {1:$[, ]}) in 3 calls, newest "
+                       "rows: max rel err {2:e1} at row {3} of the sequences stacked (tolerance "
+                       "{4:e0})\n",
+                       what, llvm::make_range(prompts.begin(), prompts.end()), worst.err, worst.row,
+                       kModelTolerance);
+  bool mismatch = !(worst.err <= kModelTolerance);
+  if (!mismatch && !options.verbose)
+    return success();
+  std::vector<std::pair<const interp::Inputs *, const Tensor *>> runs;
+  for (size_t i = 0; i < sequences.size(); ++i)
+    runs.push_back({&inputs[i], &references[i]});
+  auto rerun = [&](Bisector &b) -> llvm::Error {
+    Comparison unused;
+    return run(&b, unused);
   };
   return bisect(runs, rerun, what.c_str(), mismatch ? std::optional(worst) : std::nullopt);
 }
@@ -533,7 +645,8 @@ LogicalResult Checker::run() {
   bool ok = true;
   for (int64_t l : lengths) {
     ok = succeeded(checkLength(l)) && (!m.cached || succeeded(checkCached(l))) &&
-         (!m.packed || succeeded(checkPacked(l)));
+         (!m.packed || succeeded(checkPacked(l))) &&
+         (!m.packed || !m.cached || succeeded(checkCachedPacked(l)));
     if (!ok)
       break;
   }

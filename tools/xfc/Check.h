@@ -58,8 +58,10 @@ mlir::LogicalResult checkModel(mlir::ModuleOp xf, mlir::ModuleOp kernels,
 // built); `what` says what was changed.
 llvm::Error injectFault(llvm::StringRef name, mlir::ModuleOp kernels, std::string &what);
 bool isCheckFault(llvm::StringRef name);
-// The `packed` fault, put into the lowered host module that is built.
-llvm::Error injectHostFault(mlir::ModuleOp host, std::string &what);
+// The faults of the host code (`packed`, `cached-packed`), put into the lowered host module
+// that is built.
+bool isHostFault(llvm::StringRef name);
+llvm::Error injectHostFault(llvm::StringRef name, mlir::ModuleOp host, std::string &what);
 
 } // namespace xfc
 

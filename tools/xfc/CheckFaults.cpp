@@ -116,29 +116,33 @@ const char *const xfc::kCheckFaultHelp =
     "(epilogue: a GEMM's activation changed; schedule: a GEMM's K blocking drops the tail of "
     "K; loop: a LayerNorm/RMSNorm loop kernel with eps + 1; fusion: the epilogue fault made by the "
     "fusion passes, in the kernel-level module itself; packed: xf_forward_packed's positions "
-    "not restarted per sequence)";
+    "not restarted per sequence; cached-packed: xf_forward_cached_packed's positions taken from "
+    "the sequence's first row in the batch, not from its start)";
 
 bool xfc::isCheckFault(llvm::StringRef name) {
   return name == "epilogue" || name == "schedule" || name == "loop" || name == "fusion" ||
-         name == "packed";
+         isHostFault(name);
 }
 
-llvm::Error xfc::injectHostFault(ModuleOp host, std::string &what) {
-  auto packed = host.lookupSymbol<func::FuncOp>("xf_forward_packed");
+bool xfc::isHostFault(llvm::StringRef name) { return name == "packed" || name == "cached-packed"; }
+
+llvm::Error xfc::injectHostFault(llvm::StringRef name, ModuleOp host, std::string &what) {
+  llvm::StringRef entry = name == "packed" ? "xf_forward_packed" : "xf_forward_cached_packed";
+  auto function = host.lookupSymbol<func::FuncOp>(entry);
   func::CallOp call;
-  if (packed)
-    packed.walk([&](func::CallOp c) {
+  if (function)
+    function.walk([&](func::CallOp c) {
       if (!call && c.getCallee().starts_with("xf_position_rows"))
         call = c;
     });
   auto loop = call ? call->getParentOfType<scf::ForOp>() : scf::ForOp();
   if (!loop)
-    return fail("--check-fault=packed: xf_forward_packed embeds no positions per sequence");
+    return fail("--check-fault=" + name + ": " + entry + " embeds no positions per sequence");
   // The loop's first carried value is the sequence's first row in the batch (forEachSequence).
   call->setOperand(call->getNumOperands() - 1, loop.getRegionIterArgs()[0]);
-  what = llvm::formatv("xf_forward_packed's {0} starts each sequence at its first row in the "
-                       "batch, not at position 0",
-                       call.getCallee());
+  what = llvm::formatv("{0}'s {1} starts each sequence at its first row in the batch, not at "
+                       "{2}",
+                       entry, call.getCallee(), name == "packed" ? "position 0" : "its start");
   return llvm::Error::success();
 }
 

@@ -77,10 +77,13 @@ llvm::Expected<std::unique_ptr<CompiledModel>> CompiledModel::load(const std::st
   model->forward_ = reinterpret_cast<Forward>(symbol("xf_forward"));
   model->forwardCached_ = reinterpret_cast<ForwardCached>(symbol("xf_forward_cached"));
   model->forwardPacked_ = reinterpret_cast<ForwardPacked>(symbol("xf_forward_packed"));
+  model->forwardCachedPacked_ =
+      reinterpret_cast<ForwardCachedPacked>(symbol("xf_forward_cached_packed"));
   model->scratchBytes_ = reinterpret_cast<int64_t (*)(int64_t, int64_t)>(symbol("xf_scratch_bytes"));
   model->cacheBytes_ = reinterpret_cast<int64_t (*)(int64_t)>(symbol("xf_cache_bytes"));
   if (!manifestText || !prepare || !model->forward_ || !model->forwardCached_ ||
-      !model->forwardPacked_ || !model->scratchBytes_ || !model->cacheBytes_)
+      !model->forwardPacked_ || !model->forwardCachedPacked_ || !model->scratchBytes_ ||
+      !model->cacheBytes_)
     return fail("the build lacks an entry point of docs/abi.md");
   auto manifest = xfrt::parseManifest(manifestText);
   if (!manifest)
@@ -160,6 +163,43 @@ llvm::Error CompiledModel::startCache() {
     return fail(cache.message());
   cache_ = cache.take();
   return llvm::Error::success();
+}
+
+llvm::Error CompiledModel::startCaches(int64_t count) {
+  caches_.clear();
+  for (int64_t i = 0; i < count; ++i) {
+    auto cache = xfrt::AlignedBuffer::allocate(uint64_t(cacheBytes_(manifest_.cachePositions)));
+    if (!cache)
+      return fail(cache.message());
+    caches_.push_back(cache.take());
+  }
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::vector<float>>
+CompiledModel::forwardCachedPacked(const std::vector<CachedSequence> &batch) {
+  std::vector<int32_t> tokens;
+  std::vector<int64_t> lengths, starts;
+  std::vector<void *> caches;
+  for (const CachedSequence &s : batch) {
+    if (s.cache < 0 || size_t(s.cache) >= caches_.size() || s.tokens.empty() ||
+        s.start + int64_t(s.tokens.size()) > manifest_.cachePositions)
+      return fail("a packed sequence past its KV cache");
+    tokens.insert(tokens.end(), s.tokens.begin(), s.tokens.end());
+    lengths.push_back(int64_t(s.tokens.size()));
+    starts.push_back(s.start);
+    caches.push_back(caches_[size_t(s.cache)].data());
+  }
+  auto scratch = xfrt::AlignedBuffer::allocate(uint64_t(scratchBytes_(int64_t(tokens.size()), 0)));
+  if (!scratch)
+    return fail(scratch.message());
+  std::vector<float> out(batch.size() * size_t(manifest_.dOut));
+  if (forwardCachedPacked_(reinterpret_cast<void *const *>(weights_.params.data()),
+                           derivedPointers_.data(), tokens.data(), lengths.data(), starts.data(),
+                           int64_t(batch.size()), out.data(), scratch->data(), caches.data(),
+                           manifest_.cachePositions))
+    return fail("xf_forward_cached_packed failed");
+  return out;
 }
 
 llvm::Expected<std::vector<float>>

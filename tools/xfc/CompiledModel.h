@@ -3,8 +3,8 @@
 // `xfc --check` links the model's objects (host code with the kernel-output
 // hook, Halide kernels, Halide runtime, libxfrt) into a shared object and
 // calls its C ABI (docs/abi.md) directly: random weights, xf_prepare, then
-// xf_forward / xf_forward_cached / xf_forward_packed on token sequences the
-// checker chooses.
+// xf_forward / xf_forward_cached / xf_forward_packed / xf_forward_cached_packed
+// on token sequences the checker chooses.
 //
 //===----------------------------------------------------------------------===//
 
@@ -57,6 +57,18 @@ public:
   llvm::Expected<std::vector<float>>
   forwardPacked(const std::vector<std::vector<int32_t>> &sequences);
 
+  /// Fresh KV caches for xf_forward_cached_packed, one per sequence.
+  llvm::Error startCaches(int64_t count);
+  /// One sequence of an xf_forward_cached_packed call: `tokens` at positions
+  /// start .. on cache `cache` (of startCaches).
+  struct CachedSequence {
+    int64_t cache = 0, start = 0;
+    std::vector<int32_t> tokens;
+  };
+  /// xf_forward_cached_packed (manifest().packed && cached): each sequence's
+  /// newest row, [n, d_out].
+  llvm::Expected<std::vector<float>> forwardCachedPacked(const std::vector<CachedSequence> &batch);
+
   /// Every kernel's output goes to `sink` until it is reset to null.
   static void setSink(KernelOutputSink *sink);
 
@@ -68,13 +80,18 @@ private:
   std::vector<xfrt::AlignedBuffer> derived_;
   std::vector<void *> derivedPointers_;
   xfrt::AlignedBuffer cache_;
+  std::vector<xfrt::AlignedBuffer> caches_;
   using Forward = int32_t (*)(void *const *, void *const *, const int32_t *, int64_t,
                               const int32_t *, int64_t, float *, void *);
   using ForwardCached = int32_t (*)(void *const *, void *const *, const int32_t *, int64_t,
                                     int64_t, float *, void *, void *, int64_t);
   using ForwardPacked = int32_t (*)(void *const *, void *const *, const int32_t *, const int64_t *,
                                     int64_t, float *, void *);
+  using ForwardCachedPacked = int32_t (*)(void *const *, void *const *, const int32_t *,
+                                          const int64_t *, const int64_t *, int64_t, float *,
+                                          void *, void *const *, int64_t);
   Forward forward_ = nullptr;
+  ForwardCachedPacked forwardCachedPacked_ = nullptr;
   ForwardPacked forwardPacked_ = nullptr;
   ForwardCached forwardCached_ = nullptr;
   int64_t (*scratchBytes_)(int64_t, int64_t) = nullptr;

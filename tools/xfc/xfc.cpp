@@ -150,8 +150,10 @@ cl::opt<bool> check("check", cl::init(false),
                              "--weight-type=bf16, on weights rounded to bfloat16; with "
                              "--quantized-like, on random ggml blocks"),
                     cl::cat(xfcCategory));
-cl::opt<std::string> checkFault("check-fault", cl::Hidden, cl::desc(xfc::kCheckFaultHelp),
-                                cl::value_desc("epilogue|schedule|loop"), cl::cat(xfcCategory));
+cl::opt<std::string>
+    checkFault("check-fault", cl::Hidden, cl::desc(xfc::kCheckFaultHelp),
+               cl::value_desc("epilogue|schedule|loop|fusion|packed|cached-packed"),
+               cl::cat(xfcCategory));
 
 cl::OptionCategory tuneCategory("xfc tune options (xfc tune FILE ...)");
 cl::opt<std::string> tuneBudget("budget", cl::init("10m"),
@@ -683,8 +685,9 @@ int main(int argc, char **argv) {
     return 1;
   }
   if (checkFault.getNumOccurrences() && (!check || !xfc::isCheckFault(checkFault))) {
-    llvm::errs() << "xfc: error: --check-fault=" << checkFault
-                 << ": expected epilogue, schedule, loop, fusion or packed, with --check\n";
+    llvm::errs()
+        << "xfc: error: --check-fault=" << checkFault
+        << ": expected epilogue, schedule, loop, fusion, packed or cached-packed, with --check\n";
     return 1;
   }
   // Options given twice would silently keep the last; ranges LLVM's parser does not check.
