@@ -82,26 +82,146 @@ void dequantizeQ4_1(const uint8_t *block, float *out) {
   }
 }
 
-// K-quants: super-blocks of 256 (ggml-quants.c, dequantize_row_q4_K / _q6_K).
+// Q5_0 { half d; u8 qh[4]; u8 qs[16]; }, Q5_1 { half d, m; u8 qh[4]; u8 qs[16]; }: the nibbles
+// of Q4_0/Q4_1 with a fifth bit, element j's in bit j of the little-endian qh; Q5_0 is centred
+// (− 16). Each product and Q5_1's addition round as Q4_0's and Q4_1's do.
+template <bool WithMin> void dequantizeQ5(const uint8_t *block, float *out) {
+  float d = halfToFloat(load16(block));
+  float m = WithMin ? halfToFloat(load16(block + 2)) : 0.f;
+  const uint8_t *qhBytes = block + (WithMin ? 4 : 2), *qs = qhBytes + 4;
+  uint32_t qh = uint32_t(qhBytes[0]) | uint32_t(qhBytes[1]) << 8 | uint32_t(qhBytes[2]) << 16 |
+                uint32_t(qhBytes[3]) << 24;
+  for (int j = 0; j < 16; ++j) {
+    int lo = (qs[j] & 15) | int((qh >> j) & 1) << 4;
+    int hi = (qs[j] >> 4) | int((qh >> (j + 16)) & 1) << 4;
+    if (WithMin) {
+      out[j] = float(lo) * d + m;
+      out[j + 16] = float(hi) * d + m;
+    } else {
+      out[j] = float(lo - 16) * d;
+      out[j + 16] = float(hi - 16) * d;
+    }
+  }
+}
+
+// The 16 non-uniform levels of IQ4_NL and IQ4_XS (ggml-common.h, kvalues_iq4nl).
+constexpr int8_t kIq4Levels[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                   1,    13,   25,  38,  53,  69,  89,  113};
+
+// IQ4_NL { half d; u8 qs[16]; }: element = d·level[nibble], nibbles as Q4_0's.
+void dequantizeIQ4_NL(const uint8_t *block, float *out) {
+  float d = halfToFloat(load16(block));
+  const uint8_t *qs = block + 2;
+  for (int j = 0; j < 16; ++j) {
+    out[j] = d * float(kIq4Levels[qs[j] & 15]);
+    out[j + 16] = d * float(kIq4Levels[qs[j] >> 4]);
+  }
+}
+
+// K-quants: super-blocks of 256 (ggml-quants.c, dequantize_row_q2_K ... _q6_K, iq4_xs).
+// IQ4_XS { half d; u16 scales_h; u8 scales_l[4]; u8 qs[128]; }: 8 sub-blocks of 32 with a
+// 6-bit scale (low 4 bits in scales_l, high 2 in scales_h) minus 32; element =
+// (d·scale)·level[nibble], the nibbles of each sub-block as IQ4_NL's.
+void dequantizeIQ4_XS(const uint8_t *block, float *out) {
+  float d = halfToFloat(load16(block));
+  uint16_t scalesHigh = load16(block + 2);
+  const uint8_t *scalesLow = block + 4, *qs = block + 8;
+  for (int ib = 0; ib < 8; ++ib, qs += 16, out += 32) {
+    int ls = ((scalesLow[ib / 2] >> (4 * (ib % 2))) & 15) | (((scalesHigh >> (2 * ib)) & 3) << 4);
+    float dl = d * float(ls - 32);
+    for (int j = 0; j < 16; ++j) {
+      out[j] = dl * float(kIq4Levels[qs[j] & 15]);
+      out[j + 16] = dl * float(kIq4Levels[qs[j] >> 4]);
+    }
+  }
+}
+
+// Q2_K { u8 scales[16]; u8 qs[64]; half d; half dmin; }: 16 sub-blocks of 16, 2-bit values;
+// each scales byte holds the sub-block's 4-bit scale (low) and min (high); element =
+// (d·sc)·q − dmin·m. Within each half of 128, the 2-bit field at shift 2k of qs[32h + l] is
+// element 32k + l.
+void dequantizeQ2_K(const uint8_t *block, float *out) {
+  const uint8_t *scales = block, *q = block + 16;
+  float d = halfToFloat(load16(block + 80)), dmin = halfToFloat(load16(block + 82));
+  int is = 0;
+  for (int n = 0; n < 256; n += 128, q += 32)
+    for (int shift = 0; shift < 8; shift += 2)
+      for (int half = 0; half < 2; ++half) {
+        uint8_t sc = scales[is++];
+        float dl = d * float(sc & 15), ml = dmin * float(sc >> 4);
+        for (int l = 0; l < 16; ++l)
+          *out++ = dl * float((q[l + 16 * half] >> shift) & 3) - ml;
+      }
+}
+
+// Q3_K { u8 hmask[32]; u8 qs[64]; u8 scales[12]; half d; }: 16 sub-blocks of 16, 3-bit values
+// (2 low bits as Q2_K's, the third from hmask; a clear bit subtracts 4) with 6-bit scales
+// minus 32 packed in 12 bytes (low nibbles of bytes 0..7, then bit pairs of bytes 8..11);
+// element = (d·scale)·q.
+void dequantizeQ3_K(const uint8_t *block, float *out) {
+  const uint8_t *hm = block, *q = block + 32, *packed = block + 96;
+  float dAll = halfToFloat(load16(block + 108));
+  int8_t scales[16];
+  for (int i = 0; i < 16; ++i) {
+    int low = i < 8 ? packed[i] & 15 : packed[i - 8] >> 4;
+    int high = (packed[8 + i % 4] >> (2 * (i / 4))) & 3;
+    scales[i] = int8_t((low | high << 4) - 32);
+  }
+  int is = 0;
+  uint8_t m = 1;
+  for (int n = 0; n < 256; n += 128, q += 32)
+    for (int shift = 0; shift < 8; shift += 2, m = uint8_t(m << 1))
+      for (int half = 0; half < 2; ++half) {
+        float dl = dAll * float(scales[is++]);
+        for (int l = 0; l < 16; ++l) {
+          int k = l + 16 * half;
+          *out++ = dl * float(int((q[k] >> shift) & 3) - ((hm[k] & m) ? 0 : 4));
+        }
+      }
+}
+
+// The 6-bit scale and min of sub-block j of Q4_K and Q5_K, packed in 12 bytes: j < 4 in the
+// low 6 bits of bytes j and j + 4; else the nibbles of byte j + 4 with the top 2 bits of
+// bytes j − 4 and j.
+void scaleMinK4(const uint8_t *scales, int j, int &sc, int &m) {
+  if (j < 4) {
+    sc = scales[j] & 63, m = scales[j + 4] & 63;
+  } else {
+    sc = (scales[j + 4] & 15) | ((scales[j - 4] >> 6) << 4);
+    m = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
+  }
+}
+
+// Q5_K { half d; half dmin; u8 scales[12]; u8 qh[32]; u8 qs[128]; }: Q4_K's layout with a
+// fifth bit per element in qh (bit 2g of qh[l] for sub-block 2g's element l, bit 2g + 1 for
+// 2g + 1's).
+void dequantizeQ5_K(const uint8_t *block, float *out) {
+  float d = halfToFloat(load16(block)), dmin = halfToFloat(load16(block + 2));
+  const uint8_t *scales = block + 4, *qh = block + 16, *ql = block + 48;
+  for (int g = 0; g < 4; ++g, ql += 32) {
+    int sc, m;
+    scaleMinK4(scales, 2 * g, sc, m);
+    float d1 = d * float(sc), m1 = dmin * float(m);
+    scaleMinK4(scales, 2 * g + 1, sc, m);
+    float d2 = d * float(sc), m2 = dmin * float(m);
+    for (int l = 0; l < 32; ++l)
+      *out++ = d1 * float((ql[l] & 15) + ((qh[l] >> (2 * g)) & 1) * 16) - m1;
+    for (int l = 0; l < 32; ++l)
+      *out++ = d2 * float((ql[l] >> 4) + ((qh[l] >> (2 * g + 1)) & 1) * 16) - m2;
+  }
+}
+
 // Q4_K { half d; half dmin; u8 scales[12]; u8 qs[128]; }: 8 sub-blocks of 32 with 6-bit scale
 // and min packed in `scales`; element = d·sc·q − dmin·m. d·sc·q is exact in float32 (11 + 6 +
 // 4 significant bits), so the one rounding is the subtraction's.
 void dequantizeQ4_K(const uint8_t *block, float *out) {
   float d = halfToFloat(load16(block)), dmin = halfToFloat(load16(block + 2));
   const uint8_t *scales = block + 4, *q = block + 16;
-  auto scaleMin = [&](int j, int &sc, int &m) {
-    if (j < 4) {
-      sc = scales[j] & 63, m = scales[j + 4] & 63;
-    } else {
-      sc = (scales[j + 4] & 15) | ((scales[j - 4] >> 6) << 4);
-      m = (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4);
-    }
-  };
   for (int j = 0, is = 0; j < 256; j += 64, is += 2, q += 32) {
     int sc, m;
-    scaleMin(is, sc, m);
+    scaleMinK4(scales, is, sc, m);
     float d1 = d * float(sc), m1 = dmin * float(m);
-    scaleMin(is + 1, sc, m);
+    scaleMinK4(scales, is + 1, sc, m);
     float d2 = d * float(sc), m2 = dmin * float(m);
     for (int l = 0; l < 32; ++l) {
       out[j + l] = d1 * float(q[l] & 15) - m1;
@@ -131,6 +251,37 @@ void dequantizeQ6_K(const uint8_t *block, float *out) {
   }
 }
 
+void (*blockDequantizer(GgmlType t))(const uint8_t *, float *) {
+  switch (t) {
+  case GgmlType::Q8_0:
+    return dequantizeQ8_0;
+  case GgmlType::Q4_0:
+    return dequantizeQ4_0;
+  case GgmlType::Q4_1:
+    return dequantizeQ4_1;
+  case GgmlType::Q5_0:
+    return dequantizeQ5<false>;
+  case GgmlType::Q5_1:
+    return dequantizeQ5<true>;
+  case GgmlType::IQ4_NL:
+    return dequantizeIQ4_NL;
+  case GgmlType::Q2_K:
+    return dequantizeQ2_K;
+  case GgmlType::Q3_K:
+    return dequantizeQ3_K;
+  case GgmlType::Q4_K:
+    return dequantizeQ4_K;
+  case GgmlType::Q5_K:
+    return dequantizeQ5_K;
+  case GgmlType::Q6_K:
+    return dequantizeQ6_K;
+  case GgmlType::IQ4_XS:
+    return dequantizeIQ4_XS;
+  default:
+    return nullptr;
+  }
+}
+
 } // namespace
 
 const GgmlTypeInfo *ggmlTypeInfo(uint32_t id) {
@@ -153,12 +304,24 @@ bool canDequantize(GgmlType t) {
   case GgmlType::Q8_0:
   case GgmlType::Q4_0:
   case GgmlType::Q4_1:
+  case GgmlType::Q5_0:
+  case GgmlType::Q5_1:
+  case GgmlType::IQ4_NL:
+  case GgmlType::Q2_K:
+  case GgmlType::Q3_K:
   case GgmlType::Q4_K:
+  case GgmlType::Q5_K:
   case GgmlType::Q6_K:
+  case GgmlType::IQ4_XS:
     return true;
   default:
     return false;
   }
+}
+
+const char *dequantizableTypeNames() {
+  return "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, "
+         "IQ4_XS";
 }
 
 namespace {
@@ -166,7 +329,7 @@ Status checkDequantizable(GgmlType t, size_t count) {
   const GgmlTypeInfo *info = ggmlTypeInfo(uint32_t(t));
   if (!info || !canDequantize(t))
     return makeError(std::string("cannot dequantize tensor type ") + ggmlTypeName(t) +
-                     " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K)");
+                     " (supported: " + dequantizableTypeNames() + ")");
   if (count % info->blockElements != 0)
     return makeError(std::to_string(count) + " elements of " + info->name +
                      " are not whole blocks of " + std::to_string(info->blockElements));
@@ -188,11 +351,7 @@ Status dequantizeToF32(GgmlType t, const uint8_t *src, size_t count, float *dst)
     convertToF32(DType::BF16, src, count, dst);
     break;
   default:
-    void (*block)(const uint8_t *, float *) = t == GgmlType::Q8_0   ? dequantizeQ8_0
-                                              : t == GgmlType::Q4_0 ? dequantizeQ4_0
-                                              : t == GgmlType::Q4_1 ? dequantizeQ4_1
-                                              : t == GgmlType::Q4_K ? dequantizeQ4_K
-                                                                    : dequantizeQ6_K;
+    void (*block)(const uint8_t *, float *) = blockDequantizer(t);
     const GgmlTypeInfo *info = ggmlTypeInfo(uint32_t(t));
     for (size_t b = 0; b < count / info->blockElements; ++b)
       block(src + b * info->blockBytes, dst + b * info->blockElements);

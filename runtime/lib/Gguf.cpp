@@ -361,7 +361,7 @@ Expected<AlignedBuffer> dequantizeTensor(const GgufHeader &header, const GgufTen
   };
   if (!canDequantize(tensor.type))
     return fail(std::string("cannot dequantize tensor type ") + ggmlTypeName(tensor.type) +
-                " (supported: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K)");
+                " (supported: " + dequantizableTypeNames() + ")");
   Expected<AlignedBuffer> buffer = AlignedBuffer::allocate(uint64_t(tensor.numel) * 4);
   if (!buffer)
     return fail(buffer.message());

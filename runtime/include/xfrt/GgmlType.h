@@ -68,9 +68,13 @@ struct GgmlTypeInfo {
 // The type numbered `id` in a GGUF file, or nullptr when ggml defines no such type.
 const GgmlTypeInfo *ggmlTypeInfo(uint32_t id);
 const char *ggmlTypeName(GgmlType t);
-// Whether dequantizeToF32 handles `t`: F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q4_K, Q6_K
-// (K-quants: super-blocks of 256 as ggml-quants.c's dequantize_row_q4_K / _q6_K).
+// Whether dequantizeToF32 handles `t`: F32, F16, BF16, the blocks of 32 Q8_0, Q4_0, Q4_1,
+// Q5_0, Q5_1, IQ4_NL and the super-blocks of 256 Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_XS (as
+// ggml-quants.c's dequantize_row_*: the types llama.cpp's Q2_K ... Q6_K and IQ4_XS recipes
+// write, their fallbacks for rows not a multiple of 256 included).
 bool canDequantize(GgmlType t);
+// Their names, for errors: "F32, F16, BF16, Q8_0, ...".
+const char *dequantizableTypeNames();
 
 // Converts `count` elements of type `t` at `src` (no alignment required) to float32.
 // `count` must be a multiple of the type's block size; the error names the type otherwise,

@@ -4,7 +4,7 @@
     make_corpus.py DIR
 
 all-types.gguf   one metadata value of each type (scalars, strings, arrays of numbers and of
-                 strings) and tensors of F32, F16, BF16, Q8_0, Q4_0, Q4_1 and Q6_K (validated,
+                 strings) and tensors of F32, F16, BF16 and every block type xf dequantizes (validated,
                  not dequantized), in 1 to 4 dims;
 tokenizer.gguf   a byte-level BPE vocabulary (control tokens, 256 byte tokens, a few merges),
                  pre-tokenizer "smollm", bos/eos ids, a 64-byte general.alignment;
@@ -18,8 +18,6 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "gguf"))
 import gguf_format as gf  # noqa: E402
-
-Q6_K = 14
 
 
 def byte_level_char(b):
@@ -44,7 +42,15 @@ def main():
                ("q8_0", gf.Q8_0, [32, 2], q_blocks(2, 34)),
                ("q4_0", gf.Q4_0, [64], q_blocks(2, 18)),
                ("q4_1", gf.Q4_1, [32, 1, 1, 1], q_blocks(1, 20)),
-               ("q6_k", Q6_K, [256], q_blocks(1, 210))]
+               ("q5_0", gf.Q5_0, [32], q_blocks(1, 22)),
+               ("q5_1", gf.Q5_1, [64], q_blocks(2, 24)),
+               ("iq4_nl", gf.IQ4_NL, [32], q_blocks(1, 18)),
+               ("q2_k", gf.Q2_K, [256], q_blocks(1, 84)),
+               ("q3_k", gf.Q3_K, [256], q_blocks(1, 110)),
+               ("q4_k", gf.Q4_K, [256], q_blocks(1, 144)),
+               ("q5_k", gf.Q5_K, [256, 1], q_blocks(1, 176)),
+               ("q6_k", gf.Q6_K, [256], q_blocks(1, 210)),
+               ("iq4_xs", gf.IQ4_XS, [256], q_blocks(1, 136))]
     gf.write_gguf(os.path.join(out, "all-types.gguf"), meta, tensors)
 
     tokens = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
