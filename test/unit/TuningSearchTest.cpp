@@ -281,6 +281,25 @@ TEST(TuningSearch, ProposedButUnrecordedPointsAreNotProposedAgain) {
   EXPECT_TRUE(search.propose(4).empty());
 }
 
+// The tuner's default is timed as every batch's anchor and recorded only
+// after the first batch; excluded up front, it is never proposed as a
+// candidate (a decode attention path of 4 values used to get it back in its
+// first batch of 4).
+TEST(TuningSearch, ExcludedPointsAreNeverProposed) {
+  SearchSpace space{{Knob{"decode_key_tile", {1, 2, 4, 8}}}, nullptr};
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    Search search(space, seed);
+    search.exclude({4});
+    search.exclude({3}); // not a listed value: ignored, not snapped to 2 or 4
+    search.exclude({1, 2}); // wrong arity: ignored
+    std::vector<Point> first = search.propose(4);
+    std::set<Point> got(first.begin(), first.end());
+    EXPECT_EQ(got, (std::set<Point>{{1}, {2}, {8}})) << "seed " << seed;
+    EXPECT_TRUE(search.propose(4).empty());
+    EXPECT_EQ(search.trials(), 0u);
+  }
+}
+
 TEST(TuningSearch, HandlesFailures) {
   SearchSpace space = makeSpace({8, 8, 8});
   CostFn base = bowl(space, {5, 2, 6});

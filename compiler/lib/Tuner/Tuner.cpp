@@ -165,6 +165,33 @@ double rooflineOf(const Kernel &k, const CandidateResult &r, const MachineCeilin
   return std::exp(logSum / double(r.cases.size()));
 }
 
+/// Indices of all of a kernel's lengths.
+std::vector<size_t> everyCase(const Kernel &k) {
+  std::vector<size_t> cases(k.caseRows.size());
+  for (size_t i = 0; i < cases.size(); ++i)
+    cases[i] = i;
+  return cases;
+}
+
+/// A worker request timing kernel `k` on `cases` (indices into its lengths),
+/// everything but the candidates.
+llvm::json::Object requestFor(const Kernel &k, llvm::ArrayRef<size_t> cases,
+                              const std::string &target, int repeats, double maxSeconds) {
+  llvm::json::Object request{{"target", target},
+                             {"repeats", repeats},
+                             {"max_seconds", maxSeconds},
+                             {"kernel", kernelJson(k)}};
+  llvm::json::Array list;
+  for (size_t i : cases) {
+    llvm::json::Object c{{"rows", k.caseRows[i]}};
+    if (!k.isGemm)
+      c["keys"] = k.caseKeys[i];
+    list.push_back(std::move(c));
+  }
+  request["cases"] = std::move(list);
+  return request;
+}
+
 class Tuner {
 public:
   Tuner(MLIRContext &ctx, const TuneOptions &options, llvm::raw_ostream &log)
@@ -176,6 +203,9 @@ public:
   llvm::Error compare(const HostProgram &program);
 
 private:
+  /// What run and compare share: the target, the model's distinct kernels
+  /// and this machine's ceilings.
+  llvm::Error prepare(const HostProgram &program);
   llvm::Error collect(const HostProgram &program, const VectorShape &shape);
   llvm::Error tune(Kernel &k, size_t index, double share, llvm::json::Array &report);
   void progress(const std::string &label, size_t index, double spent, double share,
@@ -192,6 +222,23 @@ private:
   MachineCeilings machine;
   Clock::time_point start = Clock::now();
 };
+
+llvm::Error Tuner::prepare(const HostProgram &program) {
+  llvm::Expected<VectorShape> shape = vectorShapeOf(options.target);
+  if (!shape)
+    return shape.takeError();
+  llvm::Expected<std::string> targetString = halideTargetString(options.target);
+  if (!targetString)
+    return targetString.takeError();
+  target = *targetString;
+  if (llvm::Error err = collect(program, *shape))
+    return err;
+  llvm::Expected<MachineCeilings> ceilings = worker.measureMachine();
+  if (!ceilings)
+    return ceilings.takeError();
+  machine = *ceilings;
+  return llvm::Error::success();
+}
 
 llvm::Error Tuner::collect(const HostProgram &program, const VectorShape &shape) {
   llvm::StringSet<> seen;
@@ -256,7 +303,11 @@ void Tuner::progress(const std::string &label, size_t index, double spent, doubl
 struct PathTuning {
   PathTuning(const Kernel &k, const SchedulePath &path, uint64_t seed)
       : path(path), search(pathSpace(k.space, path, k.defaultPoint), seed),
-        points{projectPoint(path, k.defaultPoint)} {}
+        points{projectPoint(path, k.defaultPoint)} {
+    // The default is timed in every batch as the anchor; it is recorded
+    // after the first batch, and must not be proposed in that one either.
+    search.exclude(points[0]);
+  }
   const SchedulePath &path;
   Search search;
   CostLedger ledger;
@@ -324,24 +375,7 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
     }
   }
 
-  auto requestFor = [&](llvm::ArrayRef<size_t> cases) {
-    llvm::json::Object request{{"target", options.target},
-                               {"repeats", 5},
-                               {"max_seconds", 4.0},
-                               {"kernel", kernelJson(k)}};
-    llvm::json::Array list;
-    for (size_t i : cases) {
-      llvm::json::Object c{{"rows", k.caseRows[i]}};
-      if (!k.isGemm)
-        c["keys"] = k.caseKeys[i];
-      list.push_back(std::move(c));
-    }
-    request["cases"] = std::move(list);
-    return request;
-  };
-  std::vector<size_t> allCases;
-  for (size_t i = 0; i < k.caseRows.size(); ++i)
-    allCases.push_back(i);
+  const std::vector<size_t> allCases = everyCase(k);
 
   // The combined estimate on all cases: the geometric mean over all cases is
   // the product of the paths' geometric means, each to the power of its share
@@ -415,6 +449,12 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
   };
   auto interrupted = [&] { return options.interrupted && *options.interrupted; };
 
+  // The default's fastest time per length over the path batches (each
+  // length is timed by its path's batches): its roofline fraction when no
+  // final batch runs (0 ms: not measured).
+  CandidateResult defaultTimes;
+  defaultTimes.cases.resize(k.caseRows.size());
+
   size_t totalTrials = 0;
   double knobsLeft = 0;
   for (auto &pt : paths)
@@ -429,7 +469,7 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
                              double(path.knobs.size()) / std::max(1.0, knobsLeft);
     knobsLeft -= double(path.knobs.size());
     const Clock::time_point pathStart = Clock::now();
-    const llvm::json::Object request = requestFor(path.cases);
+    const llvm::json::Object request = requestFor(k, path.cases, options.target, 5, 4.0);
     const std::string label = k.name + "/" + path.name;
     auto full = [&](const Point &sub) { return embedPoint(path, sub, k.defaultPoint); };
     auto candidatesOf = [&](llvm::ArrayRef<size_t> ids) {
@@ -442,6 +482,12 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
     // (results[1 + i] is ids[i]).
     auto recordAnchorAndRetimed = [&](const Results &results, llvm::ArrayRef<size_t> ids) {
       pt.ledger.record(0, pt.ledger.defaultCost());
+      const std::vector<CaseTime> &anchor = results[0].cases;
+      for (size_t j = 0; j < anchor.size() && j < path.cases.size(); ++j) {
+        CaseTime &fastest = defaultTimes.cases[path.cases[j]];
+        if (fastest.wallMinMs <= 0 || anchor[j].wallMinMs < fastest.wallMinMs)
+          fastest = anchor[j];
+      }
       for (size_t i = 0; i < ids.size(); ++i) {
         const CandidateResult &r = results[1 + i];
         if (r.ran && r.failure.empty())
@@ -545,6 +591,7 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
   // default on all cases in one fresh batch: the entry's schedule, its cost
   // and the default's come from this batch alone.
   llvm::json::Array cases;
+  bool finalTimed = false;
   const double historyDefault = defaultEstimate();
   std::vector<Point> finalists = combined();
   if (previous && std::find(finalists.begin(), finalists.end(), *previous) == finalists.end())
@@ -557,15 +604,14 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
     std::vector<llvm::json::Value> candidates;
     for (const Point &p : finalists)
       candidates.push_back(candidateJson(k, p));
-    llvm::json::Object finalRequest = requestFor(allCases);
-    finalRequest["repeats"] = 9;
-    finalRequest["max_seconds"] = 8.0;
+    llvm::json::Object finalRequest = requestFor(k, allCases, options.target, 9, 8.0);
     CostLedger whole;
     auto timed = timeAnchored(whole, std::move(finalRequest), std::move(candidates),
                               90.0 * double(finalists.size() + 1) + 60);
     if (!timed)
       return timed.takeError();
     if (*timed) {
+      finalTimed = true;
       const Results &results = **timed;
       size_t bestAt = 0; // 0: the default
       double bestCost = whole.defaultCost();
@@ -590,6 +636,12 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
                                            {"tuned_ms", best.cases[c].wallMinMs}});
     } // else the entry keeps the combination saved during the search
   }
+  // No final batch (every path kept the default): an entry holding the
+  // default takes its roofline from the default's times in the path batches.
+  if (!finalTimed && entry.schedule == scheduleText(ctx, k, k.defaultPoint) &&
+      std::all_of(defaultTimes.cases.begin(), defaultTimes.cases.end(),
+                  [](const CaseTime &c) { return c.wallMinMs > 0; }))
+    entry.rooflineFraction = rooflineOf(k, defaultTimes, machine);
   entry.secondsSpent = previouslySpent + secondsSince(kernelStart);
   if (!entry.schedule.empty())
     if (llvm::Error err = db.save(options.dbPath))
@@ -629,7 +681,8 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
     for (const char *name : names)
       candidates.push_back(llvm::json::Object{{"autoscheduler", name}});
     CostLedger anchored(entry.defaultCostMs);
-    auto timed = timeAnchored(anchored, requestFor(allCases), std::move(candidates), 900);
+    auto timed = timeAnchored(anchored, requestFor(k, allCases, options.target, 5, 4.0),
+                              std::move(candidates), 900);
     if (!timed)
       return timed.takeError();
     llvm::json::Object baselines;
@@ -651,23 +704,12 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
 }
 
 llvm::Error Tuner::run(const HostProgram &program) {
-  llvm::Expected<VectorShape> shape = vectorShapeOf(options.target);
-  if (!shape)
-    return shape.takeError();
-  llvm::Expected<std::string> targetString = halideTargetString(options.target);
-  if (!targetString)
-    return targetString.takeError();
-  target = *targetString;
   llvm::Expected<TuningDatabase> loaded = TuningDatabase::loadOrEmpty(options.dbPath);
   if (!loaded)
     return loaded.takeError();
   db = std::move(*loaded);
-  if (llvm::Error err = collect(program, *shape))
+  if (llvm::Error err = prepare(program))
     return err;
-  llvm::Expected<MachineCeilings> ceilings = worker.measureMachine();
-  if (!ceilings)
-    return ceilings.takeError();
-  machine = *ceilings;
   log << llvm::formatv("xfc tune: {0} kernels, budget {1}, {2} threads, lengths", kernels.size(),
                        formatDuration(options.budgetSeconds), options.threads);
   for (int64_t l : options.lengths)
@@ -716,13 +758,6 @@ llvm::Error Tuner::run(const HostProgram &program) {
 }
 
 llvm::Error Tuner::compare(const HostProgram &program) {
-  llvm::Expected<VectorShape> shape = vectorShapeOf(options.target);
-  if (!shape)
-    return shape.takeError();
-  llvm::Expected<std::string> targetString = halideTargetString(options.target);
-  if (!targetString)
-    return targetString.takeError();
-  target = *targetString;
   // Both must exist: comparing with nothing is a mistake, not an empty result.
   llvm::Expected<TuningDatabase> a = TuningDatabase::load(options.dbPath);
   if (!a)
@@ -730,12 +765,8 @@ llvm::Error Tuner::compare(const HostProgram &program) {
   llvm::Expected<TuningDatabase> b = TuningDatabase::load(options.comparePath);
   if (!b)
     return b.takeError();
-  if (llvm::Error err = collect(program, *shape))
+  if (llvm::Error err = prepare(program))
     return err;
-  llvm::Expected<MachineCeilings> ceilings = worker.measureMachine();
-  if (!ceilings)
-    return ceilings.takeError();
-  machine = *ceilings;
   log << llvm::formatv("xfc tune --compare: A = {0}, B = {1}; {2} threads; this machine now: "
                        "{3:f0} GFLOP/s fp32 FMA peak, {4:f1} GB/s read\n",
                        options.dbPath, options.comparePath, options.threads, machine.fmaGflops,
@@ -754,18 +785,7 @@ llvm::Error Tuner::compare(const HostProgram &program) {
                            !pa ? options.dbPath : options.comparePath);
       continue;
     }
-    llvm::json::Object request{{"target", options.target},
-                               {"repeats", 9},
-                               {"max_seconds", 8.0},
-                               {"kernel", kernelJson(k)}};
-    llvm::json::Array cases;
-    for (size_t i = 0; i < k.caseRows.size(); ++i) {
-      llvm::json::Object c{{"rows", k.caseRows[i]}};
-      if (!k.isGemm)
-        c["keys"] = k.caseKeys[i];
-      cases.push_back(std::move(c));
-    }
-    request["cases"] = std::move(cases);
+    const llvm::json::Object request = requestFor(k, everyCase(k), options.target, 9, 8.0);
     // Minimum wall time per case over the batches: [default, A, B].
     const size_t numCases = k.caseRows.size();
     std::vector<std::array<double, 3>> best(numCases, {INFINITY, INFINITY, INFINITY});

@@ -203,6 +203,12 @@ void Search::record(const Trial &t) {
   measured.push_back({std::move(idx), cost});
 }
 
+void Search::exclude(const Point &p) {
+  Index idx;
+  if (snap(p, idx) && toPoint(idx) == p)
+    taken.insert(std::move(idx));
+}
+
 std::optional<Trial> Search::best() const { return bestTrial; }
 
 //===----------------------------------------------------------------------===//

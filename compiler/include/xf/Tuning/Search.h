@@ -96,6 +96,13 @@ public:
   /// is counted in trials() but otherwise ignored.
   void record(const Trial &t);
 
+  /// Marks a point as taken without measuring it: it is never proposed. For
+  /// a point measured by other means before its cost is known (the tuner's
+  /// default, timed as the anchor of every batch and recorded after the
+  /// first). Not counted in trials(); a point not exactly in the space is
+  /// ignored (it is not snapped: that would exclude a different point).
+  void exclude(const Point &p);
+
   /// Up to n new, legal, never-proposed, never-recorded points, seeds first.
   /// Empty when the space is exhausted.
   std::vector<Point> propose(size_t n);

@@ -1,0 +1,134 @@
+#!/usr/bin/env python3
+"""`xfc tune` against a scripted worker: the tuner's own logic, deterministic and fast.
+
+The real worker (tools/xf-tune-worker) compiles and times candidates, so what the tuner does
+with the times depends on the machine's noise. Here XF_TUNE_WORKER points at a script that
+answers the same protocol (WorkerClient.cpp) at once, with made-up times: every schedule is
+slower than the batch's first candidate (the default, the anchor of every batch) by 25 % per
+knob it differs in, and all times scale with $XF_FAKE_SCALE. It logs every request it gets.
+Checked on examples/tiny.xf at lengths 1 and 32 (each GEMM has a GEMV and a tiled path, the
+attention a decode and a prefill path):
+
+1. No batch times the default twice: the search never proposes the anchor as a candidate
+   (the attention's decode path has 4 values and a first batch of 4; it used to get the
+   default back).
+2. With the default fastest everywhere, every path keeps it and no final batch runs; the
+   entry still gets its roofline fraction (from the default's times in the path batches; it
+   used to be 0), and doubling every time halves it.
+3. `--compare` of a database with itself: A / B is exactly 1 on every kernel and length.
+
+usage: check_tuner_scripted.py --xfc build/bin/xfc
+"""
+
+import argparse
+import json
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TINY = os.path.join(ROOT, "examples", "tiny.xf")
+failures = []
+
+WORKER = r'''
+import json, os, sys
+if "--machine" in sys.argv:
+    print(json.dumps({"fma_gflops": 100.0, "read_gbs": 10.0, "isa": "scripted", "cpu": "none"}))
+    sys.exit(0)
+request = json.loads(sys.stdin.read())
+with open(os.environ["XF_FAKE_LOG"], "a") as log:
+    log.write(json.dumps(request) + "\n")
+scale = float(os.environ.get("XF_FAKE_SCALE", "1"))
+candidates = request["candidates"]
+anchor = candidates[0]
+for i, c in enumerate(candidates):
+    differ = sum(1 for key in set(anchor) | set(c) if anchor.get(key) != c.get(key))
+    print(json.dumps({"candidate": i, "status": "compiling"}))
+    print(json.dumps({"candidate": i, "status": "ok", "max_rel_err": 0.0}))
+    cases = []
+    for case in request["cases"]:
+        ms = scale * 50.0 * case["rows"] * (1 + 0.25 * differ)
+        cases.append({"rows": case["rows"], "keys": case.get("keys", 0), "wall_min_ms": ms,
+                      "wall_median_ms": ms, "cpu_median_ms": ms})
+    print(json.dumps({"candidate": i, "status": "timed", "cases": cases}))
+print(json.dumps({"status": "done"}))
+'''
+
+
+def expect(cond, what):
+    print(("ok    " if cond else "FAIL  ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--xfc", required=True)
+    args = p.parse_args()
+    with tempfile.TemporaryDirectory(prefix="xf-tune-scripted-") as tmp:
+        worker = os.path.join(tmp, "worker")
+        with open(worker, "w") as f:
+            f.write(f"#!{sys.executable}\n" + WORKER)
+        os.chmod(worker, os.stat(worker).st_mode | stat.S_IXUSR)
+
+        def tune(name, scale, *extra, db=None):
+            log = os.path.join(tmp, name + ".log")
+            env = dict(os.environ, XF_TUNE_WORKER=worker, XF_FAKE_LOG=log,
+                       XF_FAKE_SCALE=str(scale))
+            db = db or os.path.join(tmp, name + ".db")
+            report = os.path.join(tmp, name + ".json")
+            r = subprocess.run([args.xfc, "tune", TINY, "--lengths", "1,32", "--db", db,
+                                "--report", report, "--num-threads", "1", *extra],
+                               capture_output=True, text=True, env=env, timeout=600)
+            print(r.stderr[-1500:])
+            expect(r.returncode == 0, f"{name}: xfc tune exits 0 (rc={r.returncode})")
+            if r.returncode != 0:
+                sys.exit(1)
+            requests = [json.loads(line) for line in open(log)] if os.path.exists(log) else []
+            return db, json.load(open(report)), requests
+
+        db1, rep1, requests = tune("run1", 1, "--budget", "2s")
+        kernels = rep1["kernels"]
+        expect(len(kernels) >= 4 and requests, f"the model's kernels were tuned ({len(kernels)})")
+
+        # 1. The anchor is never among a batch's other candidates.
+        repeated = [r["kernel"] for r in requests if r["candidates"][0] in r["candidates"][1:]]
+        expect(not repeated, f"no batch times the default twice ({len(repeated)} did)")
+        decode = [r for r in requests if r["kernel"]["kind"] == "attention"
+                  and [c["rows"] for c in r["cases"]] == [1]]
+        expect(decode and len({json.dumps(c, sort_keys=True) for r in decode
+                               for c in r["candidates"]}) == 4,
+               "the attention's decode path timed all 4 of its decode_key_tile values")
+
+        # 2. Every path kept the default: no final batch, a roofline fraction all the same.
+        entries = {e["kernel"]: e for e in json.load(open(db1))["entries"]}
+        expect(all("cases" not in k for k in kernels),
+               "every path kept the default, so no final batch ran")
+        expect(all(k["schedule"] == entries[k["kernel"]]["schedule"] for k in kernels) and
+               all(0 < k["roofline_fraction"] < 1 and
+                   entries[k["kernel"]]["roofline_fraction"] == k["roofline_fraction"]
+                   for k in kernels),
+               "each entry has its default's roofline fraction (report and database)")
+        _, rep2, _ = tune("run2", 2, "--budget", "2s")
+        r1 = {k["kernel"]: k["roofline_fraction"] for k in kernels}
+        r2 = {k["kernel"]: k["roofline_fraction"] for k in rep2["kernels"]}
+        expect(r1.keys() == r2.keys() and
+               all(abs(r1[k] / r2[k] - 2) < 1e-9 for k in r1 if r2[k] > 0) and all(r2.values()),
+               "twice the time, half the roofline fraction")
+
+        # 3. --compare of a database with itself.
+        _, cmp, _ = tune("compare", 1, "--compare", db1, db=db1)
+        expect({k["kernel"] for k in cmp["kernels"]} == set(r1) and
+               all(k["a_over_b"] == 1 and [c["rows"] for c in k["cases"]] == [1, 32] and
+                   all(c["a_ms"] == c["b_ms"] == c["default_ms"] for c in k["cases"])
+                   for k in cmp["kernels"]),
+               "--compare of a database with itself: A / B = 1 on every kernel and length")
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
