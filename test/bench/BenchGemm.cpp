@@ -44,6 +44,9 @@ extern "C" int halide_set_num_threads(int);
   extern "C" int xf_bench_##NAME(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);         \
   extern "C" int xf_bench_##NAME##_bf16(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);  \
   extern "C" int xf_bench_##NAME##_tuned(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *); \
+  /* only when the tuned schedule packs its weight at load */                                      \
+  extern "C" __attribute__((weak)) int xf_bench_##NAME##_tuned_pack(halide_buffer_t *,             \
+                                                                    halide_buffer_t *);            \
   extern "C" int xf_bench_##NAME##_packed(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);\
   extern "C" int xf_bench_##NAME##_packed_pack(halide_buffer_t *, halide_buffer_t *);           \
   extern "C" int xf_bench_##NAME##_bf16_packed(halide_buffer_t *, halide_buffer_t *,             \
@@ -67,6 +70,7 @@ struct Shape {
   PackKernel packWeight;
   GemmKernel kernelBf16Packed; // the bf16 one, its weight packed in pairs of K rows
   PackKernel packWeightBf16;
+  PackKernel packWeightTuned; // null: the tuned kernel packs per call
 };
 
 const Shape kShapes[] = {
@@ -76,7 +80,8 @@ const Shape kShapes[] = {
    T,                        xf_bench_##NAME,                                                   \
    xf_bench_##NAME##_bf16,   xf_bench_##NAME##_tuned,                                           \
    xf_bench_##NAME##_packed, xf_bench_##NAME##_packed_pack,                                     \
-   xf_bench_##NAME##_bf16_packed, xf_bench_##NAME##_bf16_packed_pack},
+   xf_bench_##NAME##_bf16_packed, xf_bench_##NAME##_bf16_packed_pack,                           \
+   xf_bench_##NAME##_tuned_pack},
 #include "GemmShapes.def"
 #undef X
 };
@@ -243,10 +248,15 @@ int main(int argc, char **argv) {
                         4.0 * wSize + io});
 #endif
     // The same GEMM with the tuning database's schedule (the default's when
-    // the build was given none): last, so the indices above stay.
+    // the build was given none), its weight packed at load when the schedule
+    // packs (wTunedPacked, filled below): last, so the indices above stay.
+    std::vector<Halide::Runtime::Buffer<float>> wTunedPacked;
     variants.push_back({"xf_tuned",
                         [&] {
-                          shape.kernelTuned(x.raw_buffer(), wCopy[copyIndex(6)].raw_buffer(),
+                          int c = copyIndex(6);
+                          shape.kernelTuned(x.raw_buffer(),
+                                            wTunedPacked.empty() ? wCopy[c].raw_buffer()
+                                                                 : wTunedPacked[c].raw_buffer(),
                                             out.raw_buffer());
                         },
                         4.0 * wSize + io});
@@ -277,8 +287,13 @@ int main(int argc, char **argv) {
     std::vector<Halide::Runtime::Buffer<uint16_t>> wBf16Packed;
     if (!packAll(shape.packWeight, wCopy, halide_type_of<float>(), wPacked) ||
         !packAll(shape.packWeightBf16, wBf16Copy, halide_type_t(halide_type_bfloat, 16),
-                 wBf16Packed))
+                 wBf16Packed) ||
+        (shape.packWeightTuned &&
+         !packAll(shape.packWeightTuned, wCopy, halide_type_of<float>(), wTunedPacked)))
       return 1;
+    if (!wTunedPacked.empty())
+      variants[variants.size() - 1].bytesPerCall =
+          4.0 * double(wTunedPacked[0].number_of_elements()) + io;
     const double packedBytes = 4.0 * double(wPacked[0].number_of_elements());
     variants.push_back({"xf_packed",
                         [&] {

@@ -7,7 +7,9 @@
 // products); and xf_bench_NAME_tuned with the schedule a tuning database
 // holds for a kernel of the same K, N, layout and dtypes (any epilogue: the
 // tuner keys kernels with their fused epilogues), or the default when it
-// holds none. tuned.json in the output directory says which. And
+// holds none, its weight packed at load when the schedule packs (as xfc's
+// executables take it; then with xf_bench_NAME_tuned_pack). tuned.json in
+// the output directory says which. And
 // xf_bench_NAME_packed, the default schedule taking its weight packed at load
 // (as xfc's executables do), with xf_bench_NAME_packed_pack, and the same of
 // the bf16 one, xf_bench_NAME_bf16_packed (bf16 pairs of K rows). Plus the
@@ -119,6 +121,7 @@ int main(int argc, char **argv) {
       if (auto s = tunedSchedule(ctx, *db, spec, target, threads, from))                          \
         tunedSpec.schedule = *s;                                                                   \
     tuned.push_back(llvm::json::Object{{"shape", #NAME}, {"tuned_as", from}});                    \
+    tunedSpec.packedWeight = canPackWeightAtLoad(tunedSpec);                                       \
     if (llvm::Error err = compile(tunedSpec, #NAME "_tuned"))                                      \
       return fail(std::move(err));                                                                 \
     GemmKernelSpec packedSpec = spec;                                                              \
