@@ -135,8 +135,9 @@ const Spec kSpecs[] = {
     {"--source-prompt", Kind::Many, "TEXT", For::EncoderDecoders, append<&Options::sourcePrompts>,
      "source text of an encoder-decoder (tokenized)"},
     {"--batch-file", Kind::String, "FILE", For::All, setText<&Options::batchFile>,
-     "one input per line (texts with a tokenizer, else id lists; blank lines skipped); writes "
-     "JSON Lines to stdout: embeddings (encoders) or generated ids and text (decoders)"},
+     "one input per line (texts with a tokenizer, else id lists; blank lines skipped; an "
+     "encoder-decoder's: SOURCE<TAB>TARGET, or SOURCE with --bos); writes JSON Lines to stdout: "
+     "embeddings (encoders) or generated ids and text (decoders, encoder-decoders)"},
     {"--batch", Kind::Count, "N", For::All, setCount<&Options::batchSize>,
      "run up to N sequences together: one packed forward pass per N inputs, N sequences "
      "decoding together (default 32)"},
@@ -431,11 +432,13 @@ Status checkOptions(const Options &o, const Manifest &m) {
   if (kinds > 1)
     return makeError("give one kind of input: --tokens, --text, --prompt or --batch-file");
   if (!o.batchFile.empty()) {
-    if (m.encoderDecoder)
-      return makeError("--batch-file: model '" + m.model + "' is an encoder-decoder");
+    if (m.encoderDecoder && o.haveSource())
+      return makeError("--batch-file holds the sources of encoder-decoder '" + m.model +
+                       "' (SOURCE<TAB>TARGET lines): give no " +
+                       (o.sourceTokens.empty() ? "--source-prompt" : "--source-tokens"));
     if (m.outputIsLogits && o.maxNewTokens == 0)
-      return makeError("--batch-file on decoder '" + m.model +
-                       "' generates: give --max-new-tokens N");
+      return makeError("--batch-file on " + std::string(m.encoderDecoder ? "encoder-decoder" : "decoder") +
+                       " '" + m.model + "' generates: give --max-new-tokens N");
     if (o.chat || o.interactive)
       return makeError("--batch-file takes plain inputs, not --chat or --interactive");
   }
@@ -476,14 +479,14 @@ Status checkOptions(const Options &o, const Manifest &m) {
                      ": model '" + m.model + "' is not an encoder-decoder");
   if (o.bos && !m.encoderDecoder)
     return makeError("--bos: model '" + m.model + "' is not an encoder-decoder");
-  if (o.bos && kinds)
+  if (o.bos && kinds - !o.batchFile.empty())
     return makeError("give either --bos or a target (--tokens/--prompt), not both");
   size_t sources = std::max(o.sourceTokens.size(), o.sourcePrompts.size());
   size_t targets = std::max({o.tokens.size(), o.texts.size(), o.prompts.size(),
                              size_t(!o.batchFile.empty())});
-  if (o.bos)
+  if (o.bos && o.batchFile.empty())
     targets = sources;
-  if (targets && m.encoderDecoder && !sources)
+  if (targets && m.encoderDecoder && !sources && o.batchFile.empty())
     return makeError("--source-tokens is required: model '" + m.model + "' is an encoder-decoder");
   if (sources > 1 && targets && sources != targets)
     return makeError(std::to_string(sources) + " sources for " + std::to_string(targets) +

@@ -4,7 +4,8 @@
 // (xf_prepare) -> either forward passes over the batch (--repeat times; logits
 // / hidden states / embeddings) or generation (Generate.h) per sequence.
 // Everything the user controls is validated before the generated code sees it.
-// Batches loop over the sequences, one xf_forward call each.
+// Forward passes over a batch run packed chunks (PackedBatch.h) when the model
+// has xf_forward_packed, else one xf_forward per sequence.
 //
 //===----------------------------------------------------------------------===//
 #include "xfrt/Driver.h"
@@ -170,32 +171,19 @@ int runForward(const Options &o, const Manifest &m, Session &session, const Batc
       poolHidden(rows, l, m.dOut, o.pool, o.normalize, e->floats() + int64_t(i) * m.dOut);
     return Status::success();
   };
-  static const std::vector<int32_t> noSource;
 
   int runs = o.repeat > 0 ? o.repeat : 1;
   bool profiling = o.profiling();
   if (profiling)
     profileStart(m.kernels.size(), o.traceOut.empty() ? 0 : kMaxTraceEvents);
   std::vector<double> ms;
-  Expected<AlignedBuffer> rows = floats(batch.sources.empty() ? 0 : lMax, m.dOut);
-  if (!rows)
-    return report("output: " + rows.message(), 1);
   for (int r = 0; r < runs; ++r) {
     auto start = std::chrono::steady_clock::now();
-    if (batch.sources.empty()) {
-      if (Status s = forwardSequences(session, batch.targets,
-                                      o.batchSize > 0 ? o.batchSize : kDefaultBatchChunk,
-                                      onSequence);
-          !s)
-        return report(s.message(), 1);
-    } else {
-      for (int64_t i = 0; i < n; ++i) {
-        if (Status s = session.forward(batch.targets[i], batch.sources[i], rows->floats()); !s)
-          return report(s.message(), 1);
-        if (Status s = onSequence(size_t(i), rows->floats()); !s)
-          return report(s.message(), 1);
-      }
-    }
+    if (Status s = forwardSequences(session, batch.targets,
+                                    o.batchSize > 0 ? o.batchSize : kDefaultBatchChunk, onSequence,
+                                    0, batch.sources);
+        !s)
+      return report(s.message(), 1);
     auto stop = std::chrono::steady_clock::now();
     ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
   }

@@ -143,9 +143,28 @@ Expected<LoadedTokenizer> loadFileTokenizer(const Options &o) {
 }
 
 // --batch-file: one input per line, "\n" or "\r\n" ended; blank lines are skipped. With a
-// tokenizer a line is a text, else a comma-separated id list. Errors name FILE:LINE.
+// tokenizer an input is a text, else a comma-separated id list. An encoder-decoder's line is
+// SOURCE<TAB>TARGET, or SOURCE alone with `sourcesOnly` (--bos gives the targets). Errors
+// name FILE:LINE.
 Status readBatchFile(const std::string &path, const Manifest &m, const Tokenizer *tok,
-                     Batch &b) {
+                     bool sourcesOnly, Batch &b) {
+  auto read = [&](std::string_view input, const std::string &where,
+                  std::vector<std::vector<int32_t>> &into) -> Status {
+    Expected<std::vector<int32_t>> ids = makeError("");
+    if (tok) {
+      ids = tok->encode(input);
+      if (!ids)
+        return makeError(where + ": " + ids.message());
+      if (Status s = checkIds(*ids, where, m); !s)
+        return s;
+    } else {
+      ids = parseTokenList(input, where.c_str(), m);
+      if (!ids)
+        return ids.status();
+    }
+    into.push_back(ids.take());
+    return Status::success();
+  };
   Expected<std::string> text = readTextFile(path, kMaxBatchFileBytes);
   if (!text)
     return text.status();
@@ -161,22 +180,25 @@ Status readBatchFile(const std::string &path, const Manifest &m, const Tokenizer
     if (input.find_first_not_of(" \t") == std::string_view::npos)
       continue;
     std::string where = path + ":" + std::to_string(line);
-    Expected<std::vector<int32_t>> ids = makeError("");
-    if (tok) {
-      ids = tok->encode(input);
-      if (!ids)
-        return makeError(where + ": " + ids.message());
-      if (Status s = checkIds(*ids, where, m); !s)
+    if (m.encoderDecoder) {
+      size_t tab = input.find('\t');
+      if (sourcesOnly && tab != std::string_view::npos)
+        return makeError(where + ": a source only (--bos gives the target), not SOURCE<TAB>TARGET");
+      if (!sourcesOnly && (tab == std::string_view::npos ||
+                           input.find('\t', tab + 1) != std::string_view::npos))
+        return makeError(where + ": encoder-decoder '" + m.model +
+                         "' takes SOURCE<TAB>TARGET (one tab) on each line");
+      if (Status s = read(input.substr(0, tab), where + " (source)", b.sources); !s)
         return s;
-    } else {
-      ids = parseTokenList(input, where.c_str(), m);
-      if (!ids)
-        return ids.status();
+      if (!sourcesOnly)
+        if (Status s = read(input.substr(tab + 1), where + " (target)", b.targets); !s)
+          return s;
+    } else if (Status s = read(input, where, b.targets); !s) {
+      return s;
     }
-    b.targets.push_back(ids.take());
     b.lines.push_back(line);
   }
-  if (b.targets.empty())
+  if (b.lines.empty())
     return makeError(path + ": no inputs (every line is blank)");
   return Status::success();
 }
@@ -204,7 +226,7 @@ Expected<Batch> buildBatch(const Options &o, const Manifest &m, const Tokenizer 
   else if (!o.prompts.empty())
     s = encodeAll(o.prompts, "--prompt", *tok, m, b.targets, chat, bos, o.system);
   else if (!o.batchFile.empty())
-    s = readBatchFile(o.batchFile, m, tok, b);
+    s = readBatchFile(o.batchFile, m, tok, o.bos.has_value(), b);
   if (!s)
     return s;
   if (!o.sourceTokens.empty())

@@ -26,12 +26,16 @@ Status ensureFloats(AlignedBuffer &buffer, int64_t rows, int64_t cols) {
 } // namespace
 
 Status forwardSequences(Session &session, const std::vector<std::vector<int32_t>> &sequences,
-                        int64_t chunk, const SequenceRows &onSequence, size_t first) {
+                        int64_t chunk, const SequenceRows &onSequence, size_t first,
+                        const std::vector<std::vector<int32_t>> &sources) {
   const int64_t dOut = session.manifest().dOut;
   static const std::vector<int32_t> noSource;
+  if (!sources.empty() && sources.size() != sequences.size())
+    return makeError(std::to_string(sources.size()) + " sources for " +
+                     std::to_string(sequences.size()) + " sequences");
   AlignedBuffer out;
-  std::vector<int32_t> tokens;
-  std::vector<int64_t> lengths;
+  std::vector<int32_t> tokens, sourceTokens;
+  std::vector<int64_t> lengths, sourceLengths;
   chunk = std::max<int64_t>(chunk, 1);
   for (size_t begin = 0; begin < sequences.size(); begin += size_t(chunk)) {
     size_t end = std::min(sequences.size(), begin + size_t(chunk));
@@ -39,7 +43,9 @@ Status forwardSequences(Session &session, const std::vector<std::vector<int32_t>
       for (size_t i = begin; i < end; ++i) {
         if (Status s = ensureFloats(out, int64_t(sequences[i].size()), dOut); !s)
           return s;
-        if (Status s = session.forward(sequences[i], noSource, out.floats()); !s)
+        if (Status s = session.forward(sequences[i], sources.empty() ? noSource : sources[i],
+                                       out.floats());
+            !s)
           return s;
         if (Status s = onSequence(first + i, out.floats()); !s)
           return s;
@@ -48,13 +54,22 @@ Status forwardSequences(Session &session, const std::vector<std::vector<int32_t>
     }
     tokens.clear();
     lengths.clear();
+    sourceTokens.clear();
+    sourceLengths.clear();
     for (size_t i = begin; i < end; ++i) {
       tokens.insert(tokens.end(), sequences[i].begin(), sequences[i].end());
       lengths.push_back(int64_t(sequences[i].size()));
+      if (!sources.empty()) {
+        sourceTokens.insert(sourceTokens.end(), sources[i].begin(), sources[i].end());
+        sourceLengths.push_back(int64_t(sources[i].size()));
+      }
     }
     if (Status s = ensureFloats(out, int64_t(tokens.size()), dOut); !s)
       return s;
-    if (Status s = session.forwardPacked(tokens.data(), lengths, out.floats()); !s)
+    if (Status s = session.forwardPacked(tokens.data(), lengths, out.floats(),
+                                         sources.empty() ? nullptr : sourceTokens.data(),
+                                         sourceLengths);
+        !s)
       return s;
     int64_t row = 0;
     for (size_t i = begin; i < end; ++i) {

@@ -235,15 +235,25 @@ bool Session::canPack() const { return !device_ && manifest_->packed && abi_.for
 bool Session::canPackCached() const { return canPack() && canCache() && abi_.forwardCachedPacked; }
 
 Status Session::forwardPacked(const int32_t *tokens, const std::vector<int64_t> &lengths,
-                              float *out) {
+                              float *out, const int32_t *source,
+                              const std::vector<int64_t> &sourceLengths) {
   if (!canPack())
     return makeError("model '" + manifest_->model + "' has no packed entry point");
-  int64_t total = 0;
+  if (manifest_->encoderDecoder != (source != nullptr) ||
+      (source && sourceLengths.size() != lengths.size()))
+    return makeError(manifest_->encoderDecoder
+                         ? "a packed batch of encoder-decoder '" + manifest_->model +
+                               "' needs one source per sequence"
+                         : "model '" + manifest_->model + "' takes no source");
+  int64_t total = 0, sourceTotal = 0;
   for (int64_t l : lengths)
     total += l;
-  if (Status s = growScratch(total, 0); !s)
+  for (int64_t l : sourceLengths)
+    sourceTotal += l;
+  if (Status s = growScratch(total, sourceTotal); !s)
     return s;
   int32_t rc = abi_.forwardPacked(params_.data(), derivedPtrs_.data(), tokens, lengths.data(),
+                                  source, source ? sourceLengths.data() : nullptr,
                                   int64_t(lengths.size()), out, scratch_.data());
   if (rc != 0)
     return kernelFailure("xf_forward_packed", rc);

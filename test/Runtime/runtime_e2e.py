@@ -420,6 +420,22 @@ class Batches(unittest.TestCase):
                              os.path.join(d, "missing.txt"), "--max-new-tokens", "2")
             self.assertEqual(rc, 2, err)
             self.assertIn("missing.txt", err.splitlines()[0])
+            # An encoder-decoder's lines: SOURCE<TAB>TARGET, or SOURCE alone with --bos.
+            f = os.path.join(d, "pairs.txt")
+            for text, bos, message in [
+                    ("1\t2\n3\n", [], "pairs.txt:2: encoder-decoder 'fake-seq2seq-logits' takes "
+                                         "SOURCE<TAB>TARGET (one tab) on each line"),
+                    ("1\t2\t3\n", [], "pairs.txt:1: encoder-decoder"),
+                    ("1\t2\n", ["--bos", "1"], "pairs.txt:1: a source only (--bos gives the "
+                                                "target), not SOURCE<TAB>TARGET"),
+                    ("1\tx\n", [], "pairs.txt:1 (target): 'x' is not a token id"),
+                    ("\t1\n", [], "pairs.txt:1 (source): empty token id at position 0")]:
+                with open(f, "w") as fh:
+                    fh.write(text)
+                rc, _, err = run(SEQ2SEQ_LOGITS, "--random-weights", "1", "--batch-file", f,
+                                 "--max-new-tokens", "2", *bos)
+                self.assertEqual(rc, 2, err)
+                self.assertIn(message, err.splitlines()[0])
 
     def test_logits_and_hidden_batches(self):
         with tempfile.TemporaryDirectory() as d:

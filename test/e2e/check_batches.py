@@ -14,7 +14,11 @@ is also checked against the float64 oracle (the ≤ 1e-4 bound of check_examples
 mixed lengths including 1 and the model's maximum. `--batch 1` (one xf_forward per sequence)
 is bitwise equal to single runs, so nothing leaks between sequences.
 
-Encoder-decoders (transformer) still loop over the sequences: bitwise equal to single runs.
+Encoder-decoders (transformer) pack both sides: the sources' rows in one [Σℓ_z, d] matrix, the
+targets' in one [Σℓ, d], cross attention per source/target pair; the path rule above holds for
+both sides (the source rows' GEMMs and the target rows'). transformer.xf has no position limit:
+its longest sequences here are 64 target and 80 source tokens. Its --batch-file lines are
+SOURCE<TAB>TARGET (or SOURCE with --bos).
 Generation (gpt2, greedy and sampled): the sequences decode together (xf_forward_cached_packed,
 all of them, or 3 at a time with continuous batching) and print what single runs print. The stacked
 [n, l_max, d] outputs are zero past each sequence's length.
@@ -69,9 +73,9 @@ def check(name, xfc, work):
     hp = dict(kv.split("=") for kv in hparams.split(","))
     vocab = int(hp["N_V"])
     rng = np.random.default_rng(1)
-    lengths = (7, 1, 19, 12) if arch == "transformer" else (7, 1, 19, 12, 2, int(hp["l_max"]), 5, 3)
+    lengths = (7, 1, 19, 12, 64) if arch == "transformer" else (7, 1, 19, 12, 2, int(hp["l_max"]), 5, 3)
     seqs = [",".join(map(str, rng.integers(0, vocab, size=n))) for n in lengths]
-    sources = [",".join(map(str, rng.integers(0, vocab, size=n))) for n in (5, 9, 2, 14)]
+    sources = [",".join(map(str, rng.integers(0, vocab, size=n))) for n in (5, 9, 1, 80, 14)]
     kernels = run([xfc, os.path.join(ROOT, "examples", name + ".xf"),
                    *[a for kv in hparams.split(",") for a in ("-D", kv)], "--emit=kernels"]).stdout
     gemv_below = max([int(x) for x in re.findall(r"gemv_rows_below = (\d+)", kernels)] or [0])
@@ -82,10 +86,13 @@ def check(name, xfc, work):
 
     def same_path(i, chunk):
         """Whether sequence i's single run and the packed call of its chunk (--batch N: the
-        sequences in groups of N, in input order) take the same GEMM path."""
+        sequences in groups of N, in input order) take the same GEMM path (an encoder-decoder's
+        sources too)."""
         first = i // chunk * chunk
-        packed = sum(len(x.split(",")) for x in seqs[first:first + chunk])
-        return gemm_path(len(seqs[i].split(","))) == gemm_path(packed)
+        sides = [seqs] + ([sources] if arch == "transformer" else [])
+        return all(gemm_path(len(side[i].split(","))) ==
+                   gemm_path(sum(len(x.split(",")) for x in side[first:first + chunk]))
+                   for side in sides)
 
     def src(i):
         return ["--source-tokens", sources[i]] if arch == "transformer" else []
@@ -119,22 +126,22 @@ def check(name, xfc, work):
         what = f"{name} {flag} batch of {len(seqs)} {' '.join(extra) or '(packed)'}"
         for i, s in enumerate(singles):
             got = b[i, :len(s)]
-            if same_path(i, int(extra[1]) if extra else 32) or arch == "transformer":
+            if same_path(i, int(extra[1]) if extra else 32):
                 expect(got.tobytes() == s.tobytes(), f"{what}: ℓ={len(s)} == single run (bitwise)")
             else:
                 err = np.abs(got - s).max() / np.abs(s).max()
                 expect(err <= REORDER_BOUND, f"{what}: ℓ={len(s)} (another GEMM path) vs single "
                                              f"run max|Δ|/max|ref| {err:.1e} ≤ {REORDER_BOUND}")
-    if arch != "transformer":
-        # The oracle on each sequence of the packed batch.
-        for i, s in enumerate(singles):
-            f = os.path.join(work, f"{name}_packed_{i}.npy")
-            np.save(f, b[i, :len(s)])
-            r = subprocess.run([sys.executable, ORACLE, "--arch", arch, "--hparams", hparams,
-                                "--weights", w, "--tokens", seqs[i], "--check-against", f,
-                                "--tol", str(ORACLE_BOUND)], capture_output=True, text=True)
-            expect(r.returncode == 0, f"{name} packed sequence ℓ={len(s)} vs oracle: "
-                                      f"{(r.stdout + r.stderr).strip().splitlines()[-1:]}")
+    # The oracle on each sequence (each source/target pair) of the packed batch.
+    for i, s in enumerate(singles):
+        f = os.path.join(work, f"{name}_packed_{i}.npy")
+        np.save(f, b[i, :len(s)])
+        r = subprocess.run([sys.executable, ORACLE, "--arch", arch, "--hparams", hparams,
+                            "--weights", w, "--tokens", seqs[i], *src(i), "--check-against", f,
+                            "--tol", str(ORACLE_BOUND)], capture_output=True, text=True)
+        pair = f" (source ℓ_z={len(sources[i].split(','))})" if arch == "transformer" else ""
+        expect(r.returncode == 0, f"{name} packed sequence ℓ={len(s)}{pair} vs oracle: "
+                                  f"{(r.stdout + r.stderr).strip().splitlines()[-1:]}")
 
     if name == "minilm":
         e = os.path.join(work, "e.npy")
@@ -183,6 +190,26 @@ def check(name, xfc, work):
             expect(one == many and len(many.splitlines()) == len(seqs),
                    f"{name} generation {'sampled' if extra else 'greedy'}: batch == single runs")
             if arch == "transformer":
+                # --batch-file: SOURCE<TAB>TARGET id lists, JSON Lines in input order.
+                bf = os.path.join(work, "pairs.txt")
+                with open(bf, "w") as fh:
+                    fh.write("".join(f"{sources[i]}\t{t}\n\n" for i, t in enumerate(seqs)))
+                rows = [json.loads(x)
+                        for x in run([exe, *gen, "--batch-file", bf]).stdout.splitlines()]
+                expect([",".join(map(str, r["ids"])) for r in rows] == one.splitlines() and
+                       [r["line"] for r in rows] == list(range(1, 2 * len(seqs), 2)) and
+                       [r["prompt_tokens"] for r in rows] == [len(t.split(",")) for t in seqs],
+                       f"{name} --batch-file SOURCE<TAB>TARGET generation "
+                       f"{'sampled' if extra else 'greedy'}: JSON Lines ids == single runs")
+                # Sources alone with --bos: the targets start with the BOS id.
+                with open(bf, "w") as fh:
+                    fh.write("".join(x + "\n" for x in sources))
+                bos = [",".join(map(str, json.loads(x)["ids"]))
+                       for x in run([exe, *gen, "--bos", "1", "--batch-file", bf]).stdout.splitlines()]
+                single = [run([exe, *gen, "--bos", "1", *src(i)]).stdout.strip()
+                          for i in range(len(sources))]
+                expect(bos == single, f"{name} --batch-file sources with --bos "
+                                      f"{'sampled' if extra else 'greedy'}: == single runs")
                 continue
             # Continuous batching: 3 places for 8 sequences, so finished ones leave and waiting
             # ones join (a prefill and decoding steps in one call).

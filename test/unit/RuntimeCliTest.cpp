@@ -204,8 +204,21 @@ TEST(RuntimeCli, BatchFlags) {
                   "--normalize needs --embeddings-out or --batch-file");
   Manifest seq2seq = *parseManifest(
       R"({"model":"ed","output":"logits","encoder_decoder":true,"vocab":9,"d_out":3,"parameters":[]})");
+  // An encoder-decoder's batch file holds SOURCE<TAB>TARGET lines (or sources with --bos).
   EXPECT_CONTAINS(check({"--random-weights", "1", "--batch-file", "f"}, seq2seq),
-                  "--batch-file: model 'ed' is an encoder-decoder");
+                  "--batch-file on encoder-decoder 'ed' generates: give --max-new-tokens N");
+  EXPECT_EQ(check({"--random-weights", "1", "--batch-file", "f", "--max-new-tokens", "2"},
+                  seq2seq),
+            "");
+  EXPECT_EQ(check({"--random-weights", "1", "--batch-file", "f", "--max-new-tokens", "2", "--bos",
+                   "1"},
+                  seq2seq),
+            "");
+  EXPECT_CONTAINS(check({"--random-weights", "1", "--batch-file", "f", "--max-new-tokens", "2",
+                         "--source-tokens", "1"},
+                        seq2seq),
+                  "--batch-file holds the sources of encoder-decoder 'ed' (SOURCE<TAB>TARGET "
+                  "lines): give no --source-tokens");
 }
 
 TEST(RuntimeCli, ChatFlags) {

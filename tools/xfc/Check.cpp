@@ -494,23 +494,31 @@ LogicalResult Checker::checkCached(int64_t l) {
 }
 
 /// Three sequences of different lengths in one xf_forward_packed call, each
-/// sequence's rows against the interpreter on that sequence alone.
+/// sequence's rows against the interpreter on that sequence alone (an
+/// encoder-decoder's with sources of other lengths, so pairs cannot be mixed
+/// up unseen).
 LogicalResult Checker::checkPacked(int64_t l) {
   const xfrt::Manifest &m = model->manifest();
   std::vector<int64_t> lengths = {l, std::max<int64_t>(1, l / 2), l / 3 + 1};
-  std::vector<std::vector<int32_t>> sequences;
+  std::vector<int64_t> sourceLengths = {l / 2 + 3, 1, l};
+  std::vector<std::vector<int32_t>> sequences, sources;
   std::vector<interp::Inputs> inputs;
   std::vector<Tensor> references;
   for (size_t i = 0; i < lengths.size(); ++i) {
     sequences.push_back(randomTokens(options.seed, uint64_t(l) + (3u << 20) + (uint64_t(i) << 16),
                                      lengths[i], m.vocab));
-    inputs.push_back(inputsFor({sequences.back()}));
+    if (m.encoderDecoder)
+      sources.push_back(randomTokens(options.seed,
+                                     uint64_t(l) + (5u << 20) + (uint64_t(i) << 16),
+                                     sourceLengths[i], m.vocab));
+    inputs.push_back(m.encoderDecoder ? inputsFor({sources.back(), sequences.back()})
+                                      : inputsFor({sequences.back()}));
     auto reference = interpret(xf, inputs.back());
     if (!reference)
       return fail("the interpreter: " + llvm::toString(reference.takeError()));
     references.push_back(std::move(*reference));
   }
-  auto compiled = model->forwardPacked(sequences);
+  auto compiled = model->forwardPacked(sequences, sources);
   if (!compiled)
     return fail(llvm::toString(compiled.takeError()));
   Comparison worst;
@@ -523,10 +531,16 @@ LogicalResult Checker::checkPacked(int64_t l) {
     offset += lengths[i];
   }
   std::string what = llvm::formatv("l={0} packed", l);
-  out << llvm::formatv("xfc: check {0}: {1} sequences of {2:$[, ]} rows: max rel err {3:e1} at "
-                       "row {4} of the batch (tolerance {5:e0})\n",
+  std::string withSources =
+      m.encoderDecoder
+          ? llvm::formatv(" (sources of {0:$[, ]})",
+                          llvm::make_range(sourceLengths.begin(), sourceLengths.end()))
+                .str()
+          : "";
+  out << llvm::formatv("xfc: check {0}: {1} sequences of {2:$[, ]} rows{3}: max rel err {4:e1} "
+                       "at row {5} of the batch (tolerance {6:e0})\n",
                        what, lengths.size(), llvm::make_range(lengths.begin(), lengths.end()),
-                       worst.err, worst.row, kModelTolerance);
+                       withSources, worst.err, worst.row, kModelTolerance);
   bool mismatch = !(worst.err <= kModelTolerance);
   if (!mismatch && !options.verbose)
     return success();
@@ -534,7 +548,7 @@ LogicalResult Checker::checkPacked(int64_t l) {
   for (size_t i = 0; i < lengths.size(); ++i)
     runs.push_back({&inputs[i], &references[i]});
   auto rerun = [&](Bisector &) -> llvm::Error {
-    return model->forwardPacked(sequences).takeError();
+    return model->forwardPacked(sequences, sources).takeError();
   };
   return bisect(runs, rerun, what.c_str(), mismatch ? std::optional(worst) : std::nullopt);
 }

@@ -219,21 +219,28 @@ CompiledModel::forwardCached(const std::vector<int32_t> &tokens, int64_t start) 
 }
 
 llvm::Expected<std::vector<float>>
-CompiledModel::forwardPacked(const std::vector<std::vector<int32_t>> &sequences) {
-  std::vector<int32_t> tokens;
-  std::vector<int64_t> lengths;
+CompiledModel::forwardPacked(const std::vector<std::vector<int32_t>> &sequences,
+                             const std::vector<std::vector<int32_t>> &sources) {
+  std::vector<int32_t> tokens, sourceTokens;
+  std::vector<int64_t> lengths, sourceLengths;
   for (const std::vector<int32_t> &sequence : sequences) {
     tokens.insert(tokens.end(), sequence.begin(), sequence.end());
     lengths.push_back(int64_t(sequence.size()));
   }
-  const int64_t rows = int64_t(tokens.size());
-  auto scratch = xfrt::AlignedBuffer::allocate(uint64_t(scratchBytes_(rows, 0)));
+  for (const std::vector<int32_t> &source : sources) {
+    sourceTokens.insert(sourceTokens.end(), source.begin(), source.end());
+    sourceLengths.push_back(int64_t(source.size()));
+  }
+  const int64_t rows = int64_t(tokens.size()), sourceRows = int64_t(sourceTokens.size());
+  auto scratch = xfrt::AlignedBuffer::allocate(uint64_t(scratchBytes_(rows, sourceRows)));
   if (!scratch)
     return fail(scratch.message());
   std::vector<float> out(size_t(rows * manifest_.dOut));
   if (forwardPacked_(reinterpret_cast<void *const *>(weights_.params.data()),
                      derivedPointers_.data(), tokens.data(), lengths.data(),
-                     int64_t(lengths.size()), out.data(), scratch->data()))
+                     sources.empty() ? nullptr : sourceTokens.data(),
+                     sources.empty() ? nullptr : sourceLengths.data(), int64_t(lengths.size()),
+                     out.data(), scratch->data()))
     return fail("xf_forward_packed failed");
   return out;
 }

@@ -53,9 +53,11 @@ public:
                                                    int64_t start);
 
   /// xf_forward_packed (manifest().packed) on several sequences at once: their
-  /// rows one after another, [Σℓ, d_out].
+  /// rows one after another, [Σℓ, d_out]. `sources`: an encoder-decoder's, one
+  /// per sequence, else empty.
   llvm::Expected<std::vector<float>>
-  forwardPacked(const std::vector<std::vector<int32_t>> &sequences);
+  forwardPacked(const std::vector<std::vector<int32_t>> &sequences,
+                const std::vector<std::vector<int32_t>> &sources = {});
 
   /// Fresh KV caches for xf_forward_cached_packed, one per sequence.
   llvm::Error startCaches(int64_t count);
@@ -86,7 +88,7 @@ private:
   using ForwardCached = int32_t (*)(void *const *, void *const *, const int32_t *, int64_t,
                                     int64_t, float *, void *, void *, int64_t);
   using ForwardPacked = int32_t (*)(void *const *, void *const *, const int32_t *, const int64_t *,
-                                    int64_t, float *, void *);
+                                    const int32_t *, const int64_t *, int64_t, float *, void *);
   using ForwardCachedPacked = int32_t (*)(void *const *, void *const *, const int32_t *,
                                           const int64_t *, const int64_t *, int64_t, float *,
                                           void *, void *const *, int64_t);

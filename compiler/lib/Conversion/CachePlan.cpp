@@ -46,10 +46,10 @@ static bool isCacheable(func::FuncOp forward, TensorPlacement &placed) {
   return causal && gemmsReadWeights(forward, placed);
 }
 
-/// Packed rows meet only in attention, which runs per sequence: one token
-/// sequence, and every GEMM multiplying by weights.
+/// Packed rows meet only in attention, which runs per sequence (cross
+/// attention per source/target pair): every GEMM multiplies by weights.
 static bool isPackable(func::FuncOp forward, TensorPlacement &placed) {
-  return !placed.encoderDecoder && !usesLength(forward) && gemmsReadWeights(forward, placed);
+  return !usesLength(forward) && gemmsReadWeights(forward, placed);
 }
 
 CachePlan mlir::xf::planCache(func::FuncOp forward, TensorPlacement &placed) {

@@ -15,46 +15,63 @@
 using namespace mlir;
 using namespace mlir::xf;
 
-void HostLowering::forEachSequence(llvm::function_ref<void(Value, Value, Value, Value)> body) {
+void HostLowering::forEachSequence(Value lengths, Value keyLengths,
+                                   llvm::function_ref<void(const SequenceSpan &)> body) {
   Type ptr = LLVM::LLVMPointerType::get(ctx);
+  // Carried: the row offset (first: xfc --check-fault=packed finds it there), the status and
+  // (cross attention) the key row offset.
+  SmallVector<Value> init{i64(0), status};
+  if (keyLengths)
+    init.push_back(i64(0));
   auto loop = scf::ForOp::create(
-      *b, loc, i64(0), countArg, i64(1), ValueRange{i64(0), status},
+      *b, loc, i64(0), countArg, i64(1), init,
       [&](OpBuilder &nested, Location, Value index, ValueRange carried) {
         OpBuilder::InsertionGuard guard(*b);
         b->setInsertionPointToStart(nested.getInsertionBlock());
         // Halide buffer descriptors are stack allocations: release them every
         // iteration, or a large batch would grow the stack without bound.
         Value stack = LLVM::StackSaveOp::create(*b, loc, ptr);
-        Value offset = carried[0];
         status = carried[1];
-        Value rows = loadI64(lengthsArg, index);
-        Value position = cachedMode ? loadI64(startsArg, index) : i64(0);
-        body(offset, rows, position, index);
+        SequenceSpan span;
+        span.index = index;
+        span.offset = carried[0];
+        span.rows = loadI64(lengths, index);
+        span.position = cachedMode ? loadI64(startsArg, index) : i64(0);
+        if (keyLengths)
+          span.keyOffset = carried[2], span.keyRows = loadI64(keyLengths, index);
+        body(span);
         LLVM::StackRestoreOp::create(*b, loc, stack);
-        scf::YieldOp::create(*b, loc,
-                             ValueRange{arith::AddIOp::create(*b, loc, offset, rows), status});
+        SmallVector<Value> next{arith::AddIOp::create(*b, loc, span.offset, span.rows), status};
+        if (keyLengths)
+          next.push_back(arith::AddIOp::create(*b, loc, span.keyOffset, span.keyRows));
+        scf::YieldOp::create(*b, loc, next);
       });
   status = loop.getResult(1);
 }
 
 LogicalResult HostLowering::placePackedForward() {
-  // Nothing is emitted from it otherwise (encoder-decoders: not yet).
+  // Nothing is emitted from it otherwise.
   if (!forwardPacked || !cachePlan.packable)
     return success();
+  // @forward(tokens...) → @forward_packed(tokens..., segments...): one lengths
+  // argument per token sequence (an encoder-decoder's (z, x, z_segments, x_segments)).
   Block &mine = forwardPacked.getBody().front(), &theirs = forward.getBody().front();
-  if (forwardPacked.getNumArguments() != forward.getNumArguments() + 1 ||
+  unsigned sequences = forward.getNumArguments();
+  if (forwardPacked.getNumArguments() != 2 * sequences ||
       mine.getOperations().size() != theirs.getOperations().size())
     return forwardPacked.emitError("@forward_packed is not @forward over a packed batch: "
                                    "their arguments or ops differ");
   IRMapping same;
-  same.map(forwardPacked.getArgument(0), forward.getArgument(0));
-  packedSegments = forwardPacked.getArgument(1);
+  for (unsigned i = 0; i < sequences; ++i)
+    same.map(forwardPacked.getArgument(i), forward.getArgument(i));
+  packedSegments = forwardPacked.getArgument(2 * sequences - 1);
+  packedSourceSegments = encoderDecoder ? forwardPacked.getArgument(sequences) : Value();
   for (auto [packedOp, op] : llvm::zip(mine, theirs)) {
     bool match = packedOp.getName() == op.getName() &&
                  packedOp.getNumResults() == op.getNumResults();
     SmallVector<Value> operands;
     for (Value v : packedOp.getOperands())
-      if (v != packedSegments)
+      if (v != packedSegments && v != packedSourceSegments)
         operands.push_back(same.lookupOrNull(v));
     match = match && llvm::equal(operands, op.getOperands());
     // The same attributes but the operand counts (segments) and xfc --check's op tags.
@@ -84,10 +101,11 @@ LogicalResult HostLowering::placePackedForward() {
     if (cachePlan.offsets.count(&op))
       cachePlan.offsets.try_emplace(&packedOp, cachePlan.offsets.lookup(&op));
   }
-  if (auto it = placements.find(forward.getArgument(0)); it != placements.end()) {
-    Placement copy = it->second;
-    placements[forwardPacked.getArgument(0)] = copy;
-  }
+  for (unsigned i = 0; i < sequences; ++i)
+    if (auto it = placements.find(forward.getArgument(i)); it != placements.end()) {
+      Placement copy = it->second;
+      placements[forwardPacked.getArgument(i)] = copy;
+    }
   return success();
 }
 
@@ -95,7 +113,7 @@ FailureOr<bool> HostLowering::perSequence(Operation *op, Value segments) {
   if (!segments && packedMode)
     return op->emitError("in @forward_packed this op needs the packed batch's segments (its "
                          "rows are several sequences)");
-  if (segments && (!packedMode || segments != packedSegments))
+  if (segments && (!packedMode || (segments != packedSegments && segments != packedSourceSegments)))
     return op->emitError("segments must be @forward_packed's sequence-lengths argument");
   return bool(segments);
 }
@@ -103,12 +121,12 @@ FailureOr<bool> HostLowering::perSequence(Operation *op, Value segments) {
 void HostLowering::compactLastRows() {
   if (cachePlan.tailInputRoots.empty())
     return;
-  forEachSequence([&](Value offset, Value rows, Value, Value index) {
+  forEachSequence(lengthsArg, Value(), [&](const SequenceSpan &s) {
     Value last =
-        arith::SubIOp::create(*b, loc, arith::AddIOp::create(*b, loc, offset, rows), i64(1));
+        arith::SubIOp::create(*b, loc, arith::AddIOp::create(*b, loc, s.offset, s.rows), i64(1));
     for (Value root : cachePlan.tailInputRoots) {
       int64_t stride = placements[root].stride;
-      call(kernels->copy2d(), {rowPointer(root, last), i64(stride), rowPointer(root, index),
+      call(kernels->copy2d(), {rowPointer(root, last), i64(stride), rowPointer(root, s.index),
                                i64(stride), i64(1), i64(stride)});
     }
   });
@@ -194,8 +212,8 @@ LogicalResult HostLowering::emitForward(bool cached, bool packed) {
                         // cache_positions)
     type = FunctionType::get(ctx, {ptr, ptr, ptr, ptr, ptr, i64Type, ptr, ptr, ptr, i64Type},
                              {i32Type});
-  else if (packed) // (params, derived, tokens, lengths, n, out, scratch)
-    type = FunctionType::get(ctx, {ptr, ptr, ptr, ptr, i64Type, ptr, ptr}, {i32Type});
+  else if (packed) // (params, derived, tokens, lengths, source, source_lengths, n, out, scratch)
+    type = FunctionType::get(ctx, {ptr, ptr, ptr, ptr, ptr, ptr, i64Type, ptr, ptr}, {i32Type});
   else if (cached) // (params, derived, tokens, l, start, out, scratch, cache, cache_positions)
     type = FunctionType::get(ctx, {ptr, ptr, ptr, i64Type, i64Type, ptr, ptr, ptr, i64Type},
                              {i32Type});
@@ -228,15 +246,18 @@ LogicalResult HostLowering::emitForward(bool cached, bool packed) {
   if (packed) {
     paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lengthsArg = args[3];
     startsArg = cached ? args[4] : Value();
-    countArg = args[cached ? 5 : 4];
-    outArg = args[cached ? 6 : 5], scratchArg = args[cached ? 7 : 6];
+    countArg = args[cached ? 5 : 6];
+    outArg = args[cached ? 6 : 7], scratchArg = args[cached ? 7 : 8];
     cachesArg = cached ? args[8] : Value();
-    sourceArg = Value(), lzArg = i64(0);
+    sourceArg = Value(), sourceLengthsArg = Value(), lzArg = i64(0);
+    if (!cached && encoderDecoder)
+      sourceArg = args[4], sourceLengthsArg = args[5];
     if (cached)
       cacheRows = paddedRowsOf(args[9], i64(0));
-    // ℓ = Σ ℓ_i rows; the profiler's attention context Σ ℓ_i·(start_i + ℓ_i) / ℓ.
+    // ℓ = Σ ℓ_i rows (ℓ_z = Σ ℓ_z,i); the profiler's attention context: Σ ℓ_i·(start_i + ℓ_i)
+    // / ℓ (an encoder-decoder's: Σ ℓ_z,i² / ℓ_z over sources, Σ ℓ_i·ℓ_z,i / ℓ across).
     auto sums = scf::ForOp::create(
-        builder, loc, i64(0), countArg, i64(1), ValueRange{i64(0), i64(0)},
+        builder, loc, i64(0), countArg, i64(1), ValueRange{i64(0), i64(0), i64(0), i64(0), i64(0)},
         [&](OpBuilder &nested, Location, Value index, ValueRange acc) {
           OpBuilder::InsertionGuard guard(*b);
           b->setInsertionPointToStart(nested.getInsertionBlock());
@@ -244,15 +265,27 @@ LogicalResult HostLowering::emitForward(bool cached, bool packed) {
           Value context =
               cached ? Value(arith::AddIOp::create(*b, loc, loadI64(startsArg, index), rows))
                      : rows;
-          scf::YieldOp::create(
-              *b, loc,
-              ValueRange{arith::AddIOp::create(*b, loc, acc[0], rows),
-                         arith::AddIOp::create(*b, loc, acc[1],
-                                               arith::MulIOp::create(*b, loc, rows, context))});
+          Value sourceRows = sourceLengthsArg ? loadI64(sourceLengthsArg, index) : i64(0);
+          auto add = [&](Value sum, Value a, Value c) -> Value {
+            return arith::AddIOp::create(*b, loc, sum, arith::MulIOp::create(*b, loc, a, c));
+          };
+          scf::YieldOp::create(*b, loc,
+                               ValueRange{add(acc[0], rows, i64(1)), add(acc[1], rows, context),
+                                          add(acc[2], sourceRows, i64(1)),
+                                          add(acc[3], sourceRows, sourceRows),
+                                          add(acc[4], rows, sourceRows)});
         });
     lArg = sums.getResult(0);
-    packedContextRows = arith::DivSIOp::create(builder, loc, sums.getResult(1),
-                                               arith::MaxSIOp::create(builder, loc, lArg, i64(1)));
+    auto perRow = [&](Value sum, Value rows) -> Value {
+      return arith::DivSIOp::create(builder, loc, sum,
+                                    arith::MaxSIOp::create(builder, loc, rows, i64(1)));
+    };
+    packedContextRows = perRow(sums.getResult(1), lArg);
+    if (sourceLengthsArg) {
+      lzArg = sums.getResult(2);
+      packedSourceContextRows = perRow(sums.getResult(3), lzArg);
+      packedCrossContextRows = perRow(sums.getResult(4), lArg);
+    }
   } else if (cached) {
     paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lArg = args[3];
     startArg = args[4], outArg = args[5], scratchArg = args[6], cacheArg = args[7];
@@ -294,6 +327,7 @@ LogicalResult HostLowering::emitForward(bool cached, bool packed) {
   func::ReturnOp::create(builder, forward.getLoc(), status);
   b = nullptr;
   cachedMode = packedMode = false;
+  sourceLengthsArg = Value();
   return success();
 }
 

@@ -103,10 +103,18 @@ private:
   // positions once per sequence.
   bool packedMode = false;
   Value lengthsArg, startsArg, countArg, cachesArg;
+  /// An encoder-decoder's packed batch: the n sources' lengths (their ids
+  /// are sourceArg, Σℓ_z = lzArg rows).
+  Value sourceLengthsArg;
   /// @forward_packed (xf-pack-sequences), whose ops the packed entry points
-  /// are emitted from, and its `segments` argument (bound to lengthsArg).
+  /// are emitted from, and its `segments` arguments: the targets' (bound to
+  /// lengthsArg) and an encoder-decoder's sources' (bound to sourceLengthsArg).
   func::FuncOp forwardPacked;
-  Value packedSegments;
+  Value packedSegments, packedSourceSegments;
+  /// The lengths array a `segments` operand of @forward_packed is bound to.
+  Value lengthsOf(Value segments) {
+    return segments && segments == packedSourceSegments ? sourceLengthsArg : lengthsArg;
+  }
   /// Each @forward_packed op → the @forward op it repeats (profiling sites
   /// name @forward's ops; --check matches them).
   llvm::DenseMap<Operation *, Operation *> forwardOpOf;
@@ -117,11 +125,21 @@ private:
   /// Whether `op` runs once per sequence: it has the packed batch's
   /// `segments` (an error when a packed op lacks them or has others).
   FailureOr<bool> perSequence(Operation *op, Value segments);
-  /// Attention's context rows per row, Σ ℓ_i·(start_i + ℓ_i) / Σ ℓ_i, for the profiler.
-  Value packedContextRows;
-  /// Emits `body(rowOffset, rows, firstPosition, index)` once per sequence of
-  /// the packed batch; kernel status codes inside it are carried out.
-  void forEachSequence(llvm::function_ref<void(Value, Value, Value, Value)> body);
+  /// Attention's context rows per row, for the profiler: Σ ℓ_i·(start_i + ℓ_i) / Σ ℓ_i over
+  /// the targets; an encoder-decoder's source self-attention Σ ℓ_z,i² / Σ ℓ_z,i and cross
+  /// attention Σ ℓ_i·ℓ_z,i / Σ ℓ_i.
+  Value packedContextRows, packedSourceContextRows, packedCrossContextRows;
+  /// One sequence of a packed batch: its rows [offset, offset + rows), the
+  /// position of its first row, its index; for cross attention also its
+  /// source's rows [keyOffset, keyOffset + keyRows).
+  struct SequenceSpan {
+    Value offset, rows, position, index, keyOffset, keyRows;
+  };
+  /// Emits `body` once per sequence of the packed batch, whose lengths are
+  /// `lengths` (lengthsArg or sourceLengthsArg) and, with `keyLengths`, its
+  /// keys' (cross attention); kernel status codes inside it are carried out.
+  void forEachSequence(Value lengths, Value keyLengths,
+                       llvm::function_ref<void(const SequenceSpan &)> body);
   Value loadI64(Value array, Value index);
   Value loadPointer(Value array, Value index);
   /// Rows [offset, offset + rows) of a matrix.

@@ -317,24 +317,28 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
     FailureOr<bool> segmented = perSequence(op, attn.getSegments());
     if (failed(segmented))
       return failure();
-    if (attn.getKeySegments())
-      return op->emitError("cross attention over a packed batch is not lowered yet (the "
-                           "runtime runs encoder-decoders one sequence at a time)");
+    Value keySegments = attn.getKeySegments();
+    if (keySegments && (!*segmented || keySegments != packedSourceSegments))
+      return op->emitError("key_segments must be @forward_packed's source-lengths argument");
     if (*segmented) {
-      // Each sequence attends over its own rows (and its own cache).
-      forEachSequence([&](Value offset, Value rows, Value start, Value index) {
-        SmallVector<HalideBufferArg> args{segmentArg(attn.getQuery(), offset, rows)};
+      // Each sequence attends over its own rows (and its own cache); cross
+      // attention over its own source's rows.
+      forEachSequence(lengthsOf(attn.getSegments()), keySegments ? sourceLengthsArg : Value(),
+                      [&](const SequenceSpan &s) {
+        SmallVector<HalideBufferArg> args{segmentArg(attn.getQuery(), s.offset, s.rows)};
         if (cachedMode) {
-          Value cache = loadPointer(cachesArg, index);
-          args.push_back(cachedMatrixArg(attn.getKey(), keyOffset, cache, start,
-                                         rowPointer(attn.getKey(), offset), rows, rotateKeys));
-          args.push_back(cachedMatrixArg(attn.getValue(), valueOffset, cache, start,
-                                         rowPointer(attn.getValue(), offset), rows));
+          Value cache = loadPointer(cachesArg, s.index);
+          args.push_back(cachedMatrixArg(attn.getKey(), keyOffset, cache, s.position,
+                                         rowPointer(attn.getKey(), s.offset), s.rows, rotateKeys));
+          args.push_back(cachedMatrixArg(attn.getValue(), valueOffset, cache, s.position,
+                                         rowPointer(attn.getValue(), s.offset), s.rows));
         } else {
-          args.push_back(segmentArg(attn.getKey(), offset, rows));
-          args.push_back(segmentArg(attn.getValue(), offset, rows));
+          Value firstKey = keySegments ? s.keyOffset : s.offset;
+          Value keys = keySegments ? s.keyRows : s.rows;
+          args.push_back(segmentArg(attn.getKey(), firstKey, keys));
+          args.push_back(segmentArg(attn.getValue(), firstKey, keys));
         }
-        args.push_back(segmentArg(v, offset, rows));
+        args.push_back(segmentArg(v, s.offset, s.rows));
         orStatus(callHalidePipeline(*b, loc, *program.module, spec.name, args, {}, options.cudaDevice));
       });
     } else {
@@ -391,9 +395,9 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
     if (failed(segmented))
       return failure();
     if (*segmented)
-      forEachSequence([&](Value offset, Value n, Value start, Value) {
-        call(kernel, {rowPointer(rope.getInput(), offset), stride, rowPointer(v, offset), n,
-                      start});
+      forEachSequence(lengthsOf(rope.getSegments()), Value(), [&](const SequenceSpan &s) {
+        call(kernel, {rowPointer(rope.getInput(), s.offset), stride, rowPointer(v, s.offset),
+                      s.rows, s.position});
       });
     else
       call(kernel, {in, stride, out, rows, firstPosition()});
@@ -405,7 +409,8 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
   for (Value operand : op->getOperands()) {
     if (!isa<RankedTensorType>(operand.getType())) // an index, a run-time number
       continue;
-    if (packedSegments && operand == packedSegments) // the loop over sequences reads them
+    // Lengths: the loop over sequences reads them.
+    if (packedMode && (operand == packedSegments || operand == packedSourceSegments))
       continue;
     if (placements[operand].storage == Storage::Tokens) {
       inputs.push_back(pointerOf(operand));
@@ -444,8 +449,9 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
     if (failed(segmented))
       return failure();
     if (*segmented) // positions restart at each sequence's start
-      forEachSequence([&](Value offset, Value n, Value start, Value) {
-        call(kernels->positionRows(width), {inputs[0], rowPointer(v, offset), n, start});
+      forEachSequence(lengthsOf(pos.getSegments()), Value(), [&](const SequenceSpan &s) {
+        call(kernels->positionRows(width), {inputs[0], rowPointer(v, s.offset), s.rows,
+                                            s.position});
       });
     else
       call(kernels->positionRows(width), {inputs[0], out, rows, firstPosition()});
@@ -457,8 +463,8 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
     if (failed(segmented))
       return failure();
     if (*segmented)
-      forEachSequence([&](Value offset, Value n, Value start, Value) {
-        call(kernel, {rowPointer(v, offset), n, start});
+      forEachSequence(lengthsOf(sin.getSegments()), Value(), [&](const SequenceSpan &s) {
+        call(kernel, {rowPointer(v, s.offset), s.rows, s.position});
       });
     else
       call(kernel, {out, rows, firstPosition()});

@@ -61,9 +61,12 @@ HostLowering::profiled(Operation *op,
   Value rows = rowsOf(op->getResult(0));
   Value context = i64(0);
   if (auto attn = dyn_cast<AttentionOp>(op))
-    context = packedMode   ? packedContextRows
-              : cachedMode ? Value(arith::AddIOp::create(*b, loc, startArg, rows))
-                           : rowsOf(attn.getKey());
+    context = !packedMode ? (cachedMode ? Value(arith::AddIOp::create(*b, loc, startArg, rows))
+                                        : rowsOf(attn.getKey()))
+              : attn.getKeySegments()                                ? packedCrossContextRows
+              : attn.getSegments() && attn.getSegments() == packedSourceSegments
+                  ? packedSourceContextRows
+                  : packedContextRows;
   func::CallOp::create(*b, loc, hook("xfrt_profile_exit", {i32, i64Type, i64Type}),
                        ValueRange{site, rows, context});
   if (options.kernelOutputHook) {

@@ -27,10 +27,12 @@ int32_t xf_forward_cached(void *const *params, void *const *derived, const int32
                           int64_t l, int64_t start, float *out, void *scratch, void *cache,
                           int64_t cache_positions);
 
-// Packed batches (docs/abi.md, "Packed batches"): n sequences of lengths[i] tokens in one call.
+// Packed batches (docs/abi.md, "Packed batches"): n sequences of lengths[i] tokens in one call
+// (an encoder-decoder's with n sources of source_lengths[i] tokens; else both null).
 // Models whose manifest says "packed": true define them; main() references them weakly.
 int32_t xf_forward_packed(void *const *params, void *const *derived, const int32_t *tokens,
-                          const int64_t *lengths, int64_t n, float *out, void *scratch);
+                          const int64_t *lengths, const int32_t *source,
+                          const int64_t *source_lengths, int64_t n, float *out, void *scratch);
 int32_t xf_forward_cached_packed(void *const *params, void *const *derived,
                                  const int32_t *tokens, const int64_t *lengths,
                                  const int64_t *starts, int64_t n, float *out, void *scratch,

@@ -33,7 +33,9 @@ struct ModelAbi {
   ErrorHandler (*setErrorHandler)(ErrorHandler) = nullptr;
   // Packed batches (docs/abi.md "Packed batches"); null when the model has none.
   int32_t (*forwardPacked)(void *const *params, void *const *derived, const int32_t *tokens,
-                           const int64_t *lengths, int64_t n, float *out, void *scratch) = nullptr;
+                           const int64_t *lengths, const int32_t *source,
+                           const int64_t *sourceLengths, int64_t n, float *out,
+                           void *scratch) = nullptr;
   int32_t (*forwardCachedPacked)(void *const *params, void *const *derived,
                                  const int32_t *tokens, const int64_t *lengths,
                                  const int64_t *starts, int64_t n, float *out, void *scratch,

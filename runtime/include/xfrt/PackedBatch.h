@@ -2,9 +2,10 @@
 //
 // forwardSequences runs a batch in chunks of at most `chunk` sequences, one
 // xf_forward_packed call per chunk (all rows of the chunk in one [Σℓ, d_out]
-// matrix, docs/abi.md "Packed batches"), or one xf_forward per sequence when
-// the model has no packed entry point. Each sequence's rows are handed to
-// `onSequence` as soon as its chunk has run.
+// matrix, docs/abi.md "Packed batches"; an encoder-decoder's sources likewise
+// in [Σℓ_z] rows), or one xf_forward per sequence when the model has no packed
+// entry point. Each sequence's rows are handed to `onSequence` as soon as its
+// chunk has run.
 //
 //===----------------------------------------------------------------------===//
 #ifndef XFRT_PACKEDBATCH_H
@@ -26,9 +27,11 @@ constexpr int64_t kDefaultBatchChunk = 32;
 using SequenceRows = std::function<Status(size_t index, const float *rows)>;
 
 // `sequences` are checked id lists (1 <= ℓ <= max_positions); `first` numbers them for
-// onSequence. A chunk of one sequence runs xf_forward.
+// onSequence. `sources`: an encoder-decoder's, one per sequence (checked likewise), else
+// empty. A chunk of one sequence runs xf_forward.
 Status forwardSequences(Session &session, const std::vector<std::vector<int32_t>> &sequences,
-                        int64_t chunk, const SequenceRows &onSequence, size_t first = 0);
+                        int64_t chunk, const SequenceRows &onSequence, size_t first = 0,
+                        const std::vector<std::vector<int32_t>> &sources = {});
 
 } // namespace xfrt
 

@@ -63,8 +63,12 @@ public:
   // one call (the manifest says "packed" and the symbol exists).
   bool canPack() const;
   // tokens: the n = lengths.size() sequences' ids one after another; out: [Σ lengths, d_out].
-  // Each length is 1 .. max_positions (the caller checks).
-  Status forwardPacked(const int32_t *tokens, const std::vector<int64_t> &lengths, float *out);
+  // Each length is 1 .. max_positions (the caller checks). An encoder-decoder's sources:
+  // `source` their ids one after another, `sourceLengths` (n of them) their lengths; else
+  // null and empty.
+  Status forwardPacked(const int32_t *tokens, const std::vector<int64_t> &lengths, float *out,
+                       const int32_t *source = nullptr,
+                       const std::vector<int64_t> &sourceLengths = {});
   // Whether xf_forward_cached_packed can run: packed and cached.
   bool canPackCached() const;
   // Sequence i runs lengths[i] new tokens at positions starts[i] .. on caches[i] (each

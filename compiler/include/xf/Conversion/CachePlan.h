@@ -25,7 +25,8 @@ namespace mlir::xf {
 struct CachePlan {
   /// Incremental decoding is exact: rows only meet in causal self-attention.
   bool cacheable = false;
-  /// Packed rows only meet in attention, which runs per sequence.
+  /// Packed rows only meet in attention, which runs per sequence (per
+  /// source/target pair for an encoder-decoder's cross attention).
   bool packable = false;
   /// Both, and the full-length tensors the tail (the ops after the last
   /// attention) reads live in scratch slots, where compactLastRows can move
