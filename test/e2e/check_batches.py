@@ -18,7 +18,8 @@ Encoder-decoders (transformer) pack both sides: the sources' rows in one [Σℓ_
 targets' in one [Σℓ, d], cross attention per source/target pair; the path rule above holds for
 both sides (the source rows' GEMMs and the target rows'). transformer.xf has no position limit:
 its longest sequences here are 64 target and 80 source tokens. Its --batch-file lines are
-SOURCE<TAB>TARGET (or SOURCE with --bos).
+SOURCE<TAB>TARGET (or SOURCE with --bos). Its pairs generate together too, re-running each
+prefix (no KV cache): one xf_forward_packed call per step over every running pair.
 Generation (gpt2, greedy and sampled): the sequences decode together (xf_forward_cached_packed,
 all of them, or 3 at a time with continuous batching) and print what single runs print. The stacked
 [n, l_max, d] outputs are zero past each sequence's length.
@@ -186,9 +187,19 @@ def check(name, xfc, work):
             gen = ["--weights", w, "--max-new-tokens", "12", *extra]
             one = "".join(run([exe, *gen, "--tokens", t, *src(i)]).stdout
                           for i, t in enumerate(seqs))
-            many = run([exe, *gen, *[a for t in seqs for a in ("--tokens", t)], *src_all()]).stdout
-            expect(one == many and len(many.splitlines()) == len(seqs),
-                   f"{name} generation {'sampled' if extra else 'greedy'}: batch == single runs")
+            r = run([exe, *gen, *[a for t in seqs for a in ("--tokens", t)], *src_all()])
+            many = r.stdout
+            expect(one == many and len(many.splitlines()) == len(seqs) and
+                   f"up to {len(seqs)} decoding together" in r.stderr,
+                   f"{name} generation {'sampled' if extra else 'greedy'}: batch decoding "
+                   f"together == single runs")
+            # Continuous batching: 3 places for all sequences, so finished ones leave and waiting
+            # ones join (a prefill and decoding steps in one call).
+            r = run([exe, *gen, *[a for t in seqs for a in ("--tokens", t)], *src_all(),
+                     "--batch", "3"])
+            expect(r.stdout == one and "up to 3 decoding together" in r.stderr,
+                   f"{name} generation {'sampled' if extra else 'greedy'}, 3 decoding together: "
+                   f"== single runs")
             if arch == "transformer":
                 # --batch-file: SOURCE<TAB>TARGET id lists, JSON Lines in input order.
                 bf = os.path.join(work, "pairs.txt")
@@ -210,14 +221,6 @@ def check(name, xfc, work):
                           for i in range(len(sources))]
                 expect(bos == single, f"{name} --batch-file sources with --bos "
                                       f"{'sampled' if extra else 'greedy'}: == single runs")
-                continue
-            # Continuous batching: 3 places for 8 sequences, so finished ones leave and waiting
-            # ones join (a prefill and decoding steps in one call).
-            r = run([exe, *gen, *[a for t in seqs for a in ("--tokens", t)], "--batch", "3"])
-            expect(r.stdout == one and "up to 3 decoding together" in r.stderr,
-                   f"{name} generation {'sampled' if extra else 'greedy'}, 3 decoding together: "
-                   f"== single runs")
-            if arch == "transformer":
                 continue
             bf = os.path.join(work, "prompts.txt")
             with open(bf, "w") as fh:

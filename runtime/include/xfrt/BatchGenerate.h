@@ -11,6 +11,10 @@
 // batches"), so greedy and sampled ids match a single run unless two candidates are within
 // float32 rounding of each other.
 //
+// An encoder-decoder has no KV cache: its decoder re-runs the whole prefix each step (Alg. 15
+// as generate() runs it), so its pairs decode together in one xf_forward_packed call per step
+// over every running pair's source and prefix, and each samples from its prefix's last row.
+//
 //===----------------------------------------------------------------------===//
 #ifndef XFRT_BATCHGENERATE_H
 #define XFRT_BATCHGENERATE_H
@@ -31,6 +35,7 @@ namespace xfrt {
 
 struct BatchRequest {
   std::vector<int32_t> prompt; // 1 <= size <= the decoder's position limit
+  std::vector<int32_t> source; // an encoder-decoder's (a re-running decoder), else empty
   GenerateOptions options;     // maxNewTokens, sampling, eos (useCache and cachedPrefix unused)
   uint64_t seed = 0;           // a fresh Pcg32(seed, fnv1a64("xfrt.sampling")), as single runs
   std::function<void(int32_t)> onToken;              // each new id as soon as it is chosen
@@ -54,6 +59,9 @@ public:
   // The session must be able to run xf_forward_cached_packed (Session::canPackCached).
   // Every KV cache holds `cachePositions` positions (<= the session's cachePositions()).
   BatchDecoder(Session &session, int64_t maxActive, int64_t cachePositions);
+  // A decoder that re-runs every prefix with its source (an encoder-decoder's; the session must
+  // be able to run xf_forward_packed, Session::canPack).
+  static BatchDecoder rerunning(Session &session, int64_t maxActive);
 
   // Queues a request; it joins at the next step with a free place. Fails when its prompt
   // cannot run (empty, or longer than the position limit).
@@ -84,13 +92,14 @@ private:
   };
   Session &session_;
   int64_t maxActive_, cachePositions_, limit_;
+  bool rerun_ = false; // rerunning(): no caches, the whole prefix every step
   std::vector<AlignedBuffer> caches_;
   std::vector<int> freeCaches_;
   std::vector<std::unique_ptr<Sequence>> active_;
   std::deque<std::unique_ptr<Sequence>> waiting_;
   AlignedBuffer logits_;
-  std::vector<int32_t> tokens_;
-  std::vector<int64_t> lengths_, starts_;
+  std::vector<int32_t> tokens_, sources_;
+  std::vector<int64_t> lengths_, starts_, sourceLengths_;
   std::vector<void *> cachePtrs_;
   BatchStats stats_;
 };
