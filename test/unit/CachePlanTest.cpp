@@ -135,7 +135,10 @@ TEST(CachePlan, LengthOfTheSequenceIsNeither) {
   EXPECT_FALSE(plan.packable);
 }
 
-TEST(CachePlan, EncoderDecoderIsNeither) {
+// An encoder-decoder packs (its cross attention runs per source/target pair; whether its
+// rows meet elsewhere is xf-pack-sequences' call) but has no KV cache: its decoder re-reads
+// the source.
+TEST(CachePlan, EncoderDecoderPacksButDoesNotCache) {
   Parsed p(R"mlir(
 func.func @forward(%source: tensor<?xi32>, %target: tensor<?xi32>) -> tensor<?x4xf32> {
   %e = xf.parameter "e" : tensor<8x4xf32>
@@ -147,7 +150,8 @@ func.func @forward(%source: tensor<?xi32>, %target: tensor<?xi32>) -> tensor<?x4
 )mlir");
   CachePlan plan = planned(p);
   EXPECT_FALSE(plan.cacheable);
-  EXPECT_FALSE(plan.packable);
+  EXPECT_TRUE(plan.packable);
+  EXPECT_FALSE(plan.packedCacheable);
 }
 
 } // namespace
