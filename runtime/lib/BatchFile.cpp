@@ -4,6 +4,9 @@
 #include "xfrt/Json.h"
 #include "xfrt/Unicode.h"
 
+#include <charconv>
+#include <cmath>
+
 namespace xfrt {
 
 std::string validUtf8(const std::string &text) {
@@ -18,15 +21,26 @@ std::string validUtf8(const std::string &text) {
   return out;
 }
 
+void appendJsonFloat(std::string &out, float v) {
+  if (!std::isfinite(v)) {
+    out += "null";
+    return;
+  }
+  char buf[32];
+  std::to_chars_result r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
 void writeEmbeddingLine(std::FILE *out, size_t index, int64_t line, int64_t tokens,
                         const float *embedding, int64_t d) {
   std::string text = "{\"index\": " + std::to_string(index) + ", \"line\": " +
                      std::to_string(line) + ", \"tokens\": " + std::to_string(tokens) +
                      ", \"embedding\": [";
-  char buf[32];
+  text.reserve(text.size() + size_t(d) * 16 + 4);
   for (int64_t k = 0; k < d; ++k) {
-    std::snprintf(buf, sizeof buf, k ? ", %.9g" : "%.9g", double(embedding[k]));
-    text += buf;
+    if (k)
+      text += ", ";
+    appendJsonFloat(text, embedding[k]);
   }
   text += "]}\n";
   std::fputs(text.c_str(), out);

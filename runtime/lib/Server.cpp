@@ -50,16 +50,6 @@ void sendError(httplib::Response &res, int status, const std::string &message,
   res.set_content(errorJson(message, type, param) + "\n", "application/json");
 }
 
-void appendFloat(std::string &out, float v) {
-  if (!std::isfinite(v)) {
-    out += "null"; // JSON has no NaN or infinity
-    return;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.9g", double(v));
-  out += buf;
-}
-
 std::string idList(const std::vector<int32_t> &ids, size_t from = 0) {
   std::string out = "[";
   for (size_t i = from; i < ids.size(); ++i)
@@ -432,7 +422,7 @@ void Server::embeddings(const httplib::Request &req, httplib::Response &res) {
     for (int64_t k = 0; k < m_.dOut; ++k) {
       if (k)
         out += ",";
-      appendFloat(out, result->vectors[i * size_t(m_.dOut) + size_t(k)]);
+      appendJsonFloat(out, result->vectors[i * size_t(m_.dOut) + size_t(k)]);
     }
     out += "]}";
   }

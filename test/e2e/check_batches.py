@@ -181,7 +181,8 @@ def check(name, xfc, work):
         run([exe, "--weights", w, *[a for t in seqs for a in ("--tokens", t)],
              "--embeddings-out", e, "--normalize", "--batch", "4"])
         expect(got.tobytes() == np.load(e).tobytes(),
-               "minilm --batch-file embeddings == --embeddings-out rows (bitwise, 9 digits)")
+               "minilm --batch-file embeddings == --embeddings-out rows (bitwise: shortest "
+               "round-trip decimals)")
     else:
         for extra in [[], ["--temperature", "0.9", "--top-p", "0.95", "--seed", "4"]]:
             gen = ["--weights", w, "--max-new-tokens", "12", *extra]

@@ -5,8 +5,8 @@
 //   decoders: {"index": I, "line": N, "prompt_tokens": P, "ids": [...], "text": "...",
 //              "stop": "max-new-tokens" | "eos" | "position limit"}
 // index counts inputs from 0, line is the input's 1-based line in the file; floats are
-// written with 9 significant digits (they read back as the same float32); "text" is present
-// with a tokenizer, invalid UTF-8 in it replaced by U+FFFD.
+// written as the shortest decimal that reads back as the same float32 (appendJsonFloat);
+// "text" is present with a tokenizer, invalid UTF-8 in it replaced by U+FFFD.
 //
 //===----------------------------------------------------------------------===//
 #ifndef XFRT_BATCHFILE_H
@@ -29,6 +29,11 @@ void writeGenerationLine(std::FILE *out, size_t index, int64_t line, int64_t pro
 
 // `text` with every ill-formed UTF-8 byte replaced by U+FFFD.
 std::string validUtf8(const std::string &text);
+
+// Appends `v` as the shortest decimal that reads back as the same float32 (std::to_chars:
+// exact, and ~4x cheaper than "%.9g", which 384 floats per sentence made a measurable part of
+// an embedding run), or null when it is not finite (JSON has no NaN or infinity).
+void appendJsonFloat(std::string &out, float v);
 
 } // namespace xfrt
 
