@@ -64,6 +64,16 @@ Status parseParameter(const JsonValue &p, size_t index, ParameterSpec &out) {
     else
       return fail(where + ": unknown init " + describeJson(*init) + " (normal, ones, zeros)");
   }
+  if (const JsonValue *reads = p.find("forward_reads")) {
+    if (reads->isString() && reads->string == "all")
+      out.forwardReads = ForwardReads::All;
+    else if (reads->isString() && reads->string == "rows")
+      out.forwardReads = ForwardReads::Rows;
+    else if (reads->isString() && reads->string == "none")
+      out.forwardReads = ForwardReads::None;
+    else
+      return fail(where + ": unknown forward_reads " + describeJson(*reads) + " (all, rows, none)");
+  }
   if (const JsonValue *dtype = p.find("dtype")) {
     if (dtype->isString() && (dtype->string == "f32" || dtype->string == "bf16"))
       out.bf16 = dtype->string == "bf16";
@@ -264,6 +274,18 @@ const char *dtypeName(const ParameterSpec &p) {
   return p.bf16 ? "bf16" : "f32";
 }
 
+const char *forwardReadsName(ForwardReads reads) {
+  switch (reads) {
+  case ForwardReads::All:
+    return "all";
+  case ForwardReads::Rows:
+    return "rows";
+  case ForwardReads::None:
+    return "none";
+  }
+  return "all";
+}
+
 const char *initName(InitKind init) {
   switch (init) {
   case InitKind::Normal:
@@ -325,6 +347,7 @@ std::string renderManifest(const Manifest &m) {
   for (const ParameterSpec &p : m.parameters) {
     w.item(), w.begin('{');
     w.key("dtype"), w.string(dtypeName(p));
+    w.key("forward_reads"), w.string(forwardReadsName(p.forwardReads));
     w.key("init"), w.string(initName(p.init));
     w.key("name"), w.string(p.name);
     w.key("shape"), w.begin('[');

@@ -162,6 +162,18 @@ void releaseMappedPages(const MappedFile &file) {
     (void)::madvise(file.mutableData(), file.size(), MADV_DONTNEED);
 }
 
+bool releaseMappedPages(const MappedFile &file, const void *p, size_t size) {
+  const uint8_t *begin = file.data(), *bytes = static_cast<const uint8_t *>(p);
+  if (!begin || bytes < begin || size > file.size() || bytes - begin > ptrdiff_t(file.size() - size))
+    return false;
+  static const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  uintptr_t from = reinterpret_cast<uintptr_t>(bytes) & ~(page - 1);
+  uintptr_t to = (reinterpret_cast<uintptr_t>(bytes) + size + page - 1) & ~(page - 1);
+  if (size)
+    (void)::madvise(reinterpret_cast<void *>(from), to - from, MADV_DONTNEED);
+  return true;
+}
+
 Expected<std::string> readTextFile(const std::string &path, size_t maxBytes) {
   FileDescriptor fd{-1};
   uint64_t size = 0;

@@ -6,6 +6,7 @@
 #include "xfrt/Profile.h"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 namespace xfrt {
@@ -17,6 +18,20 @@ Status kernelFailure(const char *entry, int32_t rc) {
   if (!reason.empty())
     return makeError(std::string(entry) + " failed: Halide: " + reason);
   return makeError(std::string(entry) + " failed with code " + std::to_string(rc));
+}
+// Bytes of a parameter as the generated code reads it (docs/abi.md, xf_prepare).
+uint64_t parameterBytes(const ParameterSpec &p) {
+  if (p.blocks) {
+    const GgmlTypeInfo *info = ggmlTypeInfo(uint32_t(p.blockType));
+    return info ? uint64_t(p.numel) / info->blockElements * info->blockBytes : 0;
+  }
+  return uint64_t(p.numel) * (p.bf16 ? 2 : 4);
+}
+
+// Whether [p, p + bytes) lies inside the mapping of `file`.
+bool mappedRange(const MappedFile &file, const void *p, uint64_t bytes) {
+  const uint8_t *begin = file.data(), *at = static_cast<const uint8_t *>(p);
+  return begin && at >= begin && bytes <= file.size() && uint64_t(at - begin) <= file.size() - bytes;
 }
 } // namespace
 
@@ -116,12 +131,30 @@ Expected<Session> Session::create(const Manifest &m, const ModelAbi &abi,
       return makeError("xf_prepare failed: Halide: " + reason);
     return s;
   }
-  // One mapping in huge pages for all of them (WeightRegion.h: every decode step reads them).
-  Expected<WeightRegion> region = WeightRegion::allocate(m.derivedBytes);
+  // One mapping in huge pages (WeightRegion.h: every decode step reads them) for the derived
+  // buffers and for copies of the parameters the forward reads whole on every call that lie in
+  // a mapped checkpoint (a GEMM weight read in place, such as ggml blocks): their file pages
+  // would be 4 KiB pages, and reading them would also map their neighbours, parameters only
+  // xf_prepare reads, by fault-around.
+  std::vector<int64_t> pieces = m.derivedBytes;
+  std::vector<std::pair<size_t, const MappedFile *>> copies; // parameter, the file it is in
+  for (size_t j = 0; j < m.parameters.size() && j < weights.params.size(); ++j) {
+    if (m.parameters[j].forwardReads != ForwardReads::All)
+      continue;
+    uint64_t bytes = parameterBytes(m.parameters[j]);
+    for (const auto &file : weights.files)
+      if (bytes && mappedRange(*file, weights.params[j], bytes)) {
+        copies.emplace_back(j, file.get());
+        pieces.push_back(int64_t(bytes));
+        break;
+      }
+  }
+  Expected<WeightRegion> region = WeightRegion::allocate(pieces);
   if (!region)
     return makeError("derived buffers: " + region.message());
   s.derived_ = region.take();
-  s.derivedPtrs_ = s.derived_.pieces();
+  s.derivedPtrs_.assign(s.derived_.pieces().begin(),
+                        s.derived_.pieces().begin() + ptrdiff_t(m.derivedBytes.size()));
   s.params_.assign(weights.params.begin(), weights.params.end());
   // Never hand the generated code a null array, even for a model without
   // parameters.
@@ -133,7 +166,26 @@ Expected<Session> Session::create(const Manifest &m, const ModelAbi &abi,
   // (GEMM weights packed for the kernels, concatenations): let those pages go, so that the
   // copies do not count twice (pages still read fault back in from the page cache). Nothing
   // writes to the mappings, so dropping their pages loses nothing.
-  if (!m.derivedBytes.empty())
+  if (!pieces.empty())
+    for (const auto &file : weights.files)
+      releaseMappedPages(*file);
+  // Then the copies, a stretch at a time, each stretch's file pages dropped once copied: the
+  // peak holds one stretch twice, not the parameters. Reading a stretch also maps the
+  // neighbours' pages by fault-around: dropped at the end.
+  constexpr uint64_t kStretch = uint64_t(2) << 20;
+  for (size_t k = 0; k < copies.size(); ++k) {
+    auto [j, file] = copies[k];
+    const uint8_t *from = reinterpret_cast<const uint8_t *>(weights.params[j]);
+    uint8_t *to = static_cast<uint8_t *>(s.derived_.pieces()[m.derivedBytes.size() + k]);
+    uint64_t bytes = parameterBytes(m.parameters[j]);
+    for (uint64_t done = 0; done < bytes; done += kStretch) {
+      uint64_t n = std::min(kStretch, bytes - done);
+      std::memcpy(to + done, from + done, size_t(n));
+      releaseMappedPages(*file, from + done, size_t(n));
+    }
+    s.params_[j] = to;
+  }
+  if (!copies.empty())
     for (const auto &file : weights.files)
       releaseMappedPages(*file);
   return s;

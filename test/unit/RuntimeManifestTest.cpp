@@ -35,12 +35,14 @@ Manifest everyField() {
   ParameterSpec table{"wte", {64, 32}, 64 * 32, InitKind::Normal};
   table.blocks = true;
   table.blockType = GgmlType::Q4_1;
+  table.forwardReads = ForwardReads::Rows;
   ParameterSpec gain{"ln.weight", {32}, 32, InitKind::Ones};
   gain.bf16 = true;
   ParameterSpec bias{"ln.bias", {32}, 32, InitKind::Zeros};
   ParameterSpec q8{"w", {32, 64}, 32 * 64, InitKind::Normal};
   q8.blocks = true;
   q8.blockType = GgmlType::Q8_0;
+  q8.forwardReads = ForwardReads::None;
   m.parameters = {table, gain, bias, q8};
   m.derivedBytes = {3072, 0, 12288};
   KernelSpec gemm;
@@ -86,6 +88,7 @@ TEST(RuntimeManifest, EveryFieldSurvivesTheRoundTrip) {
     EXPECT_EQ(a.bf16, b.bf16);
     EXPECT_EQ(a.blocks, b.blocks);
     EXPECT_EQ(a.blockType, b.blockType);
+    EXPECT_EQ(a.forwardReads, b.forwardReads);
   }
   EXPECT_EQ(read->derivedBytes, m.derivedBytes);
   ASSERT_EQ(read->kernels.size(), m.kernels.size());
@@ -146,6 +149,7 @@ TEST(RuntimeManifest, TheEmbeddedLayout) {
   "parameters": [
     {
       "dtype": "f32",
+      "forward_reads": "all",
       "init": "normal",
       "name": "wte.weight",
       "shape": [
@@ -159,6 +163,26 @@ TEST(RuntimeManifest, TheEmbeddedLayout) {
   // "device" appears only for a CUDA build.
   m.cuda = true;
   EXPECT_NE(renderManifest(m).find("\n  \"device\": \"cuda\",\n"), std::string::npos);
+}
+
+// "forward_reads" is optional (a hand-written manifest): absent, the forward reads all of it.
+TEST(RuntimeManifest, ForwardReads) {
+  const char *prefix = R"({"model":"x","vocab":2,"d_out":2,"parameters":[{"name":"a","shape":[1])";
+  for (auto [field, reads] : {std::pair{"", ForwardReads::All},
+                              {R"(,"forward_reads":"all")", ForwardReads::All},
+                              {R"(,"forward_reads":"rows")", ForwardReads::Rows},
+                              {R"(,"forward_reads":"none")", ForwardReads::None}}) {
+    Expected<Manifest> m = parseManifest(std::string(prefix) + field + "}]}");
+    ASSERT_TRUE(m) << field << ": " << m.message();
+    EXPECT_EQ(m->parameters[0].forwardReads, reads) << field;
+  }
+  for (const char *field : {R"(,"forward_reads":"some")", R"(,"forward_reads":true)"}) {
+    Expected<Manifest> m = parseManifest(std::string(prefix) + field + "}]}");
+    ASSERT_FALSE(m) << field;
+    EXPECT_EQ(m.message().rfind("manifest: parameter 'a': unknown forward_reads ", 0), 0u)
+        << m.message();
+    EXPECT_NE(m.message().find("(all, rows, none)"), std::string::npos) << m.message();
+  }
 }
 
 } // namespace

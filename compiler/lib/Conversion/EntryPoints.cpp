@@ -241,6 +241,7 @@ LogicalResult HostLowering::emitForward(bool cached, bool packed) {
   }
   cachedMode = cached;
   packedMode = packed;
+  emittingForward = true;
   numbers.clear();
   status = arith::ConstantIntOp::create(builder, loc, builder.getI32Type(), 0);
   if (packed) {
@@ -326,7 +327,7 @@ LogicalResult HostLowering::emitForward(bool cached, bool packed) {
   }
   func::ReturnOp::create(builder, forward.getLoc(), status);
   b = nullptr;
-  cachedMode = packedMode = false;
+  cachedMode = packedMode = emittingForward = false;
   sourceLengthsArg = Value();
   return success();
 }

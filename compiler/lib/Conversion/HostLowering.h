@@ -71,6 +71,14 @@ private:
 
   // Emission helpers (valid while emitting one function).
   Value pointerOf(Value tensor);
+  /// What the forward entry points read of each parameter index (the
+  /// manifest's "forward_reads"; absent: none, only xf_prepare reads it),
+  /// noted by storagePointer while emitForward runs: `emittingOp`'s kernel
+  /// reads rows of an embedding table, anything else the whole tensor.
+  llvm::DenseMap<int64_t, xfrt::ForwardReads> forwardReads;
+  bool emittingForward = false;
+  Operation *emittingOp = nullptr;
+  void noteForwardRead(Value tensor, int64_t index);
   Value storagePointer(Value tensor);
   bool readsLastRowOnly(Value tensor);
   // xf_forward_cached: values computed after the last attention, and whether

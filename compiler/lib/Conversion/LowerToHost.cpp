@@ -71,6 +71,19 @@ Value HostLowering::pointerOf(Value tensor) {
                                                i64(placements[tensor].stride)));
 }
 
+void HostLowering::noteForwardRead(Value tensor, int64_t index) {
+  if (!emittingForward)
+    return;
+  bool rows = false;
+  if (auto embed = dyn_cast_if_present<TokenEmbedOp>(emittingOp))
+    rows = embed.getTable() == tensor;
+  else if (auto pos = dyn_cast_if_present<PositionalEmbedOp>(emittingOp))
+    rows = pos.getTable() == tensor;
+  auto [it, inserted] = forwardReads.try_emplace(index, xfrt::ForwardReads::Rows);
+  if (!rows)
+    it->second = xfrt::ForwardReads::All;
+}
+
 Value HostLowering::storagePointer(Value tensor) {
   Placement &p = placements[tensor];
   Type ptr = LLVM::LLVMPointerType::get(ctx);
@@ -80,6 +93,7 @@ Value HostLowering::storagePointer(Value tensor) {
   };
   switch (p.storage) {
   case Storage::Parameter:
+    noteForwardRead(tensor, p.index);
     return slot(paramsArg, p.index);
   case Storage::Derived:
     return slot(derivedArg, p.index);
@@ -249,7 +263,11 @@ LogicalResult HostLowering::emitOp(Operation *op) {
   Placement &p = placements[v];
   if (p.storage != Storage::Scratch && p.storage != Storage::Output)
     return success(); // parameters, derived weights, views: nothing to run
-  return profiled(op, [&](xfrt::KernelSpec &site) { return emitKernel(op, site); });
+  emittingOp = op;
+  LogicalResult emitted =
+      profiled(op, [&](xfrt::KernelSpec &site) { return emitKernel(op, site); });
+  emittingOp = nullptr;
+  return emitted;
 }
 
 LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {

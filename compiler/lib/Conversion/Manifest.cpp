@@ -75,6 +75,7 @@ xfrt::Manifest HostLowering::describeModel() {
       p.blockType = ggmlTypeOf(blockParameters.lookup(entry.first));
     }
     p.bf16 = !p.blocks && bf16Parameters.contains(i);
+    p.forwardReads = forwardReads.lookup_or(int64_t(i), xfrt::ForwardReads::None);
     info.parameters.push_back(std::move(p));
   }
   // Norm gains start near one; biases and shifts near zero.

@@ -22,6 +22,13 @@ namespace xfrt {
 // How --random-weights fills a parameter: Normal and Zeros draw N(0, 0.02), Ones 1 + N(0, 0.1).
 enum class InitKind { Normal, Ones, Zeros };
 
+// What the forward entry points (xf_forward and its cached and packed forms) read of a
+// parameter ("forward_reads"). None: only xf_prepare reads it (it was copied into derived
+// buffers), so its pages can go after xf_prepare. Rows: rows picked by token ids or positions
+// (embedding gathers). All: the whole tensor on every call (a GEMM weight read in place, a norm
+// gain), which the session copies into its huge-page weight region (Session.cpp).
+enum class ForwardReads { All, Rows, None };
+
 struct ParameterSpec {
   std::string name;
   std::vector<int64_t> shape;
@@ -32,6 +39,7 @@ struct ParameterSpec {
   // (xfc --quantized-like), so the weights must come from a GGUF tensor of exactly this type.
   bool blocks = false;
   GgmlType blockType = GgmlType::F32;
+  ForwardReads forwardReads = ForwardReads::All; // absent from a manifest: All
 };
 
 // One kernel call of xf_forward, in call order (the index is the profiling site).

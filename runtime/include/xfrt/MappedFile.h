@@ -41,6 +41,10 @@ private:
 // Drops the mapping's resident pages (madvise MADV_DONTNEED): nothing was written through
 // it, so a later read faults the file's bytes back in (from the page cache).
 void releaseMappedPages(const MappedFile &file);
+// The same for the pages [p, p + size) touches, rounded out to whole pages (the neighbours'
+// bytes sharing them fault back in when read), when the range lies inside the mapping;
+// returns whether it does.
+bool releaseMappedPages(const MappedFile &file, const void *p, size_t size);
 
 // Reads a whole (small) text file such as an index.json; at most `maxBytes`.
 Expected<std::string> readTextFile(const std::string &path, size_t maxBytes);

@@ -2,9 +2,10 @@
 //-*-===//
 //
 // A Session binds a WeightSet to the generated code: it allocates the derived
-// buffers, calls xf_prepare once, and then runs xf_forward / xf_forward_cached
-// (docs/abi.md) with scratch and a KV cache it grows or allocates on demand
-// (64-byte aligned). Lengths and ids are the caller's to validate (Cli.h); the
+// buffers, calls xf_prepare once, copies the parameters the forward reads whole
+// (manifest "forward_reads": "all") out of mapped checkpoints next to them, and
+// then runs xf_forward / xf_forward_cached (docs/abi.md) with scratch and a KV
+// cache it grows or allocates on demand (64-byte aligned). Lengths and ids are the caller's to validate (Cli.h); the
 // session checks only what the ABI needs (cache capacity).
 //
 //===----------------------------------------------------------------------===//
@@ -105,7 +106,7 @@ private:
   const Manifest *manifest_ = nullptr;
   ModelAbi abi_{};
   std::vector<void *> params_, derivedPtrs_;
-  WeightRegion derived_; // the derived buffers xf_prepare fills
+  WeightRegion derived_; // the derived buffers xf_prepare fills, then the copied parameters
   AlignedBuffer scratch_, cache_;
   int64_t cacheCapacity_ = 0; // positions the cache is (or will be) allocated for
 };

@@ -1,7 +1,8 @@
 //===- WeightRegion.h - One mapping for the weights xf_prepare derives -*- C++ -*-===//
 //
-// The derived buffers xf_prepare fills (concatenated and packed weights) are read by every
-// forward pass and never freed before the session: they get one anonymous mapping, aligned to
+// The derived buffers xf_prepare fills (concatenated and packed weights), and the session's
+// copies of the parameters the forward reads whole, are read by every forward pass and never
+// freed before the session: they get one anonymous mapping, aligned to
 // 2 MiB and marked MADV_HUGEPAGE, carved into 64-byte aligned pieces. On Linux with
 // transparent huge pages in "madvise" (or "always") mode the kernel then backs the whole
 // 2 MiB stretches of it with huge pages: a decode step streams the weights from memory, and

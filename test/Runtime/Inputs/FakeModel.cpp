@@ -5,7 +5,9 @@
 // tested end to end without the compiler. Built twice:
 //   decoder (default): out[t, v] = sum_k wte[tok_t, k] * g[k] * wte[v, k]
 //   (logits [l, 16])
-//     derived[0] = wteᵀ [4, 16], filled by xf_prepare.
+//     derived[0] = wteᵀ [4, 16], filled by xf_prepare; xf_forward reads rows of wte
+//     ("forward_reads": "rows": it stays in the mapped checkpoint, which runtime-hostile
+//     truncates under the run).
 //   -DFAKE_SEQ2SEQ: encoder-decoder with hidden output,
 //     out[t, k] = wte[tok_t, k] * g[k] + mean_s wte[src_s, k] (hidden [l, 4])
 //   -DFAKE_CACHED: a causal decoder with a KV cache ("cached": true,
@@ -63,7 +65,8 @@ const char xf_model_manifest[] = R"({
   "model": "fake-decoder", "output": "logits", "encoder_decoder": false,
   "vocab": 16, "max_positions": 8, "d_out": 16,
   "hyperparameters": {"d_e": 4, "N_V": 16},
-  "parameters": [{"name": "wte.weight", "shape": [16, 4], "init": "normal"},
+  "parameters": [{"name": "wte.weight", "shape": [16, 4], "init": "normal",
+                  "forward_reads": "rows"},
                  {"name": "ln_f.weight", "shape": [4], "init": "ones"}],
   "derived": [{"bytes": 256}],
   "kernels": [{"name": "xf_k0_gemm", "kind": "gemm", "flops_per_row": 128}]

@@ -1,0 +1,126 @@
+//===- RuntimeSessionWeightsTest.cpp - where a session keeps the weights --===//
+//
+// Session::create (runtime/lib/Session.cpp) runs xf_prepare on the checkpoint's mapped
+// tensors, then copies the parameters the manifest says the forward reads whole
+// ("forward_reads": "all") into its weight region and drops their file pages; parameters read
+// by rows or only by xf_prepare stay in the mapping. A fake ABI records the pointers each
+// entry point gets.
+//
+//===----------------------------------------------------------------------===//
+#include "RuntimeTestSupport.h"
+
+#include "xfrt/Session.h"
+#include "xfrt/Weights.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
+using namespace xfrt;
+using namespace xfrt::test;
+
+namespace {
+
+constexpr int kParams = 4;
+// "p" [64, 1024] (only xf_prepare), "w" [64, 1024] (all), "e" [16, 64] (rows), "g" [64] (all).
+const int64_t kNumel[kParams] = {64 * 1024, 64 * 1024, 16 * 64, 64};
+void *seenByPrepare[kParams], *seenByForward[kParams], *derivedSeen;
+
+int32_t prepare(void *const *params, void *const *derived) {
+  std::memcpy(seenByPrepare, params, sizeof seenByPrepare);
+  derivedSeen = derived[0];
+  return 0;
+}
+int64_t scratchBytes(int64_t, int64_t) { return 64; }
+int32_t forward(void *const *params, void *const *, const int32_t *, int64_t, const int32_t *,
+                int64_t, float *out, void *) {
+  std::memcpy(seenByForward, params, sizeof seenByForward);
+  std::memset(out, 0, 16 * sizeof(float));
+  return 0;
+}
+
+Manifest manifest() {
+  Expected<Manifest> m = parseManifest(R"({"model": "m", "vocab": 16, "d_out": 16,
+    "parameters": [{"name": "p", "shape": [64, 1024], "forward_reads": "none"},
+                   {"name": "w", "shape": [64, 1024], "forward_reads": "all"},
+                   {"name": "e", "shape": [16, 64], "forward_reads": "rows"},
+                   {"name": "g", "shape": [64], "forward_reads": "all"}],
+    "derived": [{"bytes": 4096}]})");
+  EXPECT_TRUE(m) << m.message();
+  return *m;
+}
+
+// Pages of [p, p + bytes) this process has mapped (/proc/self/pagemap bit 63), or -1.
+int64_t presentPages(const void *p, size_t bytes) {
+  int fd = ::open("/proc/self/pagemap", O_RDONLY);
+  if (fd < 0)
+    return -1;
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  int64_t present = 0;
+  for (uintptr_t a = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
+       a < reinterpret_cast<uintptr_t>(p) + bytes; a += page) {
+    uint64_t entry = 0;
+    if (::pread(fd, &entry, sizeof entry, off_t(a / page * sizeof entry)) != sizeof entry) {
+      ::close(fd);
+      return -1;
+    }
+    present += int64_t(entry >> 63);
+  }
+  ::close(fd);
+  return present;
+}
+
+TEST(RuntimeSessionWeights, ParametersTheForwardReadsWholeMoveIntoTheRegion) {
+  TempDir dir;
+  std::string header = R"({"p":{"dtype":"F32","shape":[64,1024],"data_offsets":[0,262144]},)"
+                       R"("w":{"dtype":"F32","shape":[64,1024],"data_offsets":[262144,524288]},)"
+                       R"("e":{"dtype":"F32","shape":[16,64],"data_offsets":[524288,528384]},)"
+                       R"("g":{"dtype":"F32","shape":[64],"data_offsets":[528384,528640]}})";
+  std::vector<float> values(528640 / 4);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = float(i % 1000) - 500.0f;
+  Manifest m = manifest();
+  Expected<WeightSet> w =
+      loadWeights(dir.write("w.safetensors", makeSafetensors(header, floatBytes(values))), m);
+  ASSERT_TRUE(w) << w.message();
+  ASSERT_EQ(w->zeroCopy, size_t(kParams));
+  ModelAbi abi{nullptr, prepare, scratchBytes, forward, nullptr};
+  Expected<Session> s = Session::create(m, abi, *w);
+  ASSERT_TRUE(s) << s.message();
+  for (int j = 0; j < kParams; ++j)
+    EXPECT_EQ(seenByPrepare[j], w->params[j]) << "xf_prepare reads the checkpoint, " << j;
+  std::vector<float> out(16);
+  ASSERT_TRUE(s->forward({1}, {}, out.data()));
+  for (int j : {0, 2})
+    EXPECT_EQ(seenByForward[j], w->params[j]) << "stays in the mapping: " << j;
+  // Before anything reads the file again (a fault maps its neighbours too).
+  const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+  for (int j : {0, 1, 3})
+    EXPECT_EQ(presentPages(w->params[j], size_t(kNumel[j]) * 4), 0) << "file pages dropped: " << j;
+  EXPECT_EQ(presentPages(seenByForward[1], size_t(kNumel[1]) * 4), int64_t(kNumel[1] * 4 / page));
+  for (int j : {1, 3}) {
+    SCOPED_TRACE(j);
+    EXPECT_NE(seenByForward[j], w->params[j]);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(seenByForward[j]) % 64, 0u);
+    EXPECT_GT(seenByForward[j], derivedSeen) << "in the region, after the derived buffer";
+    EXPECT_EQ(std::memcmp(seenByForward[j], w->params[j], size_t(kNumel[j]) * 4), 0);
+  }
+}
+
+// Weights in memory of their own (random, converted) are not copied.
+TEST(RuntimeSessionWeights, WeightsOutsideAMappedFileStay) {
+  Manifest m = manifest();
+  Expected<WeightSet> w = randomWeights(3, m);
+  ASSERT_TRUE(w) << w.message();
+  ModelAbi abi{nullptr, prepare, scratchBytes, forward, nullptr};
+  Expected<Session> s = Session::create(m, abi, *w);
+  ASSERT_TRUE(s) << s.message();
+  std::vector<float> out(16);
+  ASSERT_TRUE(s->forward({1}, {}, out.data()));
+  for (int j = 0; j < kParams; ++j)
+    EXPECT_EQ(seenByForward[j], w->params[j]) << j;
+}
+
+} // namespace
