@@ -27,13 +27,14 @@ Status ensureFloats(AlignedBuffer &buffer, int64_t rows, int64_t cols) {
 
 Status forwardSequences(Session &session, const std::vector<std::vector<int32_t>> &sequences,
                         int64_t chunk, const SequenceRows &onSequence, size_t first,
-                        const std::vector<std::vector<int32_t>> &sources) {
+                        const std::vector<std::vector<int32_t>> &sources, AlignedBuffer *rows) {
   const int64_t dOut = session.manifest().dOut;
   static const std::vector<int32_t> noSource;
   if (!sources.empty() && sources.size() != sequences.size())
     return makeError(std::to_string(sources.size()) + " sources for " +
                      std::to_string(sequences.size()) + " sequences");
-  AlignedBuffer out;
+  AlignedBuffer own;
+  AlignedBuffer &out = rows ? *rows : own;
   std::vector<int32_t> tokens, sourceTokens;
   std::vector<int64_t> lengths, sourceLengths;
   chunk = std::max<int64_t>(chunk, 1);
