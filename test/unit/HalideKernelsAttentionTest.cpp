@@ -142,6 +142,17 @@ TEST(HalideKernelsAttention, SmallBlocksLeaveTails) {
   checkAttention(spec, {{1, 1}, {7, 7}, {65, 65}, {130, 130}, {7, 100}});
 }
 
+TEST(HalideKernelsAttention, WideKeyBlocks) {
+  // The block's row max and sum: one vector reduction up to 16 vectors of keys (the
+  // default 64), one vector at a time beyond (512), scalar where the block is not whole
+  // vectors (300).
+  for (int64_t keyBlock : {512, 300}) {
+    AttentionKernelSpec spec = attention(2, 16, 16, true);
+    spec.schedule.keyBlock = keyBlock;
+    checkAttention(spec, {{7, 7}, {65, 65}, {130, 700}});
+  }
+}
+
 TEST(HalideKernelsAttention, CausalQueriesWithoutKeysGetZeros) {
   // Mz < M: query 0 sees keys t' <= 0 + (2 - 5) < 0, i.e. none.
   checkAttention(attention(1, 16, 16, true), {{5, 2}});

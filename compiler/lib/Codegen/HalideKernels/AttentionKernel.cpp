@@ -203,8 +203,12 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
   state(d, t, h) = Tuple(0.f, kNoScore, 0.f);
   {
     Expr oldOut = state(d, t, h)[0], oldMax = state(d, t, h)[1], oldSum = state(d, t, h)[2];
-    Expr newMax = max(oldMax, blockMax(t, h, rb));
-    Expr keepOld = exp(oldMax - newMax), keepBlock = exp(blockMax(t, h, rb) - newMax);
+    Expr blockM = blockMax(t, h, rb), newMax = max(oldMax, blockM);
+    // One of e^(m - m') and e^(m_b - m') is e^0 = 1: one exp per update, not
+    // two (the same values). The update runs per vector of d, so this exp
+    // is as frequent as the block's probabilities' own.
+    Expr oldIsMax = oldMax >= blockM, other = exp(min(oldMax, blockM) - newMax);
+    Expr keepOld = select(oldIsMax, 1.f, other), keepBlock = select(oldIsMax, other, 1.f);
     state(d, t, h) = Tuple(oldOut * keepOld + blockOut(d, t, h, rb) * keepBlock, newMax,
                            oldSum * keepOld + blockSum(t, h, rb) * keepBlock);
   }
@@ -350,9 +354,22 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
       .unroll(j)
       .unroll(t);
   maskedScores.compute_inline();
+  // The row max and sum over a key block as vector reductions (a tree over
+  // the block's vectors, then one horizontal step): as scalar loops they were
+  // a chain of keyBlock dependent max (add) operations per query row, which
+  // took about as long as the tile's vectorized Q·Kᵀ. Blocks wider than
+  // kMaxUnrolledVectors vectors reduce one vector at a time.
   blockMax.compute_at(state, rb);
   probs.compute_at(state, rb).vectorize(j, vw, TailStrategy::GuardWithIf);
   blockSum.compute_at(state, rb);
+  for (Func f : {blockMax, blockSum}) {
+    if (keyBlock <= kMaxUnrolledVectors * vw) {
+      f.update().atomic().vectorize(rj);
+    } else if (keyBlock % vw == 0) {
+      RVar rjOuter("rj_o"), rjInner("rj_i");
+      f.update().atomic().split(rj, rjOuter, rjInner, vw).vectorize(rjInner);
+    }
+  }
   blockOut.compute_at(state, rb)
       .split(t, to, t, rowTile, TailStrategy::RoundUp)
       .reorder(d, t, to)
