@@ -32,6 +32,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <random>
@@ -127,15 +128,41 @@ double median(std::vector<double> v) {
 int main(int argc, char **argv) {
   int rounds = 7, threads = 2;
   const char *jsonPath = nullptr, *only = nullptr; // --only: shapes whose name contains it
-  for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--rounds"))
-      rounds = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--threads"))
-      threads = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--json"))
-      jsonPath = argv[i + 1];
-    else if (!std::strcmp(argv[i], "--only"))
-      only = argv[i + 1];
+  const char *usage = "usage: xf-bench-gemm [--rounds N] [--threads N] [--json PATH] "
+                      "[--only SUBSTRING]\n";
+  auto count = [&](const char *option, const char *text, int &out) {
+    char *end = nullptr;
+    long v = std::strtol(text, &end, 10);
+    if (*text == '\0' || *end != '\0' || v < 1 || v > 4096) {
+      std::fprintf(stderr, "xf-bench-gemm: %s takes a whole number from 1 to 4096, not '%s'\n",
+                   option, text);
+      return false;
+    }
+    out = int(v);
+    return true;
+  };
+  for (int i = 1; i < argc; i += 2) {
+    const char *arg = argv[i];
+    if (!std::strcmp(arg, "--help") || !std::strcmp(arg, "-h")) {
+      std::fputs(usage, stdout);
+      return 0;
+    }
+    bool known = !std::strcmp(arg, "--rounds") || !std::strcmp(arg, "--threads") ||
+                 !std::strcmp(arg, "--json") || !std::strcmp(arg, "--only");
+    if (!known || i + 1 >= argc) {
+      std::fprintf(stderr, "xf-bench-gemm: %s '%s'\n%s",
+                   known ? "missing value after" : "unknown option", arg, usage);
+      return 2;
+    }
+    const char *value = argv[i + 1];
+    if (!std::strcmp(arg, "--rounds") ? !count(arg, value, rounds)
+        : !std::strcmp(arg, "--threads") ? !count(arg, value, threads)
+                                         : false)
+      return 2;
+    if (!std::strcmp(arg, "--json"))
+      jsonPath = value;
+    else if (!std::strcmp(arg, "--only"))
+      only = value;
   }
   halide_set_num_threads(threads);
   openblas_set_num_threads(threads);
