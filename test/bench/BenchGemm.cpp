@@ -155,7 +155,7 @@ int main(int argc, char **argv) {
       return 2;
     }
     const char *value = argv[i + 1];
-    if (!std::strcmp(arg, "--rounds") ? !count(arg, value, rounds)
+    if (!std::strcmp(arg, "--rounds")    ? !count(arg, value, rounds)
         : !std::strcmp(arg, "--threads") ? !count(arg, value, threads)
                                          : false)
       return 2;
