@@ -192,6 +192,20 @@ private:
   LogicalResult bisect(llvm::ArrayRef<std::pair<const interp::Inputs *, const Tensor *>> runs,
                        llvm::function_ref<llvm::Error(Bisector &)> calls, const char *what,
                        std::optional<Comparison> modelErr);
+  /// The interpreter on each item of a batch alone (an item's token
+  /// sequences: the source first for an encoder-decoder), kept for the
+  /// batch's comparison and its bisection.
+  struct Interpreted {
+    std::vector<interp::Inputs> inputs;
+    std::vector<Tensor> references;
+    std::vector<std::pair<const interp::Inputs *, const Tensor *>> runs() const {
+      std::vector<std::pair<const interp::Inputs *, const Tensor *>> r;
+      for (size_t i = 0; i < inputs.size(); ++i)
+        r.push_back({&inputs[i], &references[i]});
+      return r;
+    }
+  };
+  FailureOr<Interpreted> interpretEach(const std::vector<std::vector<std::vector<int32_t>>> &items);
   LogicalResult checkPacked(int64_t l);
   LogicalResult checkCachedPacked(int64_t l);
   void describeSite(int32_t site, llvm::raw_ostream &os, std::string &schedule);
@@ -493,6 +507,21 @@ LogicalResult Checker::checkCached(int64_t l) {
                 mismatch ? std::optional(worst) : std::nullopt);
 }
 
+FailureOr<Checker::Interpreted>
+Checker::interpretEach(const std::vector<std::vector<std::vector<int32_t>>> &items) {
+  Interpreted each;
+  for (const std::vector<std::vector<int32_t>> &item : items) {
+    each.inputs.push_back(inputsFor(item));
+    auto reference = interpret(xf, each.inputs.back());
+    if (!reference) {
+      (void)fail("the interpreter: " + llvm::toString(reference.takeError()));
+      return failure();
+    }
+    each.references.push_back(std::move(*reference));
+  }
+  return each;
+}
+
 /// Three sequences of different lengths in one xf_forward_packed call, each
 /// sequence's rows against the interpreter on that sequence alone (an
 /// encoder-decoder's with sources of other lengths, so pairs cannot be mixed
@@ -502,8 +531,7 @@ LogicalResult Checker::checkPacked(int64_t l) {
   std::vector<int64_t> lengths = {l, std::max<int64_t>(1, l / 2), l / 3 + 1};
   std::vector<int64_t> sourceLengths = {l / 2 + 3, 1, l};
   std::vector<std::vector<int32_t>> sequences, sources;
-  std::vector<interp::Inputs> inputs;
-  std::vector<Tensor> references;
+  std::vector<std::vector<std::vector<int32_t>>> items;
   for (size_t i = 0; i < lengths.size(); ++i) {
     sequences.push_back(randomTokens(options.seed, uint64_t(l) + (3u << 20) + (uint64_t(i) << 16),
                                      lengths[i], m.vocab));
@@ -511,13 +539,14 @@ LogicalResult Checker::checkPacked(int64_t l) {
       sources.push_back(randomTokens(options.seed,
                                      uint64_t(l) + (5u << 20) + (uint64_t(i) << 16),
                                      sourceLengths[i], m.vocab));
-    inputs.push_back(m.encoderDecoder ? inputsFor({sources.back(), sequences.back()})
-                                      : inputsFor({sequences.back()}));
-    auto reference = interpret(xf, inputs.back());
-    if (!reference)
-      return fail("the interpreter: " + llvm::toString(reference.takeError()));
-    references.push_back(std::move(*reference));
+    using Item = std::vector<std::vector<int32_t>>;
+    items.push_back(m.encoderDecoder ? Item{sources.back(), sequences.back()}
+                                     : Item{sequences.back()});
   }
+  FailureOr<Interpreted> each = interpretEach(items);
+  if (failed(each))
+    return failure();
+  const std::vector<Tensor> &references = each->references;
   auto compiled = model->forwardPacked(sequences, sources);
   if (!compiled)
     return fail(llvm::toString(compiled.takeError()));
@@ -544,13 +573,10 @@ LogicalResult Checker::checkPacked(int64_t l) {
   bool mismatch = !(worst.err <= kModelTolerance);
   if (!mismatch && !options.verbose)
     return success();
-  std::vector<std::pair<const interp::Inputs *, const Tensor *>> runs;
-  for (size_t i = 0; i < lengths.size(); ++i)
-    runs.push_back({&inputs[i], &references[i]});
   auto rerun = [&](Bisector &) -> llvm::Error {
     return model->forwardPacked(sequences, sources).takeError();
   };
-  return bisect(runs, rerun, what.c_str(), mismatch ? std::optional(worst) : std::nullopt);
+  return bisect(each->runs(), rerun, what.c_str(), mismatch ? std::optional(worst) : std::nullopt);
 }
 
 /// Three sequences decoding together through xf_forward_cached_packed, each on
@@ -565,21 +591,20 @@ LogicalResult Checker::checkCachedPacked(int64_t l) {
   std::vector<int64_t> prompts = {std::min(l, cap), std::min(std::max<int64_t>(1, l / 2), cap),
                                   std::min(l / 3 + 1, cap)};
   std::vector<std::vector<int32_t>> sequences;
-  std::vector<interp::Inputs> inputs;
-  std::vector<Tensor> references;
+  std::vector<std::vector<std::vector<int32_t>>> items;
   std::vector<int64_t> offsets; // each sequence's first row in the stacked references
   int64_t stacked = 0;
   for (size_t i = 0; i < prompts.size(); ++i) {
     sequences.push_back(randomTokens(options.seed, uint64_t(l) + (4u << 20) + (uint64_t(i) << 16),
                                      prompts[i] + 2, m.vocab));
-    inputs.push_back(inputsFor({sequences.back()}));
-    auto reference = interpret(xf, inputs.back());
-    if (!reference)
-      return fail("the interpreter: " + llvm::toString(reference.takeError()));
-    references.push_back(std::move(*reference));
+    items.push_back({sequences.back()});
     offsets.push_back(stacked);
     stacked += prompts[i] + 2;
   }
+  FailureOr<Interpreted> each = interpretEach(items);
+  if (failed(each))
+    return failure();
+  const std::vector<Tensor> &references = each->references;
   // Per call, per sequence in it: {sequence, start, tokens}.
   using Item = std::array<int64_t, 3>;
   std::vector<std::vector<Item>> calls = {
@@ -627,14 +652,11 @@ LogicalResult Checker::checkCachedPacked(int64_t l) {
   bool mismatch = !(worst.err <= kModelTolerance);
   if (!mismatch && !options.verbose)
     return success();
-  std::vector<std::pair<const interp::Inputs *, const Tensor *>> runs;
-  for (size_t i = 0; i < sequences.size(); ++i)
-    runs.push_back({&inputs[i], &references[i]});
   auto rerun = [&](Bisector &b) -> llvm::Error {
     Comparison unused;
     return run(&b, unused);
   };
-  return bisect(runs, rerun, what.c_str(), mismatch ? std::optional(worst) : std::nullopt);
+  return bisect(each->runs(), rerun, what.c_str(), mismatch ? std::optional(worst) : std::nullopt);
 }
 
 LogicalResult Checker::run() {
