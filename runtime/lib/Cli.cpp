@@ -118,8 +118,8 @@ const Spec kSpecs[] = {
      },
      "worker threads for the kernels (halide_set_num_threads)"},
     {"--print-memory", Kind::Flag, nullptr, For::All, setTrue<&Options::printMemory>,
-     "print peak resident memory (VmHWM) next to the checkpoint's size to "
-     "stderr"},
+     "print peak resident memory (VmHWM) next to the checkpoint's size, and the "
+     "resident memory once loaded (VmRSS), to stderr"},
     {"--tokens", Kind::Many, "IDS", For::All, append<&Options::tokens>,
      "comma-separated token ids, e.g. 464,2068,7586; repeat for several "
      "sequences",

@@ -409,10 +409,13 @@ int runMain(int argc, const char *const *argv, const ModelAbi &abi, ServeMain se
     return serve(o, m, abi, *weights, *tokenizer);
   }
   int code = 0;
+  int64_t readyBytes = -1;
   if (batch->size() > 0 || o.interactive) {
     Expected<Session> session = Session::create(m, abi, *weights);
     if (!session)
       return report(session.message(), 1);
+    session->releaseUnreadParameters(*weights);
+    readyBytes = residentBytes();
     code = o.interactive ? runInteractive(o, m, *session, *tok, *chat, stdin)
            : o.generating()
                ? runGeneration(o, m, *session, *batch, tok, chat ? &*chat : nullptr)
@@ -424,7 +427,7 @@ int runMain(int argc, const char *const *argv, const ModelAbi &abi, ServeMain se
       fileBytes += int64_t(f->size());
     for (const ParameterSpec &p : m.parameters)
       paramBytes += p.numel * int64_t(sizeof(float));
-    std::string report = memoryReport(fileBytes, paramBytes);
+    std::string report = memoryReport(fileBytes, paramBytes, readyBytes);
     if (m.cuda) { // weights, derived weights, scratch, KV cache, ids and outputs on the GPU
       char gpu[64];
       std::snprintf(gpu, sizeof gpu, ", GPU memory peak %.1f MiB",

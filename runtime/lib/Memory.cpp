@@ -39,11 +39,14 @@ std::string mib(int64_t bytes) {
 int64_t peakResidentBytes() { return statusField("VmHWM"); }
 int64_t residentBytes() { return statusField("VmRSS"); }
 
-std::string memoryReport(int64_t checkpointBytes, int64_t parameterBytes) {
+std::string memoryReport(int64_t checkpointBytes, int64_t parameterBytes, int64_t readyBytes) {
   std::string out = "memory: peak resident " + mib(peakResidentBytes()) + " (VmHWM)";
   if (checkpointBytes > 0)
     out += ", checkpoint " + mib(checkpointBytes) + " on disk";
   out += ", parameters " + mib(parameterBytes) + " as f32";
+  // The peak is often loading (originals beside xf_prepare's copies, freed after it).
+  if (readyBytes >= 0)
+    out += ", resident when ready " + mib(readyBytes) + " (VmRSS)";
   return out;
 }
 

@@ -507,7 +507,7 @@ int Server::run() {
 
 } // namespace
 
-int runServer(const Options &o, const Manifest &m, const ModelAbi &abi, const WeightSet &weights,
+int runServer(const Options &o, const Manifest &m, const ModelAbi &abi, WeightSet &weights,
               const LoadedTokenizer &tokenizer) {
   if (m.encoderDecoder) {
     std::fprintf(stderr, "error: --serve: model '%s' is an encoder-decoder\n", m.model.c_str());
@@ -526,6 +526,7 @@ int runServer(const Options &o, const Manifest &m, const ModelAbi &abi, const We
     std::fprintf(stderr, "error: %s\n", session.message().c_str());
     return 1;
   }
+  session->releaseUnreadParameters(weights);
   if (m.cuda) { // packed batches read host arrays (docs/gpu.md)
     std::fprintf(stderr, "error: --serve does not run models built with --target cuda yet\n");
     return 1;
@@ -561,7 +562,7 @@ int runServer(const Options &o, const Manifest &m, const ModelAbi &abi, const We
 extern "C" __attribute__((visibility("default"))) int
 xfrt_serve_library_run(const char *identity, const xfrt::Options *options,
                        const xfrt::Manifest *manifest, const xfrt::ModelAbi *abi,
-                       const xfrt::WeightSet *weights, const xfrt::LoadedTokenizer *tokenizer) {
+                       xfrt::WeightSet *weights, const xfrt::LoadedTokenizer *tokenizer) {
   if (identity != xfrt::serveLibraryIdentity()) {
     std::fprintf(stderr, "error: --serve: libxfrt_serve.so was built from other runtime sources "
                          "than this executable (rebuild the executable with the xfc of that "

@@ -44,7 +44,7 @@ std::vector<std::string> serveLibraryCandidates() {
 } // namespace
 
 int runServerLibrary(const Options &options, const Manifest &manifest, const ModelAbi &abi,
-                     const WeightSet &weights, const LoadedTokenizer &tokenizer) {
+                     WeightSet &weights, const LoadedTokenizer &tokenizer) {
   std::string tried, lastError;
   void *library = nullptr;
   for (const std::string &path : serveLibraryCandidates()) {

@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <cstring>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <string>
 
 namespace xfrt {
@@ -189,6 +192,30 @@ Expected<Session> Session::create(const Manifest &m, const ModelAbi &abi,
     for (const auto &file : weights.files)
       releaseMappedPages(*file);
   return s;
+}
+
+uint64_t Session::releaseUnreadParameters(WeightSet &weights) {
+  uint64_t freed = 0;
+  for (size_t j = 0; j < manifest_->parameters.size() && j < weights.params.size(); ++j) {
+    if (manifest_->parameters[j].forwardReads != ForwardReads::None || !weights.params[j])
+      continue;
+    auto owner = std::find_if(weights.buffers.begin(), weights.buffers.end(),
+                              [&](const AlignedBuffer &b) { return b.data() == weights.params[j]; });
+    if (owner == weights.buffers.end()) // in a mapped file: its pages were dropped in create()
+      continue;
+    freed += owner->size();
+    *owner = AlignedBuffer();
+    weights.params[j] = nullptr;
+    if (!device_)
+      params_[j] = nullptr;
+  }
+#if defined(__GLIBC__)
+  // Buffers below glibc's mmap threshold (32 MiB once raised) go back to the heap, not the
+  // system: hand the freed pages back.
+  if (freed)
+    malloc_trim(0);
+#endif
+  return freed;
 }
 
 Status Session::growScratch(int64_t l, int64_t lz) {

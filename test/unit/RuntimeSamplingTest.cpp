@@ -146,6 +146,8 @@ TEST(RuntimeMemory, ReadsProcStatus) {
   EXPECT_GT(peak, 0);
   EXPECT_GE(peak, now);
   EXPECT_CONTAINS(memoryReport(1 << 20, 2 << 20), "checkpoint 1.0 MiB on disk");
+  EXPECT_EQ(memoryReport(1 << 20, 2 << 20).find("when ready"), std::string::npos);
+  EXPECT_CONTAINS(memoryReport(1 << 20, 2 << 20, 3 << 20), "resident when ready 3.0 MiB (VmRSS)");
 }
 
 TEST(RuntimeCliGeneration, ParsesGenerationFlags) {

@@ -109,6 +109,49 @@ TEST(RuntimeSessionWeights, ParametersTheForwardReadsWholeMoveIntoTheRegion) {
   }
 }
 
+// Parameters only xf_prepare reads are freed where the WeightSet owns them (dequantized,
+// converted, random) and nulled for the forward; the others stay where they were.
+TEST(RuntimeSessionWeights, ParametersOnlyPrepareReadsAreReleased) {
+  Manifest m = manifest();
+  Expected<WeightSet> w = randomWeights(3, m);
+  ASSERT_TRUE(w) << w.message();
+  std::vector<float *> before = w->params;
+  ModelAbi abi{nullptr, prepare, scratchBytes, forward, nullptr};
+  Expected<Session> s = Session::create(m, abi, *w);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(seenByPrepare[0], before[0]);
+  EXPECT_EQ(s->releaseUnreadParameters(*w), uint64_t(kNumel[0]) * 4);
+  EXPECT_EQ(w->params[0], nullptr);
+  for (const AlignedBuffer &b : w->buffers)
+    EXPECT_NE(b.data(), static_cast<void *>(before[0])) << "the buffer of p is gone";
+  std::vector<float> out(16);
+  ASSERT_TRUE(s->forward({1}, {}, out.data()));
+  EXPECT_EQ(seenByForward[0], nullptr);
+  for (int j = 1; j < kParams; ++j)
+    EXPECT_EQ(seenByForward[j], before[j]) << j;
+  EXPECT_EQ(s->releaseUnreadParameters(*w), 0u) << "a second call frees nothing";
+}
+
+// In a mapped checkpoint nothing is freed: create() already dropped the file's pages.
+TEST(RuntimeSessionWeights, MappedParametersAreNotReleased) {
+  TempDir dir;
+  std::string header = R"({"p":{"dtype":"F32","shape":[64,1024],"data_offsets":[0,262144]},)"
+                       R"("w":{"dtype":"F32","shape":[64,1024],"data_offsets":[262144,524288]},)"
+                       R"("e":{"dtype":"F32","shape":[16,64],"data_offsets":[524288,528384]},)"
+                       R"("g":{"dtype":"F32","shape":[64],"data_offsets":[528384,528640]}})";
+  std::vector<float> values(528640 / 4, 1.0f);
+  Manifest m = manifest();
+  Expected<WeightSet> w =
+      loadWeights(dir.write("w.safetensors", makeSafetensors(header, floatBytes(values))), m);
+  ASSERT_TRUE(w) << w.message();
+  ModelAbi abi{nullptr, prepare, scratchBytes, forward, nullptr};
+  Expected<Session> s = Session::create(m, abi, *w);
+  ASSERT_TRUE(s) << s.message();
+  std::vector<float *> before = w->params;
+  EXPECT_EQ(s->releaseUnreadParameters(*w), 0u);
+  EXPECT_EQ(w->params, before);
+}
+
 // Weights in memory of their own (random, converted) are not copied.
 TEST(RuntimeSessionWeights, WeightsOutsideAMappedFileStay) {
   Manifest m = manifest();

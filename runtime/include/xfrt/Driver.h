@@ -49,7 +49,7 @@ struct WeightSet;
 // --serve's server (Server.h), linked in from its own archive by main(); null: --serve is an
 // error. Returns the exit code.
 using ServeMain = int (*)(const Options &options, const Manifest &manifest, const ModelAbi &abi,
-                          const WeightSet &weights, const LoadedTokenizer &tokenizer);
+                          WeightSet &weights, const LoadedTokenizer &tokenizer);
 
 int runMain(int argc, const char *const *argv, const ModelAbi &abi, ServeMain serve = nullptr);
 

@@ -16,9 +16,11 @@ namespace xfrt {
 int64_t peakResidentBytes();
 int64_t residentBytes();
 
-// "peak resident 123.4 MiB (VmHWM), checkpoint 90.9 MiB on disk,
-// parameters 86.7 MiB as f32"
-std::string memoryReport(int64_t checkpointBytes, int64_t parameterBytes);
+// "memory: peak resident 123.4 MiB (VmHWM), checkpoint 90.9 MiB on disk, parameters 86.7 MiB
+// as f32, resident when ready 101.2 MiB (VmRSS)": `readyBytes`, when ≥ 0, is the resident
+// memory once the session was created (its parameters prepared and what only xf_prepare read
+// freed), before the first forward.
+std::string memoryReport(int64_t checkpointBytes, int64_t parameterBytes, int64_t readyBytes = -1);
 
 } // namespace xfrt
 

@@ -39,27 +39,27 @@ namespace xfrt {
 // It creates the Session itself, after blocking SIGINT/SIGTERM, so that no thread (the
 // kernels' thread pool included) can take a signal meant for the graceful shutdown.
 int runServer(const Options &options, const Manifest &manifest, const ModelAbi &abi,
-              const WeightSet &weights, const LoadedTokenizer &tokenizer);
+              WeightSet &weights, const LoadedTokenizer &tokenizer);
 
 // runServer from libxfrt_serve.so, loaded now: $XF_SERVE_LIBRARY if set, else
 // libxfrt_serve.so beside the executable, else the one in the xf build that linked it. A
 // library that cannot be loaded, or that was built from other runtime sources (its identity
 // differs), is one error line and exit code 1.
 int runServerLibrary(const Options &options, const Manifest &manifest, const ModelAbi &abi,
-                     const WeightSet &weights, const LoadedTokenizer &tokenizer);
+                     WeightSet &weights, const LoadedTokenizer &tokenizer);
 
 // The library's entry point (extern "C", so dlsym finds it by this name) and what both sides
 // must agree on: the layouts of the objects passed (the library has its own copy of the
 // runtime's code, compiled from the same headers).
 inline constexpr const char *kServeLibraryEntry = "xfrt_serve_library_run";
 inline std::string serveLibraryIdentity() {
-  return "xfrt-serve 1 " + std::to_string(sizeof(Options)) + " " +
+  return "xfrt-serve 2 " + std::to_string(sizeof(Options)) + " " +
          std::to_string(sizeof(Manifest)) + " " + std::to_string(sizeof(ModelAbi)) + " " +
          std::to_string(sizeof(WeightSet)) + " " + std::to_string(sizeof(LoadedTokenizer));
 }
 using ServeLibraryEntry = int (*)(const char *identity, const Options *options,
                                   const Manifest *manifest, const ModelAbi *abi,
-                                  const WeightSet *weights, const LoadedTokenizer *tokenizer);
+                                  WeightSet *weights, const LoadedTokenizer *tokenizer);
 
 } // namespace xfrt
 

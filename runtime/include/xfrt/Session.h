@@ -33,6 +33,13 @@ public:
 
   const Manifest &manifest() const { return *manifest_; }
 
+  // Frees the parameters that only xf_prepare reads (manifest "forward_reads": "none") where
+  // `weights` owns their memory (dequantized or converted at load, random): once create() has
+  // run, the forward uses the derived copies. A checkpoint saved with --save-weights is
+  // written before. Their pointers become null, here and in `weights`, so a stray read
+  // faults instead of reading freed memory. Returns the bytes freed.
+  uint64_t releaseUnreadParameters(WeightSet &weights);
+
   // out: [l, d_out] for `tokens` (and `source` [l_z] for encoder-decoders, else
   // empty).
   Status forward(const std::vector<int32_t> &tokens, const std::vector<int32_t> &source,
