@@ -16,6 +16,9 @@ attention a decode and a prefill path):
    entry still gets its roofline fraction (from the default's times in the path batches; it
    used to be 0), and doubling every time halves it.
 3. `--compare` of a database with itself: A / B is exactly 1 on every kernel and length.
+4. `--baselines` stay outside the budget: the worker answers the first autoscheduler batch
+   only after longer than the whole budget, and every kernel after it still gets a share
+   (it used to get none: the baselines' seconds were taken from the kernels still to tune).
 
 usage: check_tuner_scripted.py --xfc build/bin/xfc
 """
@@ -33,7 +36,7 @@ TINY = os.path.join(ROOT, "examples", "tiny.xf")
 failures = []
 
 WORKER = r'''
-import json, os, sys
+import json, os, sys, time
 if "--machine" in sys.argv:
     print(json.dumps({"fma_gflops": 100.0, "read_gbs": 10.0, "isa": "scripted", "cpu": "none"}))
     sys.exit(0)
@@ -43,6 +46,10 @@ with open(os.environ["XF_FAKE_LOG"], "a") as log:
 scale = float(os.environ.get("XF_FAKE_SCALE", "1"))
 candidates = request["candidates"]
 anchor = candidates[0]
+slow = os.environ.get("XF_FAKE_SLOW_BASELINES")
+if slow and any("autoscheduler" in c for c in candidates) and not os.path.exists(slow):
+    open(slow, "w").close()
+    time.sleep(float(os.environ["XF_FAKE_SLOW_SECONDS"]))
 for i, c in enumerate(candidates):
     differ = sum(1 for key in set(anchor) | set(c) if anchor.get(key) != c.get(key))
     print(json.dumps({"candidate": i, "status": "compiling"}))
@@ -73,10 +80,10 @@ def main():
             f.write(f"#!{sys.executable}\n" + WORKER)
         os.chmod(worker, os.stat(worker).st_mode | stat.S_IXUSR)
 
-        def tune(name, scale, *extra, db=None):
+        def tune(name, scale, *extra, db=None, env_extra=None):
             log = os.path.join(tmp, name + ".log")
             env = dict(os.environ, XF_TUNE_WORKER=worker, XF_FAKE_LOG=log,
-                       XF_FAKE_SCALE=str(scale))
+                       XF_FAKE_SCALE=str(scale), **(env_extra or {}))
             db = db or os.path.join(tmp, name + ".db")
             report = os.path.join(tmp, name + ".json")
             r = subprocess.run([args.xfc, "tune", TINY, "--lengths", "1,32", "--db", db,
@@ -125,6 +132,17 @@ def main():
                    all(c["a_ms"] == c["b_ms"] == c["default_ms"] for c in k["cases"])
                    for k in cmp["kernels"]),
                "--compare of a database with itself: A / B = 1 on every kernel and length")
+
+        # 4. The first kernel's baselines take longer than the whole budget.
+        _, rep4, requests4 = tune("baselines", 1, "--budget", "3s", "--baselines", env_extra={
+            "XF_FAKE_SLOW_BASELINES": os.path.join(tmp, "slow-once"),
+            "XF_FAKE_SLOW_SECONDS": "4"})
+        shares = [k.get("share_s", -1) for k in rep4["kernels"]]
+        expect(len(shares) == len(kernels) and all(s > 0 for s in shares),
+               f"after baselines longer than the budget every kernel still gets a share {shares}")
+        expect(rep4.get("baselines_s", 0) >= 4 and
+               all("baselines" in k for k in rep4["kernels"]),
+               f"the report counts the baselines' seconds ({rep4.get('baselines_s')}) apart")
     if failures:
         print(f"{len(failures)} check(s) failed")
         sys.exit(1)

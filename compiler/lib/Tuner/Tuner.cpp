@@ -221,6 +221,11 @@ private:
   std::string target;
   MachineCeilings machine;
   Clock::time_point start = Clock::now();
+  /// --baselines runs outside the budget: their seconds are not the kernels'.
+  double baselineSeconds = 0;
+  double budgetLeft() const {
+    return options.budgetSeconds - (secondsSince(start) - baselineSeconds);
+  }
 };
 
 llvm::Error Tuner::prepare(const HostProgram &program) {
@@ -284,7 +289,7 @@ void Tuner::progress(const std::string &label, size_t index, double spent, doubl
   int filled = share > 0 ? int(std::min(1.0, spent / share) * width) : width;
   if (final)
     filled = width;
-  double remaining = std::max(0.0, options.budgetSeconds - secondsSince(start));
+  double remaining = std::max(0.0, budgetLeft());
   std::string bar = std::string(filled, '#') + std::string(width - filled, '.');
   std::string line = llvm::formatv("[{0}/{1}] {2,-22} [{3}] {4} trials  best {5:f4} ms ({6:f2}x "
                                    "default)  ETA {7}",
@@ -669,7 +674,8 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
                                   {"schedule", entry.schedule},
                                   {"paths", std::move(pathReports)},
                                   {"history_default_ms", historyDefault},
-                                  {"history", std::move(history)}};
+                                  {"history", std::move(history)},
+                                  {"share_s", share}};
   if (!cases.empty())
     kernelReport["cases"] = std::move(cases);
   std::optional<Point> chosen = pointOf(ctx, k, entry.schedule);
@@ -681,8 +687,10 @@ llvm::Error Tuner::tune(Kernel &k, size_t index, double share, llvm::json::Array
     for (const char *name : names)
       candidates.push_back(llvm::json::Object{{"autoscheduler", name}});
     CostLedger anchored(entry.defaultCostMs);
+    Clock::time_point baselinesStart = Clock::now();
     auto timed = timeAnchored(anchored, requestFor(k, allCases, options.target, 5, 4.0),
                               std::move(candidates), 900);
+    baselineSeconds += secondsSince(baselinesStart);
     if (!timed)
       return timed.takeError();
     llvm::json::Object baselines;
@@ -721,8 +729,7 @@ llvm::Error Tuner::run(const HostProgram &program) {
   for (size_t i = 0; i < kernels.size(); ++i) {
     if (options.interrupted && *options.interrupted)
       break;
-    double remaining = options.budgetSeconds - secondsSince(start);
-    double share = std::max(0.0, remaining / double(kernels.size() - i));
+    double share = std::max(0.0, budgetLeft() / double(kernels.size() - i));
     if (llvm::Error err = tune(kernels[i], i, share, report))
       return err;
   }
@@ -744,6 +751,7 @@ llvm::Error Tuner::run(const HostProgram &program) {
                                                              {"fma_gflops", machine.fmaGflops},
                                                              {"read_gbs", machine.readGBs},
                                                              {"budget_s", options.budgetSeconds},
+                                                             {"baselines_s", baselineSeconds},
                                                              {"kernels", std::move(report)}}))
        << "\n";
     // Written whole or not at all, like every output of xfc (xfrt/OutputFile.h).
