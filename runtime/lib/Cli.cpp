@@ -247,6 +247,10 @@ const Spec kSpecs[] = {
     {"--no-cache", Kind::Flag, nullptr, For::Logits, setTrue<&Options::noCache>,
      "re-run the whole prefix every step even when the model has a KV-cache "
      "entry point"},
+    {"--decode-steps", Kind::Flag, nullptr, For::Logits, setTrue<&Options::decodeSteps>,
+     "forward passes: compute every position's logits as generation's decode steps do, one "
+     "token at a time through the KV cache (xf_forward_cached), instead of one xf_forward "
+     "over the sequence; the same logits up to rounding, through the decode kernels"},
     {"--chat", Kind::Flag, nullptr, For::Decoders, setTrue<&Options::chat>,
      "wrap each --prompt in the model's chat template (a .gguf's tokenizer.chat_template) as "
      "the user's turn; the reply stops at the end-of-turn token",
@@ -372,6 +376,7 @@ Status checkServeOptions(const Options &o, const Manifest &m) {
                         : o.chat || o.interactive  ? "--chat/--interactive"
                         : o.system                 ? "--system"
                         : o.noCache                ? "--no-cache"
+                        : o.decodeSteps            ? "--decode-steps"
                                                    : nullptr;
   if (notHere)
     return makeError(std::string(notHere) + " is not for --serve");
@@ -414,6 +419,12 @@ Status checkOptions(const Options &o, const Manifest &m) {
   if (!o.logitsOut.empty() && !m.outputIsLogits)
     return makeError("--logits-out: model '" + m.model +
                      "' outputs hidden states; use --hidden-out");
+  if (o.decodeSteps && !(m.cached && m.cachePositions > 0))
+    return makeError("--decode-steps: model '" + m.model +
+                     "' has no KV-cache entry point (xf_forward_cached)");
+  if (o.decodeSteps && o.profiling())
+    return makeError("--decode-steps: --profile/--profile-out/--trace-out account for "
+                     "xf_forward calls; profile a generation instead");
   if (!o.hiddenOut.empty() && m.outputIsLogits)
     return makeError("--hidden-out: model '" + m.model + "' outputs logits; use --logits-out");
   if (!o.embeddingsOut.empty() && m.outputIsLogits)
@@ -505,6 +516,7 @@ Status checkOptions(const Options &o, const Manifest &m) {
                               : !o.embeddingsOut.empty() ? "--embeddings-out"
                               : o.print                  ? "--print"
                               : o.repeat                 ? "--repeat"
+                              : o.decodeSteps            ? "--decode-steps"
                                                          : nullptr;
     if (forwardOnly)
       return makeError(std::string(forwardOnly) + " is for forward passes, not generation");

@@ -141,6 +141,22 @@ Status reportProfile(const Options &o, const Manifest &m, int64_t l, int64_t lz,
   return writeTraceFile(o.traceOut, m);
 }
 
+// --decode-steps: each sequence one token at a time through the KV cache, position t's row
+// from the cached call that adds token t (as a decode step computes it).
+template <typename OnSequence>
+Status decodeEachPosition(Session &session, const std::vector<std::vector<int32_t>> &sequences,
+                          float *rows, int64_t dOut, OnSequence &onSequence) {
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    const std::vector<int32_t> &ids = sequences[i];
+    for (size_t t = 0; t < ids.size(); ++t)
+      if (Status s = session.forwardCached(&ids[t], 1, int64_t(t), rows + int64_t(t) * dOut); !s)
+        return s;
+    if (Status s = onSequence(i, rows); !s)
+      return s;
+  }
+  return Status::success();
+}
+
 // Forward passes over the batch (packed chunks of --batch sequences when the model has
 // xf_forward_packed, else one xf_forward per sequence); writes what the options ask for.
 int runForward(const Options &o, const Manifest &m, Session &session, const Batch &batch) {
@@ -178,12 +194,21 @@ int runForward(const Options &o, const Manifest &m, Session &session, const Batc
     profileStart(m.kernels.size(), o.traceOut.empty() ? 0 : kMaxTraceEvents);
   std::vector<double> ms;
   AlignedBuffer packedRows; // forwardSequences' rows, kept across runs (allocated once)
+  if (o.decodeSteps) {
+    session.reserveCache(lMax);
+    Expected<AlignedBuffer> rows = floats(1, lMax, m.dOut);
+    if (!rows)
+      return report("output: " + rows.message(), 1);
+    packedRows = rows.take();
+  }
   for (int r = 0; r < runs; ++r) {
     auto start = std::chrono::steady_clock::now();
-    if (Status s = forwardSequences(session, batch.targets,
-                                    o.batchSize > 0 ? o.batchSize : kDefaultBatchChunk, onSequence,
-                                    0, batch.sources, &packedRows);
-        !s)
+    Status s = o.decodeSteps ? decodeEachPosition(session, batch.targets, packedRows.floats(),
+                                                  m.dOut, onSequence)
+                             : forwardSequences(session, batch.targets,
+                                                o.batchSize > 0 ? o.batchSize : kDefaultBatchChunk,
+                                                onSequence, 0, batch.sources, &packedRows);
+    if (!s)
       return report(s.message(), 1);
     auto stop = std::chrono::steady_clock::now();
     ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());

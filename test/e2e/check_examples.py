@@ -5,7 +5,8 @@ For every model: `xfc examples/M.xf -D ... -o exe`, a random checkpoint written 
 independent oracle (test/reference), then for several sequence lengths — 1, lengths that are
 not multiples of any tile size, and the longest allowed — the executable's logits or hidden
 states must satisfy max|Δ| / max|ref| ≤ 1e-4 against the oracle's float64 result (the bound and
-why it is right are in docs/correctness.md). Also checks that the executable rejects a
+why it is right are in docs/correctness.md). Decoders are checked again with --decode-steps
+(each position's logits from the cached decode step that adds its token). Also checks that the executable rejects a
 checkpoint missing a tensor, naming it.
 
 With --weight-type bf16 the executables keep GEMM weights and embedding tables in bfloat16;
@@ -55,6 +56,9 @@ MODELS = {
                  [1, 9, 133]),
 }
 
+# Decoders with a KV cache: also checked with --decode-steps.
+DECODERS = {"gpt2", "tiny", "compact", "gopher", "llama", "llama-hf"}
+
 
 def check_model(name, xfc, workdir, python, weight_type="f32", xfc_args=()):
     arch, hparams, output, lengths = MODELS[name]
@@ -86,6 +90,13 @@ def check_model(name, xfc, workdir, python, weight_type="f32", xfc_args=()):
 
     failures = compare_lengths(name, MODELS[name], weights, executable, python=python,
                                workdir=workdir, seed=5, tolerance=tolerance)
+    if name in DECODERS:
+        # Every position's logits from the decode step that adds its token (xf_forward_cached,
+        # the decode kernels), against the same oracle.
+        def steps(tokens, extra, flag, path):
+            return executable(tokens, [*extra, "--decode-steps"], flag, path)
+        failures += compare_lengths(name + "+steps", MODELS[name], weights, steps, python=python,
+                                    workdir=workdir, seed=5, tolerance=tolerance)
     # A checkpoint without one tensor is refused, naming it.
     missing = os.path.join(workdir, name + "_missing.safetensors")
     strip_first_tensor(weights, missing)

@@ -221,6 +221,30 @@ TEST(RuntimeCli, BatchFlags) {
                   "lines): give no --source-tokens");
 }
 
+// --decode-steps runs forward passes through xf_forward_cached: a model needs one.
+TEST(RuntimeCli, DecodeSteps) {
+  Manifest plain = manifest(), cached = manifest();
+  cached.cached = true;
+  cached.cachePositions = 4;
+  auto check = [&](const Manifest &m, std::vector<const char *> args) {
+    Expected<Options> o = parse(args);
+    EXPECT_TRUE(o) << o.message();
+    return o ? checkOptions(*o, m).message() : "";
+  };
+  std::vector<const char *> forward = {"--weights",    "w",    "--tokens", "1,2", "--decode-steps",
+                                       "--logits-out", "l.npy"};
+  EXPECT_EQ(check(cached, forward), "");
+  EXPECT_EQ(check(plain, forward),
+            "--decode-steps: model 'tiny' has no KV-cache entry point (xf_forward_cached)");
+  EXPECT_CONTAINS(
+      check(cached, {"--weights", "w", "--tokens", "1", "--max-new-tokens", "2", "--decode-steps"}),
+      "--decode-steps is for forward passes, not generation");
+  EXPECT_CONTAINS(check(cached, {"--weights", "w", "--tokens", "1", "--decode-steps", "--profile"}),
+                  "--decode-steps: --profile/--profile-out/--trace-out");
+  EXPECT_CONTAINS(check(cached, {"--weights", "w", "--serve", "--decode-steps"}),
+                  "--decode-steps is not for --serve");
+}
+
 TEST(RuntimeCli, ChatFlags) {
   Manifest m = manifest();
   auto check = [&](std::vector<const char *> args) {

@@ -78,6 +78,7 @@ struct Options {
   bool noEos = false;         // --eos none
   std::optional<int64_t> bos; // --bos ID (encoder-decoders: the initial target)
   bool noCache = false;       // --no-cache: re-run xf_forward on the prefix every step
+  bool decodeSteps = false;   // --decode-steps: forward passes one token at a time, cached
 
   int threads = 0; // 0: leave the runtime's default
   int repeat = 0;  // 0: not given (one run)
