@@ -57,7 +57,7 @@ MODELS = {
 }
 
 # Decoders with a KV cache: also checked with --decode-steps.
-DECODERS = {"gpt2", "tiny", "compact", "gopher", "llama", "llama-hf"}
+DECODERS = {"gpt2", "tiny", "gopher", "llama", "llama-hf"}  # compact: bidirectional, no cache
 
 
 def check_model(name, xfc, workdir, python, weight_type="f32", xfc_args=()):
