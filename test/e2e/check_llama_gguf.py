@@ -21,19 +21,14 @@
 The ids of TEXT come from llama.cpp's tokenizer when it is there, else from xf's own GGUF
 tokenizer (xf-tokenize, next to xfc).
 
-With --q8-decode only the arithmetic of a decode step is checked against llama.cpp instead:
---q8-gemm-inputs builds run GEMMs of fewer rows than `gemv_rows_below` (4) through
-xfrt_block_gemv (8-bit activations, as llama.cpp's dot products), i.e. every decode step, and
-the prefill through the exact Halide kernels that the checks above cover. A tuning database
-giving the five block GEMMs gemv_rows_below = 64 (the largest the schedule allows) makes
-xf_forward run every row of a ≤ 63-token input through xfrt_block_gemv; the GEMV computes each
-row on its own, so each position's logits are those a decode step at that position computes
-(the attention differs from the decode kernel's only in its float32 summation order). TEXT is
-run in chunks of 63 tokens (every position, each chunk from its own start), llama.cpp on the
-same chunks: top-1 agreement and correlation printed; asserted: correlation ≥ 0.999 and every
-position where the two pick different tokens a near-tie of the exact model (the blocks build,
-≤ 1e-4 of the oracle, on the same chunks): its logits for the two closer than the rms deviation
-from it of llama.cpp plus that of the q8 build.
+With --q8-decode xf's decode steps are checked against llama.cpp instead: the build with
+--q8-gemm-inputs runs decode steps as llama.cpp's dot products do (GEMV inputs rounded to 8 bits,
+xfrt_block_gemv), and `--decode-steps` gives every position of TEXT from the KV-cached step that
+adds its token (the real decode path, with the whole text before it as context); llama.cpp's
+logits of the same ids. Top-1 agreement and correlation printed; asserted: correlation ≥ 0.999
+and every position where the two pick different tokens a near-tie of the exact model (the blocks
+build without 8-bit inputs, ≤ 1e-4 of the oracle, one forward over TEXT): its logits for the two
+closer than the rms deviation from it of llama.cpp plus that of the q8 build.
 
 With --requantize RECIPE (Q4_K_M, Q2_K, Q5_K_M, IQ4_XS, ...; needs --llama-cpp-python) the
 file is first requantized by llama.cpp's own quantizer, as users make their GGUFs: SmolLM2's
@@ -58,7 +53,6 @@ import argparse
 import atexit
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -159,67 +153,34 @@ def tensor_types(path):
     return ", ".join(f"{k} ×{v}" for k, v in sorted(counts.items()))
 
 
-# The block GEMMs of examples/llama.xf on SmolLM2 (kernel signatures, docs/tuning.md).
-Q8_SIGNATURES = ["gemm k=576 n=960 weight=nk:q4_1 x=f32 act=none",
-                 "gemm k=576 n=576 weight=nk:q4_1 x=f32 residual act=none",
-                 "gemm k=576 n=1536 weight=nk:q4_1 x=f32 act=swiglu",
-                 "gemm k=1536 n=576 weight=nk:q4_1 x=f32 residual act=none",
-                 "gemm k=576 n=49152 weight=nk:q8_0 x=f32 act=none"]
-GEMV_ROWS = 64  # the schedule's largest gemv_rows_below
-
-
-def q8_database(path, target, threads, version):
-    schedule = ("#xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 256, pack_weights = "
-                f"true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = {GEMV_ROWS}, "
-                "gemv_rows_per_pass = 16, gemv_tasks = 0>")
-    entries = [{"kernel": k, "target": target, "threads": threads, "xf_version": version,
-                "schedule": schedule, "cost_ms": 1.0, "default_cost_ms": 1.0,
-                "roofline_fraction": 0.5, "measured_at": "2026-11-24T00:00:00Z",
-                "seconds_spent": 0.0, "trials": []} for k in Q8_SIGNATURES]
-    with open(path, "w") as f:
-        json.dump({"format": "xf-tuning-db", "version": 1, "entries": entries}, f, indent=1)
-
-
 def check_q8_decode(args, ids, work):
     """--q8-decode (see the docstring); returns the failures."""
     spec = os.path.join(ROOT, "examples", "llama.xf")
-    db = os.path.join(work, "q8.db")
-    # The database key is this machine's target: xfc names it when an entry is for another.
-    q8_database(db, "none", 1, "none")
-    r = run([args.xfc, spec, "--quantized-like", args.gguf, "--q8-gemm-inputs", "--tuning-db",
-             db, "--emit=kernels"])
-    m = re.search(r"\(target (\S+), (\d+) threads?, xf (\S+)\)", r.stderr)
-    if not m:
-        return [f"no target in xfc's warning: {r.stderr.strip()[-300:]}"]
-    q8_database(db, m.group(1), int(m.group(2)), m.group(3))
-    r = run([args.xfc, spec, "--quantized-like", args.gguf, "--q8-gemm-inputs", "--tuning-db",
-             db, "--emit=kernels"])
-    tuned = len(re.findall(rf"gemv_rows_below = {GEMV_ROWS}[^\n]*xf\.tuned", r.stdout))
-    gemms = len(re.findall(r"xf\.gemm ", r.stdout))
-    if not gemms or tuned != gemms:
-        return [f"{tuned} of {gemms} GEMMs took gemv_rows_below = {GEMV_ROWS}"]
     q8_exe, blocks_exe = os.path.join(work, "llama_q8"), os.path.join(work, "llama_blocks")
-    run([args.xfc, spec, "--quantized-like", args.gguf, "--q8-gemm-inputs", "--tuning-db", db,
-         "-o", q8_exe])
-    run([args.xfc, spec, "--quantized-like", args.gguf, "-o", blocks_exe])
-    q8, exact, cpp = [], [], []
-    chunk_path, out = os.path.join(work, "chunk.txt"), os.path.join(work, "out.npy")
-    for start in range(0, len(ids), GEMV_ROWS - 1):
-        chunk = ",".join(map(str, ids[start:start + GEMV_ROWS - 1]))
-        with open(chunk_path, "w") as f:
-            f.write(chunk)
-        llama_cpp(args.llama_cpp_python, args.gguf, "logits", chunk_path, out)
-        cpp.append(np.load(out))
-        for exe, into in ((q8_exe, q8), (blocks_exe, exact)):
-            run([exe, "--weights", args.gguf, "--tokens", chunk, "--logits-out", out])
-            into.append(np.load(out))
-    q8, exact, cpp = np.concatenate(q8), np.concatenate(exact), np.concatenate(cpp)
+    for exe, flags in ((q8_exe, ["--q8-gemm-inputs"]), (blocks_exe, [])):
+        r = run([args.xfc, spec, "--quantized-like", args.gguf, *flags, "-o", exe])
+        if r.returncode != 0:
+            return [f"xfc failed: {r.stderr.strip()[-300:]}"]
+    ids_path, out = os.path.join(work, "ids.txt"), os.path.join(work, "out.npy")
+    tokens = ",".join(map(str, ids))
+    with open(ids_path, "w") as f:
+        f.write(tokens)
+    llama_cpp(args.llama_cpp_python, args.gguf, "logits", ids_path, out)
+    cpp = np.load(out)
+    # xf q8: every position from the decode step that adds its token; exact: one forward.
+    q8, exact = [], []
+    for exe, extra, into in ((q8_exe, ["--decode-steps"], q8), (blocks_exe, [], exact)):
+        r = run([exe, "--weights", args.gguf, "--tokens", tokens, *extra, "--logits-out", out])
+        if r.returncode != 0:
+            return [f"{exe} failed: {r.stderr.strip()[-300:]}"]
+        into.append(np.load(out))
+    q8, exact = q8[0], exact[0]
     agree = float(np.mean(q8.argmax(1) == cpp.argmax(1)))
     corr = float(np.corrcoef(q8.ravel(), cpp.ravel())[0, 1])
     cpp_rms = float(np.sqrt(np.mean((cpp - exact) ** 2)))
     q8_rms = float(np.sqrt(np.mean((q8 - exact) ** 2)))
-    print(f"SmolLM2 Q4_1, the q8 decode arithmetic (--q8-gemm-inputs, every row through "
-          f"xfrt_block_gemv), {len(q8)} positions in chunks of {GEMV_ROWS - 1}: top-1 agreement "
+    print(f"SmolLM2 Q4_1, xf's q8 decode steps (--q8-gemm-inputs --decode-steps: every position "
+          f"from the KV-cached step that adds its token), {len(q8)} positions: top-1 agreement "
           f"with llama.cpp {agree:.4f} (issue target {TOP1_AGREEMENT}: "
           f"{'met' if agree >= TOP1_AGREEMENT else 'NOT met'}), logit correlation {corr:.6f}; "
           f"rms vs the exact build: llama.cpp {cpp_rms:.3f}, xf q8 {q8_rms:.3f}; top-1 of the "
