@@ -125,8 +125,10 @@ elif what == "tokenize":
     open(dst, "w").write(",".join(map(str, ids)))
 else:
     ids = [int(t) for t in open(src).read().split(",")]
+    # "logits-f32-cache": llama.cpp's KV cache in float32 instead of its default float16.
+    cache = dict(type_k=0, type_v=0) if what == "logits-f32-cache" else {}
     model = Llama(model_path=gguf, n_ctx=len(ids) + 8, logits_all=True, verbose=False,
-                  n_threads=2)
+                  n_threads=2, **cache)
     model.eval(ids)
     np.save(dst, np.array(model.scores[:len(ids)], dtype=np.float64))
 """
@@ -175,6 +177,14 @@ def check_q8_decode(args, ids, work):
             return [f"{exe} failed: {r.stderr.strip()[-300:]}"]
         into.append(np.load(out))
     q8, exact = q8[0], exact[0]
+    # llama.cpp itself, its KV cache in float32 rather than float16: how far its own settings
+    # move the top-1 (printed, not asserted).
+    llama_cpp(args.llama_cpp_python, args.gguf, "logits-f32-cache", ids_path, out)
+    cpp32 = np.load(out)
+    print(f"llama.cpp with a float32 KV cache: top-1 agreement with xf q8 "
+          f"{float(np.mean(q8.argmax(1) == cpp32.argmax(1))):.4f}, with llama.cpp's default "
+          f"(float16 cache) {float(np.mean(cpp.argmax(1) == cpp32.argmax(1))):.4f}, with the exact "
+          f"build {float(np.mean(exact.argmax(1) == cpp32.argmax(1))):.4f}")
     agree = float(np.mean(q8.argmax(1) == cpp.argmax(1)))
     corr = float(np.corrcoef(q8.ravel(), cpp.ravel())[0, 1])
     cpp_rms = float(np.sqrt(np.mean((cpp - exact) ** 2)))
