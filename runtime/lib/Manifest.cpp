@@ -186,7 +186,15 @@ Expected<Manifest> parseManifest(std::string_view text) {
         return fail("derived[" + std::to_string(i) + "] is not an object");
       if (Status s = getInt(derived->items[i], "bytes", true, bytes); !s)
         return s;
+      bool prepareOnly = false;
+      if (const JsonValue *reads = derived->items[i].find("forward_reads")) {
+        if (!reads->isString() || (reads->string != "all" && reads->string != "none"))
+          return fail("derived[" + std::to_string(i) + "]: unknown forward_reads " +
+                      describeJson(*reads) + " (all, none)");
+        prepareOnly = reads->string == "none";
+      }
       m.derivedBytes.push_back(bytes);
+      m.derivedPrepareOnly.push_back(prepareOnly);
     }
   }
 
@@ -307,9 +315,11 @@ std::string renderManifest(const Manifest &m) {
   w.key("cached"), w.boolean(m.cached);
   w.key("d_out"), w.number(m.dOut);
   w.key("derived"), w.begin('[');
-  for (int64_t bytes : m.derivedBytes) {
+  for (size_t i = 0; i < m.derivedBytes.size(); ++i) {
     w.item(), w.begin('{');
-    w.key("bytes"), w.number(bytes);
+    w.key("bytes"), w.number(m.derivedBytes[i]);
+    if (i < m.derivedPrepareOnly.size() && m.derivedPrepareOnly[i])
+      w.key("forward_reads"), w.string("none");
     w.end('}');
   }
   w.end(']');

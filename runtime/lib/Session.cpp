@@ -31,6 +31,10 @@ uint64_t parameterBytes(const ParameterSpec &p) {
   return uint64_t(p.numel) * (p.bf16 ? 2 : 4);
 }
 
+bool prepareOnly(const Manifest &m, size_t derived) {
+  return derived < m.derivedPrepareOnly.size() && m.derivedPrepareOnly[derived];
+}
+
 // Whether [p, p + bytes) lies inside the mapping of `file`.
 bool mappedRange(const MappedFile &file, const void *p, uint64_t bytes) {
   const uint8_t *begin = file.data(), *at = static_cast<const uint8_t *>(p);
@@ -132,6 +136,9 @@ Expected<Session> Session::create(const Manifest &m, const ModelAbi &abi,
     abi.prepare(s.params_.data(), s.derivedPtrs_.data());
     if (std::string reason = takeHalideError(); !reason.empty())
       return makeError("xf_prepare failed: Halide: " + reason);
+    for (size_t j = 0; j < m.derivedBytes.size(); ++j)
+      if (prepareOnly(m, j))
+        s.device_->derived[j] = DeviceMemory(), s.derivedPtrs_[j] = nullptr;
     return s;
   }
   // One mapping in huge pages (WeightRegion.h: every decode step reads them) for the derived
@@ -139,7 +146,16 @@ Expected<Session> Session::create(const Manifest &m, const ModelAbi &abi,
   // a mapped checkpoint (a GEMM weight read in place, such as ggml blocks): their file pages
   // would be 4 KiB pages, and reading them would also map their neighbours, parameters only
   // xf_prepare reads, by fault-around.
-  std::vector<int64_t> pieces = m.derivedBytes;
+  // Derived buffers only xf_prepare reads (concatenations a packed copy is made from) live in
+  // a mapping of their own, unmapped once xf_prepare is done.
+  std::vector<int64_t> pieces, prepareOnlyPieces;
+  std::vector<size_t> pieceOf(m.derivedBytes.size());
+  for (size_t j = 0; j < m.derivedBytes.size(); ++j) {
+    std::vector<int64_t> &into = prepareOnly(m, j) ? prepareOnlyPieces : pieces;
+    pieceOf[j] = into.size();
+    into.push_back(m.derivedBytes[j]);
+  }
+  const size_t firstCopy = pieces.size();
   std::vector<std::pair<size_t, const MappedFile *>> copies; // parameter, the file it is in
   for (size_t j = 0; j < m.parameters.size() && j < weights.params.size(); ++j) {
     if (m.parameters[j].forwardReads != ForwardReads::All)
@@ -156,8 +172,16 @@ Expected<Session> Session::create(const Manifest &m, const ModelAbi &abi,
   if (!region)
     return makeError("derived buffers: " + region.message());
   s.derived_ = region.take();
-  s.derivedPtrs_.assign(s.derived_.pieces().begin(),
-                        s.derived_.pieces().begin() + ptrdiff_t(m.derivedBytes.size()));
+  WeightRegion prepareOnlyRegion;
+  if (!prepareOnlyPieces.empty()) {
+    Expected<WeightRegion> r = WeightRegion::allocate(prepareOnlyPieces);
+    if (!r)
+      return makeError("derived buffers: " + r.message());
+    prepareOnlyRegion = r.take();
+  }
+  for (size_t j = 0; j < m.derivedBytes.size(); ++j)
+    s.derivedPtrs_.push_back(prepareOnly(m, j) ? prepareOnlyRegion.pieces()[pieceOf[j]]
+                                               : s.derived_.pieces()[pieceOf[j]]);
   s.params_.assign(weights.params.begin(), weights.params.end());
   // Never hand the generated code a null array, even for a model without
   // parameters.
@@ -165,11 +189,15 @@ Expected<Session> Session::create(const Manifest &m, const ModelAbi &abi,
   s.derivedPtrs_.push_back(nullptr);
   if (int32_t rc = abi.prepare(s.params_.data(), s.derivedPtrs_.data()); rc != 0)
     return kernelFailure("xf_prepare", rc);
+  prepareOnlyRegion = WeightRegion();
+  for (size_t j = 0; j < m.derivedBytes.size(); ++j)
+    if (prepareOnly(m, j))
+      s.derivedPtrs_[j] = nullptr; // a stray read faults
   // Weights point into mapped checkpoint files, and xf_prepare has just copied many of them
   // (GEMM weights packed for the kernels, concatenations): let those pages go, so that the
   // copies do not count twice (pages still read fault back in from the page cache). Nothing
   // writes to the mappings, so dropping their pages loses nothing.
-  if (!pieces.empty())
+  if (!m.derivedBytes.empty() || !copies.empty())
     for (const auto &file : weights.files)
       releaseMappedPages(*file);
   // Then the copies, a stretch at a time, each stretch's file pages dropped once copied: the
@@ -179,7 +207,7 @@ Expected<Session> Session::create(const Manifest &m, const ModelAbi &abi,
   for (size_t k = 0; k < copies.size(); ++k) {
     auto [j, file] = copies[k];
     const uint8_t *from = reinterpret_cast<const uint8_t *>(weights.params[j]);
-    uint8_t *to = static_cast<uint8_t *>(s.derived_.pieces()[m.derivedBytes.size() + k]);
+    uint8_t *to = static_cast<uint8_t *>(s.derived_.pieces()[firstCopy + k]);
     uint64_t bytes = parameterBytes(m.parameters[j]);
     for (uint64_t done = 0; done < bytes; done += kStretch) {
       uint64_t n = std::min(kStretch, bytes - done);

@@ -45,6 +45,7 @@ Manifest everyField() {
   q8.forwardReads = ForwardReads::None;
   m.parameters = {table, gain, bias, q8};
   m.derivedBytes = {3072, 0, 12288};
+  m.derivedPrepareOnly = {true, false, false};
   KernelSpec gemm;
   gemm.name = "xf_gemm_0", gemm.kind = "gemm", gemm.op = "xf.gemm";
   gemm.loc = "loc(\"gpt2.xf\":51:15)";
@@ -91,6 +92,7 @@ TEST(RuntimeManifest, EveryFieldSurvivesTheRoundTrip) {
     EXPECT_EQ(a.forwardReads, b.forwardReads);
   }
   EXPECT_EQ(read->derivedBytes, m.derivedBytes);
+  EXPECT_EQ(read->derivedPrepareOnly, m.derivedPrepareOnly);
   ASSERT_EQ(read->kernels.size(), m.kernels.size());
   for (size_t i = 0; i < m.kernels.size(); ++i) {
     SCOPED_TRACE(m.kernels[i].name);

@@ -20,6 +20,8 @@
 #include "xf/Conversion/Placement.h"
 #include "xf/IR/XfOps.h"
 
+#include "llvm/ADT/DenseSet.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -76,6 +78,10 @@ private:
   /// noted by storagePointer while emitForward runs: `emittingOp`'s kernel
   /// reads rows of an embedding table, anything else the whole tensor.
   llvm::DenseMap<int64_t, xfrt::ForwardReads> forwardReads;
+  /// Derived buffers (packed weights included) the forward entry points read;
+  /// the others only feed xf_prepare's packing (the manifest's derived
+  /// "forward_reads": "none").
+  llvm::DenseSet<int64_t> derivedForwardReads;
   bool emittingForward = false;
   Operation *emittingOp = nullptr;
   void noteForwardRead(Value tensor, int64_t index);

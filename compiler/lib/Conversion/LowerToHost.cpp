@@ -96,6 +96,8 @@ Value HostLowering::storagePointer(Value tensor) {
     noteForwardRead(tensor, p.index);
     return slot(paramsArg, p.index);
   case Storage::Derived:
+    if (emittingForward)
+      derivedForwardReads.insert(p.index);
     return slot(derivedArg, p.index);
   case Storage::Tokens:
     if (training) // ([source,] tokens, targets)
@@ -225,6 +227,8 @@ void HostLowering::planPackedWeights() {
 HalideBufferArg HostLowering::packedWeightArg(int64_t index) {
   const GemmKernelSpec &spec = packedWeights[index].spec;
   Type ptr = LLVM::LLVMPointerType::get(ctx);
+  if (emittingForward)
+    derivedForwardReads.insert(int64_t(derived.size()) + index);
   Value at = LLVM::GEPOp::create(*b, loc, ptr, ptr, derivedArg,
                                  ValueRange{i64(int64_t(derived.size()) + index)});
   PackedWeightShape shape = packedWeightShape(spec);

@@ -100,6 +100,8 @@ xfrt::Manifest HostLowering::describeModel() {
   }
   for (const PackedWeight &packed : packedWeights)
     info.derivedBytes.push_back(packedWeightBytes(packed.spec));
+  for (size_t i = 0; i < info.derivedBytes.size(); ++i)
+    info.derivedPrepareOnly.push_back(!derivedForwardReads.contains(int64_t(i)));
   info.kernels = sites;
   info.cached = cachePlan.cacheable;
   info.packed = cachePlan.packable;

@@ -67,6 +67,10 @@ struct Manifest {
   std::vector<std::pair<std::string, std::string>> hyperparameters; // name, JSON text of value
   std::vector<ParameterSpec> parameters;
   std::vector<int64_t> derivedBytes;
+  // Per derived buffer, "forward_reads": "none": only xf_prepare reads it (a concatenation that
+  // a packed copy was made from), so the session frees it after xf_prepare. Same length as
+  // derivedBytes; absent from a manifest: false (the forward reads it).
+  std::vector<bool> derivedPrepareOnly;
   std::vector<KernelSpec> kernels;
 
   const char *outputName() const { return outputIsLogits ? "logits" : "hidden"; }
