@@ -72,18 +72,22 @@ int64_t presentPages(const void *p, size_t bytes) {
   return present;
 }
 
-TEST(RuntimeSessionWeights, ParametersTheForwardReadsWholeMoveIntoTheRegion) {
-  TempDir dir;
+// The manifest's four parameters as a safetensors file of `values` (528640 bytes).
+std::string writeCheckpoint(TempDir &dir, const std::vector<float> &values) {
   std::string header = R"({"p":{"dtype":"F32","shape":[64,1024],"data_offsets":[0,262144]},)"
                        R"("w":{"dtype":"F32","shape":[64,1024],"data_offsets":[262144,524288]},)"
                        R"("e":{"dtype":"F32","shape":[16,64],"data_offsets":[524288,528384]},)"
                        R"("g":{"dtype":"F32","shape":[64],"data_offsets":[528384,528640]}})";
+  return dir.write("w.safetensors", makeSafetensors(header, floatBytes(values)));
+}
+
+TEST(RuntimeSessionWeights, ParametersTheForwardReadsWholeMoveIntoTheRegion) {
+  TempDir dir;
   std::vector<float> values(528640 / 4);
   for (size_t i = 0; i < values.size(); ++i)
     values[i] = float(i % 1000) - 500.0f;
   Manifest m = manifest();
-  Expected<WeightSet> w =
-      loadWeights(dir.write("w.safetensors", makeSafetensors(header, floatBytes(values))), m);
+  Expected<WeightSet> w = loadWeights(writeCheckpoint(dir, values), m);
   ASSERT_TRUE(w) << w.message();
   ASSERT_EQ(w->zeroCopy, size_t(kParams));
   ModelAbi abi{nullptr, prepare, scratchBytes, forward, nullptr};
@@ -135,14 +139,9 @@ TEST(RuntimeSessionWeights, ParametersOnlyPrepareReadsAreReleased) {
 // In a mapped checkpoint nothing is freed: create() already dropped the file's pages.
 TEST(RuntimeSessionWeights, MappedParametersAreNotReleased) {
   TempDir dir;
-  std::string header = R"({"p":{"dtype":"F32","shape":[64,1024],"data_offsets":[0,262144]},)"
-                       R"("w":{"dtype":"F32","shape":[64,1024],"data_offsets":[262144,524288]},)"
-                       R"("e":{"dtype":"F32","shape":[16,64],"data_offsets":[524288,528384]},)"
-                       R"("g":{"dtype":"F32","shape":[64],"data_offsets":[528384,528640]}})";
   std::vector<float> values(528640 / 4, 1.0f);
   Manifest m = manifest();
-  Expected<WeightSet> w =
-      loadWeights(dir.write("w.safetensors", makeSafetensors(header, floatBytes(values))), m);
+  Expected<WeightSet> w = loadWeights(writeCheckpoint(dir, values), m);
   ASSERT_TRUE(w) << w.message();
   ModelAbi abi{nullptr, prepare, scratchBytes, forward, nullptr};
   Expected<Session> s = Session::create(m, abi, *w);
