@@ -43,28 +43,6 @@ struct Cursor {
   }
 };
 
-size_t scalarSize(GgufValueType t) {
-  switch (t) {
-  case GgufValueType::U8:
-  case GgufValueType::I8:
-  case GgufValueType::Bool:
-    return 1;
-  case GgufValueType::U16:
-  case GgufValueType::I16:
-    return 2;
-  case GgufValueType::U32:
-  case GgufValueType::I32:
-  case GgufValueType::F32:
-    return 4;
-  case GgufValueType::U64:
-  case GgufValueType::I64:
-  case GgufValueType::F64:
-    return 8;
-  default:
-    return 0; // String, Array
-  }
-}
-
 class HeaderParser {
 public:
   HeaderParser(const uint8_t *data, size_t size, const std::string &fileName)
@@ -129,7 +107,7 @@ Status HeaderParser::readValue(GgufValueType type, GgufValue &out) {
   if (type == GgufValueType::String)
     return readString("string", UINT64_MAX, out.string);
   if (type != GgufValueType::Array) {
-    size_t n = scalarSize(type);
+    size_t n = ggufScalarSize(type);
     if (in_.left() < n)
       return truncated(std::string(ggufValueTypeName(type)) + " value");
     for (size_t i = n; i-- > 0;)
@@ -146,7 +124,7 @@ Status HeaderParser::readValue(GgufValueType type, GgufValue &out) {
   if (Status s = readU64("array length", out.count); !s)
     return s;
   // Every element takes at least this many bytes, so the count is bounded by what is left.
-  size_t elementSize = out.elementType == GgufValueType::String ? 8 : scalarSize(out.elementType);
+  size_t elementSize = out.elementType == GgufValueType::String ? 8 : ggufScalarSize(out.elementType);
   if (out.count > in_.left() / elementSize)
     return fail("array of " + std::to_string(out.count) + " " + ggufValueTypeName(out.elementType) +
                 " at byte " + std::to_string(in_.pos) + " runs past the end of the " +

@@ -37,22 +37,6 @@ bool isIntegerType(GgufValueType t) {
   }
 }
 
-size_t integerSize(GgufValueType t) {
-  switch (t) {
-  case GgufValueType::U8:
-  case GgufValueType::I8:
-    return 1;
-  case GgufValueType::U16:
-  case GgufValueType::I16:
-    return 2;
-  case GgufValueType::U32:
-  case GgufValueType::I32:
-    return 4;
-  default:
-    return 8;
-  }
-}
-
 // The integer `bits` of type `t` sign-extended as needed; nullopt for a u64 above INT64_MAX.
 std::optional<int64_t> integerValue(GgufValueType t, uint64_t bits) {
   switch (t) {
@@ -92,6 +76,28 @@ std::string formatFloat(double v) {
 }
 
 } // namespace
+
+size_t ggufScalarSize(GgufValueType t) {
+  switch (t) {
+  case GgufValueType::U8:
+  case GgufValueType::I8:
+  case GgufValueType::Bool:
+    return 1;
+  case GgufValueType::U16:
+  case GgufValueType::I16:
+    return 2;
+  case GgufValueType::U32:
+  case GgufValueType::I32:
+  case GgufValueType::F32:
+    return 4;
+  case GgufValueType::U64:
+  case GgufValueType::I64:
+  case GgufValueType::F64:
+    return 8;
+  default:
+    return 0; // String, Array
+  }
+}
 
 const char *ggufValueTypeName(GgufValueType t) {
   static const char *const kNames[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
@@ -220,7 +226,7 @@ Expected<std::vector<int32_t>> GgufHeader::getI32Array(std::string_view key) con
   if (!v)
     return v.status();
   const GgufValue &a = **v;
-  size_t size = integerSize(a.elementType);
+  size_t size = ggufScalarSize(a.elementType);
   std::vector<int32_t> out;
   out.reserve(size_t(a.count));
   for (uint64_t i = 0; i < a.count; ++i) {

@@ -49,6 +49,8 @@ enum class GgufValueType : uint32_t {
   F64 = 12,
 };
 const char *ggufValueTypeName(GgufValueType t); // "u32", "string", ...
+// Bytes of one value of a scalar type (numbers, bool); 0 for strings and arrays.
+size_t ggufScalarSize(GgufValueType t);
 
 // One metadata value. Strings and array elements are views of the parsed bytes.
 struct GgufValue {
