@@ -101,7 +101,7 @@ def decode_bytes_per_token(gguf, prompt, new, layers=30, kv_width=192):
 
 
 def kv_cache_mib(positions, layers=30, kv_width=192):
-    """xf's KV cache: K and V [⌈positions⌉₁₆, H_kv·d_k] float32 per layer (docs/pipeline.md)."""
+    """xf's KV cache: K and V [H_kv][⌈positions⌉₁₆][d_k] float32 per layer (docs/abi.md)."""
     return layers * 2 * kv_width * 4 * (-(-positions // 16) * 16) / 2**20
 
 

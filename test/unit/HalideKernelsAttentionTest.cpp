@@ -5,7 +5,11 @@
 // attention with M != Mz, causal masking with the offset rule (query t sees
 // keys t' <= t + Mz - M, as in KV-cache decoding), heads 1 and 4, block
 // sizes that leave query- and key-block tails, and the decode path (M <= 4);
-// rotary positions fused into the loads (spec.rope).
+// rotary positions fused into the loads (spec.rope). K and V go in both
+// layouts the kernel meets: heads side by side in a row (a column slice of
+// the fused QKV activation) and each head's rows contiguous (a KV cache
+// slot, [H_kv][positions][d]), the latter with a head stride larger than
+// the rows (a cache's capacity exceeds its context).
 //
 // Tolerance: each output is a convex combination of values in [-1, 1]; the
 // float32 error comes from the dK-long score dot products (relative error
@@ -68,42 +72,47 @@ void checkAttention(const AttentionKernelSpec &spec, std::vector<Lengths> length
       for (int s = 0; s < Mz; ++s)
         for (int c = 0; c < Hkv * dK; ++c)
           k(c, s) = float(kr[size_t(s) * Hkv * dK + c]);
-    Halide::Runtime::Buffer<float> out(H * dV, M);
-    out.fill(std::nanf(""));
-    ASSERT_EQ(
-        xftest::call(kernel, {q.raw_buffer(), k.raw_buffer(), v.raw_buffer(), out.raw_buffer()}),
-        0);
+    for (bool cacheSlot : {false, true}) {
+      SCOPED_TRACE(cacheSlot ? "K/V in a cache slot" : "K/V heads side by side");
+      Halide::Runtime::Buffer<float> kHeads = xftest::byHead(k, Hkv, cacheSlot, Mz + 19);
+      Halide::Runtime::Buffer<float> vHeads = xftest::byHead(v, Hkv, cacheSlot, Mz + 19);
+      Halide::Runtime::Buffer<float> out(H * dV, M);
+      out.fill(std::nanf(""));
+      ASSERT_EQ(xftest::call(kernel, {q.raw_buffer(), kHeads.raw_buffer(), vHeads.raw_buffer(),
+                                      out.raw_buffer()}),
+                0);
 
-    double maxError = 0;
-    std::vector<double> score(Mz);
-    for (int h = 0; h < H; ++h)
-      for (int t = 0; t < M; ++t) {
-        double maxScore = -INFINITY;
-        for (int s = 0; s < Mz; ++s) {
-          bool visible = !spec.causal || s <= t + (Mz - M);
-          double dot = 0;
-          for (int c = 0; c < dK; ++c)
-            dot += qr[size_t(t) * H * dK + h * dK + c] *
-                   kr[size_t(s) * Hkv * dK + (h / group) * dK + c];
-          score[s] = visible ? dot * spec.scale : -INFINITY;
-          maxScore = std::max(maxScore, score[s]);
+      double maxError = 0;
+      std::vector<double> score(Mz);
+      for (int h = 0; h < H; ++h)
+        for (int t = 0; t < M; ++t) {
+          double maxScore = -INFINITY;
+          for (int s = 0; s < Mz; ++s) {
+            bool visible = !spec.causal || s <= t + (Mz - M);
+            double dot = 0;
+            for (int c = 0; c < dK; ++c)
+              dot += qr[size_t(t) * H * dK + h * dK + c] *
+                     kr[size_t(s) * Hkv * dK + (h / group) * dK + c];
+            score[s] = visible ? dot * spec.scale : -INFINITY;
+            maxScore = std::max(maxScore, score[s]);
+          }
+          double sum = 0;
+          for (int s = 0; s < Mz; ++s)
+            sum += score[s] == -INFINITY ? 0 : std::exp(score[s] - maxScore);
+          for (int d = 0; d < dV; ++d) {
+            double ref = 0;
+            for (int s = 0; s < Mz && sum > 0; ++s)
+              if (score[s] != -INFINITY)
+                ref += std::exp(score[s] - maxScore) / sum * v((h / group) * dV + d, s);
+            double error = std::abs(out(h * dV + d, t) - ref);
+            if (!(error <= 1e-5))
+              FAIL() << "out[" << t << ", " << h * dV + d << "] = " << out(h * dV + d, t)
+                     << ", expected " << ref;
+            maxError = std::max(maxError, error);
+          }
         }
-        double sum = 0;
-        for (int s = 0; s < Mz; ++s)
-          sum += score[s] == -INFINITY ? 0 : std::exp(score[s] - maxScore);
-        for (int d = 0; d < dV; ++d) {
-          double ref = 0;
-          for (int s = 0; s < Mz && sum > 0; ++s)
-            if (score[s] != -INFINITY)
-              ref += std::exp(score[s] - maxScore) / sum * v((h / group) * dV + d, s);
-          double error = std::abs(out(h * dV + d, t) - ref);
-          if (!(error <= 1e-5))
-            FAIL() << "out[" << t << ", " << h * dV + d << "] = " << out(h * dV + d, t)
-                   << ", expected " << ref;
-          maxError = std::max(maxError, error);
-        }
-      }
-    EXPECT_LE(maxError, 1e-5);
+      EXPECT_LE(maxError, 1e-5);
+    }
   }
 }
 
@@ -190,6 +199,21 @@ TEST(HalideKernelsAttention, DecodePathHeadGroups) {
     AttentionKernelSpec spec = attention(8, 32, 32, true);
     spec.kvHeads = kvHeads;
     checkAttention(spec, {{1, 1}, {1, 67}, {4, 33}});
+  }
+}
+
+// The decode path cuts the keys into ranges of at least 32 (one range up to
+// 32 keys), up to 4 per K/V head for 3 K/V heads and 8 for one, and merges
+// the ranges' states: key counts at and around the range boundaries, ranges
+// of unequal length (the last is shorter) and long contexts, causal with
+// several query rows (the newest keys invisible to the first rows).
+TEST(HalideKernelsAttention, DecodePathKeyRanges) {
+  for (int64_t kvHeads : {3, 1}) {
+    SCOPED_TRACE("kv_heads=" + std::to_string(kvHeads));
+    AttentionKernelSpec spec = attention(9, 64, 64, true);
+    spec.kvHeads = kvHeads;
+    checkAttention(spec, {{1, 32}, {1, 33}, {1, 64}, {1, 65}, {4, 97}, {1, 129}, {3, 255},
+                          {1, 256}, {2, 257}, {1, 1000}});
   }
 }
 

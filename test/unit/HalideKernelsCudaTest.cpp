@@ -150,9 +150,12 @@ void checkAttention(const AttentionKernelSpec &spec) {
     q.for_each_value([](float &x) { x *= 4.f; });
     Halide::Runtime::Buffer<float> out(H * dV, M);
     out.fill(std::nanf(""));
-    ASSERT_EQ(
-        xftest::call(kernel, {q.raw_buffer(), k.raw_buffer(), v.raw_buffer(), out.raw_buffer()}),
-        0);
+    // K/V as a KV cache slot: each head's rows contiguous, capacity past the context.
+    auto kHeads = xftest::byHead(k, Hkv, /*cacheSlot=*/true, Mz + 5);
+    auto vHeads = xftest::byHead(v, Hkv, /*cacheSlot=*/true, Mz + 5);
+    ASSERT_EQ(xftest::call(kernel, {q.raw_buffer(), kHeads.raw_buffer(), vHeads.raw_buffer(),
+                                    out.raw_buffer()}),
+              0);
     double worst = 0;
     std::vector<double> score(Mz);
     for (int h = 0; h < H; ++h)

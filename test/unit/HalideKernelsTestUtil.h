@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <vector>
 
@@ -24,6 +25,25 @@ inline Halide::Runtime::Buffer<float> randomMatrix(int rows, int cols, std::mt19
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
   m.for_each_value([&](float &v) { v = dist(rng); });
   return m;
+}
+
+/// m's rows of `heads` heads as the kernel's 3-D (column, row, head) buffer:
+/// heads side by side in a row (m's own layout), or each head's rows
+/// contiguous in a block of `capacity` rows (a KV cache slot).
+inline Halide::Runtime::Buffer<float> byHead(const Halide::Runtime::Buffer<float> &m, int heads,
+                                             bool cacheSlot, int capacity) {
+  const int width = m.width() / heads, rows = m.height();
+  Halide::Runtime::Buffer<float> slot =
+      cacheSlot ? Halide::Runtime::Buffer<float>(width, capacity, heads)
+                : Halide::Runtime::Buffer<float>({width, rows, heads}, {0, 2, 1});
+  slot.fill(std::nanf("")); // rows past the context must not be read
+  if (cacheSlot)
+    slot.crop(1, 0, rows);
+  for (int g = 0; g < heads; ++g)
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < width; ++c)
+        slot(c, r, g) = m(g * width + c, r);
+  return slot;
 }
 
 /// Compiles `built` for the host with Halide's JIT; fails the test on error.

@@ -126,13 +126,13 @@ KernelPipeline plainAttention(const AttentionKernelSpec &spec, const Case &size)
   const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
   const int Hkv = int(spec.keyValueHeads()), group = H / Hkv;
   const int M = int(size.rows), Mz = int(size.keys);
-  ImageParam q(Float(32), 2, "q"), k(Float(32), 2, "k"), v(Float(32), 2, "v");
+  ImageParam q(Float(32), 2, "q"), k(Float(32), 3, "k"), v(Float(32), 3, "v"); // k, v: (c, s, g)
   Var s("s"), t("t"), h("h"), d("d"), c("c");
 
   RDom rc(0, dK, "rc");
   Func score("score");
   score(s, t, h) = 0.f;
-  score(s, t, h) += q(h * dK + rc, t) * k((h / group) * dK + rc, s);
+  score(s, t, h) += q(h * dK + rc, t) * k(rc, s, h / group);
   // The mask is arithmetic, with no call inside a select: Halide narrows the
   // bounds of a call under a select condition, and the causal condition would
   // give the score a per-query extent that the autoschedulers may then try to
@@ -155,17 +155,17 @@ KernelPipeline plainAttention(const AttentionKernelSpec &spec, const Case &size)
   rowSum(t, h) += probs(rs, t, h);
   Func weighted("weighted_values");
   weighted(d, t, h) = 0.f;
-  weighted(d, t, h) += probs(rs, t, h) * v((h / group) * dV + d, rs);
+  weighted(d, t, h) += probs(rs, t, h) * v(d, rs, h / group);
   Func out("attention_out");
   Expr head = c / dV;
   out(c, t) = select(rowSum(t, head) > 0, weighted(c % dV, t, head) / rowSum(t, head), 0.f);
 
   q.dim(0).set_bounds(0, H * dK).dim(1).set_bounds(0, M);
-  k.dim(0).set_bounds(0, Hkv * dK).dim(1).set_bounds(0, Mz);
-  v.dim(0).set_bounds(0, Hkv * dV).dim(1).set_bounds(0, Mz);
+  k.dim(0).set_bounds(0, dK).dim(1).set_bounds(0, Mz).dim(2).set_bounds(0, Hkv);
+  v.dim(0).set_bounds(0, dV).dim(1).set_bounds(0, Mz).dim(2).set_bounds(0, Hkv);
   q.set_estimates({{0, H * dK}, {0, M}});
-  k.set_estimates({{0, Hkv * dK}, {0, Mz}});
-  v.set_estimates({{0, Hkv * dV}, {0, Mz}});
+  k.set_estimates({{0, dK}, {0, Mz}, {0, Hkv}});
+  v.set_estimates({{0, dV}, {0, Mz}, {0, Hkv}});
   out.output_buffer().dim(0).set_bounds(0, H * dV).dim(1).set_bounds(0, M);
   out.set_estimates({{0, H * dV}, {0, M}});
 

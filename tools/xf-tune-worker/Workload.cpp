@@ -123,6 +123,19 @@ std::vector<Workload> makeGemmWorkloads(const Request &request, std::mt19937 &rn
   return workloads;
 }
 
+/// m's rows of `heads` heads as the attention kernel's (column, row, head)
+/// buffer: each head's rows contiguous (cacheSlot) or heads side by side.
+FloatBuffer byHead(const FloatBuffer &m, int heads, bool cacheSlot) {
+  const int width = m.width() / heads, rows = m.height();
+  FloatBuffer out =
+      cacheSlot ? FloatBuffer(width, rows, heads) : FloatBuffer({width, rows, heads}, {0, 2, 1});
+  for (int g = 0; g < heads; ++g)
+    for (int r = 0; r < rows; ++r)
+      for (int c = 0; c < width; ++c)
+        out(c, r, g) = m(g * width + c, r);
+  return out;
+}
+
 std::vector<Workload> makeAttentionWorkloads(const Request &request, std::mt19937 &rng) {
   const AttentionKernelSpec &spec = request.kernel.attention;
   std::vector<Workload> workloads;
@@ -133,7 +146,11 @@ std::vector<Workload> makeAttentionWorkloads(const Request &request, std::mt1993
     FloatBuffer k = randomMatrix(c.keys, spec.keyValueHeads() * spec.dK, rng);
     FloatBuffer v = randomMatrix(c.keys, spec.keyValueHeads() * spec.dV, rng);
     w.out = FloatBuffer(int(spec.heads * spec.dV), int(c.rows));
-    w.args = {q, k, v, w.out};
+    // K and V as executables pass them: a KV cache slot (each head's rows contiguous) to a
+    // decode step, the fused QKV activation's column slice (heads side by side) otherwise.
+    const bool cacheSlot = c.rows <= kColdRows;
+    w.args = {q, byHead(k, int(spec.keyValueHeads()), cacheSlot),
+              byHead(v, int(spec.keyValueHeads()), cacheSlot), w.out};
     w.checkedRows = sampleRows(int(c.rows));
     w.expected = referenceAttention(spec, q, k, v, w.checkedRows);
     workloads.push_back(std::move(w));

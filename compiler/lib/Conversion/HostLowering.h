@@ -106,12 +106,23 @@ private:
   /// Position of the first row: 0, or `start` in xf_forward_cached.
   Value firstPosition() { return cachedMode ? startArg : i64(0); }
   /// In xf_forward_cached: appends `rows` new rows of `tensor` (read at
-  /// `source`) to its slot of `cache` at position `start` and returns the
-  /// whole cached matrix [start + rows, width].
-  /// `rotate` (a rotaryRows kernel) turns the new rows as they are copied:
-  /// the cache holds rotated keys (xf.attention `rope`).
-  HalideBufferArg cachedMatrixArg(Value tensor, int64_t floatOffset, Value cache, Value start,
-                                  Value source, Value rows, func::FuncOp rotate = {});
+  /// `source`), `heads` heads side by side, to its slot of `cache` at
+  /// position `start` — each head's rows contiguous in the slot,
+  /// [heads][cache rows][width / heads] (CachePlan.h) — and returns the
+  /// cached heads as the attention kernel's 3-D (column, position, head)
+  /// buffer of start + rows positions. `rotate` (a one-head rotaryRows
+  /// kernel) turns the new rows as they are copied: the cache holds rotated
+  /// keys (xf.attention `rope`).
+  HalideBufferArg cachedMatrixArg(Value tensor, int64_t floatOffset, int64_t heads, Value cache,
+                                  Value start, Value source, Value rows, func::FuncOp rotate = {});
+  /// `rows` rows of `tensor` from `at`, `heads` heads side by side, as the
+  /// attention kernel's 3-D (column, row, head) buffer.
+  HalideBufferArg headsArg(Value tensor, int64_t heads, Value at, Value rows) {
+    Placement &p = placements[tensor];
+    int64_t width = p.cols / heads;
+    return HalideBufferArg{at,
+                           {{i64(width), i64(1)}, {rows, i64(p.stride)}, {i64(heads), i64(width)}}};
+  }
   // Packed batches (docs/abi.md "Packed batches"): n sequences' rows in one
   // matrix; row-wise kernels run once over all Σℓ rows, attention and
   // positions once per sequence.

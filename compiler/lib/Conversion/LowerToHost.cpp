@@ -156,18 +156,33 @@ HalideBufferArg HostLowering::matrixArg(Value tensor) {
   return arg;
 }
 
-HalideBufferArg HostLowering::cachedMatrixArg(Value tensor, int64_t column, Value cache,
-                                              Value start, Value source, Value rows,
+HalideBufferArg HostLowering::cachedMatrixArg(Value tensor, int64_t column, int64_t heads,
+                                              Value cache, Value start, Value source, Value rows,
                                               func::FuncOp rotate) {
   Placement &p = placements[tensor];
+  const int64_t width = p.cols / heads;
   Value slot = offsetPtr(cache, arith::MulIOp::create(*b, loc, cacheRows, i64(column)));
-  Value at = offsetPtr(slot, arith::MulIOp::create(*b, loc, start, i64(p.cols)));
-  if (rotate) // (in, in_stride, out, rows, first position)
-    call(rotate, {source, i64(p.stride), at, rows, start});
-  else
-    call(kernels->copy2d(), {source, i64(p.stride), at, i64(p.cols), rows, i64(p.cols)});
+  Value headFloats = arith::MulIOp::create(*b, loc, cacheRows, i64(width));
+  Value newRows = arith::MulIOp::create(*b, loc, start, i64(width));
+  // Head g's new rows: columns [g·width, +width) of the source rows, to rows
+  // start.. of the head's block.
+  scf::ForOp::create(
+      *b, loc, i64(0), i64(heads), i64(1), ValueRange{},
+      [&](OpBuilder &nested, Location, Value g, ValueRange) {
+        OpBuilder::InsertionGuard guard(*b);
+        b->setInsertionPointToStart(nested.getInsertionBlock());
+        Value from = offsetPtr(source, arith::MulIOp::create(*b, loc, g, i64(width)));
+        Value head = offsetPtr(slot, arith::MulIOp::create(*b, loc, g, headFloats));
+        Value at = offsetPtr(head, newRows);
+        if (rotate) // (in, in_stride, out, rows, first position)
+          call(rotate, {from, i64(p.stride), at, rows, start});
+        else
+          call(kernels->copy2d(), {from, i64(p.stride), at, i64(width), rows, i64(width)});
+        scf::YieldOp::create(*b, loc);
+      });
   Value context = arith::AddIOp::create(*b, loc, start, rows);
-  return HalideBufferArg{slot, {{i64(p.cols), i64(1)}, {context, i64(p.cols)}}};
+  return HalideBufferArg{slot,
+                         {{i64(width), i64(1)}, {context, i64(width)}, {i64(heads), headFloats}}};
 }
 
 Value HostLowering::loadI64(Value array, Value index) {
@@ -325,8 +340,8 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
     func::FuncOp rotateKeys;
     if (spec.rope != AttentionKernelSpec::Rope::None && cachedMode) {
       spec.ropeKeys = false;
-      kernels->useSchedule(defaultLoopSchedule(spec.keyValueHeads() * spec.dK));
-      rotateKeys = kernels->rotaryRows(spec.keyValueHeads(), spec.dK,
+      kernels->useSchedule(defaultLoopSchedule(spec.dK));
+      rotateKeys = kernels->rotaryRows(1, spec.dK,
                                        spec.rope == AttentionKernelSpec::Rope::Adjacent
                                            ? RotaryPairs::Adjacent
                                            : RotaryPairs::Halves,
@@ -336,6 +351,7 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
     // Plain variables: lambdas may not capture structured bindings before C++20.
     const auto cacheOffsets = cachePlan.offsets.lookup(op);
     const int64_t keyOffset = cacheOffsets.first, valueOffset = cacheOffsets.second;
+    const int64_t kvHeads = spec.keyValueHeads();
     FailureOr<bool> segmented = perSequence(op, attn.getSegments());
     if (failed(segmented))
       return failure();
@@ -350,15 +366,17 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
         SmallVector<HalideBufferArg> args{segmentArg(attn.getQuery(), s.offset, s.rows)};
         if (cachedMode) {
           Value cache = loadPointer(cachesArg, s.index);
-          args.push_back(cachedMatrixArg(attn.getKey(), keyOffset, cache, s.position,
+          args.push_back(cachedMatrixArg(attn.getKey(), keyOffset, kvHeads, cache, s.position,
                                          rowPointer(attn.getKey(), s.offset), s.rows, rotateKeys));
-          args.push_back(cachedMatrixArg(attn.getValue(), valueOffset, cache, s.position,
+          args.push_back(cachedMatrixArg(attn.getValue(), valueOffset, kvHeads, cache, s.position,
                                          rowPointer(attn.getValue(), s.offset), s.rows));
         } else {
           Value firstKey = keySegments ? s.keyOffset : s.offset;
           Value keys = keySegments ? s.keyRows : s.rows;
-          args.push_back(segmentArg(attn.getKey(), firstKey, keys));
-          args.push_back(segmentArg(attn.getValue(), firstKey, keys));
+          args.push_back(
+              headsArg(attn.getKey(), kvHeads, rowPointer(attn.getKey(), firstKey), keys));
+          args.push_back(
+              headsArg(attn.getValue(), kvHeads, rowPointer(attn.getValue(), firstKey), keys));
         }
         args.push_back(segmentArg(v, s.offset, s.rows));
         orStatus(callHalidePipeline(*b, loc, *program.module, spec.name, args, {}, options.cudaDevice));
@@ -366,14 +384,16 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
     } else {
       SmallVector<HalideBufferArg> args{matrixArg(attn.getQuery())};
       if (cachedMode) {
-        args.push_back(cachedMatrixArg(attn.getKey(), keyOffset, cacheArg, startArg,
+        args.push_back(cachedMatrixArg(attn.getKey(), keyOffset, kvHeads, cacheArg, startArg,
                                        pointerOf(attn.getKey()), rowsOf(attn.getKey()),
                                        rotateKeys));
-        args.push_back(cachedMatrixArg(attn.getValue(), valueOffset, cacheArg, startArg,
+        args.push_back(cachedMatrixArg(attn.getValue(), valueOffset, kvHeads, cacheArg, startArg,
                                        pointerOf(attn.getValue()), rowsOf(attn.getValue())));
       } else {
-        args.push_back(matrixArg(attn.getKey()));
-        args.push_back(matrixArg(attn.getValue()));
+        args.push_back(
+            headsArg(attn.getKey(), kvHeads, pointerOf(attn.getKey()), rowsOf(attn.getKey())));
+        args.push_back(headsArg(attn.getValue(), kvHeads, pointerOf(attn.getValue()),
+                                rowsOf(attn.getValue())));
       }
       args.push_back(matrixArg(v));
       orStatus(callHalidePipeline(*b, loc, *program.module, spec.name, args, {}, options.cudaDevice));

@@ -232,8 +232,9 @@ llvm::Expected<int> blockDotIsaCeiling(llvm::StringRef target);
 
 struct AttentionKernelSpec {
   std::string name;
-  int64_t heads = 1, dK = 0, dV = 0; // q: [M, H·dK], k: [Mz, H_kv·dK], v: [Mz, H_kv·dV],
-                                     // out: [M, H·dV]; M, Mz dynamic
+  int64_t heads = 1, dK = 0, dV = 0; // q: [M, H·dK], out: [M, H·dV]; k, v: 3-D (column,
+                                     // key, K/V head) of extents (dK | dV, Mz, H_kv), any
+                                     // key and head strides; M, Mz dynamic
   int64_t kvHeads = 0;               // H_kv (divides H): query head h reads K/V head
                                      // h / (H / H_kv); 0 means H (plain MHA)
   int64_t keyValueHeads() const { return kvHeads > 0 ? kvHeads : heads; }

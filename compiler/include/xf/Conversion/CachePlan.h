@@ -3,9 +3,10 @@
 // From @forward and its placement (Placement.h): whether the model can decode
 // incrementally (xf_forward_cached) and run packed batches
 // (xf_forward_packed, xf_forward_cached_packed), and the layout of the KV
-// cache — a K and a V slot per attention, each a range of columns of
-// ⌈positions⌉₁₆ rows, so the slots scale with the capacity chosen at run
-// time (docs/abi.md).
+// cache — a K and a V slot per attention, slot i at float ⌈positions⌉₁₆·c_i
+// (c_i: the widths H_kv·d of the slots before it), each [H_kv][⌈positions⌉₁₆][d]
+// with every K/V head's rows contiguous, so the slots scale with the capacity
+// chosen at run time and a decode step streams each head (docs/abi.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,7 +36,7 @@ struct CachePlan {
   /// The cache's default capacity in positions (the manifest's
   /// cache_positions), and its width in columns.
   int64_t positions = 0, columns = 0;
-  /// Each attention's K and V slot: first column.
+  /// Each attention's K and V slot: c_i, the slot starts at float ⌈positions⌉₁₆·c_i.
   llvm::DenseMap<Operation *, std::pair<int64_t, int64_t>> offsets;
   /// The scratch roots of the full-length tensors the tail reads.
   SmallVector<Value> tailInputRoots;

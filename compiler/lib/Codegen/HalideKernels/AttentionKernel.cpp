@@ -29,10 +29,16 @@
 // the keys arrive rotated (the KV cache; LowerToHost.cpp rotates each new
 // key row while copying it into the cache).
 //
+// K and V are 3-D, (column, key, K/V head), with any row and head strides:
+// a column slice of the fused QKV activation (heads side by side in a row)
+// or a KV cache slot (each head's rows contiguous, [H_kv][positions][d]).
+//
 // M <= kSmallQueryRows (KV-cache decoding, M = 1) takes a second path,
-// selected at run time by a specialization: parallel over heads, an exact
-// two-pass softmax over all keys with K read untransposed (vectorised dot
-// products over dK) and P·V accumulated in vector registers over dV. Same
+// selected at run time by a specialization: parallel over (K/V head, key
+// range) tasks, each an exact two-pass softmax over its keys for all the
+// query heads that share the K/V head (K read untransposed: vectorised dot
+// products over dK; P·V accumulated in vector registers over dV), then the
+// ranges' (output, max, sum) merged as in the online softmax above. Same
 // masking rule, same float32 arithmetic up to summation order.
 //
 //===----------------------------------------------------------------------===//
@@ -81,13 +87,17 @@ constexpr int kSmallQueryRows = 4;
 // took seconds to compile. Every real model's head (64..256 floats) stays fully unrolled.
 constexpr int kMaxUnrolledVectors = 16;
 
-/// Query heads per parallel task of the decode path: the largest divisor G
-/// of H that still leaves at least 4 tasks (1 for fewer than 8 heads).
-int decodeHeadsPerTask(int heads) {
-  for (int g = heads / 4; g > 1; --g)
-    if (heads % g == 0)
-      return g;
-  return 1;
+// Decode path: a key range has at least this many keys, so short contexts stay one range.
+constexpr int kMinDecodeKeyRange = 32;
+
+/// Key ranges per K/V head on the decode path (at most; fewer when the context is short):
+/// enough that the H_kv·S tasks are at least 8 and a multiple of 4, so that 2 or 4 threads
+/// take equal shares (SmolLM2's 3 K/V heads: 12 tasks; GPT-2's 12: 12); at most 8.
+int decodeKeyRanges(int kvHeads) {
+  for (int s = 1; s < 8; ++s)
+    if (kvHeads * s >= 8 && kvHeads * s % 4 == 0)
+      return s;
+  return 8;
 }
 
 llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
@@ -101,8 +111,8 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
   const float scale = float(spec.scale);
 
   ImageParam q(Float(32), 2, "q"); // (h·dK + c, t): [M, H·dK]
-  ImageParam k(Float(32), 2, "k"); // (g·dK + c, s): [Mz, H_kv·dK]
-  ImageParam v(Float(32), 2, "v"); // (g·dV + d, s): [Mz, H_kv·dV]
+  ImageParam k(Float(32), 3, "k"); // (c, s, g): K/V head g's key s, [H_kv][Mz][dK] by index
+  ImageParam v(Float(32), 3, "v"); // (d, s, g)
   Expr queries = q.dim(1).extent(), keys = k.dim(1).extent();
   Expr keyBlocks = (keys + keyBlock - 1) / keyBlock;
   Var c("c"), d("d"), s("s"), t("t"), h("h"), j("j"), b("b");
@@ -118,17 +128,16 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
                      Internal::make_const(Float(64), -2.0 * std::log(spec.ropeBase) / double(dK)));
     rotary(pair, position) = Tuple(cast<float>(cos(angle)), cast<float>(sin(angle)));
   }
-  // Element `col` of a row of `heads` heads, rotated at `at`: the pair
-  // (2i, 2i+1) (adjacent) or (i, i + dK/2) (halves) turns by θ_i.
-  auto rotated = [&](const std::function<Expr(Expr)> &load, Expr col, Expr at) -> Expr {
-    Expr headStart = (col / dK) * dK, f = col % dK;
+  // Element f of a head (load(x): the head's element x), rotated at `at`:
+  // the pair (2i, 2i+1) (adjacent) or (i, i + dK/2) (halves) turns by θ_i.
+  auto rotated = [&](const std::function<Expr(Expr)> &load, Expr f, Expr at) -> Expr {
     Expr i, first, a, bb;
     if (spec.rope == AttentionKernelSpec::Rope::Adjacent) {
       i = f / 2, first = f % 2 == 0;
-      a = load(headStart + 2 * i), bb = load(headStart + 2 * i + 1);
+      a = load(2 * i), bb = load(2 * i + 1);
     } else {
       i = f % (dK / 2), first = f < dK / 2;
-      a = load(headStart + i), bb = load(headStart + i + dK / 2);
+      a = load(i), bb = load(i + dK / 2);
     }
     Expr cosine = rotary(i, at)[0], sine = rotary(i, at)[1];
     return select(first, a * cosine - bb * sine, a * sine + bb * cosine);
@@ -137,19 +146,20 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
   auto queryAt = [&](Expr col, Expr row) -> Expr {
     if (!rope)
       return q(col, row);
-    return rotated([&](Expr x) { return q(x, row); }, col, row + (keys - queries));
+    Expr headStart = (col / dK) * dK;
+    return rotated([&](Expr x) { return q(headStart + x, row); }, col % dK, row + (keys - queries));
   };
-  auto keyAt = [&](Expr col, Expr row) -> Expr {
+  auto keyAt = [&](Expr c, Expr row, Expr kvHead) -> Expr {
     if (!ropeKeys)
-      return k(col, row);
-    return rotated([&](Expr x) { return k(x, row); }, col, row);
+      return k(c, row, kvHead);
+    return rotated([&](Expr x) { return k(x, row, kvHead); }, c, row);
   };
 
   // ---- Algorithm -------------------------------------------------------
   // Keys transposed, [H_kv, dK, Mz] with keys contiguous; padded to whole key
   // blocks by repeating key Mz-1 (its probability is masked to 0).
   Func keysT("keys_transposed");
-  keysT(s, c, h) = keyAt(h * dK + c, clamp(s, 0, keys - 1)); // h: a K/V head here
+  keysT(s, c, h) = keyAt(c, clamp(s, 0, keys - 1), h); // h: a K/V head here
   auto kvHead = [&](Expr queryHead) { return queryHead / group; };
 
   // Raw scores of one tile: scores(j, t, h, b) = q[t, h]·k[b·keyBlock + j, h].
@@ -187,7 +197,7 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
   Func blockOutDot("block_out_dot"); // Σ_s p_s · v_s over the block, unnormalised
   blockOutDot(d, t, h, b) = 0.f;
   blockOutDot(d, t, h, b) +=
-      probs(rj, t, h, b) * v(kvHead(h) * dV + d, clamp(b * keyBlock + rj, 0, keys - 1));
+      probs(rj, t, h, b) * v(d, clamp(b * keyBlock + rj, 0, keys - 1), kvHead(h));
   Func blockOut("block_out");
   blockOut(d, t, h, b) = blockOutDot(d, t, h, b);
 
@@ -216,24 +226,31 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
   // ---- Decode path (M <= kSmallQueryRows) ------------------------------
   // KV-cache decoding has one query row: the query-block tiles above would
   // be almost all padding and the K transpose would cost as much as the
-  // attention itself. Per head: exact two-pass softmax over all keys, with
-  // K read in its natural layout (each key's dK values contiguous), the dot
-  // products as `lanes` vector partial sums then a horizontal add, and P·V
-  // accumulated in vector registers over d.
+  // attention itself. The keys are cut into `ranges` ranges of `range` keys;
+  // per (query head, range): an exact two-pass softmax over the range's
+  // keys, with K read in its natural layout (each key's dK values
+  // contiguous), the dot products as `lanes` vector partial sums then a
+  // horizontal add, and P·V accumulated in vector registers over d. The
+  // ranges' (output, max, sum) are then merged as the flash state is (with
+  // one range: weight e^0 = 1, the same values).
   const int lanes = dK % vw == 0 ? vw : 1;
+  Expr ranges =
+      clamp((keys + kMinDecodeKeyRange - 1) / kMinDecodeKeyRange, 1, decodeKeyRanges(Hkv));
+  Expr range = (keys + ranges - 1) / ranges;
+  Var p("p");                                                  // a key range
   Func decodeQuery("decode_query"), decodeKeys("decode_keys"); // rotated, if rope
   decodeQuery(c, t) = queryAt(c, t);
-  decodeKeys(c, s) = keyAt(c, clamp(s, 0, keys - 1));
-  Func dotPart("decode_dot_part"); // dotPart(l, s, t, h) = Σ_o q[t, h, o·lanes + l]·k[s, h, ...]
+  decodeKeys(c, s, h) = keyAt(c, clamp(s, 0, keys - 1), h); // h: a K/V head here
+  Func dotPart("decode_dot_part"); // dotPart(l, s, t, h, p) = Σ_o q[t, h, o·lanes + l]·k[...]
   RDom ro(0, dK / lanes, "ro");
-  dotPart(j, s, t, h) = 0.f;
-  dotPart(j, s, t, h) +=
-      decodeQuery(h * dK + ro * lanes + j, t) * decodeKeys(kvHead(h) * dK + ro * lanes + j, s);
-  Func decodeScores("decode_scores");
+  dotPart(j, s, t, h, p) = 0.f;
+  dotPart(j, s, t, h, p) += decodeQuery(h * dK + ro * lanes + j, t) *
+                            decodeKeys(ro * lanes + j, p * range + s, kvHead(h));
+  Func decodeScores("decode_scores"); // key p·range + s
   {
     std::vector<Expr> sums;
     for (int l = 0; l < lanes; ++l)
-      sums.push_back(dotPart(l, s, t, h));
+      sums.push_back(dotPart(l, s, t, h, p));
     while (sums.size() > 1) { // pairwise, as a tree
       std::vector<Expr> next;
       for (size_t i = 0; i + 1 < sums.size(); i += 2)
@@ -242,63 +259,79 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
         next.push_back(sums.back());
       sums = std::move(next);
     }
-    decodeScores(s, t, h) = select(visible(s, t), sums[0] * scale, kNoScore);
+    decodeScores(s, t, h, p) = select(visible(p * range + s, t), sums[0] * scale, kNoScore);
   }
-  RDom rs(0, keys, "rs");
+  RDom rs(0, range, "rs");
   Func decodeMax("decode_max");
-  decodeMax(t, h) = kNoScore;
-  decodeMax(t, h) = max(decodeMax(t, h), decodeScores(rs, t, h));
+  decodeMax(t, h, p) = kNoScore;
+  decodeMax(t, h, p) = max(decodeMax(t, h, p), decodeScores(rs, t, h, p));
   Func decodeProbs("decode_probs");
-  decodeProbs(s, t, h) =
-      select(visible(s, t), exp(decodeScores(s, t, h) - decodeMax(t, h)), 0.f);
+  decodeProbs(s, t, h, p) =
+      select(visible(p * range + s, t), exp(decodeScores(s, t, h, p) - decodeMax(t, h, p)), 0.f);
   Func decodeSum("decode_sum");
-  decodeSum(t, h) = 0.f;
-  decodeSum(t, h) += decodeProbs(rs, t, h);
-  Func decodeOut("decode_out"); // unnormalised Σ_s p_s · v_s
-  decodeOut(d, t, h) = 0.f;
-  decodeOut(d, t, h) += decodeProbs(rs, t, h) * v(kvHead(h) * dV + d, rs);
+  decodeSum(t, h, p) = 0.f;
+  decodeSum(t, h, p) += decodeProbs(rs, t, h, p);
+  Func decodeOut("decode_out"); // unnormalised Σ_s p_s · v_s over the range
+  decodeOut(d, t, h, p) = 0.f;
+  decodeOut(d, t, h, p) +=
+      decodeProbs(rs, t, h, p) * v(d, clamp(p * range + rs, 0, keys - 1), kvHead(h));
+  Func decodeRange("decode_range"); // (output, max, sum) of a range
+  decodeRange(d, t, h, p) = Tuple(decodeOut(d, t, h, p), decodeMax(t, h, p), decodeSum(t, h, p));
+  RDom rp(0, ranges, "rp");
+  Func decodeTop("decode_top"); // the largest range max
+  decodeTop(t, h) = kNoScore;
+  decodeTop(t, h) = max(decodeTop(t, h), decodeRange(0, t, h, rp)[1]);
+  Func decodeMerged("decode_merged"); // (Σ output·w, Σ sum·w), w = e^(range max − top)
+  decodeMerged(d, t, h) = Tuple(0.f, 0.f);
+  {
+    Expr w = exp(decodeRange(d, t, h, rp)[1] - decodeTop(t, h));
+    decodeMerged(d, t, h) = Tuple(decodeMerged(d, t, h)[0] + decodeRange(d, t, h, rp)[0] * w,
+                                  decodeMerged(d, t, h)[1] + decodeRange(d, t, h, rp)[2] * w);
+  }
 
   Func out("attention_out");
   Expr decode = queries <= kSmallQueryRows;
   {
     Expr head = c / dV, column = c % dV;
     Expr sum = state(column, t, head)[2];
-    Expr decodeTotal = decodeSum(t, head);
-    out(c, t) = select(decode,
-                       select(decodeTotal > 0.f, decodeOut(column, t, head) / decodeTotal, 0.f),
-                       select(sum > 0.f, state(column, t, head)[0] / sum, 0.f));
+    Expr decodeTotal = decodeMerged(column, t, head)[1];
+    out(c, t) = select(
+        decode, select(decodeTotal > 0.f, decodeMerged(column, t, head)[0] / decodeTotal, 0.f),
+        select(sum > 0.f, state(column, t, head)[0] / sum, 0.f));
   }
 
   // ---- Buffer shapes (docs/abi.md) --------------------------------------
   q.dim(0).set_bounds(0, H * dK).set_stride(1).dim(1).set_min(0);
-  k.dim(0).set_bounds(0, Hkv * dK).set_stride(1).dim(1).set_min(0);
-  v.dim(0).set_bounds(0, Hkv * dV).set_stride(1).dim(1).set_bounds(0, keys);
+  k.dim(0).set_bounds(0, dK).set_stride(1).dim(1).set_min(0).dim(2).set_bounds(0, Hkv);
+  v.dim(0).set_bounds(0, dV).set_stride(1).dim(1).set_bounds(0, keys).dim(2).set_bounds(0, Hkv);
   out.output_buffer().dim(0).set_bounds(0, H * dV).set_stride(1).dim(1).set_bounds(0, queries);
 
   // ---- Schedule ----------------------------------------------------------
   Var task("task"), tq("tq"), ti("ti"), dj("dj");
   const bool narrowValues = (dV + vw - 1) / vw <= kMaxUnrolledVectors;
   {
-    // Decode: parallel over groups of G consecutive heads; per group the
-    // scores of all keys (M rows), then max, probabilities, sum and P·V, both
-    // products with the heads inside the loop over keys, so that a thread
-    // reads G·dK contiguous floats of each K/V row rather than dK floats per
-    // row at a stride of a whole row (a new page every row or two, which the
-    // prefetchers do not follow: one head per task read a KV cache at 5-6
-    // GB/s from memory; measured with 8 sequences decoding together, where
-    // the caches no longer fit in cache). The condition is a fact inside the
+    // Decode: the ranges in parallel, one task per (K/V head, key range)
+    // computing all `group` query heads that share the K/V head, both
+    // products with those heads inside the loop over keys: each key's K and
+    // V row is read from memory once per task, by one thread (the query
+    // heads after the first find it in L1). A cache slot keeps each head's
+    // rows contiguous, so a task streams one contiguous stretch of K and one
+    // of V (with heads side by side in a row it read dK of every H_kv·dK
+    // floats at a stride, which the prefetchers followed poorly: a decode
+    // step's attention read the cache at ~6 GB/s). Then, serially, the merge
+    // of the ranges per query head. The condition is a fact inside the
     // specialization, so its select keeps only the decode Funcs (and the
     // general branch only the flash-style ones, K transpose included).
-    Var group("decode_group"), head("decode_head"), col("decode_col"), so("so"), si("si");
+    Var kvh("decode_kv_head"), hi("decode_head"), rangeTask("decode_task");
+    Var head("decode_out_head"), col("decode_col"), so("so"), si("si");
     const int keyTile = int(spec.schedule.decodeKeyTile); // keys per dot-product register block
-    const int G = decodeHeadsPerTask(H);
-    Stage decodeStage = out.specialize(decode);
-    decodeStage.split(c, group, col, G * dV)
-        .split(col, head, col, dV)
-        .reorder(col, head, t, group)
-        .parallel(group)
-        .vectorize(col, vw, TailStrategy::GuardWithIf);
-    decodeScores.compute_at(out, group)
+    decodeRange.compute_root()
+        .split(h, kvh, hi, group)
+        .reorder(d, hi, t, p, kvh)
+        .fuse(p, kvh, rangeTask)
+        .parallel(rangeTask)
+        .vectorize(d, vw, TailStrategy::GuardWithIf);
+    decodeScores.compute_at(decodeRange, rangeTask)
         .split(s, so, si, keyTile, TailStrategy::RoundUp)
         .reorder(si, h, t, so)
         .unroll(si);
@@ -307,24 +340,31 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
     Stage dotUpdate = dotPart.update().reorder(j, s, ro, t).vectorize(j).unroll(s);
     if (dK / lanes <= kMaxUnrolledVectors)
       dotUpdate.unroll(ro);
-    if (rope) // the group's rotated query rows, once
-      decodeQuery.compute_at(out, group).vectorize(c, vw, TailStrategy::GuardWithIf);
+    if (rope) // the task's rotated query rows, once
+      decodeQuery.compute_at(decodeRange, rangeTask).vectorize(c, vw, TailStrategy::GuardWithIf);
     else
       decodeQuery.compute_inline();
     if (ropeKeys) // without a cache: Mz = M <= kSmallQueryRows keys
-      decodeKeys.compute_at(out, group).vectorize(c, vw, TailStrategy::GuardWithIf);
+      decodeKeys.compute_at(decodeRange, rangeTask).vectorize(c, vw, TailStrategy::GuardWithIf);
     else
       decodeKeys.compute_inline();
-    decodeMax.compute_at(out, group);
-    decodeProbs.compute_at(out, group).vectorize(s, vw, TailStrategy::GuardWithIf);
-    decodeSum.compute_at(out, group);
-    decodeOut.compute_at(out, group).vectorize(d, vw, TailStrategy::GuardWithIf);
+    decodeMax.compute_at(decodeRange, rangeTask);
+    decodeProbs.compute_at(decodeRange, rangeTask).vectorize(s, vw, TailStrategy::GuardWithIf);
+    decodeSum.compute_at(decodeRange, rangeTask);
+    decodeOut.compute_at(decodeRange, rangeTask).vectorize(d, vw, TailStrategy::GuardWithIf);
     Stage decodeOutUpdate =
-        decodeOut.update().reorder(d, h, rs, t).vectorize(d, vw, TailStrategy::GuardWithIf);
+        decodeOut.update().reorder(d, h, rs, t, p).vectorize(d, vw, TailStrategy::GuardWithIf);
     if (narrowValues) {
       decodeOut.unroll(d);
       decodeOutUpdate.unroll(d);
     }
+    Stage decodeStage = out.specialize(decode);
+    decodeStage.split(c, head, col, dV)
+        .reorder(col, t, head)
+        .vectorize(col, vw, TailStrategy::GuardWithIf);
+    decodeTop.compute_at(out, head);
+    decodeMerged.compute_at(out, head).vectorize(d, vw, TailStrategy::GuardWithIf);
+    decodeMerged.update().reorder(d, t, rp).vectorize(d, vw, TailStrategy::GuardWithIf);
   }
   const int rowTile = int(spec.schedule.rowTile); // query rows per register tile
   out.split(c, h, d, dV)

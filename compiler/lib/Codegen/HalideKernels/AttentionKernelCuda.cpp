@@ -61,8 +61,8 @@ llvm::Expected<KernelPipeline> buildAttentionCuda(const AttentionKernelSpec &spe
   const float scale = float(spec.scale);
 
   ImageParam q(Float(32), 2, "q"); // (h·dK + c, t)
-  ImageParam k(Float(32), 2, "k"); // (g·dK + c, s)
-  ImageParam v(Float(32), 2, "v"); // (g·dV + d, s)
+  ImageParam k(Float(32), 3, "k"); // (c, s, g): K/V head g's key s, any row and head strides
+  ImageParam v(Float(32), 3, "v"); // (d, s, g)
   Expr queries = q.dim(1).extent(), keys = k.dim(1).extent();
   Var c("c"), d("d"), j("j"), t("t"), h("h");
 
@@ -70,8 +70,8 @@ llvm::Expected<KernelPipeline> buildAttentionCuda(const AttentionKernelSpec &spe
   // Keys and rows past the ends are clamped (their probabilities are 0,
   // their rows never stored).
   Func kTile("key_tile"), vTile("value_tile"); // (c | d, key, kv head)
-  kTile(c, j, h) = k(h * dK + c, clamp(j, 0, keys - 1));
-  vTile(d, j, h) = v(h * dV + d, clamp(j, 0, keys - 1));
+  kTile(c, j, h) = k(c, clamp(j, 0, keys - 1), h);
+  vTile(d, j, h) = v(d, clamp(j, 0, keys - 1), h);
   auto visible = [&](Expr key, Expr query) {
     Expr ok = key < keys;
     if (spec.causal)
@@ -120,8 +120,8 @@ llvm::Expected<KernelPipeline> buildAttentionCuda(const AttentionKernelSpec &spe
 
   // ---- Buffer shapes (docs/abi.md), as the CPU kernel ------------------
   q.dim(0).set_bounds(0, H * dK).set_stride(1).dim(1).set_min(0);
-  k.dim(0).set_bounds(0, Hkv * dK).set_stride(1).dim(1).set_min(0);
-  v.dim(0).set_bounds(0, Hkv * dV).set_stride(1).dim(1).set_bounds(0, keys);
+  k.dim(0).set_bounds(0, dK).set_stride(1).dim(1).set_min(0).dim(2).set_bounds(0, Hkv);
+  v.dim(0).set_bounds(0, dV).set_stride(1).dim(1).set_bounds(0, keys).dim(2).set_bounds(0, Hkv);
   out.output_buffer().dim(0).set_bounds(0, H * dV).set_stride(1).dim(1).set_bounds(0, queries);
 
   // ---- Schedule ----------------------------------------------------------
