@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 namespace xfrt {
 
@@ -38,6 +39,28 @@ Status BatchDecoder::add(BatchRequest request) {
   return Status::success();
 }
 
+Status BatchDecoder::growCaches(int64_t slots) {
+  if (!slotBytes_) {
+    Expected<int64_t> bytes = session_.cacheBytes(cachePositions_);
+    if (!bytes)
+      return bytes.status();
+    slotBytes_ = *bytes;
+  }
+  uint64_t total = 0;
+  if (!checkedMul(uint64_t(slots), uint64_t(slotBytes_), total))
+    return makeError("KV caches: " + std::to_string(slots) + " slots are too large");
+  Expected<AlignedBuffer> caches = AlignedBuffer::allocate(total);
+  if (!caches)
+    return makeError("KV cache: " + caches.message());
+  if (cacheSlots_) // the running sequences keep their slots
+    std::memcpy(caches->data(), caches_.data(), size_t(cacheSlots_ * slotBytes_));
+  caches_ = caches.take();
+  for (int64_t k = slots - 1; k >= cacheSlots_; --k) // the lowest slot is taken first
+    freeSlots_.push_back(k);
+  cacheSlots_ = slots;
+  return Status::success();
+}
+
 Status BatchDecoder::step() {
   auto start = std::chrono::steady_clock::now();
   // Sequences whose clients went away leave first.
@@ -47,12 +70,18 @@ Status BatchDecoder::step() {
   for (auto &s : active_)
     if (gone(s)) {
       if (!rerun_)
-        freeCaches_.push_back(s->cache);
+        freeSlots_.push_back(s->slot);
       s.reset();
     }
   active_.erase(std::remove(active_.begin(), active_.end(), nullptr), active_.end());
   waiting_.erase(std::remove_if(waiting_.begin(), waiting_.end(), gone), waiting_.end());
-  // Admit: a free cache (or a new one) per joining sequence.
+  // Admit: a free cache slot per joining sequence (more slots first, if they are too few).
+  if (!rerun_) {
+    int64_t want = std::min<int64_t>(maxActive_, int64_t(active_.size() + waiting_.size()));
+    if (want > cacheSlots_)
+      if (Status st = growCaches(want); !st)
+        return st;
+  }
   while (int64_t(active_.size()) < maxActive_ && !waiting_.empty()) {
     std::unique_ptr<Sequence> s = std::move(waiting_.front());
     waiting_.pop_front();
@@ -65,25 +94,15 @@ Status BatchDecoder::step() {
       active_.push_back(std::move(s));
       continue;
     }
-    if (freeCaches_.empty()) {
-      Expected<int64_t> bytes = session_.cacheBytes(cachePositions_);
-      if (!bytes)
-        return bytes.status();
-      Expected<AlignedBuffer> cache = AlignedBuffer::allocate(uint64_t(*bytes));
-      if (!cache)
-        return makeError("KV cache: " + cache.message());
-      caches_.push_back(cache.take());
-      freeCaches_.push_back(int(caches_.size()) - 1);
-    }
-    s->cache = freeCaches_.back();
-    freeCaches_.pop_back();
+    s->slot = freeSlots_.back();
+    freeSlots_.pop_back();
     active_.push_back(std::move(s));
   }
   if (active_.empty())
     return Status::success();
   // One call: each sequence's rows not yet in its cache (the prompt, then the newest token);
   // re-running, each whole prefix with its source.
-  tokens_.clear(), lengths_.clear(), starts_.clear(), cachePtrs_.clear();
+  tokens_.clear(), lengths_.clear(), starts_.clear(), slots_.clear();
   sources_.clear(), sourceLengths_.clear();
   bool prefill = false;
   std::vector<int64_t> rowOf; // re-running: each sequence's last row in the output
@@ -99,7 +118,7 @@ Status BatchDecoder::step() {
       continue;
     }
     starts_.push_back(s->ran);
-    cachePtrs_.push_back(caches_[size_t(s->cache)].data());
+    slots_.push_back(s->slot);
   }
   const Manifest &m = session_.manifest();
   int64_t n = int64_t(active_.size());
@@ -114,7 +133,7 @@ Status BatchDecoder::step() {
   if (Status st = rerun_ ? session_.forwardPacked(tokens_.data(), lengths_, logits_.floats(),
                                                   sources_.data(), sourceLengths_)
                          : session_.forwardCachedPacked(tokens_.data(), lengths_, starts_,
-                                                        cachePtrs_.data(), cachePositions_,
+                                                        caches_.data(), slots_, cachePositions_,
                                                         logits_.floats());
       !st)
     return st;
@@ -146,7 +165,7 @@ Status BatchDecoder::step() {
       if (s.request.onDone)
         s.request.onDone(s.result);
       if (!rerun_)
-        freeCaches_.push_back(s.cache);
+        freeSlots_.push_back(s.slot);
       active_[size_t(i)].reset();
     }
   }
@@ -168,7 +187,7 @@ Status BatchDecoder::step() {
 void BatchDecoder::abandonAll(const Status &why) {
   for (auto &s : active_) {
     if (!rerun_)
-      freeCaches_.push_back(s->cache);
+      freeSlots_.push_back(s->slot);
     if (s->request.onError)
       s->request.onError(why);
   }

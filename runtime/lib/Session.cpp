@@ -378,12 +378,15 @@ Expected<int64_t> Session::cacheBytes(int64_t positions) const {
 }
 
 Status Session::forwardCachedPacked(const int32_t *tokens, const std::vector<int64_t> &lengths,
-                                    const std::vector<int64_t> &starts, void *const *caches,
-                                    int64_t cachePositions, float *out) {
+                                    const std::vector<int64_t> &starts, void *caches,
+                                    const std::vector<int64_t> &slots, int64_t cachePositions,
+                                    float *out) {
   if (!canPackCached())
     return makeError("model '" + manifest_->model + "' has no packed cached entry point");
   int64_t total = 0;
   for (size_t i = 0; i < lengths.size(); ++i) {
+    if (slots.size() != lengths.size() || slots[i] < 0)
+      return makeError("a packed sequence without a cache slot");
     if (lengths[i] < 1 || starts[i] < 0 || starts[i] + lengths[i] > cachePositions)
       return makeError("positions " + std::to_string(starts[i]) + ".." +
                        std::to_string(starts[i] + lengths[i] - 1) + " exceed the KV cache's " +
@@ -394,7 +397,8 @@ Status Session::forwardCachedPacked(const int32_t *tokens, const std::vector<int
     return s;
   int32_t rc = abi_.forwardCachedPacked(params_.data(), derivedPtrs_.data(), tokens,
                                         lengths.data(), starts.data(), int64_t(lengths.size()),
-                                        out, scratch_.data(), caches, cachePositions);
+                                        out, scratch_.data(), caches, slots.data(),
+                                        cachePositions);
   if (rc != 0)
     return kernelFailure("xf_forward_cached_packed", rc);
   return Status::success();

@@ -9,7 +9,8 @@
 // layouts the kernel meets: heads side by side in a row (a column slice of
 // the fused QKV activation) and each head's rows contiguous (a KV cache
 // slot, [H_kv][positions][d]), the latter with a head stride larger than
-// the rows (a cache's capacity exceeds its context).
+// the rows (a cache's capacity exceeds its context). The batched decode step
+// (`<name>_batched`: one query row per sequence, each on its own cache slot).
 //
 // Tolerance: each output is a convex combination of values in [-1, 1]; the
 // float32 error comes from the dK-long score dot products (relative error
@@ -250,5 +251,132 @@ TEST(HalideKernelsAttention, RotaryPositions) {
     AttentionKernelSpec wide = attention(2, 64, 64, false);
     wide.rope = pairing, wide.ropeBase = 1e5;
     checkAttention(wide, {{1, 1}, {2, 2}, {33, 33}});
+  }
+}
+
+namespace {
+
+/// `<name>_batched` against float64: sequences at positions `starts` (keys
+/// 0..start each) on cache slots `slots` of one allocation, in the layout
+/// [slot][K|V][position][kv head][d] (perHead false) or
+/// [slot][K|V][kv head][position][d] (perHead true); the slots not named and
+/// the positions past each start hold NaN, which must never be read.
+void checkBatchedDecode(const AttentionKernelSpec &spec, std::vector<int64_t> starts,
+                        std::vector<int64_t> slots, int positions, int slotCount, bool perHead) {
+  Halide::Callable kernel =
+      xftest::jit(buildAttentionBatchedPipeline(spec, Halide::get_host_target()));
+  ASSERT_TRUE(kernel.defined());
+  const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
+  const int Hkv = int(spec.keyValueHeads()), group = H / Hkv;
+  const int n = int(starts.size());
+  const int64_t kFloats = int64_t(positions) * Hkv * dK, vFloats = int64_t(positions) * Hkv * dV;
+  const int64_t slotFloats = kFloats + vFloats;
+  std::vector<float> caches(size_t(slotFloats * slotCount), std::nanf(""));
+  auto view = [&](int64_t offset, int d) {
+    halide_dimension_t dims[4] = {{0, d, 1, 0},
+                                  {0, positions, perHead ? d : Hkv * d, 0},
+                                  {0, Hkv, perHead ? positions * d : d, 0},
+                                  {0, slotCount, int32_t(slotFloats), 0}};
+    return Halide::Runtime::Buffer<float>(caches.data() + offset, 4, dims);
+  };
+  Halide::Runtime::Buffer<float> kc = view(0, dK), vc = view(kFloats, dV);
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  for (int i = 0; i < n; ++i)
+    for (int p = 0; p <= starts[size_t(i)]; ++p)
+      for (int g = 0; g < Hkv; ++g) {
+        for (int c = 0; c < dK; ++c)
+          kc(c, p, g, int(slots[size_t(i)])) = dist(rng);
+        for (int c = 0; c < dV; ++c)
+          vc(c, p, g, int(slots[size_t(i)])) = dist(rng);
+      }
+  auto q = xftest::randomMatrix(n, H * dK, rng);
+  q.for_each_value([](float &x) { x *= 4.f; });
+  Halide::Runtime::Buffer<int64_t> slotBuffer(slots.data(), n), startBuffer(starts.data(), n);
+  Halide::Runtime::Buffer<float> out(H * dV, n);
+  out.fill(std::nanf(""));
+  ASSERT_EQ(xftest::call(kernel, {q.raw_buffer(), kc.raw_buffer(), vc.raw_buffer(),
+                                  slotBuffer.raw_buffer(), startBuffer.raw_buffer(),
+                                  out.raw_buffer()}),
+            0);
+  const bool adjacent = spec.rope == AttentionKernelSpec::Rope::Adjacent;
+  double maxError = 0;
+  for (int i = 0; i < n; ++i) {
+    const int start = int(starts[size_t(i)]), slot = int(slots[size_t(i)]);
+    SCOPED_TRACE("sequence " + std::to_string(i) + " at " + std::to_string(start));
+    std::vector<double> qr(size_t(H) * dK);
+    for (int c = 0; c < H * dK; ++c)
+      qr[size_t(c)] = q(c, i);
+    if (spec.rope != AttentionKernelSpec::Rope::None)
+      for (int h = 0; h < H; ++h)
+        for (int p = 0; p < dK / 2; ++p) {
+          double angle = double(start) * std::pow(spec.ropeBase, -2.0 * p / dK);
+          int ia = h * dK + (adjacent ? 2 * p : p), ib = ia + (adjacent ? 1 : dK / 2);
+          double a = q(ia, i), b = q(ib, i);
+          qr[size_t(ia)] = a * std::cos(angle) - b * std::sin(angle);
+          qr[size_t(ib)] = a * std::sin(angle) + b * std::cos(angle);
+        }
+    for (int h = 0; h < H; ++h) {
+      std::vector<double> score(size_t(start) + 1);
+      double best = -INFINITY, sum = 0;
+      for (int p = 0; p <= start; ++p) {
+        double dot = 0;
+        for (int c = 0; c < dK; ++c)
+          dot += qr[size_t(h * dK + c)] * kc(c, p, h / group, slot);
+        score[size_t(p)] = dot * spec.scale;
+        best = std::max(best, score[size_t(p)]);
+      }
+      for (double x : score)
+        sum += std::exp(x - best);
+      for (int c = 0; c < dV; ++c) {
+        double ref = 0;
+        for (int p = 0; p <= start; ++p)
+          ref += std::exp(score[size_t(p)] - best) / sum * vc(c, p, h / group, slot);
+        double error = std::abs(out(h * dV + c, i) - ref);
+        if (!(error <= 1e-5))
+          FAIL() << "out[" << i << ", " << h * dV + c << "] = " << out(h * dV + c, i)
+                 << ", expected " << ref;
+        maxError = std::max(maxError, error);
+      }
+    }
+  }
+  EXPECT_LE(maxError, 1e-5);
+}
+
+} // namespace
+
+TEST(HalideKernelsAttention, BatchedDecodeMixedLengths) {
+  // GPT-2's heads (12 × 64, three heads per task); 1 key up to the whole cache.
+  AttentionKernelSpec spec = attention(12, 64, 64, true);
+  spec.batchedDecode = true;
+  for (bool perHead : {false, true}) {
+    SCOPED_TRACE(perHead ? "per-head layout" : "row layout");
+    checkBatchedDecode(spec, {0, 129, 5, 1, 160, 37, 0, 64}, {3, 0, 7, 1, 5, 2, 8, 4}, 161, 9,
+                       perHead);
+    checkBatchedDecode(spec, {6}, {0}, 7, 1, perHead);
+  }
+}
+
+TEST(HalideKernelsAttention, BatchedDecodeGroupedRotary) {
+  // Grouped K/V heads with rotary queries; heads that are not whole vectors.
+  for (auto pairing : {AttentionKernelSpec::Rope::Adjacent, AttentionKernelSpec::Rope::Halves}) {
+    AttentionKernelSpec spec = attention(6, 16, 8, true);
+    spec.kvHeads = 2, spec.rope = pairing, spec.ropeKeys = false, spec.batchedDecode = true;
+    checkBatchedDecode(spec, {0, 300, 2, 3}, {2, 1, 0, 4}, 301, 5, true);
+  }
+  AttentionKernelSpec odd = attention(3, 6, 5, true);
+  odd.batchedDecode = true;
+  checkBatchedDecode(odd, {4, 0, 9}, {1, 2, 0}, 10, 3, false);
+}
+
+TEST(HalideKernelsAttention, BatchedDecodeNeedsCausalCachedKeys) {
+  for (bool causal : {false, true}) {
+    AttentionKernelSpec spec = attention(2, 8, 8, causal);
+    spec.rope = AttentionKernelSpec::Rope::Halves; // rotating keys itself: no cache
+    llvm::Expected<KernelPipeline> built =
+        buildAttentionBatchedPipeline(spec, Halide::get_host_target());
+    ASSERT_FALSE(bool(built));
+    EXPECT_NE(llvm::toString(built.takeError()).find("causal attention with keys in a cache"),
+              std::string::npos);
   }
 }

@@ -166,13 +166,14 @@ llvm::Error CompiledModel::startCache() {
 }
 
 llvm::Error CompiledModel::startCaches(int64_t count) {
-  caches_.clear();
-  for (int64_t i = 0; i < count; ++i) {
-    auto cache = xfrt::AlignedBuffer::allocate(uint64_t(cacheBytes_(manifest_.cachePositions)));
-    if (!cache)
-      return fail(cache.message());
-    caches_.push_back(cache.take());
-  }
+  uint64_t bytes = 0;
+  if (!xfrt::checkedMul(uint64_t(cacheBytes_(manifest_.cachePositions)), uint64_t(count), bytes))
+    return fail("KV caches too large");
+  auto caches = xfrt::AlignedBuffer::allocate(bytes);
+  if (!caches)
+    return fail(caches.message());
+  caches_ = caches.take();
+  cacheSlots_ = count;
   return llvm::Error::success();
 }
 
@@ -180,15 +181,15 @@ llvm::Expected<std::vector<float>>
 CompiledModel::forwardCachedPacked(const std::vector<CachedSequence> &batch) {
   std::vector<int32_t> tokens;
   std::vector<int64_t> lengths, starts;
-  std::vector<void *> caches;
+  std::vector<int64_t> slots;
   for (const CachedSequence &s : batch) {
-    if (s.cache < 0 || size_t(s.cache) >= caches_.size() || s.tokens.empty() ||
+    if (s.cache < 0 || s.cache >= cacheSlots_ || s.tokens.empty() ||
         s.start + int64_t(s.tokens.size()) > manifest_.cachePositions)
       return fail("a packed sequence past its KV cache");
     tokens.insert(tokens.end(), s.tokens.begin(), s.tokens.end());
     lengths.push_back(int64_t(s.tokens.size()));
     starts.push_back(s.start);
-    caches.push_back(caches_[size_t(s.cache)].data());
+    slots.push_back(s.cache);
   }
   auto scratch = xfrt::AlignedBuffer::allocate(uint64_t(scratchBytes_(int64_t(tokens.size()), 0)));
   if (!scratch)
@@ -196,8 +197,8 @@ CompiledModel::forwardCachedPacked(const std::vector<CachedSequence> &batch) {
   std::vector<float> out(batch.size() * size_t(manifest_.dOut));
   if (forwardCachedPacked_(reinterpret_cast<void *const *>(weights_.params.data()),
                            derivedPointers_.data(), tokens.data(), lengths.data(), starts.data(),
-                           int64_t(batch.size()), out.data(), scratch->data(), caches.data(),
-                           manifest_.cachePositions))
+                           int64_t(batch.size()), out.data(), scratch->data(), caches_.data(),
+                           slots.data(), manifest_.cachePositions))
     return fail("xf_forward_cached_packed failed");
   return out;
 }

@@ -59,7 +59,7 @@ public:
   forwardPacked(const std::vector<std::vector<int32_t>> &sequences,
                 const std::vector<std::vector<int32_t>> &sources = {});
 
-  /// Fresh KV caches for xf_forward_cached_packed, one per sequence.
+  /// Fresh KV caches for xf_forward_cached_packed, one slot per sequence.
   llvm::Error startCaches(int64_t count);
   /// One sequence of an xf_forward_cached_packed call: `tokens` at positions
   /// start .. on cache `cache` (of startCaches).
@@ -82,7 +82,8 @@ private:
   std::vector<xfrt::AlignedBuffer> derived_;
   std::vector<void *> derivedPointers_;
   xfrt::AlignedBuffer cache_;
-  std::vector<xfrt::AlignedBuffer> caches_;
+  xfrt::AlignedBuffer caches_; // startCaches: cacheSlots_ slots of xf_cache_bytes each
+  int64_t cacheSlots_ = 0;
   using Forward = int32_t (*)(void *const *, void *const *, const int32_t *, int64_t,
                               const int32_t *, int64_t, float *, void *);
   using ForwardCached = int32_t (*)(void *const *, void *const *, const int32_t *, int64_t,
@@ -91,7 +92,7 @@ private:
                                     const int32_t *, const int64_t *, int64_t, float *, void *);
   using ForwardCachedPacked = int32_t (*)(void *const *, void *const *, const int32_t *,
                                           const int64_t *, const int64_t *, int64_t, float *,
-                                          void *, void *const *, int64_t);
+                                          void *, void *, const int64_t *, int64_t);
   Forward forward_ = nullptr;
   ForwardCachedPacked forwardCachedPacked_ = nullptr;
   ForwardPacked forwardPacked_ = nullptr;

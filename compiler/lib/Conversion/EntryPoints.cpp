@@ -209,8 +209,8 @@ LogicalResult HostLowering::emitForward(bool cached, bool packed) {
   OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
   FunctionType type;
   if (packed && cached) // (params, derived, tokens, lengths, starts, n, out, scratch, caches,
-                        // cache_positions)
-    type = FunctionType::get(ctx, {ptr, ptr, ptr, ptr, ptr, i64Type, ptr, ptr, ptr, i64Type},
+                        // slots, cache_positions)
+    type = FunctionType::get(ctx, {ptr, ptr, ptr, ptr, ptr, i64Type, ptr, ptr, ptr, ptr, i64Type},
                              {i32Type});
   else if (packed) // (params, derived, tokens, lengths, source, source_lengths, n, out, scratch)
     type = FunctionType::get(ctx, {ptr, ptr, ptr, ptr, ptr, ptr, i64Type, ptr, ptr}, {i32Type});
@@ -250,15 +250,19 @@ LogicalResult HostLowering::emitForward(bool cached, bool packed) {
     countArg = args[cached ? 5 : 6];
     outArg = args[cached ? 6 : 7], scratchArg = args[cached ? 7 : 8];
     cachesArg = cached ? args[8] : Value();
+    slotsArg = cached ? args[9] : Value();
     sourceArg = Value(), sourceLengthsArg = Value(), lzArg = i64(0);
     if (!cached && encoderDecoder)
       sourceArg = args[4], sourceLengthsArg = args[5];
     if (cached)
-      cacheRows = paddedRowsOf(args[9], i64(0));
+      cacheRows = paddedRowsOf(args[10], i64(0));
     // ℓ = Σ ℓ_i rows (ℓ_z = Σ ℓ_z,i); the profiler's attention context: Σ ℓ_i·(start_i + ℓ_i)
     // / ℓ (an encoder-decoder's: Σ ℓ_z,i² / ℓ_z over sources, Σ ℓ_i·ℓ_z,i / ℓ across).
+    SmallVector<Value> sumsInit{i64(0), i64(0), i64(0), i64(0), i64(0)};
+    if (cached) // and the highest cache slot
+      sumsInit.push_back(i64(0));
     auto sums = scf::ForOp::create(
-        builder, loc, i64(0), countArg, i64(1), ValueRange{i64(0), i64(0), i64(0), i64(0), i64(0)},
+        builder, loc, i64(0), countArg, i64(1), sumsInit,
         [&](OpBuilder &nested, Location, Value index, ValueRange acc) {
           OpBuilder::InsertionGuard guard(*b);
           b->setInsertionPointToStart(nested.getInsertionBlock());
@@ -270,13 +274,29 @@ LogicalResult HostLowering::emitForward(bool cached, bool packed) {
           auto add = [&](Value sum, Value a, Value c) -> Value {
             return arith::AddIOp::create(*b, loc, sum, arith::MulIOp::create(*b, loc, a, c));
           };
-          scf::YieldOp::create(*b, loc,
-                               ValueRange{add(acc[0], rows, i64(1)), add(acc[1], rows, context),
-                                          add(acc[2], sourceRows, i64(1)),
-                                          add(acc[3], sourceRows, sourceRows),
-                                          add(acc[4], rows, sourceRows)});
+          SmallVector<Value> next{add(acc[0], rows, i64(1)), add(acc[1], rows, context),
+                                  add(acc[2], sourceRows, i64(1)),
+                                  add(acc[3], sourceRows, sourceRows),
+                                  add(acc[4], rows, sourceRows)};
+          if (cached) // <kernel>_batched's buffers reach the highest slot
+            next.push_back(arith::MaxSIOp::create(*b, loc, acc[5], loadI64(slotsArg, index)));
+          scf::YieldOp::create(*b, loc, next);
         });
     lArg = sums.getResult(0);
+    if (cached) {
+      // One row per sequence, and the slots' span within a Halide buffer's reach (2^31 - 1
+      // bytes; the caller's slots are >= 0, docs/abi.md). Otherwise one call per sequence.
+      slotCount = arith::AddIOp::create(builder, loc, sums.getResult(5), i64(1));
+      Value span = arith::MulIOp::create(
+          builder, loc, slotCount,
+          arith::MulIOp::create(builder, loc, cacheRows, i64(4 * cachePlan.columns)));
+      auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) -> Value {
+        return arith::CmpIOp::create(builder, loc, p, x, y);
+      };
+      batchedDecodeStep = arith::AndIOp::create(
+          builder, loc, cmp(arith::CmpIPredicate::eq, lArg, countArg),
+          cmp(arith::CmpIPredicate::sle, span, i64(INT32_MAX)));
+    }
     auto perRow = [&](Value sum, Value rows) -> Value {
       return arith::DivSIOp::create(builder, loc, sum,
                                     arith::MaxSIOp::create(builder, loc, rows, i64(1)));

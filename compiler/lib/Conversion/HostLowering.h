@@ -127,7 +127,20 @@ private:
   // matrix; row-wise kernels run once over all Σℓ rows, attention and
   // positions once per sequence.
   bool packedMode = false;
-  Value lengthsArg, startsArg, countArg, cachesArg;
+  Value lengthsArg, startsArg, countArg, cachesArg, slotsArg;
+  /// xf_forward_cached_packed: sequence i's cache, slot slots[i] of `caches`.
+  Value sequenceCache(Value index) {
+    Value floats = arith::MulIOp::create(*b, loc, cacheRows, i64(cachePlan.columns));
+    return offsetPtr(cachesArg, arith::MulIOp::create(*b, loc, loadI64(slotsArg, index), floats));
+  }
+  /// xf_forward_cached_packed: whether this call is one decode step of every
+  /// sequence (one row each) whose cache slots one Halide buffer can span, so
+  /// that each attention runs once over all sequences (`<kernel>_batched`).
+  Value batchedDecodeStep, slotCount;
+  /// A cache slot of every sequence as `<kernel>_batched` reads it:
+  /// (column within a head, position, head, slot), from the K or V slot of
+  /// `tensor` at float column `column` of the cache rows.
+  HalideBufferArg cacheSlotsArg(Value tensor, int64_t column, int64_t heads);
   /// An encoder-decoder's packed batch: the n sources' lengths (their ids
   /// are sourceArg, Σℓ_z = lzArg rows).
   Value sourceLengthsArg;

@@ -185,6 +185,18 @@ HalideBufferArg HostLowering::cachedMatrixArg(Value tensor, int64_t column, int6
                          {{i64(width), i64(1)}, {context, i64(width)}, {i64(heads), headFloats}}};
 }
 
+HalideBufferArg HostLowering::cacheSlotsArg(Value tensor, int64_t column, int64_t heads) {
+  // Each slot as cachedMatrixArg lays it out: [heads][cache rows][width].
+  const int64_t width = placements[tensor].cols / heads;
+  Value slotFloats = arith::MulIOp::create(*b, loc, cacheRows, i64(cachePlan.columns));
+  Value first = offsetPtr(cachesArg, arith::MulIOp::create(*b, loc, cacheRows, i64(column)));
+  return HalideBufferArg{first,
+                         {{i64(width), i64(1)},
+                          {cacheRows, i64(width)},
+                          {i64(heads), arith::MulIOp::create(*b, loc, cacheRows, i64(width))},
+                          {slotCount, slotFloats}}};
+}
+
 Value HostLowering::loadI64(Value array, Value index) {
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   Value at = LLVM::GEPOp::create(*b, loc, ptr, b->getI64Type(), array, ValueRange{index});
@@ -347,6 +359,13 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
                                            : RotaryPairs::Halves,
                                        spec.ropeBase);
     }
+    // Models that decode several sequences together also get the batched decode step
+    // (one call over every sequence's newest row): causal self-attention whose keys sit in a
+    // cache (rotated there, if rotary), on the CPU. Set in every entry point alike, so
+    // that they share the kernel.
+    spec.batchedDecode = cachePlan.packedCacheable && spec.causal && !attn.getKeySegments() &&
+                         (spec.rope == AttentionKernelSpec::Rope::None || !spec.ropeKeys) &&
+                         !options.cudaDevice;
     spec.name = nameKernel(spec);
     // Plain variables: lambdas may not capture structured bindings before C++20.
     const auto cacheOffsets = cachePlan.offsets.lookup(op);
@@ -358,6 +377,35 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
     Value keySegments = attn.getKeySegments();
     if (keySegments && (!*segmented || keySegments != packedSourceSegments))
       return op->emitError("key_segments must be @forward_packed's source-lengths argument");
+    // A decode step of every sequence: each newest K/V row into its sequence's cache, then
+    // one call over all of them (sequence i's row is row i).
+    auto batchedStep = [&]() {
+      forEachSequence(lengthsArg, Value(), [&](const SequenceSpan &s) {
+        Value cache = sequenceCache(s.index);
+        cachedMatrixArg(attn.getKey(), keyOffset, kvHeads, cache, s.position,
+                        rowPointer(attn.getKey(), s.offset), s.rows, rotateKeys);
+        cachedMatrixArg(attn.getValue(), valueOffset, kvHeads, cache, s.position,
+                        rowPointer(attn.getValue(), s.offset), s.rows);
+      });
+      HalideBufferArg slots{slotsArg, {{countArg, i64(1)}}}, starts{startsArg, {{countArg, i64(1)}}};
+      slots.int64 = starts.int64 = true;
+      orStatus(callHalidePipeline(*b, loc, *program.module, spec.name + "_batched",
+                                  {segmentArg(attn.getQuery(), i64(0), countArg),
+                                   cacheSlotsArg(attn.getKey(), keyOffset, kvHeads),
+                                   cacheSlotsArg(attn.getValue(), valueOffset, kvHeads), slots,
+                                   starts, segmentArg(v, i64(0), countArg)}));
+    };
+    scf::IfOp batched;
+    if (*segmented && cachedMode && spec.batchedDecode) {
+      batched = scf::IfOp::create(*b, loc, TypeRange{b->getI32Type()}, batchedDecodeStep,
+                                  /*addThenBlock=*/true, /*addElseBlock=*/true);
+      b->setInsertionPointToStart(batched.thenBlock());
+      Value before = status;
+      batchedStep();
+      scf::YieldOp::create(*b, loc, status);
+      status = before;
+      b->setInsertionPointToStart(batched.elseBlock());
+    }
     if (*segmented) {
       // Each sequence attends over its own rows (and its own cache); cross
       // attention over its own source's rows.
@@ -365,7 +413,7 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
                       [&](const SequenceSpan &s) {
         SmallVector<HalideBufferArg> args{segmentArg(attn.getQuery(), s.offset, s.rows)};
         if (cachedMode) {
-          Value cache = loadPointer(cachesArg, s.index);
+          Value cache = sequenceCache(s.index);
           args.push_back(cachedMatrixArg(attn.getKey(), keyOffset, kvHeads, cache, s.position,
                                          rowPointer(attn.getKey(), s.offset), s.rows, rotateKeys));
           args.push_back(cachedMatrixArg(attn.getValue(), valueOffset, kvHeads, cache, s.position,
@@ -381,6 +429,11 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
         args.push_back(segmentArg(v, s.offset, s.rows));
         orStatus(callHalidePipeline(*b, loc, *program.module, spec.name, args, {}, options.cudaDevice));
       });
+      if (batched) {
+        scf::YieldOp::create(*b, loc, status);
+        b->setInsertionPointAfter(batched);
+        status = batched.getResult(0);
+      }
     } else {
       SmallVector<HalideBufferArg> args{matrixArg(attn.getQuery())};
       if (cachedMode) {

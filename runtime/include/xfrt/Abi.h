@@ -36,7 +36,7 @@ int32_t xf_forward_packed(void *const *params, void *const *derived, const int32
 int32_t xf_forward_cached_packed(void *const *params, void *const *derived,
                                  const int32_t *tokens, const int64_t *lengths,
                                  const int64_t *starts, int64_t n, float *out, void *scratch,
-                                 void *const *caches, int64_t cache_positions);
+                                 void *caches, const int64_t *slots, int64_t cache_positions);
 
 #ifdef __cplusplus
 }

@@ -3,9 +3,10 @@
 // A BatchDecoder generates for many sequences at once (continuous batching): up to
 // `maxActive` sequences run together, one xf_forward_cached_packed call per step — a
 // joining sequence's whole prompt (its prefill) and every running sequence's newest token
-// share the call, so each GEMM sees all their rows — each on its own KV cache. A sequence that
-// stops (max-new-tokens, eos, the position limit) leaves at once and the next waiting one
-// takes its place and its cache. Each sequence samples with its own options and generator,
+// share the call, so each GEMM sees all their rows — each on its own KV cache, a slot of one
+// allocation (so that a step of single rows runs each attention once over every sequence). A
+// sequence that stops (max-new-tokens, eos, the position limit) leaves at once and the next
+// waiting one takes its place and its cache slot. Each sequence samples with its own options and generator,
 // exactly as generate() does for one sequence (Generate.h): the same rule, the same draws.
 // Its logits equal a single run's up to the GEMMs' summation order (docs/abi.md, "Packed
 // batches"), so greedy and sampled ids match a single run unless two candidates are within
@@ -88,19 +89,21 @@ private:
     std::vector<int32_t> tokens; // prompt and new tokens so far
     int64_t ran = 0;             // positions already in the cache
     GenerateResult result;
-    int cache = -1; // index into caches_
+    int64_t slot = -1; // its KV cache: slot `slot` of caches_
   };
+  // Makes room for `slots` caches (keeping the ones in use).
+  Status growCaches(int64_t slots);
   Session &session_;
   int64_t maxActive_, cachePositions_, limit_;
   bool rerun_ = false; // rerunning(): no caches, the whole prefix every step
-  std::vector<AlignedBuffer> caches_;
-  std::vector<int> freeCaches_;
+  AlignedBuffer caches_;        // cacheSlots_ slots of slotBytes_
+  int64_t cacheSlots_ = 0, slotBytes_ = 0;
+  std::vector<int64_t> freeSlots_;
   std::vector<std::unique_ptr<Sequence>> active_;
   std::deque<std::unique_ptr<Sequence>> waiting_;
   AlignedBuffer logits_;
   std::vector<int32_t> tokens_, sources_;
-  std::vector<int64_t> lengths_, starts_, sourceLengths_;
-  std::vector<void *> cachePtrs_;
+  std::vector<int64_t> lengths_, starts_, sourceLengths_, slots_;
   BatchStats stats_;
 };
 

@@ -39,7 +39,8 @@ struct ModelAbi {
   int32_t (*forwardCachedPacked)(void *const *params, void *const *derived,
                                  const int32_t *tokens, const int64_t *lengths,
                                  const int64_t *starts, int64_t n, float *out, void *scratch,
-                                 void *const *caches, int64_t cachePositions) = nullptr;
+                                 void *caches, const int64_t *slots,
+                                 int64_t cachePositions) = nullptr;
 };
 
 struct Options;

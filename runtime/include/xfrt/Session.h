@@ -79,12 +79,13 @@ public:
                        const std::vector<int64_t> &sourceLengths = {});
   // Whether xf_forward_cached_packed can run: packed and cached.
   bool canPackCached() const;
-  // Sequence i runs lengths[i] new tokens at positions starts[i] .. on caches[i] (each
-  // cacheBytes(capacity) bytes, 64-byte aligned, capacity = the same `cachePositions` on every
-  // call); out: [n, d_out], each sequence's newest row.
+  // Sequence i runs lengths[i] new tokens at positions starts[i] .. on cache slot slots[i] of
+  // `caches` (slot k at caches + k·cacheBytes(capacity), 64-byte aligned, capacity = the same
+  // `cachePositions` on every call); out: [n, d_out], each sequence's newest row.
   Status forwardCachedPacked(const int32_t *tokens, const std::vector<int64_t> &lengths,
-                             const std::vector<int64_t> &starts, void *const *caches,
-                             int64_t cachePositions, float *out);
+                             const std::vector<int64_t> &starts, void *caches,
+                             const std::vector<int64_t> &slots, int64_t cachePositions,
+                             float *out);
   // Bytes of one KV cache of `positions` positions (xf_cache_bytes).
   Expected<int64_t> cacheBytes(int64_t positions) const;
 

@@ -23,6 +23,7 @@ struct HalideBufferArg {
   bool bf16 = false;  // bfloat16 elements instead of float32
   bool bytes = false; // uint8 elements (ggml weight blocks) instead of float32
   bool int32 = false; // int32 elements (token ids) instead of float32
+  bool int64 = false; // int64 elements (positions, cache slots) instead of float32
 };
 
 /// Emits the descriptors and `call @name(...)`; returns its i32 status.

@@ -246,6 +246,11 @@ struct AttentionKernelSpec {
   enum class Rope { None, Adjacent, Halves } rope = Rope::None;
   double ropeBase = 10000.0;
   bool ropeKeys = true;
+  // Also export `<name>_batched`: one decode step of n sequences on their own
+  // KV caches in one call (q: [n, H·dK], row i sequence i's newest query at
+  // position starts[i]; K/V caches (c, position, kv head, slot) with any
+  // strides; slots[i] the cache of sequence i; out: [n, H·dV]). Causal only.
+  bool batchedDecode = false;
   AttentionSchedule schedule;
 };
 

@@ -57,6 +57,20 @@ llvm::Expected<KernelFunctions> gemmFunctions(const GemmKernelSpec &spec,
   return functions;
 }
 
+/// An attention, and its batched decode step when the spec asks for one.
+llvm::Expected<KernelFunctions> attentionFunctions(const AttentionKernelSpec &spec,
+                                                   const Halide::Target &target) {
+  llvm::Expected<KernelFunctions> functions =
+      functionsOf(buildAttentionPipeline(spec, target), spec.name);
+  if (!functions || !spec.batchedDecode)
+    return functions;
+  llvm::Expected<KernelPipeline> batched = buildAttentionBatchedPipeline(spec, target);
+  if (!batched)
+    return batched.takeError();
+  functions->push_back({std::move(*batched), spec.name + "_batched"});
+  return functions;
+}
+
 /// One Halide module holding every function of a kernel.
 llvm::Expected<Halide::Module> lowerModule(const KernelFunctions &functions,
                                            const Halide::Target &target) {
@@ -236,13 +250,17 @@ llvm::Expected<VectorShape> vectorShapeOf(llvm::StringRef target) {
   llvm::Expected<Halide::Target> parsed = parseHalideTarget(target);
   if (!parsed)
     return parsed.takeError();
+  return vectorShapeOf(*parsed);
+}
+
+VectorShape vectorShapeOf(const Halide::Target &target) {
   VectorShape shape;
-  shape.floatsPerVector = parsed->natural_vector_size<float>();
+  shape.floatsPerVector = target.natural_vector_size<float>();
   // x86 has 32 vector registers with AVX-512 and 16 before it; AArch64 has
   // 32, other architectures are assumed to have 16.
   // (Halide gives AVX-512 targets, and only those, 16 float lanes on x86.)
-  bool avx512 = parsed->arch == Halide::Target::X86 && shape.floatsPerVector >= 16;
-  shape.registers = avx512 || parsed->arch == Halide::Target::ARM && parsed->bits == 64 ? 32 : 16;
+  bool avx512 = target.arch == Halide::Target::X86 && shape.floatsPerVector >= 16;
+  shape.registers = avx512 || target.arch == Halide::Target::ARM && target.bits == 64 ? 32 : 16;
   return shape;
 }
 
@@ -288,7 +306,7 @@ llvm::Error compileAttentionKernel(const AttentionKernelSpec &spec, llvm::String
     return t.takeError();
   if (hasCuda(*t))
     return compileCudaObject(buildAttentionCudaPipeline(spec), spec.name, *t, objectPath);
-  return compileObject(functionsOf(buildAttentionPipeline(spec, *t), spec.name), *t, objectPath);
+  return compileObject(attentionFunctions(spec, *t), *t, objectPath);
 }
 
 llvm::Error compileHalideRuntime(llvm::StringRef target, llvm::StringRef objectPath) {
@@ -317,7 +335,7 @@ llvm::Expected<std::string> describeAttentionKernel(const AttentionKernelSpec &s
     return t.takeError();
   if (hasCuda(*t))
     return describeCuda(buildAttentionCudaPipeline(spec), spec.name, *t, /*ptx=*/false);
-  return describe(functionsOf(buildAttentionPipeline(spec, *t), spec.name), *t);
+  return describe(attentionFunctions(spec, *t), *t);
 }
 
 bool isCudaTarget(llvm::StringRef target) {

@@ -38,6 +38,9 @@ llvm::Expected<KernelPipeline> buildGemmPackPipeline(const GemmKernelSpec &spec,
                                                      const Halide::Target &target);
 llvm::Expected<KernelPipeline> buildAttentionPipeline(const AttentionKernelSpec &spec,
                                                       const Halide::Target &target);
+/// Builds `<name>_batched` of an attention with batchedDecode (HalideKernels.h).
+llvm::Expected<KernelPipeline> buildAttentionBatchedPipeline(const AttentionKernelSpec &spec,
+                                                             const Halide::Target &target);
 
 /// The CUDA kernels (GemmKernelCuda.cpp, AttentionKernelCuda.cpp): the same
 /// buffers and arguments as the CPU ones. Without `gpuSchedule` the
@@ -52,6 +55,9 @@ llvm::Expected<KernelPipeline> buildAttentionCudaPipeline(const AttentionKernelS
 llvm::Expected<KernelPipeline> buildDeviceLoopPipeline(const DeviceLoopKernelSpec &spec,
                                                        bool gpuSchedule,
                                                        std::vector<Halide::Argument> &arguments);
+
+/// The vector unit of a parsed target (vectorShapeOf of its string).
+VectorShape vectorShapeOf(const Halide::Target &target);
 
 /// Parses `target` ("host" or a Halide target string) without adding no_runtime.
 llvm::Expected<Halide::Target> parseHalideTarget(llvm::StringRef target);
