@@ -246,21 +246,13 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
   dotPart(j, s, t, h, p) = 0.f;
   dotPart(j, s, t, h, p) += decodeQuery(h * dK + ro * lanes + j, t) *
                             decodeKeys(ro * lanes + j, p * range + s, kvHead(h));
+  Func decodeDot("decode_dot"); // the lanes' sum: a vector reduction (a tree of shuffles)
+  RDom rl(0, lanes, "rl");
+  decodeDot(s, t, h, p) = 0.f;
+  decodeDot(s, t, h, p) += dotPart(rl, s, t, h, p);
   Func decodeScores("decode_scores"); // key p·range + s
-  {
-    std::vector<Expr> sums;
-    for (int l = 0; l < lanes; ++l)
-      sums.push_back(dotPart(l, s, t, h, p));
-    while (sums.size() > 1) { // pairwise, as a tree
-      std::vector<Expr> next;
-      for (size_t i = 0; i + 1 < sums.size(); i += 2)
-        next.push_back(sums[i] + sums[i + 1]);
-      if (sums.size() % 2)
-        next.push_back(sums.back());
-      sums = std::move(next);
-    }
-    decodeScores(s, t, h, p) = select(visible(p * range + s, t), sums[0] * scale, kNoScore);
-  }
+  decodeScores(s, t, h, p) =
+      select(visible(p * range + s, t), decodeDot(s, t, h, p) * scale, kNoScore);
   RDom rs(0, range, "rs");
   Func decodeMax("decode_max");
   decodeMax(t, h, p) = kNoScore;
@@ -340,6 +332,10 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
     Stage dotUpdate = dotPart.update().reorder(j, s, ro, t).vectorize(j).unroll(s);
     if (dK / lanes <= kMaxUnrolledVectors)
       dotUpdate.unroll(ro);
+    decodeDot.compute_at(decodeScores, h).unroll(s);
+    Stage dotSum = decodeDot.update().reorder(rl, s, t).unroll(s);
+    if (lanes > 1)
+      dotSum.atomic().vectorize(rl);
     if (rope) // the task's rotated query rows, once
       decodeQuery.compute_at(decodeRange, rangeTask).vectorize(c, vw, TailStrategy::GuardWithIf);
     else
@@ -351,12 +347,21 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
     decodeMax.compute_at(decodeRange, rangeTask);
     decodeProbs.compute_at(decodeRange, rangeTask).vectorize(s, vw, TailStrategy::GuardWithIf);
     decodeSum.compute_at(decodeRange, rangeTask);
-    decodeOut.compute_at(decodeRange, rangeTask).vectorize(d, vw, TailStrategy::GuardWithIf);
+    // Per query row: the accumulators of the K/V head's query heads (dV·group floats, a
+    // constant size), which with d and h unrolled stay in registers.
+    decodeOut.compute_at(decodeRange, t).vectorize(d, vw, TailStrategy::GuardWithIf);
     Stage decodeOutUpdate =
         decodeOut.update().reorder(d, h, rs, t, p).vectorize(d, vw, TailStrategy::GuardWithIf);
     if (narrowValues) {
       decodeOut.unroll(d);
       decodeOutUpdate.unroll(d);
+      // The group's accumulators in registers when they take at most half of them (AVX-512:
+      // SmolLM2's 3 heads of 64 floats are 12 of 32; AVX2 keeps the loop over heads).
+      const int vectorRegisters = target.has_feature(Target::AVX512) ? 32 : 16;
+      if (group * ((dV + vw - 1) / vw) <= vectorRegisters / 2) {
+        decodeOut.unroll(h);
+        decodeOutUpdate.unroll(h);
+      }
     }
     Stage decodeStage = out.specialize(decode);
     decodeStage.split(c, head, col, dV)
