@@ -46,7 +46,8 @@ module attributes {xf.hyperparameters = {l_max = 100 : i64}, xf.model = "decoder
 // CHECK: call @xf_attention_0(
 // CHECK-LABEL: func.func @xf_forward_packed(
 // CHECK-NOT: return
-// CHECK: call @xf_attention_0(
+// A packed batch's attention: one call of the segmented kernel (q, k, v, block table, out).
+// CHECK: call @xf_attention_1(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) :
 // CHECK-LABEL: func.func @xf_forward_cached_packed(
 // CHECK-NOT: return
 // CHECK: call @xf_attention_0(

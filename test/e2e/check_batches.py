@@ -6,10 +6,14 @@ sequences, all rows in one [Σℓ, d] matrix, attention and positions per sequen
 "Packed batches"). A GEMM takes one of three paths by its rows M (gemv_rows_below and tile_rows
 read from --emit=kernels): the GEMV (M < gemv_rows_below), the few-rows path of a weight packed
 at load (M ≤ 4 row tiles, FEW_ROW_TILES) and the tiled path; each path's sums do not depend on
-the other rows, but two paths may sum in different orders. Each sequence's rows are bitwise
-equal to its single run when the single run (ℓ rows) and the packed call (the Σℓ rows of its
-chunk of --batch N) take the same path; otherwise they must agree within max|Δ|/max|ref| ≤ 1e-5
-(float32 rounding of a reordered dot product). Each packed sequence
+the other rows, but two paths may sum in different orders. Attention in a packed call is one
+segmented kernel (docs/abi.md), which streams a sequence's keys in blocks of its own key_block
+(by default a quarter of the per-sequence kernel's, HostLowering::segmentedSpecOf): up to one
+block of keys it sums as the single run's kernel does, beyond it merges the blocks' softmax
+states in another order. Each sequence's rows are bitwise equal to its single run when the
+single run (ℓ rows) and the packed call (the Σℓ rows of its chunk of --batch N) take the same
+GEMM path and its keys fit one segmented key block; otherwise they must agree within
+max|Δ|/max|ref| ≤ 1e-5 (float32 rounding of a reordered sum). Each packed sequence
 is also checked against the float64 oracle (the ≤ 1e-4 bound of check_examples.py), for
 mixed lengths including 1 and the model's maximum. `--batch 1` (one xf_forward per sequence)
 is bitwise equal to single runs, so nothing leaks between sequences.
@@ -81,6 +85,8 @@ def check(name, xfc, work):
                    *[a for kv in hparams.split(",") for a in ("-D", kv)], "--emit=kernels"]).stdout
     gemv_below = max([int(x) for x in re.findall(r"gemv_rows_below = (\d+)", kernels)] or [0])
     tile_rows = max([int(x) for x in re.findall(r"tile_rows = (\d+)", kernels)] or [0])
+    # The segmented attention's key block (untuned: a quarter of the per-sequence kernel's).
+    segment_keys = min(int(x) // 4 for x in re.findall(r"key_block = (\d+)", kernels))
 
     def gemm_path(rows):
         return 0 if rows < gemv_below else 1 if rows <= FEW_ROW_TILES * tile_rows else 2
@@ -91,9 +97,10 @@ def check(name, xfc, work):
         sources too)."""
         first = i // chunk * chunk
         sides = [seqs] + ([sources] if arch == "transformer" else [])
-        return all(gemm_path(len(side[i].split(","))) ==
-                   gemm_path(sum(len(x.split(",")) for x in side[first:first + chunk]))
-                   for side in sides)
+        one_key_block = all(len(side[i].split(",")) <= segment_keys for side in sides)
+        return one_key_block and all(
+            gemm_path(len(side[i].split(","))) ==
+            gemm_path(sum(len(x.split(",")) for x in side[first:first + chunk])) for side in sides)
 
     def src(i):
         return ["--source-tokens", sources[i]] if arch == "transformer" else []
@@ -131,7 +138,8 @@ def check(name, xfc, work):
                 expect(got.tobytes() == s.tobytes(), f"{what}: ℓ={len(s)} == single run (bitwise)")
             else:
                 err = np.abs(got - s).max() / np.abs(s).max()
-                expect(err <= REORDER_BOUND, f"{what}: ℓ={len(s)} (another GEMM path) vs single "
+                expect(err <= REORDER_BOUND, f"{what}: ℓ={len(s)} (another GEMM path or key "
+                                             f"blocks) vs single "
                                              f"run max|Δ|/max|ref| {err:.1e} ≤ {REORDER_BOUND}")
     # The oracle on each sequence (each source/target pair) of the packed batch.
     for i, s in enumerate(singles):

@@ -3,6 +3,7 @@
 if(TARGET xfHalideKernels)
   xf_add_unit_test(xf-halide-kernels-test
     SOURCES HalideKernelsGemmTest.cpp HalideKernelsAttentionTest.cpp HalideKernelsApiTest.cpp
+            HalideKernelsSegmentedAttentionTest.cpp
             HalideKernelsCudaTest.cpp
     LIBS xfHalideKernels)
 endif()

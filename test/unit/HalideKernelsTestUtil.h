@@ -73,6 +73,8 @@ inline int call(Halide::Callable &kernel, std::vector<halide_buffer_t *> args) t
     return kernel(args[0], args[1], args[2], args[3], args[4]);
   case 6:
     return kernel(args[0], args[1], args[2], args[3], args[4], args[5]);
+  case 7:
+    return kernel(args[0], args[1], args[2], args[3], args[4], args[5], args[6]);
   }
   ADD_FAILURE() << "unexpected argument count " << args.size();
   return -1;

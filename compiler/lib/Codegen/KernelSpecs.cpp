@@ -203,6 +203,8 @@ std::string mlir::xf::kernelSignature(const AttentionKernelSpec &s) {
                           s.rope == AttentionKernelSpec::Rope::Adjacent ? "adjacent" : "halves",
                           s.ropeBase, s.ropeKeys ? "" : " keys-rotated")
                 .str();
+  if (s.segmented) // a packed batch in one call: other inputs, another kernel
+    text += " segmented";
   return text;
 }
 

@@ -49,6 +49,57 @@ void HostLowering::forEachSequence(Value lengths, Value keyLengths,
   status = loop.getResult(1);
 }
 
+HostLowering::QueryBlockTable HostLowering::queryBlockTable(Value lengths, Value keyLengths,
+                                                            int64_t queryBlock) {
+  for (const QueryBlockTable &t : queryBlockTables)
+    if (t.lengths == lengths && t.keyLengths == keyLengths && t.queryBlock == queryBlock)
+      return t;
+  Type ptr = LLVM::LLVMPointerType::get(ctx), i32 = b->getI32Type();
+  auto add = [&](Value x, Value y) -> Value { return arith::AddIOp::create(*b, loc, x, y); };
+  auto sub = [&](Value x, Value y) -> Value { return arith::SubIOp::create(*b, loc, x, y); };
+  QueryBlockTable table{lengths, keyLengths, queryBlock};
+  // At most n + Σℓ / queryBlock blocks, on the entry point's stack.
+  Value rows = lengths == sourceLengthsArg ? lzArg : lArg;
+  Value most = add(countArg, arith::DivSIOp::create(*b, loc, rows, i64(queryBlock)));
+  table.entries = LLVM::AllocaOp::create(*b, loc, ptr, i32,
+                                         arith::MulIOp::create(*b, loc, add(most, i64(1)), i64(5)));
+  auto store = [&](Value entry, int field, Value value) {
+    Value at = LLVM::GEPOp::create(
+        *b, loc, ptr, i32, table.entries,
+        ValueRange{add(arith::MulIOp::create(*b, loc, entry, i64(5)), i64(field))});
+    LLVM::StoreOp::create(*b, loc, arith::TruncIOp::create(*b, loc, i32, value), at);
+  };
+  // Per sequence (carrying its first row, first key row and the blocks so far), per block of
+  // queryBlock rows: (first row, rows, first key row, key rows, position + ℓ_k − ℓ).
+  auto sequences = scf::ForOp::create(
+      *b, loc, i64(0), countArg, i64(1), ValueRange{i64(0), i64(0), i64(0)},
+      [&](OpBuilder &nested, Location, Value index, ValueRange carried) {
+        OpBuilder::InsertionGuard guard(*b);
+        b->setInsertionPointToStart(nested.getInsertionBlock());
+        Value row = carried[0], key = carried[1];
+        Value length = loadI64(lengths, index);
+        Value keyLength = keyLengths ? loadI64(keyLengths, index) : length;
+        auto blocks = scf::ForOp::create(
+            *b, loc, i64(0), length, i64(queryBlock), ValueRange{carried[2]},
+            [&](OpBuilder &inner, Location, Value first, ValueRange count) {
+              OpBuilder::InsertionGuard innerGuard(*b);
+              b->setInsertionPointToStart(inner.getInsertionBlock());
+              store(count[0], 0, add(row, first));
+              store(count[0], 1,
+                    arith::MinSIOp::create(*b, loc, i64(queryBlock), sub(length, first)));
+              store(count[0], 2, key);
+              store(count[0], 3, keyLength);
+              store(count[0], 4, add(first, sub(keyLength, length)));
+              scf::YieldOp::create(*b, loc, ValueRange{add(count[0], i64(1))});
+            });
+        scf::YieldOp::create(
+            *b, loc, ValueRange{add(row, length), add(key, keyLength), blocks.getResult(0)});
+      });
+  table.count = sequences.getResult(2);
+  queryBlockTables.push_back(table);
+  return table;
+}
+
 LogicalResult HostLowering::placePackedForward() {
   // Nothing is emitted from it otherwise.
   if (!forwardPacked || !cachePlan.packable)
@@ -243,6 +294,7 @@ LogicalResult HostLowering::emitForward(bool cached, bool packed) {
   packedMode = packed;
   emittingForward = true;
   numbers.clear();
+  queryBlockTables.clear();
   status = arith::ConstantIntOp::create(builder, loc, builder.getI32Type(), 0);
   if (packed) {
     paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lengthsArg = args[3];

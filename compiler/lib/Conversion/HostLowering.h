@@ -185,6 +185,19 @@ private:
     return offsetPtr(storagePointer(tensor),
                      arith::MulIOp::create(*b, loc, offset, i64(placements[tensor].stride)));
   }
+  /// What the segmented attention (one call per packed batch) reads besides
+  /// Q, K and V (SegmentedAttentionKernel.cpp): every sequence of `lengths`
+  /// (lengthsArg or sourceLengthsArg) cut into blocks of queryBlock rows,
+  /// int32 [count, 5], with its keys' rows from `keyLengths` (cross attention)
+  /// or its own; built on the entry point's stack at first use.
+  struct QueryBlockTable {
+    Value lengths, keyLengths;
+    int64_t queryBlock = 0;
+    Value entries, count;
+  };
+  QueryBlockTable queryBlockTable(Value lengths, Value keyLengths, int64_t queryBlock);
+  SmallVector<QueryBlockTable> queryBlockTables;
+  AttentionKernelSpec segmentedSpecOf(AttentionOp attn);
   HalideBufferArg segmentArg(Value tensor, Value offset, Value rows) {
     Placement &p = placements[tensor];
     return HalideBufferArg{rowPointer(tensor, offset),

@@ -51,6 +51,22 @@ std::string HostLowering::nameKernel(AttentionKernelSpec &spec) {
   return kernelName(attentionKey(spec), "xf_attention_", program.attentions, spec);
 }
 
+/// The packed batch's attention in one call. Untuned, it gets the short-sequence schedule
+/// (defaultSegmentedAttentionSchedule) of the target whose defaults the op carries
+/// (defaultAttentionSchedule: key blocks of 4 vectors, row tiles of 4 with 32 registers).
+/// A tuned op keeps its schedule.
+AttentionKernelSpec HostLowering::segmentedSpecOf(AttentionOp attn) {
+  AttentionKernelSpec spec = attentionKernelSpecOf(attn);
+  spec.segmented = true;
+  if (!attn->hasAttr("xf.tuned")) {
+    VectorShape shape{std::max<int64_t>(1, spec.schedule.keyBlock / 4),
+                      spec.schedule.rowTile >= 4 ? 32 : 16};
+    spec.schedule = defaultSegmentedAttentionSchedule(shape);
+  }
+  spec.name = nameKernel(spec);
+  return spec;
+}
+
 //===----------------------------------------------------------------------===//
 // Emission helpers
 //===----------------------------------------------------------------------===//
@@ -406,7 +422,21 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
       status = before;
       b->setInsertionPointToStart(batched.elseBlock());
     }
-    if (*segmented) {
+    if (*segmented && !cachedMode && spec.rope == AttentionKernelSpec::Rope::None &&
+        !options.cudaDevice) {
+      // One call over the whole packed batch (SegmentedAttentionKernel.cpp): the kernel reads
+      // where each sequence lies and keeps it to its own keys (cross attention: its own
+      // source's rows).
+      spec = segmentedSpecOf(attn);
+      QueryBlockTable table =
+          queryBlockTable(lengthsOf(attn.getSegments()), keySegments ? sourceLengthsArg : Value(),
+                          spec.schedule.queryBlock);
+      HalideBufferArg blocks{table.entries, {{i64(5), i64(1)}, {table.count, i64(5)}}};
+      blocks.int32 = true;
+      SmallVector<HalideBufferArg> args{matrixArg(attn.getQuery()), matrixArg(attn.getKey()),
+                                        matrixArg(attn.getValue()), blocks, matrixArg(v)};
+      orStatus(callHalidePipeline(*b, loc, *program.module, spec.name, args, {}, false));
+    } else if (*segmented) {
       // Each sequence attends over its own rows (and its own cache); cross
       // attention over its own source's rows.
       forEachSequence(lengthsOf(attn.getSegments()), keySegments ? sourceLengthsArg : Value(),

@@ -263,6 +263,10 @@ llvm::Error Tuner::collect(const HostProgram &program, const VectorShape &shape)
     kernels.push_back(std::move(k));
   }
   for (const AttentionKernelSpec &spec : program.attentions) {
+    // A packed batch's one call (its lengths are inputs the tune worker does not make): it
+    // takes the schedule its op is tuned to as the per-sequence kernel.
+    if (spec.segmented)
+      continue;
     Kernel k;
     k.isGemm = false, k.attention = spec, k.name = spec.name, k.signature = kernelSignature(spec);
     if (!seen.insert(k.signature).second)

@@ -221,6 +221,18 @@ inline AttentionSchedule defaultAttentionSchedule(const VectorShape &shape) {
   return s;
 }
 
+/// The default schedule of a segmented (packed-batch) attention, whose
+/// sequences are often short (sentences of ~15 tokens): query blocks of 16
+/// rows, key blocks of one vector, 6-row register tiles — at 16 rows per
+/// sequence `xfc tune` found this 2.1x faster than the default's 64-row blocks.
+inline AttentionSchedule defaultSegmentedAttentionSchedule(const VectorShape &shape) {
+  AttentionSchedule s;
+  s.queryBlock = 16;
+  s.keyBlock = shape.floatsPerVector;
+  s.rowTile = shape.registers >= 32 ? 6 : 3;
+  return s;
+}
+
 /// The vector unit of a Halide target string ("host" = this machine).
 llvm::Expected<VectorShape> vectorShapeOf(llvm::StringRef target);
 
@@ -251,6 +263,10 @@ struct AttentionKernelSpec {
   // position starts[i]; K/V caches (c, position, kv head, slot) with any
   // strides; slots[i] the cache of sequence i; out: [n, H·dV]). Causal only.
   bool batchedDecode = false;
+  // A packed batch in one call (SegmentedAttentionKernel.cpp): q, k, v hold n
+  // sequences' rows back to back and one more input, `blocks` (int32 [count, 5]),
+  // cuts each sequence into query blocks; each attends over its own sequence's keys.
+  bool segmented = false;
   AttentionSchedule schedule;
 };
 

@@ -630,6 +630,8 @@ llvm::Expected<KernelPipeline> buildAttentionBatchedPipeline(const AttentionKern
 
 llvm::Expected<KernelPipeline> buildAttentionPipeline(const AttentionKernelSpec &spec,
                                                       const Target &target) {
+  if (spec.segmented)
+    return buildSegmentedAttentionPipeline(spec, target);
   std::optional<llvm::Expected<KernelPipeline>> built;
   if (llvm::Error err = catchHalideErrors("scheduling attention kernel '" + spec.name + "'",
                                           [&] { built.emplace(buildAttention(spec, target)); }))

@@ -41,6 +41,9 @@ llvm::Expected<KernelPipeline> buildAttentionPipeline(const AttentionKernelSpec 
 /// Builds `<name>_batched` of an attention with batchedDecode (HalideKernels.h).
 llvm::Expected<KernelPipeline> buildAttentionBatchedPipeline(const AttentionKernelSpec &spec,
                                                              const Halide::Target &target);
+/// spec.segmented's kernel (SegmentedAttentionKernel.cpp); buildAttentionPipeline calls it.
+llvm::Expected<KernelPipeline> buildSegmentedAttentionPipeline(const AttentionKernelSpec &spec,
+                                                               const Halide::Target &target);
 
 /// The CUDA kernels (GemmKernelCuda.cpp, AttentionKernelCuda.cpp): the same
 /// buffers and arguments as the CPU ones. Without `gpuSchedule` the
