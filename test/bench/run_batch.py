@@ -28,9 +28,22 @@ sentence-transformers (PyTorch), all-MiniLM-L6-v2 with its real weights, in one 
    in the same rounds as the row "xf tuned"; the speedups are then those of the faster xf
    build (best time). The default builds are compiled with `--tuning-db none`, so they never
    pick up ~/.cache/xf/tuning.db.
+8. The share of the machine's FMA peak (benchlib.measure_peak, measured before the rounds at
+   --threads) each MiniLM run reaches: the FLOPs of the tokens it actually processes over its
+   best time. xf runs Σℓ tokens (packed, WordPiece with [CLS]/[SEP]); ONNX Runtime and
+   sentence-transformers run each batch of B length-sorted sentences padded to its longest.
+   Per token 2·(4·d² + 2·d·d_ff) FLOPs per layer for the GEMMs (Q, K, V, O, MLP up and
+   down), plus 4·d·ℓ per token per layer for attention (Q·Kᵀ and P·V over the ℓ keys of its
+   sentence, padded for the other two). Embeddings, norms, pooling: not counted. xf's time
+   is its whole process (load, tokenization, output), so its share is a lower bound.
+9. --bf16-gemm-inputs (skipped with --no-bf16): MiniLM also built with --weight-type=bf16
+   --bf16-gemm-inputs (bfloat16 GEMM operands, float32 sums) and timed in the same rounds,
+   as a row of its own with its cosine to ONNX Runtime's embeddings. Not like for like (the
+   others compute in float32): the speedups stay those of the float32 builds.
 
 usage: run_batch.py [--exe minilm] [--threads 2] [--batch 32] [--sentences 1000] [--runs 5]
                     [--gpt2-exe gpt2] [--gen-sequences 8] [--no-generate] [--tuning-db DB]
+                    [--no-bf16]
 """
 import argparse
 import importlib
@@ -111,6 +124,8 @@ def main():
     ap.add_argument("--gen-sequences", type=int, default=8)
     ap.add_argument("--no-generate", action="store_true")
     ap.add_argument("--tuning-db", help="also build and time both models with this database")
+    ap.add_argument("--no-bf16", action="store_true",
+                    help="skip the MiniLM build with --bf16-gemm-inputs")
     a = ap.parse_args()
     if not a.no_generate:
         generation(a)
@@ -121,12 +136,19 @@ def main():
     exes = {"xf": exe}
     if a.tuning_db:
         exes["xf tuned"] = compile_model(a, "minilm", work / "minilm-tuned", a.tuning_db)
+    if not a.no_bf16:
+        exes[BF16] = compile_model(a, "minilm", work / "minilm-bf16", "none",
+                                   ["--weight-type=bf16", "--bf16-gemm-inputs"])
     sentences = stdlib_sentences(a.sentences)
     text = work / "sentences.txt"
     text.write_text("".join(s + "\n" for s in sentences), encoding="utf-8")
     lengths = [len(s.split()) for s in sentences]
     benchlib.log(f"{len(sentences)} sentences, {statistics.mean(lengths):.1f} words on average "
                  f"(max {max(lengths)}); load {benchlib.loadavg()}; {benchlib.cpu_model()}")
+    work_flops = minilm_flops(model_dir, sentences, a.batch)
+    peak = benchlib.measure_peak(benchlib.build_peak(work, a.build), a.threads)
+    if peak:
+        benchlib.log(f"FMA peak {peak['gflops']:.0f} GFLOP/s at {a.threads} threads")
 
     args = ["--weights", str(model_dir / "model.safetensors"), "--vocab",
             str(model_dir / "vocab.txt"), "--batch-file", str(text), "--batch", str(a.batch),
@@ -168,35 +190,78 @@ def main():
         xf_round()
 
     names = {"ort": "ONNX Runtime", "st": "sentence-transformers (PyTorch)"}
+    cosines = {}
     for backend, (_, emb) in others.items():
         for name, xf_emb in xf_embs.items():
             cos = (emb * xf_emb).sum(axis=1)
+            cosines[name, backend] = cos.min()
             print(f"{name} vs {names[backend]}: cosine min {cos.min():.7f}, "
                   f"max|Δ| {np.abs(emb - xf_emb).max():.2e}")
-            if cos.min() < 0.9999:
+            # bfloat16 GEMM operands: about 3 significant digits per product.
+            if cos.min() < (0.999 if name == BF16 else 0.9999):
                 sys.exit(f"FAIL: {name}'s embeddings differ from {names[backend]}'s")
     n = len(sentences)
-    rows = [(f"{name} (packed batches, whole process)", s) for name, s in xf_seconds.items()] + \
-           [(names[b], s) for b, (s, _) in others.items()]
-    # The speedups are the faster xf build's (by best time).
-    fastest = min(xf_seconds.values(), key=min)
+    def label(name):
+        if name != BF16:
+            return f"{name} (packed batches, whole process)"
+        cos = cosines.get((name, "ort"))
+        return (f"{name} (whole process; not like for like: cosine to ONNX Runtime >= "
+                + (f"{cos:.5f}" if cos is not None else "not measured") + ")")
+    rows = [(label(name), s, work_flops["xf"]) for name, s in xf_seconds.items()] + \
+           [(names[b], s, work_flops["padded"]) for b, (s, _) in others.items()]
+    # The speedups are the faster float32 xf build's (by best time).
+    fastest = min((s for name, s in xf_seconds.items() if name != BF16), key=min)
     xf_best, xf_median = n / min(fastest), n / statistics.median(fastest)
     print(f"\nall-MiniLM-L6-v2, {n} sentences, batch {a.batch}, {a.threads} threads "
           f"(load {benchlib.loadavg()}, {benchlib.xf_version()})")
-    print("| | sentences/s (best) | sentences/s (median) | xf's speedup (best / median) |")
-    print("|---|---|---|---|")
-    for name, seconds in rows:
+    print(f"Work: xf {work_flops['tokens']} tokens ({work_flops['xf'] / 1e9:.1f} GFLOP), the "
+          f"padded batches {work_flops['padded_tokens']} tokens "
+          f"({work_flops['padded'] / 1e9:.1f} GFLOP); FMA peak "
+          + (f"{peak['gflops']:.0f} GFLOP/s" if peak else "not measured"))
+    print("| | sentences/s (best) | sentences/s (median) | xf's speedup (best / median) "
+          "| GFLOP/s (best) | of the float32 FMA peak |")
+    print("|---|---|---|---|---|---|")
+    for name, seconds, flops in rows:
         best, median = n / min(seconds), n / statistics.median(seconds)
+        rate = flops / min(seconds) / 1e9
+        share = f"{100 * rate / peak['gflops']:.0f} %" if peak else "-"
         print(f"| {name} | {best:.0f} | {median:.0f} | {xf_best / best:.2f}x / "
-              f"{xf_median / median:.2f}x |")
+              f"{xf_median / median:.2f}x | {rate:.0f} | {share} |")
 
 
-def compile_model(a, name, out, tuning_db):
+BF16 = "xf --bf16-gemm-inputs"
+
+
+def minilm_flops(model_dir, sentences, batch):
+    """The FLOPs of the GEMMs and attention (item 8 of the docstring) of the tokens xf runs
+    (Σℓ) and of the length-sorted batches padded to their longest that the others run."""
+    from tokenizers import Tokenizer
+    config = json.loads((model_dir / "config.json").read_text())
+    d, ff, layers = config["hidden_size"], config["intermediate_size"], config["num_hidden_layers"]
+    tok = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tok.no_padding()
+    tok.no_truncation()
+    lengths = sorted((len(e.ids) for e in tok.encode_batch(sentences)), reverse=True)
+    per_token = layers * 2 * (4 * d * d + 2 * d * ff)
+    per_token_key = layers * 4 * d  # Q·Kᵀ and P·V, per token and key
+
+    def flops(tokens, squares):
+        return per_token * tokens + per_token_key * squares
+
+    widths = [max(lengths[b:b + batch]) for b in range(0, len(lengths), batch)]
+    counts = [len(lengths[b:b + batch]) for b in range(0, len(lengths), batch)]
+    padded_tokens = sum(c * w for c, w in zip(counts, widths))
+    return {"tokens": sum(lengths), "padded_tokens": padded_tokens,
+            "xf": flops(sum(lengths), sum(ell * ell for ell in lengths)),
+            "padded": flops(padded_tokens, sum(c * w * w for c, w in zip(counts, widths)))}
+
+
+def compile_model(a, name, out, tuning_db, extra=()):
     """examples/NAME.xf built with --tuning-db TUNING_DB ("none": the defaults)."""
-    benchlib.log(f"compiling examples/{name}.xf with --tuning-db {tuning_db} ...")
+    benchlib.log(f"compiling examples/{name}.xf with --tuning-db {tuning_db} {' '.join(extra)}...")
     subprocess.run([str(pathlib.Path(a.build) / "bin" / "xfc"),
                     str(benchlib.ROOT / "examples" / f"{name}.xf"), "--tuning-db", tuning_db,
-                    "-o", str(out)], check=True)
+                    *extra, "-o", str(out)], check=True)
     return str(out)
 
 
