@@ -383,51 +383,9 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
 
   state.compute_at(out, task).vectorize(d, vw, TailStrategy::GuardWithIf);
   state.update().reorder(d, t, rb).vectorize(d, vw, TailStrategy::GuardWithIf);
-
-  // Per key block: the score tile, its max, probabilities, sum and P·V. The
-  // two products are register-blocked: rowTile query rows × a vector-wide
-  // block of columns accumulate in registers (a Func computed per row tile).
-  Var to("to");
-  scores.compute_at(state, rb)
-      .split(t, to, t, rowTile, TailStrategy::RoundUp)
-      .reorder(j, t, to)
-      .vectorize(j, vw, TailStrategy::GuardWithIf);
-  scoreDot.compute_at(scores, to).vectorize(j, vw, TailStrategy::GuardWithIf).unroll(j).unroll(t);
-  scoreDot.update()
-      .reorder(j, t, rc)
-      .vectorize(j, vw, TailStrategy::GuardWithIf)
-      .unroll(j)
-      .unroll(t);
-  maskedScores.compute_inline();
-  // The row max and sum over a key block as vector reductions (a tree over
-  // the block's vectors, then one horizontal step): as scalar loops they were
-  // a chain of keyBlock dependent max (add) operations per query row, which
-  // took about as long as the tile's vectorized Q·Kᵀ. Blocks wider than
-  // kMaxUnrolledVectors vectors reduce one vector at a time.
-  blockMax.compute_at(state, rb);
-  probs.compute_at(state, rb).vectorize(j, vw, TailStrategy::GuardWithIf);
-  blockSum.compute_at(state, rb);
-  for (Func f : {blockMax, blockSum}) {
-    if (keyBlock <= kMaxUnrolledVectors * vw) {
-      f.update().atomic().vectorize(rj);
-    } else if (keyBlock % vw == 0) {
-      RVar rjOuter("rj_o"), rjInner("rj_i");
-      f.update().atomic().split(rj, rjOuter, rjInner, vw).vectorize(rjInner);
-    }
-  }
-  blockOut.compute_at(state, rb)
-      .split(t, to, t, rowTile, TailStrategy::RoundUp)
-      .reorder(d, t, to)
-      .vectorize(d, vw, TailStrategy::GuardWithIf);
-  blockOutDot.compute_at(blockOut, to).vectorize(d, vw, TailStrategy::GuardWithIf).unroll(t);
-  Stage blockOutUpdate = blockOutDot.update()
-                             .reorder(d, t, rj)
-                             .vectorize(d, vw, TailStrategy::GuardWithIf)
-                             .unroll(t);
-  if (narrowValues) {
-    blockOutDot.unroll(d);
-    blockOutUpdate.unroll(d);
-  }
+  scheduleKeyBlock(
+      {state, scores, scoreDot, maskedScores, blockMax, probs, blockSum, blockOut, blockOutDot}, rb,
+      t, j, d, rc, rj, vw, rowTile, keyBlock, dV);
   if (rope) { // the task's rotated query rows, once (not once per key block)
     queryRows.compute_at(out, task).vectorize(c, vw, TailStrategy::GuardWithIf);
     rotary.compute_root();
@@ -616,6 +574,58 @@ llvm::Expected<KernelPipeline> buildBatchedDecode(const AttentionKernelSpec &spe
 }
 
 } // namespace
+
+void scheduleKeyBlock(KeyBlockStages s, RVar rb, Var row, Var j, Var d, RVar rc, RVar rj, int vw,
+                      int rowTile, int keyBlock, int dV) {
+  const bool narrowValues = (dV + vw - 1) / vw <= kMaxUnrolledVectors;
+  // Per key block: the score tile, its max, probabilities, sum and P·V. The
+  // two products are register-blocked: rowTile query rows × a vector-wide
+  // block of columns accumulate in registers (a Func computed per row tile).
+  Var to("to");
+  s.scores.compute_at(s.state, rb)
+      .split(row, to, row, rowTile, TailStrategy::RoundUp)
+      .reorder(j, row, to)
+      .vectorize(j, vw, TailStrategy::GuardWithIf);
+  s.scoreDot.compute_at(s.scores, to)
+      .vectorize(j, vw, TailStrategy::GuardWithIf)
+      .unroll(j)
+      .unroll(row);
+  s.scoreDot.update()
+      .reorder(j, row, rc)
+      .vectorize(j, vw, TailStrategy::GuardWithIf)
+      .unroll(j)
+      .unroll(row);
+  s.maskedScores.compute_inline();
+  // The row max and sum over a key block as vector reductions (a tree over
+  // the block's vectors, then one horizontal step): as scalar loops they were
+  // a chain of keyBlock dependent max (add) operations per query row, which
+  // took about as long as the tile's vectorized Q·Kᵀ. Blocks wider than
+  // kMaxUnrolledVectors vectors reduce one vector at a time.
+  s.blockMax.compute_at(s.state, rb);
+  s.probs.compute_at(s.state, rb).vectorize(j, vw, TailStrategy::GuardWithIf);
+  s.blockSum.compute_at(s.state, rb);
+  for (Func f : {s.blockMax, s.blockSum}) {
+    if (keyBlock <= kMaxUnrolledVectors * vw) {
+      f.update().atomic().vectorize(rj);
+    } else if (keyBlock % vw == 0) {
+      RVar rjOuter("rj_o"), rjInner("rj_i");
+      f.update().atomic().split(rj, rjOuter, rjInner, vw).vectorize(rjInner);
+    }
+  }
+  s.blockOut.compute_at(s.state, rb)
+      .split(row, to, row, rowTile, TailStrategy::RoundUp)
+      .reorder(d, row, to)
+      .vectorize(d, vw, TailStrategy::GuardWithIf);
+  s.blockOutDot.compute_at(s.blockOut, to).vectorize(d, vw, TailStrategy::GuardWithIf).unroll(row);
+  Stage blockOutUpdate = s.blockOutDot.update()
+                             .reorder(d, row, rj)
+                             .vectorize(d, vw, TailStrategy::GuardWithIf)
+                             .unroll(row);
+  if (narrowValues) {
+    s.blockOutDot.unroll(d);
+    blockOutUpdate.unroll(d);
+  }
+}
 
 llvm::Expected<KernelPipeline> buildAttentionBatchedPipeline(const AttentionKernelSpec &spec,
                                                              const Target &target) {

@@ -42,6 +42,24 @@ llvm::Expected<KernelPipeline> buildAttentionPipeline(const AttentionKernelSpec 
 llvm::Expected<KernelPipeline> buildAttentionBatchedPipeline(const AttentionKernelSpec &spec,
                                                              const Halide::Target &target);
 /// spec.segmented's kernel (SegmentedAttentionKernel.cpp); buildAttentionPipeline calls it.
+/// The Funcs of one key block of the flash attention: its running state, the
+/// score tile and its dot product, the masked scores, the block's max,
+/// probabilities and sum, the P·V tile and its dot product (handles: a copy
+/// schedules the same Funcs).
+struct KeyBlockStages {
+  Halide::Func state, scores, scoreDot, maskedScores, blockMax, probs, blockSum, blockOut,
+      blockOutDot;
+};
+/// Schedules a key block inside `state`'s update over `rb` (AttentionKernel.cpp):
+/// rowTile query rows × vector-wide columns accumulate in registers for both
+/// products; the block's max and sum are vector reductions. `row` is the
+/// query-row variable, `j` the key, `d` the value column, `rc` and `rj` the
+/// reductions over dK and the block's keys. Shared by the per-sequence and the
+/// segmented kernels.
+void scheduleKeyBlock(KeyBlockStages s, Halide::RVar rb, Halide::Var row, Halide::Var j,
+                      Halide::Var d, Halide::RVar rc, Halide::RVar rj, int vw, int rowTile,
+                      int keyBlock, int dV);
+
 llvm::Expected<KernelPipeline> buildSegmentedAttentionPipeline(const AttentionKernelSpec &spec,
                                                                const Halide::Target &target);
 

@@ -43,7 +43,6 @@ namespace mlir::xf {
 namespace {
 
 constexpr float kNoScore = -1e30f; // a finite -inf: differences of two are 0, not NaN
-constexpr int kMaxUnrolledVectors = 16;
 
 llvm::Error invalid(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -192,43 +191,9 @@ llvm::Expected<KernelPipeline> buildSegmented(const AttentionKernelSpec &spec,
 
   state.compute_at(result, h).vectorize(d, vw, TailStrategy::GuardWithIf);
   state.update().reorder(d, ri, rb).vectorize(d, vw, TailStrategy::GuardWithIf);
-  Var to("to");
-  scores.compute_at(state, rb)
-      .split(ri, to, ri, rowTile, TailStrategy::RoundUp)
-      .reorder(j, ri, to)
-      .vectorize(j, vw, TailStrategy::GuardWithIf);
-  scoreDot.compute_at(scores, to).vectorize(j, vw, TailStrategy::GuardWithIf).unroll(j).unroll(ri);
-  scoreDot.update()
-      .reorder(j, ri, rc)
-      .vectorize(j, vw, TailStrategy::GuardWithIf)
-      .unroll(j)
-      .unroll(ri);
-  maskedScores.compute_inline();
-  blockMax.compute_at(state, rb);
-  probs.compute_at(state, rb).vectorize(j, vw, TailStrategy::GuardWithIf);
-  blockSum.compute_at(state, rb);
-  for (Func f : {blockMax, blockSum}) {
-    if (keyBlock <= kMaxUnrolledVectors * vw) {
-      f.update().atomic().vectorize(rj);
-    } else if (keyBlock % vw == 0) {
-      RVar rjOuter("rj_o"), rjInner("rj_i");
-      f.update().atomic().split(rj, rjOuter, rjInner, vw).vectorize(rjInner);
-    }
-  }
-  const bool narrowValues = (dV + vw - 1) / vw <= kMaxUnrolledVectors;
-  blockOut.compute_at(state, rb)
-      .split(ri, to, ri, rowTile, TailStrategy::RoundUp)
-      .reorder(d, ri, to)
-      .vectorize(d, vw, TailStrategy::GuardWithIf);
-  blockOutDot.compute_at(blockOut, to).vectorize(d, vw, TailStrategy::GuardWithIf).unroll(ri);
-  Stage blockOutUpdate = blockOutDot.update()
-                             .reorder(d, ri, rj)
-                             .vectorize(d, vw, TailStrategy::GuardWithIf)
-                             .unroll(ri);
-  if (narrowValues) {
-    blockOutDot.unroll(d);
-    blockOutUpdate.unroll(d);
-  }
+  scheduleKeyBlock(
+      {state, scores, scoreDot, maskedScores, blockMax, probs, blockSum, blockOut, blockOutDot}, rb,
+      ri, j, d, rc, rj, vw, rowTile, keyBlock, dV);
 
   KernelPipeline built;
   built.inputs = {q, k, v, blocks};
