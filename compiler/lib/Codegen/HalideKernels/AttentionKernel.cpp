@@ -102,13 +102,13 @@ int decodeKeyRanges(int kvHeads) {
 
 llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
                                               const Target &target) {
-  if (llvm::Error err = validateAttention(spec))
-    return std::move(err);
-  const int vw = target.natural_vector_size<float>();
-  const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
-  const int Hkv = int(spec.keyValueHeads()), group = H / Hkv; // query heads per K/V head
+  llvm::Expected<AttentionShape> shape = attentionShapeOf(spec, target);
+  if (!shape)
+    return shape.takeError();
+  const int vw = shape->vw, H = shape->H, Hkv = shape->Hkv, group = shape->group;
+  const int dK = shape->dK, dV = shape->dV;
+  const float scale = shape->scale;
   const int queryBlock = int(spec.schedule.queryBlock), keyBlock = int(spec.schedule.keyBlock);
-  const float scale = float(spec.scale);
 
   ImageParam q(Float(32), 2, "q"); // (h·dK + c, t): [M, H·dK]
   ImageParam k(Float(32), 3, "k"); // (c, s, g): K/V head g's key s, [H_kv][Mz][dK] by index
@@ -382,7 +382,6 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
   keysT.compute_root().parallel(h).vectorize(s, vw, TailStrategy::GuardWithIf);
 
   state.compute_at(out, task).vectorize(d, vw, TailStrategy::GuardWithIf);
-  state.update().reorder(d, t, rb).vectorize(d, vw, TailStrategy::GuardWithIf);
   scheduleKeyBlock(
       {state, scores, scoreDot, maskedScores, blockMax, probs, blockSum, blockOut, blockOutDot}, rb,
       t, j, d, rc, rj, vw, rowTile, keyBlock, dV);
@@ -432,16 +431,16 @@ int batchedHeadsPerTask(const AttentionKernelSpec &spec, const VectorShape &shap
 ///   out: (h·dV + d, i) [n, H·dV]
 llvm::Expected<KernelPipeline> buildBatchedDecode(const AttentionKernelSpec &spec,
                                                   const Target &target) {
-  if (llvm::Error err = validateAttention(spec))
-    return std::move(err);
+  llvm::Expected<AttentionShape> shape = attentionShapeOf(spec, target);
+  if (!shape)
+    return shape.takeError();
   if (!spec.causal || (spec.rope != AttentionKernelSpec::Rope::None && spec.ropeKeys))
     return invalid("attention kernel '" + spec.name +
                    "': a batched decode step needs causal attention with keys in a cache "
                    "(already rotated)");
-  const int vw = target.natural_vector_size<float>();
-  const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
-  const int Hkv = int(spec.keyValueHeads()), group = H / Hkv;
-  const float scale = float(spec.scale);
+  const int vw = shape->vw, H = shape->H, Hkv = shape->Hkv, group = shape->group;
+  const int dK = shape->dK, dV = shape->dV;
+  const float scale = shape->scale;
 
   ImageParam q(Float(32), 2, "q");
   ImageParam kCache(Float(32), 4, "k_cache");
@@ -575,9 +574,19 @@ llvm::Expected<KernelPipeline> buildBatchedDecode(const AttentionKernelSpec &spe
 
 } // namespace
 
+llvm::Expected<AttentionShape> attentionShapeOf(const AttentionKernelSpec &spec,
+                                                const Target &target) {
+  if (llvm::Error err = validateAttention(spec))
+    return std::move(err);
+  const int vw = target.natural_vector_size<float>();
+  const int H = int(spec.heads), Hkv = int(spec.keyValueHeads());
+  return AttentionShape{vw, H, Hkv, H / Hkv, int(spec.dK), int(spec.dV), float(spec.scale)};
+}
+
 void scheduleKeyBlock(KeyBlockStages s, RVar rb, Var row, Var j, Var d, RVar rc, RVar rj, int vw,
                       int rowTile, int keyBlock, int dV) {
   const bool narrowValues = (dV + vw - 1) / vw <= kMaxUnrolledVectors;
+  s.state.update().reorder(d, row, rb).vectorize(d, vw, TailStrategy::GuardWithIf);
   // Per key block: the score tile, its max, probabilities, sum and P·V. The
   // two products are register-blocked: rowTile query rows × a vector-wide
   // block of columns accumulate in registers (a Func computed per row tile).

@@ -50,28 +50,18 @@ llvm::Error invalid(const llvm::Twine &message) {
 
 llvm::Expected<KernelPipeline> buildSegmented(const AttentionKernelSpec &spec,
                                               const Target &target) {
-  if (spec.name.empty())
-    return invalid("attention kernel: empty function name");
-  if (spec.heads <= 0 || spec.dK <= 0 || spec.dV <= 0 || spec.kvHeads < 0 ||
-      spec.heads % spec.keyValueHeads() != 0)
-    return invalid("attention kernel '" + spec.name +
-                   "': heads, dK and dV must be positive and kvHeads divide heads");
-  const AttentionSchedule &sched = spec.schedule;
-  if (sched.queryBlock <= 0 || sched.keyBlock <= 0 || sched.rowTile <= 0)
-    return invalid("attention kernel '" + spec.name +
-                   "': queryBlock, keyBlock and rowTile must be positive");
-  if (!(spec.scale > 0) && !(spec.scale < 0))
-    return invalid("attention kernel '" + spec.name + "': scale must be a nonzero number");
+  llvm::Expected<AttentionShape> shape = attentionShapeOf(spec, target);
+  if (!shape)
+    return shape.takeError();
   if (spec.rope != AttentionKernelSpec::Rope::None)
     return invalid("attention kernel '" + spec.name +
                    "': a segmented kernel does not fuse rotary positions");
-
-  const int vw = target.natural_vector_size<float>();
-  const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
-  const int group = H / int(spec.keyValueHeads());
+  const int vw = shape->vw, H = shape->H, Hkv = shape->Hkv, group = shape->group;
+  const int dK = shape->dK, dV = shape->dV;
+  const float scale = shape->scale;
+  const AttentionSchedule &sched = spec.schedule;
   const int queryBlock = int(sched.queryBlock), keyBlock = int(sched.keyBlock);
   const int rowTile = int(sched.rowTile);
-  const float scale = float(spec.scale);
 
   ImageParam q(Float(32), 2, "q");         // (h·dK + c, t): [Σℓ, H·dK]
   ImageParam k(Float(32), 2, "k");         // (g·dK + c, s): [Σℓ_k, H_kv·dK]
@@ -167,7 +157,6 @@ llvm::Expected<KernelPipeline> buildSegmented(const AttentionKernelSpec &spec,
   out(c, clamp(firstRow(rows.y) + rows.x, 0, queries - 1)) = result(c, rows.x, rows.y);
 
   // ---- Buffer shapes (docs/abi.md) --------------------------------------
-  const int Hkv = int(spec.keyValueHeads());
   q.dim(0).set_bounds(0, H * dK).set_stride(1).dim(1).set_min(0);
   k.dim(0).set_bounds(0, Hkv * dK).set_stride(1).dim(1).set_min(0);
   v.dim(0).set_bounds(0, Hkv * dV).set_stride(1).dim(1).set_bounds(0, keys);
@@ -190,7 +179,6 @@ llvm::Expected<KernelPipeline> buildSegmented(const AttentionKernelSpec &spec,
   keysT.compute_root().parallel(h).vectorize(t, vw, TailStrategy::GuardWithIf);
 
   state.compute_at(result, h).vectorize(d, vw, TailStrategy::GuardWithIf);
-  state.update().reorder(d, ri, rb).vectorize(d, vw, TailStrategy::GuardWithIf);
   scheduleKeyBlock(
       {state, scores, scoreDot, maskedScores, blockMax, probs, blockSum, blockOut, blockOutDot}, rb,
       ri, j, d, rc, rj, vw, rowTile, keyBlock, dV);
