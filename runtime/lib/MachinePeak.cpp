@@ -7,8 +7,9 @@
 
 #include "xfrt/MachinePeak.h"
 
+#include "xfrt/HugePageMapping.h"
+
 #include <immintrin.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -118,31 +119,23 @@ std::string cpuInfoField(const std::string &key) {
   return "";
 }
 
-// The read buffer lives in the kind of pages the weights do (WeightRegion.h: an anonymous
-// mapping marked MADV_HUGEPAGE): with 4 KiB pages every page boundary costs a TLB miss and
-// stops the hardware prefetcher, and the loop measured 25 instead of 31 GB/s per thread on
-// Zen 4 — a bound below what the decode GEMVs stream from huge pages.
+// The read buffer lives in the kind of pages the weights do (HugePageMapping.h): with 4 KiB
+// pages the loop measured 25 instead of 31 GB/s per thread on Zen 4 — a bound below what the
+// decode GEMVs stream from huge pages.
 class ReadBuffer {
 public:
   explicit ReadBuffer(size_t floats) : bytes_(floats * sizeof(float)) {
-    constexpr size_t kHugePage = size_t(2) << 20;
-    void *p = ::mmap(nullptr, bytes_ + kHugePage, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-      heap_.assign(floats, 1.f);
+    data_ = static_cast<float *>(mapHugePageAligned(bytes_));
+    if (!data_) {
+      heap_.resize(floats);
       data_ = heap_.data();
-      return;
     }
-    map_ = p;
-    auto aligned = (reinterpret_cast<uintptr_t>(p) + kHugePage - 1) & ~(kHugePage - 1);
-    data_ = reinterpret_cast<float *>(aligned);
-    (void)::madvise(data_, bytes_, MADV_HUGEPAGE); // a hint; refusals are fine
     // Written, so the reads see real pages rather than the shared zero page.
     std::fill(data_, data_ + floats, 1.f);
   }
   ~ReadBuffer() {
-    if (map_)
-      ::munmap(map_, bytes_ + (size_t(2) << 20));
+    if (heap_.empty())
+      unmapHugePageMapping(data_, bytes_);
   }
   ReadBuffer(const ReadBuffer &) = delete;
   ReadBuffer &operator=(const ReadBuffer &) = delete;
@@ -150,8 +143,7 @@ public:
 
 private:
   size_t bytes_;
-  void *map_ = nullptr;
-  std::vector<float> heap_;
+  std::vector<float> heap_; // where the mapping failed
   float *data_ = nullptr;
 };
 

@@ -2,19 +2,15 @@
 #include "xfrt/WeightRegion.h"
 
 #include "xfrt/AlignedBuffer.h"
+#include "xfrt/HugePageMapping.h"
 
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <utility>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 namespace xfrt {
 namespace {
-constexpr uint64_t kHugePage = uint64_t(2) << 20;
 constexpr uint64_t kLimit = uint64_t(1) << 46;
 } // namespace
 
@@ -37,12 +33,10 @@ WeightRegion::~WeightRegion() { release(); }
 void WeightRegion::release() {
   if (!base_)
     return;
-#if defined(__linux__)
-  if (!heap_)
-    ::munmap(base_, size_);
-  else
-#endif
+  if (heap_)
     std::free(base_);
+  else
+    unmapHugePageMapping(base_, size_);
   base_ = nullptr;
   size_ = 0;
   pieces_.clear();
@@ -64,25 +58,8 @@ Expected<WeightRegion> WeightRegion::allocate(const std::vector<int64_t> &bytes)
   WeightRegion region;
   if (total == 0)
     return region;
-#if defined(__linux__)
-  // Over-allocate by one huge page, then unmap the slack before the first 2 MiB boundary
-  // and after the end (rounded to 4 KiB), so the mapping starts on a huge-page boundary.
-  const uint64_t size = (total + 4095) / 4096 * 4096;
-  void *p = ::mmap(nullptr, size_t(size + kHugePage), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p != MAP_FAILED) {
-    uintptr_t start = reinterpret_cast<uintptr_t>(p);
-    uintptr_t aligned = (start + kHugePage - 1) & ~uintptr_t(kHugePage - 1);
-    if (aligned > start)
-      ::munmap(p, aligned - start);
-    uintptr_t end = start + size + kHugePage;
-    if (end > aligned + size)
-      ::munmap(reinterpret_cast<void *>(aligned + size), end - (aligned + size));
-    region.base_ = reinterpret_cast<void *>(aligned);
-    region.size_ = size_t(size);
-    (void)::madvise(region.base_, region.size_, MADV_HUGEPAGE); // a hint; refusals are fine
-  }
-#endif
+  region.base_ = mapHugePageAligned(size_t(total));
+  region.size_ = region.base_ ? hugePageMappingSize(size_t(total)) : 0;
   if (!region.base_) {
     void *h = nullptr;
     if (posix_memalign(&h, kBufferAlignment, size_t(total)) != 0 || !h)
