@@ -179,19 +179,21 @@ private:
   LogicalResult build();
   LogicalResult checkLength(int64_t l);
   LogicalResult checkCached(int64_t l);
+  /// The interpreter's runs a check compares with: (inputs, the xf module's
+  /// result) per sequence, one for a single sequence.
+  using Runs = llvm::ArrayRef<std::pair<const interp::Inputs *, const Tensor *>>;
   /// Runs `calls` (the build's entry points, in order) under a Bisector fed by
-  /// the interpreter on the kernel-level module, and reports the first kernel
-  /// above the tolerance. `modelErr` is the mismatch that started it.
-  LogicalResult bisect(const interp::Inputs &inputs, const Tensor &xfResult,
-                       llvm::function_ref<llvm::Error(Bisector &)> calls, const char *what,
-                       std::optional<Comparison> modelErr) {
-    return bisect({{&inputs, &xfResult}}, calls, what, modelErr);
-  }
-  /// The same for a packed batch: one interpreter run per sequence, each
-  /// op's values of the sequences stacked row after row as the batch is.
-  LogicalResult bisect(llvm::ArrayRef<std::pair<const interp::Inputs *, const Tensor *>> runs,
-                       llvm::function_ref<llvm::Error(Bisector &)> calls, const char *what,
-                       std::optional<Comparison> modelErr);
+  /// the interpreter on the kernel-level module (a batch: each op's values of
+  /// the sequences stacked row after row as the batch is), and reports the
+  /// first kernel above the tolerance. `modelErr` is the mismatch that started it.
+  LogicalResult bisect(Runs runs, llvm::function_ref<llvm::Error(Bisector &)> calls,
+                       const char *what, std::optional<Comparison> modelErr);
+  /// A check's line, "xfc: check <what>: <measured>: max rel err … at row
+  /// …<rowsOf> (tolerance …)", then, if `worst` is above the tolerance (or
+  /// with -v), the bisection of `rerun`.
+  LogicalResult reportThenBisect(Runs runs, const std::string &what, const std::string &measured,
+                                 const char *rowsOf, Comparison worst,
+                                 llvm::function_ref<llvm::Error(Bisector &)> rerun);
   /// The interpreter on each item of a batch alone (an item's token
   /// sequences: the source first for an encoder-decoder), kept for the
   /// batch's comparison and its bisection.
@@ -355,10 +357,20 @@ void Checker::describeSite(int32_t site, llvm::raw_ostream &os, std::string &sch
   os << ")";
 }
 
-LogicalResult
-Checker::bisect(llvm::ArrayRef<std::pair<const interp::Inputs *, const Tensor *>> runs,
-                llvm::function_ref<llvm::Error(Bisector &)> calls, const char *what,
-                std::optional<Comparison> modelErr) {
+LogicalResult Checker::reportThenBisect(Runs runs, const std::string &what,
+                                        const std::string &measured, const char *rowsOf,
+                                        Comparison worst,
+                                        llvm::function_ref<llvm::Error(Bisector &)> rerun) {
+  out << llvm::formatv("xfc: check {0}: {1}: max rel err {2:e1} at row {3}{4} (tolerance {5:e0})\n",
+                       what, measured, worst.err, worst.row, rowsOf, kModelTolerance);
+  bool mismatch = !(worst.err <= kModelTolerance);
+  if (!mismatch && !options.verbose)
+    return success();
+  return bisect(runs, rerun, what.c_str(), mismatch ? std::optional(worst) : std::nullopt);
+}
+
+LogicalResult Checker::bisect(Runs runs, llvm::function_ref<llvm::Error(Bisector &)> calls,
+                              const char *what, std::optional<Comparison> modelErr) {
   llvm::DenseSet<Operation *> wanted(siteReference.begin(), siteReference.end());
   llvm::DenseMap<Operation *, Tensor> kept;
   for (auto [inputs, xfResult] : runs) {
@@ -448,16 +460,9 @@ LogicalResult Checker::checkLength(int64_t l) {
   if (!reference)
     return fail("the interpreter: " + llvm::toString(reference.takeError()));
   Comparison c = compare(compiled->data(), l, m.dOut, *reference, 0);
-  std::string what = llvm::formatv("l={0}", l);
-  out << llvm::formatv("xfc: check {0}: {1} [{2}, {3}]: max rel err {4:e1} at row {5} "
-                       "(tolerance {6:e0})\n",
-                       what, m.outputName(), l, m.dOut, c.err, c.row, kModelTolerance);
-  bool mismatch = !(c.err <= kModelTolerance);
-  if (!mismatch && !options.verbose)
-    return success();
   auto rerun = [&](Bisector &) -> llvm::Error { return model->forward(x, z).takeError(); };
-  return bisect(inputs, *reference, rerun, what.c_str(),
-                mismatch ? std::optional(c) : std::nullopt);
+  return reportThenBisect({{&inputs, &*reference}}, llvm::formatv("l={0}", l),
+                          llvm::formatv("{0} [{1}, {2}]", m.outputName(), l, m.dOut), "", c, rerun);
 }
 
 /// A prefill of ℓ tokens then two one-token steps on one KV cache, each
@@ -492,19 +497,13 @@ LogicalResult Checker::checkCached(int64_t l) {
   Comparison worst;
   if (llvm::Error e = steps(nullptr, worst))
     return fail(llvm::toString(std::move(e)));
-  std::string what = llvm::formatv("l={0} cached", prompt);
-  out << llvm::formatv("xfc: check {0}: prefill of {1} and 2 steps, last rows: max rel err "
-                       "{2:e1} at row {3} (tolerance {4:e0})\n",
-                       what, prompt, worst.err, worst.row, kModelTolerance);
-  bool mismatch = !(worst.err <= kModelTolerance);
-  if (!mismatch && !options.verbose)
-    return success();
   auto rerun = [&](Bisector &b) -> llvm::Error {
     Comparison unused;
     return steps(&b, unused);
   };
-  return bisect(inputs, *reference, rerun, what.c_str(),
-                mismatch ? std::optional(worst) : std::nullopt);
+  return reportThenBisect({{&inputs, &*reference}}, llvm::formatv("l={0} cached", prompt),
+                          llvm::formatv("prefill of {0} and 2 steps, last rows", prompt), "", worst,
+                          rerun);
 }
 
 FailureOr<Checker::Interpreted>
@@ -559,24 +558,19 @@ LogicalResult Checker::checkPacked(int64_t l) {
     keepWorst(worst, c);
     offset += lengths[i];
   }
-  std::string what = llvm::formatv("l={0} packed", l);
   std::string withSources =
-      m.encoderDecoder
-          ? llvm::formatv(" (sources of {0:$[, ]})",
-                          llvm::make_range(sourceLengths.begin(), sourceLengths.end()))
-                .str()
-          : "";
-  out << llvm::formatv("xfc: check {0}: {1} sequences of {2:$[, ]} rows{3}: max rel err {4:e1} "
-                       "at row {5} of the batch (tolerance {6:e0})\n",
-                       what, lengths.size(), llvm::make_range(lengths.begin(), lengths.end()),
-                       withSources, worst.err, worst.row, kModelTolerance);
-  bool mismatch = !(worst.err <= kModelTolerance);
-  if (!mismatch && !options.verbose)
-    return success();
+      m.encoderDecoder ? llvm::formatv(" (sources of {0:$[, ]})",
+                                       llvm::make_range(sourceLengths.begin(), sourceLengths.end()))
+                             .str()
+                       : "";
   auto rerun = [&](Bisector &) -> llvm::Error {
     return model->forwardPacked(sequences, sources).takeError();
   };
-  return bisect(each->runs(), rerun, what.c_str(), mismatch ? std::optional(worst) : std::nullopt);
+  return reportThenBisect(each->runs(), llvm::formatv("l={0} packed", l),
+                          llvm::formatv("{0} sequences of {1:$[, ]} rows{2}", lengths.size(),
+                                        llvm::make_range(lengths.begin(), lengths.end()),
+                                        withSources),
+                          " of the batch", worst, rerun);
 }
 
 /// Three sequences decoding together through xf_forward_cached_packed, each on
@@ -643,20 +637,15 @@ LogicalResult Checker::checkCachedPacked(int64_t l) {
   Comparison worst;
   if (llvm::Error e = run(nullptr, worst))
     return fail(llvm::toString(std::move(e)));
-  std::string what = llvm::formatv("l={0} cached packed", l);
-  out << llvm::formatv("xfc: check {0}: 3 sequences (prompts of {1:$[, ]}) in 3 calls, newest "
-                       "rows: max rel err {2:e1} at row {3} of the sequences stacked (tolerance "
-                       "{4:e0})\n",
-                       what, llvm::make_range(prompts.begin(), prompts.end()), worst.err, worst.row,
-                       kModelTolerance);
-  bool mismatch = !(worst.err <= kModelTolerance);
-  if (!mismatch && !options.verbose)
-    return success();
   auto rerun = [&](Bisector &b) -> llvm::Error {
     Comparison unused;
     return run(&b, unused);
   };
-  return bisect(each->runs(), rerun, what.c_str(), mismatch ? std::optional(worst) : std::nullopt);
+  return reportThenBisect(
+      each->runs(), llvm::formatv("l={0} cached packed", l),
+      llvm::formatv("3 sequences (prompts of {0:$[, ]}) in 3 calls, newest rows",
+                    llvm::make_range(prompts.begin(), prompts.end())),
+      " of the sequences stacked", worst, rerun);
 }
 
 LogicalResult Checker::run() {
