@@ -146,17 +146,21 @@ private:
       out.items.emplace_back();
       if (Status s = parseValue(out.items.back(), depth); !s)
         return s;
-      skipSpace();
-      if (peek() == ',') {
-        ++pos_;
-        continue;
-      }
-      if (peek() == '}') {
-        ++pos_;
-        return Status::success();
-      }
-      return fail("expected ',' or '}'");
+      bool more = false;
+      if (Status s = afterItem('}', more); !s || !more)
+        return s;
     }
+  }
+
+  // After an item of an object or a list: ',' (`more`: another item follows) or `close`.
+  Status afterItem(char close, bool &more) {
+    skipSpace();
+    more = peek() == ',';
+    if (more || peek() == close) {
+      ++pos_;
+      return Status::success();
+    }
+    return fail(std::string("expected ',' or '") + close + "'");
   }
 
   Status parseArray(JsonValue &out, int depth) {
@@ -174,16 +178,9 @@ private:
       out.items.emplace_back();
       if (Status s = parseValue(out.items.back(), depth); !s)
         return s;
-      skipSpace();
-      if (peek() == ',') {
-        ++pos_;
-        continue;
-      }
-      if (peek() == ']') {
-        ++pos_;
-        return Status::success();
-      }
-      return fail("expected ',' or ']'");
+      bool more = false;
+      if (Status s = afterItem(']', more); !s || !more)
+        return s;
     }
   }
 

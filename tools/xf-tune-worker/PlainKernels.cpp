@@ -2,6 +2,8 @@
 
 #include "PlainKernels.h"
 
+#include "GemmEpilogue.h"
+
 #include <cmath>
 #include <optional>
 
@@ -10,27 +12,6 @@ using namespace mlir::xf;
 
 namespace xftune {
 namespace {
-
-/// The activation as GemmKernel.cpp writes it (tanh through exp, so that it
-/// vectorizes; Halide's erf is a vectorizable polynomial).
-Expr activate(GemmEpilogue epilogue, Expr a) {
-  switch (epilogue) {
-  case GemmEpilogue::None:
-    return a;
-  case GemmEpilogue::Relu:
-    return max(a, 0.f);
-  case GemmEpilogue::GeluTanh: {
-    Expr y = float(std::sqrt(2.0 / M_PI)) * (a + 0.044715f * a * a * a);
-    return 0.5f * a * (1.f + (1.f - 2.f / (exp(2.f * y) + 1.f)));
-  }
-  case GemmEpilogue::GeluErf:
-    return 0.5f * a * (1.f + erf(a * float(1.0 / std::sqrt(2.0))));
-  case GemmEpilogue::Silu:
-  case GemmEpilogue::SwiGlu: // the gate; plainGemm multiplies by up
-    return a / (1.f + exp(-a));
-  }
-  return a;
-}
 
 KernelPipeline plainGemm(const GemmKernelSpec &spec, const Case &size) {
   const int K = int(spec.K), N = int(spec.N), M = int(size.rows);
@@ -84,7 +65,7 @@ KernelPipeline plainGemm(const GemmKernelSpec &spec, const Case &size) {
   Expr value = product(n, m);
   if (spec.hasBias)
     value += bias(n);
-  value = activate(spec.epilogue, value);
+  value = applyGemmEpilogue(spec.epilogue, value);
   if (gated) // silu(gate) ⊙ up
     value *= spec.hasBias ? product(n + N, m) + bias(n + N) : product(n + N, m);
   if (spec.hasResidual)
@@ -111,15 +92,7 @@ KernelPipeline plainGemm(const GemmKernelSpec &spec, const Case &size) {
   out.output_buffer().dim(0).set_bounds(0, N).dim(1).set_bounds(0, M);
   out.set_estimates({{0, N}, {0, M}});
 
-  KernelPipeline result;
-  result.inputs = {x, weight};
-  if (spec.hasBias)
-    result.inputs.push_back(bias);
-  if (spec.hasResidual)
-    result.inputs.push_back(residual);
-  result.output = out;
-  result.pipeline = Pipeline(out);
-  return result;
+  return gemmKernelPipeline(spec, x, weight, bias, residual, out);
 }
 
 KernelPipeline plainAttention(const AttentionKernelSpec &spec, const Case &size) {

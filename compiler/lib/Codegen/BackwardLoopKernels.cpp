@@ -29,20 +29,6 @@ Value loadId(Emitter &e, Value ids, Value t) {
 
 Value expOf(Emitter &e, Value x) { return math::ExpOp::create(e.b, e.loc, x); }
 
-/// μ (0 unless `center`) and 1/sqrt(mean((x − μ)²) + ε) of one row, as the
-/// forward kernel computes them.
-std::pair<Value, Value> rowStatistics(Emitter &e, Value x, int64_t width, double eps,
-                                      bool center) {
-  Value n = e.f(double(width));
-  Value mean = center ? e.div(e.sum(e.i(width), [&](Value c) { return e.load(x, c); }), n)
-                      : e.f(0.0);
-  Value var = e.div(e.sum(e.i(width), [&](Value c) {
-    Value d = e.sub(e.load(x, c), mean);
-    return e.mul(d, d);
-  }), n);
-  return {mean, math::RsqrtOp::create(e.b, e.loc, e.add(var, e.f(eps)))};
-}
-
 /// Σ_c a[c]·b[c] over `n` floats.
 Value dot(Emitter &e, Value a, Value b, int64_t n) {
   return e.sum(e.i(n), [&](Value c) { return e.mul(e.load(a, c), e.load(b, c)); });

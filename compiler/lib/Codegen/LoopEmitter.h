@@ -124,6 +124,22 @@ inline Value tanhRational(Emitter &e, Value x) {
   return arith::SelectOp::create(e.b, e.loc, tiny, c, e.div(p, q));
 }
 
+/// μ (0 unless `center`) and 1/sqrt(mean((x − μ)²) + ε) of one row, as the
+/// forward and backward normalization kernels compute them.
+inline std::pair<Value, Value> rowStatistics(Emitter &e, Value x, int64_t width, double eps,
+                                             bool center) {
+  Value n = e.f(double(width));
+  Value mean =
+      center ? e.div(e.sum(e.i(width), [&](Value c) { return e.load(x, c); }), n) : e.f(0.0);
+  Value var = e.div(e.sum(e.i(width),
+                          [&](Value c) {
+                            Value d = e.sub(e.load(x, c), mean);
+                            return e.mul(d, d);
+                          }),
+                    n);
+  return {mean, math::RsqrtOp::create(e.b, e.loc, e.add(var, e.f(eps)))};
+}
+
 inline Value gelu(Emitter &e, Value x, ElementwiseKind kind) {
   Value half = e.mul(e.f(0.5), x);
   Value inner;

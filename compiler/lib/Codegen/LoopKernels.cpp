@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <tuple>
 
 using namespace mlir;
 using namespace mlir::xf;
@@ -538,28 +539,21 @@ func::FuncOp LoopKernels::normalizeRows(const std::string &name, const LoopSched
                         });
   return rowKernel(name, signature, kernelSchedule, /*rowsArg=*/2 + affineParams,
                    [&](Emitter &e, ValueRange args) {
-    OpBuilder &b = e.b;
-    Value in = args[0], out = args[1 + affineParams];
-    Value n = e.f(double(width));
-    e.eachRow(args, [&](Value t) {
-      Value x = e.row(in, t, width), y = e.row(out, t, width);
-      Value mean = center ? e.div(e.sum(e.i(width), [&](Value c) { return e.load(x, c); }), n)
-                          : e.f(0.0);
-      Value var = e.div(e.sum(e.i(width), [&](Value c) {
-        Value d = e.sub(e.load(x, c), mean);
-        return e.mul(d, d);
-      }), n);
-      Value rstd = math::RsqrtOp::create(b, e.loc, e.add(var, e.f(eps)));
-      e.loop(e.i(width), [&](Value c) {
-        Value v = e.mul(e.sub(e.load(x, c), mean), rstd);
-        if (affineParams >= 1)
-          v = e.mul(v, e.load(args[1], c));
-        if (affineParams == 2)
-          v = e.add(v, e.load(args[2], c));
-        e.store(v, y, c);
-      });
-    });
-  });
+                     Value in = args[0], out = args[1 + affineParams];
+                     e.eachRow(args, [&](Value t) {
+                       Value x = e.row(in, t, width), y = e.row(out, t, width);
+                       Value mean, rstd;
+                       std::tie(mean, rstd) = rowStatistics(e, x, width, eps, center);
+                       e.loop(e.i(width), [&](Value c) {
+                         Value v = e.mul(e.sub(e.load(x, c), mean), rstd);
+                         if (affineParams >= 1)
+                           v = e.mul(v, e.load(args[1], c));
+                         if (affineParams == 2)
+                           v = e.add(v, e.load(args[2], c));
+                         e.store(v, y, c);
+                       });
+                     });
+                   });
 }
 
 func::FuncOp LoopKernels::softmax(int64_t width) {

@@ -688,6 +688,13 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   }
   xRows.compute_inline();
 
+  return gemmKernelPipeline(spec, x, weight, bias, residual, out);
+}
+
+} // namespace
+
+KernelPipeline gemmKernelPipeline(const GemmKernelSpec &spec, ImageParam x, ImageParam weight,
+                                  ImageParam bias, ImageParam residual, Func out) {
   KernelPipeline result;
   result.inputs = {x, weight};
   if (spec.hasBias)
@@ -698,6 +705,8 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   result.pipeline = Pipeline(out);
   return result;
 }
+
+namespace {
 
 /// The function that packs a weight at load for a kernel with packedWeight:
 /// (nj, k, nt) = W(nt·tileCols + nj, k) in the stored type, parallel over tiles.

@@ -261,15 +261,7 @@ llvm::Expected<KernelPipeline> buildGemmCuda(const GemmKernelSpec &spec, bool gp
           .unroll(b);
   }
 
-  KernelPipeline result;
-  result.inputs = {x, weight};
-  if (spec.hasBias)
-    result.inputs.push_back(bias);
-  if (spec.hasResidual)
-    result.inputs.push_back(residual);
-  result.output = out;
-  result.pipeline = Pipeline(out);
-  return result;
+  return gemmKernelPipeline(spec, x, weight, bias, residual, out);
 }
 
 } // namespace

@@ -33,6 +33,11 @@ struct KernelPipeline {
 /// the schedule is invalid.
 llvm::Expected<KernelPipeline> buildGemmPipeline(const GemmKernelSpec &spec,
                                                  const Halide::Target &target);
+/// A GEMM's pipeline over `out`: inputs x and the weight, then the bias and
+/// the residual where `spec` has them (the CPU, CUDA and plain GEMMs).
+KernelPipeline gemmKernelPipeline(const GemmKernelSpec &spec, Halide::ImageParam x,
+                                  Halide::ImageParam weight, Halide::ImageParam bias,
+                                  Halide::ImageParam residual, Halide::Func out);
 /// Builds `<name>_pack` of a GEMM with packedWeight: stored weight → packed.
 llvm::Expected<KernelPipeline> buildGemmPackPipeline(const GemmKernelSpec &spec,
                                                      const Halide::Target &target);
