@@ -621,7 +621,8 @@ std::string usageText(const std::string &program, const Manifest *m) {
   }
   if (m && m->outputIsLogits)
     out += std::string("generation: ") +
-           (m->cached ? "KV cache of " + std::to_string(m->cachePositions) + " positions"
+           (m->cached ? "KV cache of " + std::to_string(m->cachePositions) + " positions (" +
+                            (m->cacheHalf ? "float16" : "float32") + ")"
                       : "re-runs the whole prefix every step (no cached entry point)") +
            "\n";
   for (const Spec &s : kSpecs) {

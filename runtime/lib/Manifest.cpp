@@ -148,6 +148,11 @@ Expected<Manifest> parseManifest(std::string_view text) {
     return s;
   if (m.cachePositions > (int64_t(1) << 32))
     return fail("'cache_positions' is too large");
+  if (const JsonValue *type = root.find("cache_type")) {
+    if (!type->isString() || (type->string != "f16" && type->string != "f32"))
+      return fail("'cache_type' is not \"f16\" or \"f32\"");
+    m.cacheHalf = type->string == "f16";
+  }
   if (m.cachePositions == 0)
     m.cached = false; // nothing to cache into: generation re-runs xf_forward
   if (m.vocab <= 0 || m.vocab > (int64_t(1) << 31) - 1)
@@ -312,6 +317,8 @@ std::string renderManifest(const Manifest &m) {
   JsonWriter w;
   w.begin('{');
   w.key("cache_positions"), w.number(m.cachePositions);
+  if (m.cacheHalf) // float32 caches keep the layout they had before
+    w.key("cache_type"), w.string("f16");
   w.key("cached"), w.boolean(m.cached);
   w.key("d_out"), w.number(m.dOut);
   w.key("derived"), w.begin('[');

@@ -6,6 +6,7 @@
 // RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules "--xf-lower-to-host=weight-blocks=wte=q8_0,wqkv=q4_0,wo=q8_0 pack-weights-at-load=false" | FileCheck %s --check-prefix=BLOCKS
 // RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-lower-to-host=kernel-output-hook | FileCheck %s --check-prefix=HOOK
 // RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-lower-to-host=cuda | FileCheck %s --check-prefix=CUDA
+// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-lower-to-host=kv-cache-type=f16 | FileCheck %s --check-prefix=HALF
 
 module attributes {xf.hyperparameters = {l_max = 100 : i64}, xf.model = "decoder"} {
   func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x8xf32> {
@@ -78,3 +79,21 @@ module attributes {xf.hyperparameters = {l_max = 100 : i64}, xf.model = "decoder
 // HOOK: call @xf_check_kernel_output(
 
 // CUDA: \22device\22: \22cuda\22
+
+// A float16 KV cache: the cached entry points copy new K/V rows in rounded, address the cache in
+// float16 elements and call their own attention kernel (and its batched step); xf_forward and
+// the packed batch keep the float32 ones. 2 bytes × 2 × 32 columns × ⌈positions⌉₁₆.
+// HALF-LABEL: func.func @xf_forward(
+// HALF: call @xf_attention_0(
+// HALF-LABEL: func.func @xf_forward_cached(
+// HALF: llvm.getelementptr %arg7[%{{.*}}] : (!llvm.ptr, i64) -> !llvm.ptr, f16
+// HALF: call @xf_copy2d_to_f16(
+// HALF: call @xf_copy2d_to_f16(
+// HALF: call @xf_attention_1(
+// HALF-LABEL: func.func @xf_forward_packed(
+// HALF: call @xf_attention_2(
+// HALF-LABEL: func.func @xf_forward_cached_packed(
+// HALF: call @xf_attention_1_batched(
+// HALF-LABEL: func.func @xf_cache_bytes(
+// HALF: arith.constant 128 : i64
+// HALF: \22cache_type\22: \22f16\22,

@@ -159,7 +159,8 @@ def check_q8_decode(args, ids, work):
     """--q8-decode (see the docstring); returns the failures."""
     spec = os.path.join(ROOT, "examples", "llama.xf")
     q8_exe, blocks_exe = os.path.join(work, "llama_q8"), os.path.join(work, "llama_blocks")
-    for exe, flags in ((q8_exe, ["--q8-gemm-inputs"]), (blocks_exe, [])):
+    kv = [f"--kv-cache-type={args.kv_cache_type}"] if args.kv_cache_type else []
+    for exe, flags in ((q8_exe, ["--q8-gemm-inputs", *kv]), (blocks_exe, [])):
         r = run([args.xfc, spec, "--quantized-like", args.gguf, *flags, "-o", exe])
         if r.returncode != 0:
             return [f"xfc failed: {r.stderr.strip()[-300:]}"]
@@ -221,6 +222,9 @@ def main():
     ap.add_argument("--workdir")
     ap.add_argument("--q8-decode", action="store_true",
                     help="check only the q8 decode arithmetic against llama.cpp")
+    ap.add_argument("--kv-cache-type", choices=("f16", "f32"),
+                    help="with --q8-decode: the q8 build's KV cache (xfc --kv-cache-type; "
+                         "default xfc's)")
     args = ap.parse_args()
     if args.q8_decode and args.requantize:
         ap.error("--q8-decode reads the Q4_1 file's blocks: not with --requantize")

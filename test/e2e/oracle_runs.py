@@ -25,11 +25,11 @@ def relative_error(got, ref):
 
 
 def compare_lengths(name, model, weights, produce, *, python, workdir, seed, tolerance,
-                    dtype=None):
+                    dtype=None, oracle_args=()):
     """Runs `produce(tokens, extra_args, output_flag, path)` — it writes the candidate's .npy
     at `path`, or returns why it could not — and the oracle for each length of `model`
-    (oracle arch, hyperparameters, output kind, lengths; check_examples.MODELS). Prints a line
-    per length; returns the failures."""
+    (oracle arch, hyperparameters, output kind, lengths; check_examples.MODELS), the oracle
+    with `oracle_args` too. Prints a line per length; returns the failures."""
     arch, hparams, output, lengths = model
     rng = np.random.default_rng(seed)
     vocab = int(dict(kv.split("=") for kv in hparams.split(","))["N_V"])
@@ -46,7 +46,7 @@ def compare_lengths(name, model, weights, produce, *, python, workdir, seed, tol
             failures.append(f"{name} ℓ={n}: {why}")
             continue
         r = run([python, ORACLE, "--arch", arch, "--hparams", hparams, "--weights", weights,
-                 "--tokens", tokens, *extra, flag, ref])
+                 "--tokens", tokens, *extra, *oracle_args, flag, ref])
         if r.returncode != 0:
             failures.append(f"{name} ℓ={n}: oracle failed: {r.stderr.strip()}")
             continue

@@ -7,7 +7,8 @@ every primitive sees x·W with W [d_in, d_out].
 """
 import numpy as np
 
-from primitives import (bidirectional_mask, causal_mask, cross_mask, f64, gelu_erf, gelu_tanh,
+from primitives import (bidirectional_mask, causal_mask, cross_mask, f64, float16_values,
+                        gelu_erf, gelu_tanh,
                         grouped_query_attention, layer_norm, learned_positional_embedding,
                         linear, make_heads, mh_attention, mlp, q8_0_rows, relu, rms_norm,
                         sinusoidal_positional_embedding, swiglu_mlp, token_embedding,
@@ -30,7 +31,7 @@ def _nn_mha(W, prefix, H, X, Z, mask, bias=True):
 
 # ---------------------------------------------------------------- Alg. 10: GPT-2 (pre-LN)
 
-def gpt2_forward(W, hp, tokens):
+def gpt2_forward(W, hp, tokens, kv_store=f64):
     l_x, d = len(tokens), hp["d_e"]
     x = token_embedding(W["wte.weight"], tokens) \
         + learned_positional_embedding(W["wpe.weight"], l_x)            # [ℓ, d_e]
@@ -42,7 +43,7 @@ def gpt2_forward(W, hp, tokens):
         heads = make_heads(hp["H"], Wqkv[:, :d], bqkv[:d], Wqkv[:, d:2 * d], bqkv[d:2 * d],
                            Wqkv[:, 2 * d:], bqkv[2 * d:])
         x = x + mh_attention(a, a, heads, W[p + "attn.c_proj.weight"],
-                             W[p + "attn.c_proj.bias"], mask)                    # [ℓ, d_e]
+                             W[p + "attn.c_proj.bias"], mask, kv_store)          # [ℓ, d_e]
         a = layer_norm(x, W[p + "ln_2.weight"], W[p + "ln_2.bias"], hp["eps"])
         x = x + mlp(a, W[p + "mlp.c_fc.weight"], W[p + "mlp.c_fc.bias"],
                     W[p + "mlp.c_proj.weight"], W[p + "mlp.c_proj.bias"], gelu_tanh)
@@ -179,7 +180,7 @@ LLAMA_NAMES = {
 }
 
 
-def llama_forward(W, hp, tokens, arch="llama", q8_from=None):
+def llama_forward(W, hp, tokens, arch="llama", q8_from=None, kv_store=f64):
     # pre-RMSNorm decoder without positional table or biases; tied unembedding.
     # q8_from: the inputs of every projection and of the unembedding are rounded to Q8_0 in
     # rows ≥ q8_from (xfc --q8-gemm-inputs: the rows its decode steps computed).
@@ -196,7 +197,7 @@ def llama_forward(W, hp, tokens, arch="llama", q8_from=None):
         x = x + grouped_query_attention(a, W[p + n["q"]].T, W[p + n["k"]].T, W[p + n["v"]].T,
                                         W[p + n["o"]].T, hp["H"], hp["H_kv"], mask,
                                         rope=(n["pairing"], hp["theta"]),
-                                        gemm_input=gemm_input)
+                                        gemm_input=gemm_input, kv_store=kv_store)
         a = rms_norm(x, W[p + n["ffn_norm"]], eps)
         x = x + swiglu_mlp(a, W[p + n["gate"]].T, W[p + n["up"]].T, W[p + n["down"]].T,
                            gemm_input)
@@ -204,11 +205,23 @@ def llama_forward(W, hp, tokens, arch="llama", q8_from=None):
     return unembedding(gemm_input(x), W[n["embed"]].T)                          # [ℓ, N_V] tied
 
 
-def forward(arch, W, hp, tokens, source_tokens=None, q8_from=None):
+# The decoders whose keys and values can be kept in float16 (kv_float16: xfc
+# --kv-cache-type=f16's cache, every K and V rounded to float16 before attention reads it).
+KV_FLOAT16_ARCHS = ("gpt2", "llama", "llama_hf")
+
+
+def forward(arch, W, hp, tokens, source_tokens=None, q8_from=None, kv_float16=False):
     """Dispatch: logits [ℓ, N_V] for decoders and bert_mlm, hidden states [ℓ, d_e] for
     bert/minilm."""
     if len(tokens) == 0:
         raise ValueError("need at least one token")
+    if kv_float16:
+        if arch not in KV_FLOAT16_ARCHS:
+            raise ValueError(f"a float16 KV cache is modelled for {', '.join(KV_FLOAT16_ARCHS)}, "
+                             f"not {arch}")
+        if arch == "gpt2":
+            return gpt2_forward(W, hp, tokens, float16_values)
+        return llama_forward(W, hp, tokens, arch, q8_from, float16_values)
     if q8_from is not None:
         if arch not in ("llama", "llama_hf"):
             raise ValueError(f"Q8 GEMM inputs are modelled for llama and llama_hf, not {arch}")

@@ -66,6 +66,9 @@ def build_parser():
                     help="llama: round the inputs of projections and unembedding to Q8_0 in "
                          "rows >= ROW, as xfc --q8-gemm-inputs does in decode steps "
                          "(primitives.q8_0_rows)")
+    ap.add_argument("--kv-float16", action="store_true",
+                    help="gpt2, llama, llama_hf: round K and V to float16 before attention reads "
+                         "them, as xfc --kv-cache-type=f16's KV cache holds them")
     ap.add_argument("--write-random", metavar="W.safetensors",
                     help="write a random float32 checkpoint for --arch/--hparams and exit")
     return ap
@@ -102,11 +105,12 @@ def run(args):
             new = ed_inference(lambda z, x: forward(args.arch, W, hp, x, z), source, tokens,
                                args.max_new_tokens, args.temperature, args.seed, args.eos)
         else:
-            new = d_inference(lambda x: forward(args.arch, W, hp, x, q8_from=q8), tokens,
+            new = d_inference(lambda x: forward(args.arch, W, hp, x, q8_from=q8,
+                                                kv_float16=args.kv_float16), tokens,
                               args.max_new_tokens, args.temperature, args.seed, args.eos)
         print(",".join(str(t) for t in new))
         return 0
-    out = forward(args.arch, W, hp, tokens, source, q8_from=q8)
+    out = forward(args.arch, W, hp, tokens, source, q8_from=q8, kv_float16=args.kv_float16)
     want, other = ("--logits-out", "--hidden-out") if args.arch in DECODERS \
         else ("--hidden-out", "--logits-out")
     path = args.logits_out if args.arch in DECODERS else args.hidden_out

@@ -17,6 +17,12 @@ def f64(a):
     return np.asarray(a, dtype=np.float64)
 
 
+def float16_values(a):
+    # a rounded to IEEE float16 (to nearest even), as a float16 KV cache holds keys and values
+    # (xfc --kv-cache-type=f16), back in float64.
+    return f64(a).astype(np.float16).astype(np.float64)
+
+
 # ---------------------------------------------------------------- Alg. 1, Alg. 2: embeddings
 
 def token_embedding(W_e, tokens):
@@ -136,22 +142,24 @@ def cross_mask(l_x, l_z):
     return np.ones((l_x, l_z), dtype=bool)    # [ℓ_x, ℓ_z]: each decoder token sees the encoder's
 
 
-def attention(X, Z, W_q, b_q, W_k, b_k, W_v, b_v, mask):
+def attention(X, Z, W_q, b_q, W_k, b_k, W_v, b_v, mask, kv_store=f64):
     # Alg. 4.  X: [ℓ_x, d_x] primary, Z: [ℓ_z, d_z] context, mask: [ℓ_x, ℓ_z] bool
     # W_q: [d_x, d_attn], W_k: [d_z, d_attn], W_v: [d_z, d_out]; biases may be None
+    # kv_store: the values K and V are kept as (float16_values for a float16 KV cache)
     Q = linear(X, W_q, b_q)                   # [ℓ_x, d_attn]
-    K = linear(Z, W_k, b_k)                   # [ℓ_z, d_attn]
-    V = linear(Z, W_v, b_v)                   # [ℓ_z, d_out]
+    K = kv_store(linear(Z, W_k, b_k))         # [ℓ_z, d_attn]
+    V = kv_store(linear(Z, W_v, b_v))         # [ℓ_z, d_out]
     S = Q @ K.T / math.sqrt(Q.shape[1])       # [ℓ_x, ℓ_z]; the paper's S is this transposed
     S = np.where(mask, S, -np.inf)            # masked scores get zero weight after softmax
     A = softmax(S, axis=1)                    # [ℓ_x, ℓ_z]; each query row sums to 1
     return A @ V                              # [ℓ_x, d_out]
 
 
-def mh_attention(X, Z, heads, W_o, b_o, mask):
+def mh_attention(X, Z, heads, W_o, b_o, mask, kv_store=f64):
     # Alg. 5.  heads: list of H tuples (W_q, b_q, W_k, b_k, W_v, b_v), one per head
     # W_o: [H·d_mid, d_out] acting on the heads' outputs concatenated along features
-    Y = np.concatenate([attention(X, Z, *hd, mask) for hd in heads], axis=1)  # [ℓ_x, H·d_mid]
+    Y = np.concatenate([attention(X, Z, *hd, mask, kv_store) for hd in heads],
+                       axis=1)                                               # [ℓ_x, H·d_mid]
     return linear(Y, W_o, b_o)                                               # [ℓ_x, d_out]
 
 
@@ -199,12 +207,13 @@ def rotary_embedding(X, heads, base, pairing, start=0):
 
 
 def grouped_query_attention(X, W_q, W_k, W_v, W_o, heads, kv_heads, mask, rope=None,
-                            gemm_input=f64):
+                            gemm_input=f64, kv_store=f64):
     # Alg. 5 with H_kv ≤ H key/value heads (Ainslie et al.) and no biases.
     # X: [ℓ, d_e]; W_q: [d_e, H·d], W_k, W_v: [d_e, H_kv·d], W_o: [H·d, d_e]. Query head h
     # uses key/value head h // (H / H_kv). rope = (pairing, base) rotates every head of Q and K
     # at positions 0 … ℓ−1 before the scores. gemm_input: applied to the input of each
-    # projection (q8_0_rows for xfc --q8-gemm-inputs).
+    # projection (q8_0_rows for xfc --q8-gemm-inputs). kv_store: the values the rotated K and
+    # V are kept as (float16_values for a float16 KV cache).
     if heads % kv_heads:
         raise ValueError(f"kv_heads={kv_heads} does not divide heads={heads}")
     X = gemm_input(X)
@@ -212,6 +221,7 @@ def grouped_query_attention(X, W_q, W_k, W_v, W_o, heads, kv_heads, mask, rope=N
     if rope is not None:
         Q = rotary_embedding(Q, heads, rope[1], rope[0])
         K = rotary_embedding(K, kv_heads, rope[1], rope[0])
+    K, V = kv_store(K), kv_store(V)
     d, group = Q.shape[1] // heads, heads // kv_heads
     outputs = []
     for h in range(heads):

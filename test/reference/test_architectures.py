@@ -227,3 +227,8 @@ def test_llama_gguf_equals_hf_after_converter_permutation():
         b = gg["layer"].format(l=l)
         W_bad[b + gg["q"]] = W_hf[hf["layer"].format(l=l) + hf["q"]]
     assert np.abs(_run("llama", W_bad, hp, TOKENS) - _run("llama_hf", W_hf, hp, TOKENS)).max() > 1e-3
+
+
+def test_kv_float16_only_for_cached_decoders():
+    with pytest.raises(ValueError, match="float16 KV cache"):
+        forward("bert", {}, {}, [1], kv_float16=True)

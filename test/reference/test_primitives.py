@@ -267,6 +267,32 @@ def test_grouped_query_attention_equals_mha_with_repeated_kv():
         P.grouped_query_attention(X, Wq, Wk, Wv, Wo, H, 4, mask)
 
 
+def test_float16_kv_store():
+    # A float16 KV cache: K and V rounded to float16 (nearest even) before attention reads them.
+    np.testing.assert_array_equal(P.float16_values([1.0, 1 + 2**-11, 1 + 3 * 2**-11, -1e-8]),
+                                  [1.0, 1.0, 1 + 2**-9, 0.0])
+    H, H_kv, d, d_e, l = 4, 2, 4, 8, 6
+    X = rng.standard_normal((l, d_e))
+    Wq, Wo = rng.standard_normal((d_e, H * d)), rng.standard_normal((H * d, d_e))
+    Wk, Wv = rng.standard_normal((d_e, H_kv * d)), rng.standard_normal((d_e, H_kv * d))
+    mask = P.causal_mask(l)
+    # A small change (float16 keeps 11 significant bits), but a change.
+    exact = P.grouped_query_attention(X, Wq, Wk, Wv, Wo, H, H_kv, mask, rope=("adjacent", 1e4))
+    half = P.grouped_query_attention(X, Wq, Wk, Wv, Wo, H, H_kv, mask, rope=("adjacent", 1e4),
+                                     kv_store=P.float16_values)
+    assert 0 < np.max(np.abs(half - exact)) / np.max(np.abs(exact)) < 1e-2
+    # The same as handing attention K and V already rounded (GPT-2's per-head path).
+    heads = P.make_heads(2, Wq[:, :8], None, Wk, None, Wv, None)
+    got = P.mh_attention(X, X, heads, Wo[:8], None, mask, kv_store=P.float16_values)
+    rounded = [(q, bq, k, bk, v, bv) for q, bq, k, bk, v, bv in heads]
+    K = [P.float16_values(X @ k) for _, _, k, _, _, _ in rounded]
+    V = [P.float16_values(X @ v) for _, _, _, _, v, _ in rounded]
+    want = np.concatenate([P.softmax(np.where(mask, (X @ q) @ K[i].T / math.sqrt(d), -np.inf),
+                                     axis=1) @ V[i] for i, (q, *_) in enumerate(rounded)],
+                          axis=1) @ Wo[:8]
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
 def test_swiglu_mlp_by_hand():
     x = np.array([[1.0, -1.0]])
     Wg, Wu, Wd = np.array([[1.0], [0.0]]), np.array([[2.0], [1.0]]), np.array([[3.0, -1.0]])

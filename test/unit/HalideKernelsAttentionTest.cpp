@@ -11,6 +11,9 @@
 // slot, [H_kv][positions][d]), the latter with a head stride larger than
 // the rows (a cache's capacity exceeds its context). The batched decode step
 // (`<name>_batched`: one query row per sequence, each on its own cache slot).
+// A half KV cache (spec.halfKeyValues): K and V handed over as float16, the
+// reference on the same float16 values (the kernel's arithmetic is float32),
+// with and without F16C.
 //
 // Tolerance: each output is a convex combination of values in [-1, 1]; the
 // float32 error comes from the dK-long score dot products (relative error
@@ -32,8 +35,23 @@ struct Lengths {
   int queries, keys;
 };
 
-void checkAttention(const AttentionKernelSpec &spec, std::vector<Lengths> lengths) {
-  Halide::Callable kernel = xftest::jit(buildAttentionPipeline(spec, Halide::get_host_target()));
+/// `m` (a byHead buffer) as float16, in the same shape and strides (NaN elsewhere).
+Halide::Runtime::Buffer<Halide::float16_t> toHalf(const Halide::Runtime::Buffer<float> &m,
+                                                  int capacity) {
+  Halide::Runtime::Buffer<Halide::float16_t> half(m.dim(0).extent(), capacity, m.dim(2).extent());
+  half.fill(Halide::float16_t(std::nanf("")));
+  half.crop(1, 0, m.dim(1).extent());
+  half.for_each_element(
+      [&](int c, int r, int g) { half(c, r, g) = Halide::float16_t(m(c, r, g)); });
+  return half;
+}
+
+/// x rounded to float16 (to nearest even), as a half KV cache stores it.
+float roundToHalf(float x) { return float(Halide::float16_t(x)); }
+
+void checkAttention(const AttentionKernelSpec &spec, std::vector<Lengths> lengths,
+                    Halide::Target target = Halide::get_host_target()) {
+  Halide::Callable kernel = xftest::jit(buildAttentionPipeline(spec, target));
   ASSERT_TRUE(kernel.defined());
   const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
   const int Hkv = int(spec.keyValueHeads()), group = H / Hkv; // grouped-query attention
@@ -73,13 +91,28 @@ void checkAttention(const AttentionKernelSpec &spec, std::vector<Lengths> length
       for (int s = 0; s < Mz; ++s)
         for (int c = 0; c < Hkv * dK; ++c)
           k(c, s) = float(kr[size_t(s) * Hkv * dK + c]);
+    if (spec.halfKeyValues) { // the cache's float16 values are the reference's K and V
+      ASSERT_FALSE(spec.rope != AttentionKernelSpec::Rope::None && spec.ropeKeys);
+      k.for_each_value([](float &x) { x = roundToHalf(x); });
+      v.for_each_value([](float &x) { x = roundToHalf(x); });
+      for (int s = 0; s < Mz; ++s)
+        for (int c = 0; c < Hkv * dK; ++c)
+          kr[size_t(s) * Hkv * dK + c] = k(c, s);
+    }
     for (bool cacheSlot : {false, true}) {
+      if (spec.halfKeyValues && !cacheSlot)
+        continue; // only a cache holds float16
       SCOPED_TRACE(cacheSlot ? "K/V in a cache slot" : "K/V heads side by side");
       Halide::Runtime::Buffer<float> kHeads = xftest::byHead(k, Hkv, cacheSlot, Mz + 19);
       Halide::Runtime::Buffer<float> vHeads = xftest::byHead(v, Hkv, cacheSlot, Mz + 19);
+      Halide::Runtime::Buffer<Halide::float16_t> kHalf, vHalf;
+      if (spec.halfKeyValues)
+        kHalf = toHalf(kHeads, Mz + 19), vHalf = toHalf(vHeads, Mz + 19);
       Halide::Runtime::Buffer<float> out(H * dV, M);
       out.fill(std::nanf(""));
-      ASSERT_EQ(xftest::call(kernel, {q.raw_buffer(), kHeads.raw_buffer(), vHeads.raw_buffer(),
+      ASSERT_EQ(xftest::call(kernel, {q.raw_buffer(),
+                                      spec.halfKeyValues ? kHalf.raw_buffer() : kHeads.raw_buffer(),
+                                      spec.halfKeyValues ? vHalf.raw_buffer() : vHeads.raw_buffer(),
                                       out.raw_buffer()}),
                 0);
 
@@ -262,9 +295,9 @@ namespace {
 /// [slot][K|V][kv head][position][d] (perHead true); the slots not named and
 /// the positions past each start hold NaN, which must never be read.
 void checkBatchedDecode(const AttentionKernelSpec &spec, std::vector<int64_t> starts,
-                        std::vector<int64_t> slots, int positions, int slotCount, bool perHead) {
-  Halide::Callable kernel =
-      xftest::jit(buildAttentionBatchedPipeline(spec, Halide::get_host_target()));
+                        std::vector<int64_t> slots, int positions, int slotCount, bool perHead,
+                        Halide::Target target = Halide::get_host_target()) {
+  Halide::Callable kernel = xftest::jit(buildAttentionBatchedPipeline(spec, target));
   ASSERT_TRUE(kernel.defined());
   const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
   const int Hkv = int(spec.keyValueHeads()), group = H / Hkv;
@@ -290,15 +323,30 @@ void checkBatchedDecode(const AttentionKernelSpec &spec, std::vector<int64_t> st
         for (int c = 0; c < dV; ++c)
           vc(c, p, g, int(slots[size_t(i)])) = dist(rng);
       }
+  // A half cache: the same layout in float16, and the reference on its values.
+  std::vector<Halide::float16_t> halves;
+  Halide::Runtime::Buffer<Halide::float16_t> kh, vh;
+  if (spec.halfKeyValues) {
+    for (float &x : caches)
+      x = roundToHalf(x);
+    for (float x : caches)
+      halves.push_back(Halide::float16_t(x));
+    auto halfView = [&](const Halide::Runtime::Buffer<float> &b, int64_t offset) {
+      std::vector<halide_dimension_t> dims(b.raw_buffer()->dim, b.raw_buffer()->dim + 4);
+      return Halide::Runtime::Buffer<Halide::float16_t>(halves.data() + offset, 4, dims.data());
+    };
+    kh = halfView(kc, 0), vh = halfView(vc, kFloats);
+  }
   auto q = xftest::randomMatrix(n, H * dK, rng);
   q.for_each_value([](float &x) { x *= 4.f; });
   Halide::Runtime::Buffer<int64_t> slotBuffer(slots.data(), n), startBuffer(starts.data(), n);
   Halide::Runtime::Buffer<float> out(H * dV, n);
   out.fill(std::nanf(""));
-  ASSERT_EQ(xftest::call(kernel, {q.raw_buffer(), kc.raw_buffer(), vc.raw_buffer(),
-                                  slotBuffer.raw_buffer(), startBuffer.raw_buffer(),
-                                  out.raw_buffer()}),
-            0);
+  ASSERT_EQ(
+      xftest::call(kernel, {q.raw_buffer(), spec.halfKeyValues ? kh.raw_buffer() : kc.raw_buffer(),
+                            spec.halfKeyValues ? vh.raw_buffer() : vc.raw_buffer(),
+                            slotBuffer.raw_buffer(), startBuffer.raw_buffer(), out.raw_buffer()}),
+      0);
   const bool adjacent = spec.rope == AttentionKernelSpec::Rope::Adjacent;
   double maxError = 0;
   for (int i = 0; i < n; ++i) {
@@ -367,6 +415,37 @@ TEST(HalideKernelsAttention, BatchedDecodeGroupedRotary) {
   AttentionKernelSpec odd = attention(3, 6, 5, true);
   odd.batchedDecode = true;
   checkBatchedDecode(odd, {4, 0, 9}, {1, 2, 0}, 10, 3, false);
+}
+
+TEST(HalideKernelsAttention, HalfKeyValues) {
+  // A float16 KV cache: the flash path (a prefill reads its keys back from the cache) and the
+  // decode path, plain and grouped rotary heads (keys rotated before they were stored), with
+  // F16C's conversion and without it (integer operations).
+  AttentionKernelSpec plain = attention(4, 16, 16, true);
+  AttentionKernelSpec grouped = attention(9, 64, 64, true);
+  grouped.kvHeads = 3, grouped.rope = AttentionKernelSpec::Rope::Adjacent;
+  grouped.ropeBase = 100000, grouped.ropeKeys = false;
+  const Halide::Target host = Halide::get_host_target();
+  for (const Halide::Target &target : {host, host.without_feature(Halide::Target::F16C)}) {
+    SCOPED_TRACE(target.to_string());
+    for (AttentionKernelSpec spec : {plain, grouped}) {
+      spec.halfKeyValues = true;
+      checkAttention(spec, {{1, 1}, {1, 77}, {3, 40}, {17, 17}, {40, 300}}, target);
+      spec.batchedDecode = true;
+      checkBatchedDecode(spec, {0, 129, 5, 64}, {3, 0, 1, 2}, 130, 4, true, target);
+    }
+  }
+}
+
+TEST(HalideKernelsAttention, HalfKeyValuesOnlyFromACache) {
+  // The packed batch's segmented kernel reads its own float32 rows, never a cache.
+  AttentionKernelSpec spec = attention(2, 8, 8, true);
+  spec.segmented = true, spec.halfKeyValues = true;
+  llvm::Expected<KernelPipeline> built =
+      buildSegmentedAttentionPipeline(spec, Halide::get_host_target());
+  ASSERT_FALSE(bool(built));
+  EXPECT_NE(llvm::toString(built.takeError()).find("reads float32 keys and values"),
+            std::string::npos);
 }
 
 TEST(HalideKernelsAttention, BatchedDecodeNeedsCausalCachedKeys) {

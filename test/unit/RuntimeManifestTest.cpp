@@ -29,6 +29,7 @@ Manifest everyField() {
   m.dOut = 768;
   m.cached = true;
   m.cachePositions = 512;
+  m.cacheHalf = true;
   m.cuda = true;
   m.packed = true;
   m.hyperparameters = {{"eps", "1e-05"}, {"L", "12"}, {"d_e", "768"}};
@@ -72,6 +73,7 @@ TEST(RuntimeManifest, EveryFieldSurvivesTheRoundTrip) {
   EXPECT_EQ(read->dOut, m.dOut);
   EXPECT_EQ(read->cached, m.cached);
   EXPECT_EQ(read->cachePositions, m.cachePositions);
+  EXPECT_EQ(read->cacheHalf, m.cacheHalf);
   EXPECT_EQ(read->cuda, m.cuda);
   EXPECT_EQ(read->packed, m.packed);
   // Written with sorted keys (byte order: upper case first).
@@ -184,6 +186,24 @@ TEST(RuntimeManifest, ForwardReads) {
     EXPECT_EQ(m.message().rfind("manifest: parameter 'a': unknown forward_reads ", 0), 0u)
         << m.message();
     EXPECT_NE(m.message().find("(all, rows, none)"), std::string::npos) << m.message();
+  }
+}
+
+// "cache_type" is optional: absent or "f32", a float32 KV cache; "f16", float16; else refused.
+TEST(RuntimeManifest, CacheType) {
+  const char *prefix = R"({"model":"x","vocab":2,"d_out":2,"cached":true,"cache_positions":8)";
+  for (auto [field, half] : {std::pair{"", false},
+                             {R"(,"cache_type":"f32")", false},
+                             {R"(,"cache_type":"f16")", true}}) {
+    Expected<Manifest> m = parseManifest(std::string(prefix) + field + "}");
+    ASSERT_TRUE(m) << field << ": " << m.message();
+    EXPECT_EQ(m->cacheHalf, half) << field;
+  }
+  for (const char *field : {R"(,"cache_type":"bf16")", R"(,"cache_type":2)"}) {
+    Expected<Manifest> m = parseManifest(std::string(prefix) + field + "}");
+    ASSERT_FALSE(m) << field;
+    EXPECT_NE(m.message().find("'cache_type' is not \"f16\" or \"f32\""), std::string::npos)
+        << m.message();
   }
 }
 

@@ -118,6 +118,16 @@ cl::opt<bool> q8GemmInputs(
              "does. Faster decode, 8-bit activation accuracy (docs/correctness.md); prefill "
              "stays exact"),
     cl::cat(xfcCategory));
+enum class KvCacheType { F32, F16 };
+cl::opt<KvCacheType> kvCacheType(
+    "kv-cache-type", cl::init(KvCacheType::F32),
+    cl::desc("Element type of the KV cache of the cached-decoding entry points (docs/abi.md, "
+             "\"Cached decoding\")"),
+    cl::values(clEnumValN(KvCacheType::F32, "f32", "float32 (default)"),
+               clEnumValN(KvCacheType::F16, "f16",
+                          "IEEE float16, as llama.cpp's default: half the cache and the bytes "
+                          "a decode step reads from it; keys and values rounded as stored")),
+    cl::cat(xfcCategory));
 cl::opt<bool> keepTemps("keep-temps", cl::init(false),
                         cl::desc("Keep the intermediate object files"),
                         cl::cat(xfcCategory));
@@ -359,6 +369,11 @@ static mlir::FailureOr<mlir::xf::HostOptions> hostOptionsFromFlags() {
   hostOptions.packWeightsAtLoad = packWeights == PackWeights::Load && !hostOptions.cudaDevice;
   if (bf16GemmInputs && !hostOptions.bf16Weights) {
     llvm::errs() << "xfc: error: --bf16-gemm-inputs needs --weight-type=bf16\n";
+    return mlir::failure();
+  }
+  hostOptions.halfKvCache = kvCacheType == KvCacheType::F16;
+  if (hostOptions.halfKvCache && hostOptions.cudaDevice) {
+    llvm::errs() << "xfc: error: --kv-cache-type=f16 is not supported with --target cuda\n";
     return mlir::failure();
   }
   if (q8GemmInputs && quantizedLike.empty()) {

@@ -93,8 +93,11 @@ Value buildBuffer(Fields &f, const HalideBufferArg &arg, Value deviceInterface) 
                       : arg.bf16  ? kHalideTypeBFloat
                                   : kHalideTypeFloat),
           bufType, buffer, {0, Code});
-  f.store(f.integer(8, arg.bytes ? 8 : arg.bf16 ? 16 : arg.int64 ? 64 : 32), bufType, buffer,
-          {0, Bits});
+  f.store(f.integer(8, arg.bytes             ? 8
+                       : arg.bf16 || arg.f16 ? 16
+                       : arg.int64           ? 64
+                                             : 32),
+          bufType, buffer, {0, Bits});
   f.store(f.integer(16, 1), bufType, buffer, {0, Lanes});
   f.store(f.integer(32, rank), bufType, buffer, {0, Rank});
   f.store(dims, bufType, buffer, {0, Dims});

@@ -205,6 +205,8 @@ std::string mlir::xf::kernelSignature(const AttentionKernelSpec &s) {
                 .str();
   if (s.segmented) // a packed batch in one call: other inputs, another kernel
     text += " segmented";
+  if (s.halfKeyValues) // K and V read from a float16 cache
+    text += " kv=f16";
   return text;
 }
 

@@ -45,6 +45,13 @@ struct Emitter {
   void store(Value v, Value base, Value index) {
     LLVM::StoreOp::create(b, loc, v, at(base, index));
   }
+  /// Stores f32 `v` rounded to IEEE float16 (to nearest even) at element `index` of a
+  /// float16 row.
+  void storeHalf(Value v, Value base, Value index) {
+    Type f16 = b.getF16Type();
+    Value at = LLVM::GEPOp::create(b, loc, ptr, f16, base, ValueRange{index});
+    LLVM::StoreOp::create(b, loc, arith::TruncFOp::create(b, loc, f16, v), at);
+  }
   Value add(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y, fast); }
   Value sub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y, fast); }
   Value mul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y, fast); }

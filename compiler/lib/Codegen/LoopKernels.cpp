@@ -459,12 +459,14 @@ func::FuncOp LoopKernels::multiply(int64_t width) {
 /// computed in f64 once per (row, i) and shared by all heads: positions reach
 /// thousands of radians, where an f32 angle would be off by ~1e-4.
 func::FuncOp LoopKernels::rotaryRows(int64_t heads, int64_t headWidth, RotaryPairs pairs,
-                                     double base, bool inverse) {
-  XF_KERNEL_CACHED(llvm::formatv("xf_rope{4}_{0}_{1}x{2}_{3}",
+                                     double base, bool inverse, bool halfOut) {
+  XF_KERNEL_CACHED(llvm::formatv("xf_rope{4}{5}_{0}_{1}x{2}_{3}",
                                  pairs == RotaryPairs::Adjacent ? "adjacent" : "halves", heads,
-                                 headWidth, formatDouble(base), inverse ? "_grad" : "")
+                                 headWidth, formatDouble(base), inverse ? "_grad" : "",
+                                 halfOut ? "_f16" : "")
                        .str());
-  if (device && !inverse) // (in, in_stride, out, rows, offset); no training on the GPU yet
+  if (device && !inverse &&
+      !halfOut) // (in, in_stride, out, rows, offset); no training on the GPU yet
     return deviceKernel(name, "pipii",
                         {"", DeviceLoopKind::Rotary, heads * headWidth, heads, headWidth, base,
                          DeviceMap::Relu, pairs == RotaryPairs::Halves},
@@ -481,7 +483,8 @@ func::FuncOp LoopKernels::rotaryRows(int64_t heads, int64_t headWidth, RotaryPai
       return arith::ConstantFloatOp::create(b, e.loc, b.getF64Type(), APFloat(v));
     };
     e.eachRow(args, [&](Value t) {
-      Value in = e.at(args[0], e.muli(t, args[1])), out = e.row(args[2], t, width);
+      Value in = e.at(args[0], e.muli(t, args[1]));
+      Value out = args[2], outRow = e.muli(t, e.i(width)); // element offset of row t
       Value position = arith::SIToFPOp::create(b, e.loc, e.f64, e.addi(t, args[4]));
       e.loop(e.i(half), [&](Value i) {
         // base^(−2i/d) = exp(−(2i/d)·ln base)
@@ -501,8 +504,14 @@ func::FuncOp LoopKernels::rotaryRows(int64_t heads, int64_t headWidth, RotaryPai
           Value headStart = e.muli(h, e.i(headWidth));
           Value ia = e.addi(headStart, first), ib = e.addi(headStart, second);
           Value a = e.load(in, ia), bb = e.load(in, ib);
-          e.store(e.sub(e.mul(a, cos), e.mul(bb, sin)), out, ia);
-          e.store(e.add(e.mul(a, sin), e.mul(bb, cos)), out, ib);
+          auto put = [&](Value v, Value index) {
+            if (halfOut)
+              e.storeHalf(v, out, e.addi(outRow, index));
+            else
+              e.store(v, out, e.addi(outRow, index));
+          };
+          put(e.sub(e.mul(a, cos), e.mul(bb, sin)), ia);
+          put(e.add(e.mul(a, sin), e.mul(bb, cos)), ib);
         });
       });
     });
@@ -593,6 +602,18 @@ func::FuncOp LoopKernels::copy2d() {
       Value src = e.at(args[0], e.muli(r, args[1]));
       Value dst = e.at(args[2], e.muli(r, args[3]));
       e.loop(args[5], [&](Value c) { e.store(e.load(src, c), dst, c); });
+    });
+  });
+}
+
+func::FuncOp LoopKernels::copy2dToHalf() {
+  XF_KERNEL_CACHED_WITH("xf_copy2d_to_f16", LoopSchedule{});
+  // (in, in_stride, out, out_stride, rows, cols); strides in elements of each
+  return rowKernel(name, "pipiii", kernelSchedule, /*rowsArg=*/4, [&](Emitter &e, ValueRange args) {
+    e.eachRow(args, [&](Value r) {
+      Value src = e.at(args[0], e.muli(r, args[1]));
+      Value dst = e.muli(r, args[3]);
+      e.loop(args[5], [&](Value c) { e.storeHalf(e.load(src, c), args[2], e.addi(dst, c)); });
     });
   });
 }

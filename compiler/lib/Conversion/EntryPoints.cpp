@@ -341,7 +341,8 @@ LogicalResult HostLowering::emitForward(bool cached, bool packed) {
       slotCount = arith::AddIOp::create(builder, loc, sums.getResult(5), i64(1));
       Value span = arith::MulIOp::create(
           builder, loc, slotCount,
-          arith::MulIOp::create(builder, loc, cacheRows, i64(4 * cachePlan.columns)));
+          arith::MulIOp::create(builder, loc, cacheRows,
+                                i64(cachePlan.elementBytes * cachePlan.columns)));
       auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) -> Value {
         return arith::CmpIOp::create(builder, loc, p, x, y);
       };
@@ -414,7 +415,8 @@ void HostLowering::emitCacheBytes() {
   loc = forward.getLoc();
   // ⌈positions⌉₁₆ rows per column keep every slot 64-byte aligned.
   Value rows = paddedRowsOf(fn.getArgument(0), i64(0));
-  Value bytes = arith::MulIOp::create(builder, loc, rows, i64(4 * cachePlan.columns));
+  Value bytes =
+      arith::MulIOp::create(builder, loc, rows, i64(cachePlan.elementBytes * cachePlan.columns));
   func::ReturnOp::create(builder, loc, ValueRange{bytes});
   b = nullptr;
 }

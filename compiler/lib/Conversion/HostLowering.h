@@ -130,8 +130,15 @@ private:
   Value lengthsArg, startsArg, countArg, cachesArg, slotsArg;
   /// xf_forward_cached_packed: sequence i's cache, slot slots[i] of `caches`.
   Value sequenceCache(Value index) {
-    Value floats = arith::MulIOp::create(*b, loc, cacheRows, i64(cachePlan.columns));
-    return offsetPtr(cachesArg, arith::MulIOp::create(*b, loc, loadI64(slotsArg, index), floats));
+    Value elements = arith::MulIOp::create(*b, loc, cacheRows, i64(cachePlan.columns));
+    return cacheElementPtr(cachesArg,
+                           arith::MulIOp::create(*b, loc, loadI64(slotsArg, index), elements));
+  }
+  /// `base` advanced by `elements` elements of the KV cache (float32 or float16).
+  Value cacheElementPtr(Value base, Value elements) {
+    Type ptr = LLVM::LLVMPointerType::get(ctx);
+    Type element = cachePlan.half() ? Type(b->getF16Type()) : Type(b->getF32Type());
+    return LLVM::GEPOp::create(*b, loc, ptr, element, base, ValueRange{elements});
   }
   /// xf_forward_cached_packed: whether this call is one decode step of every
   /// sequence (one row each) whose cache slots one Halide buffer can span, so

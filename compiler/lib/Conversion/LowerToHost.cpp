@@ -177,8 +177,8 @@ HalideBufferArg HostLowering::cachedMatrixArg(Value tensor, int64_t column, int6
                                               func::FuncOp rotate) {
   Placement &p = placements[tensor];
   const int64_t width = p.cols / heads;
-  Value slot = offsetPtr(cache, arith::MulIOp::create(*b, loc, cacheRows, i64(column)));
-  Value headFloats = arith::MulIOp::create(*b, loc, cacheRows, i64(width));
+  Value slot = cacheElementPtr(cache, arith::MulIOp::create(*b, loc, cacheRows, i64(column)));
+  Value headFloats = arith::MulIOp::create(*b, loc, cacheRows, i64(width)); // elements
   Value newRows = arith::MulIOp::create(*b, loc, start, i64(width));
   // Head g's new rows: columns [g·width, +width) of the source rows, to rows
   // start.. of the head's block.
@@ -188,29 +188,34 @@ HalideBufferArg HostLowering::cachedMatrixArg(Value tensor, int64_t column, int6
         OpBuilder::InsertionGuard guard(*b);
         b->setInsertionPointToStart(nested.getInsertionBlock());
         Value from = offsetPtr(source, arith::MulIOp::create(*b, loc, g, i64(width)));
-        Value head = offsetPtr(slot, arith::MulIOp::create(*b, loc, g, headFloats));
-        Value at = offsetPtr(head, newRows);
+        Value head = cacheElementPtr(slot, arith::MulIOp::create(*b, loc, g, headFloats));
+        Value at = cacheElementPtr(head, newRows);
         if (rotate) // (in, in_stride, out, rows, first position)
           call(rotate, {from, i64(p.stride), at, rows, start});
         else
-          call(kernels->copy2d(), {from, i64(p.stride), at, i64(width), rows, i64(width)});
+          call(cachePlan.half() ? kernels->copy2dToHalf() : kernels->copy2d(),
+               {from, i64(p.stride), at, i64(width), rows, i64(width)});
         scf::YieldOp::create(*b, loc);
       });
   Value context = arith::AddIOp::create(*b, loc, start, rows);
-  return HalideBufferArg{slot,
-                         {{i64(width), i64(1)}, {context, i64(width)}, {i64(heads), headFloats}}};
+  HalideBufferArg arg{slot,
+                      {{i64(width), i64(1)}, {context, i64(width)}, {i64(heads), headFloats}}};
+  arg.f16 = cachePlan.half();
+  return arg;
 }
 
 HalideBufferArg HostLowering::cacheSlotsArg(Value tensor, int64_t column, int64_t heads) {
   // Each slot as cachedMatrixArg lays it out: [heads][cache rows][width].
   const int64_t width = placements[tensor].cols / heads;
   Value slotFloats = arith::MulIOp::create(*b, loc, cacheRows, i64(cachePlan.columns));
-  Value first = offsetPtr(cachesArg, arith::MulIOp::create(*b, loc, cacheRows, i64(column)));
-  return HalideBufferArg{first,
-                         {{i64(width), i64(1)},
-                          {cacheRows, i64(width)},
-                          {i64(heads), arith::MulIOp::create(*b, loc, cacheRows, i64(width))},
-                          {slotCount, slotFloats}}};
+  Value first = cacheElementPtr(cachesArg, arith::MulIOp::create(*b, loc, cacheRows, i64(column)));
+  HalideBufferArg arg{first,
+                      {{i64(width), i64(1)},
+                       {cacheRows, i64(width)},
+                       {i64(heads), arith::MulIOp::create(*b, loc, cacheRows, i64(width))},
+                       {slotCount, slotFloats}}};
+  arg.f16 = cachePlan.half();
+  return arg;
 }
 
 Value HostLowering::loadI64(Value array, Value index) {
@@ -373,15 +378,18 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
                                        spec.rope == AttentionKernelSpec::Rope::Adjacent
                                            ? RotaryPairs::Adjacent
                                            : RotaryPairs::Halves,
-                                       spec.ropeBase);
+                                       spec.ropeBase, /*inverse=*/false, cachePlan.half());
     }
     // Models that decode several sequences together also get the batched decode step
     // (one call over every sequence's newest row): causal self-attention whose keys sit in a
     // cache (rotated there, if rotary), on the CPU. Set in every entry point alike, so
     // that they share the kernel.
+    // A half cache gives the cached entry points their own kernel (float16 K/V), which alone
+    // needs the batched step.
+    spec.halfKeyValues = cachedMode && cachePlan.half();
     spec.batchedDecode = cachePlan.packedCacheable && spec.causal && !attn.getKeySegments() &&
                          (spec.rope == AttentionKernelSpec::Rope::None || !spec.ropeKeys) &&
-                         !options.cudaDevice;
+                         !options.cudaDevice && (cachedMode || !cachePlan.half());
     spec.name = nameKernel(spec);
     // Plain variables: lambdas may not capture structured bindings before C++20.
     const auto cacheOffsets = cachePlan.offsets.lookup(op);
@@ -653,6 +661,7 @@ LogicalResult HostLowering::run() {
   planPackedWeights();
   emitPrepare();
   cachePlan = planCache(forward, *this);
+  cachePlan.elementBytes = options.halfKvCache && cachePlan.cacheable ? 2 : 4;
   // Packed batches need @forward_packed (xf-pack-sequences decides which
   // models can run them).
   cachePlan.packable &= bool(forwardPacked);

@@ -55,6 +55,17 @@ struct LowerToHostPass : xf::impl::LowerToHostBase<LowerToHostPass> {
     options.packWeightsAtLoad = packWeightsAtLoad;
     options.cudaDevice = cudaDevice;
     options.kernelOutputHook = kernelOutputHook;
+    if (kvCacheType != "f32" && kvCacheType != "f16") {
+      getOperation().emitError() << "xf-lower-to-host: kv-cache-type '" << kvCacheType
+                                 << "': expected f32 or f16";
+      return failure();
+    }
+    options.halfKvCache = kvCacheType == "f16";
+    if (options.halfKvCache && options.cudaDevice) {
+      getOperation().emitError()
+          << "xf-lower-to-host: kv-cache-type f16 is not supported with cuda";
+      return failure();
+    }
     for (const std::string &entry : weightBlocks) {
       auto [name, blocks] = parseWeightBlocksEntry(entry);
       if (blocks == WeightBlocks::None) {
@@ -82,6 +93,7 @@ std::unique_ptr<Pass> mlir::xf::createLowerToHostPass(const HostOptions &host,
   options.packWeightsAtLoad = host.packWeightsAtLoad;
   options.cudaDevice = host.cudaDevice;
   options.kernelOutputHook = host.kernelOutputHook;
+  options.kvCacheType = host.halfKvCache ? "f16" : "f32";
   for (const auto &entry : host.weightBlocks)
     options.weightBlocks.push_back((entry.first() + "=" + weightBlocksName(entry.second)).str());
   return std::make_unique<LowerToHostPass>(options, program);

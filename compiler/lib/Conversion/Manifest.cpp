@@ -106,6 +106,7 @@ xfrt::Manifest HostLowering::describeModel() {
   info.cached = cachePlan.cacheable;
   info.packed = cachePlan.packable;
   info.cachePositions = cachePlan.cacheable ? cachePlan.positions : 0;
+  info.cacheHalf = cachePlan.cacheable && cachePlan.half();
   info.cuda = options.cudaDevice;
   return info;
 }

@@ -65,8 +65,8 @@ std::string mlir::xf::gemmObjectKey(const GemmKernelSpec &spec, llvm::StringRef 
 
 std::string mlir::xf::attentionObjectKey(const AttentionKernelSpec &spec,
                                          llvm::StringRef halideTarget) {
-  const auto &[name, heads, dK, dV, kvHeads, causal, scale, rope, ropeBase, ropeKeys,
-               batchedDecode, segmented, schedule] = spec;
+  const auto &[name, heads, dK, dV, kvHeads, causal, scale, rope, ropeBase, ropeKeys, batchedDecode,
+               halfKeyValues, segmented, schedule] = spec;
   // The scale and rope base in hexadecimal: every bit is a constant in the kernel.
   char scaleText[64], baseText[64];
   std::snprintf(scaleText, sizeof(scaleText), "%a", scale);
@@ -74,9 +74,9 @@ std::string mlir::xf::attentionObjectKey(const AttentionKernelSpec &spec,
   return kernelPrelude(halideTarget) +
          llvm::formatv("attention name={0} heads={1} dK={2} dV={3} kvHeads={4} causal={5} "
                        "scale={6} rope={7} ropeBase={8} ropeKeys={9} batchedDecode={10} "
-                       "segmented={11}\n",
+                       "segmented={11} halfKeyValues={12}\n",
                        name, heads, dK, dV, kvHeads, causal, scaleText, int(rope), baseText,
-                       ropeKeys, batchedDecode, segmented)
+                       ropeKeys, batchedDecode, segmented, halfKeyValues)
              .str() +
          scheduleKey(schedule);
 }

@@ -62,6 +62,7 @@ struct Manifest {
   int64_t dOut = 0;
   bool cached = false;        // "cached": xf_forward_cached exists (docs/abi.md)
   int64_t cachePositions = 0; // "cache_positions": KV-cache capacity; 0 without a cache
+  bool cacheHalf = false;     // "cache_type": "f16": the KV cache holds IEEE float16 ("f32")
   bool cuda = false;          // "device": "cuda": the entry points take GPU addresses (docs/gpu.md)
   bool packed = false;        // "packed": xf_forward_packed (and xf_forward_cached_packed when cached)
   std::vector<std::pair<std::string, std::string>> hyperparameters; // name, JSON text of value

@@ -21,6 +21,7 @@ struct HalideBufferArg {
   Value host;
   SmallVector<std::pair<Value, Value>, 2> dims;
   bool bf16 = false;  // bfloat16 elements instead of float32
+  bool f16 = false;   // IEEE float16 elements instead of float32 (a half KV cache)
   bool bytes = false; // uint8 elements (ggml weight blocks) instead of float32
   bool int32 = false; // int32 elements (token ids) instead of float32
   bool int64 = false; // int64 elements (positions, cache slots) instead of float32

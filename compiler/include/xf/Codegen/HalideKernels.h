@@ -263,6 +263,9 @@ struct AttentionKernelSpec {
   // position starts[i]; K/V caches (c, position, kv head, slot) with any
   // strides; slots[i] the cache of sequence i; out: [n, H·dV]). Causal only.
   bool batchedDecode = false;
+  // K and V (and the batched step's caches) are IEEE float16, widened to float32 as they are
+  // read: a KV cache kept in half precision (xfc --kv-cache-type=f16). CPU only.
+  bool halfKeyValues = false;
   // A packed batch in one call (SegmentedAttentionKernel.cpp): q, k, v hold n
   // sequences' rows back to back and one more input, `blocks` (int32 [count, 5]),
   // cuts each sequence into query blocks; each attends over its own sequence's keys.
@@ -308,7 +311,7 @@ inline KernelWork kernelWork(const AttentionKernelSpec &a) {
   KernelWork w;
   w.flopsPerRowPerContextRow = 2.0 * double(a.heads * (a.dK + a.dV)); // Q·Kᵀ and P·V
   w.bytesPerRow = 4.0 * double(a.heads * (a.dK + a.dV));              // Q in, out
-  w.bytesPerContextRow = 4.0 * double(a.keyValueHeads() * (a.dK + a.dV));
+  w.bytesPerContextRow = (a.halfKeyValues ? 2.0 : 4.0) * double(a.keyValueHeads() * (a.dK + a.dV));
   return w;
 }
 

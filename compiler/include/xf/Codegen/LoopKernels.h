@@ -80,11 +80,14 @@ public:
   func::FuncOp multiply(int64_t width);
   /// Rotary position embeddings of `heads` heads of `headWidth` features,
   /// row t at position offset + t           (in, in_stride, out, rows, offset);
-  /// `inverse` turns by −θ (the backward of xf.rope).
+  /// `inverse` turns by −θ (the backward of xf.rope); `halfOut` writes float16 rows (a
+  /// half KV cache's keys).
   func::FuncOp rotaryRows(int64_t heads, int64_t headWidth, RotaryPairs pairs, double base,
-                          bool inverse = false);
+                          bool inverse = false, bool halfOut = false);
   /// out[r, c] = in[r, c] with row strides   (in, in_stride, out, out_stride, rows, cols)
   func::FuncOp copy2d();
+  /// copy2d into float16 rows, rounded to nearest even (a half KV cache's new rows); CPU only
+  func::FuncOp copy2dToHalf();
   /// out[c, r] = in[r, c], in is [rows, cols] (in, out, rows, cols)
   func::FuncOp transpose2d();
 

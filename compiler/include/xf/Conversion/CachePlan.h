@@ -3,7 +3,8 @@
 // From @forward and its placement (Placement.h): whether the model can decode
 // incrementally (xf_forward_cached) and run packed batches
 // (xf_forward_packed, xf_forward_cached_packed), and the layout of the KV
-// cache — a K and a V slot per attention, slot i at float ⌈positions⌉₁₆·c_i
+// cache — a K and a V slot per attention (float32 or float16 elements), slot i
+// at element ⌈positions⌉₁₆·c_i
 // (c_i: the widths H_kv·d of the slots before it), each [H_kv][⌈positions⌉₁₆][d]
 // with every K/V head's rows contiguous, so the slots scale with the capacity
 // chosen at run time and a decode step streams each head (docs/abi.md).
@@ -36,7 +37,10 @@ struct CachePlan {
   /// The cache's default capacity in positions (the manifest's
   /// cache_positions), and its width in columns.
   int64_t positions = 0, columns = 0;
-  /// Each attention's K and V slot: c_i, the slot starts at float ⌈positions⌉₁₆·c_i.
+  /// Bytes of an element: 4 (float32) or 2 (IEEE float16, HostOptions::halfKvCache).
+  int64_t elementBytes = 4;
+  bool half() const { return elementBytes == 2; }
+  /// Each attention's K and V slot: c_i, the slot starts at element ⌈positions⌉₁₆·c_i.
   llvm::DenseMap<Operation *, std::pair<int64_t, int64_t>> offsets;
   /// The scratch roots of the full-length tensors the tail reads.
   SmallVector<Value> tailInputRoots;

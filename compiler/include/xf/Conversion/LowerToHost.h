@@ -69,6 +69,11 @@ struct HostOptions {
   /// Halide CUDA pipelines called with device buffers (manifest "device":
   /// "cuda"). Not with weightBlocks or kernelOutputHook.
   bool cudaDevice = false;
+  /// Keep the KV cache of the cached entry points in IEEE float16 (manifest "cache_type":
+  /// "f16"): new K/V rows are rounded as they are stored, the attention widens them to
+  /// float32 as it reads them. Halves the cache and the bytes a decode step reads from it.
+  /// Not with cudaDevice.
+  bool halfKvCache = false;
 };
 
 /// Fails with a located error when @forward holds an op the host lowering

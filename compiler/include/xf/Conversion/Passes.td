@@ -25,7 +25,8 @@ def LowerToHost : Pass<"xf-lower-to-host", "ModuleOp"> {
     op. The module attributes `xf.model` and `xf.hyperparameters` and
     @forward's `xf.output` go into the manifest. The options are xfc's weight
     options (--weight-type, --bf16-gemm-inputs, --quantized-like,
-    --q8-gemm-inputs, --pack-weights, --target cuda) and --check's hook.
+    --q8-gemm-inputs, --pack-weights, --target cuda), --kv-cache-type and
+    --check's hook.
   }];
   let options = [
     Option<"bf16Weights", "bf16-weights", "bool", "false",
@@ -43,6 +44,8 @@ def LowerToHost : Pass<"xf-lower-to-host", "ModuleOp"> {
            "GEMMs take constant weights packed once by xf_prepare">,
     Option<"cudaDevice", "cuda", "bool", "false",
            "entry points take device addresses; kernels are Halide CUDA pipelines">,
+    Option<"kvCacheType", "kv-cache-type", "std::string", "\"f32\"",
+           "element type of the cached entry points' KV cache: f32 or f16">,
     Option<"kernelOutputHook", "kernel-output-hook", "bool", "false",
            "call xf_check_kernel_output after every kernel (xfc --check)">
   ];

@@ -32,6 +32,8 @@
 // K and V are 3-D, (column, key, K/V head), with any row and head strides:
 // a column slice of the fused QKV activation (heads side by side in a row)
 // or a KV cache slot (each head's rows contiguous, [H_kv][positions][d]).
+// A half KV cache (spec.halfKeyValues) holds them as IEEE float16: every
+// read widens them to float32 in registers, the arithmetic stays float32.
 //
 // M <= kSmallQueryRows (KV-cache decoding, M = 1) takes a second path,
 // selected at run time by a specialization: parallel over (K/V head, key
@@ -43,6 +45,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BlockWeights.h"
 #include "KernelPipelines.h"
 
 #include <cmath>
@@ -100,6 +103,20 @@ int decodeKeyRanges(int kvHeads) {
   return 8;
 }
 
+/// K and V as stored: float32, or IEEE float16 in a half KV cache (spec.halfKeyValues).
+Type keyValueType(const AttentionKernelSpec &spec) {
+  return spec.halfKeyValues ? Float(16) : Float(32);
+}
+
+/// A stored K or V element as float32: widened in registers from float16 (one vcvtph2ps per
+/// vector with F16C, integer operations without it).
+Expr keyValueAsFloat(const AttentionKernelSpec &spec, const Target &target, Expr stored) {
+  if (!spec.halfKeyValues)
+    return stored;
+  return floatFromHalfBits(reinterpret<uint16_t>(stored),
+                           target.arch == Target::X86 && target.has_feature(Target::F16C));
+}
+
 llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
                                               const Target &target) {
   llvm::Expected<AttentionShape> shape = attentionShapeOf(spec, target);
@@ -111,8 +128,10 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
   const int queryBlock = int(spec.schedule.queryBlock), keyBlock = int(spec.schedule.keyBlock);
 
   ImageParam q(Float(32), 2, "q"); // (h·dK + c, t): [M, H·dK]
-  ImageParam k(Float(32), 3, "k"); // (c, s, g): K/V head g's key s, [H_kv][Mz][dK] by index
-  ImageParam v(Float(32), 3, "v"); // (d, s, g)
+  // (c, s, g): K/V head g's key s, [H_kv][Mz][dK] by index; float16 in a half KV cache.
+  ImageParam k(keyValueType(spec), 3, "k");
+  ImageParam v(keyValueType(spec), 3, "v"); // (d, s, g)
+  auto keyValue = [&](Expr stored) { return keyValueAsFloat(spec, target, stored); };
   Expr queries = q.dim(1).extent(), keys = k.dim(1).extent();
   Expr keyBlocks = (keys + keyBlock - 1) / keyBlock;
   Var c("c"), d("d"), s("s"), t("t"), h("h"), j("j"), b("b");
@@ -151,8 +170,8 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
   };
   auto keyAt = [&](Expr c, Expr row, Expr kvHead) -> Expr {
     if (!ropeKeys)
-      return k(c, row, kvHead);
-    return rotated([&](Expr x) { return k(x, row, kvHead); }, c, row);
+      return keyValue(k(c, row, kvHead));
+    return rotated([&](Expr x) { return keyValue(k(x, row, kvHead)); }, c, row);
   };
 
   // ---- Algorithm -------------------------------------------------------
@@ -197,7 +216,7 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
   Func blockOutDot("block_out_dot"); // Σ_s p_s · v_s over the block, unnormalised
   blockOutDot(d, t, h, b) = 0.f;
   blockOutDot(d, t, h, b) +=
-      probs(rj, t, h, b) * v(d, clamp(b * keyBlock + rj, 0, keys - 1), kvHead(h));
+      probs(rj, t, h, b) * keyValue(v(d, clamp(b * keyBlock + rj, 0, keys - 1), kvHead(h)));
   Func blockOut("block_out");
   blockOut(d, t, h, b) = blockOutDot(d, t, h, b);
 
@@ -266,7 +285,7 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
   Func decodeOut("decode_out"); // unnormalised Σ_s p_s · v_s over the range
   decodeOut(d, t, h, p) = 0.f;
   decodeOut(d, t, h, p) +=
-      decodeProbs(rs, t, h, p) * v(d, clamp(p * range + rs, 0, keys - 1), kvHead(h));
+      decodeProbs(rs, t, h, p) * keyValue(v(d, clamp(p * range + rs, 0, keys - 1), kvHead(h)));
   Func decodeRange("decode_range"); // (output, max, sum) of a range
   decodeRange(d, t, h, p) = Tuple(decodeOut(d, t, h, p), decodeMax(t, h, p), decodeSum(t, h, p));
   RDom rp(0, ranges, "rp");
@@ -443,8 +462,9 @@ llvm::Expected<KernelPipeline> buildBatchedDecode(const AttentionKernelSpec &spe
   const float scale = shape->scale;
 
   ImageParam q(Float(32), 2, "q");
-  ImageParam kCache(Float(32), 4, "k_cache");
-  ImageParam vCache(Float(32), 4, "v_cache");
+  ImageParam kCache(keyValueType(spec), 4, "k_cache");
+  ImageParam vCache(keyValueType(spec), 4, "v_cache");
+  auto keyValue = [&](Expr stored) { return keyValueAsFloat(spec, target, stored); };
   ImageParam slots(Int(64), 1, "slots");
   ImageParam starts(Int(64), 1, "starts");
   Var c("c"), d("d"), s("s"), i("i"), h("h"), j("j");
@@ -485,7 +505,7 @@ llvm::Expected<KernelPipeline> buildBatchedDecode(const AttentionKernelSpec &spe
   Func dotPart("batched_dot_part");
   dotPart(j, s, i, h) = 0.f;
   dotPart(j, s, i, h) +=
-      query(h * dK + ro * lanes + j, i) * kCache(ro * lanes + j, key, kvHead(h), slot);
+      query(h * dK + ro * lanes + j, i) * keyValue(kCache(ro * lanes + j, key, kvHead(h), slot));
   Func scores("batched_scores");
   {
     std::vector<Expr> sums;
@@ -514,7 +534,8 @@ llvm::Expected<KernelPipeline> buildBatchedDecode(const AttentionKernelSpec &spe
   sum(i, h) += probs(rs, i, h);
   Func weighted("batched_out"); // unnormalised Σ_s p_s · v_s
   weighted(d, i, h) = 0.f;
-  weighted(d, i, h) += probs(rs, i, h) * vCache(d, clamp(rs, 0, positions - 1), kvHead(h), slot);
+  weighted(d, i, h) +=
+      probs(rs, i, h) * keyValue(vCache(d, clamp(rs, 0, positions - 1), kvHead(h), slot));
   Func out("attention_batched_out");
   {
     Expr head = c / dV, column = c % dV, total = sum(i, head);

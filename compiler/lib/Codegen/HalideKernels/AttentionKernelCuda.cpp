@@ -56,6 +56,9 @@ llvm::Expected<KernelPipeline> buildAttentionCuda(const AttentionKernelSpec &spe
   if (spec.rope != AttentionKernelSpec::Rope::None)
     return invalid("attention kernel '" + spec.name +
                    "': rotary positions are not fused into the CUDA attention");
+  if (spec.halfKeyValues) // xfc keeps a CUDA target's KV cache in float32
+    return invalid("attention kernel '" + spec.name +
+                   "': the CUDA attention reads float32 keys and values only");
   const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
   const int Hkv = int(spec.keyValueHeads()), group = H / Hkv;
   const float scale = float(spec.scale);

@@ -18,6 +18,23 @@
 
 namespace mlir::xf {
 
+/// The float16 whose bits are `bits16` (uint16) as float32: one instruction
+/// where `native` (x86 F16C); without it the 15 magnitude bits shifted into a
+/// float32's place and scaled by 2^112 give normal and subnormal values
+/// exactly, and infinities and NaNs are rebuilt.
+inline Halide::Expr floatFromHalfBits(Halide::Expr bits16, bool native) {
+  using namespace Halide;
+  if (native)
+    return cast<float>(reinterpret(Float(16), bits16));
+  auto u32 = [](uint32_t v) { return Internal::make_const(UInt(32), uint64_t(v)); };
+  Expr bits = cast<uint32_t>(bits16);
+  Expr sign = (bits & u32(0x8000)) << u32(16), magnitude = (bits & u32(0x7fff)) << u32(13);
+  Expr finite = reinterpret<float>(magnitude) * float(0x1p112);
+  Expr special = reinterpret<float>(magnitude | u32(0x7f800000));
+  Expr value = select((bits & u32(0x7c00)) == u32(0x7c00), special, finite);
+  return reinterpret<float>(reinterpret<uint32_t>(value) | sign);
+}
+
 class BlockWeights {
 public:
   /// `bytes`: uint8 (byte in row, row).
@@ -60,25 +77,12 @@ public:
   }
 
 private:
-  /// float16 (little-endian, at `offset`) → float32: one instruction with
-  /// F16C; without it the 15 magnitude bits shifted into a float32's place
-  /// and scaled by 2^112 give normal and subnormal values exactly, and
-  /// infinities and NaNs are rebuilt.
+  /// float16 (little-endian, at `offset`) → float32.
   Halide::Expr half(Halide::Expr offset, Halide::Expr row) const {
     using namespace Halide;
-    if (nativeHalf) {
-      Expr bits16 = cast<uint16_t>(bytes(offset, row)) |
-                    (cast<uint16_t>(bytes(offset + 1, row)) << cast<uint16_t>(8));
-      return cast<float>(reinterpret(Float(16), bits16));
-    }
-    auto u32 = [](uint32_t v) { return Internal::make_const(UInt(32), uint64_t(v)); };
-    Expr bits = cast<uint32_t>(bytes(offset, row)) |
-                (cast<uint32_t>(bytes(offset + 1, row)) << u32(8));
-    Expr sign = (bits & u32(0x8000)) << u32(16), magnitude = (bits & u32(0x7fff)) << u32(13);
-    Expr finite = reinterpret<float>(magnitude) * float(0x1p112);
-    Expr special = reinterpret<float>(magnitude | u32(0x7f800000));
-    Expr value = select((bits & u32(0x7c00)) == u32(0x7c00), special, finite);
-    return reinterpret<float>(reinterpret<uint32_t>(value) | sign);
+    Expr bits16 = cast<uint16_t>(bytes(offset, row)) |
+                  (cast<uint16_t>(bytes(offset + 1, row)) << cast<uint16_t>(8));
+    return floatFromHalfBits(bits16, nativeHalf);
   }
 
   Halide::ImageParam bytes;

@@ -56,6 +56,9 @@ llvm::Expected<KernelPipeline> buildSegmented(const AttentionKernelSpec &spec,
   if (spec.rope != AttentionKernelSpec::Rope::None)
     return invalid("attention kernel '" + spec.name +
                    "': a segmented kernel does not fuse rotary positions");
+  if (spec.halfKeyValues) // a packed batch's own K/V rows, never a cache
+    return invalid("attention kernel '" + spec.name +
+                   "': a segmented kernel reads float32 keys and values");
   const int vw = shape->vw, H = shape->H, Hkv = shape->Hkv, group = shape->group;
   const int dK = shape->dK, dV = shape->dV;
   const float scale = shape->scale;
