@@ -191,7 +191,8 @@ TEST(RuntimeManifest, ForwardReads) {
 
 // "cache_type" is optional: absent or "f32", a float32 KV cache; "f16", float16; else refused.
 TEST(RuntimeManifest, CacheType) {
-  const char *prefix = R"({"model":"x","vocab":2,"d_out":2,"cached":true,"cache_positions":8)";
+  const char *prefix =
+      R"({"model":"x","vocab":2,"d_out":2,"parameters":[],"cached":true,"cache_positions":8)";
   for (auto [field, half] : {std::pair{"", false},
                              {R"(,"cache_type":"f32")", false},
                              {R"(,"cache_type":"f16")", true}}) {
