@@ -333,19 +333,26 @@ Expected<const GgufTensor *> GgufFile::tensor(std::string_view name) const {
   return makeError(path() + ": no tensor '" + std::string(name) + "'");
 }
 
-Expected<AlignedBuffer> dequantizeTensor(const GgufHeader &header, const GgufTensor &tensor) {
+Status dequantizeTensorInto(const GgufHeader &header, const GgufTensor &tensor, float *out) {
   auto fail = [&](const std::string &what) {
     return makeError(header.fileName + ": tensor '" + tensor.name + "': " + what);
   };
   if (!canDequantize(tensor.type))
     return fail(std::string("cannot dequantize tensor type ") + ggmlTypeName(tensor.type) +
                 " (supported: " + dequantizableTypeNames() + ")");
+  if (Status s = dequantizeToF32(tensor.type, tensor.data, size_t(tensor.numel), out); !s)
+    return fail(s.message());
+  return Status::success();
+}
+
+Expected<AlignedBuffer> dequantizeTensor(const GgufHeader &header, const GgufTensor &tensor) {
+  if (!canDequantize(tensor.type)) // before allocating
+    return dequantizeTensorInto(header, tensor, nullptr);
   Expected<AlignedBuffer> buffer = AlignedBuffer::allocate(uint64_t(tensor.numel) * 4);
   if (!buffer)
-    return fail(buffer.message());
-  if (Status s = dequantizeToF32(tensor.type, tensor.data, size_t(tensor.numel), buffer->floats());
-      !s)
-    return fail(s.message());
+    return makeError(header.fileName + ": tensor '" + tensor.name + "': " + buffer.message());
+  if (Status s = dequantizeTensorInto(header, tensor, buffer->floats()); !s)
+    return s;
   return buffer;
 }
 

@@ -92,6 +92,34 @@ Status parseParameter(const JsonValue &p, size_t index, ParameterSpec &out) {
   return Status::success();
 }
 
+// Derived buffer i's "parts": parameters, each f32 and in at most one buffer's parts, whose
+// bytes add up to the buffer's.
+Status parseDerivedParts(const JsonValue &parts, size_t i, Manifest &m) {
+  std::string where = "derived[" + std::to_string(i) + "]";
+  if (!parts.isArray())
+    return fail(where + ": 'parts' is not a list");
+  m.derivedParts.resize(m.derivedBytes.size());
+  std::vector<int64_t> &out = m.derivedParts[i];
+  int64_t bytes = 0;
+  for (const JsonValue &part : parts.items) {
+    if (!part.isNumber() || !part.isInteger || part.integer < 0 ||
+        uint64_t(part.integer) >= m.parameters.size())
+      return fail(where + ": part " + describeJson(part) + " is not a parameter index");
+    const ParameterSpec &p = m.parameters[size_t(part.integer)];
+    if (p.bf16 || p.blocks)
+      return fail(where + ": part '" + p.name + "' is not float32");
+    for (const std::vector<int64_t> &other : m.derivedParts)
+      if (std::find(other.begin(), other.end(), part.integer) != other.end())
+        return fail(where + ": parameter '" + p.name + "' is a part twice");
+    out.push_back(part.integer);
+    bytes += p.numel * 4; // each at most 2^40 elements
+  }
+  if (bytes != m.derivedBytes[i])
+    return fail(where + ": its parts are " + std::to_string(bytes) + " bytes, not " +
+                std::to_string(m.derivedBytes[i]));
+  return Status::success();
+}
+
 } // namespace
 
 Expected<Manifest> parseManifest(std::string_view text) {
@@ -200,6 +228,9 @@ Expected<Manifest> parseManifest(std::string_view text) {
       }
       m.derivedBytes.push_back(bytes);
       m.derivedPrepareOnly.push_back(prepareOnly);
+      if (const JsonValue *parts = derived->items[i].find("parts"))
+        if (Status s = parseDerivedParts(*parts, i, m); !s)
+          return s;
     }
   }
 
@@ -327,6 +358,12 @@ std::string renderManifest(const Manifest &m) {
     w.key("bytes"), w.number(m.derivedBytes[i]);
     if (i < m.derivedPrepareOnly.size() && m.derivedPrepareOnly[i])
       w.key("forward_reads"), w.string("none");
+    if (i < m.derivedParts.size() && !m.derivedParts[i].empty()) {
+      w.key("parts"), w.begin('[');
+      for (int64_t part : m.derivedParts[i])
+        w.item(), w.number(part);
+      w.end(']');
+    }
     w.end('}');
   }
   w.end(']');

@@ -147,10 +147,16 @@ Expected<Session> Session::create(const Manifest &m, const ModelAbi &abi,
   // would be 4 KiB pages, and reading them would also map their neighbours, parameters only
   // xf_prepare reads, by fault-around.
   // Derived buffers only xf_prepare reads (concatenations a packed copy is made from) live in
-  // a mapping of their own, unmapped once xf_prepare is done.
+  // a mapping of their own, unmapped once xf_prepare is done, unless the loader has filled
+  // them already (WeightSet::filledDerived: freed with the parameters).
+  auto filled = [&](size_t j) -> float * {
+    return j < weights.filledDerived.size() ? weights.filledDerived[j] : nullptr;
+  };
   std::vector<int64_t> pieces, prepareOnlyPieces;
   std::vector<size_t> pieceOf(m.derivedBytes.size());
   for (size_t j = 0; j < m.derivedBytes.size(); ++j) {
+    if (filled(j))
+      continue;
     std::vector<int64_t> &into = prepareOnly(m, j) ? prepareOnlyPieces : pieces;
     pieceOf[j] = into.size();
     into.push_back(m.derivedBytes[j]);
@@ -180,8 +186,9 @@ Expected<Session> Session::create(const Manifest &m, const ModelAbi &abi,
     prepareOnlyRegion = r.take();
   }
   for (size_t j = 0; j < m.derivedBytes.size(); ++j)
-    s.derivedPtrs_.push_back(prepareOnly(m, j) ? prepareOnlyRegion.pieces()[pieceOf[j]]
-                                               : s.derived_.pieces()[pieceOf[j]]);
+    s.derivedPtrs_.push_back(filled(j)           ? filled(j)
+                             : prepareOnly(m, j) ? prepareOnlyRegion.pieces()[pieceOf[j]]
+                                                 : s.derived_.pieces()[pieceOf[j]]);
   s.params_.assign(weights.params.begin(), weights.params.end());
   // Never hand the generated code a null array, even for a model without
   // parameters.
@@ -223,19 +230,33 @@ Expected<Session> Session::create(const Manifest &m, const ModelAbi &abi,
 }
 
 uint64_t Session::releaseUnreadParameters(WeightSet &weights) {
+  const size_t n = std::min(manifest_->parameters.size(), weights.params.size());
   uint64_t freed = 0;
-  for (size_t j = 0; j < manifest_->parameters.size() && j < weights.params.size(); ++j) {
-    if (manifest_->parameters[j].forwardReads != ForwardReads::None || !weights.params[j])
+  // Each buffer the WeightSet owns holds one parameter, or a concatenation's parts
+  // (filledDerived): freed once the forward reads none of them.
+  for (AlignedBuffer &buffer : weights.buffers) {
+    const auto *begin = static_cast<const uint8_t *>(buffer.data());
+    std::vector<size_t> inside;
+    bool unread = true;
+    for (size_t j = 0; j < n; ++j) {
+      const auto *p = reinterpret_cast<const uint8_t *>(weights.params[j]);
+      if (begin && p >= begin && p < begin + buffer.size()) {
+        inside.push_back(j);
+        unread &= manifest_->parameters[j].forwardReads == ForwardReads::None;
+      }
+    }
+    if (inside.empty() || !unread) // freed already, or the forward reads it
       continue;
-    auto owner = std::find_if(weights.buffers.begin(), weights.buffers.end(),
-                              [&](const AlignedBuffer &b) { return b.data() == weights.params[j]; });
-    if (owner == weights.buffers.end()) // in a mapped file: its pages were dropped in create()
-      continue;
-    freed += owner->size();
-    *owner = AlignedBuffer();
-    weights.params[j] = nullptr;
-    if (!device_)
-      params_[j] = nullptr;
+    for (float *&d : weights.filledDerived)
+      if (d == buffer.data())
+        d = nullptr;
+    freed += buffer.size();
+    buffer = AlignedBuffer();
+    for (size_t j : inside) {
+      weights.params[j] = nullptr;
+      if (!device_)
+        params_[j] = nullptr;
+    }
   }
 #if defined(__GLIBC__)
   // Buffers below glibc's mmap threshold (32 MiB once raised) go back to the heap, not the

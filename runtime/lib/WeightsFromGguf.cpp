@@ -5,8 +5,10 @@
 // tensor the model names is dequantized once at load (F32, F16, BF16, Q8_0, Q4_0, Q4_1), so the
 // kernels see the same float32 weights as from a safetensors file. Parameters the executable
 // keeps in ggml blocks (xfc --quantized-like; manifest dtype q8_0/q4_0/q4_1) point straight
-// into the mapped file, whose tensor data is aligned to general.alignment. A GGUF matrix with ne0 = d_in
-// has shape() [d_out, d_in], the nn.Linear layout specs bind with ᵀ.
+// into the mapped file, whose tensor data is aligned to general.alignment. A GGUF matrix with ne0 =
+// d_in has shape() [d_out, d_in], the nn.Linear layout specs bind with ᵀ. The parts of a
+// concatenation that only xf_prepare reads are dequantized straight into it
+// (placeConcatenationParts).
 //
 // Shapes alone do not pin a model down (9 heads of 64 and 3 heads of 192 have the same
 // matrices), so the hyperparameters a spec declares under the names of examples/llama.xf are
@@ -81,6 +83,37 @@ Status checkHyperparameters(const std::string &path, const GgufHeader &header,
   return Status::success();
 }
 
+// Where each parameter is dequantized (null: a buffer of its own). The parts of a
+// concatenation that only xf_prepare reads, as do the parts themselves, go straight into the
+// concatenation (WeightSet::filledDerived), one buffer per concatenation in `weights.buffers`:
+// otherwise the dequantized parts and xf_prepare's copy of them are both resident while it
+// runs (SmolLM2 in float32: the Q/K/V and gate|up weights, 266 MiB twice).
+Expected<std::vector<float *>> placeConcatenationParts(const Manifest &manifest,
+                                                       WeightSet &weights) {
+  std::vector<float *> at(manifest.parameters.size(), nullptr);
+  weights.filledDerived.assign(manifest.derivedBytes.size(), nullptr);
+  for (size_t j = 0; j < manifest.derivedParts.size(); ++j) {
+    const std::vector<int64_t> &parts = manifest.derivedParts[j];
+    bool onlyPrepareReads =
+        !parts.empty() && j < manifest.derivedPrepareOnly.size() && manifest.derivedPrepareOnly[j];
+    for (int64_t i : parts)
+      onlyPrepareReads &= manifest.parameters[size_t(i)].forwardReads == ForwardReads::None;
+    if (!onlyPrepareReads)
+      continue;
+    Expected<AlignedBuffer> buffer = AlignedBuffer::allocate(uint64_t(manifest.derivedBytes[j]));
+    if (!buffer)
+      return makeError("derived buffer " + std::to_string(j) + ": " + buffer.message());
+    float *next = buffer->floats();
+    weights.filledDerived[j] = next;
+    for (int64_t i : parts) {
+      at[size_t(i)] = next;
+      next += manifest.parameters[size_t(i)].numel;
+    }
+    weights.buffers.push_back(buffer.take());
+  }
+  return at;
+}
+
 } // namespace
 
 Expected<WeightSet> loadGgufWeights(const std::string &path, const Manifest &manifest) {
@@ -94,6 +127,9 @@ Expected<WeightSet> loadGgufWeights(const std::string &path, const Manifest &man
   weights.params.assign(manifest.parameters.size(), nullptr);
   weights.bf16.assign(manifest.parameters.size(), false);
   weights.blocks.assign(manifest.parameters.size(), false);
+  Expected<std::vector<float *>> partOf = placeConcatenationParts(manifest, weights);
+  if (!partOf)
+    return partOf.status();
   bool mapped = false;
   for (size_t i = 0; i < manifest.parameters.size(); ++i) {
     const ParameterSpec &spec = manifest.parameters[i];
@@ -116,6 +152,12 @@ Expected<WeightSet> loadGgufWeights(const std::string &path, const Manifest &man
       weights.blocks[i] = true;
       ++weights.zeroCopy;
       mapped = true;
+      continue;
+    }
+    if (float *into = (*partOf)[i]) {
+      if (Status s = dequantizeTensorInto(header, *tensor, into); !s)
+        return s;
+      weights.params[i] = into;
       continue;
     }
     Expected<AlignedBuffer> floats = dequantizeTensor(header, *tensor);

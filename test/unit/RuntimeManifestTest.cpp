@@ -44,9 +44,12 @@ Manifest everyField() {
   q8.blocks = true;
   q8.blockType = GgmlType::Q8_0;
   q8.forwardReads = ForwardReads::None;
-  m.parameters = {table, gain, bias, q8};
-  m.derivedBytes = {3072, 0, 12288};
+  ParameterSpec up{"up", {32, 64}, 32 * 64, InitKind::Normal};
+  up.forwardReads = ForwardReads::None;
+  m.parameters = {table, gain, bias, q8, up};
+  m.derivedBytes = {3072, 0, 32 * 4 + 32 * 64 * 4};
   m.derivedPrepareOnly = {true, false, false};
+  m.derivedParts = {{}, {}, {2, 4}}; // ln.bias then up
   KernelSpec gemm;
   gemm.name = "xf_gemm_0", gemm.kind = "gemm", gemm.op = "xf.gemm";
   gemm.loc = "loc(\"gpt2.xf\":51:15)";
@@ -95,6 +98,7 @@ TEST(RuntimeManifest, EveryFieldSurvivesTheRoundTrip) {
   }
   EXPECT_EQ(read->derivedBytes, m.derivedBytes);
   EXPECT_EQ(read->derivedPrepareOnly, m.derivedPrepareOnly);
+  EXPECT_EQ(read->derivedParts, m.derivedParts);
   ASSERT_EQ(read->kernels.size(), m.kernels.size());
   for (size_t i = 0; i < m.kernels.size(); ++i) {
     SCOPED_TRACE(m.kernels[i].name);
@@ -205,6 +209,38 @@ TEST(RuntimeManifest, CacheType) {
     ASSERT_FALSE(m) << field;
     EXPECT_NE(m.message().find("'cache_type' is not \"f16\" or \"f32\""), std::string::npos)
         << m.message();
+  }
+}
+
+// A derived buffer's "parts" (a row-wise concatenation of parameters): float32 parameters,
+// each in one buffer's parts at most, adding up to the buffer's bytes.
+TEST(RuntimeManifest, DerivedParts) {
+  auto manifest = [](const std::string &derived) {
+    return parseManifest(R"({"model":"x","vocab":2,"d_out":2,"parameters":[)"
+                         R"({"name":"a","shape":[2,4]},{"name":"b","shape":[4]},)"
+                         R"({"name":"h","shape":[4],"dtype":"bf16"}],"derived":[)" +
+                         derived + "]}");
+  };
+  Expected<Manifest> m = manifest(R"({"bytes":16},{"bytes":48,"parts":[0,1]})");
+  ASSERT_TRUE(m) << m.message();
+  EXPECT_EQ(m->derivedParts, (std::vector<std::vector<int64_t>>{{}, {0, 1}}));
+  m = manifest(R"({"bytes":16})");
+  ASSERT_TRUE(m) << m.message();
+  EXPECT_TRUE(m->derivedParts.empty());
+  for (auto [derived, error] :
+       {std::pair<const char *, const char *>{R"({"bytes":48,"parts":{}})",
+                                              "derived[0]: 'parts' is not a list"},
+        {R"({"bytes":48,"parts":[0,3]})", "derived[0]: part 3 is not a parameter index"},
+        {R"({"bytes":48,"parts":[0,-1]})", "derived[0]: part -1 is not a parameter index"},
+        {R"({"bytes":48,"parts":[0,"b"]})", "derived[0]: part \"b\" is not a parameter index"},
+        {R"({"bytes":48,"parts":[0,2]})", "derived[0]: part 'h' is not float32"},
+        {R"({"bytes":64,"parts":[0,0]})", "derived[0]: parameter 'a' is a part twice"},
+        {R"({"bytes":32,"parts":[0]},{"bytes":32,"parts":[0]})",
+         "derived[1]: parameter 'a' is a part twice"},
+        {R"({"bytes":40,"parts":[0,1]})", "derived[0]: its parts are 48 bytes, not 40"}}) {
+    m = manifest(derived);
+    ASSERT_FALSE(m) << derived;
+    EXPECT_EQ(m.message(), std::string("manifest: ") + error) << derived;
   }
 }
 

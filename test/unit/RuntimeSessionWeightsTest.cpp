@@ -7,6 +7,7 @@
 // entry point gets.
 //
 //===----------------------------------------------------------------------===//
+#include "GgufTestFiles.h"
 #include "RuntimeTestSupport.h"
 
 #include "xfrt/Session.h"
@@ -163,6 +164,85 @@ TEST(RuntimeSessionWeights, WeightsOutsideAMappedFileStay) {
   ASSERT_TRUE(s->forward({1}, {}, out.data()));
   for (int j = 0; j < kParams; ++j)
     EXPECT_EQ(seenByForward[j], w->params[j]) << j;
+}
+
+// A GGUF file's parts of a concatenation that only xf_prepare reads are dequantized straight
+// into it: xf_prepare gets the loader's buffer as that derived buffer, already filled (its
+// copies of the parts change nothing), and the parts and the concatenation are freed together.
+std::vector<float> concatenationSeen;
+void *partsSeen[3];
+int32_t prepareConcatenation(void *const *params, void *const *derived) {
+  std::memcpy(partsSeen, params, sizeof partsSeen);
+  const float *c = static_cast<const float *>(derived[0]);
+  concatenationSeen.assign(c, c + 3 * 32);
+  return 0;
+}
+
+std::string writeGgufOfThree(TempDir &dir, std::vector<float> &values) {
+  // "a" [2, 32], "b" [1, 32], "c" [32], float32, back to back.
+  test::GgufParts parts;
+  parts.tensors = {{"a", 0, {32, 2}, 0}, {"b", 0, {32, 1}, 256}, {"c", 0, {32}, 384}};
+  values.resize(4 * 32);
+  for (size_t i = 0; i < values.size(); ++i)
+    values[i] = float(i) * 0.5f - 7.0f;
+  parts.data = floatBytes(values);
+  return dir.write("w.gguf", test::buildGguf(parts));
+}
+
+Manifest concatenationManifest(const char *readsOfB) {
+  Expected<Manifest> m = parseManifest(std::string(R"({"model": "m", "vocab": 16, "d_out": 16,
+    "parameters": [{"name": "a", "shape": [2, 32], "forward_reads": "none"},
+                   {"name": "b", "shape": [1, 32], "forward_reads": ")") +
+                                       readsOfB + R"("},
+                   {"name": "c", "shape": [32], "forward_reads": "all"}],
+    "derived": [{"bytes": 384, "forward_reads": "none", "parts": [0, 1]}, {"bytes": 64}]})");
+  EXPECT_TRUE(m) << m.message();
+  return *m;
+}
+
+TEST(RuntimeSessionWeights, GgufPartsAreDequantizedIntoTheirConcatenation) {
+  TempDir dir;
+  std::vector<float> values;
+  std::string path = writeGgufOfThree(dir, values);
+  Manifest m = concatenationManifest("none");
+  Expected<WeightSet> w = loadWeights(path, m);
+  ASSERT_TRUE(w) << w.message();
+  ASSERT_EQ(w->filledDerived.size(), 2u);
+  float *concatenation = w->filledDerived[0];
+  ASSERT_NE(concatenation, nullptr);
+  EXPECT_EQ(w->filledDerived[1], nullptr);
+  EXPECT_EQ(w->params[0], concatenation);
+  EXPECT_EQ(w->params[1], concatenation + 64);
+  EXPECT_EQ(std::memcmp(concatenation, values.data(), 96 * sizeof(float)), 0);
+  ModelAbi abi{nullptr, prepareConcatenation, scratchBytes, forward, nullptr};
+  Expected<Session> s = Session::create(m, abi, *w);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(partsSeen[0], concatenation);
+  EXPECT_EQ(concatenationSeen, std::vector<float>(values.begin(), values.begin() + 96));
+  EXPECT_EQ(s->releaseUnreadParameters(*w), 384u) << "the parts and the concatenation, once";
+  EXPECT_EQ(w->params[0], nullptr);
+  EXPECT_EQ(w->params[1], nullptr);
+  EXPECT_EQ(w->filledDerived[0], nullptr);
+  ASSERT_NE(w->params[2], nullptr);
+  EXPECT_EQ(w->params[2][31], values[127]);
+}
+
+// A part the forward reads keeps a buffer of its own; xf_prepare fills the concatenation.
+TEST(RuntimeSessionWeights, GgufPartsTheForwardReadsStayApart) {
+  TempDir dir;
+  std::vector<float> values;
+  std::string path = writeGgufOfThree(dir, values);
+  Manifest m = concatenationManifest("all");
+  Expected<WeightSet> w = loadWeights(path, m);
+  ASSERT_TRUE(w) << w.message();
+  EXPECT_EQ(w->filledDerived, std::vector<float *>(2, nullptr));
+  EXPECT_EQ(std::memcmp(w->params[1], values.data() + 64, 32 * sizeof(float)), 0);
+  ModelAbi abi{nullptr, prepareConcatenation, scratchBytes, forward, nullptr};
+  Expected<Session> s = Session::create(m, abi, *w);
+  ASSERT_TRUE(s) << s.message();
+  EXPECT_EQ(partsSeen[0], w->params[0]);
+  EXPECT_EQ(s->releaseUnreadParameters(*w), 256u) << "a alone";
+  EXPECT_NE(w->params[1], nullptr);
 }
 
 } // namespace

@@ -102,6 +102,29 @@ xfrt::Manifest HostLowering::describeModel() {
     info.derivedBytes.push_back(packedWeightBytes(packed.spec));
   for (size_t i = 0; i < info.derivedBytes.size(); ++i)
     info.derivedPrepareOnly.push_back(!derivedForwardReads.contains(int64_t(i)));
+  // Row-wise concatenations of float32 parameters: their parts lie back to back, so a loader
+  // can write them there and xf_prepare's copies of them change nothing.
+  for (auto [i, v] : llvm::enumerate(derived)) {
+    auto concat = v.getDefiningOp<ConcatOp>();
+    if (!concat || blocksOf(v) != WeightBlocks::None ||
+        (cast<RankedTensorType>(v.getType()).getRank() == 2 && concat.getAxis() != 0))
+      continue;
+    std::vector<int64_t> parts;
+    for (Value part : concat.getInputs()) {
+      auto param = part.getDefiningOp<ParameterOp>();
+      if (!param || !parameterIndex.count(param.getName()))
+        break;
+      int64_t index = int64_t(parameterIndex.lookup(param.getName()));
+      const xfrt::ParameterSpec &spec = info.parameters[size_t(index)];
+      if (spec.bf16 || spec.blocks || llvm::is_contained(parts, index))
+        break;
+      parts.push_back(index);
+    }
+    if (parts.size() != concat.getInputs().size())
+      continue;
+    info.derivedParts.resize(info.derivedBytes.size());
+    info.derivedParts[i] = std::move(parts);
+  }
   info.kernels = sites;
   info.cached = cachePlan.cacheable;
   info.packed = cachePlan.packable;

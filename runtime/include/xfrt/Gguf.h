@@ -150,6 +150,8 @@ private:
 // A whole tensor as float32 in a new 64-byte-aligned buffer of numel floats, row-major in
 // shape() order. Errors name the file and tensor (e.g. a type that cannot be dequantized).
 Expected<AlignedBuffer> dequantizeTensor(const GgufHeader &header, const GgufTensor &tensor);
+// The same into `out` (tensor.numel floats).
+Status dequantizeTensorInto(const GgufHeader &header, const GgufTensor &tensor, float *out);
 
 } // namespace xfrt
 

@@ -72,6 +72,11 @@ struct Manifest {
   // a packed copy was made from), so the session frees it after xf_prepare. Same length as
   // derivedBytes; absent from a manifest: false (the forward reads it).
   std::vector<bool> derivedPrepareOnly;
+  // Per derived buffer, "parts": the parameters (indices) whose float32 values, back to back,
+  // are the buffer: a row-wise concatenation of parameters, which xf_prepare fills by copying
+  // them. A loader may write the parts there itself (WeightSet::filledDerived). Empty for the
+  // other buffers; as long as derivedBytes once any buffer has parts, else empty.
+  std::vector<std::vector<int64_t>> derivedParts;
   std::vector<KernelSpec> kernels;
 
   const char *outputName() const { return outputIsLogits ? "logits" : "hidden"; }

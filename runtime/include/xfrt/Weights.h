@@ -32,6 +32,11 @@ struct WeightSet {
   // mapped GGUF file (in `files`), zero-copy.
   std::vector<bool> blocks;
   size_t zeroCopy = 0; // how many params point straight into a mapped file
+  // Per derived buffer (or empty): the buffer, in `buffers`, that the loader has already
+  // filled — a concatenation whose parts (manifest "parts") it dequantized in place, back to
+  // back, so that the parts and the concatenation are one copy, not two. Its parts' params
+  // point into it; the session hands it to xf_prepare as that derived buffer. Null elsewhere.
+  std::vector<float *> filledDerived;
 };
 
 // Loads `path`: a .safetensors file, or a sharded checkpoint's index (a path ending in .json
@@ -43,7 +48,8 @@ struct WeightSet {
 Expected<WeightSet> loadWeights(const std::string &path, const Manifest &manifest);
 
 // Every manifest parameter from a GGUF file (llama.cpp), dequantized to float32 at load
-// (WeightsFromGguf.cpp); shapes are GGUF's row-major shape(), [ne1, ne0] for a matrix.
+// (WeightsFromGguf.cpp); shapes are GGUF's row-major shape(), [ne1, ne0] for a matrix. The parts
+// of a concatenation only xf_prepare reads are dequantized straight into it (filledDerived).
 // Parameters the manifest keeps in blocks (dtype q8_0, q4_0, q4_1) point into the mapped
 // file instead; the tensor must have exactly that type.
 Expected<WeightSet> loadGgufWeights(const std::string &path, const Manifest &manifest);
