@@ -19,8 +19,9 @@
 #include <immintrin.h>
 #endif
 
-// The Halide runtime's thread pool: linked into every executable (the Halide kernels use it),
-// absent from unit tests that link libxfrt alone, which then run the tasks in a loop.
+// The Halide runtime's parallel loop (on libxfrt's pool, ThreadPool.h, in executables): linked
+// into every executable, absent from unit tests that link libxfrt alone, which then run the
+// tasks in a loop.
 extern "C" int halide_do_par_for(void *userContext, int (*task)(void *, int, uint8_t *), int min,
                                  int size, uint8_t *closure) __attribute__((weak));
 

@@ -9,7 +9,7 @@ xf_add_unit_test(xf-runtime-test
   SOURCES RuntimeJsonTest.cpp RuntimeSafetensorsTest.cpp RuntimeNpyRandomTest.cpp
           RuntimeCliTest.cpp RuntimeDriverTest.cpp RuntimeSamplingTest.cpp RuntimeServeTest.cpp
           RuntimeTrainingDataTest.cpp RuntimeManifestTest.cpp RuntimeMachinePeakTest.cpp
-          RuntimeWeightRegionTest.cpp RuntimeSessionWeightsTest.cpp
+          RuntimeWeightRegionTest.cpp RuntimeSessionWeightsTest.cpp RuntimeThreadPoolTest.cpp
   LIBS xfRuntime)
 target_include_directories(xf-runtime-test PRIVATE ${XF_RUNTIME_TEST_INPUTS})
 
