@@ -2,7 +2,8 @@
 //
 // In: a .safetensors file or a sharded index.json, and the manifest. Out: a WeightSet whose
 // pointers are either views into the mapped files (F32, 4-byte aligned, little-endian host) or
-// converted copies. Every file is validated before any tensor byte is read.
+// converted copies (the parts of a concatenation only xf_prepare reads go straight into it:
+// placeConcatenationParts). Every file is validated before any tensor byte is read.
 //
 //===----------------------------------------------------------------------===//
 #include "xfrt/Weights.h"
@@ -36,11 +37,18 @@ Expected<Shard> openShard(const std::string &path) {
   return Shard{file.take(), header.take()};
 }
 
+// Drops the file pages of a tensor that was just converted (or copied): nothing reads them
+// again, and otherwise the file and the copy are both resident until the session drops the
+// file's pages after xf_prepare (SmolLM2 as F16 into float32: 257 MiB of file pages).
+void releaseConverted(const MappedFile &file, const uint8_t *bytes, const TensorEntry &entry) {
+  releaseMappedPages(file, bytes, size_t(entry.end - entry.begin));
+}
+
 // A parameter the generated code reads as bfloat16: zero-copy for aligned BF16 tensors,
 // otherwise converted (through float32, in chunks) into an owned buffer.
 template <typename Fail>
-Status bindBf16(uint8_t *bytes, const TensorEntry &entry, size_t index, WeightSet &weights,
-                Fail fail) {
+Status bindBf16(const MappedFile &file, uint8_t *bytes, const TensorEntry &entry, size_t index,
+                WeightSet &weights, Fail fail) {
   weights.bf16[index] = true;
   if (entry.dtype == DType::BF16 && reinterpret_cast<uintptr_t>(bytes) % 2 == 0 &&
       entry.numel > 0) {
@@ -65,12 +73,14 @@ Status bindBf16(uint8_t *bytes, const TensorEntry &entry, size_t index, WeightSe
   }
   weights.params[index] = reinterpret_cast<float *>(out);
   weights.buffers.push_back(buffer.take());
+  releaseConverted(file, bytes, entry);
   return Status::success();
 }
 
-// Points weights.params[index] at `entry` of `shard`, converting when needed.
+// Points weights.params[index] at `entry` of `shard`, converting when needed (into `into`, its
+// place in a concatenation, when not null).
 Status bindTensor(Shard &shard, const TensorEntry *entry, const ParameterSpec &spec, size_t index,
-                  WeightSet &weights) {
+                  WeightSet &weights, float *into = nullptr) {
   const std::string &file = shard.file->path();
   auto fail = [&](const std::string &what) {
     return makeError(file + ": tensor '" + spec.name + "': " + what);
@@ -85,7 +95,13 @@ Status bindTensor(Shard &shard, const TensorEntry *entry, const ParameterSpec &s
                 " is not supported (F32, F16, BF16, F64)");
   uint8_t *bytes = shard.file->mutableData() + shard.header.dataStart + entry->begin;
   if (spec.bf16)
-    return bindBf16(bytes, *entry, index, weights, fail);
+    return bindBf16(*shard.file, bytes, *entry, index, weights, fail);
+  if (into) {
+    convertToF32(entry->dtype, bytes, size_t(entry->numel), into);
+    weights.params[index] = into;
+    releaseConverted(*shard.file, bytes, *entry);
+    return Status::success();
+  }
   if (entry->dtype == DType::F32 && reinterpret_cast<uintptr_t>(bytes) % alignof(float) == 0 &&
       entry->numel > 0) {
     weights.params[index] = reinterpret_cast<float *>(bytes);
@@ -102,6 +118,28 @@ Status bindTensor(Shard &shard, const TensorEntry *entry, const ParameterSpec &s
     convertToF32(entry->dtype, bytes, size_t(entry->numel), buffer->floats());
   weights.params[index] = buffer->floats();
   weights.buffers.push_back(buffer.take());
+  releaseConverted(*shard.file, bytes, *entry);
+  return Status::success();
+}
+
+// Binds every parameter to its tensor in shardOf(i). The parts of a concatenation only
+// xf_prepare reads are converted (or, float32, copied) straight into it, their file pages
+// dropped at once: xf_prepare would copy them there anyway, and otherwise the file pages it
+// reads stay resident beside the concatenation until it is done.
+template <typename ShardOf>
+Status bindAll(const Manifest &manifest, ShardOf shardOf, WeightSet &weights) {
+  auto entryOf = [&](size_t i) { return shardOf(i)->header.find(manifest.parameters[i].name); };
+  Expected<std::vector<float *>> partOf = placeConcatenationParts(manifest, weights, [&](size_t i) {
+    const TensorEntry *entry = entryOf(i);
+    return entry && entry->shape == manifest.parameters[i].shape && isFloatDType(entry->dtype);
+  });
+  if (!partOf)
+    return partOf.status();
+  for (size_t i = 0; i < manifest.parameters.size(); ++i)
+    if (Status s =
+            bindTensor(*shardOf(i), entryOf(i), manifest.parameters[i], i, weights, (*partOf)[i]);
+        !s)
+      return s;
   return Status::success();
 }
 
@@ -156,9 +194,9 @@ Expected<WeightSet> loadSharded(const std::string &indexPath, const Manifest &ma
   weights.params.assign(manifest.parameters.size(), nullptr);
   weights.bf16.assign(manifest.parameters.size(), false);
   std::map<std::string, Shard> shards;
+  std::vector<Shard *> shardOfParameter;
   std::string dir = directoryOf(indexPath);
-  for (size_t i = 0; i < manifest.parameters.size(); ++i) {
-    const ParameterSpec &spec = manifest.parameters[i];
+  for (const ParameterSpec &spec : manifest.parameters) {
     auto it = shardOf.find(spec.name);
     if (it == shardOf.end())
       return makeError(indexPath + ": tensor '" + spec.name +
@@ -171,17 +209,45 @@ Expected<WeightSet> loadSharded(const std::string &indexPath, const Manifest &ma
         return opened.status();
       shard = shards.emplace(it->second, opened.take()).first;
     }
-    if (Status s =
-            bindTensor(shard->second, shard->second.header.find(spec.name), spec, i, weights);
-        !s)
-      return s;
+    shardOfParameter.push_back(&shard->second);
   }
+  if (Status s = bindAll(
+          manifest, [&](size_t i) { return shardOfParameter[i]; }, weights);
+      !s)
+    return s;
   for (auto &[name, shard] : shards)
     weights.files.push_back(std::move(shard.file));
   return weights;
 }
 
 } // namespace
+
+Expected<std::vector<float *>> placeConcatenationParts(const Manifest &manifest, WeightSet &weights,
+                                                       const std::function<bool(size_t)> &copies) {
+  std::vector<float *> at(manifest.parameters.size(), nullptr);
+  weights.filledDerived.assign(manifest.derivedBytes.size(), nullptr);
+  for (size_t j = 0; j < manifest.derivedParts.size(); ++j) {
+    const std::vector<int64_t> &parts = manifest.derivedParts[j];
+    bool place =
+        !parts.empty() && j < manifest.derivedPrepareOnly.size() && manifest.derivedPrepareOnly[j];
+    for (int64_t i : parts)
+      place = place && manifest.parameters[size_t(i)].forwardReads == ForwardReads::None &&
+              copies(size_t(i));
+    if (!place)
+      continue;
+    Expected<AlignedBuffer> buffer = AlignedBuffer::allocate(uint64_t(manifest.derivedBytes[j]));
+    if (!buffer)
+      return makeError("derived buffer " + std::to_string(j) + ": " + buffer.message());
+    float *next = buffer->floats();
+    weights.filledDerived[j] = next;
+    for (int64_t i : parts) {
+      at[size_t(i)] = next;
+      next += manifest.parameters[size_t(i)].numel;
+    }
+    weights.buffers.push_back(buffer.take());
+  }
+  return at;
+}
 
 void narrowToBf16(const float *src, size_t count, uint16_t *dst) {
   for (size_t i = 0; i < count; ++i) {
@@ -212,11 +278,10 @@ Expected<WeightSet> loadWeights(const std::string &path, const Manifest &manifes
   WeightSet weights;
   weights.params.assign(manifest.parameters.size(), nullptr);
   weights.bf16.assign(manifest.parameters.size(), false);
-  for (size_t i = 0; i < manifest.parameters.size(); ++i) {
-    const ParameterSpec &spec = manifest.parameters[i];
-    if (Status s = bindTensor(*shard, shard->header.find(spec.name), spec, i, weights); !s)
-      return s;
-  }
+  if (Status s = bindAll(
+          manifest, [&](size_t) { return &*shard; }, weights);
+      !s)
+    return s;
   weights.files.push_back(std::move(shard->file));
   return weights;
 }

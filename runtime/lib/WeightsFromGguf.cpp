@@ -83,37 +83,6 @@ Status checkHyperparameters(const std::string &path, const GgufHeader &header,
   return Status::success();
 }
 
-// Where each parameter is dequantized (null: a buffer of its own). The parts of a
-// concatenation that only xf_prepare reads, as do the parts themselves, go straight into the
-// concatenation (WeightSet::filledDerived), one buffer per concatenation in `weights.buffers`:
-// otherwise the dequantized parts and xf_prepare's copy of them are both resident while it
-// runs (SmolLM2 in float32: the Q/K/V and gate|up weights, 266 MiB twice).
-Expected<std::vector<float *>> placeConcatenationParts(const Manifest &manifest,
-                                                       WeightSet &weights) {
-  std::vector<float *> at(manifest.parameters.size(), nullptr);
-  weights.filledDerived.assign(manifest.derivedBytes.size(), nullptr);
-  for (size_t j = 0; j < manifest.derivedParts.size(); ++j) {
-    const std::vector<int64_t> &parts = manifest.derivedParts[j];
-    bool onlyPrepareReads =
-        !parts.empty() && j < manifest.derivedPrepareOnly.size() && manifest.derivedPrepareOnly[j];
-    for (int64_t i : parts)
-      onlyPrepareReads &= manifest.parameters[size_t(i)].forwardReads == ForwardReads::None;
-    if (!onlyPrepareReads)
-      continue;
-    Expected<AlignedBuffer> buffer = AlignedBuffer::allocate(uint64_t(manifest.derivedBytes[j]));
-    if (!buffer)
-      return makeError("derived buffer " + std::to_string(j) + ": " + buffer.message());
-    float *next = buffer->floats();
-    weights.filledDerived[j] = next;
-    for (int64_t i : parts) {
-      at[size_t(i)] = next;
-      next += manifest.parameters[size_t(i)].numel;
-    }
-    weights.buffers.push_back(buffer.take());
-  }
-  return at;
-}
-
 } // namespace
 
 Expected<WeightSet> loadGgufWeights(const std::string &path, const Manifest &manifest) {
@@ -127,7 +96,9 @@ Expected<WeightSet> loadGgufWeights(const std::string &path, const Manifest &man
   weights.params.assign(manifest.parameters.size(), nullptr);
   weights.bf16.assign(manifest.parameters.size(), false);
   weights.blocks.assign(manifest.parameters.size(), false);
-  Expected<std::vector<float *>> partOf = placeConcatenationParts(manifest, weights);
+  // Every parameter the file does not keep in blocks is dequantized into memory of its own.
+  Expected<std::vector<float *>> partOf =
+      placeConcatenationParts(manifest, weights, [](size_t) { return true; });
   if (!partOf)
     return partOf.status();
   bool mapped = false;

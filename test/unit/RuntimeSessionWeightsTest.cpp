@@ -245,4 +245,48 @@ TEST(RuntimeSessionWeights, GgufPartsTheForwardReadsStayApart) {
   EXPECT_NE(w->params[1], nullptr);
 }
 
+// The same for a safetensors file: BF16 parts are converted into their concatenation, F32 ones
+// copied there (xf_prepare would copy them), and their file pages dropped; the other F32
+// parameters stay views of the mapped file.
+TEST(RuntimeSessionWeights, ConvertedSafetensorsPartsGoIntoTheirConcatenation) {
+  TempDir dir;
+  std::vector<float> values(4 * 32);
+  std::vector<uint8_t> bf16;
+  for (size_t i = 0; i < values.size(); ++i) {
+    values[i] = float(i) * 0.5f - 7.0f; // exact in bfloat16
+    uint32_t bits;
+    std::memcpy(&bits, &values[i], 4);
+    bf16.push_back(uint8_t(bits >> 16)), bf16.push_back(uint8_t(bits >> 24));
+  }
+  Manifest m = concatenationManifest("none");
+  auto file = [&](const char *dtype, std::vector<uint8_t> data, int width) {
+    auto end = [&](int n) { return std::to_string(n * width); };
+    return dir.write(
+        std::string(dtype) + ".safetensors",
+        makeSafetensors(
+            std::string(R"({"a":{"dtype":")") + dtype + R"(","shape":[2,32],"data_offsets":[0,)" +
+                end(64) + R"(]},"b":{"dtype":")" + dtype + R"(","shape":[1,32],"data_offsets":[)" +
+                end(64) + "," + end(96) + R"(]},"c":{"dtype":")" + dtype +
+                R"(","shape":[32],"data_offsets":[)" + end(96) + "," + end(128) + "]}}",
+            data));
+  };
+  Expected<WeightSet> w = loadWeights(file("BF16", bf16, 2), m);
+  ASSERT_TRUE(w) << w.message();
+  ASSERT_NE(w->filledDerived.at(0), nullptr);
+  EXPECT_EQ(w->params[0], w->filledDerived[0]);
+  EXPECT_EQ(w->params[1], w->filledDerived[0] + 64);
+  EXPECT_EQ(std::memcmp(w->params[0], values.data(), 96 * sizeof(float)), 0);
+  EXPECT_EQ(std::memcmp(w->params[2], values.data() + 96, 32 * sizeof(float)), 0);
+  ASSERT_EQ(w->files.size(), 1u);
+  EXPECT_EQ(presentPages(w->files[0]->data(), w->files[0]->size()), 0)
+      << "every tensor converted: the file's pages dropped";
+  w = loadWeights(file("F32", floatBytes(values), 4), m);
+  ASSERT_TRUE(w) << w.message();
+  ASSERT_NE(w->filledDerived.at(0), nullptr);
+  EXPECT_EQ(w->params[1], w->filledDerived[0] + 64);
+  EXPECT_EQ(std::memcmp(w->params[0], values.data(), 96 * sizeof(float)), 0);
+  EXPECT_EQ(w->zeroCopy, 1u) << "c";
+  EXPECT_EQ(std::memcmp(w->params[2], values.data() + 96, 32 * sizeof(float)), 0);
+}
+
 } // namespace

@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,7 +45,9 @@ struct WeightSet {
 // Every file used is validated in full (parseSafetensors); then every manifest parameter must be
 // present with the manifest's shape and a float dtype. Tensors the manifest does not name are
 // ignored. Errors read "<file>: tensor '<name>': <what>".
-// A path ending in .gguf is a GGUF file: loadGgufWeights.
+// A path ending in .gguf is a GGUF file: loadGgufWeights. The parts of a concatenation only
+// xf_prepare reads are converted (F32: copied) straight into it (placeConcatenationParts), and
+// the file pages of whatever was converted or copied are dropped at once.
 Expected<WeightSet> loadWeights(const std::string &path, const Manifest &manifest);
 
 // Every manifest parameter from a GGUF file (llama.cpp), dequantized to float32 at load
@@ -53,6 +56,17 @@ Expected<WeightSet> loadWeights(const std::string &path, const Manifest &manifes
 // Parameters the manifest keeps in blocks (dtype q8_0, q4_0, q4_1) point into the mapped
 // file instead; the tensor must have exactly that type.
 Expected<WeightSet> loadGgufWeights(const std::string &path, const Manifest &manifest);
+
+// Where a loader writes each parameter that is a part of a concatenation only xf_prepare
+// reads (manifest "parts"; the concatenation and all its parts "forward_reads": "none"): at
+// its place in one buffer per concatenation (added to weights.buffers and filledDerived), so
+// the parts and the concatenation are one copy, not two, while xf_prepare runs (SmolLM2 in
+// float32: the Q/K/V and gate|up weights, 266 MiB). Null for every other parameter (a buffer
+// of its own, or a view of a mapped file). `copies(i)`: whether the loader writes parameter i
+// into memory (dequantized, converted) rather than pointing into a file; a concatenation is
+// placed only when it does so for every part.
+Expected<std::vector<float *>> placeConcatenationParts(const Manifest &manifest, WeightSet &weights,
+                                                       const std::function<bool(size_t)> &copies);
 
 // Deterministic weights from `seed` (see Random.h and InitKind).
 Expected<WeightSet> randomWeights(uint64_t seed, const Manifest &manifest);
