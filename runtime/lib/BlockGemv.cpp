@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "xfrt/BlockGemv.h"
+#include "xfrt/ThreadPool.h"
 
 #include <algorithm>
 #include <cmath>
@@ -375,10 +376,13 @@ extern "C" int32_t xfrt_block_gemv(const float *x, int64_t xStride, int64_t rows
     quantizeRowQ8(x + m * xStride, K, q.data() + m * K, meta.data() + 2 * m * c.blocks, isa);
   c.xq = q.data(), c.xMeta = meta.data();
 
-  // Tasks of ~64 KiB of weight rows (an even count, for two threads).
+  // One contiguous range of rows per kernel thread (a multiple of the threads past 1 MiB of
+  // weights each): each thread streams its range, where tasks of 64 KiB taken in turn made
+  // SmolLM2 q8 decode 13 % slower (3.85 against 3.36 ms/token at 2 threads).
   const int64_t bytes = N * c.rowBytes * (c.epilogue == BlockEpilogue::SwiGlu ? 2 : 1);
-  int64_t tasks = std::max<int64_t>(2, bytes / (64 * 1024));
-  tasks += tasks % 2;
+  const int64_t threads = kernelThreads(), perTask = int64_t(1) << 20;
+  int64_t tasks =
+      threads * std::max<int64_t>(1, (bytes + threads * perTask - 1) / (threads * perTask));
   c.chunk = (N + tasks - 1) / tasks;
   tasks = (N + c.chunk - 1) / c.chunk;
   uint8_t *closure = reinterpret_cast<uint8_t *>(&c);

@@ -35,8 +35,9 @@ int main(int argc, char **argv) {
   xfrt::ModelAbi abi{xf_model_manifest,       xf_prepare,      xf_scratch_bytes,  xf_forward,
                      &halide_set_num_threads, &xf_cache_bytes, &xf_forward_cached,
                      &halide_set_error_handler, &xf_forward_packed, &xf_forward_cached_packed};
-  // Every halide_do_par_for on libxfrt's pool, whose thread count --threads sets too.
-  if (xfrt::installKernelThreadPool() && abi.setNumThreads)
+  // Every halide_do_par_for on libxfrt's pool; --threads sets its count and Halide's.
+  xfrt::installKernelThreadPool();
+  if (abi.setNumThreads)
     abi.setNumThreads = &xfrt::setKernelThreads;
   return xfrt::runMain(argc, argv, abi, &xfrt::runServerLibrary);
 }

@@ -164,15 +164,18 @@ int ThreadPool::parallelFor(void *userContext, ParallelTask task, int min, int s
 }
 
 void ThreadPool::runTasks(uint32_t generation) {
+  // Tasks done here are counted off `remaining_` once, when no index is left: one write of a
+  // shared line per thread and job instead of one per task.
+  int done = 0;
   uint64_t work = work_.load(std::memory_order_acquire);
   for (;;) {
     if (uint32_t(work >> 32) != generation)
-      return;
+      break;
     uint32_t index = uint32_t(work);
     // Acquire: a size written for a later job makes the close before it visible, so the
     // claim below fails rather than taking index `size` of a finished job.
     if (index >= uint32_t(size_.load(std::memory_order_acquire)))
-      return;
+      break;
     ParallelTask task = task_.load(std::memory_order_relaxed);
     void *userContext = userContext_.load(std::memory_order_relaxed);
     uint8_t *closure = closure_.load(std::memory_order_relaxed);
@@ -186,9 +189,11 @@ void ThreadPool::runTasks(uint32_t generation) {
         int none = 0;
         error_.compare_exchange_strong(none, result, std::memory_order_relaxed);
       }
-    remaining_.fetch_sub(1, std::memory_order_acq_rel);
+    ++done;
     work = work_.load(std::memory_order_acquire);
   }
+  if (done)
+    remaining_.fetch_sub(done, std::memory_order_acq_rel);
 }
 
 uint32_t ThreadPool::waitForJob(uint32_t seen) {

@@ -29,8 +29,9 @@ int main(int argc, char **argv) {
   xfrt::TrainAbi abi{xf_model_manifest,      xf_training_manifest, xf_train_prepare,
                      xf_train_scratch_bytes, xf_train_step,        &halide_set_num_threads,
                      &halide_set_error_handler};
-  // Every halide_do_par_for on libxfrt's pool, whose thread count --threads sets too.
-  if (xfrt::installKernelThreadPool() && abi.setNumThreads)
+  // Every halide_do_par_for on libxfrt's pool; --threads sets its count and Halide's.
+  xfrt::installKernelThreadPool();
+  if (abi.setNumThreads)
     abi.setNumThreads = &xfrt::setKernelThreads;
   return xfrt::runTrainer(argc, argv, abi);
 }

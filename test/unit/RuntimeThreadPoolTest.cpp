@@ -232,6 +232,14 @@ TEST(ThreadPool, DefaultThreadsFollowHalide) {
     unsetenv("HL_NUM_THREADS");
 }
 
+TEST(ThreadPool, ThreadsFlagSetsTheKernelThreads) {
+  // --threads N (setKernelThreads) is the count xfrt_block_gemv splits its rows for.
+  xfrt::setKernelThreads(3);
+  EXPECT_EQ(xfrt::kernelThreads(), 3);
+  xfrt::setKernelThreads(0);
+  EXPECT_EQ(xfrt::kernelThreads(), xfrt::defaultKernelThreads());
+}
+
 TEST(ThreadPool, NotInstalledWithoutAHalideRuntime) {
   // libxfrt alone (this test) has no halide_set_custom_do_par_for to install into.
   EXPECT_FALSE(xfrt::installKernelThreadPool());

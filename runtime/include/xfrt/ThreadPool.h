@@ -88,6 +88,9 @@ int defaultKernelThreads();
 ThreadPool &kernelThreadPool();
 inline constexpr std::chrono::microseconds kDefaultSpin{1000};
 
+/// The threads kernels split their work for: --threads, else defaultKernelThreads().
+inline int kernelThreads() { return kernelThreadPool().threads(); }
+
 /// Makes kernelThreadPool() Halide's do_par_for, unless XF_THREAD_POOL=halide or no Halide
 /// runtime is linked in (unit tests). Returns whether it did.
 bool installKernelThreadPool();
