@@ -129,10 +129,7 @@ Status bindTensor(Shard &shard, const TensorEntry *entry, const ParameterSpec &s
 template <typename ShardOf>
 Status bindAll(const Manifest &manifest, ShardOf shardOf, WeightSet &weights) {
   auto entryOf = [&](size_t i) { return shardOf(i)->header.find(manifest.parameters[i].name); };
-  Expected<std::vector<float *>> partOf = placeConcatenationParts(manifest, weights, [&](size_t i) {
-    const TensorEntry *entry = entryOf(i);
-    return entry && entry->shape == manifest.parameters[i].shape && isFloatDType(entry->dtype);
-  });
+  Expected<std::vector<float *>> partOf = placeConcatenationParts(manifest, weights);
   if (!partOf)
     return partOf.status();
   for (size_t i = 0; i < manifest.parameters.size(); ++i)
@@ -222,8 +219,8 @@ Expected<WeightSet> loadSharded(const std::string &indexPath, const Manifest &ma
 
 } // namespace
 
-Expected<std::vector<float *>> placeConcatenationParts(const Manifest &manifest, WeightSet &weights,
-                                                       const std::function<bool(size_t)> &copies) {
+Expected<std::vector<float *>> placeConcatenationParts(const Manifest &manifest,
+                                                       WeightSet &weights) {
   std::vector<float *> at(manifest.parameters.size(), nullptr);
   weights.filledDerived.assign(manifest.derivedBytes.size(), nullptr);
   for (size_t j = 0; j < manifest.derivedParts.size(); ++j) {
@@ -231,8 +228,7 @@ Expected<std::vector<float *>> placeConcatenationParts(const Manifest &manifest,
     bool place =
         !parts.empty() && j < manifest.derivedPrepareOnly.size() && manifest.derivedPrepareOnly[j];
     for (int64_t i : parts)
-      place = place && manifest.parameters[size_t(i)].forwardReads == ForwardReads::None &&
-              copies(size_t(i));
+      place = place && manifest.parameters[size_t(i)].forwardReads == ForwardReads::None;
     if (!place)
       continue;
     Expected<AlignedBuffer> buffer = AlignedBuffer::allocate(uint64_t(manifest.derivedBytes[j]));

@@ -96,9 +96,7 @@ Expected<WeightSet> loadGgufWeights(const std::string &path, const Manifest &man
   weights.params.assign(manifest.parameters.size(), nullptr);
   weights.bf16.assign(manifest.parameters.size(), false);
   weights.blocks.assign(manifest.parameters.size(), false);
-  // Every parameter the file does not keep in blocks is dequantized into memory of its own.
-  Expected<std::vector<float *>> partOf =
-      placeConcatenationParts(manifest, weights, [](size_t) { return true; });
+  Expected<std::vector<float *>> partOf = placeConcatenationParts(manifest, weights);
   if (!partOf)
     return partOf.status();
   bool mapped = false;

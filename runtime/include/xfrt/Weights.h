@@ -15,7 +15,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,12 +60,9 @@ Expected<WeightSet> loadGgufWeights(const std::string &path, const Manifest &man
 // reads (manifest "parts"; the concatenation and all its parts "forward_reads": "none"): at
 // its place in one buffer per concatenation (added to weights.buffers and filledDerived), so
 // the parts and the concatenation are one copy, not two, while xf_prepare runs (SmolLM2 in
-// float32: the Q/K/V and gate|up weights, 266 MiB). Null for every other parameter (a buffer
-// of its own, or a view of a mapped file). `copies(i)`: whether the loader writes parameter i
-// into memory (dequantized, converted) rather than pointing into a file; a concatenation is
-// placed only when it does so for every part.
-Expected<std::vector<float *>> placeConcatenationParts(const Manifest &manifest, WeightSet &weights,
-                                                       const std::function<bool(size_t)> &copies);
+// float32: the Q/K/V and gate|up weights, 266 MiB). Null for every other parameter.
+Expected<std::vector<float *>> placeConcatenationParts(const Manifest &manifest,
+                                                       WeightSet &weights);
 
 // Deterministic weights from `seed` (see Random.h and InitKind).
 Expected<WeightSet> randomWeights(uint64_t seed, const Manifest &manifest);
