@@ -17,7 +17,8 @@ reads /proc/self/status). Rounds run the four in rotating order; each round firs
 the machine's read bandwidth (MachinePeak.cpp). Targets (issue 14): decode tokens/s ≥ 1.2×
 llama.cpp, prefill ≥ 1.0×, resident ≤ 1.2 × (file + KV cache).
 
-usage: run_llama.py [--build build] [--gguf FILE] [--threads 2] [--rounds 5] [--no-docs]
+usage: run_llama.py [--build build] [--gguf FILE] [--threads 2] [--rounds 5]
+                    [--kv-cache-type f32|f16] [--no-docs]
 """
 import argparse
 import json
@@ -88,21 +89,29 @@ def run_cpp(gguf, ids, new, threads):
     return json.loads(r.stdout)
 
 
-def decode_bytes_per_token(gguf, prompt, new, layers=30, kv_width=192):
+def kv_element_bytes(kv_cache_type):
+    """Bytes of a KV cache element: xfc --kv-cache-type (docs/abi.md, "Cached decoding")."""
+    return 2 if kv_cache_type == "f16" else 4
+
+
+def decode_bytes_per_token(gguf, prompt, new, kv_cache_type, layers=30, kv_width=192):
     """Bytes a decode step reads at least: every tensor of the file (gguf's reader, test/bench
     only; the header and tokenizer are not read per step) and the K and V rows of the cache
-    (float32, H_kv·d_k wide per layer), averaged over the steps of this run."""
+    (H_kv·d_k wide per layer, elements of the cache type), averaged over the steps of this
+    run."""
     r = subprocess.run([HF_PYTHON, "-c", "import sys; from gguf import GGUFReader; "
                         "print(sum(int(t.n_bytes) for t in GGUFReader(sys.argv[1]).tensors))",
                         gguf], capture_output=True, text=True, check=True)
     contexts = range(prompt + 1, prompt + new)  # the steps after the first new token
-    kv = layers * 2 * kv_width * 4 * sum(contexts) / max(1, len(contexts))
+    element = kv_element_bytes(kv_cache_type)
+    kv = layers * 2 * kv_width * element * sum(contexts) / max(1, len(contexts))
     return int(r.stdout), kv
 
 
-def kv_cache_mib(positions, layers=30, kv_width=192):
-    """xf's KV cache: K and V [H_kv][⌈positions⌉₁₆][d_k] float32 per layer (docs/abi.md)."""
-    return layers * 2 * kv_width * 4 * (-(-positions // 16) * 16) / 2**20
+def kv_cache_mib(positions, kv_cache_type, layers=30, kv_width=192):
+    """xf's KV cache: K and V [H_kv][⌈positions⌉₁₆][d_k] per layer (docs/abi.md)."""
+    element = kv_element_bytes(kv_cache_type)
+    return layers * 2 * kv_width * element * (-(-positions // 16) * 16) / 2**20
 
 
 def main():
@@ -113,6 +122,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--prompt-length", type=int, default=128)
     ap.add_argument("--new-tokens", type=int, default=32)
+    ap.add_argument("--kv-cache-type", choices=("f16", "f32"), default="f16",
+                    help="the xf builds' KV cache (xfc --kv-cache-type); the bound's KV rows and "
+                         "the resident target follow it")
     ap.add_argument("--no-docs", action="store_true")
     args = ap.parse_args()
     xfc = pathlib.Path(args.build) / "bin" / "xfc"
@@ -125,12 +137,13 @@ def main():
     assert len(ids) == args.prompt_length, f"the text has only {len(ids)} tokens"
     exes = {"xf q8": work / "llama_q8", "xf blocks": work / "llama_blocks",
             "xf f32": work / "llama_f32"}
+    kv_flag = f"--kv-cache-type={args.kv_cache_type}"
     subprocess.run([str(xfc), str(ROOT / "examples" / "llama.xf"), "--quantized-like",
-                    args.gguf, "--q8-gemm-inputs", "-o", str(exes["xf q8"])], check=True)
+                    args.gguf, "--q8-gemm-inputs", kv_flag, "-o", str(exes["xf q8"])], check=True)
     subprocess.run([str(xfc), str(ROOT / "examples" / "llama.xf"), "--quantized-like",
-                    args.gguf, "-o", str(exes["xf blocks"])], check=True)
-    subprocess.run([str(xfc), str(ROOT / "examples" / "llama.xf"), "-o", str(exes["xf f32"])],
-                   check=True)
+                    args.gguf, kv_flag, "-o", str(exes["xf blocks"])], check=True)
+    subprocess.run([str(xfc), str(ROOT / "examples" / "llama.xf"), kv_flag, "-o",
+                    str(exes["xf f32"])], check=True)
     peak = benchlib.build_peak(work, args.build)
     names = ["xf q8", "xf blocks", "xf f32", "llama.cpp"]
     results = {n: [] for n in names}
@@ -158,8 +171,9 @@ def main():
     names_but_reference = [n for n in names if n != "xf blocks"]
     agree = {n: f"{common(results[n][0]['text'], reference)} of {len(reference)}" for n in names}
     file_mib = os.path.getsize(args.gguf) / 2**20
-    kv = kv_cache_mib(args.prompt_length + args.new_tokens)
-    tensor_bytes, kv_read = decode_bytes_per_token(args.gguf, args.prompt_length, args.new_tokens)
+    kv = kv_cache_mib(args.prompt_length + args.new_tokens, args.kv_cache_type)
+    tensor_bytes, kv_read = decode_bytes_per_token(args.gguf, args.prompt_length, args.new_tokens,
+                                                   args.kv_cache_type)
     step_bytes = tensor_bytes + kv_read
     stat = lambda n, k, f: f([r[k] for r in results[n]])  # noqa: E731
     rows = []
@@ -172,7 +186,8 @@ def main():
     bw = float(np.median(bandwidth)) if bandwidth else None
     lines = [BEGIN, "## SmolLM2-135M-Instruct Q4_1 (GGUF): xf against llama.cpp", "",
              "Run: `test/bench/run_llama.py` (options `--build`, `--gguf`, `--threads`, "
-             "`--rounds`, `--prompt-length`, `--new-tokens`, `--no-docs`; ≈3 min). Four "
+             "`--rounds`, `--prompt-length`, `--new-tokens`, `--kv-cache-type`, `--no-docs`; "
+             "≈3 min). Four "
              "decoders read the same file with the same threads: *xf q8* = *xf blocks* with "
              "`--q8-gemm-inputs` (decode steps round GEMM inputs to Q8_0 and use 8-bit integer "
              "dot products, as llama.cpp does; prefill is the exact path), *xf blocks* = `xfc "
@@ -205,8 +220,8 @@ def main():
         lines.append(f"| {n} | {dmin:.2f} | {dmed:.2f} | {tps:.1f} | {cpp[1] / dmin:.2f}× | "
                      f"{pmin:.1f} | {pmed:.1f} | {ptps:.0f} | {cpp[4] / pmin:.2f}× | {rss:.1f} |")
     blocks = rows[0]  # xf q8: the targets are read on it (prefill: the same exact path)
-    lines += ["", f"File {file_mib:.1f} MiB; xf's KV cache for {args.prompt_length + args.new_tokens}"
-              f" positions {kv:.1f} MiB; bound 1.2 × (file + KV) = {1.2 * (file_mib + kv):.1f} MiB."
+    lines += ["", f"File {file_mib:.1f} MiB; xf's KV cache ({args.kv_cache_type}) for "
+              f"{args.prompt_length + args.new_tokens} positions {kv:.1f} MiB; bound 1.2 × (file + KV) = {1.2 * (file_mib + kv):.1f} MiB."
               + (f" Bandwidth bound of decode (the bytes a step reads: every tensor of the file, "
                  f"{tensor_bytes / 1e6:.1f} MB with the tied Q8_0 unembedding, and the KV cache "
                  f"rows, {kv_read / 1e6:.1f} MB on average over this run's steps; at the median "

@@ -12,8 +12,9 @@ checkpoint missing a tensor, naming it.
 With --weight-type bf16 the executables keep GEMM weights and embedding tables in bfloat16;
 the oracle then reads the bfloat16-rounded checkpoint the executable saves (--save-weights), so
 the same 1e-4 bound checks the kernels rather than the rounding. With --kv-cache-type f16 the
-decode steps read a float16 KV cache and the oracle rounds K and V to float16 as well
-(KV_FLOAT16_TOLERANCE says why its bound is wider). With --weight-type
+decode steps read a float16 KV cache (xfc's default) and the oracle rounds K and V to float16
+as well (KV_FLOAT16_TOLERANCE says why its bound is wider); --kv-cache-type f32 holds the
+float32 cache's decode steps to the plain oracle. With --weight-type
 bf16-gemm-inputs the prefill GEMMs also round their inputs to bfloat16 (xfc
 --bf16-gemm-inputs); that is a real change of numerics, checked against the bound
 BF16_INPUTS_TOLERANCE explained in docs/correctness.md.
@@ -104,8 +105,8 @@ def check_model(name, xfc, workdir, python, weight_type="f32", xfc_args=(), kv_c
         # the decode kernels), against the same oracle.
         def steps(tokens, extra, flag, path):
             return executable(tokens, [*extra, "--decode-steps"], flag, path)
-        # A float16 cache: the oracle rounds K and V to float16 as the cache holds them.
-        half = ["--kv-float16"] if kv_cache_type == "f16" else []
+        # A float16 cache (xfc's default): the oracle rounds K and V to float16 as it holds them.
+        half = [] if kv_cache_type == "f32" else ["--kv-float16"]
         failures += compare_lengths(name + "+steps", MODELS[name], weights, steps, python=python,
                                     workdir=workdir, seed=5,
                                     tolerance=max(tolerance, KV_FLOAT16_TOLERANCE) if half
@@ -151,7 +152,7 @@ def main():
     p.add_argument("--workdir")
     p.add_argument("--xfc-arg", action="append", default=[])
     p.add_argument("--kv-cache-type", choices=["f16", "f32"],
-                   help="xfc --kv-cache-type (default xfc's); with f16 the decode steps are "
+                   help="xfc --kv-cache-type (default xfc's, f16): with f16 the decode steps are "
                         "checked against the oracle with K and V rounded to float16")
     args = p.parse_args()
     failures = []

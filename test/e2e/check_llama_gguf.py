@@ -28,7 +28,9 @@ adds its token (the real decode path, with the whole text before it as context);
 logits of the same ids. Top-1 agreement and correlation printed; asserted: correlation ≥ 0.999
 and every position where the two pick different tokens a near-tie of the exact model (the blocks
 build without 8-bit inputs, ≤ 1e-4 of the oracle, one forward over TEXT): its logits for the two
-closer than the rms deviation from it of llama.cpp plus that of the q8 build.
+closer than the rms deviation from it of llama.cpp plus that of the q8 build. The q8 build's KV
+cache is xfc's default (float16, as llama.cpp's) unless --kv-cache-type says otherwise; the
+agreement with llama.cpp's float32-KV run is printed too.
 
 With --requantize RECIPE (Q4_K_M, Q2_K, Q5_K_M, IQ4_XS, ...; needs --llama-cpp-python) the
 file is first requantized by llama.cpp's own quantizer, as users make their GGUFs: SmolLM2's
@@ -191,7 +193,8 @@ def check_q8_decode(args, ids, work):
     cpp_rms = float(np.sqrt(np.mean((cpp - exact) ** 2)))
     q8_rms = float(np.sqrt(np.mean((q8 - exact) ** 2)))
     print(f"SmolLM2 Q4_1, xf's q8 decode steps (--q8-gemm-inputs --decode-steps: every position "
-          f"from the KV-cached step that adds its token), {len(q8)} positions: top-1 agreement "
+          f"from the KV-cached step that adds its token; KV cache {args.kv_cache_type or 'f16'}), "
+          f"{len(q8)} positions: top-1 agreement "
           f"with llama.cpp {agree:.4f} (issue target {TOP1_AGREEMENT}: "
           f"{'met' if agree >= TOP1_AGREEMENT else 'NOT met'}), logit correlation {corr:.6f}; "
           f"rms vs the exact build: llama.cpp {cpp_rms:.3f}, xf q8 {q8_rms:.3f}; top-1 of the "
@@ -224,7 +227,7 @@ def main():
                     help="check only the q8 decode arithmetic against llama.cpp")
     ap.add_argument("--kv-cache-type", choices=("f16", "f32"),
                     help="with --q8-decode: the q8 build's KV cache (xfc --kv-cache-type; "
-                         "default xfc's)")
+                         "default xfc's, f16)")
     args = ap.parse_args()
     if args.q8_decode and args.requantize:
         ap.error("--q8-decode reads the Q4_1 file's blocks: not with --requantize")

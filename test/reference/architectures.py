@@ -20,13 +20,13 @@ def _nn_linear(W, prefix, bias=True):
     return W[prefix + ".weight"].T, (W[prefix + ".bias"] if bias else None)
 
 
-def _nn_mha(W, prefix, H, X, Z, mask, bias=True):
+def _nn_mha(W, prefix, H, X, Z, mask, bias=True, kv_store=f64):
     # MHA whose q/k/v/o are nn.Linear layers {prefix}.{q,k,v,o}; heads contiguous in d_out
     Wq, bq = _nn_linear(W, prefix + ".q", bias)
     Wk, bk = _nn_linear(W, prefix + ".k", bias)
     Wv, bv = _nn_linear(W, prefix + ".v", bias)
     Wo, bo = _nn_linear(W, prefix + ".o", bias)
-    return mh_attention(X, Z, make_heads(H, Wq, bq, Wk, bk, Wv, bv), Wo, bo, mask)
+    return mh_attention(X, Z, make_heads(H, Wq, bq, Wk, bk, Wv, bv), Wo, bo, mask, kv_store)
 
 
 # ---------------------------------------------------------------- Alg. 10: GPT-2 (pre-LN)
@@ -144,7 +144,7 @@ def transformer_forward(W, hp, tokens, source_tokens):
 
 # ---------------------------------------------------------------- Gopher-style (RMSNorm, pre-LN)
 
-def gopher_forward(W, hp, tokens):
+def gopher_forward(W, hp, tokens, kv_store=f64):
     l_x, eps = len(tokens), hp["eps"]
     x = token_embedding(W["embed.weight"], tokens) \
         + learned_positional_embedding(W["pos_embed.weight"], l_x)              # [ℓ, d_e]
@@ -152,7 +152,7 @@ def gopher_forward(W, hp, tokens):
     for l in range(hp["L"]):
         p = f"layers.{l}."
         a = rms_norm(x, W[p + "norm1.weight"], eps)
-        x = x + _nn_mha(W, p + "attn", hp["H"], a, a, mask, bias=False)
+        x = x + _nn_mha(W, p + "attn", hp["H"], a, a, mask, bias=False, kv_store=kv_store)
         a = rms_norm(x, W[p + "norm2.weight"], eps)
         x = x + mlp(a, W[p + "mlp.fc1.weight"].T, None, W[p + "mlp.fc2.weight"].T, None,
                     gelu_tanh)
@@ -207,7 +207,7 @@ def llama_forward(W, hp, tokens, arch="llama", q8_from=None, kv_store=f64):
 
 # The decoders whose keys and values can be kept in float16 (kv_float16: xfc
 # --kv-cache-type=f16's cache, every K and V rounded to float16 before attention reads it).
-KV_FLOAT16_ARCHS = ("gpt2", "llama", "llama_hf")
+KV_FLOAT16_ARCHS = ("gpt2", "gopher", "llama", "llama_hf")
 
 
 def forward(arch, W, hp, tokens, source_tokens=None, q8_from=None, kv_float16=False):
@@ -219,8 +219,9 @@ def forward(arch, W, hp, tokens, source_tokens=None, q8_from=None, kv_float16=Fa
         if arch not in KV_FLOAT16_ARCHS:
             raise ValueError(f"a float16 KV cache is modelled for {', '.join(KV_FLOAT16_ARCHS)}, "
                              f"not {arch}")
-        if arch == "gpt2":
-            return gpt2_forward(W, hp, tokens, float16_values)
+        if arch in ("gpt2", "gopher"):
+            return {"gpt2": gpt2_forward, "gopher": gopher_forward}[arch](W, hp, tokens,
+                                                                         float16_values)
         return llama_forward(W, hp, tokens, arch, q8_from, float16_values)
     if q8_from is not None:
         if arch not in ("llama", "llama_hf"):

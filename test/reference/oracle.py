@@ -67,7 +67,7 @@ def build_parser():
                          "rows >= ROW, as xfc --q8-gemm-inputs does in decode steps "
                          "(primitives.q8_0_rows)")
     ap.add_argument("--kv-float16", action="store_true",
-                    help="gpt2, llama, llama_hf: round K and V to float16 before attention reads "
+                    help="gpt2, gopher, llama, llama_hf: round K and V to float16 before attention reads "
                          "them, as xfc --kv-cache-type=f16's KV cache holds them")
     ap.add_argument("--write-random", metavar="W.safetensors",
                     help="write a random float32 checkpoint for --arch/--hparams and exit")
