@@ -47,6 +47,9 @@ struct DotArgs {
   const float *xMeta; // per block: its scale d, then d·Σq
 };
 using DotFn = float (*)(const DotArgs &);
+/// Four rows' dots with the same x̂ (rows[i] the weight rows; args.w unused), where an
+/// instruction set has one.
+using Dot4Fn = void (*)(const DotArgs &, const uint8_t *const *, float *);
 
 // ---- Portable ------------------------------------------------------------------------------
 
@@ -133,6 +136,15 @@ DotFn dotsFor(BlockDotIsa isa) {
   }
 }
 
+template <int Type> Dot4Fn dots4For(BlockDotIsa isa) {
+#ifdef XF_BLOCK_GEMV_X86
+  if (isa == BlockDotIsa::Avx512Vnni)
+    return avx512::dots4<Type>;
+#endif
+  (void)isa;
+  return nullptr;
+}
+
 // ---- The call --------------------------------------------------------------------------------
 
 float activate(BlockEpilogue epilogue, float a) {
@@ -184,6 +196,7 @@ __attribute__((target("avx2,fma,f16c,avx512f"))) void silu16(float *a, int count
 
 struct Call {
   DotFn dot;
+  Dot4Fn dot4;     // null: one row at a time
   bool vectorSilu; // silu16 for the Silu / SwiGLU epilogues (AVX-512)
   int64_t rows, N, rowBytes, blocks, chunk;
   const uint8_t *weight;
@@ -195,7 +208,8 @@ struct Call {
 };
 
 /// Output columns [task·chunk, +chunk), sixteen at a time: each weight row (and its up row)
-/// against every row of x̂, so a row read from memory is reused from L1 by the other rows;
+/// against every row of x̂ (four weight rows per dot4 call where the CPU has one), so a row read
+/// from memory is reused from L1 by the other rows;
 /// then the epilogue over the sixteen (silu in vectors where the CPU has AVX-512).
 int runTask(void *, int task, uint8_t *closure) {
   const Call &c = *reinterpret_cast<const Call *>(closure);
@@ -208,14 +222,29 @@ int runTask(void *, int task, uint8_t *closure) {
     for (int64_t m = 0; m < c.rows; ++m) {
       float pre[kGroup], up[kGroup];
       DotArgs args{nullptr, c.blocks, c.xq + m * c.blocks * 32, c.xMeta + m * c.blocks * 2};
-      for (int i = 0; i < count; ++i) {
-        const int64_t n = n0 + i;
-        args.w = c.weight + n * c.rowBytes;
-        pre[i] = c.dot(args) + (c.bias ? c.bias[n] : 0.f);
-        if (gated) {
-          args.w = c.weight + (c.N + n) * c.rowBytes;
-          up[i] = c.dot(args) + (c.bias ? c.bias[c.N + n] : 0.f);
-        }
+      // The weight rows of the group (gate rows, then up rows) and where each dot goes.
+      const uint8_t *rows[2 * kGroup];
+      float *dest[2 * kGroup];
+      int total = 0;
+      for (int i = 0; i < count; ++i)
+        rows[total] = c.weight + (n0 + i) * c.rowBytes, dest[total++] = &pre[i];
+      for (int i = 0; gated && i < count; ++i)
+        rows[total] = c.weight + (c.N + n0 + i) * c.rowBytes, dest[total++] = &up[i];
+      int r = 0;
+      for (; c.dot4 && r + 4 <= total; r += 4) {
+        float four[4];
+        c.dot4(args, rows + r, four);
+        for (int j = 0; j < 4; ++j)
+          *dest[r + j] = four[j];
+      }
+      for (; r < total; ++r) {
+        args.w = rows[r];
+        *dest[r] = c.dot(args);
+      }
+      for (int i = 0; c.bias && i < count; ++i) {
+        pre[i] += c.bias[n0 + i];
+        if (gated)
+          up[i] += c.bias[c.N + n0 + i];
       }
 #ifdef XF_BLOCK_GEMV_X86
       if (silu && c.vectorSilu)
@@ -362,6 +391,9 @@ extern "C" int32_t xfrt_block_gemv(const float *x, int64_t xStride, int64_t rows
   c.dot = ggmlType == kQ8_0   ? dotsFor<kQ8_0>(isa)
           : ggmlType == kQ4_1 ? dotsFor<kQ4_1>(isa)
                               : dotsFor<kQ4_0>(isa);
+  c.dot4 = ggmlType == kQ8_0   ? dots4For<kQ8_0>(isa)
+           : ggmlType == kQ4_1 ? dots4For<kQ4_1>(isa)
+                               : dots4For<kQ4_0>(isa);
   c.vectorSilu = isa == BlockDotIsa::Avx512Vnni;
   c.rows = rows, c.N = N, c.blocks = K / 32, c.rowBytes = c.blocks * ggmlBlockBytes(int(ggmlType));
   c.weight = weight, c.bias = bias, c.residual = residual, c.residualStride = residualStride;

@@ -348,6 +348,45 @@ TEST(RuntimeBlockGemv, InstructionSetsAgree) {
   }
 }
 
+TEST(RuntimeBlockGemv, RowGroupsAreBitwiseOneRowAtATime) {
+  // Rows of a call go four at a time where an instruction set has a four-row kernel (AVX-512
+  // VNNI), the rest one at a time: each row's value must not depend on which, so every row of
+  // a 13-row call (gate and up rows for SwiGLU) equals the same row alone (N = 1, one-row
+  // path), bit for bit. K of 18 blocks (an odd last pair) and of 19 (an odd last block).
+  std::mt19937 rng(17);
+  std::normal_distribution<float> normal;
+  for (BlockDotIsa isa : isasOfThisCpu())
+    for (int type : {kQ4_0, kQ4_1, kQ8_0})
+      for (int64_t K : {576, 608})
+        for (BlockEpilogue e : {BlockEpilogue::None, BlockEpilogue::SwiGlu}) {
+          SCOPED_TRACE(::testing::Message() << xfrt::blockDotIsaName(isa) << " type " << type
+                                            << " K " << K << " epilogue " << int(e));
+          const int64_t N = 13, rowBytes = K / 32 * blockBytes(type);
+          const bool gated = e == BlockEpilogue::SwiGlu;
+          std::vector<uint8_t> bytes = randomBlocks(type, gated ? 2 * N : N, K, rng);
+          std::vector<float> x(K), all(N);
+          for (float &v : x)
+            v = normal(rng);
+          ASSERT_EQ(xfrt_block_gemv(x.data(), K, 1, K, bytes.data(), type, N, nullptr, nullptr, 0,
+                                    int64_t(e), all.data(), N, int64_t(isa)),
+                    0);
+          for (int64_t n = 0; n < N; ++n) {
+            std::vector<uint8_t> row(bytes.begin() + n * rowBytes,
+                                     bytes.begin() + (n + 1) * rowBytes);
+            if (gated)
+              row.insert(row.end(), bytes.begin() + (N + n) * rowBytes,
+                         bytes.begin() + (N + n + 1) * rowBytes);
+            float alone = -1.f;
+            ASSERT_EQ(xfrt_block_gemv(x.data(), K, 1, K, row.data(), type, 1, nullptr, nullptr, 0,
+                                      int64_t(e), &alone, 1, int64_t(isa)),
+                      0);
+            uint32_t a, b;
+            std::memcpy(&a, &all[n], 4), std::memcpy(&b, &alone, 4);
+            EXPECT_EQ(a, b) << "row " << n << ": " << all[n] << " vs " << alone;
+          }
+        }
+}
+
 TEST(RuntimeBlockGemv, RefusesWhatItDoesNotHandle) {
   float x[64] = {}, out[2] = {};
   uint8_t w[2 * 40] = {};
