@@ -137,7 +137,7 @@ DotFn dotsFor(BlockDotIsa isa) {
 }
 
 template <int Type> Dot4Fn dots4For(BlockDotIsa isa) {
-  // In 256 bits only Q8_0 gains (Zen 4 running the AVX2 copy, 2 threads, from DRAM: Q8_0
+  // In 256 bits only Q8_0 gains (Zen 5 running the AVX2 copy, one thread, from DRAM: Q8_0
   // [49152, 576] 27 → 37 GB/s); Q4's nibbles and scalar offsets keep its 16 ymm registers
   // busy and four rows at once ran slower (16 → 12 GB/s).
   switch (isa) {
