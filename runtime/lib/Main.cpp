@@ -36,8 +36,6 @@ int main(int argc, char **argv) {
                      &halide_set_num_threads, &xf_cache_bytes, &xf_forward_cached,
                      &halide_set_error_handler, &xf_forward_packed, &xf_forward_cached_packed};
   // Every halide_do_par_for on libxfrt's pool; --threads sets its count and Halide's.
-  xfrt::installKernelThreadPool();
-  if (abi.setNumThreads)
-    abi.setNumThreads = &xfrt::setKernelThreads;
+  xfrt::installKernelThreadPool(abi.setNumThreads);
   return xfrt::runMain(argc, argv, abi, &xfrt::runServerLibrary);
 }

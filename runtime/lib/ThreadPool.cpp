@@ -247,7 +247,9 @@ int kernelParFor(void *userContext, ParallelTask task, int min, int size, uint8_
 }
 } // namespace
 
-bool installKernelThreadPool() {
+bool installKernelThreadPool(int (*&setNumThreads)(int)) {
+  if (setNumThreads)
+    setNumThreads = &setKernelThreads;
   if (!halide_set_custom_do_par_for)
     return false;
   if (const char *choice = std::getenv("XF_THREAD_POOL"); choice && !std::strcmp(choice, "halide"))

@@ -30,8 +30,6 @@ int main(int argc, char **argv) {
                      xf_train_scratch_bytes, xf_train_step,        &halide_set_num_threads,
                      &halide_set_error_handler};
   // Every halide_do_par_for on libxfrt's pool; --threads sets its count and Halide's.
-  xfrt::installKernelThreadPool();
-  if (abi.setNumThreads)
-    abi.setNumThreads = &xfrt::setKernelThreads;
+  xfrt::installKernelThreadPool(abi.setNumThreads);
   return xfrt::runTrainer(argc, argv, abi);
 }

@@ -241,8 +241,14 @@ TEST(ThreadPool, ThreadsFlagSetsTheKernelThreads) {
 }
 
 TEST(ThreadPool, NotInstalledWithoutAHalideRuntime) {
-  // libxfrt alone (this test) has no halide_set_custom_do_par_for to install into.
-  EXPECT_FALSE(xfrt::installKernelThreadPool());
+  // libxfrt alone (this test) has no halide_set_custom_do_par_for to install into; the
+  // --threads hook still goes to the pool when there is one, and stays null when not.
+  int (*setNumThreads)(int) = nullptr;
+  EXPECT_FALSE(xfrt::installKernelThreadPool(setNumThreads));
+  EXPECT_EQ(setNumThreads, nullptr);
+  setNumThreads = [](int) { return 0; };
+  EXPECT_FALSE(xfrt::installKernelThreadPool(setNumThreads));
+  EXPECT_EQ(setNumThreads, &xfrt::setKernelThreads);
 }
 
 } // namespace

@@ -92,8 +92,10 @@ inline constexpr std::chrono::microseconds kDefaultSpin{1000};
 inline int kernelThreads() { return kernelThreadPool().threads(); }
 
 /// Makes kernelThreadPool() Halide's do_par_for, unless XF_THREAD_POOL=halide or no Halide
-/// runtime is linked in (unit tests). Returns whether it did.
-bool installKernelThreadPool();
+/// runtime is linked in (unit tests), and points an executable's --threads hook
+/// (`setNumThreads`, halide_set_num_threads where linked, else null) at setKernelThreads.
+/// Returns whether it installed the pool.
+bool installKernelThreadPool(int (*&setNumThreads)(int));
 
 /// --threads N (ModelAbi::setNumThreads): the pool's count and halide_set_num_threads's.
 int setKernelThreads(int threads);
