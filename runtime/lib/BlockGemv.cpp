@@ -318,6 +318,55 @@ quantizeRowQ8Avx512(const float *x, int64_t K, int8_t *q, float *meta) {
     meta[2 * b + 1] = meta[2 * b] * float(_mm512_reduce_add_epi32(sum));
   }
 }
+
+/// quantizeRowQ8's finite, nonzero blocks on AVX2, as the AVX-512 copy in 256 bits (vroundpd
+/// to nearest even, then the clamp). The portable loop it replaces took 1.2 µs for K = 576
+/// and 3.2 µs for K = 1536 on Zen 5, each call's x̂ on one thread before the tasks fork.
+__attribute__((target("avx2,fma,f16c"))) void quantizeRowQ8Avx2(const float *x, int64_t K,
+                                                                int8_t *q, float *meta) {
+  const __m256 magnitude = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  for (int64_t b = 0; b < K / 32; ++b) {
+    const float *v = x + 32 * b;
+    __m256 f[4], unordered = _mm256_setzero_ps(), amax8 = _mm256_setzero_ps();
+    for (int i = 0; i < 4; ++i) {
+      f[i] = _mm256_loadu_ps(v + 8 * i);
+      unordered = _mm256_or_ps(unordered, _mm256_cmp_ps(f[i], f[i], _CMP_UNORD_Q));
+      amax8 = _mm256_max_ps(amax8, _mm256_and_ps(f[i], magnitude));
+    }
+    __m128 m4 = _mm_max_ps(_mm256_castps256_ps128(amax8), _mm256_extractf128_ps(amax8, 1));
+    m4 = _mm_max_ps(m4, _mm_movehl_ps(m4, m4));
+    float amax = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
+    if (_mm256_movemask_ps(unordered))
+      amax = std::numeric_limits<float>::quiet_NaN(); // vmaxps would drop a NaN
+    if (!(amax > 0.f) || !std::isfinite(amax)) {
+      // A zero block, or inf / NaN: as the portable loop (NaN never compares greater).
+      std::memset(q + 32 * b, 0, 32);
+      meta[2 * b] = amax == 0.f ? 0.f : std::numeric_limits<float>::quiet_NaN();
+      meta[2 * b + 1] = meta[2 * b] * 0.f;
+      continue;
+    }
+    meta[2 * b] = amax / 127.f;
+    const __m256d d = _mm256_set1_pd(double(meta[2 * b]));
+    const __m256d low = _mm256_set1_pd(-127.0), high = _mm256_set1_pd(127.0);
+    __m128i ints[8], sum = _mm_setzero_si128();
+    for (int i = 0; i < 8; ++i) {
+      const __m128 four =
+          i % 2 ? _mm256_extractf128_ps(f[i / 2], 1) : _mm256_castps256_ps128(f[i / 2]);
+      const __m256d r = _mm256_round_pd(_mm256_div_pd(_mm256_cvtps_pd(four), d),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      ints[i] = _mm256_cvtpd_epi32(_mm256_min_pd(_mm256_max_pd(r, low), high));
+      sum = _mm_add_epi32(sum, ints[i]);
+    }
+    for (int half = 0; half < 2; ++half) {
+      const __m128i *p = ints + 4 * half;
+      _mm_storeu_si128(reinterpret_cast<__m128i *>(q + 32 * b + 16 * half),
+                       _mm_packs_epi16(_mm_packs_epi32(p[0], p[1]), _mm_packs_epi32(p[2], p[3])));
+    }
+    sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, _MM_SHUFFLE(1, 0, 3, 2)));
+    sum = _mm_add_epi32(sum, _mm_shuffle_epi32(sum, _MM_SHUFFLE(2, 3, 0, 1)));
+    meta[2 * b + 1] = meta[2 * b] * float(_mm_cvtsi128_si32(sum));
+  }
+}
 } // namespace
 #endif
 
@@ -325,6 +374,8 @@ void quantizeRowQ8(const float *x, int64_t K, int8_t *q, float *meta, BlockDotIs
 #ifdef XF_BLOCK_GEMV_X86
   if (isa == BlockDotIsa::Avx512Vnni)
     return quantizeRowQ8Avx512(x, K, q, meta);
+  if (isa == BlockDotIsa::Avx2 || isa == BlockDotIsa::AvxVnni)
+    return quantizeRowQ8Avx2(x, K, q, meta);
 #endif
   (void)isa;
   for (int64_t b = 0; b < K / 32; ++b) {

@@ -269,6 +269,38 @@ TEST(RuntimeBlockGemv, QuantizeRowQ8EveryInstructionSetBitwise) {
   }
 }
 
+TEST(RuntimeBlockGemv, QuantizeRowQ8ManyBlocksBitwise) {
+  // 2048 blocks: normal values over scales 2^-140..2^40 (subnormal scales included), and
+  // blocks of ties x = (k + ½)·d for scales d with few mantissa bits (0.75·2^e, 1.25·2^e),
+  // where a vector path that rounded differently from the portable division would show.
+  std::mt19937 rng(29);
+  std::normal_distribution<float> normal;
+  const int64_t blocks = 2048, K = 32 * blocks;
+  std::vector<float> x(K);
+  for (int64_t b = 0; b < blocks; ++b) {
+    float *v = x.data() + 32 * b;
+    const int e = int(rng() % 181) - 140;
+    if (b % 2 == 0) {
+      for (int i = 0; i < 32; ++i)
+        v[i] = std::ldexp(normal(rng), e);
+      continue;
+    }
+    const float d = std::ldexp(b % 4 == 1 ? 0.75f : 1.25f, std::max(e, -100));
+    v[0] = 127.f * d; // the block's maximum: its scale is d again
+    for (int i = 1; i < 32; ++i)
+      v[i] = (float(int(rng() % 254) - 127) + 0.5f) * d * (rng() % 2 ? 1.f : -1.f);
+  }
+  std::vector<int8_t> want(K), got(K);
+  std::vector<float> wantMeta(K / 16), gotMeta(K / 16);
+  xfrt::quantizeRowQ8(x.data(), K, want.data(), wantMeta.data(), BlockDotIsa::Portable);
+  for (BlockDotIsa isa : isasOfThisCpu()) {
+    xfrt::quantizeRowQ8(x.data(), K, got.data(), gotMeta.data(), isa);
+    EXPECT_EQ(got, want) << xfrt::blockDotIsaName(isa);
+    EXPECT_EQ(std::memcmp(gotMeta.data(), wantMeta.data(), wantMeta.size() * 4), 0)
+        << xfrt::blockDotIsaName(isa);
+  }
+}
+
 TEST(RuntimeBlockGemv, EveryTypeAndInstructionSet) {
   std::mt19937 rng(7);
   for (BlockDotIsa isa : isasOfThisCpu())
