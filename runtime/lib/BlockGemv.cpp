@@ -40,8 +40,10 @@ constexpr int64_t ggmlBlockBytes(int type) {
 }
 
 /// How far ahead a four-row kernel (dots4) prefetches: the same bytes 16 rows on, since four
-/// rows side by side defeat the hardware's stream prefetch that a single row's walk gets, and
-/// for Q8_0 at least 12 KiB on. Measured in SmolLM2 q8 decode, 2 threads, Zen 5: its Q8_0
+/// rows side by side defeat the hardware's stream prefetch that a single row's walk gets and
+/// one group ahead is too close to hide DRAM's latency (Zen 5, one thread, Q8_0 [49152, 576]
+/// from DRAM: 43 → 47 GB/s against one row at a time at 16 rows, 40 at 4), and for Q8_0 at
+/// least 12 KiB on. Measured in SmolLM2 q8 decode, 2 threads, Zen 5: its Q8_0
 /// unembedding [49152, 576] took 9-13 % less time at 12 KiB (21 rows) than at 16 rows, while
 /// the Q4_1 GEMVs (rows of 360 bytes) took 3-5 % more at 8 or 12 KiB than at 16 rows.
 template <int Type> inline int64_t fourRowPrefetchAhead(int64_t blocks) {
@@ -57,9 +59,9 @@ struct DotArgs {
   const float *xMeta; // per block: its scale d, then d·Σq
 };
 using DotFn = float (*)(const DotArgs &);
-/// Four rows' dots with the same x̂ (rows[i] the weight rows; args.w unused), where an
-/// instruction set has one.
-using Dot4Fn = void (*)(const DotArgs &, const uint8_t *const *, float *);
+/// Four rows' dots with the same x̂ (rows[i] the weight rows; args.w unused), each block
+/// prefetching the byte `ahead` on, where an instruction set has one.
+using Dot4Fn = void (*)(const DotArgs &, const uint8_t *const *, float *, int64_t ahead);
 
 // ---- Portable ------------------------------------------------------------------------------
 
@@ -213,11 +215,34 @@ __attribute__((target("avx2,fma,f16c,avx512f"))) void silu16(float *a, int count
 }
 #endif
 
+/// Where a call's kernel threads start reading: its weight rows and their split, as
+/// xfrt_block_gemv last called it on this thread after a call with the same weights.
+struct CallHead {
+  const uint8_t *weight = nullptr;
+  int64_t N, rowBytes, chunk, tasks;
+  bool gated;
+};
+
+/// The lines of rows [task·chunk, +16) of the call at `head` (and of their up rows), slice
+/// `slice` of `slices`: a task issues them over its last group (see runTask).
+void prefetchHead(const CallHead &head, int64_t task, int slice, int slices) {
+  const int64_t begin = task * head.chunk;
+  const int64_t rows = std::max<int64_t>(0, std::min({int64_t(16), head.chunk, head.N - begin}));
+  const int64_t streamLines = (rows * head.rowBytes + 63) / 64,
+                lines = streamLines * (head.gated ? 2 : 1);
+  for (int64_t line = lines * slice / slices; line < lines * (slice + 1) / slices; ++line) {
+    const int64_t stream = line / streamLines, row = begin + stream * head.N;
+    __builtin_prefetch(head.weight + row * head.rowBytes + 64 * (line % streamLines));
+  }
+}
+
 struct Call {
   DotFn dot;
   Dot4Fn dot4;     // null: one row at a time
   bool vectorSilu; // silu16 for the Silu / SwiGLU epilogues (AVX-512)
-  int64_t rows, N, rowBytes, blocks, chunk;
+  int64_t rows, N, rowBytes, blocks, chunk, tasks;
+  int64_t ahead;        // dot4's prefetch distance
+  const CallHead *next; // the call expected after this one, or null
   const uint8_t *weight;
   const int8_t *xq;
   const float *xMeta, *bias, *residual;
@@ -236,8 +261,14 @@ int runTask(void *, int task, uint8_t *closure) {
   const bool gated = c.epilogue == BlockEpilogue::SwiGlu;
   const bool silu = c.epilogue == BlockEpilogue::Silu || gated;
   const int64_t begin = task * c.chunk, end = std::min(c.N, begin + c.chunk);
+  // With one range per kernel thread, the thread that ran range t here is likely to run range
+  // t of the next call: over its last group, instead of prefetching past its range, it
+  // prefetches the first rows of that one, which no dot4 prefetch covers (each call's first
+  // group read from DRAM without them took ~1 µs longer than the others).
+  const CallHead *next = c.next && c.tasks == kernelThreads() ? c.next : nullptr;
   for (int64_t n0 = begin; n0 < end; n0 += kGroup) {
     const int count = int(std::min<int64_t>(kGroup, end - n0));
+    const bool last = n0 + kGroup >= end;
     for (int64_t m = 0; m < c.rows; ++m) {
       float pre[kGroup], up[kGroup];
       DotArgs args{nullptr, c.blocks, c.xq + m * c.blocks * 32, c.xMeta + m * c.blocks * 2};
@@ -249,13 +280,20 @@ int runTask(void *, int task, uint8_t *closure) {
         rows[total] = c.weight + (n0 + i) * c.rowBytes, dest[total++] = &pre[i];
       for (int i = 0; gated && i < count; ++i)
         rows[total] = c.weight + (c.N + n0 + i) * c.rowBytes, dest[total++] = &up[i];
-      int r = 0;
+      // Over the last group, the next call's first rows in slices, one before each dot4.
+      const bool head = last && next && m == 0;
+      const int slices = std::max(1, total / 4);
+      int slice = 0, r = 0;
       for (; c.dot4 && r + 4 <= total; r += 4) {
         float four[4];
-        c.dot4(args, rows + r, four);
+        if (head)
+          prefetchHead(*next, task % next->tasks, slice++, slices);
+        c.dot4(args, rows + r, four, last ? 0 : c.ahead);
         for (int j = 0; j < 4; ++j)
           *dest[r + j] = four[j];
       }
+      for (; head && slice < slices; ++slice)
+        prefetchHead(*next, task % next->tasks, slice, slices);
       for (; r < total; ++r) {
         args.w = rows[r];
         *dest[r] = c.dot(args);
@@ -461,6 +499,9 @@ extern "C" int32_t xfrt_block_gemv(const float *x, int64_t xStride, int64_t rows
   c.dot = ggmlType == kQ8_0   ? dotsFor<kQ8_0>(isa)
           : ggmlType == kQ4_1 ? dotsFor<kQ4_1>(isa)
                               : dotsFor<kQ4_0>(isa);
+  c.ahead = ggmlType == kQ8_0   ? fourRowPrefetchAhead<kQ8_0>(K / 32)
+            : ggmlType == kQ4_1 ? fourRowPrefetchAhead<kQ4_1>(K / 32)
+                                : fourRowPrefetchAhead<kQ4_0>(K / 32);
   c.dot4 = ggmlType == kQ8_0   ? dots4For<kQ8_0>(isa)
            : ggmlType == kQ4_1 ? dots4For<kQ4_1>(isa)
                                : dots4For<kQ4_0>(isa);
@@ -487,6 +528,27 @@ extern "C" int32_t xfrt_block_gemv(const float *x, int64_t xStride, int64_t rows
       threads * std::max<int64_t>(1, (bytes + threads * perTask - 1) / (threads * perTask));
   c.chunk = (N + tasks - 1) / tasks;
   tasks = (N + c.chunk - 1) / c.chunk;
+  c.tasks = tasks;
+
+  // Learn which call follows which (decode steps repeat their calls in the same order): the
+  // last call on this thread is told this one's head under its weights, and this one looks up
+  // its own successor. A wrong or stale guess costs only useless prefetches.
+  struct Successor {
+    const uint8_t *after;
+    CallHead head;
+  };
+  thread_local Successor successors[512];
+  thread_local const uint8_t *previous = nullptr;
+  auto slot = [](const uint8_t *w) -> Successor & {
+    return successors[(reinterpret_cast<uintptr_t>(w) >> 6) * 0x9E3779B97F4A7C15ull >> 55];
+  };
+  if (previous)
+    slot(previous) = {previous,
+                      {weight, N, c.rowBytes, c.chunk, tasks, c.epilogue == BlockEpilogue::SwiGlu}};
+  previous = weight;
+  const Successor &successor = slot(weight);
+  c.next = successor.after == weight ? &successor.head : nullptr;
+
   uint8_t *closure = reinterpret_cast<uint8_t *>(&c);
   if (halide_do_par_for && tasks > 1)
     return halide_do_par_for(nullptr, runTask, 0, int(tasks), closure);
