@@ -15,6 +15,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Check.h"
+#include "CheckFaults.h"
 #include "CompiledModel.h"
 
 #include "xf/Codegen/KernelSchedules.h"

@@ -45,23 +45,11 @@ struct CheckOptions {
 /// "file:line:col" of the first file location in `loc`.
 std::string sourceLine(mlir::Location loc);
 
-/// The faults --check-fault injects, as "name: what it breaks" lines.
-extern const char *const kCheckFaultHelp;
-
 /// `xf` is the frontend's module, `kernels` the same after the kernel
 /// pipeline (fusion and schedules). Reports on `out` (one line per check) and
 /// on stderr (errors); fails when the build differs from the semantics.
 mlir::LogicalResult checkModel(mlir::ModuleOp xf, mlir::ModuleOp kernels,
                                const CheckOptions &options, llvm::raw_ostream &out);
-
-// CheckFaults.cpp: the fault `name` put into `kernels` (the copy that is
-// built); `what` says what was changed.
-llvm::Error injectFault(llvm::StringRef name, mlir::ModuleOp kernels, std::string &what);
-bool isCheckFault(llvm::StringRef name);
-// The faults of the host code (`packed`, `cached-packed`), put into the lowered host module
-// that is built.
-bool isHostFault(llvm::StringRef name);
-llvm::Error injectHostFault(llvm::StringRef name, mlir::ModuleOp host, std::string &what);
 
 } // namespace xfc
 

@@ -23,6 +23,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Check.h"
+#include "CheckFaults.h"
 
 #include "xf/Codegen/KernelSchedules.h"
 #include "xf/IR/XfOps.h"
