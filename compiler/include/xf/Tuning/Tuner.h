@@ -24,8 +24,6 @@
 #ifndef XF_TUNING_TUNER_H
 #define XF_TUNING_TUNER_H
 
-#include "xf/Conversion/LowerToHost.h"
-
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -35,7 +33,10 @@
 
 namespace mlir {
 class MLIRContext;
+namespace xf {
+struct HostProgram;
 }
+} // namespace mlir
 
 namespace mlir::xf::tuning {
 

@@ -1,0 +1,69 @@
+//===- ProgramTuner.h - `xfc tune` over one program's kernels ---*- C++ -*-===//
+//
+// One run of `xfc tune`: the model's distinct kernels and this machine's ceilings
+// (Tuner.cpp), each kernel's search over its paths, settled and combined in a final batch
+// (KernelSearch.cpp), or --compare's side-by-side timing of two databases
+// (CompareDatabases.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_LIB_TUNER_PROGRAMTUNER_H
+#define XF_LIB_TUNER_PROGRAMTUNER_H
+
+#include "TunedKernel.h"
+#include "WorkerClient.h"
+#include "xf/Tuning/Tuner.h"
+#include "xf/Tuning/TuningDatabase.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+
+namespace mlir::xf::tuning {
+
+using Clock = std::chrono::steady_clock;
+
+inline double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// One `xfc tune` run (or --compare) over a program's kernels.
+class ProgramTuner {
+public:
+  ProgramTuner(MLIRContext &ctx, const TuneOptions &options, llvm::raw_ostream &log)
+      : ctx(ctx), options(options), log(log), worker(options.workerPath, options.threads),
+        interactive(log.is_displayed()) {}
+
+  llvm::Error run(const HostProgram &program);
+  /// --compare: the schedules of two databases timed side by side.
+  llvm::Error compare(const HostProgram &program);
+
+private:
+  /// What run and compare share: the target, the model's distinct kernels
+  /// and this machine's ceilings.
+  llvm::Error prepare(const HostProgram &program);
+  llvm::Error collect(const HostProgram &program, const VectorShape &shape);
+  llvm::Error tune(TunedKernel &k, size_t index, double share, llvm::json::Array &report);
+  void progress(const std::string &label, size_t index, double spent, double share, size_t trials,
+                double best, double dflt, bool final);
+
+  MLIRContext &ctx;
+  const TuneOptions &options;
+  llvm::raw_ostream &log;
+  WorkerClient worker;
+  bool interactive;
+  std::vector<TunedKernel> kernels;
+  TuningDatabase db;
+  std::string target;
+  MachineCeilings machine;
+  Clock::time_point start = Clock::now();
+  /// --baselines runs outside the budget: their seconds are not the kernels'.
+  double baselineSeconds = 0;
+  double budgetLeft() const {
+    return options.budgetSeconds - (secondsSince(start) - baselineSeconds);
+  }
+};
+
+} // namespace mlir::xf::tuning
+
+#endif // XF_LIB_TUNER_PROGRAMTUNER_H

@@ -1,0 +1,70 @@
+//===- TunedKernel.h - a kernel of a model, as the tuner sees it -*- C++ -*-===//
+//
+// A GEMM or attention kernel of the lowered model with its schedule space, its paths
+// (SchedulePaths.h) and the lengths it is timed at; how it is described to xf-tune-worker
+// (the kernel, a candidate schedule, a request), how a schedule is written in the database
+// and read back, and what a timed candidate costs (defined in Tuner.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_LIB_TUNER_TUNEDKERNEL_H
+#define XF_LIB_TUNER_TUNEDKERNEL_H
+
+#include "WorkerClient.h"
+#include "xf/Codegen/HalideKernels.h"
+#include "xf/Tuning/SchedulePaths.h"
+#include "xf/Tuning/ScheduleSpace.h"
+
+#include "mlir/IR/MLIRContext.h"
+#include "llvm/Support/JSON.h"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mlir::xf::tuning {
+
+/// One kernel of the model, as the tuner sees it.
+struct TunedKernel {
+  bool isGemm = true;
+  GemmKernelSpec gemm;
+  AttentionKernelSpec attention;
+  std::string name, signature;
+  SearchSpace space;
+  std::vector<SchedulePath> paths; // each searched on its own cases
+  Point defaultPoint;
+  std::vector<int64_t> caseRows, caseKeys;
+};
+
+/// The kernel as the worker's request names it ("kind": "gemm" or "attention").
+llvm::json::Object kernelJson(const TunedKernel &k);
+
+/// Point `p` as one of the worker request's candidates.
+llvm::json::Value candidateJson(const TunedKernel &k, const Point &p);
+
+/// Point `p` as the database keeps it (the schedule attribute's text).
+std::string scheduleText(MLIRContext &ctx, const TunedKernel &k, const Point &p);
+
+/// The point of a recorded schedule; nullopt if it is not one of this kind.
+std::optional<Point> pointOf(MLIRContext &ctx, const TunedKernel &k, llvm::StringRef text);
+
+/// Geometric mean of the cases' minimum wall times: every length counts
+/// alike, whatever its absolute time (a 1-row decode GEMV as much as a
+/// 128-row prefill GEMM).
+double costOf(const CandidateResult &r);
+
+/// How close each case runs to this machine's bound (FMA peak or read
+/// bandwidth, whichever is slower), as a geometric mean over the cases.
+double rooflineOf(const TunedKernel &k, const CandidateResult &r, const MachineCeilings &m);
+
+/// Indices of all of a kernel's lengths.
+std::vector<size_t> everyCase(const TunedKernel &k);
+
+/// A worker request timing kernel `k` on `cases` (indices into its lengths),
+/// everything but the candidates.
+llvm::json::Object requestFor(const TunedKernel &k, llvm::ArrayRef<size_t> cases,
+                              const std::string &target, int repeats, double maxSeconds);
+
+} // namespace mlir::xf::tuning
+
+#endif // XF_LIB_TUNER_TUNEDKERNEL_H
