@@ -14,23 +14,28 @@
   4. a spec whose hyperparameters disagree with the file's metadata (d_mlp; H with the same
      matrix shapes) is refused at load, naming the key and the hyperparameter;
   5. where --llama-cpp-python names a Python with llama-cpp-python (test-only): llama.cpp's
-     tokenization of TEXT and its logits for the same ids from the same file — next-token
-     top-1 agreement ≥ 99 % over all positions, and the Pearson correlation of the logits is
-     printed (llama.cpp rounds activations to 8 bits
-     in its quantized dot products, so equality is not expected).
+     tokenization of TEXT (english_texts.txt's first paragraph) and its logits for the same ids
+     from the same file — next-token top-1 agreement printed, correlation ≥ 0.999 and every
+     disagreement a near-tie of the oracle asserted (llama.cpp rounds activations to 8 bits in
+     its quantized dot products, so equality is not expected; --q8-decode measures agreement
+     over 1,768 positions).
 The ids of TEXT come from llama.cpp's tokenizer when it is there, else from xf's own GGUF
 tokenizer (xf-tokenize, next to xfc).
 
-With --q8-decode xf's decode steps are checked against llama.cpp instead: the build with
---q8-gemm-inputs runs decode steps as llama.cpp's dot products do (GEMV inputs rounded to 8 bits,
-xfrt_block_gemv), and `--decode-steps` gives every position of TEXT from the KV-cached step that
-adds its token (the real decode path, with the whole text before it as context); llama.cpp's
-logits of the same ids. Top-1 agreement and correlation printed; asserted: correlation ≥ 0.999
-and every position where the two pick different tokens a near-tie of the exact model (the blocks
-build without 8-bit inputs, ≤ 1e-4 of the oracle, one forward over TEXT): its logits for the two
-closer than the rms deviation from it of llama.cpp plus that of the q8 build. The q8 build's KV
-cache is xfc's default (float16, as llama.cpp's) unless --kv-cache-type says otherwise; the
-agreement with llama.cpp's float32-KV run is printed too.
+With --q8-decode xf's decode steps are checked against llama.cpp instead, over every text of
+test/e2e/english_texts.txt (7 paragraphs, 1,768 positions; each text its own sequence): the build
+with --q8-gemm-inputs runs decode steps as llama.cpp's dot products do (GEMV inputs rounded to 8
+bits, xfrt_block_gemv), and `--decode-steps` gives every position of a text from the KV-cached
+step that adds its token (the real decode path, with the text before it as context); llama.cpp's
+logits of the same ids (one batch per text). Printed: top-1 agreement with its 95 % Wilson
+interval, pooled correlation and rms, and the same agreement for llama.cpp against itself with
+its KV cache in float32 and with flash attention on — the spread of llama.cpp's own precision
+choices, which bounds what agreement means. Asserted: correlation ≥ 0.999, top-1 agreement
+≥ MIN_TOP1_Q8, and every position where the two pick different tokens a near-tie of the exact
+model (the blocks build without 8-bit inputs, ≤ 1e-4 of the oracle, one forward per text): its
+logits for the two closer than the rms deviation from it of llama.cpp plus that of the q8 build.
+The q8 build's KV cache is xfc's default (float16, as llama.cpp's) unless --kv-cache-type says
+otherwise.
 
 With --requantize RECIPE (Q4_K_M, Q2_K, Q5_K_M, IQ4_XS, ...; needs --llama-cpp-python) the
 file is first requantized by llama.cpp's own quantizer, as users make their GGUFs: SmolLM2's
@@ -54,6 +59,7 @@ llama-cpp-python.
 import argparse
 import atexit
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -68,25 +74,35 @@ SKIP = 77
 TOLERANCE = 1e-4
 TOP1_AGREEMENT = 0.99   # issue 14's target, reported
 MIN_CORRELATION = 0.999
+# --q8-decode over english_texts.txt (1,768 positions): xf q8 agrees with llama.cpp 0.964
+# [0.954, 0.972]; llama.cpp agrees with itself 0.963-0.968 when it changes its KV type, flash
+# attention or batch/decode path. 0.95 is what a faithful q8 build keeps (≈ 3 standard errors
+# below those); reading a block or a scale wrongly falls far below.
+MIN_TOP1_Q8 = 0.95
+NEAR_TIE = 0.1  # printed: the share of disagreements whose exact logits differ by < this
 # A requantized file (see the docstring): llama.cpp's Q8_K activations on K-quants.
 MIN_CORRELATION_REQUANTIZED = 0.998
 MIN_TOP1_REQUANTIZED = 0.9
-TEXT = (
-    "The history of the printing press begins in the fifteenth century, when Johannes "
-    "Gutenberg, a goldsmith from Mainz, combined several existing technologies into a "
-    "practical system for producing books. Before his invention, most books in Europe were "
-    "copied by hand, a slow and expensive process that limited the spread of knowledge to a "
-    "small number of wealthy institutions and individuals. Gutenberg's press used movable "
-    "metal type, oil-based ink, and a wooden screw press adapted from those used to make wine "
-    "and olive oil. Within a few decades, printing shops had opened in cities across the "
-    "continent, and millions of books were in circulation by the end of the century. The "
-    "effects were profound: scholars could compare identical copies of texts, scientific ideas "
-    "travelled faster than ever before, and literacy slowly spread beyond the clergy and the "
-    "nobility. Historians still debate how much the press caused the changes that followed, "
-    "but few doubt that it was one of the most important inventions of its time. Today, "
-    "when a single device can hold more text than all the libraries of medieval Europe, it "
-    "is easy to forget how recently a book was a rare and precious object."
-)
+TEXTS_FILE = os.path.join(ROOT, "test", "e2e", "english_texts.txt")
+
+
+def read_texts(path=TEXTS_FILE):
+    """The paragraphs of `path` (blank-line separated; '#' lines are comments), lines joined."""
+    texts, lines = [], []
+    with open(path, encoding="utf-8") as f:
+        for line in list(f) + [""]:
+            if line.startswith("#"):
+                continue
+            if line.strip():
+                lines.append(line.strip())
+            elif lines:
+                texts.append(" ".join(lines))
+                lines = []
+    return texts
+
+
+TEXTS = read_texts()
+TEXT = TEXTS[0]  # the oracle and run_llama.py's prompt: one paragraph (222 tokens)
 
 
 def default_gguf():
@@ -107,7 +123,11 @@ def run(cmd):
 
 
 # Run in the Python that has llama-cpp-python (--llama-cpp-python; test-only, never a dependency
-# of xf): argv = MODEL.gguf, then "tokenize" TEXT_FILE OUT.txt, or "logits" IDS_FILE OUT.npy.
+# of xf): argv = MODEL.gguf, then "tokenize" TEXT_FILE OUT.txt, or LOGITS IDS_FILE OUT.npz with
+# one line of comma-separated ids per sequence (each evaluated from an empty cache, one batch,
+# as llama.cpp's prefill) and OUT.npz holding the float64 logits of sequence i as "arr_i".
+# LOGITS names llama.cpp's settings: "logits" (llama-cpp-python's defaults: float16 KV cache,
+# flash attention off), "logits-f32-cache" (KV cache float32), "logits-flash-attn" (on).
 LLAMA_CPP = r"""
 import sys
 import numpy as np
@@ -126,13 +146,17 @@ elif what == "tokenize":
     ids = model.tokenize(open(src, encoding="utf-8").read().encode(), add_bos=False)
     open(dst, "w").write(",".join(map(str, ids)))
 else:
-    ids = [int(t) for t in open(src).read().split(",")]
-    # "logits-f32-cache": llama.cpp's KV cache in float32 instead of its default float16.
-    cache = dict(type_k=0, type_v=0) if what == "logits-f32-cache" else {}
-    model = Llama(model_path=gguf, n_ctx=len(ids) + 8, logits_all=True, verbose=False,
-                  n_threads=2, **cache)
-    model.eval(ids)
-    np.save(dst, np.array(model.scores[:len(ids)], dtype=np.float64))
+    seqs = [[int(t) for t in line.split(",")] for line in open(src).read().split()]
+    settings = {"logits": {}, "logits-f32-cache": dict(type_k=0, type_v=0),
+                "logits-flash-attn": dict(flash_attn=True)}[what]
+    model = Llama(model_path=gguf, n_ctx=max(map(len, seqs)) + 8, logits_all=True,
+                  verbose=False, n_threads=2, n_threads_batch=2, **settings)
+    logits = []
+    for ids in seqs:
+        model.reset()
+        model.eval(ids)
+        logits.append(np.array(model.scores[:len(ids)], dtype=np.float64))
+    np.savez(dst, *logits)
 """
 
 
@@ -157,61 +181,129 @@ def tensor_types(path):
     return ", ".join(f"{k} ×{v}" for k, v in sorted(counts.items()))
 
 
-def check_q8_decode(args, ids, work):
-    """--q8-decode (see the docstring); returns the failures."""
+def wilson_interval(k, n, z=1.959964):
+    """The 95 % Wilson score interval of a binomial proportion k/n."""
+    p, z2 = k / n, z * z
+    centre, half = p + z2 / (2 * n), z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n))
+    return (centre - half) / (1 + z2 / n), (centre + half) / (1 + z2 / n)
+
+
+class Comparison:
+    """Top-1 agreement, rms difference and Pearson correlation of two runs' logits, pooled
+    over the positions of every text given to add()."""
+
+    def __init__(self):
+        self.same = self.positions = self.count = 0
+        self.sums = np.zeros(5)  # Σx, Σy, Σx², Σy², Σxy
+        self.differ = []  # (text, position, top-1 of x, top-1 of y)
+
+    def add(self, text, x, y):
+        top_x, top_y = x.argmax(1), y.argmax(1)
+        self.same += int(np.sum(top_x == top_y))
+        self.positions += len(x)
+        self.count += x.size
+        self.sums += [x.sum(), y.sum(), np.sum(x * x), np.sum(y * y), np.sum(x * y)]
+        self.differ += [(text, int(t), int(top_x[t]), int(top_y[t]))
+                        for t in np.nonzero(top_x != top_y)[0]]
+
+    def agreement(self):
+        return self.same / self.positions
+
+    def rms(self):
+        sx, sy, sxx, syy, sxy = self.sums
+        return math.sqrt(max(sxx - 2 * sxy + syy, 0.0) / self.count)
+
+    def correlation(self):
+        sx, sy, sxx, syy, sxy = self.sums / self.count
+        return (sxy - sx * sy) / math.sqrt((sxx - sx * sx) * (syy - sy * sy))
+
+    def describe(self):
+        lo, hi = wilson_interval(self.same, self.positions)
+        return (f"{self.agreement():.4f} [{lo:.4f}, {hi:.4f}] ({self.positions - self.same} of "
+                f"{self.positions} differ)")
+
+
+def check_q8_decode(args, work):
+    """--q8-decode (see the docstring) over every text of english_texts.txt; returns the
+    failures."""
     spec = os.path.join(ROOT, "examples", "llama.xf")
     q8_exe, blocks_exe = os.path.join(work, "llama_q8"), os.path.join(work, "llama_blocks")
     kv = [f"--kv-cache-type={args.kv_cache_type}"] if args.kv_cache_type else []
     for exe, flags in ((q8_exe, ["--q8-gemm-inputs", *kv]), (blocks_exe, [])):
-        r = run([args.xfc, spec, "--quantized-like", args.gguf, *flags, "-o", exe])
-        if r.returncode != 0:
-            return [f"xfc failed: {r.stderr.strip()[-300:]}"]
-    ids_path, out = os.path.join(work, "ids.txt"), os.path.join(work, "out.npy")
-    tokens = ",".join(map(str, ids))
+        run([args.xfc, spec, "--quantized-like", args.gguf, *flags, "-o", exe])
+    text_path, ids_path = os.path.join(work, "text.txt"), os.path.join(work, "ids.txt")
+    seqs = []
+    for text in TEXTS:
+        with open(text_path, "w", encoding="utf-8") as f:
+            f.write(text)
+        llama_cpp(args.llama_cpp_python, args.gguf, "tokenize", text_path, ids_path)
+        seqs.append(open(ids_path).read().strip())
     with open(ids_path, "w") as f:
-        f.write(tokens)
-    llama_cpp(args.llama_cpp_python, args.gguf, "logits", ids_path, out)
-    cpp = np.load(out)
-    # xf q8: every position from the decode step that adds its token; exact: one forward.
-    q8, exact = [], []
-    for exe, extra, into in ((q8_exe, ["--decode-steps"], q8), (blocks_exe, [], exact)):
-        r = run([exe, "--weights", args.gguf, "--tokens", tokens, *extra, "--logits-out", out])
-        if r.returncode != 0:
-            return [f"{exe} failed: {r.stderr.strip()[-300:]}"]
-        into.append(np.load(out))
-    q8, exact = q8[0], exact[0]
-    # llama.cpp itself, its KV cache in float32 rather than float16: how far its own settings
-    # move the top-1 (printed, not asserted).
-    llama_cpp(args.llama_cpp_python, args.gguf, "logits-f32-cache", ids_path, out)
-    cpp32 = np.load(out)
-    print(f"llama.cpp with a float32 KV cache: top-1 agreement with xf q8 "
-          f"{float(np.mean(q8.argmax(1) == cpp32.argmax(1))):.4f}, with llama.cpp's default "
-          f"(float16 cache) {float(np.mean(cpp.argmax(1) == cpp32.argmax(1))):.4f}, with the exact "
-          f"build {float(np.mean(exact.argmax(1) == cpp32.argmax(1))):.4f}")
-    agree = float(np.mean(q8.argmax(1) == cpp.argmax(1)))
-    corr = float(np.corrcoef(q8.ravel(), cpp.ravel())[0, 1])
-    cpp_rms = float(np.sqrt(np.mean((cpp - exact) ** 2)))
-    q8_rms = float(np.sqrt(np.mean((q8 - exact) ** 2)))
-    print(f"SmolLM2 Q4_1, xf's q8 decode steps (--q8-gemm-inputs --decode-steps: every position "
-          f"from the KV-cached step that adds its token; KV cache {args.kv_cache_type or 'f16'}), "
-          f"{len(q8)} positions: top-1 agreement "
-          f"with llama.cpp {agree:.4f} (issue target {TOP1_AGREEMENT}: "
-          f"{'met' if agree >= TOP1_AGREEMENT else 'NOT met'}), logit correlation {corr:.6f}; "
-          f"rms vs the exact build: llama.cpp {cpp_rms:.3f}, xf q8 {q8_rms:.3f}; top-1 of the "
-          f"exact build with llama.cpp {float(np.mean(exact.argmax(1) == cpp.argmax(1))):.4f}, "
-          f"with xf q8 {float(np.mean(exact.argmax(1) == q8.argmax(1))):.4f}")
+        f.write("\n".join(seqs))
+    # llama.cpp at its defaults (float16 KV cache, flash attention off), and with each of its
+    # two precision choices changed: how far llama.cpp's own settings move its top-1.
+    cpp_runs = {}
+    for what in ("logits", "logits-f32-cache", "logits-flash-attn"):
+        cpp_runs[what] = os.path.join(work, f"{what}.npz")
+        llama_cpp(args.llama_cpp_python, args.gguf, what, ids_path, cpp_runs[what])
+    pairs = {name: Comparison() for name in (
+        "q8-cpp", "q8-cpp32", "q8-cppfa", "exact-cpp", "cpp-cpp32", "cpp-cppfa", "q8-exact",
+        "cpp-exact")}
+    gaps = []  # the exact build's logit gap between xf q8's and llama.cpp's tokens
+    out = os.path.join(work, "out.npy")
+    with np.load(cpp_runs["logits"]) as cpp_all, np.load(cpp_runs["logits-f32-cache"]) as \
+            cpp32_all, np.load(cpp_runs["logits-flash-attn"]) as cppfa_all:
+        for i, tokens in enumerate(seqs):
+            # xf q8: every position from the decode step that adds its token; exact: one forward.
+            run([q8_exe, "--weights", args.gguf, "--tokens", tokens, "--decode-steps",
+                 "--logits-out", out])
+            q8 = np.load(out).astype(np.float64)
+            run([blocks_exe, "--weights", args.gguf, "--tokens", tokens, "--logits-out", out])
+            exact = np.load(out).astype(np.float64)
+            cpp, cpp32, cppfa = (a[f"arr_{i}"] for a in (cpp_all, cpp32_all, cppfa_all))
+            for name, x, y in (("q8-cpp", q8, cpp), ("q8-cpp32", q8, cpp32),
+                               ("q8-cppfa", q8, cppfa), ("exact-cpp", exact, cpp),
+                               ("cpp-cpp32", cpp, cpp32), ("cpp-cppfa", cpp, cppfa),
+                               ("q8-exact", q8, exact), ("cpp-exact", cpp, exact)):
+                pairs[name].add(i, x, y)
+            gaps += [float(abs(exact[t, a] - exact[t, b]))
+                     for text, t, a, b in pairs["q8-cpp"].differ if text == i]
+    main, self_kv, self_fa = pairs["q8-cpp"], pairs["cpp-cpp32"], pairs["cpp-cppfa"]
+    lo, hi = wilson_interval(main.same, main.positions)
+    cpp_rms, q8_rms = pairs["cpp-exact"].rms(), pairs["q8-exact"].rms()
+    print(f"SmolLM2 Q4_1, {len(seqs)} texts, {main.positions} positions; xf's q8 decode steps "
+          f"(--q8-gemm-inputs --decode-steps: every position from the KV-cached step that adds "
+          f"its token; KV cache {args.kv_cache_type or 'f16'}) against llama.cpp (one batch per "
+          f"text), top-1 agreement [95 % Wilson interval]:")
+    verdict = ("met" if lo >= TOP1_AGREEMENT else "NOT met" if hi < TOP1_AGREEMENT
+               else "not decided by this many positions")
+    print(f"  xf q8 vs llama.cpp default (f16 KV, flash attention off): {main.describe()}; issue "
+          f"target {TOP1_AGREEMENT}: {verdict}; logit correlation {main.correlation():.6f}")
+    print(f"  xf q8 vs llama.cpp f32 KV: {pairs['q8-cpp32'].describe()}; vs llama.cpp flash "
+          f"attention: {pairs['q8-cppfa'].describe()}")
+    print(f"  xf exact (blocks build, no 8-bit inputs, one forward) vs llama.cpp default: "
+          f"{pairs['exact-cpp'].describe()}")
+    print(f"  llama.cpp against itself: f16 vs f32 KV {self_kv.describe()}; flash attention off "
+          f"vs on {self_fa.describe()}")
+    print(f"  rms vs the exact build: llama.cpp {cpp_rms:.3f}, xf q8 {q8_rms:.3f}; rms xf q8 vs "
+          f"llama.cpp {main.rms():.3f}, llama.cpp f16 vs f32 KV {self_kv.rms():.3f}")
+    near = sum(g < NEAR_TIE for g in gaps)
+    print(f"  where xf q8 and llama.cpp differ, the exact build's logits of the two tokens differ "
+          f"by < {NEAR_TIE} at {near} of {len(gaps)} positions (largest "
+          f"{max(gaps, default=0.0):.3f}; bound checked: {cpp_rms + q8_rms:.3f})")
     failures = []
-    if not corr >= MIN_CORRELATION:
-        failures.append(f"q8 vs llama.cpp: correlation {corr:.6f} < {MIN_CORRELATION}")
-    for t in np.nonzero(q8.argmax(1) != cpp.argmax(1))[0]:
-        a, b = int(q8[t].argmax()), int(cpp[t].argmax())
-        gap = float(abs(exact[t, a] - exact[t, b]))
-        tie = gap < cpp_rms + q8_rms
-        print(f"    position {t}: xf q8 {a}, llama.cpp {b}; exact logits differ by {gap:.4f} "
-              f"({'a near-tie' if tie else 'NOT a near-tie'})")
-        if not tie:
-            failures.append(f"position {t}: llama.cpp's {b} vs xf q8's {a} is no near-tie "
-                            f"(exact gap {gap:.4f} >= {cpp_rms + q8_rms:.4f})")
+    if not main.correlation() >= MIN_CORRELATION:
+        failures.append(f"q8 vs llama.cpp: correlation {main.correlation():.6f} < "
+                        f"{MIN_CORRELATION}")
+    if not main.agreement() >= MIN_TOP1_Q8:
+        failures.append(f"q8 vs llama.cpp: top-1 agreement {main.agreement():.4f} < "
+                        f"{MIN_TOP1_Q8}")
+    # Every position where the two pick different tokens is a near-tie of the exact model: its
+    # logits for the two closer than llama.cpp's rms deviation from it plus xf q8's.
+    for (text, t, a, b), gap in zip(main.differ, gaps):
+        if not gap < cpp_rms + q8_rms:
+            failures.append(f"text {text} position {t}: llama.cpp's {b} vs xf q8's {a} is no "
+                            f"near-tie (exact gap {gap:.4f} >= {cpp_rms + q8_rms:.4f})")
     return failures
 
 
@@ -266,11 +358,11 @@ def main():
             if not have_cpp:
                 print("--q8-decode needs llama-cpp-python (--llama-cpp-python): skipped")
                 return SKIP
-            failures = check_q8_decode(args, ids, work)
+            failures = check_q8_decode(args, work)
             for f in failures:
                 print("FAIL:", f)
             return 1 if failures else 0
-        cpp_path = os.path.join(work, "llama_cpp.npy")
+        cpp_path = os.path.join(work, "llama_cpp.npz")
         if have_cpp:
             llama_cpp(args.llama_cpp_python, args.gguf, "logits", ids_path, cpp_path)
         exe = os.path.join(work, "llama")
@@ -289,7 +381,7 @@ def main():
              "--logits-out", ref_path])
         got, ref = np.load(got_path), np.load(ref_path)
         blocks = np.load(blocks_path)
-        cpp = np.load(cpp_path) if have_cpp else None
+        cpp = np.load(cpp_path)["arr_0"] if have_cpp else None
     failures = []
     err = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
     print(f"{label} (dequantized), ℓ={len(ids)}: xf vs float64 oracle max|Δ|/max|ref| = "
@@ -336,9 +428,11 @@ def main():
             failures.append(f"llama.cpp vs blocks: correlation {corr_blocks:.6f} < {min_corr}")
         corr = float(np.corrcoef(got.ravel(), cpp.ravel())[0, 1])
         cpp_rms = float(np.sqrt(np.mean((cpp - ref) ** 2)))  # llama.cpp vs the exact model
-        print(f"  llama.cpp: top-1 agreement {agree:.4f} over {len(ids)} positions (issue "
-              f"target {TOP1_AGREEMENT}: {'met' if agree >= TOP1_AGREEMENT else 'NOT met'}), "
-              f"logit correlation {corr:.6f}, rms(llama.cpp - oracle) {cpp_rms:.3f}")
+        lo, hi = wilson_interval(int(np.sum(got.argmax(1) == cpp.argmax(1))), len(ids))
+        print(f"  llama.cpp: top-1 agreement {agree:.4f} [95 % interval {lo:.4f}, {hi:.4f}] over "
+              f"{len(ids)} positions (issue target {TOP1_AGREEMENT}; --q8-decode measures it over "
+              f"{len(TEXTS)} texts), logit correlation {corr:.6f}, rms(llama.cpp - oracle) "
+              f"{cpp_rms:.3f}")
         if not corr >= min_corr:
             failures.append(f"llama.cpp logit correlation {corr:.6f} < {min_corr}")
         if args.requantize and not agree >= MIN_TOP1_REQUANTIZED:
