@@ -33,7 +33,8 @@ its KV cache in float32 and with flash attention on — the spread of llama.cpp'
 choices, which bounds what agreement means. Asserted: correlation ≥ 0.999, top-1 agreement
 ≥ MIN_TOP1_Q8, and every position where the two pick different tokens a near-tie of the exact
 model (the blocks build without 8-bit inputs, ≤ 1e-4 of the oracle, one forward per text): its
-logits for the two closer than the rms deviation from it of llama.cpp plus that of the q8 build.
+logits for the two closer than twice the rms deviation from it of llama.cpp plus that of the q8
+build.
 The q8 build's KV cache is xfc's default (float16, as llama.cpp's) unless --kv-cache-type says
 otherwise.
 
@@ -76,8 +77,11 @@ TOP1_AGREEMENT = 0.99   # issue 14's target, reported
 MIN_CORRELATION = 0.999
 # --q8-decode over english_texts.txt (1,768 positions): xf q8 agrees with llama.cpp 0.964
 # [0.954, 0.972]; llama.cpp agrees with itself 0.963-0.968 when it changes its KV type, flash
-# attention or batch/decode path. 0.95 is what a faithful q8 build keeps (≈ 3 standard errors
-# below those); reading a block or a scale wrongly falls far below.
+# attention or batch/decode path, and xf q8 with itself 0.9695 when only the form of its 8-bit
+# rounding changes (ggml's x·(127/max|x|) in float32 for x/d: 1.6e-6 of the rounded values differ)
+# — past 30 layers of 8-bit inputs any such difference moves ~3 % of the near-ties. 0.95 is what
+# a faithful q8 build keeps (≈ 3 standard errors below those); reading a block or a scale wrongly
+# falls far below.
 MIN_TOP1_Q8 = 0.95
 NEAR_TIE = 0.1  # printed: the share of disagreements whose exact logits differ by < this
 # A requantized file (see the docstring): llama.cpp's Q8_K activations on K-quants.
@@ -271,6 +275,7 @@ def check_q8_decode(args, work):
     main, self_kv, self_fa = pairs["q8-cpp"], pairs["cpp-cpp32"], pairs["cpp-cppfa"]
     lo, hi = wilson_interval(main.same, main.positions)
     cpp_rms, q8_rms = pairs["cpp-exact"].rms(), pairs["q8-exact"].rms()
+    tie_bound = 2 * (cpp_rms + q8_rms)
     print(f"SmolLM2 Q4_1, {len(seqs)} texts, {main.positions} positions; xf's q8 decode steps "
           f"(--q8-gemm-inputs --decode-steps: every position from the KV-cached step that adds "
           f"its token; KV cache {args.kv_cache_type or 'f16'}) against llama.cpp (one batch per "
@@ -290,7 +295,7 @@ def check_q8_decode(args, work):
     near = sum(g < NEAR_TIE for g in gaps)
     print(f"  where xf q8 and llama.cpp differ, the exact build's logits of the two tokens differ "
           f"by < {NEAR_TIE} at {near} of {len(gaps)} positions (largest "
-          f"{max(gaps, default=0.0):.3f}; bound checked: {cpp_rms + q8_rms:.3f})")
+          f"{max(gaps, default=0.0):.3f}; bound checked: {tie_bound:.3f})")
     failures = []
     if not main.correlation() >= MIN_CORRELATION:
         failures.append(f"q8 vs llama.cpp: correlation {main.correlation():.6f} < "
@@ -299,11 +304,13 @@ def check_q8_decode(args, work):
         failures.append(f"q8 vs llama.cpp: top-1 agreement {main.agreement():.4f} < "
                         f"{MIN_TOP1_Q8}")
     # Every position where the two pick different tokens is a near-tie of the exact model: its
-    # logits for the two closer than llama.cpp's rms deviation from it plus xf q8's.
+    # logits for the two closer than twice llama.cpp's rms deviation from it plus xf q8's.
+    # Measured: largest gap 0.33 of a bound 0.80; with variants of the 8-bit rounding (ggml's
+    # x·(127/max) instead of x/d, float16 scales) up to 0.41 — once the bound without the 2.
     for (text, t, a, b), gap in zip(main.differ, gaps):
-        if not gap < cpp_rms + q8_rms:
+        if not gap < tie_bound:
             failures.append(f"text {text} position {t}: llama.cpp's {b} vs xf q8's {a} is no "
-                            f"near-tie (exact gap {gap:.4f} >= {cpp_rms + q8_rms:.4f})")
+                            f"near-tie (exact gap {gap:.4f} >= {tie_bound:.4f})")
     return failures
 
 
