@@ -223,14 +223,13 @@ struct CallHead {
   bool gated;
 };
 
-/// The lines of rows [task·chunk, +16) of the call at `head` (and of their up rows), slice
-/// `slice` of `slices`: a task issues them over its last group (see runTask).
-void prefetchHead(const CallHead &head, int64_t task, int slice, int slices) {
+/// Prefetches rows [task·chunk, +16) of the call at `head` (and their up rows).
+void prefetchHead(const CallHead &head, int64_t task) {
   const int64_t begin = task * head.chunk;
   const int64_t rows = std::max<int64_t>(0, std::min({int64_t(16), head.chunk, head.N - begin}));
   const int64_t streamLines = (rows * head.rowBytes + 63) / 64,
                 lines = streamLines * (head.gated ? 2 : 1);
-  for (int64_t line = lines * slice / slices; line < lines * (slice + 1) / slices; ++line) {
+  for (int64_t line = 0; line < lines; ++line) {
     const int64_t stream = line / streamLines, row = begin + stream * head.N;
     __builtin_prefetch(head.weight + row * head.rowBytes + 64 * (line % streamLines));
   }
@@ -262,7 +261,7 @@ int runTask(void *, int task, uint8_t *closure) {
   const bool silu = c.epilogue == BlockEpilogue::Silu || gated;
   const int64_t begin = task * c.chunk, end = std::min(c.N, begin + c.chunk);
   // With one range per kernel thread, the thread that ran range t here is likely to run range
-  // t of the next call: over its last group, instead of prefetching past its range, it
+  // t of the next call: once done (its last group prefetches nothing past its range), it
   // prefetches the first rows of that one, which no dot4 prefetch covers (each call's first
   // group read from DRAM without them took ~1 µs longer than the others).
   const CallHead *next = c.next && c.tasks == kernelThreads() ? c.next : nullptr;
@@ -280,20 +279,13 @@ int runTask(void *, int task, uint8_t *closure) {
         rows[total] = c.weight + (n0 + i) * c.rowBytes, dest[total++] = &pre[i];
       for (int i = 0; gated && i < count; ++i)
         rows[total] = c.weight + (c.N + n0 + i) * c.rowBytes, dest[total++] = &up[i];
-      // Over the last group, the next call's first rows in slices, one before each dot4.
-      const bool head = last && next && m == 0;
-      const int slices = std::max(1, total / 4);
-      int slice = 0, r = 0;
+      int r = 0;
       for (; c.dot4 && r + 4 <= total; r += 4) {
         float four[4];
-        if (head)
-          prefetchHead(*next, task % next->tasks, slice++, slices);
         c.dot4(args, rows + r, four, last ? 0 : c.ahead);
         for (int j = 0; j < 4; ++j)
           *dest[r + j] = four[j];
       }
-      for (; head && slice < slices; ++slice)
-        prefetchHead(*next, task % next->tasks, slice, slices);
       for (; r < total; ++r) {
         args.w = rows[r];
         *dest[r] = c.dot(args);
@@ -319,6 +311,8 @@ int runTask(void *, int task, uint8_t *closure) {
       }
     }
   }
+  if (next)
+    prefetchHead(*next, task % next->tasks);
   return 0;
 }
 
