@@ -47,3 +47,8 @@ set_target_properties(xf-optimizer-steps PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${C
 add_test(NAME runtime-optimizer
          COMMAND ${Python3_EXECUTABLE} ${XF_SOURCE_DIR}/test/Runtime/optimizer_e2e.py
                  $<TARGET_FILE:xf-optimizer-steps> ${XF_SOURCE_DIR}/test/reference)
+
+# One decode step of attention (runtime/lib/DecodeAttention.cpp), every ISA of this CPU.
+xf_add_unit_test(xf-decode-attention-test
+  SOURCES RuntimeDecodeAttentionTest.cpp
+  LIBS xfRuntime)

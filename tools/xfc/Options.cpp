@@ -87,6 +87,11 @@ cl::opt<bool> q8GemmInputs(
              "does. Faster decode, 8-bit activation accuracy (docs/correctness.md); prefill "
              "stays exact"),
     cl::cat(xfcCategory));
+cl::opt<bool> halideDecodeAttention(
+    "halide-decode-attention", cl::init(false),
+    cl::desc("Decode steps' attention runs its Halide kernel, not libxfrt's "
+             "xfrt_decode_attention (the default on x86 targets with AVX2: docs/pipeline.md)"),
+    cl::cat(xfcCategory));
 cl::opt<KvCacheType> kvCacheType(
     "kv-cache-type", cl::init(KvCacheType::F16),
     cl::desc("Element type of the KV cache of the cached-decoding entry points (docs/abi.md, "

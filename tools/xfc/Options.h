@@ -33,6 +33,7 @@ extern llvm::cl::opt<PackWeights> packWeights;
 extern llvm::cl::opt<bool> bf16GemmInputs;
 extern llvm::cl::opt<std::string> quantizedLike;
 extern llvm::cl::opt<bool> q8GemmInputs;
+extern llvm::cl::opt<bool> halideDecodeAttention;
 extern llvm::cl::opt<KvCacheType> kvCacheType;
 extern llvm::cl::opt<bool> keepTemps, noCache, verbose;
 extern llvm::cl::opt<bool> check;

@@ -182,6 +182,14 @@ static mlir::FailureOr<mlir::xf::HostOptions> hostOptionsFromFlags() {
     llvm::errs() << "xfc: error: --kv-cache-type=f16 is not supported with --target cuda\n";
     return mlir::failure();
   }
+  if (!hostOptions.cudaDevice && !halideDecodeAttention) {
+    llvm::Expected<int> ceiling = mlir::xf::decodeAttentionIsaCeiling(target);
+    if (!ceiling) {
+      llvm::errs() << "xfc: error: " << llvm::toString(ceiling.takeError()) << "\n";
+      return mlir::failure();
+    }
+    hostOptions.decodeAttentionIsa = *ceiling;
+  }
   if (q8GemmInputs && quantizedLike.empty()) {
     llvm::errs() << "xfc: error: --q8-gemm-inputs needs --quantized-like\n";
     return mlir::failure();

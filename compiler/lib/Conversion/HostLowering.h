@@ -113,6 +113,9 @@ private:
   /// buffer of start + rows positions. `rotate` (a one-head rotaryRows
   /// kernel) turns the new rows as they are copied: the cache holds rotated
   /// keys (xf.attention `rope`).
+  /// The slot of `tensor` (at float column `column` of the cache rows) in `cache`, and the
+  /// elements between its heads: [heads][cache rows][width / heads].
+  std::pair<Value, Value> cacheSlot(Value tensor, int64_t column, int64_t heads, Value cache);
   HalideBufferArg cachedMatrixArg(Value tensor, int64_t floatOffset, int64_t heads, Value cache,
                                   Value start, Value source, Value rows, func::FuncOp rotate = {});
   /// `rows` rows of `tensor` from `at`, `heads` heads side by side, as the

@@ -10,8 +10,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "HostLowering.h"
 #include "BlockGemvCall.h"
+#include "DecodeAttentionCall.h"
+#include "HostLowering.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -177,8 +178,7 @@ HalideBufferArg HostLowering::cachedMatrixArg(Value tensor, int64_t column, int6
                                               func::FuncOp rotate) {
   Placement &p = placements[tensor];
   const int64_t width = p.cols / heads;
-  Value slot = cacheElementPtr(cache, arith::MulIOp::create(*b, loc, cacheRows, i64(column)));
-  Value headFloats = arith::MulIOp::create(*b, loc, cacheRows, i64(width)); // elements
+  auto [slot, headFloats] = cacheSlot(tensor, column, heads, cache);
   Value newRows = arith::MulIOp::create(*b, loc, start, i64(width));
   // Head g's new rows: columns [g·width, +width) of the source rows, to rows
   // start.. of the head's block.
@@ -202,6 +202,14 @@ HalideBufferArg HostLowering::cachedMatrixArg(Value tensor, int64_t column, int6
                       {{i64(width), i64(1)}, {context, i64(width)}, {i64(heads), headFloats}}};
   arg.f16 = cachePlan.half();
   return arg;
+}
+
+std::pair<Value, Value> HostLowering::cacheSlot(Value tensor, int64_t column, int64_t heads,
+                                                Value cache) {
+  Value slot = cacheElementPtr(cache, arith::MulIOp::create(*b, loc, cacheRows, i64(column)));
+  Value headElements =
+      arith::MulIOp::create(*b, loc, cacheRows, i64(placements[tensor].cols / heads));
+  return {slot, headElements};
 }
 
 HalideBufferArg HostLowering::cacheSlotsArg(Value tensor, int64_t column, int64_t heads) {
@@ -419,6 +427,36 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
                                    cacheSlotsArg(attn.getValue(), valueOffset, kvHeads), slots,
                                    starts, segmentArg(v, i64(0), countArg)}));
     };
+    // Cached attention: `rows` new K/V rows (at `newKeys`, `newValues`) into `cache` at
+    // `position`, then the Halide kernel over the cache — or, with one query row (a decode
+    // step), libxfrt's xfrt_decode_attention doing both where it handles the kernel
+    // (DecodeAttentionCall.h).
+    auto cachedAttention = [&](HalideBufferArg query, Value cache, Value position, Value newKeys,
+                               Value newValues, Value rows, HalideBufferArg out) -> Value {
+      auto halide = [&] {
+        SmallVector<HalideBufferArg> args{query,
+                                          cachedMatrixArg(attn.getKey(), keyOffset, kvHeads, cache,
+                                                          position, newKeys, rows, rotateKeys),
+                                          cachedMatrixArg(attn.getValue(), valueOffset, kvHeads,
+                                                          cache, position, newValues, rows),
+                                          out};
+        return callHalidePipeline(*b, loc, *program.module, spec.name, args, {},
+                                  options.cudaDevice);
+      };
+      if (options.cudaDevice || options.decodeAttentionIsa < 0 || !decodeAttentionHandles(spec))
+        return halide();
+      DecodeAttentionCall decode;
+      decode.query = query.host, decode.rows = rows;
+      decode.keys = arith::AddIOp::create(*b, loc, position, rows);
+      decode.newKey = newKeys, decode.newValue = newValues;
+      std::tie(decode.key, decode.keyHeadStride) =
+          cacheSlot(attn.getKey(), keyOffset, kvHeads, cache);
+      std::tie(decode.value, decode.valueHeadStride) =
+          cacheSlot(attn.getValue(), valueOffset, kvHeads, cache);
+      decode.out = out.host, decode.spec = &spec;
+      decode.isaCeiling = options.decodeAttentionIsa;
+      return callDecodeAttentionOrPipeline(*b, loc, *program.module, decode, halide);
+    };
     scf::IfOp batched;
     if (*segmented && cachedMode && spec.batchedDecode) {
       batched = scf::IfOp::create(*b, loc, TypeRange{b->getI32Type()}, batchedDecodeStep,
@@ -447,47 +485,45 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
     } else if (*segmented) {
       // Each sequence attends over its own rows (and its own cache); cross
       // attention over its own source's rows.
-      forEachSequence(lengthsOf(attn.getSegments()), keySegments ? sourceLengthsArg : Value(),
-                      [&](const SequenceSpan &s) {
-        SmallVector<HalideBufferArg> args{segmentArg(attn.getQuery(), s.offset, s.rows)};
-        if (cachedMode) {
-          Value cache = sequenceCache(s.index);
-          args.push_back(cachedMatrixArg(attn.getKey(), keyOffset, kvHeads, cache, s.position,
-                                         rowPointer(attn.getKey(), s.offset), s.rows, rotateKeys));
-          args.push_back(cachedMatrixArg(attn.getValue(), valueOffset, kvHeads, cache, s.position,
-                                         rowPointer(attn.getValue(), s.offset), s.rows));
-        } else {
-          Value firstKey = keySegments ? s.keyOffset : s.offset;
-          Value keys = keySegments ? s.keyRows : s.rows;
-          args.push_back(
-              headsArg(attn.getKey(), kvHeads, rowPointer(attn.getKey(), firstKey), keys));
-          args.push_back(
-              headsArg(attn.getValue(), kvHeads, rowPointer(attn.getValue(), firstKey), keys));
-        }
-        args.push_back(segmentArg(v, s.offset, s.rows));
-        orStatus(callHalidePipeline(*b, loc, *program.module, spec.name, args, {}, options.cudaDevice));
-      });
+      forEachSequence(
+          lengthsOf(attn.getSegments()), keySegments ? sourceLengthsArg : Value(),
+          [&](const SequenceSpan &s) {
+            HalideBufferArg query = segmentArg(attn.getQuery(), s.offset, s.rows);
+            HalideBufferArg out = segmentArg(v, s.offset, s.rows);
+            if (cachedMode) {
+              orStatus(cachedAttention(query, sequenceCache(s.index), s.position,
+                                       rowPointer(attn.getKey(), s.offset),
+                                       rowPointer(attn.getValue(), s.offset), s.rows, out));
+              return;
+            }
+            Value firstKey = keySegments ? s.keyOffset : s.offset;
+            Value keys = keySegments ? s.keyRows : s.rows;
+            SmallVector<HalideBufferArg> args{
+                query, headsArg(attn.getKey(), kvHeads, rowPointer(attn.getKey(), firstKey), keys),
+                headsArg(attn.getValue(), kvHeads, rowPointer(attn.getValue(), firstKey), keys),
+                out};
+            orStatus(callHalidePipeline(*b, loc, *program.module, spec.name, args, {},
+                                        options.cudaDevice));
+          });
       if (batched) {
         scf::YieldOp::create(*b, loc, status);
         b->setInsertionPointAfter(batched);
         status = batched.getResult(0);
       }
     } else {
-      SmallVector<HalideBufferArg> args{matrixArg(attn.getQuery())};
       if (cachedMode) {
-        args.push_back(cachedMatrixArg(attn.getKey(), keyOffset, kvHeads, cacheArg, startArg,
-                                       pointerOf(attn.getKey()), rowsOf(attn.getKey()),
-                                       rotateKeys));
-        args.push_back(cachedMatrixArg(attn.getValue(), valueOffset, kvHeads, cacheArg, startArg,
-                                       pointerOf(attn.getValue()), rowsOf(attn.getValue())));
+        orStatus(cachedAttention(matrixArg(attn.getQuery()), cacheArg, startArg,
+                                 pointerOf(attn.getKey()), pointerOf(attn.getValue()),
+                                 rowsOf(attn.getKey()), matrixArg(v)));
       } else {
-        args.push_back(
-            headsArg(attn.getKey(), kvHeads, pointerOf(attn.getKey()), rowsOf(attn.getKey())));
-        args.push_back(headsArg(attn.getValue(), kvHeads, pointerOf(attn.getValue()),
-                                rowsOf(attn.getValue())));
+        SmallVector<HalideBufferArg> args{
+            matrixArg(attn.getQuery()),
+            headsArg(attn.getKey(), kvHeads, pointerOf(attn.getKey()), rowsOf(attn.getKey())),
+            headsArg(attn.getValue(), kvHeads, pointerOf(attn.getValue()), rowsOf(attn.getValue())),
+            matrixArg(v)};
+        orStatus(
+            callHalidePipeline(*b, loc, *program.module, spec.name, args, {}, options.cudaDevice));
       }
-      args.push_back(matrixArg(v));
-      orStatus(callHalidePipeline(*b, loc, *program.module, spec.name, args, {}, options.cudaDevice));
     }
     // Q·Kᵀ and P·V: 2·H·(d_k + d_v) per (query, key) pair (causal masking halves the useful work).
     site.name = spec.name, site.kind = "attention";

@@ -52,6 +52,7 @@ struct LowerToHostPass : xf::impl::LowerToHostBase<LowerToHostPass> {
     options.bf16Activations = bf16Activations;
     options.q8GemmInputs = q8GemmInputs;
     options.blockDotIsa = blockDotIsa;
+    options.decodeAttentionIsa = decodeAttentionIsa;
     options.packWeightsAtLoad = packWeightsAtLoad;
     options.cudaDevice = cudaDevice;
     options.kernelOutputHook = kernelOutputHook;
@@ -90,6 +91,7 @@ std::unique_ptr<Pass> mlir::xf::createLowerToHostPass(const HostOptions &host,
   options.bf16Activations = host.bf16Activations;
   options.q8GemmInputs = host.q8GemmInputs;
   options.blockDotIsa = host.blockDotIsa;
+  options.decodeAttentionIsa = host.decodeAttentionIsa;
   options.packWeightsAtLoad = host.packWeightsAtLoad;
   options.cudaDevice = host.cudaDevice;
   options.kernelOutputHook = host.kernelOutputHook;

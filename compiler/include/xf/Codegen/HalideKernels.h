@@ -242,6 +242,12 @@ llvm::Expected<VectorShape> vectorShapeOf(llvm::StringRef target);
 /// executable picks what its CPU has when it runs; an explicit target allows what it names.
 llvm::Expected<int> blockDotIsaCeiling(llvm::StringRef target);
 
+/// The widest instructions a decode step's attention in libxfrt (xfrt_decode_attention) may use,
+/// numbered as xfrt::AttentionIsa (runtime/include/xfrt/DecodeAttention.h): 2 AVX-512, 1 AVX2
+/// (with FMA and F16C); -1 where the target has neither (the Halide kernel's vectors beat the
+/// portable loop). "host" allows both, and the executable picks what its CPU has when it runs.
+llvm::Expected<int> decodeAttentionIsaCeiling(llvm::StringRef target);
+
 struct AttentionKernelSpec {
   std::string name;
   int64_t heads = 1, dK = 0, dV = 0; // q: [M, H·dK], out: [M, H·dV]; k, v: 3-D (column,

@@ -74,6 +74,10 @@ struct HostOptions {
   /// float32 as it reads them. Halves the cache and the bytes a decode step reads from it.
   /// Not with cudaDevice.
   bool halfKvCache = false;
+  /// Cached causal attention with one query row (a decode step) calls libxfrt's
+  /// xfrt_decode_attention with instructions up to this (decodeAttentionIsaCeiling of the
+  /// target) instead of its Halide kernel; -1: always the Halide kernel. Not with cudaDevice.
+  int decodeAttentionIsa = -1;
 };
 
 /// Fails with a located error when @forward holds an op the host lowering

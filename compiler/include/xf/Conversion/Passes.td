@@ -40,6 +40,9 @@ def LowerToHost : Pass<"xf-lower-to-host", "ModuleOp"> {
     Option<"blockDotIsa", "block-dot-isa", "int", "0",
            "widest instructions xfrt_block_gemv may use: 0 portable, 1 AVX2, 2 AVX-VNNI, "
            "3 AVX-512 VNNI">,
+    Option<"decodeAttentionIsa", "decode-attention-isa", "int", "-1",
+           "decode steps' cached attention calls libxfrt's xfrt_decode_attention with "
+           "instructions up to: 2 AVX-512, 1 AVX2; -1 keeps the Halide kernel">,
     Option<"packWeightsAtLoad", "pack-weights-at-load", "bool", "true",
            "GEMMs take constant weights packed once by xf_prepare">,
     Option<"cudaDevice", "cuda", "bool", "false",

@@ -282,6 +282,19 @@ llvm::Expected<int> blockDotIsaCeiling(llvm::StringRef target) {
   return parsed->has_feature(T::AVX2) ? 1 : 0;
 }
 
+llvm::Expected<int> decodeAttentionIsaCeiling(llvm::StringRef target) {
+  if (target.empty() || target == "host")
+    return 2;
+  llvm::Expected<Halide::Target> parsed = parseHalideTarget(target);
+  if (!parsed)
+    return parsed.takeError();
+  using T = Halide::Target;
+  if (parsed->arch != T::X86 || !parsed->has_feature(T::AVX2) || !parsed->has_feature(T::FMA) ||
+      !parsed->has_feature(T::F16C))
+    return -1;
+  return parsed->has_feature(T::AVX512) ? 2 : 1;
+}
+
 llvm::Expected<std::string> halideTargetString(llvm::StringRef target) {
   llvm::Expected<Halide::Target> parsed = kernelTarget(target);
   if (!parsed)
