@@ -24,10 +24,15 @@
 // and the epilogue multiplies two register tiles of one product. The GEMV
 // path interleaves chunks of columns the same way.
 //
+// GemmTiling.cpp checks the spec and sizes the panels and GEMV chunks;
+// GemmWeightLayout.cpp reads the weight in either layout and packs it at load.
+//
 //===----------------------------------------------------------------------===//
 
 #include "BlockWeights.h"
 #include "GemmEpilogue.h"
+#include "GemmTiling.h"
+#include "GemmWeightLayout.h"
 #include "KernelPipelines.h"
 
 #include <algorithm>
@@ -39,158 +44,9 @@ using namespace Halide;
 namespace mlir::xf {
 namespace {
 
-llvm::Error invalid(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
-
-llvm::Error validateGemm(const GemmKernelSpec &spec, int vectorWidth) {
-  const GemmSchedule &s = spec.schedule;
-  if (spec.name.empty())
-    return invalid("gemm kernel: empty function name");
-  if (spec.K <= 0 || spec.N <= 0)
-    return invalid("gemm kernel '" + spec.name + "': K and N must be positive, got K=" +
-                   llvm::Twine(spec.K) + " N=" + llvm::Twine(spec.N));
-  if (s.tileCols <= 0 || s.tileCols % vectorWidth != 0)
-    return invalid("gemm kernel '" + spec.name + "': tileCols=" + llvm::Twine(s.tileCols) +
-                   " must be a positive multiple of the vector width " + llvm::Twine(vectorWidth));
-  if (s.tileRows <= 0 || s.kBlock <= 0 || s.rowsPerTask <= 0 || s.panelCols < 0 ||
-      s.gemvRowsBelow < 0 || s.gemvRowsPerPass <= 0 || s.gemvTasks < 0)
-    return invalid("gemm kernel '" + spec.name +
-                   "': tileRows, kBlock, rowsPerTask, gemvRowsPerPass must be positive, "
-                   "panelCols, gemvRowsBelow and gemvTasks non-negative");
-  if (spec.bf16Activations && !spec.bf16Weights)
-    return invalid("gemm kernel '" + spec.name + "': bf16Activations needs bf16Weights");
-  if (spec.bf16Activations && s.kBlock % 2 != 0)
-    return invalid("gemm kernel '" + spec.name + "': bf16Activations needs an even kBlock, got " +
-                   llvm::Twine(s.kBlock));
-  if (spec.weightBlocks != WeightBlocks::None) {
-    if (!spec.transposeWeight || spec.K % 32 != 0 || spec.bf16Weights)
-      return invalid("gemm kernel '" + spec.name + "': " + weightBlocksName(spec.weightBlocks) +
-                     " weight blocks need the [N, K] layout, K a multiple of 32 (got " +
-                     llvm::Twine(spec.K) + ") and no bf16Weights");
-  }
-  if (spec.packedWeight && !canPackWeightAtLoad(spec))
-    return invalid("gemm kernel '" + spec.name +
-                   "': a weight packed at load needs packWeights and no weight blocks");
-  if (s.panelCols % s.tileCols != 0)
-    return invalid("gemm kernel '" + spec.name + "': panelCols=" + llvm::Twine(s.panelCols) +
-                   " must be a multiple of tileCols=" + llvm::Twine(s.tileCols));
-  return llvm::Error::success();
-}
-
-/// Register tiles per parallel column panel: the K block of a panel stays
-/// within ~512 KiB (half of a 1-2 MiB L2; it is reused by every row tile of
-/// the task), and the panels split evenly over two threads. Of the widths
-/// that fit, the widest whose busier thread gets within 2 % of the fewest
-/// tiles: with K blocks of 768, 16 tiles make 8 panels of 2, not 6 of 3
-/// (which leave one thread 9 tiles and the other 7).
-int64_t defaultPanelTiles(const GemmKernelSpec &spec) {
-  const GemmSchedule &s = spec.schedule;
-  const int64_t tiles = (spec.N + s.tileCols - 1) / s.tileCols;
-  const int64_t kBlock = std::min(s.kBlock, spec.K);
-  // The panel's K block as the register loop reads it: bf16 where the
-  // weight stays bf16 (packed at load, or packed in pairs), else float32.
-  const int64_t bytes =
-      spec.bf16Weights && (spec.packedWeight || spec.bf16Activations) ? 2 : 4;
-  const int64_t maxTiles =
-      std::clamp<int64_t>((512 * 1024 / bytes) / (kBlock * s.tileCols), 1, tiles);
-  auto busierThreadTiles = [&](int64_t panelTiles) {
-    const int64_t panels = (tiles + panelTiles - 1) / panelTiles;
-    return (panels + 1) / 2 * panelTiles;
-  };
-  int64_t fewest = tiles;
-  for (int64_t t = 1; t <= maxTiles; ++t)
-    fewest = std::min(fewest, busierThreadTiles(t));
-  int64_t best = 1;
-  for (int64_t t = 1; t <= maxTiles; ++t)
-    if (busierThreadTiles(t) * 50 <= fewest * 51)
-      best = t;
-  return best;
-}
-
-/// Tiles a GEMV over a weight packed at load reads at once: one stream
-/// each through its K × tileCols block (one stream per core measured 1.4x
-/// slower: the prefetchers want several).
-constexpr int kGemvStreams = 4;
-
 /// Row tiles up to which a GEMM on a weight packed at load sums over all of K
 /// per register tile (the few-rows path; see buildGemm).
 constexpr int kSmallRowTiles = 4;
-
-/// Columns per parallel task of the GEMV path. [K, N]: two tasks (one per
-/// thread), so that each reads the longest contiguous segment of every row of
-/// W. [N, K] (rows of W contiguous): tasks of ~256 KiB of W, so that a thread
-/// slowed by other work does not hold the other one up.
-int64_t gemvChunkCols(const GemmKernelSpec &spec, int vectorWidth) {
-  if (spec.packedWeight) {
-    // Whole tiles (contiguous in the packed weight): tasks of ~256 KiB, but
-    // at least kGemvStreams tiles each (the streams the GEMV reads at once).
-    const int64_t tileCols = spec.schedule.tileCols;
-    const int64_t tiles = (spec.N + tileCols - 1) / tileCols;
-    const int64_t tileBytes = packedWeightBytes(spec) / tiles;
-    int64_t tasks = spec.schedule.gemvTasks;
-    if (!tasks) {
-      tasks = std::min(tiles * tileBytes / (256 * 1024), tiles / kGemvStreams);
-      tasks = std::max<int64_t>(2, tasks + tasks % 2);
-    }
-    return (tiles + tasks - 1) / tasks * tileCols;
-  }
-  const int64_t bytesPerCol = spec.weightBlocks != WeightBlocks::None
-                                  ? spec.K / 32 * weightBlockBytes(spec.weightBlocks)
-                                  : spec.K * (spec.bf16Weights ? 2 : 4);
-  int64_t tasks = spec.schedule.gemvTasks ? spec.schedule.gemvTasks : 2;
-  if (spec.transposeWeight && !spec.schedule.gemvTasks) {
-    tasks = std::max<int64_t>(2, spec.N * bytesPerCol / (256 * 1024));
-    tasks += tasks % 2;
-  }
-  int64_t chunk = (spec.N + tasks - 1) / tasks;
-  return std::max<int64_t>(vectorWidth, (chunk + vectorWidth - 1) / vectorWidth * vectorWidth);
-}
-
-/// Gated: the stored column of column n of the interleaved weight (tile 2i =
-/// gate columns i·tileCols.., tile 2i+1 = the same columns of up), and the
-/// column past the end (so zero) past N in either half.
-Expr storedColumn(const GemmKernelSpec &spec, Expr n) {
-  if (spec.epilogue != GemmEpilogue::SwiGlu)
-    return n;
-  const int tileCols = int(spec.schedule.tileCols), N = int(spec.N);
-  Expr tile = n / tileCols, inHalf = (tile / 2) * tileCols + n % tileCols;
-  return select(inHalf < N, inHalf + (tile % 2) * N, 2 * N);
-}
-
-/// The weight as W(n, k) whatever its storage, read from `source` (the stored
-/// layout), zero past column N (gated: in interleaved columns).
-Func weightByColumn(Func source, const GemmKernelSpec &spec, Expr zero, const char *name) {
-  const bool gated = spec.epilogue == GemmEpilogue::SwiGlu;
-  const int weightCols = int(gated ? 2 * spec.N : spec.N);
-  Var n("n"), k("k");
-  Func weightKN(name);
-  Func stored = source;
-  if (spec.N % spec.schedule.tileCols != 0 || gated) {
-    Region bounds = spec.transposeWeight ? Region{{Expr(), Expr()}, {0, weightCols}}
-                                         : Region{{0, weightCols}, {Expr(), Expr()}};
-    stored = BoundaryConditions::constant_exterior(source, zero, bounds);
-  }
-  Expr column = storedColumn(spec, n);
-  weightKN(n, k) = spec.transposeWeight ? stored(k, column) : stored(column, k);
-  return weightKN;
-}
-
-/// Bounds of the stored weight (2-D, either layout) or of a packed one.
-void constrainWeight(ImageParam weight, const GemmKernelSpec &spec, bool packed) {
-  const int64_t weightCols = spec.epilogue == GemmEpilogue::SwiGlu ? 2 * spec.N : spec.N;
-  const int K = int(spec.K);
-  const PackedWeightShape shape = packedWeightShape(spec);
-  const int lanes = int(shape.lanes), rows = int(shape.rows);
-  if (packed)
-    weight.dim(0).set_bounds(0, lanes).set_stride(1)
-        .dim(1).set_bounds(0, rows).set_stride(lanes)
-        .dim(2).set_bounds(0, int(shape.tiles)).set_stride(rows * lanes);
-  else if (spec.transposeWeight)
-    weight.dim(0).set_bounds(0, K).set_stride(1).dim(1).set_bounds(0, int(weightCols));
-  else
-    weight.dim(0).set_bounds(0, int(weightCols)).set_stride(1).dim(1).set_bounds(0, K);
-}
 
 llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Target &target) {
   const int vw = target.natural_vector_size<float>();
@@ -704,65 +560,6 @@ KernelPipeline gemmKernelPipeline(const GemmKernelSpec &spec, ImageParam x, Imag
   result.output = out;
   result.pipeline = Pipeline(out);
   return result;
-}
-
-namespace {
-
-/// The function that packs a weight at load for a kernel with packedWeight:
-/// (nj, k, nt) = W(nt·tileCols + nj, k) in the stored type, parallel over tiles.
-llvm::Expected<KernelPipeline> buildGemmPack(const GemmKernelSpec &spec, const Target &target) {
-  if (llvm::Error err = validateGemm(spec, target.natural_vector_size<float>()))
-    return std::move(err);
-  if (!spec.packedWeight)
-    return invalid("gemm kernel '" + spec.name + "' takes its weight unpacked");
-  const Type stored = spec.bf16Weights ? BFloat(16) : Float(32);
-  const int tileCols = int(spec.schedule.tileCols), K = int(spec.K);
-  const PackedWeightShape shape = packedWeightShape(spec);
-  const int lanes = int(shape.lanes), rows = int(shape.rows);
-  ImageParam weight(stored, 2, "weight");
-  Func source("weight_stored");
-  Var a("a"), b("b"), nj("nj"), k("k"), nt("nt"), ko("ko"), ki("ki");
-  source(a, b) = weight(a, b);
-  Func weightKN = weightByColumn(source, spec, cast(stored, 0.f), "weight_kn");
-  Func out("packed_weight");
-  if (spec.bf16Activations) { // (r + 2·nj, kk, nt) = W(nt·tileCols + nj, 2·kk + r), 0 past K
-    Expr row = 2 * k + nj % 2, column = nt * tileCols + nj / 2;
-    out(nj, k, nt) = K % 2 ? select(row < K, weightKN(column, min(row, K - 1)), cast(stored, 0.f))
-                           : weightKN(column, row);
-  } else {
-    out(nj, k, nt) = weightKN(nt * tileCols + nj, k);
-  }
-  constrainWeight(weight, spec, /*packed=*/false);
-  out.output_buffer()
-      .dim(0).set_bounds(0, lanes).set_stride(1)
-      .dim(1).set_bounds(0, rows).set_stride(lanes)
-      .dim(2).set_bounds(0, int(shape.tiles)).set_stride(rows * lanes);
-  // Lanes along the stored rows: [K, N] copies row segments; [N, K] is a
-  // transpose, read along k in blocks of 8 so that the gathers reuse lines.
-  const int vw = target.natural_vector_size(stored);
-  out.parallel(nt);
-  if (spec.transposeWeight)
-    out.split(k, ko, ki, 8, TailStrategy::GuardWithIf).reorder(nj, ki, ko, nt).unroll(ki);
-  out.vectorize(nj, std::min(vw, lanes), TailStrategy::GuardWithIf);
-  source.compute_inline();
-  weightKN.compute_inline();
-  KernelPipeline result;
-  result.inputs = {weight};
-  result.output = out;
-  result.pipeline = Pipeline(out);
-  return result;
-}
-
-} // namespace
-
-llvm::Expected<KernelPipeline> buildGemmPackPipeline(const GemmKernelSpec &spec,
-                                                     const Target &target) {
-  std::optional<llvm::Expected<KernelPipeline>> built;
-  if (llvm::Error err = catchHalideErrors("scheduling the weight packing of gemm kernel '" +
-                                              spec.name + "'",
-                                          [&] { built.emplace(buildGemmPack(spec, target)); }))
-    return std::move(err);
-  return std::move(*built);
 }
 
 llvm::Expected<KernelPipeline> buildGemmPipeline(const GemmKernelSpec &spec, const Target &target) {
