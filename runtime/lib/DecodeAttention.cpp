@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "xfrt/DecodeAttention.h"
+#include "xfrt/DType.h"
 #include "xfrt/ThreadPool.h"
 
 #include <algorithm>
@@ -53,22 +54,7 @@ struct TaskArgs {
 // ---- Portable ------------------------------------------------------------------------------
 
 float widen(float x) { return x; }
-float widen(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000u) << 16, magnitude = uint32_t(h & 0x7fffu) << 13;
-  float value;
-  if ((h & 0x7c00u) == 0x7c00u) { // inf / NaN
-    uint32_t bits = magnitude | 0x7f800000u;
-    std::memcpy(&value, &bits, 4);
-  } else {
-    std::memcpy(&value, &magnitude, 4);
-    value *= 0x1p112f; // exact for normals and subnormals
-  }
-  uint32_t bits;
-  std::memcpy(&bits, &value, 4);
-  bits |= sign;
-  std::memcpy(&value, &bits, 4);
-  return value;
-}
+float widen(uint16_t h) { return halfToFloat(h); }
 
 template <typename KV>
 void portableRange(const TaskArgs &a, int task) {
@@ -293,28 +279,6 @@ void rotate(const float *in, int64_t heads, int64_t d, AttentionRope rope,
   }
 }
 
-/// IEEE float16 nearest to x, ties to even (as the host code's truncf): overflow to ±inf, NaN
-/// kept a NaN, subnormals rounded.
-uint16_t halfOf(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, 4);
-  const uint32_t sign = (bits >> 16) & 0x8000u, magnitude = bits & 0x7fffffffu;
-  if (magnitude > 0x7f800000u) // NaN: quiet, top payload bits kept
-    return uint16_t(sign | 0x7e00u | ((magnitude >> 13) & 0x1ffu));
-  if (magnitude >= 0x477ff000u) // >= 65520 rounds past 65504: inf (inf itself too)
-    return uint16_t(sign | 0x7c00u);
-  if (magnitude < 0x38800000u) { // below 2^-14: a subnormal half, round(|x|·2^24) (exact scaling)
-    float a;
-    std::memcpy(&a, &magnitude, 4);
-    return uint16_t(sign | uint32_t(std::nearbyint(a * 0x1p24f)));
-  }
-  uint32_t half = ((magnitude >> 23) - 112) << 10 | (magnitude >> 13 & 0x3ffu);
-  const uint32_t rest = magnitude & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (half & 1u)))
-    ++half; // may carry into the exponent: still the right rounding
-  return uint16_t(sign | half);
-}
-
 /// n floats from `from` to element `at` of a float32 or float16 array.
 void store(const float *from, int64_t n, void *to, int64_t at, bool half) {
   if (!half) {
@@ -323,12 +287,10 @@ void store(const float *from, int64_t n, void *to, int64_t at, bool half) {
   }
   uint16_t *out = static_cast<uint16_t *>(to) + at;
   for (int64_t i = 0; i < n; ++i)
-    out[i] = halfOf(from[i]);
+    out[i] = floatToHalf(from[i]); // ties to even, as the host code's truncf
 }
 
 } // namespace
-
-uint16_t halfOfFloat(float x) { return halfOf(x); }
 
 AttentionIsa attentionIsaOfCpu(AttentionIsa ceiling) {
 #ifdef XF_DECODE_ATTENTION_X86

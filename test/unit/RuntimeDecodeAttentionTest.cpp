@@ -6,6 +6,7 @@
 // and 128, key counts around the vector width and the key-range split, on every instruction
 // set this CPU has, with the cache past the keys poisoned with NaN (never read), and tasks run
 // out of order on two threads.
+#include "xfrt/DType.h"
 #include "xfrt/DecodeAttention.h"
 
 #include <gtest/gtest.h>
@@ -243,23 +244,27 @@ TEST(RuntimeDecodeAttention, TasksOnTheThreadPool) {
   EXPECT_GT(parallelCalls, before); // 3 K/V heads: more than one task
 }
 
-TEST(RuntimeDecodeAttention, HalfOfFloatRoundsToNearestEven) {
-  auto bitsOf = [](uint32_t b) { float f; std::memcpy(&f, &b, 4); return xfrt::halfOfFloat(f); };
-  EXPECT_EQ(xfrt::halfOfFloat(1.f), 0x3c00);
-  EXPECT_EQ(xfrt::halfOfFloat(-2.f), 0xc000);
-  EXPECT_EQ(xfrt::halfOfFloat(65504.f), 0x7bff);
-  EXPECT_EQ(xfrt::halfOfFloat(65519.f), 0x7bff);
-  EXPECT_EQ(xfrt::halfOfFloat(65520.f), 0x7c00); // the tie past the largest half: inf
-  EXPECT_EQ(xfrt::halfOfFloat(1.f + 0x1p-11f), 0x3c00);     // tie: to even
-  EXPECT_EQ(xfrt::halfOfFloat(1.f + 3 * 0x1p-11f), 0x3c02); // tie: to even (up)
-  EXPECT_EQ(xfrt::halfOfFloat(0x1p-24f), 0x0001);           // the smallest subnormal
-  EXPECT_EQ(xfrt::halfOfFloat(0x1p-25f), 0x0000);           // its half: tie to even 0
-  EXPECT_EQ(xfrt::halfOfFloat(0x1.8p-25f), 0x0001);
-  EXPECT_EQ(xfrt::halfOfFloat(0x1.ffcp-15f), 0x0400); // rounds up into the normals
-  EXPECT_EQ(xfrt::halfOfFloat(-0.f), 0x8000);
+TEST(RuntimeDecodeAttention, FloatToHalfRoundsAsTheCacheStores) {
+  auto bitsOf = [](uint32_t b) {
+    float f;
+    std::memcpy(&f, &b, 4);
+    return xfrt::floatToHalf(f);
+  };
+  EXPECT_EQ(xfrt::floatToHalf(1.f), 0x3c00);
+  EXPECT_EQ(xfrt::floatToHalf(-2.f), 0xc000);
+  EXPECT_EQ(xfrt::floatToHalf(65504.f), 0x7bff);
+  EXPECT_EQ(xfrt::floatToHalf(65519.f), 0x7bff);
+  EXPECT_EQ(xfrt::floatToHalf(65520.f), 0x7c00);            // the tie past the largest half: inf
+  EXPECT_EQ(xfrt::floatToHalf(1.f + 0x1p-11f), 0x3c00);     // tie: to even
+  EXPECT_EQ(xfrt::floatToHalf(1.f + 3 * 0x1p-11f), 0x3c02); // tie: to even (up)
+  EXPECT_EQ(xfrt::floatToHalf(0x1p-24f), 0x0001);           // the smallest subnormal
+  EXPECT_EQ(xfrt::floatToHalf(0x1p-25f), 0x0000);           // its half: tie to even 0
+  EXPECT_EQ(xfrt::floatToHalf(0x1.8p-25f), 0x0001);
+  EXPECT_EQ(xfrt::floatToHalf(0x1.ffcp-15f), 0x0400); // rounds up into the normals
+  EXPECT_EQ(xfrt::floatToHalf(-0.f), 0x8000);
   EXPECT_EQ(bitsOf(0x7f800000u), 0x7c00);                 // inf
   EXPECT_EQ(bitsOf(0x7fc00000u) & 0x7e00, 0x7e00);        // NaN stays a NaN
-  EXPECT_EQ(xfrt::halfOfFloat(0x1.ffep-1f), 0x3c00);      // 1 − 2^-12: a tie, up to 1 (even)
+  EXPECT_EQ(xfrt::floatToHalf(0x1.ffep-1f), 0x3c00);      // 1 − 2^-12: a tie, up to 1 (even)
 }
 
 TEST(RuntimeDecodeAttention, RejectsWhatItDoesNotHandle) {

@@ -36,9 +36,6 @@ enum class AttentionIsa : int32_t { Portable = 0, Avx2 = 1, Avx512 = 2 };
 /// The widest instruction set at most `ceiling` that this CPU (and OS) supports.
 AttentionIsa attentionIsaOfCpu(AttentionIsa ceiling);
 
-/// The IEEE float16 nearest to x, ties to even, as the cache stores it.
-uint16_t halfOfFloat(float x);
-
 /// Rotary positions of the query (the cached keys are rotated already): none, pairs (2i, 2i+1)
 /// (GGUF checkpoints), or pairs (i, i + dK/2) (Hugging Face checkpoints).
 enum class AttentionRope : int32_t { None = 0, Adjacent = 1, Halves = 2 };
