@@ -50,11 +50,11 @@ func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x8xf32> {
       .str();
 }
 
-CachePlan planned(Parsed &p) {
+CachePlan planned(Parsed &p, bool halfElements = false) {
   EXPECT_TRUE(p.module) << p.diagnostics;
   FailureOr<TensorPlacement> placed = placeForward(p.forward());
   EXPECT_TRUE(succeeded(placed)) << p.diagnostics;
-  return planCache(p.forward(), *placed);
+  return planCache(p.forward(), *placed, halfElements);
 }
 
 TEST(CachePlan, CausalDecoderGetsEveryEntryPoint) {
@@ -73,6 +73,20 @@ TEST(CachePlan, CausalDecoderGetsEveryEntryPoint) {
   ASSERT_EQ(plan.tailInputRoots.size(), 2u);
   EXPECT_EQ(plan.tailInputRoots[0], p.result(9));
   EXPECT_EQ(plan.tailInputRoots[1], p.result(3));
+}
+
+TEST(CachePlan, ElementsAreFloat16WhenAsked) {
+  Parsed p(decoder(""));
+  EXPECT_EQ(planned(p).elementBytes, 4);
+  CachePlan half = planned(p, /*halfElements=*/true);
+  EXPECT_EQ(half.elementBytes, 2);
+  EXPECT_TRUE(half.half());
+  // Offsets and widths are in elements, whatever their size.
+  EXPECT_EQ(half.columns, 16);
+  EXPECT_EQ(half.offsets.lookup(p.op(9)), std::make_pair(int64_t(8), int64_t(12)));
+  // No cache, no half elements.
+  Parsed bidirectional(decoder("", "bidirectional"));
+  EXPECT_EQ(planned(bidirectional, /*halfElements=*/true).elementBytes, 4);
 }
 
 TEST(CachePlan, PositionsFollowLMaxWithoutATable) {

@@ -52,12 +52,13 @@ static bool isPackable(func::FuncOp forward, TensorPlacement &placed) {
   return !usesLength(forward) && gemmsReadWeights(forward, placed);
 }
 
-CachePlan mlir::xf::planCache(func::FuncOp forward, TensorPlacement &placed) {
+CachePlan mlir::xf::planCache(func::FuncOp forward, TensorPlacement &placed, bool halfElements) {
   CachePlan plan;
   plan.cacheable = isCacheable(forward, placed);
   plan.packable = isPackable(forward, placed);
   if (!plan.cacheable)
     return plan;
+  plan.elementBytes = halfElements ? 2 : 4;
   // xf_forward_cached_packed compacts the full-length tensors its tail reads
   // (compactLastRows), which needs them in scratch slots.
   Operation *lastAttention = nullptr;

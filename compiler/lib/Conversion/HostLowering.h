@@ -105,6 +105,9 @@ private:
   HalideBufferArg matrixArg(Value tensor);
   /// Position of the first row: 0, or `start` in xf_forward_cached.
   Value firstPosition() { return cachedMode ? startArg : i64(0); }
+  /// The slot of `tensor` (at column `column` of the cache rows, in elements) in `cache`, and the
+  /// elements between its heads: [heads][cache rows][width / heads].
+  std::pair<Value, Value> cacheSlot(Value tensor, int64_t column, int64_t heads, Value cache);
   /// In xf_forward_cached: appends `rows` new rows of `tensor` (read at
   /// `source`), `heads` heads side by side, to its slot of `cache` at
   /// position `start` — each head's rows contiguous in the slot,
@@ -113,10 +116,7 @@ private:
   /// buffer of start + rows positions. `rotate` (a one-head rotaryRows
   /// kernel) turns the new rows as they are copied: the cache holds rotated
   /// keys (xf.attention `rope`).
-  /// The slot of `tensor` (at float column `column` of the cache rows) in `cache`, and the
-  /// elements between its heads: [heads][cache rows][width / heads].
-  std::pair<Value, Value> cacheSlot(Value tensor, int64_t column, int64_t heads, Value cache);
-  HalideBufferArg cachedMatrixArg(Value tensor, int64_t floatOffset, int64_t heads, Value cache,
+  HalideBufferArg cachedMatrixArg(Value tensor, int64_t column, int64_t heads, Value cache,
                                   Value start, Value source, Value rows, func::FuncOp rotate = {});
   /// `rows` rows of `tensor` from `at`, `heads` heads side by side, as the
   /// attention kernel's 3-D (column, row, head) buffer.
@@ -149,7 +149,7 @@ private:
   Value batchedDecodeStep, slotCount;
   /// A cache slot of every sequence as `<kernel>_batched` reads it:
   /// (column within a head, position, head, slot), from the K or V slot of
-  /// `tensor` at float column `column` of the cache rows.
+  /// `tensor` at column `column` of the cache rows (in elements).
   HalideBufferArg cacheSlotsArg(Value tensor, int64_t column, int64_t heads);
   /// An encoder-decoder's packed batch: the n sources' lengths (their ids
   /// are sourceArg, Σℓ_z = lzArg rows).

@@ -178,7 +178,9 @@ HalideBufferArg HostLowering::cachedMatrixArg(Value tensor, int64_t column, int6
                                               func::FuncOp rotate) {
   Placement &p = placements[tensor];
   const int64_t width = p.cols / heads;
-  auto [slot, headFloats] = cacheSlot(tensor, column, heads, cache);
+  // Not a structured binding: the loop body below captures both (C++20).
+  Value slot, headElements;
+  std::tie(slot, headElements) = cacheSlot(tensor, column, heads, cache);
   Value newRows = arith::MulIOp::create(*b, loc, start, i64(width));
   // Head g's new rows: columns [g·width, +width) of the source rows, to rows
   // start.. of the head's block.
@@ -188,7 +190,7 @@ HalideBufferArg HostLowering::cachedMatrixArg(Value tensor, int64_t column, int6
         OpBuilder::InsertionGuard guard(*b);
         b->setInsertionPointToStart(nested.getInsertionBlock());
         Value from = offsetPtr(source, arith::MulIOp::create(*b, loc, g, i64(width)));
-        Value head = cacheElementPtr(slot, arith::MulIOp::create(*b, loc, g, headFloats));
+        Value head = cacheElementPtr(slot, arith::MulIOp::create(*b, loc, g, headElements));
         Value at = cacheElementPtr(head, newRows);
         if (rotate) // (in, in_stride, out, rows, first position)
           call(rotate, {from, i64(p.stride), at, rows, start});
@@ -199,7 +201,7 @@ HalideBufferArg HostLowering::cachedMatrixArg(Value tensor, int64_t column, int6
       });
   Value context = arith::AddIOp::create(*b, loc, start, rows);
   HalideBufferArg arg{slot,
-                      {{i64(width), i64(1)}, {context, i64(width)}, {i64(heads), headFloats}}};
+                      {{i64(width), i64(1)}, {context, i64(width)}, {i64(heads), headElements}}};
   arg.f16 = cachePlan.half();
   return arg;
 }
@@ -215,13 +217,13 @@ std::pair<Value, Value> HostLowering::cacheSlot(Value tensor, int64_t column, in
 HalideBufferArg HostLowering::cacheSlotsArg(Value tensor, int64_t column, int64_t heads) {
   // Each slot as cachedMatrixArg lays it out: [heads][cache rows][width].
   const int64_t width = placements[tensor].cols / heads;
-  Value slotFloats = arith::MulIOp::create(*b, loc, cacheRows, i64(cachePlan.columns));
+  Value slotElements = arith::MulIOp::create(*b, loc, cacheRows, i64(cachePlan.columns));
   Value first = cacheElementPtr(cachesArg, arith::MulIOp::create(*b, loc, cacheRows, i64(column)));
   HalideBufferArg arg{first,
                       {{i64(width), i64(1)},
                        {cacheRows, i64(width)},
                        {i64(heads), arith::MulIOp::create(*b, loc, cacheRows, i64(width))},
-                       {slotCount, slotFloats}}};
+                       {slotCount, slotElements}}};
   arg.f16 = cachePlan.half();
   return arg;
 }
@@ -696,8 +698,7 @@ LogicalResult HostLowering::run() {
   kernels->setDevice(options.cudaDevice);
   planPackedWeights();
   emitPrepare();
-  cachePlan = planCache(forward, *this);
-  cachePlan.elementBytes = options.halfKvCache && cachePlan.cacheable ? 2 : 4;
+  cachePlan = planCache(forward, *this, options.halfKvCache);
   // Packed batches need @forward_packed (xf-pack-sequences decides which
   // models can run them).
   cachePlan.packable &= bool(forwardPacked);

@@ -46,8 +46,9 @@ struct CachePlan {
   SmallVector<Value> tailInputRoots;
 };
 
-/// Nothing is cached (and no field but `packable` set) unless `cacheable`.
-CachePlan planCache(func::FuncOp forward, TensorPlacement &placed);
+/// Nothing is cached (and no field but `packable` set) unless `cacheable`. `halfElements`
+/// (HostOptions::halfKvCache): a cache of float16 elements, else float32.
+CachePlan planCache(func::FuncOp forward, TensorPlacement &placed, bool halfElements);
 
 /// A model reading length(x) gives every row a value that depends on the
 /// whole sequence's length: a cached step or a packed batch would see
