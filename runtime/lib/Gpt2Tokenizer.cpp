@@ -505,9 +505,7 @@ Expected<std::unique_ptr<Tokenizer>> parseGpt2Tokenizer(std::string_view vocabTe
   int32_t rank = 0;
   size_t lineNo = 0;
   for (std::string_view rest = mergesText; !rest.empty();) {
-    size_t eol = rest.find('\n');
-    std::string_view line = rest.substr(0, eol);
-    rest = eol == std::string_view::npos ? std::string_view() : rest.substr(eol + 1);
+    std::string_view line = takeLine(rest);
     ++lineNo;
     if (!line.empty() && line.back() == '\r')
       line.remove_suffix(1);

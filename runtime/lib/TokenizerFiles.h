@@ -1,7 +1,7 @@
 //===- TokenizerFiles.h - Shared helpers of the tokenizer loaders -*- C++ -*-===//
 //
-// Internal to libxfrt: reading tokenizer files and phrasing their errors as one line,
-// "<file>:<line>: <what>".
+// Internal to libxfrt: reading tokenizer files line by line and phrasing their errors as one
+// line, "<file>:<line>: <what>".
 //
 //===----------------------------------------------------------------------===//
 #ifndef XFRT_LIB_TOKENIZERFILES_H
@@ -27,6 +27,14 @@ inline std::string fileError(const std::string &file, std::string_view text,
   for (size_t i = 0; i < size_t(byte); ++i)
     line += text[i] == '\n';
   return file + ":" + std::to_string(line) + ": " + message;
+}
+
+/// The first line of `rest` (without its '\n'), which then starts after it.
+inline std::string_view takeLine(std::string_view &rest) {
+  size_t eol = rest.find('\n');
+  std::string_view line = rest.substr(0, eol);
+  rest = eol == std::string_view::npos ? std::string_view() : rest.substr(eol + 1);
+  return line;
 }
 
 } // namespace xfrt

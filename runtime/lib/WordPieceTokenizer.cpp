@@ -194,9 +194,7 @@ Expected<std::unique_ptr<Tokenizer>> parseWordPieceTokenizer(std::string_view te
   // One token per line, id = line index; trailing whitespace (and \r) is not part of it.
   size_t lineNo = 0;
   for (std::string_view rest = text; !rest.empty();) {
-    size_t eol = rest.find('\n');
-    std::string_view line = rest.substr(0, eol);
-    rest = eol == std::string_view::npos ? std::string_view() : rest.substr(eol + 1);
+    std::string_view line = takeLine(rest);
     ++lineNo;
     while (!line.empty() && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r' ||
                              line.back() == '\v' || line.back() == '\f'))
