@@ -142,11 +142,7 @@ KernelPipeline plainAttention(const AttentionKernelSpec &spec, const Case &size)
   out.output_buffer().dim(0).set_bounds(0, H * dV).dim(1).set_bounds(0, M);
   out.set_estimates({{0, H * dV}, {0, M}});
 
-  KernelPipeline result;
-  result.inputs = {q, k, v};
-  result.output = out;
-  result.pipeline = Pipeline(out);
-  return result;
+  return KernelPipeline::of({q, k, v}, out);
 }
 
 } // namespace

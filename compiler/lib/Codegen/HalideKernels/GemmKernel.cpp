@@ -551,15 +551,12 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
 
 KernelPipeline gemmKernelPipeline(const GemmKernelSpec &spec, ImageParam x, ImageParam weight,
                                   ImageParam bias, ImageParam residual, Func out) {
-  KernelPipeline result;
-  result.inputs = {x, weight};
+  std::vector<ImageParam> inputs = {x, weight};
   if (spec.hasBias)
-    result.inputs.push_back(bias);
+    inputs.push_back(bias);
   if (spec.hasResidual)
-    result.inputs.push_back(residual);
-  result.output = out;
-  result.pipeline = Pipeline(out);
-  return result;
+    inputs.push_back(residual);
+  return KernelPipeline::of(std::move(inputs), out);
 }
 
 llvm::Expected<KernelPipeline> buildGemmPipeline(const GemmKernelSpec &spec, const Target &target) {

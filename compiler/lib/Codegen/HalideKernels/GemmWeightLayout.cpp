@@ -51,7 +51,7 @@ Func weightByColumn(Func source, const GemmKernelSpec &spec, Expr zero, const ch
 }
 
 /// Bounds of the stored weight (2-D, either layout) or of a packed one.
-void constrainWeight(ImageParam weight, const GemmKernelSpec &spec, bool packed) {
+void constrainWeight(OutputImageParam weight, const GemmKernelSpec &spec, bool packed) {
   const int64_t weightCols = spec.epilogue == GemmEpilogue::SwiGlu ? 2 * spec.N : spec.N;
   const int K = int(spec.K);
   const PackedWeightShape shape = packedWeightShape(spec);
@@ -82,8 +82,7 @@ static llvm::Expected<KernelPipeline> buildGemmPack(const GemmKernelSpec &spec,
     return invalid("gemm kernel '" + spec.name + "' takes its weight unpacked");
   const Type stored = spec.bf16Weights ? BFloat(16) : Float(32);
   const int tileCols = int(spec.schedule.tileCols), K = int(spec.K);
-  const PackedWeightShape shape = packedWeightShape(spec);
-  const int lanes = int(shape.lanes), rows = int(shape.rows);
+  const int lanes = int(packedWeightShape(spec).lanes);
   ImageParam weight(stored, 2, "weight");
   Func source("weight_stored");
   Var a("a"), b("b"), nj("nj"), k("k"), nt("nt"), ko("ko"), ki("ki");
@@ -98,16 +97,7 @@ static llvm::Expected<KernelPipeline> buildGemmPack(const GemmKernelSpec &spec,
     out(nj, k, nt) = weightKN(nt * tileCols + nj, k);
   }
   constrainWeight(weight, spec, /*packed=*/false);
-  out.output_buffer()
-      .dim(0)
-      .set_bounds(0, lanes)
-      .set_stride(1)
-      .dim(1)
-      .set_bounds(0, rows)
-      .set_stride(lanes)
-      .dim(2)
-      .set_bounds(0, int(shape.tiles))
-      .set_stride(rows * lanes);
+  constrainWeight(out.output_buffer(), spec, /*packed=*/true);
   // Lanes along the stored rows: [K, N] copies row segments; [N, K] is a
   // transpose, read along k in blocks of 8 so that the gathers reuse lines.
   const int vw = target.natural_vector_size(stored);
@@ -117,11 +107,7 @@ static llvm::Expected<KernelPipeline> buildGemmPack(const GemmKernelSpec &spec,
   out.vectorize(nj, std::min(vw, lanes), TailStrategy::GuardWithIf);
   source.compute_inline();
   weightKN.compute_inline();
-  KernelPipeline result;
-  result.inputs = {weight};
-  result.output = out;
-  result.pipeline = Pipeline(out);
-  return result;
+  return KernelPipeline::of({weight}, out);
 }
 
 llvm::Expected<KernelPipeline> buildGemmPackPipeline(const GemmKernelSpec &spec,

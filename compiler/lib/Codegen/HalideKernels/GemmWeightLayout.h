@@ -21,8 +21,9 @@ Halide::Expr storedColumn(const GemmKernelSpec &spec, Halide::Expr n);
 Halide::Func weightByColumn(Halide::Func source, const GemmKernelSpec &spec, Halide::Expr zero,
                             const char *name);
 
-/// Bounds of the stored weight (2-D, either layout) or of a packed one.
-void constrainWeight(Halide::ImageParam weight, const GemmKernelSpec &spec, bool packed);
+/// Bounds of the stored weight (2-D, either layout) or of a packed one (a kernel's input,
+/// or the output of the packing at load).
+void constrainWeight(Halide::OutputImageParam weight, const GemmKernelSpec &spec, bool packed);
 
 } // namespace mlir::xf
 

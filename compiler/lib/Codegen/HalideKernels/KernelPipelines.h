@@ -27,6 +27,10 @@ struct KernelPipeline {
   std::vector<Halide::Argument> arguments() const {
     return std::vector<Halide::Argument>(inputs.begin(), inputs.end());
   }
+  /// The pipeline computing `output` from `inputs` (in the order of its arguments).
+  static KernelPipeline of(std::vector<Halide::ImageParam> inputs, Halide::Func output) {
+    return KernelPipeline{Halide::Pipeline(output), std::move(inputs), output};
+  }
 };
 
 /// Builds the GEMM of `spec` scheduled for `target`; an error if the spec or

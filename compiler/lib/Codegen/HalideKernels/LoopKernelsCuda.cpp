@@ -322,10 +322,7 @@ llvm::Expected<KernelPipeline> buildDeviceLoopPipeline(const DeviceLoopKernelSpe
   if (!*built)
     return built->takeError();
   arguments = (*built)->arguments;
-  KernelPipeline result;
-  result.output = (*built)->out;
-  result.pipeline = Pipeline(result.output);
-  return result;
+  return KernelPipeline::of({}, (*built)->out);
 }
 
 } // namespace mlir::xf
