@@ -197,6 +197,10 @@ TEST(RuntimeDecodeAttention, MatchesTheEquations) {
                 ASSERT_NEAR(v.at((int64_t(g) * capacity + keys - 1) * c.dV + i), want,
                             c.half ? 0x1p-11 * std::abs(want) : 0.0)
                     << "stored value, head " << g << " element " << i;
+                if (c.half) // every ISA's conversion rounds as floatToHalf does, to the bit
+                  ASSERT_EQ(v.f16[size_t((int64_t(g) * capacity + keys - 1) * c.dV + i)],
+                            xfrt::floatToHalf(newValue[size_t(g) * c.dV + i]))
+                      << "stored value, head " << g << " element " << i;
               }
             }
             // The attention over the cache as it now holds them.
