@@ -11,6 +11,8 @@
 #include "xfrt/BlockGemv.h"
 #include "xfrt/GgmlType.h"
 
+#include "TwoThreadParallelFor.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -21,24 +23,6 @@
 #include <thread>
 #include <vector>
 
-// The Halide runtime's thread pool stands in: tasks claimed from the end, on two threads, so a
-// task that read another's output or assumed an order would show.
-static std::atomic<int> parallelCalls{0};
-extern "C" int halide_do_par_for(void *user, int (*task)(void *, int, uint8_t *), int min,
-                                 int size, uint8_t *closure) {
-  ++parallelCalls;
-  std::atomic<int> next{min + size - 1};
-  std::atomic<int> status{0};
-  auto worker = [&] {
-    for (int i; (i = next--) >= min;)
-      if (int rc = task(user, i, closure))
-        status = rc;
-  };
-  std::thread other(worker);
-  worker();
-  other.join();
-  return status;
-}
 
 namespace {
 

@@ -1,13 +1,16 @@
 // xfrt_decode_attention (runtime/lib/DecodeAttention.cpp): one KV-cache decode step of causal
 // attention, checked in double against the equations (DecodeAttention.h) written here again:
 // store the step's new key (rotated) and value rows at position keys − 1, rotate each query
-// head to that position, softmax over the keys of its K/V head, the weighted sum of the values. For float32 and float16 caches, no / adjacent / split-halves
-// rotary positions, grouped-query heads (1, 3 and 8 query heads per K/V head), head widths 64
-// and 128, key counts around the vector width and the key-range split, on every instruction
-// set this CPU has, with the cache past the keys poisoned with NaN (never read), and tasks run
-// out of order on two threads.
-#include "xfrt/DType.h"
+// head to that position, softmax over the keys of its K/V head, the weighted sum of the
+// values. For float32 and float16 caches, no / adjacent / split-halves rotary positions,
+// grouped-query heads (1, 3 and 8 query heads per K/V head), head widths 64 and 128 (mixed
+// too), key counts around the vector width and the key-range split, on every instruction set
+// this CPU has, with the cache past the keys poisoned with NaN (never read), and tasks run out
+// of order on two threads.
 #include "xfrt/DecodeAttention.h"
+#include "xfrt/DType.h"
+
+#include "TwoThreadParallelFor.h"
 
 #include <gtest/gtest.h>
 
@@ -18,24 +21,6 @@
 #include <random>
 #include <thread>
 #include <vector>
-
-// The Halide runtime's thread pool stands in: tasks claimed from the end, on two threads.
-static std::atomic<int> parallelCalls{0};
-extern "C" int halide_do_par_for(void *user, int (*task)(void *, int, uint8_t *), int min,
-                                 int size, uint8_t *closure) {
-  ++parallelCalls;
-  std::atomic<int> next{min + size - 1};
-  std::atomic<int> status{0};
-  auto worker = [&] {
-    for (int i; (i = next--) >= min;)
-      if (int rc = task(user, i, closure))
-        status = rc;
-  };
-  std::thread other(worker);
-  worker();
-  other.join();
-  return status;
-}
 
 namespace {
 

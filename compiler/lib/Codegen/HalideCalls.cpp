@@ -1,6 +1,7 @@
 //===- HalideCalls.cpp - calling AOT Halide pipelines from host code ------===//
 
 #include "xf/Codegen/HalideCalls.h"
+#include "xf/Codegen/FunctionDeclarations.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -53,12 +54,7 @@ struct Fields {
 Value cudaDeviceInterface(OpBuilder &b, Location loc, ModuleOp module) {
   constexpr llvm::StringLiteral name = "halide_cuda_device_interface";
   Type ptr = LLVM::LLVMPointerType::get(b.getContext());
-  auto fn = module.lookupSymbol<func::FuncOp>(name);
-  if (!fn) {
-    OpBuilder top = OpBuilder::atBlockEnd(module.getBody());
-    fn = func::FuncOp::create(top, loc, name, FunctionType::get(b.getContext(), {}, {ptr}));
-    fn.setPrivate();
-  }
+  auto fn = declareFunction(module, loc, name, FunctionType::get(b.getContext(), {}, {ptr}));
   return func::CallOp::create(b, loc, fn, ValueRange{}).getResult(0);
 }
 
@@ -113,16 +109,10 @@ Value mlir::xf::callHalidePipeline(OpBuilder &b, Location loc, ModuleOp module,
                                    ArrayRef<Value> scalars, bool device) {
   MLIRContext *ctx = b.getContext();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
-  auto fn = module.lookupSymbol<func::FuncOp>(name);
-  if (!fn) {
-    OpBuilder top = OpBuilder::atBlockEnd(module.getBody());
-    SmallVector<Type> inputs(args.size(), ptr);
-    for (Value scalar : scalars)
-      inputs.insert(inputs.end() - 1, scalar.getType());
-    fn = func::FuncOp::create(top, loc, name,
-                              FunctionType::get(ctx, inputs, {b.getI32Type()}));
-    fn.setPrivate();
-  }
+  SmallVector<Type> inputs(args.size(), ptr);
+  for (Value scalar : scalars)
+    inputs.insert(inputs.end() - 1, scalar.getType());
+  auto fn = declareFunction(module, loc, name, FunctionType::get(ctx, inputs, {b.getI32Type()}));
   Fields f{b, loc};
   Value deviceInterface = device ? cudaDeviceInterface(b, loc, module) : Value();
   SmallVector<Value> operands;

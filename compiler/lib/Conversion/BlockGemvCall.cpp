@@ -1,6 +1,7 @@
 //===- BlockGemvCall.cpp - decode GEMMs on weight blocks with Q8 activations ---===//
 
 #include "BlockGemvCall.h"
+#include "xf/Codegen/FunctionDeclarations.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -30,18 +31,12 @@ namespace {
 ///                         i64 N, ptr bias, ptr residual, i64 residualStride, i64 epilogue,
 ///                         ptr out, i64 outStride, i64 isaCeiling)
 func::FuncOp declareBlockGemv(ModuleOp module, Location loc) {
-  constexpr llvm::StringLiteral name = "xfrt_block_gemv";
-  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
-    return existing;
   MLIRContext *ctx = module.getContext();
   Type ptr = LLVM::LLVMPointerType::get(ctx), i64 = IntegerType::get(ctx, 64);
-  OpBuilder top = OpBuilder::atBlockEnd(module.getBody());
-  auto fn = func::FuncOp::create(
-      top, loc, name,
+  return declareFunction(
+      module, loc, "xfrt_block_gemv",
       FunctionType::get(ctx, {ptr, i64, i64, i64, ptr, i64, i64, ptr, ptr, i64, i64, ptr, i64, i64},
                         {IntegerType::get(ctx, 32)}));
-  fn.setPrivate();
-  return fn;
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 //===- DecodeAttentionCall.cpp - decode steps' attention in libxfrt -------===//
 
 #include "DecodeAttentionCall.h"
+#include "xf/Codegen/FunctionDeclarations.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -18,21 +19,14 @@ namespace {
 ///                               i64 kvHeads, i64 dK, i64 dV, f32 scale, i64 rope,
 ///                               f64 ropeBase, ptr out, i64 isaCeiling)
 func::FuncOp declareDecodeAttention(ModuleOp module, Location loc) {
-  constexpr llvm::StringLiteral name = "xfrt_decode_attention";
-  if (auto existing = module.lookupSymbol<func::FuncOp>(name))
-    return existing;
   MLIRContext *ctx = module.getContext();
   Type ptr = LLVM::LLVMPointerType::get(ctx), i64 = IntegerType::get(ctx, 64);
   Type f32 = Float32Type::get(ctx), f64 = Float64Type::get(ctx);
-  OpBuilder top = OpBuilder::atBlockEnd(module.getBody());
-  auto fn = func::FuncOp::create(
-      top, loc, name,
-      FunctionType::get(ctx,
-                        {ptr, i64, ptr, ptr, ptr, ptr, i64, i64, i64, i64, i64, i64, i64, f32, i64,
-                         f64, ptr, i64},
-                        {IntegerType::get(ctx, 32)}));
-  fn.setPrivate();
-  return fn;
+  return declareFunction(module, loc, "xfrt_decode_attention",
+                         FunctionType::get(ctx,
+                                           {ptr, i64, ptr, ptr, ptr, ptr, i64, i64, i64, i64, i64,
+                                            i64, i64, f32, i64, f64, ptr, i64},
+                                           {IntegerType::get(ctx, 32)}));
 }
 
 bool vectorWidth(int64_t d) { return d == 64 || d == 128; }

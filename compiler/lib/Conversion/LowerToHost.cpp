@@ -14,6 +14,7 @@
 #include "BlockGemvCall.h"
 #include "DecodeAttentionCall.h"
 #include "HostLowering.h"
+#include "xf/Codegen/FunctionDeclarations.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -417,16 +418,11 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
   if (auto embed = dyn_cast<TokenEmbedOp>(op);
       embed && blocksOf(embed.getTable()) != WeightBlocks::None) {
     // Rows of blocks: libxfrt dequantizes them (runtime/lib/BlockRows.cpp).
-    auto gather = program.module->lookupSymbol<func::FuncOp>("xfrt_gather_block_rows");
     Type ptr = LLVM::LLVMPointerType::get(ctx);
-    if (!gather) {
-      OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
-      gather = func::FuncOp::create(
-          top, loc, "xfrt_gather_block_rows",
-          FunctionType::get(ctx, {ptr, b->getI64Type(), ptr, ptr, b->getI64Type(), b->getI64Type()},
-                            {}));
-      gather.setPrivate();
-    }
+    auto gather = declareFunction(
+        *program.module, loc, "xfrt_gather_block_rows",
+        FunctionType::get(ctx, {ptr, b->getI64Type(), ptr, ptr, b->getI64Type(), b->getI64Type()},
+                          {}));
     func::CallOp::create(*b, loc, gather,
                          ValueRange{inputs[0], i64(ggmlTypeId(blocksOf(embed.getTable()))),
                                     inputs[1], out, rows, i64(width)});

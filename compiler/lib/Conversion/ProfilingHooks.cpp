@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "HostLowering.h"
+#include "xf/Codegen/FunctionDeclarations.h"
 
 using namespace mlir;
 using namespace mlir::xf;
@@ -35,13 +36,7 @@ LogicalResult
 HostLowering::profiled(Operation *op,
                        llvm::function_ref<LogicalResult(xfrt::KernelSpec &)> emit) {
   auto hook = [&](llvm::StringRef name, ArrayRef<Type> args) {
-    auto fn = program.module->lookupSymbol<func::FuncOp>(name);
-    if (!fn) {
-      OpBuilder top = OpBuilder::atBlockEnd(program.module->getBody());
-      fn = func::FuncOp::create(top, loc, name, FunctionType::get(ctx, args, {}));
-      fn.setPrivate();
-    }
-    return fn;
+    return declareFunction(*program.module, loc, name, FunctionType::get(ctx, args, {}));
   };
   Type i32 = IntegerType::get(ctx, 32), i64Type = IntegerType::get(ctx, 64);
   Value site = arith::ConstantIntOp::create(*b, loc, b->getI32Type(), sites.size());
