@@ -298,7 +298,7 @@ void store(const float *from, int64_t n, void *to, int64_t at, bool half, Attent
   }
   uint16_t *out = static_cast<uint16_t *>(to) + at;
 #ifdef XF_DECODE_ATTENTION_X86
-  if (isa == AttentionIsa::Avx2) {
+  if (isa == AttentionIsa::Avx2 || isa == AttentionIsa::Avx512) { // F16C either way
     avx2::storeHalves(from, n, out);
     return;
   }
