@@ -16,6 +16,7 @@
 #include "HostLowering.h"
 #include "xf/Codegen/FunctionDeclarations.h"
 
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
 
