@@ -47,7 +47,9 @@ KV_FLOAT16_TOLERANCE = 2.5e-4
 
 # model → (oracle arch, small hyperparameters, output kind, sequence lengths)
 MODELS = {
-    "gpt2": ("gpt2", "L=2,H=4,d_e=64,d_mlp=256,N_V=300,l_max=80", "logits", [1, 7, 33, 80]),
+    # Heads of 64 (gpt2, llama, llama-hf): decode steps run libxfrt's xfrt_decode_attention
+    # (heads of 64 or 128 only); tiny's and gopher's narrower heads keep the Halide kernel's.
+    "gpt2": ("gpt2", "L=2,H=2,d_e=128,d_mlp=256,N_V=300,l_max=80", "logits", [1, 7, 33, 80]),
     "tiny": ("gpt2", "L=2,H=2,d_e=16,d_mlp=64,N_V=64,l_max=32", "logits", [1, 5, 32]),
     "bert": ("bert", "L=2,H=4,d_e=64,d_mlp=256,N_V=300,l_max=80", "hidden", [1, 9, 80]),
     "minilm": ("minilm", "L=2,H=4,d_e=48,d_mlp=96,N_V=200,l_max=40", "hidden", [1, 13, 40]),
@@ -59,9 +61,9 @@ MODELS = {
                     [1, 7, 30]),
     # Grouped-query attention (2 and 3 query heads per K/V head), both rotary pairings, and a
     # prompt longer than 128 tokens (rotations at positions past two attention key blocks).
-    "llama": ("llama", "L=2,H=4,H_kv=2,d_e=64,d_mlp=128,N_V=256,l_max=160", "logits",
+    "llama": ("llama", "L=2,H=4,H_kv=2,d_e=256,d_mlp=128,N_V=256,l_max=160", "logits",
               [1, 7, 130]),
-    "llama-hf": ("llama_hf", "L=2,H=6,H_kv=2,d_e=96,d_mlp=160,N_V=300,l_max=160", "logits",
+    "llama-hf": ("llama_hf", "L=2,H=6,H_kv=2,d_e=384,d_mlp=160,N_V=300,l_max=160", "logits",
                  [1, 9, 133]),
 }
 
