@@ -249,22 +249,27 @@ int keyRanges(int kvHeads, int keys, int threads) {
 }
 
 /// cos and sin of position·base^(−2i/dK), i < dK/2, in double rounded to float (the Halide
-/// kernels' rotary table). Kept per thread for the last (position, base, dK) asked.
+/// kernels' rotary table). Kept per thread for the last 64 positions asked (by position mod 64):
+/// every layer of a decode step asks for the same positions.
 const std::vector<float> &rotaryTable(int64_t position, double base, int64_t dK) {
-  thread_local std::vector<float> table;
-  thread_local int64_t lastPosition = -1, lastDK = -1;
-  thread_local double lastBase = 0;
-  if (position != lastPosition || base != lastBase || dK != lastDK) {
-    table.resize(size_t(dK));
+  struct Entry {
+    int64_t position = -1, dK = -1;
+    double base = 0;
+    std::vector<float> table;
+  };
+  thread_local Entry entries[64];
+  Entry &e = entries[position & 63];
+  if (position != e.position || base != e.base || dK != e.dK) {
+    e.table.resize(size_t(dK));
     const double step = -2.0 * std::log(base) / double(dK);
     for (int64_t i = 0; i < dK / 2; ++i) {
       const double angle = double(position) * std::exp(double(i) * step);
-      table[2 * i] = float(std::cos(angle));
-      table[2 * i + 1] = float(std::sin(angle));
+      e.table[2 * i] = float(std::cos(angle));
+      e.table[2 * i + 1] = float(std::sin(angle));
     }
-    lastPosition = position, lastBase = base, lastDK = dK;
+    e.position = position, e.base = base, e.dK = dK;
   }
-  return table;
+  return e.table;
 }
 
 /// `heads` heads of width d from `in` to `out`, each pair turned by the table's angle (copied
@@ -326,24 +331,123 @@ AttentionIsa attentionIsaOfCpu(AttentionIsa ceiling) {
 
 } // namespace xfrt
 
-extern "C" int32_t xfrt_decode_attention(const float *q, int64_t keys, const float *newKey,
-                                         const float *newValue, void *k, void *v,
-                                         int64_t keyHeadStride,
-                                         int64_t valueHeadStride, int64_t halfKeyValues,
-                                         int64_t heads, int64_t kvHeads, int64_t dK, int64_t dV,
-                                         float scale, int64_t rope, double ropeBase, float *out,
-                                         int64_t isaCeiling) {
-  using namespace xfrt;
+namespace xfrt {
+namespace {
+
+bool handles(int64_t heads, int64_t kvHeads, int64_t dK, int64_t dV, int64_t rope,
+             double ropeBase) {
   auto supported = [](int64_t d) { return d == 64 || d == 128; };
-  if (keys < 1 || keys > (int64_t(1) << 30) || kvHeads < 1 || heads < kvHeads ||
-      heads % kvHeads != 0 || heads / kvHeads > kMaxGroup || !supported(dK) || !supported(dV) ||
-      rope < 0 || rope > 2 || (rope != 0 && !(ropeBase > 1.0)))
-    return -1;
+  return kvHeads >= 1 && heads >= kvHeads && heads % kvHeads == 0 && heads / kvHeads <= kMaxGroup &&
+         supported(dK) && supported(dV) && rope >= 0 && rope <= 2 && (rope == 0 || ropeBase > 1.0);
+}
+
+AttentionIsa isaOf(int64_t ceiling) {
   static const AttentionIsa byCeiling[] = {attentionIsaOfCpu(AttentionIsa::Portable),
                                            attentionIsaOfCpu(AttentionIsa::Avx2),
                                            attentionIsaOfCpu(AttentionIsa::Avx512)};
-  const AttentionIsa isa = byCeiling[std::clamp<int64_t>(isaCeiling, 0, 2)];
-  const int group = int(heads / kvHeads);
+  return byCeiling[std::clamp<int64_t>(ceiling, 0, 2)];
+}
+
+TaskFn taskFnFor(AttentionIsa isa, bool half, int dK, int dV) {
+  switch (isa) {
+#ifdef XF_DECODE_ATTENTION_X86
+  case AttentionIsa::Avx512:
+    return avx512::decodeRangeFor(half, dK, dV);
+  case AttentionIsa::Avx2:
+    return avx2::decodeRangeFor(half, dK, dV);
+#endif
+  default:
+    return portableRangeFor(half);
+  }
+}
+
+/// One sequence's tasks: its rotated queries `q`, its K/V cache slot, `keys` keys cut into
+/// `ranges` ranges (at most; every range non-empty), its partial results from `parts`.
+TaskArgs sequenceTasks(const float *q, const void *k, const void *v, int64_t keyHeadStride,
+                       int64_t valueHeadStride, int64_t heads, int64_t kvHeads, int64_t dK,
+                       int64_t dV, float scale, int64_t keys, int ranges, TaskFn fn, float *parts) {
+  TaskArgs args{};
+  args.q = q, args.k = k, args.v = v, args.keyHeadStride = keyHeadStride,
+  args.valueHeadStride = valueHeadStride;
+  args.group = int(heads / kvHeads), args.dK = int(dK), args.dV = int(dV), args.keys = int(keys);
+  args.scale = scale, args.fn = fn;
+  args.range = int((keys + ranges - 1) / ranges);
+  args.ranges = int((keys + args.range - 1) / args.range);
+  const int64_t tasks = kvHeads * args.ranges;
+  args.partOut = parts;
+  args.partMax = args.partOut + tasks * args.group * dV;
+  args.partSum = args.partMax + tasks * args.group;
+  return args;
+}
+
+/// Floats of partial results a sequence's tasks write.
+int64_t partFloats(int64_t kvHeads, int ranges, int64_t heads, int64_t dV) {
+  return kvHeads * ranges * (heads / kvHeads) * (dV + 2);
+}
+
+/// Each query head's output from its ranges' (output, max, sum): weights e^(range max − top)
+/// (1 with one range).
+void mergeRanges(const TaskArgs &a, int64_t heads, float *out) {
+  const int group = a.group, dV = a.dV;
+  for (int64_t h = 0; h < heads; ++h) {
+    const int64_t g = h / group, local = h % group;
+    float top = kNoScore;
+    for (int p = 0; p < a.ranges; ++p)
+      top = std::max(top, a.partMax[(g * a.ranges + p) * group + local]);
+    float *to = out + h * dV;
+    std::fill(to, to + dV, 0.f);
+    float total = 0.f;
+    for (int p = 0; p < a.ranges; ++p) {
+      const int64_t task = g * a.ranges + p;
+      const float w = a.ranges == 1 ? 1.f : std::exp(a.partMax[task * group + local] - top);
+      const float *part = a.partOut + (task * group + local) * dV;
+      for (int64_t d = 0; d < dV; ++d)
+        to[d] += part[d] * w;
+      total += a.partSum[task * group + local] * w;
+    }
+    const float inverse = total > 0.f ? 1.f / total : 0.f;
+    for (int64_t d = 0; d < dV; ++d)
+      to[d] *= inverse;
+  }
+}
+
+/// The tasks of several sequences as one parallel loop: task t belongs to the last sequence
+/// whose first task is <= t.
+struct Batch {
+  const TaskArgs *sequences;
+  const int *firstTask; // n + 1 entries
+  int n;
+};
+
+int runBatchTask(void *, int task, uint8_t *closure) {
+  const Batch &b = *reinterpret_cast<const Batch *>(closure);
+  const int i = int(std::upper_bound(b.firstTask, b.firstTask + b.n + 1, task) - b.firstTask) - 1;
+  b.sequences[i].fn(b.sequences[i], task - b.firstTask[i]);
+  return 0;
+}
+
+int32_t runTasks(int (*fn)(void *, int, uint8_t *), int tasks, void *closure) {
+  uint8_t *bytes = static_cast<uint8_t *>(closure);
+  if (halide_do_par_for && tasks > 1)
+    return halide_do_par_for(nullptr, fn, 0, tasks, bytes);
+  for (int t = 0; t < tasks; ++t)
+    fn(nullptr, t, bytes);
+  return 0;
+}
+
+} // namespace
+} // namespace xfrt
+
+extern "C" int32_t xfrt_decode_attention(const float *q, int64_t keys, const float *newKey,
+                                         const float *newValue, void *k, void *v,
+                                         int64_t keyHeadStride, int64_t valueHeadStride,
+                                         int64_t halfKeyValues, int64_t heads, int64_t kvHeads,
+                                         int64_t dK, int64_t dV, float scale, int64_t rope,
+                                         double ropeBase, float *out, int64_t isaCeiling) {
+  using namespace xfrt;
+  if (keys < 1 || keys > (int64_t(1) << 30) || !handles(heads, kvHeads, dK, dV, rope, ropeBase))
+    return -1;
+  const AttentionIsa isa = isaOf(isaCeiling);
 
   // The new key heads rotated into the cache, the value heads copied, at position keys − 1;
   // then the query heads rotated to it.
@@ -358,56 +462,71 @@ extern "C" int32_t xfrt_decode_attention(const float *q, int64_t keys, const flo
   }
   rotate(q, heads, dK, AttentionRope(rope), table, rotated.data());
 
-  TaskArgs args{};
-  args.q = rotated.data(), args.k = k, args.v = v, args.keyHeadStride = keyHeadStride,
-  args.valueHeadStride = valueHeadStride;
-  args.group = group, args.dK = int(dK), args.dV = int(dV), args.keys = int(keys);
-  args.scale = scale;
-  args.ranges = keyRanges(int(kvHeads), int(keys), std::max(1, kernelThreads()));
-  args.range = int((keys + args.ranges - 1) / args.ranges);
-  args.ranges = int((keys + args.range - 1) / args.range); // every range non-empty
-  switch (isa) {
-#ifdef XF_DECODE_ATTENTION_X86
-  case AttentionIsa::Avx512: args.fn = avx512::decodeRangeFor(halfKeyValues, int(dK), int(dV)); break;
-  case AttentionIsa::Avx2: args.fn = avx2::decodeRangeFor(halfKeyValues, int(dK), int(dV)); break;
-#endif
-  default: args.fn = portableRangeFor(halfKeyValues); break;
-  }
-  const int tasks = int(kvHeads) * args.ranges;
+  const int ranges = keyRanges(int(kvHeads), int(keys), std::max(1, kernelThreads()));
   thread_local std::vector<float> parts;
-  parts.resize(size_t(tasks) * group * (dV + 2));
-  args.partOut = parts.data();
-  args.partMax = args.partOut + int64_t(tasks) * group * dV;
-  args.partSum = args.partMax + int64_t(tasks) * group;
-  uint8_t *closure = reinterpret_cast<uint8_t *>(&args);
-  if (halide_do_par_for && tasks > 1) {
-    if (int32_t status = halide_do_par_for(nullptr, runTask, 0, tasks, closure))
-      return status;
-  } else {
-    for (int t = 0; t < tasks; ++t)
-      runTask(nullptr, t, closure);
-  }
+  parts.resize(size_t(partFloats(kvHeads, ranges, heads, dV)));
+  TaskArgs args = sequenceTasks(rotated.data(), k, v, keyHeadStride, valueHeadStride, heads,
+                                kvHeads, dK, dV, scale, keys, ranges,
+                                taskFnFor(isa, halfKeyValues, int(dK), int(dV)), parts.data());
+  if (int32_t status = runTasks(runTask, int(kvHeads) * args.ranges, &args))
+    return status;
+  mergeRanges(args, heads, out);
+  return 0;
+}
 
-  // Merge the ranges of each query head: weights e^(range max − top) (1 with one range).
-  for (int64_t h = 0; h < heads; ++h) {
-    const int64_t g = h / group, local = h % group;
-    float top = kNoScore;
-    for (int p = 0; p < args.ranges; ++p)
-      top = std::max(top, args.partMax[(g * args.ranges + p) * group + local]);
-    float *to = out + h * dV;
-    std::fill(to, to + dV, 0.f);
-    float total = 0.f;
-    for (int p = 0; p < args.ranges; ++p) {
-      const int64_t task = g * args.ranges + p;
-      const float w = args.ranges == 1 ? 1.f : std::exp(args.partMax[task * group + local] - top);
-      const float *part = args.partOut + (task * group + local) * dV;
-      for (int64_t d = 0; d < dV; ++d)
-        to[d] += part[d] * w;
-      total += args.partSum[task * group + local] * w;
-    }
-    const float inverse = total > 0.f ? 1.f / total : 0.f;
-    for (int64_t d = 0; d < dV; ++d)
-      to[d] *= inverse;
+extern "C" int32_t
+xfrt_decode_attention_batched(const float *q, int64_t qStride, int64_t n, const int64_t *slots,
+                              const int64_t *starts, const void *k, const void *v,
+                              int64_t slotStride, int64_t keyHeadStride, int64_t valueHeadStride,
+                              int64_t halfKeyValues, int64_t heads, int64_t kvHeads, int64_t dK,
+                              int64_t dV, float scale, int64_t rope, double ropeBase, float *out,
+                              int64_t outStride, int64_t isaCeiling) {
+  using namespace xfrt;
+  if (n < 0 || !handles(heads, kvHeads, dK, dV, rope, ropeBase))
+    return -1;
+  for (int64_t i = 0; i < n; ++i)
+    if (starts[i] < 0 || starts[i] >= (int64_t(1) << 30) || slots[i] < 0)
+      return -1;
+  if (n == 0)
+    return 0;
+  const AttentionIsa isa = isaOf(isaCeiling);
+  const TaskFn fn = taskFnFor(isa, halfKeyValues, int(dK), int(dV));
+  const size_t elementBytes = halfKeyValues ? 2 : 4;
+  // Several sequences give the threads their tasks; one alone is split into key ranges.
+  const int threads = std::max(1, kernelThreads());
+  thread_local std::vector<float> rotated, parts;
+  thread_local std::vector<TaskArgs> sequences;
+  thread_local std::vector<int> firstTask;
+  rotated.resize(size_t(n * heads * dK));
+  sequences.resize(size_t(n));
+  firstTask.assign(size_t(n + 1), 0);
+  thread_local std::vector<int> ranges;
+  ranges.resize(size_t(n));
+  int64_t floats = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t keys = starts[i] + 1;
+    ranges[i] = n * kvHeads >= 2 * threads ? 1 : keyRanges(int(kvHeads), int(keys), threads);
+    floats += partFloats(kvHeads, ranges[i], heads, dV);
   }
+  parts.resize(size_t(floats));
+  float *part = parts.data();
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t keys = starts[i] + 1;
+    const std::vector<float> *table =
+        rope == int64_t(AttentionRope::None) ? nullptr : &rotaryTable(keys - 1, ropeBase, dK);
+    float *query = rotated.data() + i * heads * dK;
+    rotate(q + i * qStride, heads, dK, AttentionRope(rope), table, query);
+    const char *slotK = static_cast<const char *>(k) + size_t(slots[i] * slotStride) * elementBytes;
+    const char *slotV = static_cast<const char *>(v) + size_t(slots[i] * slotStride) * elementBytes;
+    sequences[i] = sequenceTasks(query, slotK, slotV, keyHeadStride, valueHeadStride, heads,
+                                 kvHeads, dK, dV, scale, keys, ranges[i], fn, part);
+    part += partFloats(kvHeads, ranges[i], heads, dV);
+    firstTask[i + 1] = firstTask[i] + int(kvHeads) * sequences[i].ranges;
+  }
+  Batch batch{sequences.data(), firstTask.data(), int(n)};
+  if (int32_t status = runTasks(runBatchTask, firstTask[n], &batch))
+    return status;
+  for (int64_t i = 0; i < n; ++i)
+    mergeRanges(sequences[i], heads, out + i * outStride);
   return 0;
 }

@@ -44,7 +44,8 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ORACLE = os.path.join(ROOT, "test", "reference", "oracle.py")
 MODELS = {
-    "gpt2": ("gpt2", "L=2,H=4,d_e=64,d_mlp=256,N_V=300,l_max=80", "--logits-out"),
+    # Heads of 64: decode steps of several sequences run xfrt_decode_attention_batched.
+    "gpt2": ("gpt2", "L=2,H=2,d_e=128,d_mlp=256,N_V=300,l_max=80", "--logits-out"),
     "minilm": ("minilm", "L=2,H=4,d_e=48,d_mlp=96,N_V=200,l_max=40", "--hidden-out"),
     "transformer": ("transformer", "L_enc=2,L_dec=2,H=4,d_e=64,d_mlp=128,N_V=256", "--logits-out"),
 }

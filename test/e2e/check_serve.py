@@ -40,7 +40,7 @@ import time
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-GPT2 = "L=2,H=4,d_e=64,d_mlp=256,N_V=300,l_max=128"
+GPT2 = "L=2,H=2,d_e=128,d_mlp=256,N_V=300,l_max=128"  # heads of 64: libxfrt decode attention
 MINILM = "L=2,H=4,d_e=48,d_mlp=96,N_V=200,l_max=40"
 TIMEOUT = 120  # seconds, for any one HTTP exchange or process wait
 REORDER_BOUND = 1e-5

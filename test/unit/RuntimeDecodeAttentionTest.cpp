@@ -206,6 +206,69 @@ TEST(RuntimeDecodeAttention, MatchesTheEquations) {
   EXPECT_GE(checked, 240);
 }
 
+/// Several sequences in one call, each on its own cache slot at its own position, against the
+/// equations per sequence: slots given out of order (slot i is not sequence i), starts from 0 to
+/// 257, query and output rows at strides wider than a row.
+TEST(RuntimeDecodeAttention, BatchedSequencesMatchTheEquations) {
+  std::mt19937 rng(5);
+  const double base = 10000.0;
+  const std::vector<int64_t> starts{6, 0, 257, 31, 100}, slots{3, 0, 4, 1, 2};
+  const int64_t n = int64_t(starts.size()), capacity = 300;
+  for (AttentionIsa isa : isasOfThisCpu())
+    for (Case shape : {Case{9, 3, 64, 64, 0, 0, false}, Case{4, 4, 128, 64, 0, 0, false}})
+      for (int rope : {0, 1, 2})
+        for (bool half : {false, true}) {
+          Case c = shape;
+          c.rope = rope, c.half = half, c.keys = int(capacity);
+          // One slot: its K heads, then its V heads (as a cache slot holds both).
+          const int64_t kElements = int64_t(c.kvHeads) * capacity * c.dK;
+          const int64_t slotElements = kElements + int64_t(c.kvHeads) * capacity * c.dV;
+          std::vector<Cache> kSlots, vSlots;
+          Cache all;
+          for (int64_t s = 0; s < n; ++s) {
+            kSlots.push_back(randomCache(c, c.dK, int(capacity), rng));
+            vSlots.push_back(randomCache(c, c.dV, int(capacity), rng));
+            if (half) {
+              all.f16.insert(all.f16.end(), kSlots.back().f16.begin(), kSlots.back().f16.end());
+              all.f16.insert(all.f16.end(), vSlots.back().f16.begin(), vSlots.back().f16.end());
+            } else {
+              all.f32.insert(all.f32.end(), kSlots.back().f32.begin(), kSlots.back().f32.end());
+              all.f32.insert(all.f32.end(), vSlots.back().f32.begin(), vSlots.back().f32.end());
+            }
+          }
+          const int64_t qStride = int64_t(c.heads) * c.dK + 7,
+                        outStride = int64_t(c.heads) * c.dV + 3;
+          std::vector<float> q = randomVector(size_t(n * qStride), 1.f, rng);
+          std::vector<float> out(size_t(n * outStride), -7.f);
+          const float scale = 1.f / std::sqrt(float(c.dK));
+          const char *k = static_cast<const char *>(all.data());
+          const char *v = k + kElements * (half ? 2 : 4);
+          ASSERT_EQ(xfrt_decode_attention_batched(
+                        q.data(), qStride, n, slots.data(), starts.data(), k, v, slotElements,
+                        capacity * c.dK, capacity * c.dV, half, c.heads, c.kvHeads, c.dK, c.dV,
+                        scale, rope, base, out.data(), outStride, int64_t(isa)),
+                    0);
+          for (int64_t i = 0; i < n; ++i) {
+            Case one = c;
+            one.keys = int(starts[size_t(i)] + 1);
+            std::vector<float> query(q.begin() + i * qStride,
+                                     q.begin() + i * qStride + int64_t(c.heads) * c.dK);
+            const size_t slot = size_t(slots[size_t(i)]);
+            std::vector<double> want =
+                reference(one, query, kSlots[slot], vSlots[slot], int(capacity), scale, base);
+            double worst = 0, largest = 0;
+            for (size_t j = 0; j < want.size(); ++j) {
+              worst = std::max(worst, std::abs(out[size_t(i * outStride) + j] - want[j]));
+              largest = std::max(largest, std::abs(want[j]));
+            }
+            EXPECT_LE(worst, 1e-5 * std::max(largest, 1.0))
+                << "isa " << int(isa) << " H " << c.heads << " rope " << rope << " half " << half
+                << " sequence " << i << " at " << starts[size_t(i)];
+            EXPECT_EQ(out[size_t(i * outStride) + want.size()], -7.f) << "wrote past its row";
+          }
+        }
+}
+
 TEST(RuntimeDecodeAttention, InstructionSetsAgree) {
   std::mt19937 rng(11);
   Case c{9, 3, 64, 64, 300, 1, true};
@@ -271,6 +334,11 @@ TEST(RuntimeDecodeAttention, RejectsWhatItDoesNotHandle) {
   EXPECT_EQ(call(2, 4, 2, 32, 32, 0, 0), -1);   // head width without a vector path
   EXPECT_EQ(call(2, 4, 2, 64, 64, 3, 1e4), -1); // unknown rotary pairing
   EXPECT_EQ(call(2, 4, 2, 64, 64, 1, 1.0), -1); // rotary base <= 1
+  const int64_t slot = 0, badStart = -1;
+  EXPECT_EQ(xfrt_decode_attention_batched(q.data(), 64, 1, &slot, &badStart, cache.data(),
+                                          cache.data(), 0, 256, 256, 0, 4, 2, 64, 64, 0.125f, 0, 0,
+                                          out.data(), 64, 2),
+            -1); // a negative position
 }
 
 } // namespace

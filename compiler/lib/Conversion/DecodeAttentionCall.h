@@ -29,6 +29,18 @@ struct DecodeAttentionCall {
   int isaCeiling;                      // decodeAttentionIsaCeiling of the target
 };
 
+/// The batched decode step of n sequences (xf_forward_cached_packed): sequence i's query row i,
+/// its cache slot slots[i], its position starts[i]; the new K/V rows already stored.
+struct BatchedDecodeAttentionCall {
+  Value query, queryStride, count;                  // rows of the query matrix and their stride
+  Value slots, starts;                              // int64 arrays of count entries
+  Value key, value;                                 // K and V of slot 0: [H_kv][positions][d] each
+  Value slotStride, keyHeadStride, valueHeadStride; // elements
+  Value out, outStride;
+  const AttentionKernelSpec *spec;
+  int isaCeiling;
+};
+
 /// Whether xfrt_decode_attention computes this kernel's decode step: causal attention over
 /// cached (already rotated) keys, head widths 64 or 128.
 bool decodeAttentionHandles(const AttentionKernelSpec &spec);
@@ -37,6 +49,10 @@ bool decodeAttentionHandles(const AttentionKernelSpec &spec);
 Value callDecodeAttentionOrPipeline(OpBuilder &b, Location loc, ModuleOp module,
                                     const DecodeAttentionCall &call,
                                     llvm::function_ref<Value()> halidePipeline);
+
+/// xfrt_decode_attention_batched(...); returns the i32 status.
+Value callBatchedDecodeAttention(OpBuilder &b, Location loc, ModuleOp module,
+                                 const BatchedDecodeAttentionCall &call);
 
 } // namespace mlir::xf
 

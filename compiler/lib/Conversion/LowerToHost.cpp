@@ -247,11 +247,23 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
       });
       HalideBufferArg slots{slotsArg, {{countArg, i64(1)}}}, starts{startsArg, {{countArg, i64(1)}}};
       slots.int64 = starts.int64 = true;
+      HalideBufferArg query = segmentArg(attn.getQuery(), i64(0), countArg);
+      HalideBufferArg keys = cacheSlotsArg(attn.getKey(), keyOffset, kvHeads);
+      HalideBufferArg values = cacheSlotsArg(attn.getValue(), valueOffset, kvHeads);
+      HalideBufferArg out = segmentArg(v, i64(0), countArg);
+      if (!options.cudaDevice && options.decodeAttentionIsa >= 0 && decodeAttentionHandles(spec)) {
+        BatchedDecodeAttentionCall decode;
+        decode.query = query.host, decode.queryStride = query.dims[1].second;
+        decode.count = countArg, decode.slots = slotsArg, decode.starts = startsArg;
+        decode.key = keys.host, decode.value = values.host, decode.slotStride = keys.dims[3].second;
+        decode.keyHeadStride = keys.dims[2].second, decode.valueHeadStride = values.dims[2].second;
+        decode.out = out.host, decode.outStride = out.dims[1].second, decode.spec = &spec;
+        decode.isaCeiling = options.decodeAttentionIsa;
+        orStatus(callBatchedDecodeAttention(*b, loc, *program.module, decode));
+        return;
+      }
       orStatus(callHalidePipeline(*b, loc, *program.module, spec.name + "_batched",
-                                  {segmentArg(attn.getQuery(), i64(0), countArg),
-                                   cacheSlotsArg(attn.getKey(), keyOffset, kvHeads),
-                                   cacheSlotsArg(attn.getValue(), valueOffset, kvHeads), slots,
-                                   starts, segmentArg(v, i64(0), countArg)}));
+                                  {query, keys, values, slots, starts, out}));
     };
     // Cached attention: `rows` new K/V rows (at `newKeys`, `newValues`) into `cache` at
     // `position`, then the Halide kernel over the cache — or, with one query row (a decode

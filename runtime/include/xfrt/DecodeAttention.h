@@ -56,6 +56,22 @@ int32_t xfrt_decode_attention(const float *q, int64_t keys, const float *newKey,
                               int64_t halfKeyValues, int64_t heads,
                               int64_t kvHeads, int64_t dK, int64_t dV, float scale, int64_t rope,
                               double ropeBase, float *out, int64_t isaCeiling);
+
+/// One decode step of n sequences together, each on its own KV cache slot (the packed cached
+/// entry point's batched step; docs/abi.md "Packed batches"): sequence i's query, row i of q
+/// (rows qStride floats apart), is at position starts[i] and attends over keys 0..starts[i] of
+/// slot slots[i] — K/V head g's key s at element slots[i]·slotStride + g·keyHeadStride + s·dK
+/// of `k` (value: ... + g·valueHeadStride + s·dV of `v`) — whose rows, the new ones included,
+/// the caller has stored. Tasks of (sequence, K/V head[, key range]) on the thread pool; out
+/// row i at out + i·outStride. Returns 0, or -1 for arguments it does not handle (as above,
+/// or a negative start or slot).
+int32_t xfrt_decode_attention_batched(const float *q, int64_t qStride, int64_t n,
+                                      const int64_t *slots, const int64_t *starts, const void *k,
+                                      const void *v, int64_t slotStride, int64_t keyHeadStride,
+                                      int64_t valueHeadStride, int64_t halfKeyValues, int64_t heads,
+                                      int64_t kvHeads, int64_t dK, int64_t dV, float scale,
+                                      int64_t rope, double ropeBase, float *out, int64_t outStride,
+                                      int64_t isaCeiling);
 }
 
 #endif // XFRT_DECODEATTENTION_H
