@@ -245,7 +245,8 @@ llvm::Expected<int> blockDotIsaCeiling(llvm::StringRef target);
 /// The widest instructions a decode step's attention in libxfrt (xfrt_decode_attention) may use,
 /// numbered as xfrt::AttentionIsa (runtime/include/xfrt/DecodeAttention.h): 2 AVX-512, 1 AVX2
 /// (with FMA and F16C); -1 where the target has neither (the Halide kernel's vectors beat the
-/// portable loop). "host" allows both, and the executable picks what its CPU has when it runs.
+/// portable loop). "host" is this machine's features; the executable picks what its CPU has
+/// when it runs, up to the ceiling.
 llvm::Expected<int> decodeAttentionIsaCeiling(llvm::StringRef target);
 
 struct AttentionKernelSpec {
