@@ -39,13 +39,29 @@ constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGSEGV,
 struct sigaction previous[NSIG];
 
 void removeRegistered() {
+  // The directory is renamed first: a thread still compiling a kernel can then no longer create
+  // its object in it (its path names the old directory) between the unlinks and the rmdir, which
+  // left a directory behind when a signal landed mid-build on a loaded machine. The registered
+  // files are unlinked under the new name.
+  static char moved[kMaxPath + 8], file[2 * kMaxPath + 8];
   for (Registered &r : registered) {
     if (!r.live.exchange(false))
       continue;
+    const size_t length = std::strlen(r.directory);
+    std::memcpy(moved, r.directory, length);
+    std::memcpy(moved + length, ".gone", 6);
+    const bool renamed = ::rename(r.directory, moved) == 0;
     int n = r.files.load();
-    for (int i = 0; i < n && i < kMaxFiles; ++i)
-      ::unlink(r.file[i]);
-    ::rmdir(r.directory);
+    for (int i = 0; i < n && i < kMaxFiles; ++i) {
+      if (renamed && std::strncmp(r.file[i], r.directory, length) == 0) {
+        std::memcpy(file, moved, length + 5);
+        std::strcpy(file + length + 5, r.file[i] + length);
+        ::unlink(file);
+      } else {
+        ::unlink(r.file[i]);
+      }
+    }
+    ::rmdir(renamed ? moved : r.directory);
   }
 }
 
