@@ -318,6 +318,20 @@ int runTask(void *, int task, uint8_t *closure) {
 
 } // namespace
 
+namespace {
+/// A block of x̂ whose largest |x| is 0 (q = 0, scale 0) or not finite (q = 0, a NaN scale that
+/// carries into every output): written, and true; false for the blocks that round. The
+/// portable loop and both vector copies share it (NaN never compares greater).
+bool quantizeBlockWithoutScale(float amax, int8_t *q, float *meta) {
+  if (amax > 0.f && std::isfinite(amax))
+    return false;
+  std::memset(q, 0, 32);
+  meta[0] = amax == 0.f ? 0.f : std::numeric_limits<float>::quiet_NaN();
+  meta[1] = meta[0] * 0.f;
+  return true;
+}
+} // namespace
+
 #ifdef XF_BLOCK_GEMV_X86
 namespace {
 /// quantizeRowQ8's finite, nonzero blocks on AVX-512: the same steps in vectors (float to
@@ -331,13 +345,8 @@ quantizeRowQ8Avx512(const float *x, int64_t K, int8_t *q, float *meta) {
     float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
     if (_mm512_cmp_ps_mask(lo, hi, _CMP_UNORD_Q) | _mm512_cmp_ps_mask(lo, lo, _CMP_UNORD_Q))
       amax = std::numeric_limits<float>::quiet_NaN(); // vmaxps would drop a NaN
-    if (!(amax > 0.f) || !std::isfinite(amax)) {
-      // A zero block, or inf / NaN: as the portable loop (NaN never compares greater).
-      std::memset(q + 32 * b, 0, 32);
-      meta[2 * b] = amax == 0.f ? 0.f : std::numeric_limits<float>::quiet_NaN();
-      meta[2 * b + 1] = meta[2 * b] * 0.f;
+    if (quantizeBlockWithoutScale(amax, q + 32 * b, meta + 2 * b))
       continue;
-    }
     meta[2 * b] = amax / 127.f;
     const __m512d d = _mm512_set1_pd(double(meta[2 * b]));
     const __m512d low = _mm512_set1_pd(-127.0), high = _mm512_set1_pd(127.0);
@@ -380,13 +389,8 @@ __attribute__((target("avx2,fma,f16c"))) void quantizeRowQ8Avx2(const float *x, 
     float amax = _mm_cvtss_f32(_mm_max_ss(m4, _mm_movehdup_ps(m4)));
     if (_mm256_movemask_ps(unordered))
       amax = std::numeric_limits<float>::quiet_NaN(); // vmaxps would drop a NaN
-    if (!(amax > 0.f) || !std::isfinite(amax)) {
-      // A zero block, or inf / NaN: as the portable loop (NaN never compares greater).
-      std::memset(q + 32 * b, 0, 32);
-      meta[2 * b] = amax == 0.f ? 0.f : std::numeric_limits<float>::quiet_NaN();
-      meta[2 * b + 1] = meta[2 * b] * 0.f;
+    if (quantizeBlockWithoutScale(amax, q + 32 * b, meta + 2 * b))
       continue;
-    }
     meta[2 * b] = amax / 127.f;
     const __m256d d = _mm256_set1_pd(double(meta[2 * b]));
     const __m256d low = _mm256_set1_pd(-127.0), high = _mm256_set1_pd(127.0);
@@ -425,21 +429,17 @@ void quantizeRowQ8(const float *x, int64_t K, int8_t *q, float *meta, BlockDotIs
     float amax = 0.f;
     for (int i = 0; i < 32; ++i) // a NaN sticks (std::max would drop it)
       amax = std::fabs(v[i]) > amax || std::isnan(v[i]) ? std::fabs(v[i]) : amax;
+    if (quantizeBlockWithoutScale(amax, q + 32 * b, meta + 2 * b))
+      continue;
+    // x / d in double: exact enough for any float d (also subnormal, where 127 / amax
+    // overflows); the clamp takes the last ulp.
+    meta[2 * b] = amax / 127.f;
+    const double d = meta[2 * b];
     int32_t sum = 0;
-    if (amax > 0.f && std::isfinite(amax)) {
-      // x / d in double: exact enough for any float d (also subnormal, where 127 / amax
-      // overflows); the clamp takes the last ulp.
-      meta[2 * b] = amax / 127.f;
-      const double d = meta[2 * b];
-      for (int i = 0; i < 32; ++i) {
-        double r = std::nearbyint(double(v[i]) / d);
-        q[32 * b + i] = int8_t(std::clamp(r, -127.0, 127.0));
-        sum += q[32 * b + i];
-      }
-    } else {
-      // A zero block: q = 0. Inf or NaN: a NaN scale carries it into every output.
-      std::memset(q + 32 * b, 0, 32);
-      meta[2 * b] = amax == 0.f ? 0.f : std::numeric_limits<float>::quiet_NaN();
+    for (int i = 0; i < 32; ++i) {
+      double r = std::nearbyint(double(v[i]) / d);
+      q[32 * b + i] = int8_t(std::clamp(r, -127.0, 127.0));
+      sum += q[32 * b + i];
     }
     meta[2 * b + 1] = meta[2 * b] * float(sum);
   }
