@@ -232,12 +232,6 @@ XF_TARGET inline V vexp(V x) {
 #undef XF_EXP_BODY
 #endif
 
-int runTask(void *, int task, uint8_t *closure) {
-  const TaskArgs &a = *reinterpret_cast<const TaskArgs *>(closure);
-  a.fn(a, task);
-  return 0;
-}
-
 /// Key ranges per K/V head: the fewest that give every kernel thread the same number of tasks
 /// (SmolLM2's 3 K/V heads on 2 threads: 2, 6 tasks; GPT-2's 12: 1), at most 8, and none
 /// shorter than kMinKeysPerRange keys.
@@ -411,8 +405,8 @@ void mergeRanges(const TaskArgs &a, int64_t heads, float *out) {
   }
 }
 
-/// The tasks of several sequences as one parallel loop: task t belongs to the last sequence
-/// whose first task is <= t.
+/// The tasks of one or several sequences as one parallel loop: task t belongs to the last
+/// sequence whose first task is <= t.
 struct Batch {
   const TaskArgs *sequences;
   const int *firstTask; // n + 1 entries
@@ -426,12 +420,14 @@ int runBatchTask(void *, int task, uint8_t *closure) {
   return 0;
 }
 
-int32_t runTasks(int (*fn)(void *, int, uint8_t *), int tasks, void *closure) {
-  uint8_t *bytes = static_cast<uint8_t *>(closure);
+/// The batch's tasks on the thread pool (in a loop without one, as in unit tests).
+int32_t runTasks(const Batch &batch) {
+  const int tasks = batch.firstTask[batch.n];
+  uint8_t *closure = reinterpret_cast<uint8_t *>(const_cast<Batch *>(&batch));
   if (halide_do_par_for && tasks > 1)
-    return halide_do_par_for(nullptr, fn, 0, tasks, bytes);
+    return halide_do_par_for(nullptr, runBatchTask, 0, tasks, closure);
   for (int t = 0; t < tasks; ++t)
-    fn(nullptr, t, bytes);
+    runBatchTask(nullptr, t, closure);
   return 0;
 }
 
@@ -468,7 +464,8 @@ extern "C" int32_t xfrt_decode_attention(const float *q, int64_t keys, const flo
   TaskArgs args = sequenceTasks(rotated.data(), k, v, keyHeadStride, valueHeadStride, heads,
                                 kvHeads, dK, dV, scale, keys, ranges,
                                 taskFnFor(isa, halfKeyValues, int(dK), int(dV)), parts.data());
-  if (int32_t status = runTasks(runTask, int(kvHeads) * args.ranges, &args))
+  const int firstTask[] = {0, int(kvHeads) * args.ranges};
+  if (int32_t status = runTasks(Batch{&args, firstTask, 1}))
     return status;
   mergeRanges(args, heads, out);
   return 0;
@@ -523,8 +520,7 @@ xfrt_decode_attention_batched(const float *q, int64_t qStride, int64_t n, const 
     part += partFloats(kvHeads, ranges[i], heads, dV);
     firstTask[i + 1] = firstTask[i] + int(kvHeads) * sequences[i].ranges;
   }
-  Batch batch{sequences.data(), firstTask.data(), int(n)};
-  if (int32_t status = runTasks(runBatchTask, firstTask[n], &batch))
+  if (int32_t status = runTasks(Batch{sequences.data(), firstTask.data(), int(n)}))
     return status;
   for (int64_t i = 0; i < n; ++i)
     mergeRanges(sequences[i], heads, out + i * outStride);
