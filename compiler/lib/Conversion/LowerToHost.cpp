@@ -221,9 +221,16 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
     // A half cache gives the cached entry points their own kernel (float16 K/V), which alone
     // needs the batched step.
     spec.halfKeyValues = cachedMode && cachePlan.half();
-    spec.batchedDecode = cachePlan.packedCacheable && spec.causal && !attn.getKeySegments() &&
-                         (spec.rope == AttentionKernelSpec::Rope::None || !spec.ropeKeys) &&
-                         !options.cudaDevice && (cachedMode || !cachePlan.half());
+    const bool batchedStepWanted =
+        cachePlan.packedCacheable && spec.causal && !attn.getKeySegments() &&
+        (spec.rope == AttentionKernelSpec::Rope::None || !spec.ropeKeys) && !options.cudaDevice &&
+        (cachedMode || !cachePlan.half());
+    // libxfrt's xfrt_decode_attention takes the decode steps (one query row, single or
+    // batched) of the kernels it handles; only the others need the Halide `<kernel>_batched`
+    // pipeline (compiling it anyway cost ~0.5 s and an object per cached attention kernel).
+    const bool decodeInRuntime =
+        !options.cudaDevice && options.decodeAttentionIsa >= 0 && decodeAttentionHandles(spec);
+    spec.batchedDecode = batchedStepWanted && !decodeInRuntime;
     spec.name = nameKernel(spec);
     // Plain variables: lambdas may not capture structured bindings before C++20.
     const auto cacheOffsets = cachePlan.offsets.lookup(op);
@@ -251,7 +258,7 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
       HalideBufferArg keys = cacheSlotsArg(attn.getKey(), keyOffset, kvHeads);
       HalideBufferArg values = cacheSlotsArg(attn.getValue(), valueOffset, kvHeads);
       HalideBufferArg out = segmentArg(v, i64(0), countArg);
-      if (!options.cudaDevice && options.decodeAttentionIsa >= 0 && decodeAttentionHandles(spec)) {
+      if (decodeInRuntime) {
         BatchedDecodeAttentionCall decode;
         decode.query = query.host, decode.queryStride = query.dims[1].second;
         decode.count = countArg, decode.slots = slotsArg, decode.starts = startsArg;
@@ -281,7 +288,7 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
         return callHalidePipeline(*b, loc, *program.module, spec.name, args, {},
                                   options.cudaDevice);
       };
-      if (options.cudaDevice || options.decodeAttentionIsa < 0 || !decodeAttentionHandles(spec))
+      if (!decodeInRuntime)
         return halide();
       DecodeAttentionCall decode;
       decode.query = query.host, decode.rows = rows;
@@ -296,7 +303,7 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
       return callDecodeAttentionOrPipeline(*b, loc, *program.module, decode, halide);
     };
     scf::IfOp batched;
-    if (*segmented && cachedMode && spec.batchedDecode) {
+    if (*segmented && cachedMode && batchedStepWanted) {
       batched = scf::IfOp::create(*b, loc, TypeRange{b->getI32Type()}, batchedDecodeStep,
                                   /*addThenBlock=*/true, /*addElseBlock=*/true);
       b->setInsertionPointToStart(batched.thenBlock());
