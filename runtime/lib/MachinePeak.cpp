@@ -163,6 +163,37 @@ double measureReadBandwidth(int threads) {
   return double(n) * 4 / best * 1e-9;
 }
 
+ProductPeaks measureProductPeaks(int threads, long iterations, bool withBf16) {
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  const int lanes = avx512 ? 16 : 8;
+  // The OS-level flag (cpuinfo), as for MachinePeak::flags.
+  withBf16 = withBf16 && (" " + cpuInfoField("flags") + " ").find(" avx512_bf16 ") !=
+                             std::string::npos;
+  volatile float sink = 0;
+  auto seconds = [&](float (*loop)(long)) {
+    return timeOnThreads(threads, [&](int) { sink = loop(iterations); });
+  };
+  // Passes interleaved, best of 3 each: on a shared machine both products then see the same
+  // neighbours, and their ratio (what --bf16-products=auto reads) holds.
+  double fp32 = 1e30, bf16 = 1e30;
+  for (int rep = 0; rep < 3; ++rep) {
+    fp32 = std::min(fp32, seconds(avx512 ? fmaLoop512 : fmaLoop256));
+    if (withBf16)
+      bf16 = std::min(bf16, seconds(dotBf16Loop512));
+  }
+  (void)sink;
+  // 12 chains of one FMA (2 FLOP a lane) or one 2-way bf16 dot (4 FLOP a lane) per iteration.
+  ProductPeaks peaks;
+  peaks.fp32 = threads * double(iterations) * 12 * lanes * 2 * 1e-9 / fp32;
+  if (withBf16)
+    peaks.bf16 = threads * double(iterations) * 12 * 16 * 4 * 1e-9 / bf16;
+  return peaks;
+}
+
+bool bf16ProductsPay(const ProductPeaks &peaks) {
+  return peaks.bf16 > 0 && peaks.fp32 > 0 && peaks.bf16 >= kBf16ProductMargin * peaks.fp32;
+}
+
 MachinePeak measurePeak(int threads, bool withBf16) {
   MachinePeak peak;
   peak.cpu = cpuInfoField("model name");
@@ -172,30 +203,11 @@ MachinePeak measurePeak(int threads, bool withBf16) {
                         "avx512_vnni", "amx_tile", "amx_bf16"})
     if ((" " + flags + " ").find(std::string(" ") + f + " ") != std::string::npos)
       peak.flags += (peak.flags.empty() ? "" : " ") + std::string(f);
-
-  const bool avx512 = __builtin_cpu_supports("avx512f");
-  peak.isa = avx512 ? "avx512 fma" : "avx2 fma";
-  const int lanes = avx512 ? 16 : 8;
-  double best = 1e30;
-  volatile float sink = 0;
-  for (int rep = 0; rep < 3; ++rep)
-    best = std::min(best, timeOnThreads(threads, [&](int) {
-                      sink = avx512 ? fmaLoop512(kIterations) : fmaLoop256(kIterations);
-                    }));
-  peak.gflops = threads * double(kIterations) * 12 * lanes * 2 / best * 1e-9;
-
-  // The OS-level flag (cpuinfo), as for the flags above.
-  if (withBf16 && (" " + peak.flags + " ").find(" avx512_bf16 ") != std::string::npos) {
-    best = 1e30;
-    for (int rep = 0; rep < 3; ++rep)
-      best = std::min(best, timeOnThreads(threads, [&](int) {
-                        sink = dotBf16Loop512(kIterations);
-                      }));
-    peak.bf16Gflops = threads * double(kIterations) * 12 * 16 * 4 / best * 1e-9;
-  }
-
+  peak.isa = __builtin_cpu_supports("avx512f") ? "avx512 fma" : "avx2 fma";
+  ProductPeaks products = measureProductPeaks(threads, kIterations, withBf16);
+  peak.gflops = products.fp32;
+  peak.bf16Gflops = products.bf16;
   peak.readGBs = measureReadBandwidth(threads);
-  (void)sink;
   return peak;
 }
 

@@ -24,3 +24,19 @@ TEST(MachinePeak, Bf16DotProductPeakWhereTheCpuHasIt) {
 }
 
 } // namespace
+
+// The --bf16-gemm-inputs choice on the peaks measured on the CPUs seen (docs/bench.md).
+TEST(MachinePeak, Bf16ProductsPayOnlyWellAboveTheFp32Peak) {
+  EXPECT_TRUE(xfrt::bf16ProductsPay({/*fp32=*/310, /*bf16=*/620}));  // Zen 4/5
+  EXPECT_FALSE(xfrt::bf16ProductsPay({/*fp32=*/343, /*bf16=*/168})); // Xeon without AMX
+  EXPECT_FALSE(xfrt::bf16ProductsPay({/*fp32=*/300, /*bf16=*/0}));   // no AVX512-BF16
+  EXPECT_FALSE(xfrt::bf16ProductsPay({/*fp32=*/300, /*bf16=*/360}));  // below the margin
+  EXPECT_TRUE(xfrt::bf16ProductsPay({/*fp32=*/300, /*bf16=*/300 * xfrt::kBf16ProductMargin}));
+  EXPECT_FALSE(xfrt::bf16ProductsPay({/*fp32=*/0, /*bf16=*/300}));    // nothing measured
+}
+
+TEST(MachinePeak, ProductPeaksAreWhatMeasurePeakReports) {
+  xfrt::ProductPeaks peaks = xfrt::measureProductPeaks(1, 2'000'000, /*withBf16=*/false);
+  EXPECT_TRUE(std::isfinite(peaks.fp32) && peaks.fp32 > 0);
+  EXPECT_EQ(peaks.bf16, 0); // not asked for
+}

@@ -71,6 +71,17 @@ cl::opt<bool> bf16GemmInputs(
     cl::desc("With --weight-type=bf16: also round multi-row GEMM inputs to bfloat16 (AVX-512 "
              "BF16 dot products; float32 sums). Faster prefill, bfloat16-level accuracy"),
     cl::cat(xfcCategory));
+cl::opt<Bf16Products> bf16Products(
+    "bf16-products", cl::init(Bf16Products::Auto),
+    cl::desc("With --bf16-gemm-inputs: which products its GEMMs run on"),
+    cl::values(clEnumValN(Bf16Products::Auto, "auto",
+                          "bf16 dot products where this CPU's measured bf16 peak beats its fp32 "
+                          "FMA peak by 25 %, else float32 products (default; a target other "
+                          "than host is not measured: bf16)"),
+               clEnumValN(Bf16Products::On, "on", "bf16 dot products (AVX512-BF16)"),
+               clEnumValN(Bf16Products::Off, "off",
+                          "float32 products on the bf16 weights (as --weight-type=bf16 alone)")),
+    cl::cat(xfcCategory));
 cl::opt<std::string> quantizedLike(
     "quantized-like",
     cl::desc(
@@ -344,7 +355,8 @@ bool xfc::parseCommandLine(int argc, char **argv) {
   // Options given twice would silently keep the last; ranges LLVM's parser does not check.
   for (cl::Option *o :
        {(cl::Option *)&outputFilename, (cl::Option *)&emitAction, (cl::Option *)&optLevel,
-        (cl::Option *)&target, (cl::Option *)&weightType, (cl::Option *)&tuningDb,
+        (cl::Option *)&target, (cl::Option *)&weightType, (cl::Option *)&bf16Products,
+        (cl::Option *)&tuningDb,
         (cl::Option *)&quantizedLike, (cl::Option *)&threads, (cl::Option *)&tuneBudget,
         (cl::Option *)&tuneDb, (cl::Option *)&tuneLengths, (cl::Option *)&tuneSeed,
         (cl::Option *)&tuneBatch, (cl::Option *)&tuneReport, (cl::Option *)&tuneCompare})
@@ -369,6 +381,11 @@ bool xfc::parseCommandLine(int argc, char **argv) {
     emitAction = Emit::Exe, binaryOutput = true;
   if (!tuneMode && binaryOutput && outputFilename == "-") {
     llvm::errs() << "xfc: error: --emit=exe and --emit=obj need -o FILE\n";
+    return false;
+  }
+  if (bf16Products.getNumOccurrences() && !bf16GemmInputs) {
+    llvm::errs() << "xfc: error: --bf16-products chooses the products of --bf16-gemm-inputs; "
+                    "give that too\n";
     return false;
   }
   if (train && (tuneMode || check)) {

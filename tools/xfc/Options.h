@@ -23,6 +23,7 @@ enum class Emit { AST, Xf, Fused, Kernels, Host, Halide, Ptx, LLVM, Asm, Obj, Ex
 enum class WeightType { F32, BF16 };
 enum class PackWeights { Load, Call };
 enum class KvCacheType { F32, F16 };
+enum class Bf16Products { Auto, On, Off };
 
 extern llvm::cl::opt<std::string> inputFilename, outputFilename;
 extern llvm::cl::opt<Emit> emitAction;
@@ -31,6 +32,7 @@ extern llvm::cl::opt<std::string> target;
 extern llvm::cl::opt<WeightType> weightType;
 extern llvm::cl::opt<PackWeights> packWeights;
 extern llvm::cl::opt<bool> bf16GemmInputs;
+extern llvm::cl::opt<Bf16Products> bf16Products;
 extern llvm::cl::opt<std::string> quantizedLike;
 extern llvm::cl::opt<bool> q8GemmInputs;
 extern llvm::cl::opt<bool> halideDecodeAttention;

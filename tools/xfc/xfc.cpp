@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Bf16Products.h"
 #include "Check.h"
 #include "Files.h"
 #include "Options.h"
@@ -124,7 +125,7 @@ static mlir::LogicalResult buildPipeline(Emit action, mlir::PassManager &pm) {
     options.tuning.target = *targetString;
     options.tuning.threads = threadCount();
     options.tuning.bf16Weights = weightType == WeightType::BF16;
-    options.tuning.bf16Activations = bf16GemmInputs;
+    options.tuning.bf16Activations = useBf16Products();
     options.tuning.blockParameters = options.defaults.blockParameters;
   }
   mlir::xf::buildKernelPipeline(pm, options);
@@ -168,13 +169,13 @@ static mlir::FailureOr<mlir::xf::HostOptions> hostOptionsFromFlags() {
   mlir::xf::HostOptions hostOptions;
   hostOptions.cudaDevice = mlir::xf::isCudaTarget(target);
   hostOptions.bf16Weights = weightType == WeightType::BF16;
-  hostOptions.bf16Activations = bf16GemmInputs;
   // The CUDA GEMM stages its own tiles in shared memory: weights stay as stored.
   hostOptions.packWeightsAtLoad = packWeights == PackWeights::Load && !hostOptions.cudaDevice;
   if (bf16GemmInputs && !hostOptions.bf16Weights) {
     llvm::errs() << "xfc: error: --bf16-gemm-inputs needs --weight-type=bf16\n";
     return mlir::failure();
   }
+  hostOptions.bf16Activations = useBf16Products();
   // The default is f16 on the CPU; a CUDA target keeps float32 (asked for f16, an error).
   hostOptions.halfKvCache = kvCacheType == KvCacheType::F16 &&
                             !(hostOptions.cudaDevice && !kvCacheType.getNumOccurrences());

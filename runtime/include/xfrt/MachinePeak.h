@@ -25,6 +25,21 @@ struct MachinePeak {
 // withBf16: also the bf16 dot-product peak (~0.5 s more; the benchmarks ask
 // for it, --profile's ceilings do not).
 MachinePeak measurePeak(int threads, bool withBf16 = false);
+
+// The two products a --bf16-gemm-inputs GEMM can run on, in GFLOP/s on `threads` threads:
+// fp32 FMA (AVX-512, else AVX2) and the bf16 dot product (vdpbf16ps; 0 where the CPU has no
+// AVX512-BF16 or withBf16 is false). `iterations` per chain trades time for noise: 50M (the
+// benchmarks') is ~0.1 s a pass on Zen 4, best of 3 passes.
+struct ProductPeaks {
+  double fp32 = 0, bf16 = 0;
+};
+ProductPeaks measureProductPeaks(int threads, long iterations, bool withBf16);
+// Whether bf16 dot products pay for a GEMM on a machine with these peaks: they must beat fp32
+// FMA by kBf16ProductMargin, since the bf16 GEMM also rounds its inputs on every call and
+// reaches a smaller share of its peak (Zen 4: bf16 peak 2.0x fp32, GPT-2 prefill 1.9x faster;
+// an Intel Xeon without AMX: bf16 peak 0.49x fp32, prefill 1.6x slower).
+constexpr double kBf16ProductMargin = 1.25;
+bool bf16ProductsPay(const ProductPeaks &peaks);
 // The read bandwidth alone (GB/s, best of 3 passes over 512 MiB; ~0.3 s): the benchmarks
 // measure it right beside each timed decode, since a VM's bandwidth moves with its
 // neighbours from one minute to the next.
