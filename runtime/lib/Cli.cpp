@@ -36,6 +36,33 @@ bool parseReal(const std::string &s, double &out) {
   return end == s.c_str() + s.size() && std::isfinite(out);
 }
 
+// A size in bytes: digits, optionally followed by K, M or G (1024-based).
+bool parseByteSize(const std::string &s, uint64_t &out) {
+  if (s.empty())
+    return false;
+  uint64_t scale = 1;
+  std::string digits = s;
+  switch (s.back()) {
+  case 'K':
+  case 'k':
+    scale = uint64_t(1) << 10;
+    break;
+  case 'M':
+  case 'm':
+    scale = uint64_t(1) << 20;
+    break;
+  case 'G':
+  case 'g':
+    scale = uint64_t(1) << 30;
+    break;
+  default:
+    break;
+  }
+  if (scale != 1)
+    digits.pop_back();
+  return parseUnsigned(digits, uint64_t(1) << 50, out) && !__builtin_mul_overflow(out, scale, &out);
+}
+
 enum class Kind { Flag, String, Seed, Count, Real, Id, Many };
 
 // A flag's value as the parser read it (number: Seed, Count, Id; real: Real).
@@ -292,6 +319,25 @@ const Spec kSpecs[] = {
        return Status::success();
      },
      "--serve: the TCP port (default 8080; 0: any free port, printed on stderr)"},
+    {"--max-context", Kind::Count, "N", For::Decoders, setCount<&Options::maxContext>,
+     "--serve: positions one sequence may reach, prompt included (default: the model's "
+     "cache positions); each place's KV cache holds N"},
+    {"--kv-memory", Kind::String, "BYTES", For::Decoders,
+     [](Options &o, const Arg &a) -> Status {
+       if (!parseByteSize(a.text, o.kvMemory) || o.kvMemory == 0)
+         return makeError("--kv-memory: '" + a.text + "' is not a size in bytes (e.g. 512M, 2G)");
+       return Status::success();
+     },
+     "--serve: the most memory the running sequences' KV caches may reserve (bytes, or with "
+     "K/M/G: 1024-based); a request waits for room, and one that can never fit gets 413 "
+     "(default: no limit beyond --batch places of --max-context)"},
+    {"--step-tokens", Kind::Count, "N", For::All, setCount<&Options::stepTokens>,
+     "--serve: the most token rows one packed call runs (default 512): long prompts are "
+     "split over steps (chunked prefill), embedding requests over passes"},
+    {"--max-request-tokens", Kind::Count, "N", For::HiddenStates,
+     setCount<&Options::maxRequestTokens>,
+     "--serve: the most tokens of all inputs of one embeddings request (default 300000; "
+     "more: 413)"},
 };
 
 const Spec *findSpec(const std::string &name) {
@@ -380,6 +426,9 @@ Status checkServeOptions(const Options &o, const Manifest &m) {
                                                    : nullptr;
   if (notHere)
     return makeError(std::string(notHere) + " is not for --serve");
+  if (o.maxContext > 0 && o.maxContext > m.cachePositions)
+    return makeError("--max-context: " + std::to_string(o.maxContext) + " is more than model '" +
+                     m.model + "''s " + std::to_string(m.cachePositions) + " cache positions");
   if (!o.tokenizer.empty() && !o.vocab.empty())
     return makeError("give either --tokenizer or --vocab, not both");
   if (!o.merges.empty() && o.vocab.empty())
@@ -398,6 +447,12 @@ Status checkServeOptions(const Options &o, const Manifest &m) {
     if (o.eos && *o.eos >= m.vocab)
       return makeError("--eos: token id " + std::to_string(*o.eos) + " is out of range [0, " +
                        std::to_string(m.vocab) + ")");
+    if (o.maxRequestTokens)
+      return makeError("--max-request-tokens: model '" + m.model + "' outputs logits; the "
+                       "limit is for embeddings requests");
+  } else if (o.maxContext || o.kvMemory) {
+    return makeError(std::string(o.maxContext ? "--max-context" : "--kv-memory") + ": model '" +
+                     m.model + "' outputs hidden states (embeddings); it keeps no KV cache");
   } else if (o.maxNewTokens || o.samplingGiven || o.seedGiven || o.eos || o.noEos) {
     return makeError("model '" + m.model + "' outputs hidden states (embeddings); "
                      "--max-new-tokens/--temperature/--top-k/--top-p/--seed/--eos are for "
@@ -416,6 +471,12 @@ Status checkOptions(const Options &o, const Manifest &m) {
     return checkServeOptions(o, m);
   if (o.hostGiven || o.portGiven)
     return makeError(std::string(o.hostGiven ? "--host" : "--port") + " needs --serve");
+  if (o.maxContext || o.kvMemory || o.stepTokens || o.maxRequestTokens)
+    return makeError(std::string(o.maxContext   ? "--max-context"
+                                 : o.kvMemory   ? "--kv-memory"
+                                 : o.stepTokens ? "--step-tokens"
+                                                : "--max-request-tokens") +
+                     " needs --serve");
   if (!o.logitsOut.empty() && !m.outputIsLogits)
     return makeError("--logits-out: model '" + m.model +
                      "' outputs hidden states; use --hidden-out");

@@ -2,6 +2,7 @@
 #include "xfrt/ServeRequests.h"
 
 #include "xfrt/Json.h"
+#include "xfrt/KvCacheSlots.h"
 
 #include <cmath>
 
@@ -11,7 +12,16 @@ namespace {
 using Error = std::optional<RequestError>;
 
 Error fail(std::string param, std::string message) {
-  return RequestError{std::move(param), std::move(message)};
+  return RequestError{std::move(param), std::move(message), 400};
+}
+
+Error tooLarge(std::string param, std::string message) {
+  return RequestError{std::move(param), std::move(message), 413};
+}
+
+std::string overPositions(const std::string &param, size_t tokens, const ServeLimits &limits) {
+  return param + " has " + std::to_string(tokens) + " tokens, more than " +
+         limits.maxTokensName + " " + std::to_string(limits.maxTokens) + " positions";
 }
 
 // The body as one JSON object (bounded: depth 8 is enough for every accepted shape).
@@ -45,9 +55,7 @@ Error parseIds(const JsonValue &v, const ServeLimits &limits, const std::string 
   if (v.items.empty())
     return fail(param, param + " is an empty list of token ids");
   if (int64_t(v.items.size()) > limits.maxTokens)
-    return fail(param, param + " has " + std::to_string(v.items.size()) +
-                           " tokens, more than the model's " + std::to_string(limits.maxTokens) +
-                           " positions");
+    return fail(param, overPositions(param, v.items.size(), limits));
   out.clear();
   for (size_t i = 0; i < v.items.size(); ++i) {
     const JsonValue &id = v.items[i];
@@ -77,9 +85,7 @@ Error parseText(const JsonValue &v, const ServeLimits &limits, const std::string
   if (out.empty())
     return fail(param, param + " has no tokens");
   if (int64_t(out.size()) > limits.maxTokens)
-    return fail(param, param + " has " + std::to_string(out.size()) +
-                           " tokens, more than the model's " + std::to_string(limits.maxTokens) +
-                           " positions");
+    return fail(param, overPositions(param, out.size(), limits));
   for (int32_t id : out)
     if (id >= limits.vocab)
       return fail(param, param + ": the tokenizer gave id " + std::to_string(id) +
@@ -157,6 +163,15 @@ Error parseGeneration(const JsonValue &body, const ServeLimits &limits,
   return std::nullopt;
 }
 
+// The request's worst case against the KV memory budget (413 naming --kv-memory).
+Error checkKvBudget(const ServeLimits &limits, const CompletionRequest &r) {
+  int64_t positions = kvReservedPositions(int64_t(r.prompt.size()), r.maxTokens, limits.maxTokens);
+  if (std::optional<std::string> why =
+          kvBudgetRefusal(positions, limits.kvBlockBytes, limits.kvMemoryBytes))
+    return tooLarge("max_tokens", *why);
+  return std::nullopt;
+}
+
 } // namespace
 
 std::optional<RequestError> parseCompletionRequest(std::string_view text, const ServeLimits &limits,
@@ -187,7 +202,9 @@ std::optional<RequestError> parseCompletionRequest(std::string_view text, const 
   }
   if (const JsonValue *s = body.find("echo"); s && !s->isNull() && !(s->isBool() && !s->boolean))
     return fail("echo", "echo is not supported (only false)");
-  return parseGeneration(body, limits, defaults, out);
+  if (Error e = parseGeneration(body, limits, defaults, out))
+    return e;
+  return checkKvBudget(limits, out);
 }
 
 std::optional<RequestError> parseChatRequest(std::string_view text, const ServeLimits &limits,
@@ -232,7 +249,9 @@ std::optional<RequestError> parseChatRequest(std::string_view text, const ServeL
   // The template writes its own BOS text; the rendered prompt is checked like a text prompt.
   if (Error e = parseText(rendered, limits, "messages", false, out.prompt))
     return e;
-  return parseGeneration(body, limits, defaults, out);
+  if (Error e = parseGeneration(body, limits, defaults, out))
+    return e;
+  return checkKvBudget(limits, out);
 }
 
 std::optional<RequestError> parseEmbeddingRequest(std::string_view text, const ServeLimits &limits,
@@ -256,8 +275,16 @@ std::optional<RequestError> parseEmbeddingRequest(std::string_view text, const S
               : v.isArray() ? parseIds(v, limits, param, out.inputs.back())
                             : fail(param, param + " must be a string or an array of token ids, "
                                                   "not " + describeJson(v));
-    if (!e)
-      out.tokens += int64_t(out.inputs.back().size());
+    if (e)
+      return e;
+    out.tokens += int64_t(out.inputs.back().size());
+    if (limits.maxRequestTokens > 0 && out.tokens > limits.maxRequestTokens)
+      return tooLarge("input", "input has more than " + std::to_string(limits.maxRequestTokens) +
+                                   " tokens (" + std::to_string(out.tokens) + " in its first " +
+                                   std::to_string(out.inputs.size()) +
+                                   " inputs): the server's limit of tokens a request "
+                                   "(--max-request-tokens " +
+                                   std::to_string(limits.maxRequestTokens) + ")");
     return e;
   };
   if (input->isString() || (input->isArray() && !input->items.empty() &&

@@ -48,6 +48,12 @@ add_test(NAME runtime-optimizer
          COMMAND ${Python3_EXECUTABLE} ${XF_SOURCE_DIR}/test/Runtime/optimizer_e2e.py
                  $<TARGET_FILE:xf-optimizer-steps> ${XF_SOURCE_DIR}/test/reference)
 
+# --serve's per-request limits, KV budget and KV slots' memory (runtime/lib/KvCacheSlots.cpp).
+xf_add_unit_test(xf-serve-limits-test
+  SOURCES RuntimeServeLimitsTest.cpp
+  LIBS xfRuntime)
+target_include_directories(xf-serve-limits-test PRIVATE ${XF_RUNTIME_TEST_INPUTS})
+
 # One decode step of attention (runtime/lib/DecodeAttention.cpp), every ISA of this CPU.
 xf_add_unit_test(xf-decode-attention-test
   SOURCES RuntimeDecodeAttentionTest.cpp

@@ -96,6 +96,11 @@ struct Options {
   std::string host = "127.0.0.1";
   int port = kDefaultServePort;
   bool hostGiven = false, portGiven = false;
+  // --serve's bounds on work and memory (docs/serving.md "Limits"); 0: the default.
+  int64_t maxContext = 0;       // --max-context N: positions of one sequence (decoders)
+  uint64_t kvMemory = 0;        // --kv-memory BYTES: the KV caches' budget (decoders)
+  int64_t stepTokens = 0;       // --step-tokens N: token rows of one packed call
+  int64_t maxRequestTokens = 0; // --max-request-tokens N: tokens of an embeddings request
 
   bool haveTokens() const { return !tokens.empty(); }
   bool haveSource() const { return !sourceTokens.empty() || !sourcePrompts.empty(); }

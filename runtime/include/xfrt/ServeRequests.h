@@ -2,8 +2,9 @@
 //
 // Parses and checks the bodies of POST /v1/completions, /v1/chat/completions and /v1/embeddings
 // (docs/serving.md)
-// without any HTTP: the server answers a RequestError with status 400 and an OpenAI-style error
-// object naming `param`. Everything a sequence needs is checked here (ids in the vocabulary,
+// without any HTTP: the server answers a RequestError with its status (400, or 413 for a
+// request over one of the server's per-request limits) and an OpenAI-style error object
+// naming `param`. Everything a sequence needs is checked here (ids in the vocabulary,
 // lengths within the model's positions, sampling parameters in range), so a request that parses
 // cannot fail in the scheduler. Unknown members are errors (a misspelt "max_token" would
 // otherwise be ignored silently), except "model" and "user", which OpenAI clients send.
@@ -28,6 +29,9 @@ namespace xfrt {
 constexpr size_t kMaxServeBodyBytes = size_t(4) << 20;
 // Embedding inputs in one request.
 constexpr int64_t kMaxEmbeddingInputs = 2048;
+// Tokens of all inputs of one embeddings request, unless --max-request-tokens says otherwise
+// (OpenAI's limit on its embeddings endpoint).
+constexpr int64_t kDefaultMaxRequestTokens = 300000;
 // max_tokens above this is an error (a sequence also stops at the model's positions).
 constexpr int64_t kMaxServeNewTokens = 1000000;
 
@@ -35,6 +39,11 @@ constexpr int64_t kMaxServeNewTokens = 1000000;
 struct ServeLimits {
   int64_t vocab = 0;     // every id < vocab
   int64_t maxTokens = 0; // positions of one prompt or input (>= 1)
+  std::string maxTokensName = "the model's"; // whose positions they are, for messages
+  int64_t maxRequestTokens = kDefaultMaxRequestTokens; // Σ tokens of an embeddings request
+  // Completions: a request's worst case (prompt + max_tokens, within maxTokens) in KV blocks
+  // of kvBlockBytes must fit kvMemoryBytes (KvCacheSlots.h); 0: no budget.
+  int64_t kvBlockBytes = 0, kvMemoryBytes = 0;
   const Tokenizer *tokenizer = nullptr; // text inputs need one
   std::optional<int32_t> bos;           // text prompts start with it (LoadedTokenizer::bos)
 };
@@ -62,6 +71,7 @@ struct EmbeddingRequest {
 struct RequestError {
   std::string param; // the member at fault; empty for the body as a whole
   std::string message;
+  int status = 400;  // 413: over a per-request limit of the server (the message names it)
 };
 
 // prompt: a string (tokenized) or an array of token ids; max_tokens, temperature, top_k, top_p,
