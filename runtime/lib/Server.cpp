@@ -17,14 +17,19 @@
 
 #include <httplib.h>
 
+#include <arpa/inet.h>
 #include <atomic>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <dirent.h>
 #include <memory>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sys/socket.h>
 
 namespace xfrt {
 namespace {
@@ -57,6 +62,58 @@ std::string idList(const std::vector<int32_t> &ids, size_t from = 0) {
   return out + "]";
 }
 
+// The socket of the connection `req` came on: cpp-httplib 0.11 does not hand it to a handler,
+// so it is found among the process's descriptors by the request's two addresses (the
+// connection's thread holds it open until the handler returns). -1 when not found.
+int connectionSocket(const httplib::Request &req) {
+  DIR *dir = ::opendir("/proc/self/fd");
+  if (!dir)
+    return -1;
+  auto matches = [](const sockaddr_storage &a, const std::string &addr, int port) {
+    char text[INET6_ADDRSTRLEN] = {};
+    if (a.ss_family == AF_INET) {
+      auto *in = reinterpret_cast<const sockaddr_in *>(&a);
+      ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
+      return ntohs(in->sin_port) == port && addr == text;
+    }
+    if (a.ss_family == AF_INET6) {
+      auto *in = reinterpret_cast<const sockaddr_in6 *>(&a);
+      ::inet_ntop(AF_INET6, &in->sin6_addr, text, sizeof text);
+      return ntohs(in->sin6_port) == port && addr == text;
+    }
+    return false;
+  };
+  int found = -1;
+  while (dirent *e = ::readdir(dir)) {
+    char *end = nullptr;
+    long fd = std::strtol(e->d_name, &end, 10);
+    if (*e->d_name == '.' || *end || fd == ::dirfd(dir))
+      continue;
+    sockaddr_storage peer{}, self{};
+    socklen_t n = sizeof peer, m = sizeof self;
+    if (::getpeername(int(fd), reinterpret_cast<sockaddr *>(&peer), &n) != 0 ||
+        !matches(peer, req.remote_addr, req.remote_port))
+      continue;
+    if (req.local_port >= 0 &&
+        (::getsockname(int(fd), reinterpret_cast<sockaddr *>(&self), &m) != 0 ||
+         !matches(self, req.local_addr, req.local_port)))
+      continue;
+    found = int(fd);
+    break;
+  }
+  ::closedir(dir);
+  return found;
+}
+
+// Whether the client has closed (or shut down its side of) the connection `fd`.
+bool clientHungUp(int fd) {
+  pollfd p{fd, POLLRDHUP, 0};
+  return fd >= 0 && ::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+}
+
+// How often a connection thread waiting for a whole reply looks for its client's hang-up.
+constexpr std::chrono::milliseconds kHangUpPoll{20};
+
 // One completion's results, filled by the scheduler thread and read by its connection thread.
 struct Completion {
   std::mutex mutex;
@@ -73,13 +130,18 @@ public:
   Server(const Options &o, const Manifest &m, Session &session, const LoadedTokenizer &tok,
          std::optional<ChatSetup> chat, std::string noChat)
       : o_(o), m_(m), tok_(tok.tokenizer.get()), chat_(std::move(chat)), noChat_(std::move(noChat)),
-        scheduler_(session, o.batchSize > 0 ? o.batchSize : kDefaultBatchChunk, o.pool,
-                   o.normalize, kMaxQueuedRequests) {
+        scheduler_(session, serveConfig(o)) {
     limits_.vocab = m.vocab;
+    limits_.maxRequestTokens = o.maxRequestTokens > 0 ? o.maxRequestTokens
+                                                      : kDefaultMaxRequestTokens;
     limits_.tokenizer = tok_;
     limits_.bos = tok.bos;
     if (m.outputIsLogits) {
       limits_.maxTokens = scheduler_.positionLimit();
+      if (o.maxContext)
+        limits_.maxTokensName = "--max-context's";
+      limits_.kvBlockBytes = scheduler_.kvBlockBytes();
+      limits_.kvMemoryBytes = int64_t(o.kvMemory);
       defaults_.maxTokens = o.maxNewTokens > 0 ? o.maxNewTokens : 16;
       defaults_.sampling = o.sampling;
       defaults_.seed = o.samplingSeed;
@@ -102,6 +164,17 @@ public:
   int run();
 
 private:
+  static ServeConfig serveConfig(const Options &o) {
+    ServeConfig c;
+    c.places = o.batchSize > 0 ? o.batchSize : kDefaultBatchChunk;
+    c.maxContext = o.maxContext;
+    c.stepTokens = o.stepTokens > 0 ? o.stepTokens : kDefaultStepTokens;
+    c.kvMemoryBytes = int64_t(o.kvMemory);
+    c.pool = o.pool;
+    c.normalize = o.normalize;
+    c.maxQueued = kMaxQueuedRequests;
+    return c;
+  }
   void routes();
   // POST /v1/completions, or /v1/chat/completions with `chat`.
   void completions(const httplib::Request &req, httplib::Response &res, bool chat);
@@ -170,10 +243,21 @@ void Server::routes() {
       });
   http_.Get("/health", [this](const httplib::Request &, httplib::Response &res) {
     ServeScheduler::Load l = scheduler_.load();
-    res.set_content("{\"status\": \"" + std::string(draining_ ? "stopping" : "ok") +
-                        "\", \"running\": " + std::to_string(l.running) +
-                        ", \"waiting\": " + std::to_string(l.waiting) + "}\n",
-                    "application/json");
+    auto n = [](int64_t v) { return std::to_string(v); };
+    res.set_content(
+        "{\"status\": \"" + std::string(draining_ ? "stopping" : "ok") +
+            "\", \"running\": " + n(int64_t(l.running)) + ", \"waiting\": " +
+            n(int64_t(l.waiting)) + ", \"tokens\": " + n(l.decode.tokens) + ", \"steps\": " +
+            n(l.decode.steps) + ", \"max_step_rows\": " + n(l.decode.maxStepRows) +
+            ", \"cancelled\": " + n(l.decode.cancelled + l.embeddingsCancelled) +
+            ", \"kv_block_bytes\": " + n(l.kv.blockBytes) + ", \"kv_blocks_in_use\": " +
+            n(l.kv.blocksInUse) + ", \"kv_blocks_reserved\": " + n(l.kv.blocksReserved) +
+            ", \"kv_blocks_reserved_peak\": " + n(l.kv.peakBlocksReserved) +
+            ", \"max_running\": " + n(l.decode.maxActive) +
+            ", \"kv_blocks_budget\": " + n(l.kv.budgetBlocks) + ", \"embedding_calls\": " +
+            n(l.embeddingCalls) + ", \"embedded_inputs\": " + n(l.embeddedInputs) +
+            ", \"max_embedding_call_tokens\": " + n(l.maxEmbeddingCallTokens) + "}\n",
+        "application/json");
   });
   http_.Get("/v1/models", [this](const httplib::Request &, httplib::Response &res) {
     res.set_content("{\"object\": \"list\", \"data\": [{\"id\": " + quoteJson(m_.model) +
@@ -239,7 +323,7 @@ void Server::completions(const httplib::Request &req, httplib::Response &res, bo
   if (std::optional<RequestError> e =
           chat ? parseChatRequest(req.body, limits_, defaults_, chat_->chatTemplate, request)
                : parseCompletionRequest(req.body, limits_, defaults_, request))
-    return sendError(res, 400, e->message, e->param);
+    return sendError(res, e->status, e->message, e->param);
   // A reply's end-of-turn token is not part of its text (as --chat prints it).
   std::optional<int32_t> hidden;
   if (chat && chatEos_ && *chatEos_ == chat_->endOfTurn)
@@ -278,8 +362,12 @@ void Server::completions(const httplib::Request &req, httplib::Response &res, bo
   int64_t promptTokens = int64_t(request.prompt.size());
 
   if (!request.stream) {
+    // A client that hangs up cancels its sequence (the scheduler drops it at its next step).
+    int socket = connectionSocket(req);
     std::unique_lock<std::mutex> lock(state->mutex);
-    state->changed.wait(lock, [&] { return state->done; });
+    while (!state->changed.wait_for(lock, kHangUpPoll, [&] { return state->done; }))
+      if (!state->cancelled && clientHungUp(socket))
+        state->cancelled = true;
     if (!state->error.empty())
       return sendError(res, 500, state->error);
     std::string text;
@@ -309,15 +397,24 @@ void Server::completions(const httplib::Request &req, httplib::Response &res, bo
     stream->text = std::make_unique<TextStream>(
         tok_, [s = stream.get()](const char *b, size_t n) { s->pending.append(b, n); });
   res.set_header("Cache-Control", "no-cache");
+  int socket = connectionSocket(req); // the provider runs on this connection's thread
   res.set_chunked_content_provider(
       "text/event-stream",
-      [this, state, stream, id, promptTokens, chat, hidden](size_t, httplib::DataSink &sink) {
+      [this, state, stream, id, promptTokens, chat, hidden, socket](size_t,
+                                                                    httplib::DataSink &sink) {
         std::vector<int32_t> fresh;
         bool done;
         std::string error, finish;
         {
           std::unique_lock<std::mutex> lock(state->mutex);
-          state->changed.wait(lock, [&] { return state->done || state->ids.size() > stream->sent; });
+          // Between tokens (a long prefill) a hang-up is seen by polling, not by a write.
+          while (!state->changed.wait_for(lock, kHangUpPoll, [&] {
+            return state->done || state->ids.size() > stream->sent;
+          }))
+            if (clientHungUp(socket)) {
+              state->cancelled = true;
+              return false;
+            }
           fresh.assign(state->ids.begin() + long(stream->sent), state->ids.end());
           stream->sent = state->ids.size();
           done = state->done;
@@ -389,7 +486,7 @@ void Server::embeddings(const httplib::Request &req, httplib::Response &res) {
   InFlight inFlight(inFlight_);
   EmbeddingRequest request;
   if (std::optional<RequestError> e = parseEmbeddingRequest(req.body, limits_, request))
-    return sendError(res, 400, e->message, e->param);
+    return sendError(res, e->status, e->message, e->param);
   struct Result {
     std::mutex mutex;
     std::condition_variable ready;
@@ -401,6 +498,8 @@ void Server::embeddings(const httplib::Request &req, httplib::Response &res) {
   EmbeddingJob job;
   size_t n = request.inputs.size();
   job.inputs = std::move(request.inputs);
+  auto gone = std::make_shared<std::atomic<bool>>(false);
+  job.cancelled = [gone] { return gone->load(); };
   job.done = [result](const Status &s, std::vector<float> v) {
     std::lock_guard<std::mutex> lock(result->mutex);
     result->done = true;
@@ -411,8 +510,11 @@ void Server::embeddings(const httplib::Request &req, httplib::Response &res) {
   if (!scheduler_.submit(std::move(job)))
     return sendError(res, 503, "the server is busy: " + std::to_string(kMaxQueuedRequests) +
                                " requests are waiting; try again later");
+  int socket = connectionSocket(req);
   std::unique_lock<std::mutex> lock(result->mutex);
-  result->ready.wait(lock, [&] { return result->done; });
+  while (!result->ready.wait_for(lock, kHangUpPoll, [&] { return result->done; }))
+    if (!*gone && clientHungUp(socket))
+      *gone = true;
   if (!result->status)
     return sendError(res, 500, result->status.message());
   std::string out = "{\"object\": \"list\", \"data\": [";
