@@ -11,7 +11,8 @@ blocks or bytes, or compares the order of two events many steps apart; none time
   their turn and all complete); one that could never fit gets 413 naming --kv-memory.
 - --max-context: a longer prompt gets 400 naming it.
 - A client that hangs up on a non-streamed request cancels it: the server stops generating
-  (tokens counted) instead of running its max_tokens out.
+  (tokens counted) instead of running its max_tokens out; one that leaves a streamed request
+  during its 500-step prefill has it dropped before it generates a token.
 - Chunked prefill (--step-tokens 16): no step runs more than 16 token rows; a long prompt's
   reply is a single run's; a short request already decoding finishes before a 1000-token
   prompt that arrived after it gets its first token.
@@ -40,7 +41,7 @@ import check_serve  # noqa: E402  (ServerProcess, expect, check_error, run)
 from check_serve import ROOT, TIMEOUT, ServerProcess, check_error, expect, run  # noqa: E402
 
 GPT2 = "L=2,H=2,d_e=128,d_mlp=256,N_V=300,l_max=4096"  # 2 KiB of KV per position
-MINILM = "L=2,H=4,d_e=48,d_mlp=96,N_V=200,l_max=40"
+MINILM = "L=2,H=2,d_e=128,d_mlp=512,N_V=200,l_max=40"  # passes of ~1 ms: a wide window
 MiB = 1 << 20
 
 
@@ -150,7 +151,8 @@ def memory_and_budget(exe, weights):
 
 
 def cancellation(exe, weights):
-    server = ServerProcess([exe, *weights, "--serve", "--port", "0", "--batch", "4"])
+    server = ServerProcess([exe, *weights, "--serve", "--port", "0", "--batch", "4",
+                            "--step-tokens", "8"])
     try:
         # Four non-streamed requests of 4000 tokens whose clients hang up once they run.
         body = json.dumps({"prompt": [7, 8, 9], "max_tokens": 4000}).encode()
@@ -169,6 +171,21 @@ def cancellation(exe, weights):
                f"4 non-streamed requests of 4000 tokens whose clients left: "
                f"{h.get('tokens')} tokens generated (< 12000 of 16000), "
                f"{h.get('cancelled')} cancelled")
+        # A streamed request whose client leaves during its prefill (4000 prompt tokens in
+        # slices of 8: 500 steps) is dropped before it generates anything.
+        before = h
+        body = json.dumps({"prompt": [1] * 4000, "max_tokens": 50, "stream": True}).encode()
+        with socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT) as s:
+            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                      b"application/json\r\nContent-Length: " + str(len(body)).encode() +
+                      b"\r\n\r\n" + body)
+            wait_health(server, lambda h: h["steps"] > before["steps"])
+        h = wait_health(server, lambda h: h["running"] == 0 and h["waiting"] == 0)
+        expect(h.get("cancelled") == before.get("cancelled", 0) + 1 and
+               h.get("tokens") == before.get("tokens"),
+               f"a streamed request whose client left during its 500-step prefill: cancelled, "
+               f"{h.get('tokens', 0) - before.get('tokens', 0)} tokens generated "
+               f"(after {h['steps'] - before['steps']} steps)")
         # The server goes on.
         s, r = server.post("/v1/completions", {"prompt": [1, 2], "max_tokens": 3})
         expect(s == 200 and len(r["choices"][0]["token_ids"]) == 3,
@@ -263,9 +280,12 @@ def embeddings(xfc, work):
         with concurrent.futures.ThreadPoolExecutor(2) as pool:
             fb = pool.submit(ask, "big", {"input": big})
             wait_health(server, lambda h: h["running"] >= 1)
+            sent = time.monotonic()
             fs = pool.submit(ask, "small", {"input": small})
             (sb, rb), (ss, rs) = fb.result(), fs.result()
+            window = time.monotonic() - sent
         h = health(server)
+        print(f"(the big request ran {window:.2f} s after the small one was sent)")
         ok = sb == 200 and ss == 200 and len(rb["data"]) == 1200
         a = np.array(alone["data"][0]["embedding"]) if s == 200 else None
         b = np.array(rs["data"][0]["embedding"]) if ss == 200 else None
