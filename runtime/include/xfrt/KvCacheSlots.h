@@ -7,8 +7,8 @@
 // laid out [attention's K or V][head][position][column] (CachePlan.cpp, xf_cache_bytes), so
 // writing positions 0..p touches the first p rows of each (tensor, head) region and nothing
 // past them. Huge pages are refused for the range, so that one position costs a 4 KiB page per
-// region rather than 2 MiB: with 64 f32 columns a head, a page holds 16 positions — the
-// paging of a block-table KV cache, done by the MMU on the ABI's contiguous slots.
+// region rather than 2 MiB: with 64 columns a head, a page holds 32 positions of f16 (16 of
+// f32) — the paging of a block-table KV cache, done by the MMU on the ABI's contiguous slots.
 //
 // The runtime counts memory in blocks of kKvBlockPositions positions of one sequence (all its
 // layers' K and V): what is in use (positions written), and what admission reserves.
