@@ -338,6 +338,24 @@ const Spec kSpecs[] = {
      setCount<&Options::maxRequestTokens>,
      "--serve: the most tokens of all inputs of one embeddings request (default 300000; "
      "more: 413)"},
+    {"--api-key", Kind::String, "KEY", For::All,
+     [](Options &o, const Arg &a) -> Status {
+       if (a.text.empty())
+         return makeError("--api-key: the key is empty");
+       o.apiKey = a.text, o.apiKeyGiven = true;
+       return Status::success();
+     },
+     "--serve: requests must send 'Authorization: Bearer KEY' (default: $XF_API_KEY; /health "
+     "and /ready are open)"},
+    {"--insecure", Kind::Flag, nullptr, For::All, setTrue<&Options::insecure>,
+     "--serve: allow a --host beyond loopback without an API key"},
+    {"--allowed-origin", Kind::Many, "ORIGIN", For::All, append<&Options::allowedOrigins>,
+     "--serve: a browser origin (scheme://host[:port]) allowed besides loopback ones"},
+    {"--access-log", Kind::String, "FILE", For::All, setText<&Options::accessLog>,
+     "--serve: one JSON line per request, appended to FILE ('-': stderr)"},
+    {"--request-timeout", Kind::Count, "SECONDS", For::All, setCount<&Options::requestTimeout>,
+     "--serve: a request's head and body must arrive within SECONDS of its first byte "
+     "(default 30)"},
 };
 
 const Spec *findSpec(const std::string &name) {
@@ -401,6 +419,14 @@ Expected<Options> parseCommandLine(int argc, const char *const *argv) {
   return o;
 }
 
+bool isLoopbackHost(std::string_view host) {
+  if (host == "localhost" || host == "::1" || host == "[::1]")
+    return true;
+  if (host.substr(0, 4) != "127.")
+    return false;
+  return host.find_first_not_of("0123456789.") == std::string_view::npos;
+}
+
 namespace {
 
 // --serve takes its inputs from requests; the generation (decoders) or pooling (encoders)
@@ -433,6 +459,11 @@ Status checkServeOptions(const Options &o, const Manifest &m) {
     return makeError("give either --tokenizer or --vocab, not both");
   if (!o.merges.empty() && o.vocab.empty())
     return makeError("--merges needs --vocab vocab.json");
+  const char *envKey = std::getenv("XF_API_KEY");
+  if (!isLoopbackHost(o.host) && o.apiKey.empty() && !(envKey && *envKey) && !o.insecure)
+    return makeError("--host " + o.host + " can be reached from other machines: give "
+                     "--api-key KEY (or XF_API_KEY), or --insecure to serve without "
+                     "authentication");
   if (!o.chatTemplate.empty() && (!m.outputIsLogits || !o.haveTokenizer()))
     return makeError(!m.outputIsLogits ? "--chat-template: model '" + m.model +
                                              "' is not a decoder that outputs logits"
@@ -476,6 +507,14 @@ Status checkOptions(const Options &o, const Manifest &m) {
                                  : o.kvMemory   ? "--kv-memory"
                                  : o.stepTokens ? "--step-tokens"
                                                 : "--max-request-tokens") +
+                     " needs --serve");
+  if (o.apiKeyGiven || o.insecure || !o.allowedOrigins.empty() || !o.accessLog.empty() ||
+      o.requestTimeout)
+    return makeError(std::string(o.apiKeyGiven         ? "--api-key"
+                                 : o.insecure          ? "--insecure"
+                                 : o.requestTimeout    ? "--request-timeout"
+                                 : o.accessLog.empty() ? "--allowed-origin"
+                                                       : "--access-log") +
                      " needs --serve");
   if (!o.logitsOut.empty() && !m.outputIsLogits)
     return makeError("--logits-out: model '" + m.model +

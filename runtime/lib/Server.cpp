@@ -1,6 +1,7 @@
 //===- Server.cpp - --serve: the model behind an HTTP API -----------------===//
 //
-// cpp-httplib's connection threads parse requests (ServeRequests.h) and wait; the one
+// HttpServer (HttpServer.h) reads requests; its loop thread answers the cheap ones and the
+// refusals (onHead), its workers parse the bodies (ServeRequests.h) and wait; the one
 // ServeScheduler thread runs the model and hands results back through a shared
 // Completion / pending-embeddings state per request.
 //
@@ -9,35 +10,39 @@
 
 #include "xfrt/BatchFile.h"
 #include "xfrt/Chat.h"
+#include "xfrt/HttpServer.h"
 #include "xfrt/Json.h"
 #include "xfrt/PackedBatch.h"
+#include "xfrt/ServeAccess.h"
+#include "xfrt/ServeMetrics.h"
 #include "xfrt/ServeRequests.h"
 #include "xfrt/ServeScheduler.h"
 #include "xfrt/TextStream.h"
 
-#include <httplib.h>
-
-#include <arpa/inet.h>
 #include <atomic>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <dirent.h>
 #include <memory>
-#include <netinet/in.h>
-#include <poll.h>
 #include <pthread.h>
-#include <sys/socket.h>
+#include <unistd.h>
 
 namespace xfrt {
 namespace {
 
-// Requests waiting for a place, beyond which the server answers 503.
-constexpr size_t kMaxQueuedRequests = 1024;
 // After SIGINT/SIGTERM, how long running requests may take to finish.
 constexpr int kDrainSeconds = 60;
+// After the drain, how long stopping may take before the process ends regardless.
+constexpr int kStopSeconds = 10;
+// Connections open at once, and complete requests waiting for a worker (503 beyond).
+constexpr size_t kMaxConnections = 256;
+constexpr size_t kMaxQueuedRequests = 64;
+// Requests the scheduler may hold beyond its places: more than the workers can hand it.
+constexpr size_t kMaxScheduledRequests = 1024;
+// How often a worker waiting for the model looks whether its client is still there.
+constexpr std::chrono::milliseconds kClientCheck{50};
 
 std::string errorJson(const std::string &message, const char *type,
                       const std::string &param = "") {
@@ -45,14 +50,26 @@ std::string errorJson(const std::string &message, const char *type,
          "\", \"param\": " + (param.empty() ? "null" : quoteJson(param)) + ", \"code\": null}}";
 }
 
-void sendError(httplib::Response &res, int status, const std::string &message,
-               const std::string &param = "") {
+HttpResponse errorResponse(int status, const std::string &message,
+                           const std::string &param = "") {
+  HttpResponse res;
   res.status = status;
-  const char *type = status == 503 ? "server_busy"
+  const char *type = status == 503   ? "server_busy"
                      : status >= 500 ? "server_error"
                      : status == 404 ? "not_found_error"
+                     : status == 401 ? "authentication_error"
+                     : status == 403 ? "permission_error"
                                      : "invalid_request_error";
-  res.set_content(errorJson(message, type, param) + "\n", "application/json");
+  res.body = errorJson(message, type, param) + "\n";
+  if (status == 503)
+    res.headers.emplace_back("Retry-After", "1");
+  return res;
+}
+
+HttpResponse jsonResponse(std::string body) {
+  HttpResponse res;
+  res.body = std::move(body);
+  return res;
 }
 
 std::string idList(const std::vector<int32_t> &ids, size_t from = 0) {
@@ -61,58 +78,6 @@ std::string idList(const std::vector<int32_t> &ids, size_t from = 0) {
     out += (i > from ? "," : "") + std::to_string(ids[i]);
   return out + "]";
 }
-
-// The socket of the connection `req` came on: cpp-httplib 0.11 does not hand it to a handler,
-// so it is found among the process's descriptors by the request's two addresses (the
-// connection's thread holds it open until the handler returns). -1 when not found.
-int connectionSocket(const httplib::Request &req) {
-  DIR *dir = ::opendir("/proc/self/fd");
-  if (!dir)
-    return -1;
-  auto matches = [](const sockaddr_storage &a, const std::string &addr, int port) {
-    char text[INET6_ADDRSTRLEN] = {};
-    if (a.ss_family == AF_INET) {
-      auto *in = reinterpret_cast<const sockaddr_in *>(&a);
-      ::inet_ntop(AF_INET, &in->sin_addr, text, sizeof text);
-      return ntohs(in->sin_port) == port && addr == text;
-    }
-    if (a.ss_family == AF_INET6) {
-      auto *in = reinterpret_cast<const sockaddr_in6 *>(&a);
-      ::inet_ntop(AF_INET6, &in->sin6_addr, text, sizeof text);
-      return ntohs(in->sin6_port) == port && addr == text;
-    }
-    return false;
-  };
-  int found = -1;
-  while (dirent *e = ::readdir(dir)) {
-    char *end = nullptr;
-    long fd = std::strtol(e->d_name, &end, 10);
-    if (*e->d_name == '.' || *end || fd == ::dirfd(dir))
-      continue;
-    sockaddr_storage peer{}, self{};
-    socklen_t n = sizeof peer, m = sizeof self;
-    if (::getpeername(int(fd), reinterpret_cast<sockaddr *>(&peer), &n) != 0 ||
-        !matches(peer, req.remote_addr, req.remote_port))
-      continue;
-    if (req.local_port >= 0 &&
-        (::getsockname(int(fd), reinterpret_cast<sockaddr *>(&self), &m) != 0 ||
-         !matches(self, req.local_addr, req.local_port)))
-      continue;
-    found = int(fd);
-    break;
-  }
-  ::closedir(dir);
-  return found;
-}
-
-// Whether the client has closed (or shut down its side of) the connection `fd`.
-bool clientHungUp(int fd) {
-  pollfd p{fd, POLLRDHUP, 0};
-  return fd >= 0 && ::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
-}
-
-// How often a connection thread waiting for a whole reply looks for its client's hang-up.
-constexpr std::chrono::milliseconds kHangUpPoll{20};
 
 // One completion's results, filled by the scheduler thread and read by its connection thread.
 struct Completion {
@@ -125,12 +90,65 @@ struct Completion {
   std::atomic<bool> cancelled{false}; // the client went away
 };
 
+// The access log (--access-log): one JSON object per line, written whole under a lock.
+class AccessLog {
+public:
+  explicit AccessLog(const std::string &path) {
+    if (path.empty())
+      return;
+    file_ = path == "-" ? stderr : std::fopen(path.c_str(), "a");
+    if (!file_)
+      error_ = "--access-log: cannot open '" + path + "': " + std::strerror(errno);
+  }
+  ~AccessLog() {
+    if (file_ && file_ != stderr)
+      std::fclose(file_);
+  }
+  const std::string &error() const { return error_; }
+  bool enabled() const { return file_ != nullptr; }
+  void write(const HttpAccessRecord &r) {
+    char when[32];
+    std::time_t now = std::time(nullptr);
+    std::tm utc{};
+    gmtime_r(&now, &utc);
+    std::strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &utc);
+    char seconds[32];
+    std::snprintf(seconds, sizeof(seconds), "%.6f", r.seconds);
+    std::string line = std::string("{\"time\": \"") + when + "\", \"peer\": " +
+                       quoteJson(r.peer) + ", \"method\": " + quoteJson(validUtf8(r.method)) +
+                       ", \"path\": " + quoteJson(validUtf8(r.path.substr(0, 256))) +
+                       ", \"status\": " + std::to_string(r.status) +
+                       ", \"bytes_in\": " + std::to_string(r.bytesIn) +
+                       ", \"bytes_out\": " + std::to_string(r.bytesOut) +
+                       ", \"seconds\": " + seconds + "}\n";
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::fputs(line.c_str(), file_);
+    std::fflush(file_);
+  }
+
+private:
+  std::FILE *file_ = nullptr;
+  std::string error_;
+  std::mutex mutex_;
+};
+
+std::string apiKeyOf(const Options &o) {
+  if (!o.apiKey.empty())
+    return o.apiKey;
+  const char *env = std::getenv("XF_API_KEY");
+  return env ? env : "";
+}
+
 class Server {
 public:
   Server(const Options &o, const Manifest &m, Session &session, const LoadedTokenizer &tok,
          std::optional<ChatSetup> chat, std::string noChat)
       : o_(o), m_(m), tok_(tok.tokenizer.get()), chat_(std::move(chat)), noChat_(std::move(noChat)),
-        scheduler_(session, serveConfig(o)) {
+        places_(o.batchSize > 0 ? o.batchSize : kDefaultBatchChunk),
+        scheduler_(session, serveConfig(o)),
+        access_(apiKeyOf(o), isLoopbackHost(o.host), o.allowedOrigins), log_(o.accessLog),
+        http_(httpOptions(), [this](const HttpRequest &head) { return onHead(head); },
+              [this](HttpExchange &exchange) { onRequest(exchange); }) {
     limits_.vocab = m.vocab;
     limits_.maxRequestTokens = o.maxRequestTokens > 0 ? o.maxRequestTokens
                                                       : kDefaultMaxRequestTokens;
@@ -158,7 +176,6 @@ public:
       limits_.maxTokens = m.maxPositions > 0 ? m.maxPositions : kMaxTokensWithoutLimit;
     }
     created_ = int64_t(std::time(nullptr));
-    routes();
   }
 
   int run();
@@ -172,13 +189,41 @@ private:
     c.kvMemoryBytes = int64_t(o.kvMemory);
     c.pool = o.pool;
     c.normalize = o.normalize;
-    c.maxQueued = kMaxQueuedRequests;
+    c.maxQueued = kMaxScheduledRequests;
     return c;
   }
-  void routes();
+  HttpServerOptions httpOptions() {
+    HttpServerOptions h;
+    h.limits.maxBody = kMaxServeBodyBytes;
+    if (o_.requestTimeout > 0)
+      h.requestTimeout = std::chrono::seconds(o_.requestTimeout);
+    // One worker per client decoding at once, and some to spare for the rest.
+    h.workers = size_t(std::min<int64_t>(places_, 1024)) + 16;
+    h.maxConnections = kMaxConnections;
+    h.maxQueued = kMaxQueuedRequests;
+    h.accessLog = [this](const HttpAccessRecord &r) {
+      metrics_.request(r.status, r.seconds);
+      if (log_.enabled())
+        log_.write(r);
+    };
+    return h;
+  }
+  // The loop thread's part: access checks, cheap endpoints, refusals (HttpServer.h).
+  std::optional<HttpResponse> onHead(const HttpRequest &head);
+  std::optional<HttpResponse> routeHead(const HttpRequest &head);
+  HttpResponse preflight(const HttpRequest &head);
+  std::string metricsText();
+  // A worker's part: the POST endpoints.
+  void onRequest(HttpExchange &exchange);
   // POST /v1/completions, or /v1/chat/completions with `chat`.
-  void completions(const httplib::Request &req, httplib::Response &res, bool chat);
-  void embeddings(const httplib::Request &req, httplib::Response &res);
+  void completions(HttpExchange &exchange, bool chat);
+  void embeddings(HttpExchange &exchange);
+  template <typename Abandoned>
+  void streamCompletion(HttpExchange &exchange, const std::shared_ptr<Completion> &state,
+                        const std::string &id, int64_t promptTokens, bool chat,
+                        std::optional<int32_t> hidden, Abandoned abandoned);
+  // `res` with Access-Control-Allow-Origin when the request's Origin is allowed.
+  HttpResponse withOrigin(const HttpExchange &exchange, HttpResponse res) const;
   // A whole response, or a stream event (`event`: "first" or "next" for chat's deltas, "" for
   // a whole response); completionTokens < 0 leaves out usage.
   std::string completionJson(bool chat, const char *event, const std::string &id,
@@ -202,84 +247,142 @@ private:
   std::optional<ChatSetup> chat_; // the chat template, when the tokenizer has one
   std::string noChat_;            // why not, otherwise
   std::optional<int32_t> chatEos_;
+  int64_t places_;
   ServeScheduler scheduler_;
-  httplib::Server http_;
+  ServeAccess access_;
+  ServeMetrics metrics_;
+  AccessLog log_;
+  HttpServer http_;
   std::atomic<bool> draining_{false}, finished_{false};
   std::atomic<int> inFlight_{0};
   std::atomic<int64_t> nextId_{0};
   int64_t created_ = 0;
 };
 
-void Server::routes() {
-  http_.set_payload_max_length(kMaxServeBodyBytes);
-  http_.set_read_timeout(30);
-  http_.set_write_timeout(30);
-  http_.set_keep_alive_max_count(1000);
-  // One connection thread per client decoding at once, and some to spare for the rest.
-  size_t threads = size_t(std::min<int64_t>(o_.batchSize > 0 ? o_.batchSize : kDefaultBatchChunk,
-                                            1024)) + 16;
-  http_.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  // Statuses cpp-httplib sets itself (400 unparsable request, 404, 413) get a JSON body too.
-  http_.set_error_handler([](const httplib::Request &, httplib::Response &res) {
-    if (!res.body.empty())
-      return;
-    std::string what = res.status == 404   ? "no such endpoint"
-                       : res.status == 413 ? "the request body is larger than " +
-                                                 std::to_string(kMaxServeBodyBytes) + " bytes"
-                       : res.status == 414 ? "the request line is too long"
-                                           : "bad request";
-    sendError(res, res.status, what);
-  });
-  http_.set_exception_handler(
-      [](const httplib::Request &, httplib::Response &res, std::exception_ptr ep) {
-        std::string what = "internal error";
-        try {
-          std::rethrow_exception(ep);
-        } catch (const std::exception &e) {
-          what += std::string(": ") + e.what();
-        } catch (...) {
-        }
-        sendError(res, 500, what);
-      });
-  http_.Get("/health", [this](const httplib::Request &, httplib::Response &res) {
+std::optional<HttpResponse> Server::onHead(const HttpRequest &head) {
+  if (std::optional<AccessRefusal> no = access_.checkPeer(head))
+    return errorResponse(no->status, no->message);
+  std::optional<HttpResponse> res = routeHead(head);
+  if (res) // a browser allowed to ask may read the answer
+    if (std::string origin = access_.allowedOrigin(head); !origin.empty()) {
+      res->headers.emplace_back("Access-Control-Allow-Origin", origin);
+      res->headers.emplace_back("Vary", "Origin");
+    }
+  return res;
+}
+
+bool isPostEndpoint(const std::string &path) {
+  return path == "/v1/completions" || path == "/v1/chat/completions" || path == "/v1/embeddings";
+}
+
+std::optional<HttpResponse> Server::routeHead(const HttpRequest &head) {
+  const std::string &path = head.path;
+  bool get = head.method == "GET" || head.method == "HEAD";
+  if (head.method == "OPTIONS")
+    return preflight(head);
+  if (path == "/health" || path == "/ready") {
+    if (!get)
+      return errorResponse(405, "use GET");
     ServeScheduler::Load l = scheduler_.load();
+    if (path == "/ready" && draining_)
+      return errorResponse(503, "the server is shutting down");
+    if (path == "/ready")
+      return jsonResponse("{\"status\": \"ready\"}\n");
     auto n = [](int64_t v) { return std::to_string(v); };
-    res.set_content(
+    return jsonResponse(
         "{\"status\": \"" + std::string(draining_ ? "stopping" : "ok") +
-            "\", \"running\": " + n(int64_t(l.running)) + ", \"waiting\": " +
-            n(int64_t(l.waiting)) + ", \"tokens\": " + n(l.decode.tokens) + ", \"steps\": " +
-            n(l.decode.steps) + ", \"max_step_rows\": " + n(l.decode.maxStepRows) +
-            ", \"cancelled\": " + n(l.decode.cancelled + l.embeddingsCancelled) +
-            ", \"kv_block_bytes\": " + n(l.kv.blockBytes) + ", \"kv_blocks_in_use\": " +
-            n(l.kv.blocksInUse) + ", \"kv_blocks_reserved\": " + n(l.kv.blocksReserved) +
-            ", \"kv_blocks_reserved_peak\": " + n(l.kv.peakBlocksReserved) +
-            ", \"max_running\": " + n(l.decode.maxActive) +
-            ", \"kv_blocks_budget\": " + n(l.kv.budgetBlocks) + ", \"embedding_calls\": " +
-            n(l.embeddingCalls) + ", \"embedded_inputs\": " + n(l.embeddedInputs) +
-            ", \"max_embedding_call_tokens\": " + n(l.maxEmbeddingCallTokens) + "}\n",
-        "application/json");
-  });
-  http_.Get("/v1/models", [this](const httplib::Request &, httplib::Response &res) {
-    res.set_content("{\"object\": \"list\", \"data\": [{\"id\": " + quoteJson(m_.model) +
+        "\", \"running\": " + n(int64_t(l.running)) + ", \"waiting\": " +
+        n(int64_t(l.waiting)) + ", \"tokens\": " + n(l.decode.tokens) + ", \"steps\": " +
+        n(l.decode.steps) + ", \"max_step_rows\": " + n(l.decode.maxStepRows) +
+        ", \"cancelled\": " + n(l.decode.cancelled + l.embeddingsCancelled) +
+        ", \"kv_block_bytes\": " + n(l.kv.blockBytes) + ", \"kv_blocks_in_use\": " +
+        n(l.kv.blocksInUse) + ", \"kv_blocks_reserved\": " + n(l.kv.blocksReserved) +
+        ", \"kv_blocks_reserved_peak\": " + n(l.kv.peakBlocksReserved) +
+        ", \"max_running\": " + n(l.decode.maxActive) + ", \"kv_blocks_budget\": " +
+        n(l.kv.budgetBlocks) + ", \"embedding_calls\": " + n(l.embeddingCalls) +
+        ", \"embedded_inputs\": " + n(l.embeddedInputs) +
+        ", \"max_embedding_call_tokens\": " + n(l.maxEmbeddingCallTokens) + "}\n");
+  }
+  bool known = path == "/metrics" || path == "/v1/models" || isPostEndpoint(path);
+  if (!known)
+    return errorResponse(404, "no such endpoint");
+  if (std::optional<AccessRefusal> no = access_.checkKey(head)) {
+    HttpResponse res = errorResponse(no->status, no->message);
+    res.headers.emplace_back("WWW-Authenticate", "Bearer");
+    return res;
+  }
+  if (!isPostEndpoint(path)) {
+    if (!get) {
+      HttpResponse res = errorResponse(405, "use GET");
+      res.headers.emplace_back("Allow", "GET");
+      return res;
+    }
+    if (path == "/metrics") {
+      HttpResponse res = jsonResponse(metricsText());
+      res.contentType = "text/plain; version=0.0.4";
+      return res;
+    }
+    return jsonResponse("{\"object\": \"list\", \"data\": [{\"id\": " + quoteJson(m_.model) +
                         ", \"object\": \"model\", \"created\": " + std::to_string(created_) +
-                        ", \"owned_by\": \"xf\"}]}\n",
-                    "application/json");
+                        ", \"owned_by\": \"xf\"}]}\n");
+  }
+  if (head.method != "POST") {
+    HttpResponse res = errorResponse(405, "use POST");
+    res.headers.emplace_back("Allow", "POST");
+    return res;
+  }
+  if (std::optional<AccessRefusal> no = ServeAccess::checkJson(head))
+    return errorResponse(no->status, no->message);
+  bool embeddings = path == "/v1/embeddings";
+  if (embeddings && m_.outputIsLogits)
+    return errorResponse(404, "model '" + m_.model + "' outputs logits: it serves "
+                              "/v1/completions, not embeddings");
+  if (!embeddings && !m_.outputIsLogits)
+    return errorResponse(404, "model '" + m_.model + "' outputs hidden states: it serves "
+                              "/v1/embeddings, not completions");
+  if (path == "/v1/chat/completions" && !chat_)
+    return errorResponse(404, noChat_);
+  if (draining_)
+    return errorResponse(503, "the server is shutting down");
+  return std::nullopt; // read the body; a worker serves it
+}
+
+// CORS preflight: allowed origins may POST JSON with a key.
+HttpResponse Server::preflight(const HttpRequest &head) {
+  if (access_.allowedOrigin(head).empty())
+    return errorResponse(403, "cross-origin requests need an allowed Origin");
+  HttpResponse res;
+  res.status = 204;
+  res.headers = {{"Access-Control-Allow-Methods", "GET, POST"},
+                 {"Access-Control-Allow-Headers", "Content-Type, Authorization"},
+                 {"Access-Control-Max-Age", "600"}};
+  return res;
+}
+
+std::string Server::metricsText() {
+  ServeScheduler::Load l = scheduler_.load();
+  return metrics_.render({
+      {"xf_requests_running", "Sequences decoding now.", double(l.running)},
+      {"xf_requests_waiting", "Requests waiting for a place in the model's batch.",
+       double(l.waiting)},
+      {"xf_http_queued", "Complete requests waiting for a worker.", double(http_.queued())},
+      {"xf_http_connections", "Connections open.", double(http_.connections())},
+      {"xf_requests_in_flight", "Requests being served.", double(inFlight_.load())},
+      {"xf_kv_block_bytes", "Bytes of one KV cache block.", double(l.kv.blockBytes)},
+      {"xf_kv_blocks_in_use", "KV cache blocks holding positions now.", double(l.kv.blocksInUse)},
+      {"xf_kv_blocks_reserved", "KV cache blocks reserved by running sequences.",
+       double(l.kv.blocksReserved)},
+      {"xf_kv_blocks_budget", "KV cache blocks --kv-memory allows (0: no budget).",
+       double(l.kv.budgetBlocks)},
   });
-  for (const char *path : {"/v1/completions", "/v1/chat/completions", "/v1/embeddings"})
-    http_.Get(path, [](const httplib::Request &, httplib::Response &res) {
-      res.set_header("Allow", "POST");
-      sendError(res, 405, "use POST");
-    });
-  http_.Post("/v1/completions", [this](const httplib::Request &req, httplib::Response &res) {
-    completions(req, res, false);
-  });
-  http_.Post("/v1/chat/completions",
-             [this](const httplib::Request &req, httplib::Response &res) {
-               completions(req, res, true);
-             });
-  http_.Post("/v1/embeddings", [this](const httplib::Request &req, httplib::Response &res) {
-    embeddings(req, res);
-  });
+}
+
+void Server::onRequest(HttpExchange &exchange) {
+  const std::string &path = exchange.request().path;
+  if (path == "/v1/embeddings")
+    embeddings(exchange);
+  else
+    completions(exchange, path == "/v1/chat/completions");
 }
 
 std::string Server::completionJson(bool chat, const char *event, const std::string &id,
@@ -311,19 +414,35 @@ std::string Server::completionJson(bool chat, const char *event, const std::stri
   return out + "}";
 }
 
-void Server::completions(const httplib::Request &req, httplib::Response &res, bool chat) {
-  if (!m_.outputIsLogits)
-    return sendError(res, 404, "model '" + m_.model + "' outputs hidden states: it serves "
-                               "/v1/embeddings, not completions");
-  if (chat && !chat_)
-    return sendError(res, 404, noChat_);
+HttpResponse Server::withOrigin(const HttpExchange &exchange, HttpResponse res) const {
+  if (std::string origin = access_.allowedOrigin(exchange.request()); !origin.empty()) {
+    res.headers.emplace_back("Access-Control-Allow-Origin", origin);
+    res.headers.emplace_back("Vary", "Origin");
+  }
+  return res;
+}
+
+// Waits until `done()` (under `lock`), looking every kClientCheck whether the client is still
+// there; false once it is gone.
+template <typename Done>
+bool waitForClient(std::unique_lock<std::mutex> &lock, std::condition_variable &changed,
+                   HttpExchange &exchange, Done done) {
+  while (!changed.wait_for(lock, kClientCheck, done))
+    if (exchange.clientGone())
+      return false;
+  return true;
+}
+
+void Server::completions(HttpExchange &exchange, bool chat) {
+  InFlight inFlight(inFlight_);
   if (draining_)
-    return sendError(res, 503, "the server is shutting down");
+    return exchange.respond(withOrigin(exchange, errorResponse(503, "the server is shutting down")));
+  const std::string &body = exchange.request().body;
   CompletionRequest request;
   if (std::optional<RequestError> e =
-          chat ? parseChatRequest(req.body, limits_, defaults_, chat_->chatTemplate, request)
-               : parseCompletionRequest(req.body, limits_, defaults_, request))
-    return sendError(res, e->status, e->message, e->param);
+          chat ? parseChatRequest(body, limits_, defaults_, chat_->chatTemplate, request)
+               : parseCompletionRequest(body, limits_, defaults_, request))
+    return exchange.respond(withOrigin(exchange, errorResponse(e->status, e->message, e->param)));
   // A reply's end-of-turn token is not part of its text (as --chat prints it).
   std::optional<int32_t> hidden;
   if (chat && chatEos_ && *chatEos_ == chat_->endOfTurn)
@@ -336,7 +455,8 @@ void Server::completions(const httplib::Request &req, httplib::Response &res, bo
   batch.options.sampling = request.sampling;
   batch.options.eos = chat ? chatEos_ : eos_;
   batch.seed = request.seed;
-  batch.onToken = [state](int32_t id) {
+  batch.onToken = [state, this](int32_t id) {
+    metrics_.generatedTokens(1);
     std::lock_guard<std::mutex> lock(state->mutex);
     state->ids.push_back(id);
     state->changed.notify_all();
@@ -354,22 +474,24 @@ void Server::completions(const httplib::Request &req, httplib::Response &res, bo
     state->changed.notify_all();
   };
   batch.cancelled = [state] { return state->cancelled.load(); };
-  auto inFlight = std::make_shared<InFlight>(inFlight_);
   if (!scheduler_.submit(std::move(batch)))
-    return sendError(res, 503, "the server is busy: " + std::to_string(kMaxQueuedRequests) +
-                               " requests are waiting; try again later");
+    return exchange.respond(withOrigin(exchange, errorResponse(503, "the server is busy; try again later")));
+  metrics_.promptTokens(int64_t(request.prompt.size()));
   std::string id = (chat ? "chatcmpl-" : "cmpl-") + std::to_string(nextId_++);
   int64_t promptTokens = int64_t(request.prompt.size());
+  // The client hung up: its sequence leaves the batch at the next step.
+  auto abandoned = [&] {
+    state->cancelled = true;
+    metrics_.cancelled();
+    exchange.abandon();
+  };
 
   if (!request.stream) {
-    // A client that hangs up cancels its sequence (the scheduler drops it at its next step).
-    int socket = connectionSocket(req);
     std::unique_lock<std::mutex> lock(state->mutex);
-    while (!state->changed.wait_for(lock, kHangUpPoll, [&] { return state->done; }))
-      if (!state->cancelled && clientHungUp(socket))
-        state->cancelled = true;
+    if (!waitForClient(lock, state->changed, exchange, [&] { return state->done; }))
+      return abandoned();
     if (!state->error.empty())
-      return sendError(res, 500, state->error);
+      return exchange.respond(withOrigin(exchange, errorResponse(500, state->error)));
     std::string text;
     if (tok_) {
       TextStream stream(tok_, [&](const char *b, size_t n) { text.append(b, n); });
@@ -378,115 +500,93 @@ void Server::completions(const httplib::Request &req, httplib::Response &res, bo
           stream.add(t);
       stream.finish();
     }
-    res.set_content(completionJson(chat, "", id, text, state->ids, state->finish.c_str(),
-                                   promptTokens, int64_t(state->ids.size())) + "\n",
-                    "application/json");
-    return;
+    return exchange.respond(withOrigin(
+        exchange, jsonResponse(completionJson(chat, "", id, text, state->ids,
+                                              state->finish.c_str(), promptTokens,
+                                              int64_t(state->ids.size())) +
+                               "\n")));
   }
-
-  // Server-sent events: one event per new token, a last one with finish_reason and usage,
-  // then "data: [DONE]". A failed write means the client went away: its sequence is dropped.
-  struct Stream {
-    size_t sent = 0;
-    int events = 0;   // token events sent
-    std::string pending; // text decoded but not yet sent
-    std::unique_ptr<TextStream> text;
-  };
-  auto stream = std::make_shared<Stream>();
-  if (tok_)
-    stream->text = std::make_unique<TextStream>(
-        tok_, [s = stream.get()](const char *b, size_t n) { s->pending.append(b, n); });
-  res.set_header("Cache-Control", "no-cache");
-  int socket = connectionSocket(req); // the provider runs on this connection's thread
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [this, state, stream, id, promptTokens, chat, hidden, socket](size_t,
-                                                                    httplib::DataSink &sink) {
-        std::vector<int32_t> fresh;
-        bool done;
-        std::string error, finish;
-        {
-          std::unique_lock<std::mutex> lock(state->mutex);
-          // Between tokens (a long prefill) a hang-up is seen by polling, not by a write.
-          while (!state->changed.wait_for(lock, kHangUpPoll, [&] {
-            return state->done || state->ids.size() > stream->sent;
-          }))
-            if (clientHungUp(socket)) {
-              state->cancelled = true;
-              return false;
-            }
-          fresh.assign(state->ids.begin() + long(stream->sent), state->ids.end());
-          stream->sent = state->ids.size();
-          done = state->done;
-          error = state->error;
-          finish = state->finish;
-        }
-        auto send = [&](const std::string &event) {
-          std::string line = "data: " + event + "\n\n";
-          if (!sink.write(line.data(), line.size())) {
-            state->cancelled = true;
-            return false;
-          }
-          return true;
-        };
-        for (int32_t t : fresh) {
-          if (t == hidden) // the end-of-turn token: no event of its own
-            continue;
-          if (stream->text)
-            stream->text->add(t);
-          std::string piece = std::move(stream->pending);
-          stream->pending.clear();
-          const char *event = stream->events++ == 0 ? "first" : "next";
-          if (!send(completionJson(chat, event, id, piece, {t}, nullptr, promptTokens, -1)))
-            return false;
-        }
-        if (!done)
-          return true;
-        if (!error.empty()) {
-          send(errorJson(error, "server_error"));
-        } else {
-          if (stream->text)
-            stream->text->finish();
-          std::string rest = std::move(stream->pending);
-          std::vector<int32_t> all;
-          {
-            std::lock_guard<std::mutex> lock(state->mutex);
-            all = state->ids;
-          }
-          // The last event carries no new token; its usage counts them all.
-          if (chat && !rest.empty() && // a chat's last event has an empty delta
-              !send(completionJson(chat, stream->events++ == 0 ? "first" : "next", id, rest, {},
-                                   nullptr, promptTokens, -1)))
-            return false;
-          std::string last = completionJson(chat, "last", id, chat ? "" : rest, {},
-                                            finish.c_str(), promptTokens, int64_t(all.size()));
-          if (!send(last))
-            return false;
-        }
-        if (!send("[DONE]"))
-          return false;
-        sink.done();
-        return true;
-      },
-      [state, inFlight](bool) {
-        // Called once the response ends, however it ends: a sequence still running belongs to
-        // a client that is gone.
-        std::lock_guard<std::mutex> lock(state->mutex);
-        if (!state->done)
-          state->cancelled = true;
-      });
+  streamCompletion(exchange, state, id, promptTokens, chat, hidden, abandoned);
 }
 
-void Server::embeddings(const httplib::Request &req, httplib::Response &res) {
-  if (m_.outputIsLogits)
-    return sendError(res, 404, "model '" + m_.model + "' outputs logits: it serves "
-                               "/v1/completions, not embeddings");
-  if (draining_)
-    return sendError(res, 503, "the server is shutting down");
+// Server-sent events: one event per new token, a last one with finish_reason and usage, then
+// "data: [DONE]". A failed write, or a client seen gone while waiting, drops the sequence.
+template <typename Abandoned>
+void Server::streamCompletion(HttpExchange &exchange, const std::shared_ptr<Completion> &state,
+                              const std::string &id, int64_t promptTokens, bool chat,
+                              std::optional<int32_t> hidden, Abandoned abandoned) {
+  std::string pending; // text decoded but not yet sent
+  std::unique_ptr<TextStream> text;
+  if (tok_)
+    text = std::make_unique<TextStream>(
+        tok_, [&pending](const char *b, size_t n) { pending.append(b, n); });
+  HttpResponse head;
+  head.contentType = "text/event-stream";
+  head.headers.emplace_back("Cache-Control", "no-cache");
+  if (!exchange.startStream(withOrigin(exchange, head)))
+    return abandoned();
+  auto send = [&](const std::string &event) {
+    return exchange.writeChunk("data: " + event + "\n\n");
+  };
+  size_t sent = 0;
+  int events = 0; // token events sent
+  for (;;) {
+    std::vector<int32_t> fresh;
+    bool done;
+    std::string error, finish;
+    {
+      std::unique_lock<std::mutex> lock(state->mutex);
+      if (!waitForClient(lock, state->changed, exchange,
+                         [&] { return state->done || state->ids.size() > sent; }))
+        return abandoned();
+      fresh.assign(state->ids.begin() + long(sent), state->ids.end());
+      sent = state->ids.size();
+      done = state->done;
+      error = state->error;
+      finish = state->finish;
+    }
+    for (int32_t t : fresh) {
+      if (t == hidden) // the end-of-turn token: no event of its own
+        continue;
+      if (text)
+        text->add(t);
+      std::string piece = std::move(pending);
+      pending.clear();
+      const char *event = events++ == 0 ? "first" : "next";
+      if (!send(completionJson(chat, event, id, piece, {t}, nullptr, promptTokens, -1)))
+        return abandoned();
+    }
+    if (!done)
+      continue;
+    if (!error.empty()) {
+      send(errorJson(error, "server_error"));
+    } else {
+      if (text)
+        text->finish();
+      std::string rest = std::move(pending);
+      // The last event carries no new token; its usage counts them all.
+      if (chat && !rest.empty() && // a chat's last event has an empty delta
+          !send(completionJson(chat, events++ == 0 ? "first" : "next", id, rest, {}, nullptr,
+                               promptTokens, -1)))
+        return;
+      if (!send(completionJson(chat, "last", id, chat ? "" : rest, {}, finish.c_str(),
+                               promptTokens, int64_t(sent))))
+        return;
+    }
+    if (send("[DONE]"))
+      exchange.endStream();
+    return;
+  }
+}
+
+void Server::embeddings(HttpExchange &exchange) {
   InFlight inFlight(inFlight_);
+  if (draining_)
+    return exchange.respond(withOrigin(exchange, errorResponse(503, "the server is shutting down")));
   EmbeddingRequest request;
-  if (std::optional<RequestError> e = parseEmbeddingRequest(req.body, limits_, request))
-    return sendError(res, e->status, e->message, e->param);
+  if (std::optional<RequestError> e =
+          parseEmbeddingRequest(exchange.request().body, limits_, request))
+    return exchange.respond(withOrigin(exchange, errorResponse(e->status, e->message, e->param)));
   struct Result {
     std::mutex mutex;
     std::condition_variable ready;
@@ -508,15 +608,16 @@ void Server::embeddings(const httplib::Request &req, httplib::Response &res) {
     result->ready.notify_all();
   };
   if (!scheduler_.submit(std::move(job)))
-    return sendError(res, 503, "the server is busy: " + std::to_string(kMaxQueuedRequests) +
-                               " requests are waiting; try again later");
-  int socket = connectionSocket(req);
+    return exchange.respond(withOrigin(exchange, errorResponse(503, "the server is busy; try again later")));
+  metrics_.embeddedInputs(int64_t(n));
   std::unique_lock<std::mutex> lock(result->mutex);
-  while (!result->ready.wait_for(lock, kHangUpPoll, [&] { return result->done; }))
-    if (!*gone && clientHungUp(socket))
-      *gone = true;
+  if (!waitForClient(lock, result->ready, exchange, [&] { return result->done; })) {
+    *gone = true; // the scheduler drops the job before its next packed pass
+    metrics_.cancelled();
+    return exchange.abandon();
+  }
   if (!result->status)
-    return sendError(res, 500, result->status.message());
+    return exchange.respond(withOrigin(exchange, errorResponse(500, result->status.message())));
   std::string out = "{\"object\": \"list\", \"data\": [";
   for (size_t i = 0; i < n; ++i) {
     out += (i ? ", " : "") + std::string("{\"object\": \"embedding\", \"index\": ") +
@@ -531,7 +632,7 @@ void Server::embeddings(const httplib::Request &req, httplib::Response &res) {
   out += "], \"model\": " + quoteJson(m_.model) + ", \"usage\": {\"prompt_tokens\": " +
          std::to_string(request.tokens) + ", \"total_tokens\": " +
          std::to_string(request.tokens) + "}}\n";
-  res.set_content(out, "application/json");
+  exchange.respond(withOrigin(exchange, jsonResponse(std::move(out))));
 }
 
 // SIGINT/SIGTERM (blocked in every thread, taken here): stop taking requests, let the running
@@ -560,22 +661,31 @@ void Server::shutdownOnSignal() {
       scheduler_.abandon("the server is shutting down");
     }
     http_.stop();
+    // Stopping closes every connection and joins every thread; should anything still hold
+    // on (a kernel call that runs for minutes), the process ends regardless.
+    auto limit = std::chrono::steady_clock::now() + std::chrono::seconds(kStopSeconds);
+    while (!finished_ && std::chrono::steady_clock::now() < limit)
+      if (int again = sigtimedwait(&set, nullptr, &tick); again == SIGINT || again == SIGTERM)
+        break;
+    if (!finished_) {
+      std::fprintf(stderr, "%s: not stopped within %d s of the signal's drain; exiting\n",
+                   m_.model.c_str(), kStopSeconds);
+      std::fflush(stderr);
+      _exit(1);
+    }
     return;
   }
 }
 
 int Server::run() {
-  int port = o_.port;
-  if (port == 0) {
-    port = http_.bind_to_any_port(o_.host);
-    if (port < 0)
-      port = 0;
-  } else if (!http_.bind_to_port(o_.host, port)) {
-    port = 0;
+  if (!log_.error().empty()) {
+    std::fprintf(stderr, "error: %s\n", log_.error().c_str());
+    return 1;
   }
-  if (port == 0) {
-    std::fprintf(stderr, "error: --serve: cannot listen on %s:%d (in use, or not an address of "
-                 "this machine)\n", o_.host.c_str(), o_.port);
+  int port = 0;
+  if (std::optional<std::string> e = http_.bind(o_.host, o_.port, port)) {
+    std::fprintf(stderr, "error: --serve: cannot listen on %s:%d (%s)\n", o_.host.c_str(),
+                 o_.port, e->c_str());
     return 1;
   }
   std::string endpoints = !m_.outputIsLogits ? "POST /v1/embeddings"
@@ -588,7 +698,7 @@ int Server::run() {
                (long long)(o_.batchSize > 0 ? o_.batchSize : kDefaultBatchChunk));
   std::fflush(stderr);
   std::thread signals([this] { shutdownOnSignal(); });
-  bool ok = http_.listen_after_bind();
+  bool ok = http_.run();
   finished_ = true;
   signals.join();
   scheduler_.stop();

@@ -45,7 +45,8 @@ def post(port, path, body):
     c = http.client.HTTPConnection("127.0.0.1", port, timeout=600)
     try:
         start = time.perf_counter()
-        c.request("POST", path, body=json.dumps(body))
+        c.request("POST", path, body=json.dumps(body),
+                  headers={"Content-Type": "application/json"})
         r = c.getresponse()
         data = json.loads(r.read())
         if r.status != 200:

@@ -99,9 +99,9 @@ def write_wordpiece(path):
 
 
 class ServerProcess:
-    def __init__(self, cmd):
+    def __init__(self, cmd, env=None):
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True)
+                                     text=True, env=env)
         line, seen = "", ""
         deadline = time.time() + TIMEOUT
         while "http://" not in line and time.time() < deadline:
@@ -133,7 +133,8 @@ class ServerProcess:
         """POST a streaming completion; returns the status and the parsed events."""
         c = http.client.HTTPConnection("127.0.0.1", self.port, timeout=TIMEOUT)
         try:
-            c.request("POST", path, body=json.dumps(body))
+            c.request("POST", path, body=json.dumps(body),
+                      headers={"Content-Type": "application/json"})
             r = c.getresponse()
             text = r.read().decode()
             events = [e[len("data: "):] for e in text.split("\n\n") if e.startswith("data: ")]
@@ -334,11 +335,13 @@ def completions(xfc, work):
             reply = s.recv(4096).decode(errors="replace")
         expect(reply.startswith("HTTP/1.1 400"), f"garbage request line: {reply.splitlines()[:1]}")
         with socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT) as s:
-            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"
+            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                      b"Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"
                       b'{"prompt": [1')
         with socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT) as s:
             body = json.dumps({"prompt": [1, 2], "max_tokens": 75, "stream": True}).encode()
-            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                      b"Content-Type: application/json\r\nContent-Length: " +
                       str(len(body)).encode() + b"\r\n\r\n" + body)
             first = s.recv(256)
         expect(first.startswith(b"HTTP/1.1 200"), "a client that disconnects mid-stream")
@@ -358,7 +361,8 @@ def completions(xfc, work):
         # then the server exits 0.
         c = http.client.HTTPConnection("127.0.0.1", server.port, timeout=TIMEOUT)
         c.request("POST", "/v1/completions",
-                  body=json.dumps({"prompt": [3], "max_tokens": 70, "stream": True}))
+                  body=json.dumps({"prompt": [3], "max_tokens": 70, "stream": True}),
+                  headers={"Content-Type": "application/json"})
         r = c.getresponse()
         text = b""
         while b"\n\n" not in text:
@@ -392,7 +396,7 @@ def completions(xfc, work):
         (["--serve", "--chat-template", "chatml"], 2, "--chat-template needs a tokenizer"),
         (["--serve", "--tokenizer", os.path.join(work, "bpe"), "--chat-template", "llama3"], 1,
          "end-of-turn token <|eot_id|> is not a token"),
-        (["--serve", "--host", "203.0.113.7", "--port", "0"], 1,
+        (["--serve", "--host", "203.0.113.7", "--port", "0", "--insecure"], 1,
          "--serve: cannot listen on 203.0.113.7:0"),
     ]:
         r = subprocess.run([exe, *weights, *args], capture_output=True, text=True,

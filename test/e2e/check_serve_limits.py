@@ -159,7 +159,7 @@ def cancellation(exe, weights):
         socks = []
         for _ in range(4):
             s = socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT)
-            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
                       b"application/json\r\nContent-Length: " + str(len(body)).encode() +
                       b"\r\n\r\n" + body)
             socks.append(s)

@@ -40,6 +40,11 @@ set_tests_properties(runtime-hostile PROPERTIES TIMEOUT 300)
 
 add_subdirectory(${XF_SOURCE_DIR}/test/fuzz/runtime ${CMAKE_CURRENT_BINARY_DIR}/runtime-fuzz)
 
+# --serve's HTTP parser and access checks (libxfrt_serve.so's sources), and their fuzzer.
+get_property(serve_sources GLOBAL PROPERTY XF_SERVE_SOURCES)
+xf_add_unit_test(xf-http-test SOURCES RuntimeHttpTest.cpp ${serve_sources} LIBS xfRuntime)
+add_subdirectory(${XF_SOURCE_DIR}/test/fuzz/http ${CMAKE_CURRENT_BINARY_DIR}/http-fuzz)
+
 # The optimizer (issue 15) against the float64 oracle, through a small .npy tool.
 add_executable(xf-optimizer-steps ${XF_RUNTIME_TEST_INPUTS}/OptimizerSteps.cpp)
 target_link_libraries(xf-optimizer-steps PRIVATE xfRuntime)

@@ -101,6 +101,14 @@ struct Options {
   uint64_t kvMemory = 0;        // --kv-memory BYTES: the KV caches' budget (decoders)
   int64_t stepTokens = 0;       // --step-tokens N: token rows of one packed call
   int64_t maxRequestTokens = 0; // --max-request-tokens N: tokens of an embeddings request
+  // --api-key (else $XF_API_KEY, read by the server): Bearer authentication; without one a
+  // --host beyond loopback needs --insecure. --allowed-origin: browser origins beyond loopback
+  // ones. --access-log: one JSON line per request ("-": stderr).
+  std::string apiKey;
+  bool apiKeyGiven = false, insecure = false;
+  std::vector<std::string> allowedOrigins;
+  std::string accessLog;
+  int64_t requestTimeout = 0; // --request-timeout: seconds for a request's head and body (0: 30)
 
   bool haveTokens() const { return !tokens.empty(); }
   bool haveSource() const { return !sourceTokens.empty() || !sourcePrompts.empty(); }
@@ -124,6 +132,8 @@ Expected<Options> parseCommandLine(int argc, const char *const *argv);
 // Combinations that need the manifest: weights source, output kind,
 // encoder-decoder sources, generation, pooling.
 Status checkOptions(const Options &options, const Manifest &manifest);
+// Whether --host names this machine only: 127.x.y.z, ::1 or localhost.
+bool isLoopbackHost(std::string_view host);
 
 // "1,2,3" -> ids; each 0 <= id < vocab, 1 <= count <= max_positions (when > 0).
 // `flag` names the option in errors.

@@ -5,20 +5,20 @@
 //                         server-sent events; requests decode together (ServeScheduler.h)
 //   POST /v1/embeddings   encoders: pooled vectors of one or more inputs, batched with the
 //                         other requests queued at the time
-//   GET  /v1/models, GET /health
-// Bad requests get a JSON error object and a 4xx status (400 bad JSON or parameters, 404
-// unknown path or an endpoint the model does not serve, 405 wrong method, 413 a body over
-// kMaxServeBodyBytes, 503 queue full or shutting down). SIGINT/SIGTERM stop accepting requests,
+//   GET  /v1/models, /metrics (Prometheus), /health, /ready
+// Bad requests get a JSON error object and a 4xx status (400 bad JSON or parameters, 401 no or
+// a wrong API key, 403 a Host or Origin not allowed, 404 unknown path or an endpoint the model
+// does not serve, 405 wrong method, 413 a body over kMaxServeBodyBytes, 415 a body not declared
+// JSON, 503 + Retry-After when full or shutting down). SIGINT/SIGTERM stop accepting requests,
 // finish those that run (a second signal does not wait), and return 0.
 //
-// The HTTP layer is cpp-httplib (Debian's libcpp-httplib-dev 0.11): a maintained parser with
-// limits on request lines, headers and bodies, keep-alive, chunked responses and per-connection
-// timeouts, rather than hand-written socket code facing untrusted input (docs/dependencies.md).
+// The HTTP layer is our own (HttpServer.h, HttpParser.h; docs/dependencies.md says why): every
+// limit enforced while reading, a deadline per request, bounded connections, workers and queue.
 //
-// The server lives in its own shared object, libxfrt_serve.so (Server.cpp with a private copy
-// of libxfrt), which an executable loads only for --serve (runServerLibrary, ServerLoader.cpp):
-// Debian's cpp-httplib is a shared library built with OpenSSL, zlib and brotli, and linking it
-// into every executable mapped libssl/libcrypto into processes that never serve.
+// The server lives in its own shared object, libxfrt_serve.so (Server.cpp and the HTTP layer
+// with a private copy of libxfrt), which an executable loads only for --serve
+// (runServerLibrary, ServerLoader.cpp), so that code facing the network is mapped only into
+// processes that serve.
 //
 //===----------------------------------------------------------------------===//
 #ifndef XFRT_SERVER_H
@@ -41,10 +41,10 @@ namespace xfrt {
 int runServer(const Options &options, const Manifest &manifest, const ModelAbi &abi,
               WeightSet &weights, const LoadedTokenizer &tokenizer);
 
-// runServer from libxfrt_serve.so, loaded now: $XF_SERVE_LIBRARY if set, else
-// libxfrt_serve.so beside the executable, else the one in the xf build that linked it. A
-// library that cannot be loaded, or that was built from other runtime sources (its identity
-// differs), is one error line and exit code 1.
+// runServer from libxfrt_serve.so, loaded now: $XF_SERVE_LIBRARY if set, else the one in the
+// xf build that linked it (never one beside the executable), if it is owned by the user or root
+// and writable by no one else. A library that cannot be loaded, or that was built from other
+// runtime sources (its identity differs), is one error line and exit code 1.
 int runServerLibrary(const Options &options, const Manifest &manifest, const ModelAbi &abi,
                      WeightSet &weights, const LoadedTokenizer &tokenizer);
 
