@@ -1,20 +1,24 @@
 //===- ServerLoader.cpp - load --serve's server only when it is asked for -===//
 //
-// Executables do not link the HTTP server (Server.h): its library, cpp-httplib as Debian
-// builds it, pulls libssl, libcrypto, zlib and brotli into every process. --serve loads
-// libxfrt_serve.so here instead and calls its entry point.
+// Executables do not link the HTTP server (Server.h): --serve loads libxfrt_serve.so here and
+// calls its entry point. Loading a library runs its code, so only one the user named
+// ($XF_SERVE_LIBRARY) or the one of the build whose xfc linked the executable is loaded —
+// never one found beside the executable, which anyone who can write to that directory could
+// plant — and only if its owner is the user or root and no one else may write to it. The
+// checked file is loaded through its open descriptor, so it cannot be swapped in between.
 //
 //===----------------------------------------------------------------------===//
 #include "xfrt/Server.h"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
-#include <vector>
 
 // The build's own library (runtime/CMakeLists.txt defines it for libxfrt).
 #ifndef XFRT_SERVE_LIBRARY_PATH
@@ -24,44 +28,49 @@
 namespace xfrt {
 namespace {
 
-/// Where to look, in order: $XF_SERVE_LIBRARY, beside the executable, the build's own.
-std::vector<std::string> serveLibraryCandidates() {
-  std::vector<std::string> candidates;
-  if (const char *path = std::getenv("XF_SERVE_LIBRARY"); path && *path) {
-    candidates.push_back(path);
-    return candidates;
+// Opens `path` for loading, or says why it may not be loaded.
+int openTrusted(const std::string &path, std::string &why) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    why = std::strerror(errno);
+    return -1;
   }
-  char self[PATH_MAX];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (n > 0) {
-    std::string exe(self, size_t(n));
-    candidates.push_back(exe.substr(0, exe.rfind('/') + 1) + "libxfrt_serve.so");
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    why = "not a regular file";
+  else if (st.st_uid != getuid() && st.st_uid != 0)
+    why = "owned by user " + std::to_string(st.st_uid) + ", neither you nor root";
+  else if (st.st_mode & (S_IWGRP | S_IWOTH))
+    why = "writable by its group or by others (chmod go-w it)";
+  if (!why.empty()) {
+    close(fd);
+    return -1;
   }
-  candidates.push_back(XFRT_SERVE_LIBRARY_PATH);
-  return candidates;
+  return fd;
 }
 
 } // namespace
 
 int runServerLibrary(const Options &options, const Manifest &manifest, const ModelAbi &abi,
                      WeightSet &weights, const LoadedTokenizer &tokenizer) {
-  std::string tried, lastError;
+  const char *named = std::getenv("XF_SERVE_LIBRARY");
+  std::string path = named && *named ? named : XFRT_SERVE_LIBRARY_PATH;
+  std::string why;
+  int fd = openTrusted(path, why);
   void *library = nullptr;
-  for (const std::string &path : serveLibraryCandidates()) {
-    bool explicitPath = std::getenv("XF_SERVE_LIBRARY") && *std::getenv("XF_SERVE_LIBRARY");
-    if (!explicitPath && access(path.c_str(), F_OK) != 0) {
-      tried += (tried.empty() ? "" : ", ") + path + " (absent)";
-      continue;
+  if (fd >= 0) {
+    std::string byFd = "/proc/self/fd/" + std::to_string(fd);
+    library = dlopen(byFd.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!library) {
+      const char *error = dlerror();
+      why = error ? error : "not loadable";
     }
-    library = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (library)
-      break;
-    const char *error = dlerror();
-    tried += (tried.empty() ? "" : ", ") + path + " (" + (error ? error : "not loadable") + ")";
+    close(fd);
   }
   if (!library) {
-    std::fprintf(stderr, "error: --serve needs the server library libxfrt_serve.so: tried %s\n",
-                 tried.c_str());
+    std::fprintf(stderr, "error: --serve needs the server library libxfrt_serve.so: %s (%s)%s\n",
+                 path.c_str(), why.c_str(),
+                 named && *named ? "" : "; XF_SERVE_LIBRARY=PATH names another");
     return 1;
   }
   auto entry = reinterpret_cast<ServeLibraryEntry>(dlsym(library, kServeLibraryEntry));
