@@ -176,7 +176,7 @@ def cancellation(exe, weights):
         before = h
         body = json.dumps({"prompt": [1] * 4000, "max_tokens": 50, "stream": True}).encode()
         with socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT) as s:
-            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: "
+            s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
                       b"application/json\r\nContent-Length: " + str(len(body)).encode() +
                       b"\r\n\r\n" + body)
             wait_health(server, lambda h: h["steps"] > before["steps"])
