@@ -150,23 +150,30 @@ void BatchDecoder::planCall() {
       prefill_ |= s->result.newTokens.empty();
     }
   } else {
-    // Decoding sequences' newest tokens first, then prompt slices in arrival order.
+    // Decoding sequences' newest tokens first, then prompt slices, the prompt with the fewest
+    // rows left first (ties in arrival order): a short prompt that arrives while a long one is
+    // being prefilled runs in the next step instead of after it.
     int64_t left = limits_.stepTokens > 0 ? limits_.stepTokens : INT64_MAX;
     bool any = false;
+    prefilling_.clear();
     for (auto &s : active_) {
       s->rows = s->result.newTokens.empty() ? 0 : 1;
       left -= s->rows;
       any |= s->rows > 0;
+      if (s->result.newTokens.empty())
+        prefilling_.push_back(s.get());
     }
-    for (auto &s : active_)
-      if (s->result.newTokens.empty()) {
-        // A call always makes progress: its first slice gets a row whatever the bound.
-        int64_t room = left > 0 ? left : any ? 0 : 1;
-        s->rows = std::min(int64_t(s->tokens.size()) - s->ran, room);
-        left -= s->rows;
-        any |= s->rows > 0;
-        prefill_ |= s->rows > 0;
-      }
+    std::stable_sort(prefilling_.begin(), prefilling_.end(), [](Sequence *a, Sequence *b) {
+      return a->tokens.size() - size_t(a->ran) < b->tokens.size() - size_t(b->ran);
+    });
+    for (Sequence *s : prefilling_) {
+      // A call always makes progress: its first slice gets a row whatever the bound.
+      int64_t room = left > 0 ? left : any ? 0 : 1;
+      s->rows = std::min(int64_t(s->tokens.size()) - s->ran, room);
+      left -= s->rows;
+      any |= s->rows > 0;
+      prefill_ |= s->rows > 0;
+    }
   }
   for (auto &s : active_) {
     if (s->rows == 0)

@@ -194,6 +194,34 @@ def cancellation(exe, weights):
         server.stop()
 
 
+def race(server, first, second, ready):
+    """Streams `first`, sends `second` once ready(events of first so far, /health) holds;
+    returns the order of "first token", "first finished", "second token", "second finished"."""
+    events, count = [], {"first": 0}
+    lock = threading.Lock()
+
+    def note(name):
+        def on(event):
+            choice = event["choices"][0]
+            with lock:
+                count[name] = count.get(name, 0) + 1
+                events.append(name + (" finished" if choice["finish_reason"] is not None
+                                      else " token"))
+        return on
+
+    t = threading.Thread(target=stream_events, args=(server, first, note("first")))
+    t.start()
+    wait_health(server, lambda h: ready(count["first"], h))
+    stream_events(server, second, note("second"))
+    t.join()
+    seen, order = set(), []
+    for e in events:  # the first of each kind, in order
+        if e not in seen:
+            seen.add(e)
+            order.append(e)
+    return order
+
+
 def chunked_prefill(exe, weights):
     rng = np.random.default_rng(11)
     server = ServerProcess([exe, *weights, "--serve", "--port", "0", "--batch", "4",
@@ -217,35 +245,26 @@ def chunked_prefill(exe, weights):
 
         # A short request decodes; a 1000-token prompt arrives after its first token; the short
         # one (29 steps left) finishes before the long one's first token (>= 67 steps away).
-        events = []
-        lock = threading.Lock()
-        started = threading.Event()
-
-        def note(name):
-            def on(event):
-                choice = event["choices"][0]
-                with lock:
-                    if name == "short" and not started.is_set():
-                        started.set()
-                    if choice["finish_reason"] is not None:
-                        events.append(name + " finished")
-                    elif choice["token_ids"]:
-                        events.append(name + " token")
-            return on
-
-        short = threading.Thread(target=stream_events, args=(
-            server, {"prompt": [3, 4], "max_tokens": 30, "stream": True}, note("short")))
-        short.start()
-        started.wait(TIMEOUT)
-        long_prompt = [int(x) for x in rng.integers(0, 300, size=1000)]
-        stream_events(server, {"prompt": long_prompt, "max_tokens": 2, "stream": True},
-                      note("long"))
-        short.join()
-        order = [e for e in events if e in ("short finished", "long token")]
-        h = health(server)
-        expect(order[:1] == ["short finished"] and "long token" in order,
+        rng_prompt = [int(x) for x in rng.integers(0, 300, size=4000)]
+        order = race(server, {"prompt": [3, 4], "max_tokens": 30, "stream": True},
+                     {"prompt": rng_prompt[:1000], "max_tokens": 2, "stream": True},
+                     lambda first_events, h: first_events > 0)
+        order = [e for e in order if e in ("first finished", "second token")]
+        expect(order == ["first finished", "second token"],
                f"a decoding request finishes before a later 1000-token prompt's first token: "
                f"{order[:2]}")
+        # A 4000-token prompt is being prefilled (250 steps of 16 rows); a 2-token prompt that
+        # arrives meanwhile is prefilled first and finishes (3 tokens) before the long one's
+        # first token.
+        steps = health(server)["steps"]
+        order = race(server, {"prompt": rng_prompt, "max_tokens": 2, "stream": True},
+                     {"prompt": [5, 6], "max_tokens": 3, "stream": True},
+                     lambda first_events, h: h["steps"] > steps and h["running"] == 1)
+        order = [e for e in order if e in ("second finished", "first token")]
+        expect(order == ["second finished", "first token"],
+               f"a 2-token prompt sent during a 4000-token prompt's prefill finishes before its "
+               f"first token: {order[:2]}")
+        h = health(server)
         expect(0 < h.get("max_step_rows", 10 ** 9) <= 16,
                f"no step ran more than --step-tokens 16 rows: at most {h.get('max_step_rows')}")
     finally:

@@ -13,9 +13,9 @@
 // float32 rounding of each other.
 //
 // Work and memory per step are bounded (BatchLimits): a call runs at most `stepTokens` token
-// rows — every decoding sequence's one row first, then prefill rows in arrival order, a long
-// prompt split over as many steps as it needs (chunked prefill), so a long prompt cannot hold
-// the sequences already decoding. The caches are KvCacheSlots (memory only where positions
+// rows — every decoding sequence's one row first, then prefill rows, the prompt with the fewest
+// left first, a long prompt split over as many steps as it needs (chunked prefill), so a long
+// prompt holds neither the sequences decoding nor a short prompt that arrives during it. The caches are KvCacheSlots (memory only where positions
 // were written, given back when a sequence ends); with a KV budget a sequence is admitted only
 // when its worst case — prompt + max-new-tokens positions, within the position limit, in
 // blocks of kKvBlockPositions — fits beside those running, in arrival order.
@@ -162,6 +162,7 @@ private:
   std::vector<int32_t> tokens_, sources_;
   std::vector<int64_t> lengths_, starts_, sourceLengths_, slots_;
   std::vector<Sequence *> inCall_; // the sequences of this step's call, in row order
+  std::vector<Sequence *> prefilling_; // planCall's: those whose prompt is not all run
   std::vector<int64_t> rowOf_;     // re-running: each one's last row in the output
   bool prefill_ = false;           // this step's call runs a prompt slice
   BatchStats stats_;
