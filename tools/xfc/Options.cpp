@@ -40,7 +40,10 @@ cl::opt<Emit> emitAction(
                clEnumValN(Emit::LLVM, "llvm", "optimized LLVM IR of the host code"),
                clEnumValN(Emit::Asm, "asm", "assembly of the host code"),
                clEnumValN(Emit::Obj, "obj", "object file of the host code (needs -o)"),
-               clEnumValN(Emit::Exe, "exe", "a linked executable (default with -o)")),
+               clEnumValN(Emit::Exe, "exe", "a linked executable (default with -o)"),
+               clEnumValN(Emit::Lib, "lib",
+                          "a shared library with the public C API (xf.h, copied next to it; "
+                          "docs/c-api.md; needs -o)")),
     cl::cat(xfcCategory));
 cl::opt<unsigned> optLevel("O", cl::Prefix, cl::init(3),
                            cl::desc("Optimization level of the host code, 0-3 (default 3)"),
@@ -282,6 +285,7 @@ bool xfc::parseCommandLine(int argc, char **argv) {
       "xfc: compiles a transformer written as the "
       "algorithm boxes of Phuong & Hutter\n\n"
       "  xfc FILE.xf -o EXE [--tuning-db DB]   build an executable\n"
+      "  xfc FILE.xf --emit=lib -o libm.so     build a library with xf.h's C API\n"
       "  xfc FILE.xf --emit=STAGE              print a stage\n"
       "  xfc FILE.xf --check [--lengths 1,37,128] [--seed S]\n"
       "                                        compare a build with the xf semantics\n"
@@ -376,11 +380,16 @@ bool xfc::parseCommandLine(int argc, char **argv) {
   }
 
   // `xfc model.xf -o model` builds an executable; without -o, print xf.
-  bool binaryOutput = emitAction == Emit::Exe || emitAction == Emit::Obj;
+  bool binaryOutput = emitAction == Emit::Exe || emitAction == Emit::Obj || emitAction == Emit::Lib;
   if (!tuneMode && emitAction.getNumOccurrences() == 0 && outputFilename != "-")
     emitAction = Emit::Exe, binaryOutput = true;
   if (!tuneMode && binaryOutput && outputFilename == "-") {
-    llvm::errs() << "xfc: error: --emit=exe and --emit=obj need -o FILE\n";
+    llvm::errs() << "xfc: error: --emit=exe, --emit=lib and --emit=obj need -o FILE\n";
+    return false;
+  }
+  if (train && emitAction == Emit::Lib) {
+    llvm::errs() << "xfc: error: --emit=lib builds an inference library; --train builds the "
+                    "trainer executable (docs/training.md)\n";
     return false;
   }
   if (bf16Products.getNumOccurrences() && !bf16GemmInputs) {

@@ -19,7 +19,7 @@
 
 namespace xfc {
 
-enum class Emit { AST, Xf, Fused, Kernels, Host, Halide, Ptx, LLVM, Asm, Obj, Exe };
+enum class Emit { AST, Xf, Fused, Kernels, Host, Halide, Ptx, LLVM, Asm, Obj, Exe, Lib };
 enum class WeightType { F32, BF16 };
 enum class PackWeights { Load, Call };
 enum class KvCacheType { F32, F16 };

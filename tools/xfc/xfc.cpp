@@ -234,13 +234,15 @@ static mlir::LogicalResult emitBackend(Emit action, mlir::xf::HostProgram *progr
     os << *text;
     return mlir::success();
   }
-  case Emit::Exe: {
+  case Emit::Exe:
+  case Emit::Lib: {
     std::optional<mlir::xf::ObjectCache> cache;
     if (mlir::failed(openObjectCache(cache)))
       return mlir::failure();
     options.cache = cache ? &*cache : nullptr;
     options.log = verbose ? &llvm::errs() : nullptr;
     options.trainer = train;
+    options.publicApi = action == Emit::Lib;
     // Linked into a temporary and renamed: a failed link keeps the previous executable.
     return report(xfc::writeThroughTemporary(outputFilename, /*executable=*/true,
                                              [&](llvm::StringRef temporary) {
@@ -415,7 +417,7 @@ int main(int argc, char **argv) {
   mlir::registerPassManagerCLOptions();
   if (!xfc::parseCommandLine(argc, argv))
     return 1;
-  bool binaryOutput = emitAction == Emit::Exe || emitAction == Emit::Obj;
+  bool binaryOutput = emitAction == Emit::Exe || emitAction == Emit::Obj || emitAction == Emit::Lib;
   // A bad -o fails now, not after the compile; it may not be the spec itself.
   if (outputFilename != "-") {
     if (mlir::failed(report(xfc::checkOutput(outputFilename, /*streamable=*/!binaryOutput))))

@@ -33,8 +33,19 @@ using namespace mlir::xf;
 
 namespace {
 
+/// The exports of a model library (`xfc --emit=lib`): the public C API (xf/xf.h) alone; the
+/// generated entry points, libxfrt and the Halide runtime stay inside.
+constexpr const char *kPublicApiVersionScript = R"({
+  global:
+    xf_api_version; xf_last_error; xf_manifest_json; xf_set_threads; xf_generate_defaults;
+    xf_session_*; xf_tokenizer_*;
+  local: *;
+};
+)";
+
+/// `publicApi`: a version script naming what the library exports (empty: not a model library).
 llvm::Error link(llvm::ArrayRef<std::string> objects, llvm::StringRef output, bool shared,
-                 bool trainer) {
+                 bool trainer, llvm::StringRef publicApi = "") {
   auto driver = llvm::sys::findProgramByName(XF_LINKER_DRIVER);
   if (!driver)
     driver = llvm::sys::findProgramByName("c++");
@@ -50,6 +61,14 @@ llvm::Error link(llvm::ArrayRef<std::string> objects, llvm::StringRef output, bo
   if (shared)
     args.insert(args.end(), {"-shared", "-Wl,-Bsymbolic"});
   args.insert(args.end(), objects.begin(), objects.end());
+  if (!publicApi.empty()) {
+    args.push_back(("-Wl,--version-script=" + publicApi).str());
+    args.insert(args.end(),
+                {"-Wl,--whole-archive", XFRT_CAPI_ARCHIVE_PATH, "-Wl,--no-whole-archive"});
+#ifndef XF_LINK_SANITIZERS
+    args.push_back("-Wl,--no-undefined"); // a library that loads, or none
+#endif
+  }
   if (!shared && trainer) {
     args.push_back(XFRT_TRAIN_MAIN_ARCHIVE_PATH);
   } else if (!shared) {
@@ -67,6 +86,29 @@ llvm::Error link(llvm::ArrayRef<std::string> objects, llvm::StringRef output, bo
   if (rc != 0)
     return llvm::createStringError("linking " + output.str() + " failed (" + *driver +
                                    " exit " + std::to_string(rc) + ") " + message);
+  return llvm::Error::success();
+}
+
+llvm::Error writeFile(llvm::StringRef path, llvm::StringRef text) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec);
+  if (!ec) {
+    os << text;
+    os.close();
+    ec = os.error();
+  }
+  if (ec)
+    return llvm::createStringError("writing " + path.str() + ": " + ec.message());
+  return llvm::Error::success();
+}
+
+/// The public header next to a model library, for C callers: `DIR/xf.h` beside `DIR/lib.so`.
+llvm::Error copyPublicHeader(llvm::StringRef library) {
+  llvm::SmallString<256> header(llvm::sys::path::parent_path(library));
+  llvm::sys::path::append(header, "xf.h");
+  if (std::error_code ec = llvm::sys::fs::copy_file(XFRT_PUBLIC_HEADER_PATH, header))
+    return llvm::createStringError("copying " + std::string(XFRT_PUBLIC_HEADER_PATH) + " to " +
+                                   header.str().str() + ": " + ec.message());
   return llvm::Error::success();
 }
 
@@ -207,9 +249,19 @@ llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
                                      }))
     return e;
   source.finish();
+  std::string versionScript;
+  if (options.publicApi) {
+    versionScript = dir.file("exports.map");
+    if (llvm::Error e = writeFile(versionScript, kPublicApiVersionScript))
+      return e;
+  }
   auto start = std::chrono::steady_clock::now();
-  if (llvm::Error e = link(objects, output, options.sharedLibrary, options.trainer))
+  if (llvm::Error e = link(objects, output, options.sharedLibrary || options.publicApi,
+                           options.trainer, versionScript))
     return e;
+  if (options.publicApi)
+    if (llvm::Error e = copyPublicHeader(output))
+      return e;
   if (options.log)
     *options.log << llvm::formatv("xfc: linked in {0:F2} s\n", secondsSince(start));
   return llvm::Error::success();

@@ -34,6 +34,9 @@ struct CodegenOptions {
   /// Link a shared object instead (no main; -Bsymbolic, so its Halide runtime
   /// and libxfrt stay its own), which `xfc --check` loads with dlopen.
   bool sharedLibrary = false;
+  /// A model library (`xfc --emit=lib`): a shared object that links the public C API
+  /// (libxfrt_capi, xf/xf.h) in and exports it alone; xf.h is copied next to it.
+  bool publicApi = false;
   /// Link the trainer's main (libxfrt_train_main, docs/training.md) instead
   /// of the inference one: for programs lowered from @loss_and_gradients too.
   bool trainer = false;
