@@ -1,0 +1,94 @@
+"""A malformed call per entry point raises an xf exception carrying xf's message."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import xf
+
+
+def test_forward_wrong_dtype_and_shape(gpt2_model):
+    with pytest.raises(xf.InvalidArgumentError, match="integers, got dtype float32"):
+        gpt2_model.forward(np.array([1.0, 2.0], dtype=np.float32))
+    with pytest.raises(xf.InvalidArgumentError, match=r"1-D\), got shape \(2, 2\)"):
+        gpt2_model.forward([[1, 2], [3, 4]])
+    with pytest.raises(xf.InvalidArgumentError, match="at least one id"):
+        gpt2_model.forward([])
+
+
+def test_forward_id_out_of_range(gpt2_model):
+    # The library's own check and message (xf_session_error).
+    with pytest.raises(xf.InvalidArgumentError) as e:
+        gpt2_model.forward([1, 300])
+    assert str(e.value) == "ids: id 300 at 1 is outside the vocabulary [0, 300)"
+    assert e.value.status == 1
+
+
+def test_forward_too_long(gpt2_model):
+    with pytest.raises(xf.InvalidArgumentError, match="81 ids exceed the 80 positions"):
+        gpt2_model.forward([1] * 81)
+
+
+def test_decode_errors(gpt2_model, minilm_model):
+    with pytest.raises(xf.InvalidArgumentError, match=r"positions 80\.\.80 exceed the KV cache"):
+        gpt2_model.decode([1], start=80)
+    with pytest.raises(xf.UnsupportedError, match="no cached entry point"):
+        minilm_model.decode([1], start=0)
+
+
+def test_embed_errors(gpt2_model, minilm_model):
+    with pytest.raises(xf.UnsupportedError, match="outputs logits"):
+        gpt2_model.embed([1, 2])
+    with pytest.raises(xf.InvalidArgumentError, match="pooling 'max'"):
+        minilm_model.embed([1, 2], pooling="max")
+    with pytest.raises(xf.InvalidArgumentError, match="id -3 at 0"):
+        minilm_model.embed([-3])
+
+
+def test_generate_errors(gpt2_model, minilm_model):
+    with pytest.raises(xf.InvalidArgumentError, match="max_new_tokens 0 is below 1"):
+        gpt2_model.generate([1], max_new_tokens=0)
+    with pytest.raises(xf.InvalidArgumentError, match="eos 999 is outside"):
+        gpt2_model.generate([1], eos=999)
+    with pytest.raises(xf.InvalidArgumentError, match="needs a tokenizer"):
+        gpt2_model.generate("hello")
+    with pytest.raises(xf.UnsupportedError, match="generation needs logits"):
+        minilm_model.generate([1])
+
+
+def test_load_errors(gpt2, tmp_path):
+    missing = tmp_path / "missing.safetensors"
+    with pytest.raises(xf.LoadError, match=str(missing)):
+        xf.load(gpt2.library, missing)
+    with pytest.raises(xf.LoadError, match="no such model library"):
+        xf.load(tmp_path / "libnone.so", random_seed=1)
+    with pytest.raises(xf.InvalidArgumentError, match="either weights=PATH or random_seed"):
+        xf.load(gpt2.library)
+    not_a_library = tmp_path / "lib.so"
+    not_a_library.write_text("not ELF")
+    with pytest.raises(xf.LoadError, match="cannot load"):
+        xf.load(not_a_library, random_seed=1)
+
+
+def test_weights_of_another_model(gpt2, minilm, tmp_path):
+    path = tmp_path / "minilm.safetensors"
+    minilm.run("--random-weights", "1", "--save-weights", str(path))
+    with pytest.raises(xf.LoadError, match="tensor"):
+        xf.load(gpt2.library, path)
+
+
+def test_compile_error_is_located():
+    spec = "model broken\n\nhyperparameters\n  L = \n"
+    with pytest.raises(xf.CompileError) as e:
+        xf.compile(spec)
+    assert "<stdin>:" in e.value.diagnostic and "error" in e.value.diagnostic
+    with pytest.raises(xf.XfError, match="no such spec file"):
+        xf.compile("does-not-exist.xf")
+
+
+def test_emit_returns_the_stage(gpt2):
+    from conftest import GPT2, ROOT
+    text = xf.emit(ROOT / "examples" / "gpt2.xf", stage="kernels", defines=GPT2)
+    assert "xf.gemm" in text and "schedule" in text
+    with pytest.raises(xf.XfError, match="stage 'exe'"):
+        xf.emit(ROOT / "examples" / "gpt2.xf", stage="exe")
