@@ -14,6 +14,12 @@
 namespace xfrt::capi {
 // Records `message` as this thread's last error; returns `code`.
 xf_status fail(xf_status code, std::string message);
+// Inside a catch handler: the exception being handled (std::bad_alloc, ...) as a message and
+// XF_ERROR_RUNTIME. Every C API call catches what libxfrt or the standard library throws: a C
+// caller cannot, and an exception leaving an extern "C" function terminates the process.
+xf_status caughtException(std::string &message);
+// The same, recorded as this thread's last error.
+xf_status caughtExceptionOnThread();
 } // namespace xfrt::capi
 
 #endif // XFRT_CAPIERRORS_H

@@ -33,6 +33,8 @@ halide_set_error_handler(HalideErrorHandler handler);
 #pragma weak xf_forward_packed
 #pragma weak xf_forward_cached_packed
 
+using xfrt::capi::caughtException;
+using xfrt::capi::caughtExceptionOnThread;
 using xfrt::capi::fail;
 
 struct xf_session {
@@ -152,7 +154,7 @@ int32_t xf_api_version(void) { return XF_API_VERSION; }
 
 const char *xf_manifest_json(void) { return xf_model_manifest; }
 
-xf_status xf_set_threads(int32_t threads) {
+xf_status xf_set_threads(int32_t threads) try {
   if (threads < 0 || threads > 256)
     return fail(XF_ERROR_INVALID_ARGUMENT,
                 "xf_set_threads: " + std::to_string(threads) + " is outside 0..256");
@@ -160,22 +162,28 @@ xf_status xf_set_threads(int32_t threads) {
   if (threads > 0 && lib.abi.setNumThreads)
     lib.abi.setNumThreads(threads);
   return XF_OK;
+} catch (...) {
+  return caughtExceptionOnThread();
 }
 
-xf_status xf_session_create(const char *weightsPath, xf_session **out) {
+xf_status xf_session_create(const char *weightsPath, xf_session **out) try {
   if (!weightsPath || !*weightsPath)
     return fail(XF_ERROR_INVALID_ARGUMENT, "xf_session_create: no weights path");
   const Library &lib = library();
   if (!lib.manifest)
     return create(lib.manifest.status(), out);
   return create(xfrt::loadWeights(weightsPath, *lib.manifest), out);
+} catch (...) {
+  return caughtExceptionOnThread();
 }
 
-xf_status xf_session_create_random(uint64_t seed, xf_session **out) {
+xf_status xf_session_create_random(uint64_t seed, xf_session **out) try {
   const Library &lib = library();
   if (!lib.manifest)
     return create(lib.manifest.status(), out);
   return create(xfrt::randomWeights(seed, *lib.manifest), out);
+} catch (...) {
+  return caughtExceptionOnThread();
 }
 
 void xf_session_destroy(xf_session *session) { delete session; }
@@ -185,7 +193,7 @@ const char *xf_session_error(const xf_session *session) {
 }
 
 xf_status xf_session_forward(xf_session *s, const int32_t *ids, int64_t n, const int32_t *source,
-                             int64_t sourceN, float *out, int64_t outCapacity) {
+                             int64_t sourceN, float *out, int64_t outCapacity) try {
   if (!s)
     return fail(XF_ERROR_INVALID_ARGUMENT, "null session");
   s->error.clear();
@@ -197,10 +205,12 @@ xf_status xf_session_forward(xf_session *s, const int32_t *ids, int64_t n, const
   if (xfrt::Status st = s->session.forward(tokens, sourceIds, out); !st)
     return runtimeFailure(s, st);
   return XF_OK;
+} catch (...) {
+  return s ? caughtException(s->error) : caughtExceptionOnThread();
 }
 
 xf_status xf_session_decode(xf_session *s, const int32_t *ids, int64_t n, int64_t start, float *out,
-                            int64_t outCapacity) {
+                            int64_t outCapacity) try {
   if (!s)
     return fail(XF_ERROR_INVALID_ARGUMENT, "null session");
   s->error.clear();
@@ -222,10 +232,12 @@ xf_status xf_session_decode(xf_session *s, const int32_t *ids, int64_t n, int64_
   if (xfrt::Status st = s->session.forwardCached(ids, n, start, out); !st)
     return runtimeFailure(s, st);
   return XF_OK;
+} catch (...) {
+  return s ? caughtException(s->error) : caughtExceptionOnThread();
 }
 
 xf_status xf_session_embed(xf_session *s, const int32_t *ids, int64_t n, int32_t pooling,
-                           int32_t normalize, float *out, int64_t outCapacity) {
+                           int32_t normalize, float *out, int64_t outCapacity) try {
   if (!s)
     return fail(XF_ERROR_INVALID_ARGUMENT, "null session");
   s->error.clear();
@@ -248,6 +260,8 @@ xf_status xf_session_embed(xf_session *s, const int32_t *ids, int64_t n, int32_t
                    pooling == XF_POOL_CLS ? xfrt::Pooling::Cls : xfrt::Pooling::Mean,
                    normalize != 0, out);
   return XF_OK;
+} catch (...) {
+  return s ? caughtException(s->error) : caughtExceptionOnThread();
 }
 
 xf_generate_options xf_generate_defaults(void) {
@@ -294,7 +308,7 @@ xfrt::Expected<xfrt::GenerateOptions> generateOptions(const xf_generate_options 
 extern "C" xf_status xf_session_generate(xf_session *s, const int32_t *prompt, int64_t n,
                                          const int32_t *source, int64_t sourceN,
                                          const xf_generate_options *options, int32_t *outIds,
-                                         int64_t outCapacity, int64_t *outCount) {
+                                         int64_t outCapacity, int64_t *outCount) try {
   if (!s)
     return fail(XF_ERROR_INVALID_ARGUMENT, "null session");
   s->error.clear();
@@ -320,4 +334,6 @@ extern "C" xf_status xf_session_generate(xf_session *s, const int32_t *prompt, i
   std::copy(r->newTokens.begin(), r->newTokens.end(), outIds);
   *outCount = int64_t(r->newTokens.size());
   return XF_OK;
+} catch (...) {
+  return s ? caughtException(s->error) : caughtExceptionOnThread();
 }

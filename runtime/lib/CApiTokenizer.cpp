@@ -15,6 +15,7 @@
 #include <cstring>
 #include <memory>
 
+using xfrt::capi::caughtExceptionOnThread;
 using xfrt::capi::fail;
 
 struct xf_tokenizer {
@@ -30,11 +31,26 @@ xf_status xfrt::capi::fail(xf_status code, std::string message) {
   return code;
 }
 
+xf_status xfrt::capi::caughtException(std::string &message) {
+  try {
+    throw;
+  } catch (const std::bad_alloc &) {
+    message = "out of memory";
+  } catch (const std::exception &e) {
+    message = std::string("unexpected error: ") + e.what();
+  } catch (...) {
+    message = "unexpected error";
+  }
+  return XF_ERROR_RUNTIME;
+}
+
+xf_status xfrt::capi::caughtExceptionOnThread() { return caughtException(lastError); }
+
 extern "C" {
 
 const char *xf_last_error(void) { return lastError.c_str(); }
 
-xf_status xf_tokenizer_load(const char *path, xf_tokenizer **out) {
+xf_status xf_tokenizer_load(const char *path, xf_tokenizer **out) try {
   if (!out)
     return fail(XF_ERROR_INVALID_ARGUMENT, "xf_tokenizer_load: null output pointer");
   *out = nullptr;
@@ -49,12 +65,14 @@ xf_status xf_tokenizer_load(const char *path, xf_tokenizer **out) {
     return fail(XF_ERROR_LOAD, std::string(path) + ": no tokenizer there");
   *out = new xf_tokenizer{std::move(loaded->tokenizer)};
   return XF_OK;
+} catch (...) {
+  return caughtExceptionOnThread();
 }
 
 void xf_tokenizer_destroy(xf_tokenizer *tokenizer) { delete tokenizer; }
 
 xf_status xf_tokenizer_encode(const xf_tokenizer *t, const char *text, int64_t textBytes,
-                              int32_t *ids, int64_t capacity, int64_t *count) {
+                              int32_t *ids, int64_t capacity, int64_t *count) try {
   if (!t || !count || (!text && textBytes) || textBytes < 0 || capacity < 0 || (!ids && capacity))
     return fail(XF_ERROR_INVALID_ARGUMENT, "xf_tokenizer_encode: a null or negative argument");
   xfrt::Expected<std::vector<int32_t>> encoded =
@@ -67,10 +85,12 @@ xf_status xf_tokenizer_encode(const xf_tokenizer *t, const char *text, int64_t t
                                                " ids do not fit in " + std::to_string(capacity));
   std::copy(encoded->begin(), encoded->end(), ids);
   return XF_OK;
+} catch (...) {
+  return caughtExceptionOnThread();
 }
 
 xf_status xf_tokenizer_decode(const xf_tokenizer *t, const int32_t *ids, int64_t n, char *text,
-                              int64_t capacity, int64_t *bytes) {
+                              int64_t capacity, int64_t *bytes) try {
   if (!t || !bytes || (!ids && n) || n < 0 || capacity < 0 || (!text && capacity))
     return fail(XF_ERROR_INVALID_ARGUMENT, "xf_tokenizer_decode: a null or negative argument");
   xfrt::Expected<std::string> decoded = t->tokenizer->decode(std::vector<int32_t>(ids, ids + n));
@@ -82,6 +102,8 @@ xf_status xf_tokenizer_decode(const xf_tokenizer *t, const int32_t *ids, int64_t
                                                " bytes do not fit in " + std::to_string(capacity));
   std::memcpy(text, decoded->data(), decoded->size());
   return XF_OK;
+} catch (...) {
+  return caughtExceptionOnThread();
 }
 
 int64_t xf_tokenizer_vocab_size(const xf_tokenizer *t) { return t ? t->tokenizer->vocabSize() : 0; }
