@@ -20,6 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 # Sizes of test/e2e/check_generation.py (gpt2) and check_examples.py (minilm).
 GPT2 = {"L": 2, "H": 4, "d_e": 64, "d_mlp": 256, "N_V": 300, "l_max": 80}
 MINILM = {"L": 2, "H": 4, "d_e": 48, "d_mlp": 96, "N_V": 200, "l_max": 40}
+TRANSFORMER = {"L_enc": 2, "L_dec": 2, "H": 4, "d_e": 64, "d_mlp": 128, "N_V": 256}
 
 
 @dataclass
@@ -64,3 +65,9 @@ def gpt2_model(gpt2) -> "xf.Model":
 @pytest.fixture(scope="session")
 def minilm_model(minilm) -> "xf.Model":
     return xf.load(minilm.library, random_seed=1)
+
+
+@pytest.fixture(scope="session")
+def transformer(tmp_path_factory) -> Built:
+    """An encoder-decoder (Alg. 8): forward and generate take source ids."""
+    return build(tmp_path_factory.mktemp("transformer"), "transformer", TRANSFORMER)
