@@ -8,7 +8,7 @@ compiles examples/c-api/generate.c against the xf.h copied next to it, and check
   - a bad call (an id of -1) returns status 1 (XF_ERROR_INVALID_ARGUMENT) with its message;
   - a missing weights file fails the example with the loader's message, not a crash.
 
-usage: check_c_example.py --xfc build/bin/xfc --cc clang-22 [--workdir DIR]
+usage: check_c_example.py --xfc build/bin/xfc --cc clang-22 [--cflag FLAG]... [--workdir DIR]
 """
 import argparse
 import os
@@ -43,6 +43,8 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--xfc", required=True)
     p.add_argument("--cc", required=True)
+    p.add_argument("--cflag", action="append", default=[],
+                   help="a flag for compiling the example (a sanitized build's)")
     p.add_argument("--workdir")
     a = p.parse_args()
     work = a.workdir or tempfile.mkdtemp(prefix="xf-capi-")
@@ -63,7 +65,8 @@ def main():
                         f"lacks {sorted(declared - exported)}")
 
     example = os.path.join(work, "generate")
-    must([a.cc, "-std=c99", "-Wall", "-Werror", os.path.join(ROOT, "examples", "c-api", "generate.c"),
+    must([a.cc, "-std=c99", "-Wall", "-Werror", *a.cflag,
+          os.path.join(ROOT, "examples", "c-api", "generate.c"),
           "-I", work, "-L", work, "-lgpt2", f"-Wl,-rpath,{work}", "-o", example])
     out = must([example, "--random", "1", PROMPT]).stdout.splitlines()
     exe = must([os.path.join(work, "gpt2"), "--random-weights", "1", "--tokens", PROMPT,
