@@ -92,3 +92,32 @@ def test_emit_returns_the_stage(gpt2):
     assert "xf.gemm" in text and "schedule" in text
     with pytest.raises(xf.XfError, match="stage 'exe'"):
         xf.emit(ROOT / "examples" / "gpt2.xf", stage="exe")
+
+
+def test_c_api_capacity_and_null_checks(gpt2_model):
+    """The C API itself (xf.h), below the package's own checks: capacities and null pointers."""
+    import ctypes
+
+    lib, session = gpt2_model._lib, gpt2_model._session
+    ids = np.array([1, 2], dtype=np.int32)
+    ids_p = ids.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+    out = np.empty(2 * 300, dtype=np.float32)
+    out_p = out.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+    assert lib.xf_session_forward(session, ids_p, 2, None, 0, out_p, 599) == 2
+    assert lib.xf_session_error(session) == b"the output holds 599 floats; the call writes 600"
+    assert lib.xf_session_forward(session, ids_p, 2, None, 0, out_p, 600) == 0
+    assert lib.xf_session_error(session) == b""
+    assert lib.xf_session_forward(session, ids_p, 2, None, 0, None, 600) == 1
+    assert lib.xf_session_forward(None, ids_p, 2, None, 0, out_p, 600) == 1
+    assert lib.xf_last_error() == b"null session"
+    count = ctypes.c_int64()
+    new = np.empty(4, dtype=np.int32)
+    new_p = new.ctypes.data_as(ctypes.POINTER(ctypes.c_int32))
+    options = lib.xf_generate_defaults()  # 16 new tokens
+    assert lib.xf_session_generate(session, ids_p, 2, None, 0, ctypes.byref(options), new_p, 4,
+                                   ctypes.byref(count)) == 2
+    assert lib.xf_session_error(session) == b"the output holds 4 ids; the call writes 16"
+    assert lib.xf_session_create(None, None) == 1
+    assert lib.xf_last_error() == b"xf_session_create: no weights path"
+    assert lib.xf_session_create_random(1, None) == 1
+    assert lib.xf_last_error() == b"xf_session_create: null output pointer"
