@@ -74,12 +74,27 @@ def read_response(sock, limit=64 << 20):
                 break
             body += chunk
     elif headers.get("transfer-encoding") == "chunked":
-        while not body.endswith(b"0\r\n\r\n") and len(body) < limit:
+        while not body.endswith(b"\r\n0\r\n\r\n") and len(body) < limit:
             chunk = sock.recv(65536)
             if not chunk:
                 break
             body += chunk
+        body = dechunk(body)
     return status, headers, body
+
+
+def dechunk(data):
+    """The payload of a chunked body (as far as it is well-formed)."""
+    out, at = b"", 0
+    while True:
+        end = data.find(b"\r\n", at)
+        if end < 0:
+            return out
+        size = int(data[at:end].split(b";")[0] or b"0", 16)
+        if size == 0:
+            return out
+        out += data[end + 2:end + 2 + size]
+        at = end + 2 + size + 2
 
 
 def exchange(port, method, path, body=b"", headers=None):
