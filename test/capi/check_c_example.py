@@ -6,7 +6,9 @@ compiles examples/c-api/generate.c against the xf.h copied next to it, and check
   - the example's greedy ids equal the executable's (`--random-weights 1 --tokens ...
     --max-new-tokens 8`) on the same random weights;
   - a bad call (an id of -1) returns status 1 (XF_ERROR_INVALID_ARGUMENT) with its message;
-  - a missing weights file fails the example with the loader's message, not a crash.
+  - a missing weights file fails the example with the loader's message, not a crash;
+  - the static archive (`-o libgpt2.a`) defines the same globals, and the example linked with
+    it prints what the one linked with the shared library prints.
 
 usage: check_c_example.py --xfc build/bin/xfc --cc clang-22 [--cflag FLAG]... [--workdir DIR]
 """
@@ -77,6 +79,22 @@ def main():
     expected = "bad call: status 1: ids: id -1 at 0 is outside the vocabulary [0, 300)"
     if out[1] != expected:
         failures.append(f"bad call printed '{out[1]}', expected '{expected}'")
+
+    # The static archive (-o NAME.a): the same exports, the same program output.
+    archive = os.path.join(work, "libgpt2.a")
+    must([a.xfc, spec, *DEFINES, "--emit=lib", "-o", archive])
+    archived = set(must(["nm", "--defined-only", "--extern-only", "--format=just-symbols",
+                         archive]).stdout.split()) - {"model.o:"}
+    if archived != declared:
+        failures.append(f"the archive defines {sorted(archived - declared)} beyond xf.h, "
+                        f"lacks {sorted(declared - archived)}")
+    static = os.path.join(work, "generate-static")
+    must([a.cc, "-std=c99", "-Wall", "-Werror", *a.cflag,
+          os.path.join(ROOT, "examples", "c-api", "generate.c"), "-I", work, archive,
+          "-lstdc++", "-lpthread", "-ldl", "-lm", "-o", static])
+    out_static = must([static, "--random", "1", PROMPT]).stdout.splitlines()
+    if out_static != out:
+        failures.append(f"the statically linked example printed {out_static}, the shared {out}")
 
     missing = os.path.join(work, "missing.safetensors")
     r = run([example, missing, PROMPT])

@@ -43,7 +43,7 @@ cl::opt<Emit> emitAction(
                clEnumValN(Emit::Exe, "exe", "a linked executable (default with -o)"),
                clEnumValN(Emit::Lib, "lib",
                           "a shared library with the public C API (xf.h, copied next to it; "
-                          "docs/c-api.md; needs -o)")),
+                          "docs/c-api.md; needs -o; -o NAME.a: a static archive)")),
     cl::cat(xfcCategory));
 cl::opt<unsigned> optLevel("O", cl::Prefix, cl::init(3),
                            cl::desc("Optimization level of the host code, 0-3 (default 3)"),

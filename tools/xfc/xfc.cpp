@@ -243,8 +243,10 @@ static mlir::LogicalResult emitBackend(Emit action, mlir::xf::HostProgram *progr
     options.log = verbose ? &llvm::errs() : nullptr;
     options.trainer = train;
     options.publicApi = action == Emit::Lib;
+    options.staticArchive = options.publicApi && llvm::StringRef(outputFilename).ends_with(".a");
     // Linked into a temporary and renamed: a failed link keeps the previous executable.
-    return report(xfc::writeThroughTemporary(outputFilename, /*executable=*/true,
+    return report(xfc::writeThroughTemporary(outputFilename,
+                                             /*executable=*/!options.staticArchive,
                                              [&](llvm::StringRef temporary) {
                                                return mlir::xf::buildExecutable(
                                                    *program, options, temporary);

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "PublicLibrary.h"
 #include "ScratchDirectory.h"
 
 #include "xf/Codegen/KernelSpecs.h"
@@ -33,24 +34,22 @@ using namespace mlir::xf;
 
 namespace {
 
-/// The exports of a model library (`xfc --emit=lib`): the public C API (xf/xf.h) alone; the
-/// generated entry points, libxfrt and the Halide runtime stay inside.
-constexpr const char *kPublicApiVersionScript = R"({
-  global:
-    xf_api_version; xf_last_error; xf_manifest_json; xf_set_threads; xf_generate_defaults;
-    xf_session_*; xf_tokenizer_*;
-  local: *;
-};
-)";
-
-/// `publicApi`: a version script naming what the library exports (empty: not a model library).
-llvm::Error link(llvm::ArrayRef<std::string> objects, llvm::StringRef output, bool shared,
-                 bool trainer, llvm::StringRef publicApi = "") {
+/// The C++ compiler driver xf was built with, which links (and knows its C++ library).
+llvm::Expected<std::string> linkerDriver() {
   auto driver = llvm::sys::findProgramByName(XF_LINKER_DRIVER);
   if (!driver)
     driver = llvm::sys::findProgramByName("c++");
   if (!driver)
     return llvm::createStringError("no C++ compiler driver found to link with");
+  return *driver;
+}
+
+/// `publicApi`: a version script naming what the library exports (empty: not a model library).
+llvm::Error link(llvm::ArrayRef<std::string> objects, llvm::StringRef output, bool shared,
+                 bool trainer, llvm::StringRef publicApi = "") {
+  llvm::Expected<std::string> driver = linkerDriver();
+  if (!driver)
+    return driver.takeError();
   std::vector<std::string> args{*driver, "-o", output.str()};
   // Name the system linker explicitly: the driver may run with a minimal PATH.
   auto linker = llvm::sys::findProgramByName("ld");
@@ -86,29 +85,6 @@ llvm::Error link(llvm::ArrayRef<std::string> objects, llvm::StringRef output, bo
   if (rc != 0)
     return llvm::createStringError("linking " + output.str() + " failed (" + *driver +
                                    " exit " + std::to_string(rc) + ") " + message);
-  return llvm::Error::success();
-}
-
-llvm::Error writeFile(llvm::StringRef path, llvm::StringRef text) {
-  std::error_code ec;
-  llvm::raw_fd_ostream os(path, ec);
-  if (!ec) {
-    os << text;
-    os.close();
-    ec = os.error();
-  }
-  if (ec)
-    return llvm::createStringError("writing " + path.str() + ": " + ec.message());
-  return llvm::Error::success();
-}
-
-/// The public header next to a model library, for C callers: `DIR/xf.h` beside `DIR/lib.so`.
-llvm::Error copyPublicHeader(llvm::StringRef library) {
-  llvm::SmallString<256> header(llvm::sys::path::parent_path(library));
-  llvm::sys::path::append(header, "xf.h");
-  if (std::error_code ec = llvm::sys::fs::copy_file(XFRT_PUBLIC_HEADER_PATH, header))
-    return llvm::createStringError("copying " + std::string(XFRT_PUBLIC_HEADER_PATH) + " to " +
-                                   header.str().str() + ": " + ec.message());
   return llvm::Error::success();
 }
 
@@ -185,6 +161,28 @@ std::string keyText(ModuleOp module) {
   return text;
 }
 
+/// The objects linked into `output` as `options` say: an executable, a shared object, or a
+/// model library (shared, or a static archive) with xf.h next to it.
+llvm::Error linkOutput(llvm::ArrayRef<std::string> objects, llvm::StringRef output,
+                       const CodegenOptions &options, ScratchDirectory &dir) {
+  if (!options.publicApi)
+    return link(objects, output, options.sharedLibrary, options.trainer);
+  if (options.staticArchive) {
+    llvm::Expected<std::string> driver = linkerDriver();
+    if (!driver)
+      return driver.takeError();
+    if (llvm::Error e = archivePublicLibrary(*driver, objects, output, dir))
+      return e;
+  } else {
+    std::string versionScript = dir.file("exports.map");
+    if (llvm::Error e = writeTextFile(versionScript, publicApiVersionScript()))
+      return e;
+    if (llvm::Error e = link(objects, output, /*shared=*/true, /*trainer=*/false, versionScript))
+      return e;
+  }
+  return copyPublicHeader(output);
+}
+
 } // namespace
 
 llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
@@ -249,19 +247,9 @@ llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
                                      }))
     return e;
   source.finish();
-  std::string versionScript;
-  if (options.publicApi) {
-    versionScript = dir.file("exports.map");
-    if (llvm::Error e = writeFile(versionScript, kPublicApiVersionScript))
-      return e;
-  }
   auto start = std::chrono::steady_clock::now();
-  if (llvm::Error e = link(objects, output, options.sharedLibrary || options.publicApi,
-                           options.trainer, versionScript))
+  if (llvm::Error e = linkOutput(objects, output, options, dir))
     return e;
-  if (options.publicApi)
-    if (llvm::Error e = copyPublicHeader(output))
-      return e;
   if (options.log)
     *options.log << llvm::formatv("xfc: linked in {0:F2} s\n", secondsSince(start));
   return llvm::Error::success();

@@ -37,6 +37,8 @@ struct CodegenOptions {
   /// A model library (`xfc --emit=lib`): a shared object that links the public C API
   /// (libxfrt_capi, xf/xf.h) in and exports it alone; xf.h is copied next to it.
   bool publicApi = false;
+  /// With publicApi: a static archive (libmodel.a) instead of a shared object.
+  bool staticArchive = false;
   /// Link the trainer's main (libxfrt_train_main, docs/training.md) instead
   /// of the inference one: for programs lowered from @loss_and_gradients too.
   bool trainer = false;
