@@ -18,8 +18,8 @@ def _from_dlpack(tensor: Any) -> np.ndarray:
     if int(device_type) != 1:
         name = _DLPACK_DEVICES.get(int(device_type), f"type {int(device_type)}")
         raise InvalidArgumentError(
-            f"a tensor on a {name} device ({device_id}): this model library runs on the CPU "
-            f"and takes CPU tensors (move it first, e.g. tensor.cpu())")
+            f"a tensor on a {name} device ({device_id}): xf's C API takes token ids in CPU "
+            f"memory, whatever the library's target (move it first, e.g. tensor.cpu())")
     return np.from_dlpack(tensor)
 
 
