@@ -186,6 +186,7 @@ private:
   RequestHandler onRequest_;
   int listenFd_ = -1, wakeFd_ = -1;
   std::atomic<bool> stopping_{false};
+  Clock::time_point acceptPausedUntil_{};
   std::unordered_map<int, std::shared_ptr<Connection>> connections_; // loop thread only
 
   std::mutex mutex_;
@@ -331,9 +332,11 @@ bool HttpServer::Impl::run() {
 }
 
 void HttpServer::Impl::loopOnce() {
-  std::vector<pollfd> fds{{wakeFd_, POLLIN, 0}, {listenFd_, POLLIN, 0}};
+  bool accepting = Clock::now() >= acceptPausedUntil_;
+  std::vector<pollfd> fds{{wakeFd_, POLLIN, 0}, {accepting ? listenFd_ : -1, POLLIN, 0}};
   std::vector<std::shared_ptr<Connection>> polled;
-  Clock::time_point next = Clock::now() + std::chrono::seconds(1);
+  Clock::time_point next =
+      Clock::now() + std::chrono::milliseconds(accepting ? 1000 : 100); // a pause ends then
   for (auto &[fd, c] : connections_) {
     if (c->phase == Connection::Phase::Served)
       continue;
@@ -373,8 +376,13 @@ void HttpServer::Impl::acceptAll() {
     socklen_t len = sizeof(addr);
     int fd = accept4(listenFd_, reinterpret_cast<sockaddr *>(&addr), &len,
                      SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0)
+    if (fd < 0) {
+      // Out of descriptors: the pending connection stays queued; stop polling the listener
+      // for a moment rather than spin on it.
+      if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+        acceptPausedUntil_ = Clock::now() + std::chrono::milliseconds(100);
       return;
+    }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     if (connections_.size() >= o_.maxConnections) { // refused at once, without reading

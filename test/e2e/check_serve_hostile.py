@@ -29,6 +29,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -254,19 +255,38 @@ def slow_clients(server):
                 break
     expect(cut and (reply == b"" or reply.startswith(b"HTTP/1.1 408")),
            f"a byte every 0.25 s: cut by the 2 s deadline ({reply[:12]!r})")
-    # 80 slow clients hold connections; /health and a completion are still answered.
-    slow = []
+    # 80 slow clients, each sending a byte of its head every 0.5 s; /health and a completion
+    # are still answered (cpp-httplib's 48 threads all waited on them, /health too).
+    slow, done = [], threading.Event()
+
+    def trickle():
+        while not done.wait(0.5):
+            for c in slow:
+                try:
+                    c.sendall(b"x")
+                except OSError:
+                    pass
+    trickler = threading.Thread(target=trickle)
     try:
         for _ in range(80):
             c = connect(port)
             c.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
             slow.append(c)
-        status, _, _ = exchange(port, "GET", "/health")
-        expect(status == 200, f"/health with 80 slow clients connected: {status}")
-        status, _, _ = exchange(port, "POST", "/v1/completions",
-                                json.dumps({"prompt": [1], "max_tokens": 2}).encode(), JSON)
-        expect(status == 200, f"a completion with 80 slow clients connected: {status}")
+        trickler.start()
+        time.sleep(1)  # a byte or two from each
+        for what, method, path, body in (
+                ("/health", "GET", "/health", b""),
+                ("a completion", "POST", "/v1/completions",
+                 json.dumps({"prompt": [1], "max_tokens": 2}).encode())):
+            try:
+                status = exchange(port, method, path, body, JSON if body else None)[0]
+            except OSError as e:  # no answer within TIMEOUT
+                status = e
+            expect(status == 200, f"{what} with 80 slow clients trickling: {status}")
     finally:
+        done.set()
+        if trickler.is_alive():
+            trickler.join()
         for c in slow:
             c.close()
     # 256 connections open: the next one is refused at once with 503 + Retry-After.
