@@ -91,3 +91,15 @@ def test_dlpack_in_and_out(gpt2_model):
 def test_cuda_tensor_refused(gpt2_model):
     with pytest.raises(xf.InvalidArgumentError, match=r"CUDA device \(0\): xf's C API takes token ids in CPU memory"):
         gpt2_model.forward(DLPackOnly(np.array(PROMPT, dtype=np.int32), device=(2, 0)))
+
+
+def test_compile_spec_text_to_the_cache(gpt2_model, tmp_path, monkeypatch):
+    from conftest import GPT2, ROOT
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    text = (ROOT / "examples" / "gpt2.xf").read_text()
+    library = xf.compile(text, defines=GPT2)  # sent on stdin, named by its digest
+    assert library.parent == tmp_path / "xf" / "libraries" and library.name.startswith("libspec-")
+    assert xf.compile(text, defines=GPT2) == library
+    assert xf.compile(text, defines={**GPT2, "L": 1}) != library
+    with xf.load(library, random_seed=1) as model:
+        np.testing.assert_array_equal(model.forward(PROMPT), gpt2_model.forward(PROMPT))
