@@ -338,7 +338,7 @@ Status Session::forwardCached(const int32_t *tokens, int64_t l, int64_t start, f
   }
   if (!hasCache()) {
     int64_t bytes = abi_.cacheBytes(cacheCapacity_);
-    Expected<AlignedBuffer> b = AlignedBuffer::allocate(uint64_t(bytes));
+    Expected<KvCacheSlots> b = KvCacheSlots::reserve(1, bytes);
     if (!b)
       return makeError("KV cache: " + b.message());
     cache_ = b.take();

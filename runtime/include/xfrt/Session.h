@@ -14,6 +14,7 @@
 
 #include "xfrt/AlignedBuffer.h"
 #include "xfrt/Driver.h"
+#include "xfrt/KvCacheSlots.h"
 #include "xfrt/Manifest.h"
 #include "xfrt/Status.h"
 #include "xfrt/Weights.h"
@@ -57,7 +58,7 @@ public:
   void reserveCache(int64_t positions) {
     if (hasCache() && positions <= cacheCapacity_)
       return;
-    cache_ = AlignedBuffer();
+    cache_ = KvCacheSlots();
     dropDeviceCache();
     cacheCapacity_ = positions;
   }
@@ -115,7 +116,10 @@ private:
   ModelAbi abi_{};
   std::vector<void *> params_, derivedPtrs_;
   WeightRegion derived_; // the derived buffers xf_prepare fills, then the copied parameters
-  AlignedBuffer scratch_, cache_;
+  AlignedBuffer scratch_;
+  // The host KV cache: one slot of address space whose memory comes as positions are written
+  // (KvCacheSlots.h), so a cache sized for the model's positions costs what the run writes.
+  KvCacheSlots cache_;
   int64_t cacheCapacity_ = 0; // positions the cache is (or will be) allocated for
 };
 
