@@ -12,7 +12,7 @@ blocks or bytes, or compares the order of two events many steps apart; none time
 - --max-context: a longer prompt gets 400 naming it.
 - A client that hangs up on a non-streamed request cancels it: the server stops generating
   (tokens counted) instead of running its max_tokens out; one that leaves a streamed request
-  during its 500-step prefill has it dropped before it generates a token.
+  during its 2000-step prefill has it dropped before it generates a token.
 - Chunked prefill (--step-tokens 16): no step runs more than 16 token rows; a long prompt's
   reply is a single run's; a short request already decoding finishes before a 1000-token
   prompt that arrived after it gets its first token.
@@ -152,7 +152,7 @@ def memory_and_budget(exe, weights):
 
 def cancellation(exe, weights):
     server = ServerProcess([exe, *weights, "--serve", "--port", "0", "--batch", "4",
-                            "--step-tokens", "8"])
+                            "--step-tokens", "2"])
     try:
         # Four non-streamed requests of 4000 tokens whose clients hang up once they run.
         body = json.dumps({"prompt": [7, 8, 9], "max_tokens": 4000}).encode()
@@ -172,7 +172,7 @@ def cancellation(exe, weights):
                f"{h.get('tokens')} tokens generated (< 12000 of 16000), "
                f"{h.get('cancelled')} cancelled")
         # A streamed request whose client leaves during its prefill (4000 prompt tokens in
-        # slices of 8: 500 steps) is dropped before it generates anything.
+        # slices of 2: 2000 steps) is dropped before it generates anything.
         before = h
         body = json.dumps({"prompt": [1] * 4000, "max_tokens": 50, "stream": True}).encode()
         with socket.create_connection(("127.0.0.1", server.port), timeout=TIMEOUT) as s:
@@ -183,7 +183,7 @@ def cancellation(exe, weights):
         h = wait_health(server, lambda h: h["running"] == 0 and h["waiting"] == 0)
         expect(h.get("cancelled") == before.get("cancelled", 0) + 1 and
                h.get("tokens") == before.get("tokens"),
-               f"a streamed request whose client left during its 500-step prefill: cancelled, "
+               f"a streamed request whose client left during its 2000-step prefill: cancelled, "
                f"{h.get('tokens', 0) - before.get('tokens', 0)} tokens generated "
                f"(after {h['steps'] - before['steps']} steps)")
         # The server goes on.
