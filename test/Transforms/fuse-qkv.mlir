@@ -54,3 +54,16 @@ func.func @not_fusable(%x: tensor<?x64xf32>, %y: tensor<?x64xf32>, %w: tensor<64
   %e = xf.linear %x, %w, %b transpose_weight : tensor<?x64xf32>, tensor<64x64xf32>, tensor<64xf32> -> tensor<?x64xf32>
   return %a, %c, %d, %e : tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>
 }
+
+// GeGLU (Gemma): the gate's projection feeds gelu, which fuses into its own GEMM's epilogue
+// and has no kernel for a column slice; the up projection has no sibling left: two linears.
+// CHECK-LABEL: func.func @geglu_keeps_two_gemms
+func.func @geglu_keeps_two_gemms(%x: tensor<?x64xf32>, %wg: tensor<64x128xf32>, %wu: tensor<64x128xf32>) -> tensor<?x128xf32> {
+  // CHECK-COUNT-2: xf.linear
+  // CHECK-NOT: xf.slice
+  %g = xf.linear %x, %wg : tensor<?x64xf32>, tensor<64x128xf32> -> tensor<?x128xf32>
+  %u = xf.linear %x, %wu : tensor<?x64xf32>, tensor<64x128xf32> -> tensor<?x128xf32>
+  %a = xf.gelu tanh %g : tensor<?x128xf32>
+  %y = xf.mul %a, %u : tensor<?x128xf32>
+  return %y : tensor<?x128xf32>
+}

@@ -66,6 +66,14 @@ bool compatible(LinearOp a, LinearOp b) {
          bool(a.getBias()) == bool(b.getBias());
 }
 
+/// A projection consumed by GELU or ReLU keeps its own GEMM: the activation then fuses into
+/// that GEMM's epilogue (xf-fuse-gemm-epilogue), where a column slice of a joined GEMM has no
+/// kernel that reads it in place (only SwiGLU's silu has the gated epilogue). GeGLU's
+/// gelu(x·W_gate) ⊙ (x·W_up) is the case.
+bool feedsDenseActivation(LinearOp op) {
+  return llvm::any_of(op->getUsers(), [](Operation *user) { return isa<GeluOp, ReluOp>(user); });
+}
+
 void fuseGroup(ArrayRef<LinearOp> group, DominanceInfo &dom) {
   LinearOp first = group.front();
   for (LinearOp op : group) {
@@ -114,7 +122,7 @@ struct FuseQkvProjectionsPass
     // Group in program order so results are deterministic.
     llvm::MapVector<Value, SmallVector<LinearOp>> byInput;
     getOperation().walk([&](LinearOp op) {
-      if (op.getType().getDimSize(1) != ShapedType::kDynamic)
+      if (op.getType().getDimSize(1) != ShapedType::kDynamic && !feedsDenseActivation(op))
         byInput[op.getInput()].push_back(op);
     });
     DominanceInfo &dom = getAnalysis<DominanceInfo>();
