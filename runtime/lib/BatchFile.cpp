@@ -49,9 +49,10 @@ void writeEmbeddingLine(std::FILE *out, size_t index, int64_t line, int64_t toke
 void writeGenerationLine(std::FILE *out, size_t index, int64_t line, int64_t promptTokens,
                          const std::vector<int32_t> &ids, const std::optional<std::string> &text,
                          const std::string &stop) {
-  std::string s = "{\"index\": " + std::to_string(index) + ", \"line\": " +
-                  std::to_string(line) + ", \"prompt_tokens\": " + std::to_string(promptTokens) +
-                  ", \"ids\": [";
+  std::string s = "{\"index\": " + std::to_string(index);
+  if (line >= 0)
+    s += ", \"line\": " + std::to_string(line);
+  s += ", \"prompt_tokens\": " + std::to_string(promptTokens) + ", \"ids\": [";
   for (size_t i = 0; i < ids.size(); ++i)
     s += (i ? ", " : "") + std::to_string(ids[i]);
   s += "]";

@@ -34,7 +34,8 @@ int runBatchedGeneration(const Options &o, const Manifest &m, Session &session,
   size_t n = batch.size();
   std::vector<std::optional<GenerateResult>> done(n);
   size_t printed = 0;
-  bool jsonLines = !o.batchFile.empty();
+  bool jsonLines = o.jsonGeneration();
+  const Tokenizer *textTok = o.textTokenizer(tok); // none for --output ids
   // Finished sequences are printed in input order, as one run per sequence prints them.
   auto flush = [&]() {
     for (; printed < n && done[printed]; ++printed) {
@@ -44,12 +45,13 @@ int runBatchedGeneration(const Options &o, const Manifest &m, Session &session,
         if (tok)
           if (Expected<std::string> t = tok->decode(r.newTokens); t)
             text = t.take();
-        writeGenerationLine(stdout, printed, batch.lines[printed], r.promptTokens, r.newTokens,
-                            text, r.hitPositionLimit ? "position limit" : r.stopReason);
+        writeGenerationLine(stdout, printed, batch.lines.empty() ? -1 : batch.lines[printed],
+                            r.promptTokens, r.newTokens, text,
+                            r.hitPositionLimit ? "position limit" : r.stopReason);
         continue;
       }
-      if (tok) {
-        TextStream text(tok);
+      if (textTok) {
+        TextStream text(textTok);
         for (int32_t id : r.newTokens)
           text.add(id);
         text.finish();

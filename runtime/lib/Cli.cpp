@@ -263,6 +263,18 @@ const Spec kSpecs[] = {
      },
      "stop after this id; default: with --chat the end-of-turn token, else the tokenizer's "
      "end-of-text id (a .gguf's eos_token_id), else none"},
+    {"--output", Kind::String, "text|ids|json", For::Logits,
+     [](Options &o, const Arg &a) -> Status {
+       if (a.text != "text" && a.text != "ids" && a.text != "json")
+         return makeError("--output: '" + a.text + "' is not 'text', 'ids' or 'json'");
+       o.output = a.text == "text"  ? GenerationOutput::Text
+                  : a.text == "ids" ? GenerationOutput::Ids
+                                    : GenerationOutput::Json;
+       return Status::success();
+     },
+     "what generation prints per sequence: the decoded text (default with a tokenizer), the "
+     "new ids comma-separated (default without one), or one JSON line {\"index\", "
+     "\"prompt_tokens\", \"ids\", \"text\" (with a tokenizer), \"stop\"}"},
     {"--bos", Kind::Id, "ID", For::EncoderDecoders,
      [](Options &o, const Arg &a) -> Status {
        if (a.text == "none")
@@ -449,6 +461,7 @@ Status checkServeOptions(const Options &o, const Manifest &m) {
                         : o.system                 ? "--system"
                         : o.noCache                ? "--no-cache"
                         : o.decodeSteps            ? "--decode-steps"
+                        : o.outputGiven()          ? "--output"
                                                    : nullptr;
   if (notHere)
     return makeError(std::string(notHere) + " is not for --serve");
@@ -628,12 +641,21 @@ Status checkOptions(const Options &o, const Manifest &m) {
     if (o.bos && *o.bos >= m.vocab)
       return makeError("--bos: token id " + std::to_string(*o.bos) + " is out of range [0, " +
                        std::to_string(m.vocab) + ")");
+    if (o.outputGiven() && (o.chat || o.interactive))
+      return makeError("--output is for plain generation, not --chat or --interactive");
+    if (o.output == GenerationOutput::Text && !o.haveTokenizer())
+      return makeError("--output text needs a tokenizer: --tokenizer PATH, --vocab FILE or "
+                       "--weights X.gguf");
+    if (!o.batchFile.empty() && o.outputGiven() && o.output != GenerationOutput::Json)
+      return makeError("--batch-file writes JSON lines; --output text/ids are for --tokens and "
+                       "--prompt");
   } else {
     const char *needs = o.samplingGiven    ? "--temperature/--top-k/--top-p"
                         : o.seedGiven      ? "--seed"
                         : o.eos || o.noEos ? "--eos"
                         : o.bos            ? "--bos"
                         : o.noCache        ? "--no-cache"
+                        : o.outputGiven()  ? "--output"
                                            : nullptr;
     if (needs)
       return makeError(std::string(needs) + " needs generation (--max-new-tokens N or --prompt)");

@@ -287,13 +287,14 @@ int runGeneration(const Options &o, const Manifest &m, Session &session, const B
     // Every sequence gets its own generator, so a batch samples what single
     // runs sample.
     Pcg32 rng(o.samplingSeed, fnv1a64("xfrt.sampling"));
-    TextStream text(tok);
+    const Tokenizer *textTok = o.textTokenizer(tok); // none for --output ids
+    TextStream text(textTok);
     bool first = true;
-    bool jsonLines = !o.batchFile.empty(); // one line per sequence when it is done
+    bool jsonLines = o.jsonGeneration(); // one line per sequence when it is done
     auto onToken = [&](int32_t id) {
       if (jsonLines || (chat && g.eos && id == *g.eos && id == chat->endOfTurn))
         return;
-      if (tok)
+      if (textTok)
         text.add(id);
       else
         std::printf(first ? "%d" : ",%d", id);
@@ -311,14 +312,15 @@ int runGeneration(const Options &o, const Manifest &m, Session &session, const B
       if (tok)
         if (Expected<std::string> t = tok->decode(r->newTokens); t)
           decoded = t.take();
-      writeGenerationLine(stdout, i, batch.lines[i], r->promptTokens, r->newTokens, decoded,
+      writeGenerationLine(stdout, i, batch.lines.empty() ? -1 : batch.lines[i], r->promptTokens,
+                          r->newTokens, decoded,
                           r->hitPositionLimit ? "position limit" : r->stopReason);
     } else {
-      if (tok)
+      if (textTok)
         text.finish();
       std::printf("\n");
       std::fflush(stdout);
-      if (tok)
+      if (textTok)
         warnMissingIds(text);
     }
     int64_t decodeSteps = int64_t(r->newTokens.size()) - 1;

@@ -336,16 +336,21 @@ class Generation(unittest.TestCase):
         self.assertEqual(rc, 0, err)
         self.assertEqual(ids(out), [greedy(logits([3]), [1, 2], 2)])
 
-    def test_prompt_with_bpe_tokenizer(self):
-        # A toy GPT-2 byte-level BPE over the fake model's 16 ids ("\u0120" is a leading space).
-        vocab = ["h", "e", "l", "o", "\u0120", "w", "r", "d", "he", "ll", "hell", "hello",
+    # A toy GPT-2 byte-level BPE over the fake model's 16 ids ("\u0120" is a leading space).
+    BPE_VOCAB = ["h", "e", "l", "o", "\u0120", "w", "r", "d", "he", "ll", "hell", "hello",
                  "\u0120w", "!", "\u0120h", "<|endoftext|>"]
+
+    def toy_bpe(self):
         tdir = os.path.join(self.tmp.name, "bpe")
-        os.mkdir(tdir)
+        os.makedirs(tdir, exist_ok=True)
         with open(os.path.join(tdir, "vocab.json"), "w") as f:
-            json.dump({t: i for i, t in enumerate(vocab)}, f)
+            json.dump({t: i for i, t in enumerate(self.BPE_VOCAB)}, f)
         with open(os.path.join(tdir, "merges.txt"), "w", encoding="utf-8") as f:
             f.write("#version: 0.2\nh e\nl l\nhe ll\nhell o\n\u0120 w\n\u0120 h\n")
+        return tdir
+
+    def test_prompt_with_bpe_tokenizer(self):
+        vocab, tdir = self.BPE_VOCAB, self.toy_bpe()
         prompt = [11, 12, 3, 6, 2, 7]  # "hello world"
         want = greedy(lambda x: cached_logits(self.weights, x), prompt, 4, eos=15, limit=10)
         rc, out, err = run(CACHED, "--weights", self.w, "--tokenizer", tdir, "--prompt",
@@ -371,6 +376,48 @@ class Generation(unittest.TestCase):
                          "hello")
         self.assertEqual(rc, 1)
         self.assertIn("holds neither vocab.json + merges.txt nor vocab.txt", err)
+
+    def test_output_ids_and_json(self):
+        # --output ids: the generated ids although a tokenizer is loaded (its end-of-text id
+        # still stops generation); --output json: one line per sequence with ids and text.
+        vocab, tdir = self.BPE_VOCAB, self.toy_bpe()
+        prompt = [11, 12, 3, 6, 2, 7]  # "hello world"
+        want = greedy(lambda x: cached_logits(self.weights, x), prompt, 4, eos=15, limit=10)
+        base = ["--weights", self.w, "--tokenizer", tdir, "--prompt", "hello world",
+                "--max-new-tokens", "4"]
+        rc, out, err = run(CACHED, *base, "--output", "ids")
+        self.assertEqual((rc, ids(out)), (0, [want]), err)
+        rc, out, err = run(CACHED, *base, "--output", "json")
+        self.assertEqual(rc, 0, err)
+        line = json.loads(out)
+        self.assertEqual(line["ids"], want)
+        self.assertEqual(line["text"], "".join(vocab[i] for i in want if i != 15)
+                         .replace("\u0120", " "))
+        self.assertEqual((line["index"], line["prompt_tokens"]), (0, 6))
+        self.assertNotIn("line", line)  # only --batch-file inputs have lines
+        rc, out2, err = run(CACHED, *base, "--output", "text")
+        rc0, out0, _ = run(CACHED, *base)
+        self.assertEqual((rc, out2), (rc0, out0), err)  # text is the default with a tokenizer
+        # Two sequences decode together; the lines come in input order, without a tokenizer
+        # no "text".
+        rc, out, err = run(CACHED, "--weights", self.w, "--tokens", "1,2", "--tokens", "5",
+                           "--max-new-tokens", "3", "--output", "json")
+        self.assertEqual(rc, 0, err)
+        lines = [json.loads(t) for t in out.splitlines()]
+        logits = lambda x: cached_logits(self.weights, x)
+        self.assertEqual([(t["index"], t["ids"]) for t in lines],
+                         [(0, greedy(logits, [1, 2], 3, limit=10)),
+                          (1, greedy(logits, [5], 3, limit=10))])
+        self.assertTrue(all("text" not in t for t in lines))
+        for args, message in [(["--tokens", "1", "--max-new-tokens", "2", "--output", "text"],
+                               "--output text needs a tokenizer"),
+                              (["--tokens", "1", "--max-new-tokens", "2", "--output", "xml"],
+                               "--output: 'xml' is not 'text', 'ids' or 'json'"),
+                              (["--tokens", "1", "--output", "ids"],
+                               "--output needs generation")]:
+            rc, _, err = run(CACHED, "--weights", self.w, *args)
+            self.assertEqual(rc, 2, args)
+            self.assertIn(message, err.splitlines()[0])
 
     def test_text_with_wordpiece(self):
         vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello", "world", "##s", "the",

@@ -23,6 +23,7 @@ namespace xfrt {
 void writeEmbeddingLine(std::FILE *out, size_t index, int64_t line, int64_t tokens,
                         const float *embedding, int64_t d);
 
+// `line` < 0 (inputs not from --batch-file) leaves out the "line" field.
 void writeGenerationLine(std::FILE *out, size_t index, int64_t line, int64_t promptTokens,
                          const std::vector<int32_t> &ids, const std::optional<std::string> &text,
                          const std::string &stop);

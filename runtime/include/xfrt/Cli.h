@@ -23,6 +23,8 @@
 
 namespace xfrt {
 
+class Tokenizer;
+
 // Without max_positions, at most this many tokens per sequence.
 constexpr int64_t kMaxTokensWithoutLimit = int64_t(1) << 20;
 // --batch-file: the largest file read (one input per line).
@@ -37,6 +39,9 @@ constexpr int64_t kDefaultChatTokens = 256;
 
 // --serve without --port.
 constexpr int kDefaultServePort = 8080;
+
+// What generation prints on stdout for each sequence (--output).
+enum class GenerationOutput { Default, Text, Ids, Json };
 
 struct Options {
   bool help = false;
@@ -79,6 +84,9 @@ struct Options {
   std::optional<int64_t> bos; // --bos ID (encoder-decoders: the initial target)
   bool noCache = false;       // --no-cache: re-run xf_forward on the prefix every step
   bool decodeSteps = false;   // --decode-steps: forward passes one token at a time, cached
+  // --output text|ids|json: what generation prints per sequence; Default is text with a
+  // tokenizer, else ids (and JSON lines with --batch-file).
+  GenerationOutput output = GenerationOutput::Default;
 
   int threads = 0; // 0: leave the runtime's default
   int repeat = 0;  // 0: not given (one run)
@@ -122,6 +130,13 @@ struct Options {
     return haveTokens() || !texts.empty() || !prompts.empty() || !batchFile.empty();
   }
   bool generating() const { return maxNewTokens > 0 || !prompts.empty() || interactive; }
+  bool outputGiven() const { return output != GenerationOutput::Default; }
+  // Generation prints one JSON line per finished sequence (--output json, --batch-file).
+  bool jsonGeneration() const { return output == GenerationOutput::Json || !batchFile.empty(); }
+  // The tokenizer generation decodes its printed ids with: none for --output ids.
+  const Tokenizer *textTokenizer(const Tokenizer *loaded) const {
+    return output == GenerationOutput::Ids ? nullptr : loaded;
+  }
 };
 
 // Accepts "--flag value" and "--flag=value". A flag given twice is an error,
