@@ -291,7 +291,8 @@ bool xfc::parseCommandLine(int argc, char **argv) {
       "                                        compare a build with the xf semantics\n"
       "  xfc FILE.xf --train --emit=kernels    print the training step\n"
       "  xfc tune FILE.xf [--budget 10m] [--db DB] [--lengths 1,128]\n"
-      "                                        tune its kernels here\n");
+      "                                        tune its kernels here\n"
+      "  xfc import DIR [-o FILE.xf]           a spec from a Hugging Face model directory\n");
   for (cl::Option *o :
        {(cl::Option *)&tuneBudget, (cl::Option *)&tuneDb, (cl::Option *)&tuneLengths,
         (cl::Option *)&tuneSeed, (cl::Option *)&tuneBatch, (cl::Option *)&tuneBaselines,

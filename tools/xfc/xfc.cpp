@@ -2,6 +2,7 @@
 //
 // xfc FILE --emit=STAGE [-o OUT] [-D NAME=VALUE]... [--tuning-db FILE]
 // xfc tune FILE [-D ...] [--budget 10m] [--db FILE] [--lengths 1,128] ...
+// xfc import DIR [-o FILE.xf]: a spec from a Hugging Face model directory (Import.cpp).
 // Reads a spec, runs the frontend, then the pass pipeline that reaches the
 // requested stage, and prints that stage. `xfc tune` lowers the spec to its
 // kernels and searches their schedules on this machine (docs/tuning.md). Later stages (fused,
@@ -13,6 +14,7 @@
 #include "Bf16Products.h"
 #include "Check.h"
 #include "Files.h"
+#include "Import.h"
 #include "Options.h"
 
 #include "xf/Conversion/Passes.h"
@@ -408,6 +410,9 @@ int main(int argc, char **argv) {
   // Past a file-size limit (ulimit -f) writes fail with EFBIG and are reported (the linker
   // inherits this), rather than SIGXFSZ killing xfc mid-build.
   std::signal(SIGXFSZ, SIG_IGN);
+  // `xfc import DIR` writes a spec from a Hugging Face directory; its own command line.
+  if (argc > 1 && llvm::StringRef(argv[1]) == "import")
+    return xfc::runImport(argc - 1, argv + 1);
   mlir::registerAsmPrinterCLOptions();
   mlir::registerMLIRContextCLOptions();
   // Pass names for --mlir-print-ir-after=PASS and friends, as in xf-opt
