@@ -115,6 +115,17 @@ xf::hf::importDirectory(const std::string &dir, const ImportOptions &options) {
   if (!checkpoint)
     return checkpoint.takeError();
   SpecText spec = family(*config, *checkpoint, options);
+  // GPTQ, AWQ, bitsandbytes, ... store packed integer tensors the spec's
+  // float parameters cannot bind.
+  if (const llvm::json::Value *q = config->get("quantization_config")) {
+    const llvm::json::Object *o = q->getAsObject();
+    std::optional<llvm::StringRef> method =
+        o ? o->getString("quant_method") : std::nullopt;
+    config->refuse("quantization_config" +
+                   (method ? " (" + *method + ")" : llvm::Twine()) +
+                   " is not supported: xf loads float checkpoints (F32, F16, "
+                   "BF16) or GGUF files");
+  }
   if (llvm::Error e = config->error())
     return std::move(e);
   if (llvm::Error e = checkNames(spec, *checkpoint, options))
