@@ -55,6 +55,13 @@ def _run(args: list[str], stdin: Optional[bytes]) -> str:
     return done.stdout.decode(errors="replace")
 
 
+def _cache_directory(name: str) -> Path:
+    """~/.cache/xf/NAME ($XDG_CACHE_HOME/xf/NAME), created when missing."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "xf" / name
+    base.mkdir(parents=True, exist_ok=True)
+    return base
+
+
 def _default_output(spec_arg: str, text: Optional[bytes], flags: list[str]) -> Path:
     """A library path per spec and flags, under the user's cache directory (xfc's object
     cache makes a rebuild a link): a loaded library is never overwritten by another build."""
@@ -64,8 +71,7 @@ def _default_output(spec_arg: str, text: Optional[bytes], flags: list[str]) -> P
         text = Path(spec_arg).read_bytes()
     key.update(text)
     key.update("\0".join(flags).encode())
-    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "xf" / "libraries"
-    base.mkdir(parents=True, exist_ok=True)
+    base = _cache_directory("libraries")
     stem = "spec" if spec_arg == "-" else Path(spec_arg).stem
     return base / f"lib{stem}-{key.hexdigest()[:16]}.so"
 
