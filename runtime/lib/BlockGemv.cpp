@@ -13,6 +13,8 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #if defined(__x86_64__) && (defined(__clang__) || defined(__GNUC__))
@@ -134,6 +136,7 @@ float portableDots(const DotArgs &a) {
 #undef XF_DOT32
 
 #include "BlockGemvAvx512.inc"
+#include "BlockGemmAvx512.inc"
 #endif
 
 template <int Type>
@@ -206,13 +209,6 @@ __attribute__((target("avx2,fma,f16c,avx512f"))) inline __m512 exp512(__m512 x) 
   return _mm512_scalef_ps(p, n);
 }
 
-/// a[i] = silu(a[i]) = a / (1 + e^(−a)) for i < count ≤ 16.
-__attribute__((target("avx2,fma,f16c,avx512f"))) void silu16(float *a, int count) {
-  const __mmask16 lanes = __mmask16((1u << count) - 1);
-  const __m512 v = _mm512_maskz_loadu_ps(lanes, a);
-  const __m512 e = exp512(_mm512_sub_ps(_mm512_setzero_ps(), v));
-  _mm512_mask_storeu_ps(a, lanes, _mm512_div_ps(v, _mm512_add_ps(_mm512_set1_ps(1.f), e)));
-}
 #endif
 
 /// Where a call's kernel threads start reading: its weight rows and their split, as
@@ -235,19 +231,81 @@ void prefetchHead(const CallHead &head, int64_t task) {
   }
 }
 
+/// What a call does with its dot products: + bias, the activation (SwiGLU: silu(gate)·up),
+/// + residual, stored.
+struct Epilogue {
+  const float *bias, *residual;
+  int64_t N, residualStride, outStride;
+  BlockEpilogue epilogue;
+  bool vector512; // finishGroupAvx512 where it applies (the call's ISA is AVX-512 VNNI)
+  float *out;
+};
+
+#ifdef XF_BLOCK_GEMV_X86
+/// finishGroup for no activation, ReLU, SiLU and SwiGLU in 512-bit vectors: the same IEEE
+/// operations in the same order, so the same bits as the scalar loop.
+__attribute__((target("avx2,fma,f16c,avx512f"))) void
+finishGroupAvx512(const Epilogue &c, int64_t m, int64_t n0, int count, const float *pre,
+                  const float *up) {
+  const __mmask16 lanes = __mmask16((1u << count) - 1);
+  __m512 v = _mm512_maskz_loadu_ps(lanes, pre);
+  const bool gated = c.epilogue == BlockEpilogue::SwiGlu;
+  if (c.bias)
+    v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(lanes, c.bias + n0));
+  if (c.epilogue == BlockEpilogue::Relu)
+    v = _mm512_max_ps(_mm512_setzero_ps(), v); // (0 > v ? 0 : v): std::max's NaN and −0
+  if (c.epilogue == BlockEpilogue::Silu || gated)
+    v = _mm512_div_ps(v, _mm512_add_ps(_mm512_set1_ps(1.f),
+                                       exp512(_mm512_sub_ps(_mm512_setzero_ps(), v))));
+  if (gated) {
+    __m512 u = _mm512_maskz_loadu_ps(lanes, up);
+    if (c.bias)
+      u = _mm512_add_ps(u, _mm512_maskz_loadu_ps(lanes, c.bias + c.N + n0));
+    v = _mm512_mul_ps(v, u);
+  }
+  if (c.residual)
+    v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(lanes, c.residual + m * c.residualStride + n0));
+  _mm512_mask_storeu_ps(c.out + m * c.outStride + n0, lanes, v);
+}
+#endif
+
+/// Output columns [n0, +count ≤ 16) of input row m from their dot products `pre` (and the up
+/// rows' `up` for SwiGLU); `pre` is overwritten.
+void finishGroup(const Epilogue &c, int64_t m, int64_t n0, int count, float *pre,
+                 const float *up) {
+#ifdef XF_BLOCK_GEMV_X86
+  if (c.vector512 && (c.epilogue == BlockEpilogue::None || c.epilogue == BlockEpilogue::Relu ||
+                       c.epilogue == BlockEpilogue::Silu || c.epilogue == BlockEpilogue::SwiGlu))
+    return finishGroupAvx512(c, m, n0, count, pre, up);
+#endif
+  const bool gated = c.epilogue == BlockEpilogue::SwiGlu;
+  float upBiased[16];
+  for (int i = 0; i < count; ++i)
+    upBiased[i] = gated ? up[i] + (c.bias ? c.bias[c.N + n0 + i] : 0.f) : 0.f;
+  for (int i = 0; c.bias && i < count; ++i)
+    pre[i] += c.bias[n0 + i];
+  for (int i = 0; i < count; ++i)
+    pre[i] = activate(c.epilogue, pre[i]);
+  for (int i = 0; i < count; ++i) {
+    const int64_t n = n0 + i;
+    float value = gated ? pre[i] * upBiased[i] : pre[i];
+    if (c.residual)
+      value += c.residual[m * c.residualStride + n];
+    c.out[m * c.outStride + n] = value;
+  }
+}
+
 struct Call {
   DotFn dot;
   Dot4Fn dot4;     // null: one row at a time
-  bool vectorSilu; // silu16 for the Silu / SwiGLU epilogues (AVX-512)
   int64_t rows, N, rowBytes, blocks, chunk, tasks;
   int64_t ahead;        // dot4's prefetch distance
   const CallHead *next; // the call expected after this one, or null
   const uint8_t *weight;
   const int8_t *xq;
-  const float *xMeta, *bias, *residual;
-  int64_t residualStride, outStride;
+  const float *xMeta;
   BlockEpilogue epilogue;
-  float *out;
+  Epilogue epilogueArgs;
 };
 
 /// Output columns [task·chunk, +chunk), sixteen at a time: each weight row (and its up row)
@@ -258,7 +316,6 @@ int runTask(void *, int task, uint8_t *closure) {
   const Call &c = *reinterpret_cast<const Call *>(closure);
   constexpr int kGroup = 16;
   const bool gated = c.epilogue == BlockEpilogue::SwiGlu;
-  const bool silu = c.epilogue == BlockEpilogue::Silu || gated;
   const int64_t begin = task * c.chunk, end = std::min(c.N, begin + c.chunk);
   // With one range per kernel thread, the thread that ran range t here is likely to run range
   // t of the next call: once done (its last group prefetches nothing past its range), it
@@ -290,25 +347,7 @@ int runTask(void *, int task, uint8_t *closure) {
         args.w = rows[r];
         *dest[r] = c.dot(args);
       }
-      for (int i = 0; c.bias && i < count; ++i) {
-        pre[i] += c.bias[n0 + i];
-        if (gated)
-          up[i] += c.bias[c.N + n0 + i];
-      }
-#ifdef XF_BLOCK_GEMV_X86
-      if (silu && c.vectorSilu)
-        silu16(pre, count);
-      else
-#endif
-        for (int i = 0; i < count; ++i)
-          pre[i] = activate(c.epilogue, pre[i]);
-      for (int i = 0; i < count; ++i) {
-        const int64_t n = n0 + i;
-        float value = gated ? pre[i] * up[i] : pre[i];
-        if (c.residual)
-          value += c.residual[m * c.residualStride + n];
-        c.out[m * c.outStride + n] = value;
-      }
+      finishGroup(c.epilogueArgs, m, n0, count, pre, up);
     }
   }
   if (next)
@@ -471,7 +510,120 @@ const char *blockDotIsaName(BlockDotIsa isa) {
   }
 }
 
+namespace {
+/// x̂ of every input row (q [rows][K], meta [rows][2·K/32]), once per call; thread_local so
+/// repeated calls reuse the storage.
+std::pair<const int8_t *, const float *> quantizeInput(const float *x, int64_t xStride,
+                                                      int64_t rows, int64_t K, BlockDotIsa isa) {
+  thread_local std::vector<int8_t> q;
+  thread_local std::vector<float> meta;
+  q.resize(size_t(rows * K));
+  meta.resize(size_t(2 * rows * (K / 32)));
+  for (int64_t m = 0; m < rows; ++m)
+    quantizeRowQ8(x + m * xStride, K, q.data() + m * K, meta.data() + 2 * m * (K / 32), isa);
+  return {q.data(), meta.data()};
+}
+
+/// The call's arguments as xfrt_block_gemv and xfrt_block_gemm take them, checked; false for
+/// a type, K, epilogue or row count neither handles.
+bool validBlockCall(int64_t rows, int64_t K, int64_t ggmlType, int64_t N, int64_t epilogue) {
+  return K > 0 && K % 32 == 0 && N > 0 && rows >= 0 && epilogue >= 0 && epilogue <= 5 &&
+         (ggmlType == kQ4_0 || ggmlType == kQ4_1 || ggmlType == kQ8_0);
+}
+
+/// The widest instruction set at most `ceiling` of this CPU, looked up once per ceiling.
+BlockDotIsa isaForCeiling(int64_t ceiling) {
+  static const BlockDotIsa byCeiling[] = {
+      blockDotIsaOfCpu(BlockDotIsa::Portable), blockDotIsaOfCpu(BlockDotIsa::Avx2),
+      blockDotIsaOfCpu(BlockDotIsa::AvxVnni), blockDotIsaOfCpu(BlockDotIsa::Avx512Vnni)};
+  return byCeiling[std::clamp<int64_t>(ceiling, 0, 3)];
+}
+
+#ifdef XF_BLOCK_GEMV_X86
+/// xfrt_block_gemm's call: a task per panel of output columns (32, or 16 gate + 16 up rows for
+/// SwiGLU), every input row run against the packed panel.
+struct GemmCall {
+  int64_t rows, N, blocks, rowBytes, panelCols;
+  const uint8_t *weight;
+  const uint8_t *xu; // x̂'s q + 128
+  const float *xMeta;
+  Epilogue epilogueArgs;
+};
+
+template <int Type> int runGemmTask(void *, int task, uint8_t *closure) {
+  using namespace avx512gemm;
+  const GemmCall &c = *reinterpret_cast<const GemmCall *>(closure);
+  const bool gated = c.epilogueArgs.epilogue == BlockEpilogue::SwiGlu;
+  const int64_t n0 = task * c.panelCols;
+  const int count = int(std::min(c.panelCols, c.N - n0));
+  const uint8_t *rows[kPanelRows] = {};
+  for (int i = 0; i < count; ++i) {
+    rows[i] = c.weight + (n0 + i) * c.rowBytes;
+    if (gated)
+      rows[16 + i] = c.weight + (c.N + n0 + i) * c.rowBytes;
+  }
+  thread_local Panel panel;
+  pack<Type>(rows, c.blocks, panel);
+  const int64_t K = 32 * c.blocks;
+  float out[kRowTile][kPanelRows];
+  for (int64_t m0 = 0; m0 < c.rows; m0 += kRowTile) {
+    const int tileRows = int(std::min<int64_t>(kRowTile, c.rows - m0));
+    tileOf<Type>(tileRows, panel, c.blocks, c.xu + m0 * K, c.xMeta + m0 * 2 * c.blocks, out);
+    for (int r = 0; r < tileRows; ++r) {
+      if (gated) {
+        finishGroup(c.epilogueArgs, m0 + r, n0, count, out[r], out[r] + 16);
+        continue;
+      }
+      finishGroup(c.epilogueArgs, m0 + r, n0, std::min(count, 16), out[r], nullptr);
+      if (count > 16)
+        finishGroup(c.epilogueArgs, m0 + r, n0 + 16, count - 16, out[r] + 16, nullptr);
+    }
+  }
+  return 0;
+}
+#endif
+} // namespace
+
 } // namespace xfrt
+
+extern "C" int32_t xfrt_block_gemm(const float *x, int64_t xStride, int64_t rows, int64_t K,
+                                   const uint8_t *weight, int64_t ggmlType, int64_t N,
+                                   const float *bias, const float *residual,
+                                   int64_t residualStride, int64_t epilogue, float *out,
+                                   int64_t outStride, int64_t isaCeiling) {
+  using namespace xfrt;
+  if (!validBlockCall(rows, K, ggmlType, N, epilogue))
+    return -1;
+  const BlockDotIsa isa = isaForCeiling(isaCeiling);
+  if (isa != BlockDotIsa::Avx512Vnni)
+    return 1; // the caller's Halide kernel takes it
+  if (rows == 0)
+    return 0;
+#ifdef XF_BLOCK_GEMV_X86
+  GemmCall c{};
+  c.rows = rows, c.N = N, c.blocks = K / 32, c.rowBytes = c.blocks * ggmlBlockBytes(int(ggmlType));
+  c.weight = weight;
+  c.panelCols = epilogue == int64_t(BlockEpilogue::SwiGlu) ? 16 : avx512gemm::kPanelRows;
+  c.epilogueArgs = {bias, residual, N, residualStride, outStride, BlockEpilogue(epilogue),
+                    /*vector512=*/true, out};
+  const int8_t *xq;
+  std::tie(xq, c.xMeta) = quantizeInput(x, xStride, rows, K, isa);
+  thread_local std::vector<uint8_t> xu;
+  xu.resize(size_t(rows * K));
+  avx512gemm::offsetInput(xq, rows * K, xu.data());
+  c.xu = xu.data();
+  auto task = ggmlType == kQ8_0   ? runGemmTask<kQ8_0>
+              : ggmlType == kQ4_1 ? runGemmTask<kQ4_1>
+                                  : runGemmTask<kQ4_0>;
+  const int64_t tasks = (N + c.panelCols - 1) / c.panelCols;
+  uint8_t *closure = reinterpret_cast<uint8_t *>(&c);
+  if (halide_do_par_for && tasks > 1)
+    return halide_do_par_for(nullptr, task, 0, int(tasks), closure);
+  for (int64_t t = 0; t < tasks; ++t)
+    task(nullptr, int(t), closure);
+#endif
+  return 0;
+}
 
 extern "C" int32_t xfrt_block_gemv(const float *x, int64_t xStride, int64_t rows, int64_t K,
                                    const uint8_t *weight, int64_t ggmlType, int64_t N,
@@ -479,16 +631,11 @@ extern "C" int32_t xfrt_block_gemv(const float *x, int64_t xStride, int64_t rows
                                    int64_t residualStride, int64_t epilogue, float *out,
                                    int64_t outStride, int64_t isaCeiling) {
   using namespace xfrt;
-  if (K <= 0 || K % 32 != 0 || N <= 0 || rows < 0 || epilogue < 0 || epilogue > 5 ||
-      (ggmlType != kQ4_0 && ggmlType != kQ4_1 && ggmlType != kQ8_0))
+  if (!validBlockCall(rows, K, ggmlType, N, epilogue))
     return -1;
   if (rows == 0)
     return 0;
-  // The CPU is the same for every call of a process: look up each ceiling once.
-  static const BlockDotIsa byCeiling[] = {
-      blockDotIsaOfCpu(BlockDotIsa::Portable), blockDotIsaOfCpu(BlockDotIsa::Avx2),
-      blockDotIsaOfCpu(BlockDotIsa::AvxVnni), blockDotIsaOfCpu(BlockDotIsa::Avx512Vnni)};
-  const BlockDotIsa isa = byCeiling[std::clamp<int64_t>(isaCeiling, 0, 3)];
+  const BlockDotIsa isa = isaForCeiling(isaCeiling);
   Call c{};
   c.dot = ggmlType == kQ8_0   ? dotsFor<kQ8_0>(isa)
           : ggmlType == kQ4_1 ? dotsFor<kQ4_1>(isa)
@@ -499,19 +646,12 @@ extern "C" int32_t xfrt_block_gemv(const float *x, int64_t xStride, int64_t rows
   c.dot4 = ggmlType == kQ8_0   ? dots4For<kQ8_0>(isa)
            : ggmlType == kQ4_1 ? dots4For<kQ4_1>(isa)
                                : dots4For<kQ4_0>(isa);
-  c.vectorSilu = isa == BlockDotIsa::Avx512Vnni;
   c.rows = rows, c.N = N, c.blocks = K / 32, c.rowBytes = c.blocks * ggmlBlockBytes(int(ggmlType));
-  c.weight = weight, c.bias = bias, c.residual = residual, c.residualStride = residualStride;
-  c.outStride = outStride, c.out = out, c.epilogue = BlockEpilogue(epilogue);
+  c.weight = weight, c.epilogue = BlockEpilogue(epilogue);
+  c.epilogueArgs = {bias,      residual, N, residualStride, outStride, c.epilogue,
+                    isa == BlockDotIsa::Avx512Vnni, out};
 
-  // x̂ of every row, once per call; thread_local so repeated calls reuse the storage.
-  thread_local std::vector<int8_t> q;
-  thread_local std::vector<float> meta;
-  q.resize(size_t(rows * K));
-  meta.resize(size_t(2 * rows * c.blocks));
-  for (int64_t m = 0; m < rows; ++m)
-    quantizeRowQ8(x + m * xStride, K, q.data() + m * K, meta.data() + 2 * m * c.blocks, isa);
-  c.xq = q.data(), c.xMeta = meta.data();
+  std::tie(c.xq, c.xMeta) = quantizeInput(x, xStride, rows, K, isa);
 
   // One contiguous range of rows per kernel thread (a multiple of the threads past 1 MiB of
   // weights each): each thread streams its range, where tasks of 64 KiB taken in turn made

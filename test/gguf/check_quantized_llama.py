@@ -11,12 +11,13 @@
      match the float64 oracle on the dequantized weights within 1e-4 (max|Δ|/max|ref|), and
      the same spec built without the option (dequantized at load);
   4. greedy generation with the KV cache (decode GEMVs) gives the oracle's ids;
-  5. the build with --q8-gemm-inputs as well (decode GEMVs on 8-bit activations): at ℓ = 1
-     within 1e-4 of the oracle that rounds the same GEMM inputs to Q8_0
-     (--q8-gemm-inputs-from 0), and within Q8_BOUND of the exact oracle (the stated cost of
-     8-bit activations, docs/correctness.md); at ℓ = 7 and 130 (the exact GEMM path) bitwise
-     equal to the blocks build; its greedy ids with the KV cache = the oracle's with the decode
-     rows rounded (--q8-gemm-inputs-from = prompt length);
+  5. the build with --q8-gemm-inputs as well (GEMMs on 8-bit activations): at ℓ = 1 (the
+     decode GEMV), and at ℓ = 7 and 130 where the multi-row GEMM takes 8-bit inputs too
+     (xfrt_block_gemm: a host build on a CPU with AVX-512 VNNI), within 1e-4 of the oracle that
+     rounds the same GEMM inputs to Q8_0 (--q8-gemm-inputs-from 0) and within Q8_BOUND of the
+     exact oracle (the stated cost of 8-bit activations, docs/correctness.md); elsewhere ℓ = 7
+     and 130 run the exact Halide GEMM, bitwise equal to the blocks build; its greedy ids with
+     the KV cache = the oracle's with the rounded rows (from 0, or from the prompt's length);
   6. `xfc tune --quantized-like` times the block GEMMs as block kernels, and the build with
      its database matches the oracle (host target only);
   7. bad inputs give one error line: a GGUF whose tensor has another block type, a
@@ -50,6 +51,21 @@ TOLERANCE = 1e-4
 # of ~9 roundings per layer average out; 1e-2 leaves room for another seed, not for a wrong
 # scale or offset, which give errors of order 1).
 Q8_BOUND = 1e-2
+# With every row of a prompt rounded (xfrt_block_gemm) a row's keys and values of the rows
+# before it carry the rounding too, where at ℓ = 1 (and in decode steps) the context is exact:
+# the median row measured 1.2e-2 (ℓ = 7 and 130), the worst of 130 rows 2.5e-2. The bounds
+# leave 1.6-2x room for another seed; a wrong scale or offset still errs by order 1 (and the
+# 1e-4 check against the oracle rounding the same rows holds the kernel to 2.3e-7).
+Q8_ALL_ROWS_MEDIAN_BOUND = 2e-2
+Q8_ALL_ROWS_WORST_BOUND = 5e-2
+
+
+def q8_prefill(target):
+    """Whether a --q8-gemm-inputs build's multi-row GEMMs round their inputs too: xfrt_block_gemm
+    runs where the CPU has AVX-512 VNNI (BW, VL) and the target allows it (a host build)."""
+    with open("/proc/cpuinfo") as f:
+        flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
+    return not target and {"avx512_vnni", "avx512bw", "avx512vl", "avx2", "fma", "f16c"} <= set(flags)
 
 
 def run(cmd, **kw):
@@ -174,6 +190,9 @@ def main():
                     f'"dtype": "{dtype}"' not in manifest:
                 failures.append(f"--emit=host: no parameter with dtype {dtype} in the manifest")
 
+        rounded_prefill = q8_prefill(args.target)
+        print("q8 build's multi-row GEMMs: " + ("8-bit inputs (xfrt_block_gemm, AVX-512 VNNI)"
+                                              if rounded_prefill else "the exact Halide kernel"))
         rng = np.random.default_rng(5)
         for length in (1, 7, 130):
             tokens = ",".join(map(str, rng.integers(0, HP["N_V"], length)))
@@ -195,15 +214,23 @@ def main():
                       f"({'ok' if ok else 'FAIL'})")
                 if not ok:
                     failures.append(f"ℓ={length} {exe} vs {against}: {err:.3e}")
-            if length < 4:  # the decode path (gemv_rows_below = 4): 8-bit activations
+            # The decode path (gemv_rows_below = 4), and the GEMMs where xfrt_block_gemm runs.
+            if length < 4 or rounded_prefill:
                 ref_q8 = path(f"ref_q8_{length}.npy")
                 run([sys.executable, ORACLE, "--arch", "llama", "--hparams", HPARAMS,
                      "--weights", path("dequantized.safetensors"), "--tokens", tokens,
                      "--q8-gemm-inputs-from", "0", "--logits-out", ref_q8])
                 ref_q8 = np.load(ref_q8)
-                for other, bound, what in ((ref_q8, TOLERANCE, "oracle with Q8 GEMM inputs"),
-                                           (ref, Q8_BOUND, "exact oracle")):
-                    err = float(np.max(np.abs(got["q8"] - other)) / np.max(np.abs(other)))
+                # Per row: max|Δ| of its logits / max|ref|; the whole check takes the worst.
+                rows = np.max(np.abs(got["q8"] - ref).reshape(length, -1), axis=1) / np.max(np.abs(ref))
+                checks = [(float(np.max(np.abs(got["q8"] - ref_q8)) / np.max(np.abs(ref_q8))),
+                           TOLERANCE, "oracle with Q8 GEMM inputs"),
+                          (float(np.median(rows)),
+                           Q8_BOUND if length < 4 else Q8_ALL_ROWS_MEDIAN_BOUND,
+                           "exact oracle (median row)"),
+                          (float(np.max(rows)), Q8_BOUND if length < 4 else Q8_ALL_ROWS_WORST_BOUND,
+                           "exact oracle (worst row)")]
+                for err, bound, what in checks:
                     ok = err <= bound
                     print(f"ℓ={length:3d} xf q8     vs {what}: max|Δ|/max|ref| = {err:.2e} "
                           f"(bound {bound:g}, {'ok' if ok else 'FAIL'})")
@@ -231,7 +258,8 @@ def main():
         got_ids = [int(t) for t in r.stdout.strip().split(",")]
         r = run([sys.executable, ORACLE, "--arch", "llama", "--hparams", HPARAMS, "--weights",
                  path("dequantized.safetensors"), "--tokens", prompt, "--generate",
-                 "--max-new-tokens", "12", "--q8-gemm-inputs-from", "9"])
+                 "--max-new-tokens", "12", "--q8-gemm-inputs-from",
+                 "0" if rounded_prefill else "9"])
         want_ids = [int(t) for t in r.stdout.strip().splitlines()[-1].split(",")]
         print(f"greedy ids: xf q8 {got_ids}, oracle with Q8 decode rows {want_ids}")
         if got_ids != want_ids:

@@ -85,7 +85,11 @@ struct Case {
   bool bias = false, residual = false;
 };
 
-void check(const Case &c, BlockDotIsa isa, std::mt19937 &rng) {
+using BlockCall = int32_t (*)(const float *, int64_t, int64_t, int64_t, const uint8_t *, int64_t,
+                              int64_t, const float *, const float *, int64_t, int64_t, float *,
+                              int64_t, int64_t);
+
+void check(const Case &c, BlockDotIsa isa, std::mt19937 &rng, BlockCall call = xfrt_block_gemv) {
   SCOPED_TRACE(::testing::Message() << xfrt::blockDotIsaName(isa) << " type " << c.type
                                     << " rows " << c.rows << " K " << c.K << " N " << c.N
                                     << " epilogue " << int(c.epilogue));
@@ -106,9 +110,9 @@ void check(const Case &c, BlockDotIsa isa, std::mt19937 &rng) {
   for (float &v : residual)
     v = normal(rng);
   std::vector<float> out(size_t(c.rows * outStride), -7.f);
-  ASSERT_EQ(xfrt_block_gemv(x.data(), xStride, c.rows, c.K, bytes.data(), c.type, c.N,
-                            c.bias ? bias.data() : nullptr, c.residual ? residual.data() : nullptr,
-                            outStride, int64_t(c.epilogue), out.data(), outStride, int64_t(isa)),
+  ASSERT_EQ(call(x.data(), xStride, c.rows, c.K, bytes.data(), c.type, c.N,
+                 c.bias ? bias.data() : nullptr, c.residual ? residual.data() : nullptr, outStride,
+                 int64_t(c.epilogue), out.data(), outStride, int64_t(isa)),
             0);
 
   for (int64_t m = 0; m < c.rows; ++m) {
@@ -295,6 +299,42 @@ TEST(RuntimeBlockGemv, EveryTypeAndInstructionSet) {
       check({type, 2, 64, 6, BlockEpilogue::SwiGlu, true, true}, isa, rng);
       check({type, 1, 576, 33, BlockEpilogue::SwiGlu}, isa, rng);
     }
+}
+
+// xfrt_block_gemm (prefill rows, AVX-512 VNNI): the same bounds as the GEMV, on row counts
+// around its tile of six, column counts around its panels of 32 (16 for SwiGLU), every type.
+TEST(RuntimeBlockGemm, EveryTypeEpilogueAndTail) {
+  if (xfrt::blockDotIsaOfCpu(BlockDotIsa::Avx512Vnni) != BlockDotIsa::Avx512Vnni)
+    GTEST_SKIP() << "no AVX-512 VNNI on this CPU: xfrt_block_gemm leaves every call to Halide";
+  std::mt19937 rng(11);
+  for (int type : {kQ8_0, kQ4_0, kQ4_1}) {
+    check({type, 1, 576, 70}, BlockDotIsa::Avx512Vnni, rng, xfrt_block_gemm);
+    check({type, 7, 96, 32}, BlockDotIsa::Avx512Vnni, rng, xfrt_block_gemm);
+    check({type, 13, 1536, 45, BlockEpilogue::None, true, true}, BlockDotIsa::Avx512Vnni, rng,
+          xfrt_block_gemm);
+    check({type, 6, 64, 17, BlockEpilogue::SwiGlu, true, true}, BlockDotIsa::Avx512Vnni, rng,
+          xfrt_block_gemm);
+    check({type, 128, 576, 33, BlockEpilogue::SwiGlu}, BlockDotIsa::Avx512Vnni, rng,
+          xfrt_block_gemm);
+  }
+  for (BlockEpilogue e : {BlockEpilogue::Relu, BlockEpilogue::GeluTanh, BlockEpilogue::GeluErf,
+                          BlockEpilogue::Silu})
+    check({kQ4_1, 11, 128, 40, e, true, true}, BlockDotIsa::Avx512Vnni, rng, xfrt_block_gemm);
+}
+
+// Below AVX-512 VNNI (the CPU's or the executable's ceiling) it takes nothing: 1, out untouched.
+TEST(RuntimeBlockGemm, LeavesOtherInstructionSetsToTheCaller) {
+  std::vector<uint8_t> w(size_t(4 * 20), 0);
+  std::vector<float> x(64, 1.f), out(4, -7.f);
+  for (BlockDotIsa ceiling : {BlockDotIsa::Portable, BlockDotIsa::Avx2, BlockDotIsa::AvxVnni}) {
+    EXPECT_EQ(xfrt_block_gemm(x.data(), 64, 1, 64, w.data(), kQ4_1, 2, nullptr, nullptr, 0, 0,
+                              out.data(), 2, int64_t(ceiling)),
+              1);
+    EXPECT_EQ(out[0], -7.f);
+  }
+  EXPECT_EQ(xfrt_block_gemm(x.data(), 64, 1, 63, w.data(), kQ4_1, 2, nullptr, nullptr, 0, 0,
+                            out.data(), 2, 3),
+            -1); // K not a multiple of 32
 }
 
 TEST(RuntimeBlockGemv, Epilogues) {

@@ -51,6 +51,16 @@ int32_t xfrt_block_gemv(const float *x, int64_t xStride, int64_t rows, int64_t K
                         const uint8_t *weight, int64_t ggmlType, int64_t N, const float *bias,
                         const float *residual, int64_t residualStride, int64_t epilogue,
                         float *out, int64_t outStride, int64_t isaCeiling);
+
+/// The same product for many rows (prefill GEMMs of --q8-gemm-inputs): each task packs a panel
+/// of 32 weight rows as u8 once and runs every input row over it, six at a time (AVX-512 VNNI
+/// only). The same x̂ and integer block sums as xfrt_block_gemv; the float sums of the blocks
+/// are taken in another order. Returns 1, having done nothing, where the CPU (or the ceiling)
+/// has no AVX-512 VNNI: the caller runs its Halide kernel instead.
+int32_t xfrt_block_gemm(const float *x, int64_t xStride, int64_t rows, int64_t K,
+                        const uint8_t *weight, int64_t ggmlType, int64_t N, const float *bias,
+                        const float *residual, int64_t residualStride, int64_t epilogue,
+                        float *out, int64_t outStride, int64_t isaCeiling);
 }
 
 #endif // XFRT_BLOCKGEMV_H
