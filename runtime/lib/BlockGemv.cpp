@@ -539,6 +539,16 @@ BlockDotIsa isaForCeiling(int64_t ceiling) {
   return byCeiling[std::clamp<int64_t>(ceiling, 0, 3)];
 }
 
+/// Tasks [0, tasks) on the Halide runtime's pool where the executable has one, else in a loop.
+int32_t runTasks(int (*task)(void *, int, uint8_t *), int64_t tasks, void *call) {
+  uint8_t *closure = reinterpret_cast<uint8_t *>(call);
+  if (halide_do_par_for && tasks > 1)
+    return halide_do_par_for(nullptr, task, 0, int(tasks), closure);
+  for (int64_t t = 0; t < tasks; ++t)
+    task(nullptr, int(t), closure);
+  return 0;
+}
+
 #ifdef XF_BLOCK_GEMV_X86
 /// xfrt_block_gemm's call: a task per panel of output columns (32, or 16 gate + 16 up rows for
 /// SwiGLU), every input row run against the packed panel.
@@ -615,14 +625,10 @@ extern "C" int32_t xfrt_block_gemm(const float *x, int64_t xStride, int64_t rows
   auto task = ggmlType == kQ8_0   ? runGemmTask<kQ8_0>
               : ggmlType == kQ4_1 ? runGemmTask<kQ4_1>
                                   : runGemmTask<kQ4_0>;
-  const int64_t tasks = (N + c.panelCols - 1) / c.panelCols;
-  uint8_t *closure = reinterpret_cast<uint8_t *>(&c);
-  if (halide_do_par_for && tasks > 1)
-    return halide_do_par_for(nullptr, task, 0, int(tasks), closure);
-  for (int64_t t = 0; t < tasks; ++t)
-    task(nullptr, int(t), closure);
-#endif
+  return runTasks(task, (N + c.panelCols - 1) / c.panelCols, &c);
+#else
   return 0;
+#endif
 }
 
 extern "C" int32_t xfrt_block_gemv(const float *x, int64_t xStride, int64_t rows, int64_t K,
@@ -683,10 +689,5 @@ extern "C" int32_t xfrt_block_gemv(const float *x, int64_t xStride, int64_t rows
   const Successor &successor = slot(weight);
   c.next = successor.after == weight ? &successor.head : nullptr;
 
-  uint8_t *closure = reinterpret_cast<uint8_t *>(&c);
-  if (halide_do_par_for && tasks > 1)
-    return halide_do_par_for(nullptr, runTask, 0, int(tasks), closure);
-  for (int64_t t = 0; t < tasks; ++t)
-    runTask(nullptr, int(t), closure);
-  return 0;
+  return runTasks(runTask, tasks, &c);
 }
