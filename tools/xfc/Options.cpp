@@ -257,72 +257,27 @@ std::vector<std::unique_ptr<cl::alias>> aliases;
 std::vector<std::string> aliasHelp;
 } // namespace
 
-bool xfc::parseCommandLine(int argc, char **argv) {
-  // The short spellings of DESIGN.md: --print-ir-after-all, --print-ir-after=PASS, ...
-  auto &registered = cl::getRegisteredOptions();
-  aliasHelp.reserve(4);
-  for (const char *name :
-       {"print-ir-after-all", "print-ir-before-all", "print-ir-after", "print-ir-before"}) {
-    auto it = registered.find(std::string("mlir-") + name);
-    if (it == registered.end())
-      continue;
-    aliasHelp.push_back("Alias for --mlir-" + std::string(name));
-    aliases.push_back(std::make_unique<cl::alias>(llvm::StringRef(name), cl::aliasopt(*it->second),
-                                                  cl::desc(aliasHelp.back()),
-                                                  cl::cat(xfcCategory)));
-  }
-  // --help lists xfc's options, not the hundreds LLVM and MLIR register
-  // (they still work, and --help-hidden shows them).
-  cl::HideUnrelatedOptions({&xfcCategory, &tuneCategory});
-  // `xfc tune FILE ...` is the tuner; everything else compiles.
-  std::vector<char *> args(argv, argv + argc);
-  if (argc > 1 && llvm::StringRef(argv[1]) == "tune") {
-    tuneMode = true;
-    args.erase(args.begin() + 1);
-  }
-  cl::ParseCommandLineOptions(
-      int(args.size()), args.data(),
-      "xfc: compiles a transformer written as the "
-      "algorithm boxes of Phuong & Hutter\n\n"
-      "  xfc FILE.xf -o EXE [--tuning-db DB]   build an executable\n"
-      "  xfc FILE.xf --emit=lib -o libm.so     build a library with xf.h's C API\n"
-      "  xfc FILE.xf --emit=STAGE              print a stage\n"
-      "  xfc FILE.xf --check [--lengths 1,37,128] [--seed S]\n"
-      "                                        compare a build with the xf semantics\n"
-      "  xfc FILE.xf --train --emit=kernels    print the training step\n"
-      "  xfc tune FILE.xf [--budget 10m] [--db DB] [--lengths 1,128]\n"
-      "                                        tune its kernels here\n"
-      "  xfc import DIR [-o FILE.xf]           a spec from a Hugging Face model directory\n");
-  for (cl::Option *o :
-       {(cl::Option *)&tuneBudget, (cl::Option *)&tuneDb, (cl::Option *)&tuneLengths,
-        (cl::Option *)&tuneSeed, (cl::Option *)&tuneBatch, (cl::Option *)&tuneBaselines,
-        (cl::Option *)&tuneReport, (cl::Option *)&tuneCompare})
-    if (!tuneMode && o->getNumOccurrences() && !(check && (o == &tuneLengths || o == &tuneSeed))) {
-      llvm::errs() << "xfc: error: --" << o->ArgStr << " is an option of `xfc tune`\n";
-      return false;
-    }
-  if (tuneMode && (emitAction.getNumOccurrences() || outputFilename.getNumOccurrences() ||
-                   tuningDb.getNumOccurrences())) {
-    llvm::errs() << "xfc: error: `xfc tune` writes the database given by --db; it takes no "
-                    "--emit, -o or --tuning-db\n";
+/// --tuning-db (or `xfc tune`'s --db) resolved into tuningDbPath; false after the error line.
+static bool resolveTuningDatabase() {
+  bool mustExist = true;
+  std::string chosen = tuneMode ? tuneDb.getValue() : tuningDb.getValue();
+  if (chosen.empty())
+    chosen = defaultTuningDb(mustExist);
+  if (chosen == "none" && !tuneMode)
+    chosen.clear();
+  if (!tuneMode && !mustExist && !llvm::sys::fs::exists(chosen))
+    chosen.clear();
+  if (tuneMode && chosen.empty()) {
+    llvm::errs() << "xfc: error: no database to write: give --db FILE\n";
     return false;
   }
-  {
-    bool mustExist = true;
-    std::string chosen = tuneMode ? tuneDb.getValue() : tuningDb.getValue();
-    if (chosen.empty())
-      chosen = defaultTuningDb(mustExist);
-    if (chosen == "none" && !tuneMode)
-      chosen.clear();
-    if (!tuneMode && !mustExist && !llvm::sys::fs::exists(chosen))
-      chosen.clear();
-    if (tuneMode && chosen.empty()) {
-      llvm::errs() << "xfc: error: no database to write: give --db FILE\n";
-      return false;
-    }
-    tuningDbPath = chosen;
-  }
+  tuningDbPath = chosen;
+  return true;
+}
 
+/// The option combinations xfc does not build, and options given twice or out of range;
+/// false after the error line.
+static bool refuseCombinations() {
   if (check && (tuneMode || emitAction.getNumOccurrences() || outputFilename.getNumOccurrences() ||
                 bf16GemmInputs || q8GemmInputs)) {
     llvm::errs() << "xfc: error: --check builds and runs the model itself with random float32 "
@@ -379,6 +334,61 @@ bool xfc::parseCommandLine(int argc, char **argv) {
     llvm::errs() << "xfc: error: --num-threads " << threads.getValue() << " is negative\n";
     return false;
   }
+  return true;
+}
+
+bool xfc::parseCommandLine(int argc, char **argv) {
+  // The short spellings of DESIGN.md: --print-ir-after-all, --print-ir-after=PASS, ...
+  auto &registered = cl::getRegisteredOptions();
+  aliasHelp.reserve(4);
+  for (const char *name :
+       {"print-ir-after-all", "print-ir-before-all", "print-ir-after", "print-ir-before"}) {
+    auto it = registered.find(std::string("mlir-") + name);
+    if (it == registered.end())
+      continue;
+    aliasHelp.push_back("Alias for --mlir-" + std::string(name));
+    aliases.push_back(std::make_unique<cl::alias>(llvm::StringRef(name), cl::aliasopt(*it->second),
+                                                  cl::desc(aliasHelp.back()),
+                                                  cl::cat(xfcCategory)));
+  }
+  // --help lists xfc's options, not the hundreds LLVM and MLIR register
+  // (they still work, and --help-hidden shows them).
+  cl::HideUnrelatedOptions({&xfcCategory, &tuneCategory});
+  // `xfc tune FILE ...` is the tuner; everything else compiles.
+  std::vector<char *> args(argv, argv + argc);
+  if (argc > 1 && llvm::StringRef(argv[1]) == "tune") {
+    tuneMode = true;
+    args.erase(args.begin() + 1);
+  }
+  cl::ParseCommandLineOptions(
+      int(args.size()), args.data(),
+      "xfc: compiles a transformer written as the "
+      "algorithm boxes of Phuong & Hutter\n\n"
+      "  xfc FILE.xf -o EXE [--tuning-db DB]   build an executable\n"
+      "  xfc FILE.xf --emit=lib -o libm.so     build a library with xf.h's C API\n"
+      "  xfc FILE.xf --emit=STAGE              print a stage\n"
+      "  xfc FILE.xf --check [--lengths 1,37,128] [--seed S]\n"
+      "                                        compare a build with the xf semantics\n"
+      "  xfc FILE.xf --train --emit=kernels    print the training step\n"
+      "  xfc tune FILE.xf [--budget 10m] [--db DB] [--lengths 1,128]\n"
+      "                                        tune its kernels here\n"
+      "  xfc import DIR [-o FILE.xf]           a spec from a Hugging Face model directory\n");
+  for (cl::Option *o :
+       {(cl::Option *)&tuneBudget, (cl::Option *)&tuneDb, (cl::Option *)&tuneLengths,
+        (cl::Option *)&tuneSeed, (cl::Option *)&tuneBatch, (cl::Option *)&tuneBaselines,
+        (cl::Option *)&tuneReport, (cl::Option *)&tuneCompare})
+    if (!tuneMode && o->getNumOccurrences() && !(check && (o == &tuneLengths || o == &tuneSeed))) {
+      llvm::errs() << "xfc: error: --" << o->ArgStr << " is an option of `xfc tune`\n";
+      return false;
+    }
+  if (tuneMode && (emitAction.getNumOccurrences() || outputFilename.getNumOccurrences() ||
+                   tuningDb.getNumOccurrences())) {
+    llvm::errs() << "xfc: error: `xfc tune` writes the database given by --db; it takes no "
+                    "--emit, -o or --tuning-db\n";
+    return false;
+  }
+  if (!resolveTuningDatabase() || !refuseCombinations())
+    return false;
 
   // `xfc model.xf -o model` builds an executable; without -o, print xf.
   bool binaryOutput = emitAction == Emit::Exe || emitAction == Emit::Obj || emitAction == Emit::Lib;
