@@ -49,3 +49,35 @@ def test_text_and_ids_equal_the_executable(gguf, tmp_path):
         text = model.generate(PROMPT, max_new_tokens=16)
         assert text == run("--prompt", PROMPT, "--max-new-tokens", "16").rstrip("\n")
         assert "Paris" in text
+
+
+def test_bos_before_text_as_the_executable(gguf, tmp_path):
+    """A copy of the file with tokenizer.ggml.add_bos_token set (test/gguf/check_add_bos.py's
+    patch): text inputs start with BOS (1), as the executables' --prompt does."""
+    import shutil
+    import struct
+
+    patched = tmp_path / "bos.gguf"
+    shutil.copyfile(gguf, patched)
+    key = b"tokenizer.ggml.add_bos_token"
+    entry = struct.pack("<Q", len(key)) + key + struct.pack("<I", 7)  # a bool
+    with open(patched, "r+b") as f:
+        head = f.read(4 << 20)
+        at = head.find(entry)
+        assert at > 0 and head[at + len(entry)] == 0
+        f.seek(at + len(entry))
+        f.write(b"\x01")
+    spec = ROOT / "examples" / "llama.xf"
+    library = xf.compile(spec, output=tmp_path / "libllama.so")
+    executable = tmp_path / "llama"
+    subprocess.run([xf.find_xfc(), str(spec), "-o", str(executable)], check=True, timeout=1200)
+    expected = subprocess.run([str(executable), "--weights", str(patched), "--prompt", PROMPT,
+                               "--max-new-tokens", "8"], capture_output=True, text=True,
+                              timeout=600, check=True).stdout.rstrip("\n")
+    with xf.load(library, patched, tokenizer=patched) as model:
+        assert model.tokenizer.bos == 1
+        ids = [1] + model.tokenizer.encode(PROMPT)
+        assert model.generate(PROMPT, max_new_tokens=8) == expected
+        assert expected == model.tokenizer.decode(model.generate(ids, max_new_tokens=8))
+    with xf.load(library, gguf, tokenizer=gguf) as plain:
+        assert plain.tokenizer.bos is None

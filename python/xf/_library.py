@@ -50,6 +50,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "xf_tokenizer_decode": (c_int32, [c_void_p, _I32P, c_int64, c_char_p, c_int64, _I64P]),
     "xf_tokenizer_vocab_size": (c_int64, [c_void_p]),
     "xf_tokenizer_end_of_text": (c_int32, [c_void_p]),
+    "xf_tokenizer_bos": (c_int32, [c_void_p]),
 }
 
 

@@ -95,7 +95,8 @@ class Model:
     def embed(self, ids: Union[Ids, str], pooling: str = "mean",
               normalize: bool = False) -> np.ndarray:
         """An encoder's sentence embedding, [d_out]: its hidden states pooled ("mean" or
-        "cls"), divided by their norm with `normalize`. A str is encoded by the tokenizer."""
+        "cls"), divided by their norm with `normalize`. A str is encoded by the tokenizer
+        (after its BOS when it has one, as --text)."""
         if pooling not in _POOLING:
             raise InvalidArgumentError(f"pooling '{pooling}': expected 'mean' or 'cls'")
         tokens = as_ids(self._encode(ids) if isinstance(ids, str) else ids)
@@ -110,8 +111,8 @@ class Model:
                  eos: Optional[int] = None, use_cache: bool = True,
                  source: Optional[Ids] = None) -> Union[list[int], str]:
         """Extends `prompt` (Alg. 14; greedy at temperature 0) and returns the new ids, or,
-        for a str prompt (encoded by the tokenizer), the new text. Generation stops after
-        `eos` (default: the tokenizer's end of text for a str prompt)."""
+        for a str prompt (encoded by the tokenizer, after its BOS if it has one), the new text.
+        Generation stops after `eos` (default: the tokenizer's end of text for a str prompt)."""
         text = isinstance(prompt, str)
         tokens = as_ids(self._encode(prompt) if text else prompt, "prompt")
         if eos is None and text and self.tokenizer is not None:
@@ -134,7 +135,8 @@ class Model:
     def _encode(self, text: str) -> list[int]:
         if self.tokenizer is None:
             raise InvalidArgumentError("text input needs a tokenizer: xf.load(..., tokenizer=PATH)")
-        return self.tokenizer.encode(text)
+        bos = self.tokenizer.bos  # as the executables' --text and --prompt
+        return ([bos] if bos is not None else []) + self.tokenizer.encode(text)
 
     def close(self) -> None:
         """Frees the session (also done when the model is garbage-collected)."""

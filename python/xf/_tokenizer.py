@@ -38,6 +38,14 @@ class Tokenizer:
         end = int(self._lib.xf_tokenizer_end_of_text(self._handle))
         return None if end < 0 else end
 
+    @property
+    def bos(self) -> int | None:
+        """The id put before a text input, as the executables' --text and --prompt do: a GGUF
+        file's BOS when its tokenizer.ggml.add_bos_token is true; else None. encode() does not
+        add it; Model's text inputs do."""
+        bos = int(self._lib.xf_tokenizer_bos(self._handle))
+        return None if bos < 0 else bos
+
     def encode(self, text: str) -> list[int]:
         """The ids of `text` (GPT-2: no special tokens added; WordPiece: [CLS] ... [SEP])."""
         data = text.encode()

@@ -20,6 +20,7 @@ using xfrt::capi::fail;
 
 struct xf_tokenizer {
   std::unique_ptr<xfrt::Tokenizer> tokenizer;
+  std::optional<int32_t> bos; // LoadedTokenizer::bos
 };
 
 namespace {
@@ -63,7 +64,7 @@ xf_status xf_tokenizer_load(const char *path, xf_tokenizer **out) try {
     return fail(XF_ERROR_LOAD, loaded.message());
   if (!loaded->tokenizer)
     return fail(XF_ERROR_LOAD, std::string(path) + ": no tokenizer there");
-  *out = new xf_tokenizer{std::move(loaded->tokenizer)};
+  *out = new xf_tokenizer{std::move(loaded->tokenizer), loaded->bos};
   return XF_OK;
 } catch (...) {
   return caughtExceptionOnThread();
@@ -107,6 +108,8 @@ xf_status xf_tokenizer_decode(const xf_tokenizer *t, const int32_t *ids, int64_t
 }
 
 int64_t xf_tokenizer_vocab_size(const xf_tokenizer *t) { return t ? t->tokenizer->vocabSize() : 0; }
+
+int32_t xf_tokenizer_bos(const xf_tokenizer *t) { return t && t->bos ? *t->bos : -1; }
 
 int32_t xf_tokenizer_end_of_text(const xf_tokenizer *t) {
   if (!t)

@@ -112,6 +112,9 @@ xf_status xf_tokenizer_encode(const xf_tokenizer *tokenizer, const char *text, i
  * when the capacity is too small. */
 xf_status xf_tokenizer_decode(const xf_tokenizer *tokenizer, const int32_t *ids, int64_t n,
                               char *text, int64_t capacity, int64_t *bytes);
+/* The id the executables put before a text input (--text, --prompt): a GGUF file's BOS when
+ * its tokenizer.ggml.add_bos_token is true; -1 otherwise. Encode does not add it. */
+int32_t xf_tokenizer_bos(const xf_tokenizer *tokenizer);
 /* Entries of its vocabulary; its end-of-text id (GPT-2 <|endoftext|>, WordPiece [SEP]) or -1. */
 int64_t xf_tokenizer_vocab_size(const xf_tokenizer *tokenizer);
 int32_t xf_tokenizer_end_of_text(const xf_tokenizer *tokenizer);
