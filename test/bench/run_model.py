@@ -375,10 +375,15 @@ def main():
     if args.bf16:
         exes["xf bf16"] = workdir / "gpt2-bf16"
         log("compiling examples/gpt2.xf --weight-type=bf16 --bf16-gemm-inputs ...")
-        subprocess.run([str(pathlib.Path(args.build) / "bin" / "xfc"),
-                        str(ROOT / "examples" / "gpt2.xf"), "--tuning-db", "none",
-                        "--weight-type=bf16", "--bf16-gemm-inputs", "-o", str(exes["xf bf16"])],
-                       check=True)
+        # -v: xfc says which products --bf16-gemm-inputs chose on this CPU and why (the bf16
+        # dot product only where its measured peak beats fp32's; docs/pipeline.md).
+        r = subprocess.run([str(pathlib.Path(args.build) / "bin" / "xfc"),
+                            str(ROOT / "examples" / "gpt2.xf"), "--tuning-db", "none",
+                            "--weight-type=bf16", "--bf16-gemm-inputs", "-v", "-o",
+                            str(exes["xf bf16"])], check=True, capture_output=True, text=True)
+        for line in r.stderr.splitlines():
+            if "--bf16-gemm-inputs:" in line:
+                log(f"  {line}")
     global FRAMEWORKS
     FRAMEWORKS = tuple(exes) + ("PyTorch", "ONNX Runtime")
     weights = workdir / "gpt2.safetensors"
