@@ -35,7 +35,7 @@ namespace {
 // After SIGINT/SIGTERM, how long running requests may take to finish.
 constexpr int kDrainSeconds = 60;
 // After the drain, how long stopping may take before the process ends regardless.
-constexpr int kStopSeconds = 10;
+constexpr int kStopSeconds = 30;
 // Connections open at once, and complete requests waiting for a worker (503 beyond).
 constexpr size_t kMaxConnections = 256;
 constexpr size_t kMaxQueuedRequests = 64;

