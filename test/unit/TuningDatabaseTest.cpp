@@ -329,6 +329,14 @@ TEST_F(TuningDatabaseTest, MalformedFilesGiveErrorsNamingTheFile) {
       {"deep nesting in entry",
        fileWith(entryWith("trials", "\"trials\": " + std::string(70, '[') + std::string(70, ']'))),
        "nested deeper"},
+      // MLIR's attribute parser recurses per bracket of a schedule: 10,000 '[' crashed it.
+      {"deep schedule",
+       fileWith(entryWith("schedule", "\"schedule\": \"" + std::string(10000, '[') + "\"")),
+       "entries[0]: 'schedule' is nested deeper than 32 levels"},
+      {"deep trial schedule",
+       fileWith(entryWith("trials", "\"trials\": [{\"schedule\": \"#a<" + std::string(40, '(') +
+                                        "\", \"cost_ms\": 1}]")),
+       "entries[0].trials[0]: 'schedule' is nested deeper than 32 levels"},
   };
   // Every required member, missing.
   for (const char *key :

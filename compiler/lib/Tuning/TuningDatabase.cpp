@@ -49,6 +49,11 @@ constexpr int64_t kMaxThreads = int64_t(1) << 20;
 // llvm::json::parse recurses per nesting level; deeper input is refused
 // before parsing so that a hostile file cannot exhaust the stack.
 constexpr unsigned kMaxDepth = 64;
+// MLIR's attribute parser also recurses per '[', '{', '(' or '<' of a
+// schedule's text (10,000 nested '[' overflow its stack); a schedule is
+// nested two levels deep, so this much is never a real one.
+constexpr unsigned kMaxScheduleDepth = 32;
+constexpr StringLiteral kScheduleOpeners = "[{(<", kScheduleClosers = "]})>";
 
 Error fileError(StringRef path, const Twine &msg) {
   return createStringError(inconvertibleErrorCode(), path + ": " + msg);
@@ -61,6 +66,43 @@ std::string at(size_t entry, size_t trial) {
 }
 
 bool finiteNonNegative(double v) { return std::isfinite(v) && v >= 0; }
+
+/// The deepest nesting of `openers` (each closed by the same position in
+/// `closers`) outside double-quoted strings, counting until `limit` + 1.
+unsigned nestingDepth(StringRef text, unsigned limit, StringRef openers = "[{",
+                      StringRef closers = "]}") {
+  unsigned depth = 0, deepest = 0;
+  bool inString = false, escaped = false;
+  for (char c : text) {
+    if (inString) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        inString = false;
+      continue;
+    }
+    if (c == '"') {
+      inString = true;
+    } else if (openers.contains(c)) {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > limit)
+        return deepest;
+    } else if (closers.contains(c) && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
+/// Why `schedule` may not reach MLIR's parser, if it may not.
+std::optional<std::string> checkScheduleText(StringRef schedule) {
+  if (nestingDepth(schedule, kMaxScheduleDepth, kScheduleOpeners, kScheduleClosers) >
+      kMaxScheduleDepth)
+    return "'schedule' is nested deeper than " + std::to_string(kMaxScheduleDepth) + " levels";
+  return std::nullopt;
+}
 
 /// The value rules shared by load and save (types are already right).
 /// Returns the first problem, prefixed by where it is.
@@ -79,6 +121,8 @@ std::optional<std::string> checkEntry(const TuningEntry &e, size_t i) {
                             {"measured_at", &e.measuredAt}})
     if (!json::isUTF8(*value))
       return bad(std::string("'") + key + "' is not valid UTF-8");
+  if (auto problem = checkScheduleText(e.schedule))
+    return bad(*problem);
   if (e.threads < 1 || e.threads > kMaxThreads)
     return bad("'threads' must be a positive integer (at most " + std::to_string(kMaxThreads) +
                ")");
@@ -95,6 +139,8 @@ std::optional<std::string> checkEntry(const TuningEntry &e, size_t i) {
       return where + "'schedule' must be a non-empty string";
     if (!json::isUTF8(t.schedule) || !json::isUTF8(t.failure) || !json::isUTF8(t.path))
       return where + "strings must be valid UTF-8";
+    if (auto problem = checkScheduleText(t.schedule))
+      return where + *problem;
     if (t.costMs.has_value() == !t.failure.empty())
       return where + "must have exactly one of 'cost_ms' and 'failure' (a non-empty string)";
     if (t.costMs && !finiteNonNegative(*t.costMs))
@@ -118,33 +164,6 @@ std::optional<std::string> checkAll(const std::vector<TuningEntry> &list) {
              " (same kernel, target, threads and xf_version)";
   }
   return std::nullopt;
-}
-
-/// The deepest nesting of arrays and objects, counting until `limit` + 1.
-unsigned nestingDepth(StringRef text, unsigned limit) {
-  unsigned depth = 0, deepest = 0;
-  bool inString = false, escaped = false;
-  for (char c : text) {
-    if (inString) {
-      if (escaped)
-        escaped = false;
-      else if (c == '\\')
-        escaped = true;
-      else if (c == '"')
-        inString = false;
-      continue;
-    }
-    if (c == '"') {
-      inString = true;
-    } else if (c == '[' || c == '{') {
-      deepest = std::max(deepest, ++depth);
-      if (deepest > limit)
-        return deepest;
-    } else if ((c == ']' || c == '}') && depth > 0) {
-      --depth;
-    }
-  }
-  return deepest;
 }
 
 /// Reads the typed fields of one JSON object, collecting the first problem.

@@ -32,7 +32,9 @@
 //  - Unknown keys are ignored on load and dropped on save (room for later
 //    additions without a new version). Strings are UTF-8.
 //  - Files over 256 MiB, nested deeper than 64 levels, or not regular files
-//    are refused.
+//    are refused, and so is a schedule (entry or trial) whose brackets
+//    ([ { ( <) nest deeper than 32 levels: MLIR's attribute parser recurses
+//    per level, and a real schedule nests two.
 // Entries keep their order; save writes keys in the order shown above,
 // pretty-printed with two-space indentation, so diffs of the file are small.
 //
