@@ -377,7 +377,8 @@ int runMain(int argc, const char *const *argv, const ModelAbi &abi, ServeMain se
                                             {"--tokenizer", o.tokenizer},
                                             {"--vocab", o.vocab},
                                             {"--merges", o.merges},
-                                            {"--batch-file", o.batchFile}};
+                                            {"--batch-file", o.batchFile},
+                                            runningExecutable()};
   for (const NamedPath &p : {NamedPath{"--save-weights", o.saveWeights},
                              NamedPath{"--logits-out", o.logitsOut},
                              NamedPath{"--hidden-out", o.hiddenOut},

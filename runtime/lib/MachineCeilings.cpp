@@ -29,6 +29,17 @@ bool readCeilings(const JsonValue &entry, double &gflops, double &gbs) {
   gflops = g->number, gbs = b->number;
   return true;
 }
+// A machine cache is an object of ceilings entries only (empty at first): any other file at
+// $XF_MACHINE_FILE (notes, a tokenizer.json, ...) is the user's, read but never rewritten.
+bool isMachineCache(const JsonValue &root) {
+  if (!root.isObject())
+    return false;
+  double gflops, gbs;
+  for (const JsonValue &entry : root.items)
+    if (!readCeilings(entry, gflops, gbs))
+      return false;
+  return true;
+}
 } // namespace
 
 std::string defaultMachineCacheFile() {
@@ -47,23 +58,27 @@ MachineCeilings machineCeilings(int threads, const std::string &cacheFile, std::
   const std::string key = cpuModelName() + " | " + (avx512 ? "avx512" : "avx2") +
                           " | " + std::to_string(threads) + " threads";
   JsonValue root;
-  if (!cacheFile.empty() && ::access(cacheFile.c_str(), F_OK) == 0) {
+  bool keep = !cacheFile.empty();
+  struct stat st;
+  if (keep && ::lstat(cacheFile.c_str(), &st) == 0) {
     // A few entries of two numbers: anything near the limit is not this file.
     Expected<std::string> text = readTextFile(cacheFile, size_t(1) << 20);
     Expected<JsonValue> parsed = text ? parseJson(*text) : Expected<JsonValue>(text.status());
-    if (parsed && parsed->isObject()) {
+    if (parsed && isMachineCache(*parsed)) {
       root = std::move(*parsed);
       double gflops, gbs;
       if (const JsonValue *e = root.find(key); e && readCeilings(*e, gflops, gbs))
         return {gflops, gbs, "cache " + cacheFile};
     } else {
       note = cacheFile + ": not a machine cache (" +
-             (parsed ? std::string("not an object") : parsed.message()) + "); measuring again";
+             (parsed ? std::string("not an object of ceilings") : parsed.message()) +
+             "); measuring, and leaving the file as it is";
+      keep = false;
     }
   }
   MachinePeak peak = measurePeak(threads);
   MachineCeilings c{peak.gflops, peak.readGBs, "measured"};
-  if (cacheFile.empty())
+  if (!keep)
     return c;
   // Keep the other machines' entries; numbers round-trip with %.17g.
   std::string text = "{\n";

@@ -4,9 +4,11 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <utility>
 
 namespace xfrt {
 namespace {
@@ -211,18 +213,59 @@ bool sameFile(const FileIdentity &a, const FileIdentity &b) {
     return false;
   return a.exists ? a.device == b.device && a.inode == b.inode : a.name == b.name;
 }
+
+
+// A directory input stands for the files in it (a tokenizer directory's vocab.json, ...): an
+// output may not replace any of them.
+std::vector<std::pair<std::string, FileIdentity>> filesOf(const std::string &path) {
+  std::vector<std::pair<std::string, FileIdentity>> files;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    files.push_back({path, identify(path)});
+    return files;
+  }
+  DIR *dir = ::opendir(path.c_str());
+  if (!dir)
+    return files;
+  while (const dirent *entry = ::readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name == "." || name == "..")
+      continue;
+    std::string file = path + (path.back() == '/' ? "" : "/") + name;
+    FileIdentity id = identify(file);
+    if (id.exists)
+      files.push_back({file, id});
+  }
+  ::closedir(dir);
+  return files;
+}
 } // namespace
+
+NamedPath runningExecutable() {
+  char *real = ::realpath("/proc/self/exe", nullptr);
+  NamedPath exe{"the running executable", real ? real : "/proc/self/exe"};
+  std::free(real);
+  return exe;
+}
 
 Status checkDistinctPaths(const std::vector<NamedPath> &outputs,
                           const std::vector<NamedPath> &inputs) {
   std::vector<FileIdentity> outIds;
   for (const NamedPath &out : outputs)
     outIds.push_back(identify(out.path));
+  std::vector<std::pair<const NamedPath *, std::pair<std::string, FileIdentity>>> inputFiles;
+  for (const NamedPath &in : inputs)
+    if (!in.path.empty())
+      for (auto &file : filesOf(in.path))
+        inputFiles.push_back({&in, std::move(file)});
   for (size_t i = 0; i < outputs.size(); ++i) {
-    for (const NamedPath &in : inputs)
-      if (!in.path.empty() && sameFile(outIds[i], identify(in.path)))
+    for (const auto &[in, file] : inputFiles)
+      if (sameFile(outIds[i], file.second)) {
+        std::string which = file.first == in->path ? "" : " (" + file.first + ")";
         return makeError(outputs[i].option + " " + outputs[i].path + ": the same file as " +
-                         in.option + " " + in.path + "; refusing to overwrite an input");
+                         in->option + " " + in->path + which +
+                         "; refusing to overwrite an input");
+      }
     for (size_t j = 0; j < i; ++j)
       if (sameFile(outIds[i], outIds[j]))
         return makeError(outputs[i].option + " " + outputs[i].path + ": the same file as " +

@@ -540,7 +540,7 @@ int runTrainer(int argc, char **argv, const TrainAbi &abi) {
                  (long long)o.seqLen, (long long)manifest->maxPositions);
     return 2;
   }
-  std::vector<NamedPath> outputs, inputs{{"--data", o.data}};
+  std::vector<NamedPath> outputs, inputs{{"--data", o.data}, runningExecutable()};
   for (auto [name, path] : {std::pair<const char *, std::string>{"--save", o.save},
                             {"--save-state", o.saveState}, {"--log", o.log},
                             {"--gradients", o.gradients}})

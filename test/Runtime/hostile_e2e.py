@@ -173,6 +173,67 @@ class Hostile(unittest.TestCase):
         with open(self.w, "rb") as f:
             self.assertEqual(f.read(), before)
 
+    def test_outputs_into_the_tokenizer_directory_are_refused(self):
+        # A tokenizer directory stands for the files in it (issue 33: --profile-out
+        # DIR/vocab.json used to replace the vocabulary being read).
+        tdir = self.path("bpe")
+        os.mkdir(tdir)
+        files = {"vocab.json": '{"a": 0}', "merges.txt": "#version: 0.2\n"}
+        for name, text in files.items():
+            with open(os.path.join(tdir, name), "w") as f:
+                f.write(text)
+        for option, name in [("--profile-out", "vocab.json"), ("--trace-out", "merges.txt"),
+                             ("--logits-out", "vocab.json")]:
+            target = os.path.join(tdir, name)
+            rc, _, err = run(DECODER, "--weights", self.w, "--tokenizer", tdir, "--text", "a",
+                             "--profile", option, target)
+            self.assert_one_error(rc, err, 2, f"{option} {target}: the same file as "
+                                              f"--tokenizer {tdir} ({target})")
+        for name, text in files.items():
+            with open(os.path.join(tdir, name)) as f:
+                self.assertEqual(f.read(), text, name)
+
+    def test_the_running_executable_is_never_an_output(self):
+        exe = self.path("model")
+        with open(DECODER, "rb") as src, open(exe, "wb") as dst:
+            before = src.read()
+            dst.write(before)
+        os.chmod(exe, 0o755)
+        link = self.path("model-link")
+        os.link(exe, link)
+        for target in [exe, link, os.path.relpath(exe)]:
+            rc, _, err = run(exe, "--random-weights", "1", "--save-weights", target)
+            self.assert_one_error(rc, err, 2, "the same file as the running executable")
+        with open(exe, "rb") as f:
+            self.assertEqual(f.read(), before)
+
+    def test_machine_file_that_is_not_a_machine_cache_is_left_alone(self):
+        # XF_MACHINE_FILE names where --profile keeps the measured ceilings; a file that is
+        # not such a cache (not JSON, or JSON of something else) is read-only to us.
+        for name, text in [("notes.txt", "my notes\n"),
+                           ("config.json", '{"model": "gpt2", "layers": 12}\n'),
+                           ("list.json", "[1, 2]\n")]:
+            path = self.path(name)
+            with open(path, "w") as f:
+                f.write(text)
+            rc, _, err = run(DECODER, "--weights", self.w, "--tokens", "1", "--profile",
+                             env={"XF_MACHINE_FILE": path})
+            self.assertEqual(rc, 0, err)
+            self.assertIn(f"note: {path}: not a machine cache", err)
+            with open(path) as f:
+                self.assertEqual(f.read(), text, name)
+        # A machine cache is still kept up to date, other machines' entries kept.
+        cache = self.path("machine.json")
+        with open(cache, "w") as f:
+            json.dump({"other cpu | avx2 | 1 threads": {"gflops": 1.0, "read_gbs": 2.0}}, f)
+        rc, _, err = run(DECODER, "--weights", self.w, "--tokens", "1", "--profile",
+                         env={"XF_MACHINE_FILE": cache})
+        self.assertEqual(rc, 0, err)
+        with open(cache) as f:
+            kept = json.load(f)
+        self.assertEqual(len(kept), 2, kept)
+        self.assertEqual(kept["other cpu | avx2 | 1 threads"], {"gflops": 1.0, "read_gbs": 2.0})
+
     # --- inputs: FIFOs do not hang ------------------------------------------------------------
 
     def test_fifo_inputs_fail_at_once(self):

@@ -429,7 +429,9 @@ int main(int argc, char **argv) {
   if (outputFilename != "-") {
     if (mlir::failed(report(xfc::checkOutput(outputFilename, /*streamable=*/!binaryOutput))))
       return 1;
-    std::vector<xfrt::NamedPath> inputs;
+    std::vector<xfrt::NamedPath> inputs{xfrt::runningExecutable(),
+                                        {"--quantized-like", quantizedLike},
+                                        {"--tuning-db", tuningDbPath}};
     if (inputFilename != "-")
       inputs.push_back({"the input", inputFilename});
     if (xfrt::Status s = xfrt::checkDistinctPaths({{"-o", outputFilename}}, inputs); !s) {
@@ -452,7 +454,9 @@ int main(int argc, char **argv) {
       if (!dirMissing && mlir::failed(report(xfc::checkOutput(o.path, /*streamable=*/false))))
         return 1;
     }
-    std::vector<xfrt::NamedPath> inputs;
+    // (--compare reads --db too, and writes no database.)
+    std::vector<xfrt::NamedPath> inputs{xfrt::runningExecutable(),
+                                        {"--quantized-like", quantizedLike}};
     if (inputFilename != "-")
       inputs.push_back({"the input", inputFilename});
     if (xfrt::Status s = xfrt::checkDistinctPaths(outputs, inputs); !s) {

@@ -52,7 +52,8 @@ std::string cpuModelName();
 // ISA and thread count and kept in `cacheFile` (JSON, rewritten atomically,
 // other machines' entries kept). `source` says where they came from
 // ("measured", or "cache FILE"); a cache that cannot be read or written is
-// ignored with `note` set, never an error.
+// ignored with `note` set, never an error. A file that is not a machine cache
+// (not a JSON object of ceilings entries) is left as it is, never rewritten.
 struct MachineCeilings {
   double gflops = 0, readGBs = 0;
   std::string source;

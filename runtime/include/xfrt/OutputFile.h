@@ -59,8 +59,12 @@ Status writeFileAtomically(const std::string &path, const void *data, size_t siz
 struct NamedPath {
   std::string option, path;
 };
-// Refuses an output that is also an input (the same file, or the same name not yet created)
-// and two outputs to one path, e.g. "--logits-out: x.st is also the input of --weights".
+// The executable this process runs (/proc/self/exe, resolved), as an input no output replaces.
+NamedPath runningExecutable();
+// Refuses an output that is also an input (the same file by device and inode, or the same name
+// not yet created) and two outputs to one path, e.g. "--logits-out x.st: the same file as
+// --weights x.st; refusing to overwrite an input". An input that is a directory (a tokenizer
+// directory) stands for every file in it.
 Status checkDistinctPaths(const std::vector<NamedPath> &outputs,
                           const std::vector<NamedPath> &inputs);
 
