@@ -18,6 +18,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -94,7 +95,7 @@ TEST_F(ObjectCacheTest, StoredObjectComesBackByteForByte) {
   cache.store(key, object("in.o", bytes));
   EXPECT_TRUE(cache.fetch(key, out));
   EXPECT_EQ(read(out), bytes);
-  EXPECT_EQ(listing(), std::set<std::string>{hexOf(key) + ".xfo"}); // no temporaries
+  EXPECT_EQ(listing(), (std::set<std::string>{"key", hexOf(key) + ".xfo"})); // no temporaries
   EXPECT_FALSE(cache.fetch(digestOf("another key"), out));
   EXPECT_TRUE(warnings.empty());
 }
@@ -114,7 +115,7 @@ TEST_F(ObjectCacheTest, CorruptEntriesAreReportedRemovedAndMissed) {
       {"holds 999 bytes of an object of 1000",
        [](std::string s) { return s.substr(0, s.size() - 1); }},
       {"holds 1001 bytes", [](std::string s) { return s + "y"; }},
-      {"checksum mismatch",
+      {"checksum mismatch: changed, or not written with this cache's key",
        [](std::string s) {
          s[s.size() - 10] ^= 1;
          return s;
@@ -151,7 +152,7 @@ TEST_F(ObjectCacheTest, CorruptEntriesAreReportedRemovedAndMissed) {
 }
 
 TEST_F(ObjectCacheTest, EvictsLeastRecentlyUsedFirst) {
-  // Five entries of 1056 bytes (1000 + the 56-byte header) in a cache of 3500 bytes.
+  // Five entries of 1080 bytes (1000 + the 80-byte header) in a cache of 3500 bytes.
   ObjectCache cache = open(3500);
   std::vector<ObjectDigest> keys;
   for (int i = 0; i < 5; ++i) {
@@ -162,13 +163,13 @@ TEST_F(ObjectCacheTest, EvictsLeastRecentlyUsedFirst) {
   // Entry 0, the oldest, is used now: it becomes the newest.
   EXPECT_TRUE(cache.fetch(keys[0], (root + "/out.o").str()));
   cache.evict();
-  // 5 × 1056 > 3500 ≥ 3 × 1056: the two least recently used (1 and 2) go.
+  // 5 × 1080 > 3500 ≥ 3 × 1080: the two least recently used (1 and 2) go.
   for (int i : {1, 2})
     EXPECT_FALSE(fs::exists(cache.entryPath(keys[i]))) << i;
   for (int i : {0, 3, 4})
     EXPECT_TRUE(fs::exists(cache.entryPath(keys[i]))) << i;
   cache.evict(); // within the limit: nothing more goes
-  EXPECT_EQ(listing().size(), 3u);
+  EXPECT_EQ(listing().size(), 4u); // and the key
   EXPECT_TRUE(warnings.empty());
 }
 
@@ -176,7 +177,7 @@ TEST_F(ObjectCacheTest, ZeroSizeKeepsNothing) {
   ObjectCache cache = open(0);
   cache.store(digestOf("k"), object("in.o", "bytes"));
   cache.evict();
-  EXPECT_TRUE(listing().empty());
+  EXPECT_EQ(listing(), std::set<std::string>{"key"});
 }
 
 TEST_F(ObjectCacheTest, StaleTemporariesAreRemovedFreshOnesKept) {
@@ -191,6 +192,97 @@ TEST_F(ObjectCacheTest, StaleTemporariesAreRemovedFreshOnesKept) {
   cache.evict();
   EXPECT_FALSE(fs::exists(stale));
   EXPECT_TRUE(fs::exists(fresh));
+}
+
+// Issue 33: an entry written by anyone else — here a whole, well-formed entry of another
+// cache, as someone who could write into the directory would plant — is never fetched.
+TEST_F(ObjectCacheTest, EntriesWrittenWithAnotherKeyAreRefused) {
+  ObjectCache cache = open();
+  ObjectCacheSettings otherSettings{(root + "/other").str(), uint64_t(1) << 30};
+  auto other = ObjectCache::open(otherSettings, [](const llvm::Twine &) {});
+  ASSERT_TRUE(bool(other)) << llvm::toString(other.takeError());
+  ObjectDigest key = digestOf("k");
+  other->store(key, object("planted.o", "planted object"));
+  ASSERT_FALSE(fs::copy_file(other->entryPath(key), cache.entryPath(key)));
+  std::string out = (root + "/out.o").str();
+  EXPECT_FALSE(cache.fetch(key, out));
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("not written with this cache's key"), std::string::npos)
+      << warnings[0];
+  EXPECT_FALSE(fs::exists(cache.entryPath(key)));
+  EXPECT_NE(read(out), "planted object");
+  // The two caches made different keys.
+  EXPECT_NE(read(settings.directory + "/key"), read(otherSettings.directory + "/key"));
+}
+
+TEST_F(ObjectCacheTest, DirectoriesOthersCanWriteAreRefused) {
+  open();
+  for (auto [mode, why] : {std::pair<mode_t, const char *>{0777, "writable by others (mode 0777)"},
+                           {01777, "writable by others"},
+                           {0775, "writable by its group (mode 0775)"}}) {
+    ASSERT_EQ(::chmod(settings.directory.c_str(), mode), 0);
+    auto cache = ObjectCache::open(settings, [](const llvm::Twine &) {});
+    ASSERT_FALSE(bool(cache)) << why;
+    std::string message = llvm::toString(cache.takeError());
+    EXPECT_NE(message.find("is not safe to link from"), std::string::npos) << message;
+    EXPECT_NE(message.find(why), std::string::npos) << message;
+  }
+  ASSERT_EQ(::chmod(settings.directory.c_str(), 0755), 0);
+  EXPECT_TRUE(bool(ObjectCache::open(settings, [](const llvm::Twine &) {})));
+  if (::geteuid() == 0) { // only root can give a directory away
+    ASSERT_EQ(::chown(settings.directory.c_str(), 4242, 4242), 0);
+    auto cache = ObjectCache::open(settings, [](const llvm::Twine &) {});
+    ASSERT_FALSE(bool(cache));
+    EXPECT_NE(llvm::toString(cache.takeError()).find("owned by user id 4242, not by you"),
+              std::string::npos);
+  }
+}
+
+TEST_F(ObjectCacheTest, KeyFilesOthersCouldReadOrReplaceAreRefused) {
+  open();
+  std::string key = settings.directory + "/key";
+  ASSERT_EQ(::chmod(key.c_str(), 0644), 0);
+  auto readable = ObjectCache::open(settings, [](const llvm::Twine &) {});
+  ASSERT_FALSE(bool(readable));
+  EXPECT_NE(llvm::toString(readable.takeError()).find("mode 0600"), std::string::npos);
+  ASSERT_EQ(::unlink(key.c_str()), 0);
+  std::string elsewhere = object("elsewhere", std::string(32, 'k'));
+  ASSERT_EQ(::chmod(elsewhere.c_str(), 0600), 0);
+  ASSERT_EQ(::symlink(elsewhere.c_str(), key.c_str()), 0);
+  EXPECT_FALSE(bool(ObjectCache::open(settings, [](const llvm::Twine &) {})));
+  ASSERT_EQ(::unlink(key.c_str()), 0);
+  open(); // a new key is made
+  EXPECT_EQ(read(key).size(), 32u);
+}
+
+// Eviction removes entries and its own stale temporaries by their exact names, nothing else in
+// the directory (it used to delete any file whose name contained ".tmp-", or ended in ".xfo").
+TEST_F(ObjectCacheTest, EvictionTouchesOnlyItsOwnNames) {
+  ObjectCache cache = open(0);
+  std::string hex = hexOf(digestOf("a"));
+  std::vector<std::string> foreign = {"notes.tmp-old", "backup.tmp-12345678",
+                                      "thesis.xfo", hex.substr(1) + ".xfo",
+                                      hex + ".xfo.tmp-1234567", hex + ".xfo.tmp-ABCDEF12",
+                                      "x" + hex + ".xfo.tmp-12345678", "key.tmp-12345678.bak"};
+  for (const std::string &name : foreign) {
+    std::string path = settings.directory + "/" + name;
+    ASSERT_FALSE(fs::rename(object("f", "user data"), path)) << name;
+    setModified(path, std::chrono::hours(2));
+  }
+  std::string staleEntry = settings.directory + "/" + hex + ".xfo.tmp-0123abcd";
+  std::string staleKey = settings.directory + "/key.tmp-89abcdef";
+  for (const std::string &path : {staleEntry, staleKey}) {
+    ASSERT_FALSE(fs::rename(object("f", "half"), path));
+    setModified(path, std::chrono::hours(2));
+  }
+  cache.store(digestOf("b"), object("in.o", "bytes"));
+  cache.evict();
+  for (const std::string &name : foreign)
+    EXPECT_EQ(read(settings.directory + "/" + name), "user data") << name;
+  EXPECT_FALSE(fs::exists(staleEntry));
+  EXPECT_FALSE(fs::exists(staleKey));
+  EXPECT_FALSE(fs::exists(cache.entryPath(digestOf("b"))));
+  EXPECT_TRUE(fs::exists(settings.directory + "/key"));
 }
 
 TEST_F(ObjectCacheTest, FailedStoreIsAWarning) {

@@ -4,14 +4,22 @@
 // that determined it (ObjectKeys.h), so an unchanged kernel is copied instead
 // of compiled again. Entries are written to a unique temporary in the cache
 // directory and renamed into place, so concurrent xfc runs never see half an
-// entry; each entry carries its digest, length and a checksum, and one that
-// fails them is reported, removed and compiled again. The least recently used
-// entries (by modification time, refreshed on every hit) are removed once the
-// directory holds more than its size limit.
+// entry; each entry carries its digest, length and a keyed checksum, and one
+// that fails them is reported, removed and compiled again. The least recently
+// used entries (by modification time, refreshed on every hit) are removed once
+// the directory holds more than its size limit.
 //
-// Entry layout (<digest hex>.xfo): "XFOBJ\x001\n" (8 bytes), the 32-byte key
-// digest, the payload length and the payload's xxh3-64 (little-endian u64s),
-// then the object file itself.
+// What gets linked must be what this user's xfc stored: the directory must be
+// owned by the user and writable by no one else (else open() refuses it and
+// xfc builds without a cache, with one warning), and the checksum is a keyed
+// BLAKE3 under a random key kept in the directory ("key", mode 0600, made on
+// first use), which a planted entry cannot match.
+//
+// Entry layout (<digest hex>.xfo): "XFOBJ\x002\n" (8 bytes), the 32-byte key
+// digest, the payload length (little-endian u64), the 32-byte keyed BLAKE3 of
+// digest, length and payload, then the object file itself. Eviction touches
+// only names of these exact shapes: entries, and "<entry>.tmp-<8 hex digits>"
+// or "key.tmp-<8 hex digits>" temporaries over an hour old.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +39,9 @@ namespace mlir::xf {
 
 /// The SHA-256 of a key's text (ObjectKeys.h).
 using ObjectDigest = std::array<uint8_t, 32>;
+/// The cache's secret key, and an entry's keyed checksum.
+using CacheKey = std::array<uint8_t, 32>;
+using CacheTag = std::array<uint8_t, 32>;
 std::string hexOf(const ObjectDigest &digest);
 
 /// Where the cache lives and how large it may grow.
@@ -52,8 +63,10 @@ class ObjectCache {
 public:
   using WarningHandler = std::function<void(const llvm::Twine &)>;
 
-  /// Opens (creating it if needed) the cache directory. `warn` receives the
-  /// problems that do not stop a build: corrupt entries, failed stores.
+  /// Opens (creating it if needed) the cache directory and its key. Refuses a
+  /// directory not owned by the user or writable by group or others, and a
+  /// key file that is not the user's alone. `warn` receives the problems that
+  /// do not stop a build: corrupt entries, failed stores.
   static llvm::Expected<ObjectCache> open(const ObjectCacheSettings &settings, WarningHandler warn);
 
   /// Writes the object stored under `digest` to `path` and marks the entry as
@@ -74,9 +87,10 @@ public:
   llvm::StringRef directory() const { return settings_.directory; }
 
 private:
-  ObjectCache(ObjectCacheSettings settings, WarningHandler warn)
-      : settings_(std::move(settings)), warn_(std::move(warn)) {}
+  ObjectCache(ObjectCacheSettings settings, const CacheKey &key, WarningHandler warn)
+      : settings_(std::move(settings)), key_(key), warn_(std::move(warn)) {}
   ObjectCacheSettings settings_;
+  CacheKey key_;
   WarningHandler warn_;
 };
 
