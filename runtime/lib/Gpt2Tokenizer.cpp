@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 #include "TokenizerFiles.h"
 #include "xfrt/Json.h"
+#include "xfrt/SpecialTokens.h"
 #include "xfrt/Tokenizer.h"
 #include "xfrt/Unicode.h"
 
@@ -171,7 +172,7 @@ public:
   mutable std::mutex cacheMutex_;
   mutable std::unordered_map<std::string, std::vector<int32_t>> cache_;
 
-  std::vector<std::pair<std::string, int32_t>> specials_; // longest first
+  SpecialTokenTrie specials_;
   bool isolateDigits_ = false;
   // A byte without a byte-level token stays a symbol that merges with nothing and is left
   // out of the ids, as llama.cpp does (and HF's BPE without an unknown token); otherwise it
@@ -182,16 +183,13 @@ public:
     std::vector<int32_t> ids;
     // Special tokens first: the leftmost match, the longest at one position.
     size_t plain = 0;
-    for (size_t i = 0; i < text.size() && !specials_.empty(); ++i)
-      for (const auto &[special, id] : specials_)
-        if (text.compare(i, special.size(), special) == 0) {
-          if (Status s = encodeText(text.substr(plain, i - plain), ids); !s)
-            return s;
-          ids.push_back(id);
-          i += special.size() - 1;
-          plain = i + 1;
-          break;
-        }
+    SpecialTokenTrie::Match match;
+    while (specials_.findNext(text, plain, match)) {
+      if (Status s = encodeText(text.substr(plain, match.position - plain), ids); !s)
+        return s;
+      ids.push_back(match.id);
+      plain = match.position + match.length;
+    }
     if (Status s = encodeText(text.substr(plain), ids); !s)
       return s;
     return ids;
@@ -548,10 +546,8 @@ Expected<std::unique_ptr<Tokenizer>> makeByteLevelBpe(const ByteLevelBpeVocab &v
   for (int32_t id : vocab.specialIds) {
     if (Status s = checkId(id, "special token"); !s)
       return s;
-    tok->specials_.emplace_back(std::string(vocab.tokens[size_t(id)]), id);
+    tok->specials_.add(vocab.tokens[size_t(id)], id);
   }
-  std::stable_sort(tok->specials_.begin(), tok->specials_.end(),
-                   [](const auto &a, const auto &b) { return a.first.size() > b.first.size(); });
   if (vocab.endOfText) {
     if (Status s = checkId(*vocab.endOfText, "end-of-text"); !s)
       return s;

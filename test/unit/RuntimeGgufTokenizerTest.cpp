@@ -3,8 +3,10 @@
 #include "GgufTestFiles.h"
 
 #include "xfrt/GgufTokenizer.h"
+#include "xfrt/SpecialTokens.h"
 
 #include <gtest/gtest.h>
+
 
 using namespace xfrt;
 using namespace xfrt::test;
@@ -138,6 +140,81 @@ TEST(RuntimeGgufTokenizer, Errors) {
   emptyToken.tokens[3 + 'z'] = "";
   EXPECT_EQ(load(tokenizerParts(emptyToken), storage).message(),
             "t.gguf: token 125 must have 1 to 1024 bytes");
+}
+
+
+//===----------------------------------------------------------------------===//
+// Special tokens in a trie (issue 33: many control tokens made encoding text × specials)
+//===----------------------------------------------------------------------===//
+
+TEST(RuntimeSpecialTokens, LeftmostThenLongestAtItsPosition) {
+  SpecialTokenTrie trie;
+  trie.add("<a>", 1);
+  trie.add("<a>b", 2);
+  trie.add("b<a", 3);
+  trie.add("<a>", 9); // added twice: keeps its first id
+  trie.add("", 4);    // never matches
+  SpecialTokenTrie::Match m;
+  ASSERT_TRUE(trie.findNext("xb<a>b", 0, m));
+  EXPECT_EQ(m.position, 1u); // the leftmost, though "<a>b" at 2 is longer
+  EXPECT_EQ(m.length, 3u);
+  EXPECT_EQ(m.id, 3);
+  ASSERT_TRUE(trie.findNext("xb<a>b", 2, m));
+  EXPECT_EQ(m.position, 2u);
+  EXPECT_EQ(m.id, 2); // the longest at its position
+  ASSERT_TRUE(trie.findNext("<a><a", 0, m));
+  EXPECT_EQ(m.id, 1);
+  EXPECT_FALSE(trie.findNext("<a><a", 3, m));
+  EXPECT_FALSE(trie.findNext("", 0, m));
+  EXPECT_FALSE(SpecialTokenTrie().findNext("<a>", 0, m));
+}
+
+// The work of finding specials does not grow with their number: with 20,000 control tokens,
+// a text that never starts one takes one step per byte, and a text full of a long common
+// prefix at most (prefix + 1) steps per byte — the same as with one special token. Comparing
+// each special at each position took 20,000 comparisons per byte.
+TEST(RuntimeSpecialTokens, WorkIsLinearInTheTextWhateverTheirNumber) {
+  SpecialTokenTrie many, one;
+  for (int i = 0; i < 20000; ++i)
+    many.add("<|ctrl_" + std::to_string(i) + "|>", i);
+  one.add("<|ctrl_0|>", 0);
+  SpecialTokenTrie::Match m;
+  for (size_t bytes : {size_t(40000), size_t(400000)}) {
+    std::string plain(bytes, 'x');
+    size_t steps = 0;
+    EXPECT_FALSE(many.findNext(plain, 0, m, &steps));
+    EXPECT_EQ(steps, bytes);
+    // "<|ctrl_" then no digit: every position walks the shared prefix and stops.
+    std::string prefixes;
+    while (prefixes.size() < bytes)
+      prefixes += "<|ctrl_";
+    size_t manySteps = 0, oneSteps = 0;
+    EXPECT_FALSE(many.findNext(prefixes, 0, m, &manySteps));
+    EXPECT_FALSE(one.findNext(prefixes, 0, m, &oneSteps));
+    EXPECT_LE(manySteps, 8 * prefixes.size());
+    EXPECT_EQ(manySteps, oneSteps);
+  }
+}
+
+TEST(RuntimeGgufTokenizer, ManyControlTokensEncodeAsBefore) {
+  SmallVocab v;
+  for (int i = 0; i < 5000; ++i) {
+    v.tokens.push_back("<|reserved_" + std::to_string(i) + "|>");
+    v.types.push_back(3);
+  }
+  Bytes storage;
+  Expected<GgufTokenizer> t = load(tokenizerParts(v), storage);
+  ASSERT_TRUE(t) << t.message();
+  int32_t reserved = v.id("<|reserved_4321|>"), h = v.id("h"), i = v.id("i");
+  std::string text;
+  std::vector<int32_t> want;
+  for (int n = 0; n < 2000; ++n) {
+    text += "hi<|reserved_4321|><|reserved_";
+    want.insert(want.end(), {h, i, reserved});
+    for (char c : std::string("<|reserved_"))
+      want.push_back(v.id(byteLevelChar((unsigned char)c)));
+  }
+  EXPECT_EQ(encode(*t->tokenizer, text), want);
 }
 
 } // namespace
