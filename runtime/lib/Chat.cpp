@@ -109,10 +109,12 @@ int runInteractive(const Options &o, const Manifest &m, Session &session, const 
       continue;
     }
     messages.push_back({"user", *line});
-    std::string text = chat.chatTemplate.render(messages, true);
+    // The messages are plain text: special tokens only from the template's markup.
+    RenderedChat rendered = chat.chatTemplate.renderMarked(messages, true);
+    const std::string &text = rendered.text;
     bool extends = !fedText.empty() && text.compare(0, fedText.size(), fedText) == 0;
     Expected<std::vector<int32_t>> added =
-        tok.encode(extends ? std::string_view(text).substr(fedText.size()) : text);
+        (extends ? rendered.from(fedText.size()) : rendered).encode(tok);
     if (!added)
       return fail("turn " + std::to_string(turn) + ": " + added.message());
     if (!extends)

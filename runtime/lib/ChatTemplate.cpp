@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 #include "xfrt/ChatTemplate.h"
 
+#include <algorithm>
+
 namespace xfrt {
 namespace {
 
@@ -60,60 +62,119 @@ std::string chatMlDefaultSystem(std::string_view jinja) {
   return "";
 }
 
-std::string renderChatMl(const ChatTemplate &t, const std::vector<ChatMessage> &messages,
-                         bool generation) {
-  std::string out;
+// A rendered conversation built piece by piece: the template's own text (markup) or a
+// message's content.
+class ChatText {
+public:
+  ChatText &markup(std::string_view s) {
+    if (s.empty())
+      return *this;
+    if (!out_.markup.empty() && out_.markup.back().end == out_.text.size())
+      out_.markup.back().end += s.size();
+    else
+      out_.markup.push_back({out_.text.size(), out_.text.size() + s.size()});
+    out_.text += s;
+    return *this;
+  }
+  ChatText &content(std::string_view s) {
+    out_.text += s;
+    return *this;
+  }
+  ChatText &append(const ChatText &other) {
+    size_t at = out_.text.size();
+    out_.text += other.out_.text;
+    for (TextSpan span : other.out_.markup)
+      if (!out_.markup.empty() && out_.markup.back().end == at + span.begin)
+        out_.markup.back().end = at + span.end;
+      else
+        out_.markup.push_back({at + span.begin, at + span.end});
+    return *this;
+  }
+  // Python's rstrip on ASCII whitespace, whatever wrote it.
+  ChatText &stripTrailing() {
+    size_t end = out_.text.find_last_not_of(" \t\n\r\v\f");
+    out_.text.resize(end == std::string::npos ? 0 : end + 1);
+    while (!out_.markup.empty() && out_.markup.back().begin >= out_.text.size())
+      out_.markup.pop_back();
+    if (!out_.markup.empty())
+      out_.markup.back().end = std::min(out_.markup.back().end, out_.text.size());
+    return *this;
+  }
+  RenderedChat take() { return std::move(out_); }
+
+private:
+  RenderedChat out_;
+};
+
+RenderedChat renderChatMl(const ChatTemplate &t, const std::vector<ChatMessage> &messages,
+                          bool generation) {
+  ChatText out;
   if (!t.defaultSystem.empty() && (messages.empty() || messages[0].role != "system"))
-    out += "<|im_start|>system\n" + t.defaultSystem + "<|im_end|>\n";
+    out.markup("<|im_start|>system\n").content(t.defaultSystem).markup("<|im_end|>\n");
   for (const ChatMessage &m : messages)
-    out += "<|im_start|>" + m.role + "\n" + m.content + "<|im_end|>\n";
+    out.markup("<|im_start|>" + m.role + "\n").content(m.content).markup("<|im_end|>\n");
   if (generation)
-    out += "<|im_start|>assistant\n";
-  return out;
+    out.markup("<|im_start|>assistant\n");
+  return out.take();
 }
 
-std::string renderLlama3(const std::vector<ChatMessage> &messages, bool generation) {
-  std::string out = "<|begin_of_text|>";
+RenderedChat renderLlama3(const std::vector<ChatMessage> &messages, bool generation) {
+  ChatText out;
+  out.markup("<|begin_of_text|>");
   for (const ChatMessage &m : messages)
-    out += "<|start_header_id|>" + m.role + "<|end_header_id|>\n\n" +
-           std::string(strip(m.content)) + "<|eot_id|>";
+    out.markup("<|start_header_id|>" + m.role + "<|end_header_id|>\n\n")
+        .content(strip(m.content))
+        .markup("<|eot_id|>");
   if (generation)
-    out += "<|start_header_id|>assistant<|end_header_id|>\n\n";
-  return out;
+    out.markup("<|start_header_id|>assistant<|end_header_id|>\n\n");
+  return out.take();
 }
 
 // Llama-2-chat: the system message is folded into the first user turn; every user turn opens a
 // new <s>, every reply ends with </s>. The assistant's turn needs no header.
-std::string renderLlama2(const std::vector<ChatMessage> &messages) {
-  std::string out, system;
+RenderedChat renderLlama2(const std::vector<ChatMessage> &messages) {
+  ChatText out;
+  std::string system;
   size_t first = 0;
   if (!messages.empty() && messages[0].role == "system")
     system = messages[0].content, first = 1;
   for (size_t i = first; i < messages.size(); ++i) {
-    std::string content = messages[i].content;
+    // strip(content), where the first turn's content starts with the system block.
+    ChatText content;
     if (i == first && first == 1)
-      content = "<<SYS>>\n" + system + "\n<</SYS>>\n\n" + content;
+      content.markup("<<SYS>>\n")
+          .content(system)
+          .markup("\n<</SYS>>\n\n")
+          .content(messages[i].content)
+          .stripTrailing();
+    else
+      content.content(strip(messages[i].content));
     if (messages[i].role == "user")
-      out += "<s>[INST] " + std::string(strip(content)) + " [/INST]";
+      out.markup("<s>[INST] ").append(content).markup(" [/INST]");
     else if (messages[i].role == "assistant")
-      out += " " + std::string(strip(content)) + " </s>";
+      out.markup(" ").append(content).markup(" </s>");
   }
-  return out;
+  return out.take();
 }
 
-std::string renderZephyr(const std::vector<ChatMessage> &messages, bool generation) {
-  std::string out;
+RenderedChat renderZephyr(const std::vector<ChatMessage> &messages, bool generation) {
+  ChatText out;
   for (const ChatMessage &m : messages)
-    out += "<|" + m.role + "|>\n" + m.content + "</s>\n";
+    out.markup("<|" + m.role + "|>\n").content(m.content).markup("</s>\n");
   if (generation)
-    out += "<|assistant|>\n";
-  return out;
+    out.markup("<|assistant|>\n");
+  return out.take();
 }
 
 } // namespace
 
 std::string ChatTemplate::render(const std::vector<ChatMessage> &messages,
                                  bool addGenerationPrompt) const {
+  return renderMarked(messages, addGenerationPrompt).text;
+}
+
+RenderedChat ChatTemplate::renderMarked(const std::vector<ChatMessage> &messages,
+                                        bool addGenerationPrompt) const {
   switch (format) {
   case ChatFormat::ChatMl:
     return renderChatMl(*this, messages, addGenerationPrompt);
@@ -124,7 +185,20 @@ std::string ChatTemplate::render(const std::vector<ChatMessage> &messages,
   case ChatFormat::Zephyr:
     return renderZephyr(messages, addGenerationPrompt);
   }
-  return "";
+  return {};
+}
+
+RenderedChat RenderedChat::from(size_t offset) const {
+  RenderedChat rest;
+  rest.text = text.substr(std::min(offset, text.size()));
+  for (TextSpan span : markup)
+    if (span.end > offset)
+      rest.markup.push_back({std::max(span.begin, offset) - offset, span.end - offset});
+  return rest;
+}
+
+Expected<std::vector<int32_t>> RenderedChat::encode(const Tokenizer &tokenizer) const {
+  return tokenizer.encodeMarkup(text, markup);
 }
 
 std::string_view ChatTemplate::endOfTurn() const {

@@ -180,15 +180,25 @@ public:
   bool dropUnknownBytes_ = false;
 
   Expected<std::vector<int32_t>> encode(std::string_view text) const override {
+    return encodeMarkup(text, {TextSpan{0, text.size()}});
+  }
+
+  Expected<std::vector<int32_t>> encodeMarkup(std::string_view text,
+                                              const std::vector<TextSpan> &markup) const override {
     std::vector<int32_t> ids;
-    // Special tokens first: the leftmost match, the longest at one position.
+    // Special tokens first: the leftmost match, the longest at one position, wholly inside a
+    // span of markup. The plain text between them is split and merged as one.
     size_t plain = 0;
     SpecialTokenTrie::Match match;
-    while (specials_.findNext(text, plain, match)) {
-      if (Status s = encodeText(text.substr(plain, match.position - plain), ids); !s)
-        return s;
-      ids.push_back(match.id);
-      plain = match.position + match.length;
+    for (TextSpan span : markup) {
+      std::string_view upToSpanEnd = text.substr(0, std::min(span.end, text.size()));
+      for (size_t from = std::max(span.begin, plain);
+           specials_.findNext(upToSpanEnd, from, match); from = plain) {
+        if (Status s = encodeText(text.substr(plain, match.position - plain), ids); !s)
+          return s;
+        ids.push_back(match.id);
+        plain = match.position + match.length;
+      }
     }
     if (Status s = encodeText(text.substr(plain), ids); !s)
       return s;

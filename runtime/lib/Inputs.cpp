@@ -53,10 +53,11 @@ Status encodeAll(const std::vector<std::string> &texts, const char *flag, const 
                  const std::optional<std::string> &system = std::nullopt) {
   for (size_t i = 0; i < texts.size(); ++i) {
     std::string what = std::string(flag) + (texts.size() > 1 ? " " + std::to_string(i + 1) : "");
+    // A chat prompt's messages are plain text: special tokens only from the template.
     Expected<std::vector<int32_t>> ids =
-        tok.encode(!chat    ? texts[i]
-                   : system ? chat->render({{"system", *system}, {"user", texts[i]}}, true)
-                            : chat->render({{"user", texts[i]}}, true));
+        !chat    ? tok.encode(texts[i])
+        : system ? chat->renderMarked({{"system", *system}, {"user", texts[i]}}, true).encode(tok)
+                 : chat->renderMarked({{"user", texts[i]}}, true).encode(tok);
     if (!ids)
       return makeError(what + ": " + ids.message());
     if (bos && !chat) // a chat template writes its own BOS text

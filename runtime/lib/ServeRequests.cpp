@@ -69,13 +69,16 @@ Error parseIds(const JsonValue &v, const ServeLimits &limits, const std::string 
 
 // A text, tokenized; `withBos` puts the tokenizer file's BOS first (text prompts).
 Error parseText(const JsonValue &v, const ServeLimits &limits, const std::string &param,
-                bool withBos, std::vector<int32_t> &out) {
+                bool withBos, std::vector<int32_t> &out,
+                const std::vector<TextSpan> *markup = nullptr) {
   if (!limits.tokenizer)
     return fail(param, param + " is text, but the server has no tokenizer: send token ids "
                                "(start it with --tokenizer, --vocab or a .gguf file)");
   if (v.string.empty())
     return fail(param, param + " is an empty string");
-  Expected<std::vector<int32_t>> ids = limits.tokenizer->encode(v.string);
+  // A chat's messages are plain text: special tokens only from the template's markup.
+  Expected<std::vector<int32_t>> ids = markup ? limits.tokenizer->encodeMarkup(v.string, *markup)
+                                              : limits.tokenizer->encode(v.string);
   if (!ids)
     return fail(param, param + ": " + ids.message());
   out.clear();
@@ -245,9 +248,10 @@ std::optional<RequestError> parseChatRequest(std::string_view text, const ServeL
     return fail("messages", "chat needs a tokenizer");
   JsonValue rendered;
   rendered.kind = JsonValue::Kind::String;
-  rendered.string = chat.render(conversation, true);
+  RenderedChat marked = chat.renderMarked(conversation, true);
+  rendered.string = std::move(marked.text);
   // The template writes its own BOS text; the rendered prompt is checked like a text prompt.
-  if (Error e = parseText(rendered, limits, "messages", false, out.prompt))
+  if (Error e = parseText(rendered, limits, "messages", false, out.prompt, &marked.markup))
     return e;
   if (Error e = parseGeneration(body, limits, defaults, out))
     return e;

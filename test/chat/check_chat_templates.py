@@ -29,7 +29,10 @@ CONVERSATIONS = [
     [{"role": "user", "content": "  spaces around, a\nnewline and tabs\t "},
      {"role": "assistant", "content": " ok \n"},
      {"role": "user", "content": "caf\u00e9 \u65e5\u672c 12345 \U0001F600"}],
-    # Special-token text inside a message is parsed as the special token by both tokenizers.
+    # Special-token text inside a message: the rendered text's ids as a tokenizer parses a
+    # prompt (special tokens found anywhere) are transformers' ids. --chat and --serve encode
+    # messages as plain text instead (ChatTemplate::renderMarked; xf-chat-template-test and
+    # xf-gguf-test check that), so there the ids differ on purpose.
     [{"role": "user", "content": "say <|im_end|> and <|im_start|> literally"}],
     [{"role": "system", "content": ""}, {"role": "user", "content": "empty system"}],
 ]

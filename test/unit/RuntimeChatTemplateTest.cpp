@@ -113,6 +113,53 @@ TEST(RuntimeChatTemplate, Zephyr) {
   EXPECT_EQ(t.render({{"user", "u"}}, false), "<|user|>\nu</s>\n");
 }
 
+// Issue 33: renderMarked says which bytes the template wrote; only there may the tokenizer find
+// special tokens. Everything else is exactly the messages' contents (as the template trims
+// them), whatever they spell.
+TEST(RuntimeChatTemplate, MarkupIsTheTemplatesOwnText) {
+  std::vector<ChatMessage> conversation = {
+      {"system", "S <|im_end|>"}, {"user", "u1 </s>\n"}, {"assistant", " a1"}, {"user", "u2"}};
+  struct Case {
+    ChatFormat format;
+    std::string contents; // the text outside the markup, in order
+  };
+  for (const Case &c : {Case{ChatFormat::ChatMl, "S <|im_end|>u1 </s>\n a1u2"},
+                        Case{ChatFormat::Llama3, "S <|im_end|>u1 </s>a1u2"},
+                        Case{ChatFormat::Llama2, "S <|im_end|>u1 </s>a1u2"},
+                        Case{ChatFormat::Zephyr, "S <|im_end|>u1 </s>\n a1u2"}}) {
+    ChatTemplate t;
+    t.format = c.format;
+    SCOPED_TRACE(std::string(chatFormatName(c.format)));
+    RenderedChat r = t.renderMarked(conversation, true);
+    EXPECT_EQ(r.text, t.render(conversation, true));
+    std::string outside;
+    size_t at = 0;
+    for (TextSpan span : r.markup) {
+      ASSERT_LE(at, span.begin);
+      ASSERT_LT(span.begin, span.end);
+      ASSERT_LE(span.end, r.text.size());
+      outside += r.text.substr(at, span.begin - at);
+      at = span.end;
+    }
+    outside += r.text.substr(at);
+    EXPECT_EQ(outside, c.contents);
+  }
+  // A trailing-whitespace-only first turn: Llama-2's strip reaches back into the markup.
+  ChatTemplate llama2;
+  llama2.format = ChatFormat::Llama2;
+  RenderedChat r = llama2.renderMarked({{"system", "S"}, {"user", " \n"}}, false);
+  EXPECT_EQ(r.text, "<s>[INST] <<SYS>>\nS\n<</SYS>> [/INST]");
+  ASSERT_EQ(r.markup.size(), 2u);
+  EXPECT_EQ(r.text.substr(r.markup[1].begin, r.markup[1].end - r.markup[1].begin),
+            "\n<</SYS>> [/INST]");
+  // The tail of a rendering keeps its markup, shifted.
+  RenderedChat tail = r.from(r.text.size() - 8);
+  EXPECT_EQ(tail.text, " [/INST]");
+  ASSERT_EQ(tail.markup.size(), 1u);
+  EXPECT_EQ(tail.markup[0].begin, 0u);
+  EXPECT_EQ(tail.markup[0].end, 8u);
+}
+
 TEST(RuntimeChatTemplate, UnknownTemplateIsNamed) {
   Expected<ChatTemplate> t = recognizeChatTemplate(
       "{% for m in messages %}\n### {{ m['content'] }}", "m.gguf: tokenizer.chat_template");

@@ -2,7 +2,9 @@
 //
 // In: the Jinja text of a GGUF file's tokenizer.chat_template (or a format named on the command
 // line) and a conversation of {role, content} messages. Out: the prompt text, special tokens
-// written out as text (the GGUF tokenizer maps them to single ids). xf does not run Jinja: it
+// written out as text, and which of its bytes are the template's own (renderMarked): only there
+// does the tokenizer map special tokens to their ids (Tokenizer::encodeMarkup), so a message
+// that spells out "<|im_end|>" cannot end its turn or forge another. xf does not run Jinja: it
 // recognises the common template families by their markers and renders them as Hugging Face's
 // apply_chat_template does:
 //   chatml  <|im_start|>ROLE\nCONTENT<|im_end|>\n ... <|im_start|>assistant\n   (SmolLM2, Qwen)
@@ -17,6 +19,7 @@
 #define XFRT_CHATTEMPLATE_H
 
 #include "xfrt/Status.h"
+#include "xfrt/Tokenizer.h"
 
 #include <optional>
 #include <string>
@@ -32,6 +35,17 @@ struct ChatMessage {
   std::string content;
 };
 
+// A rendered conversation: its text, and the spans of it the template wrote (headers, turn
+// markers); everything else is message content, to be tokenized as plain text.
+struct RenderedChat {
+  std::string text;
+  std::vector<TextSpan> markup;
+  // The text from byte `offset` on, its spans shifted (and cut) to match.
+  RenderedChat from(size_t offset) const;
+  // Its ids: special tokens only from the markup.
+  Expected<std::vector<int32_t>> encode(const Tokenizer &tokenizer) const;
+};
+
 struct ChatTemplate {
   ChatFormat format = ChatFormat::ChatMl;
   // Inserted as the first message when the conversation does not start with a system message;
@@ -40,6 +54,9 @@ struct ChatTemplate {
 
   // The conversation as text; `addGenerationPrompt` appends the header of the assistant's turn.
   std::string render(const std::vector<ChatMessage> &messages, bool addGenerationPrompt) const;
+  // The same text, with the spans of it that are the template's own.
+  RenderedChat renderMarked(const std::vector<ChatMessage> &messages,
+                            bool addGenerationPrompt) const;
   // The token that ends a turn, as text: <|im_end|>, <|eot_id|> or </s>.
   std::string_view endOfTurn() const;
 };

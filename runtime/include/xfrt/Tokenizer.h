@@ -23,12 +23,27 @@
 
 namespace xfrt {
 
+// The bytes [begin, end) of a text.
+struct TextSpan {
+  size_t begin = 0, end = 0;
+};
+
 class Tokenizer {
 public:
   virtual ~Tokenizer() = default;
   // Text → ids. GPT-2: byte-level BPE, no special tokens added. WordPiece: [CLS] ... [SEP]
   // added. WordPiece replaces each invalid UTF-8 sequence with U+FFFD before normalizing.
+  // A vocabulary with special tokens (GGUF) maps them, wherever the text spells them out.
   virtual Expected<std::vector<int32_t>> encode(std::string_view text) const = 0;
+  // Like encode, but special tokens are recognised only inside `markup` (sorted, disjoint
+  // spans of `text`, e.g. a chat template's own text); the rest is data, such as a chat
+  // message's content, whose "<|im_end|>" encodes as its characters. Tokenizers that find no
+  // special tokens in text (WordPiece) encode as encode does.
+  virtual Expected<std::vector<int32_t>> encodeMarkup(std::string_view text,
+                                                      const std::vector<TextSpan> &markup) const {
+    (void)markup;
+    return encode(text);
+  }
   // ids → text (GPT-2: exact bytes; WordPiece: joined with "##" continuation handling,
   // specials skipped). An id outside [0, vocabSize()) is an error.
   virtual Expected<std::string> decode(const std::vector<int32_t> &ids) const = 0;
