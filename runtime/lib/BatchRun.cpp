@@ -3,6 +3,7 @@
 
 #include "xfrt/BatchFile.h"
 #include "xfrt/BatchGenerate.h"
+#include "xfrt/MessageText.h"
 #include "xfrt/PackedBatch.h"
 #include "xfrt/TextStream.h"
 
@@ -81,14 +82,14 @@ int runBatchedGeneration(const Options &o, const Manifest &m, Session &session,
     request.seed = o.samplingSeed;
     request.onDone = [&, i](const GenerateResult &r) { done[i] = r; };
     if (Status s = decoder.add(std::move(request)); !s) {
-      std::fprintf(stderr, "error: %s\n", s.message().c_str());
+      std::fprintf(stderr, "error: %s\n", printableMessage(s.message()).c_str());
       return 1;
     }
   }
   while (!decoder.idle()) {
     if (Status s = decoder.step(); !s) {
       flush();
-      std::fprintf(stderr, "error: %s\n", s.message().c_str());
+      std::fprintf(stderr, "error: %s\n", printableMessage(s.message()).c_str());
       return 1;
     }
     flush();

@@ -10,6 +10,7 @@
 #include "xfrt/Chat.h"
 
 #include "xfrt/Generate.h"
+#include "xfrt/MessageText.h"
 #include "xfrt/Random.h"
 #include "xfrt/TextStream.h"
 
@@ -23,7 +24,7 @@ namespace xfrt {
 namespace {
 
 int fail(const std::string &message) {
-  std::fprintf(stderr, "error: %s\n", message.c_str());
+  std::fprintf(stderr, "error: %s\n", printableMessage(message).c_str());
   return 1;
 }
 

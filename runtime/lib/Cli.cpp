@@ -2,6 +2,7 @@
 #include "xfrt/Cli.h"
 
 #include "xfrt/ChatTemplate.h"
+#include "xfrt/MessageText.h"
 
 #include <algorithm>
 #include <cmath>
@@ -189,7 +190,7 @@ const Spec kSpecs[] = {
     {"--pool", Kind::String, "mean|cls", For::HiddenStates,
      [](Options &o, const Arg &a) -> Status {
        if (a.text != "mean" && a.text != "cls")
-         return makeError("--pool: '" + a.text + "' is not 'mean' or 'cls'");
+         return makeError("--pool: " + quoteInput(a.text) + " is not 'mean' or 'cls'");
        o.pool = a.text == "mean" ? Pooling::Mean : Pooling::Cls;
        o.poolGiven = true;
        return Status::success();
@@ -212,8 +213,8 @@ const Spec kSpecs[] = {
        size_t comma = a.text.find(',');
        if (comma == std::string::npos || !parseReal(a.text.substr(0, comma), o.peakGflops) ||
            !parseReal(a.text.substr(comma + 1), o.peakGBs) || o.peakGflops <= 0 || o.peakGBs <= 0)
-         return makeError("--peak: '" + a.text +
-                          "' is not two positive numbers GFLOPS,GB/S (e.g. 180,30)");
+         return makeError("--peak: " + quoteInput(a.text) +
+                          " is not two positive numbers GFLOPS,GB/S (e.g. 180,30)");
        return Status::success();
      },
      "the roofline's FMA peak and read bandwidth (default: measured once, kept in "
@@ -300,7 +301,7 @@ const Spec kSpecs[] = {
     {"--chat-template", Kind::String, "NAME", For::Decoders,
      [](Options &o, const Arg &a) -> Status {
        if (!chatFormatNamed(a.text))
-         return makeError("--chat-template: '" + a.text + "' is not one of " + chatFormatNames());
+         return makeError("--chat-template: " + quoteInput(a.text) + " is not one of " + chatFormatNames());
        o.chatTemplate = a.text;
        return Status::success();
      },
@@ -326,7 +327,7 @@ const Spec kSpecs[] = {
      [](Options &o, const Arg &a) -> Status {
        uint64_t port = 0;
        if (!parseUnsigned(a.text, 65535, port))
-         return makeError("--port: '" + a.text + "' is not a port number in [0, 65535]");
+         return makeError("--port: " + quoteInput(a.text) + " is not a port number in [0, 65535]");
        o.port = int(port), o.portGiven = true;
        return Status::success();
      },
@@ -396,34 +397,34 @@ Expected<Options> parseCommandLine(int argc, const char *const *argv) {
     const Spec *spec = findSpec(name);
     if (!spec) {
       if (arg.rfind("-", 0) == 0)
-        return makeError("unknown option '" + name + "'");
-      return makeError("unexpected argument '" + arg + "'");
+        return makeError("unknown option " + quoteInput(name));
+      return makeError("unexpected argument " + quoteInput(arg));
     }
     if (!seen.insert(name).second && spec->kind != Kind::Many)
-      return makeError("option '" + name + "' given twice");
+      return makeError("option " + quoteInput(name) + " given twice");
     if (spec->kind == Kind::Flag) {
       if (inlineValue)
-        return makeError("option '" + name + "' takes no value");
+        return makeError("option " + quoteInput(name) + " takes no value");
     } else if (!inlineValue) {
       if (i + 1 >= argc || !argv[i + 1])
-        return makeError("option '" + name + "' needs a value (" + spec->value + ")");
+        return makeError("option " + quoteInput(name) + " needs a value (" + spec->value + ")");
       value = argv[++i];
     }
     uint64_t number = 0;
     double real = 0;
     if (spec->kind == Kind::Seed && !parseUnsigned(value, UINT64_MAX, number))
-      return makeError(name + ": '" + value + "' is not an unsigned 64-bit integer");
+      return makeError(name + ": " + quoteInput(value) + " is not an unsigned 64-bit integer");
     if (spec->kind == Kind::Count && (!parseUnsigned(value, 1000000, number) || number == 0))
-      return makeError(name + ": '" + value + "' is not an integer in [1, 1000000]");
+      return makeError(name + ": " + quoteInput(value) + " is not an integer in [1, 1000000]");
     if (spec->kind == Kind::Id && value != "none" &&
         !parseUnsigned(value, uint64_t(INT32_MAX), number))
-      return makeError(name + ": '" + value + "' is not a token id");
+      return makeError(name + ": " + quoteInput(value) + " is not a token id");
     if (spec->kind == Kind::Real && !parseReal(value, real))
-      return makeError(name + ": '" + value + "' is not a finite number");
+      return makeError(name + ": " + quoteInput(value) + " is not a finite number");
     // Texts may be empty (an empty prompt is refused later, with the sequence
     // it belongs to).
     if (spec->kind == Kind::String && value.empty())
-      return makeError("option '" + name + "' needs a non-empty value");
+      return makeError("option " + quoteInput(name) + " needs a non-empty value");
 
     if (Status stored = spec->apply(o, Arg{value, number, real}); !stored)
       return stored;
@@ -700,7 +701,7 @@ Expected<std::vector<int32_t>> parseTokenList(std::string_view text, const char 
     uint64_t id;
     bool negative = item.front() == '-' && item.size() > 1;
     if (!parseUnsigned(negative ? item.substr(1) : item, UINT64_MAX, id))
-      return makeError(std::string(flag) + ": '" + shown + "' is not a token id");
+      return makeError(std::string(flag) + ": " + quoteInput(item) + " is not a token id");
     if (negative || id >= uint64_t(m.vocab))
       return makeError(std::string(flag) + ": token id " + shown + " at position " +
                        std::to_string(ids.size()) + " is out of range [0, " +

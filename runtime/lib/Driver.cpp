@@ -20,6 +20,7 @@
 #include "xfrt/Inputs.h"
 #include "xfrt/Manifest.h"
 #include "xfrt/Memory.h"
+#include "xfrt/MessageText.h"
 #include "xfrt/Npy.h"
 #include "xfrt/BatchFile.h"
 #include "xfrt/BatchRun.h"
@@ -63,13 +64,15 @@ std::vector<int64_t> topIndices(const float *row, int64_t n, int k) {
 
 namespace {
 
+// One line on stderr, whatever input the message quotes (MessageText.h).
 int report(const std::string &message, int code) {
-  std::fprintf(stderr, "error: %s\n", message.c_str());
+  std::fprintf(stderr, "error: %s\n", printableMessage(message).c_str());
   return code;
 }
 
-int usageError(const std::string &message, const std::string &program, const Manifest *m) {
-  std::fprintf(stderr, "error: %s\n\n%s", message.c_str(), usageText(program, m).c_str());
+// A command line that cannot run: one line, pointing at --help rather than printing it.
+int usageError(const std::string &message) {
+  std::fprintf(stderr, "error: %s (see --help)\n", printableMessage(message).c_str());
   return 2;
 }
 
@@ -363,14 +366,14 @@ int runMain(int argc, const char *const *argv, const ModelAbi &abi, ServeMain se
 
   Expected<Options> parsed = parseCommandLine(argc, argv);
   if (!parsed)
-    return usageError(parsed.message(), program, &m);
+    return usageError(parsed.message());
   const Options &o = *parsed;
   if (o.help) {
     std::fputs(usageText(program, &m).c_str(), stdout);
     return 0;
   }
   if (Status s = checkOptions(o, m); !s)
-    return usageError(s.message(), program, &m);
+    return usageError(s.message());
   // Outputs are checked before any work: each must be writable, none may be an input, and no
   // two may share a file (the shards of an index are checked again once known).
   std::vector<NamedPath> outputs, inputs = {{"--weights", o.weights},
@@ -387,11 +390,11 @@ int runMain(int argc, const char *const *argv, const ModelAbi &abi, ServeMain se
                              NamedPath{"--profile-out", o.profileOut}})
     if (!p.path.empty()) {
       if (Status s = checkOutputTarget(p.path); !s)
-        return usageError(p.option + ": " + s.message(), program, &m);
+        return usageError(p.option + ": " + s.message());
       outputs.push_back(p);
     }
   if (Status s = checkDistinctPaths(outputs, inputs); !s)
-    return usageError(s.message(), program, &m);
+    return usageError(s.message());
   Expected<LoadedTokenizer> tokenizer = loadTokenizer(o);
   if (!tokenizer)
     return report(tokenizer.message(), 1);
@@ -406,7 +409,7 @@ int runMain(int argc, const char *const *argv, const ModelAbi &abi, ServeMain se
   Expected<Batch> batch =
       buildBatch(o, m, tok, chat ? &chat->chatTemplate : nullptr, tokenizer->bos);
   if (!batch)
-    return usageError(batch.message(), program, &m);
+    return usageError(batch.message());
 
   if (abi.setErrorHandler)
     abi.setErrorHandler(halideErrorHandler);

@@ -20,6 +20,7 @@
 #include "xfrt/Inputs.h"
 #include "xfrt/Json.h"
 #include "xfrt/Manifest.h"
+#include "xfrt/MessageText.h"
 #include "xfrt/Optimizer.h"
 #include "xfrt/OutputFile.h"
 #include "xfrt/Tokenizer.h"
@@ -365,7 +366,7 @@ Status Trainer::loadState(const std::string &path) {
 
 int Trainer::run() {
   auto fail = [&](const std::string &message) {
-    std::fprintf(stderr, "error: %s\n", message.c_str());
+    std::fprintf(stderr, "error: %s\n", printableMessage(message).c_str());
     return 1;
   };
   LoadedTokenizer tokenizer;
@@ -515,17 +516,17 @@ int runTrainer(int argc, char **argv, const TrainAbi &abi) {
   const char *program = argc > 0 ? argv[0] : "trainer";
   Expected<TrainOptions> options = parseTrainerOptions(argc, argv);
   if (!options) {
-    std::fprintf(stderr, "error: %s\n", options.message().c_str());
+    std::fprintf(stderr, "error: %s\n", printableMessage(options.message()).c_str());
     return 2;
   }
   Expected<Manifest> manifest = parseManifest(abi.manifest);
   if (!manifest) {
-    std::fprintf(stderr, "error: %s\n", manifest.message().c_str());
+    std::fprintf(stderr, "error: %s\n", printableMessage(manifest.message()).c_str());
     return 1;
   }
   Expected<TrainingManifest> training = parseTrainingManifest(abi.trainingManifest, *manifest);
   if (!training) {
-    std::fprintf(stderr, "error: %s\n", training.message().c_str());
+    std::fprintf(stderr, "error: %s\n", printableMessage(training.message()).c_str());
     return 1;
   }
   if (options->help) {
@@ -552,11 +553,11 @@ int runTrainer(int argc, char **argv, const TrainAbi &abi) {
       inputs.push_back({name, path});
   for (const NamedPath &out : outputs)
     if (Status s = checkOutputTarget(out.path); !s) {
-      std::fprintf(stderr, "error: %s\n", s.message().c_str());
+      std::fprintf(stderr, "error: %s\n", printableMessage(s.message()).c_str());
       return 2;
     }
   if (Status s = checkDistinctPaths(outputs, inputs); !s) {
-    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+    std::fprintf(stderr, "error: %s\n", printableMessage(s.message()).c_str());
     return 2;
   }
   if (abi.setErrorHandler)

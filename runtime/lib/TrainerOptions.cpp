@@ -1,6 +1,8 @@
 //===- TrainerOptions.cpp - a trainer executable's command line -----------===//
 #include "TrainerOptions.h"
 
+#include "xfrt/MessageText.h"
+
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -106,7 +108,7 @@ Expected<TrainOptions> xfrt::parseTrainerOptions(int argc, char **argv) {
     for (const char *name : withValue)
       known |= arg == name;
     if (!known)
-      return makeError("unknown option '" + arg + "' (see --help)");
+      return makeError("unknown option " + quoteInput(arg) + " (see --help)");
     for (const std::string &s : seen)
       if (s == arg)
         return makeError(arg + " given twice");
@@ -118,13 +120,13 @@ Expected<TrainOptions> xfrt::parseTrainerOptions(int argc, char **argv) {
     }
     auto integer = [&](int64_t lo, int64_t hi, int64_t &out) -> Status {
       if (!parseInt(value, lo, hi, out))
-        return makeError(arg + " '" + value + "': expected an integer from " + std::to_string(lo) +
+        return makeError(arg + " " + quoteInput(value) + ": expected an integer from " + std::to_string(lo) +
                          " to " + std::to_string(hi));
       return Status::success();
     };
     auto real = [&](double lo, double hi, double &out, const char *what) -> Status {
       if (!parseReal(value, lo, hi, out))
-        return makeError(arg + " '" + value + "': expected " + what);
+        return makeError(arg + " " + quoteInput(value) + ": expected " + what);
       return Status::success();
     };
     Status s;
@@ -165,11 +167,11 @@ Expected<TrainOptions> xfrt::parseTrainerOptions(int argc, char **argv) {
     else if (arg == "--mask-prob") {
       s = real(0, 1, o.maskProb, "a probability in (0, 1]");
       if (s && o.maskProb == 0)
-        s = makeError("--mask-prob '" + value + "': expected a probability in (0, 1]");
+        s = makeError("--mask-prob " + quoteInput(value) + ": expected a probability in (0, 1]");
     } else if (arg == "--objective") {
       o.objective = value;
       if (value != "next-token" && value != "masked-token" && value != "seq2seq")
-        s = makeError("--objective '" + value + "': expected next-token, masked-token or seq2seq");
+        s = makeError("--objective " + quoteInput(value) + ": expected next-token, masked-token or seq2seq");
     } else if (arg == "--seed") {
       int64_t seed = 0;
       s = integer(0, INT64_MAX, seed);
@@ -188,7 +190,7 @@ Expected<TrainOptions> xfrt::parseTrainerOptions(int argc, char **argv) {
       if (value == "sgd")
         o.sgd = true;
       else if (value != "adamw")
-        s = makeError("--optimizer '" + value + "': expected adamw or sgd");
+        s = makeError("--optimizer " + quoteInput(value) + ": expected adamw or sgd");
     }
     if (!s)
       return s;

@@ -50,8 +50,7 @@ class Hostile(unittest.TestCase):
         self.assertEqual(rc, code, err)
         self.assertTrue(err.startswith("error: "), err)
         self.assertIn(text, err.splitlines()[0])
-        if code == 1:
-            self.assertEqual(err.count("\n"), 1, err)
+        self.assertEqual(err.count("\n"), 1, err)
 
     def leftovers(self):
         """Temporaries an output writer left in the directory (".NAME.XXXXXX")."""
@@ -233,6 +232,15 @@ class Hostile(unittest.TestCase):
             kept = json.load(f)
         self.assertEqual(len(kept), 2, kept)
         self.assertEqual(kept["other cpu | avx2 | 1 threads"], {"gflops": 1.0, "read_gbs": 2.0})
+
+    def test_usage_errors_are_one_line(self):
+        for args in [["--no-such-option"], ["--weights"], ["--tokens", "1"],
+                     ["--random-weights", "1", "--threads", "x"]]:
+            rc, _, err = run(DECODER, *args)
+            self.assertEqual(rc, 2, err)
+            self.assertEqual(err.count("\n"), 1, err)
+            self.assertTrue(err.startswith("error: "), err)
+            self.assertIn("--help", err)
 
     # --- inputs: FIFOs do not hang ------------------------------------------------------------
 

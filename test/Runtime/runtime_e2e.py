@@ -192,7 +192,9 @@ class Decoder(unittest.TestCase):
             rc, out, err = run(DECODER, *args)
             self.assertEqual(rc, 2, args)
             self.assertTrue(err.startswith("error: "), err)
-            self.assertIn("usage:", err)
+            # One line pointing at --help, not the whole help (issue 33).
+            self.assertEqual(err.count("\n"), 1, err)
+            self.assertTrue(err.endswith(" (see --help)\n"), err)
 
     def test_print_repeat_threads(self):
         w = self.saved_weights()
@@ -463,6 +465,15 @@ class Batches(unittest.TestCase):
                 rc, out, err = batch_file(text)
                 self.assertEqual(rc, 2, err)
                 self.assertIn(message, err.splitlines()[0])
+            # Terminal escape sequences in a file never reach the terminal (issue 33), and a
+            # huge line is not echoed whole.
+            rc, out, err = batch_file("1\n\x1b]0;owned\x07\x1b[2J" + "7" * 100000 + "\n")
+            self.assertEqual(rc, 2, err)
+            self.assertEqual(err.count("\n"), 1, err[:300])
+            self.assertNotIn("\x1b", err)
+            self.assertNotIn("\x07", err)
+            self.assertIn("in.txt:2: '\\x1b]0;owned\\x07\\x1b[2J", err)
+            self.assertLess(len(err), 300, err[:300])
             rc, _, err = run(CACHED, "--random-weights", "1", "--batch-file",
                              os.path.join(d, "missing.txt"), "--max-new-tokens", "2")
             self.assertEqual(rc, 2, err)

@@ -5,6 +5,7 @@
 #include "xfrt/Cli.h"
 #include "xfrt/Driver.h"
 #include "xfrt/Manifest.h"
+#include "xfrt/MessageText.h"
 
 #include <gtest/gtest.h>
 
@@ -130,6 +131,38 @@ TEST(RuntimeCli, StoresEveryFlag) {
   ASSERT_TRUE(o) << o.message();
   EXPECT_EQ(o->eos, 3);
   EXPECT_FALSE(o->noEos);
+}
+
+// Issue 33: an error quotes at most 80 bytes of what the user gave, escaped, so a 20 MB value
+// or an escape sequence never goes to the terminal whole.
+TEST(RuntimeCli, ErrorsQuoteInputCutShortAndEscaped) {
+  std::string huge(20 << 20, 'x');
+  std::string message = parse({"--pool", huge.c_str()}).message();
+  EXPECT_LT(message.size(), 160u) << message.substr(0, 200);
+  EXPECT_CONTAINS(message, "--pool: '" + std::string(80, 'x') + "…' is not 'mean' or 'cls'");
+  message = parse({"--\x1b]0;owned\x07\x1b[2J"}).message();
+  EXPECT_EQ(message.find('\x1b'), std::string::npos) << message;
+  EXPECT_EQ(message.find('\x07'), std::string::npos) << message;
+  EXPECT_CONTAINS(message, "unknown option '--\\x1b]0;owned\\x07\\x1b[2J'");
+  message = parse({"--threads", "1\n2"}).message();
+  EXPECT_CONTAINS(message, "--threads: '1\\n2' is not an integer");
+}
+
+TEST(RuntimeCli, MessageTextEscapesAndCuts) {
+  EXPECT_EQ(quoteInput("plain"), "'plain'");
+  EXPECT_EQ(quoteInput("tab\there"), "'tab\\there'");
+  EXPECT_EQ(quoteInput("\xc3\xa9t\xc3\xa9"), "'\xc3\xa9t\xc3\xa9'"); // UTF-8 kept
+  EXPECT_EQ(quoteInput("\xff\xc2\x9b"), "'\\xff\\xc2\\x9b'");  // invalid, and a C1 control
+  EXPECT_EQ(quoteInput("\x7f"), "'\\x7f'");
+  // Cut on a character boundary: "é" would end past the 3 bytes allowed.
+  EXPECT_EQ(quoteInput("ab\xc3\xa9", 3), "'ab…'");
+  EXPECT_EQ(quoteInput(std::string(100, 'a')), "'" + std::string(80, 'a') + "…'");
+  EXPECT_EQ(quoteInput("a\\b"), "'a\\\\b'");
+  EXPECT_EQ(printableMessage("a\x1b[31mb"), "a\\x1b[31mb");
+  // A quote inside a message is not escaped twice.
+  EXPECT_EQ(printableMessage("x " + quoteInput("\x1b\\")), "x '\\x1b\\\\'");
+  EXPECT_EQ(printableMessage(std::string(5000, 'z'), 4096), std::string(4096, 'z') +
+                                                               "… (904 more bytes)");
 }
 
 TEST(RuntimeCli, RejectsBadFlags) {
