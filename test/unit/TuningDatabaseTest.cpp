@@ -561,3 +561,31 @@ TEST_F(TuningDatabaseTest, SaveKeepsFileMode) {
   ASSERT_EQ(::stat(p.c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0640u);
 }
+
+// Issue 33: two `xfc tune` runs on one database each saved their own copy, and the last one
+// dropped the other's entries. Now one run holds the database's lock; a second is refused.
+TEST_F(TuningDatabaseTest, OneWriterAtATime) {
+  std::string db = path("sub/tuning.db");
+  {
+    llvm::Expected<TuningDatabaseLock> first = TuningDatabaseLock::acquire(db);
+    ASSERT_TRUE(bool(first)) << llvm::toString(first.takeError());
+    llvm::Expected<TuningDatabaseLock> second = TuningDatabaseLock::acquire(db);
+    ASSERT_FALSE(bool(second));
+    std::string msg = llvm::toString(second.takeError());
+    EXPECT_EQ(msg.rfind(db + ": another xfc tune is writing this database", 0), 0u) << msg;
+    // Moved, it is still held.
+    TuningDatabaseLock moved = std::move(*first);
+    EXPECT_FALSE(bool(TuningDatabaseLock::acquire(db)));
+    llvm::consumeError(TuningDatabaseLock::acquire(db).takeError());
+  }
+  // Released with its holder.
+  llvm::Expected<TuningDatabaseLock> again = TuningDatabaseLock::acquire(db);
+  EXPECT_TRUE(bool(again)) << llvm::toString(again.takeError());
+  // A lock path that is a symlink is not followed.
+  std::string other = path("other.db");
+  ASSERT_EQ(::symlink(path("elsewhere").c_str(), (other + ".lock").c_str()), 0);
+  llvm::Expected<TuningDatabaseLock> linked = TuningDatabaseLock::acquire(other);
+  EXPECT_FALSE(bool(linked));
+  llvm::consumeError(linked.takeError());
+  EXPECT_FALSE(fs::exists(path("elsewhere")));
+}

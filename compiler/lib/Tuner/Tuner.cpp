@@ -236,6 +236,10 @@ void ProgramTuner::progress(const std::string &label, size_t index, double spent
 }
 
 llvm::Error ProgramTuner::run(const HostProgram &program) {
+  // Held until the run ends: read, tuned and saved by this run alone.
+  llvm::Expected<TuningDatabaseLock> lock = TuningDatabaseLock::acquire(options.dbPath);
+  if (!lock)
+    return lock.takeError();
   llvm::Expected<TuningDatabase> loaded = TuningDatabase::loadOrEmpty(options.dbPath);
   if (!loaded)
     return loaded.takeError();

@@ -26,6 +26,7 @@
 
 #if LLVM_ON_UNIX
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #endif
@@ -552,4 +553,49 @@ TuningEntry &TuningDatabase::upsert(StringRef kernel, StringRef target, int64_t 
   e.threads = threads;
   e.xfVersion = xfVersion.str();
   return e;
+}
+
+//===----------------------------------------------------------------------===//
+// One writer at a time
+//===----------------------------------------------------------------------===//
+
+Expected<TuningDatabaseLock> TuningDatabaseLock::acquire(StringRef dbPath) {
+#if LLVM_ON_UNIX
+  SmallString<256> lockPath(dbPath);
+  lockPath += ".lock";
+  // The database's directory is created on first save; the lock needs it now.
+  StringRef parent = sys::path::parent_path(dbPath);
+  if (!parent.empty())
+    (void)sys::fs::create_directories(parent);
+  int fd = ::open(lockPath.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return fileError(dbPath, "cannot open its lock file " + Twine(lockPath) + ": " +
+                                 std::error_code(errno, std::generic_category()).message());
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return fileError(dbPath, "its lock file " + Twine(lockPath) + " is not a regular file");
+  }
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    int error = errno;
+    ::close(fd);
+    if (error == EWOULDBLOCK)
+      return fileError(dbPath, "another xfc tune is writing this database (it holds " +
+                                   Twine(lockPath) + "); wait for it to finish, or give this run "
+                                   "another --db");
+    return fileError(dbPath, "cannot lock " + Twine(lockPath) + ": " +
+                                 std::error_code(error, std::generic_category()).message());
+  }
+  return TuningDatabaseLock(fd);
+#else
+  (void)dbPath;
+  return TuningDatabaseLock(-1);
+#endif
+}
+
+TuningDatabaseLock::~TuningDatabaseLock() {
+#if LLVM_ON_UNIX
+  if (fd >= 0)
+    ::close(fd); // releases the flock
+#endif
 }

@@ -139,6 +139,23 @@ private:
   std::vector<TuningEntry> list;
 };
 
+/// One writer at a time: `xfc tune` holds this for its whole run, so two runs
+/// on one database can never each save its own copy and silently drop the
+/// other's entries. An exclusive flock on "<db>.lock" (created if missing,
+/// left in place; the kernel releases it when the process ends, however).
+class TuningDatabaseLock {
+public:
+  /// Refuses, naming the database, when another process holds it.
+  static llvm::Expected<TuningDatabaseLock> acquire(llvm::StringRef dbPath);
+  TuningDatabaseLock(TuningDatabaseLock &&other) noexcept : fd(other.fd) { other.fd = -1; }
+  TuningDatabaseLock &operator=(TuningDatabaseLock &&) = delete;
+  ~TuningDatabaseLock();
+
+private:
+  explicit TuningDatabaseLock(int fd) : fd(fd) {}
+  int fd = -1;
+};
+
 } // namespace mlir::xf::tuning
 
 #endif // XF_TUNING_TUNINGDATABASE_H
