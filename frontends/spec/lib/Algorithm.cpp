@@ -70,6 +70,7 @@ bool Elaborator::elaborateBody(llvm::ArrayRef<StmtPtr> body, bool &returned) {
                                        llvm::Twine(options.maxSteps) +
                                        " statements");
     statementStart = graph.nodes.size();
+    evaluated.clear();
     bool ok =
         llvm::TypeSwitch<const StmtAST *, bool>(stmt.get())
             .Case([&](const AssignStmtAST *s) { return assign(*s); })
@@ -177,6 +178,7 @@ std::optional<int> Elaborator::requireTensor(const Value &v,
 }
 
 MaybeValue Elaborator::eval(const ExprAST &e) {
+  evaluated.insert(&e);
   return llvm::TypeSwitch<const ExprAST *, MaybeValue>(&e)
       .Case([&](const NumberExprAST *n) { return evalNumber(*n); })
       .Case([&](const NameExprAST *n) { return evalName(*n); })

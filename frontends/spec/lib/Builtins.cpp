@@ -230,7 +230,16 @@ MaybeValue Elaborator::evalCall(const CallExprAST &call) {
       continue;
     CallSite site(*this, call, p.usage);
     MaybeNode n = p.rule(site);
-    return n ? MaybeValue(Value::ofTensor(*n)) : std::nullopt;
+    if (n)
+      return Value::ofTensor(*n);
+    // The call failed on one argument (or its arity, or an option): the
+    // arguments it did not reach may hold independent mistakes, reported
+    // too. One already reported at its place is not repeated.
+    for (llvm::ArrayRef<ExprPtr> args : {call.getInputs(), call.getParams()})
+      for (const ExprPtr &arg : args)
+        if (!evaluated.contains(arg.get()) && !llvm::isa<ComprehensionExprAST>(arg.get()))
+          (void)eval(*arg);
+    return std::nullopt;
   }
   std::string closest;
   unsigned best = 3;

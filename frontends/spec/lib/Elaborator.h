@@ -13,6 +13,7 @@
 
 #include "xf/Spec/Sema.h"
 
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
@@ -191,6 +192,10 @@ public:
   /// The first node of the current statement: nodes from here on are
   /// temporaries of one expression (see makeAdd's reassociation).
   size_t statementStart = 0;
+  /// The expressions evaluated in the current statement: after a call fails,
+  /// its arguments not among them are evaluated for their own errors, each
+  /// once (so nested failing calls cost linear, not exponential, work).
+  llvm::SmallPtrSet<const ExprAST *, 32> evaluated;
   /// Statements executed so far while unrolling, against options.maxSteps.
   int64_t steps = 0;
   /// Names whose declaration or last assignment failed (its error already
