@@ -30,8 +30,9 @@ def test_forward_too_long(gpt2_model):
 
 
 def test_decode_errors(gpt2_model, minilm_model):
-    with pytest.raises(xf.InvalidArgumentError, match=r"positions 80\.\.80 exceed the KV cache"):
-        gpt2_model.decode([1], start=80)
+    with pytest.raises(xf.InvalidArgumentError,
+                       match=r"positions 0\.\.80 exceed the KV cache's 80"):
+        gpt2_model.decode([1] * 81, start=0)
     with pytest.raises(xf.UnsupportedError, match="no cached entry point"):
         minilm_model.decode([1], start=0)
 
@@ -121,3 +122,21 @@ def test_c_api_capacity_and_null_checks(gpt2_model):
     assert lib.xf_last_error() == b"xf_session_create: no weights path"
     assert lib.xf_session_create_random(1, None) == 1
     assert lib.xf_last_error() == b"xf_session_create: null output pointer"
+
+
+def test_decode_positions_follow_the_sequence(gpt2):
+    with xf.load(gpt2.library, random_seed=1) as model:
+        with pytest.raises(xf.InvalidArgumentError, match="holds no sequence; decode from 0"):
+            model.decode([1], start=3)
+        prompt = [3, 17, 42, 7]
+        new = model.generate(prompt, 4)  # the cache holds positions 0..6, sized for 8
+        model.decode([new[-1]], start=7)
+        with pytest.raises(xf.InvalidArgumentError,
+                           match=r"positions 8\.\.8 exceed the KV cache's 8 \(sized by"):
+            model.decode([1], start=8)
+        model.decode([new[0]], start=4)  # back to position 4: 5.. are rewritten
+        with pytest.raises(xf.InvalidArgumentError,
+                           match=r"holds positions 0\.\.4 of this sequence; decode from 5"):
+            model.decode([1], start=6)
+        assert model.decode([1], start=0).shape == (300,)  # a new sequence, the full cache
+        model.decode([2], start=1)

@@ -20,6 +20,7 @@
 #include "xfrt/ThreadPool.h"
 #include "xfrt/Weights.h"
 
+#include <algorithm>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -41,6 +42,9 @@ struct xf_session {
   xfrt::WeightSet weights; // outlives `session`, which points into it
   xfrt::Session session;
   std::string error;
+  // Positions 0 .. computed - 1 of the KV cache hold the current sequence's keys and values
+  // (written by decode and by a cached generate): a decode may start at most there.
+  int64_t computed = 0;
 };
 
 namespace {
@@ -123,6 +127,29 @@ xf_status checkSource(xf_session *s, const int32_t *source, int64_t sourceN) {
                                               "model '" + m.model + "' takes no source ids")
                              : XF_OK;
   return checkIds(s, "source", source, sourceN);
+}
+
+// Decoding n ids at `start`: within the cache (the model's cache_positions for a sequence
+// begun by a decode at 0; a cached generate sizes it for its prompt and new tokens) and
+// right after positions the cache holds (an earlier position rewrites from there).
+xf_status checkDecodePositions(xf_session *s, int64_t start, int64_t n) {
+  std::string range = "positions " + std::to_string(start) + ".." + std::to_string(start + n - 1);
+  if (start > s->computed)
+    return sessionFailure(
+        s, XF_ERROR_INVALID_ARGUMENT,
+        range + (s->computed == 0
+                     ? ": the KV cache holds no sequence; decode from 0 begins one"
+                     : ": the KV cache holds positions 0.." + std::to_string(s->computed - 1) +
+                           " of this sequence; decode from " + std::to_string(s->computed) +
+                           " at most (0 begins one)"));
+  int64_t capacity = start == 0 ? s->session.cachePositions() : s->session.cacheCapacity();
+  if (start < 0 || start > capacity - n)
+    return sessionFailure(s, XF_ERROR_INVALID_ARGUMENT,
+                          range + " exceed the KV cache's " + std::to_string(capacity) +
+                              (start == 0 ? ""
+                                          : " (sized by the sequence's first call: a decode "
+                                            "from 0 takes the model's cache_positions)"));
+  return XF_OK;
 }
 
 xf_status checkCapacity(xf_session *s, const void *out, int64_t capacity, int64_t needed,
@@ -219,18 +246,16 @@ xf_status xf_session_decode(xf_session *s, const int32_t *ids, int64_t n, int64_
     return sessionFailure(s, XF_ERROR_UNSUPPORTED,
                           "model '" + m.model + "' has no cached entry point (decode)");
   XF_CHECK(checkIds(s, "ids", ids, n, /*positionLimit=*/false));
-  if (start < 0 || start > s->session.cachePositions() - n)
-    return sessionFailure(s, XF_ERROR_INVALID_ARGUMENT,
-                          "positions " + std::to_string(start) + ".." +
-                              std::to_string(start + n - 1) + " exceed the KV cache's " +
-                              std::to_string(s->session.cachePositions()));
+  XF_CHECK(checkDecodePositions(s, start, n));
   XF_CHECK(checkCapacity(s, out, outCapacity, m.dOut, "floats"));
   // A sequence's first call takes the largest cache: a generate() before may have sized it
   // for its own prompt and tokens only.
   if (start == 0)
     s->session.reserveCache(s->session.cachePositions());
+  s->computed = std::min(s->computed, start); // positions from start on are rewritten
   if (xfrt::Status st = s->session.forwardCached(ids, n, start, out); !st)
     return runtimeFailure(s, st);
+  s->computed = start + n;
   return XF_OK;
 } catch (...) {
   return s ? caughtException(s->error) : caughtExceptionOnThread();
@@ -327,10 +352,15 @@ extern "C" xf_status xf_session_generate(xf_session *s, const int32_t *prompt, i
     return sessionFailure(s, XF_ERROR_INVALID_ARGUMENT, "null count pointer");
   xfrt::Pcg32 rng((options ? *options : defaults).seed, xfrt::fnv1a64("xfrt.sampling"));
   std::vector<int32_t> ids(prompt, prompt + n), sourceIds(source, source + (source ? sourceN : 0));
+  if (g->useCache && s->session.canCache() && sourceIds.empty())
+    s->computed = 0; // generate() starts a sequence on the cache
   xfrt::Expected<xfrt::GenerateResult> r =
       xfrt::generate(s->session, ids, sourceIds, *g, rng, [](int32_t) {});
   if (!r)
     return runtimeFailure(s, r.status());
+  // The cached path ran the prompt and every new id but the last through the cache.
+  if (r->cached)
+    s->computed = n + int64_t(r->newTokens.size()) - 1;
   std::copy(r->newTokens.begin(), r->newTokens.end(), outIds);
   *outCount = int64_t(r->newTokens.size());
   return XF_OK;

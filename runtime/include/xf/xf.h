@@ -68,8 +68,11 @@ xf_status xf_session_forward(xf_session *session, const int32_t *ids, int64_t n,
 
 /* Cached decoding (models with "cached": true): n >= 1 new ids at positions
  * start .. start+n-1; keys and values of earlier positions come from the session's KV
- * cache, written by earlier calls (start = 0 begins a new sequence). out: [d_out], the row
- * of the newest id. start + n <= the manifest's "cache_positions". */
+ * cache, written by earlier calls (start = 0 begins a new sequence; a cached
+ * xf_session_generate leaves its prompt and new ids but the last there). out: [d_out], the
+ * row of the newest id. start is at most the positions the cache holds (an earlier start
+ * rewrites from there); start + n <= the cache's size: the manifest's "cache_positions" for
+ * a sequence begun by a decode, the prompt and max_new_tokens after a generate. */
 xf_status xf_session_decode(xf_session *session, const int32_t *ids, int64_t n, int64_t start,
                             float *out, int64_t out_capacity);
 

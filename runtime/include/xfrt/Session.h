@@ -62,6 +62,9 @@ public:
     dropDeviceCache();
     cacheCapacity_ = positions;
   }
+  // Positions the allocated KV cache holds; 0 before the first cached call (or after
+  // reserveCache dropped it).
+  int64_t cacheCapacity() const { return hasCache() ? cacheCapacity_ : 0; }
   // l = count new tokens at positions start .. start + l - 1; out: [1, d_out], the row of the
   // newest token (position start + l - 1).
   // The first call (start = 0) allocates the cache; start + l must not exceed
