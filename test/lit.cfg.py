@@ -48,3 +48,9 @@ cuda_stub = "/usr/local/cuda/lib64/stubs/libcuda.so"
 if os.path.exists(cuda_stub):
     config.available_features.add("cuda-stub-driver")
     config.substitutions.append(("%cuda_stub_driver", cuda_stub))
+# A driver library with no GPU behind it, built here (test/gpu/cuda_stand_in.c): CUDA builds
+# run their host code against it, and it logs every kernel launch.
+cuda_stand_in = os.path.join(config.xf_obj_root, "lib", "libxf-cuda-stand-in.so")
+if os.path.exists(cuda_stand_in):
+    config.available_features.add("cuda-stand-in")
+    config.substitutions.append(("%cuda_stand_in", cuda_stand_in))

@@ -1,13 +1,13 @@
 //===- Device.cpp - GPU memory through the Halide runtime's CUDA interface ===//
 #include "xfrt/Device.h"
 
+#include "xfrt/CudaDriver.h"
 #include "xfrt/HalideErrors.h"
 
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
 #include <string>
 #include <utility>
 
@@ -41,7 +41,7 @@ __attribute__((weak)) int halide_device_malloc(void *, HalideBuffer *, const voi
 __attribute__((weak)) int halide_device_free(void *, HalideBuffer *);
 __attribute__((weak)) int halide_copy_to_device(void *, HalideBuffer *, const void *);
 __attribute__((weak)) int halide_copy_to_host(void *, HalideBuffer *);
-__attribute__((weak)) int halide_device_sync(void *, HalideBuffer *);
+__attribute__((weak)) int halide_device_sync_global(void *, const void *);
 }
 
 namespace xfrt {
@@ -72,7 +72,7 @@ Status halideFailure(const std::string &what, int rc) {
 
 bool haveHalideCuda() {
   return halide_cuda_device_interface && halide_device_malloc && halide_device_free &&
-         halide_copy_to_device && halide_copy_to_host && halide_device_sync;
+         halide_copy_to_device && halide_copy_to_host && halide_device_sync_global;
 }
 
 uint64_t bytesInUse = 0, bytesPeak = 0;
@@ -96,9 +96,8 @@ template <typename Copy> Status inPieces(uint64_t handle, uint64_t bytes, Copy c
 } // namespace
 
 Status checkCudaDevice() {
-  const char *override = std::getenv("XF_CUDA_DRIVER");
-  const char *library = override && *override ? override : "libcuda.so.1";
-  void *driver = dlopen(library, RTLD_NOW | RTLD_LOCAL);
+  const char *library = driverLibraryName();
+  void *driver = openDriver();
   if (!driver)
     return makeError(std::string("this executable runs on an NVIDIA GPU (built with --target "
                                  "cuda) but the CUDA driver library ") +
@@ -126,12 +125,11 @@ Status checkCudaDevice() {
 }
 
 void synchronizeDevice() {
-  if (!haveHalideCuda())
-    return;
-  // The CUDA interface synchronises its context; the buffer only names the interface.
-  HalideBuffer any{};
-  any.deviceInterface = halide_cuda_device_interface();
-  halide_device_sync(nullptr, &any);
+  // Not halide_device_sync with a buffer naming only the interface: Halide rejects a buffer
+  // with an interface but no device handle ("Buffer has a non-null device_interface but
+  // device is 0"), which made --profile fail on the GPU.
+  if (haveHalideCuda())
+    halide_device_sync_global(nullptr, halide_cuda_device_interface());
 }
 
 uint64_t deviceBytesInUse() { return bytesInUse; }

@@ -2,6 +2,8 @@
 
 #include "xfrt/Profile.h"
 
+#include "xfrt/CudaDriver.h"
+#include "xfrt/Device.h"
 #include "xfrt/Json.h"
 #include "xfrt/OutputFile.h"
 
@@ -27,43 +29,39 @@ struct Event {
   double startUs, durationUs;
 };
 
+// A kernel call on the GPU timed by CUDA events, read back once many have been recorded.
+struct PendingCall {
+  int32_t site;
+  int startEvent, endEvent;
+  int64_t rows, contextRows;
+};
+constexpr size_t kPendingCalls = 4096;
+
+// How kernel calls are timed: the host clock (CPU builds); on a GPU, CUDA events recorded
+// on the kernels' stream around each call (no synchronisation per kernel), or, where the
+// driver has no events, the host clock with a synchronisation before and after each call.
+enum class Timing { Host, DeviceEvents, HostSynchronized };
+
 struct Recorder {
   bool enabled = false;
+  bool onDevice = false; // setProfileOnDevice
+  Timing timing = Timing::Host;
   size_t traceCapacity = 0;
   Clock::time_point origin;
   std::vector<Clock::time_point> open; // per site: when it was entered
+  std::vector<int> openEvent;          // per site: its entry's event (Timing::DeviceEvents)
+  int originEvent = -1;
+  std::vector<PendingCall> pending;
   std::vector<SiteTotals> totals;
   std::vector<Event> events;
   int64_t droppedEvents = 0;
-  void (*sync)() = nullptr; // waits for the GPU (setProfileSync)
 } recorder;
 
 double microsSinceOrigin(Clock::time_point t) {
   return std::chrono::duration<double, std::micro>(t - recorder.origin).count();
 }
 
-} // namespace
-
-namespace xfrt {
-void setProfileSync(void (*sync)()) { recorder.sync = sync; }
-} // namespace xfrt
-
-extern "C" void xfrt_profile_enter(int32_t site) {
-  if (!recorder.enabled || site < 0 || size_t(site) >= recorder.open.size())
-    return;
-  if (recorder.sync)
-    recorder.sync();
-  recorder.open[site] = Clock::now();
-}
-
-extern "C" void xfrt_profile_exit(int32_t site, int64_t rows, int64_t contextRows) {
-  if (!recorder.enabled || site < 0 || size_t(site) >= recorder.open.size())
-    return;
-  if (recorder.sync)
-    recorder.sync();
-  Clock::time_point now = Clock::now();
-  double start = microsSinceOrigin(recorder.open[site]);
-  double duration = microsSinceOrigin(now) - start;
+void addCall(int32_t site, double start, double duration, int64_t rows, int64_t contextRows) {
   SiteTotals &t = recorder.totals[site];
   t.calls += 1;
   t.us += duration;
@@ -76,10 +74,67 @@ extern "C" void xfrt_profile_exit(int32_t site, int64_t rows, int64_t contextRow
     ++recorder.droppedEvents;
 }
 
+// The device times of the pending calls (waits for the last one's end only).
+void readPendingEvents() {
+  for (const PendingCall &p : recorder.pending)
+    addCall(p.site, xfrt::deviceEventMicros(recorder.originEvent, p.startEvent),
+            xfrt::deviceEventMicros(p.startEvent, p.endEvent), p.rows, p.contextRows);
+  recorder.pending.clear();
+  xfrt::deviceEventsReset(recorder.originEvent + 1);
+}
+
+} // namespace
+
+namespace xfrt {
+void setProfileOnDevice(bool onDevice) { recorder.onDevice = onDevice; }
+} // namespace xfrt
+
+extern "C" void xfrt_profile_enter(int32_t site) {
+  if (!recorder.enabled || site < 0 || size_t(site) >= recorder.open.size())
+    return;
+  if (recorder.timing == Timing::DeviceEvents) {
+    recorder.openEvent[site] = xfrt::deviceEventRecord();
+    return;
+  }
+  if (recorder.timing == Timing::HostSynchronized)
+    xfrt::synchronizeDevice();
+  recorder.open[site] = Clock::now();
+}
+
+extern "C" void xfrt_profile_exit(int32_t site, int64_t rows, int64_t contextRows) {
+  if (!recorder.enabled || site < 0 || size_t(site) >= recorder.open.size())
+    return;
+  if (recorder.timing == Timing::DeviceEvents) {
+    recorder.pending.push_back(
+        {site, recorder.openEvent[site], xfrt::deviceEventRecord(), rows, contextRows});
+    if (recorder.pending.size() >= kPendingCalls)
+      readPendingEvents();
+    return;
+  }
+  if (recorder.timing == Timing::HostSynchronized)
+    xfrt::synchronizeDevice();
+  Clock::time_point now = Clock::now();
+  double start = microsSinceOrigin(recorder.open[site]);
+  addCall(site, start, microsSinceOrigin(now) - start, rows, contextRows);
+}
+
+
 namespace xfrt {
 
 void profileStart(size_t sites, size_t traceEvents) {
+  recorder.timing = !recorder.onDevice ? Timing::Host
+                    : deviceEventsAvailable() ? Timing::DeviceEvents
+                                              : Timing::HostSynchronized;
+  if (recorder.onDevice) {
+    forgetLaunchCounts();
+    deviceEventsReset(0);
+    recorder.originEvent = recorder.timing == Timing::DeviceEvents ? deviceEventRecord() : -1;
+    if (recorder.originEvent < 0 && recorder.timing == Timing::DeviceEvents)
+      recorder.timing = Timing::HostSynchronized;
+  }
+  recorder.pending.clear();
   recorder.origin = Clock::now();
+  recorder.openEvent.assign(sites, -1);
   recorder.open.assign(sites, recorder.origin);
   recorder.totals.assign(sites, SiteTotals());
   recorder.events.clear();
@@ -89,7 +144,11 @@ void profileStart(size_t sites, size_t traceEvents) {
   recorder.enabled = true;
 }
 
-void profileStop() { recorder.enabled = false; }
+void profileStop() {
+  if (recorder.enabled && recorder.timing == Timing::DeviceEvents)
+    readPendingEvents();
+  recorder.enabled = false;
+}
 
 int64_t profileDroppedTraceEvents() { return recorder.droppedEvents; }
 
@@ -137,7 +196,10 @@ std::vector<KernelTotals> kernelTotals(const Manifest &m, double &totalUs) {
   return sorted;
 }
 
-bool usable(const MachineCeilings *c) { return c && c->gflops > 0 && c->readGBs > 0; }
+// The ceilings are the CPU's (MachinePeak.h): no roofline for kernels on the GPU.
+bool usable(const MachineCeilings *c) {
+  return c && c->gflops > 0 && c->readGBs > 0 && !recorder.onDevice;
+}
 
 } // namespace
 
@@ -184,6 +246,13 @@ std::string profileTable(const Manifest &m, int64_t l, int64_t lz, int runs,
                   "roofline: FMA peak %.1f GFLOP/s, read bandwidth %.1f GB/s (%s)\n",
                   ceilings->gflops, ceilings->readGBs, ceilings->source.c_str());
     out += line;
+  }
+  if (recorder.onDevice) {
+    out += recorder.timing == Timing::DeviceEvents
+               ? "device times: CUDA events around each kernel call, no synchronisation\n"
+               : "device times: host clock, the device synchronised around each kernel call "
+                 "(the driver has no events)\n";
+    out += launchSummary();
   }
   return out;
 }

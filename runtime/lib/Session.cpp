@@ -1,6 +1,7 @@
 //===- Session.cpp - A loaded model ready to run --------------------------===//
 #include "xfrt/Session.h"
 
+#include "xfrt/CudaDriver.h"
 #include "xfrt/Device.h"
 #include "xfrt/HalideErrors.h"
 #include "xfrt/Profile.h"
@@ -94,6 +95,7 @@ Status Session::finishCall(const char *entry, int32_t rc, float *out, int64_t ro
     return kernelFailure(entry, rc);
   if (!device_)
     return Status::success();
+  noteDeviceCall(entry); // its kernel launches, for --profile
   // Loop kernels on the GPU report failures only through Halide's error handler.
   if (std::string reason = takeHalideError(); !reason.empty())
     return makeError(std::string(entry) + " failed: Halide: " + reason);
@@ -109,7 +111,7 @@ Expected<Session> Session::create(const Manifest &m, const ModelAbi &abi,
     if (Status ok = checkCudaDevice(); !ok)
       return ok;
     s.device_ = std::make_unique<DeviceState>();
-    setProfileSync(&synchronizeDevice);
+    setProfileOnDevice(true);
     // Weights uploaded once; xf_prepare then fills the derived buffers on the GPU.
     for (size_t j = 0; j < m.parameters.size(); ++j) {
       const ParameterSpec &p = m.parameters[j];

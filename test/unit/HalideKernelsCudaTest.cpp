@@ -360,4 +360,42 @@ TEST(CudaLoopKernels, EveryKindAgainstItsFormula) {
       [&](int c, int t) { return in(t, c); }, 0);
 }
 
+// The KV cache append as the host code calls it on the GPU: K and V columns of a fused QKV
+// row (row stride 3·H·w), every head's new rows into its [cache rows][w] block at row
+// `start`; the rows before and after it, and V's slot for K's, are left alone.
+TEST(CudaLoopKernels, AppendKeyValuesEveryHeadInOneCall) {
+  const int w = 5, heads = 3, rows = 2, cacheRows = 7, start = 4, stride = 3 * heads * w;
+  DeviceLoopKernelSpec spec;
+  spec.name = "k", spec.kind = DeviceLoopKind::AppendKeyValues;
+  std::vector<Halide::Argument> arguments;
+  Halide::Callable kernel =
+      jitUnscheduled(buildDeviceLoopPipeline(spec, /*gpuSchedule=*/false, arguments), arguments);
+  ASSERT_TRUE(kernel.defined());
+  std::vector<float> qkv(rows * stride);
+  for (size_t i = 0; i < qkv.size(); ++i)
+    qkv[i] = float(i) + 0.5f;
+  std::vector<float> cache(2 * heads * cacheRows * w, -1.f); // K slot, then V slot
+  auto view = [](float *at, int rowStride, int headStride) {
+    halide_dimension_t dims[3] = {{0, w, 1}, {0, rows, rowStride}, {0, heads, headStride}};
+    return Halide::Runtime::Buffer<float>(at, 3, dims);
+  };
+  auto keys = view(qkv.data() + heads * w, stride, w);
+  auto values = view(qkv.data() + 2 * heads * w, stride, w);
+  float *keySlot = cache.data(), *valueSlot = cache.data() + heads * cacheRows * w;
+  auto keyCache = view(keySlot + start * w, w, cacheRows * w);
+  auto valueCache = view(valueSlot + start * w, w, cacheRows * w);
+  ASSERT_EQ(kernel(keys.raw_buffer(), values.raw_buffer(), keyCache.raw_buffer(),
+                   valueCache.raw_buffer()),
+            0);
+  for (int slot = 0; slot < 2; ++slot)
+    for (int g = 0; g < heads; ++g)
+      for (int r = 0; r < cacheRows; ++r)
+        for (int c = 0; c < w; ++c) {
+          float got = cache[((slot * heads + g) * cacheRows + r) * w + c];
+          bool fresh = r >= start && r < start + rows;
+          float want = fresh ? qkv[(r - start) * stride + (1 + slot) * heads * w + g * w + c] : -1.f;
+          ASSERT_EQ(got, want) << "slot " << slot << " head " << g << " row " << r << " col " << c;
+        }
+}
+
 } // namespace

@@ -618,6 +618,23 @@ func::FuncOp LoopKernels::copy2dToHalf() {
   });
 }
 
+func::FuncOp LoopKernels::appendKeyValues() {
+  XF_KERNEL_CACHED_WITH("xf_append_key_values", LoopSchedule{});
+  assert(device && "the CPU build appends with copy2d");
+  return deviceKernel(name, "pipippiiii", {"", DeviceLoopKind::AppendKeyValues},
+                      [&](DeviceCall &d) {
+    Value rows = d.args[7], width = d.args[8], heads = d.args[9];
+    auto heads3d = [&](Value at, Value rowStride, Value headStride) {
+      d.buffers.push_back(
+          HalideBufferArg{at, {{width, d.i(1)}, {rows, rowStride}, {heads, headStride}}});
+    };
+    heads3d(d.args[0], d.args[1], width);
+    heads3d(d.args[2], d.args[3], width);
+    heads3d(d.args[4], width, d.args[6]);
+    heads3d(d.args[5], width, d.args[6]);
+  });
+}
+
 func::FuncOp LoopKernels::transpose2d() {
   XF_KERNEL_CACHED_WITH("xf_transpose2d", LoopSchedule{});
   if (device) // (in, out, rows, cols)

@@ -117,7 +117,7 @@ HalideBufferArg HostLowering::matrixArg(Value tensor) {
 
 HalideBufferArg HostLowering::cachedMatrixArg(Value tensor, int64_t column, int64_t heads,
                                               Value cache, Value start, Value source, Value rows,
-                                              func::FuncOp rotate) {
+                                              func::FuncOp rotate, bool appendRows) {
   Placement &p = placements[tensor];
   const int64_t width = p.cols / heads;
   // Not a structured binding: the loop body below captures both (C++20).
@@ -126,27 +126,41 @@ HalideBufferArg HostLowering::cachedMatrixArg(Value tensor, int64_t column, int6
   Value newRows = arith::MulIOp::create(*b, loc, start, i64(width));
   // Head g's new rows: columns [g·width, +width) of the source rows, to rows
   // start.. of the head's block.
-  scf::ForOp::create(*b, loc, i64(0), i64(heads), i64(1), ValueRange{},
-                     [&](OpBuilder &nested, Location, Value g, ValueRange) {
-                       OpBuilder::InsertionGuard guard(*b);
-                       b->setInsertionPointToStart(nested.getInsertionBlock());
-                       Value from =
-                           offsetPtr(source, arith::MulIOp::create(*b, loc, g, i64(width)));
-                       Value head =
-                           cacheElementPtr(slot, arith::MulIOp::create(*b, loc, g, headElements));
-                       Value at = cacheElementPtr(head, newRows);
-                       if (rotate) // (in, in_stride, out, rows, first position)
-                         call(rotate, {from, i64(p.stride), at, rows, start});
-                       else
-                         call(cachePlan.half() ? kernels->copy2dToHalf() : kernels->copy2d(),
-                              {from, i64(p.stride), at, i64(width), rows, i64(width)});
-                       scf::YieldOp::create(*b, loc);
-                     });
+  if (appendRows) {
+    scf::ForOp::create(*b, loc, i64(0), i64(heads), i64(1), ValueRange{},
+                       [&](OpBuilder &nested, Location, Value g, ValueRange) {
+                         OpBuilder::InsertionGuard guard(*b);
+                         b->setInsertionPointToStart(nested.getInsertionBlock());
+                         Value from =
+                             offsetPtr(source, arith::MulIOp::create(*b, loc, g, i64(width)));
+                         Value head =
+                             cacheElementPtr(slot, arith::MulIOp::create(*b, loc, g, headElements));
+                         Value at = cacheElementPtr(head, newRows);
+                         if (rotate) // (in, in_stride, out, rows, first position)
+                           call(rotate, {from, i64(p.stride), at, rows, start});
+                         else
+                           call(cachePlan.half() ? kernels->copy2dToHalf() : kernels->copy2d(),
+                                {from, i64(p.stride), at, i64(width), rows, i64(width)});
+                         scf::YieldOp::create(*b, loc);
+                       });
+  }
   Value context = arith::AddIOp::create(*b, loc, start, rows);
   HalideBufferArg arg{slot,
                       {{i64(width), i64(1)}, {context, i64(width)}, {i64(heads), headElements}}};
   arg.f16 = cachePlan.half();
   return arg;
+}
+
+void HostLowering::appendKeyValues(Value key, Value value, const HalideBufferArg &keyCache,
+                                   const HalideBufferArg &valueCache, Value keySource,
+                                   Value valueSource, Value start, Value rows) {
+  // (column, position, head) dims: the width, then the heads and the elements between them.
+  Value width = keyCache.dims[0].first;
+  Value newRows = arith::MulIOp::create(*b, loc, start, width);
+  call(kernels->appendKeyValues(),
+       {keySource, i64(placements[key].stride), valueSource, i64(placements[value].stride),
+        cacheElementPtr(keyCache.host, newRows), cacheElementPtr(valueCache.host, newRows),
+        keyCache.dims[2].second, rows, width, keyCache.dims[2].first});
 }
 
 std::pair<Value, Value> HostLowering::cacheSlot(Value tensor, int64_t column, int64_t heads,

@@ -114,9 +114,17 @@ private:
   /// cached heads as the attention kernel's 3-D (column, position, head)
   /// buffer of start + rows positions. `rotate` (a one-head rotaryRows
   /// kernel) turns the new rows as they are copied: the cache holds rotated
-  /// keys (xf.attention `rope`).
+  /// keys (xf.attention `rope`). Without `appendRows` the caller appends them
+  /// (appendKeyValues).
   HalideBufferArg cachedMatrixArg(Value tensor, int64_t column, int64_t heads, Value cache,
-                                  Value start, Value source, Value rows, func::FuncOp rotate = {});
+                                  Value start, Value source, Value rows, func::FuncOp rotate = {},
+                                  bool appendRows = true);
+  /// On the GPU: the new rows of `key` and `value` (at `keySource`, `valueSource`; K and V
+  /// of one width) into their cache slots as cachedMatrixArg returned them (`keyCache`,
+  /// `valueCache`, made without appendRows) at `start`, every head in one launch.
+  void appendKeyValues(Value key, Value value, const HalideBufferArg &keyCache,
+                       const HalideBufferArg &valueCache, Value keySource, Value valueSource,
+                       Value start, Value rows);
   /// `rows` rows of `tensor` from `at`, `heads` heads side by side, as the
   /// attention kernel's 3-D (column, row, head) buffer.
   HalideBufferArg headsArg(Value tensor, int64_t heads, Value at, Value rows) {

@@ -279,12 +279,18 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
     auto cachedAttention = [&](HalideBufferArg query, Value cache, Value position, Value newKeys,
                                Value newValues, Value rows, HalideBufferArg out) -> Value {
       auto halide = [&] {
-        SmallVector<HalideBufferArg> args{query,
-                                          cachedMatrixArg(attn.getKey(), keyOffset, kvHeads, cache,
-                                                          position, newKeys, rows, rotateKeys),
-                                          cachedMatrixArg(attn.getValue(), valueOffset, kvHeads,
-                                                          cache, position, newValues, rows),
-                                          out};
+        // On the GPU, K and V of one width go into the cache in one launch (appendKeyValues),
+        // not one per head and tensor.
+        bool together = options.cudaDevice && !rotateKeys &&
+                        placements[attn.getKey()].cols == placements[attn.getValue()].cols;
+        HalideBufferArg keys = cachedMatrixArg(attn.getKey(), keyOffset, kvHeads, cache, position,
+                                               newKeys, rows, rotateKeys, !together);
+        HalideBufferArg values = cachedMatrixArg(attn.getValue(), valueOffset, kvHeads, cache,
+                                                 position, newValues, rows, {}, !together);
+        if (together)
+          appendKeyValues(attn.getKey(), attn.getValue(), keys, values, newKeys, newValues,
+                          position, rows);
+        SmallVector<HalideBufferArg> args{query, keys, values, out};
         return callHalidePipeline(*b, loc, *program.module, spec.name, args, {},
                                   options.cudaDevice);
       };

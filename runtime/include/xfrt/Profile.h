@@ -29,10 +29,10 @@ namespace xfrt {
 // ones are counted as dropped), so --repeat 1000000 --trace-out stays bounded.
 void profileStart(size_t sites, size_t traceEvents = 0);
 void profileStop();
-// On a GPU (docs/gpu.md) kernels run asynchronously: with a `sync` that waits for the device,
-// each site is timed from after the previous work finished until its own work has, so the
-// table shows device time (plus a synchronisation per call) rather than launch time.
-void setProfileSync(void (*sync)());
+// On a GPU (docs/gpu.md) kernels run asynchronously: each call is timed on the device by CUDA
+// events recorded around it (CudaDriver.h), read back in batches, so profiling adds no
+// synchronisation per kernel; the table then also counts kernel launches per entry-point call.
+void setProfileOnDevice(bool onDevice);
 // Kernel calls past the trace's capacity in the last recording.
 int64_t profileDroppedTraceEvents();
 // The trace keeps at most this many kernel calls (about 40 MB of JSON).

@@ -340,6 +340,9 @@ enum class DeviceLoopKind {
   Softmax,   // (in, out)
   Copy,      // (in, out): any width (copy2d)
   Transpose, // (in, out): out[c, r] = in[r, c] (transpose2d)
+  // (keys, values, key cache, value cache): a cached attention's new K and V rows, every
+  // head, into the cache in one launch; 3-D (column, row, head) buffers, a Tuple output.
+  AppendKeyValues,
 };
 enum class DeviceMap { Relu, GeluTanh, GeluErf, Scale, ScaleBy /* a run-time f32 factor */ };
 

@@ -90,6 +90,12 @@ public:
   func::FuncOp copy2dToHalf();
   /// out[c, r] = in[r, c], in is [rows, cols] (in, out, rows, cols)
   func::FuncOp transpose2d();
+  /// A cached attention's new rows of K and V, `heads` heads of `width` side by side in each
+  /// source row, into the cache's [heads][cache rows][width] slots, in one device launch
+  /// (the CPU build copies head by head with copy2d). CUDA only.
+  /// (keys, key_stride, values, value_stride, key_cache, value_cache, head_stride, rows,
+  ///  width, heads); the caches point at the first new row of head 0.
+  func::FuncOp appendKeyValues();
 
   // ---- Backward (the ops of xf-differentiate; BackwardLoopKernels.cpp) ----
   // Kernels marked "serial" sum over rows into one accumulator and ignore

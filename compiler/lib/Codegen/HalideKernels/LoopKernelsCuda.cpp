@@ -232,6 +232,8 @@ llvm::Expected<Built> buildLoop(const DeviceLoopKernelSpec &spec, bool gpuSchedu
     in.dim(0).set_min(0).set_stride(1);
     args = {in};
     break;
+  case DeviceLoopKind::AppendKeyValues: // 3-D: buildAppendKeyValues
+    return invalid("loop kernel '" + spec.name + "': not a row-wise kernel");
   }
   if (fixedWidth)
     out.output_buffer().dim(0).set_bounds(0, width).set_stride(1);
@@ -264,6 +266,30 @@ llvm::Expected<Built> buildLoop(const DeviceLoopKernelSpec &spec, bool gpuSchedu
   }
   Built built{args, out};
   return built;
+}
+
+// A cached attention's new K and V rows, every head, into the cache: one Func of a Tuple,
+// so one loop nest and one launch per layer (a decode step appended head by head before:
+// 2 × heads one-block launches a layer). Thread blocks as the row-wise maps', one grid
+// layer per head.
+Built buildAppendKeyValues(const DeviceLoopKernelSpec &spec, bool gpuSchedule) {
+  Var c("c"), t("t"), g("g");
+  ImageParam keys(Float(32), 3, "keys"), values(Float(32), 3, "values");
+  Func out(spec.name + "_out");
+  out(c, t, g) = Tuple(keys(c, t, g), values(c, t, g));
+  for (ImageParam in : {keys, values})
+    in.dim(0).set_min(0).set_stride(1);
+  // Halide gives the second output the first one's mins and extents.
+  std::vector<OutputImageParam> outs = out.output_buffers();
+  outs[0].dim(0).set_min(0).dim(1).set_min(0).dim(2).set_min(0);
+  for (OutputImageParam o : outs)
+    o.dim(0).set_stride(1);
+  if (gpuSchedule) {
+    Var co("co"), to("to"), ci("ci"), ti("ti");
+    out.gpu_tile(c, t, co, to, ci, ti, kMapCols, kMapRows, TailStrategy::GuardWithIf)
+        .gpu_blocks(g);
+  }
+  return Built{{keys, values}, out};
 }
 
 } // namespace
@@ -308,6 +334,8 @@ std::string kernelSignature(const DeviceLoopKernelSpec &s) {
     return "copy";
   case DeviceLoopKind::Transpose:
     return "transpose";
+  case DeviceLoopKind::AppendKeyValues:
+    return "append_key_values";
   }
   return "loop";
 }
@@ -317,7 +345,12 @@ llvm::Expected<KernelPipeline> buildDeviceLoopPipeline(const DeviceLoopKernelSpe
                                                        std::vector<Argument> &arguments) {
   std::optional<llvm::Expected<Built>> built;
   if (llvm::Error err = catchHalideErrors("scheduling CUDA loop kernel '" + spec.name + "'",
-                                          [&] { built.emplace(buildLoop(spec, gpuSchedule)); }))
+                                          [&] {
+                                            if (spec.kind == DeviceLoopKind::AppendKeyValues)
+                                              built.emplace(buildAppendKeyValues(spec, gpuSchedule));
+                                            else
+                                              built.emplace(buildLoop(spec, gpuSchedule));
+                                          }))
     return std::move(err);
   if (!*built)
     return built->takeError();

@@ -1,0 +1,46 @@
+//===- CudaDriver.h - the CUDA driver as the runtime sees it -----*- C++ -*-===//
+//
+// A CUDA build (docs/gpu.md) links no CUDA library: Halide's CUDA runtime inside it asks
+// halide_cuda_get_symbol for each driver function. libxfrt defines that function (overriding
+// the runtime's weak one), so that the driver is the library checkCudaDevice opened
+// ($XF_CUDA_DRIVER, else libcuda.so.1) and kernel launches pass through a counter: the runtime
+// knows how many kernels each forward pass or decode step launched (--profile prints it).
+// It also times kernels on the device with CUDA events, recorded on the stream Halide launches
+// on, for --profile without a synchronisation per kernel.
+//
+//===----------------------------------------------------------------------===//
+#ifndef XFRT_CUDADRIVER_H
+#define XFRT_CUDADRIVER_H
+
+#include <cstdint>
+#include <string>
+
+namespace xfrt {
+
+// $XF_CUDA_DRIVER, else "libcuda.so.1".
+const char *driverLibraryName();
+// The driver library, opened once (nullptr when it cannot be).
+void *openDriver();
+
+// Kernels launched through Halide's CUDA runtime so far in this process.
+uint64_t deviceLaunches();
+// Counts the launches since the previous call under `entry` (a forward entry point's name),
+// for launchSummary(); forgetLaunchCounts() starts over.
+void noteDeviceCall(const char *entry);
+void forgetLaunchCounts();
+// "launches: xf_forward_cached: 16 calls, 83 launches a call" per entry point noted, one
+// line each; "" when none was.
+std::string launchSummary();
+
+// CUDA events on the kernels' stream, from a pool reused after deviceEventsReset.
+// deviceEventRecord returns the event's index, or -1 (no events: the caller falls back to
+// the host clock). deviceEventMicros waits for `to` and gives the device time from `from`.
+bool deviceEventsAvailable();
+int deviceEventRecord();
+double deviceEventMicros(int from, int to);
+// Events from `keep` on may be recorded again.
+void deviceEventsReset(int keep);
+
+} // namespace xfrt
+
+#endif // XFRT_CUDADRIVER_H
