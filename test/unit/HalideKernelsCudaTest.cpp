@@ -115,6 +115,22 @@ void checkGemm(const GemmKernelSpec &spec) {
   }
 }
 
+// [K, N] weights with N a multiple of the 64-column register tiles take the register path
+// (all of K per thread, W's columns read unclamped): K off the unroll factor of 8 and on it,
+// every epilogue kind, bf16 weights, SwiGLU's two gates.
+TEST(CudaGemmAlgorithm, RegisterTilePath) {
+  GemmKernelSpec s;
+  s.name = "g";
+  s.K = 40, s.N = 128;
+  checkGemm(s);
+  s.hasBias = s.hasResidual = true, s.epilogue = GemmEpilogue::GeluTanh, s.K = 64;
+  checkGemm(s);
+  s.bf16Weights = true, s.epilogue = GemmEpilogue::GeluErf;
+  checkGemm(s);
+  s.bf16Weights = false, s.epilogue = GemmEpilogue::SwiGlu, s.N = 64;
+  checkGemm(s);
+}
+
 TEST(CudaGemmAlgorithm, WeightLayoutsEpiloguesAndTails) {
   // K not a multiple of the 16-wide slices or the 32 lanes; N not of the 64-column tiles.
   for (bool nk : {false, true}) {
