@@ -1,0 +1,245 @@
+#!/usr/bin/env python3
+"""Build a bundle for a GPU machine that has no LLVM/MLIR/Halide (docs/gpu.md, "On a GPU
+machine without the toolchain"): everything is compiled and every reference computed here,
+the GPU machine only replays (test/gpu/replay.sh), and test/gpu/compare_bundle.py reads
+what came back.
+
+The bundle (a directory; --tar also packs it, which must stay under 64 MiB):
+  bin/       CUDA executables (xfc --target CAP) and the stand-in driver for --dry-run
+  w/         small random checkpoints (oracle --write-random); full-size runs use
+             --random-weights 1, made the same on both machines
+  ref/       float64 oracle outputs (small models), CPU-build outputs (full size, greedy ids)
+  runs.tsv   phase, label, seconds, command — what replay.sh runs, in order
+  phases.tsv phase, budget in seconds
+  cases.json what compare_bundle.py checks
+  replay.sh, torch_reference.py (copied from test/gpu)
+
+Phases: checks (every example at the e2e sizes vs the oracle; greedy ids vs the CPU build),
+full (GPT-2 small, SmolLM2-shaped Llama, MiniLM at full size vs the CPU build), perf (prefill
+and decode timings, --profile: per-kernel device times and launches per step), ncu (per-kernel
+GPU time, grids), torch (cuBLAS GEMMs, SDPA, the same models in PyTorch eager / compile).
+
+usage: bundle.py --xfc build/bin/xfc --out DIR [--cap cuda-sm_86] [--quick] [--tar]
+  --quick: tiny and gpt2 at e2e sizes and a 2-layer GPT-2 small only (ctest gpu-harness)
+"""
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tarfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+ORACLE = os.path.join(ROOT, "test", "reference", "oracle.py")
+sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
+from check_examples import DECODERS, MODELS  # noqa: E402
+
+MAX_BUNDLE_BYTES = 64 << 20
+# Seconds per phase: 540 in all, so that one replay fits a 10-minute command on the GPU machine.
+PHASES = [("checks", 100), ("full", 60), ("perf", 130), ("ncu", 110), ("torch", 140)]
+# Full-size shapes (random weights): GPT-2 small, a SmolLM2-135M-shaped Llama, MiniLM-L6.
+FULL = {
+    "gpt2": ("gpt2", [], 50257),
+    "gpt2-bf16": ("gpt2", ["--weight-type", "bf16"], 50257),
+    "llama": ("llama", ["-D", "ℓ_max=2048"], 49152),
+    "minilm": ("minilm", [], 30522),
+}
+QUICK_FULL = {"gpt2": ("gpt2", ["-D", "L=2"], 50257)}
+
+
+def ids(n, vocab, a=389, b=7):
+    """Deterministic token ids (the same on both machines, no RNG)."""
+    return ",".join(str((i * a + b) % vocab) for i in range(n))
+
+
+class Bundle:
+    def __init__(self, xfc, out, cap, python):
+        self.xfc, self.out, self.cap, self.python = xfc, out, cap, python
+        self.runs, self.cases = [], []
+        self.cpu = os.path.join(out, ".cpu")  # CPU builds for references; not shipped
+        for d in ("bin", "w", "ref", ".cpu"):
+            os.makedirs(os.path.join(out, d), exist_ok=True)
+
+    def sh(self, cmd):
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode:
+            raise SystemExit(f"failed: {shlex.join(cmd)}\n{r.stderr[-3000:]}")
+        return r
+
+    def build(self, example, exe, target, flags=()):
+        self.sh([self.xfc, os.path.join(ROOT, "examples", example + ".xf"), *flags,
+                 f"--target={target}", "-o", exe])
+
+    def run(self, phase, label, seconds, args):
+        self.runs.append((phase, label, seconds, shlex.join(args)))
+
+    def oracle(self, arch, hparams, *args):
+        return self.sh([self.python, ORACLE, "--arch", arch, "--hparams", hparams, *args])
+
+    # -- phase checks: every example vs the float64 oracle, greedy ids vs the CPU build --
+    def small_examples(self, names):
+        for name in names:
+            arch, hp, output, lengths = MODELS[name]
+            defines = [a for kv in hp.split(",") for a in ("-D", kv)]
+            vocab = int(dict(kv.split("=") for kv in hp.split(","))["N_V"])
+            weights = f"w/{name}.safetensors"
+            self.oracle(arch, hp, "--write-random", os.path.join(self.out, weights), "--seed", "11")
+            for bf16 in ([False, True] if name in ("gpt2", "bert", "transformer") else [False]):
+                tag = name + ("-bf16" if bf16 else "")
+                flags = ["--weight-type", "bf16" if bf16 else "f32"]
+                self.build(name, os.path.join(self.out, "bin", tag), self.cap, defines + flags)
+                w = weights
+                if bf16:  # the oracle reads what the executable holds: saved by a CPU build
+                    cpu = os.path.join(self.cpu, tag)
+                    self.build(name, cpu, "host", defines + flags)
+                    w = f"w/{tag}.safetensors"
+                    self.sh([cpu, "--weights", os.path.join(self.out, weights), "--save-weights",
+                             os.path.join(self.out, w)])
+                rng = np.random.default_rng(5)
+                flag = "--logits-out" if output == "logits" else "--hidden-out"
+                for n in lengths:
+                    toks = ",".join(map(str, rng.integers(0, vocab, size=n)))
+                    src = ",".join(map(str, rng.integers(0, vocab, size=n + 3)))
+                    source = ["--source-tokens", src] if arch == "transformer" else []
+                    for steps in [False, True] if name in DECODERS and not bf16 else [False]:
+                        label = f"{tag}_{n}" + ("_steps" if steps else "")
+                        self.run("checks", label, 30,
+                                 [f"bin/{tag}", "--weights", w, "--tokens", toks, *source,
+                                  *(["--decode-steps"] if steps else []), flag,
+                                  f"out/{label}.npy"])
+                        # The CUDA build keeps a float32 KV cache: the plain oracle.
+                        self.oracle(arch, hp, "--weights", os.path.join(self.out, w), "--tokens",
+                                    toks, *source, flag,
+                                    os.path.join(self.out, "ref", label + ".npy"))
+                        self.cases.append({"label": label, "kind": "oracle", "tol": 1e-4})
+            if name in ("gpt2", "gopher", "llama"):
+                cpu = os.path.join(self.cpu, name)
+                self.build(name, cpu, "host", defines)
+                rng = np.random.default_rng(5)
+                for n in (1, 6, 17):
+                    toks = ",".join(map(str, rng.integers(0, vocab, size=n)))
+                    args = ["--weights", weights, "--tokens", toks, "--max-new-tokens", "20",
+                            "--temperature", "0", "--eos", "none"]
+                    label = f"generate_{name}_{n}"
+                    self.run("checks", label, 30, [f"bin/{name}", *args])
+                    got = self.sh([cpu, *[a.replace("w/", self.out + "/w/") for a in args]])
+                    with open(os.path.join(self.out, "ref", label + ".stdout"), "w") as f:
+                        f.write(got.stdout)
+                    self.cases.append({"label": label, "kind": "ids"})
+
+    # -- phases full, perf, ncu: full-size models --
+    def full_size(self, full):
+        for tag, (example, flags, vocab) in full.items():
+            exe = f"bin/full-{tag}"
+            self.build(example, os.path.join(self.out, exe), self.cap, flags)
+            if "bf16" not in tag:  # CPU references on the same --random-weights
+                cpu = os.path.join(self.cpu, "full-" + tag)
+                self.build(example, cpu, "host", flags)
+                output = "--hidden-out" if example == "minilm" else "--logits-out"
+                label = f"full-{tag}_40"
+                self.sh([cpu, "--random-weights", "1", "--tokens", ids(40, vocab), output,
+                         os.path.join(self.out, "ref", label + ".npy")])
+                self.run("full", label, 60, [exe, "--random-weights", "1", "--tokens",
+                                             ids(40, vocab), output, f"out/{label}.npy"])
+                self.cases.append({"label": label, "kind": "cpu", "tol": 1e-4})
+            if example == "minilm":
+                self.run("perf", f"time-{tag}-prefill128", 60,
+                         [exe, "--random-weights", "1", "--tokens", ids(128, vocab), "--repeat", "20"])
+                continue
+            generate = ["--max-new-tokens", "64", "--temperature", "0", "--eos", "none"]
+            if "bf16" not in tag:
+                label = f"full-{tag}_generate"
+                cpu = os.path.join(self.cpu, "full-" + tag)
+                got = self.sh([cpu, "--random-weights", "1", "--tokens", ids(16, vocab),
+                               "--max-new-tokens", "16", "--temperature", "0", "--eos", "none"])
+                with open(os.path.join(self.out, "ref", label + ".stdout"), "w") as f:
+                    f.write(got.stdout)
+                self.run("full", label, 60, [exe, "--random-weights", "1", "--tokens",
+                                             ids(16, vocab), "--max-new-tokens", "16",
+                                             "--temperature", "0", "--eos", "none"])
+                self.cases.append({"label": label, "kind": "ids"})
+            for n, repeat in ((128, 20), (1024, 10)):
+                self.run("perf", f"time-{tag}-prefill{n}", 60,
+                         [exe, "--random-weights", "1", "--tokens", ids(n, vocab), "--repeat",
+                          str(repeat)])
+            self.run("perf", f"time-{tag}-decode", 60,
+                     [exe, "--random-weights", "1", "--tokens", ids(128, vocab), *generate])
+            # --profile: device times by CUDA events, launches per forward / decode step
+            self.run("perf", f"profile-{tag}-prefill128", 60,
+                     [exe, "--random-weights", "1", "--tokens", ids(128, vocab), "--profile"])
+            self.run("perf", f"profile-{tag}-decode", 60,
+                     [exe, "--random-weights", "1", "--tokens", ids(128, vocab), "--profile",
+                      "--max-new-tokens", "16", "--temperature", "0", "--eos", "none"])
+            if "bf16" in tag:
+                continue
+            # ncu: every kernel's GPU time and grid (prefill 128 and 1024, 4 decode steps)
+            for label, extra in ((f"ncu-{tag}-prefill128", ["--tokens", ids(128, vocab)]),
+                                 (f"ncu-{tag}-prefill1024", ["--tokens", ids(1024, vocab)]),
+                                 (f"ncu-{tag}-decode", ["--tokens", ids(128, vocab),
+                                                        "--max-new-tokens", "5", "--temperature",
+                                                        "0", "--eos", "none"])):
+                # at most 500 kernels a run, so that ncu's replay of each fits the phase
+                self.run("ncu", label, 120, ["NCU", "--csv", "--launch-count", "500", "--metrics",
+                                             "gpu__time_duration.sum,launch__grid_size,"
+                                             "launch__block_size,launch__registers_per_thread,"
+                                             "dram__bytes_read.sum", exe, "--random-weights", "1",
+                                             *extra])
+
+    def finish(self, tar):
+        shutil.copy(os.path.join(HERE, "replay.sh"), self.out)
+        shutil.copy(os.path.join(HERE, "torch_reference.py"), self.out)
+        self.run("torch", "torch-kernels", 60, ["python3", "torch_reference.py", "kernels"])
+        self.run("torch", "torch-models", 90, ["python3", "torch_reference.py", "models"])
+        self.run("torch", "torch-compile", 90, ["python3", "torch_reference.py", "compile"])
+        # replay.sh budgets each phase as one stretch: the runs phase by phase, in order
+        order = [phase for phase, _ in PHASES]
+        self.runs.sort(key=lambda run: order.index(run[0]))
+        with open(os.path.join(self.out, "runs.tsv"), "w") as f:
+            for run in self.runs:
+                f.write("\t".join(map(str, run)) + "\n")
+        with open(os.path.join(self.out, "phases.tsv"), "w") as f:
+            for phase, budget in PHASES:
+                f.write(f"{phase}\t{budget}\n")
+        with open(os.path.join(self.out, "cases.json"), "w") as f:
+            json.dump(self.cases, f, indent=1)
+        shutil.rmtree(self.cpu)
+        print(f"{len(self.runs)} runs, {len(self.cases)} checked outputs in {self.out}")
+        if tar:
+            path = self.out.rstrip("/") + ".tar.gz"
+            with tarfile.open(path, "w:gz") as t:
+                for entry in sorted(os.listdir(self.out)):
+                    if entry != "ref":  # references stay here for compare_bundle.py
+                        t.add(os.path.join(self.out, entry), arcname=entry)
+            size = os.path.getsize(path)
+            print(f"{path}: {size / 2**20:.1f} MiB (limit {MAX_BUNDLE_BYTES >> 20} MiB)")
+            if size > MAX_BUNDLE_BYTES:
+                raise SystemExit("the bundle is over the limit")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--xfc", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--cap", default="cuda-sm_86", help="--target of the CUDA builds")
+    ap.add_argument("--stand-in", help="the stand-in driver library (replay.sh --dry-run)")
+    ap.add_argument("--python", default=sys.executable, help="runs the oracle")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--tar", action="store_true")
+    args = ap.parse_args()
+    b = Bundle(os.path.abspath(args.xfc), os.path.abspath(args.out), args.cap, args.python)
+    if args.stand_in:
+        shutil.copy(args.stand_in, os.path.join(b.out, "bin", "libcuda-stand-in.so"))
+    b.small_examples(["tiny", "gpt2"] if args.quick else list(MODELS))
+    b.full_size(QUICK_FULL if args.quick else FULL)
+    b.finish(args.tar)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

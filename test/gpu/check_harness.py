@@ -1,0 +1,73 @@
+#!/usr/bin/env python3
+"""ctest gpu-harness: the GPU harness of docs/gpu.md, end to end without a GPU.
+
+Builds a --quick bundle (bundle.py: tiny and gpt2 at the e2e sizes, a 2-layer GPT-2 small),
+unpacks its tarball elsewhere as a GPU machine would get it, replays it there with
+`replay.sh --dry-run` (the stand-in driver: the host code runs, no kernel executes; ncu and
+PyTorch only listed), and reads the results back with `compare_bundle.py --dry-run`. Fails if
+the bundle is over its size limit, a run does not exit 0 or write its output, or the profile
+runs do not report kernel launches per decode step.
+
+usage: check_harness.py --xfc build/bin/xfc --stand-in build/lib/libxf-cuda-stand-in.so
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run(cmd, **kw):
+    print("$", " ".join(cmd), flush=True)
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    print(r.stdout[-4000:], r.stderr[-2000:], sep="", flush=True)
+    return r
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--xfc", required=True)
+    ap.add_argument("--stand-in", required=True)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="xf-gpu-harness-") as tmp:
+        bundle, there, back = (os.path.join(tmp, d) for d in ("bundle", "there", "back"))
+        r = run([sys.executable, os.path.join(HERE, "bundle.py"), "--xfc", args.xfc, "--out",
+                 bundle, "--stand-in", args.stand_in, "--quick", "--tar"])
+        if r.returncode:
+            return fail("bundle.py failed")
+        os.makedirs(there)
+        with tarfile.open(bundle + ".tar.gz") as t:
+            t.extractall(there)
+        if os.path.exists(os.path.join(there, "ref")):
+            return fail("the tarball ships the references")
+        r = run(["bash", os.path.join(there, "replay.sh"), back, "--dry-run"])
+        if r.returncode:
+            return fail("replay.sh --dry-run failed")
+        log = open(os.path.join(back, "log.txt")).read()
+        phases = re.findall(r"^phase (\w+):", log, re.M)
+        if phases != ["checks", "full", "perf", "ncu", "torch"]:
+            return fail(f"replay.sh's phases: {phases}")
+        r = run([sys.executable, os.path.join(HERE, "compare_bundle.py"), bundle,
+                 os.path.join(back, "results.tar.gz"), "--dry-run"])
+        if r.returncode:
+            return fail("compare_bundle.py --dry-run failed")
+        failed = re.search(r"(\d+) runs, (\d+) failed", r.stdout)
+        if not failed or failed[2] != "0":
+            return fail("some runs failed")
+        if not re.search(r"profile-gpt2-decode .*launches/xf_forward_cached \d+", r.stdout):
+            return fail("no launch count per decode step in the profile run")
+    print("OK")
+    return 0
+
+
+def fail(why):
+    print("FAIL:", why)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,167 @@
+#!/usr/bin/env python3
+"""Read what a GPU machine sent back from test/gpu/replay.sh (docs/gpu.md): correctness against
+the bundle's references, then the numbers the GPU issues ask for — prefill and decode times,
+kernel launches per forward / decode step (--profile), the slowest kernels by ncu's GPU time
+with their grids, and PyTorch's times on the same GPU.
+
+usage: compare_bundle.py BUNDLE RESULTS [--dry-run] [--json summary.json]
+  RESULTS: the results.tar.gz that came back, or a directory holding it or its out/
+  --dry-run: results of `replay.sh --dry-run` (the stand-in driver: no kernel ran), so only
+             that every run exited 0 and wrote its output with the reference's shape
+Exit status 1 when a check fails.
+"""
+
+import argparse
+import collections
+import csv
+import io
+import json
+import os
+import re
+import sys
+import tarfile
+import tempfile
+
+import numpy as np
+
+TIMES = re.compile(r"min ([0-9.]+) ms median ([0-9.]+) ms")
+DECODE = re.compile(r"decode (\d+) tokens in ([0-9.]+) ms \(([0-9.]+) ms/token")
+LAUNCHES = re.compile(r"kernel launches: (\S+): (\d+) calls?, (\d+)(?:-(\d+))? launches a call")
+RUN = re.compile(r"^### (\S+) rc=(\d+) ms=(\d+)", re.M)
+
+
+def results_dir(path, scratch):
+    if os.path.isdir(os.path.join(path, "out")):
+        return os.path.join(path, "out")
+    tar = path if path.endswith(".tar.gz") else os.path.join(path, "results.tar.gz")
+    with tarfile.open(tar) as t:
+        t.extractall(scratch)
+    return os.path.join(scratch, "out")
+
+
+def read(path):
+    return open(path).read() if os.path.exists(path) else None
+
+
+def correctness(bundle, out, exits, dry_run):
+    lines, failures = [], 0
+    for case in json.load(open(os.path.join(bundle, "cases.json"))):
+        label = case["label"]
+        rc = exits.get(label)
+        stderr = (read(os.path.join(out, label + ".stderr")) or "").strip()
+        ok = False
+        if rc != 0:
+            verdict = "NOT RUN" if rc is None else f"EXIT {rc}: {stderr[-200:]}"
+        elif case["kind"] == "ids":
+            got = (read(os.path.join(out, label + ".stdout")) or "").strip()
+            want = open(os.path.join(bundle, "ref", label + ".stdout")).read().strip()
+            ok = dry_run or got == want
+            verdict = "ran" if dry_run else "equal ids" if ok else \
+                f"DIFFER cpu={want[:50]!r} gpu={got[:50]!r}"
+        else:
+            path = os.path.join(out, label + ".npy")
+            want = np.load(os.path.join(bundle, "ref", label + ".npy"))
+            got = np.load(path) if os.path.exists(path) else None
+            if got is None or got.shape != want.shape:
+                verdict = "NO OUTPUT" if got is None else f"SHAPE {got.shape} vs {want.shape}"
+            elif dry_run:
+                ok, verdict = True, "ran"
+            else:
+                error = float(np.max(np.abs(got.astype(np.float64) - want)) / np.max(np.abs(want)))
+                ok = error <= case["tol"]
+                verdict = f"{error:.2e} {'ok' if ok else 'FAIL'} (bound {case['tol']:g}, " \
+                          f"{case['kind']})"
+        failures += not ok
+        lines.append(f"  {label:28s} {verdict}")
+    return lines, failures
+
+
+def timings(out):
+    rows = {}
+    for name in sorted(os.listdir(out)):
+        if not name.startswith(("time-", "profile-")) or not name.endswith(".stderr"):
+            continue
+        text = open(os.path.join(out, name)).read()
+        label = name[:-len(".stderr")]
+        row = {}
+        if m := TIMES.search(text):
+            row["min_ms"], row["median_ms"] = float(m[1]), float(m[2])
+        if m := DECODE.search(text):
+            row["decode_ms_per_token"] = float(m[3])
+        for m in LAUNCHES.finditer(text):
+            row[f"launches/{m[1]}"] = f"{m[3]}" + (f"-{m[4]}" if m[4] else "")
+        if row:
+            rows[label] = row
+    return rows
+
+
+def ncu_kernels(text):
+    """Per kernel name: launches, total GPU µs, grids seen (from `ncu --csv`)."""
+    start = text.find('"ID"')
+    if start < 0:
+        return None
+    kernels = collections.defaultdict(lambda: {"launches": set(), "us": 0.0, "grids": set()})
+    for row in csv.DictReader(io.StringIO(text[start:])):
+        k = kernels[row["Kernel Name"]]
+        k["launches"].add(row["ID"])
+        value = float(row["Metric Value"].replace(",", "") or 0)
+        if row["Metric Name"] == "gpu__time_duration.sum":
+            scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}.get(row["Metric Unit"], 1.0)
+            k["us"] += value * scale
+        elif row["Metric Name"] == "launch__grid_size":
+            k["grids"].add(int(value))
+    return {name: {"launches": len(k["launches"]), "us": round(k["us"], 2),
+                   "grids": sorted(k["grids"])} for name, k in kernels.items()}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("bundle")
+    ap.add_argument("results")
+    ap.add_argument("--dry-run", action="store_true")
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        out = results_dir(args.results, scratch)
+        log = read(os.path.join(out, "log.txt")) or ""
+        exits = {m[1]: int(m[2]) for m in RUN.finditer(log)}
+        print("correctness" + (" (dry run: exits and shapes only)" if args.dry_run else ""))
+        lines, failures = correctness(args.bundle, out, exits, args.dry_run)
+        print("\n".join(lines))
+        summary = {"failures": failures, "exits": exits, "timings": timings(out), "ncu": {},
+                   "torch": {}}
+        print("\ntimings and launches (--repeat min/median, decode ms/token, --profile launches)")
+        for label, row in summary["timings"].items():
+            print(f"  {label:32s} " + ", ".join(f"{k} {v}" for k, v in row.items()))
+        for name in sorted(os.listdir(out)):
+            if name.startswith("ncu-") and name.endswith(".stdout"):
+                kernels = ncu_kernels(open(os.path.join(out, name)).read())
+                if kernels is None:
+                    continue
+                label = name[:-len(".stdout")]
+                summary["ncu"][label] = kernels
+                total = sum(k["us"] for k in kernels.values())
+                launches = sum(k["launches"] for k in kernels.values())
+                print(f"\n{label}: {launches} launches, {total / 1e3:.3f} ms of GPU time; slowest:")
+                for kname, k in sorted(kernels.items(), key=lambda kv: -kv[1]["us"])[:12]:
+                    print(f"  {kname[:48]:48s} {k['launches']:5d} x {k['us'] / k['launches']:9.2f} us"
+                          f"  grids {k['grids'][:4]}")
+            if name.startswith("torch-") and name.endswith(".stdout"):
+                for line in open(os.path.join(out, name)):
+                    if line.startswith("{"):
+                        summary["torch"].update(json.loads(line))
+        if summary["torch"]:
+            print("\nPyTorch on the same GPU:")
+            for key, value in summary["torch"].items():
+                print(f"  {key}: {json.dumps(value)[:300]}")
+        missing = [label for label in exits if exits[label] != 0]
+        print(f"\n{len(exits)} runs, {len(missing)} failed or timed out: {missing[:10]}")
+        print(f"{failures} check(s) failed" if failures else "all checks passed")
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(summary, f, indent=1)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
