@@ -21,8 +21,8 @@ __attribute__((weak)) int halide_cuda_get_stream(void *, void *, void **);
 namespace xfrt {
 namespace {
 
-using Launch = int (*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                       unsigned, void *, void **, void **);
+using Launch = int (*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                       void *, void **, void **);
 Launch driverLaunch = nullptr;
 std::atomic<uint64_t> launches{0};
 
@@ -153,9 +153,7 @@ double deviceEventMicros(int from, int to) {
   return double(ms) * 1e3;
 }
 
-void deviceEventsReset(int keep) {
-  events.next = std::min(events.next, size_t(std::max(keep, 0)));
-}
+void deviceEventsReset(int keep) { events.next = std::min(events.next, size_t(std::max(keep, 0))); }
 
 } // namespace xfrt
 

@@ -118,11 +118,10 @@ extern "C" void xfrt_profile_exit(int32_t site, int64_t rows, int64_t contextRow
   addCall(site, start, microsSinceOrigin(now) - start, rows, contextRows);
 }
 
-
 namespace xfrt {
 
 void profileStart(size_t sites, size_t traceEvents) {
-  recorder.timing = !recorder.onDevice ? Timing::Host
+  recorder.timing = !recorder.onDevice        ? Timing::Host
                     : deviceEventsAvailable() ? Timing::DeviceEvents
                                               : Timing::HostSynchronized;
   if (recorder.onDevice) {

@@ -48,9 +48,18 @@ __attribute__((destructor)) static void finish(void) {
   }
 }
 
-CUresult cuInit(unsigned flags) { (void)flags; return kSuccess; }
-CUresult cuDeviceGetCount(int *count) { *count = 1; return kSuccess; }
-CUresult cuDeviceGet(CUdevice *device, int ordinal) { *device = ordinal; return kSuccess; }
+CUresult cuInit(unsigned flags) {
+  (void)flags;
+  return kSuccess;
+}
+CUresult cuDeviceGetCount(int *count) {
+  *count = 1;
+  return kSuccess;
+}
+CUresult cuDeviceGet(CUdevice *device, int ordinal) {
+  *device = ordinal;
+  return kSuccess;
+}
 CUresult cuDeviceGetName(char *name, int len, CUdevice dev) {
   (void)dev;
   snprintf(name, (size_t)len, "xf CUDA stand-in (no GPU)");
@@ -66,18 +75,44 @@ CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
 CUresult cuDeviceGetAttribute(int *value, int attribute, CUdevice dev) {
   (void)dev;
   switch (attribute) {
-  case 1: *value = 1024; break;                   /* threads per block */
-  case 2: case 3: *value = 1024; break;           /* block dims x, y */
-  case 4: *value = 64; break;                     /* block dim z */
-  case 5: *value = 2147483647; break;             /* grid x */
-  case 6: case 7: *value = 65535; break;          /* grid y, z */
-  case 8: *value = 49152; break;                  /* shared memory per block */
-  case 9: *value = 65536; break;                  /* constant memory */
-  case 10: *value = 32; break;                    /* warp size */
-  case 16: *value = 132; break;                   /* multiprocessors */
-  case 75: *value = 9; break;                     /* capability major */
-  case 76: *value = 0; break;                     /* capability minor */
-  default: *value = 0; break;
+  case 1:
+    *value = 1024;
+    break; /* threads per block */
+  case 2:
+  case 3:
+    *value = 1024;
+    break; /* block dims x, y */
+  case 4:
+    *value = 64;
+    break; /* block dim z */
+  case 5:
+    *value = 2147483647;
+    break; /* grid x */
+  case 6:
+  case 7:
+    *value = 65535;
+    break; /* grid y, z */
+  case 8:
+    *value = 49152;
+    break; /* shared memory per block */
+  case 9:
+    *value = 65536;
+    break; /* constant memory */
+  case 10:
+    *value = 32;
+    break; /* warp size */
+  case 16:
+    *value = 132;
+    break; /* multiprocessors */
+  case 75:
+    *value = 9;
+    break; /* capability major */
+  case 76:
+    *value = 0;
+    break; /* capability minor */
+  default:
+    *value = 0;
+    break;
   }
   return kSuccess;
 }
@@ -88,14 +123,34 @@ CUresult cuCtxCreate_v2(void **ctx, unsigned flags, CUdevice dev) {
   *ctx = &contextObject;
   return kSuccess;
 }
-CUresult cuCtxDestroy_v2(void *ctx) { (void)ctx; return kSuccess; }
+CUresult cuCtxDestroy_v2(void *ctx) {
+  (void)ctx;
+  return kSuccess;
+}
 CUresult cuProfilerStop(void) { return kSuccess; }
-CUresult cuCtxGetApiVersion(void *ctx, unsigned *version) { (void)ctx; *version = 12000; return kSuccess; }
-CUresult cuCtxGetDevice(CUdevice *device) { *device = 0; return kSuccess; }
-CUresult cuCtxPushCurrent_v2(void *ctx) { (void)ctx; return kSuccess; }
-CUresult cuCtxPopCurrent_v2(void **ctx) { if (ctx) *ctx = &contextObject; return kSuccess; }
+CUresult cuCtxGetApiVersion(void *ctx, unsigned *version) {
+  (void)ctx;
+  *version = 12000;
+  return kSuccess;
+}
+CUresult cuCtxGetDevice(CUdevice *device) {
+  *device = 0;
+  return kSuccess;
+}
+CUresult cuCtxPushCurrent_v2(void *ctx) {
+  (void)ctx;
+  return kSuccess;
+}
+CUresult cuCtxPopCurrent_v2(void **ctx) {
+  if (ctx)
+    *ctx = &contextObject;
+  return kSuccess;
+}
 CUresult cuCtxSynchronize(void) { return kSuccess; }
-CUresult cuStreamSynchronize(void *stream) { (void)stream; return kSuccess; }
+CUresult cuStreamSynchronize(void *stream) {
+  (void)stream;
+  return kSuccess;
+}
 CUresult cuPointerGetAttribute(void *result, int query, CUdeviceptr ptr) {
   (void)query, (void)ptr;
   *(void **)result = &contextObject;
@@ -103,12 +158,20 @@ CUresult cuPointerGetAttribute(void *result, int query, CUdeviceptr ptr) {
 }
 
 static int moduleObject;
-CUresult cuModuleLoadData(void **module, const void *image) { (void)image; *module = &moduleObject; return kSuccess; }
-CUresult cuModuleLoadDataEx(void **module, const void *image, unsigned n, int *options, void **values) {
+CUresult cuModuleLoadData(void **module, const void *image) {
+  (void)image;
+  *module = &moduleObject;
+  return kSuccess;
+}
+CUresult cuModuleLoadDataEx(void **module, const void *image, unsigned n, int *options,
+                            void **values) {
   (void)n, (void)options, (void)values;
   return cuModuleLoadData(module, image);
 }
-CUresult cuModuleUnload(void *module) { (void)module; return kSuccess; }
+CUresult cuModuleUnload(void *module) {
+  (void)module;
+  return kSuccess;
+}
 /* A function handle is its entry's name, so a launch can say which kernel it was. */
 CUresult cuModuleGetFunction(void **function, void *module, const char *name) {
   (void)module;
@@ -124,17 +187,38 @@ CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t bytes) {
   *ptr = (CUdeviceptr)(uintptr_t)p;
   return kSuccess;
 }
-CUresult cuMemFree_v2(CUdeviceptr ptr) { free((void *)(uintptr_t)ptr); return kSuccess; }
-CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) { memcpy((void *)(uintptr_t)dst, src, n); return kSuccess; }
-CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) { memcpy(dst, (void *)(uintptr_t)src, n); return kSuccess; }
+CUresult cuMemFree_v2(CUdeviceptr ptr) {
+  free((void *)(uintptr_t)ptr);
+  return kSuccess;
+}
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
+  memcpy((void *)(uintptr_t)dst, src, n);
+  return kSuccess;
+}
+CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
+  memcpy(dst, (void *)(uintptr_t)src, n);
+  return kSuccess;
+}
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
   memmove((void *)(uintptr_t)dst, (void *)(uintptr_t)src, n);
   return kSuccess;
 }
-CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, void *s) { (void)s; return cuMemcpyHtoD_v2(dst, src, n); }
-CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *s) { (void)s; return cuMemcpyDtoH_v2(dst, src, n); }
-CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, void *s) { (void)s; return cuMemcpyDtoD_v2(dst, src, n); }
-CUresult cuMemcpy3D_v2(const void *copy) { (void)copy; return kNotSupported; }
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, void *s) {
+  (void)s;
+  return cuMemcpyHtoD_v2(dst, src, n);
+}
+CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *s) {
+  (void)s;
+  return cuMemcpyDtoH_v2(dst, src, n);
+}
+CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, void *s) {
+  (void)s;
+  return cuMemcpyDtoD_v2(dst, src, n);
+}
+CUresult cuMemcpy3D_v2(const void *copy) {
+  (void)copy;
+  return kNotSupported;
+}
 
 CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                         unsigned by, unsigned bz, unsigned shared, void *stream, void **params,
@@ -146,8 +230,8 @@ CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, u
   ++launches;
   FILE *f = launchLog();
   if (f)
-    fprintf(f, "launch %s grid %u %u %u block %u %u %u shared %u\n", (const char *)function, gx,
-            gy, gz, bx, by, bz, shared);
+    fprintf(f, "launch %s grid %u %u %u block %u %u %u shared %u\n", (const char *)function, gx, gy,
+            gz, bx, by, bz, shared);
   return kSuccess;
 }
 
@@ -157,13 +241,19 @@ CUresult cuEventCreate(unsigned long long **event, unsigned flags) {
   *event = calloc(1, sizeof(unsigned long long));
   return *event ? kSuccess : 2;
 }
-CUresult cuEventDestroy_v2(unsigned long long *event) { free(event); return kSuccess; }
+CUresult cuEventDestroy_v2(unsigned long long *event) {
+  free(event);
+  return kSuccess;
+}
 CUresult cuEventRecord(unsigned long long *event, void *stream) {
   (void)stream;
   *event = launches;
   return kSuccess;
 }
-CUresult cuEventSynchronize(unsigned long long *event) { (void)event; return kSuccess; }
+CUresult cuEventSynchronize(unsigned long long *event) {
+  (void)event;
+  return kSuccess;
+}
 CUresult cuEventElapsedTime(float *ms, unsigned long long *start, unsigned long long *end) {
   *ms = (float)(*end - *start) / 1000.0f;
   return kSuccess;

@@ -409,7 +409,8 @@ TEST(CudaLoopKernels, AppendKeyValuesEveryHeadInOneCall) {
         for (int c = 0; c < w; ++c) {
           float got = cache[((slot * heads + g) * cacheRows + r) * w + c];
           bool fresh = r >= start && r < start + rows;
-          float want = fresh ? qkv[(r - start) * stride + (1 + slot) * heads * w + g * w + c] : -1.f;
+          float want =
+              fresh ? qkv[(r - start) * stride + (1 + slot) * heads * w + g * w + c] : -1.f;
           ASSERT_EQ(got, want) << "slot " << slot << " head " << g << " row " << r << " col " << c;
         }
 }

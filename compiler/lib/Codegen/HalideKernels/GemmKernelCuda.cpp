@@ -51,14 +51,14 @@ namespace {
 constexpr int kTileCols = 64, kTileRows = 32; // a block's tile of out
 constexpr int kRegCols = 4, kRegRows = 4;     // a thread's register tile
 constexpr int kThreadsX = kTileCols / kRegCols, kThreadsY = kTileRows / kRegRows; // 16 × 8
-constexpr int kSliceK = 16;                     // K per shared-memory stage
+constexpr int kSliceK = 16;                           // K per shared-memory stage
 constexpr int kRegTileCols = 64, kRegTileRows = 8;    // register path: a block's tile
 constexpr int kRegThreadCols = 4, kRegThreadRows = 4; // and a thread's (16 × 2 threads)
 constexpr int kRegUnrollK = 8;
 constexpr int kRegTallRows = 512, kRegTallTileRows = 32; // large M: 4 warps a block
-constexpr int kGemvRows = 4;                    // M up to this takes the GEMV path
-constexpr int kGemvCols = 32, kGemvSlices = 16; // [K, N] GEMV block: columns × K slices
-constexpr int kLanes = 32, kGemvLaneCols = 8;   // [N, K] GEMV block: lanes × columns
+constexpr int kGemvRows = 4;                             // M up to this takes the GEMV path
+constexpr int kGemvCols = 32, kGemvSlices = 16;          // [K, N] GEMV block: columns × K slices
+constexpr int kLanes = 32, kGemvLaneCols = 8;            // [N, K] GEMV block: lanes × columns
 
 llvm::Error invalid(const llvm::Twine &message) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
@@ -117,8 +117,9 @@ void defineGemmCuda(const GemmKernelSpec &spec, ImageParam x, ImageParam weight,
   Expr rows = x.dim(1).extent();
   // bfloat16 is the upper half of a float32: widening is a shift.
   auto widened = [&](Expr stored) {
-    return spec.bf16Weights ? reinterpret<float>(cast<uint32_t>(reinterpret<uint16_t>(stored)) << 16)
-                            : stored;
+    return spec.bf16Weights
+               ? reinterpret<float>(cast<uint32_t>(reinterpret<uint16_t>(stored)) << 16)
+               : stored;
   };
   // x zero past K (whole slices), rows clamped; W(n, g, k) as float32 with
   // columns and K clamped (the padded K multiplies x's zeros).
@@ -142,8 +143,7 @@ void defineGemmCuda(const GemmKernelSpec &spec, ImageParam x, ImageParam weight,
     f.wTile(n, g, k) = f.w(n, g, k);
     f.rk = RDom(0, kSliceK, "rk");
     f.sliceDot(n, g, m, ks) = 0.f;
-    f.sliceDot(n, g, m, ks) +=
-        f.xTile(ks * kSliceK + f.rk, m) * f.wTile(n, g, ks * kSliceK + f.rk);
+    f.sliceDot(n, g, m, ks) += f.xTile(ks * kSliceK + f.rk, m) * f.wTile(n, g, ks * kSliceK + f.rk);
     f.rs = RDom(0, ceilDiv(K, kSliceK), "slice");
     f.prod(n, g, m) = 0.f;
     f.prod(n, g, m) += f.sliceDot(n, g, m, f.rs);

@@ -286,8 +286,7 @@ Built buildAppendKeyValues(const DeviceLoopKernelSpec &spec, bool gpuSchedule) {
     o.dim(0).set_stride(1);
   if (gpuSchedule) {
     Var co("co"), to("to"), ci("ci"), ti("ti");
-    out.gpu_tile(c, t, co, to, ci, ti, kMapCols, kMapRows, TailStrategy::GuardWithIf)
-        .gpu_blocks(g);
+    out.gpu_tile(c, t, co, to, ci, ti, kMapCols, kMapRows, TailStrategy::GuardWithIf).gpu_blocks(g);
   }
   return Built{{keys, values}, out};
 }
@@ -344,13 +343,12 @@ llvm::Expected<KernelPipeline> buildDeviceLoopPipeline(const DeviceLoopKernelSpe
                                                        bool gpuSchedule,
                                                        std::vector<Argument> &arguments) {
   std::optional<llvm::Expected<Built>> built;
-  if (llvm::Error err = catchHalideErrors("scheduling CUDA loop kernel '" + spec.name + "'",
-                                          [&] {
-                                            if (spec.kind == DeviceLoopKind::AppendKeyValues)
-                                              built.emplace(buildAppendKeyValues(spec, gpuSchedule));
-                                            else
-                                              built.emplace(buildLoop(spec, gpuSchedule));
-                                          }))
+  if (llvm::Error err = catchHalideErrors("scheduling CUDA loop kernel '" + spec.name + "'", [&] {
+        if (spec.kind == DeviceLoopKind::AppendKeyValues)
+          built.emplace(buildAppendKeyValues(spec, gpuSchedule));
+        else
+          built.emplace(buildLoop(spec, gpuSchedule));
+      }))
     return std::move(err);
   if (!*built)
     return built->takeError();
