@@ -114,6 +114,35 @@ def ncu_kernels(text):
                    "grids": sorted(k["grids"])} for name, k in kernels.items()}
 
 
+def versus(xf, torch):
+    """xf's prefill and decode times beside PyTorch's for the same model and length."""
+    def best(*path):
+        value = torch
+        for key in path:
+            value = value.get(key) if isinstance(value, dict) else None
+        return value.get("best_ms") if isinstance(value, dict) else value
+    rows = []
+    for model in ("gpt2", "gpt2-bf16", "llama"):
+        anchor = {"gpt2": "gpt2", "gpt2-bf16": "gpt2", "llama": "llama"}[model]
+        dtype = "bf16" if model.endswith("bf16") else "fp32"
+        for n in (128, 1024):
+            ours = xf.get(f"time-{model}-prefill{n}", {}).get("min_ms")
+            for name in (f"{anchor}_eager_{dtype}", f"{anchor}_compile_{dtype}"):
+                theirs = best(name, f"prefill_{n}")
+                if ours and theirs:
+                    rows.append(f"{model} prefill {n}: xf {ours:.3f}, {name} {theirs:.3f} "
+                                f"(xf {theirs / ours:.2f}x as fast)")
+        ours = xf.get(f"time-{model}-decode", {}).get("decode_ms_per_token")
+        for name, key in ((f"{anchor}_eager_{dtype}", "decode_loop_ms_per_token"),
+                          (f"{anchor}_generate_static_{dtype}", "decode_ms_per_token"),
+                          (f"{anchor}_compile_{dtype}", "decode_loop_ms_per_token")):
+            theirs = best(name, key)
+            if ours and theirs:
+                rows.append(f"{model} decode ms/token: xf {ours:.3f}, {name} {theirs:.3f} "
+                            f"(xf {theirs / ours:.2f}x as fast)")
+    return rows or ["(no pairs: a side did not run)"]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("bundle")
@@ -154,6 +183,9 @@ def main():
             print("\nPyTorch on the same GPU:")
             for key, value in summary["torch"].items():
                 print(f"  {key}: {json.dumps(value)[:300]}")
+            print("\nxf vs PyTorch (ms; the issues' targets are ratios of these):")
+            for line in versus(summary["timings"], summary["torch"]):
+                print("  " + line)
         missing = [label for label in exits if exits[label] != 0]
         print(f"\n{len(exits)} runs, {len(missing)} failed or timed out: {missing[:10]}")
         print(f"{failures} check(s) failed" if failures else "all checks passed")
