@@ -19,6 +19,7 @@ attention a decode and a prefill path):
 4. `--baselines` stay outside the budget: the worker answers the first autoscheduler batch
    only after longer than the whole budget, and every kernel after it still gets a share
    (it used to get none: the baselines' seconds were taken from the kernels still to tune).
+5. The budget is a bound: no batch starts after it, a batch that hangs is cut 10 s after it.
 
 usage: check_tuner_scripted.py --xfc build/bin/xfc
 """
@@ -43,6 +44,10 @@ if "--machine" in sys.argv:
 request = json.loads(sys.stdin.read())
 with open(os.environ["XF_FAKE_LOG"], "a") as log:
     log.write(json.dumps(request) + "\n")
+if "XF_FAKE_SLEEP" in os.environ:
+    time.sleep(float(os.environ["XF_FAKE_SLEEP"]))
+    if sum(1 for _ in open(os.environ["XF_FAKE_LOG"])) >= int(os.environ["XF_FAKE_HANG_AT"]):
+        time.sleep(3600)
 scale = float(os.environ.get("XF_FAKE_SCALE", "1"))
 candidates = request["candidates"]
 anchor = candidates[0]
@@ -80,7 +85,7 @@ def main():
             f.write(f"#!{sys.executable}\n" + WORKER)
         os.chmod(worker, os.stat(worker).st_mode | stat.S_IXUSR)
 
-        def tune(name, scale, *extra, db=None, env_extra=None):
+        def tune(name, scale, *extra, db=None, env_extra=None, timeout=600):
             log = os.path.join(tmp, name + ".log")
             env = dict(os.environ, XF_TUNE_WORKER=worker, XF_FAKE_LOG=log,
                        XF_FAKE_SCALE=str(scale), **(env_extra or {}))
@@ -88,15 +93,15 @@ def main():
             report = os.path.join(tmp, name + ".json")
             r = subprocess.run([args.xfc, "tune", TINY, "--lengths", "1,32", "--db", db,
                                 "--report", report, "--num-threads", "1", *extra],
-                               capture_output=True, text=True, env=env, timeout=600)
+                               capture_output=True, text=True, env=env, timeout=timeout)
             print(r.stderr[-1500:])
             expect(r.returncode == 0, f"{name}: xfc tune exits 0 (rc={r.returncode})")
             if r.returncode != 0:
                 sys.exit(1)
             requests = [json.loads(line) for line in open(log)] if os.path.exists(log) else []
-            return db, json.load(open(report)), requests
+            return db, json.load(open(report)), requests, r.stderr
 
-        db1, rep1, requests = tune("run1", 1, "--budget", "2s")
+        db1, rep1, requests, _ = tune("run1", 1, "--budget", "5s")
         kernels = rep1["kernels"]
         expect(len(kernels) >= 4 and requests, f"the model's kernels were tuned ({len(kernels)})")
 
@@ -118,7 +123,7 @@ def main():
                    entries[k["kernel"]]["roofline_fraction"] == k["roofline_fraction"]
                    for k in kernels),
                "each entry has its default's roofline fraction (report and database)")
-        _, rep2, _ = tune("run2", 2, "--budget", "2s")
+        _, rep2, _, _ = tune("run2", 2, "--budget", "5s")
         r1 = {k["kernel"]: k["roofline_fraction"] for k in kernels}
         r2 = {k["kernel"]: k["roofline_fraction"] for k in rep2["kernels"]}
         expect(r1.keys() == r2.keys() and
@@ -126,7 +131,7 @@ def main():
                "twice the time, half the roofline fraction")
 
         # 3. --compare of a database with itself.
-        _, cmp, _ = tune("compare", 1, "--compare", db1, db=db1)
+        _, cmp, _, _ = tune("compare", 1, "--compare", db1, db=db1)
         expect({k["kernel"] for k in cmp["kernels"]} == set(r1) and
                all(k["a_over_b"] == 1 and [c["rows"] for c in k["cases"]] == [1, 32] and
                    all(c["a_ms"] == c["b_ms"] == c["default_ms"] for c in k["cases"])
@@ -134,15 +139,26 @@ def main():
                "--compare of a database with itself: A / B = 1 on every kernel and length")
 
         # 4. The first kernel's baselines take longer than the whole budget.
-        _, rep4, requests4 = tune("baselines", 1, "--budget", "3s", "--baselines", env_extra={
+        _, rep4, requests4, _ = tune("baselines", 1, "--budget", "5s", "--baselines", env_extra={
             "XF_FAKE_SLOW_BASELINES": os.path.join(tmp, "slow-once"),
-            "XF_FAKE_SLOW_SECONDS": "4"})
+            "XF_FAKE_SLOW_SECONDS": "6"})
         shares = [k.get("share_s", -1) for k in rep4["kernels"]]
         expect(len(shares) == len(kernels) and all(s > 0 for s in shares),
                f"after baselines longer than the budget every kernel still gets a share {shares}")
-        expect(rep4.get("baselines_s", 0) >= 4 and
+        expect(rep4.get("baselines_s", 0) >= 6 and
                all("baselines" in k for k in rep4["kernels"]),
                f"the report counts the baselines' seconds ({rep4.get('baselines_s')}) apart")
+        # 5. The budget is a bound (issue 33: --budget 5s ran 89 s): no batch starts once it is
+        # spent, and one running then is cut ProgramTuner::slackSeconds (here 10 s) later.
+        # Every batch takes a second and the third never answers: the run ends (it used to
+        # wait out the batch's own timeout, 90 s a candidate), says why, and keeps the entry
+        # the first two batches made.
+        db5, rep5, requests5, err5 = tune("budget", 1, "--budget", "3s", timeout=120, env_extra={
+            "XF_FAKE_SLEEP": "1", "XF_FAKE_HANG_AT": "3"})
+        expect(len(requests5) <= 3 and "the budget is spent" in err5,
+               f"no batch starts after the budget ({len(requests5)} batches)")
+        expect(len(json.load(open(db5))["entries"]) >= 1 and len(rep5["kernels"]) >= 1,
+               "what was measured within the budget is kept")
     if failures:
         print(f"{len(failures)} check(s) failed")
         sys.exit(1)

@@ -168,13 +168,21 @@ llvm::Error ProgramTuner::tune(TunedKernel &k, size_t index, double share,
   // (the batch's times mean nothing); an error when it failed its check (a
   // bug in the default, not a tuning result).
   using Results = std::vector<CandidateResult>;
+  // Within the budget (all but --baselines' batch), a batch is cut at the
+  // budget's deadline; a batch cut there measured nothing it can keep (the
+  // candidate it was compiling did not fail: time ran out).
   auto timeAnchored = [&](CostLedger &ledger, llvm::json::Object batchRequest,
-                          std::vector<llvm::json::Value> others,
-                          double timeout) -> llvm::Expected<std::optional<Results>> {
+                          std::vector<llvm::json::Value> others, double timeout,
+                          bool budgeted = true) -> llvm::Expected<std::optional<Results>> {
+    double limit = budgeted ? std::min(timeout, deadlineLeft()) : timeout;
+    if (limit <= 0)
+      return std::nullopt;
     others.insert(others.begin(), candidateJson(k, k.defaultPoint));
-    auto results = worker.run(std::move(batchRequest), others, timeout);
+    auto results = worker.run(std::move(batchRequest), others, limit);
     if (!results)
       return results.takeError();
+    if (budgeted && limit < timeout && deadlineLeft() <= 0)
+      return std::nullopt;
     const CandidateResult &anchor = results->front();
     if (anchor.ran && !anchor.failure.empty())
       return llvm::createStringError(llvm::inconvertibleErrorCode(),
@@ -235,7 +243,7 @@ llvm::Error ProgramTuner::tune(TunedKernel &k, size_t index, double share,
     // every kernel gets an entry (the default timed, a few candidates tried).
     size_t batches = 0;
     for (bool first = true; first || secondsSince(pathStart) < pathShare; first = false) {
-      if (interrupted())
+      if (interrupted() || budgetSpent())
         break;
       std::vector<Point> batch = pt.search.propose(options.batch);
       if (batch.empty())
@@ -300,7 +308,7 @@ llvm::Error ProgramTuner::tune(TunedKernel &k, size_t index, double share,
     // the default, and the final batch below times their combination again.
     std::vector<size_t> finalists = pt.ledger.contenders();
     finalists.erase(std::remove(finalists.begin(), finalists.end(), size_t(0)), finalists.end());
-    if (batches > 1 && !finalists.empty() && !interrupted()) {
+    if (batches > 1 && !finalists.empty() && !interrupted() && !budgetSpent()) {
       llvm::json::Object settleRequest(request);
       settleRequest["repeats"] = 9;
       settleRequest["max_seconds"] = 8.0;
@@ -334,9 +342,9 @@ llvm::Error ProgramTuner::tune(TunedKernel &k, size_t index, double share,
   if (previous && std::find(finalists.begin(), finalists.end(), *previous) == finalists.end())
     finalists.push_back(*previous);
   finalists.erase(std::remove(finalists.begin(), finalists.end(), k.defaultPoint), finalists.end());
-  if (!interrupted() && !finalists.empty() && std::any_of(paths.begin(), paths.end(), [](auto &pt) {
-        return pt->ledger.best().has_value();
-      })) {
+  if (!interrupted() && !budgetSpent() && !finalists.empty() &&
+      std::any_of(paths.begin(), paths.end(),
+                  [](auto &pt) { return pt->ledger.best().has_value(); })) {
     std::vector<llvm::json::Value> candidates;
     for (const Point &p : finalists)
       candidates.push_back(candidateJson(k, p));
@@ -420,7 +428,7 @@ llvm::Error ProgramTuner::tune(TunedKernel &k, size_t index, double share,
     CostLedger anchored(entry.defaultCostMs);
     Clock::time_point baselinesStart = Clock::now();
     auto timed = timeAnchored(anchored, requestFor(k, allCases, options.target, 5, 4.0),
-                              std::move(candidates), 900);
+                              std::move(candidates), 900, /*budgeted=*/false);
     baselineSeconds += secondsSince(baselinesStart);
     if (!timed)
       return timed.takeError();

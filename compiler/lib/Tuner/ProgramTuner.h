@@ -17,6 +17,7 @@
 
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <chrono>
 
 namespace mlir::xf::tuning {
@@ -62,6 +63,14 @@ private:
   double budgetLeft() const {
     return options.budgetSeconds - (secondsSince(start) - baselineSeconds);
   }
+  /// Once the budget is spent no batch starts; the one running then may go
+  /// on for as long again as the budget (10 s at least), then it is cut and
+  /// what it measured is dropped. So a run takes at most twice its budget,
+  /// or its budget + 10 s (and --baselines' own time).
+  static constexpr double kMinSlackSeconds = 10;
+  double slackSeconds() const { return std::max(kMinSlackSeconds, options.budgetSeconds); }
+  bool budgetSpent() const { return budgetLeft() <= 0; }
+  double deadlineLeft() const { return budgetLeft() + slackSeconds(); }
 };
 
 } // namespace mlir::xf::tuning
