@@ -20,6 +20,7 @@ attention a decode and a prefill path):
    only after longer than the whole budget, and every kernel after it still gets a share
    (it used to get none: the baselines' seconds were taken from the kernels still to tune).
 5. The budget is a bound: no batch starts after it, a batch that hangs is cut 10 s after it.
+6. A bad --budget or --lengths is quoted cut short and escaped.
 
 usage: check_tuner_scripted.py --xfc build/bin/xfc
 """
@@ -159,6 +160,14 @@ def main():
                f"no batch starts after the budget ({len(requests5)} batches)")
         expect(len(json.load(open(db5))["entries"]) >= 1 and len(rep5["kernels"]) >= 1,
                "what was measured within the budget is kept")
+        # 6. A bad --budget or --lengths is quoted cut short and escaped (issue 33): no escape
+        # sequence reaches the terminal.
+        for option in ["--budget", "--lengths"]:
+            r = subprocess.run([args.xfc, "tune", TINY, option, "\x1b[2J" + "9" * 10000,
+                                "--db", os.path.join(tmp, "bad.db")],
+                               capture_output=True, text=True, timeout=60)
+            expect(r.returncode != 0 and "\x1b" not in r.stderr and len(r.stderr) < 300 and
+                   f"{option} '\\x1b[2J999" in r.stderr, f"a bad {option} is quoted cut short")
     if failures:
         print(f"{len(failures)} check(s) failed")
         sys.exit(1)

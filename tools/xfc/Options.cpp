@@ -9,6 +9,7 @@
 #include "CheckFaults.h"
 
 #include "xf/Codegen/HalideKernels.h"
+#include "xfrt/MessageText.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -242,8 +243,8 @@ mlir::LogicalResult xfc::parseLengths(std::vector<int64_t> &lengths) {
   for (llvm::StringRef part : parts) {
     int64_t length;
     if (part.trim().getAsInteger(10, length) || length < 1 || length > 8192) {
-      llvm::errs() << "xfc: error: --lengths '" << tuneLengths
-                   << "': expected comma-separated lengths from 1 to 8192\n";
+      llvm::errs() << "xfc: error: --lengths " << xfrt::quoteInput(tuneLengths)
+                   << ": expected comma-separated lengths from 1 to 8192\n";
       return mlir::failure();
     }
     lengths.push_back(length);

@@ -26,6 +26,7 @@
 #include "xf/Transforms/Passes.h"
 #include "xf/Tuning/Tuner.h"
 #include "xfrt/Gguf.h"
+#include "xfrt/MessageText.h"
 #include "xfrt/OutputFile.h"
 
 #include "mlir/IR/AsmState.h"
@@ -322,8 +323,8 @@ static mlir::LogicalResult runTune(mlir::MLIRContext &context, mlir::ModuleOp ke
   options.interrupted = &interrupted;
   std::optional<double> budget = parseDuration(tuneBudget);
   if (!budget) {
-    llvm::errs() << "xfc: error: --budget '" << tuneBudget
-                 << "': expected a duration such as 90s, 10m or 1h (at most a week)\n";
+    llvm::errs() << "xfc: error: --budget " << xfrt::quoteInput(tuneBudget)
+                 << ": expected a duration such as 90s, 10m or 1h (at most a week)\n";
     return mlir::failure();
   }
   options.budgetSeconds = *budget;
