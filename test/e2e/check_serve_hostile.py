@@ -364,7 +364,16 @@ def sigterm_with_slow_client(server):
                                              "stream": True}).encode(), JSON, server.port))
     stream.recv(256)  # it runs
     server.proc.send_signal(signal.SIGTERM)
-    time.sleep(0.2)
+    # The second signal once the first is taken (/health says "stopping"): two SIGTERMs sent
+    # before the server's signal thread runs are one pending signal.
+    deadline = time.time() + TIMEOUT
+    while time.time() < deadline:
+        try:
+            if json.loads(exchange(server.port, "GET", "/health")[2])["status"] == "stopping":
+                break
+        except (OSError, ValueError, KeyError):
+            break
+        time.sleep(0.05)
     server.proc.send_signal(signal.SIGTERM)
     # The slow client goes on sending a byte every 0.5 s (it kept cpp-httplib's stop waiting).
     code, deadline = None, time.time() + TIMEOUT
