@@ -10,6 +10,7 @@
 
 #include "CApiErrors.h"
 
+#include "OptionalEntryPoints.h"
 #include "xfrt/Abi.h"
 #include "xfrt/Driver.h"
 #include "xfrt/Embeddings.h"
@@ -25,14 +26,6 @@
 #include <string>
 #include <vector>
 
-extern "C" __attribute__((weak)) int halide_set_num_threads(int);
-using HalideErrorHandler = void (*)(void *, const char *);
-extern "C" __attribute__((weak)) HalideErrorHandler
-halide_set_error_handler(HalideErrorHandler handler);
-#pragma weak xf_cache_bytes
-#pragma weak xf_forward_cached
-#pragma weak xf_forward_packed
-#pragma weak xf_forward_cached_packed
 
 using xfrt::capi::caughtException;
 using xfrt::capi::caughtExceptionOnThread;

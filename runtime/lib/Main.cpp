@@ -8,6 +8,7 @@
 // --serve's server is loaded from libxfrt_serve.so when asked for (Server.h).
 //
 //===----------------------------------------------------------------------===//
+#include "OptionalEntryPoints.h"
 #include "xfrt/Abi.h"
 #include "xfrt/Driver.h"
 #include "xfrt/Server.h"
@@ -15,18 +16,6 @@
 
 #include <csignal>
 
-extern "C" __attribute__((weak)) int halide_set_num_threads(int);
-// Weak too: its default handler would abort the process (xfrt/HalideErrors.h).
-using HalideErrorHandler = void (*)(void *, const char *);
-extern "C" __attribute__((weak)) HalideErrorHandler
-halide_set_error_handler(HalideErrorHandler handler);
-// Present only in models with a cached entry point (manifest "cached": true);
-// null otherwise, and then generation re-runs xf_forward on the whole prefix.
-#pragma weak xf_cache_bytes
-#pragma weak xf_forward_cached
-// Packed batches (older executables' objects lack them: sequences then run one by one).
-#pragma weak xf_forward_packed
-#pragma weak xf_forward_cached_packed
 
 int main(int argc, char **argv) {
   // Past a file-size limit (ulimit -f) a write fails with EFBIG and is reported as an error,

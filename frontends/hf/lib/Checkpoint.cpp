@@ -1,13 +1,13 @@
 //===- Checkpoint.cpp - the tensor names of a model directory -------------===//
 
 #include "Checkpoint.h"
+#include "Config.h"
 
 #include "xfrt/MappedFile.h"
 #include "xfrt/Safetensors.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/JSON.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 using namespace xf::hf;
@@ -28,15 +28,9 @@ std::optional<std::string> Checkpoint::prefixOf(llvm::StringRef suffix) const {
 }
 
 static llvm::Error namesFromIndex(const std::string &path, Checkpoint &out) {
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
-      llvm::MemoryBuffer::getFile(path);
-  if (!buffer)
-    return llvm::createStringError(path + ": " + buffer.getError().message());
-  llvm::Expected<llvm::json::Value> value =
-      llvm::json::parse((*buffer)->getBuffer());
+  llvm::Expected<llvm::json::Value> value = readJsonFile(path);
   if (!value)
-    return llvm::createStringError(
-        path + ": not JSON: " + llvm::toString(value.takeError()));
+    return value.takeError();
   const llvm::json::Object *map =
       value->getAsObject() ? value->getAsObject()->getObject("weight_map")
                            : nullptr;

@@ -6,7 +6,8 @@
 
 using namespace xf::hf;
 
-llvm::Expected<Config> Config::read(const std::string &path) {
+llvm::Expected<llvm::json::Value>
+xf::hf::readJsonFile(const std::string &path) {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getFile(path, /*IsText=*/true);
   if (!buffer)
@@ -16,6 +17,13 @@ llvm::Expected<Config> Config::read(const std::string &path) {
   if (!value)
     return llvm::createStringError(
         path + ": not JSON: " + llvm::toString(value.takeError()));
+  return value;
+}
+
+llvm::Expected<Config> Config::read(const std::string &path) {
+  llvm::Expected<llvm::json::Value> value = readJsonFile(path);
+  if (!value)
+    return value.takeError();
   llvm::json::Object *object = value->getAsObject();
   if (!object)
     return llvm::createStringError(path + ": not a JSON object");

@@ -20,6 +20,10 @@
 
 namespace xf::hf {
 
+/// The JSON document in the file at `path`; an unreadable file or bad JSON is the error,
+/// naming the path.
+llvm::Expected<llvm::json::Value> readJsonFile(const std::string &path);
+
 class Config {
 public:
   /// Parses `path` (config.json); an unreadable file or bad JSON is the error.
