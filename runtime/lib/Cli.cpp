@@ -506,14 +506,8 @@ Status checkServeOptions(const Options &o, const Manifest &m) {
   return Status::success();
 }
 
-} // namespace
-
-Status checkOptions(const Options &o, const Manifest &m) {
-  if (o.weights.empty() == !o.randomWeights)
-    return makeError(o.randomWeights ? "give either --weights or --random-weights, not both"
-                                     : "give --weights FILE or --random-weights SEED");
-  if (o.serve)
-    return checkServeOptions(o, m);
+/// The options of --serve given without it.
+Status checkServeOnlyOptions(const Options &o) {
   if (o.hostGiven || o.portGiven)
     return makeError(std::string(o.hostGiven ? "--host" : "--port") + " needs --serve");
   if (o.maxContext || o.kvMemory || o.stepTokens || o.maxRequestTokens)
@@ -530,6 +524,11 @@ Status checkOptions(const Options &o, const Manifest &m) {
                                  : o.accessLog.empty() ? "--allowed-origin"
                                                        : "--access-log") +
                      " needs --serve");
+  return Status::success();
+}
+
+/// Output files against what the model outputs.
+Status checkOutputs(const Options &o, const Manifest &m) {
   if (!o.logitsOut.empty() && !m.outputIsLogits)
     return makeError("--logits-out: model '" + m.model +
                      "' outputs hidden states; use --hidden-out");
@@ -548,12 +547,17 @@ Status checkOptions(const Options &o, const Manifest &m) {
     return makeError(std::string(o.poolGiven ? "--pool" : "--normalize") +
                      " needs --embeddings-out or --batch-file");
 
-  // Tokenizer files.
+  return Status::success();
+}
+
+/// Tokenizer files and the kind of input (--tokens, --text, --prompt, --batch-file); `kinds`
+/// is how many kinds were given.
+Status checkInputs(const Options &o, const Manifest &m, int &kinds) {
   if (!o.tokenizer.empty() && !o.vocab.empty())
     return makeError("give either --tokenizer or --vocab, not both");
   if (!o.merges.empty() && o.vocab.empty())
     return makeError("--merges needs --vocab vocab.json");
-  int kinds = !o.tokens.empty() + !o.texts.empty() + !o.prompts.empty() + !o.batchFile.empty();
+  kinds = !o.tokens.empty() + !o.texts.empty() + !o.prompts.empty() + !o.batchFile.empty();
   if (kinds > 1)
     return makeError("give one kind of input: --tokens, --text, --prompt or --batch-file");
   if (!o.batchFile.empty()) {
@@ -575,7 +579,11 @@ Status checkOptions(const Options &o, const Manifest &m) {
   if (!o.sourceTokens.empty() && !o.sourcePrompts.empty())
     return makeError("give either --source-tokens or --source-prompt, not both");
 
-  // Chat: text turns for a decoder.
+  return Status::success();
+}
+
+/// Chat: text turns for a decoder.
+Status checkChat(const Options &o, const Manifest &m) {
   if (!o.chatTemplate.empty() && !o.chat && !o.interactive)
     return makeError("--chat-template needs --chat or --interactive");
   if (o.system && !o.chat && !o.interactive)
@@ -598,7 +606,11 @@ Status checkOptions(const Options &o, const Manifest &m) {
                        " needs a tokenizer: --weights X.gguf, or --tokenizer PATH");
   }
 
-  // Encoder-decoder sources.
+  return Status::success();
+}
+
+/// Encoder-decoder sources against the targets; `targets` is how many target sequences run.
+Status checkSources(const Options &o, const Manifest &m, int kinds, size_t &targets) {
   if (o.haveSource() && !m.encoderDecoder)
     return makeError(std::string(o.sourceTokens.empty() ? "--source-prompt" : "--source-tokens") +
                      ": model '" + m.model + "' is not an encoder-decoder");
@@ -607,7 +619,7 @@ Status checkOptions(const Options &o, const Manifest &m) {
   if (o.bos && kinds - !o.batchFile.empty())
     return makeError("give either --bos or a target (--tokens/--prompt), not both");
   size_t sources = std::max(o.sourceTokens.size(), o.sourcePrompts.size());
-  size_t targets = std::max({o.tokens.size(), o.texts.size(), o.prompts.size(),
+  targets = std::max({o.tokens.size(), o.texts.size(), o.prompts.size(),
                              size_t(!o.batchFile.empty())});
   if (o.bos && o.batchFile.empty())
     targets = sources;
@@ -617,7 +629,11 @@ Status checkOptions(const Options &o, const Manifest &m) {
     return makeError(std::to_string(sources) + " sources for " + std::to_string(targets) +
                      " target sequences: give one source, or one per sequence");
 
-  // Generation.
+  return Status::success();
+}
+
+/// Generation's options, or their absence without it.
+Status checkGeneration(const Options &o, const Manifest &m, size_t targets) {
   if (o.generating()) {
     if (!m.outputIsLogits)
       return makeError("model '" + m.model + "' outputs hidden states; it cannot generate");
@@ -661,6 +677,32 @@ Status checkOptions(const Options &o, const Manifest &m) {
     if (needs)
       return makeError(std::string(needs) + " needs generation (--max-new-tokens N or --prompt)");
   }
+
+  return Status::success();
+}
+
+} // namespace
+
+Status checkOptions(const Options &o, const Manifest &m) {
+  if (o.weights.empty() == !o.randomWeights)
+    return makeError(o.randomWeights ? "give either --weights or --random-weights, not both"
+                                     : "give --weights FILE or --random-weights SEED");
+  if (o.serve)
+    return checkServeOptions(o, m);
+  int kinds = 0;
+  size_t targets = 0;
+  if (Status s = checkServeOnlyOptions(o); !s)
+    return s;
+  if (Status s = checkOutputs(o, m); !s)
+    return s;
+  if (Status s = checkInputs(o, m, kinds); !s)
+    return s;
+  if (Status s = checkChat(o, m); !s)
+    return s;
+  if (Status s = checkSources(o, m, kinds, targets); !s)
+    return s;
+  if (Status s = checkGeneration(o, m, targets); !s)
+    return s;
 
   if (!targets && !o.interactive) {
     const char *needs = !o.logitsOut.empty()       ? "--logits-out"
