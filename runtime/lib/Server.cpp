@@ -6,6 +6,7 @@
 // Completion / pending-embeddings state per request.
 //
 //===----------------------------------------------------------------------===//
+#include "xfrt/MessageText.h"
 #include "xfrt/Server.h"
 
 #include "xfrt/BatchFile.h"
@@ -679,13 +680,13 @@ void Server::shutdownOnSignal() {
 
 int Server::run() {
   if (!log_.error().empty()) {
-    std::fprintf(stderr, "error: %s\n", log_.error().c_str());
+    std::fprintf(stderr, "error: %s\n", printableMessage(log_.error()).c_str());
     return 1;
   }
   int port = 0;
   if (std::optional<std::string> e = http_.bind(o_.host, o_.port, port)) {
-    std::fprintf(stderr, "error: --serve: cannot listen on %s:%d (%s)\n", o_.host.c_str(),
-                 o_.port, e->c_str());
+    std::fprintf(stderr, "error: --serve: cannot listen on %s:%d (%s)\n",
+                 printableMessage(o_.host).c_str(), o_.port, printableMessage(*e).c_str());
     return 1;
   }
   std::string endpoints = !m_.outputIsLogits ? "POST /v1/embeddings"
@@ -735,7 +736,7 @@ int runServer(const Options &o, const Manifest &m, const ModelAbi &abi, WeightSe
   std::signal(SIGPIPE, SIG_IGN);
   Expected<Session> session = Session::create(m, abi, weights);
   if (!session) {
-    std::fprintf(stderr, "error: %s\n", session.message().c_str());
+    std::fprintf(stderr, "error: %s\n", printableMessage(session.message()).c_str());
     return 1;
   }
   session->releaseUnreadParameters(weights);
@@ -756,7 +757,7 @@ int runServer(const Options &o, const Manifest &m, const ModelAbi &abi, WeightSe
       (!o.chatTemplate.empty() || tokenizer.chatTemplate)) {
     Expected<ChatSetup> setup = chatSetup(o, tokenizer, m);
     if (!setup && !o.chatTemplate.empty()) {
-      std::fprintf(stderr, "error: %s\n", setup.message().c_str());
+      std::fprintf(stderr, "error: %s\n", printableMessage(setup.message()).c_str());
       return 1;
     }
     if (setup)

@@ -8,6 +8,7 @@
 // checked file is loaded through its open descriptor, so it cannot be swapped in between.
 //
 //===----------------------------------------------------------------------===//
+#include "xfrt/MessageText.h"
 #include "xfrt/Server.h"
 
 #include <dlfcn.h>
@@ -69,7 +70,7 @@ int runServerLibrary(const Options &options, const Manifest &manifest, const Mod
   }
   if (!library) {
     std::fprintf(stderr, "error: --serve needs the server library libxfrt_serve.so: %s (%s)%s\n",
-                 path.c_str(), why.c_str(),
+                 xfrt::printableMessage(path).c_str(), xfrt::printableMessage(why).c_str(),
                  named && *named ? "" : "; XF_SERVE_LIBRARY=PATH names another");
     return 1;
   }

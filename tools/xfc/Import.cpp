@@ -12,6 +12,8 @@
 
 #include "xf/Hf/Import.h"
 
+#include "xfrt/MessageText.h"
+
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -32,8 +34,15 @@ static const char *kUsage =
     "                       model at N; a sliding window of at least N then never cuts\n"
     "  -h, --help           this text\n";
 
+/// One line to stderr, its control characters escaped and cut short (xfrt/MessageText.h): a
+/// message may quote a directory name, an argument or a config.json value.
+static void say(const char *what, const std::string &message, const char *tail = "") {
+  llvm::errs() << "xfc import: " << what << ": " << xfrt::printableMessage(message) << tail
+               << "\n";
+}
+
 static int usageError(const std::string &message) {
-  llvm::errs() << "xfc import: error: " << message << " (xfc import --help)\n";
+  say("error", message, " (xfc import --help)");
   return 2;
 }
 
@@ -67,9 +76,10 @@ int xfc::runImport(int argc, char **argv) {
                                   : "--max-positions needs an integer in 1 .. 2^31-1");
       options.maxPositions = int64_t(n), haveMax = true;
     } else if (arg.starts_with("-") && arg != "-") {
-      return usageError("unknown option '" + arg.str() + "'");
+      return usageError("unknown option " + xfrt::quoteInput(arg));
     } else if (!dir.empty()) {
-      return usageError("one model directory, not '" + dir + "' and '" + arg.str() + "'");
+      return usageError("one model directory, not " + xfrt::quoteInput(dir) + " and " +
+                        xfrt::quoteInput(arg));
     } else {
       dir = arg.str();
     }
@@ -78,19 +88,19 @@ int xfc::runImport(int argc, char **argv) {
     return usageError("give the model directory: xfc import DIR [-o FILE.xf]");
   if (output != "-")
     if (llvm::Error e = checkOutput(output, /*streamable=*/true)) {
-      llvm::errs() << "xfc import: error: " << llvm::toString(std::move(e)) << "\n";
+      say("error", llvm::toString(std::move(e)));
       return 1;
     }
   options.warn = [](const std::string &message) {
-    llvm::errs() << "xfc import: warning: " << message << "\n";
+    say("warning", message);
   };
   llvm::Expected<std::string> spec = xf::hf::importDirectory(dir, options);
   if (!spec) {
-    llvm::errs() << "xfc import: error: " << llvm::toString(spec.takeError()) << "\n";
+    say("error", llvm::toString(spec.takeError()));
     return 1;
   }
   if (llvm::Error e = writeText(output, *spec)) {
-    llvm::errs() << "xfc import: error: " << llvm::toString(std::move(e)) << "\n";
+    say("error", llvm::toString(std::move(e)));
     return 1;
   }
   return 0;
