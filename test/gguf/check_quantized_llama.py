@@ -132,11 +132,21 @@ def check_tuned_blocks(xfc, spec, defines, path, rng):
     and the build with that database still matches the oracle."""
     failures = []
     db = path("tuned.db")
-    run([xfc, "tune", spec, *defines, "--quantized-like", path("model.gguf"), "--budget", "1s",
-         "--lengths", "1,7", "--db", db])
-    with open(db) as f:
-        entries = json.load(f)["entries"]
-    for dtype in ("q8_0", "q4_0", "q4_1"):
+    dtypes = ("q8_0", "q4_0", "q4_1")
+    # The budget is a bound (docs/tuning.md): a run may end before the last kernel — or before
+    # its first batch, whose kernels compile from nothing, is done: then it writes nothing — and
+    # the next run starts with the kernels the database has no entry for; runs until every
+    # block type has an entry.
+    entries = []
+    for _ in range(10):
+        run([xfc, "tune", spec, *defines, "--quantized-like", path("model.gguf"), "--budget",
+             "5s", "--lengths", "1,7", "--db", db])
+        if os.path.exists(db):
+            with open(db) as f:
+                entries = json.load(f)["entries"]
+        if all(any(f":{d}" in e["kernel"] for e in entries) for d in dtypes):
+            break
+    for dtype in dtypes:
         tuned = [e for e in entries if f":{dtype}" in e["kernel"]]
         if not tuned:
             failures.append(f"xfc tune: no {dtype} GEMM in the database")
