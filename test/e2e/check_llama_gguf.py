@@ -252,7 +252,7 @@ def check_q8_decode(args, work):
         llama_cpp(args.llama_cpp_python, args.gguf, what, ids_path, cpp_runs[what])
     pairs = {name: Comparison() for name in (
         "q8-cpp", "q8-cpp32", "q8-cppfa", "exact-cpp", "cpp-cpp32", "cpp-cppfa", "q8-exact",
-        "cpp-exact")}
+        "cpp-exact", "q8prefill-cpp")}
     gaps = []  # the exact build's logit gap between xf q8's and llama.cpp's tokens
     out = os.path.join(work, "out.npy")
     with np.load(cpp_runs["logits"]) as cpp_all, np.load(cpp_runs["logits-f32-cache"]) as \
@@ -264,6 +264,10 @@ def check_q8_decode(args, work):
             q8 = np.load(out).astype(np.float64)
             run([blocks_exe, "--weights", args.gguf, "--tokens", tokens, "--logits-out", out])
             exact = np.load(out).astype(np.float64)
+            # xf q8 in one forward: its prefill GEMMs round their inputs too where the CPU has
+            # AVX-512 VNNI (xfrt_block_gemm), as llama.cpp's batch does; else the exact path.
+            run([q8_exe, "--weights", args.gguf, "--tokens", tokens, "--logits-out", out])
+            pairs["q8prefill-cpp"].add(i, np.load(out).astype(np.float64), cpp_all[f"arr_{i}"])
             cpp, cpp32, cppfa = (a[f"arr_{i}"] for a in (cpp_all, cpp32_all, cppfa_all))
             for name, x, y in (("q8-cpp", q8, cpp), ("q8-cpp32", q8, cpp32),
                                ("q8-cppfa", q8, cppfa), ("exact-cpp", exact, cpp),
@@ -288,6 +292,10 @@ def check_q8_decode(args, work):
           f"attention: {pairs['q8-cppfa'].describe()}")
     print(f"  xf exact (blocks build, no 8-bit inputs, one forward) vs llama.cpp default: "
           f"{pairs['exact-cpp'].describe()}")
+    prefill = pairs["q8prefill-cpp"]
+    print(f"  xf q8 in one forward (prefill rows rounded where xfrt_block_gemm runs) vs "
+          f"llama.cpp default: {prefill.describe()}; logit correlation "
+          f"{prefill.correlation():.6f}")
     print(f"  llama.cpp against itself: f16 vs f32 KV {self_kv.describe()}; flash attention off "
           f"vs on {self_fa.describe()}")
     print(f"  rms vs the exact build: llama.cpp {cpp_rms:.3f}, xf q8 {q8_rms:.3f}; rms xf q8 vs "
@@ -303,6 +311,9 @@ def check_q8_decode(args, work):
     if not main.agreement() >= MIN_TOP1_Q8:
         failures.append(f"q8 vs llama.cpp: top-1 agreement {main.agreement():.4f} < "
                         f"{MIN_TOP1_Q8}")
+    if not (prefill.correlation() >= MIN_CORRELATION and prefill.agreement() >= MIN_TOP1_Q8):
+        failures.append(f"q8 one forward vs llama.cpp: correlation {prefill.correlation():.6f}, "
+                        f"top-1 agreement {prefill.agreement():.4f}")
     # Every position where the two pick different tokens is a near-tie of the exact model: its
     # logits for the two closer than twice llama.cpp's rms deviation from it plus xf q8's.
     # Measured: largest gap 0.33 of a bound 0.80; with variants of the 8-bit rounding (ggml's
