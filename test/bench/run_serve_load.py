@@ -55,7 +55,7 @@ def main():
     ap.add_argument("--spec", default="L=4,H=4,d_e=256,d_mlp=1024,N_V=300,l_max=256")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="xf-serve-load-bench-") as tmp:
-        exe = load.build(args.xfc, tmp, args.spec)
+        exe = load.build_gpt2(args.xfc, tmp, args.spec)
         calm = one_run(exe, args, 0)
         faulted = one_run(exe, args, args.hostile)
     report = {"spec": args.spec, "good": args.good, "hostile": args.hostile,

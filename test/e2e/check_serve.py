@@ -168,10 +168,16 @@ def check_error(server, what, status, body, want_status, param=None, method="POS
     expect(ok, f"{what}: {s} param={got_param} ({err['message'] if shape else err!r})")
 
 
-def completions(xfc, work):
+def build_gpt2(xfc, work, hparams):
+    """examples/gpt2.xf built as WORK/gpt2 at the hyperparameters "K=V,K=V,..."; its path."""
     exe = os.path.join(work, "gpt2")
     run([xfc, os.path.join(ROOT, "examples", "gpt2.xf"),
-         *[a for kv in GPT2.split(",") for a in ("-D", kv)], "-o", exe])
+         *[a for kv in hparams.split(",") for a in ("-D", kv)], "-o", exe])
+    return exe
+
+
+def completions(xfc, work):
+    exe = build_gpt2(xfc, work, GPT2)
     tdir = os.path.join(work, "bpe")
     eot = write_bpe(tdir)
     weights = ["--random-weights", "5"]

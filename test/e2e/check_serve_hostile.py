@@ -33,7 +33,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_serve import ROOT, TIMEOUT, ServerProcess, expect, failures, run  # noqa: E402
+from check_serve import TIMEOUT, ServerProcess, build_gpt2, expect, failures  # noqa: E402
 
 # A decoder slow enough per sequence (positions up to 1024) that work can be cancelled.
 GPT2 = "L=2,H=2,d_e=256,d_mlp=512,N_V=300,l_max=1024"
@@ -443,9 +443,7 @@ def main():
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="xf-serve-hostile-") as tmp:
         work = args.workdir or tmp
-        exe = os.path.join(work, "gpt2")
-        run([args.xfc, os.path.join(ROOT, "examples", "gpt2.xf"),
-             *[a for kv in GPT2.split(",") for a in ("-D", kv)], "-o", exe])
+        exe = build_gpt2(args.xfc, work, GPT2)
         weights = ["--random-weights", "5", "--eos", "none"]  # sequences run to max_tokens
         log = os.path.join(work, "access.log")
         server = ServerProcess([exe, *weights, "--serve", "--port", "0", "--request-timeout", "2",

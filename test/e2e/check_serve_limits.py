@@ -38,7 +38,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import check_serve  # noqa: E402  (ServerProcess, expect, check_error, run)
-from check_serve import ROOT, TIMEOUT, ServerProcess, check_error, expect, run  # noqa: E402
+from check_serve import ROOT, TIMEOUT, ServerProcess, build_gpt2, check_error, expect, run  # noqa: E402
 
 GPT2 = "L=2,H=2,d_e=128,d_mlp=256,N_V=300,l_max=4096"  # 2 KiB of KV per position
 MINILM = "L=2,H=2,d_e=128,d_mlp=512,N_V=200,l_max=40"  # passes of ~1 ms: a wide window
@@ -327,9 +327,7 @@ def main():
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="xf-serve-limits-") as tmp:
         work = args.workdir or tmp
-        exe = os.path.join(work, "gpt2")
-        run([args.xfc, os.path.join(ROOT, "examples", "gpt2.xf"),
-             *[a for kv in GPT2.split(",") for a in ("-D", kv)], "-o", exe])
+        exe = build_gpt2(args.xfc, work, GPT2)
         weights = ["--random-weights", "5"]
         memory_and_budget(exe, weights)
         cancellation(exe, weights)

@@ -32,7 +32,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from check_serve import ROOT, TIMEOUT, ServerProcess, expect, failures, run  # noqa: E402
+from check_serve import TIMEOUT, ServerProcess, build_gpt2, expect, failures  # noqa: E402
 from check_serve_hostile import read_response, request_bytes, JSON  # noqa: E402
 
 GPT2 = "L=2,H=2,d_e=128,d_mlp=256,N_V=300,l_max=128"
@@ -221,13 +221,6 @@ def load_run(server, good, hostile, requests, max_tokens):
     return tally
 
 
-def build(xfc, work, spec):
-    exe = os.path.join(work, "gpt2")
-    run([xfc, os.path.join(ROOT, "examples", "gpt2.xf"),
-         *[a for kv in spec.split(",") for a in ("-D", kv)], "-o", exe])
-    return exe
-
-
 def start(exe, batch, extra=()):
     return ServerProcess([exe, "--random-weights", "5", "--eos", "none", "--serve", "--port", "0",
                           "--batch", str(batch), "--request-timeout", "3", *extra])
@@ -257,7 +250,7 @@ def main():
     ap.add_argument("--max-tokens", type=int, default=16)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="xf-serve-load-") as tmp:
-        exe = build(args.xfc, args.workdir or tmp, GPT2)
+        exe = build_gpt2(args.xfc, args.workdir or tmp, GPT2)
         server = start(exe, 4)
         try:
             tally = load_run(server, args.good, args.hostile, args.requests, args.max_tokens)
