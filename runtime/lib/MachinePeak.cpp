@@ -163,31 +163,41 @@ double measureReadBandwidth(int threads) {
   return double(n) * 4 / best * 1e-9;
 }
 
-ProductPeaks measureProductPeaks(int threads, long iterations, bool withBf16) {
+namespace {
+bool hasFlag(const std::string &flags, const char *flag) {
+  return (" " + flags + " ").find(std::string(" ") + flag + " ") != std::string::npos;
+}
+
+// measureProductPeaks with the bf16 loop run where `bf16` (the CPU has it).
+ProductPeaks productPeaks(int threads, long iterations, bool bf16) {
   const bool avx512 = __builtin_cpu_supports("avx512f");
   const int lanes = avx512 ? 16 : 8;
-  // The OS-level flag (cpuinfo), as for MachinePeak::flags.
-  withBf16 = withBf16 && (" " + cpuInfoField("flags") + " ").find(" avx512_bf16 ") !=
-                             std::string::npos;
   volatile float sink = 0;
   auto seconds = [&](float (*loop)(long)) {
     return timeOnThreads(threads, [&](int) { sink = loop(iterations); });
   };
   // Passes interleaved, best of 3 each: on a shared machine both products then see the same
   // neighbours, and their ratio (what --bf16-products=auto reads) holds.
-  double fp32 = 1e30, bf16 = 1e30;
+  double fp32 = 1e30, bf16Seconds = 1e30;
   for (int rep = 0; rep < 3; ++rep) {
     fp32 = std::min(fp32, seconds(avx512 ? fmaLoop512 : fmaLoop256));
-    if (withBf16)
-      bf16 = std::min(bf16, seconds(dotBf16Loop512));
+    if (bf16)
+      bf16Seconds = std::min(bf16Seconds, seconds(dotBf16Loop512));
   }
   (void)sink;
   // 12 chains of one FMA (2 FLOP a lane) or one 2-way bf16 dot (4 FLOP a lane) per iteration.
   ProductPeaks peaks;
   peaks.fp32 = threads * double(iterations) * 12 * lanes * 2 * 1e-9 / fp32;
-  if (withBf16)
-    peaks.bf16 = threads * double(iterations) * 12 * 16 * 4 * 1e-9 / bf16;
+  if (bf16)
+    peaks.bf16 = threads * double(iterations) * 12 * 16 * 4 * 1e-9 / bf16Seconds;
   return peaks;
+}
+} // namespace
+
+ProductPeaks measureProductPeaks(int threads, long iterations, bool withBf16) {
+  // The OS-level flag (cpuinfo), as for MachinePeak::flags.
+  return productPeaks(threads, iterations,
+                      withBf16 && hasFlag(cpuInfoField("flags"), "avx512_bf16"));
 }
 
 bool bf16ProductsPay(const ProductPeaks &peaks) {
@@ -201,10 +211,11 @@ MachinePeak measurePeak(int threads, bool withBf16) {
   // The flags that matter for these kernels, not the whole list.
   for (const char *f : {"avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_bf16",
                         "avx512_vnni", "amx_tile", "amx_bf16"})
-    if ((" " + flags + " ").find(std::string(" ") + f + " ") != std::string::npos)
+    if (hasFlag(flags, f))
       peak.flags += (peak.flags.empty() ? "" : " ") + std::string(f);
   peak.isa = __builtin_cpu_supports("avx512f") ? "avx512 fma" : "avx2 fma";
-  ProductPeaks products = measureProductPeaks(threads, kIterations, withBf16);
+  ProductPeaks products =
+      productPeaks(threads, kIterations, withBf16 && hasFlag(flags, "avx512_bf16"));
   peak.gflops = products.fp32;
   peak.bf16Gflops = products.bf16;
   peak.readGBs = measureReadBandwidth(threads);
