@@ -158,6 +158,27 @@ void Lexer::advance(size_t bytes) {
   }
 }
 
+void Lexer::openBracket(int l, int c) {
+  if (open.size() < kMaxOpen)
+    open.push_back(Location{file, l, c});
+  else
+    ++deeper;
+}
+
+void Lexer::closeBracket() {
+  if (deeper)
+    --deeper;
+  else if (!open.empty())
+    open.pop_back();
+}
+
+std::optional<Location> Lexer::bracketOpenBefore(int line) const {
+  for (auto it = open.rbegin(); it != open.rend(); ++it)
+    if (it->line < line)
+      return *it;
+  return std::nullopt;
+}
+
 Token Lexer::make(TokenKind kind, std::string spelling, int l, int c) const {
   return Token{kind, std::move(spelling), Location{file, l, c}};
 }
@@ -165,7 +186,7 @@ Token Lexer::make(TokenKind kind, std::string spelling, int l, int c) const {
 void Lexer::skipSpaceAndComments() {
   while (pos < buffer.size()) {
     char c = peek();
-    if (c == ' ' || c == '\t' || c == '\r' || (c == '\n' && nesting > 0)) {
+    if (c == ' ' || c == '\t' || c == '\r' || (c == '\n' && !open.empty())) {
       advance(1);
     } else if (c == '#' || buffer.substr(pos).starts_with("▷")) {
       while (pos < buffer.size() && peek() != '\n')
@@ -206,16 +227,16 @@ Token Lexer::next() {
     };
     switch (ch) {
     case '(':
-      ++nesting;
+      openBracket(l, c);
       return single(TokenKind::LParen, 1);
     case '[':
-      ++nesting;
+      openBracket(l, c);
       return single(TokenKind::LBracket, 1);
     case ')':
-      nesting = std::max(0, nesting - 1);
+      closeBracket();
       return single(TokenKind::RParen, 1);
     case ']':
-      nesting = std::max(0, nesting - 1);
+      closeBracket();
       return single(TokenKind::RBracket, 1);
     case ',':
       return single(TokenKind::Comma, 1);

@@ -48,6 +48,7 @@ static bool isBlockKeyword(const Token &tok) {
 }
 
 void Parser::recover() {
+  lexer.closeBrackets();
   while (!tok.is(TokenKind::Eof) && !tok.is(TokenKind::Newline) &&
          !isBlockKeyword(tok))
     consume();
@@ -78,7 +79,15 @@ bool Parser::errorExpected(llvm::StringRef what, llvm::StringRef context) {
     found = "'" + tok.spelling + "'";
   }
   std::string where = context.empty() ? "" : " " + context.str();
-  return error(tok.loc, "expected " + what + where + ", found " + found);
+  bool first = !panicking;
+  error(tok.loc, "expected " + what + where + ", found " + found);
+  // A line break inside brackets joins lines, so an unclosed bracket shows
+  // up as an error on a later line: point at the bracket too.
+  if (std::optional<Location> bracket = lexer.bracketOpenBefore(tok.loc.line);
+      bracket && first)
+    diags.note(*bracket, "this bracket is not closed: a line break inside "
+                         "brackets continues the statement");
+  return false;
 }
 
 bool Parser::expect(TokenKind kind, llvm::StringRef context) {

@@ -13,6 +13,9 @@
 
 #include "xf/Spec/Token.h"
 
+#include <optional>
+#include <vector>
+
 namespace xf::spec {
 
 class Lexer {
@@ -24,7 +27,19 @@ public:
   /// Error token whose spelling says what is wrong.
   Token next();
 
+  /// The innermost bracket still open that was opened on a line before
+  /// `line`: a line break inside it joined the lines, so an error there is
+  /// most likely a bracket left unclosed.
+  std::optional<Location> bracketOpenBefore(int line) const;
+
+  /// Forgets the open brackets, so the next line break ends a statement
+  /// again: the parser's error recovery resynchronises at a line.
+  void closeBrackets() { open.clear(), deeper = 0; }
+
 private:
+  void openBracket(int line, int col);
+  void closeBracket();
+
   Token make(TokenKind kind, std::string spelling, int line, int col) const;
   Token lexIdentifier(int line, int col);
   Token lexNumber(int line, int col);
@@ -38,7 +53,11 @@ private:
   std::shared_ptr<std::string> file;
   size_t pos = 0;
   int line = 1, col = 1;
-  int nesting = 0;            // open ( and [: newlines inside are spaces
+  // Open ( and [ (newlines inside are spaces): where each was opened, the
+  // first kMaxOpen of them; `deeper` counts the rest.
+  static constexpr size_t kMaxOpen = 256;
+  std::vector<Location> open;
+  size_t deeper = 0;
   bool lastWasNewline = true; // collapse blank lines into one Newline
 };
 
