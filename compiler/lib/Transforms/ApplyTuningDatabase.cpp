@@ -49,6 +49,13 @@ FailureOr<Attribute> parseSchedule(MLIRContext *ctx, llvm::StringRef text, std::
   return attr;
 }
 
+/// @forward_packed repeats @forward's kernels: its messages about the
+/// database as a whole would repeat @forward's.
+bool repeatsForward(func::FuncOp func) {
+  auto module = func->getParentOfType<ModuleOp>();
+  return func.getName() == "forward_packed" && module && module.lookupSymbol("forward");
+}
+
 struct ApplyTuningDatabasePass : xf::impl::ApplyTuningDatabaseBase<ApplyTuningDatabasePass> {
   using ApplyTuningDatabaseBase::ApplyTuningDatabaseBase;
 
@@ -58,7 +65,10 @@ struct ApplyTuningDatabasePass : xf::impl::ApplyTuningDatabaseBase<ApplyTuningDa
     func::FuncOp forward = getOperation();
     llvm::Expected<tuning::TuningDatabase> loaded = tuning::TuningDatabase::load(db);
     if (!loaded) {
-      forward.emitError() << "tuning database: " << llvm::toString(loaded.takeError());
+      // @forward_packed reads the same file: one error, @forward's.
+      std::string message = llvm::toString(loaded.takeError());
+      if (!repeatsForward(forward))
+        forward.emitError() << "tuning database: " << message;
       return signalPassFailure();
     }
     MLIRContext *ctx = &getContext();
@@ -96,8 +106,7 @@ struct ApplyTuningDatabasePass : xf::impl::ApplyTuningDatabaseBase<ApplyTuningDa
                     *schedule);
       k.op->setAttr("xf.tuned", UnitAttr::get(ctx));
     }
-    // @forward_packed repeats @forward's kernels: its warnings would repeat @forward's.
-    if (forward.getName() == "forward_packed")
+    if (repeatsForward(forward))
       return;
     if (!tunedElsewhere.empty())
       forward.emitWarning() << "tuning database '" << db << "': " << tunedElsewhere.size()
