@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Options.h"
-#include "CheckFaults.h"
+#include "xf/Check/CheckFaults.h"
 
 #include "xf/Codegen/HalideKernels.h"
 #include "xfrt/MessageText.h"
@@ -150,7 +150,7 @@ cl::opt<bool> check("check", cl::init(false),
                              "--quantized-like, on random ggml blocks"),
                     cl::cat(xfcCategory));
 cl::opt<std::string>
-    checkFault("check-fault", cl::Hidden, cl::desc(xfc::kCheckFaultHelp),
+    checkFault("check-fault", cl::Hidden, cl::desc(mlir::xf::check::kCheckFaultHelp),
                cl::value_desc("epilogue|schedule|loop|fusion|packed|cached-packed"),
                cl::cat(xfcCategory));
 
@@ -307,7 +307,7 @@ static bool refuseCombinations() {
     llvm::errs() << "xfc: error: --emit=ptx needs a CUDA target (--target cuda)\n";
     return false;
   }
-  if (checkFault.getNumOccurrences() && (!check || !xfc::isCheckFault(checkFault))) {
+  if (checkFault.getNumOccurrences() && (!check || !mlir::xf::check::isCheckFault(checkFault))) {
     llvm::errs()
         << "xfc: error: --check-fault=" << checkFault
         << ": expected epilogue, schedule, loop, fusion, packed or cached-packed, with --check\n";

@@ -12,7 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "Bf16Products.h"
-#include "Check.h"
+#include "xf/Check/Check.h"
 #include "Files.h"
 #include "Import.h"
 #include "Options.h"
@@ -285,7 +285,7 @@ static mlir::LogicalResult runCheck(mlir::ModuleOp xfModule, mlir::ModuleOp kern
                     "(test/e2e/check_examples.py --kv-cache-type f16)\n";
     return mlir::failure();
   }
-  xfc::CheckOptions options;
+  mlir::xf::check::CheckOptions options;
   if (tuneLengths.getNumOccurrences() && mlir::failed(parseLengths(options.lengths)))
     return mlir::failure();
   options.seed = tuneSeed;
@@ -300,7 +300,7 @@ static mlir::LogicalResult runCheck(mlir::ModuleOp xfModule, mlir::ModuleOp kern
   if (mlir::failed(openObjectCache(cache)))
     return mlir::failure();
   options.codegen.cache = cache ? &*cache : nullptr;
-  return xfc::checkModel(xfModule, kernels, options, llvm::outs());
+  return mlir::xf::check::checkModel(xfModule, kernels, options, llvm::outs());
 }
 
 /// `xfc tune`: the kernels of the lowered model, tuned into the database.

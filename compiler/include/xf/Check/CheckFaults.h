@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef XFC_CHECKFAULTS_H
-#define XFC_CHECKFAULTS_H
+#ifndef XF_CHECK_CHECKFAULTS_H
+#define XF_CHECK_CHECKFAULTS_H
 
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/Error.h"
@@ -17,7 +17,7 @@ namespace mlir {
 class ModuleOp;
 }
 
-namespace xfc {
+namespace mlir::xf::check {
 
 /// The faults --check-fault injects, as "name: what it breaks" lines.
 extern const char *const kCheckFaultHelp;
@@ -30,6 +30,6 @@ bool isCheckFault(llvm::StringRef name);
 bool isHostFault(llvm::StringRef name);
 llvm::Error injectHostFault(llvm::StringRef name, mlir::ModuleOp host, std::string &what);
 
-} // namespace xfc
+} // namespace mlir::xf::check
 
-#endif // XFC_CHECKFAULTS_H
+#endif // XF_CHECK_CHECKFAULTS_H

@@ -11,7 +11,7 @@
 #include <cstring>
 #include <dlfcn.h>
 
-using namespace xfc;
+using namespace mlir::xf::check;
 
 namespace {
 KernelOutputSink *activeSink = nullptr;
@@ -79,7 +79,8 @@ llvm::Expected<std::unique_ptr<CompiledModel>> CompiledModel::load(const std::st
   model->forwardPacked_ = reinterpret_cast<ForwardPacked>(symbol("xf_forward_packed"));
   model->forwardCachedPacked_ =
       reinterpret_cast<ForwardCachedPacked>(symbol("xf_forward_cached_packed"));
-  model->scratchBytes_ = reinterpret_cast<int64_t (*)(int64_t, int64_t)>(symbol("xf_scratch_bytes"));
+  model->scratchBytes_ =
+      reinterpret_cast<int64_t (*)(int64_t, int64_t)>(symbol("xf_scratch_bytes"));
   model->cacheBytes_ = reinterpret_cast<int64_t (*)(int64_t)>(symbol("xf_cache_bytes"));
   if (!manifestText || !prepare || !model->forward_ || !model->forwardCached_ ||
       !model->forwardPacked_ || !model->forwardCachedPacked_ || !model->scratchBytes_ ||

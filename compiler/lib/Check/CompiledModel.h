@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef XFC_COMPILEDMODEL_H
-#define XFC_COMPILEDMODEL_H
+#ifndef XF_CHECK_COMPILEDMODEL_H
+#define XF_CHECK_COMPILEDMODEL_H
 
 #include "xfrt/AlignedBuffer.h"
 #include "xfrt/Manifest.h"
@@ -21,7 +21,7 @@
 #include <memory>
 #include <vector>
 
-namespace xfc {
+namespace mlir::xf::check {
 
 /// Receives every kernel's output while set (xf_check_kernel_output): `out`
 /// holds `rows` rows `stride` floats apart, and may be overwritten.
@@ -101,6 +101,6 @@ private:
   int64_t (*cacheBytes_)(int64_t) = nullptr;
 };
 
-} // namespace xfc
+} // namespace mlir::xf::check
 
-#endif // XFC_COMPILEDMODEL_H
+#endif // XF_CHECK_COMPILEDMODEL_H

@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef XFC_CHECK_H
-#define XFC_CHECK_H
+#ifndef XF_CHECK_CHECK_H
+#define XF_CHECK_CHECK_H
 
 #include "xf/Conversion/LowerToHost.h"
 #include "xf/Pipelines/Pipelines.h"
@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-namespace xfc {
+namespace mlir::xf::check {
 
 struct CheckOptions {
   /// Sequence lengths; empty: 1, 37 and 128, capped at the model's positions.
@@ -51,6 +51,6 @@ std::string sourceLine(mlir::Location loc);
 mlir::LogicalResult checkModel(mlir::ModuleOp xf, mlir::ModuleOp kernels,
                                const CheckOptions &options, llvm::raw_ostream &out);
 
-} // namespace xfc
+} // namespace mlir::xf::check
 
-#endif // XFC_CHECK_H
+#endif // XF_CHECK_CHECK_H

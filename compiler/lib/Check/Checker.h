@@ -7,10 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef XFC_CHECKER_H
-#define XFC_CHECKER_H
+#ifndef XF_CHECK_CHECKER_H
+#define XF_CHECK_CHECKER_H
 
-#include "Check.h"
+#include "xf/Check/Check.h"
 #include "CompiledModel.h"
 
 #include "xf/Interpreter/Interpreter.h"
@@ -24,7 +24,7 @@
 #include <memory>
 #include <optional>
 
-namespace xfc {
+namespace mlir::xf::check {
 
 // The checker's files read as if inside mlir::xf.
 namespace interp = mlir::xf::interp;
@@ -85,7 +85,7 @@ std::vector<int32_t> randomTokens(uint64_t seed, uint64_t stream, int64_t count,
 
 /// Compares each kernel's output with the interpreter's value of its op and
 /// replaces it by that value (rounded to float32).
-class Bisector : public xfc::KernelOutputSink {
+class Bisector : public mlir::xf::check::KernelOutputSink {
 public:
   struct Call {
     int32_t site;
@@ -128,7 +128,7 @@ public:
 
 class Checker {
 public:
-  Checker(ModuleOp xf, ModuleOp kernels, const xfc::CheckOptions &options, llvm::raw_ostream &out)
+  Checker(ModuleOp xf, ModuleOp kernels, const CheckOptions &options, llvm::raw_ostream &out)
       : xf(xf), kernels(kernels), options(options), out(out) {}
 
   LogicalResult run();
@@ -178,11 +178,11 @@ private:
   }
 
   ModuleOp xf, kernels;
-  const xfc::CheckOptions &options;
+  const CheckOptions &options;
   llvm::raw_ostream &out;
   OwningOpRef<ModuleOp> built; // the module compiled (a copy of kernels, perhaps with a fault)
   HostProgram program;
-  std::unique_ptr<xfc::CompiledModel> model;
+  std::unique_ptr<CompiledModel> model;
   std::vector<Operation *> siteReference; // per site: the op of `kernels` it computes
   /// Parameter i as float32: a bfloat16 one widened exactly (its bits are a
   /// float32's top half), ggml blocks dequantized, once.
@@ -190,6 +190,6 @@ private:
   std::map<size_t, std::vector<float>> widened;
 };
 
-} // namespace xfc
+} // namespace mlir::xf::check
 
-#endif // XFC_CHECKER_H
+#endif // XF_CHECK_CHECKER_H

@@ -18,9 +18,9 @@
 #include <array>
 
 using namespace mlir;
-using namespace xfc;
+using namespace mlir::xf::check;
 
-std::vector<int32_t> xfc::randomTokens(uint64_t seed, uint64_t stream, int64_t count,
+std::vector<int32_t> mlir::xf::check::randomTokens(uint64_t seed, uint64_t stream, int64_t count,
                                        int64_t vocab) {
   xfrt::Pcg32 rng(seed, stream);
   std::vector<int32_t> tokens;
@@ -195,7 +195,7 @@ LogicalResult Checker::checkCachedPacked(int64_t l) {
     if (llvm::Error e = model->startCaches(int64_t(sequences.size())))
       return e;
     for (const std::vector<Item> &call : calls) {
-      std::vector<xfc::CompiledModel::CachedSequence> batch;
+      std::vector<CompiledModel::CachedSequence> batch;
       if (bisector)
         bisector->batchRows.clear(), bisector->newestRows.clear();
       for (auto [seq, start, n] : call) {

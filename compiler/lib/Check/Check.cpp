@@ -14,7 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "CheckFaults.h"
+#include "xf/Check/CheckFaults.h"
 #include "Checker.h"
 
 #include "xf/Codegen/KernelSchedules.h"
@@ -36,21 +36,21 @@
 
 using namespace mlir;
 using namespace mlir::xf;
-using namespace xfc;
+using namespace mlir::xf::check;
 
 /// Rows [0, rows) of `out` against rows first.. of `ref`.
-Comparison xfc::compare(const float *out, int64_t rows, int64_t stride, const Tensor &ref,
-                        int64_t first) {
+Comparison mlir::xf::check::compare(const float *out, int64_t rows, int64_t stride,
+                                    const Tensor &ref, int64_t first) {
   return compareRows(out, rows, stride, ref, [first](int64_t r) { return first + r; });
 }
 
 /// The larger of two errors; a NaN counts as larger.
-void xfc::keepWorst(Comparison &worst, const Comparison &c) {
+void mlir::xf::check::keepWorst(Comparison &worst, const Comparison &c) {
   if (!(c.err <= worst.err))
     worst = c;
 }
 
-Comparison xfc::compare(const Tensor &a, const Tensor &b) {
+Comparison mlir::xf::check::compare(const Tensor &a, const Tensor &b) {
   Comparison c;
   for (size_t i = 0; i < a.data.size(); ++i) {
     double diff = std::fabs(a.data[i] - b.data[i]);
@@ -64,7 +64,7 @@ Comparison xfc::compare(const Tensor &a, const Tensor &b) {
   return c;
 }
 
-std::string xfc::sourceLine(Location loc) {
+std::string mlir::xf::check::sourceLine(Location loc) {
   std::string text;
   loc->walk([&](Location l) {
     if (auto file = dyn_cast<FileLineColLoc>(l); file && text.empty())
@@ -129,14 +129,14 @@ LogicalResult Checker::build() {
   if (options.fault == "fusion") {
     // A wrong fusion pass: the kernel-level module itself (built and interpreted) changed.
     std::string what;
-    if (llvm::Error e = xfc::injectFault("epilogue", kernels, what))
+    if (llvm::Error e = injectFault("epilogue", kernels, what))
       return fail(llvm::toString(std::move(e)));
     out << "xfc: check: injected fault: the fused module: " << what << "\n";
   }
   built = OwningOpRef<ModuleOp>(cast<ModuleOp>(kernels->clone()));
-  if (!options.fault.empty() && options.fault != "fusion" && !xfc::isHostFault(options.fault)) {
+  if (!options.fault.empty() && options.fault != "fusion" && !isHostFault(options.fault)) {
     std::string what;
-    if (llvm::Error e = xfc::injectFault(options.fault, *built, what))
+    if (llvm::Error e = injectFault(options.fault, *built, what))
       return fail(llvm::toString(std::move(e)));
     out << "xfc: check: injected fault: " << what << "\n";
   }
@@ -148,9 +148,9 @@ LogicalResult Checker::build() {
   if (failed(lowered))
     return failure();
   program = std::move(*lowered);
-  if (xfc::isHostFault(options.fault)) {
+  if (isHostFault(options.fault)) {
     std::string what;
-    if (llvm::Error e = xfc::injectHostFault(options.fault, *program.module, what))
+    if (llvm::Error e = injectHostFault(options.fault, *program.module, what))
       return fail(llvm::toString(std::move(e)));
     out << "xfc: check: injected fault: " << what << "\n";
   }
@@ -171,7 +171,7 @@ LogicalResult Checker::build() {
   codegen.sharedLibrary = true;
   llvm::Error err = buildExecutable(program, codegen, library);
   if (!err) {
-    auto loaded = xfc::CompiledModel::load(std::string(library), options.seed);
+    auto loaded = CompiledModel::load(std::string(library), options.seed);
     if (loaded)
       model = std::move(*loaded);
     else
@@ -186,7 +186,7 @@ LogicalResult Checker::build() {
 void Checker::describeSite(int32_t site, llvm::raw_ostream &os, std::string &schedule) {
   const xfrt::KernelSpec &k = model->manifest().kernels[site];
   Operation *op = program.siteOps[site];
-  os << k.name << " (" << xfc::sourceLine(op->getLoc()) << ", ";
+  os << k.name << " (" << sourceLine(op->getLoc()) << ", ";
   MLIRContext *ctx = op->getContext();
   llvm::raw_string_ostream s(schedule);
   for (const GemmKernelSpec &spec : program.gemms)
@@ -241,9 +241,9 @@ LogicalResult Checker::bisect(Runs runs, llvm::function_ref<llvm::Error(Bisector
     auto it = op ? kept.find(op) : kept.end();
     bisector.reference.push_back(it == kept.end() ? nullptr : &it->second);
   }
-  xfc::CompiledModel::setSink(&bisector);
+  CompiledModel::setSink(&bisector);
   llvm::Error e = calls(bisector);
-  xfc::CompiledModel::setSink(nullptr);
+  CompiledModel::setSink(nullptr);
   if (e)
     return fail(llvm::toString(std::move(e)));
   const Bisector::Call *bad = nullptr;
@@ -318,8 +318,9 @@ LogicalResult Checker::run() {
   return success(ok);
 }
 
-mlir::LogicalResult xfc::checkModel(ModuleOp xf, ModuleOp kernels, const CheckOptions &options,
-                                    llvm::raw_ostream &out) {
+mlir::LogicalResult mlir::xf::check::checkModel(ModuleOp xf, ModuleOp kernels,
+                                                const CheckOptions &options,
+                                                llvm::raw_ostream &out) {
   Checker checker(xf, kernels, options, out);
   return checker.run();
 }

@@ -22,8 +22,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Check.h"
-#include "CheckFaults.h"
+#include "xf/Check/Check.h"
+#include "xf/Check/CheckFaults.h"
 
 #include "xf/Codegen/KernelSchedules.h"
 #include "xf/IR/XfOps.h"
@@ -35,7 +35,7 @@
 
 using namespace mlir;
 using namespace mlir::xf;
-using xfc::sourceLine;
+using mlir::xf::check::sourceLine;
 
 namespace {
 llvm::Error fail(const llvm::Twine &message) {
@@ -112,7 +112,7 @@ llvm::Error wrongLoopKernel(func::FuncOp module, std::string &what) {
 }
 } // namespace
 
-const char *const xfc::kCheckFaultHelp =
+const char *const mlir::xf::check::kCheckFaultHelp =
     "Test only: build a fault into the checked executable, which --check must name "
     "(epilogue: a GEMM's activation changed; schedule: a GEMM's K blocking drops the tail of "
     "K; loop: a LayerNorm/RMSNorm loop kernel with eps + 1; fusion: the epilogue fault made by the "
@@ -120,14 +120,17 @@ const char *const xfc::kCheckFaultHelp =
     "not restarted per sequence; cached-packed: xf_forward_cached_packed's positions taken from "
     "the sequence's first row in the batch, not from its start)";
 
-bool xfc::isCheckFault(llvm::StringRef name) {
+bool mlir::xf::check::isCheckFault(llvm::StringRef name) {
   return name == "epilogue" || name == "schedule" || name == "loop" || name == "fusion" ||
          isHostFault(name);
 }
 
-bool xfc::isHostFault(llvm::StringRef name) { return name == "packed" || name == "cached-packed"; }
+bool mlir::xf::check::isHostFault(llvm::StringRef name) {
+  return name == "packed" || name == "cached-packed";
+}
 
-llvm::Error xfc::injectHostFault(llvm::StringRef name, ModuleOp host, std::string &what) {
+llvm::Error mlir::xf::check::injectHostFault(llvm::StringRef name, ModuleOp host,
+                                             std::string &what) {
   llvm::StringRef entry = name == "packed" ? "xf_forward_packed" : "xf_forward_cached_packed";
   auto function = host.lookupSymbol<func::FuncOp>(entry);
   func::CallOp call;
@@ -147,7 +150,8 @@ llvm::Error xfc::injectHostFault(llvm::StringRef name, ModuleOp host, std::strin
   return llvm::Error::success();
 }
 
-llvm::Error xfc::injectFault(llvm::StringRef name, ModuleOp kernels, std::string &what) {
+llvm::Error mlir::xf::check::injectFault(llvm::StringRef name, ModuleOp kernels,
+                                         std::string &what) {
   auto inject = name == "epilogue"   ? wrongEpilogue
                 : name == "schedule" ? droppedKTail
                 : name == "loop"     ? wrongLoopKernel
