@@ -12,6 +12,7 @@
 #include "xfrt/MappedFile.h"
 #include "xfrt/OutputFile.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -21,13 +22,29 @@
 
 namespace xfrt {
 namespace {
-// One machine's entry: {"gflops": G, "read_gbs": B}, both positive.
-bool readCeilings(const JsonValue &entry, double &gflops, double &gbs) {
+// One machine's entry: {"gflops": G, "read_gbs": B, "load": L}, G and B positive; L (the
+// load average when measured) is absent in files written before it was kept: then -1.
+bool readCeilings(const JsonValue &entry, double &gflops, double &gbs, double &load) {
   const JsonValue *g = entry.find("gflops"), *b = entry.find("read_gbs");
   if (!g || !b || !g->isNumber() || !b->isNumber() || g->number <= 0 || b->number <= 0)
     return false;
+  const JsonValue *l = entry.find("load");
   gflops = g->number, gbs = b->number;
+  load = l && l->isNumber() && l->number >= 0 ? l->number : -1;
   return true;
+}
+bool readCeilings(const JsonValue &entry, double &gflops, double &gbs) {
+  double load;
+  return readCeilings(entry, gflops, gbs, load);
+}
+int onlineCpus() {
+  long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? int(n) : 1;
+}
+std::string loadNote(double load, int cpus) {
+  char text[96];
+  std::snprintf(text, sizeof text, "at load average %.1f on %d CPUs", load, cpus);
+  return text;
 }
 // A machine cache is an object of ceilings entries only (empty at first): any other file at
 // $XF_MACHINE_FILE (notes, a tokenizer.json, ...) is the user's, read but never rewritten.
@@ -41,6 +58,26 @@ bool isMachineCache(const JsonValue &root) {
   return true;
 }
 } // namespace
+
+double loadAverage() {
+  std::FILE *f = std::fopen("/proc/loadavg", "r");
+  if (!f)
+    return -1;
+  double load = -1;
+  if (std::fscanf(f, "%lf", &load) != 1)
+    load = -1;
+  std::fclose(f);
+  return load;
+}
+
+bool measuredBusy(double load, int cpus, int threads) {
+  return load >= 0 && load > double(std::max(cpus - threads, 0)) + kBusyLoadMargin;
+}
+
+bool remeasureCeilings(double entryLoad, double nowLoad, int cpus, int threads) {
+  bool entryTrusted = entryLoad >= 0 && !measuredBusy(entryLoad, cpus, threads);
+  return !entryTrusted && nowLoad >= 0 && !measuredBusy(nowLoad, cpus, threads);
+}
 
 std::string defaultMachineCacheFile() {
   std::string base;
@@ -59,6 +96,10 @@ MachineCeilings machineCeilings(int threads, const std::string &cacheFile, std::
                           " | " + std::to_string(threads) + " threads";
   JsonValue root;
   bool keep = !cacheFile.empty();
+  const int cpus = onlineCpus();
+  const double nowLoad = loadAverage();
+  // A busy entry kept for want of a better one: the larger of it and a new measurement.
+  double keptGflops = 0, keptGbs = 0;
   struct stat st;
   if (keep && ::lstat(cacheFile.c_str(), &st) == 0) {
     // A few entries of two numbers: anything near the limit is not this file.
@@ -66,9 +107,14 @@ MachineCeilings machineCeilings(int threads, const std::string &cacheFile, std::
     Expected<JsonValue> parsed = text ? parseJson(*text) : Expected<JsonValue>(text.status());
     if (parsed && isMachineCache(*parsed)) {
       root = std::move(*parsed);
-      double gflops, gbs;
-      if (const JsonValue *e = root.find(key); e && readCeilings(*e, gflops, gbs))
-        return {gflops, gbs, "cache " + cacheFile};
+      double gflops, gbs, load;
+      if (const JsonValue *e = root.find(key); e && readCeilings(*e, gflops, gbs, load)) {
+        if (!remeasureCeilings(load, nowLoad, cpus, threads))
+          return {gflops, gbs,
+                  "cache " + cacheFile +
+                      (measuredBusy(load, cpus, threads) ? ", measured " + loadNote(load, cpus) : "")};
+        keptGflops = gflops, keptGbs = gbs;
+      }
     } else {
       note = cacheFile + ": not a machine cache (" +
              (parsed ? std::string("not an object of ceilings") : parsed.message()) +
@@ -77,25 +123,32 @@ MachineCeilings machineCeilings(int threads, const std::string &cacheFile, std::
     }
   }
   MachinePeak peak = measurePeak(threads);
-  MachineCeilings c{peak.gflops, peak.readGBs, "measured"};
+  // Interference only lowers a peak: a kept busy entry above the new measurement still counts.
+  MachineCeilings c{std::max(peak.gflops, keptGflops), std::max(peak.readGBs, keptGbs),
+                    "measured"};
+  const std::string busy =
+      measuredBusy(nowLoad, cpus, threads) ? " " + loadNote(nowLoad, cpus) : "";
+  c.source += busy;
   if (!keep)
     return c;
   // Keep the other machines' entries; numbers round-trip with %.17g.
   std::string text = "{\n";
   bool first = true;
-  auto entry = [&](const std::string &k, double gflops, double gbs) {
-    char numbers[96];
-    std::snprintf(numbers, sizeof numbers, "{\"gflops\": %.17g, \"read_gbs\": %.17g}", gflops,
-                  gbs);
-    text += (first ? "  " : ",\n  ") + quoteJson(k) + ": " + numbers;
+  auto entry = [&](const std::string &k, double gflops, double gbs, double load) {
+    char numbers[160];
+    int n = std::snprintf(numbers, sizeof numbers,
+                          "{\"gflops\": %.17g, \"read_gbs\": %.17g", gflops, gbs);
+    if (load >= 0)
+      std::snprintf(numbers + n, sizeof numbers - n, ", \"load\": %.2f", load);
+    text += (first ? "  " : ",\n  ") + quoteJson(k) + ": " + numbers + "}";
     first = false;
   };
   for (size_t i = 0; i < root.keys.size(); ++i) {
-    double gflops, gbs;
-    if (root.keys[i] != key && readCeilings(root.items[i], gflops, gbs))
-      entry(root.keys[i], gflops, gbs);
+    double gflops, gbs, load;
+    if (root.keys[i] != key && readCeilings(root.items[i], gflops, gbs, load))
+      entry(root.keys[i], gflops, gbs, load);
   }
-  entry(key, c.gflops, c.readGBs);
+  entry(key, c.gflops, c.readGBs, nowLoad);
   text += "\n}\n";
   std::string dir = cacheFile.substr(0, cacheFile.rfind('/'));
   std::string parent = dir.substr(0, dir.rfind('/'));
@@ -104,7 +157,7 @@ MachineCeilings machineCeilings(int threads, const std::string &cacheFile, std::
   if (Status s = writeFileAtomically(cacheFile, text.data(), text.size()); !s)
     note = "cannot keep the machine's ceilings: " + s.message();
   else
-    c.source = "measured, kept in " + cacheFile;
+    c.source = "measured" + busy + ", kept in " + cacheFile;
   return c;
 }
 

@@ -40,3 +40,19 @@ TEST(MachinePeak, ProductPeaksAreWhatMeasurePeakReports) {
   EXPECT_TRUE(std::isfinite(peaks.fp32) && peaks.fp32 > 0);
   EXPECT_EQ(peaks.bf16, 0); // not asked for
 }
+
+// A kept entry is measured again only when it came from a busy (or unrecorded) machine and the
+// machine is quiet now; 2 CPUs, 2 threads: busy above a load of 0.75.
+TEST(MachinePeak, BusyCeilingsAreMeasuredAgainWhenQuiet) {
+  EXPECT_FALSE(xfrt::measuredBusy(0.5, 2, 2));
+  EXPECT_TRUE(xfrt::measuredBusy(1.2, 2, 2));
+  EXPECT_FALSE(xfrt::measuredBusy(1.2, 4, 2)); // two CPUs are free for the other work
+  EXPECT_TRUE(xfrt::measuredBusy(3.0, 4, 2));
+  EXPECT_FALSE(xfrt::measuredBusy(-1, 2, 2)); // unknown
+  EXPECT_TRUE(xfrt::remeasureCeilings(11.3, 0.2, 2, 2));   // busy then, quiet now
+  EXPECT_FALSE(xfrt::remeasureCeilings(11.3, 5.0, 2, 2));  // busy then and now: kept
+  EXPECT_FALSE(xfrt::remeasureCeilings(0.1, 0.2, 2, 2));   // quiet then: kept
+  EXPECT_TRUE(xfrt::remeasureCeilings(-1, 0.2, 2, 2));     // not recorded: measured once more
+  EXPECT_FALSE(xfrt::remeasureCeilings(-1, -1, 2, 2));     // no load average: kept
+  EXPECT_GE(xfrt::loadAverage(), 0); // Linux has /proc/loadavg
+}

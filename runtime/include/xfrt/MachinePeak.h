@@ -54,11 +54,25 @@ std::string cpuModelName();
 // ("measured", or "cache FILE"); a cache that cannot be read or written is
 // ignored with `note` set, never an error. A file that is not a machine cache
 // (not a JSON object of ceilings entries) is left as it is, never rewritten.
+// Each entry also keeps the 1-minute load average when it was measured:
+// ceilings measured beside other work are low (a loaded 2-core VM measured 86 of ~300
+// GFLOP/s), so such an entry is measured again once the machine is quiet, and `source` says
+// when the ceilings came from a busy machine.
 struct MachineCeilings {
   double gflops = 0, readGBs = 0;
   std::string source;
 };
 MachineCeilings machineCeilings(int threads, const std::string &cacheFile, std::string &note);
+// The 1-minute load average (/proc/loadavg; -1 where it cannot be read).
+double loadAverage();
+// Whether a measurement on `threads` threads shares the CPUs with other work: the load
+// average exceeds the `cpus` - `threads` CPUs the measurement leaves free by more than
+// kBusyLoadMargin (a load of 1 on 2 CPUs halves a 2-thread peak). An unknown load (< 0) is not busy.
+constexpr double kBusyLoadMargin = 0.75;
+bool measuredBusy(double load, int cpus, int threads);
+// Whether a kept entry measured at `entryLoad` (< 0: not recorded, files before the load was
+// kept) is measured again now, at `nowLoad`: it was busy or unrecorded, and now is quiet.
+bool remeasureCeilings(double entryLoad, double nowLoad, int cpus, int threads);
 // $XDG_CACHE_HOME/xf/machine.json, else ~/.cache/xf/machine.json ("" without a home).
 std::string defaultMachineCacheFile();
 
