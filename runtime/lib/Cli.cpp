@@ -203,6 +203,17 @@ const Spec kSpecs[] = {
      "print the top-5 ids (and values) of each sequence's last row"},
     {"--repeat", Kind::Count, "N", For::All, setCount<&Options::repeat>,
      "run the forward pass N times; print min/median ms to stderr"},
+    {"--cuda-graphs", Kind::String, "on|off", For::All,
+     [](Options &o, const Arg &a) -> Status {
+       if (a.text != "on" && a.text != "off")
+         return makeError("--cuda-graphs: " + quoteInput(a.text) + " is not 'on' or 'off'");
+       o.cudaGraphs = a.text == "on";
+       return Status::success();
+     },
+     "CUDA builds: replay each decode step as one CUDA graph launch after the first (default "
+     "on; off launches every kernel one by one, as --profile then times them)"},
+    {"--verbose", Kind::Flag, nullptr, For::All, setTrue<&Options::verbose>,
+     "-v: notes on stderr, such as why a CUDA graph is not used"},
     {"--profile", Kind::Flag, nullptr, For::All, setTrue<&Options::profile>,
      "print per-kernel calls, total ms, GFLOP/s and share of the run to "
      "stderr"},
@@ -394,6 +405,8 @@ Expected<Options> parseCommandLine(int argc, const char *const *argv) {
     }
     if (name == "-h")
       name = "--help";
+    if (name == "-v")
+      name = "--verbose";
     const Spec *spec = findSpec(name);
     if (!spec) {
       if (arg.rfind("-", 0) == 0)

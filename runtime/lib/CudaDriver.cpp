@@ -1,14 +1,18 @@
 //===- CudaDriver.cpp - the driver library, counted launches, CUDA events -===//
 #include "xfrt/CudaDriver.h"
 
+#include "xfrt/CudaGraphs.h"
+
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <cstdio>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 extern "C" {
@@ -24,22 +28,32 @@ namespace {
 using Launch = int (*)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                        void *, void **, void **);
 Launch driverLaunch = nullptr;
-std::atomic<uint64_t> launches{0};
+// Kernels launched one by one; graph launches and the kernels in them.
+std::atomic<uint64_t> launches{0}, graphLaunches{0}, graphKernels{0};
 
+// A launch that a CUDA graph being captured or patched does not take (CudaGraphs.cpp) goes to
+// the driver and is counted.
 int countedLaunch(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                   unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
+  KernelLaunch launch{f, {gx, gy, gz}, {bx, by, bz}, shared, stream, params, extra};
+  if (std::optional<int> rc = graphTakesLaunch(launch))
+    return *rc;
   launches.fetch_add(1, std::memory_order_relaxed);
   return driverLaunch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
 }
 
-// Per entry point: calls, and the launches of each (fewest and most).
+// Per entry point: calls launching kernels one by one (launches a call, fewest and most) and
+// calls replayed as a CUDA graph (graph launches, kernels in them, launches beside them).
 struct EntryLaunches {
   int64_t calls = 0;
   uint64_t launches = 0, fewest = UINT64_MAX, most = 0;
+  int64_t graphCalls = 0;
+  uint64_t graphLaunches = 0, graphKernels = 0, besideGraphs = 0;
 };
 std::mutex countsLock;
 std::map<std::string, EntryLaunches> perEntry; // guarded by countsLock
-uint64_t launchesAtLastNote = 0;               // guarded by countsLock
+// Counts at the last note, guarded by countsLock.
+uint64_t launchesAtLastNote = 0, graphLaunchesAtLastNote = 0, graphKernelsAtLastNote = 0;
 
 // The driver's event functions, and the pool of events (CUevent handles).
 struct Events {
@@ -67,17 +81,42 @@ bool lookUpEvents() {
          halide_cuda_acquire_context && halide_cuda_release_context && halide_cuda_get_stream;
 }
 
-// Runs `f(stream)` with Halide's context current (as its kernel launches have it).
-template <typename F> bool inHalideContext(F f) {
+} // namespace
+
+// Halide's acquire hands out the context without making it current (its launches push it):
+// pushed here too, or event and stream calls would fail on a real driver with no context.
+bool inHalideContext(const std::function<bool(void *stream)> &f) {
+  static auto push = reinterpret_cast<int (*)(void *)>(
+      openDriver() ? dlsym(openDriver(), "cuCtxPushCurrent_v2") : nullptr);
+  static auto pop = reinterpret_cast<int (*)(void **)>(
+      openDriver() ? dlsym(openDriver(), "cuCtxPopCurrent_v2") : nullptr);
+  if (!push || !pop || !halide_cuda_acquire_context || !halide_cuda_release_context ||
+      !halide_cuda_get_stream)
+    return false;
   void *context = nullptr, *stream = nullptr;
   if (halide_cuda_acquire_context(nullptr, &context, true) != 0)
     return false;
-  bool ok = halide_cuda_get_stream(nullptr, context, &stream) == 0 && f(stream);
+  bool ok = false;
+  if (push(context) == 0) {
+    ok = halide_cuda_get_stream(nullptr, context, &stream) == 0 && f(stream);
+    void *popped = nullptr;
+    pop(&popped);
+  }
   halide_cuda_release_context(nullptr);
   return ok;
 }
 
-} // namespace
+int driverLaunchKernel(const KernelLaunch &k) {
+  if (!driverLaunch)
+    return -1;
+  return driverLaunch(k.function, k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1],
+                      k.block[2], k.shared, k.stream, k.params, k.extra);
+}
+
+void countGraphLaunch(uint64_t kernels) {
+  graphLaunches.fetch_add(1, std::memory_order_relaxed);
+  graphKernels.fetch_add(kernels, std::memory_order_relaxed);
+}
 
 const char *driverLibraryName() {
   const char *override = std::getenv("XF_CUDA_DRIVER");
@@ -94,8 +133,14 @@ uint64_t deviceLaunches() { return launches.load(std::memory_order_relaxed); }
 void noteDeviceCall(const char *entry) {
   std::lock_guard<std::mutex> guard(countsLock);
   uint64_t now = deviceLaunches(), n = now - launchesAtLastNote;
-  launchesAtLastNote = now;
+  uint64_t graphsNow = graphLaunches.load(), kernelsNow = graphKernels.load();
+  uint64_t g = graphsNow - graphLaunchesAtLastNote, k = kernelsNow - graphKernelsAtLastNote;
+  launchesAtLastNote = now, graphLaunchesAtLastNote = graphsNow, graphKernelsAtLastNote = kernelsNow;
   EntryLaunches &e = perEntry[entry];
+  if (g > 0) {
+    e.graphCalls += 1, e.graphLaunches += g, e.graphKernels += k, e.besideGraphs += n;
+    return;
+  }
   e.calls += 1;
   e.launches += n;
   e.fewest = std::min(e.fewest, n);
@@ -106,25 +151,53 @@ void forgetLaunchCounts() {
   std::lock_guard<std::mutex> guard(countsLock);
   perEntry.clear();
   launchesAtLastNote = deviceLaunches();
+  graphLaunchesAtLastNote = graphLaunches.load(), graphKernelsAtLastNote = graphKernels.load();
 }
+
+namespace {
+std::string perCall(uint64_t total, int64_t calls) {
+  char text[32];
+  std::snprintf(text, sizeof text, total % uint64_t(calls) ? "%.1f" : "%.0f",
+                double(total) / double(calls));
+  return text;
+}
+} // namespace
 
 std::string launchSummary() {
   std::lock_guard<std::mutex> guard(countsLock);
   std::string out;
   for (const auto &[entry, e] : perEntry) {
-    out += "kernel launches: " + entry + ": " + std::to_string(e.calls) +
-           (e.calls == 1 ? " call, " : " calls, ") + std::to_string(e.fewest);
-    if (e.most != e.fewest)
-      out += "-" + std::to_string(e.most);
-    out += " launches a call\n";
+    out += "kernel launches: " + entry + ": ";
+    if (e.calls > 0) {
+      out += std::to_string(e.calls) + (e.calls == 1 ? " call, " : " calls, ") +
+             std::to_string(e.fewest);
+      if (e.most != e.fewest)
+        out += "-" + std::to_string(e.most);
+      out += " launches a call";
+    }
+    if (e.graphCalls > 0)
+      out += std::string(e.calls > 0 ? "; " : "") + std::to_string(e.graphCalls) +
+             (e.graphCalls == 1 ? " call" : " calls") + " as a CUDA graph, " +
+             perCall(e.graphLaunches, e.graphCalls) + " graph launch" +
+             (e.graphLaunches == uint64_t(e.graphCalls) ? "" : "es") + " (" +
+             perCall(e.graphKernels, e.graphCalls) + " kernels) + " +
+             perCall(e.besideGraphs, e.graphCalls) + " launches a call";
+    out += "\n";
   }
+  for (const auto &entry : perEntry)
+    if (entry.second.graphCalls > 0) {
+      out += "kernels replayed in CUDA graphs are not timed one by one: the table has the calls "
+             "launched one by one (--cuda-graphs off times every call)\n";
+      break;
+    }
   return out;
 }
 
 bool deviceEventsAvailable() { return lookUpEvents(); }
 
 int deviceEventRecord() {
-  if (!lookUpEvents())
+  // Not into a graph being captured or patched: its kernels run later, in one launch.
+  if (!lookUpEvents() || graphHoldsLaunches())
     return -1;
   int index = -1;
   inHalideContext([&](void *stream) {

@@ -13,6 +13,7 @@
 #include "xfrt/AlignedBuffer.h"
 #include "xfrt/Chat.h"
 #include "xfrt/Cli.h"
+#include "xfrt/CudaGraphs.h"
 #include "xfrt/Device.h"
 #include "xfrt/Embeddings.h"
 #include "xfrt/Generate.h"
@@ -442,6 +443,8 @@ int runMain(int argc, const char *const *argv, const ModelAbi &abi, ServeMain se
   int code = 0;
   int64_t readyBytes = -1;
   if (batch->size() > 0 || o.interactive) {
+    if (m.cuda)
+      setCudaGraphs(o.cudaGraphs, o.verbose);
     Expected<Session> session = Session::create(m, abi, *weights);
     if (!session)
       return report(session.message(), 1);

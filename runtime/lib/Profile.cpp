@@ -3,6 +3,7 @@
 #include "xfrt/Profile.h"
 
 #include "xfrt/CudaDriver.h"
+#include "xfrt/CudaGraphs.h"
 #include "xfrt/Device.h"
 #include "xfrt/Json.h"
 #include "xfrt/OutputFile.h"
@@ -89,8 +90,12 @@ namespace xfrt {
 void setProfileOnDevice(bool onDevice) { recorder.onDevice = onDevice; }
 } // namespace xfrt
 
+// Kernel calls going into a CUDA graph (captured or patched) run later, in one graph launch:
+// not timed one by one (launchSummary counts them).
+bool inGraph() { return recorder.onDevice && xfrt::graphHoldsLaunches(); }
+
 extern "C" void xfrt_profile_enter(int32_t site) {
-  if (!recorder.enabled || site < 0 || size_t(site) >= recorder.open.size())
+  if (!recorder.enabled || site < 0 || size_t(site) >= recorder.open.size() || inGraph())
     return;
   if (recorder.timing == Timing::DeviceEvents) {
     recorder.openEvent[site] = xfrt::deviceEventRecord();
@@ -102,7 +107,7 @@ extern "C" void xfrt_profile_enter(int32_t site) {
 }
 
 extern "C" void xfrt_profile_exit(int32_t site, int64_t rows, int64_t contextRows) {
-  if (!recorder.enabled || site < 0 || size_t(site) >= recorder.open.size())
+  if (!recorder.enabled || site < 0 || size_t(site) >= recorder.open.size() || inGraph())
     return;
   if (recorder.timing == Timing::DeviceEvents) {
     recorder.pending.push_back(

@@ -2,6 +2,7 @@
 #include "xfrt/Session.h"
 
 #include "xfrt/CudaDriver.h"
+#include "xfrt/CudaGraphs.h"
 #include "xfrt/Device.h"
 #include "xfrt/HalideErrors.h"
 #include "xfrt/Profile.h"
@@ -353,8 +354,12 @@ Status Session::forwardCached(const int32_t *tokens, int64_t l, int64_t start, f
   Expected<float *> target = outputBuffer(out, 1);
   if (!target)
     return makeError(target.message());
-  int32_t rc = abi_.forwardCached(params_.data(), derivedPtrs_.data(), *ids, l, start, *target,
-                                  scratchAddress(), cacheAddress(), cacheCapacity_);
+  auto call = [&] {
+    return abi_.forwardCached(params_.data(), derivedPtrs_.data(), *ids, l, start, *target,
+                              scratchAddress(), cacheAddress(), cacheCapacity_);
+  };
+  // On the GPU a step may be replayed as one CUDA graph launch (CudaGraphs.h).
+  int32_t rc = device_ ? runDeviceStep("xf_forward_cached", l, call) : call();
   return finishCall("xf_forward_cached", rc, out, 1);
 }
 

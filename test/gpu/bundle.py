@@ -168,14 +168,21 @@ class Bundle:
                 self.run("perf", f"time-{tag}-prefill{n}", 60,
                          [exe, "--random-weights", "1", "--tokens", ids(n, vocab), "--repeat",
                           str(repeat)])
+            # decode steps replayed as CUDA graphs (the default; -v says why where they are
+            # not), and launched kernel by kernel
             self.run("perf", f"time-{tag}-decode", 60,
-                     [exe, "--random-weights", "1", "--tokens", ids(128, vocab), *generate])
-            # --profile: device times by CUDA events, launches per forward / decode step
+                     [exe, "--random-weights", "1", "--tokens", ids(128, vocab), *generate, "-v"])
+            self.run("perf", f"time-{tag}-decode-nographs", 60,
+                     [exe, "--random-weights", "1", "--tokens", ids(128, vocab), *generate,
+                      "--cuda-graphs", "off"])
+            # --profile: device times by CUDA events, launches per forward / decode step (graphs
+            # off, so that every step's kernels are timed)
             self.run("perf", f"profile-{tag}-prefill128", 60,
                      [exe, "--random-weights", "1", "--tokens", ids(128, vocab), "--profile"])
             self.run("perf", f"profile-{tag}-decode", 60,
                      [exe, "--random-weights", "1", "--tokens", ids(128, vocab), "--profile",
-                      "--max-new-tokens", "16", "--temperature", "0", "--eos", "none"])
+                      "--max-new-tokens", "16", "--temperature", "0", "--eos", "none",
+                      "--cuda-graphs", "off"])
             if "bf16" in tag:
                 continue
             # ncu: every kernel's GPU time and grid (prefill 128 and 1024, 4 decode steps)

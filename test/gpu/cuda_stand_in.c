@@ -9,9 +9,21 @@
  *
  * $XF_CUDA_STAND_IN_LOG names a file that gets, at exit, one line per launch:
  *   launch <kernel entry> grid <x> <y> <z> block <x> <y> <z> shared <bytes>
- * and a last line `launches <n>`. Events (cuEventRecord) are stamped with the number of
- * launches so far; cuEventElapsedTime reports 1 µs per launch between two events, so a
+ * then `launches <n>` (kernels launched one by one). Events (cuEventRecord) are stamped with the
+ *number of launches so far; cuEventElapsedTime reports 1 µs per launch between two events, so a
  * profile's device times are launch counts the tests can check exactly.
+ *
+ * Streams, stream capture and CUDA graphs (cuStreamBeginCapture_v2 ... cuGraphLaunch): a kernel
+ * launched on a capturing stream becomes a node (logged `capture <entry> grid ...`), nothing
+ * else may happen while a capture is active — a copy, a synchronisation, an allocation or an
+ * event on the capturing stream invalidates it (error 900, then 901 from cuStreamEndCapture),
+ * stricter than a real driver, which captures copies and events too — and a graph launch logs
+ * `graph-launch <n> kernels` and each node as `graph-kernel <entry> grid ...` with its
+ * parameters as last set (cuGraphExecKernelNodeSetParams). $XF_CUDA_STAND_IN_NO_CAPTURE=1 makes
+ * cuStreamBeginCapture fail (801, not supported), as a driver without graphs would;
+ * $XF_CUDA_STAND_IN_REFUSE_CAPTURED=N refuses the N-th launch of a capture (900). The last
+ * lines of the log count them: `graph-launches <n> kernels <k>`, `captured <n>`,
+ * `param-updates <n>`.
  *
  * Used by the lit tests of test/Gpu and by test/gpu/replay.sh --dry-run, through
  * $XF_CUDA_DRIVER (the runtime opens it for Halide too); never a real driver.
@@ -25,9 +37,16 @@
 typedef int CUresult;
 typedef int CUdevice;
 typedef unsigned long long CUdeviceptr;
-enum { kSuccess = 0, kInvalidValue = 1, kNotSupported = 801 };
+enum {
+  kSuccess = 0,
+  kInvalidValue = 1,
+  kIllegalState = 401,
+  kNotSupported = 801,
+  kCaptureUnsupported = 900,
+  kCaptureInvalidated = 901
+};
 
-static unsigned long long launches;
+static unsigned long long launches, graphLaunches, graphKernels, capturedLaunches, paramUpdates;
 static FILE *logFile;
 static int logOpened;
 
@@ -44,8 +63,52 @@ __attribute__((destructor)) static void finish(void) {
   FILE *f = launchLog();
   if (f) {
     fprintf(f, "launches %llu\n", launches);
+    fprintf(f, "graph-launches %llu kernels %llu\n", graphLaunches, graphKernels);
+    fprintf(f, "captured %llu\n", capturedLaunches);
+    fprintf(f, "param-updates %llu\n", paramUpdates);
     fclose(f);
   }
+}
+
+/* A graph: its kernel nodes in launch order (each node allocated on its own, so a handle
+ * stays valid as the graph grows). An executable graph copies the nodes' launch settings and
+ * keeps the graph's node handles to find them by (cuGraphExecKernelNodeSetParams). */
+typedef struct {
+  const char *function;
+  unsigned grid[3], block[3], shared;
+} Node;
+typedef struct {
+  Node **nodes;
+  size_t count;
+} Graph;
+typedef struct {
+  Node **handles; /* the graph's nodes */
+  Node *settings; /* as last set */
+  size_t count;
+} GraphExec;
+
+static void *capturingStream;
+static Graph *capture;
+static int captureInvalid;
+
+/* Anything but a kernel launch while a capture is active invalidates it. */
+static int refusedByCapture(void) {
+  if (!capture)
+    return 0;
+  captureInvalid = 1;
+  return 1;
+}
+
+/* $XF_CUDA_STAND_IN_REFUSE_CAPTURED=N: the N-th launch of each capture is refused (900) and
+ * invalidates it, as an operation a capture cannot take would. */
+static size_t refusedCapturedLaunch(void) {
+  const char *n = getenv("XF_CUDA_STAND_IN_REFUSE_CAPTURED");
+  return n && *n ? (size_t)strtoul(n, NULL, 10) : 0;
+}
+
+static int validLaunch(const void *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                       unsigned by, unsigned bz, unsigned shared) {
+  return function && gx && gy && gz && bx * by * bz != 0 && bx * by * bz <= 1024 && shared <= 49152;
 }
 
 CUresult cuInit(unsigned flags) {
@@ -146,10 +209,10 @@ CUresult cuCtxPopCurrent_v2(void **ctx) {
     *ctx = &contextObject;
   return kSuccess;
 }
-CUresult cuCtxSynchronize(void) { return kSuccess; }
+CUresult cuCtxSynchronize(void) { return refusedByCapture() ? kCaptureUnsupported : kSuccess; }
 CUresult cuStreamSynchronize(void *stream) {
   (void)stream;
-  return kSuccess;
+  return refusedByCapture() ? kCaptureUnsupported : kSuccess;
 }
 CUresult cuPointerGetAttribute(void *result, int query, CUdeviceptr ptr) {
   (void)query, (void)ptr;
@@ -172,15 +235,27 @@ CUresult cuModuleUnload(void *module) {
   (void)module;
   return kSuccess;
 }
-/* A function handle is its entry's name, so a launch can say which kernel it was. */
+/* A function handle is its entry's name, so a launch can say which kernel it was; the same
+ * name gives the same handle, as a real driver's module gives its function's. */
 CUresult cuModuleGetFunction(void **function, void *module, const char *name) {
+  static char *names[4096];
+  static size_t count;
   (void)module;
-  *function = strdup(name);
-  return *function ? kSuccess : kInvalidValue;
+  for (size_t i = 0; i < count; ++i)
+    if (strcmp(names[i], name) == 0) {
+      *function = names[i];
+      return kSuccess;
+    }
+  if (count == sizeof names / sizeof names[0] || !(names[count] = strdup(name)))
+    return kInvalidValue;
+  *function = names[count++];
+  return kSuccess;
 }
 
 CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t bytes) {
   void *p = NULL;
+  if (refusedByCapture())
+    return kCaptureUnsupported;
   if (posix_memalign(&p, 256, bytes ? bytes : 1))
     return 2; /* out of memory */
   memset(p, 0, bytes);
@@ -188,18 +263,26 @@ CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t bytes) {
   return kSuccess;
 }
 CUresult cuMemFree_v2(CUdeviceptr ptr) {
+  if (refusedByCapture())
+    return kCaptureUnsupported;
   free((void *)(uintptr_t)ptr);
   return kSuccess;
 }
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
+  if (refusedByCapture())
+    return kCaptureUnsupported;
   memcpy((void *)(uintptr_t)dst, src, n);
   return kSuccess;
 }
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
+  if (refusedByCapture())
+    return kCaptureUnsupported;
   memcpy(dst, (void *)(uintptr_t)src, n);
   return kSuccess;
 }
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  if (refusedByCapture())
+    return kCaptureUnsupported;
   memmove((void *)(uintptr_t)dst, (void *)(uintptr_t)src, n);
   return kSuccess;
 }
@@ -223,19 +306,41 @@ CUresult cuMemcpy3D_v2(const void *copy) {
 CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                         unsigned by, unsigned bz, unsigned shared, void *stream, void **params,
                         void **extra) {
-  (void)stream, (void)params, (void)extra;
-  if (!function || gx == 0 || gy == 0 || gz == 0 || bx * by * bz == 0 || bx * by * bz > 1024 ||
-      shared > 49152)
+  (void)params, (void)extra;
+  if (!validLaunch(function, gx, gy, gz, bx, by, bz, shared))
     return kInvalidValue;
-  ++launches;
   FILE *f = launchLog();
+  if (capture && stream == capturingStream) {
+    if (captureInvalid)
+      return kCaptureInvalidated;
+    if (capture->count + 1 == refusedCapturedLaunch()) {
+      captureInvalid = 1;
+      return kCaptureUnsupported;
+    }
+    Node *node = malloc(sizeof(Node));
+    Node **grown = realloc(capture->nodes, (capture->count + 1) * sizeof(Node *));
+    if (!node || !grown)
+      return 2;
+    *node = (Node){(const char *)function, {gx, gy, gz}, {bx, by, bz}, shared};
+    capture->nodes = grown;
+    capture->nodes[capture->count++] = node;
+    ++capturedLaunches;
+    if (f)
+      fprintf(f, "capture %s grid %u %u %u block %u %u %u shared %u\n", (const char *)function, gx,
+              gy, gz, bx, by, bz, shared);
+    return kSuccess;
+  }
+  if (refusedByCapture()) /* a launch elsewhere during a global-mode capture */
+    return kCaptureUnsupported;
+  ++launches;
   if (f)
     fprintf(f, "launch %s grid %u %u %u block %u %u %u shared %u\n", (const char *)function, gx, gy,
             gz, bx, by, bz, shared);
   return kSuccess;
 }
 
-/* Events: stamped with the launches before them (1 µs each between two events). */
+/* Events: stamped with the kernels launched before them, one by one or in graphs (1 µs each
+ * between two events). */
 CUresult cuEventCreate(unsigned long long **event, unsigned flags) {
   (void)flags;
   *event = calloc(1, sizeof(unsigned long long));
@@ -246,15 +351,162 @@ CUresult cuEventDestroy_v2(unsigned long long *event) {
   return kSuccess;
 }
 CUresult cuEventRecord(unsigned long long *event, void *stream) {
-  (void)stream;
-  *event = launches;
+  if (capture && stream == capturingStream && refusedByCapture())
+    return kCaptureUnsupported;
+  *event = launches + graphKernels;
   return kSuccess;
 }
 CUresult cuEventSynchronize(unsigned long long *event) {
   (void)event;
-  return kSuccess;
+  return refusedByCapture() ? kCaptureUnsupported : kSuccess;
 }
 CUresult cuEventElapsedTime(float *ms, unsigned long long *start, unsigned long long *end) {
   *ms = (float)(*end - *start) / 1000.0f;
+  return kSuccess;
+}
+
+/* Streams of the runtime's own; the legacy stream (NULL) cannot be captured. */
+CUresult cuStreamCreate(void **stream, unsigned flags) {
+  (void)flags;
+  *stream = malloc(1);
+  return *stream ? kSuccess : 2;
+}
+CUresult cuStreamDestroy_v2(void *stream) {
+  free(stream);
+  return kSuccess;
+}
+
+static void freeGraph(Graph *graph) {
+  for (size_t i = 0; graph && i < graph->count; ++i)
+    free(graph->nodes[i]);
+  if (graph)
+    free(graph->nodes);
+  free(graph);
+}
+
+CUresult cuStreamBeginCapture_v2(void *stream, int mode) {
+  (void)mode;
+  const char *off = getenv("XF_CUDA_STAND_IN_NO_CAPTURE");
+  if (off && *off && strcmp(off, "0") != 0)
+    return kNotSupported;
+  if (!stream)
+    return kCaptureUnsupported;
+  if (capture)
+    return kIllegalState;
+  capture = calloc(1, sizeof(Graph));
+  if (!capture)
+    return 2;
+  capturingStream = stream;
+  captureInvalid = 0;
+  return kSuccess;
+}
+
+/* status: 0 none, 1 active, 2 invalidated; the dependencies of the next node: the last one. */
+CUresult cuStreamGetCaptureInfo_v2(void *stream, int *status, unsigned long long *id, void **graph,
+                                   Node *const **dependencies, size_t *count) {
+  static Node *last;
+  int active = capture && stream == capturingStream;
+  *status = !active ? 0 : captureInvalid ? 2 : 1;
+  if (id)
+    *id = active ? 1 : 0;
+  if (graph)
+    *graph = active ? capture : NULL;
+  last = active && capture->count ? capture->nodes[capture->count - 1] : NULL;
+  if (dependencies)
+    *dependencies = last ? &last : NULL;
+  if (count)
+    *count = last ? 1 : 0;
+  return kSuccess;
+}
+
+CUresult cuStreamEndCapture(void *stream, Graph **graph) {
+  if (!capture || stream != capturingStream)
+    return kIllegalState;
+  Graph *done = capture;
+  int invalid = captureInvalid;
+  capture = NULL, capturingStream = NULL, captureInvalid = 0;
+  if (invalid) {
+    freeGraph(done);
+    *graph = NULL;
+    return kCaptureInvalidated;
+  }
+  *graph = done;
+  return kSuccess;
+}
+
+CUresult cuGraphDestroy(Graph *graph) {
+  freeGraph(graph);
+  return kSuccess;
+}
+
+CUresult cuGraphInstantiateWithFlags(GraphExec **exec, Graph *graph, unsigned long long flags) {
+  (void)flags;
+  if (!graph || refusedByCapture())
+    return kInvalidValue;
+  GraphExec *e = calloc(1, sizeof(GraphExec));
+  if (!e)
+    return 2;
+  e->count = graph->count;
+  e->handles = malloc((graph->count + 1) * sizeof(Node *));
+  e->settings = malloc((graph->count + 1) * sizeof(Node));
+  if (!e->handles || !e->settings)
+    return 2;
+  for (size_t i = 0; i < graph->count; ++i)
+    e->handles[i] = graph->nodes[i], e->settings[i] = *graph->nodes[i];
+  *exec = e;
+  return kSuccess;
+}
+
+CUresult cuGraphExecDestroy(GraphExec *exec) {
+  if (exec) {
+    free(exec->handles);
+    free(exec->settings);
+  }
+  free(exec);
+  return kSuccess;
+}
+
+/* CUDA_KERNEL_NODE_PARAMS (the first version, which cuGraphExecKernelNodeSetParams takes). */
+typedef struct {
+  void *function;
+  unsigned gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes;
+  void **kernelParams, **extra;
+} KernelNodeParams;
+
+/* A node keeps its kernel: the stand-in refuses another function (the runtime never asks). */
+CUresult cuGraphExecKernelNodeSetParams(GraphExec *exec, Node *node, const KernelNodeParams *p) {
+  if (!exec || !p ||
+      !validLaunch(p->function, p->gridDimX, p->gridDimY, p->gridDimZ, p->blockDimX, p->blockDimY,
+                   p->blockDimZ, p->sharedMemBytes))
+    return kInvalidValue;
+  for (size_t i = 0; i < exec->count; ++i)
+    if (exec->handles[i] == node) {
+      if (strcmp((const char *)p->function, exec->settings[i].function) != 0)
+        return kInvalidValue;
+      exec->settings[i] = (Node){exec->settings[i].function,
+                                 {p->gridDimX, p->gridDimY, p->gridDimZ},
+                                 {p->blockDimX, p->blockDimY, p->blockDimZ},
+                                 p->sharedMemBytes};
+      ++paramUpdates;
+      return kSuccess;
+    }
+  return kInvalidValue;
+}
+
+CUresult cuGraphLaunch(GraphExec *exec, void *stream) {
+  (void)stream;
+  if (!exec || refusedByCapture())
+    return kInvalidValue;
+  ++graphLaunches;
+  graphKernels += exec->count;
+  FILE *f = launchLog();
+  if (f) {
+    fprintf(f, "graph-launch %zu kernels\n", exec->count);
+    for (size_t i = 0; i < exec->count; ++i) {
+      const Node *n = &exec->settings[i];
+      fprintf(f, "graph-kernel %s grid %u %u %u block %u %u %u shared %u\n", n->function,
+              n->grid[0], n->grid[1], n->grid[2], n->block[0], n->block[1], n->block[2], n->shared);
+    }
+  }
   return kSuccess;
 }

@@ -97,6 +97,8 @@ struct Options {
   double peakGflops = 0, peakGBs = 0; // --peak G,B: the roofline's ceilings (0: measured)
   bool profiling() const { return profile || !traceOut.empty() || !profileOut.empty(); }
   bool printMemory = false;
+  bool cudaGraphs = true; // --cuda-graphs on|off (CUDA builds' decode steps)
+  bool verbose = false;   // -v: notes, e.g. why a CUDA graph is not used
 
   // --serve: an HTTP server (Server.h, docs/serving.md) on --host (default loopback only)
   // and --port (0: any free port, printed on stderr).

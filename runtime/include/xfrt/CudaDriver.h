@@ -13,6 +13,7 @@
 #define XFRT_CUDADRIVER_H
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace xfrt {
@@ -22,14 +23,30 @@ const char *driverLibraryName();
 // The driver library, opened once (nullptr when it cannot be).
 void *openDriver();
 
-// Kernels launched through Halide's CUDA runtime so far in this process.
+// One cuLaunchKernel call as Halide's CUDA runtime makes it (CUfunction, CUstream as void *).
+struct KernelLaunch {
+  void *function;
+  unsigned grid[3], block[3], shared;
+  void *stream;
+  void **params, **extra;
+};
+// Passes a launch to the driver uncounted (a graph being captured counts it as its own).
+int driverLaunchKernel(const KernelLaunch &launch);
+// Counts a CUDA graph launch of `kernels` kernels, for noteDeviceCall.
+void countGraphLaunch(uint64_t kernels);
+// Runs f(stream) with Halide's CUDA context current and its stream (halide_cuda_get_stream);
+// false when there is no context or f fails.
+bool inHalideContext(const std::function<bool(void *stream)> &f);
+
+// Kernels launched one by one through Halide's CUDA runtime so far in this process.
 uint64_t deviceLaunches();
 // Counts the launches since the previous call under `entry` (a forward entry point's name),
 // for launchSummary(); forgetLaunchCounts() starts over.
 void noteDeviceCall(const char *entry);
 void forgetLaunchCounts();
-// "launches: xf_forward_cached: 16 calls, 83 launches a call" per entry point noted, one
-// line each; "" when none was.
+// "kernel launches: xf_forward_cached: 16 calls, 83 launches a call" per entry point noted,
+// one line each, and for calls replayed as a CUDA graph "…; 14 calls as a CUDA graph, 1 graph
+// launch (83 kernels) + 0 launches a call"; "" when none was noted.
 std::string launchSummary();
 
 // CUDA events on the kernels' stream, from a pool reused after deviceEventsReset.
