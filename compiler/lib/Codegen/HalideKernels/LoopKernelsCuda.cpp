@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <optional>
 
 using namespace Halide;
@@ -47,26 +48,77 @@ struct Built {
   Func out;
 };
 
-llvm::Expected<Built> buildLoop(const DeviceLoopKernelSpec &spec, bool gpuSchedule) {
-  if (spec.name.empty())
-    return invalid("loop kernel: empty function name");
-  const bool fixedWidth =
-      spec.kind != DeviceLoopKind::Copy && spec.kind != DeviceLoopKind::Transpose;
-  if (fixedWidth && spec.width <= 0)
-    return invalid("loop kernel '" + spec.name + "': width must be positive");
-  const int width = int(spec.width);
-  Var c("c"), t("t"), u("u");
-  Func out(spec.name + "_out");
+// One row-wise loop kernel's Halide definition and schedule: the kinds grouped by what they
+// read (tables, elementwise operands, rotary pairs, whole rows, layouts), then the output's
+// bounds and the GPU schedule they share.
+class LoopBuilder {
+public:
+  explicit LoopBuilder(const DeviceLoopKernelSpec &spec)
+      : spec(spec), width(int(spec.width)), out(spec.name + "_out") {}
+
+  llvm::Expected<Built> build(bool gpuSchedule) {
+    if (spec.name.empty())
+      return invalid("loop kernel: empty function name");
+    if (fixedWidth() && spec.width <= 0)
+      return invalid("loop kernel '" + spec.name + "': width must be positive");
+    if (llvm::Error err = define())
+      return std::move(err);
+    boundOutput();
+    if (gpuSchedule)
+      schedule();
+    return Built{args, out};
+  }
+
+private:
+  const DeviceLoopKernelSpec &spec;
+  const int width;
+  Var c{"c"}, t{"t"}, u{"u"};
+  Func out;
   std::vector<Argument> args;
-  ImageParam in(Float(32), 2, "in");
-  Param<int32_t> offset("offset");
-  Param<float> factor("factor"); // DeviceMap::ScaleBy
+  ImageParam in{Float(32), 2, "in"};
+  Param<int32_t> offset{"offset"};
+  Param<float> factor{"factor"}; // DeviceMap::ScaleBy
   bool rowReduction = false;
   // LayerNorm/RMSNorm/softmax: the row statistics, for the schedule.
   std::vector<std::pair<Func, Func>> rowStats; // (partials(u, t), total(t))
 
+  bool fixedWidth() const {
+    return spec.kind != DeviceLoopKind::Copy && spec.kind != DeviceLoopKind::Transpose;
+  }
+
+  llvm::Error define() {
+    switch (spec.kind) {
+    case DeviceLoopKind::Gather:
+    case DeviceLoopKind::Position:
+    case DeviceLoopKind::Sinusoid:
+      defineTableRows();
+      return llvm::Error::success();
+    case DeviceLoopKind::Add:
+    case DeviceLoopKind::Map:
+    case DeviceLoopKind::Silu:
+    case DeviceLoopKind::Multiply:
+      defineElementwise();
+      return llvm::Error::success();
+    case DeviceLoopKind::Rotary:
+      return defineRotary();
+    case DeviceLoopKind::Normalize:
+      defineNormalize();
+      return llvm::Error::success();
+    case DeviceLoopKind::Softmax:
+      defineSoftmax();
+      return llvm::Error::success();
+    case DeviceLoopKind::Copy:
+    case DeviceLoopKind::Transpose:
+      defineLayout();
+      return llvm::Error::success();
+    case DeviceLoopKind::AppendKeyValues: // 3-D: buildAppendKeyValues
+      break;
+    }
+    return invalid("loop kernel '" + spec.name + "': not a row-wise kernel");
+  }
+
   // Σ or max of f(c) over the row, as kRowThreads strided partials, then their total.
-  auto reduceRow = [&](const std::string &name, std::function<Expr(Expr)> term, bool maximum) {
+  Func reduceRow(const std::string &name, const std::function<Expr(Expr)> &term, bool maximum) {
     const int perThread = (width + kRowThreads - 1) / kRowThreads;
     RDom j(0, perThread, name + "_j");
     Expr column = j * kRowThreads + u;
@@ -80,49 +132,70 @@ llvm::Expected<Built> buildLoop(const DeviceLoopKernelSpec &spec, bool gpuSchedu
     total(t) = maximum ? max(total(t), partial(ru, t)) : total(t) + partial(ru, t);
     rowStats.push_back({partial, total});
     return total;
-  };
+  }
 
-  switch (spec.kind) {
-  case DeviceLoopKind::Gather: {
-    ImageParam table(spec.flag ? BFloat(16) : Float(32), 2, "table");
-    ImageParam ids(Int(32), 1, "ids");
-    // Ids were validated against the vocabulary; the clamp bounds the access.
-    Expr stored = table(c, clamp(ids(t), 0, table.dim(1).extent() - 1));
-    out(c, t) = spec.flag ? reinterpret<float>(cast<uint32_t>(reinterpret<uint16_t>(stored)) << 16)
-                          : stored;
-    table.dim(0).set_bounds(0, width).set_stride(1);
-    ids.dim(0).set_stride(1);
-    args = {table, ids};
-    break;
+  // Rows of a table: gathered by token id, at positions offset + t, or sinusoids.
+  void defineTableRows() {
+    if (spec.kind == DeviceLoopKind::Gather) {
+      ImageParam table(spec.flag ? BFloat(16) : Float(32), 2, "table");
+      ImageParam ids(Int(32), 1, "ids");
+      // Ids were validated against the vocabulary; the clamp bounds the access.
+      Expr stored = table(c, clamp(ids(t), 0, table.dim(1).extent() - 1));
+      out(c, t) = spec.flag
+                      ? reinterpret<float>(cast<uint32_t>(reinterpret<uint16_t>(stored)) << 16)
+                      : stored;
+      table.dim(0).set_bounds(0, width).set_stride(1);
+      ids.dim(0).set_stride(1);
+      args = {table, ids};
+    } else if (spec.kind == DeviceLoopKind::Position) {
+      ImageParam table(Float(32), 2, "table");
+      out(c, t) = table(c, offset + t);
+      table.dim(0).set_bounds(0, width).set_stride(1);
+      args = {table, offset};
+    } else {
+      // Angles in f64, as the CPU kernel: positions reach thousands of radians.
+      Expr pair = c / 2;
+      Expr angle = cast<double>(t + offset) /
+                   pow(Expr(spec.constant), cast<double>(2 * pair) / Expr(double(width)));
+      Expr value = select(c % 2 == 0, sin(angle), cos(angle));
+      // An odd width's last column is 0 (the CPU kernel writes pairs only).
+      out(c, t) = select(c < 2 * (width / 2), cast<float>(value), 0.f);
+      args = {offset};
+    }
   }
-  case DeviceLoopKind::Position: {
-    ImageParam table(Float(32), 2, "table");
-    out(c, t) = table(c, offset + t);
-    table.dim(0).set_bounds(0, width).set_stride(1);
-    args = {table, offset};
-    break;
+
+  void defineElementwise() {
+    switch (spec.kind) {
+    case DeviceLoopKind::Add: {
+      ImageParam a(Float(32), 2, "a");
+      ImageParam b(Float(32), spec.flag ? 1 : 2, "b");
+      out(c, t) = a(c, t) + (spec.flag ? b(c) : b(c, t));
+      a.dim(0).set_bounds(0, width).set_stride(1);
+      b.dim(0).set_bounds(0, width).set_stride(1);
+      args = {a, b};
+      return;
+    }
+    case DeviceLoopKind::Map:
+      defineMap();
+      return;
+    case DeviceLoopKind::Silu: {
+      Expr x = in(c, t);
+      out(c, t) = x / (1.f + exp(-x)); // 0 when e^(−x) overflows, x when it underflows
+      in.dim(0).set_min(0).set_stride(1);
+      args = {in};
+      return;
+    }
+    default: { // Multiply
+      ImageParam a(Float(32), 2, "a"), b(Float(32), 2, "b");
+      out(c, t) = a(c, t) * b(c, t);
+      a.dim(0).set_min(0).set_stride(1);
+      b.dim(0).set_min(0).set_stride(1);
+      args = {a, b};
+    }
+    }
   }
-  case DeviceLoopKind::Sinusoid: {
-    // Angles in f64, as the CPU kernel: positions reach thousands of radians.
-    Expr pair = c / 2;
-    Expr angle = cast<double>(t + offset) /
-                 pow(Expr(spec.constant), cast<double>(2 * pair) / Expr(double(width)));
-    Expr value = select(c % 2 == 0, sin(angle), cos(angle));
-    // An odd width's last column is 0 (the CPU kernel writes pairs only).
-    out(c, t) = select(c < 2 * (width / 2), cast<float>(value), 0.f);
-    args = {offset};
-    break;
-  }
-  case DeviceLoopKind::Add: {
-    ImageParam a(Float(32), 2, "a");
-    ImageParam b(Float(32), spec.flag ? 1 : 2, "b");
-    out(c, t) = a(c, t) + (spec.flag ? b(c) : b(c, t));
-    a.dim(0).set_bounds(0, width).set_stride(1);
-    b.dim(0).set_bounds(0, width).set_stride(1);
-    args = {a, b};
-    break;
-  }
-  case DeviceLoopKind::Map: {
+
+  void defineMap() {
     Expr x = in(c, t);
     switch (spec.map) {
     case DeviceMap::Relu:
@@ -141,24 +214,9 @@ llvm::Expected<Built> buildLoop(const DeviceLoopKernelSpec &spec, bool gpuSchedu
     args = {in};
     if (spec.map == DeviceMap::ScaleBy)
       args.push_back(factor);
-    break;
   }
-  case DeviceLoopKind::Silu: {
-    Expr x = in(c, t);
-    out(c, t) = x / (1.f + exp(-x)); // 0 when e^(−x) overflows, x when it underflows
-    in.dim(0).set_min(0).set_stride(1);
-    args = {in};
-    break;
-  }
-  case DeviceLoopKind::Multiply: {
-    ImageParam a(Float(32), 2, "a"), b(Float(32), 2, "b");
-    out(c, t) = a(c, t) * b(c, t);
-    a.dim(0).set_min(0).set_stride(1);
-    b.dim(0).set_min(0).set_stride(1);
-    args = {a, b};
-    break;
-  }
-  case DeviceLoopKind::Rotary: {
+
+  llvm::Error defineRotary() {
     const int headWidth = int(spec.headWidth), half = headWidth / 2;
     if (spec.heads <= 0 || headWidth <= 0 || spec.heads * headWidth != width)
       return invalid("loop kernel '" + spec.name + "': rotary heads × headWidth must be width");
@@ -177,9 +235,11 @@ llvm::Expected<Built> buildLoop(const DeviceLoopKernelSpec &spec, bool gpuSchedu
     out(c, t) = select(i < 2 * half, rotated, in(c, t));
     in.dim(0).set_min(0).set_stride(1);
     args = {in, offset};
-    break;
+    return llvm::Error::success();
   }
-  case DeviceLoopKind::Normalize: {
+
+  // LayerNorm (flag: centred) or RMSNorm, with 0, 1 (γ) or 2 (γ, β) affine parameters.
+  void defineNormalize() {
     rowReduction = true;
     const bool center = spec.flag;
     Func mean = center ? reduceRow(
@@ -209,9 +269,9 @@ llvm::Expected<Built> buildLoop(const DeviceLoopKernelSpec &spec, bool gpuSchedu
     }
     out(c, t) = y;
     in.dim(0).set_bounds(0, width).set_stride(1);
-    break;
   }
-  case DeviceLoopKind::Softmax: {
+
+  void defineSoftmax() {
     rowReduction = true;
     Func top = reduceRow(
         "row_max", [&](Expr col) { return in(col, t); }, true);
@@ -220,28 +280,24 @@ llvm::Expected<Built> buildLoop(const DeviceLoopKernelSpec &spec, bool gpuSchedu
     out(c, t) = exp(in(c, t) - top(t)) * (1.f / total(t));
     in.dim(0).set_bounds(0, width).set_stride(1);
     args = {in};
-    break;
   }
-  case DeviceLoopKind::Copy:
-    out(c, t) = in(c, t);
-    in.dim(0).set_min(0).set_stride(1);
-    args = {in};
-    break;
-  case DeviceLoopKind::Transpose:
-    out(c, t) = in(t, c); // out [cols, rows]: (r, c) ← in (c, r)
-    in.dim(0).set_min(0).set_stride(1);
-    args = {in};
-    break;
-  case DeviceLoopKind::AppendKeyValues: // 3-D: buildAppendKeyValues
-    return invalid("loop kernel '" + spec.name + "': not a row-wise kernel");
-  }
-  if (fixedWidth)
-    out.output_buffer().dim(0).set_bounds(0, width).set_stride(1);
-  else
-    out.output_buffer().dim(0).set_min(0).set_stride(1);
-  out.output_buffer().dim(1).set_min(0);
 
-  if (gpuSchedule) {
+  void defineLayout() {
+    // Transpose: out [cols, rows]: (r, c) ← in (c, r).
+    out(c, t) = spec.kind == DeviceLoopKind::Copy ? in(c, t) : in(t, c);
+    in.dim(0).set_min(0).set_stride(1);
+    args = {in};
+  }
+
+  void boundOutput() {
+    if (fixedWidth())
+      out.output_buffer().dim(0).set_bounds(0, width).set_stride(1);
+    else
+      out.output_buffer().dim(0).set_min(0).set_stride(1);
+    out.output_buffer().dim(1).set_min(0);
+  }
+
+  void schedule() {
     Var co("co"), to("to"), ci("ci"), ti("ti");
     if (rowReduction) {
       // One block per row, kRowThreads threads along it.
@@ -255,17 +311,18 @@ llvm::Expected<Built> buildLoop(const DeviceLoopKernelSpec &spec, bool gpuSchedu
         total.compute_at(out, t).store_in(MemoryType::GPUShared).gpu_threads(t);
         total.update().gpu_threads(t);
       }
-    } else {
-      // kMapCols × kMapRows threads, narrower and taller for rows of fewer columns.
-      int cols = kMapCols;
-      while (fixedWidth && cols / 2 >= width && cols > 8)
-        cols /= 2;
-      out.gpu_tile(c, t, co, to, ci, ti, cols, kMapCols * kMapRows / cols,
-                   TailStrategy::GuardWithIf);
+      return;
     }
+    // kMapCols × kMapRows threads, narrower and taller for rows of fewer columns.
+    int cols = kMapCols;
+    while (fixedWidth() && cols / 2 >= width && cols > 8)
+      cols /= 2;
+    out.gpu_tile(c, t, co, to, ci, ti, cols, kMapCols * kMapRows / cols, TailStrategy::GuardWithIf);
   }
-  Built built{args, out};
-  return built;
+};
+
+llvm::Expected<Built> buildLoop(const DeviceLoopKernelSpec &spec, bool gpuSchedule) {
+  return LoopBuilder(spec).build(gpuSchedule);
 }
 
 // A cached attention's new K and V rows, every head, into the cache: one Func of a Tuple,
