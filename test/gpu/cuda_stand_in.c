@@ -8,9 +8,10 @@
  * and events work, that the runtime's device calls are well-formed.
  *
  * $XF_CUDA_STAND_IN_LOG names a file that gets, at exit, one line per launch:
- *   launch <kernel entry> grid <x> <y> <z> block <x> <y> <z> shared <bytes>
+ *   launch <kernel entry> grid <x> <y> <z> block <x> <y> <z> shared <bytes> args <a>...
+ * (arguments: device addresses as d<allocation>+<offset>, scalars as integers),
  * then `launches <n>` (kernels launched one by one). Events (cuEventRecord) are stamped with the
- *number of launches so far; cuEventElapsedTime reports 1 µs per launch between two events, so a
+ * number of launches so far; cuEventElapsedTime reports 1 µs per launch between two events, so a
  * profile's device times are launch counts the tests can check exactly.
  *
  * Streams, stream capture and CUDA graphs (cuStreamBeginCapture_v2 ... cuGraphLaunch): a kernel
@@ -76,6 +77,7 @@ __attribute__((destructor)) static void finish(void) {
 typedef struct {
   const char *function;
   unsigned grid[3], block[3], shared;
+  char arguments[512];
 } Node;
 typedef struct {
   Node **nodes;
@@ -252,6 +254,48 @@ CUresult cuModuleGetFunction(void **function, void *module, const char *name) {
   return kSuccess;
 }
 
+/* Every allocation in order, so that a kernel argument pointing into one can be logged as
+ * `d<index>+<offset>`, the same from run to run (addresses are not). */
+typedef struct {
+  uintptr_t base;
+  size_t bytes;
+} Allocation;
+static Allocation *allocations;
+static size_t allocationCount;
+
+static void noteAllocation(uintptr_t base, size_t bytes) {
+  Allocation *grown = realloc(allocations, (allocationCount + 1) * sizeof(Allocation));
+  if (!grown)
+    return;
+  allocations = grown;
+  allocations[allocationCount++] = (Allocation){base, bytes};
+}
+
+/* A launch's arguments as text: Halide's argument array ends with a null pointer; each is a
+ * device address (8 bytes, logged as d<index>+<offset>) or a 4-byte scalar (logged as an
+ * integer; a float's bits read as one). Only 8 bytes are read of each, which Halide's
+ * argument storage has. */
+static void describeArguments(void **params, char *text, size_t size) {
+  size_t used = 0;
+  text[0] = 0;
+  for (size_t i = 0; params && params[i] && used + 32 < size; ++i) {
+    uint64_t wide;
+    int32_t narrow;
+    memcpy(&wide, params[i], sizeof wide);
+    memcpy(&narrow, params[i], sizeof narrow);
+    size_t a = allocationCount;
+    for (size_t j = 0; j < allocationCount; ++j)
+      if (wide >= allocations[j].base && wide - allocations[j].base < allocations[j].bytes) {
+        a = j;
+        break;
+      }
+    int n = a < allocationCount ? snprintf(text + used, size - used, " d%zu+%llu", a,
+                                           (unsigned long long)(wide - allocations[a].base))
+                                : snprintf(text + used, size - used, " %d", narrow);
+    used += n > 0 ? (size_t)n : 0;
+  }
+}
+
 CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t bytes) {
   void *p = NULL;
   if (refusedByCapture())
@@ -259,12 +303,16 @@ CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t bytes) {
   if (posix_memalign(&p, 256, bytes ? bytes : 1))
     return 2; /* out of memory */
   memset(p, 0, bytes);
+  noteAllocation((uintptr_t)p, bytes);
   *ptr = (CUdeviceptr)(uintptr_t)p;
   return kSuccess;
 }
 CUresult cuMemFree_v2(CUdeviceptr ptr) {
   if (refusedByCapture())
     return kCaptureUnsupported;
+  for (size_t j = 0; j < allocationCount; ++j)
+    if (allocations[j].base == (uintptr_t)ptr)
+      allocations[j].bytes = 0;
   free((void *)(uintptr_t)ptr);
   return kSuccess;
 }
@@ -306,10 +354,12 @@ CUresult cuMemcpy3D_v2(const void *copy) {
 CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                         unsigned by, unsigned bz, unsigned shared, void *stream, void **params,
                         void **extra) {
-  (void)params, (void)extra;
+  (void)extra;
   if (!validLaunch(function, gx, gy, gz, bx, by, bz, shared))
     return kInvalidValue;
   FILE *f = launchLog();
+  char arguments[512];
+  describeArguments(params, arguments, sizeof arguments);
   if (capture && stream == capturingStream) {
     if (captureInvalid)
       return kCaptureInvalidated;
@@ -321,21 +371,22 @@ CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, u
     Node **grown = realloc(capture->nodes, (capture->count + 1) * sizeof(Node *));
     if (!node || !grown)
       return 2;
-    *node = (Node){(const char *)function, {gx, gy, gz}, {bx, by, bz}, shared};
+    *node = (Node){(const char *)function, {gx, gy, gz}, {bx, by, bz}, shared, ""};
+    memcpy(node->arguments, arguments, sizeof arguments);
     capture->nodes = grown;
     capture->nodes[capture->count++] = node;
     ++capturedLaunches;
     if (f)
-      fprintf(f, "capture %s grid %u %u %u block %u %u %u shared %u\n", (const char *)function, gx,
-              gy, gz, bx, by, bz, shared);
+      fprintf(f, "capture %s grid %u %u %u block %u %u %u shared %u args%s\n",
+              (const char *)function, gx, gy, gz, bx, by, bz, shared, arguments);
     return kSuccess;
   }
   if (refusedByCapture()) /* a launch elsewhere during a global-mode capture */
     return kCaptureUnsupported;
   ++launches;
   if (f)
-    fprintf(f, "launch %s grid %u %u %u block %u %u %u shared %u\n", (const char *)function, gx, gy,
-            gz, bx, by, bz, shared);
+    fprintf(f, "launch %s grid %u %u %u block %u %u %u shared %u args%s\n", (const char *)function,
+            gx, gy, gz, bx, by, bz, shared, arguments);
   return kSuccess;
 }
 
@@ -483,10 +534,11 @@ CUresult cuGraphExecKernelNodeSetParams(GraphExec *exec, Node *node, const Kerne
     if (exec->handles[i] == node) {
       if (strcmp((const char *)p->function, exec->settings[i].function) != 0)
         return kInvalidValue;
-      exec->settings[i] = (Node){exec->settings[i].function,
-                                 {p->gridDimX, p->gridDimY, p->gridDimZ},
-                                 {p->blockDimX, p->blockDimY, p->blockDimZ},
-                                 p->sharedMemBytes};
+      Node *n = &exec->settings[i];
+      memcpy(n->grid, (unsigned[]){p->gridDimX, p->gridDimY, p->gridDimZ}, sizeof n->grid);
+      memcpy(n->block, (unsigned[]){p->blockDimX, p->blockDimY, p->blockDimZ}, sizeof n->block);
+      n->shared = p->sharedMemBytes;
+      describeArguments(p->kernelParams, n->arguments, sizeof n->arguments);
       ++paramUpdates;
       return kSuccess;
     }
@@ -504,8 +556,9 @@ CUresult cuGraphLaunch(GraphExec *exec, void *stream) {
     fprintf(f, "graph-launch %zu kernels\n", exec->count);
     for (size_t i = 0; i < exec->count; ++i) {
       const Node *n = &exec->settings[i];
-      fprintf(f, "graph-kernel %s grid %u %u %u block %u %u %u shared %u\n", n->function,
-              n->grid[0], n->grid[1], n->grid[2], n->block[0], n->block[1], n->block[2], n->shared);
+      fprintf(f, "graph-kernel %s grid %u %u %u block %u %u %u shared %u args%s\n", n->function,
+              n->grid[0], n->grid[1], n->grid[2], n->block[0], n->block[1], n->block[2], n->shared,
+              n->arguments);
     }
   }
   return kSuccess;
