@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "xfrt/BlockGemv.h"
+#include "xfrt/Amx.h"
 #include "xfrt/ThreadPool.h"
 
 #include <algorithm>
@@ -137,6 +138,7 @@ float portableDots(const DotArgs &a) {
 
 #include "BlockGemvAvx512.inc"
 #include "BlockGemmAvx512.inc"
+#include "BlockGemmAmx.inc"
 #endif
 
 template <int Type>
@@ -576,10 +578,43 @@ int quantizeTask(void *, int task, uint8_t *closure) {
 struct GemmCall {
   int64_t rows, N, blocks, rowBytes, panelCols;
   const uint8_t *weight;
-  const uint8_t *xu; // x̂'s q + 128
+  const uint8_t *xu; // x̂'s q + 128, rows padded to a multiple of amxgemm::kTileRows
   const float *xMeta;
   Epilogue epilogueArgs;
+  BlockGemmTiles tiles;
 };
+
+/// The epilogue of input rows [m0, m0 + tileRows) of a panel's sums `out`.
+void finishPanelRows(const GemmCall &c, int64_t m0, int tileRows, int64_t n0, int count,
+                     float (*out)[avx512gemm::kPanelRows]) {
+  const bool gated = c.epilogueArgs.epilogue == BlockEpilogue::SwiGlu;
+  for (int r = 0; r < tileRows; ++r) {
+    if (gated) {
+      finishGroup(c.epilogueArgs, m0 + r, n0, count, out[r], out[r] + 16);
+      continue;
+    }
+    finishGroup(c.epilogueArgs, m0 + r, n0, std::min(count, 16), out[r], nullptr);
+    if (count > 16)
+      finishGroup(c.epilogueArgs, m0 + r, n0 + 16, count - 16, out[r] + 16, nullptr);
+  }
+}
+
+/// Every input row over the packed panel, amxgemm::kTileRows at a time, on `Tiles`.
+template <int Type, class Tiles>
+void runPanelOnTiles(const GemmCall &c, const avx512gemm::Panel &panel, int64_t n0, int count) {
+  constexpr int kRows = amxgemm::kTileRows;
+  const int64_t K = 32 * c.blocks;
+  float out[kRows][avx512gemm::kPanelRows];
+  Tiles tiles;
+  tiles.begin();
+  for (int64_t m0 = 0; m0 < c.rows; m0 += kRows) {
+    const int tileRows = int(std::min<int64_t>(kRows, c.rows - m0));
+    amxgemm::tile<Type>(tiles, tileRows, panel, c.blocks, c.xu + m0 * K,
+                        c.xMeta + m0 * 2 * c.blocks, out);
+    finishPanelRows(c, m0, tileRows, n0, count, out);
+  }
+  tiles.end();
+}
 
 template <int Type> int runGemmTask(void *, int task, uint8_t *closure) {
   using namespace avx512gemm;
@@ -595,20 +630,20 @@ template <int Type> int runGemmTask(void *, int task, uint8_t *closure) {
   }
   thread_local Panel panel;
   pack<Type>(rows, c.blocks, panel);
+  if (c.tiles == BlockGemmTiles::Amx) {
+    runPanelOnTiles<Type, amxgemm::AmxTiles>(c, panel, n0, count);
+    return 0;
+  }
+  if (c.tiles == BlockGemmTiles::AmxEmulated) {
+    runPanelOnTiles<Type, amxgemm::EmulatedTiles>(c, panel, n0, count);
+    return 0;
+  }
   const int64_t K = 32 * c.blocks;
   float out[kRowTile][kPanelRows];
   for (int64_t m0 = 0; m0 < c.rows; m0 += kRowTile) {
     const int tileRows = int(std::min<int64_t>(kRowTile, c.rows - m0));
     tileOf<Type>(tileRows, panel, c.blocks, c.xu + m0 * K, c.xMeta + m0 * 2 * c.blocks, out);
-    for (int r = 0; r < tileRows; ++r) {
-      if (gated) {
-        finishGroup(c.epilogueArgs, m0 + r, n0, count, out[r], out[r] + 16);
-        continue;
-      }
-      finishGroup(c.epilogueArgs, m0 + r, n0, std::min(count, 16), out[r], nullptr);
-      if (count > 16)
-        finishGroup(c.epilogueArgs, m0 + r, n0 + 16, count - 16, out[r] + 16, nullptr);
-    }
+    finishPanelRows(c, m0, tileRows, n0, count, out);
   }
   return 0;
 }
@@ -617,16 +652,14 @@ template <int Type> int runGemmTask(void *, int task, uint8_t *closure) {
 
 } // namespace xfrt
 
-extern "C" int32_t xfrt_block_gemm(const float *x, int64_t xStride, int64_t rows, int64_t K,
-                                   const uint8_t *weight, int64_t ggmlType, int64_t N,
-                                   const float *bias, const float *residual,
-                                   int64_t residualStride, int64_t epilogue, float *out,
-                                   int64_t outStride, int64_t isaCeiling) {
-  using namespace xfrt;
+int32_t xfrt::blockGemm(const float *x, int64_t xStride, int64_t rows, int64_t K,
+                        const uint8_t *weight, int64_t ggmlType, int64_t N, const float *bias,
+                        const float *residual, int64_t residualStride, int64_t epilogue,
+                        float *out, int64_t outStride, BlockGemmTiles tiles) {
   if (!validBlockCall(rows, K, ggmlType, N, epilogue))
     return -1;
-  const BlockDotIsa isa = isaForCeiling(isaCeiling);
-  if (isa != BlockDotIsa::Avx512Vnni)
+  if (blockDotIsaOfCpu(BlockDotIsa::Avx512Vnni) != BlockDotIsa::Avx512Vnni ||
+      (tiles == BlockGemmTiles::Amx && !amxInt8Usable()))
     return 1; // the caller's Halide kernel takes it
   if (rows == 0)
     return 0;
@@ -637,12 +670,18 @@ extern "C" int32_t xfrt_block_gemm(const float *x, int64_t xStride, int64_t rows
   c.panelCols = epilogue == int64_t(BlockEpilogue::SwiGlu) ? 16 : avx512gemm::kPanelRows;
   c.epilogueArgs = {bias, residual, N, residualStride, outStride, BlockEpilogue(epilogue),
                     /*vector512=*/true, out};
-  // x̂ (its meta, and q + 128 as tile() reads it) in parallel tasks of 8 rows: serial, it took
-  // ~15 % of SmolLM2's prefill GEMM time at 2 threads.
+  c.tiles = tiles;
+  // x̂ (its meta, and q + 128 as the tiles read it) in parallel tasks of 8 rows: serial, it
+  // took ~15 % of SmolLM2's prefill GEMM time at 2 threads. The AMX tiles load 16 rows at a
+  // time: rows past the last are zeros, their sums never read.
+  const int64_t paddedRows = (rows + amxgemm::kTileRows - 1) / amxgemm::kTileRows *
+                             amxgemm::kTileRows;
   thread_local std::vector<int8_t> q;
   thread_local std::vector<uint8_t> xu;
   thread_local std::vector<float> meta;
-  q.resize(size_t(rows * K)), xu.resize(size_t(rows * K)), meta.resize(size_t(2 * rows * c.blocks));
+  q.resize(size_t(rows * K)), meta.resize(size_t(2 * rows * c.blocks));
+  xu.resize(size_t(paddedRows * K));
+  std::memset(xu.data() + rows * K, 0, size_t((paddedRows - rows) * K));
   QuantizeCall quantize{x, xStride, K, rows, q.data(), meta.data(), xu.data()};
   runTasks(quantizeTask, (rows + QuantizeCall::kRows - 1) / QuantizeCall::kRows, &quantize);
   c.xu = xu.data(), c.xMeta = meta.data();
@@ -653,6 +692,22 @@ extern "C" int32_t xfrt_block_gemm(const float *x, int64_t xStride, int64_t rows
 #else
   return 0;
 #endif
+}
+
+extern "C" int32_t xfrt_block_gemm(const float *x, int64_t xStride, int64_t rows, int64_t K,
+                                   const uint8_t *weight, int64_t ggmlType, int64_t N,
+                                   const float *bias, const float *residual,
+                                   int64_t residualStride, int64_t epilogue, float *out,
+                                   int64_t outStride, int64_t isaCeiling) {
+  using namespace xfrt;
+  if (!validBlockCall(rows, K, ggmlType, N, epilogue))
+    return -1;
+  if (isaForCeiling(isaCeiling) != BlockDotIsa::Avx512Vnni)
+    return 1; // the caller's Halide kernel takes it
+  // AMX where this process may use it (every AMX CPU has AVX-512 VNNI).
+  const BlockGemmTiles tiles = amxInt8Usable() ? BlockGemmTiles::Amx : BlockGemmTiles::Avx512Vnni;
+  return blockGemm(x, xStride, rows, K, weight, ggmlType, N, bias, residual, residualStride,
+                   epilogue, out, outStride, tiles);
 }
 
 extern "C" int32_t xfrt_block_gemv(const float *x, int64_t xStride, int64_t rows, int64_t K,

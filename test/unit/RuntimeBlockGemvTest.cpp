@@ -8,6 +8,7 @@
 //     the bound docs/correctness.md states;
 // and for every epilogue, bias, residual, SwiGLU's gate/up rows, strides, row counts 1..5,
 // N not a multiple of the 4-row groups, and tasks run out of order on two threads.
+#include "xfrt/Amx.h"
 #include "xfrt/BlockGemv.h"
 #include "xfrt/GgmlType.h"
 
@@ -20,6 +21,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -28,6 +30,7 @@ namespace {
 
 using xfrt::BlockDotIsa;
 using xfrt::BlockEpilogue;
+using xfrt::BlockGemmTiles;
 
 constexpr int kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 8;
 
@@ -320,6 +323,80 @@ TEST(RuntimeBlockGemm, EveryTypeEpilogueAndTail) {
   for (BlockEpilogue e : {BlockEpilogue::Relu, BlockEpilogue::GeluTanh, BlockEpilogue::GeluErf,
                           BlockEpilogue::Silu})
     check({kQ4_1, 11, 128, 40, e, true, true}, BlockDotIsa::Avx512Vnni, rng, xfrt_block_gemm);
+}
+
+// The AMX path (16-row tiles, the correction added after the tile sums) gives the AVX-512 VNNI
+// path's bits: row counts around both tiles (6 and 16), panels of 32 and 16 (SwiGLU), every type
+// and epilogue, x with a stride past K. Its tile operations written out in C++ run on any CPU
+// with AVX-512 VNNI; the AMX instructions where this process may use them.
+std::vector<float> blockGemmOn(BlockGemmTiles tiles, const Case &c, const std::vector<float> &x,
+                               int64_t xStride, const std::vector<uint8_t> &w,
+                               const std::vector<float> &bias, const std::vector<float> &residual,
+                               int64_t outStride) {
+  std::vector<float> out(size_t(c.rows * outStride), -7.f);
+  EXPECT_EQ(xfrt::blockGemm(x.data(), xStride, c.rows, c.K, w.data(), c.type, c.N,
+                            c.bias ? bias.data() : nullptr, c.residual ? residual.data() : nullptr,
+                            outStride, int64_t(c.epilogue), out.data(), outStride, tiles),
+            0);
+  return out;
+}
+
+void checkTilesAgree(const Case &c, std::mt19937 &rng, bool hardware) {
+  SCOPED_TRACE(::testing::Message() << "type " << c.type << " rows " << c.rows << " K " << c.K
+                                    << " N " << c.N << " epilogue " << int(c.epilogue));
+  const bool gated = c.epilogue == BlockEpilogue::SwiGlu;
+  const int64_t weightRows = gated ? 2 * c.N : c.N, xStride = c.K + 3, outStride = c.N + 2;
+  std::vector<uint8_t> w = randomBlocks(c.type, weightRows, c.K, rng);
+  std::normal_distribution<float> normal;
+  std::vector<float> x(static_cast<size_t>(c.rows * xStride));
+  std::vector<float> bias(static_cast<size_t>(weightRows));
+  std::vector<float> residual(static_cast<size_t>(c.rows * outStride));
+  for (std::vector<float> *v : {&x, &bias, &residual})
+    for (float &e : *v)
+      e = normal(rng);
+  std::vector<float> want =
+      blockGemmOn(BlockGemmTiles::Avx512Vnni, c, x, xStride, w, bias, residual, outStride);
+  std::vector<BlockGemmTiles> others = {BlockGemmTiles::AmxEmulated};
+  if (hardware)
+    others.push_back(BlockGemmTiles::Amx);
+  for (BlockGemmTiles tiles : others) {
+    std::vector<float> got = blockGemmOn(tiles, c, x, xStride, w, bias, residual, outStride);
+    for (size_t i = 0; i < want.size(); ++i)
+      ASSERT_EQ(std::memcmp(&got[i], &want[i], 4), 0)
+          << (tiles == BlockGemmTiles::Amx ? "AMX" : "emulated AMX") << " at " << i << ": "
+          << got[i] << " vs " << want[i];
+  }
+}
+
+TEST(RuntimeBlockGemm, AmxTilesGiveTheAvx512Bits) {
+  if (xfrt::blockDotIsaOfCpu(BlockDotIsa::Avx512Vnni) != BlockDotIsa::Avx512Vnni)
+    GTEST_SKIP() << "no AVX-512 VNNI on this CPU: xfrt_block_gemm leaves every call to Halide";
+  const bool hardware = xfrt::amxInt8Usable();
+  if (!hardware)
+    std::printf("skipped: no AMX (%s): the AMX instructions are not run, their C++ form is\n",
+                xfrt::amxInt8Unusable());
+  std::mt19937 rng(17);
+  for (int type : {kQ8_0, kQ4_0, kQ4_1})
+    for (int64_t rows : {1, 6, 15, 16, 17, 40}) {
+      checkTilesAgree({type, rows, 96, 45, BlockEpilogue::None, true, true}, rng, hardware);
+      checkTilesAgree({type, rows, 64, 17, BlockEpilogue::SwiGlu, true, false}, rng, hardware);
+    }
+  for (BlockEpilogue e : {BlockEpilogue::Relu, BlockEpilogue::GeluTanh, BlockEpilogue::GeluErf,
+                          BlockEpilogue::Silu})
+    checkTilesAgree({kQ4_1, 33, 576, 40, e, true, true}, rng, hardware);
+}
+
+// Where this process may not use AMX, asking for it takes nothing: 1, out untouched.
+TEST(RuntimeBlockGemm, AmxOnlyWhereUsable) {
+  if (xfrt::amxInt8Usable())
+    GTEST_SKIP() << "AMX is usable here";
+  std::vector<uint8_t> w(size_t(2 * 20), 0);
+  std::vector<float> x(64, 1.f), out(2, -7.f);
+  EXPECT_EQ(xfrt::blockGemm(x.data(), 64, 1, 64, w.data(), kQ4_1, 2, nullptr, nullptr, 0, 0,
+                            out.data(), 2, BlockGemmTiles::Amx),
+            1);
+  EXPECT_EQ(out[0], -7.f);
+  EXPECT_NE(std::string(xfrt::amxInt8Unusable()), "");
 }
 
 // Below AVX-512 VNNI (the CPU's or the executable's ceiling) it takes nothing: 1, out untouched.

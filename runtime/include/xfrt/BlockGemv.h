@@ -39,6 +39,19 @@ enum class BlockEpilogue : int32_t { None, Relu, GeluTanh, GeluErf, Silu, SwiGlu
 void quantizeRowQ8(const float *x, int64_t K, int8_t *q, float *meta,
                    BlockDotIsa isa = BlockDotIsa::Portable);
 
+/// What xfrt_block_gemm multiplies its panels on: AVX-512 VNNI (6 input rows at a time), AMX
+/// int8 tiles (16 rows; where amxInt8Usable), or AMX's tile operations written out in C++
+/// (AmxEmulated: the AMX path's layout and order, checked on any CPU with AVX-512 VNNI). All
+/// three give the same bits: the integer sums are exact and the float operations the same.
+enum class BlockGemmTiles : int32_t { Avx512Vnni, Amx, AmxEmulated };
+
+/// xfrt_block_gemm on the given tiles. Returns 1, having done nothing, where this CPU has no
+/// AVX-512 VNNI or (Amx) this process may not use AMX; else as xfrt_block_gemm.
+int32_t blockGemm(const float *x, int64_t xStride, int64_t rows, int64_t K,
+                  const uint8_t *weight, int64_t ggmlType, int64_t N, const float *bias,
+                  const float *residual, int64_t residualStride, int64_t epilogue, float *out,
+                  int64_t outStride, BlockGemmTiles tiles);
+
 } // namespace xfrt
 
 extern "C" {
@@ -53,8 +66,8 @@ int32_t xfrt_block_gemv(const float *x, int64_t xStride, int64_t rows, int64_t K
                         float *out, int64_t outStride, int64_t isaCeiling);
 
 /// The same product for many rows (prefill GEMMs of --q8-gemm-inputs): each task packs a panel
-/// of 32 weight rows as u8 once and runs every input row over it, six at a time (AVX-512 VNNI
-/// only). The same x̂ and integer block sums as xfrt_block_gemv; the float sums of the blocks
+/// of 32 weight rows as u8 once and runs every input row over it, on AMX int8 tiles where this
+/// process may use them (16 rows at a time), else AVX-512 VNNI (six at a time). The same x̂ and integer block sums as xfrt_block_gemv; the float sums of the blocks
 /// are taken in another order. Returns 1, having done nothing, where the CPU (or the ceiling)
 /// has no AVX-512 VNNI: the caller runs its Halide kernel instead.
 int32_t xfrt_block_gemm(const float *x, int64_t xStride, int64_t rows, int64_t K,
