@@ -1,9 +1,9 @@
 //===- AttentionKernelCuda.cpp - flash attention as a Halide CUDA pipeline ===//
 //
-// The attention of AttentionKernel.cpp (same buffers, masking rule and
-// grouped K/V heads) on an NVIDIA GPU. One thread block per (head, block of
-// kQueryBlock queries); the block streams the keys in blocks of kKeyBlock
-// and keeps, per query and output column, the running (output, max, sum) of
+// The online softmax of AttentionAlgorithm.cpp (the buffers, masking rule
+// and grouped K/V heads of AttentionKernel.cpp) on an NVIDIA GPU. One thread
+// block per (head, block of kQueryBlock queries); the block streams the keys
+// in blocks of kKeyBlock and keeps, per query and output column, the running (output, max, sum) of
 // the online softmax in shared memory:
 //   per key block b:  stage K_b and V_b in shared memory;
 //                     scores s = q·k (threads: key × query), the block's
@@ -23,7 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelPipelines.h"
+#include "AttentionAlgorithm.h"
 
 #include <algorithm>
 #include <optional>
@@ -36,29 +36,24 @@ namespace {
 constexpr int kQueryBlock = 16, kKeyBlock = 32; // queries per block, keys per stage
 constexpr int kDecodeRows = 4;
 constexpr int kMaxColumnThreads = 32; // output columns per thread row
-constexpr float kNoScore = -1e30f;    // a finite −inf (differences stay 0)
-
-llvm::Error invalid(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
 
 llvm::Expected<KernelPipeline> buildAttentionCuda(const AttentionKernelSpec &spec,
                                                   bool gpuSchedule) {
   if (spec.name.empty())
-    return invalid("attention kernel: empty function name");
+    return attentionError("attention kernel: empty function name");
   if (spec.heads <= 0 || spec.dK <= 0 || spec.dV <= 0 || spec.kvHeads < 0 ||
       spec.heads % spec.keyValueHeads() != 0)
-    return invalid("attention kernel '" + spec.name +
-                   "': heads, dK, dV must be positive and kvHeads divide heads");
+    return attentionError("attention kernel '" + spec.name +
+                          "': heads, dK, dV must be positive and kvHeads divide heads");
   if (!(spec.scale > 0) && !(spec.scale < 0))
-    return invalid("attention kernel '" + spec.name + "': scale must be a nonzero number");
+    return attentionError("attention kernel '" + spec.name + "': scale must be a nonzero number");
   // xfc keeps xf.rope as separate kernels for CUDA (FusionPipeline.cpp says why).
   if (spec.rope != AttentionKernelSpec::Rope::None)
-    return invalid("attention kernel '" + spec.name +
-                   "': rotary positions are not fused into the CUDA attention");
+    return attentionError("attention kernel '" + spec.name +
+                          "': rotary positions are not fused into the CUDA attention");
   if (spec.halfKeyValues) // xfc keeps a CUDA target's KV cache in float32
-    return invalid("attention kernel '" + spec.name +
-                   "': the CUDA attention reads float32 keys and values only");
+    return attentionError("attention kernel '" + spec.name +
+                          "': the CUDA attention reads float32 keys and values only");
   const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
   const int Hkv = int(spec.keyValueHeads()), group = H / Hkv;
   const float scale = float(spec.scale);
@@ -81,39 +76,18 @@ llvm::Expected<KernelPipeline> buildAttentionCuda(const AttentionKernelSpec &spe
       ok = ok && key <= query + (keys - queries);
     return ok;
   };
-  RDom rc(0, dK, "rc");
-  Func scoreDot("score_dot"); // (key in block, query, head, key block)
-  Var b("b");
-  scoreDot(j, t, h, b) = 0.f;
-  scoreDot(j, t, h, b) +=
-      q(h * dK + rc, clamp(t, 0, queries - 1)) * kTile(rc, b * kKeyBlock + j, h / group);
-  Func scores("scores");
-  scores(j, t, h, b) =
-      select(visible(b * kKeyBlock + j, t), scoreDot(j, t, h, b) * scale, kNoScore);
-  RDom rj(0, kKeyBlock, "rj");
-  Func blockMax("block_max");
-  blockMax(t, h, b) = kNoScore;
-  blockMax(t, h, b) = max(blockMax(t, h, b), scores(rj, t, h, b));
-  Func probs("block_probs");
-  probs(j, t, h, b) =
-      select(visible(b * kKeyBlock + j, t), exp(scores(j, t, h, b) - blockMax(t, h, b)), 0.f);
-  Func blockSum("block_sum");
-  blockSum(t, h, b) = 0.f;
-  blockSum(t, h, b) += probs(rj, t, h, b);
-  Func blockOut("block_out"); // unnormalised Σ p · v over the block
-  blockOut(d, t, h, b) = 0.f;
-  blockOut(d, t, h, b) += probs(rj, t, h, b) * vTile(d, b * kKeyBlock + rj, h / group);
-
+  RDom rc(0, dK, "rc"), rj(0, kKeyBlock, "rj");
   RDom rb(0, (keys + kKeyBlock - 1) / kKeyBlock, "rb");
-  Func state("softmax_state"); // (output, max, sum) per (column, query, head)
-  state(d, t, h) = Tuple(0.f, kNoScore, 0.f);
-  {
-    Expr oldOut = state(d, t, h)[0], oldMax = state(d, t, h)[1], oldSum = state(d, t, h)[2];
-    Expr newMax = max(oldMax, blockMax(t, h, rb));
-    Expr keepOld = exp(oldMax - newMax), keepBlock = exp(blockMax(t, h, rb) - newMax);
-    state(d, t, h) = Tuple(oldOut * keepOld + blockOut(d, t, h, rb) * keepBlock, newMax,
-                           oldSum * keepOld + blockSum(t, h, rb) * keepBlock);
-  }
+  Var b("b");
+  OnlineSoftmaxOperands o{{t, h}, j, d, b, rj, rb, scale};
+  o.scoreTerm = [&](Expr key, Expr block) {
+    return q(h * dK + rc, clamp(t, 0, queries - 1)) * kTile(rc, block * kKeyBlock + key, h / group);
+  };
+  o.visible = [&](Expr key, Expr block) { return visible(block * kKeyBlock + key, t); };
+  o.value = [&](Expr key, Expr block) { return vTile(d, block * kKeyBlock + key, h / group); };
+  OnlineSoftmax f = defineOnlineSoftmax(o);
+  Func state = f.state, scores = f.maskedScores, blockMax = f.blockMax, probs = f.probs;
+  Func blockSum = f.blockSum, blockOut = f.blockOutDot, scoreDot = f.scoreDot;
   Func out("attention_out");
   {
     Expr head = c / dV, column = c % dV;
@@ -172,6 +146,9 @@ llvm::Expected<KernelPipeline> buildAttentionCuda(const AttentionKernelSpec &spe
         .reorder(d, j, h)
         .gpu_threads(j)
         .bound_extent(j, kKeyBlock);
+    // The masked scores in shared memory (their raw dot product inline).
+    f.scores.compute_inline();
+    f.blockOut.compute_inline();
     scores.compute_at(state, rb).store_in(MemoryType::GPUShared).gpu_threads(j, t);
     scoreDot.compute_at(scores, j);
     blockMax.compute_at(state, rb).store_in(MemoryType::GPUShared).gpu_threads(t);

@@ -50,35 +50,6 @@ llvm::Expected<KernelPipeline> buildAttentionPipeline(const AttentionKernelSpec 
 /// Builds `<name>_batched` of an attention with batchedDecode (HalideKernels.h).
 llvm::Expected<KernelPipeline> buildAttentionBatchedPipeline(const AttentionKernelSpec &spec,
                                                              const Halide::Target &target);
-/// What every CPU attention builder reads of its spec, once validated
-/// (attentionShapeOf, AttentionKernel.cpp): the vector width in floats, the
-/// query and K/V heads, the query heads per K/V head, dK, dV and the scale.
-struct AttentionShape {
-  int vw, H, Hkv, group, dK, dV;
-  float scale;
-};
-/// An error if `spec` is invalid (names, sizes, schedule, rotary positions).
-llvm::Expected<AttentionShape> attentionShapeOf(const AttentionKernelSpec &spec,
-                                                const Halide::Target &target);
-
-/// The Funcs of one key block of the flash attention: its running state, the
-/// score tile and its dot product, the masked scores, the block's max,
-/// probabilities and sum, the P·V tile and its dot product (handles: a copy
-/// schedules the same Funcs).
-struct KeyBlockStages {
-  Halide::Func state, scores, scoreDot, maskedScores, blockMax, probs, blockSum, blockOut,
-      blockOutDot;
-};
-/// Schedules `state`'s update over the key blocks `rb` and a key block inside
-/// it (AttentionKernel.cpp): rowTile query rows × vector-wide columns
-/// accumulate in registers for both products; the block's max and sum are
-/// vector reductions. `row` is the query-row variable, `j` the key, `d` the
-/// value column, `rc` and `rj` the reductions over dK and the block's keys.
-/// Shared by the per-sequence and the segmented kernels.
-void scheduleKeyBlock(KeyBlockStages s, Halide::RVar rb, Halide::Var row, Halide::Var j,
-                      Halide::Var d, Halide::RVar rc, Halide::RVar rj, int vw, int rowTile,
-                      int keyBlock, int dV);
-
 /// spec.segmented's kernel (SegmentedAttentionKernel.cpp); buildAttentionPipeline calls it.
 llvm::Expected<KernelPipeline> buildSegmentedAttentionPipeline(const AttentionKernelSpec &spec,
                                                                const Halide::Target &target);

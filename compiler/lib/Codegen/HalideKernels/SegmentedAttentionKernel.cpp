@@ -33,7 +33,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelPipelines.h"
+#include "AttentionAlgorithm.h"
 
 #include <optional>
 
@@ -42,23 +42,17 @@ using namespace Halide;
 namespace mlir::xf {
 namespace {
 
-constexpr float kNoScore = -1e30f; // a finite -inf: differences of two are 0, not NaN
-
-llvm::Error invalid(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
-}
-
 llvm::Expected<KernelPipeline> buildSegmented(const AttentionKernelSpec &spec,
                                               const Target &target) {
   llvm::Expected<AttentionShape> shape = attentionShapeOf(spec, target);
   if (!shape)
     return shape.takeError();
   if (spec.rope != AttentionKernelSpec::Rope::None)
-    return invalid("attention kernel '" + spec.name +
-                   "': a segmented kernel does not fuse rotary positions");
+    return attentionError("attention kernel '" + spec.name +
+                          "': a segmented kernel does not fuse rotary positions");
   if (spec.halfKeyValues) // a packed batch's own K/V rows, never a cache
-    return invalid("attention kernel '" + spec.name +
-                   "': a segmented kernel reads float32 keys and values");
+    return attentionError("attention kernel '" + spec.name +
+                          "': a segmented kernel reads float32 keys and values");
   const int vw = shape->vw, H = shape->H, Hkv = shape->Hkv, group = shape->group;
   const int dK = shape->dK, dV = shape->dV;
   const float scale = shape->scale;
@@ -108,46 +102,17 @@ llvm::Expected<KernelPipeline> buildSegmented(const AttentionKernelSpec &spec,
   };
   Expr row = min(firstRow(blk) + ri, queries - 1); // rows past the block: never stored
 
-  RDom rc(0, dK, "rc");
-  Func scoreDot("score_dot");
-  scoreDot(j, ri, h, blk, b) = 0.f;
-  scoreDot(j, ri, h, blk, b) += q(h * dK + rc, row) * keysT(keyRow(b, j), rc, kvHead(h));
-  Func scores("scores");
-  scores(j, ri, h, blk, b) = scoreDot(j, ri, h, blk, b);
-  auto visible = [&](Expr kb, Expr jj) { return position(kb, jj) < visibleKeys(ri, blk); };
-  Func maskedScores("masked_scores");
-  maskedScores(j, ri, h, blk, b) =
-      select(visible(b, j), scores(j, ri, h, blk, b) * scale, kNoScore);
-
-  RDom rj(0, keyBlock, "rj");
-  Func blockMax("block_max");
-  blockMax(ri, h, blk, b) = kNoScore;
-  blockMax(ri, h, blk, b) = max(blockMax(ri, h, blk, b), maskedScores(rj, ri, h, blk, b));
-  Func probs("block_probs"); // exactly 0 where masked
-  probs(j, ri, h, blk, b) =
-      select(visible(b, j), exp(maskedScores(j, ri, h, blk, b) - blockMax(ri, h, blk, b)), 0.f);
-  Func blockSum("block_sum");
-  blockSum(ri, h, blk, b) = 0.f;
-  blockSum(ri, h, blk, b) += probs(rj, ri, h, blk, b);
-  Func blockOutDot("block_out_dot");
-  blockOutDot(d, ri, h, blk, b) = 0.f;
-  blockOutDot(d, ri, h, blk, b) +=
-      probs(rj, ri, h, blk, b) *
-      v(kvHead(h) * dV + d, clamp(firstKey(blk) + position(b, rj), 0, keys - 1));
-  Func blockOut("block_out");
-  blockOut(d, ri, h, blk, b) = blockOutDot(d, ri, h, blk, b);
-
-  Func state("softmax_state"); // running (output, max, sum), merged key block by key block
-  state(d, ri, h, blk) = Tuple(0.f, kNoScore, 0.f);
-  {
-    Expr oldOut = state(d, ri, h, blk)[0], oldMax = state(d, ri, h, blk)[1];
-    Expr oldSum = state(d, ri, h, blk)[2];
-    Expr blockM = blockMax(ri, h, blk, rb), newMax = max(oldMax, blockM);
-    Expr oldIsMax = oldMax >= blockM, other = exp(min(oldMax, blockM) - newMax);
-    Expr keepOld = select(oldIsMax, 1.f, other), keepBlock = select(oldIsMax, other, 1.f);
-    state(d, ri, h, blk) = Tuple(oldOut * keepOld + blockOut(d, ri, h, blk, rb) * keepBlock, newMax,
-                                 oldSum * keepOld + blockSum(ri, h, blk, rb) * keepBlock);
-  }
+  RDom rc(0, dK, "rc"), rj(0, keyBlock, "rj");
+  OnlineSoftmaxOperands o{{ri, h, blk}, j, d, b, rj, rb, scale};
+  o.scoreTerm = [&](Expr key, Expr kb) {
+    return q(h * dK + rc, row) * keysT(keyRow(kb, key), rc, kvHead(h));
+  };
+  o.visible = [&](Expr key, Expr kb) { return position(kb, key) < visibleKeys(ri, blk); };
+  o.value = [&](Expr key, Expr kb) {
+    return v(kvHead(h) * dV + d, clamp(firstKey(blk) + position(kb, key), 0, keys - 1));
+  };
+  OnlineSoftmax softmax = defineOnlineSoftmax(o);
+  Func state = softmax.state;
   Func result("block_result"); // normalised, [H·dV] per row of the block
   {
     Expr head = c / dV, column = c % dV, sum = state(column, ri, head, blk)[2];
@@ -182,9 +147,7 @@ llvm::Expected<KernelPipeline> buildSegmented(const AttentionKernelSpec &spec,
   keysT.compute_root().parallel(h).vectorize(t, vw, TailStrategy::GuardWithIf);
 
   state.compute_at(result, h).vectorize(d, vw, TailStrategy::GuardWithIf);
-  scheduleKeyBlock(
-      {state, scores, scoreDot, maskedScores, blockMax, probs, blockSum, blockOut, blockOutDot}, rb,
-      ri, j, d, rc, rj, vw, rowTile, keyBlock, dV);
+  scheduleKeyBlock(softmax, rb, ri, j, d, rc, rj, vw, rowTile, keyBlock, dV);
 
   KernelPipeline built;
   built.inputs = {q, k, v, blocks};
