@@ -421,6 +421,10 @@ int runMain(int argc, const char *const *argv, const ModelAbi &abi, ServeMain se
       std::fprintf(stderr, "warning: --threads ignored: no halide_set_num_threads linked in\n");
   }
 
+  // A CUDA build without a usable GPU says so before seconds of loading (or drawing) weights.
+  if (m.cuda && (batch->size() > 0 || o.interactive))
+    if (Status ok = checkCudaDevice(); !ok)
+      return report(ok.message(), 1);
   Expected<WeightSet> weights =
       o.randomWeights ? randomWeights(o.seed, m) : loadWeights(o.weights, m);
   if (!weights)
