@@ -74,7 +74,7 @@ llvm::Error link(llvm::ArrayRef<std::string> objects, llvm::StringRef output, bo
     args.push_back(XFRT_MAIN_ARCHIVE_PATH); // --serve loads libxfrt_serve.so (not linked)
   }
   args.push_back(XFRT_ARCHIVE_PATH);
-  for (const char *flag : {"-lstdc++", "-lpthread", "-ldl", "-lm"})
+  for (const char *flag : {XFRT_LINK_FLAGS})
     args.push_back(flag);
 #ifdef XF_LINK_SANITIZERS
   args.push_back("-fsanitize=address,undefined");

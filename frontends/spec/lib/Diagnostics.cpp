@@ -2,7 +2,9 @@
 
 #include "xf/Spec/Diagnostics.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Unicode.h"
 
 #include <algorithm>
 
@@ -15,19 +17,16 @@ DiagnosticEngine::DiagnosticEngine(llvm::StringRef buffer, llvm::StringRef file,
       llvm::MemoryBuffer::getMemBufferCopy(buffer, file), llvm::SMLoc());
 }
 
-/// Display columns before byte `col` of `line`: UTF-8 continuation bytes and
-/// combining marks (X̃) take no room, so the caret lands under the text.
+/// Display columns before byte `col` of `line` (as printed: printable()'s text): LLVM's
+/// terminal widths, so combining marks (X̃) take none and wide characters two, and the caret
+/// lands under the text. Text that is not valid UTF-8 counts a column per character start.
+static std::string printable(llvm::StringRef text);
 static unsigned displayColumn(llvm::StringRef line, int col) {
-  unsigned width = 0;
-  for (size_t i = 0; i < line.size() && int(i) + 1 < col; ++i) {
-    unsigned char c = line[i];
-    bool isContinuation = (c & 0xC0) == 0x80;
-    bool isCombining = c == 0xCC || (c == 0xCD && i + 1 < line.size() &&
-                                     (unsigned char)line[i + 1] < 0xB0);
-    if (!isContinuation && !isCombining)
-      ++width;
-  }
-  return width;
+  std::string before = printable(line.take_front(size_t(std::max(col, 1) - 1)));
+  int width = llvm::sys::unicode::columnWidthUTF8(before);
+  if (width >= 0)
+    return unsigned(width);
+  return unsigned(llvm::count_if(before, [](char c) { return (c & 0xC0) != 0x80; }));
 }
 
 /// Bytes that would act on a terminal (C0 controls, DEL, the C1 controls
