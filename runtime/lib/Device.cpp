@@ -4,6 +4,8 @@
 #include "xfrt/CudaDriver.h"
 #include "xfrt/HalideErrors.h"
 
+#include "HalideBufferLayout.h"
+
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -13,23 +15,8 @@
 
 namespace {
 
-// The layout of Halide's halide_buffer_t / halide_dimension_t (HalideRuntime.h), which
-// this library does not include: it builds without Halide.
-struct HalideDimension {
-  int32_t min, extent, stride;
-  uint32_t flags;
-};
-struct HalideBuffer {
-  uint64_t device;
-  const void *deviceInterface;
-  uint8_t *host;
-  uint64_t flags;
-  uint8_t code, bits;
-  uint16_t lanes;
-  int32_t dimensions;
-  HalideDimension *dim;
-  void *padding;
-};
+using xfrt::HalideBuffer;
+using xfrt::HalideDimension;
 constexpr uint64_t kHostDirty = 1, kDeviceDirty = 2;
 constexpr uint8_t kUInt = 1;
 

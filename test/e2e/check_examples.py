@@ -44,6 +44,10 @@ BF16_INPUTS_TOLERANCE = 1e-2
 # elements — which moved the logits by up to 1.3e-4 of their largest (llama, ℓ=130); not rounding
 # the oracle's K and V (or xf not rounding them) leaves 5.4e-4 there.
 KV_FLOAT16_TOLERANCE = 2.5e-4
+# xfc --target cuda-sm_80 --gpu-matmul=tf32|bf16: the GEMMs of M >= 5 rows on tensor cores, x and
+# W rounded to TF32 (10 significant bits) or bfloat16 (7), float32 sums. Expected bounds, not yet
+# checked on a GPU (docs/correctness.md): bf16 as BF16_INPUTS_TOLERANCE, TF32's 8× finer.
+TENSOR_CORE_TOLERANCE = {"tf32": 1e-3, "bf16": 1e-2}
 
 # model → (oracle arch, small hyperparameters, output kind, sequence lengths)
 MODELS = {
@@ -71,7 +75,8 @@ MODELS = {
 DECODERS = {"gpt2", "tiny", "gopher", "llama", "llama-hf"}  # compact: bidirectional, no cache
 
 
-def check_model(name, xfc, workdir, python, weight_type="f32", xfc_args=(), kv_cache_type=None):
+def check_model(name, xfc, workdir, python, weight_type="f32", xfc_args=(), kv_cache_type=None,
+                gpu_matmul=None):
     arch, hparams, output, lengths = MODELS[name]
     exe = os.path.join(workdir, name)
     defines = [arg for kv in hparams.split(",") for arg in ("-D", kv)]
@@ -81,6 +86,9 @@ def check_model(name, xfc, workdir, python, weight_type="f32", xfc_args=(), kv_c
              if weight_type == "bf16-gemm-inputs"
              else ["--weight-type", weight_type])
     tolerance = BF16_INPUTS_TOLERANCE if weight_type == "bf16-gemm-inputs" else TOLERANCE
+    if gpu_matmul:
+        flags.append(f"--gpu-matmul={gpu_matmul}")
+        tolerance = max(tolerance, TENSOR_CORE_TOLERANCE[gpu_matmul])
     kv = [f"--kv-cache-type={kv_cache_type}"] if kv_cache_type else []
     r = run([xfc, os.path.join(ROOT, "examples", name + ".xf"), *defines, *flags, *xfc_args, *kv,
              "-o", exe])
@@ -159,13 +167,16 @@ def main():
     p.add_argument("--kv-cache-type", choices=["f16", "f32"],
                    help="xfc --kv-cache-type (default xfc's, f16): with f16 the decode steps are "
                         "checked against the oracle with K and V rounded to float16")
+    p.add_argument("--gpu-matmul", choices=sorted(TENSOR_CORE_TOLERANCE),
+                   help="xfc --gpu-matmul (with --xfc-arg=--target=cuda-sm_80): tensor-core "
+                        "GEMMs, checked within TENSOR_CORE_TOLERANCE")
     args = p.parse_args()
     failures = []
     with tempfile.TemporaryDirectory(prefix="xf-e2e-") as tmp:
         workdir = args.workdir or tmp
         for name in args.model or sorted(MODELS):
             failures += check_model(name, args.xfc, workdir, sys.executable, args.weight_type,
-                                    args.xfc_arg, args.kv_cache_type)
+                                    args.xfc_arg, args.kv_cache_type, args.gpu_matmul)
     sys.exit(report(failures))
 
 

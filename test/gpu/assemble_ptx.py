@@ -59,7 +59,7 @@ def main():
                 for entry in entries:
                     print(f"entry {entry['function']} ({name}): {entry['registers']} registers, "
                           f"{entry['stack']} bytes stack frame, spills {entry['spill_stores']}/"
-                          f"{entry['spill_loads']} bytes")
+                          f"{entry['spill_loads']} bytes, {entry['shared']} bytes shared")
                     if entry["spill_stores"] or entry["spill_loads"]:
                         problems.append(f"{entry['function']} ({name}) spills registers")
                     if entry["registers"] > args.max_registers:
@@ -79,12 +79,14 @@ def resources(text):
     for line in text.splitlines():
         if m := re.search(r"Compiling entry function '([^']+)'", line):
             entries.append({"function": m[1], "registers": 0, "stack": 0, "spill_stores": 0,
-                            "spill_loads": 0})
+                            "spill_loads": 0, "shared": 0})
         elif entries and (m := re.search(
                 r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads", line)):
             entries[-1].update(stack=int(m[1]), spill_stores=int(m[2]), spill_loads=int(m[3]))
         elif entries and (m := re.search(r"Used (\d+) registers", line)):
             entries[-1]["registers"] = int(m[1])
+            if s := re.search(r"(\d+) bytes smem", line):
+                entries[-1]["shared"] = int(s[1])
     return entries
 
 

@@ -15,7 +15,10 @@ The bundle (a directory; --tar also packs it, which must stay under 64 MiB):
   replay.sh, torch_reference.py (copied from test/gpu)
 
 Phases: checks (every example at the e2e sizes vs the oracle; greedy ids vs the CPU build),
-full (GPT-2 small, SmolLM2-shaped Llama, MiniLM at full size vs the CPU build), perf (prefill
+full (GPT-2 small, SmolLM2-shaped Llama, MiniLM at full size vs the CPU build), tensor (the
+tensor-core GEMMs, --gpu-matmul=tf32|bf16: GPT-2 and Llama at e2e sizes vs the oracle within
+check_examples.py's TENSOR_CORE_TOLERANCE, GPT-2 small vs the CPU build within the same, its
+prefill timed and profiled; needs --cap cuda-sm_80 or newer), perf (prefill
 and decode timings, --profile: per-kernel device times and launches per step), ncu (per-kernel
 GPU time, grids), torch (cuBLAS GEMMs, SDPA, the same models in PyTorch eager / compile).
 
@@ -38,11 +41,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 ORACLE = os.path.join(ROOT, "test", "reference", "oracle.py")
 sys.path.insert(0, os.path.join(ROOT, "test", "e2e"))
-from check_examples import DECODERS, MODELS  # noqa: E402
+from check_examples import DECODERS, MODELS, TENSOR_CORE_TOLERANCE  # noqa: E402
 
 MAX_BUNDLE_BYTES = 64 << 20
 # Seconds per phase: 540 in all, so that one replay fits a 10-minute command on the GPU machine.
-PHASES = [("checks", 100), ("full", 60), ("perf", 130), ("ncu", 110), ("torch", 140)]
+PHASES = [("checks", 100), ("full", 60), ("tensor", 40), ("perf", 120), ("ncu", 100),
+          ("torch", 120)]
 # Full-size shapes (random weights): GPT-2 small, a SmolLM2-135M-shaped Llama, MiniLM-L6.
 FULL = {
     "gpt2": ("gpt2", [], 50257),
@@ -198,6 +202,51 @@ class Bundle:
                                              "dram__bytes_read.sum", exe, "--random-weights", "1",
                                              *extra])
 
+    # -- phase tensor: the tensor-core GEMMs (xfc --gpu-matmul, docs/gpu.md "Tensor cores") --
+    def tensor_cores(self, names, full):
+        cap = self.cap.rsplit("sm_", 1)[-1]
+        if not cap.isdigit() or int(cap) < 80:
+            print(f"no tensor phase: --cap {self.cap} is below sm_80")
+            return
+        for name in names:  # prefill against the oracle (decode steps keep Halide's fp32 GEMV)
+            arch, hp, output, lengths = MODELS[name]
+            defines = [a for kv in hp.split(",") for a in ("-D", kv)]
+            vocab = int(dict(kv.split("=") for kv in hp.split(","))["N_V"])
+            flag = "--logits-out" if output == "logits" else "--hidden-out"
+            for precision, tol in TENSOR_CORE_TOLERANCE.items():
+                tag = f"{name}-tc-{precision}"  # gpt2-bf16 is the bf16-weight build's
+                self.build(name, os.path.join(self.out, "bin", tag), self.cap,
+                           defines + [f"--gpu-matmul={precision}"])
+                rng = np.random.default_rng(5)  # the ids small_examples drew: its references
+                for n in lengths:
+                    toks = ",".join(map(str, rng.integers(0, vocab, size=n)))
+                    rng.integers(0, vocab, size=n + 3)
+                    label = f"{tag}_{n}"
+                    self.run("tensor", label, 30, [f"bin/{tag}", "--weights",
+                                                   f"w/{name}.safetensors", "--tokens", toks, flag,
+                                                   f"out/{label}.npy"])
+                    shutil.copy(os.path.join(self.out, "ref", f"{name}_{n}.npy"),
+                                os.path.join(self.out, "ref", label + ".npy"))
+                    self.cases.append({"label": label, "kind": "oracle", "tol": tol})
+        for tag in ("gpt2",):  # full size: against the CPU build, timed, profiled
+            example, flags, vocab = full[tag]
+            for precision, tol in TENSOR_CORE_TOLERANCE.items():
+                exe = f"bin/full-{tag}-tc-{precision}"
+                self.build(example, os.path.join(self.out, exe), self.cap,
+                           flags + [f"--gpu-matmul={precision}"])
+                label = f"full-{tag}-tc-{precision}_40"
+                self.run("tensor", label, 30, [exe, "--random-weights", "1", "--tokens",
+                                               ids(40, vocab), "--logits-out", f"out/{label}.npy"])
+                shutil.copy(os.path.join(self.out, "ref", f"full-{tag}_40.npy"),
+                            os.path.join(self.out, "ref", label + ".npy"))
+                self.cases.append({"label": label, "kind": "cpu", "tol": tol})
+                for n, repeat in ((128, 10), (1024, 5)):
+                    self.run("tensor", f"time-{tag}-tc-{precision}-prefill{n}", 30,
+                             [exe, "--random-weights", "1", "--tokens", ids(n, vocab), "--repeat",
+                              str(repeat)])
+                self.run("tensor", f"profile-{tag}-tc-{precision}-prefill1024", 30,
+                         [exe, "--random-weights", "1", "--tokens", ids(1024, vocab), "--profile"])
+
     def finish(self, tar):
         shutil.copy(os.path.join(HERE, "replay.sh"), self.out)
         shutil.copy(os.path.join(HERE, "torch_reference.py"), self.out)
@@ -244,6 +293,7 @@ def main():
         shutil.copy(args.stand_in, os.path.join(b.out, "bin", "libcuda-stand-in.so"))
     b.small_examples(["tiny", "gpt2"] if args.quick else list(MODELS))
     b.full_size(QUICK_FULL if args.quick else FULL)
+    b.tensor_cores(["gpt2"] if args.quick else ["gpt2", "llama"], QUICK_FULL if args.quick else FULL)
     b.finish(args.tar)
     return 0
 

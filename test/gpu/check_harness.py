@@ -49,7 +49,7 @@ def main():
             return fail("replay.sh --dry-run failed")
         log = open(os.path.join(back, "log.txt")).read()
         phases = re.findall(r"^phase (\w+):", log, re.M)
-        if phases != ["checks", "full", "perf", "ncu", "torch"]:
+        if phases != ["checks", "full", "tensor", "perf", "ncu", "torch"]:
             return fail(f"replay.sh's phases: {phases}")
         r = run([sys.executable, os.path.join(HERE, "compare_bundle.py"), bundle,
                  os.path.join(back, "results.tar.gz"), "--dry-run"])
@@ -60,6 +60,9 @@ def main():
             return fail("some runs failed")
         if not re.search(r"profile-gpt2-decode .*launches/xf_forward_cached \d+", r.stdout):
             return fail("no launch count per decode step in the profile run")
+        if not re.search(r"gpt2-tc-bf16_33 +ran", r.stdout) or \
+                not re.search(r"time-gpt2-tc-tf32-prefill1024 +min_ms", r.stdout):
+            return fail("the tensor phase's runs (--gpu-matmul) did not all run")
     print("OK")
     return 0
 

@@ -122,8 +122,9 @@ def versus(xf, torch):
             value = value.get(key) if isinstance(value, dict) else None
         return value.get("best_ms") if isinstance(value, dict) else value
     rows = []
-    for model in ("gpt2", "gpt2-bf16", "llama"):
-        anchor = {"gpt2": "gpt2", "gpt2-bf16": "gpt2", "llama": "llama"}[model]
+    # gpt2-tc-*: the tensor-core builds (fp32 weights) beside PyTorch fp32 (TF32 off) and bf16.
+    for model in ("gpt2", "gpt2-bf16", "llama", "gpt2-tc-tf32", "gpt2-tc-bf16"):
+        anchor = "llama" if model == "llama" else "gpt2"
         dtype = "bf16" if model.endswith("bf16") else "fp32"
         for n in (128, 1024):
             ours = xf.get(f"time-{model}-prefill{n}", {}).get("min_ms")

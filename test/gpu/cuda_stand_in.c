@@ -41,6 +41,7 @@ typedef unsigned long long CUdeviceptr;
 enum {
   kSuccess = 0,
   kInvalidValue = 1,
+  kNotFound = 500,
   kIllegalState = 401,
   kNotSupported = 801,
   kCaptureUnsupported = 900,
@@ -206,6 +207,10 @@ CUresult cuCtxPushCurrent_v2(void *ctx) {
   (void)ctx;
   return kSuccess;
 }
+CUresult cuCtxGetCurrent(void **ctx) {
+  *ctx = &contextObject;
+  return kSuccess;
+}
 CUresult cuCtxPopCurrent_v2(void **ctx) {
   if (ctx)
     *ctx = &contextObject;
@@ -222,10 +227,12 @@ CUresult cuPointerGetAttribute(void *result, int query, CUdeviceptr ptr) {
   return kSuccess;
 }
 
-static int moduleObject;
+/* A module is its image: a function must be an entry of a PTX image (Halide's modules and
+   the tensor-core GEMMs' are PTX text), so a launcher naming a kernel its PTX lacks fails. */
 CUresult cuModuleLoadData(void **module, const void *image) {
-  (void)image;
-  *module = &moduleObject;
+  if (!image)
+    return kInvalidValue;
+  *module = (void *)image;
   return kSuccess;
 }
 CUresult cuModuleLoadDataEx(void **module, const void *image, unsigned n, int *options,
@@ -242,7 +249,13 @@ CUresult cuModuleUnload(void *module) {
 CUresult cuModuleGetFunction(void **function, void *module, const char *name) {
   static char *names[4096];
   static size_t count;
-  (void)module;
+  const char *ptx = (const char *)module;
+  if (strstr(ptx, ".version") && strstr(ptx, ".entry")) {
+    char entry[512];
+    snprintf(entry, sizeof entry, ".entry %s(", name);
+    if (!strstr(ptx, entry))
+      return kNotFound;
+  }
   for (size_t i = 0; i < count; ++i)
     if (strcmp(names[i], name) == 0) {
       *function = names[i];

@@ -37,6 +37,10 @@ cl::opt<Emit> emitAction(
                clEnumValN(Emit::Kernels, "kernels", "fused kernels with their schedules"),
                clEnumValN(Emit::Host, "host", "the host function, buffers and loop kernels"),
                clEnumValN(Emit::Halide, "halide", "each Halide pipeline's loop nest"),
+               clEnumValN(Emit::MlirGpu, "mlir-gpu",
+                          "each tensor-core GEMM kernel as MLIR (gpu + nvgpu; with --gpu-matmul)"),
+               clEnumValN(Emit::Nvvm, "nvvm",
+                          "each tensor-core GEMM kernel lowered to NVVM (with --gpu-matmul)"),
                clEnumValN(Emit::Ptx, "ptx", "each CUDA kernel's PTX (with --target cuda)"),
                clEnumValN(Emit::LLVM, "llvm", "optimized LLVM IR of the host code"),
                clEnumValN(Emit::Asm, "asm", "assembly of the host code"),
@@ -117,6 +121,15 @@ cl::opt<KvCacheType> kvCacheType(
                           "IEEE float16 (default; llama.cpp's default too): half the cache and "
                           "the bytes a decode step reads from it; keys and values rounded as "
                           "stored")),
+    cl::cat(xfcCategory));
+cl::opt<mlir::xf::GpuMatmul> gpuMatmul(
+    "gpu-matmul", cl::init(mlir::xf::GpuMatmul::Fp32),
+    cl::desc("What a CUDA build's GEMMs multiply on (docs/gpu.md, \"Tensor cores\")"),
+    cl::values(clEnumValN(mlir::xf::GpuMatmul::Fp32, "fp32", "float32 FMAs, Halide (default)"),
+               clEnumValN(mlir::xf::GpuMatmul::Tf32, "tf32",
+                          "tensor cores on inputs rounded to TF32, float32 sums (sm_80+)"),
+               clEnumValN(mlir::xf::GpuMatmul::Bf16, "bf16",
+                          "tensor cores on inputs rounded to bfloat16, float32 sums (sm_80+)")),
     cl::cat(xfcCategory));
 cl::opt<bool> keepTemps("keep-temps", cl::init(false),
                         cl::desc("Keep the intermediate object files"), cl::cat(xfcCategory));
@@ -276,6 +289,36 @@ static bool resolveTuningDatabase() {
   return true;
 }
 
+/// --gpu-matmul=tf32|bf16 needs a CUDA target of capability sm_80 or newer, and
+/// --emit=mlir-gpu|nvvm a tensor-core precision; false after the error line.
+static bool checkGpuMatmul() {
+  bool tensorCores = gpuMatmul != mlir::xf::GpuMatmul::Fp32;
+  if ((emitAction == Emit::MlirGpu || emitAction == Emit::Nvvm) && !tensorCores) {
+    llvm::errs() << "xfc: error: --emit=" << (emitAction == Emit::Nvvm ? "nvvm" : "mlir-gpu")
+                 << " prints the tensor-core GEMM kernels: give --gpu-matmul=tf32 or bf16\n";
+    return false;
+  }
+  if (!tensorCores)
+    return true;
+  const char *name = mlir::xf::gpuMatmulName(gpuMatmul);
+  if (!mlir::xf::isCudaTarget(target)) {
+    llvm::errs() << "xfc: error: --gpu-matmul=" << name
+                 << " is for CUDA builds (--target cuda-sm_80 or newer)\n";
+    return false;
+  }
+  llvm::Expected<std::string> halide = mlir::xf::halideTargetString(target);
+  int capability = halide ? mlir::xf::cudaCapabilityOf(*halide) : 0;
+  if (!halide)
+    llvm::consumeError(halide.takeError());
+  if (capability < 80) {
+    llvm::errs() << "xfc: error: --gpu-matmul=" << name << " needs tensor cores of sm_80 or newer, "
+                 << "--target " << target << " is sm_" << capability
+                 << ": give --target cuda-sm_80 (an H100 or H200 runs it)\n";
+    return false;
+  }
+  return true;
+}
+
 /// The option combinations xfc does not build, and options given twice or out of range;
 /// false after the error line.
 static bool refuseCombinations() {
@@ -307,6 +350,8 @@ static bool refuseCombinations() {
     llvm::errs() << "xfc: error: --emit=ptx needs a CUDA target (--target cuda)\n";
     return false;
   }
+  if (!checkGpuMatmul())
+    return false;
   if (checkFault.getNumOccurrences() && (!check || !mlir::xf::check::isCheckFault(checkFault))) {
     llvm::errs()
         << "xfc: error: --check-fault=" << checkFault
@@ -316,7 +361,7 @@ static bool refuseCombinations() {
   // Options given twice would silently keep the last; ranges LLVM's parser does not check.
   for (cl::Option *o :
        {(cl::Option *)&outputFilename, (cl::Option *)&emitAction, (cl::Option *)&optLevel,
-        (cl::Option *)&target, (cl::Option *)&weightType, (cl::Option *)&bf16Products,
+        (cl::Option *)&target, (cl::Option *)&weightType, (cl::Option *)&gpuMatmul, (cl::Option *)&bf16Products,
         (cl::Option *)&tuningDb,
         (cl::Option *)&quantizedLike, (cl::Option *)&threads, (cl::Option *)&tuneBudget,
         (cl::Option *)&tuneDb, (cl::Option *)&tuneLengths, (cl::Option *)&tuneSeed,

@@ -9,6 +9,7 @@
 #ifndef XFC_OPTIONS_H
 #define XFC_OPTIONS_H
 
+#include "xf/Target/TensorCoreGemm.h"
 #include "mlir/Support/LogicalResult.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/CommandLine.h"
@@ -19,7 +20,7 @@
 
 namespace xfc {
 
-enum class Emit { AST, Xf, Fused, Kernels, Host, Halide, Ptx, LLVM, Asm, Obj, Exe, Lib };
+enum class Emit { AST, Xf, Fused, Kernels, Host, Halide, MlirGpu, Nvvm, Ptx, LLVM, Asm, Obj, Exe, Lib };
 enum class WeightType { F32, BF16 };
 enum class PackWeights { Load, Call };
 enum class KvCacheType { F32, F16 };
@@ -37,6 +38,7 @@ extern llvm::cl::opt<std::string> quantizedLike;
 extern llvm::cl::opt<bool> q8GemmInputs;
 extern llvm::cl::opt<bool> halideDecodeAttention;
 extern llvm::cl::opt<KvCacheType> kvCacheType;
+extern llvm::cl::opt<mlir::xf::GpuMatmul> gpuMatmul;
 extern llvm::cl::opt<bool> keepTemps, noCache, verbose;
 extern llvm::cl::opt<bool> check;
 extern llvm::cl::opt<std::string> checkFault;

@@ -225,10 +225,19 @@ static mlir::LogicalResult emitBackend(Emit action, mlir::xf::HostProgram *progr
   options.target = target;
   options.optLevel = std::min(optLevel.getValue(), 3u);
   options.keepIntermediates = keepTemps;
+  options.gpuMatmul = gpuMatmul;
   switch (action) {
   case Emit::Host:
     program->module->print(os);
     return mlir::success();
+  case Emit::MlirGpu:
+  case Emit::Nvvm: {
+    auto text = mlir::xf::describeTensorCoreKernels(*program, options, action == Emit::Nvvm);
+    if (!text)
+      return report(text.takeError());
+    os << *text;
+    return mlir::success();
+  }
   case Emit::Halide:
   case Emit::Ptx: {
     auto text = mlir::xf::describeKernels(*program, options, action == Emit::Ptx);

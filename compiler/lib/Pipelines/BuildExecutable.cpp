@@ -183,6 +183,31 @@ llvm::Error linkOutput(llvm::ArrayRef<std::string> objects, llvm::StringRef outp
   return copyPublicHeader(output);
 }
 
+/// A tensor-core GEMM's two objects: Halide's fp32 pipeline as `<name>_fp32` (the GEMV rows),
+/// and the launcher `<name>` with the PTX (TensorCoreGemm.h).
+llvm::Error provideTensorCoreGemm(const GemmKernelSpec &spec, const CodegenOptions &options,
+                                  llvm::StringRef kernelTarget, ObjectSource &source,
+                                  ScratchDirectory &dir, std::vector<std::string> &objects) {
+  GemmKernelSpec fallback = spec;
+  fallback.name = fp32FallbackName(spec);
+  objects.push_back(dir.file(fallback.name + ".o"));
+  if (llvm::Error e = source.provide(fallback.name, kernelSignature(fallback),
+                                     gemmObjectKey(fallback, kernelTarget), objects.back(),
+                                     [&](llvm::StringRef path) {
+                                       return compileGemmKernel(fallback, options.target, path);
+                                     }))
+    return e;
+  objects.push_back(dir.file(spec.name + ".o"));
+  const char *precision = gpuMatmulName(options.gpuMatmul);
+  int capability = cudaCapabilityOf(kernelTarget);
+  return source.provide(
+      spec.name, kernelSignature(spec) + ", tensor cores " + precision,
+      gemmObjectKey(spec, (kernelTarget + "+tensor-cores-" + precision).str()), objects.back(),
+      [&](llvm::StringRef path) {
+        return compileTensorCoreGemmLauncher(spec, options.gpuMatmul, capability, path);
+      });
+}
+
 } // namespace
 
 llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
@@ -214,6 +239,15 @@ llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
   if (llvm::Error e = emitObjectFile(*host.manifest, /*optLevel=*/0, objects.back()))
     return e;
   for (const GemmKernelSpec &spec : program.gemms) {
+    TensorCoreGemmPlan plan = tensorCoreGemmPlan(spec, options.gpuMatmul);
+    if (options.log && options.gpuMatmul != GpuMatmul::Fp32)
+      *options.log << "xfc: " << spec.name << ": "
+                   << (plan.tensorCores ? "tensor cores, " : "Halide fp32, ") << plan.why << "\n";
+    if (plan.tensorCores) {
+      if (llvm::Error e = provideTensorCoreGemm(spec, options, *kernelTarget, source, dir, objects))
+        return e;
+      continue;
+    }
     objects.push_back(dir.file(spec.name + ".o"));
     if (llvm::Error e = source.provide(spec.name, kernelSignature(spec),
                                        gemmObjectKey(spec, *kernelTarget), objects.back(),
@@ -257,13 +291,25 @@ llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
 
 llvm::Expected<std::string> mlir::xf::describeKernels(const HostProgram &program,
                                                       const CodegenOptions &options, bool ptx) {
+  llvm::Expected<std::string> halideTarget = halideTargetString(options.target);
+  if (!halideTarget)
+    return halideTarget.takeError();
   std::string text;
   for (const GemmKernelSpec &spec : program.gemms) {
+    if (ptx && tensorCoreGemmPlan(spec, options.gpuMatmul).tensorCores) {
+      auto tc = tensorCoreGemmPtx(spec, options.gpuMatmul, cudaCapabilityOf(*halideTarget));
+      if (!tc)
+        return tc.takeError();
+      text += "// ----- " + spec.name + "_tc (tensor cores, " +
+              gpuMatmulName(options.gpuMatmul) + ")\n" + *tc + "\n";
+    }
     auto stmt = ptx ? describeGemmKernelPtx(spec, options.target)
                     : describeGemmKernel(spec, options.target);
     if (!stmt)
       return stmt.takeError();
-    text += "// ----- " + spec.name + "\n" + *stmt + "\n";
+    // On the tensor-core path Halide's pipeline is the one of the fewest rows, `<name>_fp32`.
+    bool fallback = tensorCoreGemmPlan(spec, options.gpuMatmul).tensorCores;
+    text += "// ----- " + (fallback ? fp32FallbackName(spec) : spec.name) + "\n" + *stmt + "\n";
   }
   for (const AttentionKernelSpec &spec : program.attentions) {
     auto stmt = ptx ? describeAttentionKernelPtx(spec, options.target)
@@ -277,6 +323,32 @@ llvm::Expected<std::string> mlir::xf::describeKernels(const HostProgram &program
     if (!stmt)
       return stmt.takeError();
     text += "// ----- " + spec.name + " (" + kernelSignature(spec) + ")\n" + *stmt + "\n";
+  }
+  return text;
+}
+
+llvm::Expected<std::string> mlir::xf::describeTensorCoreKernels(const HostProgram &program,
+                                                                const CodegenOptions &options,
+                                                                bool nvvm) {
+  llvm::Expected<std::string> halideTarget = halideTargetString(options.target);
+  if (!halideTarget)
+    return halideTarget.takeError();
+  std::string text;
+  for (const GemmKernelSpec &spec : program.gemms) {
+    TensorCoreGemmPlan plan = tensorCoreGemmPlan(spec, options.gpuMatmul);
+    text += "// ----- " + spec.name + ": " + (plan.tensorCores ? "tensor cores, " : "Halide fp32, ") +
+            plan.why + "\n";
+    if (!plan.tensorCores)
+      continue;
+    if (!nvvm) {
+      text += tensorCoreGemmSource(spec, options.gpuMatmul);
+      continue;
+    }
+    auto lowered =
+        tensorCoreGemmNvvm(spec, options.gpuMatmul, cudaCapabilityOf(*halideTarget));
+    if (!lowered)
+      return lowered.takeError();
+    text += *lowered;
   }
   return text;
 }

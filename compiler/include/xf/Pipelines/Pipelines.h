@@ -8,6 +8,7 @@
 #ifndef XF_PIPELINES_PIPELINES_H
 #define XF_PIPELINES_PIPELINES_H
 
+#include "xf/Target/TensorCoreGemm.h"
 #include "xf/Conversion/LowerToHost.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -42,6 +43,8 @@ struct CodegenOptions {
   /// Link the trainer's main (libxfrt_train_main, docs/training.md) instead
   /// of the inference one: for programs lowered from @loss_and_gradients too.
   bool trainer = false;
+  /// CUDA targets: the GEMMs that qualify run on tensor cores (TensorCoreGemm.h).
+  GpuMatmul gpuMatmul = GpuMatmul::Fp32;
 };
 
 /// Runs the host-to-LLVM pipeline on a clone of `program.module` (null on failure).
@@ -56,6 +59,11 @@ llvm::Error buildExecutable(const HostProgram &program, const CodegenOptions &op
 /// `ptx` each CUDA kernel's PTX (`--emit=ptx`).
 llvm::Expected<std::string> describeKernels(const HostProgram &program,
                                             const CodegenOptions &options, bool ptx = false);
+
+/// `--emit=mlir-gpu` (or with `nvvm`, `--emit=nvvm`): each tensor-core GEMM kernel of a
+/// CUDA build with --gpu-matmul=tf32|bf16, and for every GEMM the path it takes and why.
+llvm::Expected<std::string> describeTensorCoreKernels(const HostProgram &program,
+                                                      const CodegenOptions &options, bool nvvm);
 
 } // namespace mlir::xf
 

@@ -1,0 +1,73 @@
+//===- TensorCoreGemm.h - GEMMs on NVIDIA tensor cores via MLIR -*- C++ -*-===//
+//
+// `xfc --target cuda --gpu-matmul=tf32|bf16`: the GEMMs that qualify (tensorCoreGemmPlan) run
+// a kernel built in MLIR (gpu + nvgpu mma.sync/ldmatrix → nvvm → PTX by LLVM's NVPTX backend,
+// in-process) instead of Halide's fp32 pipeline; docs/gpu.md, "Tensor cores".
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_TARGET_TENSORCOREGEMM_H
+#define XF_TARGET_TENSORCOREGEMM_H
+
+#include "xf/Codegen/HalideKernels.h"
+
+#include "llvm/Support/Error.h"
+
+#include <optional>
+#include <string>
+
+namespace mlir::xf {
+
+/// What the GEMMs of a CUDA build multiply on (`--gpu-matmul`).
+enum class GpuMatmul { Fp32, Tf32, Bf16 };
+
+/// "fp32", "tf32", "bf16".
+const char *gpuMatmulName(GpuMatmul precision);
+
+/// The tensor-core kernel's fixed tiling: a block of 4 warps (2 × 2) computes a
+/// kTcTileRows × kTcTileCols tile of out, each warp 32 × 32 as 2 × 4 mma tiles of 16 × 8;
+/// K runs in shared-memory slices of kTcSliceK.
+constexpr int kTcTileRows = 64, kTcTileCols = 64, kTcSliceK = 32, kTcThreads = 128;
+/// Rows up to this stay on Halide's GEMV path (decode steps), as in GemmKernelCuda.cpp.
+constexpr int kTcMinRows = 5;
+/// xfrt_tensor_core_gemm's answer when the call is Halide's (fewer than kTcMinRows rows).
+constexpr int kTcNotTaken = 1;
+
+/// One GEMM's path under `precision`: the tensor-core kernel's shape, or why it stays on
+/// Halide's fp32 pipeline (said by `xfc -v`).
+struct TensorCoreGemmPlan {
+  bool tensorCores = false;
+  std::string why; // a reason either way, one line
+};
+TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul precision);
+
+/// The kernel as MLIR (a gpu.module of one gpu.func using nvgpu.mma.sync), before lowering:
+/// `xfc --emit=mlir-gpu`. Needs a spec the plan takes.
+std::string tensorCoreGemmSource(const GemmKernelSpec &spec, GpuMatmul precision);
+
+/// The kernel lowered to NVVM (the LLVM dialect of the gpu.module), or to PTX for `chip`
+/// (sm_80 or newer) through LLVM's NVPTX backend.
+llvm::Expected<std::string> tensorCoreGemmNvvm(const GemmKernelSpec &spec, GpuMatmul precision,
+                                               int capability);
+llvm::Expected<std::string> tensorCoreGemmPtx(const GemmKernelSpec &spec, GpuMatmul precision,
+                                              int capability);
+
+/// The kernel's shared memory in bytes (static: the launch asks for none).
+int tensorCoreGemmSharedBytes(const GemmKernelSpec &spec, GpuMatmul precision);
+
+/// The object of `spec.name` on the tensor-core path: the PTX embedded, and `spec.name` a
+/// host function with the GEMM's Halide ABI that hands it to libxfrt's
+/// xfrt_tensor_core_gemm (runtime/lib/TensorCoreLaunch.cpp), which launches it, or, for
+/// M < kTcMinRows, calls `<spec.name>_fp32` (Halide's pipeline, compiled beside it).
+llvm::Error compileTensorCoreGemmLauncher(const GemmKernelSpec &spec, GpuMatmul precision,
+                                          int capability, llvm::StringRef objectPath);
+
+/// NN of a Halide target string's cuda_capability_NN feature (0 without one).
+int cudaCapabilityOf(llvm::StringRef halideTarget);
+
+/// The name Halide's pipeline of a tensor-core GEMM is compiled under.
+std::string fp32FallbackName(const GemmKernelSpec &spec);
+
+} // namespace mlir::xf
+
+#endif // XF_TARGET_TENSORCOREGEMM_H

@@ -1,0 +1,110 @@
+//===- TensorCoreGemmLauncher.cpp - the host side of a tensor-core GEMM ---===//
+//
+// A GEMM on the tensor-core path keeps its name and Halide ABI (`int name(halide_buffer_t *x,
+// *w, [*bias], [*residual], *out)`, docs/abi.md), so the host code calls it as before
+// (LowerToHost.cpp is unchanged). Its object holds the kernel's PTX as a constant and `name`
+// as a few LLVM-dialect lines: call libxfrt's xfrt_tensor_core_gemm (TensorCoreLaunch.cpp:
+// loads the PTX once per context, launches on Halide's stream) and, when that answers
+// kTcNotTaken (fewer than kTcMinRows rows: a decode step), call `<name>_fp32`, Halide's fp32
+// pipeline compiled beside it, whose own specialization runs the GEMV.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xf/Target/TensorCoreGemm.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "xf/Target/EmitObject.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cctype>
+
+namespace mlir::xf {
+namespace {
+
+// `bytes` as an MLIR string literal with a terminating NUL.
+std::string stringLiteral(llvm::StringRef bytes) {
+  std::string out = "\"";
+  for (unsigned char c : bytes) {
+    if (std::isalnum(c) || c == ' ' || c == '.' || c == '_' || c == ',')
+      out += char(c);
+    else
+      out += llvm::formatv("\\{0:X-2}", unsigned(c)).str();
+  }
+  return out + "\\00\"";
+}
+
+// The flags xfrt_tensor_core_gemm reads (TensorCoreLaunch.cpp).
+int64_t launchFlags(const GemmKernelSpec &spec) {
+  return (spec.hasBias ? 1 : 0) | (spec.hasResidual ? 2 : 0) | (spec.bf16Weights ? 4 : 0) |
+         (spec.epilogue == GemmEpilogue::SwiGlu ? 8 : 0) | (spec.transposeWeight ? 16 : 0);
+}
+
+std::string launcherSource(const GemmKernelSpec &spec, llvm::StringRef ptx) {
+  int buffers = 3 + spec.hasBias + spec.hasResidual;
+  std::string params, args, types;
+  for (int i = 0; i < buffers; ++i) {
+    params += llvm::formatv("{0}%b{1}: !llvm.ptr", i ? ", " : "", i).str();
+    args += llvm::formatv("{0}%b{1}", i ? ", " : "", i).str();
+    types += i ? ", !llvm.ptr" : "!llvm.ptr";
+  }
+  // x, w, bias or null, residual or null, out.
+  std::string bias = spec.hasBias ? "%b2" : "%null";
+  std::string residual = spec.hasResidual ? "%b" + std::to_string(2 + spec.hasBias) : "%null";
+  std::string out = "%b" + std::to_string(buffers - 1);
+  return llvm::formatv(
+             R"(module {
+  llvm.mlir.global internal constant @ptx({0}) {{addr_space = 0 : i32}
+  llvm.mlir.global internal constant @entry({1}) {{addr_space = 0 : i32}
+  llvm.func @xfrt_tensor_core_gemm(!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+  llvm.func @{2}({3}) -> i32
+  llvm.func @{4}({5}) -> i32 {{
+    %ptx = llvm.mlir.addressof @ptx : !llvm.ptr
+    %entry = llvm.mlir.addressof @entry : !llvm.ptr
+    %null = llvm.mlir.zero : !llvm.ptr
+    %n = llvm.mlir.constant({6} : i64) : i64
+    %k = llvm.mlir.constant({7} : i64) : i64
+    %flags = llvm.mlir.constant({8} : i64) : i64
+    %rows = llvm.mlir.constant({9} : i64) : i64
+    %rc = llvm.call @xfrt_tensor_core_gemm(%ptx, %entry, %n, %k, %flags, %rows, %b0, %b1, {10}, {11}, {12}) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+    %notTaken = llvm.mlir.constant({13} : i32) : i32
+    %fp32 = llvm.icmp "eq" %rc, %notTaken : i32
+    llvm.cond_br %fp32, ^halide, ^done
+  ^halide:
+    %rcHalide = llvm.call @{2}({14}) : ({3}) -> i32
+    llvm.return %rcHalide : i32
+  ^done:
+    llvm.return %rc : i32
+  }
+}
+)",
+             stringLiteral(ptx), stringLiteral(spec.name + "_tc"), fp32FallbackName(spec), types,
+             spec.name, params, spec.N, spec.K, launchFlags(spec), kTcMinRows, bias, residual,
+             out, kTcNotTaken, args)
+      .str();
+}
+
+} // namespace
+
+llvm::Error compileTensorCoreGemmLauncher(const GemmKernelSpec &spec, GpuMatmul precision,
+                                          int capability, llvm::StringRef objectPath) {
+  llvm::Expected<std::string> ptx = tensorCoreGemmPtx(spec, precision, capability);
+  if (!ptx)
+    return ptx.takeError();
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllToLLVMIRTranslations(registry);
+  MLIRContext context(registry, MLIRContext::Threading::DISABLED);
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(launcherSource(spec, *ptx), &context);
+  if (!module)
+    return llvm::createStringError("the launcher of tensor-core kernel '" + spec.name +
+                                   "' does not parse");
+  return emitObjectFile(*module, /*optLevel=*/2, objectPath);
+}
+
+} // namespace mlir::xf

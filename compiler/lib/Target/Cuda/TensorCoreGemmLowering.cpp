@@ -1,0 +1,113 @@
+//===- TensorCoreGemmLowering.cpp - the tensor-core GEMM from MLIR to PTX -===//
+//
+// TensorCoreGemmSource.cpp's gpu.module, parsed in a context of its own and lowered as
+// `mlir-opt --pass-pipeline=` would: nvvm-attach-target (sm_NN, O3), then inside the
+// gpu.module scf → cf, nvgpu → nvvm (ldmatrix, mma.sync), gpu/arith/math/memref/vector →
+// nvvm + llvm, and gpu-module-to-binary's `isa` format: LLVM's NVPTX backend, in this
+// process, writes PTX (no CUDA toolkit, no libdevice: the epilogue's exp is ex2.approx).
+//
+//===----------------------------------------------------------------------===//
+
+#include "xf/Target/TensorCoreGemm.h"
+
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
+#include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Transforms/Passes.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+namespace mlir::xf {
+namespace {
+
+llvm::Error failed(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+std::unique_ptr<MLIRContext> kernelContext() {
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerAllToLLVMIRTranslations(registry);
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  auto context = std::make_unique<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
+  context->loadAllAvailableDialects();
+  return context;
+}
+
+enum class Stage { Nvvm, Ptx };
+
+// The kernel's module after `stage`: the gpu.module in the LLVM/NVVM dialects, or the PTX.
+llvm::Expected<std::string> lower(const GemmKernelSpec &spec, GpuMatmul precision,
+                                  int capability, Stage stage) {
+  if (!tensorCoreGemmPlan(spec, precision).tensorCores)
+    return failed("gemm kernel '" + spec.name + "' does not take the tensor-core path");
+  std::unique_ptr<MLIRContext> context = kernelContext();
+  std::string diagnostics;
+  llvm::raw_string_ostream diagnosticStream(diagnostics);
+  ScopedDiagnosticHandler handler(context.get(), [&](Diagnostic &d) {
+    diagnosticStream << d << "\n";
+    return success();
+  });
+  OwningOpRef<ModuleOp> module =
+      parseSourceString<ModuleOp>(tensorCoreGemmSource(spec, precision), context.get());
+  if (!module)
+    return failed("tensor-core kernel '" + spec.name + "' does not parse: " + diagnostics);
+
+  PassManager pm(context.get());
+  GpuNVVMAttachTargetOptions target;
+  target.chip = "sm_" + std::to_string(capability);
+  target.optLevel = 3;
+  pm.addPass(createGpuNVVMAttachTarget(target));
+  OpPassManager &kernel = pm.nest<gpu::GPUModuleOp>();
+  kernel.addPass(createSCFToControlFlowPass());
+  kernel.addPass(createConvertNVGPUToNVVMPass());
+  kernel.addPass(createConvertGpuOpsToNVVMOps());
+  kernel.addPass(createCanonicalizerPass());
+  kernel.addPass(createCSEPass());
+  kernel.addPass(createReconcileUnrealizedCastsPass());
+  if (stage == Stage::Ptx) {
+    GpuModuleToBinaryPassOptions binary;
+    binary.compilationTarget = "isa";
+    pm.addPass(createGpuModuleToBinaryPass(binary));
+  }
+  if (mlir::failed(pm.run(*module)))
+    return failed("lowering tensor-core kernel '" + spec.name + "' failed: " + diagnostics);
+
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  if (stage == Stage::Nvvm) {
+    module->print(os);
+    return text;
+  }
+  for (auto binary : module->getOps<gpu::BinaryOp>())
+    for (Attribute object : binary.getObjects())
+      return cast<gpu::ObjectAttr>(object).getObject().str();
+  return failed("tensor-core kernel '" + spec.name + "': no PTX came out of gpu-module-to-binary");
+}
+
+} // namespace
+
+llvm::Expected<std::string> tensorCoreGemmNvvm(const GemmKernelSpec &spec, GpuMatmul precision,
+                                               int capability) {
+  return lower(spec, precision, capability, Stage::Nvvm);
+}
+
+llvm::Expected<std::string> tensorCoreGemmPtx(const GemmKernelSpec &spec, GpuMatmul precision,
+                                              int capability) {
+  return lower(spec, precision, capability, Stage::Ptx);
+}
+
+} // namespace mlir::xf

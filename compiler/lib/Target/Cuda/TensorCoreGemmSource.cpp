@@ -1,0 +1,434 @@
+//===- TensorCoreGemmSource.cpp - the tensor-core GEMM kernel as MLIR -----===//
+//
+// out[M, N] = act(x[M, K] · W[K, N] + bias) + residual on tensor cores, as a gpu.module of one
+// gpu.func (docs/gpu.md, "Tensor cores"). A block of kTcThreads threads (4 warps, 2 × 2)
+// computes a 64 × 64 tile of out; each warp 32 × 32, as 2 × 4 `nvgpu.mma.sync` tiles of
+// 16 × 8 (m16n8k8 tf32, or m16n8k16 bf16), accumulating in float32 registers over all of K.
+// Per slice of 32 along K the block copies x's slice [64, 32] and W's [32, 64] (per gate) into
+// shared memory with 16-byte loads, rounding to tf32 or bf16 as it stores; then each warp
+// reads its A fragments with `ldmatrix` (x4) and its B fragments with `ldmatrix` (x2) where W
+// is stored [N, K] (nn.Linear: the tile is kept [n, k]), `ldmatrix.trans` for [K, N] bf16,
+// or two 4-byte loads for [K, N] tf32 (ldmatrix moves 16-bit pairs: a [k, n] tile of 32-bit
+// elements would need a transpose of 32-bit elements), and runs the mma.sync. Shared rows are padded (36 floats, 40 / 72
+// bf16, 72 floats) so a warp's fragment reads hit 32 distinct banks. The epilogue adds bias,
+// applies the activation (SwiGLU: silu(gate) · up) and the residual as the accumulators are
+// stored, two columns at a time; rows past M read x's last row and are not stored.
+//
+// The text is built here and parsed (TensorCoreGemmLowering.cpp): the kernel's structure reads
+// as the IR it is, and `xfc --emit=mlir-gpu` prints exactly this.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xf/Target/TensorCoreGemm.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+namespace mlir::xf {
+
+const char *gpuMatmulName(GpuMatmul precision) {
+  switch (precision) {
+  case GpuMatmul::Fp32:
+    return "fp32";
+  case GpuMatmul::Tf32:
+    return "tf32";
+  case GpuMatmul::Bf16:
+    return "bf16";
+  }
+  return "fp32";
+}
+
+int cudaCapabilityOf(llvm::StringRef halideTarget) {
+  llvm::SmallVector<llvm::StringRef> features;
+  halideTarget.split(features, '-');
+  int capability = 0;
+  for (llvm::StringRef feature : features)
+    if (feature.consume_front("cuda_capability_"))
+      feature.getAsInteger(10, capability);
+  return capability;
+}
+
+std::string fp32FallbackName(const GemmKernelSpec &spec) { return spec.name + "_fp32"; }
+
+TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul precision) {
+  auto stay = [](std::string why) { return TensorCoreGemmPlan{false, std::move(why)}; };
+  if (precision == GpuMatmul::Fp32)
+    return stay("--gpu-matmul=fp32");
+  if (spec.N % kTcTileCols != 0)
+    return stay("N = " + std::to_string(spec.N) + " is not a multiple of " +
+                std::to_string(kTcTileCols));
+  if (spec.K % kTcSliceK != 0)
+    return stay("K = " + std::to_string(spec.K) + " is not a multiple of " +
+                std::to_string(kTcSliceK));
+  if (spec.epilogue == GemmEpilogue::GeluErf)
+    return stay("the erf GELU epilogue (no erf without libdevice)");
+  if (spec.weightBlocks != WeightBlocks::None || spec.packedWeight || spec.bf16Activations)
+    return stay("block, packed weights or bf16 activations");
+  return {true, std::string(gpuMatmulName(precision)) + " mma.sync for M >= " +
+                    std::to_string(kTcMinRows) + " (fewer rows: Halide's GEMV)"};
+}
+
+namespace {
+
+// Names of the kernel's memref types and the fragment shapes of one precision.
+struct Types {
+  bool bf16;          // bf16 mma (else tf32)
+  bool nk;            // W stored [N, K] (nn.Linear): its tile is kept [n, k] like x's
+  const char *elem;   // shared-memory element type
+  const char *weight; // W's stored element type
+  int aStride, bStride;
+  std::string aTile() const {
+    return llvm::formatv("memref<{0}x{1}x{2}, #gpu.address_space<workgroup>>", kTcTileRows,
+                         aStride, elem);
+  }
+  std::string bTile() const {
+    if (nk)
+      return aTile();
+    return llvm::formatv("memref<{0}x{1}x{2}, #gpu.address_space<workgroup>>", kTcSliceK,
+                         bStride, elem);
+  }
+  const char *aFrag() const { return bf16 ? "vector<4x2xbf16>" : "vector<4x1xf32>"; }
+  const char *bFrag() const { return bf16 ? "vector<2x2xbf16>" : "vector<2x1xf32>"; }
+  int kStep() const { return bf16 ? 16 : 8; }
+};
+
+Types typesOf(const GemmKernelSpec &spec, GpuMatmul precision) {
+  bool bf16 = precision == GpuMatmul::Bf16;
+  return {bf16, spec.transposeWeight, bf16 ? "bf16" : "f32", spec.bf16Weights ? "bf16" : "f32",
+          bf16 ? 40 : 36, 72};
+}
+
+constexpr const char *kAcc = "vector<2x2xf32>";
+
+// SSA text with fresh names.
+struct Writer {
+  std::string text;
+  int next = 0;
+  std::string fresh() { return "%v" + std::to_string(next++); }
+  // `op` with "$" for the result: returns the result's name.
+  std::string let(const std::string &op) {
+    std::string name = fresh();
+    text += "      " + name + " = " + op + "\n";
+    return name;
+  }
+  void line(const std::string &op) { text += "      " + op + "\n"; }
+  std::string index(int64_t v) { return let("arith.constant " + std::to_string(v) + " : index"); }
+  std::string add(const std::string &a, const std::string &b) {
+    return let("arith.addi " + a + ", " + b + " : index");
+  }
+  std::string mul(const std::string &a, const std::string &b) {
+    return let("arith.muli " + a + ", " + b + " : index");
+  }
+  std::string addConst(const std::string &a, int64_t c) { return c ? add(a, index(c)) : a; }
+  std::string vec2(double v) {
+    return let(llvm::formatv("arith.constant dense<{0:e}> : vector<2xf32>", v).str());
+  }
+  std::string f(const char *op, const std::string &a, const std::string &b) {
+    return let(std::string(op) + " " + a + ", " + b + " : vector<2xf32>");
+  }
+};
+
+// The per-thread indices every stage uses (g = lane / 4, t = lane % 4 as in the PTX ISA's
+// fragment layouts; lrow/lhalf and l8/lpair address ldmatrix's x4 and x2 rows).
+struct Lanes {
+  std::string tid, m, g, t, lrow, lhalf, l8, lpair, wm, wn, bm, bn, mLast, zero;
+};
+
+Lanes laneIndices(Writer &w) {
+  Lanes l;
+  l.tid = w.let("gpu.thread_id x");
+  std::string bx = w.let("gpu.block_id x"), by = w.let("gpu.block_id y");
+  std::string c2 = w.index(2), c4 = w.index(4), c16 = w.index(16), c32 = w.index(32);
+  std::string warp = w.let("arith.divui " + l.tid + ", " + c32 + " : index");
+  std::string lane = w.let("arith.remui " + l.tid + ", " + c32 + " : index");
+  l.g = w.let("arith.divui " + lane + ", " + c4 + " : index");
+  l.t = w.let("arith.remui " + lane + ", " + c4 + " : index");
+  l.lrow = w.let("arith.remui " + lane + ", " + c16 + " : index");
+  l.lhalf = w.let("arith.divui " + lane + ", " + c16 + " : index");
+  std::string c8 = w.index(8);
+  l.l8 = w.let("arith.remui " + lane + ", " + c8 + " : index");
+  l.lpair = w.let("arith.remui " + w.let("arith.divui " + lane + ", " + c8 + " : index") + ", " +
+                  c2 + " : index");
+  l.wm = w.mul(w.let("arith.divui " + warp + ", " + c2 + " : index"), c32);
+  l.wn = w.mul(w.let("arith.remui " + warp + ", " + c2 + " : index"), c32);
+  l.bm = w.mul(by, w.index(kTcTileRows));
+  l.bn = w.mul(bx, w.index(kTcTileCols));
+  l.mLast = w.let("arith.subi %m, " + w.index(1) + " : index");
+  l.zero = w.let("arith.constant dense<0.0> : " + std::string(kAcc));
+  return l;
+}
+
+// A vector<4xf32> rounded to tf32 (nearest, ties away: +half an ulp of tf32, low 13 bits
+// cleared), as the tensor cores' tf32 products read only the top 19 bits.
+std::string roundToTf32(Writer &w, const std::string &v) {
+  std::string bits = w.let("arith.bitcast " + v + " : vector<4xf32> to vector<4xi32>");
+  std::string half = w.let("arith.constant dense<4096> : vector<4xi32>");
+  std::string mask = w.let("arith.constant dense<-8192> : vector<4xi32>");
+  std::string sum = w.let("arith.addi " + bits + ", " + half + " : vector<4xi32>");
+  std::string low = w.let("arith.andi " + sum + ", " + mask + " : vector<4xi32>");
+  return w.let("arith.bitcast " + low + " : vector<4xi32> to vector<4xf32>");
+}
+
+// Four elements of `from` (f32 or bf16) as the shared tile's element type.
+std::string converted(Writer &w, const Types &ty, const std::string &v, const char *from) {
+  bool fromBf16 = std::string(from) == "bf16";
+  if (ty.bf16)
+    return fromBf16 ? v : w.let("arith.truncf " + v + " : vector<4xf32> to vector<4xbf16>");
+  return fromBf16 ? w.let("arith.extf " + v + " : vector<4xbf16> to vector<4xf32>")
+                  : roundToTf32(w, v);
+}
+
+// One K slice of x and of W (per gate) into shared memory: 16-byte loads, 4 per thread.
+void copySlice(Writer &w, const GemmKernelSpec &spec, const Types &ty, const Lanes &l,
+               const std::string &k0, int gates) {
+  std::string c4 = w.index(4);
+  for (int r = 0; r < kTcTileRows * kTcSliceK / 4 / kTcThreads; ++r) {
+    std::string idx = w.addConst(l.tid, r * kTcThreads);
+    std::string row = w.let("arith.divui " + idx + ", " + w.index(kTcSliceK / 4) + " : index");
+    std::string col = w.mul(w.let("arith.remui " + idx + ", " + w.index(kTcSliceK / 4) + " : index"), c4);
+    std::string grow = w.let("arith.minui " + w.add(l.bm, row) + ", " + l.mLast + " : index");
+    std::string at = w.add(w.add(w.mul(grow, "%xs"), k0), col);
+    std::string v =
+        w.let("vector.load %x[" + at + "] {alignment = 16} : memref<?xf32>, vector<4xf32>");
+    w.line("vector.store " + converted(w, ty, v, "f32") + ", %as[" + row + ", " + col +
+           "] : " + ty.aTile() + ", vector<4x" + ty.elem + ">");
+  }
+  std::string wType = std::string("memref<?x") + ty.weight + ">";
+  // [K, N]: rows of the tile are k (64 columns of n each); [N, K]: rows are n (32 of k).
+  const int rowLength = ty.nk ? kTcSliceK : kTcTileCols;
+  for (int gate = 0; gate < gates; ++gate)
+    for (int r = 0; r < kTcSliceK * kTcTileCols / 4 / kTcThreads; ++r) {
+      std::string idx = w.addConst(l.tid, r * kTcThreads);
+      std::string row = w.let("arith.divui " + idx + ", " + w.index(rowLength / 4) + " : index");
+      std::string col =
+          w.mul(w.let("arith.remui " + idx + ", " + w.index(rowLength / 4) + " : index"), c4);
+      std::string at =
+          ty.nk ? w.add(w.mul(w.addConst(w.add(l.bn, row), gate * spec.N), "%ws"), w.add(k0, col))
+                : w.add(w.mul(w.add(k0, row), "%ws"), w.addConst(w.add(l.bn, col), gate * spec.N));
+      std::string v = w.let("vector.load %w[" + at + "] {alignment = " +
+                            (ty.weight == std::string("bf16") ? "8" : "16") + "} : " + wType +
+                            ", vector<4x" + ty.weight + ">");
+      w.line("vector.store " + converted(w, ty, v, ty.weight) + ", %bs" + std::to_string(gate) +
+             "[" + row + ", " + col + "] : " + ty.bTile() + ", vector<4x" + ty.elem + ">");
+    }
+  w.line("gpu.barrier");
+}
+
+// The warp's B fragment of gate `gate`, column tile j, at K offset kk within the slice.
+std::string bFragment(Writer &w, const Types &ty, const Lanes &l, int gate, int j, int kk) {
+  std::string tile = "%bs" + std::to_string(gate);
+  std::string col = w.addConst(l.wn, j * 8);
+  if (ty.nk) {
+    // The tile is Wᵀ's [n, k]: B's fragment is two 8 × 8 matrices of it (k and k + kStep / 2)
+    // as ldmatrix gives them untransposed; lane L addresses row L % 8 of matrix (L / 8) % 2.
+    std::string row = w.add(col, l.l8);
+    std::string k = w.addConst(w.mul(l.lpair, w.index(ty.kStep() / 2)), kk);
+    return w.let("nvgpu.ldmatrix " + tile + "[" + row + ", " + k +
+                 "] {numTiles = 2 : i32, transpose = false} : " + ty.bTile() + " -> " +
+                 ty.bFrag());
+  }
+  if (ty.bf16) {
+    std::string row = w.addConst(l.lrow, kk);
+    return w.let("nvgpu.ldmatrix " + tile + "[" + row + ", " + col +
+                 "] {numTiles = 2 : i32, transpose = true} : " + ty.bTile() + " -> " + ty.bFrag());
+  }
+  // b0 = B[kk + t][col + g], b1 = B[kk + t + 4][col + g].
+  std::string n = w.add(col, l.g), k = w.addConst(l.t, kk);
+  std::string b0 = w.let("memref.load " + tile + "[" + k + ", " + n + "] : " + ty.bTile());
+  std::string b1 =
+      w.let("memref.load " + tile + "[" + w.addConst(k, 4) + ", " + n + "] : " + ty.bTile());
+  return w.let("vector.from_elements " + b0 + ", " + b1 + " : " + ty.bFrag());
+}
+
+// c + a · b on m16n8k16 bf16 tensor cores. nvgpu.mma.sync takes f16 but not bf16 operands,
+// so this is NVVM's op on the fragments as 32-bit registers of bf16 pairs.
+std::string bf16Mma(Writer &w, const std::string &a, const std::string &b, const std::string &c) {
+  auto pairs = [&](const std::string &frag, int count, const char *type) {
+    std::string regs;
+    for (int r = 0; r < count; ++r) {
+      std::string pair = w.let("vector.extract " + frag + "[" + std::to_string(r) +
+                               "] : vector<2xbf16> from " + type);
+      std::string word = w.let("vector.bitcast " + pair + " : vector<2xbf16> to vector<1xi32>");
+      regs += (r ? ", " : "") + w.let("vector.extract " + word + "[0] : i32 from vector<1xi32>");
+    }
+    return regs;
+  };
+  std::string aRegs = pairs(a, 4, "vector<4x2xbf16>"), bRegs = pairs(b, 2, "vector<2x2xbf16>");
+  std::string cRegs;
+  for (int e = 0; e < 4; ++e)
+    cRegs += (e ? ", " : "") + w.let(llvm::formatv("vector.extract {0}[{1}, {2}] : f32 from {3}",
+                                                   c, e / 2, e % 2, kAcc)
+                                         .str());
+  const char *result = "!llvm.struct<(f32, f32, f32, f32)>";
+  std::string d = w.let(
+      "nvvm.mma.sync A[" + aRegs + "] B[" + bRegs + "] C[" + cRegs +
+      "] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, "
+      "multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, "
+      "shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> " +
+      result);
+  std::string elems;
+  for (int e = 0; e < 4; ++e)
+    elems += (e ? ", " : "") +
+             w.let("llvm.extractvalue " + d + "[" + std::to_string(e) + "] : " + result);
+  return w.let("vector.from_elements " + elems + " : " + kAcc);
+}
+
+// The products of one K slice: per K step each warp's 2 A fragments × 4 B fragments per gate.
+void multiplySlice(Writer &w, const Types &ty, const Lanes &l, std::vector<std::string> &acc,
+                   int gates) {
+  const int kStep = ty.kStep();
+  for (int kk = 0; kk < kTcSliceK; kk += kStep) {
+    std::string a[2];
+    std::string acol = w.addConst(w.mul(l.lhalf, w.index(kStep / 2)), kk);
+    for (int i = 0; i < 2; ++i)
+      a[i] = w.let("nvgpu.ldmatrix %as[" + w.addConst(w.add(l.wm, l.lrow), i * 16) + ", " +
+                   acol + "] {numTiles = 4 : i32, transpose = false} : " + ty.aTile() + " -> " +
+                   ty.aFrag());
+    for (int gate = 0; gate < gates; ++gate)
+      for (int j = 0; j < 4; ++j) {
+        std::string b = bFragment(w, ty, l, gate, j, kk);
+        for (int i = 0; i < 2; ++i) {
+          std::string &c = acc[gate * 8 + i * 4 + j];
+          c = ty.bf16 ? bf16Mma(w, a[i], b, c)
+                      : w.let(llvm::formatv("nvgpu.mma.sync({0}, {1}, {2}) {{mmaShape = [16, 8, "
+                                            "8], tf32Enabled} : ({3}, {4}, {5}) -> {5}",
+                                            a[i], b, c, ty.aFrag(), ty.bFrag(), kAcc)
+                                  .str());
+        }
+      }
+  }
+  w.line("gpu.barrier");
+}
+
+// e^a as 2^(a·log2 e) by NVVM's ex2.approx.f32 (relative error ~2^-22): math.exp (and LLVM's
+// exp2, which GPU-to-NVVM rewrites) would become a libdevice call, and no libdevice is linked.
+std::string exp(Writer &w, const std::string &a) {
+  std::string scaled = w.f("arith.mulf", a, w.vec2(M_LOG2E)), lanes;
+  for (int i = 0; i < 2; ++i) {
+    std::string s = w.let("vector.extract " + scaled + "[" + std::to_string(i) +
+                          "] : f32 from vector<2xf32>");
+    lanes += (i ? ", " : "") +
+             w.let("llvm.call_intrinsic \"llvm.nvvm.ex2.approx.f32\"(" + s + ") : (f32) -> f32");
+  }
+  return w.let("vector.from_elements " + lanes + " : vector<2xf32>");
+}
+
+// act(v) of a pair of columns (SwiGLU's silu on the gate), as GemmEpilogue.h defines it.
+std::string activation(Writer &w, GemmEpilogue epilogue, const std::string &a) {
+  switch (epilogue) {
+  case GemmEpilogue::None:
+  case GemmEpilogue::GeluErf: // not planned onto this path
+    return a;
+  case GemmEpilogue::Relu:
+    return w.f("arith.maximumf", a, w.vec2(0));
+  case GemmEpilogue::GeluTanh: {
+    std::string cube = w.f("arith.mulf", w.f("arith.mulf", a, a), a);
+    std::string inner = w.f("arith.addf", a, w.f("arith.mulf", w.vec2(0.044715), cube));
+    std::string y = w.f("arith.mulf", w.vec2(std::sqrt(2.0 / M_PI)), inner);
+    std::string e = exp(w, w.f("arith.mulf", w.vec2(2), y));
+    std::string tanhY = w.f("arith.subf", w.vec2(1),
+                            w.f("arith.divf", w.vec2(2), w.f("arith.addf", e, w.vec2(1))));
+    return w.f("arith.mulf", w.f("arith.mulf", w.vec2(0.5), a),
+               w.f("arith.addf", w.vec2(1), tanhY));
+  }
+  case GemmEpilogue::Silu:
+  case GemmEpilogue::SwiGlu: {
+    std::string neg = w.let("arith.negf " + a + " : vector<2xf32>");
+    std::string e = exp(w, neg);
+    return w.f("arith.divf", a, w.f("arith.addf", w.vec2(1), e));
+  }
+  }
+  return a;
+}
+
+// Stores the accumulators: rows g and g + 8 of each 16 × 8 tile, columns 2t and 2t + 1.
+void storeTile(Writer &w, const GemmKernelSpec &spec, const Lanes &l,
+               const std::vector<std::string> &acc, int gates) {
+  const bool gated = gates == 2;
+  std::string twoT = w.mul(l.t, w.index(2));
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j)
+      for (int h = 0; h < 2; ++h) {
+        std::string row = w.addConst(w.add(w.add(l.bm, l.wm), l.g), i * 16 + h * 8);
+        std::string col = w.addConst(w.add(w.add(l.bn, l.wn), twoT), j * 8);
+        std::string inside = w.let("arith.cmpi ult, " + row + ", %m : index");
+        w.line("scf.if " + inside + " {");
+        auto value = [&](int gate) {
+          std::string v = w.let("vector.extract " + acc[gate * 8 + i * 4 + j] + "[" +
+                                std::to_string(h) + "] : vector<2xf32> from " + kAcc);
+          if (!spec.hasBias)
+            return v;
+          std::string b = w.let("vector.load %bias[" + w.addConst(col, gate * spec.N) +
+                                "] : memref<?xf32>, vector<2xf32>");
+          return w.f("arith.addf", v, b);
+        };
+        std::string e = gated ? w.f("arith.mulf", activation(w, GemmEpilogue::SwiGlu, value(0)),
+                                    value(1))
+                              : activation(w, spec.epilogue, value(0));
+        if (spec.hasResidual) {
+          std::string at = w.add(w.mul(row, "%rs"), col);
+          e = w.f("arith.addf", e,
+                  w.let("vector.load %res[" + at + "] : memref<?xf32>, vector<2xf32>"));
+        }
+        w.line("vector.store " + e + ", %out[" + w.add(w.mul(row, "%os"), col) +
+               "] {alignment = 8} : memref<?xf32>, vector<2xf32>");
+        w.line("}");
+      }
+}
+
+} // namespace
+
+int tensorCoreGemmSharedBytes(const GemmKernelSpec &spec, GpuMatmul precision) {
+  Types ty = typesOf(spec, precision);
+  int gates = spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1, bytes = ty.bf16 ? 2 : 4;
+  int bTile = ty.nk ? kTcTileCols * ty.aStride : kTcSliceK * ty.bStride;
+  return bytes * (kTcTileRows * ty.aStride + gates * bTile);
+}
+
+std::string tensorCoreGemmSource(const GemmKernelSpec &spec, GpuMatmul precision) {
+  Types ty = typesOf(spec, precision);
+  const int gates = spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1;
+  Writer w;
+  Lanes l = laneIndices(w);
+  std::vector<std::string> acc(8 * gates);
+  std::string iterArgs, accTypes;
+  for (size_t a = 0; a < acc.size(); ++a) {
+    iterArgs += (a ? ", %acc" : "%acc") + std::to_string(a) + " = " + l.zero;
+    accTypes += (a ? ", " : "") + std::string(kAcc);
+    acc[a] = "%acc" + std::to_string(a);
+  }
+  std::string loop = w.fresh();
+  w.line(loop + ":" + std::to_string(acc.size()) + " = scf.for %k0 = " + w.index(0) + " to " +
+         w.index(spec.K) + " step " + w.index(kTcSliceK) + " iter_args(" + iterArgs + ") -> (" +
+         accTypes + ") {");
+  copySlice(w, spec, ty, l, "%k0", gates);
+  multiplySlice(w, ty, l, acc, gates);
+  std::string yield;
+  for (size_t a = 0; a < acc.size(); ++a)
+    yield += (a ? ", " : "") + acc[a];
+  w.line("scf.yield " + yield + " : " + accTypes);
+  w.line("}");
+  for (size_t a = 0; a < acc.size(); ++a)
+    acc[a] = loop + "#" + std::to_string(a);
+  storeTile(w, spec, l, acc, gates);
+
+  std::string workgroup = "%as : " + ty.aTile();
+  for (int gate = 0; gate < gates; ++gate)
+    workgroup += ", %bs" + std::to_string(gate) + " : " + ty.bTile();
+  return llvm::formatv("// {0}: out[M, {1}] = x[M, {2}] · W (W {8}, {3} mma.sync, float32 sums)\n"
+                       "module attributes {{gpu.container_module} {{\n"
+                       "  gpu.module @{0}_tc {{\n"
+                       "    gpu.func @{0}_tc(%x: memref<?xf32>, %w: memref<?x{4}>, "
+                       "%bias: memref<?xf32>, %res: memref<?xf32>, %out: memref<?xf32>, "
+                       "%m: index, %xs: index, %ws: index, %rs: index, %os: index)\n"
+                       "        workgroup({5}) kernel attributes {{known_block_size = "
+                       "array<i32: {6}, 1, 1>} {{\n{7}      gpu.return\n    }\n  }\n}\n",
+                       spec.name, spec.N, spec.K, gpuMatmulName(precision), ty.weight, workgroup,
+                       kTcThreads, w.text, ty.nk ? "[N, K]" : "[K, N]")
+      .str();
+}
+
+} // namespace mlir::xf

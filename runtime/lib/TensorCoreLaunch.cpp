@@ -1,0 +1,168 @@
+//===- TensorCoreLaunch.cpp - launching the MLIR tensor-core GEMM kernels -===//
+//
+// `xfc --target cuda-sm_80 --gpu-matmul=tf32|bf16` builds the qualifying GEMMs as PTX made by
+// MLIR (compiler/lib/Target/Cuda/TensorCoreGemm*.cpp); each GEMM's host function hands its
+// PTX, entry name and Halide buffers here. The module is loaded once per CUDA context with
+// cuModuleLoadData and launched with cuLaunchKernel — the driver functions Halide's CUDA
+// runtime uses (halide_cuda_get_symbol, CudaDriver.cpp: the launches are counted), in
+// Halide's context and on its stream, so the kernel is ordered with Halide's kernels and
+// --profile's events. docs/gpu.md, "Tensor cores".
+//
+//===----------------------------------------------------------------------===//
+
+#include "HalideBufferLayout.h"
+#include "xfrt/CudaDriver.h"
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+extern "C" {
+__attribute__((weak)) void halide_error(void *, const char *);
+void *halide_cuda_get_symbol(void *, const char *); // CudaDriver.cpp
+}
+
+namespace {
+
+using xfrt::HalideBuffer;
+
+// What the compiler's launcher passes (TensorCoreGemmLauncher.cpp launchFlags).
+constexpr int64_t kBias = 1, kResidual = 2, kBf16Weights = 4, kGated = 8, kWeightNK = 16;
+constexpr int kNotTaken = 1, kFailed = -1;
+// The kernel's tiling (TensorCoreGemm.h): 64 × 64 tiles of out, 128 threads.
+constexpr int64_t kTileRows = 64, kTileCols = 64, kThreads = 128;
+
+struct Driver {
+  int (*currentContext)(void **) = nullptr;
+  int (*loadData)(void **, const void *) = nullptr;
+  int (*getFunction)(void **, void *, const char *) = nullptr;
+  int (*launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                void *, void **, void **) = nullptr;
+  bool found() const { return currentContext && loadData && getFunction && launch; }
+};
+
+Driver lookUpDriver() {
+  Driver d;
+  auto symbol = [](const char *name) { return halide_cuda_get_symbol(nullptr, name); };
+  d.currentContext = reinterpret_cast<int (*)(void **)>(symbol("cuCtxGetCurrent"));
+  d.loadData = reinterpret_cast<int (*)(void **, const void *)>(symbol("cuModuleLoadData"));
+  d.getFunction =
+      reinterpret_cast<int (*)(void **, void *, const char *)>(symbol("cuModuleGetFunction"));
+  d.launch = reinterpret_cast<decltype(d.launch)>(symbol("cuLaunchKernel"));
+  return d;
+}
+
+std::mutex functionsLock;
+std::map<std::pair<void *, const char *>, void *> functions; // (context, PTX) → CUfunction
+
+int fail(const std::string &message) {
+  if (halide_error)
+    halide_error(nullptr, message.c_str());
+  return kFailed;
+}
+
+// A memref<?xT> descriptor as the kernel's parameters: allocated and aligned pointer,
+// offset, size, stride (MLIR's expanded calling convention, 5 × 8 bytes).
+struct Memref {
+  uint64_t allocated, aligned;
+  int64_t offset, size, stride;
+};
+
+// Row stride of a [rows, cols] buffer (dim 0 = cols, stride 1).
+int64_t rowStride(const HalideBuffer *b) { return b->dimensions > 1 ? b->dim[1].stride : 0; }
+
+// Why the kernel cannot read `b` (its 16- or 8-byte vector accesses), or "".
+std::string misaligned(const char *what, const HalideBuffer *b, int elementBytes, int vector) {
+  int64_t bytes = int64_t(vector) * elementBytes;
+  if (b->device % uint64_t(bytes) != 0 || rowStride(b) % vector != 0)
+    return std::string(what) + " is not aligned to " + std::to_string(bytes) +
+           " bytes per row (address and row stride)";
+  return "";
+}
+
+// The CUfunction of `entry` in `ptx` for the current context, loading the module once.
+int functionOf(const Driver &d, void *context, const char *ptx, const char *entry, void **fn) {
+  std::lock_guard<std::mutex> guard(functionsLock);
+  auto [it, inserted] = functions.try_emplace({context, ptx}, nullptr);
+  if (inserted) {
+    void *module = nullptr;
+    int rc = d.loadData(&module, ptx);
+    if (rc == 0)
+      rc = d.getFunction(&it->second, module, entry);
+    if (rc != 0) {
+      functions.erase(it);
+      return rc;
+    }
+  }
+  *fn = it->second;
+  return 0;
+}
+
+// The kernel's launch: N/64 × ⌈M/64⌉ blocks of 128 threads; its parameters are the five
+// memrefs (absent bias or residual: out's, never read) and M and the row strides.
+int launchKernel(const Driver &d, void *fn, void *stream, int64_t n, int64_t k, int64_t flags,
+                 int64_t rows, const HalideBuffer *x, const HalideBuffer *w,
+                 const HalideBuffer *bias, const HalideBuffer *residual, const HalideBuffer *out) {
+  auto memref = [](const HalideBuffer *b, int64_t elements) {
+    return Memref{b->device, b->device, 0, elements, 1};
+  };
+  const int64_t wCols = (flags & kGated) ? 2 * n : n;
+  Memref mx = memref(x, rows * rowStride(x)),
+         mw = memref(w, ((flags & kWeightNK) ? wCols : k) * rowStride(w)),
+         mo = memref(out, rows * rowStride(out));
+  Memref mb = (flags & kBias) ? memref(bias, wCols) : mo;
+  Memref mr = (flags & kResidual) ? memref(residual, rows * rowStride(residual)) : mo;
+  int64_t scalars[5] = {rows, rowStride(x), rowStride(w),
+                        (flags & kResidual) ? rowStride(residual) : 0, rowStride(out)};
+  void *params[31] = {}; // null-terminated, as Halide's launches pass them
+  int p = 0;
+  for (Memref *m : {&mx, &mw, &mb, &mr, &mo})
+    for (void *field : {(void *)&m->allocated, (void *)&m->aligned, (void *)&m->offset,
+                        (void *)&m->size, (void *)&m->stride})
+      params[p++] = field;
+  for (int64_t &s : scalars)
+    params[p++] = &s;
+  unsigned gridX = unsigned(n / kTileCols), gridY = unsigned((rows + kTileRows - 1) / kTileRows);
+  return d.launch(fn, gridX, gridY, 1, unsigned(kThreads), 1, 1, 0, stream, params, nullptr);
+}
+
+} // namespace
+
+// Runs the GEMM's tensor-core kernel, or answers kNotTaken for Halide's pipeline (fewer
+// than minRows rows). 0 when launched; an error (reported through halide_error) otherwise.
+extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t n, int64_t k,
+                                     int64_t flags, int64_t minRows, HalideBuffer *x,
+                                     HalideBuffer *w, HalideBuffer *bias, HalideBuffer *residual,
+                                     HalideBuffer *out) {
+  const int64_t rows = x->dim[1].extent;
+  if (rows < minRows)
+    return kNotTaken;
+  std::string what = std::string("tensor-core GEMM ") + entry + ": ";
+  for (const std::string &why :
+       {misaligned("x", x, 4, 4), misaligned("the weight", w, (flags & kBf16Weights) ? 2 : 4, 4),
+        misaligned("out", out, 4, 2), (flags & kBias) ? misaligned("the bias", bias, 4, 2) : "",
+        (flags & kResidual) ? misaligned("the residual", residual, 4, 2) : ""})
+    if (!why.empty())
+      return fail(what + why);
+  static const Driver driver = lookUpDriver();
+  if (!driver.found())
+    return fail(what + "the CUDA driver lacks cuModuleLoadData/cuLaunchKernel");
+  // In Halide's context and on its stream (CudaDriver.cpp), so the kernel is ordered with
+  // Halide's, captured into CUDA graphs with them and timed by --profile's events.
+  std::string error;
+  bool launched = xfrt::inHalideContext([&](void *stream) {
+    void *context = nullptr, *fn = nullptr;
+    int rc = driver.currentContext(&context);
+    if (rc == 0 && (rc = functionOf(driver, context, ptx, entry, &fn)) != 0)
+      error = "loading its PTX failed with CUDA error " + std::to_string(rc);
+    else if (rc == 0 && (rc = launchKernel(driver, fn, stream, n, k, flags, rows, x, w, bias,
+                                           residual, out)) != 0)
+      error = "cuLaunchKernel failed with CUDA error " + std::to_string(rc);
+    return rc == 0;
+  });
+  if (!launched)
+    return fail(what + (error.empty() ? "no CUDA context" : error));
+  return 0;
+}

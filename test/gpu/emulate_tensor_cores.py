@@ -1,0 +1,414 @@
+#!/usr/bin/env python3
+"""Runs `xfc --emit=mlir-gpu`'s tensor-core GEMM kernels on the CPU and checks them against
+float64 (docs/gpu.md, "Tensor cores"; ctest gpu-tensor-core-emulation).
+
+The kernel text is executed op by op as a GPU would run one thread block: its 128 threads
+in lockstep (each SSA value a numpy array with one row per thread), shared memory per block,
+every block of the grid in turn. The warp-collective operations are emulated from the PTX
+ISA's fragment layouts, written here independently of the generator
+(compiler/lib/Target/Cuda/TensorCoreGemmSource.cpp):
+  ldmatrix .x4/.x2 [.trans]: lane 8i + r gives row r of 8 × 8 b16 matrix i (16 aligned
+    bytes); lane L receives row L/4, b16 elements 2(L%4), 2(L%4)+1 (.trans: column L/4,
+    rows 2(L%4), 2(L%4)+1) of each matrix;
+  mma.sync m16n8k8 tf32: a = A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4]; b = B[t][g],
+    B[t+4][g]; m16n8k16 bf16: pairs A[g][2t..], A[g+8][2t..], A[g][2t+8..], A[g+8][2t+8..];
+    B[2t..][g], B[2t+8..][g]; c/d = C[g][2t], C[g][2t+1], C[g+8][2t], C[g+8][2t+1]
+    (g = lane/4, t = lane%4), products of tf32 inputs read as truncated to 19 bits.
+What this checks: the kernel's tiling, indices, clamping of rows past M, bounds of every
+global and shared access, 16-byte alignment of ldmatrix rows and vector loads, the rounding
+to tf32/bf16 and the epilogue, against float64 on the same rounded inputs (bound 1e-5
+relative to the largest output) and on the exact inputs (printed: what the precision costs).
+What it does not: that the hardware agrees with these layouts, the generated PTX, timing.
+"""
+
+import argparse
+import math
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+T = 128  # threads per block (the kernel's known_block_size)
+LANE = np.arange(T) % 32
+
+
+def bf16_bits(f32):
+    """float32 → bfloat16 bits, nearest even (arith.truncf)."""
+    b = np.asarray(f32, np.float32).view(np.uint32).astype(np.uint64)
+    return ((b + 0x7FFF + ((b >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def bf16_value(bits):
+    return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def tf32_truncated(f32):
+    return (np.asarray(f32, np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+def tf32_rounded(f32):
+    """The kernel's rounding to tf32: + half an ulp, low 13 bits cleared."""
+    b = np.asarray(f32, np.float32).view(np.uint32)
+    return ((b + np.uint32(4096)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+def parse_type(text):
+    """'vector<4x2xbf16>' → ((4, 2), 'bf16'); 'index' → ((), 'index')."""
+    m = re.fullmatch(r"vector<([0-9x]+)x(\w+)>", text.strip())
+    if m:
+        return tuple(int(d) for d in m.group(1).split("x")), m.group(2)
+    return (), text.strip()
+
+
+NP = {"f32": np.float32, "bf16": np.uint16, "i32": np.int32, "index": np.int64}
+
+
+class Block:
+    """One thread block's execution of a kernel body."""
+
+    def __init__(self, lines, env, shared):
+        self.lines, self.env, self.shared = lines, env, shared
+
+    def val(self, name):
+        name = name.strip()
+        if "#" in name:
+            base, i = name.split("#")
+            return self.env[base][int(i)]
+        return self.env[name]
+
+    def run(self, start, end, mask):
+        i = start
+        while i < end:
+            line = self.lines[i].strip()
+            close = self.matching(i) if line.endswith("{") else None
+            if line.startswith("scf.if"):
+                cond = self.val(line.split()[1])
+                self.run(i + 1, close, mask & cond.astype(bool))
+                i = close + 1
+                continue
+            m = re.match(r"(%\w+):(\d+) = scf\.for %(\w+) = (%\w+) to (%\w+) step (%\w+) "
+                         r"iter_args\((.*)\) -> ", line)
+            if m:
+                self.loop(m, i, close, mask)
+                i = close + 1
+                continue
+            self.step(line, mask)
+            i += 1
+
+    def matching(self, i):
+        depth = 0
+        for j in range(i, len(self.lines)):
+            depth += self.lines[j].count("{") - self.lines[j].count("}")
+            if depth == 0:
+                return j
+        raise ValueError("unbalanced braces")
+
+    def loop(self, m, i, close, mask):
+        result, _, var, lo, hi, step, args = m.groups()
+        names = [a.split("=")[0].strip() for a in args.split(",")]
+        values = [self.val(a.split("=")[1]) for a in args.split(",")]
+        for k in range(int(self.val(lo)[0]), int(self.val(hi)[0]), int(self.val(step)[0])):
+            self.env["%" + var] = np.full(T, k, np.int64)
+            for n, v in zip(names, values):
+                self.env[n] = v
+            self.run(i + 1, close - 1, mask)  # the body, then its scf.yield
+            yielded = self.lines[close - 1].strip()
+            assert yielded.startswith("scf.yield")
+            values = [self.val(v) for v in yielded[len("scf.yield"):].split(":")[0].split(",")]
+        self.env[result] = values
+
+    def step(self, line, mask):
+        if line in ("gpu.barrier", "gpu.return", "}"):
+            return
+        if line.startswith("vector.store"):
+            return self.store(line, mask)
+        name, op = [s.strip() for s in line.split("=", 1)]
+        self.env[name] = self.evaluate(op, mask)
+
+    def evaluate(self, op, mask):
+        kind = re.match(r"[\w.]+", op).group(0)
+        rest = op[len(kind):].strip()
+        ints = {"arith.addi": np.add, "arith.muli": np.multiply, "arith.subi": np.subtract,
+                "arith.divui": np.floor_divide, "arith.remui": np.remainder,
+                "arith.minui": np.minimum, "arith.andi": np.bitwise_and}
+        floats = {"arith.addf": np.add, "arith.mulf": np.multiply, "arith.subf": np.subtract,
+                  "arith.divf": np.divide, "arith.maximumf": np.maximum}
+        if kind in ints or kind in floats:
+            a, b = [self.val(v) for v in rest.split(":")[0].split(",")]
+            with np.errstate(over="ignore"):
+                return (ints.get(kind) or floats.get(kind))(a, b)
+        if kind == "arith.constant":
+            return self.constant(rest)
+        if kind == "gpu.thread_id":
+            return np.arange(T, dtype=np.int64)
+        if kind == "gpu.block_id":
+            return np.full(T, self.env["block_" + rest], np.int64)
+        if kind == "arith.cmpi":
+            a, b = [self.val(v) for v in rest.split(":")[0].split(",")[1:]]
+            assert rest.startswith("ult")
+            return a < b
+        if kind == "arith.negf":
+            return -self.val(rest.split(":")[0])
+        if kind == "llvm.call_intrinsic":
+            assert rest.startswith('"llvm.nvvm.ex2.approx.f32"(')
+            return np.exp2(self.val(re.search(r"\((%\w+)\)", rest).group(1))).astype(np.float32)
+        if kind in ("arith.bitcast", "arith.truncf", "arith.extf", "vector.bitcast"):
+            return self.convert(kind, rest)
+        if kind == "vector.load":
+            return self.load(rest, mask)
+        if kind == "memref.load":
+            tile, idx = re.match(r"(%\w+)\[(.*)\]", rest).groups()
+            r, c = [self.val(v) for v in idx.split(",")]
+            return self.shared[tile][r, c]
+        if kind == "vector.from_elements":
+            parts = [self.val(v) for v in rest.split(":")[0].split(",")]
+            shape, _ = parse_type(rest.split(":")[1])
+            return np.stack(parts, axis=1).reshape((T,) + shape)
+        if kind in ("vector.extract", "llvm.extractvalue"):
+            src, pos = re.match(r"(%[\w#]+)\[([0-9, ]+)\]", rest).groups()
+            v = self.val(src)
+            index = tuple(int(p) for p in pos.split(","))
+            return v[index[0]] if isinstance(v, list) else v[(slice(None),) + index]
+        if kind == "nvgpu.ldmatrix":
+            return self.ldmatrix(rest)
+        if kind in ("nvgpu.mma.sync", "nvvm.mma.sync"):
+            return self.mma(kind, rest)
+        raise NotImplementedError(kind)
+
+    def constant(self, rest):
+        value, ty = [s.strip() for s in rest.split(":")]
+        shape, elem = parse_type(ty)
+        m = re.match(r"dense<(.*)>", value)
+        number = float(m.group(1) if m else value)
+        if elem == "index":
+            return np.full(T, int(number), np.int64)
+        return np.full((T,) + shape, number, NP[elem])
+
+    def convert(self, kind, rest):
+        src = self.val(rest.split(":")[0])
+        to = parse_type(rest.split(" to ")[1])
+        if kind == "arith.truncf":
+            return bf16_bits(src)
+        if kind == "arith.extf":
+            return bf16_value(src)
+        if kind == "vector.bitcast":  # vector<2xbf16> → vector<1xi32>: element 0 low
+            lo, hi = src[:, 0].astype(np.uint32), src[:, 1].astype(np.uint32)
+            return (lo | (hi << 16)).view(np.int32).reshape(T, 1)
+        return np.ascontiguousarray(src).view(NP[to[1]])
+
+    def global_index(self, rest, mask, lanes):
+        buf, idx = re.match(r"(%\w+)\[(%\w+)\]", rest).groups()
+        data = self.env["buffer" + buf]
+        at = np.where(mask, self.val(idx), 0)
+        assert (at[mask] >= 0).all() and (at[mask] + lanes <= data.size).all(), \
+            f"{buf} read/written out of bounds"
+        align = re.search(r"alignment = (\d+)", rest)
+        if align:
+            assert (at[mask] * data.itemsize % int(align.group(1)) == 0).all(), f"{buf} misaligned"
+        return buf, data, at[:, None] + np.arange(lanes)
+
+    def load(self, rest, mask):
+        shape, elem = parse_type(rest.split(",")[-1])
+        if rest.startswith("%as") or rest.startswith("%bs"):
+            raise NotImplementedError("vector.load from shared memory")
+        _, data, at = self.global_index(rest, mask, shape[0])
+        return data[at]
+
+    def store(self, line, mask):
+        value, rest = re.match(r"vector\.store (%\w+), (.*)", line).groups()
+        v = self.val(value)
+        m = re.match(r"(%\w+)\[(%\w+), (%\w+)\]", rest)
+        if m and m.group(1) in self.shared:  # shared tile [row, col], all threads
+            tile = self.shared[m.group(1)]
+            r, c = self.val(m.group(2)), self.val(m.group(3))
+            cols = c[:, None] + np.arange(v.shape[1])
+            assert (cols < tile.shape[1]).all() and (r < tile.shape[0]).all()
+            tile[r[:, None], cols] = v
+            return
+        _, data, at = self.global_index(rest, mask, v.shape[1])
+        data[at[mask]] = v[mask]
+
+    def ldmatrix(self, rest):
+        tile, r, c = re.match(r"(%\w+)\[(%\w+), (%\w+)\]", rest).groups()
+        tile = self.shared[tile]
+        tiles = int(re.search(r"numTiles = (\d+)", rest).group(1))
+        trans = "transpose = true" in rest
+        per_row = 16 // tile.itemsize  # elements in a 16-byte matrix row
+        r, c = self.val(r), self.val(c)
+        assert ((c * tile.itemsize) % 16 == 0).all() and (tile.shape[1] * tile.itemsize) % 16 == 0
+        out = []
+        for warp in range(T // 32):
+            lanes = slice(32 * warp, 32 * warp + 32)
+            rows = np.stack([tile[r[lanes][8 * i:8 * i + 8, None],
+                                  c[lanes][8 * i:8 * i + 8, None] + np.arange(per_row)]
+                             for i in range(tiles)])  # [matrix, row, element]
+            if tile.dtype == np.float32:  # 32-bit elements: one per lane and matrix
+                assert not trans
+                got = rows[:, LANE[:32] // 4, LANE[:32] % 4].T[:, :, None]
+            elif not trans:
+                got = np.stack([rows[:, LANE[:32] // 4, 2 * (LANE[:32] % 4) + e] for e in (0, 1)],
+                               axis=-1).transpose(1, 0, 2)
+            else:
+                got = np.stack([rows[:, 2 * (LANE[:32] % 4) + e, LANE[:32] // 4] for e in (0, 1)],
+                               axis=-1).transpose(1, 0, 2)
+            out.append(got)
+        return np.concatenate(out)
+
+    def mma(self, kind, rest):
+        g, t = LANE[:32] // 4, LANE[:32] % 4
+        if kind == "nvgpu.mma.sync":  # tf32, m16n8k8
+            a, b, c = [self.val(v) for v in re.match(r"\((.*?)\)", rest).group(1).split(",")]
+            a = tf32_truncated(a[:, :, 0]).astype(np.float64)
+            b = tf32_truncated(b[:, :, 0]).astype(np.float64)
+            c = c.reshape(T, 4).astype(np.float64)
+            a_at = [(g, t), (g + 8, t), (g, t + 4), (g + 8, t + 4)]
+            b_at = [(t, g), (t + 4, g)]
+            k = 8
+        else:  # nvvm bf16, m16n8k16: registers of bf16 pairs
+            regs = re.findall(r"[ABC]\[(.*?)\]", rest)
+            unpack = lambda r: np.stack([bf16_value(self.val(v).view(np.uint32) & 0xFFFF) if e == 0
+                                         else bf16_value(self.val(v).view(np.uint32) >> 16)
+                                         for v in r.split(",") for e in (0, 1)], axis=1)
+            a, b = unpack(regs[0]).astype(np.float64), unpack(regs[1]).astype(np.float64)
+            c = np.stack([self.val(v) for v in regs[2].split(",")], axis=1).astype(np.float64)
+            a_at = [(g + dg, 2 * t + dk + e) for dg, dk in ((0, 0), (8, 0), (0, 8), (8, 8))
+                    for e in (0, 1)]
+            b_at = [(2 * t + dk + e, g) for dk in (0, 8) for e in (0, 1)]
+            k = 16
+        d = np.empty((T, 4))
+        for warp in range(T // 32):
+            lanes = slice(32 * warp, 32 * warp + 32)
+            A, B, C = np.zeros((16, k)), np.zeros((k, 8)), np.zeros((16, 8))
+            for j, at in enumerate(a_at):
+                A[at] = a[lanes, j]
+            for j, at in enumerate(b_at):
+                B[at] = b[lanes, j]
+            c_at = [(g, 2 * t), (g, 2 * t + 1), (g + 8, 2 * t), (g + 8, 2 * t + 1)]
+            for j, at in enumerate(c_at):
+                C[at] = c[lanes, j]
+            D = A @ B + C
+            for j, at in enumerate(c_at):
+                d[lanes, j] = D[at]
+        d = d.astype(np.float32)
+        if kind == "nvgpu.mma.sync":
+            return d.reshape(T, 2, 2)
+        return [d[:, j] for j in range(4)]  # the struct's four floats
+
+
+def run_kernel(text, x, w, bias, res, rows, n):
+    """out[rows, n] computed by the kernel text, every block of its grid."""
+    header = re.search(r"gpu\.func @\w+\((.*?)\)\s*workgroup\((.*?)\) kernel", text, re.S)
+    shared = {}
+    for name, shape, elem in re.findall(r"(%\w+) : memref<(\d+x\d+)x(\w+), ", header.group(2)):
+        shared[name] = tuple(int(s) for s in shape.split("x")), NP[elem]
+    body = text[header.end():].split("\n")
+    body = [l for l in body[1:] if l.startswith("      ")]
+    out = np.full((rows, n), np.nan, np.float32)
+    env = {"buffer%x": x.ravel(), "buffer%w": w.ravel(),
+           "buffer%bias": (bias if bias is not None else out).ravel(),
+           "buffer%res": (res if res is not None else out).ravel(), "buffer%out": out.ravel(),
+           "%m": np.full(T, rows), "%xs": np.full(T, x.shape[1]), "%ws": np.full(T, w.shape[1]),
+           "%rs": np.full(T, n), "%os": np.full(T, n)}
+    for by in range((rows + 63) // 64):
+        for bx in range(n // 64):
+            block_env = dict(env, block_x=bx, block_y=by)
+            tiles = {k: np.zeros(s, d) for k, (s, d) in shared.items()}
+            Block(body, block_env, tiles).run(0, len(body), np.ones(T, bool))
+    return out
+
+
+ACTIVATIONS = {
+    "none": lambda a: a, "relu": lambda a: np.maximum(a, 0),
+    "gelu_tanh": lambda a: 0.5 * a * (1 + np.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a ** 3))),
+    "silu": lambda a: a / (1 + np.exp(-a)),
+}
+
+
+def reference(x, w, bias, res, n, act, gated):
+    """act(x·W + b) + residual in float64 (SwiGLU: silu(gate) · up)."""
+    y = x.astype(np.float64) @ w.astype(np.float64)
+    if bias is not None:
+        y = y + bias.astype(np.float64)
+    y = ACTIVATIONS["silu"](y[:, :n]) * y[:, n:] if gated else ACTIVATIONS[act](y)
+    return y + res.astype(np.float64) if res is not None else y
+
+
+def check(text, rows, rng):
+    m = re.search(r"// (\w+): out\[M, (\d+)\] = x\[M, (\d+)\] · W \(W \[(.), .\], (\w+) mma", text)
+    name, n, k, precision = m.group(1), int(m.group(2)), int(m.group(3)), m.group(5)
+    nk = m.group(4) == "N"  # W stored [N, K]
+    gated = "%bs1" in text
+    bias = "%bias[" in text
+    residual = "%res[" in text
+    exp = "llvm.nvvm.ex2.approx" in text
+    act = ("silu" if gated else "gelu_tanh" if exp and "arith.negf" not in text
+           else "silu" if exp else "relu" if "arith.maximumf" in text else "none")
+    bf16_weights = "%w: memref<?xbf16>" in text
+    cols = 2 * n if gated else n
+    x = rng.standard_normal((rows, k)).astype(np.float32)
+    w32 = (rng.standard_normal((k, cols)) / math.sqrt(k)).astype(np.float32)
+    w = bf16_bits(w32) if bf16_weights else w32
+    wv = bf16_value(w) if bf16_weights else w32
+    b = rng.standard_normal(cols).astype(np.float32) if bias else None
+    r = rng.standard_normal((rows, n)).astype(np.float32) if residual else None
+    stored = np.ascontiguousarray(w.T) if nk else w
+    got = run_kernel(text, x, stored, b, r, rows, n).astype(np.float64)
+    assert not np.isnan(got).any(), f"{name}: outputs never stored"
+    rounded = (lambda a: bf16_value(bf16_bits(a))) if precision == "bf16" else tf32_rounded
+    want_rounded = reference(rounded(x), rounded(wv), b, r, n, act, gated)
+    want_exact = reference(x, wv, b, r, n, act, gated)
+    scale = np.abs(want_exact).max()
+    err_rounded = np.abs(got - want_rounded).max() / scale
+    err_exact = np.abs(got - want_exact).max() / scale
+    layout = "[N,K]" if nk else "[K,N]"
+    print(f"{name} {precision} W{layout} M={rows} K={k} N={n} act={act} gated={gated} bias={bias} residual={residual} "
+          f"bf16 weights={bf16_weights}: max error / max |out| {err_rounded:.2e} on the rounded "
+          f"inputs, {err_exact:.2e} on the exact ones")
+    return err_rounded <= 1e-5
+
+
+# Without --spec (ctest): GPT-2's [K, N] GEMMs (bias, GELU, residual; float32 and bf16
+# weights) and Llama's [N, K] ones (SwiGLU, residual, the unembedding), at rows past a tile
+# (70), a whole tile (64), a part (33) and the fewest the path takes (5).
+SMALL = ["-D", "L=1", "-D", "d_e=64", "-D", "d_mlp=128", "-D", "H=2"]
+CASES = [("gpt2.xf", "70,64,5", SMALL), ("gpt2.xf", "33", SMALL + ["--weight-type=bf16"]),
+         ("llama.xf", "70", SMALL + ["-D", "H_kv=1", "-D", "N_V=192"])]
+
+
+def check_spec(xfc, spec, rows, xfc_args, rng):
+    ok = True
+    for precision in ("tf32", "bf16"):
+        text = subprocess.run([xfc, spec, "--target", "cuda-sm_80", "--emit=mlir-gpu",
+                               f"--gpu-matmul={precision}"] + xfc_args,
+                              check=True, capture_output=True, text=True).stdout
+        kernels = re.split(r"(?m)^// ----- .*\n", text)
+        kernels = [k for k in kernels if "gpu.func" in k]
+        assert kernels, "no tensor-core kernel in --emit=mlir-gpu"
+        for kernel in kernels:
+            for m in (int(r) for r in rows.split(",")):
+                ok &= check(kernel, m, rng)
+    return ok
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--xfc", required=True)
+    parser.add_argument("--spec", help="an .xf file (default: the CASES above)")
+    parser.add_argument("--rows", default="70,64,5")
+    parser.add_argument("xfc_args", nargs="*")
+    args = parser.parse_args()
+    rng = np.random.default_rng(7)
+    examples = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
+    cases = [(args.spec, args.rows, args.xfc_args)] if args.spec else \
+        [(os.path.join(examples, spec), rows, extra) for spec, rows, extra in CASES]
+    ok = True
+    for spec, rows, extra in cases:
+        ok &= check_spec(args.xfc, spec, rows, extra, rng)
+    print("OK" if ok else "FAILED: an error above 1e-5 of the rounded inputs' float64 result")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
