@@ -149,6 +149,13 @@ class Block:
             a, b = [self.val(v) for v in rest.split(":")[0].split(",")[1:]]
             assert rest.startswith("ult")
             return a < b
+        if kind == "arith.cmpf":
+            a, b = [self.val(v) for v in rest.split(":")[0].split(",")[1:]]
+            assert rest.startswith("olt")
+            return a < b
+        if kind == "arith.select":
+            c, a, b = [self.val(v) for v in rest.split(":")[0].split(",")]
+            return np.where(c, a, b)
         if kind == "arith.negf":
             return -self.val(rest.split(":")[0])
         if kind == "llvm.call_intrinsic":
@@ -323,6 +330,7 @@ ACTIVATIONS = {
     "none": lambda a: a, "relu": lambda a: np.maximum(a, 0),
     "gelu_tanh": lambda a: 0.5 * a * (1 + np.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a ** 3))),
     "silu": lambda a: a / (1 + np.exp(-a)),
+    "gelu_erf": lambda a: 0.5 * a * (1 + np.vectorize(math.erf)(a / math.sqrt(2))),
 }
 
 
@@ -343,7 +351,8 @@ def check(text, rows, rng):
     bias = "%bias[" in text
     residual = "%res[" in text
     exp = "llvm.nvvm.ex2.approx" in text
-    act = ("silu" if gated else "gelu_tanh" if exp and "arith.negf" not in text
+    act = ("silu" if gated else "gelu_erf" if "arith.select" in text
+           else "gelu_tanh" if exp and "arith.negf" not in text
            else "silu" if exp else "relu" if "arith.maximumf" in text else "none")
     bf16_weights = "%w: memref<?xbf16>" in text
     cols = 2 * n if gated else n
@@ -374,6 +383,7 @@ def check(text, rows, rng):
 # (70), a whole tile (64), a part (33) and the fewest the path takes (5).
 SMALL = ["-D", "L=1", "-D", "d_e=64", "-D", "d_mlp=128", "-D", "H=2"]
 CASES = [("gpt2.xf", "70,64,5", SMALL), ("gpt2.xf", "33", SMALL + ["--weight-type=bf16"]),
+         ("bert.xf", "40", ["-D", "L=1", "-D", "d_e=64", "-D", "d_mlp=128", "-D", "H=2"]),
          ("llama.xf", "70", SMALL + ["-D", "H_kv=1", "-D", "N_V=192"])]
 
 

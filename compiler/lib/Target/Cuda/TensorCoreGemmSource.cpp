@@ -63,8 +63,6 @@ TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul prec
   if (spec.K % kTcSliceK != 0)
     return stay("K = " + std::to_string(spec.K) + " is not a multiple of " +
                 std::to_string(kTcSliceK));
-  if (spec.epilogue == GemmEpilogue::GeluErf)
-    return stay("the erf GELU epilogue (no erf without libdevice)");
   if (spec.weightBlocks != WeightBlocks::None || spec.packedWeight || spec.bf16Activations)
     return stay("block, packed weights or bf16 activations");
   return {true, std::string(gpuMatmulName(precision)) + " mma.sync for M >= " +
@@ -316,12 +314,34 @@ std::string exp(Writer &w, const std::string &a) {
   return w.let("vector.from_elements " + lanes + " : vector<2xf32>");
 }
 
+// erf(a) by Abramowitz & Stegun 7.1.26 (absolute error ≤ 1.5e-7): 1 − P(t)·e^(−a²) with
+// t = 1/(1 + p|a|), the sign of a restored; arith and ex2 only (no libdevice erff).
+std::string erf(Writer &w, const std::string &a) {
+  std::string negA = w.let("arith.negf " + a + " : vector<2xf32>");
+  std::string absA = w.f("arith.maximumf", a, negA);
+  std::string t = w.f("arith.divf", w.vec2(1),
+                      w.f("arith.addf", w.vec2(1), w.f("arith.mulf", w.vec2(0.3275911), absA)));
+  std::string poly = w.vec2(1.061405429);
+  for (double c : {-1.453152027, 1.421413741, -0.284496736, 0.254829592})
+    poly = w.f("arith.addf", w.f("arith.mulf", poly, t), w.vec2(c));
+  poly = w.f("arith.mulf", poly, t);
+  std::string e = exp(w, w.let("arith.negf " + w.f("arith.mulf", a, a) + " : vector<2xf32>"));
+  std::string positive = w.f("arith.subf", w.vec2(1), w.f("arith.mulf", poly, e));
+  std::string below = w.let("arith.cmpf olt, " + a + ", " + w.vec2(0) + " : vector<2xf32>");
+  std::string negative = w.let("arith.negf " + positive + " : vector<2xf32>");
+  return w.let("arith.select " + below + ", " + negative + ", " + positive +
+               " : vector<2xi1>, vector<2xf32>");
+}
+
 // act(v) of a pair of columns (SwiGLU's silu on the gate), as GemmEpilogue.h defines it.
 std::string activation(Writer &w, GemmEpilogue epilogue, const std::string &a) {
   switch (epilogue) {
   case GemmEpilogue::None:
-  case GemmEpilogue::GeluErf: // not planned onto this path
     return a;
+  case GemmEpilogue::GeluErf:
+    return w.f("arith.mulf", w.f("arith.mulf", w.vec2(0.5), a),
+               w.f("arith.addf", w.vec2(1),
+                   erf(w, w.f("arith.mulf", a, w.vec2(1.0 / std::sqrt(2.0))))));
   case GemmEpilogue::Relu:
     return w.f("arith.maximumf", a, w.vec2(0));
   case GemmEpilogue::GeluTanh: {
