@@ -6,7 +6,7 @@ GEMM (bf16 activations, residual), GEMMs on ggml weight blocks (Q4_1 with
 SwiGLU, Q8_0) and a small causal attention, each with two
 xf candidates, one illegal candidate and one Adams2019 baseline, and checks
 the JSON lines: every candidate announced before its result, the good ones
-"ok" within tolerance then "timed" with one entry per case, the illegal one
+"ok" within tolerance then "timed" with one entry per case (every round's time in it), the illegal one
 an error and never timed, "done" last. Then malformed requests: one
 {"status": "error"} line and exit code 2. No timing assertions.
 
@@ -99,6 +99,11 @@ def check_batch(name, kernel, cases, good, bad, tolerance, baseline_ok=True):
                 check(isinstance(entry.get(key), float) and entry[key] > 0,
                       "%s: %s of %s" % (name, key, entry))
             check(entry["wall_min_ms"] <= entry["wall_median_ms"], "%s: min > median" % name)
+            # Every round's time, for the tuner's paired A/B: one per round, the minimum
+            # among them.
+            walls = entry.get("wall_ms", [])
+            check(len(walls) == t.get("rounds") and all(w > 0 for w in walls) and
+                  min(walls) == entry["wall_min_ms"], "%s: wall_ms of %s" % (name, entry))
 
 
 check_batch(

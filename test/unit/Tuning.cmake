@@ -1,8 +1,9 @@
-# Unit tests of the auto-tuner's search and tuning database
-# (compiler/lib/Tuning). Included from test/unit/CMakeLists.txt.
+# Unit tests of the auto-tuner (compiler/lib/Tuning): the search, the cost ledger, the paths,
+# the final A/B's rule and the load warning, and the tuning database. Included from
+# test/unit/CMakeLists.txt.
 if(TARGET xfTuning)
   xf_add_unit_test(xf-tuning-test
     SOURCES TuningSearchTest.cpp TuningDatabaseTest.cpp TuningCostLedgerTest.cpp
-            TuningPathsTest.cpp
+            TuningPathsTest.cpp TuningPairedComparisonTest.cpp
     LIBS xfTuning)
 endif()

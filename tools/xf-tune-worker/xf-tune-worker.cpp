@@ -82,7 +82,7 @@ Lines:
    "compile_s": .., "max_rel_err": .., "tolerance": ..}
   {"candidate": i, "status": "timed", "rounds": R, "cases": [{"rows", "keys",
    "wall_min_ms", "wall_median_ms", "cpu_median_ms", "gflops", "gbs",
-   "calls_per_sample"} ...]}
+   "calls_per_sample", "wall_ms": [one per round, in order]} ...]}
   {"status": "done"}
 A malformed request: one {"status": "error", "error": ..} line, exit code 2.
 --machine: {"fma_gflops", "read_gbs", "isa", "cpu", "flags", "threads"}.
@@ -314,6 +314,11 @@ int measure(const Request &request, double startTime) {
               numberAttribute(j, "gflops", flopsOf(request, size) / stats.wallMin * 1e-9);
               numberAttribute(j, "gbs", weightBytesOf(request, size) / stats.wallMin * 1e-9);
               j.attribute("calls_per_sample", timing.callsPerSample[c]);
+              // Every round's time: the tuner pairs them with the default's same rounds.
+              j.attributeArray("wall_ms", [&] {
+                for (const Sample &s : timing.samples[t][c])
+                  j.value(s.wall * 1e3);
+              });
             });
           }
         });

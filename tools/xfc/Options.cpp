@@ -190,9 +190,11 @@ cl::opt<bool> tuneBaselines("baselines", cl::init(false),
                             cl::cat(tuneCategory));
 cl::opt<std::string> tuneCompare("compare",
                                  cl::desc("No search: time the schedules of --db (A) and of this "
-                                          "database (B) side by side on every kernel both have, "
-                                          "per length, with the default (2 worker batches); "
-                                          "prints A / B and writes it to --report"),
+                                          "database (B; 'default': the default schedules) side "
+                                          "by side on every kernel both have, per length, with "
+                                          "the default (2 worker batches); prints A / default, "
+                                          "B / default and A / B with their noise and writes "
+                                          "them to --report"),
                                  cl::value_desc("file"), cl::cat(tuneCategory));
 cl::opt<std::string> tuneReport("report",
                                 cl::desc("Write a JSON report (per kernel: default, tuned, "

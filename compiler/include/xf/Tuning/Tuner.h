@@ -14,8 +14,12 @@
 // batch also times the default schedule and the best one so far; costs are
 // relative to the default's time in the same batch (CostLedger.h), so a
 // batch measured while the machine was busier is not mistaken for a worse
-// schedule. The paths' choices are combined and timed with the default on
-// all lengths in a final batch, which decides the kernel's one schedule.
+// schedule. The paths' choices are combined (the fastest of several picked
+// in one batch with the default on all lengths) and the choice faces the
+// default in a paired, interleaved A/B (PairedComparison.h): the entry holds
+// it only if it wins by more than the noise measured in those batches, else
+// the default. The run warns when the machine's load or that noise makes the
+// measurements unreliable (MachineLoad.h).
 // The database is saved after every batch: Ctrl-C keeps all that
 // was measured, and a re-run resumes from the recorded trials.
 //
@@ -52,8 +56,9 @@ struct TuneOptions {
   bool baselines = false;                         // also time Halide's autoschedulers per kernel
   std::string reportPath;                         // optional JSON report (convergence, baselines)
   /// Not empty: no search; the schedules of dbPath (A) and of this database
-  /// (B) are timed side by side, per kernel both have and per length, in
-  /// the same worker batches with the default (docs/tuning.md).
+  /// (B; "default": the default schedules) are timed side by side, per
+  /// kernel both have and per length, in the same worker batches with the
+  /// default, and paired against it (docs/tuning.md).
   std::string comparePath;
   const std::atomic<bool> *interrupted = nullptr; // set by the caller's SIGINT handler
 };

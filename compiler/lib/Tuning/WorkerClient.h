@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef XF_LIB_TUNER_WORKERCLIENT_H
-#define XF_LIB_TUNER_WORKERCLIENT_H
+#ifndef XF_LIB_TUNING_WORKERCLIENT_H
+#define XF_LIB_TUNING_WORKERCLIENT_H
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
@@ -23,6 +23,7 @@ namespace mlir::xf::tuning {
 struct CaseTime {
   int64_t rows = 0, keys = 0;
   double wallMinMs = 0, wallMedianMs = 0, cpuMedianMs = 0;
+  std::vector<double> wallMs; // per round, in the batch's round order
 };
 
 struct CandidateResult {
@@ -60,4 +61,4 @@ private:
 
 } // namespace mlir::xf::tuning
 
-#endif // XF_LIB_TUNER_WORKERCLIENT_H
+#endif // XF_LIB_TUNING_WORKERCLIENT_H

@@ -1,17 +1,19 @@
 //===- ProgramTuner.h - `xfc tune` over one program's kernels ---*- C++ -*-===//
 //
-// One run of `xfc tune`: the model's distinct kernels and this machine's ceilings
-// (Tuner.cpp), each kernel's search over its paths, settled and combined in a final batch
-// (KernelSearch.cpp), or --compare's side-by-side timing of two databases
-// (CompareDatabases.cpp).
+// One run of `xfc tune`: the model's distinct kernels, this machine's ceilings and load
+// (ProgramTuner.cpp), each kernel's tuning (KernelTuning.h: its paths searched, their
+// choice checked against the default in a paired A/B), or --compare's side-by-side timing
+// of a database against another or the default (CompareDatabases.cpp).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef XF_LIB_TUNER_PROGRAMTUNER_H
-#define XF_LIB_TUNER_PROGRAMTUNER_H
+#ifndef XF_LIB_TUNING_PROGRAMTUNER_H
+#define XF_LIB_TUNING_PROGRAMTUNER_H
 
 #include "TunedKernel.h"
 #include "WorkerClient.h"
+#include "xf/Tuning/MachineLoad.h"
+#include "xf/Tuning/PairedComparison.h"
 #include "xf/Tuning/Tuner.h"
 #include "xf/Tuning/TuningDatabase.h"
 
@@ -19,6 +21,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <thread>
 
 namespace mlir::xf::tuning {
 
@@ -33,18 +36,28 @@ class ProgramTuner {
 public:
   ProgramTuner(MLIRContext &ctx, const TuneOptions &options, llvm::raw_ostream &log)
       : ctx(ctx), options(options), log(log), worker(options.workerPath, options.threads),
-        interactive(log.is_displayed()) {}
+        interactive(log.is_displayed()),
+        load(std::max(1u, std::thread::hardware_concurrency()), options.threads) {}
 
   llvm::Error run(const HostProgram &program);
   /// --compare: the schedules of two databases timed side by side.
   llvm::Error compare(const HostProgram &program);
 
 private:
+  friend class KernelTuning;
   /// What run and compare share: the target, the model's distinct kernels
   /// and this machine's ceilings.
   llvm::Error prepare(const HostProgram &program);
   llvm::Error collect(const HostProgram &program, const VectorShape &shape);
   llvm::Error tune(TunedKernel &k, size_t index, double share, llvm::json::Array &report);
+  void printSummary(const llvm::json::Array &report);
+  llvm::Error writeReport(llvm::json::Object report);
+  /// The load warning (MachineLoad.h), one line, once the run is over.
+  void warnIfUnreliable();
+  /// --compare: one kernel's schedules in A and B (B: the default when
+  /// --compare default) timed side by side; nullopt when not compared.
+  llvm::Expected<std::optional<llvm::json::Object>>
+  compareKernel(const TunedKernel &k, const TuningDatabase &a, const TuningDatabase *b);
   void progress(const std::string &label, size_t index, double spent, double share, size_t trials,
                 double best, double dflt, bool final);
 
@@ -57,6 +70,7 @@ private:
   TuningDatabase db;
   std::string target;
   MachineCeilings machine;
+  LoadWatch load;
   Clock::time_point start = Clock::now();
   /// --baselines runs outside the budget: their seconds are not the kernels'.
   double baselineSeconds = 0;
@@ -75,4 +89,4 @@ private:
 
 } // namespace mlir::xf::tuning
 
-#endif // XF_LIB_TUNER_PROGRAMTUNER_H
+#endif // XF_LIB_TUNING_PROGRAMTUNER_H

@@ -125,12 +125,16 @@ WorkerClient::run(llvm::json::Object request, const std::vector<llvm::json::Valu
       r.failure.clear();
       if (const llvm::json::Array *cases = o->getArray("cases"))
         for (const llvm::json::Value &c : *cases)
-          if (const llvm::json::Object *co = c.getAsObject())
-            r.cases.push_back({co->getInteger("rows").value_or(0),
-                               co->getInteger("keys").value_or(0),
-                               co->getNumber("wall_min_ms").value_or(0),
-                               co->getNumber("wall_median_ms").value_or(0),
-                               co->getNumber("cpu_median_ms").value_or(0)});
+          if (const llvm::json::Object *co = c.getAsObject()) {
+            CaseTime t{co->getInteger("rows").value_or(0), co->getInteger("keys").value_or(0),
+                       co->getNumber("wall_min_ms").value_or(0),
+                       co->getNumber("wall_median_ms").value_or(0),
+                       co->getNumber("cpu_median_ms").value_or(0)};
+            if (const llvm::json::Array *rounds = co->getArray("wall_ms"))
+              for (const llvm::json::Value &ms : *rounds)
+                t.wallMs.push_back(ms.getAsNumber().value_or(0));
+            r.cases.push_back(std::move(t));
+          }
     } else {
       running = -1;
       r.failure = (status + ": " + o->getString("error").value_or("")).str();

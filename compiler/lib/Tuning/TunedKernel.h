@@ -3,12 +3,12 @@
 // A GEMM or attention kernel of the lowered model with its schedule space, its paths
 // (SchedulePaths.h) and the lengths it is timed at; how it is described to xf-tune-worker
 // (the kernel, a candidate schedule, a request), how a schedule is written in the database
-// and read back, and what a timed candidate costs (defined in Tuner.cpp).
+// and read back, and what a timed candidate costs (TunedKernel.cpp).
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef XF_LIB_TUNER_TUNEDKERNEL_H
-#define XF_LIB_TUNER_TUNEDKERNEL_H
+#ifndef XF_LIB_TUNING_TUNEDKERNEL_H
+#define XF_LIB_TUNING_TUNEDKERNEL_H
 
 #include "WorkerClient.h"
 #include "xf/Codegen/HalideKernels.h"
@@ -57,6 +57,13 @@ double costOf(const CandidateResult &r);
 /// bandwidth, whichever is slower), as a geometric mean over the cases.
 double rooflineOf(const TunedKernel &k, const CandidateResult &r, const MachineCeilings &m);
 
+/// Per length, the minimum over `results` of each one's wall minimum (one
+/// candidate's results from several batches).
+CandidateResult fastestOf(llvm::ArrayRef<CandidateResult> results);
+
+/// Per length, every round's wall time of `r` (PairedRounds::addBatch).
+std::vector<std::vector<double>> roundTimes(const CandidateResult &r);
+
 /// Indices of all of a kernel's lengths.
 std::vector<size_t> everyCase(const TunedKernel &k);
 
@@ -67,4 +74,4 @@ llvm::json::Object requestFor(const TunedKernel &k, llvm::ArrayRef<size_t> cases
 
 } // namespace mlir::xf::tuning
 
-#endif // XF_LIB_TUNER_TUNEDKERNEL_H
+#endif // XF_LIB_TUNING_TUNEDKERNEL_H
