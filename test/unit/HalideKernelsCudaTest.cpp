@@ -228,6 +228,7 @@ void checkLoop(const DeviceLoopKernelSpec &spec, int width, int rows,
   if (hasOffset)
     rc = inputs.size() == 0   ? kernel(offset, out.raw_buffer())
          : inputs.size() == 1 ? kernel(inputs[0], offset, out.raw_buffer())
+         : inputs.size() == 3 ? kernel(inputs[0], inputs[1], inputs[2], offset, out.raw_buffer())
                               : -1;
   else
     rc = inputs.size() == 1   ? kernel(inputs[0], out.raw_buffer())
@@ -270,6 +271,11 @@ TEST(CudaLoopKernels, EveryKindAgainstItsFormula) {
   checkLoop(
       spec(DeviceLoopKind::Position, W), W, R, {table.raw_buffer()}, 11, true,
       [&](int c, int t) { return table(c, 11 + t); }, 0);
+  auto positions = xftest::randomMatrix(20, W, rng);
+  checkLoop(
+      spec(DeviceLoopKind::GatherPositions, W), W, R,
+      {table.raw_buffer(), ids.raw_buffer(), positions.raw_buffer()}, 11, true,
+      [&](int c, int t) { return double(table(c, ids(t))) + positions(c, 11 + t); });
   auto sinusoid = spec(DeviceLoopKind::Sinusoid, 7); // an odd width
   sinusoid.constant = 10000;
   checkLoop(sinusoid, 7, R, {}, 1000, true, [&](int c, int t) {

@@ -283,6 +283,23 @@ func::FuncOp LoopKernels::positionRows(int64_t width) {
   });
 }
 
+func::FuncOp LoopKernels::gatherPositionRows(int64_t width, bool bf16Table) {
+  XF_KERNEL_CACHED((bf16Table ? "xf_gather_bf16_position_rows_" : "xf_gather_position_rows_") +
+                   std::to_string(width));
+  (void)kernelSchedule; // a device kernel: no loop schedule
+  assert(device && "the embedding sum is one kernel on the device only");
+  return deviceKernel(name, "ppppii",
+                      {"", DeviceLoopKind::GatherPositions, width, 0, 0, 0, {}, bf16Table},
+                      [&](DeviceCall &d) {
+                        d.table(d.args[0], width).bf16 = bf16Table;
+                        d.buffers.push_back(HalideBufferArg{d.args[1], {{d.args[4], d.i(1)}}});
+                        d.buffers.back().int32 = true;
+                        d.table(d.args[2], width);
+                        d.scalar(d.args[5]);
+                        d.dense(d.args[3], width, d.args[4]);
+                      });
+}
+
 func::FuncOp LoopKernels::sinusoidRows(int64_t width, double base) {
   XF_KERNEL_CACHED("xf_sinusoid_rows_" + std::to_string(width) + "_" + formatDouble(base));
   if (device) // (out, rows, offset)

@@ -22,6 +22,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 #include <tuple>
 
 using namespace mlir;
@@ -126,6 +127,44 @@ HalideBufferArg HostLowering::packedWeightArg(int64_t index) {
 // xf_forward: one kernel per op
 //===----------------------------------------------------------------------===//
 
+namespace {
+// On the GPU, token_embed(W_e, x) + pos_embed(W_p, x) (GPT-2's e_t + W_p[t]) is one kernel: the
+// gather, the positions and their sum, two launches fewer a step. The embeddings, used only
+// by the sum, emit nothing of their own. Not for offsets, packed segments or block tables.
+struct EmbeddingSum {
+  TokenEmbedOp tokens;
+  PositionalEmbedOp positions;
+};
+std::optional<EmbeddingSum> embeddingSum(AddOp add) {
+  auto tokens = add.getLhs().getDefiningOp<TokenEmbedOp>();
+  auto positions = add.getRhs().getDefiningOp<PositionalEmbedOp>();
+  if (!tokens || !positions) {
+    tokens = add.getRhs().getDefiningOp<TokenEmbedOp>();
+    positions = add.getLhs().getDefiningOp<PositionalEmbedOp>();
+  }
+  if (!tokens || !positions || !tokens->hasOneUse() || !positions->hasOneUse() ||
+      positions.getOffset() || positions.getSegments() ||
+      positions.getTokens() != tokens.getTokens())
+    return std::nullopt;
+  return EmbeddingSum{tokens, positions};
+}
+// The sum's parts where the sum is one kernel: on the GPU, with tables the kernel reads (the
+// caller says: not of blocks, the positions' not bf16).
+std::optional<EmbeddingSum>
+fusedEmbeddingSum(AddOp add, bool device, llvm::function_ref<bool(EmbeddingSum)> readable) {
+  std::optional<EmbeddingSum> sum = device ? embeddingSum(add) : std::nullopt;
+  if (sum && !readable(*sum))
+    return std::nullopt;
+  return sum;
+}
+// The add an embedding's one use is, where it is one.
+AddOp embeddingUser(Operation *op) {
+  if (!isa<TokenEmbedOp, PositionalEmbedOp>(op) || !op->hasOneUse())
+    return AddOp();
+  return dyn_cast<AddOp>(*op->getUsers().begin());
+}
+} // namespace
+
 LogicalResult HostLowering::emitNumber(Operation *op) {
   if (auto length = dyn_cast<LengthOp>(op)) {
     numbers.map(length.getResult(), arith::SIToFPOp::create(*b, loc, b->getF64Type(),
@@ -149,6 +188,11 @@ LogicalResult HostLowering::emitOp(Operation *op) {
   Placement &p = placements[v];
   if (p.storage != Storage::Scratch && p.storage != Storage::Output)
     return success(); // parameters, derived weights, views: nothing to run
+  auto readable = [&](EmbeddingSum s) {
+    return blocksOf(s.tokens.getTable()) == WeightBlocks::None && !isBf16(s.positions.getTable());
+  };
+  if (AddOp sum = embeddingUser(op); sum && fusedEmbeddingSum(sum, options.cudaDevice, readable))
+    return success(); // the sum's one kernel computes it
   emittingOp = op;
   LogicalResult emitted =
       profiled(op, [&](xfrt::KernelSpec &site) { return emitKernel(op, site); });
@@ -424,6 +468,23 @@ LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
     site.name = lastLoopKernel, site.kind = "loop";
     return success();
   }
+  auto readable = [&](EmbeddingSum s) { // as in emitOp
+    return blocksOf(s.tokens.getTable()) == WeightBlocks::None && !isBf16(s.positions.getTable());
+  };
+  if (auto add = dyn_cast<AddOp>(op))
+    if (std::optional<EmbeddingSum> sum = fusedEmbeddingSum(add, options.cudaDevice, readable)) {
+      FailureOr<Value> table = dense(sum->tokens.getTable());
+      FailureOr<Value> positions = dense(sum->positions.getTable());
+      Value ids = sum->tokens.getTokens();
+      FailureOr<Value> idsAt =
+          placements[ids].storage == Storage::Tokens ? FailureOr<Value>(pointerOf(ids)) : dense(ids);
+      if (failed(table) || failed(positions) || failed(idsAt))
+        return failure();
+      call(kernels->gatherPositionRows(width, isBf16(sum->tokens.getTable())),
+           {*table, *idsAt, *positions, out, rows, firstPosition()});
+      site.name = lastLoopKernel, site.kind = "loop";
+      return success();
+    }
   // The other loop kernels read dense inputs.
   SmallVector<Value> inputs;
   for (Value operand : op->getOperands()) {

@@ -330,6 +330,9 @@ inline KernelWork kernelWork(const AttentionKernelSpec &a) {
 enum class DeviceLoopKind {
   Gather,    // (table, ids, out): out[t] = table[ids[t]]; flag: bf16 table
   Position,  // (table, offset, out): out[t] = table[offset + t]
+  // (table, ids, positions, offset, out): out[t] = table[ids[t]] + positions[offset + t], the
+  // gather, positions and their sum in one launch; flag: bf16 table
+  GatherPositions,
   Sinusoid,  // (offset, out); constant: base
   Add,       // (a, b, out); flag: b is one row, broadcast
   Map,       // (in, out): out = map(in); constant: Scale's factor; ScaleBy: (in, factor, out)

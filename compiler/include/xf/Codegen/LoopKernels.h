@@ -55,6 +55,10 @@ public:
   func::FuncOp gatherRows(int64_t width, bool bf16Table = false);
   /// out[t, :] = table[offset + t, :]        (table, out, rows, offset)
   func::FuncOp positionRows(int64_t width);
+  /// out[t, :] = table[ids[t], :] + positions[offset + t, :], one launch (device only: the
+  /// CPU build keeps the gather, the positions and the add)
+  ///                                         (table, ids, positions, out, rows, offset)
+  func::FuncOp gatherPositionRows(int64_t width, bool bf16Table);
   /// Vaswani et al. sinusoids for positions offset..offset+rows-1 (out, rows, offset)
   func::FuncOp sinusoidRows(int64_t width, double base);
   /// out = a + b                             (a, b, out, rows)

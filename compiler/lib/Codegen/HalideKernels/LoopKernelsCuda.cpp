@@ -90,6 +90,7 @@ private:
     switch (spec.kind) {
     case DeviceLoopKind::Gather:
     case DeviceLoopKind::Position:
+    case DeviceLoopKind::GatherPositions:
     case DeviceLoopKind::Sinusoid:
       defineTableRows();
       return llvm::Error::success();
@@ -134,19 +135,28 @@ private:
     return total;
   }
 
-  // Rows of a table: gathered by token id, at positions offset + t, or sinusoids.
+  // Rows of a table: gathered by token id (and the learned positions added), at positions
+  // offset + t, or sinusoids.
   void defineTableRows() {
-    if (spec.kind == DeviceLoopKind::Gather) {
+    if (spec.kind == DeviceLoopKind::Gather || spec.kind == DeviceLoopKind::GatherPositions) {
       ImageParam table(spec.flag ? BFloat(16) : Float(32), 2, "table");
       ImageParam ids(Int(32), 1, "ids");
       // Ids were validated against the vocabulary; the clamp bounds the access.
       Expr stored = table(c, clamp(ids(t), 0, table.dim(1).extent() - 1));
-      out(c, t) = spec.flag
-                      ? reinterpret<float>(cast<uint32_t>(reinterpret<uint16_t>(stored)) << 16)
-                      : stored;
+      Expr row = spec.flag
+                     ? reinterpret<float>(cast<uint32_t>(reinterpret<uint16_t>(stored)) << 16)
+                     : stored;
       table.dim(0).set_bounds(0, width).set_stride(1);
       ids.dim(0).set_stride(1);
       args = {table, ids};
+      if (spec.kind == DeviceLoopKind::GatherPositions) {
+        ImageParam positions(Float(32), 2, "positions");
+        row = row + positions(c, offset + t);
+        positions.dim(0).set_bounds(0, width).set_stride(1);
+        args.push_back(positions);
+        args.push_back(offset);
+      }
+      out(c, t) = row;
     } else if (spec.kind == DeviceLoopKind::Position) {
       ImageParam table(Float(32), 2, "table");
       out(c, t) = table(c, offset + t);
@@ -364,6 +374,8 @@ std::string kernelSignature(const DeviceLoopKernelSpec &s) {
     return "gather" + w + (s.flag ? " table=bf16" : "");
   case DeviceLoopKind::Position:
     return "position" + w;
+  case DeviceLoopKind::GatherPositions:
+    return "gather_positions" + w + (s.flag ? " table=bf16" : "");
   case DeviceLoopKind::Sinusoid:
     return "sinusoid" + w + " base=" + number(s.constant);
   case DeviceLoopKind::Add:
