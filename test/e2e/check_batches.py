@@ -51,7 +51,7 @@ MODELS = {
 }
 failures = []
 REORDER_BOUND = 1e-5  # packed vs single run of a sequence whose GEMMs took another path
-FEW_ROW_TILES = 4     # GemmKernel.cpp kSmallRowTiles: the few-rows path takes M <= 4 tile_rows
+FEW_ROW_TILES = 4     # GemmAlgorithm.h kSmallRowTiles: the few-rows path takes M <= 4 tile_rows
 ORACLE_BOUND = 1e-4   # as check_examples.py
 
 

@@ -1,6 +1,6 @@
 //===- HalideKernelsCudaTest.cpp - the CUDA kernels' algorithms on the CPU -===//
 //
-// The CUDA pipelines (GemmKernelCuda.cpp, AttentionKernelCuda.cpp,
+// The CUDA pipelines (GemmAlgorithm.cpp and GemmScheduleCuda.cpp, AttentionKernelCuda.cpp,
 // LoopKernelsCuda.cpp) cannot run without a GPU, but their definitions can:
 // built without their GPU schedule (gpuSchedule = false) and JIT-compiled for
 // the host, each is checked against naive double-precision loops, with the

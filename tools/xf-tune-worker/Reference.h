@@ -4,7 +4,7 @@
 // buffers, dim 0 = cols; a bf16 weight passed as its exact float32 values).
 // Out: the expected output rows `rows`, all columns, row after row, computed
 // in float64 by naive loops written from the math in the headers of
-// GemmKernel.cpp and AttentionKernel.cpp, not from their schedules.
+// GemmAlgorithm.cpp and AttentionKernel.cpp, not from their schedules.
 //
 //===----------------------------------------------------------------------===//
 

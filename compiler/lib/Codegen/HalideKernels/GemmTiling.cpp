@@ -1,6 +1,7 @@
 //===- GemmTiling.cpp - a GEMM spec's checks and derived sizes ------------===//
 //
-// Whether a GemmKernelSpec can be built (sizes, schedule, weight storage), and
+// Whether a GemmKernelSpec can be built (sizes, schedule, weight storage; on
+// the CPU or the CUDA target), and
 // the sizes its schedule leaves to the kernel: register tiles per parallel
 // column panel, columns per GEMV task.
 //
@@ -48,6 +49,24 @@ llvm::Error validateGemm(const GemmKernelSpec &spec, int vectorWidth) {
   if (s.panelCols % s.tileCols != 0)
     return invalid("gemm kernel '" + spec.name + "': panelCols=" + llvm::Twine(s.panelCols) +
                    " must be a multiple of tileCols=" + llvm::Twine(s.tileCols));
+  return llvm::Error::success();
+}
+
+llvm::Error validateGemmCuda(const GemmKernelSpec &spec) {
+  if (spec.name.empty())
+    return invalid("gemm kernel: empty function name");
+  if (spec.K <= 0 || spec.N <= 0)
+    return invalid("gemm kernel '" + spec.name + "': K and N must be positive, got K=" +
+                   llvm::Twine(spec.K) + " N=" + llvm::Twine(spec.N));
+  if (spec.weightBlocks != WeightBlocks::None)
+    return invalid("gemm kernel '" + spec.name + "': " + weightBlocksName(spec.weightBlocks) +
+                   " weight blocks are not supported by the CUDA GEMM");
+  if (spec.packedWeight)
+    return invalid("gemm kernel '" + spec.name +
+                   "': weights packed at load are not supported by the CUDA GEMM");
+  if (spec.bf16Activations)
+    return invalid("gemm kernel '" + spec.name +
+                   "': bf16 activations are not supported by the CUDA GEMM");
   return llvm::Error::success();
 }
 

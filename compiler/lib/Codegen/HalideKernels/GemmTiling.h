@@ -1,6 +1,7 @@
 //===- GemmTiling.h - a GEMM spec's checks and derived sizes ----*- C++ -*-===//
 //
-// Shared by the GEMM kernel's files (GemmKernel.cpp, GemmWeightLayout.cpp);
+// Shared by the GEMM kernel's files (GemmKernel.cpp, GemmAlgorithm.cpp,
+// GemmScheduleCpu.cpp, GemmWeightLayout.cpp);
 // defined in GemmTiling.cpp.
 //
 //===----------------------------------------------------------------------===//
@@ -19,6 +20,10 @@ constexpr int kGemvStreams = 4;
 
 /// An error naming what is wrong with `spec` (sizes, schedule, weight storage).
 llvm::Error validateGemm(const GemmKernelSpec &spec, int vectorWidth);
+
+/// An error naming what the CUDA GEMM cannot build of `spec` (its schedules are fixed:
+/// GGUF blocks, weights packed at load and bf16 activations are CPU-only).
+llvm::Error validateGemmCuda(const GemmKernelSpec &spec);
 
 /// Register tiles per parallel column panel when the schedule leaves panelCols at 0.
 int64_t defaultPanelTiles(const GemmKernelSpec &spec);

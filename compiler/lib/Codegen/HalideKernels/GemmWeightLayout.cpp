@@ -11,7 +11,6 @@
 #include "KernelPipelines.h"
 
 #include <algorithm>
-#include <optional>
 
 using namespace Halide;
 
@@ -112,12 +111,9 @@ static llvm::Expected<KernelPipeline> buildGemmPack(const GemmKernelSpec &spec,
 
 llvm::Expected<KernelPipeline> buildGemmPackPipeline(const GemmKernelSpec &spec,
                                                      const Target &target) {
-  std::optional<llvm::Expected<KernelPipeline>> built;
-  if (llvm::Error err =
-          catchHalideErrors("scheduling the weight packing of gemm kernel '" + spec.name + "'",
-                            [&] { built.emplace(buildGemmPack(spec, target)); }))
-    return std::move(err);
-  return std::move(*built);
+  return buildCatchingHalideErrors(
+      "scheduling the weight packing of gemm kernel '" + spec.name + "'",
+      [&] { return buildGemmPack(spec, target); });
 }
 
 } // namespace mlir::xf

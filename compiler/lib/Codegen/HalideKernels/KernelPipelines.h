@@ -13,6 +13,7 @@
 
 #include "Halide.h"
 
+#include <optional>
 #include <vector>
 
 namespace mlir::xf {
@@ -54,7 +55,7 @@ llvm::Expected<KernelPipeline> buildAttentionBatchedPipeline(const AttentionKern
 llvm::Expected<KernelPipeline> buildSegmentedAttentionPipeline(const AttentionKernelSpec &spec,
                                                                const Halide::Target &target);
 
-/// The CUDA kernels (GemmKernelCuda.cpp, AttentionKernelCuda.cpp): the same
+/// The CUDA kernels (GemmKernel.cpp, AttentionKernelCuda.cpp): the same
 /// buffers and arguments as the CPU ones. Without `gpuSchedule` the
 /// algorithm is left unscheduled, so tests can JIT it on the CPU.
 llvm::Expected<KernelPipeline> buildGemmCudaPipeline(const GemmKernelSpec &spec,
@@ -77,6 +78,15 @@ llvm::Expected<Halide::Target> parseHalideTarget(llvm::StringRef target);
 /// Runs `body`, turning a Halide::CompileError / RuntimeError / InternalError
 /// into an llvm::Error that names `what`.
 llvm::Error catchHalideErrors(llvm::StringRef what, const std::function<void()> &body);
+
+/// `build()`'s pipeline, or an error naming `what` where Halide threw one while building it.
+template <typename Build>
+llvm::Expected<KernelPipeline> buildCatchingHalideErrors(llvm::StringRef what, Build build) {
+  std::optional<llvm::Expected<KernelPipeline>> built;
+  if (llvm::Error err = catchHalideErrors(what, [&] { built.emplace(build()); }))
+    return std::move(err);
+  return std::move(*built);
+}
 
 } // namespace mlir::xf
 

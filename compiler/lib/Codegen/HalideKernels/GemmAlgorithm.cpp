@@ -1,0 +1,449 @@
+//===- GemmAlgorithm.cpp - the GEMM's Funcs, for every schedule -----------===//
+//
+// out[M, N] = act(x[M, K] · W + bias) + residual, with W stored [K, N]
+// (GPT-2 Conv1D) or [N, K] (nn.Linear, the tied unembedding), M dynamic.
+//
+// The CPU GEMM sums the product three ways, chosen per call by M:
+//  - tiled (the GotoBLAS/BLIS structure, GemmScheduleCpu.cpp): the weight in
+//    tile-major panels packed(nj, k, nt) = W(nt·tileCols + nj, k), summed per
+//    K block per register tile (block_product), then over the blocks and the
+//    K tail (product); packing also zero-pads the last tile when N is not a
+//    multiple of tileCols, so the register loop never needs a guard;
+//  - few rows (a weight packed at load, float32 products): the same sums,
+//    their loops turned around by the schedule;
+//  - GEMV (M < gemvRowsBelow): no packing, each weight element used by the M
+//    rows right away.
+// The gated epilogue (SwiGLU) reads a weight of 2·N columns, [W_gate | W_up],
+// and stores out = silu(x·W_gate) ⊙ (x·W_up): [M, N]. Both products come from
+// one pass over x: packing interleaves the weight's tiles (gate tile i, up
+// tile i, gate tile i+1, ...), so a task's gate and up tiles are neighbours
+// and the epilogue multiplies two register tiles of one product. The GEMV
+// path interleaves chunks of columns the same way.
+//
+// The CUDA GEMM (GemmScheduleCuda.cpp) sums per K slice (staged), over all
+// of K per thread (register), or per K slice / lane of a column (GEMV), with
+// the gates as a dimension of its sums.
+//
+// GemmTiling.cpp checks the spec and sizes the panels and GEMV chunks;
+// GemmWeightLayout.cpp reads the weight in either layout and packs it at load.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmAlgorithm.h"
+#include "BlockWeights.h"
+#include "GemmEpilogue.h"
+#include "GemmTiling.h"
+#include "GemmWeightLayout.h"
+
+#include <algorithm>
+
+using namespace Halide;
+
+namespace mlir::xf {
+
+// ---- Shared by every path ----------------------------------------------
+
+GemmInputs gemmInputs(const GemmKernelSpec &spec) {
+  const bool blocks = spec.weightBlocks != WeightBlocks::None;
+  // Blocks: (byte, n). Packed at load: (nj, k, nt); bf16 pairs (r + 2·nj, kk, nt).
+  return GemmInputs{ImageParam(Float(32), 2, "x"),
+                    ImageParam(blocks              ? UInt(8)
+                               : spec.bf16Weights ? BFloat(16)
+                                                  : Float(32),
+                               spec.packedWeight ? 3 : 2, "weight"),
+                    ImageParam(Float(32), 1, "bias"), ImageParam(Float(32), 2, "residual")};
+}
+
+void constrainGemmBuffers(const GemmKernelSpec &spec, GemmInputs &in, Func out) {
+  const int K = int(spec.K), N = int(spec.N);
+  const int weightCols = spec.epilogue == GemmEpilogue::SwiGlu ? 2 * N : N;
+  Expr rows = in.x.dim(1).extent();
+  in.x.dim(0).set_bounds(0, K).set_stride(1).dim(1).set_min(0);
+  if (spec.weightBlocks != WeightBlocks::None)
+    in.weight.dim(0)
+        .set_bounds(0, int(K / 32 * weightBlockBytes(spec.weightBlocks)))
+        .set_stride(1)
+        .dim(1)
+        .set_bounds(0, weightCols);
+  else
+    constrainWeight(in.weight, spec, spec.packedWeight);
+  in.bias.dim(0).set_bounds(0, weightCols).set_stride(1);
+  in.residual.dim(0).set_bounds(0, N).set_stride(1).dim(1).set_bounds(0, rows);
+  out.output_buffer().dim(0).set_bounds(0, N).set_stride(1).dim(1).set_bounds(0, rows);
+}
+
+Expr widenWeight(const GemmKernelSpec &spec, Expr stored) {
+  return spec.bf16Weights ? reinterpret<float>(cast<uint32_t>(reinterpret<uint16_t>(stored)) << 16)
+                          : stored;
+}
+
+Expr gemmEpilogue(const GemmKernelSpec &spec, const GemmInputs &in, Expr gate, Expr up, Expr n,
+                  Expr m) {
+  const bool gated = spec.epilogue == GemmEpilogue::SwiGlu;
+  if (spec.hasBias) {
+    gate += in.bias(n);
+    if (gated)
+      up += in.bias(n + int(spec.N));
+  }
+  Expr value = applyGemmEpilogue(spec.epilogue, gate);
+  if (gated)
+    value *= up;
+  if (spec.hasResidual)
+    value += in.residual(n, m);
+  return value;
+}
+
+// ---- CPU ---------------------------------------------------------------
+
+namespace {
+
+/// The sizes the CPU paths share.
+void sizeGemmCpu(const GemmKernelSpec &spec, int vw, GemmCpuFuncs &f) {
+  const GemmSchedule &s = spec.schedule;
+  f.vw = vw;
+  f.K = int(spec.K), f.N = int(spec.N);
+  f.tileCols = int(s.tileCols), f.tileRows = int(s.tileRows);
+  // bf16 pairs: an even block (past K when K is odd: then all of K is the tail).
+  f.kBlock = int(std::min<int64_t>(s.kBlock, spec.K) +
+                 (spec.bf16Activations ? std::min<int64_t>(s.kBlock, spec.K) % 2 : 0));
+  f.fullKBlocks = f.K / f.kBlock, f.kTail = f.K % f.kBlock;
+  f.kMain = f.K - f.K % vw;
+  f.gemvChunk = int(gemvChunkCols(spec, vw));
+  // GGUF blocks: independent FMA chains over groups of consecutive blocks.
+  f.blockCount = std::max(f.K / 32, 1);
+  f.blockChains = f.blockCount % 4 == 0   ? 4
+                  : f.blockCount % 3 == 0 ? 3
+                  : f.blockCount % 2 == 0 ? 2
+                                          : 1;
+  f.gated = spec.epilogue == GemmEpilogue::SwiGlu;
+  f.blocks = spec.weightBlocks != WeightBlocks::None;
+  f.prePacked = spec.packedWeight;
+  f.dot = spec.bf16Activations;
+  f.smallRowsPath = f.prePacked && !f.dot;
+}
+
+/// The weight as float32 by column, dequantized, packed; x's rows clamped
+/// (rows past M, the tail of a register tile, repeat row M-1; never stored)
+/// and, for bf16 dot products, x rounded and the weight read in pairs.
+void defineWeightAccess(const GemmKernelSpec &spec, const GemmInputs &in, bool nativeHalf,
+                        GemmCpuFuncs &f) {
+  BlockWeights blockWeights(in.weight, spec.weightBlocks, nativeHalf);
+  Var n = f.n, m = f.m, k = f.k, nj = f.nj, nt = f.nt;
+  const int K = f.K, tileCols = f.tileCols;
+  // Blocks: dequantized per (l, h, block, row) so that a vector over l is a
+  // dense load of bytes; the GEMM path computes one per K block of the panel
+  // (and one for the K tail) before packing, the GEMV path reads blocks itself.
+  Var a("a"), b("b");
+  if (f.blocks) {
+    f.dequantized(f.ql, f.qh, f.qb, f.qr) = blockWeights.value(f.qb, f.ql, f.qh, f.qr);
+    f.dequantizedTail(f.ql, f.qh, f.qb, f.qr) = blockWeights.value(f.qb, f.ql, f.qh, f.qr);
+    f.weightF(a, b) = f.dequantized(a % 16, (a / 16) % 2, a / 32, b);
+    f.weightFTail(a, b) = f.dequantizedTail(a % 16, (a / 16) % 2, a / 32, b);
+  } else if (!f.prePacked) {
+    f.weightF(a, b) = widenWeight(spec, in.weight(a, b));
+  }
+  if (!f.blocks)
+    f.weightFTail = f.weightF;
+  if (!f.prePacked) {
+    f.weightKN = weightByColumn(f.weightF, spec, 0.f, "weight_kn");
+    f.weightKNTail =
+        f.blocks ? weightByColumn(f.weightFTail, spec, 0.f, "weight_kn_tail") : f.weightKN;
+  }
+  // Tile-major weight, staged per K block per call, or the weight itself
+  // when it was packed at load.
+  if (f.prePacked && !f.dot)
+    f.packed(nj, k, nt) = widenWeight(spec, in.weight(nj, k, nt));
+  else if (!f.prePacked)
+    f.packed(nj, k, nt) = f.weightKN(nt * tileCols + nj, k);
+  Expr rows = in.x.dim(1).extent();
+  f.xRows(k, m) = in.x(k, clamp(m, 0, rows - 1));
+
+  // bf16Activations: x rounded to bfloat16 once per call (zero past K, so an
+  // odd K ends in a zero pair), the weight packed as bf16 pairs
+  // packedPairs(r, nj, kk, nt) = W(nt·tileCols + nj, 2·kk + r), and each
+  // product Σ_r x(2kk + r)·W(2kk + r) is one 2-way dot product (vdpbf16ps on
+  // targets with AVX512-BF16: Halide's avx512_zen4 / avx512_sapphirerapids).
+  if (f.dot) {
+    // Round to nearest even by integer arithmetic (Halide's cast would be
+    // an "emulated bfloat16" operation on targets without a native convert).
+    Expr v = select(k < K, f.xRows(min(k, K - 1), m), 0.f);
+    Expr bits = reinterpret<uint32_t>(v);
+    Expr rounded = cast<uint16_t>((bits + (0x7fff + ((bits >> 16) & 1))) >> 16);
+    f.xBf16(k, m) = reinterpret(BFloat(16), select(is_nan(v), cast<uint16_t>(0x7fc0), rounded));
+  }
+  if (f.dot && !f.prePacked) {
+    const int weightCols = f.gated ? 2 * f.N : f.N;
+    Func stored = BoundaryConditions::constant_exterior(
+        in.weight, cast(BFloat(16), 0.f),
+        spec.transposeWeight ? Region{{0, K}, {0, weightCols}} : Region{{0, weightCols}, {0, K}});
+    if (f.N % tileCols == 0 && K % 2 == 0 && !f.gated)
+      stored = in.weight;
+    Expr column = storedColumn(spec, n);
+    f.weightPairs(n, k) = spec.transposeWeight ? stored(k, column) : stored(column, k);
+  }
+}
+
+/// Tiled: x·W in tile coordinates, Σ per K block per tile, then over the K
+/// blocks and the K tail (if any).
+void defineTiledProduct(const GemmInputs &in, GemmCpuFuncs &f) {
+  Var nj = f.nj, nt = f.nt, m = f.m, kb = f.kb, k = f.k, r = f.r, kk = f.kk;
+  const int kBlock = f.kBlock, tileCols = f.tileCols, fullKBlocks = f.fullKBlocks;
+  const int kTail = f.kTail;
+  f.ki = RDom(0, kBlock, "ki");
+  f.kPairs = RDom(0, 2, 0, kBlock / 2, "kpairs");
+  RDom ki = f.ki, kPairs = f.kPairs;
+  f.blockProduct(nj, nt, m, kb) = 0.f;
+  if (f.dot) {
+    f.packedPairs(r, nj, kk, nt) = f.prePacked ? in.weight(r + 2 * nj, kk, nt)
+                                               : f.weightPairs(nt * tileCols + nj, 2 * kk + r);
+    f.blockProduct(nj, nt, m, kb) +=
+        cast<float>(f.xBf16(kb * kBlock + 2 * kPairs.y + kPairs.x, m)) *
+        cast<float>(f.packedPairs(kPairs.x, nj, kb * (kBlock / 2) + kPairs.y, nt));
+  } else {
+    f.blockProduct(nj, nt, m, kb) +=
+        f.xRows(kb * kBlock + ki, m) * f.packed(nj, kb * kBlock + ki, nt);
+  }
+  f.kBlocks = RDom(0, fullKBlocks, "kblocks");
+  f.product(nj, nt, m) = 0.f;
+  f.product(nj, nt, m) += f.blockProduct(nj, nt, m, f.kBlocks);
+  f.kt = RDom(fullKBlocks * kBlock, std::max(kTail, 1), "kt");
+  f.ktPairs = RDom(0, 2, fullKBlocks * kBlock / 2, std::max((kTail + 1) / 2, 1), "kt_pairs");
+  RDom kt = f.kt, ktPairs = f.ktPairs;
+  if (!kTail)
+    return;
+  f.tailProduct(nj, nt, m) = 0.f;
+  if (f.dot) {
+    f.packedTail(r, nj, kk, nt) = f.prePacked ? in.weight(r + 2 * nj, kk, nt)
+                                              : f.weightPairs(nt * tileCols + nj, 2 * kk + r);
+    f.tailProduct(nj, nt, m) += cast<float>(f.xBf16(2 * ktPairs.y + ktPairs.x, m)) *
+                                cast<float>(f.packedTail(ktPairs.x, nj, ktPairs.y, nt));
+  } else {
+    f.packedTail(nj, k, nt) =
+        f.prePacked ? f.packed(nj, k, nt) : f.weightKNTail(nt * tileCols + nj, k);
+    f.tailProduct(nj, nt, m) += f.xRows(kt, m) * f.packedTail(nj, kt, nt);
+  }
+  f.product(nj, nt, m) += f.tailProduct(nj, nt, m);
+}
+
+/// GEMV: every weight element loaded once and used by the M rows right away.
+///  [K, N]: gemv(n, m) = Σ_k x(k, m)·W(n, k), k outermost.
+///  [N, K]: vw partial sums per (n, m) over k (rows of W are contiguous),
+///          then a horizontal sum and the K tail.
+///  Blocks ([N, K]): 16 lanes of partial sums per (n, m) and per block of
+///          each group of blockChains consecutive blocks (independent FMA
+///          chains: a row holds only K/32 blocks), one group per step:
+///          d·(x_lo·q_lo + x_hi·q_hi) + c·(x_lo + x_hi), elements l and 16 + l.
+///  Packed at load: one tile's K × tileCols block is one contiguous stream,
+///          Σ_k x(k, m)·P(nj, k, nt) in tile coordinates like the tiled product;
+///          bf16 pairs: x is not rounded (single rows stay exact), each weight
+///          pair widened as it is read.
+void defineGemv(const GemmKernelSpec &spec, const GemmInputs &in, bool nativeHalf,
+                GemmCpuFuncs &f) {
+  BlockWeights blockWeights(in.weight, spec.weightBlocks, nativeHalf);
+  Var n = f.n, m = f.m, nj = f.nj, nt = f.nt, kl = f.kl, kc = f.kc;
+  const int K = f.K, N = f.N, vw = f.vw, kMain = f.kMain, gemvChunk = f.gemvChunk;
+  ImageParam x = in.x;
+  // Gated: GEMV columns interleave chunks (gate chunk i, up chunk i, ...) so
+  // that a task's gate and up columns are one contiguous range of gemv_product.
+  auto gemvColumn = [&](Expr v) -> Expr {
+    if (!f.gated)
+      return spec.transposeWeight ? min(v, N - 1) : v;
+    Expr chunk = v / gemvChunk;
+    return min((chunk / 2) * gemvChunk + v % gemvChunk, N - 1) + (chunk % 2) * N;
+  };
+  f.gk = RDom(0, K, "gk"), f.gko = RDom(0, std::max(kMain / vw, 1), "gko");
+  f.lanes = RDom(0, vw, "lanes");
+  f.gkTail = RDom(kMain, std::max(K - kMain, 1), "gk_tail");
+  RDom gk = f.gk, gko = f.gko, lanes = f.lanes, gkTail = f.gkTail;
+  f.gemvProduct(n, m) = 0.f;
+  f.gb = RDom(0, f.blockCount / f.blockChains, "gb");
+  f.blockLanes = RDom(0, 16, 0, f.blockChains, "block_lanes");
+  f.gp = RDom(0, 2, 0, (K + 1) / 2, "gp");
+  RDom gb = f.gb, blockLanes = f.blockLanes, gp = f.gp;
+  if (f.prePacked) {
+    f.gemvTiles(nj, nt, m) = 0.f;
+    if (f.dot) {
+      Expr kIndex = 2 * gp.y + gp.x;
+      Expr xValue = K % 2 ? select(kIndex < K, x(min(kIndex, K - 1), m), 0.f) : x(kIndex, m);
+      f.gemvTiles(nj, nt, m) += xValue * widenWeight(spec, in.weight(gp.x + 2 * nj, gp.y, nt));
+    } else {
+      f.gemvTiles(nj, nt, m) += x(gk, m) * f.packed(nj, gk, nt);
+    }
+  } else if (f.blocks) {
+    Expr row = gemvColumn(n), block = gb * f.blockChains + kc;
+    Expr xLo = x(block * 32 + kl, m), xHi = x(block * 32 + 16 + kl, m);
+    Expr sum = xLo * blockWeights.quant(block, kl, 0, row) +
+               xHi * blockWeights.quant(block, kl, 1, row);
+    Expr partial = blockWeights.scale(block, row) * sum;
+    if (blockWeights.hasOffset())
+      partial += blockWeights.offset(block, row) * (xLo + xHi);
+    f.gemvPartial(kl, kc, n, m) = 0.f;
+    f.gemvPartial(kl, kc, n, m) += partial;
+    f.gemvProduct(n, m) += f.gemvPartial(blockLanes.x, blockLanes.y, n, m);
+  } else if (!spec.transposeWeight) {
+    f.gemvProduct(n, m) += x(gk, m) * f.weightF(gemvColumn(n), gk);
+  } else {
+    f.gemvPartial(kl, n, m) = 0.f;
+    if (kMain)
+      f.gemvPartial(kl, n, m) += x(gko * vw + kl, m) * f.weightF(gko * vw + kl, gemvColumn(n));
+    f.gemvProduct(n, m) += f.gemvPartial(lanes, n, m);
+    if (kMain != K)
+      f.gemvProduct(n, m) += x(gkTail, m) * f.weightF(gkTail, gemvColumn(n));
+  }
+}
+
+/// Few rows (weight packed at load, float32 products): the tiled path's sums
+/// (K blocks, then the K tail), in Funcs of their own so that the schedule
+/// can turn the loops around (GemmScheduleCpu.cpp). The results may differ
+/// from the tiled path's in the last bits: Halide lets LLVM reassociate
+/// float sums, and the two loop nests compile apart.
+void defineFewRows(GemmCpuFuncs &f) {
+  if (!f.smallRowsPath)
+    return;
+  Var nj = f.nj, nt = f.nt, m = f.m, kb = f.kb;
+  f.smallBlock(nj, nt, m, kb) = 0.f;
+  f.smallBlock(nj, nt, m, kb) +=
+      f.xRows(kb * f.kBlock + f.ki, m) * f.packed(nj, kb * f.kBlock + f.ki, nt);
+  f.smallProduct(nj, nt, m) = 0.f;
+  f.smallProduct(nj, nt, m) += f.smallBlock(nj, nt, m, f.kBlocks);
+  if (f.kTail) {
+    f.smallTail(nj, nt, m) = 0.f;
+    f.smallTail(nj, nt, m) += f.xRows(f.kt, m) * f.packed(nj, f.kt, nt);
+    f.smallProduct(nj, nt, m) += f.smallTail(nj, nt, m);
+  }
+}
+
+/// out(n, m): the epilogue on the product of the path M chooses.
+void defineCpuOutput(const GemmKernelSpec &spec, const GemmInputs &in, GemmCpuFuncs &f) {
+  Var n = f.n, m = f.m;
+  const int tileCols = f.tileCols, gemvChunk = f.gemvChunk;
+  Expr gate, up;
+  if (f.prePacked) {
+    // The product of a tile's lane nj for row m, by path.
+    auto tileProduct = [&](Expr lane, Expr tile) -> Expr {
+      Expr general = f.product(lane, tile, m);
+      if (f.smallRowsPath)
+        general = select(f.smallRows, f.smallProduct(lane, tile, m), general);
+      return select(f.gemv, f.gemvTiles(lane, tile, m), general);
+    };
+    Expr tile = f.gated ? (n / tileCols) * 2 : n / tileCols;
+    gate = tileProduct(n % tileCols, tile);
+    if (f.gated)
+      up = tileProduct(n % tileCols, tile + 1);
+  } else if (!f.gated) {
+    gate = select(f.gemv, f.gemvProduct(n, m), f.product(n % tileCols, n / tileCols, m));
+  } else {
+    // gate and up from neighbouring tiles (chunks).
+    Expr gemvGate = (n / gemvChunk) * 2 * gemvChunk + n % gemvChunk;
+    Expr tileGate = (n / tileCols) * 2;
+    gate = select(f.gemv, f.gemvProduct(gemvGate, m), f.product(n % tileCols, tileGate, m));
+    up = select(f.gemv, f.gemvProduct(gemvGate + gemvChunk, m),
+                f.product(n % tileCols, tileGate + 1, m));
+  }
+  f.out(n, m) = gemmEpilogue(spec, in, gate, up, n, m);
+}
+
+} // namespace
+
+GemmCpuFuncs defineGemmCpu(const GemmKernelSpec &spec, const GemmInputs &in, int vw,
+                           bool nativeHalf) {
+  GemmCpuFuncs f;
+  sizeGemmCpu(spec, vw, f);
+  f.rows = in.x.dim(1).extent();
+  f.gemv = f.rows < int(spec.schedule.gemvRowsBelow);
+  f.smallRows = f.rows <= kSmallRowTiles * f.tileRows;
+  defineWeightAccess(spec, in, nativeHalf, f);
+  defineTiledProduct(in, f);
+  defineGemv(spec, in, nativeHalf, f);
+  defineFewRows(f);
+  defineCpuOutput(spec, in, f);
+  return f;
+}
+
+// ---- CUDA --------------------------------------------------------------
+
+bool usesCudaRegisterTiles(const GemmKernelSpec &spec) {
+  return !spec.transposeWeight && spec.N % kCudaRegTileCols == 0;
+}
+
+namespace {
+
+int ceilDiv(int a, int b) { return (a + b - 1) / b; }
+
+/// GEMV: [K, N] threads (column, K slice), [N, K] threads (lane, column),
+/// then the slices' or lanes' sums.
+void defineCudaGemv(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
+  const int K = int(spec.K);
+  Var n = f.n, m = f.m, g = f.g, s = f.s, l = f.l;
+  f.gemvSum(n, g, m) = 0.f;
+  if (!spec.transposeWeight) {
+    const int sliceLen = ceilDiv(K, kCudaGemvSlices);
+    RDom j(0, sliceLen, "j");
+    f.gemvDot(n, g, m, s) = 0.f;
+    f.gemvDot(n, g, m, s) += f.xPadded(s * sliceLen + j, m) * f.w(n, g, s * sliceLen + j);
+    f.gemvPart(n, g, m, s) = f.gemvDot(n, g, m, s);
+    RDom rs(0, kCudaGemvSlices, "rs");
+    f.gemvSum(n, g, m) += f.gemvPart(n, g, m, rs);
+    f.dotVar = j.x, f.sumVar = rs.x;
+  } else {
+    RDom j(0, ceilDiv(K, kCudaLanes), "j");
+    f.gemvDot(l, n, g, m) = 0.f;
+    f.gemvDot(l, n, g, m) += f.xPadded(j * kCudaLanes + l, m) * f.w(n, g, j * kCudaLanes + l);
+    f.gemvPart(l, n, g, m) = f.gemvDot(l, n, g, m);
+    RDom rl(0, kCudaLanes, "rl");
+    f.gemvSum(n, g, m) += f.gemvPart(rl, n, g, m);
+    f.dotVar = j.x, f.sumVar = rl.x;
+  }
+}
+
+} // namespace
+
+GemmCudaFuncs defineGemmCuda(const GemmKernelSpec &spec, const GemmInputs &in) {
+  GemmCudaFuncs f;
+  f.gates = spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1;
+  const int K = int(spec.K), N = int(spec.N);
+  Var n = f.n, m = f.m, g = f.g, k = f.k, ks = f.ks;
+  ImageParam x = in.x, weight = in.weight;
+  Expr rows = x.dim(1).extent();
+  // x zero past K (whole slices), rows clamped; W(n, g, k) as float32 with
+  // columns and K clamped (the padded K multiplies x's zeros).
+  f.xPadded(k, m) = select(k < K, x(clamp(k, 0, K - 1), clamp(m, 0, rows - 1)), 0.f);
+  {
+    Expr column = g * N + clamp(n, 0, N - 1), depth = clamp(k, 0, K - 1);
+    f.w(n, g, k) =
+        widenWeight(spec, spec.transposeWeight ? weight(depth, column) : weight(column, depth));
+  }
+  Func sum;
+  f.registerTiles = usesCudaRegisterTiles(spec);
+  if (f.registerTiles) {
+    // Register path: over all of K at once, x's rows clamped, W's columns as stored.
+    f.rAll = RDom(0, K, "r");
+    f.dot(n, g, m) = 0.f;
+    f.dot(n, g, m) +=
+        x(f.rAll, clamp(m, 0, rows - 1)) * widenWeight(spec, weight(g * N + n, f.rAll));
+    sum = f.dot;
+  } else {
+    // Staged path: per K slice a register-tiled partial product, added into the block's
+    // accumulators.
+    f.xTile(k, m) = f.xPadded(k, m);
+    f.wTile(n, g, k) = f.w(n, g, k);
+    f.rk = RDom(0, kCudaSliceK, "rk");
+    f.sliceDot(n, g, m, ks) = 0.f;
+    f.sliceDot(n, g, m, ks) +=
+        f.xTile(ks * kCudaSliceK + f.rk, m) * f.wTile(n, g, ks * kCudaSliceK + f.rk);
+    f.rs = RDom(0, ceilDiv(K, kCudaSliceK), "slice");
+    f.prod(n, g, m) = 0.f;
+    f.prod(n, g, m) += f.sliceDot(n, g, m, f.rs);
+    sum = f.prod;
+  }
+  defineCudaGemv(spec, f);
+  auto epilogue = [&](Func total) {
+    return gemmEpilogue(spec, in, total(n, 0, m), f.gates == 2 ? total(n, 1, m) : Expr(), n, m);
+  };
+  f.rows = rows;
+  f.gemv = rows <= kCudaGemvRows;
+  f.out(n, m) = select(f.gemv, epilogue(f.gemvSum), epilogue(sum));
+  return f;
+}
+
+} // namespace mlir::xf

@@ -1,0 +1,112 @@
+//===- GemmAlgorithm.h - the GEMM's Funcs, for every schedule ---*- C++ -*-===//
+//
+// out[M, N] = act(x[M, K] · W + bias) + residual as Halide Funcs, defined once
+// (GemmAlgorithm.cpp) and scheduled per path: GemmScheduleCpu.cpp (tiled,
+// few rows, GEMV; bf16 pairs and GGUF blocks inside them) and
+// GemmScheduleCuda.cpp (register, staged, GEMV). GemmKernel.cpp picks the
+// schedules. The Funcs of a path are the reductions its schedule places (a
+// K block of a register tile, a GEMV's lanes); the weight's access per
+// layout and storage, the inputs' shapes and the epilogue are shared.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_LIB_CODEGEN_HALIDEKERNELS_GEMMALGORITHM_H
+#define XF_LIB_CODEGEN_HALIDEKERNELS_GEMMALGORITHM_H
+
+#include "KernelPipelines.h"
+
+namespace mlir::xf {
+
+/// Row tiles up to which a GEMM on a weight packed at load sums over all of K
+/// per register tile (the few-rows path).
+constexpr int kSmallRowTiles = 4;
+
+/// The GEMM's inputs (docs/abi.md: dim 0 = cols, stride 1), in argument order.
+struct GemmInputs {
+  Halide::ImageParam x;        // (k, m): [M, K]
+  Halide::ImageParam weight;   // (n, k): [K, N], or (k, n): [N, K]; gated 2·N; see below
+  Halide::ImageParam bias;     // (n): [N]; gated [2·N]
+  Halide::ImageParam residual; // (n, m): [M, N]
+};
+/// The inputs of `spec`'s kernel: the weight as stored (float32, bfloat16, GGUF
+/// block bytes (byte, n)) and packed at load (nj, k, nt) where spec says so.
+GemmInputs gemmInputs(const GemmKernelSpec &spec);
+/// Sets the buffers' shapes: x [M, K], the weight (stored or packed), bias,
+/// residual and `out` [M, N].
+void constrainGemmBuffers(const GemmKernelSpec &spec, GemmInputs &in, Halide::Func out);
+/// The stored weight element as float32: bfloat16 is the upper half of a
+/// float32, so widening is a 16-bit shift (no rounding, vectorizes anywhere).
+Halide::Expr widenWeight(const GemmKernelSpec &spec, Halide::Expr stored);
+/// out(n, m) from the products of column n (gate) and, for SwiGLU, of its up
+/// column: act(gate + bias) [· (up + bias)] + residual, as spec has them.
+Halide::Expr gemmEpilogue(const GemmKernelSpec &spec, const GemmInputs &in, Halide::Expr gate,
+                          Halide::Expr up, Halide::Expr n, Halide::Expr m);
+
+/// The CPU GEMM's Funcs: one algorithm, three sums of the product chosen per
+/// call by M (the specializations of GemmScheduleCpu.cpp).
+struct GemmCpuFuncs {
+  // Sizes derived from the spec and its schedule.
+  int vw, K, N, tileCols, tileRows, kBlock, fullKBlocks, kTail, kMain, gemvChunk;
+  int blockCount, blockChains;
+  bool gated, blocks, prePacked, dot, smallRowsPath;
+  Halide::Var n{"n"}, m{"m"}, k{"k"}, nj{"nj"}, nt{"nt"}, kb{"kb"}, r{"r"}, kk{"kk"};
+  Halide::Var ql{"ql"}, qh{"qh"}, qb{"qb"}, qr{"qr"}, kl{"kl"}, kc{"kc"};
+  // The weight as float32 (W(n, k) by column), GGUF blocks dequantized per K
+  // block, packed tile-major (nj, k, nt), and in bf16 pairs.
+  Halide::Func weightF{"weight_f32"}, weightFTail{"weight_f32_tail"};
+  Halide::Func dequantized{"weight_dequantized"}, dequantizedTail{"weight_dequantized_tail"};
+  Halide::Func weightKN, weightKNTail, packed{"packed_weight"}, packedTail{"packed_weight_tail"};
+  Halide::Func xRows{"x_rows"}, xBf16{"x_bf16"}, weightPairs{"weight_kn_bf16"};
+  Halide::Func packedPairs{"packed_weight_pairs"};
+  // Tiled: Σ over a K block per register tile, then over the blocks and the K tail.
+  Halide::Func blockProduct{"block_product"}, product{"product"}, tailProduct{"tail_block_product"};
+  // GEMV: stored weights (gemvPartial: lanes or block chains), or packed tiles.
+  Halide::Func gemvProduct{"gemv_product"}, gemvPartial{"gemv_partial"}, gemvTiles{"gemv_tiles"};
+  // Few rows: the tiled sums with the loops turned around.
+  Halide::Func smallBlock{"small_rows_block"}, smallTail{"small_rows_tail"};
+  Halide::Func smallProduct{"small_rows_product"};
+  Halide::Func out{"gemm_out"};
+  Halide::RDom ki, kPairs, kBlocks, kt, ktPairs;    // tiled and few rows
+  Halide::RDom gk, gko, lanes, gkTail, gb, blockLanes, gp; // GEMV
+  Halide::Expr rows, gemv, smallRows; // M, and the paths' conditions on it
+};
+/// Defines the CPU GEMM of a validated `spec` for vectors of `vw` floats.
+GemmCpuFuncs defineGemmCpu(const GemmKernelSpec &spec, const GemmInputs &in, int vw,
+                           bool nativeHalf);
+
+/// The CUDA GEMM's tile sizes (GemmScheduleCuda.cpp).
+constexpr int kCudaTileCols = 64, kCudaTileRows = 32; // staged: a block's tile of out
+constexpr int kCudaSliceK = 16;                       // staged: K per shared-memory stage
+constexpr int kCudaRegTileCols = 64;                  // register: a block's tile columns
+constexpr int kCudaRegThreadCols = 4;                 // register: a thread's (one vector load)
+constexpr int kCudaGemvRows = 4;                      // M up to this takes the GEMV path
+constexpr int kCudaGemvSlices = 16;                   // [K, N] GEMV: K slices a block
+constexpr int kCudaLanes = 32;                        // [N, K] GEMV: lanes a column
+
+/// The CUDA GEMM's Funcs: gates g (2 for SwiGLU) as a dimension of the sums.
+struct GemmCudaFuncs {
+  Halide::Var n{"n"}, m{"m"}, g{"g"}, k{"k"}, s{"s"}, l{"l"}, ks{"ks"};
+  Halide::Func xPadded{"x_padded"}, w{"weight_f32"};
+  // Staged path: K slices in shared memory, accumulators in shared memory.
+  Halide::Func xTile{"x_tile"}, wTile{"weight_tile"}, sliceDot{"slice_dot"}, prod{"prod"};
+  Halide::RDom rk, rs;
+  // Register path: each thread's accumulators in registers over all of K.
+  Halide::Func dot{"register_dot"};
+  Halide::RDom rAll;
+  // GEMV path.
+  Halide::Func gemvDot{"gemv_dot"}, gemvPart{"gemv_partial"}, gemvSum{"gemv_sum"};
+  Halide::RVar dotVar, sumVar;
+  Halide::Func out{"gemm_out"};
+  Halide::Expr rows, gemv; // M, and whether it takes the GEMV path
+  bool registerTiles = false;
+  int gates = 1;
+};
+/// The register path reads W's columns without clamping (vector loads along
+/// N): every block tile lies inside N.
+bool usesCudaRegisterTiles(const GemmKernelSpec &spec);
+/// Defines the CUDA GEMM of a validated `spec`.
+GemmCudaFuncs defineGemmCuda(const GemmKernelSpec &spec, const GemmInputs &in);
+
+} // namespace mlir::xf
+
+#endif // XF_LIB_CODEGEN_HALIDEKERNELS_GEMMALGORITHM_H

@@ -1,0 +1,33 @@
+//===- GemmSchedules.h - one schedule per GEMM path -------------*- C++ -*-===//
+//
+// The schedules of GemmAlgorithm.h's Funcs: GemmScheduleCpu.cpp and
+// GemmScheduleCuda.cpp, one function per path; GemmKernel.cpp picks them.
+// A new path (a GPU tile shape, another target) is a function here over the
+// same Funcs.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_LIB_CODEGEN_HALIDEKERNELS_GEMMSCHEDULES_H
+#define XF_LIB_CODEGEN_HALIDEKERNELS_GEMMSCHEDULES_H
+
+#include "GemmAlgorithm.h"
+
+namespace mlir::xf {
+
+/// CPU, M < gemvRowsBelow: parallel over column chunks (the first specialization).
+void scheduleGemvCpu(const GemmKernelSpec &spec, GemmCpuFuncs &f);
+/// CPU, a weight packed at load, float32 products, M <= kSmallRowTiles·tileRows.
+void scheduleFewRowsCpu(GemmCpuFuncs &f);
+/// CPU, the rest: panels × row blocks, register tiles per K block, weight staging.
+void scheduleTiledCpu(const GemmKernelSpec &spec, GemmCpuFuncs &f);
+
+/// CUDA, M <= kCudaGemvRows: one block per group of columns (a specialization).
+void scheduleGemvCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f);
+/// CUDA, [K, N] weights with N a multiple of kCudaRegTileCols: accumulators in registers.
+void scheduleRegisterGemmCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f);
+/// CUDA, the other GEMMs: K slices staged in shared memory.
+void scheduleStagedGemmCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f);
+
+} // namespace mlir::xf
+
+#endif // XF_LIB_CODEGEN_HALIDEKERNELS_GEMMSCHEDULES_H
