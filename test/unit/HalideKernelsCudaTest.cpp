@@ -147,16 +147,17 @@ TEST(CudaGemmAlgorithm, WeightLayoutsEpiloguesAndTails) {
   }
 }
 
-void checkAttention(const AttentionKernelSpec &spec) {
+void checkAttention(const AttentionKernelSpec &spec,
+                    const std::vector<std::pair<int, int>> &shapes = {
+                        {1, 1}, {1, 70}, {3, 40}, {4, 4}, {17, 17}, {20, 45}, {40, 20}}) {
   Halide::Callable kernel = jitUnscheduled(buildAttentionCudaPipeline(spec, /*gpuSchedule=*/false));
   ASSERT_TRUE(kernel.defined());
   const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
   const int Hkv = int(spec.keyValueHeads()), group = H / Hkv;
   std::mt19937 rng(9);
-  // Decode (M ≤ 4 over a longer cache), self-attention with key- and query-block tails,
-  // cross attention.
-  for (auto [M, Mz] : std::vector<std::pair<int, int>>{
-           {1, 1}, {1, 70}, {3, 40}, {4, 4}, {17, 17}, {20, 45}, {40, 20}}) {
+  // Decode (M ≤ 4 over a longer cache), self-attention with key- and query-block tails (causal:
+  // key blocks past a query block skipped), cross attention.
+  for (auto [M, Mz] : shapes) {
     if (spec.causal && Mz < M)
       continue;
     SCOPED_TRACE("M=" + std::to_string(M) + " Mz=" + std::to_string(Mz));
@@ -208,6 +209,15 @@ TEST(CudaAttentionAlgorithm, CausalGroupedAndCross) {
   checkAttention(s);
   s.kvHeads = 2, s.dV = 40; // grouped K/V heads; a value head wider than 32 columns
   checkAttention(s);
+}
+
+TEST(CudaAttentionAlgorithm, CausalKeyBlocksSkipped) {
+  // Small heads keep the unscheduled JIT quick. 40 causal queries over 40 keys: the first query
+  // block's loop over key blocks stops before the second key block; decode rows over 600 keys.
+  AttentionKernelSpec s;
+  s.name = "a";
+  s.heads = 2, s.kvHeads = 1, s.dK = 4, s.dV = 4, s.scale = 0.5, s.causal = true;
+  checkAttention(s, {{1, 600}, {2, 300}, {40, 40}, {70, 100}});
 }
 
 // ---- Loop kernels ----------------------------------------------------------

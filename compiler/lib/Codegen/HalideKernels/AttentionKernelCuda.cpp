@@ -1,29 +1,24 @@
 //===- AttentionKernelCuda.cpp - flash attention as a Halide CUDA pipeline ===//
 //
-// The online softmax of AttentionAlgorithm.cpp (the buffers, masking rule
-// and grouped K/V heads of AttentionKernel.cpp) on an NVIDIA GPU. One thread
-// block per (head, block of kQueryBlock queries); the block streams the keys
-// in blocks of kKeyBlock and keeps, per query and output column, the running (output, max, sum) of
-// the online softmax in shared memory:
-//   per key block b:  stage K_b and V_b in shared memory;
-//                     scores s = q·k (threads: key × query), the block's
-//                     max m_b and sum l_b of p = e^(s − m_b) per query,
-//                     o_b = Σ p · v (threads: column × query), in shared memory;
-//   merge:            m' = max(m, m_b), o' = o·e^(m−m') + o_b·e^(m_b−m'),
-//                     l' = l·e^(m−m') + l_b·e^(m_b−m');
-//   out = o / l.
-// Scores never leave the chip (no [M, Mz] matrix in global memory). Masked
-// keys get probability exactly 0, as on the CPU; key blocks wholly in a query
-// block's causal future are computed and masked, not skipped (a loop bound
-// Halide cannot see through the thread loops).
-//
-// M <= kDecodeRows (KV-cache decoding) takes a specialization with a block
-// of kDecodeRows query rows, so that one decoding step does not compute
-// kQueryBlock − 1 padding rows; the cache is streamed once per head.
+// The attention of AttentionKernel.cpp (its buffers, masking rule and grouped
+// K/V heads, AttentionOperands) on an NVIDIA GPU: the online softmax of
+// AttentionAlgorithm.cpp with a GPU schedule. One thread block per (head,
+// block of kQueryBlock queries; kDecodeRows when M <= kDecodeRows, a
+// specialization, so that a decode step computes no padding rows). Query t is
+// row ri of block blk (t = blk·rows + ri), so the key blocks a block needs
+// depend on its block index only: in causal mode the key blocks after the
+// last one its last query sees are skipped whole (a condition uniform over
+// the block around the key block's body, K/V staging included; not computed
+// and masked). Per key block, in shared memory: K and V staged, the masked
+// scores (threads: key × query, each dot product in a register), each
+// query's block max and Σ e^(s − m), the block's P·V (threads: column ×
+// query); then the running (output, max, sum) state — in shared memory, each
+// thread its own (columns, query) — is rescaled and merged. Scores never
+// reach global memory.
 //
 //===----------------------------------------------------------------------===//
 
-#include "AttentionAlgorithm.h"
+#include "AttentionDecodePath.h" // AttentionOperands
 
 #include <algorithm>
 #include <optional>
@@ -34,11 +29,10 @@ namespace mlir::xf {
 namespace {
 
 constexpr int kQueryBlock = 16, kKeyBlock = 32; // queries per block, keys per stage
-constexpr int kDecodeRows = 4;
+constexpr int kDecodeRows = kSmallQueryRows;
 constexpr int kMaxColumnThreads = 32; // output columns per thread row
 
-llvm::Expected<KernelPipeline> buildAttentionCuda(const AttentionKernelSpec &spec,
-                                                  bool gpuSchedule) {
+llvm::Error validateCuda(const AttentionKernelSpec &spec) {
   if (spec.name.empty())
     return attentionError("attention kernel: empty function name");
   if (spec.heads <= 0 || spec.dK <= 0 || spec.dV <= 0 || spec.kvHeads < 0 ||
@@ -54,124 +48,158 @@ llvm::Expected<KernelPipeline> buildAttentionCuda(const AttentionKernelSpec &spe
   if (spec.halfKeyValues) // xfc keeps a CUDA target's KV cache in float32
     return attentionError("attention kernel '" + spec.name +
                           "': the CUDA attention reads float32 keys and values only");
-  const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
-  const int Hkv = int(spec.keyValueHeads()), group = H / Hkv;
-  const float scale = float(spec.scale);
+  return llvm::Error::success();
+}
 
-  ImageParam q(Float(32), 2, "q"); // (h·dK + c, t)
-  ImageParam k(Float(32), 3, "k"); // (c, s, g): K/V head g's key s, any row and head strides
-  ImageParam v(Float(32), 3, "v"); // (d, s, g)
-  Expr queries = q.dim(1).extent(), keys = k.dim(1).extent();
-  Var c("c"), d("d"), j("j"), t("t"), h("h");
+/// The prefill path's Funcs: K and V tiles and the online softmax over rows (ri, h, blk).
+struct CudaFlash {
+  Func consumer;                               // attention_out
+  Func kTile{"key_tile"}, vTile{"value_tile"}; // (c | d, key, kv head)
+  Var ri{"ri"}, blk{"blk"};
+  RDom rj, rb;
+  OnlineSoftmax softmax;
+};
 
-  // ---- Algorithm -------------------------------------------------------
+CudaFlash defineFlash(const AttentionKernelSpec &spec, const AttentionOperands &a,
+                      Expr rowsPerBlock) {
+  CudaFlash f;
+  const int dK = int(spec.dK);
+  const Var &c = a.c, &d = a.d, &j = a.j, &h = a.h, &ri = f.ri, &blk = f.blk;
   // Keys and rows past the ends are clamped (their probabilities are 0,
   // their rows never stored).
-  Func kTile("key_tile"), vTile("value_tile"); // (c | d, key, kv head)
-  kTile(c, j, h) = k(c, clamp(j, 0, keys - 1), h);
-  vTile(d, j, h) = v(d, clamp(j, 0, keys - 1), h);
-  auto visible = [&](Expr key, Expr query) {
-    Expr ok = key < keys;
-    if (spec.causal)
-      ok = ok && key <= query + (keys - queries);
-    return ok;
-  };
-  RDom rc(0, dK, "rc"), rj(0, kKeyBlock, "rj");
-  RDom rb(0, (keys + kKeyBlock - 1) / kKeyBlock, "rb");
-  Var b("b");
-  OnlineSoftmaxOperands o{{t, h}, j, d, b, rj, rb, scale};
+  f.kTile(c, j, h) = a.keyAt(c, clamp(j, 0, a.keys - 1), h);
+  f.vTile(d, j, h) = a.keyValue(a.v(d, clamp(j, 0, a.keys - 1), h));
+  Expr t = blk * rowsPerBlock + ri;
+  RDom rc(0, dK, "rc");
+  f.rj = RDom(0, kKeyBlock, "rj");
+  f.rb = RDom(0, (a.keys + kKeyBlock - 1) / kKeyBlock, "rb");
+  if (spec.causal) // the key blocks up to the last one the block's last query sees
+    f.rb.where(f.rb * kKeyBlock <= blk * rowsPerBlock + (rowsPerBlock - 1) + (a.keys - a.queries));
+  Func kTile = f.kTile, vTile = f.vTile;
+  OnlineSoftmaxOperands o{{ri, h, blk}, j, d, a.b, f.rj, f.rb, a.scale};
   o.scoreTerm = [&](Expr key, Expr block) {
-    return q(h * dK + rc, clamp(t, 0, queries - 1)) * kTile(rc, block * kKeyBlock + key, h / group);
+    return a.queryAt(h * dK + rc, clamp(t, 0, a.queries - 1)) *
+           kTile(rc, block * kKeyBlock + key, a.kvHead(h));
   };
-  o.visible = [&](Expr key, Expr block) { return visible(block * kKeyBlock + key, t); };
-  o.value = [&](Expr key, Expr block) { return vTile(d, block * kKeyBlock + key, h / group); };
-  OnlineSoftmax f = defineOnlineSoftmax(o);
-  Func state = f.state, scores = f.maskedScores, blockMax = f.blockMax, probs = f.probs;
-  Func blockSum = f.blockSum, blockOut = f.blockOutDot, scoreDot = f.scoreDot;
+  o.visible = [&](Expr key, Expr block) { return a.visible(block * kKeyBlock + key, t); };
+  o.value = [&](Expr key, Expr block) { return vTile(d, block * kKeyBlock + key, a.kvHead(h)); };
+  f.softmax = defineOnlineSoftmax(o);
+  return f;
+}
+
+/// Threads: output columns (x, at most kMaxColumnThreads, each thread owning
+/// columnRegs of them) × queries (y).
+struct ColumnThreads {
+  int threads, regs;
+  explicit ColumnThreads(int dV)
+      : threads(std::min(dV, kMaxColumnThreads)), regs((dV + threads - 1) / threads) {}
+};
+
+/// Schedules `out` (or its decode specialization) as blocks of `rows` queries
+/// of a head; the flash Funcs once, with the general stage (they are computed
+/// per block, so both stages use the same schedule of them).
+void scheduleFlash(CudaFlash &f, const AttentionOperands &a, Stage out, int dV, int rows) {
+  const ColumnThreads columns(dV);
+  Var c = a.c, d = a.d, t = a.t, h = a.h, j = a.j, ri = f.ri;
+  Var tq("tq"), ti("ti"), dx("dx"), dr("dr");
+  out.split(c, h, d, dV)
+      .split(d, dr, dx, columns.threads, TailStrategy::GuardWithIf)
+      .split(t, tq, ti, rows, TailStrategy::GuardWithIf)
+      .reorder(dr, dx, ti, h, tq)
+      .gpu_blocks(h, tq)
+      .gpu_threads(dx, ti)
+      .unroll(dr);
+  if (rows != kQueryBlock)
+    return;
+  Func consumer = f.consumer;
+  // The running state in shared memory (Halide would give every thread a
+  // private copy of a block-level register allocation); each thread updates
+  // its own (columns, query). The loop over key blocks is outside the thread
+  // loops and inside the block's (h, blk): its causal bound is the block's.
+  OnlineSoftmax &s = f.softmax;
+  // A (column, query) Func in shared memory at `at`, threads owning columns.
+  auto perColumn = [&](Func g, LoopLevel at) {
+    g.compute_at(at)
+        .store_in(MemoryType::GPUShared)
+        .bound_extent(d, columns.regs * columns.threads)
+        .split(d, dr, dx, columns.threads)
+        .reorder(dr, dx, ri)
+        .gpu_threads(dx, ri)
+        .unroll(dr);
+    return g.update().split(d, dr, dx, columns.threads);
+  };
+  perColumn(s.state, LoopLevel(consumer, h))
+      .reorder(dr, dx, ri, f.rb)
+      .gpu_threads(dx, ri)
+      .unroll(dr);
+  // Per key block, in shared memory: K and V staged, then the masked scores
+  // (their raw dot product in a register), probabilities and the block's P·V.
+  f.kTile.compute_at(s.state, f.rb)
+      .store_in(MemoryType::GPUShared)
+      .reorder(c, j, h)
+      .gpu_threads(j)
+      .bound_extent(j, kKeyBlock);
+  f.vTile.compute_at(s.state, f.rb)
+      .store_in(MemoryType::GPUShared)
+      .reorder(d, j, h)
+      .gpu_threads(j)
+      .bound_extent(j, kKeyBlock);
+  s.scores.compute_inline();
+  s.blockOut.compute_inline();
+  s.maskedScores.compute_at(s.state, f.rb).store_in(MemoryType::GPUShared).gpu_threads(j, ri);
+  s.scoreDot.compute_at(s.maskedScores, j);
+  for (Func perRow : {s.blockMax, s.blockSum}) {
+    perRow.compute_at(s.state, f.rb).store_in(MemoryType::GPUShared).gpu_threads(ri);
+    perRow.update().gpu_threads(ri);
+  }
+  s.probs.compute_at(s.state, f.rb).store_in(MemoryType::GPUShared).gpu_threads(j, ri);
+  perColumn(s.blockOutDot, LoopLevel(s.state, f.rb))
+      .reorder(dr, f.rj, dx, ri)
+      .gpu_threads(dx, ri)
+      .unroll(dr);
+}
+
+llvm::Expected<KernelPipeline> buildAttentionCuda(const AttentionKernelSpec &spec,
+                                                  bool gpuSchedule) {
+  if (llvm::Error err = validateCuda(spec))
+    return std::move(err);
+  const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
+  const int Hkv = int(spec.keyValueHeads()), group = H / Hkv;
+  const AttentionShape shape{1, H, Hkv, group, dK, dV, float(spec.scale)};
+  AttentionOperands a = attentionOperandsOf(spec, shape, Target());
+  // Query rows per block: kDecodeRows when M <= kDecodeRows (a fact inside
+  // that specialization, so its blocks compute no padding rows), else kQueryBlock.
+  Expr isDecode = a.queries <= kDecodeRows;
+  Expr rowsPerBlock = select(isDecode, kDecodeRows, kQueryBlock);
+  CudaFlash flash = defineFlash(spec, a, rowsPerBlock);
+
   Func out("attention_out");
+  flash.consumer = out;
   {
-    Expr head = c / dV, column = c % dV;
-    Expr sum = state(column, t, head)[2];
-    out(c, t) = select(sum > 0.f, state(column, t, head)[0] / sum, 0.f);
+    Expr head = a.c / dV, column = a.c % dV;
+    Tuple state = flash.softmax.state(column, a.t % rowsPerBlock, head, a.t / rowsPerBlock);
+    Expr sum = state[2];
+    out(a.c, a.t) = select(sum > 0.f, state[0] / sum, 0.f);
   }
 
   // ---- Buffer shapes (docs/abi.md), as the CPU kernel ------------------
-  q.dim(0).set_bounds(0, H * dK).set_stride(1).dim(1).set_min(0);
-  k.dim(0).set_bounds(0, dK).set_stride(1).dim(1).set_min(0).dim(2).set_bounds(0, Hkv);
-  v.dim(0).set_bounds(0, dV).set_stride(1).dim(1).set_bounds(0, keys).dim(2).set_bounds(0, Hkv);
-  out.output_buffer().dim(0).set_bounds(0, H * dV).set_stride(1).dim(1).set_bounds(0, queries);
+  a.q.dim(0).set_bounds(0, H * dK).set_stride(1).dim(1).set_min(0);
+  a.k.dim(0).set_bounds(0, dK).set_stride(1).dim(1).set_min(0).dim(2).set_bounds(0, Hkv);
+  a.v.dim(0).set_bounds(0, dV).set_stride(1).dim(1).set_bounds(0, a.keys).dim(2).set_bounds(0, Hkv);
+  out.output_buffer().dim(0).set_bounds(0, H * dV).set_stride(1).dim(1).set_bounds(0, a.queries);
 
-  // ---- Schedule ----------------------------------------------------------
   if (gpuSchedule) {
-    // Threads: output columns (x, at most kMaxColumnThreads, each thread
-    // owning columnRegs of them) × queries (y).
-    const int columnThreads = std::min(dV, kMaxColumnThreads);
-    const int columnRegs = (dV + columnThreads - 1) / columnThreads;
-    Var tq("tq"), ti("ti"), dx("dx"), dr("dr");
-    auto blockOf = [&](Stage stage, int rowsPerBlock) {
-      stage.split(c, h, d, dV)
-          .split(d, dr, dx, columnThreads, TailStrategy::GuardWithIf)
-          .split(t, tq, ti, rowsPerBlock, TailStrategy::GuardWithIf)
-          .reorder(dr, dx, ti, h, tq)
-          .gpu_blocks(h, tq)
-          .gpu_threads(dx, ti)
-          .unroll(dr);
-    };
-    blockOf(out.specialize(queries <= kDecodeRows), kDecodeRows);
-    blockOf(out, kQueryBlock);
-    // The running state in shared memory (Halide would give every thread a
-    // private copy of a block-level register allocation); each thread
-    // updates its own (columns, query).
-    state.compute_at(out, h)
-        .store_in(MemoryType::GPUShared)
-        .bound_extent(d, columnRegs * columnThreads)
-        .split(d, dr, dx, columnThreads)
-        .reorder(dr, dx, t)
-        .gpu_threads(dx, t)
-        .unroll(dr);
-    state.update()
-        .split(d, dr, dx, columnThreads)
-        .reorder(dr, dx, t, rb)
-        .gpu_threads(dx, t)
-        .unroll(dr);
-    // Per key block, in shared memory: K and V staged, then scores,
-    // probabilities and the block's P·V.
-    kTile.compute_at(state, rb)
-        .store_in(MemoryType::GPUShared)
-        .reorder(c, j, h)
-        .gpu_threads(j)
-        .bound_extent(j, kKeyBlock);
-    vTile.compute_at(state, rb)
-        .store_in(MemoryType::GPUShared)
-        .reorder(d, j, h)
-        .gpu_threads(j)
-        .bound_extent(j, kKeyBlock);
-    // The masked scores in shared memory (their raw dot product inline).
-    f.scores.compute_inline();
-    f.blockOut.compute_inline();
-    scores.compute_at(state, rb).store_in(MemoryType::GPUShared).gpu_threads(j, t);
-    scoreDot.compute_at(scores, j);
-    blockMax.compute_at(state, rb).store_in(MemoryType::GPUShared).gpu_threads(t);
-    blockMax.update().gpu_threads(t);
-    probs.compute_at(state, rb).store_in(MemoryType::GPUShared).gpu_threads(j, t);
-    blockSum.compute_at(state, rb).store_in(MemoryType::GPUShared).gpu_threads(t);
-    blockSum.update().gpu_threads(t);
-    blockOut.compute_at(state, rb)
-        .store_in(MemoryType::GPUShared)
-        .bound_extent(d, columnRegs * columnThreads)
-        .split(d, dr, dx, columnThreads)
-        .reorder(dr, dx, t)
-        .gpu_threads(dx, t)
-        .unroll(dr);
-    blockOut.update()
-        .split(d, dr, dx, columnThreads)
-        .reorder(dr, rj, dx, t)
-        .gpu_threads(dx, t)
-        .unroll(dr);
+    scheduleFlash(flash, a, out.specialize(isDecode), dV, kDecodeRows);
+    scheduleFlash(flash, a, out, dV, kQueryBlock);
+  } else {
+    // A CPU JIT of the algorithm (the tests): every row's state once (computed
+    // per output element, the rows of a block whose size is not a constant
+    // here were computed again for each).
+    flash.softmax.state.compute_root();
   }
 
   KernelPipeline result;
-  result.inputs = {q, k, v};
+  result.inputs = {a.q, a.k, a.v};
   result.output = out;
   result.pipeline = Pipeline(out);
   return result;
