@@ -31,8 +31,9 @@ using xfrt::HalideBuffer;
 // What the compiler's launcher passes (TensorCoreGemmLauncher.cpp launchFlags).
 constexpr int64_t kBias = 1, kResidual = 2, kBf16Weights = 4, kGated = 8, kWeightNK = 16;
 constexpr int kNotTaken = 1, kFailed = -1;
-// The kernel's tiling (TensorCoreGemm.h): 64 × 64 tiles of out, 128 threads.
-constexpr int64_t kTileRows = 64, kTileCols = 64, kThreads = 128;
+// The kernels' tiling (TensorCoreGemm.h): 64 × 64 tiles of out (`<entry>`) or 32 × 64
+// (`<entry>32`, below tallRows rows), 128 threads.
+constexpr int64_t kTileRows = 64, kShortTileRows = 32, kTileCols = 64, kThreads = 128;
 
 struct Driver {
   int (*currentContext)(void **) = nullptr;
@@ -55,7 +56,8 @@ Driver lookUpDriver() {
 }
 
 std::mutex functionsLock;
-std::map<std::pair<void *, const char *>, void *> functions; // (context, PTX) → CUfunction
+std::map<std::pair<void *, const char *>, void *> modules;   // (context, PTX) → CUmodule
+std::map<std::pair<void *, std::string>, void *> functions; // (CUmodule, entry) → CUfunction
 
 int fail(const std::string &message) {
   if (halide_error)
@@ -83,27 +85,29 @@ std::string misaligned(const char *what, const HalideBuffer *b, int elementBytes
 }
 
 // The CUfunction of `entry` in `ptx` for the current context, loading the module once.
-int functionOf(const Driver &d, void *context, const char *ptx, const char *entry, void **fn) {
+int functionOf(const Driver &d, void *context, const char *ptx, const std::string &entry,
+               void **fn) {
   std::lock_guard<std::mutex> guard(functionsLock);
-  auto [it, inserted] = functions.try_emplace({context, ptx}, nullptr);
-  if (inserted) {
-    void *module = nullptr;
-    int rc = d.loadData(&module, ptx);
-    if (rc == 0)
-      rc = d.getFunction(&it->second, module, entry);
-    if (rc != 0) {
-      functions.erase(it);
+  void *&module = modules[{context, ptx}];
+  if (!module)
+    if (int rc = d.loadData(&module, ptx)) {
+      modules.erase({context, ptx});
       return rc;
     }
-  }
-  *fn = it->second;
+  void *&function = functions[{module, entry}];
+  if (!function)
+    if (int rc = d.getFunction(&function, module, entry.c_str())) {
+      functions.erase({module, entry});
+      return rc;
+    }
+  *fn = function;
   return 0;
 }
 
-// The kernel's launch: N/64 × ⌈M/64⌉ blocks of 128 threads; its parameters are the five
-// memrefs (absent bias or residual: out's, never read) and M and the row strides.
+// The kernel's launch: N/64 × ⌈M/tileRows⌉ blocks of 128 threads; its parameters are the
+// five memrefs (absent bias or residual: out's, never read), M, the row strides and K.
 int launchKernel(const Driver &d, void *fn, void *stream, int64_t n, int64_t k, int64_t flags,
-                 int64_t rows, const HalideBuffer *x, const HalideBuffer *w,
+                 int64_t rows, int64_t tileRows, const HalideBuffer *x, const HalideBuffer *w,
                  const HalideBuffer *bias, const HalideBuffer *residual, const HalideBuffer *out) {
   auto memref = [](const HalideBuffer *b, int64_t elements) {
     return Memref{b->device, b->device, 0, elements, 1};
@@ -114,9 +118,9 @@ int launchKernel(const Driver &d, void *fn, void *stream, int64_t n, int64_t k, 
          mo = memref(out, rows * rowStride(out));
   Memref mb = (flags & kBias) ? memref(bias, wCols) : mo;
   Memref mr = (flags & kResidual) ? memref(residual, rows * rowStride(residual)) : mo;
-  int64_t scalars[5] = {rows, rowStride(x), rowStride(w),
-                        (flags & kResidual) ? rowStride(residual) : 0, rowStride(out)};
-  void *params[31] = {}; // null-terminated, as Halide's launches pass them
+  int64_t scalars[6] = {rows, rowStride(x), rowStride(w),
+                        (flags & kResidual) ? rowStride(residual) : 0, rowStride(out), k};
+  void *params[32] = {}; // null-terminated, as Halide's launches pass them
   int p = 0;
   for (Memref *m : {&mx, &mw, &mb, &mr, &mo})
     for (void *field : {(void *)&m->allocated, (void *)&m->aligned, (void *)&m->offset,
@@ -124,7 +128,7 @@ int launchKernel(const Driver &d, void *fn, void *stream, int64_t n, int64_t k, 
       params[p++] = field;
   for (int64_t &s : scalars)
     params[p++] = &s;
-  unsigned gridX = unsigned(n / kTileCols), gridY = unsigned((rows + kTileRows - 1) / kTileRows);
+  unsigned gridX = unsigned(n / kTileCols), gridY = unsigned((rows + tileRows - 1) / tileRows);
   return d.launch(fn, gridX, gridY, 1, unsigned(kThreads), 1, 1, 0, stream, params, nullptr);
 }
 
@@ -133,13 +137,16 @@ int launchKernel(const Driver &d, void *fn, void *stream, int64_t n, int64_t k, 
 // Runs the GEMM's tensor-core kernel, or answers kNotTaken for Halide's pipeline (fewer
 // than minRows rows). 0 when launched; an error (reported through halide_error) otherwise.
 extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t n, int64_t k,
-                                     int64_t flags, int64_t minRows, HalideBuffer *x,
+                                     int64_t flags, int64_t minRows, int64_t tallRows,
+                                     HalideBuffer *x,
                                      HalideBuffer *w, HalideBuffer *bias, HalideBuffer *residual,
                                      HalideBuffer *out) {
   const int64_t rows = x->dim[1].extent;
   if (rows < minRows)
     return kNotTaken;
-  std::string what = std::string("tensor-core GEMM ") + entry + ": ";
+  const bool tall = rows >= tallRows;
+  const std::string kernel = std::string(entry) + (tall ? "" : "32");
+  std::string what = "tensor-core GEMM " + kernel + ": ";
   for (const std::string &why :
        {misaligned("x", x, 4, 4), misaligned("the weight", w, (flags & kBf16Weights) ? 2 : 4, 4),
         misaligned("out", out, 4, 2), (flags & kBias) ? misaligned("the bias", bias, 4, 2) : "",
@@ -155,9 +162,10 @@ extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t
   bool launched = xfrt::inHalideContext([&](void *stream) {
     void *context = nullptr, *fn = nullptr;
     int rc = driver.currentContext(&context);
-    if (rc == 0 && (rc = functionOf(driver, context, ptx, entry, &fn)) != 0)
+    if (rc == 0 && (rc = functionOf(driver, context, ptx, kernel, &fn)) != 0)
       error = "loading its PTX failed with CUDA error " + std::to_string(rc);
-    else if (rc == 0 && (rc = launchKernel(driver, fn, stream, n, k, flags, rows, x, w, bias,
+    else if (rc == 0 && (rc = launchKernel(driver, fn, stream, n, k, flags, rows,
+                                           tall ? kTileRows : kShortTileRows, x, w, bias,
                                            residual, out)) != 0)
       error = "cuLaunchKernel failed with CUDA error " + std::to_string(rc);
     return rc == 0;

@@ -312,13 +312,14 @@ def run_kernel(text, x, w, bias, res, rows, n):
         shared[name] = tuple(int(s) for s in shape.split("x")), NP[elem]
     body = text[header.end():].split("\n")
     body = [l for l in body[1:] if l.startswith("      ")]
+    tile_rows = next(shape for name, (shape, _) in shared.items() if name == "%as")[0]
     out = np.full((rows, n), np.nan, np.float32)
     env = {"buffer%x": x.ravel(), "buffer%w": w.ravel(),
            "buffer%bias": (bias if bias is not None else out).ravel(),
            "buffer%res": (res if res is not None else out).ravel(), "buffer%out": out.ravel(),
            "%m": np.full(T, rows), "%xs": np.full(T, x.shape[1]), "%ws": np.full(T, w.shape[1]),
-           "%rs": np.full(T, n), "%os": np.full(T, n)}
-    for by in range((rows + 63) // 64):
+           "%rs": np.full(T, n), "%os": np.full(T, n), "%k": np.full(T, x.shape[1])}
+    for by in range((rows + tile_rows - 1) // tile_rows):
         for bx in range(n // 64):
             block_env = dict(env, block_x=bx, block_y=by)
             tiles = {k: np.zeros(s, d) for k, (s, d) in shared.items()}
@@ -363,19 +364,29 @@ def check(text, rows, rng):
     b = rng.standard_normal(cols).astype(np.float32) if bias else None
     r = rng.standard_normal((rows, n)).astype(np.float32) if residual else None
     stored = np.ascontiguousarray(w.T) if nk else w
-    got = run_kernel(text, x, stored, b, r, rows, n).astype(np.float64)
-    assert not np.isnan(got).any(), f"{name}: outputs never stored"
     rounded = (lambda a: bf16_value(bf16_bits(a))) if precision == "bf16" else tf32_rounded
     want_rounded = reference(rounded(x), rounded(wv), b, r, n, act, gated)
     want_exact = reference(x, wv, b, r, n, act, gated)
     scale = np.abs(want_exact).max()
-    err_rounded = np.abs(got - want_rounded).max() / scale
-    err_exact = np.abs(got - want_exact).max() / scale
+    ok = True
+    for function in re.split(r"(?=    gpu\.func @)", text)[1:]:  # <name>_tc and <name>_tc32
+        entry = re.match(r"    gpu\.func @(\w+)", function).group(1)
+        got = run_kernel(function, x, stored, b, r, rows, n).astype(np.float64)
+        assert not np.isnan(got).any(), f"{entry}: outputs never stored"
+        err_rounded = np.abs(got - want_rounded).max() / scale
+        err_exact = np.abs(got - want_exact).max() / scale
+        ok &= err_rounded <= 1e-5
+        report(entry, precision, nk, rows, k, n, act, gated, bias, residual, bf16_weights,
+               err_rounded, err_exact)
+    return ok
+
+
+def report(name, precision, nk, rows, k, n, act, gated, bias, residual, bf16_weights,
+           err_rounded, err_exact):
     layout = "[N,K]" if nk else "[K,N]"
     print(f"{name} {precision} W{layout} M={rows} K={k} N={n} act={act} gated={gated} bias={bias} residual={residual} "
           f"bf16 weights={bf16_weights}: max error / max |out| {err_rounded:.2e} on the rounded "
           f"inputs, {err_exact:.2e} on the exact ones")
-    return err_rounded <= 1e-5
 
 
 # Without --spec (ctest): GPT-2's [K, N] GEMMs (bias, GELU, residual; float32 and bf16

@@ -28,6 +28,10 @@ const char *gpuMatmulName(GpuMatmul precision);
 /// kTcTileRows × kTcTileCols tile of out, each warp 32 × 32 as 2 × 4 mma tiles of 16 × 8;
 /// K runs in shared-memory slices of kTcSliceK.
 constexpr int kTcTileRows = 64, kTcTileCols = 64, kTcSliceK = 32, kTcThreads = 128;
+/// Below kTcTallRows rows the kernel `<name>_tc32` runs instead: 32-row tiles (4 warps side
+/// by side, 32 × 16 each), twice the blocks, so that prefills of a few hundred tokens fill
+/// the GPU (GPT-2 small at ℓ = 128: 48-192 blocks instead of 24-96).
+constexpr int kTcShortTileRows = 32, kTcTallRows = 512;
 /// Rows up to this stay on Halide's GEMV path (decode steps), as in GemmKernelCuda.cpp.
 constexpr int kTcMinRows = 5;
 /// xfrt_tensor_core_gemm's answer when the call is Halide's (fewer than kTcMinRows rows).
@@ -51,9 +55,6 @@ llvm::Expected<std::string> tensorCoreGemmNvvm(const GemmKernelSpec &spec, GpuMa
                                                int capability);
 llvm::Expected<std::string> tensorCoreGemmPtx(const GemmKernelSpec &spec, GpuMatmul precision,
                                               int capability);
-
-/// The kernel's shared memory in bytes (static: the launch asks for none).
-int tensorCoreGemmSharedBytes(const GemmKernelSpec &spec, GpuMatmul precision);
 
 /// The object of `spec.name` on the tensor-core path: the PTX embedded, and `spec.name` a
 /// host function with the GEMM's Halide ABI that hands it to libxfrt's

@@ -6,7 +6,8 @@
 // as a few LLVM-dialect lines: call libxfrt's xfrt_tensor_core_gemm (TensorCoreLaunch.cpp:
 // loads the PTX once per context, launches on Halide's stream) and, when that answers
 // kTcNotTaken (fewer than kTcMinRows rows: a decode step), call `<name>_fp32`, Halide's fp32
-// pipeline compiled beside it, whose own specialization runs the GEMV.
+// pipeline compiled beside it, whose own specialization runs the GEMV. From kTcTallRows rows
+// the runtime launches `<name>_tc` (64-row tiles), below them `<name>_tc32`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,7 +61,7 @@ std::string launcherSource(const GemmKernelSpec &spec, llvm::StringRef ptx) {
              R"(module {
   llvm.mlir.global internal constant @ptx({0}) {{addr_space = 0 : i32}
   llvm.mlir.global internal constant @entry({1}) {{addr_space = 0 : i32}
-  llvm.func @xfrt_tensor_core_gemm(!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+  llvm.func @xfrt_tensor_core_gemm(!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
   llvm.func @{2}({3}) -> i32
   llvm.func @{4}({5}) -> i32 {{
     %ptx = llvm.mlir.addressof @ptx : !llvm.ptr
@@ -70,7 +71,8 @@ std::string launcherSource(const GemmKernelSpec &spec, llvm::StringRef ptx) {
     %k = llvm.mlir.constant({7} : i64) : i64
     %flags = llvm.mlir.constant({8} : i64) : i64
     %rows = llvm.mlir.constant({9} : i64) : i64
-    %rc = llvm.call @xfrt_tensor_core_gemm(%ptx, %entry, %n, %k, %flags, %rows, %b0, %b1, {10}, {11}, {12}) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+    %tall = llvm.mlir.constant({15} : i64) : i64
+    %rc = llvm.call @xfrt_tensor_core_gemm(%ptx, %entry, %n, %k, %flags, %rows, %tall, %b0, %b1, {10}, {11}, {12}) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
     %notTaken = llvm.mlir.constant({13} : i32) : i32
     %fp32 = llvm.icmp "eq" %rc, %notTaken : i32
     llvm.cond_br %fp32, ^halide, ^done
@@ -84,7 +86,7 @@ std::string launcherSource(const GemmKernelSpec &spec, llvm::StringRef ptx) {
 )",
              stringLiteral(ptx), stringLiteral(spec.name + "_tc"), fp32FallbackName(spec), types,
              spec.name, params, spec.N, spec.K, launchFlags(spec), kTcMinRows, bias, residual,
-             out, kTcNotTaken, args)
+             out, kTcNotTaken, args, kTcTallRows)
       .str();
 }
 

@@ -1,9 +1,10 @@
 //===- TensorCoreGemmSource.cpp - the tensor-core GEMM kernel as MLIR -----===//
 //
-// out[M, N] = act(x[M, K] · W[K, N] + bias) + residual on tensor cores, as a gpu.module of one
-// gpu.func (docs/gpu.md, "Tensor cores"). A block of kTcThreads threads (4 warps, 2 × 2)
-// computes a 64 × 64 tile of out; each warp 32 × 32, as 2 × 4 `nvgpu.mma.sync` tiles of
+// out[M, N] = act(x[M, K] · W + bias) + residual on tensor cores, as a gpu.module of two
+// gpu.funcs (docs/gpu.md, "Tensor cores"). A block of kTcThreads threads (4 warps, 2 × 2)
+// computes a 64 × 64 tile of out (`<name>_tc`); each warp 32 × 32, as 2 × 4 mma.sync tiles of
 // 16 × 8 (m16n8k8 tf32, or m16n8k16 bf16), accumulating in float32 registers over all of K.
+// `<name>_tc32` is the same for 32 × 64 tiles, its 4 warps side by side (32 × 16 each).
 // Per slice of 32 along K the block copies x's slice [64, 32] and W's [32, 64] (per gate) into
 // shared memory with 16-byte loads, rounding to tf32 or bf16 as it stores; then each warp
 // reads its A fragments with `ldmatrix` (x4) and its B fragments with `ldmatrix` (x2) where W
@@ -78,13 +79,18 @@ struct Types {
   const char *elem;   // shared-memory element type
   const char *weight; // W's stored element type
   int aStride, bStride;
+  int tileRows = kTcTileRows; // 64: warps 2 × 2 of 32 × 32; kTcShortTileRows: 1 × 4 of 32 × 16
+  int warpsN() const { return tileRows == kTcTileRows ? 2 : 4; }
+  int jTiles() const { return kTcTileCols / warpsN() / 8; } // 8-column mma tiles of a warp
+  int accumulators() const { return 2 * jTiles(); }          // per gate
   std::string aTile() const {
-    return llvm::formatv("memref<{0}x{1}x{2}, #gpu.address_space<workgroup>>", kTcTileRows,
+    return llvm::formatv("memref<{0}x{1}x{2}, #gpu.address_space<workgroup>>", tileRows,
                          aStride, elem);
   }
   std::string bTile() const {
     if (nk)
-      return aTile();
+      return llvm::formatv("memref<{0}x{1}x{2}, #gpu.address_space<workgroup>>", kTcTileCols,
+                           aStride, elem);
     return llvm::formatv("memref<{0}x{1}x{2}, #gpu.address_space<workgroup>>", kTcSliceK,
                          bStride, elem);
   }
@@ -93,13 +99,16 @@ struct Types {
   int kStep() const { return bf16 ? 16 : 8; }
 };
 
-Types typesOf(const GemmKernelSpec &spec, GpuMatmul precision) {
+Types typesOf(const GemmKernelSpec &spec, GpuMatmul precision, int tileRows = kTcTileRows) {
   bool bf16 = precision == GpuMatmul::Bf16;
-  return {bf16, spec.transposeWeight, bf16 ? "bf16" : "f32", spec.bf16Weights ? "bf16" : "f32",
-          bf16 ? 40 : 36, 72};
+  return {bf16,   spec.transposeWeight, bf16 ? "bf16" : "f32", spec.bf16Weights ? "bf16" : "f32",
+          bf16 ? 40 : 36, 72, tileRows};
 }
 
 constexpr const char *kAcc = "vector<2x2xf32>";
+// .maxnreg: without it ptxas for sm_90 held the 32-row GELU kernel to 56 registers and spilled
+// (12 bytes); 128 lets every variant keep its accumulators (128 × 128 threads: 4 blocks a SM).
+constexpr int kMaxRegisters = 128;
 
 // SSA text with fresh names.
 struct Writer {
@@ -135,7 +144,7 @@ struct Lanes {
   std::string tid, m, g, t, lrow, lhalf, l8, lpair, wm, wn, bm, bn, mLast, zero;
 };
 
-Lanes laneIndices(Writer &w) {
+Lanes laneIndices(Writer &w, const Types &ty) {
   Lanes l;
   l.tid = w.let("gpu.thread_id x");
   std::string bx = w.let("gpu.block_id x"), by = w.let("gpu.block_id y");
@@ -150,9 +159,11 @@ Lanes laneIndices(Writer &w) {
   l.l8 = w.let("arith.remui " + lane + ", " + c8 + " : index");
   l.lpair = w.let("arith.remui " + w.let("arith.divui " + lane + ", " + c8 + " : index") + ", " +
                   c2 + " : index");
-  l.wm = w.mul(w.let("arith.divui " + warp + ", " + c2 + " : index"), c32);
-  l.wn = w.mul(w.let("arith.remui " + warp + ", " + c2 + " : index"), c32);
-  l.bm = w.mul(by, w.index(kTcTileRows));
+  std::string warpsN = w.index(ty.warpsN());
+  l.wm = w.mul(w.let("arith.divui " + warp + ", " + warpsN + " : index"), c32);
+  l.wn = w.mul(w.let("arith.remui " + warp + ", " + warpsN + " : index"),
+               w.index(kTcTileCols / ty.warpsN()));
+  l.bm = w.mul(by, w.index(ty.tileRows));
   l.bn = w.mul(bx, w.index(kTcTileCols));
   l.mLast = w.let("arith.subi %m, " + w.index(1) + " : index");
   l.zero = w.let("arith.constant dense<0.0> : " + std::string(kAcc));
@@ -183,7 +194,7 @@ std::string converted(Writer &w, const Types &ty, const std::string &v, const ch
 void copySlice(Writer &w, const GemmKernelSpec &spec, const Types &ty, const Lanes &l,
                const std::string &k0, int gates) {
   std::string c4 = w.index(4);
-  for (int r = 0; r < kTcTileRows * kTcSliceK / 4 / kTcThreads; ++r) {
+  for (int r = 0; r < ty.tileRows * kTcSliceK / 4 / kTcThreads; ++r) {
     std::string idx = w.addConst(l.tid, r * kTcThreads);
     std::string row = w.let("arith.divui " + idx + ", " + w.index(kTcSliceK / 4) + " : index");
     std::string col = w.mul(w.let("arith.remui " + idx + ", " + w.index(kTcSliceK / 4) + " : index"), c4);
@@ -286,10 +297,10 @@ void multiplySlice(Writer &w, const Types &ty, const Lanes &l, std::vector<std::
                    acol + "] {numTiles = 4 : i32, transpose = false} : " + ty.aTile() + " -> " +
                    ty.aFrag());
     for (int gate = 0; gate < gates; ++gate)
-      for (int j = 0; j < 4; ++j) {
+      for (int j = 0; j < ty.jTiles(); ++j) {
         std::string b = bFragment(w, ty, l, gate, j, kk);
         for (int i = 0; i < 2; ++i) {
-          std::string &c = acc[gate * 8 + i * 4 + j];
+          std::string &c = acc[gate * ty.accumulators() + i * ty.jTiles() + j];
           c = ty.bf16 ? bf16Mma(w, a[i], b, c)
                       : w.let(llvm::formatv("nvgpu.mma.sync({0}, {1}, {2}) {{mmaShape = [16, 8, "
                                             "8], tf32Enabled} : ({3}, {4}, {5}) -> {5}",
@@ -365,19 +376,19 @@ std::string activation(Writer &w, GemmEpilogue epilogue, const std::string &a) {
 }
 
 // Stores the accumulators: rows g and g + 8 of each 16 × 8 tile, columns 2t and 2t + 1.
-void storeTile(Writer &w, const GemmKernelSpec &spec, const Lanes &l,
+void storeTile(Writer &w, const GemmKernelSpec &spec, const Types &ty, const Lanes &l,
                const std::vector<std::string> &acc, int gates) {
   const bool gated = gates == 2;
   std::string twoT = w.mul(l.t, w.index(2));
   for (int i = 0; i < 2; ++i)
-    for (int j = 0; j < 4; ++j)
+    for (int j = 0; j < ty.jTiles(); ++j)
       for (int h = 0; h < 2; ++h) {
         std::string row = w.addConst(w.add(w.add(l.bm, l.wm), l.g), i * 16 + h * 8);
         std::string col = w.addConst(w.add(w.add(l.bn, l.wn), twoT), j * 8);
         std::string inside = w.let("arith.cmpi ult, " + row + ", %m : index");
         w.line("scf.if " + inside + " {");
         auto value = [&](int gate) {
-          std::string v = w.let("vector.extract " + acc[gate * 8 + i * 4 + j] + "[" +
+          std::string v = w.let("vector.extract " + acc[gate * ty.accumulators() + i * ty.jTiles() + j] + "[" +
                                 std::to_string(h) + "] : vector<2xf32> from " + kAcc);
           if (!spec.hasBias)
             return v;
@@ -401,28 +412,27 @@ void storeTile(Writer &w, const GemmKernelSpec &spec, const Lanes &l,
 
 } // namespace
 
-int tensorCoreGemmSharedBytes(const GemmKernelSpec &spec, GpuMatmul precision) {
-  Types ty = typesOf(spec, precision);
-  int gates = spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1, bytes = ty.bf16 ? 2 : 4;
-  int bTile = ty.nk ? kTcTileCols * ty.aStride : kTcSliceK * ty.bStride;
-  return bytes * (kTcTileRows * ty.aStride + gates * bTile);
-}
+namespace {
 
-std::string tensorCoreGemmSource(const GemmKernelSpec &spec, GpuMatmul precision) {
-  Types ty = typesOf(spec, precision);
+// One gpu.func: the kernel for tiles of `tileRows` rows, named `<name>_tc` (64) or
+// `<name>_tc32` (kTcShortTileRows).
+std::string kernelFunction(const GemmKernelSpec &spec, GpuMatmul precision, int tileRows) {
+  Types ty = typesOf(spec, precision, tileRows);
   const int gates = spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1;
   Writer w;
-  Lanes l = laneIndices(w);
-  std::vector<std::string> acc(8 * gates);
+  Lanes l = laneIndices(w, ty);
+  std::vector<std::string> acc(ty.accumulators() * gates);
   std::string iterArgs, accTypes;
   for (size_t a = 0; a < acc.size(); ++a) {
     iterArgs += (a ? ", %acc" : "%acc") + std::to_string(a) + " = " + l.zero;
     accTypes += (a ? ", " : "") + std::string(kAcc);
     acc[a] = "%acc" + std::to_string(a);
   }
+  // K arrives as an argument (always spec.K): a constant trip count let LLVM unroll short K
+  // loops whole, and ptxas then held 160-220 registers for the 32-row kernel (gopher, K 256).
   std::string loop = w.fresh();
   w.line(loop + ":" + std::to_string(acc.size()) + " = scf.for %k0 = " + w.index(0) + " to " +
-         w.index(spec.K) + " step " + w.index(kTcSliceK) + " iter_args(" + iterArgs + ") -> (" +
+         "%k step " + w.index(kTcSliceK) + " iter_args(" + iterArgs + ") -> (" +
          accTypes + ") {");
   copySlice(w, spec, ty, l, "%k0", gates);
   multiplySlice(w, ty, l, acc, gates);
@@ -433,21 +443,32 @@ std::string tensorCoreGemmSource(const GemmKernelSpec &spec, GpuMatmul precision
   w.line("}");
   for (size_t a = 0; a < acc.size(); ++a)
     acc[a] = loop + "#" + std::to_string(a);
-  storeTile(w, spec, l, acc, gates);
+  storeTile(w, spec, ty, l, acc, gates);
 
   std::string workgroup = "%as : " + ty.aTile();
   for (int gate = 0; gate < gates; ++gate)
     workgroup += ", %bs" + std::to_string(gate) + " : " + ty.bTile();
-  return llvm::formatv("// {0}: out[M, {1}] = x[M, {2}] · W (W {8}, {3} mma.sync, float32 sums)\n"
-                       "module attributes {{gpu.container_module} {{\n"
-                       "  gpu.module @{0}_tc {{\n"
-                       "    gpu.func @{0}_tc(%x: memref<?xf32>, %w: memref<?x{4}>, "
+  return llvm::formatv("    gpu.func @{0}{1}(%x: memref<?xf32>, %w: memref<?x{2}>, "
                        "%bias: memref<?xf32>, %res: memref<?xf32>, %out: memref<?xf32>, "
-                       "%m: index, %xs: index, %ws: index, %rs: index, %os: index)\n"
-                       "        workgroup({5}) kernel attributes {{known_block_size = "
-                       "array<i32: {6}, 1, 1>} {{\n{7}      gpu.return\n    }\n  }\n}\n",
-                       spec.name, spec.N, spec.K, gpuMatmulName(precision), ty.weight, workgroup,
-                       kTcThreads, w.text, ty.nk ? "[N, K]" : "[K, N]")
+                       "%m: index, %xs: index, %ws: index, %rs: index, %os: index, %k: index)\n"
+                       "        workgroup({3}) kernel attributes {{known_block_size = "
+                       "array<i32: {4}, 1, 1>, nvvm.maxnreg = {6} : i32} {{\n{5}      "
+                       "gpu.return\n    }\n",
+                       spec.name, tileRows == kTcTileRows ? "_tc" : "_tc32", ty.weight,
+                       workgroup, kTcThreads, w.text, kMaxRegisters)
+      .str();
+}
+
+} // namespace
+
+std::string tensorCoreGemmSource(const GemmKernelSpec &spec, GpuMatmul precision) {
+  Types ty = typesOf(spec, precision);
+  return llvm::formatv("// {0}: out[M, {1}] = x[M, {2}] · W (W {3}, {4} mma.sync, float32 sums)\n"
+                       "module attributes {{gpu.container_module} {{\n"
+                       "  gpu.module @{0}_tc {{\n{5}{6}  }\n}\n",
+                       spec.name, spec.N, spec.K, ty.nk ? "[N, K]" : "[K, N]",
+                       gpuMatmulName(precision), kernelFunction(spec, precision, kTcTileRows),
+                       kernelFunction(spec, precision, kTcShortTileRows))
       .str();
 }
 
