@@ -9,7 +9,6 @@
 
 #include "AttentionDecodePath.h"
 
-#include <optional>
 
 using namespace Halide;
 
@@ -182,12 +181,9 @@ llvm::Expected<KernelPipeline> buildBatchedDecode(const AttentionKernelSpec &spe
 
 llvm::Expected<KernelPipeline> buildAttentionBatchedPipeline(const AttentionKernelSpec &spec,
                                                              const Target &target) {
-  std::optional<llvm::Expected<KernelPipeline>> built;
-  if (llvm::Error err =
-          catchHalideErrors("scheduling the batched decode of attention kernel '" + spec.name + "'",
-                            [&] { built.emplace(buildBatchedDecode(spec, target)); }))
-    return std::move(err);
-  return std::move(*built);
+  return buildCatchingHalideErrors(
+      "scheduling the batched decode of attention kernel '" + spec.name + "'",
+      [&] { return buildBatchedDecode(spec, target); });
 }
 
 } // namespace mlir::xf

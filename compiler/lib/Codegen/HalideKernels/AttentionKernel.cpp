@@ -33,7 +33,6 @@
 #include "AttentionAlgorithm.h"
 #include "AttentionDecodePath.h"
 
-#include <optional>
 
 using namespace Halide;
 
@@ -204,11 +203,8 @@ llvm::Expected<KernelPipeline> buildAttentionPipeline(const AttentionKernelSpec 
                                                       const Target &target) {
   if (spec.segmented)
     return buildSegmentedAttentionPipeline(spec, target);
-  std::optional<llvm::Expected<KernelPipeline>> built;
-  if (llvm::Error err = catchHalideErrors("scheduling attention kernel '" + spec.name + "'",
-                                          [&] { built.emplace(buildAttention(spec, target)); }))
-    return std::move(err);
-  return std::move(*built);
+  return buildCatchingHalideErrors("scheduling attention kernel '" + spec.name + "'",
+                                   [&] { return buildAttention(spec, target); });
 }
 
 } // namespace mlir::xf

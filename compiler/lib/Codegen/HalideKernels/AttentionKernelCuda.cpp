@@ -21,7 +21,6 @@
 #include "AttentionDecodePath.h" // AttentionOperands
 
 #include <algorithm>
-#include <optional>
 
 using namespace Halide;
 
@@ -209,12 +208,8 @@ llvm::Expected<KernelPipeline> buildAttentionCuda(const AttentionKernelSpec &spe
 
 llvm::Expected<KernelPipeline> buildAttentionCudaPipeline(const AttentionKernelSpec &spec,
                                                           bool gpuSchedule) {
-  std::optional<llvm::Expected<KernelPipeline>> built;
-  if (llvm::Error err =
-          catchHalideErrors("scheduling CUDA attention kernel '" + spec.name + "'",
-                            [&] { built.emplace(buildAttentionCuda(spec, gpuSchedule)); }))
-    return std::move(err);
-  return std::move(*built);
+  return buildCatchingHalideErrors("scheduling CUDA attention kernel '" + spec.name + "'",
+                                   [&] { return buildAttentionCuda(spec, gpuSchedule); });
 }
 
 } // namespace mlir::xf
