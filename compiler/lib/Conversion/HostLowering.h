@@ -2,8 +2,12 @@
 //
 // Internal to compiler/lib/Conversion: the state of one function's host
 // lowering (lowerToHost, LowerToHost.h), whose methods are defined by concern
-// in LowerToHost.cpp (kernels, training), EntryPoints.cpp (the ABI's
-// functions), ProfilingHooks.cpp and Manifest.cpp.
+// in LowerToHost.cpp (the run, kernel names, packed weights), EntryPoints.cpp
+// (the ABI's functions), the kernel emitters — one per op type, found through
+// KernelEmitters.cpp (GemmEmitter.cpp, AttentionEmitter.cpp,
+// LoopKernelEmitters.cpp) and TrainingEmitters.cpp — LowerTraining.cpp (the
+// training step's placement and entry points), BufferArguments.cpp,
+// ProfilingHooks.cpp and Manifest.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +35,7 @@
 #include "llvm/ADT/MapVector.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,7 +70,90 @@ private:
   /// the kernels that read them (`numbers` maps them to its values).
   LogicalResult emitNumber(Operation *op);
   IRMapping numbers;
+  /// The kernel call of one op in the entry point being emitted: the emitter
+  /// its op type registered (KernelEmitters.cpp), noting the call in `site`.
   LogicalResult emitKernel(Operation *op, xfrt::KernelSpec &site);
+
+  // Kernel emitters: one per op family, each given the op's result and what
+  // every kernel call writes (KernelEmitters.cpp lists them by op type).
+  struct KernelResult {
+    Value value; // the op's result
+    Value out;   // where the kernel writes it
+    Value rows;  // its rows in this entry point
+    int64_t width;
+  };
+  /// An op type's emitter.
+  struct KernelEmitter {
+    LogicalResult (*emit)(HostLowering &, Operation *, const KernelResult &, xfrt::KernelSpec &);
+    /// An scf loop kernel: emitted under the op's loop schedule and noted as
+    /// a "loop" site named after the kernel it called.
+    bool loop;
+  };
+  template <typename OpT,
+            LogicalResult (HostLowering::*Method)(OpT, const KernelResult &, xfrt::KernelSpec &)>
+  static void addEmitter(llvm::DenseMap<TypeID, KernelEmitter> &table, bool loop = true) {
+    table[TypeID::get<OpT>()] = {[](HostLowering &lowering, Operation *op, const KernelResult &r,
+                                    xfrt::KernelSpec &site) {
+                                   return (lowering.*Method)(cast<OpT>(op), r, site);
+                                 },
+                                 loop};
+  }
+  static const llvm::DenseMap<TypeID, KernelEmitter> &forwardEmitters();
+  // GemmEmitter.cpp
+  LogicalResult emitGemm(GemmOp op, const KernelResult &r, xfrt::KernelSpec &site);
+  // AttentionEmitter.cpp
+  struct AttentionCall;
+  LogicalResult emitAttention(AttentionOp op, const KernelResult &r, xfrt::KernelSpec &site);
+  void emitBatchedDecodeStep(const AttentionCall &call);
+  Value emitCachedAttention(const AttentionCall &call, HalideBufferArg query, Value cache,
+                            Value position, Value newKeys, Value newValues, Value rows,
+                            HalideBufferArg out);
+  void emitSegmentedAttention(AttentionCall &call);
+  void emitPerSequenceAttention(const AttentionCall &call);
+  void emitWholeAttention(const AttentionCall &call);
+  // LoopKernelEmitters.cpp: scf loop kernels (LoopKernels.h).
+  LogicalResult emitSilu(SiluOp op, const KernelResult &r, xfrt::KernelSpec &site);
+  LogicalResult emitMul(MulOp op, const KernelResult &r, xfrt::KernelSpec &site);
+  LogicalResult emitRope(RopeOp op, const KernelResult &r, xfrt::KernelSpec &site);
+  LogicalResult emitTokenEmbed(TokenEmbedOp op, const KernelResult &r, xfrt::KernelSpec &site);
+  LogicalResult emitPositionalEmbed(PositionalEmbedOp op, const KernelResult &r,
+                                    xfrt::KernelSpec &site);
+  LogicalResult emitSinusoidalEmbed(SinusoidalEmbedOp op, const KernelResult &r,
+                                    xfrt::KernelSpec &site);
+  LogicalResult emitAdd(AddOp op, const KernelResult &r, xfrt::KernelSpec &site);
+  /// On the GPU, token_embed(W_e, x) + pos_embed(W_p, x) (GPT-2's e_t + W_p[t]) is one
+  /// kernel: the gather, the positions and their sum, two launches fewer a step. The
+  /// embeddings, used only by the sum, emit nothing of their own. Not for offsets, packed
+  /// segments, block tables or bf16 positions.
+  struct EmbeddingSum {
+    TokenEmbedOp tokens;
+    PositionalEmbedOp positions;
+  };
+  std::optional<EmbeddingSum> fusedEmbeddingSum(AddOp add);
+  /// Whether `op` is an embedding whose sum's fused kernel computes it.
+  bool inFusedEmbeddingSum(Operation *op);
+  LogicalResult emitEmbeddingSum(AddOp add, EmbeddingSum sum, const KernelResult &r);
+  LogicalResult emitRelu(ReluOp op, const KernelResult &r, xfrt::KernelSpec &site);
+  LogicalResult emitGelu(GeluOp op, const KernelResult &r, xfrt::KernelSpec &site);
+  LogicalResult emitScale(ScaleOp op, const KernelResult &r, xfrt::KernelSpec &site);
+  LogicalResult emitSoftmax(SoftmaxOp op, const KernelResult &r, xfrt::KernelSpec &site);
+  LogicalResult emitLayerNorm(LayerNormOp op, const KernelResult &r, xfrt::KernelSpec &site);
+  LogicalResult emitRmsNorm(RmsNormOp op, const KernelResult &r, xfrt::KernelSpec &site);
+  /// The tensor operands of a loop kernel that reads them densely (index
+  /// operands and a packed batch's lengths left out): an error where one is a
+  /// column slice.
+  FailureOr<SmallVector<Value>> denseInputs(Operation *op);
+  /// A column slice read in place: (pointer, row stride).
+  std::pair<Value, Value> stridedPointer(Value tensor) {
+    return {pointerOf(tensor), i64(placements[tensor].stride)};
+  }
+  FailureOr<Value> densePointer(Operation *op, Value tensor) {
+    if (failed(requireDense(op, tensor)))
+      return failure();
+    return pointerOf(tensor);
+  }
+  /// Adds a kernel's status code to the entry point's.
+  void orStatus(Value rc) { status = arith::OrIOp::create(*b, loc, status, rc); }
   void emitScratchBytes();
   /// The manifest (docs/abi.md) of what run() emitted.
   xfrt::Manifest describeModel();
@@ -250,9 +338,46 @@ private:
   LogicalResult placeTraining();
   LogicalResult planAccumulation(func::ReturnOp ret);
   LogicalResult emitTrainStep();
-  LogicalResult emitBackwardKernel(Operation *op);
-  LogicalResult emitWeightGrad(WeightGradOp op);
   void emitTrainScratchBytes();
+  /// The kernel call of one op of @loss_and_gradients: the emitter its op
+  /// type registered (TrainingEmitters.cpp), else the forward's.
+  LogicalResult emitBackwardKernel(Operation *op);
+  LogicalResult emitForwardKernel(Operation *op);
+  struct BackwardEmitter {
+    LogicalResult (*emit)(HostLowering &, Operation *);
+    /// A loop kernel: emitted under its loop schedule (or its width's default).
+    bool loop;
+  };
+  template <typename OpT, LogicalResult (HostLowering::*Method)(OpT)>
+  static void addBackwardEmitter(llvm::DenseMap<TypeID, BackwardEmitter> &table,
+                                 bool loop = true) {
+    table[TypeID::get<OpT>()] = {
+        [](HostLowering &lowering, Operation *op) { return (lowering.*Method)(cast<OpT>(op)); },
+        loop};
+  }
+  static const llvm::DenseMap<TypeID, BackwardEmitter> &backwardEmitters();
+  LogicalResult emitWeightGrad(WeightGradOp op);
+  LogicalResult emitGradientTranspose(TransposeOp op);
+  LogicalResult emitGradientSlice(SliceOp op);
+  LogicalResult emitGradientSum(AddOp op);
+  LogicalResult emitRowGrad(RowGradOp op);
+  LogicalResult emitSliceGrad(SliceGradOp op);
+  LogicalResult emitCrossEntropy(CrossEntropyOp op);
+  LogicalResult emitCrossEntropyGrad(CrossEntropyGradOp op);
+  LogicalResult emitNormGrad(Operation *op, Value x, Value dy, Value gamma, func::FuncOp kernel);
+  LogicalResult emitLayerNormGrad(LayerNormGradOp op);
+  LogicalResult emitRmsNormGrad(RmsNormGradOp op);
+  LogicalResult emitLayerNormGammaGrad(LayerNormGammaGradOp op);
+  LogicalResult emitRmsNormGammaGrad(RmsNormGammaGradOp op);
+  LogicalResult emitRowSum(RowSumOp op);
+  LogicalResult emitActivationGrad(Operation *op, Value x, Value dy, ActivationGradKind kind);
+  LogicalResult emitReluGrad(ReluGradOp op);
+  LogicalResult emitSiluGrad(SiluGradOp op);
+  LogicalResult emitGeluGrad(GeluGradOp op);
+  LogicalResult emitRopeGrad(RopeGradOp op);
+  LogicalResult emitTokenEmbedGrad(TokenEmbedGradOp op);
+  LogicalResult emitPositionalEmbedGrad(PositionalEmbedGradOp op);
+  LogicalResult emitAttentionGrad(AttentionGradOp op);
   /// out (a static placement) += in (any 2-D or vector placement).
   void accumulateInto(Value target, int64_t floatOffset, Value in);
 

@@ -1,0 +1,253 @@
+//===- AttentionEmitter.cpp - xf.attention → attention kernel calls --------===//
+//
+// The kernel emitter of xf.attention (KernelEmitters.cpp). Which call runs
+// depends on the entry point: over the whole batch (xf_forward); over the KV
+// cache after appending this step's K/V rows (xf_forward_cached), or libxfrt's
+// xfrt_decode_attention for a one-row step (DecodeAttentionCall.h); one
+// segmented call over a packed batch (xf_forward_packed), or one call per
+// sequence; and in xf_forward_cached_packed a batched decode step over every
+// sequence's newest row when each sequence decodes one.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DecodeAttentionCall.h"
+#include "HostLowering.h"
+
+using namespace mlir;
+using namespace mlir::xf;
+
+/// What every form of one attention's call shares.
+struct HostLowering::AttentionCall {
+  AttentionOp op;
+  AttentionKernelSpec spec;
+  Value result;
+  /// Fused rotary positions with a cache: the loop kernel that rotates new
+  /// keys on their way into it.
+  func::FuncOp rotateKeys;
+  /// K and V slots in the cache rows (CachePlan.h), and K/V heads.
+  int64_t keyOffset = 0, valueOffset = 0, kvHeads = 0;
+  /// Whether decode steps of one row go to libxfrt's xfrt_decode_attention.
+  bool decodeInRuntime = false;
+};
+
+/// The packed batch's attention in one call. Untuned, it gets the short-sequence schedule
+/// (defaultSegmentedAttentionSchedule) of the target whose defaults the op carries
+/// (defaultAttentionSchedule: key blocks of 4 vectors, row tiles of 4 with 32 registers).
+/// A tuned op keeps its schedule.
+AttentionKernelSpec HostLowering::segmentedSpecOf(AttentionOp attn) {
+  AttentionKernelSpec spec = attentionKernelSpecOf(attn);
+  spec.segmented = true;
+  if (!attn->hasAttr("xf.tuned")) {
+    VectorShape shape{std::max<int64_t>(1, spec.schedule.keyBlock / 4),
+                      spec.schedule.rowTile >= 4 ? 32 : 16};
+    spec.schedule = defaultSegmentedAttentionSchedule(shape);
+  }
+  spec.name = nameKernel(spec);
+  return spec;
+}
+
+LogicalResult HostLowering::emitAttention(AttentionOp attn, const KernelResult &r,
+                                          xfrt::KernelSpec &site) {
+  AttentionCall call{attn, attentionKernelSpecOf(attn), r.value};
+  AttentionKernelSpec &spec = call.spec;
+  // Fused rotary positions: with a cache, new keys are rotated on their way
+  // into it (rotateKeys) and the kernel rotates only the queries.
+  if (spec.rope != AttentionKernelSpec::Rope::None && cachedMode) {
+    spec.ropeKeys = false;
+    kernels->useSchedule(defaultLoopSchedule(spec.dK));
+    call.rotateKeys =
+        kernels->rotaryRows(1, spec.dK,
+                            spec.rope == AttentionKernelSpec::Rope::Adjacent ? RotaryPairs::Adjacent
+                                                                             : RotaryPairs::Halves,
+                            spec.ropeBase, /*inverse=*/false, cachePlan.half());
+  }
+  // Models that decode several sequences together also get the batched decode step
+  // (one call over every sequence's newest row): causal self-attention whose keys sit in a
+  // cache (rotated there, if rotary), on the CPU. Set in every entry point alike, so
+  // that they share the kernel.
+  // A half cache gives the cached entry points their own kernel (float16 K/V), which alone
+  // needs the batched step.
+  spec.halfKeyValues = cachedMode && cachePlan.half();
+  const bool batchedStepWanted = cachePlan.packedCacheable && spec.causal &&
+                                 !attn.getKeySegments() &&
+                                 (spec.rope == AttentionKernelSpec::Rope::None || !spec.ropeKeys) &&
+                                 !options.cudaDevice && (cachedMode || !cachePlan.half());
+  // libxfrt's xfrt_decode_attention takes the decode steps (one query row, single or
+  // batched) of the kernels it handles; only the others need the Halide `<kernel>_batched`
+  // pipeline (compiling it anyway cost ~0.5 s and an object per cached attention kernel).
+  call.decodeInRuntime =
+      !options.cudaDevice && options.decodeAttentionIsa >= 0 && decodeAttentionHandles(spec);
+  spec.batchedDecode = batchedStepWanted && !call.decodeInRuntime;
+  spec.name = nameKernel(spec);
+  std::tie(call.keyOffset, call.valueOffset) = cachePlan.offsets.lookup(attn);
+  call.kvHeads = spec.keyValueHeads();
+  FailureOr<bool> segmented = perSequence(attn, attn.getSegments());
+  if (failed(segmented))
+    return failure();
+  Value keySegments = attn.getKeySegments();
+  if (keySegments && (!*segmented || keySegments != packedSourceSegments))
+    return attn->emitError("key_segments must be @forward_packed's source-lengths argument");
+
+  scf::IfOp batched;
+  if (*segmented && cachedMode && batchedStepWanted) {
+    batched = scf::IfOp::create(*b, loc, TypeRange{b->getI32Type()}, batchedDecodeStep,
+                                /*addThenBlock=*/true, /*addElseBlock=*/true);
+    b->setInsertionPointToStart(batched.thenBlock());
+    Value before = status;
+    emitBatchedDecodeStep(call);
+    scf::YieldOp::create(*b, loc, status);
+    status = before;
+    b->setInsertionPointToStart(batched.elseBlock());
+  }
+  if (*segmented && !cachedMode && spec.rope == AttentionKernelSpec::Rope::None &&
+      !options.cudaDevice) {
+    emitSegmentedAttention(call);
+  } else if (*segmented) {
+    emitPerSequenceAttention(call);
+    if (batched) {
+      scf::YieldOp::create(*b, loc, status);
+      b->setInsertionPointAfter(batched);
+      status = batched.getResult(0);
+    }
+  } else {
+    emitWholeAttention(call);
+  }
+  // Q·Kᵀ and P·V: 2·H·(d_k + d_v) per (query, key) pair (causal masking halves the useful work).
+  site.name = spec.name, site.kind = "attention";
+  site.tuned = attn->hasAttr("xf.tuned");
+  setKernelWork(site, kernelWork(spec));
+  site.contextFromSource = placements[attn.getKey()].rows == Rows::Source;
+  return success();
+}
+
+/// A decode step of every sequence: each newest K/V row into its sequence's cache, then
+/// one call over all of them (sequence i's row is row i).
+void HostLowering::emitBatchedDecodeStep(const AttentionCall &call) {
+  AttentionOp attn = call.op;
+  forEachSequence(lengthsArg, Value(), [&](const SequenceSpan &s) {
+    Value cache = sequenceCache(s.index);
+    cachedMatrixArg(attn.getKey(), call.keyOffset, call.kvHeads, cache, s.position,
+                    rowPointer(attn.getKey(), s.offset), s.rows, call.rotateKeys);
+    cachedMatrixArg(attn.getValue(), call.valueOffset, call.kvHeads, cache, s.position,
+                    rowPointer(attn.getValue(), s.offset), s.rows);
+  });
+  HalideBufferArg slots{slotsArg, {{countArg, i64(1)}}}, starts{startsArg, {{countArg, i64(1)}}};
+  slots.int64 = starts.int64 = true;
+  HalideBufferArg query = segmentArg(attn.getQuery(), i64(0), countArg);
+  HalideBufferArg keys = cacheSlotsArg(attn.getKey(), call.keyOffset, call.kvHeads);
+  HalideBufferArg values = cacheSlotsArg(attn.getValue(), call.valueOffset, call.kvHeads);
+  HalideBufferArg out = segmentArg(call.result, i64(0), countArg);
+  if (call.decodeInRuntime) {
+    BatchedDecodeAttentionCall decode;
+    decode.query = query.host, decode.queryStride = query.dims[1].second;
+    decode.count = countArg, decode.slots = slotsArg, decode.starts = startsArg;
+    decode.key = keys.host, decode.value = values.host, decode.slotStride = keys.dims[3].second;
+    decode.keyHeadStride = keys.dims[2].second, decode.valueHeadStride = values.dims[2].second;
+    decode.out = out.host, decode.outStride = out.dims[1].second, decode.spec = &call.spec;
+    decode.isaCeiling = options.decodeAttentionIsa;
+    orStatus(callBatchedDecodeAttention(*b, loc, *program.module, decode));
+    return;
+  }
+  orStatus(callHalidePipeline(*b, loc, *program.module, call.spec.name + "_batched",
+                              {query, keys, values, slots, starts, out}));
+}
+
+/// Cached attention: `rows` new K/V rows (at `newKeys`, `newValues`) into `cache` at
+/// `position`, then the Halide kernel over the cache — or, with one query row (a decode
+/// step), libxfrt's xfrt_decode_attention doing both where it handles the kernel
+/// (DecodeAttentionCall.h). Returns the status code.
+Value HostLowering::emitCachedAttention(const AttentionCall &call, HalideBufferArg query,
+                                        Value cache, Value position, Value newKeys, Value newValues,
+                                        Value rows, HalideBufferArg out) {
+  AttentionOp attn = call.op;
+  auto halide = [&] {
+    // On the GPU, K and V of one width go into the cache in one launch (appendKeyValues),
+    // not one per head and tensor.
+    bool together = options.cudaDevice && !call.rotateKeys &&
+                    placements[attn.getKey()].cols == placements[attn.getValue()].cols;
+    HalideBufferArg keys = cachedMatrixArg(attn.getKey(), call.keyOffset, call.kvHeads, cache,
+                                           position, newKeys, rows, call.rotateKeys, !together);
+    HalideBufferArg values = cachedMatrixArg(attn.getValue(), call.valueOffset, call.kvHeads, cache,
+                                             position, newValues, rows, {}, !together);
+    if (together)
+      appendKeyValues(attn.getKey(), attn.getValue(), keys, values, newKeys, newValues, position,
+                      rows);
+    SmallVector<HalideBufferArg> args{query, keys, values, out};
+    return callHalidePipeline(*b, loc, *program.module, call.spec.name, args, {},
+                              options.cudaDevice);
+  };
+  if (!call.decodeInRuntime)
+    return halide();
+  DecodeAttentionCall decode;
+  decode.query = query.host, decode.rows = rows;
+  decode.keys = arith::AddIOp::create(*b, loc, position, rows);
+  decode.newKey = newKeys, decode.newValue = newValues;
+  std::tie(decode.key, decode.keyHeadStride) =
+      cacheSlot(attn.getKey(), call.keyOffset, call.kvHeads, cache);
+  std::tie(decode.value, decode.valueHeadStride) =
+      cacheSlot(attn.getValue(), call.valueOffset, call.kvHeads, cache);
+  decode.out = out.host, decode.spec = &call.spec;
+  decode.isaCeiling = options.decodeAttentionIsa;
+  return callDecodeAttentionOrPipeline(*b, loc, *program.module, decode, halide);
+}
+
+/// One call over the whole packed batch (SegmentedAttentionKernel.cpp): the kernel reads
+/// where each sequence lies and keeps it to its own keys (cross attention: its own
+/// source's rows). The call takes the segmented kernel's spec.
+void HostLowering::emitSegmentedAttention(AttentionCall &call) {
+  AttentionOp attn = call.op;
+  call.spec = segmentedSpecOf(attn);
+  QueryBlockTable table = queryBlockTable(lengthsOf(attn.getSegments()),
+                                          attn.getKeySegments() ? sourceLengthsArg : Value(),
+                                          call.spec.schedule.queryBlock);
+  HalideBufferArg blocks{table.entries, {{i64(5), i64(1)}, {table.count, i64(5)}}};
+  blocks.int32 = true;
+  SmallVector<HalideBufferArg> args{matrixArg(attn.getQuery()), matrixArg(attn.getKey()),
+                                    matrixArg(attn.getValue()), blocks, matrixArg(call.result)};
+  orStatus(callHalidePipeline(*b, loc, *program.module, call.spec.name, args, {}, false));
+}
+
+/// Each sequence of a packed batch attends over its own rows (and its own cache); cross
+/// attention over its own source's rows.
+void HostLowering::emitPerSequenceAttention(const AttentionCall &call) {
+  AttentionOp attn = call.op;
+  Value keySegments = attn.getKeySegments();
+  forEachSequence(
+      lengthsOf(attn.getSegments()), keySegments ? sourceLengthsArg : Value(),
+      [&](const SequenceSpan &s) {
+        HalideBufferArg query = segmentArg(attn.getQuery(), s.offset, s.rows);
+        HalideBufferArg out = segmentArg(call.result, s.offset, s.rows);
+        if (cachedMode) {
+          orStatus(emitCachedAttention(call, query, sequenceCache(s.index), s.position,
+                                       rowPointer(attn.getKey(), s.offset),
+                                       rowPointer(attn.getValue(), s.offset), s.rows, out));
+          return;
+        }
+        Value firstKey = keySegments ? s.keyOffset : s.offset;
+        Value keys = keySegments ? s.keyRows : s.rows;
+        SmallVector<HalideBufferArg> args{
+            query, headsArg(attn.getKey(), call.kvHeads, rowPointer(attn.getKey(), firstKey), keys),
+            headsArg(attn.getValue(), call.kvHeads, rowPointer(attn.getValue(), firstKey), keys),
+            out};
+        orStatus(callHalidePipeline(*b, loc, *program.module, call.spec.name, args, {},
+                                    options.cudaDevice));
+      });
+}
+
+/// One call over all rows: over the cache in xf_forward_cached, else over the batch's keys.
+void HostLowering::emitWholeAttention(const AttentionCall &call) {
+  AttentionOp attn = call.op;
+  if (cachedMode) {
+    orStatus(emitCachedAttention(call, matrixArg(attn.getQuery()), cacheArg, startArg,
+                                 pointerOf(attn.getKey()), pointerOf(attn.getValue()),
+                                 rowsOf(attn.getKey()), matrixArg(call.result)));
+    return;
+  }
+  SmallVector<HalideBufferArg> args{
+      matrixArg(attn.getQuery()),
+      headsArg(attn.getKey(), call.kvHeads, pointerOf(attn.getKey()), rowsOf(attn.getKey())),
+      headsArg(attn.getValue(), call.kvHeads, pointerOf(attn.getValue()), rowsOf(attn.getValue())),
+      matrixArg(call.result)};
+  orStatus(
+      callHalidePipeline(*b, loc, *program.module, call.spec.name, args, {}, options.cudaDevice));
+}

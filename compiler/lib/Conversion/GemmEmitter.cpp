@@ -1,0 +1,49 @@
+//===- GemmEmitter.cpp - xf.gemm → a Halide GEMM call ----------------------===//
+//
+// The kernel emitter of xf.gemm (KernelEmitters.cpp): a call of its AOT Halide
+// pipeline (GemmKernel.cpp) on the input, the weight — packed at load when
+// xf_prepare packs it (PackedWeights.cpp) — bias, residual and output; on
+// weight blocks with --q8-gemm-inputs, libxfrt's 8-bit block GEMV/GEMM first
+// (BlockGemvCall.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "BlockGemvCall.h"
+#include "HostLowering.h"
+
+using namespace mlir;
+using namespace mlir::xf;
+
+LogicalResult HostLowering::emitGemm(GemmOp gemm, const KernelResult &r, xfrt::KernelSpec &site) {
+  GemmKernelSpec spec = gemmSpecOf(gemm);
+  SmallVector<HalideBufferArg> args{matrixArg(gemm.getInput()),
+                                    spec.packedWeight
+                                        ? packedWeightArg(packedWeightOfGemm.lookup(gemm))
+                                        : matrixArg(gemm.getWeight())};
+  if (spec.hasBias)
+    args.push_back(matrixArg(gemm.getBias()));
+  if (spec.hasResidual)
+    args.push_back(matrixArg(gemm.getResidual()));
+  args.push_back(matrixArg(r.value));
+  auto halide = [&] {
+    return callHalidePipeline(*b, loc, *program.module, spec.name, args, {}, options.cudaDevice);
+  };
+  if (spec.weightBlocks != WeightBlocks::None && options.q8GemmInputs) {
+    auto stride = [&](Value t) { return i64(placements[t].stride); };
+    BlockGemvCall q8{pointerOf(gemm.getInput()), stride(gemm.getInput()), r.rows,
+                     pointerOf(gemm.getWeight())};
+    if (spec.hasBias)
+      q8.bias = pointerOf(gemm.getBias());
+    if (spec.hasResidual)
+      q8.residual = pointerOf(gemm.getResidual()), q8.residualStride = stride(gemm.getResidual());
+    q8.out = r.out, q8.outStride = stride(r.value), q8.spec = &spec;
+    q8.isaCeiling = options.blockDotIsa;
+    orStatus(callBlockGemvOrPipeline(*b, loc, *program.module, q8, halide));
+  } else {
+    orStatus(halide());
+  }
+  site.name = spec.name, site.kind = "gemm";
+  setKernelWork(site, kernelWork(spec));
+  site.tuned = gemm->hasAttr("xf.tuned");
+  return success();
+}

@@ -1,0 +1,52 @@
+// The GEMM emitter of xf-lower-to-host (GemmEmitter.cpp): one Halide pipeline
+// call per xf.gemm on (input, weight, [bias], [residual], out) buffers; the
+// weight packed at load (a 3-D tile-major buffer xf_prepare fills) or as
+// stored; on ggml blocks with q8-gemm-inputs, libxfrt's 8-bit GEMV (rows below
+// gemv_rows_below) or GEMM first, the Halide kernel when that declines (1).
+// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-lower-to-host | FileCheck %s
+// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-lower-to-host=pack-weights-at-load=false | FileCheck %s --check-prefix=CALL
+// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules "--xf-lower-to-host=weight-blocks=w1=q8_0,w2=q4_0 pack-weights-at-load=false q8-gemm-inputs block-dot-isa=1" | FileCheck %s --check-prefix=Q8
+
+module attributes {xf.hyperparameters = {l_max = 64 : i64}, xf.model = "decoder"} {
+  func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x64xf32> {
+    %wte = xf.parameter "wte" : tensor<16x64xf32>
+    %w1 = xf.parameter "w1" : tensor<256x64xf32>
+    %b1 = xf.parameter "b1" : tensor<256xf32>
+    %w2 = xf.parameter "w2" : tensor<64x256xf32>
+    %b2 = xf.parameter "b2" : tensor<64xf32>
+    %x = xf.token_embed %wte[%tokens] : tensor<16x64xf32>, tensor<?xi32> -> tensor<?x64xf32>
+    %h = xf.gemm %x, %w1 bias %b1 activation gelu_tanh transpose_weight : (tensor<?x64xf32>, tensor<256x64xf32>, tensor<256xf32>) -> tensor<?x256xf32>
+    %y = xf.gemm %h, %w2 bias %b2 residual %x activation none transpose_weight : (tensor<?x256xf32>, tensor<64x256xf32>, tensor<64xf32>, tensor<?x64xf32>) -> tensor<?x64xf32>
+    return %y : tensor<?x64xf32>
+  }
+}
+
+// CHECK-LABEL: func.func @xf_prepare(
+// CHECK: call @xf_gemm_0_pack(
+// CHECK: call @xf_gemm_1_pack(
+// CHECK-LABEL: func.func @xf_forward(
+// CHECK: llvm.alloca %c3_i64 x !llvm.struct<(i32, i32, i32, i32)>
+// CHECK: call @xf_gemm_0(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+// CHECK: llvm.alloca %c3_i64{{.*}} x !llvm.struct<(i32, i32, i32, i32)>
+// CHECK: call @xf_gemm_1(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}) : (!llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+// CHECK: @xf_model_manifest(
+// CHECK-SAME: \22kind\22: \22gemm\22,{{.*}}\22name\22: \22xf_gemm_0\22,\0A      \22op\22: \22xf.gemm\22,
+// CHECK-SAME: \22kind\22: \22gemm\22,{{.*}}\22name\22: \22xf_gemm_1\22,\0A      \22op\22: \22xf.gemm\22,
+
+// CALL-NOT: _pack(
+// CALL-LABEL: func.func @xf_forward(
+// CALL-NOT: llvm.alloca %c3_i64{{.*}} x !llvm.struct<(i32, i32, i32, i32)>
+// CALL: call @xf_gemm_0(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}) :
+// CALL: call @xf_gemm_1(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}) :
+
+// Q8-LABEL: func.func @xf_forward(
+// Q8: scf.if %{{.*}} -> (i32) {
+// Q8: func.call @xfrt_block_gemv(
+// Q8: } else {
+// Q8: %[[RC:.*]] = func.call @xfrt_block_gemm(
+// Q8: scf.if %{{.*}} -> (i32) {
+// Q8: func.call @xf_gemm_0(
+// Q8: } else {
+// Q8: scf.yield %[[RC]] : i32
+// Q8: func.call @xfrt_block_gemv(
+// Q8: func.call @xf_gemm_1(
