@@ -1,4 +1,4 @@
-//===- AttentionEmitter.cpp - xf.attention → attention kernel calls --------===//
+//===- AttentionEmitter.cpp - xf.attention → attention kernel calls -------===//
 //
 // The kernel emitter of xf.attention (KernelEmitters.cpp). Which call runs
 // depends on the entry point: over the whole batch (xf_forward); over the KV

@@ -5,8 +5,8 @@
 // xf_forward_cached_packed — their signatures, their arguments bound to the
 // emitter's state, and the walk emitting one kernel per op (or a refusal,
 // status 1, where the cache plan says the model cannot run that way);
-// xf_scratch_bytes and xf_cache_bytes; and the per-sequence loop of packed
-// batches.
+// xf_scratch_bytes and xf_cache_bytes. The walk hands each op to its kernel
+// emitter (KernelEmitters.cpp; TrainingEmitters.cpp in the training step).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,172 +15,36 @@
 using namespace mlir;
 using namespace mlir::xf;
 
-void HostLowering::forEachSequence(Value lengths, Value keyLengths,
-                                   llvm::function_ref<void(const SequenceSpan &)> body) {
-  Type ptr = LLVM::LLVMPointerType::get(ctx);
-  // Carried: the row offset (first: xfc --check-fault=packed finds it there), the status and
-  // (cross attention) the key row offset.
-  SmallVector<Value> init{i64(0), status};
-  if (keyLengths)
-    init.push_back(i64(0));
-  auto loop = scf::ForOp::create(
-      *b, loc, i64(0), countArg, i64(1), init,
-      [&](OpBuilder &nested, Location, Value index, ValueRange carried) {
-        OpBuilder::InsertionGuard guard(*b);
-        b->setInsertionPointToStart(nested.getInsertionBlock());
-        // Halide buffer descriptors are stack allocations: release them every
-        // iteration, or a large batch would grow the stack without bound.
-        Value stack = LLVM::StackSaveOp::create(*b, loc, ptr);
-        status = carried[1];
-        SequenceSpan span;
-        span.index = index;
-        span.offset = carried[0];
-        span.rows = loadI64(lengths, index);
-        span.position = cachedMode ? loadI64(startsArg, index) : i64(0);
-        if (keyLengths)
-          span.keyOffset = carried[2], span.keyRows = loadI64(keyLengths, index);
-        body(span);
-        LLVM::StackRestoreOp::create(*b, loc, stack);
-        SmallVector<Value> next{arith::AddIOp::create(*b, loc, span.offset, span.rows), status};
-        if (keyLengths)
-          next.push_back(arith::AddIOp::create(*b, loc, span.keyOffset, span.keyRows));
-        scf::YieldOp::create(*b, loc, next);
-      });
-  status = loop.getResult(1);
-}
-
-HostLowering::QueryBlockTable HostLowering::queryBlockTable(Value lengths, Value keyLengths,
-                                                            int64_t queryBlock) {
-  for (const QueryBlockTable &t : queryBlockTables)
-    if (t.lengths == lengths && t.keyLengths == keyLengths && t.queryBlock == queryBlock)
-      return t;
-  Type ptr = LLVM::LLVMPointerType::get(ctx), i32 = b->getI32Type();
-  auto add = [&](Value x, Value y) -> Value { return arith::AddIOp::create(*b, loc, x, y); };
-  auto sub = [&](Value x, Value y) -> Value { return arith::SubIOp::create(*b, loc, x, y); };
-  QueryBlockTable table{lengths, keyLengths, queryBlock};
-  // At most n + Σℓ / queryBlock blocks, on the entry point's stack.
-  Value rows = lengths == sourceLengthsArg ? lzArg : lArg;
-  Value most = add(countArg, arith::DivSIOp::create(*b, loc, rows, i64(queryBlock)));
-  table.entries = LLVM::AllocaOp::create(*b, loc, ptr, i32,
-                                         arith::MulIOp::create(*b, loc, add(most, i64(1)), i64(5)));
-  auto store = [&](Value entry, int field, Value value) {
-    Value at = LLVM::GEPOp::create(
-        *b, loc, ptr, i32, table.entries,
-        ValueRange{add(arith::MulIOp::create(*b, loc, entry, i64(5)), i64(field))});
-    LLVM::StoreOp::create(*b, loc, arith::TruncIOp::create(*b, loc, i32, value), at);
-  };
-  // Per sequence (carrying its first row, first key row and the blocks so far), per block of
-  // queryBlock rows: (first row, rows, first key row, key rows, position + ℓ_k − ℓ).
-  auto sequences = scf::ForOp::create(
-      *b, loc, i64(0), countArg, i64(1), ValueRange{i64(0), i64(0), i64(0)},
-      [&](OpBuilder &nested, Location, Value index, ValueRange carried) {
-        OpBuilder::InsertionGuard guard(*b);
-        b->setInsertionPointToStart(nested.getInsertionBlock());
-        Value row = carried[0], key = carried[1];
-        Value length = loadI64(lengths, index);
-        Value keyLength = keyLengths ? loadI64(keyLengths, index) : length;
-        auto blocks = scf::ForOp::create(
-            *b, loc, i64(0), length, i64(queryBlock), ValueRange{carried[2]},
-            [&](OpBuilder &inner, Location, Value first, ValueRange count) {
-              OpBuilder::InsertionGuard innerGuard(*b);
-              b->setInsertionPointToStart(inner.getInsertionBlock());
-              store(count[0], 0, add(row, first));
-              store(count[0], 1,
-                    arith::MinSIOp::create(*b, loc, i64(queryBlock), sub(length, first)));
-              store(count[0], 2, key);
-              store(count[0], 3, keyLength);
-              store(count[0], 4, add(first, sub(keyLength, length)));
-              scf::YieldOp::create(*b, loc, ValueRange{add(count[0], i64(1))});
-            });
-        scf::YieldOp::create(
-            *b, loc, ValueRange{add(row, length), add(key, keyLength), blocks.getResult(0)});
-      });
-  table.count = sequences.getResult(2);
-  queryBlockTables.push_back(table);
-  return table;
-}
-
-LogicalResult HostLowering::placePackedForward() {
-  // Nothing is emitted from it otherwise.
-  if (!forwardPacked || !cachePlan.packable)
+LogicalResult HostLowering::emitNumber(Operation *op) {
+  if (auto length = dyn_cast<LengthOp>(op)) {
+    numbers.map(length.getResult(), arith::SIToFPOp::create(*b, loc, b->getF64Type(),
+                                                            rowsOf(length.getTokens())));
     return success();
-  // @forward(tokens...) → @forward_packed(tokens..., segments...): one lengths
-  // argument per token sequence (an encoder-decoder's (z, x, z_segments, x_segments)).
-  Block &mine = forwardPacked.getBody().front(), &theirs = forward.getBody().front();
-  unsigned sequences = forward.getNumArguments();
-  if (forwardPacked.getNumArguments() != 2 * sequences ||
-      mine.getOperations().size() != theirs.getOperations().size())
-    return forwardPacked.emitError("@forward_packed is not @forward over a packed batch: "
-                                   "their arguments or ops differ");
-  IRMapping same;
-  for (unsigned i = 0; i < sequences; ++i)
-    same.map(forwardPacked.getArgument(i), forward.getArgument(i));
-  packedSegments = forwardPacked.getArgument(2 * sequences - 1);
-  packedSourceSegments = encoderDecoder ? forwardPacked.getArgument(sequences) : Value();
-  for (auto [packedOp, op] : llvm::zip(mine, theirs)) {
-    bool match = packedOp.getName() == op.getName() &&
-                 packedOp.getNumResults() == op.getNumResults();
-    SmallVector<Value> operands;
-    for (Value v : packedOp.getOperands())
-      if (v != packedSegments && v != packedSourceSegments)
-        operands.push_back(same.lookupOrNull(v));
-    match = match && llvm::equal(operands, op.getOperands());
-    // The same attributes but the operand counts (segments) and xfc --check's op tags.
-    auto attributes = [](Operation &o) {
-      SmallVector<NamedAttribute> kept;
-      for (NamedAttribute a : o.getAttrDictionary())
-        if (a.getName() != "operandSegmentSizes" && a.getName() != "xf.check_op")
-          kept.push_back(a);
-      return kept;
-    };
-    match = match && attributes(packedOp) == attributes(op);
-    for (auto [a, b] : llvm::zip(packedOp.getResults(), op.getResults()))
-      match = match && a.getType() == b.getType();
-    if (!match)
-      return packedOp.emitError("@forward_packed differs from @forward here (not the same op on "
-                                "the same operands): the packed batch cannot share its kernels");
-    forwardOpOf[&packedOp] = &op;
-    for (auto [a, b] : llvm::zip(packedOp.getResults(), op.getResults())) {
-      same.map(a, b);
-      if (auto it = placements.find(b); it != placements.end()) {
-        Placement copy = it->second; // placements[a] may grow the vector under `it`
-        placements[a] = copy;
-      }
-    }
-    if (packedWeightOfGemm.count(&op))
-      packedWeightOfGemm.try_emplace(&packedOp, packedWeightOfGemm.lookup(&op));
-    if (cachePlan.offsets.count(&op))
-      cachePlan.offsets.try_emplace(&packedOp, cachePlan.offsets.lookup(&op));
   }
-  for (unsigned i = 0; i < sequences; ++i)
-    if (auto it = placements.find(forward.getArgument(i)); it != placements.end()) {
-      Placement copy = it->second;
-      placements[forwardPacked.getArgument(i)] = copy;
-    }
-  return success();
+  if (isa<arith::ConstantOp, arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp>(op)) {
+    b->clone(*op, numbers);
+    return success();
+  }
+  return op->emitError("no host code for this number");
 }
 
-FailureOr<bool> HostLowering::perSequence(Operation *op, Value segments) {
-  if (!segments && packedMode)
-    return op->emitError("in @forward_packed this op needs the packed batch's segments (its "
-                         "rows are several sequences)");
-  if (segments && (!packedMode || (segments != packedSegments && segments != packedSourceSegments)))
-    return op->emitError("segments must be @forward_packed's sequence-lengths argument");
-  return bool(segments);
-}
-
-void HostLowering::compactLastRows() {
-  if (cachePlan.tailInputRoots.empty())
-    return;
-  forEachSequence(lengthsArg, Value(), [&](const SequenceSpan &s) {
-    Value last =
-        arith::SubIOp::create(*b, loc, arith::AddIOp::create(*b, loc, s.offset, s.rows), i64(1));
-    for (Value root : cachePlan.tailInputRoots) {
-      int64_t stride = placements[root].stride;
-      call(kernels->copy2d(), {rowPointer(root, last), i64(stride), rowPointer(root, s.index),
-                               i64(stride), i64(1), i64(stride)});
-    }
-  });
+LogicalResult HostLowering::emitOp(Operation *op) {
+  loc = op->getLoc();
+  if (training)
+    return emitBackwardKernel(op);
+  Value v = op->getResult(0);
+  if (v.getType().isF64())
+    return emitNumber(op);
+  Placement &p = placements[v];
+  if (p.storage != Storage::Scratch && p.storage != Storage::Output)
+    return success(); // parameters, derived weights, views: nothing to run
+  if (inFusedEmbeddingSum(op))
+    return success(); // the sum's one kernel computes it
+  emittingOp = op;
+  LogicalResult emitted =
+      profiled(op, [&](xfrt::KernelSpec &site) { return emitKernel(op, site); });
+  emittingOp = nullptr;
+  return emitted;
 }
 
 void HostLowering::emitPrepare(llvm::StringRef name) {

@@ -1,4 +1,4 @@
-//===- GemmEmitter.cpp - xf.gemm → a Halide GEMM call ----------------------===//
+//===- GemmEmitter.cpp - xf.gemm → a Halide GEMM call ---------------------===//
 //
 // The kernel emitter of xf.gemm (KernelEmitters.cpp): a call of its AOT Halide
 // pipeline (GemmKernel.cpp) on the input, the weight — packed at load when

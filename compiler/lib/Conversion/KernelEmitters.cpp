@@ -1,4 +1,4 @@
-//===- KernelEmitters.cpp - which emitter lowers which xf op ---------------===//
+//===- KernelEmitters.cpp - which emitter lowers which xf op --------------===//
 //
 // The host lowering's patterns: each kernel-producing xf op type maps to the
 // HostLowering method that emits its kernel call into the entry point being

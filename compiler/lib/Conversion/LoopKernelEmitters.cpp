@@ -1,4 +1,4 @@
-//===- LoopKernelEmitters.cpp - row-wise xf ops → scf loop kernel calls ----===//
+//===- LoopKernelEmitters.cpp - row-wise xf ops → scf loop kernel calls ---===//
 //
 // The kernel emitters of the ops that run as scf loop kernels (LoopKernels.h:
 // norms, softmax, embeddings, positions, elementwise ops), one per op

@@ -1,4 +1,4 @@
-//===- TrainingEmitters.cpp - @loss_and_gradients ops → kernel calls -------===//
+//===- TrainingEmitters.cpp - @loss_and_gradients ops → kernel calls ------===//
 //
 // The kernel emitters of the training step (docs/training.md), one per op
 // type of the backward pass, listed in backwardEmitters(): loop kernels of the

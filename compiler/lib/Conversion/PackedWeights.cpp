@@ -1,0 +1,63 @@
+//===- PackedWeights.cpp - GEMM weights packed at load --------------------===//
+//
+// A GEMM whose weight is a constant of the model takes it packed for its
+// register tiles (GemmKernelSpec::packedWeight): one derived buffer per weight
+// and layout, after the derived weights, filled once by xf_prepare through
+// the kernel's `<kernel>_pack`; the GEMM emitter reads it (packedWeightArg).
+//
+//===----------------------------------------------------------------------===//
+
+#include "HostLowering.h"
+
+#include <map>
+#include <tuple>
+
+using namespace mlir;
+using namespace mlir::xf;
+
+GemmKernelSpec HostLowering::gemmSpecOf(GemmOp gemm) {
+  Value weight = gemm.getWeight();
+  GemmKernelSpec spec =
+      gemmKernelSpecOf(gemm, isBf16(weight), options.bf16Activations, blocksOf(weight));
+  Storage s = placements[weight].storage;
+  // Training updates the parameters after every step: its kernels read them as stored.
+  spec.packedWeight = options.packWeightsAtLoad && !training &&
+                      (s == Storage::Parameter || s == Storage::Derived) &&
+                      canPackWeightAtLoad(spec);
+  spec.name = nameKernel(spec);
+  return spec;
+}
+
+/// One packed buffer per weight and layout (tile width; gated tiles
+/// interleave): GEMMs that read a weight the same way share it.
+void HostLowering::planPackedWeights() {
+  std::map<std::tuple<Operation *, unsigned, int64_t, bool>, int64_t> index;
+  forward.walk([&](GemmOp gemm) {
+    GemmKernelSpec spec = gemmSpecOf(gemm);
+    if (!spec.packedWeight)
+      return;
+    Value w = gemm.getWeight();
+    auto key = std::make_tuple(w.getDefiningOp(), cast<OpResult>(w).getResultNumber(),
+                               spec.schedule.tileCols, spec.epilogue == GemmEpilogue::SwiGlu);
+    auto [it, inserted] = index.try_emplace(key, int64_t(packedWeights.size()));
+    if (inserted)
+      packedWeights.push_back({w, spec});
+    packedWeightOfGemm[gemm] = it->second;
+  });
+}
+
+HalideBufferArg HostLowering::packedWeightArg(int64_t index) {
+  const GemmKernelSpec &spec = packedWeights[index].spec;
+  Type ptr = LLVM::LLVMPointerType::get(ctx);
+  if (emittingForward)
+    derivedForwardReads.insert(int64_t(derived.size()) + index);
+  Value at = LLVM::GEPOp::create(*b, loc, ptr, ptr, derivedArg,
+                                 ValueRange{i64(int64_t(derived.size()) + index)});
+  PackedWeightShape shape = packedWeightShape(spec);
+  HalideBufferArg arg{LLVM::LoadOp::create(*b, loc, ptr, at),
+                      {{i64(shape.lanes), i64(1)},
+                       {i64(shape.rows), i64(shape.lanes)},
+                       {i64(shape.tiles), i64(shape.rows * shape.lanes)}}};
+  arg.bf16 = spec.bf16Weights;
+  return arg;
+}
