@@ -15,6 +15,7 @@
 #include "xfrt/Cli.h"
 #include "xfrt/CudaGraphs.h"
 #include "xfrt/Device.h"
+#include "xfrt/DeviceCeilings.h"
 #include "xfrt/Embeddings.h"
 #include "xfrt/Generate.h"
 #include "xfrt/HalideErrors.h"
@@ -117,15 +118,16 @@ Status writeTraceFile(const std::string &path, const Manifest &m) {
   return Status::success();
 }
 
-// The roofline's ceilings: --peak, else measured once per machine and kept.
-MachineCeilings ceilingsFor(const Options &o) {
+// The roofline's ceilings: --peak, else measured once per machine (the GPU's for a CUDA
+// build) and kept.
+MachineCeilings ceilingsFor(const Options &o, const Manifest &m) {
   if (o.peakGflops > 0)
     return {o.peakGflops, o.peakGBs, "--peak"};
   const char *file = std::getenv("XF_MACHINE_FILE");
   std::string cache = file && *file ? file : defaultMachineCacheFile();
   int threads = o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency()));
   std::string note;
-  MachineCeilings c = machineCeilings(threads, cache, note);
+  MachineCeilings c = m.cuda ? deviceCeilings(cache, note) : machineCeilings(threads, cache, note);
   if (!note.empty())
     std::fprintf(stderr, "note: %s\n", note.c_str());
   return c;
@@ -135,7 +137,7 @@ MachineCeilings ceilingsFor(const Options &o) {
 Status reportProfile(const Options &o, const Manifest &m, int64_t l, int64_t lz, int runs) {
   profileStop();
   if (o.profile || !o.profileOut.empty()) {
-    MachineCeilings ceilings = ceilingsFor(o);
+    MachineCeilings ceilings = ceilingsFor(o, m);
     if (o.profile)
       std::fprintf(stderr, "%s", profileTable(m, l, lz, runs, &ceilings).c_str());
     if (!o.profileOut.empty())

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 
 #include <sys/stat.h>
@@ -90,14 +91,47 @@ std::string defaultMachineCacheFile() {
   return base + "/xf/machine.json";
 }
 
-MachineCeilings machineCeilings(int threads, const std::string &cacheFile, std::string &note) {
-  const bool avx512 = __builtin_cpu_supports("avx512f");
-  const std::string key = cpuModelName() + " | " + (avx512 ? "avx512" : "avx2") +
-                          " | " + std::to_string(threads) + " threads";
+namespace {
+// The cache file rewritten with `key`'s entry set (the others kept; numbers round-trip with
+// %.17g); "" on success, else why not.
+std::string keepEntry(const std::string &cacheFile, const JsonValue &root, const std::string &key,
+                      const MachineCeilings &c, double load) {
+  std::string text = "{\n";
+  bool first = true;
+  auto entry = [&](const std::string &k, double gflops, double gbs, double entryLoad) {
+    char numbers[160];
+    int n = std::snprintf(numbers, sizeof numbers, "{\"gflops\": %.17g, \"read_gbs\": %.17g",
+                          gflops, gbs);
+    if (entryLoad >= 0)
+      std::snprintf(numbers + n, sizeof numbers - n, ", \"load\": %.2f", entryLoad);
+    text += (first ? "  " : ",\n  ") + quoteJson(k) + ": " + numbers + "}";
+    first = false;
+  };
+  for (size_t i = 0; i < root.keys.size(); ++i) {
+    double gflops, gbs, entryLoad;
+    if (root.keys[i] != key && readCeilings(root.items[i], gflops, gbs, entryLoad))
+      entry(root.keys[i], gflops, gbs, entryLoad);
+  }
+  entry(key, c.gflops, c.readGBs, load);
+  text += "\n}\n";
+  std::string dir = cacheFile.substr(0, cacheFile.rfind('/'));
+  std::string parent = dir.substr(0, dir.rfind('/'));
+  ::mkdir(parent.c_str(), 0755);
+  ::mkdir(dir.c_str(), 0755);
+  if (Status s = writeFileAtomically(cacheFile, text.data(), text.size()); !s)
+    return s.message();
+  return "";
+}
+} // namespace
+
+MachineCeilings keptCeilings(const std::string &key, const std::string &cacheFile,
+                             std::string &note, int loadThreads,
+                             const std::function<Expected<MachineCeilings>()> &measure) {
   JsonValue root;
   bool keep = !cacheFile.empty();
   const int cpus = onlineCpus();
-  const double nowLoad = loadAverage();
+  const double nowLoad = loadThreads > 0 ? loadAverage() : -1;
+  const bool busyNow = loadThreads > 0 && measuredBusy(nowLoad, cpus, loadThreads);
   // A busy entry kept for want of a better one: the larger of it and a new measurement.
   double keptGflops = 0, keptGbs = 0;
   struct stat st;
@@ -109,10 +143,11 @@ MachineCeilings machineCeilings(int threads, const std::string &cacheFile, std::
       root = std::move(*parsed);
       double gflops, gbs, load;
       if (const JsonValue *e = root.find(key); e && readCeilings(*e, gflops, gbs, load)) {
-        if (!remeasureCeilings(load, nowLoad, cpus, threads))
+        if (loadThreads <= 0 || !remeasureCeilings(load, nowLoad, cpus, loadThreads)) {
+          bool busy = loadThreads > 0 && measuredBusy(load, cpus, loadThreads);
           return {gflops, gbs,
-                  "cache " + cacheFile +
-                      (measuredBusy(load, cpus, threads) ? ", measured " + loadNote(load, cpus) : "")};
+                  "cache " + cacheFile + (busy ? ", measured " + loadNote(load, cpus) : "")};
+        }
         keptGflops = gflops, keptGbs = gbs;
       }
     } else {
@@ -122,43 +157,33 @@ MachineCeilings machineCeilings(int threads, const std::string &cacheFile, std::
       keep = false;
     }
   }
-  MachinePeak peak = measurePeak(threads);
+  Expected<MachineCeilings> measured = measure();
+  if (!measured) {
+    note = "no roofline: " + measured.message();
+    return {};
+  }
   // Interference only lowers a peak: a kept busy entry above the new measurement still counts.
-  MachineCeilings c{std::max(peak.gflops, keptGflops), std::max(peak.readGBs, keptGbs),
-                    "measured"};
-  const std::string busy =
-      measuredBusy(nowLoad, cpus, threads) ? " " + loadNote(nowLoad, cpus) : "";
+  MachineCeilings c{std::max(measured->gflops, keptGflops), std::max(measured->readGBs, keptGbs),
+                    measured->source};
+  const std::string busy = busyNow ? " " + loadNote(nowLoad, cpus) : "";
   c.source += busy;
   if (!keep)
     return c;
-  // Keep the other machines' entries; numbers round-trip with %.17g.
-  std::string text = "{\n";
-  bool first = true;
-  auto entry = [&](const std::string &k, double gflops, double gbs, double load) {
-    char numbers[160];
-    int n = std::snprintf(numbers, sizeof numbers,
-                          "{\"gflops\": %.17g, \"read_gbs\": %.17g", gflops, gbs);
-    if (load >= 0)
-      std::snprintf(numbers + n, sizeof numbers - n, ", \"load\": %.2f", load);
-    text += (first ? "  " : ",\n  ") + quoteJson(k) + ": " + numbers + "}";
-    first = false;
-  };
-  for (size_t i = 0; i < root.keys.size(); ++i) {
-    double gflops, gbs, load;
-    if (root.keys[i] != key && readCeilings(root.items[i], gflops, gbs, load))
-      entry(root.keys[i], gflops, gbs, load);
-  }
-  entry(key, c.gflops, c.readGBs, nowLoad);
-  text += "\n}\n";
-  std::string dir = cacheFile.substr(0, cacheFile.rfind('/'));
-  std::string parent = dir.substr(0, dir.rfind('/'));
-  ::mkdir(parent.c_str(), 0755);
-  ::mkdir(dir.c_str(), 0755);
-  if (Status s = writeFileAtomically(cacheFile, text.data(), text.size()); !s)
-    note = "cannot keep the machine's ceilings: " + s.message();
+  if (std::string why = keepEntry(cacheFile, root, key, c, nowLoad); !why.empty())
+    note = "cannot keep the machine's ceilings: " + why;
   else
-    c.source = "measured" + busy + ", kept in " + cacheFile;
+    c.source += ", kept in " + cacheFile;
   return c;
+}
+
+MachineCeilings machineCeilings(int threads, const std::string &cacheFile, std::string &note) {
+  const bool avx512 = __builtin_cpu_supports("avx512f");
+  const std::string key = cpuModelName() + " | " + (avx512 ? "avx512" : "avx2") + " | " +
+                          std::to_string(threads) + " threads";
+  return keptCeilings(key, cacheFile, note, threads, [threads]() -> Expected<MachineCeilings> {
+    MachinePeak peak = measurePeak(threads);
+    return MachineCeilings{peak.gflops, peak.readGBs, "measured"};
+  });
 }
 
 } // namespace xfrt

@@ -200,10 +200,9 @@ std::vector<KernelTotals> kernelTotals(const Manifest &m, double &totalUs) {
   return sorted;
 }
 
-// The ceilings are the CPU's (MachinePeak.h): no roofline for kernels on the GPU.
-bool usable(const MachineCeilings *c) {
-  return c && c->gflops > 0 && c->readGBs > 0 && !recorder.onDevice;
-}
+// The CPU's ceilings (MachinePeak.h), or the GPU's for kernels on the device
+// (DeviceCeilings.h); zero where they could not be measured.
+bool usable(const MachineCeilings *c) { return c && c->gflops > 0 && c->readGBs > 0; }
 
 } // namespace
 
@@ -247,7 +246,10 @@ std::string profileTable(const Manifest &m, int64_t l, int64_t lz, int runs,
   out += line;
   if (roofline) {
     std::snprintf(line, sizeof line,
-                  "roofline: FMA peak %.1f GFLOP/s, read bandwidth %.1f GB/s (%s)\n",
+                  recorder.onDevice
+                      ? "roofline: GPU FP32 peak %.1f GFLOP/s, memory bandwidth %.1f GB/s "
+                        "(device copy, read + write) (%s)\n"
+                      : "roofline: FMA peak %.1f GFLOP/s, read bandwidth %.1f GB/s (%s)\n",
                   ceilings->gflops, ceilings->readGBs, ceilings->source.c_str());
     out += line;
   }

@@ -12,7 +12,9 @@
  * (arguments: device addresses as d<allocation>+<offset>, scalars as integers),
  * then `launches <n>` (kernels launched one by one). Events (cuEventRecord) are stamped with the
  * number of launches so far; cuEventElapsedTime reports 1 µs per launch between two events, so a
- * profile's device times are launch counts the tests can check exactly.
+ * profile's device times are launch counts the tests can check exactly. A device-to-device copy
+ * takes no time unless $XF_CUDA_STAND_IN_COPY_GBS=R gives it 2n/R ns (the GPU roofline's
+ * bandwidth measurement then reads R GB/s).
  *
  * Streams, stream capture and CUDA graphs (cuStreamBeginCapture_v2 ... cuGraphLaunch): a kernel
  * launched on a capturing stream becomes a node (logged `capture <entry> grid ...`), nothing
@@ -167,6 +169,9 @@ CUresult cuDeviceGetAttribute(int *value, int attribute, CUdevice dev) {
   case 10:
     *value = 32;
     break; /* warp size */
+  case 13:
+    *value = 1980000;
+    break; /* clock rate, kHz */
   case 16:
     *value = 132;
     break; /* multiprocessors */
@@ -355,8 +360,13 @@ CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *s) {
   (void)s;
   return cuMemcpyDtoH_v2(dst, src, n);
 }
+/* Nanoseconds the device copies took on the event clock (below). */
+static unsigned long long copyNanoseconds;
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, void *s) {
   (void)s;
+  const char *rate = getenv("XF_CUDA_STAND_IN_COPY_GBS");
+  if (rate && atof(rate) > 0)
+    copyNanoseconds += (unsigned long long)(2.0 * (double)n / atof(rate));
   return cuMemcpyDtoD_v2(dst, src, n);
 }
 CUresult cuMemcpy3D_v2(const void *copy) {
@@ -403,8 +413,9 @@ CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, u
   return kSuccess;
 }
 
-/* Events: stamped with the kernels launched before them, one by one or in graphs (1 µs each
- * between two events). */
+/* Events: stamped in nanoseconds with the kernels launched before them, one by one or in graphs
+ * (1 µs each between two events), and with $XF_CUDA_STAND_IN_COPY_GBS=R the asynchronous
+ * device copies (2n bytes, read and written, at R GB/s). */
 CUresult cuEventCreate(unsigned long long **event, unsigned flags) {
   (void)flags;
   *event = calloc(1, sizeof(unsigned long long));
@@ -417,7 +428,7 @@ CUresult cuEventDestroy_v2(unsigned long long *event) {
 CUresult cuEventRecord(unsigned long long *event, void *stream) {
   if (capture && stream == capturingStream && refusedByCapture())
     return kCaptureUnsupported;
-  *event = launches + graphKernels;
+  *event = (launches + graphKernels) * 1000ull + copyNanoseconds;
   return kSuccess;
 }
 CUresult cuEventSynchronize(unsigned long long *event) {
@@ -425,7 +436,7 @@ CUresult cuEventSynchronize(unsigned long long *event) {
   return refusedByCapture() ? kCaptureUnsupported : kSuccess;
 }
 CUresult cuEventElapsedTime(float *ms, unsigned long long *start, unsigned long long *end) {
-  *ms = (float)(*end - *start) / 1000.0f;
+  *ms = (float)((double)(*end - *start) / 1e6);
   return kSuccess;
 }
 

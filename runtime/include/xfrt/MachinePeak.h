@@ -12,6 +12,9 @@
 #ifndef XFRT_MACHINEPEAK_H
 #define XFRT_MACHINEPEAK_H
 
+#include "xfrt/Status.h"
+
+#include <functional>
 #include <string>
 
 namespace xfrt {
@@ -63,6 +66,13 @@ struct MachineCeilings {
   std::string source;
 };
 MachineCeilings machineCeilings(int threads, const std::string &cacheFile, std::string &note);
+// The same cache for any machine's ceilings (the GPU's: DeviceCeilings.h): the entry under
+// `key`, else measure()'s, kept there. loadThreads > 0: the entry follows the load rules above
+// for a measurement on that many threads; 0: a kept entry is read as it is. A measurement that
+// fails leaves zero ceilings (no roofline) and says why in `note`.
+MachineCeilings keptCeilings(const std::string &key, const std::string &cacheFile,
+                             std::string &note, int loadThreads,
+                             const std::function<Expected<MachineCeilings>()> &measure);
 // The 1-minute load average (/proc/loadavg; -1 where it cannot be read).
 double loadAverage();
 // Whether a measurement on `threads` threads shares the CPUs with other work: the load
