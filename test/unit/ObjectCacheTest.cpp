@@ -378,6 +378,21 @@ TEST(ObjectKeys, EveryGemmFieldChangesTheKey) {
       [](GemmKernelSpec &s) { s.schedule.gemvRowsBelow = 0; },
       [](GemmKernelSpec &s) { s.schedule.gemvRowsPerPass = 8; },
       [](GemmKernelSpec &s) { s.schedule.gemvTasks = 3; },
+      [](GemmKernelSpec &s) { s.gpuSchedule.registerTiles = false; },
+      [](GemmKernelSpec &s) { s.gpuSchedule.regTileCols = 32; },
+      [](GemmKernelSpec &s) { s.gpuSchedule.regTileRows = 16; },
+      [](GemmKernelSpec &s) { s.gpuSchedule.regTallRows = 256; },
+      [](GemmKernelSpec &s) { s.gpuSchedule.regTallTileRows = 64; },
+      [](GemmKernelSpec &s) { s.gpuSchedule.regThreadRows = 2; },
+      [](GemmKernelSpec &s) { s.gpuSchedule.regUnrollK = 4; },
+      [](GemmKernelSpec &s) { s.gpuSchedule.tileCols = 128; },
+      [](GemmKernelSpec &s) { s.gpuSchedule.tileRows = 64; },
+      [](GemmKernelSpec &s) { s.gpuSchedule.threadCols = 8; },
+      [](GemmKernelSpec &s) { s.gpuSchedule.threadRows = 8; },
+      [](GemmKernelSpec &s) { s.gpuSchedule.sliceK = 32; },
+      [](GemmKernelSpec &s) { s.gpuSchedule.gemvCols = 64; },
+      [](GemmKernelSpec &s) { s.gpuSchedule.gemvSlices = 8; },
+      [](GemmKernelSpec &s) { s.gpuSchedule.gemvLaneCols = 4; },
   };
   EXPECT_EQ(distinctKeys(base, changes, gemmObjectKey), changes.size() + 1);
   EXPECT_EQ(gemmObjectKey(base, kTarget), gemmObjectKey(base, kTarget));

@@ -112,6 +112,7 @@ static mlir::LogicalResult buildPipeline(Emit action, mlir::PassManager &pm) {
   options.fusion = fusionOptions();
   options.defaults.vectorWidth = shape->floatsPerVector;
   options.defaults.vectorRegisters = shape->registers;
+  options.defaults.cuda = mlir::xf::isCudaTarget(target);
   llvm::StringMap<mlir::xf::WeightBlocks> blocks;
   if (mlir::failed(quantizedLikeBlocks(blocks)))
     return mlir::failure();

@@ -152,6 +152,8 @@ GemmKernelSpec mlir::xf::gemmKernelSpecOf(GemmOp op, bool bf16Weight, bool bf16A
   spec.epilogue = epilogueOf(op.getActivation());
   if (GemmScheduleAttr schedule = op.getScheduleAttr())
     spec.schedule = gemmScheduleOf(schedule);
+  if (GpuGemmScheduleAttr schedule = op.getGpuScheduleAttr())
+    spec.gpuSchedule = gpuGemmScheduleOf(schedule);
   return spec;
 }
 

@@ -41,6 +41,20 @@ std::string scheduleKey(const GemmSchedule &schedule) {
       .str();
 }
 
+std::string scheduleKey(const GpuGemmSchedule &schedule) {
+  const auto &[registerTiles, regTileCols, regTileRows, regTallRows, regTallTileRows,
+               regThreadRows, regUnrollK, tileCols, tileRows, threadCols, threadRows, sliceK,
+               gemvCols, gemvSlices, gemvLaneCols] = schedule;
+  return llvm::formatv("gpu schedule registerTiles={0} regTileCols={1} regTileRows={2} "
+                       "regTallRows={3} regTallTileRows={4} regThreadRows={5} regUnrollK={6} "
+                       "tileCols={7} tileRows={8} threadCols={9} threadRows={10} sliceK={11} "
+                       "gemvCols={12} gemvSlices={13} gemvLaneCols={14}\n",
+                       registerTiles, regTileCols, regTileRows, regTallRows, regTallTileRows,
+                       regThreadRows, regUnrollK, tileCols, tileRows, threadCols, threadRows,
+                       sliceK, gemvCols, gemvSlices, gemvLaneCols)
+      .str();
+}
+
 std::string scheduleKey(const AttentionSchedule &schedule) {
   const auto &[queryBlock, keyBlock, rowTile, decodeKeyTile] = schedule;
   return llvm::formatv("schedule queryBlock={0} keyBlock={1} rowTile={2} decodeKeyTile={3}\n",
@@ -52,7 +66,7 @@ std::string scheduleKey(const AttentionSchedule &schedule) {
 
 std::string mlir::xf::gemmObjectKey(const GemmKernelSpec &spec, llvm::StringRef halideTarget) {
   const auto &[name, K, N, transposeWeight, bf16Weights, bf16Activations, weightBlocks,
-               packedWeight, hasBias, hasResidual, epilogue, schedule] = spec;
+               packedWeight, hasBias, hasResidual, epilogue, schedule, gpuSchedule] = spec;
   return kernelPrelude(halideTarget) +
          llvm::formatv("gemm name={0} K={1} N={2} transposeWeight={3} bf16Weights={4} "
                        "bf16Activations={5} weightBlocks={9} packedWeight={10} hasBias={6} "
@@ -60,7 +74,7 @@ std::string mlir::xf::gemmObjectKey(const GemmKernelSpec &spec, llvm::StringRef 
                        name, K, N, transposeWeight, bf16Weights, bf16Activations, hasBias,
                        hasResidual, int(epilogue), weightBlocksName(weightBlocks), packedWeight)
              .str() +
-         scheduleKey(schedule);
+         scheduleKey(schedule) + scheduleKey(gpuSchedule);
 }
 
 std::string mlir::xf::attentionObjectKey(const AttentionKernelSpec &spec,

@@ -8,7 +8,9 @@
 // schedule tuned for the float32 kernel of the same shape is never applied
 // to them.
 // Entries are parsed as schedule attributes, so an entry edited into an
-// illegal schedule fails with the attribute verifier's message.
+// illegal schedule fails with the attribute verifier's message. A GEMM's
+// entry is a #xf.gemm_schedule (`schedule`) or, for a CUDA target, a
+// #xf.gpu_gemm_schedule (`gpu_schedule`).
 //
 //===----------------------------------------------------------------------===//
 
@@ -93,7 +95,7 @@ struct ApplyTuningDatabasePass : xf::impl::ApplyTuningDatabaseBase<ApplyTuningDa
       std::string error;
       FailureOr<Attribute> schedule = parseSchedule(ctx, entry->schedule, error);
       bool fits = succeeded(schedule) &&
-                  (isa<GemmOp>(k.op)        ? isa<GemmScheduleAttr>(*schedule)
+                  (isa<GemmOp>(k.op)        ? isa<GemmScheduleAttr, GpuGemmScheduleAttr>(*schedule)
                    : isa<AttentionOp>(k.op) ? isa<AttentionScheduleAttr>(*schedule)
                                             : isa<LoopScheduleAttr>(*schedule));
       if (!fits) {
@@ -102,8 +104,10 @@ struct ApplyTuningDatabasePass : xf::impl::ApplyTuningDatabaseBase<ApplyTuningDa
                           << (error.empty() ? "not a schedule of this kind of kernel" : error);
         return signalPassFailure();
       }
-      k.op->setAttr(isLoopKernelOp(k.op) ? XfDialect::kLoopScheduleAttrName : "schedule",
-                    *schedule);
+      llvm::StringRef name = isLoopKernelOp(k.op) ? llvm::StringRef(XfDialect::kLoopScheduleAttrName)
+                             : isa<GpuGemmScheduleAttr>(*schedule) ? "gpu_schedule"
+                                                                   : "schedule";
+      k.op->setAttr(name, *schedule);
       k.op->setAttr("xf.tuned", UnitAttr::get(ctx));
     }
     if (repeatsForward(forward))

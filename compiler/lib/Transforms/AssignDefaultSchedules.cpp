@@ -6,7 +6,8 @@
 // defaultGemmSchedule, defaultAttentionSchedule); loop kernels get tasks of
 // ~64 KiB of rows (KernelSchedules.h: defaultLoopSchedule). Schedules already present
 // (from the tuning database or written by hand) are kept but must fit the
-// target: a register tile of whole vectors.
+// target: a register tile of whole vectors. CUDA targets' GEMMs also get
+// the GPU schedule (HalideKernels.h: GpuGemmSchedule's defaults).
 //
 //===----------------------------------------------------------------------===//
 
@@ -63,6 +64,12 @@ struct AssignDefaultSchedulesPass
           gemm.emitOpError() << "schedule tile_cols = " << tileCols
                              << " is not a multiple of the target's vector width (" << lanes
                              << " float32 lanes)";
+          return WalkResult::interrupt();
+        }
+        if (cuda && !gemm.getGpuScheduleAttr())
+          gemm.setGpuScheduleAttr(gpuGemmScheduleAttr(ctx, GpuGemmSchedule()));
+        if (!cuda && gemm.getGpuScheduleAttr()) {
+          gemm.emitOpError() << "has a gpu_schedule, but the target is not CUDA";
           return WalkResult::interrupt();
         }
       }

@@ -30,7 +30,8 @@ GemmOp createGemm(PatternRewriter &rewriter, Operation *at, Type type,
                   Activation activation, bool transposeWeight) {
   return GemmOp::create(rewriter, at->getLoc(), type, input, weight, bias,
                         residual, activation, transposeWeight,
-                        /*schedule=*/GemmScheduleAttr());
+                        /*schedule=*/GemmScheduleAttr(),
+                        /*gpu_schedule=*/GpuGemmScheduleAttr());
 }
 
 struct LinearToGemm : OpRewritePattern<LinearOp> {

@@ -166,3 +166,108 @@ func.func @gemm_schedule_on_softmax(%x: tensor<?x8xf32>) -> tensor<?x8xf32> {
   %s = xf.softmax %x {xf.loop_schedule = #xf.attention_schedule<query_block = 64, key_block = 64, row_tile = 4, decode_key_tile = 4>} : tensor<?x8xf32>
   return %s : tensor<?x8xf32>
 }
+
+// -----
+
+// expected-error @+1 {{reg_tile_cols = 2 is out of range [4, 256]}}
+func.func @gpu_case0() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 2, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{reg_unroll_k = 0 is out of range [1, 64]}}
+func.func @gpu_case1() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 0, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{gemv_lane_cols = 33 is out of range [1, 32]}}
+func.func @gpu_case2() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 33>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{reg_tile_cols = 66 must be a multiple of a thread's columns = 4}}
+func.func @gpu_case3() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 66, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{reg_tile_rows = 6 must be a multiple of reg_thread_rows = 4}}
+func.func @gpu_case4() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 6, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{reg_tall_tile_rows = 30 must be a multiple of reg_thread_rows = 4}}
+func.func @gpu_case5() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 30, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{the register path needs 4096 threads a block (at most 1024)}}
+func.func @gpu_case6() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 256, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 256, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{tile_cols = 66 must be a multiple of thread_cols = 4}}
+func.func @gpu_case7() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 66, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{tile_rows = 30 must be a multiple of thread_rows = 4}}
+func.func @gpu_case8() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 30, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{tile_cols = 60 must be a multiple of tile_rows / thread_rows = 8}}
+func.func @gpu_case9() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 60, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{slice_k = 12 must be a multiple of tile_rows / thread_rows = 8}}
+func.func @gpu_case10() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 12, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{the staged path needs 2048 threads a block (at most 1024)}}
+func.func @gpu_case11() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 256, tile_rows = 32, thread_cols = 1, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{a register tile of thread_rows × thread_cols = 8 × 16 exceeds 64 accumulators}}
+func.func @gpu_case12() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 64, thread_cols = 16, thread_rows = 8, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{the staged path's tile and slice need 86016 bytes of shared memory (at most 49152)}}
+func.func @gpu_case13() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 128, tile_rows = 64, thread_cols = 8, thread_rows = 8, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{the [K, N] GEMV path needs 2048 threads a block (at most 1024)}}
+func.func @gpu_case14() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 64, gemv_slices = 32, gemv_lane_cols = 8>} {
+  return
+}

@@ -101,6 +101,26 @@ struct GemmSchedule {
   int64_t gemvTasks = 0;
 };
 
+/// The CUDA GEMM's schedule (GemmScheduleCuda.cpp, #xf.gpu_gemm_schedule);
+/// the defaults are the fixed schedule of docs/gpu.md. Fixed, not knobs: a
+/// register-path thread's 4 columns (one 16-byte load), M <= 4 for the
+/// GEMV path, 32 lanes per [N, K] GEMV column (a warp).
+struct GpuGemmSchedule {
+  /// [K, N] weights whose N is a multiple of regTileCols take the register
+  /// path (accumulators in registers over all of K); false: the staged path.
+  bool registerTiles = true;
+  int64_t regTileCols = 64, regTileRows = 8; // register path: a block's tile
+  int64_t regTallRows = 512;                 // from this M on, blocks of regTallTileRows rows
+  int64_t regTallTileRows = 32;
+  int64_t regThreadRows = 4; // a thread's tile: 4 columns × this
+  int64_t regUnrollK = 8;    // K unrolled (when it divides K)
+  int64_t tileCols = 64, tileRows = 32;    // staged path: a block's tile
+  int64_t threadCols = 4, threadRows = 4;  // staged path: a thread's register tile
+  int64_t sliceK = 16;                     // staged path: K per shared-memory stage
+  int64_t gemvCols = 32, gemvSlices = 16;  // [K, N] GEMV block: columns × K slices
+  int64_t gemvLaneCols = 8;                // [N, K] GEMV block: columns (× 32 lanes)
+};
+
 /// The shape of a CPU's vector unit, which the default schedules follow.
 struct VectorShape {
   int64_t floatsPerVector = 16; // 16 with AVX-512, 8 with AVX2, 4 with SSE/NEON
@@ -175,6 +195,7 @@ struct GemmKernelSpec {
   bool hasBias = false, hasResidual = false;
   GemmEpilogue epilogue = GemmEpilogue::None; // out = act(x·W + b) + residual
   GemmSchedule schedule;
+  GpuGemmSchedule gpuSchedule; // CUDA targets only
 };
 
 /// Whether a GEMM whose weight is a constant of the model can take it packed

@@ -1,6 +1,7 @@
 //===- KernelSchedules.h - schedule attributes ⇄ generator knobs -*- C++ -*-===//
 //
-// The typed schedule attributes (#xf.gemm_schedule, #xf.attention_schedule)
+// The typed schedule attributes (#xf.gemm_schedule, #xf.gpu_gemm_schedule,
+// #xf.attention_schedule)
 // carry exactly the knobs of the Halide generators' schedule structs; these
 // are the two directions, field by field, checked by the compiler.
 //
@@ -28,6 +29,26 @@ inline GemmSchedule gemmScheduleOf(GemmScheduleAttr a) {
 inline GemmScheduleAttr gemmScheduleAttr(MLIRContext *ctx, const GemmSchedule &s) {
   return GemmScheduleAttr::get(ctx, s.tileCols, s.tileRows, s.kBlock, s.packWeights, s.rowsPerTask,
                                s.panelCols, s.gemvRowsBelow, s.gemvRowsPerPass, s.gemvTasks);
+}
+
+inline GpuGemmSchedule gpuGemmScheduleOf(GpuGemmScheduleAttr a) {
+  GpuGemmSchedule s;
+  s.registerTiles = a.getRegisterTiles(), s.regTileCols = a.getRegTileCols();
+  s.regTileRows = a.getRegTileRows(), s.regTallRows = a.getRegTallRows();
+  s.regTallTileRows = a.getRegTallTileRows(), s.regThreadRows = a.getRegThreadRows();
+  s.regUnrollK = a.getRegUnrollK(), s.tileCols = a.getTileCols(), s.tileRows = a.getTileRows();
+  s.threadCols = a.getThreadCols(), s.threadRows = a.getThreadRows(), s.sliceK = a.getSliceK();
+  s.gemvCols = a.getGemvCols(), s.gemvSlices = a.getGemvSlices();
+  s.gemvLaneCols = a.getGemvLaneCols();
+  return s;
+}
+
+inline GpuGemmScheduleAttr gpuGemmScheduleAttr(MLIRContext *ctx, const GpuGemmSchedule &s) {
+  return GpuGemmScheduleAttr::get(ctx, s.registerTiles, s.regTileCols, s.regTileRows,
+                                  s.regTallRows, s.regTallTileRows, s.regThreadRows,
+                                  s.regUnrollK, s.tileCols, s.tileRows, s.threadCols,
+                                  s.threadRows, s.sliceK, s.gemvCols, s.gemvSlices,
+                                  s.gemvLaneCols);
 }
 
 inline AttentionSchedule attentionScheduleOf(AttentionScheduleAttr a) {

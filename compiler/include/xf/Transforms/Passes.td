@@ -123,7 +123,9 @@ def AssignDefaultSchedules : Pass<"xf-assign-schedules", "func::FuncOp"> {
     panel packed per K block, parallel over column panels × row blocks;
     attention score tiles of 4 vectors. Existing schedules (tuned ones) are
     kept, and checked against the target: register tiles must be whole
-    vectors.
+    vectors. With `cuda`, each xf.gemm without a `gpu_schedule` gets the
+    CUDA default (`#xf.gpu_gemm_schedule`, docs/gpu.md); without it a
+    `gpu_schedule` is an error (no CPU kernel reads it).
   }];
   let options = [
     Option<"vectorWidth", "vector-width", "int64_t", "16",
@@ -132,7 +134,9 @@ def AssignDefaultSchedules : Pass<"xf-assign-schedules", "func::FuncOp"> {
            "vector registers of the target">,
     ListOption<"blockParameters", "block-parameters", "std::string",
                "parameters kept in ggml blocks, NAME=q8_0|q4_0|q4_1 (xfc --quantized-like): "
-               "their GEMMs get the block default (K blocks of 256)">
+               "their GEMMs get the block default (K blocks of 256)">,
+    Option<"cuda", "cuda", "bool", "false",
+           "a CUDA target: GEMMs also get a #xf.gpu_gemm_schedule (gpu_schedule)">
   ];
   let dependentDialects = ["xf::XfDialect"];
 }

@@ -363,7 +363,8 @@ GemmCpuFuncs defineGemmCpu(const GemmKernelSpec &spec, const GemmInputs &in, int
 // ---- CUDA --------------------------------------------------------------
 
 bool usesCudaRegisterTiles(const GemmKernelSpec &spec) {
-  return !spec.transposeWeight && spec.N % kCudaRegTileCols == 0;
+  const GpuGemmSchedule &s = spec.gpuSchedule;
+  return s.registerTiles && !spec.transposeWeight && spec.N % s.regTileCols == 0;
 }
 
 namespace {
@@ -377,12 +378,12 @@ void defineCudaGemv(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
   Var n = f.n, m = f.m, g = f.g, s = f.s, l = f.l;
   f.gemvSum(n, g, m) = 0.f;
   if (!spec.transposeWeight) {
-    const int sliceLen = ceilDiv(K, kCudaGemvSlices);
+    const int slices = int(spec.gpuSchedule.gemvSlices), sliceLen = ceilDiv(K, slices);
     RDom j(0, sliceLen, "j");
     f.gemvDot(n, g, m, s) = 0.f;
     f.gemvDot(n, g, m, s) += f.xPadded(s * sliceLen + j, m) * f.w(n, g, s * sliceLen + j);
     f.gemvPart(n, g, m, s) = f.gemvDot(n, g, m, s);
-    RDom rs(0, kCudaGemvSlices, "rs");
+    RDom rs(0, slices, "rs");
     f.gemvSum(n, g, m) += f.gemvPart(n, g, m, rs);
     f.dotVar = j.x, f.sumVar = rs.x;
   } else {
@@ -427,11 +428,11 @@ GemmCudaFuncs defineGemmCuda(const GemmKernelSpec &spec, const GemmInputs &in) {
     // accumulators.
     f.xTile(k, m) = f.xPadded(k, m);
     f.wTile(n, g, k) = f.w(n, g, k);
-    f.rk = RDom(0, kCudaSliceK, "rk");
+    const int sliceK = int(spec.gpuSchedule.sliceK);
+    f.rk = RDom(0, sliceK, "rk");
     f.sliceDot(n, g, m, ks) = 0.f;
-    f.sliceDot(n, g, m, ks) +=
-        f.xTile(ks * kCudaSliceK + f.rk, m) * f.wTile(n, g, ks * kCudaSliceK + f.rk);
-    f.rs = RDom(0, ceilDiv(K, kCudaSliceK), "slice");
+    f.sliceDot(n, g, m, ks) += f.xTile(ks * sliceK + f.rk, m) * f.wTile(n, g, ks * sliceK + f.rk);
+    f.rs = RDom(0, ceilDiv(K, sliceK), "slice");
     f.prod(n, g, m) = 0.f;
     f.prod(n, g, m) += f.sliceDot(n, g, m, f.rs);
     sum = f.prod;

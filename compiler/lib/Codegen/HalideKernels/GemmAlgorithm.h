@@ -74,14 +74,11 @@ struct GemmCpuFuncs {
 GemmCpuFuncs defineGemmCpu(const GemmKernelSpec &spec, const GemmInputs &in, int vw,
                            bool nativeHalf);
 
-/// The CUDA GEMM's tile sizes (GemmScheduleCuda.cpp).
-constexpr int kCudaTileCols = 64, kCudaTileRows = 32; // staged: a block's tile of out
-constexpr int kCudaSliceK = 16;                       // staged: K per shared-memory stage
-constexpr int kCudaRegTileCols = 64;                  // register: a block's tile columns
-constexpr int kCudaRegThreadCols = 4;                 // register: a thread's (one vector load)
-constexpr int kCudaGemvRows = 4;                      // M up to this takes the GEMV path
-constexpr int kCudaGemvSlices = 16;                   // [K, N] GEMV: K slices a block
-constexpr int kCudaLanes = 32;                        // [N, K] GEMV: lanes a column
+/// The CUDA GEMM's fixed sizes; the rest are spec.gpuSchedule's
+/// (#xf.gpu_gemm_schedule, GemmScheduleCuda.cpp).
+constexpr int kCudaRegThreadCols = 4; // register: a thread's columns (one vector load)
+constexpr int kCudaGemvRows = 4;      // M up to this takes the GEMV path
+constexpr int kCudaLanes = 32;        // [N, K] GEMV: lanes a column (a warp)
 
 /// The CUDA GEMM's Funcs: gates g (2 for SwiGLU) as a dimension of the sums.
 struct GemmCudaFuncs {
@@ -102,7 +99,7 @@ struct GemmCudaFuncs {
   int gates = 1;
 };
 /// The register path reads W's columns without clamping (vector loads along
-/// N): every block tile lies inside N.
+/// N): every block tile lies inside N. Taken where spec.gpuSchedule allows it.
 bool usesCudaRegisterTiles(const GemmKernelSpec &spec);
 /// Defines the CUDA GEMM of a validated `spec`.
 GemmCudaFuncs defineGemmCuda(const GemmKernelSpec &spec, const GemmInputs &in);

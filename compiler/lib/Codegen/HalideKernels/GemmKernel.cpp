@@ -37,7 +37,7 @@ llvm::Expected<KernelPipeline> buildGemmCuda(const GemmKernelSpec &spec, bool gp
   GemmCudaFuncs f = defineGemmCuda(spec, in);
   constrainGemmBuffers(spec, in, f.out);
   // The register path loads kCudaRegThreadCols columns at once: rows of W 16-byte aligned (a
-  // weight's own allocation, its columns a multiple of kCudaRegTileCols; checked when the
+  // weight's own allocation, its columns a multiple of reg_tile_cols; checked when the
   // pipeline runs).
   if (f.registerTiles)
     in.weight.dim(1).set_stride(in.weight.dim(1).stride() / kCudaRegThreadCols *

@@ -23,7 +23,7 @@ void scheduleTiledCpu(const GemmKernelSpec &spec, GemmCpuFuncs &f);
 
 /// CUDA, M <= kCudaGemvRows: one block per group of columns (a specialization).
 void scheduleGemvCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f);
-/// CUDA, [K, N] weights with N a multiple of kCudaRegTileCols: accumulators in registers.
+/// CUDA, [K, N] weights with N a multiple of gpuSchedule.regTileCols: accumulators in registers.
 void scheduleRegisterGemmCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f);
 /// CUDA, the other GEMMs: K slices staged in shared memory.
 void scheduleStagedGemmCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f);

@@ -12,6 +12,8 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/TypeSwitch.h"
 
+#include <algorithm>
+
 using namespace mlir;
 using namespace mlir::xf;
 
@@ -59,6 +61,74 @@ LogicalResult GemmScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitEr
   if (panelCols % tileCols != 0)
     return emitError() << "#xf.gemm_schedule: panel_cols = " << panelCols
                        << " must be a multiple of tile_cols = " << tileCols;
+  return success();
+}
+
+// What a CUDA block can hold: 1024 threads and 48 KiB of static shared
+// memory; the GEMV path's thread counts stay within a block too. A thread's
+// register tile is unrolled code (both gates of SwiGLU), so it is bounded.
+LogicalResult GpuGemmScheduleAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, bool registerTiles, int64_t regTileCols,
+    int64_t regTileRows, int64_t regTallRows, int64_t regTallTileRows, int64_t regThreadRows,
+    int64_t regUnrollK, int64_t tileCols, int64_t tileRows, int64_t threadCols,
+    int64_t threadRows, int64_t sliceK, int64_t gemvCols, int64_t gemvSlices,
+    int64_t gemvLaneCols) {
+  auto range = [&](llvm::StringRef name, int64_t v, int64_t lo, int64_t hi) {
+    return inRange(emitError, "gpu_gemm_schedule", name, v, lo, hi);
+  };
+  if (failed(range("reg_tile_cols", regTileCols, 4, 256)) ||
+      failed(range("reg_tile_rows", regTileRows, 1, 256)) ||
+      failed(range("reg_tall_rows", regTallRows, 1, 1 << 20)) ||
+      failed(range("reg_tall_tile_rows", regTallTileRows, 1, 256)) ||
+      failed(range("reg_thread_rows", regThreadRows, 1, 16)) ||
+      failed(range("reg_unroll_k", regUnrollK, 1, 64)) ||
+      failed(range("tile_cols", tileCols, 1, 256)) || failed(range("tile_rows", tileRows, 1, 256)) ||
+      failed(range("thread_cols", threadCols, 1, 16)) ||
+      failed(range("thread_rows", threadRows, 1, 16)) || failed(range("slice_k", sliceK, 1, 256)) ||
+      failed(range("gemv_cols", gemvCols, 1, 1024)) ||
+      failed(range("gemv_slices", gemvSlices, 1, 1024)) ||
+      failed(range("gemv_lane_cols", gemvLaneCols, 1, 32)))
+    return failure();
+  auto multiple = [&](llvm::StringRef name, int64_t v, llvm::StringRef ofName,
+                      int64_t of) -> LogicalResult {
+    if (v % of == 0)
+      return success();
+    return emitError() << "#xf.gpu_gemm_schedule: " << name << " = " << v
+                       << " must be a multiple of " << ofName << " = " << of;
+  };
+  auto threads = [&](llvm::StringRef what, int64_t count) -> LogicalResult {
+    if (count <= 1024)
+      return success();
+    return emitError() << "#xf.gpu_gemm_schedule: " << what << " needs " << count
+                       << " threads a block (at most 1024)";
+  };
+  // Register path: a thread loads 4 columns as one vector.
+  if (failed(multiple("reg_tile_cols", regTileCols, "a thread's columns", 4)) ||
+      failed(multiple("reg_tile_rows", regTileRows, "reg_thread_rows", regThreadRows)) ||
+      failed(multiple("reg_tall_tile_rows", regTallTileRows, "reg_thread_rows", regThreadRows)) ||
+      failed(threads("the register path",
+                     regTileCols / 4 * std::max(regTileRows, regTallTileRows) / regThreadRows)))
+    return failure();
+  // Staged path: the block's threads also copy each slice (x along the
+  // slice by tile_rows / thread_rows, W along its contiguous axis).
+  if (failed(multiple("tile_cols", tileCols, "thread_cols", threadCols)) ||
+      failed(multiple("tile_rows", tileRows, "thread_rows", threadRows)))
+    return failure();
+  const int64_t threadsX = tileCols / threadCols, threadsY = tileRows / threadRows;
+  if (failed(multiple("tile_cols", tileCols, "tile_rows / thread_rows", threadsY)) ||
+      failed(multiple("slice_k", sliceK, "tile_rows / thread_rows", threadsY)) ||
+      failed(threads("the staged path", std::max(threadsX, sliceK) * threadsY)))
+    return failure();
+  if (threadCols * threadRows > 64)
+    return emitError() << "#xf.gpu_gemm_schedule: a register tile of thread_rows × thread_cols = "
+                       << threadRows << " × " << threadCols << " exceeds 64 accumulators";
+  // Shared memory, SwiGLU's two gates counted: accumulators, x and W slices.
+  const int64_t sharedBytes = 4 * (2 * tileCols * tileRows + sliceK * tileRows + 2 * tileCols * sliceK);
+  if (sharedBytes > 48 * 1024)
+    return emitError() << "#xf.gpu_gemm_schedule: the staged path's tile and slice need "
+                       << sharedBytes << " bytes of shared memory (at most 49152)";
+  if (failed(threads("the [K, N] GEMV path", gemvCols * gemvSlices)))
+    return failure();
   return success();
 }
 

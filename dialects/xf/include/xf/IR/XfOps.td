@@ -478,7 +478,9 @@ def Xf_GemmOp : Xf_PureOp<"gemm", [AttrSizedOperandSegments]> {
     (or `[N, K]` with `transpose_weight`), optional `b : [N]`, optional
     `residual : [ℓ, N]`; result `[ℓ, N]`. `schedule` (`#xf.gemm_schedule`)
     holds the kernel's schedule (tile sizes, K block, packing, parallel
-    split, GEMV path); the tuner changes only this attribute.
+    split, GEMV path) on CPU targets; `gpu_schedule`
+    (`#xf.gpu_gemm_schedule`) on CUDA targets. The tuner changes only these
+    attributes.
 
     ```mlir
     %y = xf.gemm %x, %w bias %b residual %r activation gelu_tanh
@@ -488,7 +490,8 @@ def Xf_GemmOp : Xf_PureOp<"gemm", [AttrSizedOperandSegments]> {
   let arguments = (ins Xf_Matrix:$input, Xf_Matrix:$weight,
                        Optional<Xf_Vector>:$bias, Optional<Xf_Matrix>:$residual,
                        Xf_Activation:$activation, UnitAttr:$transpose_weight,
-                       OptionalAttr<Xf_GemmScheduleAttr>:$schedule);
+                       OptionalAttr<Xf_GemmScheduleAttr>:$schedule,
+                       OptionalAttr<Xf_GpuGemmScheduleAttr>:$gpu_schedule);
   let results = (outs Xf_Matrix:$result);
   let assemblyFormat = [{
     $input `,` $weight (`bias` $bias^)? (`residual` $residual^)?

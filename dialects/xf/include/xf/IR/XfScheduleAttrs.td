@@ -49,6 +49,41 @@ def Xf_GemmScheduleAttr : Xf_Attr<"GemmSchedule", "gemm_schedule"> {
   let genVerifyDecl = 1;
 }
 
+def Xf_GpuGemmScheduleAttr : Xf_Attr<"GpuGemmSchedule", "gpu_gemm_schedule"> {
+  let summary = "schedule of a fused GEMM kernel on a CUDA target (docs/gpu.md)";
+  let description = [{
+    Register path (`register_tiles`; [K, N] weights whose N is a multiple of
+    `reg_tile_cols`): one thread block per `reg_tile_cols` × `reg_tile_rows`
+    tile of the output (`reg_tall_tile_rows` rows from `reg_tall_rows` rows
+    on), each thread accumulating 4 columns × `reg_thread_rows` rows over all
+    of K in registers, K unrolled by `reg_unroll_k`.
+
+    Staged path (the other GEMMs, or all with `register_tiles = false`): one
+    block per `tile_cols` × `tile_rows` tile, threads of `thread_cols` ×
+    `thread_rows` register tiles, K in slices of `slice_k` staged in shared
+    memory.
+
+    GEMV path (M ≤ 4): [K, N] blocks of `gemv_cols` columns × `gemv_slices`
+    K slices; [N, K] blocks of `gemv_lane_cols` columns × 32 lanes.
+
+    ```mlir
+    #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8,
+                          reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4,
+                          reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4,
+                          thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16,
+                          gemv_lane_cols = 8>
+    ```
+  }];
+  let parameters = (ins "bool":$register_tiles, "int64_t":$reg_tile_cols,
+                        "int64_t":$reg_tile_rows, "int64_t":$reg_tall_rows,
+                        "int64_t":$reg_tall_tile_rows, "int64_t":$reg_thread_rows,
+                        "int64_t":$reg_unroll_k, "int64_t":$tile_cols, "int64_t":$tile_rows,
+                        "int64_t":$thread_cols, "int64_t":$thread_rows, "int64_t":$slice_k,
+                        "int64_t":$gemv_cols, "int64_t":$gemv_slices, "int64_t":$gemv_lane_cols);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Xf_AttentionScheduleAttr : Xf_Attr<"AttentionSchedule", "attention_schedule"> {
   let summary = "schedule of a flash-style attention kernel";
   let description = [{
