@@ -239,19 +239,24 @@ def main():
                f"({batches7} A/B batches, {len(checks)} checks)")
         expect("gain" in err7 and "margin" in err7 and " tuned " in err7,
                "the summary prints gain, noise, margin and what was kept")
-        # 8. Candidates that looked faster in the search but are 3 % slower in the final
+        # 8. Candidates that looked faster in the search but are 10 % slower in the final
         # check, whose rounds vary by 30 %: not stored, and the run warns once that the
         # measurements are unreliable (the noise, not the load: quiet here). Then an exact tie:
-        # not stored either (the 1 % minimum gain).
-        flattered = {"XF_FAKE_FASTER": "0.1", "XF_FAKE_AB_FACTOR": "1.03"}
+        # not stored either (the 1 % minimum gain). (At 3 % slower, one kernel in seven was
+        # now and then kept by chance in a CI run: the rule's false-win rate there is ~1e-3 a
+        # kernel, and the worker's random stream depends on how many batches the budget fit.)
+        flattered = {"XF_FAKE_FASTER": "0.1", "XF_FAKE_AB_FACTOR": "1.10"}
         db8, rep8, _, err8 = tune("noisy", 1, "--budget", "6s", env_extra={
             **flattered, "XF_FAKE_NOISE": "0.3"})
         entries8 = {e["kernel"]: e for e in json.load(open(db8))["entries"]}
         checks8 = [k for k in rep8["kernels"] if "final_check" in k]
-        expect(checks8 and all(k["final_check"]["kept"] == "default" and
-                               entries8[k["kernel"]]["schedule"] != k["final_check"]["schedule"]
-                               and k["final_check"]["noise"] > 0.1 for k in checks8),
-               f"losses within the noise keep the default ({len(checks8)} checked)")
+        kept8 = [k for k in checks8 if not (
+            k["final_check"]["kept"] == "default" and
+            entries8[k["kernel"]]["schedule"] != k["final_check"]["schedule"] and
+            k["final_check"]["noise"] > 0.1)]
+        expect(checks8 and not kept8,
+               f"losses within the noise keep the default ({len(checks8)} checked)" +
+               "".join(f"; not so: {k['kernel']} {json.dumps(k['final_check'])}" for k in kept8))
         warnings8 = [line for line in err8.splitlines() if "measurements are unreliable" in line]
         expect(len(warnings8) == 1 and "A/B noise" in warnings8[0],
                "noisy batches: one warning line")
