@@ -73,7 +73,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   llvm::SmallVector<llvm::StringRef> lines;
   llvm::StringRef(messages).split(lines, '\n');
   if (llvm::any_of(lines, [](llvm::StringRef line) {
-        return line.starts_with("fuzz.xf:") && line.contains(": internal compiler error");
+        return (line.starts_with("fuzz.xf:") || line.starts_with("<input>:")) &&
+               line.contains(": error: internal compiler error");
       })) {
     llvm::errs() << messages;
     abort();
