@@ -44,6 +44,8 @@
 
 #include <atomic>
 #include <csignal>
+#include <set>
+#include <string>
 
 using namespace xf::spec;
 using namespace xfc;
@@ -376,6 +378,15 @@ static mlir::LogicalResult emit(Emit action, const ModuleAST &ast,
   // Warnings too (the tuning database's), located with the source line.
   llvm::SourceMgr sourceMgr;
   mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  // @forward_packed is a copy of @forward, same locations: what a pass says of both (a
+  // database it cannot load, a schedule the target does not take) is printed once.
+  std::set<std::string> said;
+  mlir::ScopedDiagnosticHandler once(&context, [&](mlir::Diagnostic &d) {
+    std::string key;
+    llvm::raw_string_ostream text(key);
+    text << d.getLocation() << ' ' << int(d.getSeverity()) << ' ' << d.str();
+    return mlir::success(!said.insert(key).second); // handled: not printed again
+  });
   context.printOpOnDiagnostic(false);
   SemaOptions options;
   options.defines.assign(defines.begin(), defines.end());

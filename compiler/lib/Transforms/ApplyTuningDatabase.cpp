@@ -67,10 +67,7 @@ struct ApplyTuningDatabasePass : xf::impl::ApplyTuningDatabaseBase<ApplyTuningDa
     func::FuncOp forward = getOperation();
     llvm::Expected<tuning::TuningDatabase> loaded = tuning::TuningDatabase::load(db);
     if (!loaded) {
-      // @forward_packed reads the same file: one error, @forward's.
-      std::string message = llvm::toString(loaded.takeError());
-      if (!repeatsForward(forward))
-        forward.emitError() << "tuning database: " << message;
+      forward.emitError() << "tuning database: " << llvm::toString(loaded.takeError());
       return signalPassFailure();
     }
     MLIRContext *ctx = &getContext();
