@@ -658,7 +658,7 @@ int32_t xfrt::blockGemm(const float *x, int64_t xStride, int64_t rows, int64_t K
                         float *out, int64_t outStride, BlockGemmTiles tiles) {
   if (!validBlockCall(rows, K, ggmlType, N, epilogue))
     return -1;
-  if (blockDotIsaOfCpu(BlockDotIsa::Avx512Vnni) != BlockDotIsa::Avx512Vnni ||
+  if (isaForCeiling(int64_t(BlockDotIsa::Avx512Vnni)) != BlockDotIsa::Avx512Vnni ||
       (tiles == BlockGemmTiles::Amx && !amxInt8Usable()))
     return 1; // the caller's Halide kernel takes it
   if (rows == 0)

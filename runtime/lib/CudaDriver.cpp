@@ -69,13 +69,10 @@ struct Events {
 bool lookUpEvents() {
   if (!events.looked) {
     events.looked = true;
-    if (void *driver = openDriver()) {
-      events.create = reinterpret_cast<int (*)(void **, unsigned)>(dlsym(driver, "cuEventCreate"));
-      events.record = reinterpret_cast<int (*)(void *, void *)>(dlsym(driver, "cuEventRecord"));
-      events.synchronize = reinterpret_cast<int (*)(void *)>(dlsym(driver, "cuEventSynchronize"));
-      events.elapsed =
-          reinterpret_cast<int (*)(float *, void *, void *)>(dlsym(driver, "cuEventElapsedTime"));
-    }
+    lookUpDriverFunction(events.create, "cuEventCreate");
+    lookUpDriverFunction(events.record, "cuEventRecord");
+    lookUpDriverFunction(events.synchronize, "cuEventSynchronize");
+    lookUpDriverFunction(events.elapsed, "cuEventElapsedTime");
   }
   return events.create && events.record && events.synchronize && events.elapsed &&
          halide_cuda_acquire_context && halide_cuda_release_context && halide_cuda_get_stream;
@@ -86,10 +83,8 @@ bool lookUpEvents() {
 // Halide's acquire hands out the context without making it current (its launches push it):
 // pushed here too, or event and stream calls would fail on a real driver with no context.
 bool inHalideContext(const std::function<bool(void *stream)> &f) {
-  static auto push = reinterpret_cast<int (*)(void *)>(
-      openDriver() ? dlsym(openDriver(), "cuCtxPushCurrent_v2") : nullptr);
-  static auto pop = reinterpret_cast<int (*)(void **)>(
-      openDriver() ? dlsym(openDriver(), "cuCtxPopCurrent_v2") : nullptr);
+  static auto push = reinterpret_cast<int (*)(void *)>(driverSymbol("cuCtxPushCurrent_v2"));
+  static auto pop = reinterpret_cast<int (*)(void **)>(driverSymbol("cuCtxPopCurrent_v2"));
   if (!push || !pop || !halide_cuda_acquire_context || !halide_cuda_release_context ||
       !halide_cuda_get_stream)
     return false;
@@ -126,6 +121,11 @@ const char *driverLibraryName() {
 void *openDriver() {
   static void *driver = dlopen(driverLibraryName(), RTLD_NOW | RTLD_LOCAL);
   return driver;
+}
+
+void *driverSymbol(const char *symbol) {
+  void *driver = openDriver();
+  return driver ? dlsym(driver, symbol) : nullptr;
 }
 
 uint64_t deviceLaunches() { return launches.load(std::memory_order_relaxed); }
@@ -233,10 +233,7 @@ void deviceEventsReset(int keep) { events.next = std::min(events.next, size_t(st
 // Halide's CUDA runtime asks this for each driver function (cuda.cpp's halide_cuda_get_symbol
 // is weak): the functions of the library checkCudaDevice opened, cuLaunchKernel counted.
 extern "C" void *halide_cuda_get_symbol(void *, const char *name) {
-  void *driver = xfrt::openDriver();
-  if (!driver)
-    return nullptr;
-  void *fn = dlsym(driver, name);
+  void *fn = xfrt::driverSymbol(name);
   if (fn && std::strcmp(name, "cuLaunchKernel") == 0) {
     xfrt::driverLaunch = reinterpret_cast<xfrt::Launch>(fn);
     return reinterpret_cast<void *>(&xfrt::countedLaunch);

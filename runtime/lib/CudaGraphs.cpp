@@ -12,7 +12,6 @@
 
 #include "xfrt/HalideErrors.h"
 
-#include <dlfcn.h>
 
 #include <cstdio>
 #include <map>
@@ -53,13 +52,7 @@ struct GraphDriver {
   int (*destroyExec)(void *) = nullptr;
 
   bool lookUp() {
-    void *d = openDriver();
-    if (!d)
-      return false;
-    auto get = [&](auto &fn, const char *name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(d, name));
-      return fn != nullptr;
-    };
+    auto get = [](auto &fn, const char *name) { return lookUpDriverFunction(fn, name); };
     return get(streamCreate, "cuStreamCreate") & get(beginCapture, "cuStreamBeginCapture_v2") &
            get(endCapture, "cuStreamEndCapture") & get(captureInfo, "cuStreamGetCaptureInfo_v2") &
            get(instantiate, "cuGraphInstantiateWithFlags") &

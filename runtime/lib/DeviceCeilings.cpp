@@ -8,8 +8,6 @@
 
 #include "xfrt/CudaDriver.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cstdio>
 
@@ -32,13 +30,7 @@ struct DriverCalls {
   int (*eventElapsed)(float *, void *, void *) = nullptr;
 
   bool lookUp() {
-    void *d = openDriver();
-    if (!d)
-      return false;
-    auto get = [d](auto &f, const char *symbol) {
-      f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(d, symbol));
-      return f != nullptr;
-    };
+    auto get = [](auto &f, const char *symbol) { return lookUpDriverFunction(f, symbol); };
     return get(deviceGet, "cuDeviceGet") && get(name, "cuDeviceGetName") &&
            get(attribute, "cuDeviceGetAttribute") && get(alloc, "cuMemAlloc_v2") &&
            get(free, "cuMemFree_v2") && get(copy, "cuMemcpyDtoDAsync_v2") &&

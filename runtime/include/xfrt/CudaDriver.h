@@ -22,6 +22,13 @@ namespace xfrt {
 const char *driverLibraryName();
 // The driver library, opened once (nullptr when it cannot be).
 void *openDriver();
+// The driver's function `symbol` (nullptr where the driver or the symbol is missing).
+void *driverSymbol(const char *symbol);
+// `function` = the driver's `symbol`, as its type; whether it was found.
+template <typename F> bool lookUpDriverFunction(F *&function, const char *symbol) {
+  function = reinterpret_cast<F *>(driverSymbol(symbol));
+  return function != nullptr;
+}
 
 // One cuLaunchKernel call as Halide's CUDA runtime makes it (CUfunction, CUstream as void *).
 struct KernelLaunch {
