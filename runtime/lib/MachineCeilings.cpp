@@ -60,8 +60,8 @@ bool isMachineCache(const JsonValue &root) {
 }
 } // namespace
 
-double loadAverage() {
-  std::FILE *f = std::fopen("/proc/loadavg", "r");
+double loadAverage(const char *path) {
+  std::FILE *f = std::fopen(path, "r");
   if (!f)
     return -1;
   double load = -1;

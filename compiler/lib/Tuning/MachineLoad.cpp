@@ -1,20 +1,19 @@
 //===- MachineLoad.cpp - is this machine quiet enough to measure? --------===//
 
 #include "xf/Tuning/MachineLoad.h"
+#include "xfrt/MachinePeak.h"
 
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 
 using namespace mlir::xf::tuning;
 
 std::optional<double> mlir::xf::tuning::readLoadAverage() {
   const char *override = std::getenv("XF_TUNE_LOADAVG_FILE");
-  std::ifstream in(override && *override ? override : "/proc/loadavg");
-  double load = 0;
-  if (!(in >> load) || load < 0)
+  double load = xfrt::loadAverage(override && *override ? override : "/proc/loadavg");
+  if (load < 0)
     return std::nullopt;
   return load;
 }

@@ -73,8 +73,9 @@ MachineCeilings machineCeilings(int threads, const std::string &cacheFile, std::
 MachineCeilings keptCeilings(const std::string &key, const std::string &cacheFile,
                              std::string &note, int loadThreads,
                              const std::function<Expected<MachineCeilings>()> &measure);
-// The 1-minute load average (/proc/loadavg; -1 where it cannot be read).
-double loadAverage();
+// The 1-minute load average: the first number of `path` (/proc/loadavg's format); -1 where it
+// cannot be read.
+double loadAverage(const char *path = "/proc/loadavg");
 // Whether a measurement on `threads` threads shares the CPUs with other work: the load
 // average exceeds the `cpus` - `threads` CPUs the measurement leaves free by more than
 // kBusyLoadMargin (a load of 1 on 2 CPUs halves a 2-thread peak). An unknown load (< 0) is not busy.
