@@ -68,18 +68,35 @@ private:
   llvm::Expected<int64_t> position(Value offset);
   /// x·W (+ b), with W stored [out, in] when `transposed`.
   Result affine(Value x, Value w, Value b, bool transposed);
+  Result parameter(ParameterOp op);
   Result gemm(GemmOp op);
+  Result attention(AttentionOp op);
   Result multiHeadAttention(MultiHeadAttentionOp op);
+  /// Rotary positions for attentionBySequence: query row t of a sequence at
+  /// position t + queryOffset(n, keys), key row s at s.
+  struct RotaryPositions {
+    RopePairing pairing;
+    double base;
+    bool queriesEndAtLastKey; // xf.attention: queries are the last n of the keys' positions
+  };
+  /// Alg. 4 on each sequence of a packed batch (one sequence without
+  /// segments): the rows of q, k and v of that sequence, rotated first where
+  /// `rotary` says, attended and stacked back.
+  Result attentionBySequence(const Tensor &q, const Tensor &k, const Tensor &v, Value segments,
+                             Value keySegments, const AttentionShape &shape, int64_t keyValueHeads,
+                             std::optional<RotaryPositions> rotary);
+  static AttentionShape attentionShapeOf(int64_t heads, int64_t kvHeads,
+                                         std::optional<llvm::APFloat> scale, MaskKind mask);
+  Result rope(RopeOp op);
   /// A packed batch (@forward_packed): the lengths given for its `segments`
   /// argument, each at least 1, adding up to `rows`.
   llvm::Expected<std::vector<int64_t>> lengths(Value segments, int64_t rows);
   /// `one` on each sequence's rows — queries from `rows`, keys/values from
   /// `keyRows` (the same for self-attention) — stacked back into one tensor.
   /// Without segments, `one` on all rows.
-  Result bySequence(Value segments, int64_t rows, Value keySegments, int64_t keyRows,
-                    llvm::function_ref<Result(int64_t first, int64_t n, int64_t keyFirst,
-                                              int64_t keys)>
-                        one);
+  Result bySequence(
+      Value segments, int64_t rows, Value keySegments, int64_t keyRows,
+      llvm::function_ref<Result(int64_t first, int64_t n, int64_t keyFirst, int64_t keys)> one);
 
   const Inputs &inputs;
   llvm::DenseMap<Value, Tensor> values;
@@ -119,9 +136,8 @@ llvm::Expected<std::vector<int64_t>> Evaluator::lengths(Value segments, int64_t 
   return out;
 }
 
-Result Evaluator::bySequence(
-    Value segments, int64_t rows, Value keySegments, int64_t keyRows,
-    llvm::function_ref<Result(int64_t, int64_t, int64_t, int64_t)> one) {
+Result Evaluator::bySequence(Value segments, int64_t rows, Value keySegments, int64_t keyRows,
+                             llvm::function_ref<Result(int64_t, int64_t, int64_t, int64_t)> one) {
   if (!segments)
     return one(0, rows, 0, keyRows);
   auto queries = lengths(segments, rows);
@@ -176,7 +192,55 @@ Result Evaluator::gemm(GemmOp op) {
   return add(y, operand(op.getResidual()));
 }
 
-/// Alg. 5: projections, rotary positions on Q and K, attention, W_o.
+AttentionShape Evaluator::attentionShapeOf(int64_t heads, int64_t kvHeads,
+                                           std::optional<llvm::APFloat> scale, MaskKind mask) {
+  AttentionShape shape;
+  shape.heads = heads, shape.kvHeads = kvHeads;
+  if (scale)
+    shape.scale = scale->convertToDouble();
+  shape.causal = mask == MaskKind::causal;
+  return shape;
+}
+
+Result Evaluator::attentionBySequence(const Tensor &q, const Tensor &k, const Tensor &v,
+                                      Value segments, Value keySegments,
+                                      const AttentionShape &shape, int64_t keyValueHeads,
+                                      std::optional<RotaryPositions> rotary) {
+  return bySequence(segments, q.rows(), keySegments, k.rows(),
+                    [&](int64_t first, int64_t n, int64_t keyFirst, int64_t keys) -> Result {
+                      Result qi = slice(q, 0, first, n);
+                      Result ki = qi ? slice(k, 0, keyFirst, keys) : qi.takeError();
+                      Result vi = ki ? slice(v, 0, keyFirst, keys) : ki.takeError();
+                      if (!vi)
+                        return vi;
+                      if (rotary) {
+                        bool adjacent = rotary->pairing == RopePairing::adjacent;
+                        int64_t queryFirst = rotary->queriesEndAtLastKey ? keys - n : 0;
+                        qi = interp::rope(*qi, shape.heads, adjacent, rotary->base, queryFirst);
+                        ki = qi ? interp::rope(*ki, keyValueHeads, adjacent, rotary->base, 0)
+                                : qi.takeError();
+                        if (!ki)
+                          return ki;
+                      }
+                      return interp::attention(*qi, *ki, *vi, shape);
+                    });
+}
+
+/// Per sequence of a packed batch: query row t at position t + (ℓ_z − ℓ), key
+/// row s at s, attention within the sequence.
+Result Evaluator::attention(AttentionOp op) {
+  std::optional<RotaryPositions> rotary;
+  if (std::optional<RopePairing> pairing = op.getRope())
+    rotary = RotaryPositions{*pairing, op.getRopeBase()->convertToDouble(), true};
+  return attentionBySequence(
+      operand(op.getQuery()), operand(op.getKey()), operand(op.getValue()), op.getSegments(),
+      op.getKeySegments(),
+      attentionShapeOf(op.getHeads(), op.getKeyValueHeads(), op.getScale(), op.getMask()),
+      op.getKeyValueHeads(), rotary);
+}
+
+/// Alg. 5: projections, rotary positions on Q and K (each sequence from
+/// position 0), attention, W_o.
 Result Evaluator::multiHeadAttention(MultiHeadAttentionOp op) {
   bool t = op.getTransposeWeights();
   Value context = op.getContextSeq() ? op.getContextSeq() : op.getInput();
@@ -185,31 +249,14 @@ Result Evaluator::multiHeadAttention(MultiHeadAttentionOp op) {
   Result v = k ? affine(context, op.getWv(), op.getBv(), t) : k.takeError();
   if (!v)
     return v;
-  AttentionShape shape;
-  shape.heads = op.getHeads(), shape.kvHeads = op.getKeyValueHeads();
-  if (op.getScale())
-    shape.scale = op.getScale()->convertToDouble();
-  shape.causal = op.getMask() == MaskKind::causal;
-  // Per sequence of a packed batch: rotations from position 0, attention
-  // within the sequence.
-  Result y = bySequence(
-      op.getSegments(), q->rows(), op.getKeySegments(), k->rows(),
-      [&](int64_t first, int64_t n, int64_t keyFirst, int64_t keys) -> Result {
-        Result qi = slice(*q, 0, first, n);
-        Result ki = qi ? slice(*k, 0, keyFirst, keys) : qi.takeError();
-        Result vi = ki ? slice(*v, 0, keyFirst, keys) : ki.takeError();
-        if (!vi)
-          return vi;
-        if (std::optional<RopePairing> pairing = op.getRope()) {
-          bool adjacent = *pairing == RopePairing::adjacent;
-          double base = op.getRopeBase() ? op.getRopeBase()->convertToDouble() : 10000.0;
-          qi = rope(*qi, op.getHeads(), adjacent, base, 0);
-          ki = qi ? rope(*ki, op.getKeyValueHeads(), adjacent, base, 0) : qi.takeError();
-          if (!ki)
-            return ki;
-        }
-        return attention(*qi, *ki, *vi, shape);
-      });
+  std::optional<RotaryPositions> rotary;
+  if (std::optional<RopePairing> pairing = op.getRope())
+    rotary = RotaryPositions{
+        *pairing, op.getRopeBase() ? op.getRopeBase()->convertToDouble() : 10000.0, false};
+  Result y = attentionBySequence(
+      *q, *k, *v, op.getSegments(), op.getKeySegments(),
+      attentionShapeOf(op.getHeads(), op.getKeyValueHeads(), op.getScale(), op.getMask()),
+      op.getKeyValueHeads(), rotary);
   if (!y)
     return y;
   Result o = matmul(*y, operand(op.getWo()), t);
@@ -218,20 +265,38 @@ Result Evaluator::multiHeadAttention(MultiHeadAttentionOp op) {
   return add(*o, operand(op.getBo()));
 }
 
+Result Evaluator::parameter(ParameterOp p) {
+  auto it = inputs.parameters.find(p.getName());
+  auto type = cast<RankedTensorType>(p.getType());
+  if (it == inputs.parameters.end())
+    return evalError("no value for parameter '" + p.getName() + "'");
+  if (llvm::ArrayRef<int64_t>(it->second.shape) != type.getShape())
+    return evalError("parameter '" + p.getName() + "' is given with another shape");
+  Tensor r(std::vector<int64_t>(type.getShape().begin(), type.getShape().end()));
+  for (size_t i = 0; i < r.data.size(); ++i)
+    r.data[i] = it->second.data[i];
+  return r;
+}
+
+Result Evaluator::rope(RopeOp o) {
+  auto first = position(o.getOffset());
+  if (!first)
+    return first.takeError();
+  const Tensor &input = operand(o.getInput());
+  return bySequence(o.getSegments(), input.rows(), {}, input.rows(),
+                    [&](int64_t row, int64_t n, int64_t, int64_t) -> Result {
+                      Result part = slice(input, 0, row, n);
+                      if (!part)
+                        return part;
+                      return interp::rope(*part, o.getHeads(),
+                                          o.getPairing() == RopePairing::adjacent,
+                                          o.getBase().convertToDouble(), *first);
+                    });
+}
+
 Result Evaluator::evaluateOp(Operation *op) {
   return llvm::TypeSwitch<Operation *, Result>(op)
-      .Case([&](ParameterOp p) -> Result {
-        auto it = inputs.parameters.find(p.getName());
-        auto type = cast<RankedTensorType>(p.getType());
-        if (it == inputs.parameters.end())
-          return evalError("no value for parameter '" + p.getName() + "'");
-        if (llvm::ArrayRef<int64_t>(it->second.shape) != type.getShape())
-          return evalError("parameter '" + p.getName() + "' is given with another shape");
-        Tensor r(std::vector<int64_t>(type.getShape().begin(), type.getShape().end()));
-        for (size_t i = 0; i < r.data.size(); ++i)
-          r.data[i] = it->second.data[i];
-        return r;
-      })
+      .Case([&](ParameterOp o) { return parameter(o); })
       .Case([&](TransposeOp o) -> Result { return transpose(operand(o.getInput())); })
       .Case([&](ConcatOp o) -> Result {
         llvm::SmallVector<const Tensor *> parts;
@@ -327,50 +392,8 @@ Result Evaluator::evaluateOp(Operation *op) {
         return rmsNorm(operand(o.getInput()), optional(o.getGamma()),
                        o.getEpsilon().convertToDouble());
       })
-      .Case([&](AttentionOp o) -> Result {
-        AttentionShape shape;
-        shape.heads = o.getHeads(), shape.kvHeads = o.getKeyValueHeads();
-        if (o.getScale())
-          shape.scale = o.getScale()->convertToDouble();
-        shape.causal = o.getMask() == MaskKind::causal;
-        const Tensor &query = operand(o.getQuery()), &key = operand(o.getKey()),
-                     &value = operand(o.getValue());
-        // Each sequence of a packed batch on its own rows.
-        return bySequence(
-            o.getSegments(), query.rows(), o.getKeySegments(), key.rows(),
-            [&](int64_t first, int64_t n, int64_t keyFirst, int64_t keys) -> Result {
-              Result q = slice(query, 0, first, n);
-              Result k = q ? slice(key, 0, keyFirst, keys) : q.takeError();
-              Result v = k ? slice(value, 0, keyFirst, keys) : k.takeError();
-              if (!v)
-                return v;
-              if (std::optional<RopePairing> pairing = o.getRope()) {
-                // Query row t at position t + (ℓ_z − ℓ), key row s at s.
-                bool adjacent = *pairing == RopePairing::adjacent;
-                double base = o.getRopeBase()->convertToDouble();
-                q = rope(*q, o.getHeads(), adjacent, base, keys - n);
-                k = q ? rope(*k, o.getKeyValueHeads(), adjacent, base, 0) : q.takeError();
-                if (!k)
-                  return k;
-              }
-              return attention(*q, *k, *v, shape);
-            });
-      })
-      .Case([&](RopeOp o) -> Result {
-        auto first = position(o.getOffset());
-        if (!first)
-          return first.takeError();
-        const Tensor &input = operand(o.getInput());
-        return bySequence(o.getSegments(), input.rows(), {}, input.rows(),
-                          [&](int64_t row, int64_t n, int64_t, int64_t) -> Result {
-                            Result part = slice(input, 0, row, n);
-                            if (!part)
-                              return part;
-                            return rope(*part, o.getHeads(),
-                                        o.getPairing() == RopePairing::adjacent,
-                                        o.getBase().convertToDouble(), *first);
-                          });
-      })
+      .Case([&](AttentionOp o) { return attention(o); })
+      .Case([&](RopeOp o) { return rope(o); })
       .Case([&](MultiHeadAttentionOp o) { return multiHeadAttention(o); })
       .Default([&](Operation *o) -> Result {
         return evalError("the interpreter has no semantics for '" + o->getName().getStringRef() +
