@@ -2,12 +2,11 @@
 //
 // @loss_and_gradients([source,] tokens, targets) is @forward's ops, the loss
 // (Alg. 13's next tokens, Alg. 12's masked tokens or Alg. 11's next target
-// tokens given a source: the targets say which), and then one vector-Jacobian product per forward op, last op first.
-// Each rule reads the forward values it needs directly: the activation
-// policy is "keep everything the backward reads", except attention, whose
-// probabilities xf.attention_grad recomputes from Q and K. A value used by
-// several ops (a tied table, the slices of one fused weight, a residual
-// stream) gets the sum of their contributions. Rules: docs/training.md.
+// tokens given a source: the targets say which), and then one vector-Jacobian product per forward
+// op, last op first. Each rule reads the forward values it needs directly: the activation policy is
+// "keep everything the backward reads", except attention, whose probabilities xf.attention_grad
+// recomputes from Q and K. A value used by several ops (a tied table, the slices of one fused
+// weight, a residual stream) gets the sum of their contributions. Rules: docs/training.md.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,9 +48,25 @@ public:
   LogicalResult rule(Operation *op);
 
 private:
+  /// The rules of the row-wise ops (norms, activations): dy given; nullopt
+  /// for another op.
+  std::optional<LogicalResult> rowWiseRule(Operation *op, Value dy);
+  /// The rules of the ops that only move elements (row, slice, concat,
+  /// transpose); nullopt for another op.
+  std::optional<LogicalResult> layoutRule(Operation *op, Value dy);
+  /// The row-wise rules handle [ℓ, d] inputs only.
+  LogicalResult matrixOnly(Operation *op, Value x) {
+    if (typeOf(x).getRank() == 2)
+      return success();
+    return op->emitError("xf-differentiate: the backward rule handles [ℓ, d] inputs, got ")
+           << x.getType();
+  }
+
   OpBuilder &b;
+
 public:
   Location loc = UnknownLoc::get(b.getContext());
+
 private:
   const llvm::DenseSet<Value> &needed;
   llvm::DenseMap<Value, Value> grads;
@@ -64,16 +79,9 @@ LogicalResult Backward::rule(Operation *op) {
   Value dy = op->getNumResults() == 1 ? gradOf(op->getResult(0)) : Value();
   if (!dy)
     return success(); // the loss does not depend on this op
-  auto matrixOnly = [&](Value x) -> LogicalResult {
-    if (typeOf(x).getRank() == 2)
-      return success();
-    return op->emitError("xf-differentiate: the backward rule handles [ℓ, d] inputs, got ")
-           << x.getType();
-  };
-
   if (auto embed = dyn_cast<TokenEmbedOp>(op)) {
-    accumulate(embed.getTable(), TokenEmbedGradOp::create(b, loc, embed.getTable().getType(),
-                                                          embed.getTokens(), dy));
+    accumulate(embed.getTable(),
+               TokenEmbedGradOp::create(b, loc, embed.getTable().getType(), embed.getTokens(), dy));
     return success();
   }
   if (auto pos = dyn_cast<PositionalEmbedOp>(op)) {
@@ -122,50 +130,17 @@ LogicalResult Backward::rule(Operation *op) {
     linearMap(matmul.getLhs(), matmul.getRhs(), matmul.getTransposeRhs());
     return success();
   }
-  if (auto ln = dyn_cast<LayerNormOp>(op)) {
-    Value x = ln.getInput();
-    if (failed(matrixOnly(x)))
-      return failure();
-    FloatAttr eps = ln.getEpsilonAttr();
-    accumulate(x, LayerNormGradOp::create(b, loc, x.getType(), x, dy, ln.getGamma(), eps));
-    if (Value gamma = ln.getGamma()) {
-      accumulate(gamma, LayerNormGammaGradOp::create(b, loc, gamma.getType(), x, dy, eps));
-      accumulate(ln.getBeta(), RowSumOp::create(b, loc, ln.getBeta().getType(), dy));
-    }
-    return success();
-  }
-  if (auto rms = dyn_cast<RmsNormOp>(op)) {
-    Value x = rms.getInput();
-    if (failed(matrixOnly(x)))
-      return failure();
-    FloatAttr eps = rms.getEpsilonAttr();
-    accumulate(x, RmsNormGradOp::create(b, loc, x.getType(), x, dy, rms.getGamma(), eps));
-    if (Value gamma = rms.getGamma())
-      accumulate(gamma, RmsNormGammaGradOp::create(b, loc, gamma.getType(), x, dy, eps));
-    return success();
-  }
-  if (isa<ReluOp, SiluOp>(op)) {
-    Value x = op->getOperand(0);
-    if (failed(matrixOnly(x)))
-      return failure();
-    accumulate(x, isa<ReluOp>(op) ? Value(ReluGradOp::create(b, loc, x.getType(), x, dy))
-                                  : Value(SiluGradOp::create(b, loc, x.getType(), x, dy)));
-    return success();
-  }
-  if (auto gelu = dyn_cast<GeluOp>(op)) {
-    if (failed(matrixOnly(gelu.getInput())))
-      return failure();
-    accumulate(gelu.getInput(), GeluGradOp::create(b, loc, dy.getType(), gelu.getInput(), dy,
-                                                   gelu.getApproximationAttr()));
-    return success();
-  }
+  if (std::optional<LogicalResult> done = rowWiseRule(op, dy))
+    return *done;
+  if (std::optional<LogicalResult> done = layoutRule(op, dy))
+    return *done;
   if (auto attn = dyn_cast<AttentionOp>(op)) {
     if (attn.getRope())
       return op->emitError("xf-differentiate: attention with fused rotary positions has no "
                            "backward; differentiate before xf-fuse-rope-attention");
     auto grad = AttentionGradOp::create(
-        b, loc, TypeRange{attn.getQuery().getType(), attn.getKey().getType(),
-                          attn.getValue().getType()},
+        b, loc,
+        TypeRange{attn.getQuery().getType(), attn.getKey().getType(), attn.getValue().getType()},
         attn.getQuery(), attn.getKey(), attn.getValue(), dy, attn.getMaskAttr(),
         attn.getHeadsAttr(), attn.getKvHeadsAttr(), attn.getScaleAttr());
     accumulate(attn.getQuery(), grad.getQueryGrad());
@@ -177,14 +152,61 @@ LogicalResult Backward::rule(Operation *op) {
     if (rope.getOffset())
       return op->emitError("xf-differentiate: rotary positions with an offset (KV-cache "
                            "decoding) are not differentiated");
-    accumulate(rope.getInput(),
-               RopeGradOp::create(b, loc, dy.getType(), dy, rope.getPairingAttr(),
-                                  rope.getHeadsAttr(), rope.getBaseAttr()));
+    accumulate(rope.getInput(), RopeGradOp::create(b, loc, dy.getType(), dy, rope.getPairingAttr(),
+                                                   rope.getHeadsAttr(), rope.getBaseAttr()));
     return success();
   }
+  if (isa<MultiHeadAttentionOp>(op))
+    return op->emitError("xf-differentiate: run xf-decompose-mha first");
+  return op->emitError("xf-differentiate: no backward rule for '")
+         << op->getName() << "' yet (docs/training.md lists the rules)";
+}
+
+std::optional<LogicalResult> Backward::rowWiseRule(Operation *op, Value dy) {
+  if (auto ln = dyn_cast<LayerNormOp>(op)) {
+    Value x = ln.getInput();
+    if (failed(matrixOnly(op, x)))
+      return failure();
+    FloatAttr eps = ln.getEpsilonAttr();
+    accumulate(x, LayerNormGradOp::create(b, loc, x.getType(), x, dy, ln.getGamma(), eps));
+    if (Value gamma = ln.getGamma()) {
+      accumulate(gamma, LayerNormGammaGradOp::create(b, loc, gamma.getType(), x, dy, eps));
+      accumulate(ln.getBeta(), RowSumOp::create(b, loc, ln.getBeta().getType(), dy));
+    }
+    return success();
+  }
+  if (auto rms = dyn_cast<RmsNormOp>(op)) {
+    Value x = rms.getInput();
+    if (failed(matrixOnly(op, x)))
+      return failure();
+    FloatAttr eps = rms.getEpsilonAttr();
+    accumulate(x, RmsNormGradOp::create(b, loc, x.getType(), x, dy, rms.getGamma(), eps));
+    if (Value gamma = rms.getGamma())
+      accumulate(gamma, RmsNormGammaGradOp::create(b, loc, gamma.getType(), x, dy, eps));
+    return success();
+  }
+  if (isa<ReluOp, SiluOp>(op)) {
+    Value x = op->getOperand(0);
+    if (failed(matrixOnly(op, x)))
+      return failure();
+    accumulate(x, isa<ReluOp>(op) ? Value(ReluGradOp::create(b, loc, x.getType(), x, dy))
+                                  : Value(SiluGradOp::create(b, loc, x.getType(), x, dy)));
+    return success();
+  }
+  if (auto gelu = dyn_cast<GeluOp>(op)) {
+    if (failed(matrixOnly(op, gelu.getInput())))
+      return failure();
+    accumulate(gelu.getInput(), GeluGradOp::create(b, loc, dy.getType(), gelu.getInput(), dy,
+                                                   gelu.getApproximationAttr()));
+    return success();
+  }
+  return std::nullopt;
+}
+
+std::optional<LogicalResult> Backward::layoutRule(Operation *op, Value dy) {
   if (auto row = dyn_cast<RowOp>(op)) {
-    accumulate(row.getInput(), RowGradOp::create(b, loc, row.getInput().getType(), dy,
-                                                 row.getIndexAttr()));
+    accumulate(row.getInput(),
+               RowGradOp::create(b, loc, row.getInput().getType(), dy, row.getIndexAttr()));
     return success();
   }
   if (auto slice = dyn_cast<SliceOp>(op)) {
@@ -206,10 +228,7 @@ LogicalResult Backward::rule(Operation *op) {
                TransposeOp::create(b, loc, transpose.getInput().getType(), dy));
     return success();
   }
-  if (isa<MultiHeadAttentionOp>(op))
-    return op->emitError("xf-differentiate: run xf-decompose-mha first");
-  return op->emitError("xf-differentiate: no backward rule for '")
-         << op->getName() << "' yet (docs/training.md lists the rules)";
+  return std::nullopt;
 }
 
 struct DifferentiatePass : xf::impl::DifferentiateBase<DifferentiatePass> {
@@ -328,8 +347,7 @@ void DifferentiatePass::runOnOperation() {
     names.push_back(b.getStringAttr(name));
   }
   func::ReturnOp::create(b, loc, results);
-  fn.setFunctionType(
-      FunctionType::get(&getContext(), argTypes, TypeRange(ValueRange(results))));
+  fn.setFunctionType(FunctionType::get(&getContext(), argTypes, TypeRange(ValueRange(results))));
   fn->setAttr("xf.gradients", b.getArrayAttr(names));
   // The objective a trainer uses by default: an encoder-decoder learns the
   // target's next tokens given the source (Alg. 11); a model whose attention
