@@ -63,6 +63,26 @@ __attribute__((target("avx512f,avx512bf16"))) float dotBf16Loop512(long iteratio
   return sum;
 }
 
+// The int8 4-way dot product (vpdpbusd: 16 lanes × 4 u8·s8 products + 4 adds = 128 OP per
+// instruction), what --q8-gemm-inputs' block GEMMs run on. 12 chains, as above.
+__attribute__((target("avx512f,avx512vnni"))) float dotInt8Loop512(long iterations) {
+  __m512i acc[12];
+  for (int i = 0; i < 12; ++i)
+    acc[i] = _mm512_set1_epi32(i);
+  const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
+  for (long i = 0; i < iterations; ++i) {
+    // Every chain through an empty asm: integer sums could otherwise be folded.
+    for (int j = 0; j < 12; ++j) {
+      acc[j] = _mm512_dpbusd_epi32(acc[j], a, b);
+      __asm__ volatile("" : "+v"(acc[j]));
+    }
+  }
+  int sum = 0;
+  for (int i = 0; i < 12; ++i)
+    sum += _mm512_reduce_add_epi32(acc[i]);
+  return float(sum);
+}
+
 __attribute__((target("avx2,fma"))) float fmaLoop256(long iterations) {
   __m256 acc[12];
   for (int i = 0; i < 12; ++i)
@@ -168,8 +188,9 @@ bool hasFlag(const std::string &flags, const char *flag) {
   return (" " + flags + " ").find(std::string(" ") + flag + " ") != std::string::npos;
 }
 
-// measureProductPeaks with the bf16 loop run where `bf16` (the CPU has it).
-ProductPeaks productPeaks(int threads, long iterations, bool bf16) {
+// measureProductPeaks with the bf16 loop run where `bf16` and the int8 one where `int8` (the
+// CPU has them).
+ProductPeaks productPeaks(int threads, long iterations, bool bf16, bool int8 = false) {
   const bool avx512 = __builtin_cpu_supports("avx512f");
   const int lanes = avx512 ? 16 : 8;
   volatile float sink = 0;
@@ -178,11 +199,13 @@ ProductPeaks productPeaks(int threads, long iterations, bool bf16) {
   };
   // Passes interleaved, best of 3 each: on a shared machine both products then see the same
   // neighbours, and their ratio (what --bf16-products=auto reads) holds.
-  double fp32 = 1e30, bf16Seconds = 1e30;
+  double fp32 = 1e30, bf16Seconds = 1e30, int8Seconds = 1e30;
   for (int rep = 0; rep < 3; ++rep) {
     fp32 = std::min(fp32, seconds(avx512 ? fmaLoop512 : fmaLoop256));
     if (bf16)
       bf16Seconds = std::min(bf16Seconds, seconds(dotBf16Loop512));
+    if (int8)
+      int8Seconds = std::min(int8Seconds, seconds(dotInt8Loop512));
   }
   (void)sink;
   // 12 chains of one FMA (2 FLOP a lane) or one 2-way bf16 dot (4 FLOP a lane) per iteration.
@@ -190,6 +213,8 @@ ProductPeaks productPeaks(int threads, long iterations, bool bf16) {
   peaks.fp32 = threads * double(iterations) * 12 * lanes * 2 * 1e-9 / fp32;
   if (bf16)
     peaks.bf16 = threads * double(iterations) * 12 * 16 * 4 * 1e-9 / bf16Seconds;
+  if (int8) // 8 OP a lane: four products and four adds
+    peaks.int8 = threads * double(iterations) * 12 * 16 * 8 * 1e-9 / int8Seconds;
   return peaks;
 }
 } // namespace
@@ -215,9 +240,11 @@ MachinePeak measurePeak(int threads, bool withBf16) {
       peak.flags += (peak.flags.empty() ? "" : " ") + std::string(f);
   peak.isa = __builtin_cpu_supports("avx512f") ? "avx512 fma" : "avx2 fma";
   ProductPeaks products =
-      productPeaks(threads, kIterations, withBf16 && hasFlag(flags, "avx512_bf16"));
+      productPeaks(threads, kIterations, withBf16 && hasFlag(flags, "avx512_bf16"),
+                   withBf16 && hasFlag(flags, "avx512_vnni"));
   peak.gflops = products.fp32;
   peak.bf16Gflops = products.bf16;
+  peak.int8Gops = products.int8;
   peak.readGBs = measureReadBandwidth(threads);
   return peak;
 }

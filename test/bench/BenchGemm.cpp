@@ -3,11 +3,14 @@
 // Times xf's AOT-compiled Halide GEMMs (default schedules, GemmShapes.def;
 // fp32 and bf16 weights) beside cblas_sgemm, cblas_sgemv (M = 1),
 // cblas_sbgemm (bf16 weights *and* activations) and dnnl_sgemm when built
-// with oneDNN, all on the same data, in interleaved rounds so that load from
-// other processes hits every variant alike. The same run measures the
-// machine's fp32 FMA peak (an AVX-512 or AVX2 FMA loop on every thread), its
-// bf16 dot-product peak (vdpbf16ps, where the CPU has AVX512-BF16) and
-// its read bandwidth. Decode shapes (M <= 4) rotate over enough copies of the
+// with oneDNN, and the --q8-gemm-inputs path on Q4_1 blocks (libxfrt's
+// xfrt_block_gemm on AVX-512 VNNI and, where usable, AMX int8 tiles;
+// xfrt_block_gemv for decode), all on the same data, in interleaved rounds
+// so that load from other processes hits every variant alike. The same run
+// measures each path's ceiling: the fp32 FMA peak (an AVX-512 or AVX2 FMA
+// loop on every thread), the bf16 dot-product peak (vdpbf16ps, where the CPU
+// has AVX512-BF16), the int8 one (vpdpbusd, where it has AVX512-VNNI) and
+// the read bandwidth. Decode shapes (M <= 4) rotate over enough copies of the
 // weight (>= 96 MiB) that every call reads it from DRAM, as a decoding step
 // through the whole model does, rather than from the 32 MiB L3.
 // Prints a table and, with --json PATH, writes the numbers for run_gemm.py.
@@ -20,6 +23,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "HalideBuffer.h"
+#include "xfrt/Amx.h"
+#include "xfrt/BlockGemv.h"
+#include "xfrt/GgmlType.h"
 #include "xfrt/MachinePeak.h"
 
 #include <cblas.h>
@@ -35,8 +41,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 extern "C" int halide_set_num_threads(int);
@@ -48,10 +56,11 @@ extern "C" int halide_set_num_threads(int);
   /* only when the tuned schedule packs its weight at load */                                      \
   extern "C" __attribute__((weak)) int xf_bench_##NAME##_tuned_pack(halide_buffer_t *,             \
                                                                     halide_buffer_t *);            \
-  extern "C" int xf_bench_##NAME##_packed(halide_buffer_t *, halide_buffer_t *, halide_buffer_t *);\
-  extern "C" int xf_bench_##NAME##_packed_pack(halide_buffer_t *, halide_buffer_t *);           \
-  extern "C" int xf_bench_##NAME##_bf16_packed(halide_buffer_t *, halide_buffer_t *,             \
-                                               halide_buffer_t *);                                \
+  extern "C" int xf_bench_##NAME##_packed(halide_buffer_t *, halide_buffer_t *,                    \
+                                          halide_buffer_t *);                                      \
+  extern "C" int xf_bench_##NAME##_packed_pack(halide_buffer_t *, halide_buffer_t *);              \
+  extern "C" int xf_bench_##NAME##_bf16_packed(halide_buffer_t *, halide_buffer_t *,               \
+                                               halide_buffer_t *);                                 \
   extern "C" int xf_bench_##NAME##_bf16_packed_pack(halide_buffer_t *, halide_buffer_t *);
 #include "GemmShapes.def"
 #undef X
@@ -76,12 +85,18 @@ struct Shape {
 
 const Shape kShapes[] = {
 #define X(NAME, M, K, N, T)                                                                        \
-  {#NAME,                    M,                                                                 \
-   K,                        N,                                                                 \
-   T,                        xf_bench_##NAME,                                                   \
-   xf_bench_##NAME##_bf16,   xf_bench_##NAME##_tuned,                                           \
-   xf_bench_##NAME##_packed, xf_bench_##NAME##_packed_pack,                                     \
-   xf_bench_##NAME##_bf16_packed, xf_bench_##NAME##_bf16_packed_pack,                           \
+  {#NAME,                                                                                          \
+   M,                                                                                              \
+   K,                                                                                              \
+   N,                                                                                              \
+   T,                                                                                              \
+   xf_bench_##NAME,                                                                                \
+   xf_bench_##NAME##_bf16,                                                                         \
+   xf_bench_##NAME##_tuned,                                                                        \
+   xf_bench_##NAME##_packed,                                                                       \
+   xf_bench_##NAME##_packed_pack,                                                                  \
+   xf_bench_##NAME##_bf16_packed,                                                                  \
+   xf_bench_##NAME##_bf16_packed_pack,                                                             \
    xf_bench_##NAME##_tuned_pack},
 #include "GemmShapes.def"
 #undef X
@@ -116,6 +131,101 @@ float fromBf16(uint16_t v) {
   float f;
   std::memcpy(&f, &bits, 4);
   return f;
+}
+
+/// IEEE half bits of a normal float of magnitude in [2^-14, 65504] (the scales below).
+uint16_t toHalf(float v) {
+  uint32_t b;
+  std::memcpy(&b, &v, 4);
+  uint32_t sign = (b >> 16) & 0x8000, exponent = ((b >> 23) & 0xff) - 127 + 15;
+  return uint16_t(sign | (exponent << 10) | ((b >> 13) & 0x3ff));
+}
+
+/// The --q8-gemm-inputs path on Q4_1 blocks (SmolLM2's matrices): a weight [N, K] of random
+/// blocks (scale d and minimum m as fp16, 16 bytes of nibbles: 20 bytes a block of 32), timed
+/// through xfrt_block_gemm's tiles (M > 4: AVX-512 VNNI, and AMX int8 where this process may use
+/// it) or xfrt_block_gemv (M <= 4), rotating over enough copies (>= 96 MiB) that decode reads
+/// them from DRAM. maxDiff is against x·Wᵀ on the dequantized weight in float32: it includes the
+/// rounding of x to Q8_0 (docs/correctness.md), so it is a check of sanity, not of bits.
+struct BlockVariants {
+  int M, K, N, copies;
+  std::vector<std::vector<uint8_t>> weights;
+  std::vector<float> x, out, ref;
+  int next = 0; // the copy the next call reads: copy 0 first, which `ref` is of
+
+  BlockVariants(int M, int K, int N, std::mt19937 &rng) : M(M), K(K), N(N) {
+    const size_t bytes = size_t(N) * K / 32 * 20;
+    copies = M <= 4 ? int(std::max<size_t>(1, (96u << 20) / bytes + 1)) : 1;
+    std::uniform_int_distribution<int> byte(0, 255);
+    std::uniform_real_distribution<float> scale(0.002f, 0.02f), dist(-1.f, 1.f);
+    weights.assign(copies, std::vector<uint8_t>(bytes));
+    for (auto &w : weights)
+      for (size_t b = 0; b < bytes; b += 20) {
+        uint16_t d = toHalf(scale(rng)), m = toHalf(-8 * scale(rng));
+        std::memcpy(&w[b], &d, 2);
+        std::memcpy(&w[b + 2], &m, 2);
+        for (int i = 4; i < 20; ++i)
+          w[b + i] = uint8_t(byte(rng));
+      }
+    x.resize(size_t(M) * K);
+    for (float &v : x)
+      v = dist(rng);
+    out.resize(size_t(M) * N);
+    std::vector<float> dequantized(size_t(N) * K);
+    if (!xfrt::dequantizeToF32(xfrt::GgmlType::Q4_1, weights[0].data(), dequantized.size(),
+                               dequantized.data()))
+      std::abort();
+    ref.resize(size_t(M) * N);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.f, x.data(), K,
+                dequantized.data(), K, 0.f, ref.data(), N);
+  }
+  double bytesPerCall() const { return double(weights[0].size()) + 4.0 * (M * K + M * N); }
+  /// One call on the next copy; false where the path cannot run here.
+  bool call(std::optional<xfrt::BlockGemmTiles> tiles) {
+    const uint8_t *w = weights[next].data();
+    next = (next + 1) % copies;
+    constexpr int64_t kQ4_1 = 3;
+    if (!tiles)
+      return xfrt_block_gemv(x.data(), K, M, K, w, kQ4_1, N, nullptr, nullptr, 0, 0, out.data(), N,
+                             int64_t(xfrt::BlockDotIsa::Avx512Vnni)) == 0;
+    return xfrt::blockGemm(x.data(), K, M, K, w, kQ4_1, N, nullptr, nullptr, 0, 0, out.data(), N,
+                           *tiles) == 0;
+  }
+  double maxDiff() const {
+    double d = 0;
+    for (size_t i = 0; i < out.size(); ++i)
+      d = std::max(d, double(std::abs(out[i] - ref[i])));
+    return d;
+  }
+};
+
+/// The block variants of a shape (K a multiple of 32): xf_q8_q4_1 (VNNI, or the GEMV) and, where
+/// this process may use AMX, xf_q8_q4_1_amx; a line on stdout says why one is left out.
+void addBlockVariants(const char *shapeName, BlockVariants &blocks,
+                      std::vector<Variant> &variants) {
+  const bool gemv = blocks.M <= 4;
+  std::optional<xfrt::BlockGemmTiles> vnni;
+  if (!gemv)
+    vnni = xfrt::BlockGemmTiles::Avx512Vnni;
+  if (!blocks.call(vnni)) {
+    std::printf("%s: xf_q8_q4_1 skipped: this CPU has no AVX-512 VNNI\n", shapeName);
+    return;
+  }
+  variants.push_back({"xf_q8_q4_1", [&blocks, vnni] { blocks.call(vnni); }, blocks.bytesPerCall()});
+  variants.back().maxDiff = blocks.maxDiff();
+  if (gemv)
+    return;
+  if (!xfrt::amxInt8Usable()) {
+    static bool said = false;
+    if (!std::exchange(said, true))
+      std::printf("xf_q8_q4_1_amx skipped: no AMX int8 tiles usable here\n");
+    return;
+  }
+  blocks.next = 0;
+  blocks.call(xfrt::BlockGemmTiles::Amx);
+  variants.push_back({"xf_q8_q4_1_amx", [&blocks] { blocks.call(xfrt::BlockGemmTiles::Amx); },
+                      blocks.bytesPerCall()});
+  variants.back().maxDiff = blocks.maxDiff();
 }
 
 double median(std::vector<double> v) {
@@ -169,9 +279,9 @@ int main(int argc, char **argv) {
 
   xfrt::MachinePeak peak = xfrt::measurePeak(threads, /*withBf16=*/true);
   std::printf("machine: %s, %d threads: FMA peak %.1f GFLOP/s (%s), bf16 dot-product peak %.1f "
-              "GFLOP/s, read bandwidth %.1f GB/s\n",
+              "GFLOP/s, int8 dot-product peak %.1f GOP/s, read bandwidth %.1f GB/s\n",
               peak.cpu.c_str(), threads, peak.gflops, peak.isa.c_str(), peak.bf16Gflops,
-              peak.readGBs);
+              peak.int8Gops, peak.readGBs);
 
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
@@ -179,10 +289,11 @@ int main(int argc, char **argv) {
   if (json)
     std::fprintf(json,
                  "{\"cpu\": \"%s\", \"flags\": \"%s\", \"threads\": %d, \"peak_gflops\": %.2f, "
-                 "\"bf16_peak_gflops\": %.2f, \"fma_isa\": \"%s\", \"read_gbs\": %.2f, "
-                 "\"rounds\": %d, \"shapes\": [",
+                 "\"bf16_peak_gflops\": %.2f, \"int8_peak_gops\": %.2f, \"amx_int8\": %s, "
+                 "\"fma_isa\": \"%s\", \"read_gbs\": %.2f, \"rounds\": %d, \"shapes\": [",
                  peak.cpu.c_str(), peak.flags.c_str(), threads, peak.gflops, peak.bf16Gflops,
-                 peak.isa.c_str(), peak.readGBs, rounds);
+                 peak.int8Gops, xfrt::amxInt8Usable() ? "true" : "false", peak.isa.c_str(),
+                 peak.readGBs, rounds);
   std::printf("%-15s %5s %5s %6s %2s | %-15s %8s %8s %6s %11s | max|diff|\n", "shape", "M", "K",
               "N", "T", "variant", "min ms", "med ms", "GF/s", "");
 
@@ -357,6 +468,12 @@ int main(int argc, char **argv) {
     }
     variants.back().call();
     variants.back().maxDiff = maxDiffTo(refBf16);
+    // Last, so that the indices above stay; each checked against its own reference.
+    std::optional<BlockVariants> blocks;
+    if (K % 32 == 0) {
+      blocks.emplace(M, K, N, rng);
+      addBlockVariants(shape.name, *blocks, variants);
+    }
     const double flops = 2.0 * M * K * N;
     double once = timeCalls(variants[2].call, 1);
     int reps = std::max(1, int(0.15 / std::max(once, 1e-7)));

@@ -54,13 +54,14 @@ def run(build, rounds, threads):
     return data
 
 
-VARIANTS = ("xf", "xf_packed", "xf_tuned", "xf_bf16", "xf_bf16_packed", "openblas",
-            "openblas_sgemv", "openblas_sbgemm", "onednn")
+VARIANTS = ("xf", "xf_packed", "xf_tuned", "xf_bf16", "xf_bf16_packed", "xf_q8_q4_1",
+            "xf_q8_q4_1_amx", "openblas", "openblas_sgemv", "openblas_sbgemm", "onednn")
 LABELS = {"xf": "xf (packed per call)", "xf_packed": "xf (packed at load)", "xf_tuned": "xf tuned",
           "xf_bf16": "xf bf16 (packed per call)", "xf_bf16_packed": "xf bf16 (packed at load)",
           "openblas": "OpenBLAS sgemm",
           "openblas_sgemv": "OpenBLAS sgemv", "openblas_sbgemm": "OpenBLAS sbgemm",
-          "onednn": "oneDNN sgemm"}
+          "onednn": "oneDNN sgemm", "xf_q8_q4_1": "xf q8 · Q4_1 (VNNI)",
+          "xf_q8_q4_1_amx": "xf q8 · Q4_1 (AMX)"}
 
 
 def collect(data, decode):
@@ -86,7 +87,8 @@ def prefill_table(data):
     """GFLOP/s for M > 4 (GEMM path)."""
     rows, variants = collect(data, decode=False)
     head = ("| shape | M×K×N | " + " | ".join(f"{LABELS[v]} GF/s best (median)" for v in variants)
-            + " | xf / OpenBLAS (best) | xf % of peak | xf bf16 % of bf16 peak |")
+            + " | xf / OpenBLAS (best) | xf % of peak | xf bf16 % of bf16 peak"
+            " | xf q8 % of int8 peak |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for name, row in rows.items():
         cells = [f"{row[v]['gflops_best']:.1f} ({row[v]['gflops_median']:.1f})" if v in row else "–"
@@ -97,8 +99,12 @@ def prefill_table(data):
         # The bf16 dot-product peak where this run measured one (older JSON: twice fp32).
         peak16 = data.get("bf16_peak_gflops") or 2 * data["peak_gflops"]
         pct16 = f"{100 * xf16['gflops_best'] / peak16:.0f}%" if xf16 else "–"
+        # The int8 path against the vpdpbusd peak (AMX's tiles, where they ran, exceed it).
+        q8 = row.get("xf_q8_q4_1")
+        pct8 = (f"{100 * q8['gflops_best'] / data['int8_peak_gops']:.0f}%"
+                if q8 and data.get("int8_peak_gops") else "–")
         lines.append(f"| {name} | {dims(row['r'])} | " + " | ".join(cells)
-                     + f" | {ratio:.2f} | {pct:.0f}% | {pct16} |")
+                     + f" | {ratio:.2f} | {pct:.0f}% | {pct16} | {pct8} |")
     return "\n".join(lines), rows, variants
 
 
@@ -187,6 +193,10 @@ def main():
         f"({data['fma_isa']})"
         + (f", bf16 dot-product peak **{data['bf16_peak_gflops']:.0f} GFLOP/s** (vdpbf16ps)"
            if data.get("bf16_peak_gflops") else "")
+        + (f", int8 dot-product peak **{data['int8_peak_gops']:.0f} GOP/s** (vpdpbusd)"
+           if data.get("int8_peak_gops") else "")
+        + ("; AMX int8 tiles usable" if data.get("amx_int8") else "; no AMX (the AMX column "
+           "is left out)")
         + f", read bandwidth **{data['read_gbs']:.1f} GB/s**; "
         f"load average before the run {data.get('load_before', '?')}, after "
         f"{data.get('load_after', '?')}. "
@@ -197,6 +207,11 @@ def main():
         "`--pack-weights=call`. The ratio and %-of-peak columns use the kernels packed at load. "
         "*xf bf16*: bfloat16 weights (`bf16Weights`); for the GEMMs also bf16 activations "
         "(`bf16Activations`, vdpbf16ps), for the GEMVs float32 activations. "
+        "*xf q8 · Q4_1*: the `--q8-gemm-inputs` path on a weight in ggml Q4_1 blocks (random "
+        "blocks; SmolLM2's matrices are Q4_1), x rounded to Q8_0 per call, 8-bit products "
+        "(`xfrt_block_gemm` on AVX-512 VNNI, or on AMX int8 tiles where the process may use "
+        "them; `xfrt_block_gemv` for decode), GOP/s counted as 2·M·K·N and read against the "
+        "int8 peak; its bytes are the blocks'. "
         "OpenBLAS sbgemm appears only when the installed OpenBLAS exports it. "
         "*xf tuned*: the schedule a tuning database (`xfc tune`) holds for a kernel of the same "
         "K, N, layout and dtypes, tuned with its fused epilogue"
@@ -204,7 +219,8 @@ def main():
                                                 if v) if any(tuned_as.values())
            else " — no database this run, so the default schedule") + ".",
         "",
-        "GEMMs (GFLOP/s; xf % of the fp32 FMA peak, xf bf16 % of the bf16 dot-product peak):",
+        "GEMMs (GFLOP/s; xf % of the fp32 FMA peak, xf bf16 % of the bf16 dot-product peak, "
+        "xf q8 % of the int8 dot-product peak):",
         "",
         ptext,
         "",

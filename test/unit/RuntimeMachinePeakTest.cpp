@@ -2,7 +2,7 @@
 //
 // No speed is asserted (the machine is shared): only that each ceiling the
 // CPU has is measured, and the bf16 dot product exactly where cpuinfo
-// reports AVX512-BF16.
+// reports AVX512-BF16 (the int8 one where it reports AVX512-VNNI).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +21,9 @@ TEST(MachinePeak, Bf16DotProductPeakWhereTheCpuHasIt) {
   const bool hasBf16 = (" " + peak.flags + " ").find(" avx512_bf16 ") != std::string::npos;
   EXPECT_EQ(hasBf16, peak.bf16Gflops > 0) << "flags: " << peak.flags;
   EXPECT_TRUE(std::isfinite(peak.bf16Gflops));
+  const bool hasVnni = (" " + peak.flags + " ").find(" avx512_vnni ") != std::string::npos;
+  EXPECT_EQ(hasVnni, peak.int8Gops > 0) << "flags: " << peak.flags;
+  EXPECT_TRUE(std::isfinite(peak.int8Gops));
 }
 
 } // namespace
@@ -39,6 +42,7 @@ TEST(MachinePeak, ProductPeaksAreWhatMeasurePeakReports) {
   xfrt::ProductPeaks peaks = xfrt::measureProductPeaks(1, 2'000'000, /*withBf16=*/false);
   EXPECT_TRUE(std::isfinite(peaks.fp32) && peaks.fp32 > 0);
   EXPECT_EQ(peaks.bf16, 0); // not asked for
+  EXPECT_EQ(peaks.int8, 0); // measurePeak's only
 }
 
 // A kept entry is measured again only when it came from a busy (or unrecorded) machine and the

@@ -23,10 +23,11 @@ struct MachinePeak {
   std::string cpu, flags, isa;
   double gflops = 0, readGBs = 0;
   double bf16Gflops = 0; // 0 where the CPU has no AVX512-BF16, or not asked for
+  double int8Gops = 0;   // vpdpbusd (GOP/s); 0 where the CPU has no AVX512-VNNI, or not asked for
 };
 
-// withBf16: also the bf16 dot-product peak (~0.5 s more; the benchmarks ask
-// for it, --profile's ceilings do not).
+// withBf16: also the bf16 dot-product and int8 (VNNI) peaks (~1 s more; the benchmarks ask
+// for them, --profile's ceilings do not).
 MachinePeak measurePeak(int threads, bool withBf16 = false);
 
 // The two products a --bf16-gemm-inputs GEMM can run on, in GFLOP/s on `threads` threads:
@@ -35,6 +36,7 @@ MachinePeak measurePeak(int threads, bool withBf16 = false);
 // benchmarks') is ~0.1 s a pass on Zen 4, best of 3 passes.
 struct ProductPeaks {
   double fp32 = 0, bf16 = 0;
+  double int8 = 0; // GOP/s of vpdpbusd; measured by measurePeak(withBf16) only
 };
 ProductPeaks measureProductPeaks(int threads, long iterations, bool withBf16);
 // Whether bf16 dot products pay for a GEMM on a machine with these peaks: they must beat fp32
