@@ -23,15 +23,43 @@ def loadavg():
     return [float(x) for x in pathlib.Path("/proc/loadavg").read_text().split()[:3]]
 
 
+def cpu_family(cpuinfo=None):
+    """The CPU family docs/bench.md keeps a table for: "Zen 3" / "Zen 4" / "Zen 5" from AMD's
+    family number (25 without AVX-512: Zen 3; 25 with it: Zen 4; 26: Zen 5), "Intel Xeon" with
+    "+ AMX" where the OS exposes amx_tile; else the vendor, family and model numbers. VMs often
+    name only "AMD EPYC", so the model name alone does not say which."""
+    text = cpuinfo if cpuinfo is not None else pathlib.Path("/proc/cpuinfo").read_text()
+    fields = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep and key.strip() not in fields:
+            fields[key.strip()] = value.strip()
+    vendor, family = fields.get("vendor_id", "?"), fields.get("cpu family", "?")
+    flags = set(fields.get("flags", "").split())
+    if vendor == "AuthenticAMD" and family == "25":
+        return "Zen 4" if "avx512f" in flags else "Zen 3"
+    if vendor == "AuthenticAMD" and family == "26":
+        return "Zen 5"
+    if vendor == "GenuineIntel" and "Xeon" in fields.get("model name", ""):
+        return "Intel Xeon" + (" + AMX" if "amx_tile" in flags else "")
+    return f"{vendor} family {family} model {fields.get('model', '?')}"
+
+
 def cpu_model():
+    """lscpu's model name and the family (cpu_family), e.g. "AMD EPYC (Zen 5)"."""
+    name = "unknown"
     try:
         out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
         for line in out.splitlines():
             if line.startswith("Model name:"):
-                return line.split(":", 1)[1].strip()
+                name = line.split(":", 1)[1].strip()
+                break
     except OSError:
         pass
-    return "unknown"
+    try:
+        return f"{name} ({cpu_family()})"
+    except OSError:
+        return name
 
 
 def project_cxx(build):

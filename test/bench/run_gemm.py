@@ -24,7 +24,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from benchlib import replace_doc_section  # noqa: E402
+from benchlib import cpu_model, replace_doc_section  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BEGIN = "<!-- BEGIN xf-bench-gemm (written by test/bench/run_gemm.py) -->"
@@ -50,6 +50,7 @@ def run(build, rounds, threads):
                         "--threads", str(threads), "--json", str(out)], env=env, check=True)
         data = json.loads(out.read_text())
     data["openblas_coretype"] = env["OPENBLAS_CORETYPE"]
+    data["cpu"] = cpu_model()
     data["load_before"], data["load_after"] = load_before, f"{os.getloadavg()[0]:.1f}"
     return data
 
