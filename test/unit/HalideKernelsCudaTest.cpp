@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GemmAlgorithm.h"
 #include "HalideKernelsTestUtil.h"
 
 #include <cmath>
@@ -129,6 +130,31 @@ TEST(CudaGemmAlgorithm, RegisterTilePath) {
   checkGemm(s);
   s.bf16Weights = false, s.epilogue = GemmEpilogue::SwiGlu, s.N = 64;
   checkGemm(s);
+}
+
+// Split K (the register path below cudaSplitKRows): K in regSplitK slices summed apart and
+// added, K a multiple of the slices and not (270: slices of 68, x zero past K). With
+// regFillBlocks = 10 and N = 128 (2 column tiles) the rule gives 40 rows: M = 5 and 33 split K,
+// M = 70 does not; with the default 264 every M here (below 512) does.
+TEST(CudaGemmAlgorithm, RegisterPathSplitK) {
+  GemmKernelSpec s;
+  s.name = "g";
+  s.K = 256, s.N = 128;
+  EXPECT_EQ(cudaSplitKRows(s), 512);
+  checkGemm(s);
+  s.K = 270, s.hasBias = s.hasResidual = true, s.epilogue = GemmEpilogue::GeluTanh;
+  checkGemm(s);
+  s.gpuSchedule.regFillBlocks = 10;
+  EXPECT_EQ(cudaSplitKRows(s), 40);
+  checkGemm(s);
+  s.bf16Weights = true, s.epilogue = GemmEpilogue::SwiGlu, s.N = 64, s.gpuSchedule.regSplitK = 3;
+  EXPECT_EQ(cudaSplitKRows(s), 80);
+  checkGemm(s);
+  // K too short for slices of 64, or split K off: the register path as before.
+  s.K = 190;
+  EXPECT_EQ(cudaSplitKRows(s), 0);
+  s.K = 270, s.gpuSchedule.regSplitK = 1;
+  EXPECT_EQ(cudaSplitKRows(s), 0);
 }
 
 TEST(CudaGemmAlgorithm, WeightLayoutsEpiloguesAndTails) {

@@ -393,6 +393,8 @@ TEST(ObjectKeys, EveryGemmFieldChangesTheKey) {
       [](GemmKernelSpec &s) { s.gpuSchedule.gemvCols = 64; },
       [](GemmKernelSpec &s) { s.gpuSchedule.gemvSlices = 8; },
       [](GemmKernelSpec &s) { s.gpuSchedule.gemvLaneCols = 4; },
+      [](GemmKernelSpec &s) { s.gpuSchedule.regSplitK = 2; },
+      [](GemmKernelSpec &s) { s.gpuSchedule.regFillBlocks = 128; },
   };
   EXPECT_EQ(distinctKeys(base, changes, gemmObjectKey), changes.size() + 1);
   EXPECT_EQ(gemmObjectKey(base, kTarget), gemmObjectKey(base, kTarget));

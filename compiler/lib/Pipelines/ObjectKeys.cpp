@@ -44,14 +44,15 @@ std::string scheduleKey(const GemmSchedule &schedule) {
 std::string scheduleKey(const GpuGemmSchedule &schedule) {
   const auto &[registerTiles, regTileCols, regTileRows, regTallRows, regTallTileRows,
                regThreadRows, regUnrollK, tileCols, tileRows, threadCols, threadRows, sliceK,
-               gemvCols, gemvSlices, gemvLaneCols] = schedule;
+               gemvCols, gemvSlices, gemvLaneCols, regSplitK, regFillBlocks] = schedule;
   return llvm::formatv("gpu schedule registerTiles={0} regTileCols={1} regTileRows={2} "
                        "regTallRows={3} regTallTileRows={4} regThreadRows={5} regUnrollK={6} "
                        "tileCols={7} tileRows={8} threadCols={9} threadRows={10} sliceK={11} "
-                       "gemvCols={12} gemvSlices={13} gemvLaneCols={14}\n",
+                       "gemvCols={12} gemvSlices={13} gemvLaneCols={14} regSplitK={15} "
+                       "regFillBlocks={16}\n",
                        registerTiles, regTileCols, regTileRows, regTallRows, regTallTileRows,
                        regThreadRows, regUnrollK, tileCols, tileRows, threadCols, threadRows,
-                       sliceK, gemvCols, gemvSlices, gemvLaneCols)
+                       sliceK, gemvCols, gemvSlices, gemvLaneCols, regSplitK, regFillBlocks)
       .str();
 }
 

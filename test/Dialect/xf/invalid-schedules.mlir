@@ -271,3 +271,18 @@ func.func @gpu_case13() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles 
 func.func @gpu_case14() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 64, gemv_slices = 32, gemv_lane_cols = 8>} {
   return
 }
+
+// -----
+
+// expected-error @+1 {{reg_split_k = 0 is out of range [1, 16]}}
+func.func @gpu_case15() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8, reg_split_k = 0>} {
+  return
+}
+
+// -----
+
+// 16 groups of 2 rows of 16 threads (512) fit, but their sums need 64 KiB of shared memory.
+// expected-error @+1 {{the register path's split K needs 65536 bytes of shared memory (at most 49152)}}
+func.func @gpu_case16() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8, reg_split_k = 16>} {
+  return
+}

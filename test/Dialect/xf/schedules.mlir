@@ -14,9 +14,20 @@ func.func @gemm_schedule(%x: tensor<?x768xf32>, %w: tensor<768x2304xf32>) -> ten
 // A CUDA target's GEMM carries both: every field of the GPU schedule round-trips too.
 // CHECK-LABEL: func.func @gpu_gemm_schedule
 func.func @gpu_gemm_schedule(%x: tensor<?x768xf32>, %w: tensor<768x2304xf32>) -> tensor<?x2304xf32> {
-  // CHECK: xf.gemm %{{.*}}, %{{.*}} activation none {gpu_schedule = #xf.gpu_gemm_schedule<register_tiles = false, reg_tile_cols = 128, reg_tile_rows = 16, reg_tall_rows = 256, reg_tall_tile_rows = 64, reg_thread_rows = 8, reg_unroll_k = 4, tile_cols = 128, tile_rows = 32, thread_cols = 8, thread_rows = 4, slice_k = 8, gemv_cols = 64, gemv_slices = 8, gemv_lane_cols = 4>, schedule = #xf.gemm_schedule<tile_cols = 32, tile_rows = 6, k_block = 384, pack_weights = false, rows_per_task = 64, panel_cols = 256, gemv_rows_below = 2, gemv_rows_per_pass = 8, gemv_tasks = 4>}
-  %g = xf.gemm %x, %w activation none {schedule = #xf.gemm_schedule<tile_cols = 32, tile_rows = 6, k_block = 384, pack_weights = false, rows_per_task = 64, panel_cols = 256, gemv_rows_below = 2, gemv_rows_per_pass = 8, gemv_tasks = 4>, gpu_schedule = #xf.gpu_gemm_schedule<register_tiles = false, reg_tile_cols = 128, reg_tile_rows = 16, reg_tall_rows = 256, reg_tall_tile_rows = 64, reg_thread_rows = 8, reg_unroll_k = 4, tile_cols = 128, tile_rows = 32, thread_cols = 8, thread_rows = 4, slice_k = 8, gemv_cols = 64, gemv_slices = 8, gemv_lane_cols = 4>} : (tensor<?x768xf32>, tensor<768x2304xf32>) -> tensor<?x2304xf32>
+  // CHECK: xf.gemm %{{.*}}, %{{.*}} activation none {gpu_schedule = #xf.gpu_gemm_schedule<register_tiles = false, reg_tile_cols = 128, reg_tile_rows = 16, reg_tall_rows = 256, reg_tall_tile_rows = 64, reg_thread_rows = 8, reg_unroll_k = 4, tile_cols = 128, tile_rows = 32, thread_cols = 8, thread_rows = 4, slice_k = 8, gemv_cols = 64, gemv_slices = 8, gemv_lane_cols = 4, reg_split_k = 2, reg_fill_blocks = 128>, schedule = #xf.gemm_schedule<tile_cols = 32, tile_rows = 6, k_block = 384, pack_weights = false, rows_per_task = 64, panel_cols = 256, gemv_rows_below = 2, gemv_rows_per_pass = 8, gemv_tasks = 4>}
+  %g = xf.gemm %x, %w activation none {schedule = #xf.gemm_schedule<tile_cols = 32, tile_rows = 6, k_block = 384, pack_weights = false, rows_per_task = 64, panel_cols = 256, gemv_rows_below = 2, gemv_rows_per_pass = 8, gemv_tasks = 4>, gpu_schedule = #xf.gpu_gemm_schedule<register_tiles = false, reg_tile_cols = 128, reg_tile_rows = 16, reg_tall_rows = 256, reg_tall_tile_rows = 64, reg_thread_rows = 8, reg_unroll_k = 4, tile_cols = 128, tile_rows = 32, thread_cols = 8, thread_rows = 4, slice_k = 8, gemv_cols = 64, gemv_slices = 8, gemv_lane_cols = 4, reg_split_k = 2, reg_fill_blocks = 128>} : (tensor<?x768xf32>, tensor<768x2304xf32>) -> tensor<?x2304xf32>
   return %g : tensor<?x2304xf32>
+}
+
+// The split-K fields (reg_split_k, reg_fill_blocks) have defaults: omitted, they read as 4 and
+// 264 and print as omitted; set, they round-trip.
+// CHECK-LABEL: func.func @gpu_gemm_schedule_split_k
+func.func @gpu_gemm_schedule_split_k() attributes {
+    // CHECK-SAME: xf.d = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8>
+    xf.d = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8, reg_split_k = 4, reg_fill_blocks = 264>,
+    // CHECK-SAME: xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8, reg_split_k = 2, reg_fill_blocks = 528>
+    xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8, reg_split_k = 2, reg_fill_blocks = 528>} {
+  return
 }
 
 // CHECK-LABEL: func.func @attention_schedule

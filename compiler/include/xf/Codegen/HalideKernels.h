@@ -119,6 +119,10 @@ struct GpuGemmSchedule {
   int64_t sliceK = 16;                     // staged path: K per shared-memory stage
   int64_t gemvCols = 32, gemvSlices = 16;  // [K, N] GEMV block: columns × K slices
   int64_t gemvLaneCols = 8;                // [N, K] GEMV block: columns (× 32 lanes)
+  /// Register path, split K: a launch of fewer than regFillBlocks blocks (M small, N narrow)
+  /// splits each block's K over regSplitK groups of threads (1: never; GemmScheduleCuda.cpp).
+  int64_t regSplitK = 4;
+  int64_t regFillBlocks = 264; // 2 blocks a SM of a 132-SM GPU (H100 SXM / H200)
 };
 
 /// The shape of a CPU's vector unit, which the default schedules follow.

@@ -40,6 +40,7 @@ inline GpuGemmSchedule gpuGemmScheduleOf(GpuGemmScheduleAttr a) {
   s.threadCols = a.getThreadCols(), s.threadRows = a.getThreadRows(), s.sliceK = a.getSliceK();
   s.gemvCols = a.getGemvCols(), s.gemvSlices = a.getGemvSlices();
   s.gemvLaneCols = a.getGemvLaneCols();
+  s.regSplitK = a.getRegSplitK(), s.regFillBlocks = a.getRegFillBlocks();
   return s;
 }
 
@@ -48,7 +49,7 @@ inline GpuGemmScheduleAttr gpuGemmScheduleAttr(MLIRContext *ctx, const GpuGemmSc
                                   s.regTallRows, s.regTallTileRows, s.regThreadRows,
                                   s.regUnrollK, s.tileCols, s.tileRows, s.threadCols,
                                   s.threadRows, s.sliceK, s.gemvCols, s.gemvSlices,
-                                  s.gemvLaneCols);
+                                  s.gemvLaneCols, s.regSplitK, s.regFillBlocks);
 }
 
 inline AttentionSchedule attentionScheduleOf(AttentionScheduleAttr a) {

@@ -371,6 +371,40 @@ namespace {
 
 int ceilDiv(int a, int b) { return (a + b - 1) / b; }
 
+} // namespace
+
+int cudaSplitKRows(const GemmKernelSpec &spec) {
+  const GpuGemmSchedule &s = spec.gpuSchedule;
+  if (!usesCudaRegisterTiles(spec) || s.regSplitK < 2 || spec.K < kCudaMinSplitDepth * s.regSplitK)
+    return 0;
+  const int colTiles = int(spec.N / s.regTileCols);
+  const int rowTiles = ceilDiv(int(s.regFillBlocks), colTiles);
+  return int(std::min<int64_t>(rowTiles * s.regTileRows, s.regTallRows));
+}
+
+namespace {
+
+/// Register path, split K: splitDot(n, g, m, s) = Σ over slice s of K (x zero past K),
+/// splitSum = Σ_s splitPart.
+void defineCudaSplitK(const GemmKernelSpec &spec, const GemmInputs &in, GemmCudaFuncs &f) {
+  const int K = int(spec.K), N = int(spec.N);
+  f.splits = int(spec.gpuSchedule.regSplitK);
+  const int sliceLen = ceilDiv(K, f.splits);
+  Var n = f.n, m = f.m, g = f.g, s = f.s;
+  RDom j(0, sliceLen, "split_k");
+  Expr k = s * sliceLen + j;
+  Expr rows = in.x.dim(1).extent();
+  Expr xValue = K % f.splits ? f.xPadded(k, m) : in.x(k, clamp(m, 0, rows - 1));
+  Expr depth = K % f.splits ? min(k, K - 1) : k;
+  f.splitDot(n, g, m, s) = 0.f;
+  f.splitDot(n, g, m, s) += xValue * widenWeight(spec, in.weight(g * N + n, depth));
+  f.splitPart(n, g, m, s) = f.splitDot(n, g, m, s);
+  RDom rs(0, f.splits, "splits");
+  f.splitSum(n, g, m) = 0.f;
+  f.splitSum(n, g, m) += f.splitPart(n, g, m, rs);
+  f.splitDotVar = j.x, f.splitSumVar = rs.x;
+}
+
 /// GEMV: [K, N] threads (column, K slice), [N, K] threads (lane, column),
 /// then the slices' or lanes' sums.
 void defineCudaGemv(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
@@ -423,6 +457,9 @@ GemmCudaFuncs defineGemmCuda(const GemmKernelSpec &spec, const GemmInputs &in) {
     f.dot(n, g, m) +=
         x(f.rAll, clamp(m, 0, rows - 1)) * widenWeight(spec, weight(g * N + n, f.rAll));
     sum = f.dot;
+    f.splitRows = cudaSplitKRows(spec);
+    if (f.splitRows)
+      defineCudaSplitK(spec, in, f);
   } else {
     // Staged path: per K slice a register-tiled partial product, added into the block's
     // accumulators.
@@ -443,7 +480,10 @@ GemmCudaFuncs defineGemmCuda(const GemmKernelSpec &spec, const GemmInputs &in) {
   };
   f.rows = rows;
   f.gemv = rows <= kCudaGemvRows;
-  f.out(n, m) = select(f.gemv, epilogue(f.gemvSum), epilogue(sum));
+  Expr general = epilogue(sum);
+  if (f.splitRows)
+    general = select(rows < f.splitRows, epilogue(f.splitSum), general);
+  f.out(n, m) = select(f.gemv, epilogue(f.gemvSum), general);
   return f;
 }
 

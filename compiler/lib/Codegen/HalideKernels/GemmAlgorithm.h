@@ -79,6 +79,7 @@ GemmCpuFuncs defineGemmCpu(const GemmKernelSpec &spec, const GemmInputs &in, int
 constexpr int kCudaRegThreadCols = 4; // register: a thread's columns (one vector load)
 constexpr int kCudaGemvRows = 4;      // M up to this takes the GEMV path
 constexpr int kCudaLanes = 32;        // [N, K] GEMV: lanes a column (a warp)
+constexpr int kCudaMinSplitDepth = 64; // register path, split K: the shortest K slice
 
 /// The CUDA GEMM's Funcs: gates g (2 for SwiGLU) as a dimension of the sums.
 struct GemmCudaFuncs {
@@ -90,6 +91,11 @@ struct GemmCudaFuncs {
   // Register path: each thread's accumulators in registers over all of K.
   Halide::Func dot{"register_dot"};
   Halide::RDom rAll;
+  // Register path, split K (rows < splitRows): each group s of threads sums a slice of K in
+  // registers (splitDot), the groups' sums meet in shared memory (splitPart, splitSum).
+  Halide::Func splitDot{"split_dot"}, splitPart{"split_partial"}, splitSum{"split_sum"};
+  Halide::RVar splitDotVar, splitSumVar;
+  int splitRows = 0, splits = 1;
   // GEMV path.
   Halide::Func gemvDot{"gemv_dot"}, gemvPart{"gemv_partial"}, gemvSum{"gemv_sum"};
   Halide::RVar dotVar, sumVar;
@@ -101,6 +107,10 @@ struct GemmCudaFuncs {
 /// The register path reads W's columns without clamping (vector loads along
 /// N): every block tile lies inside N. Taken where spec.gpuSchedule allows it.
 bool usesCudaRegisterTiles(const GemmKernelSpec &spec);
+/// The register path's split-K rule: M below this (0: never) launches fewer than
+/// gpuSchedule.regFillBlocks blocks of regTileRows rows, so each block splits K
+/// regSplitK ways (when K holds regSplitK slices of kCudaMinSplitDepth).
+int cudaSplitKRows(const GemmKernelSpec &spec);
 /// Defines the CUDA GEMM of a validated `spec`.
 GemmCudaFuncs defineGemmCuda(const GemmKernelSpec &spec, const GemmInputs &in);
 

@@ -144,6 +144,60 @@ void scheduleStagedGemmCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
         .unroll(b);
 }
 
+namespace {
+// Register path, split K (M < f.splitRows): the block's tile as the register path's, its
+// threads in regSplitK groups, group s summing slice s of K into a register tile (4 columns ×
+// regThreadRows rows, W as 16-byte loads) stored in shared memory; after the barrier a thread
+// per 4 columns of a row adds the groups' sums and applies the epilogue.
+void scheduleSplitKCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f, Stage stage) {
+  const GpuGemmSchedule &sched = spec.gpuSchedule;
+  const int tileCols = int(sched.regTileCols), tileRows = int(sched.regTileRows);
+  const int threadRows = int(sched.regThreadRows), unrollK = int(sched.regUnrollK);
+  Var n = f.n, m = f.m, g = f.g, s = f.s;
+  Var no("no"), mo("mo"), ni("ni"), mi("mi"), nt("nt"), mt("mt"), nr("nr"), mr("mr"), ms("ms");
+  stage.tile(n, m, no, mo, ni, mi, tileCols, tileRows, TailStrategy::GuardWithIf)
+      .split(ni, nt, nr, kCudaRegThreadCols)
+      .reorder(nr, nt, mi, no, mo)
+      .gpu_blocks(no, mo)
+      .gpu_threads(nt, mi)
+      .unroll(nr);
+  f.splitSum.compute_at(f.out, nt)
+      .bound(g, 0, f.gates)
+      .bound_extent(n, kCudaRegThreadCols)
+      .reorder(n, g, m)
+      .unroll(n)
+      .unroll(g);
+  f.splitSum.update().reorder(n, g, m, f.splitSumVar).unroll(n).unroll(g).unroll(f.splitSumVar);
+  f.splitPart.compute_at(f.out, no)
+      .store_in(MemoryType::GPUShared)
+      .bound(g, 0, f.gates)
+      .bound(s, 0, f.splits)
+      .bound_extent(n, tileCols)
+      .bound_extent(m, tileRows)
+      .split(n, nt, nr, kCudaRegThreadCols)
+      .split(m, mt, mr, threadRows)
+      .reorder(nr, g, mr, nt, mt, s)
+      .fuse(mt, s, ms)
+      .gpu_threads(nt, ms)
+      .unroll(nr)
+      .unroll(g)
+      .unroll(mr);
+  f.splitDot.compute_at(f.splitPart, nt)
+      .bound_extent(n, kCudaRegThreadCols)
+      .reorder(n, g, m, s)
+      .vectorize(n)
+      .unroll(g)
+      .unroll(m);
+  Stage update = f.splitDot.update();
+  update.reorder(n, g, m, s, f.splitDotVar).vectorize(n).unroll(g).unroll(m);
+  const int64_t sliceLen = (spec.K + f.splits - 1) / f.splits;
+  if (sliceLen % unrollK == 0) {
+    RVar ro("ro"), ri("ri");
+    update.split(f.splitDotVar, ro, ri, unrollK).reorder(n, g, m, s, ri, ro).unroll(ri);
+  }
+}
+} // namespace
+
 // Register GEMM ([K, N] weights, N a multiple of regTileCols): each thread's kCudaRegThreadCols ×
 // regThreadRows accumulators in registers over all of K (no shared memory, no barriers;
 // Halide's apps/cuda_mat_mul shows the pattern), W read along N straight from global memory
@@ -170,6 +224,8 @@ void scheduleRegisterGemmCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
   // From regTallRows rows on, blocks of regTallTileRows rows (by default 4 warps): the warps of
   // a block read the same W tile (L1 hits), a quarter of the L2 traffic of 8-row tiles.
   tile(f.out.specialize(f.rows >= int(sched.regTallRows)), int(sched.regTallTileRows));
+  if (f.splitRows)
+    scheduleSplitKCuda(spec, f, f.out.specialize(f.rows < f.splitRows));
   tile(f.out, int(sched.regTileRows));
   f.dot.compute_at(f.out, nt)
       .bound(g, 0, f.gates)

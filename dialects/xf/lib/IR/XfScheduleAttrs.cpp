@@ -72,7 +72,7 @@ LogicalResult GpuGemmScheduleAttr::verify(
     int64_t regTileRows, int64_t regTallRows, int64_t regTallTileRows, int64_t regThreadRows,
     int64_t regUnrollK, int64_t tileCols, int64_t tileRows, int64_t threadCols,
     int64_t threadRows, int64_t sliceK, int64_t gemvCols, int64_t gemvSlices,
-    int64_t gemvLaneCols) {
+    int64_t gemvLaneCols, int64_t regSplitK, int64_t regFillBlocks) {
   auto range = [&](llvm::StringRef name, int64_t v, int64_t lo, int64_t hi) {
     return inRange(emitError, "gpu_gemm_schedule", name, v, lo, hi);
   };
@@ -87,7 +87,9 @@ LogicalResult GpuGemmScheduleAttr::verify(
       failed(range("thread_rows", threadRows, 1, 16)) || failed(range("slice_k", sliceK, 1, 256)) ||
       failed(range("gemv_cols", gemvCols, 1, 1024)) ||
       failed(range("gemv_slices", gemvSlices, 1, 1024)) ||
-      failed(range("gemv_lane_cols", gemvLaneCols, 1, 32)))
+      failed(range("gemv_lane_cols", gemvLaneCols, 1, 32)) ||
+      failed(range("reg_split_k", regSplitK, 1, 16)) ||
+      failed(range("reg_fill_blocks", regFillBlocks, 0, 1 << 20)))
     return failure();
   auto multiple = [&](llvm::StringRef name, int64_t v, llvm::StringRef ofName,
                       int64_t of) -> LogicalResult {
@@ -109,6 +111,19 @@ LogicalResult GpuGemmScheduleAttr::verify(
       failed(threads("the register path",
                      regTileCols / 4 * std::max(regTileRows, regTallTileRows) / regThreadRows)))
     return failure();
+  // Split K: reg_split_k groups of reg_tile_rows / reg_thread_rows rows of threads, then a
+  // thread per row for the sum (the block's threads: the larger); the groups' sums in shared
+  // memory, SwiGLU's two gates counted.
+  if (regSplitK > 1) {
+    if (failed(threads("the register path's split K",
+                       regTileCols / 4 *
+                           std::max(regTileRows, regTileRows / regThreadRows * regSplitK))))
+      return failure();
+    const int64_t splitBytes = 4 * 2 * regTileCols * regTileRows * regSplitK;
+    if (splitBytes > 48 * 1024)
+      return emitError() << "#xf.gpu_gemm_schedule: the register path's split K needs "
+                         << splitBytes << " bytes of shared memory (at most 49152)";
+  }
   // Staged path: the block's threads also copy each slice (x along the
   // slice by tile_rows / thread_rows, W along its contiguous axis).
   if (failed(multiple("tile_cols", tileCols, "thread_cols", threadCols)) ||

@@ -56,7 +56,12 @@ def Xf_GpuGemmScheduleAttr : Xf_Attr<"GpuGemmSchedule", "gpu_gemm_schedule"> {
     `reg_tile_cols`): one thread block per `reg_tile_cols` × `reg_tile_rows`
     tile of the output (`reg_tall_tile_rows` rows from `reg_tall_rows` rows
     on), each thread accumulating 4 columns × `reg_thread_rows` rows over all
-    of K in registers, K unrolled by `reg_unroll_k`.
+    of K in registers, K unrolled by `reg_unroll_k`. Split K (derived per
+    shape): where N / `reg_tile_cols` × ⌈M / `reg_tile_rows`⌉ is under
+    `reg_fill_blocks` (by default 2 a SM of a 132-SM GPU) and K holds
+    `reg_split_k` slices of ≥ 64, each block's K is split over `reg_split_k`
+    groups of threads whose sums meet in shared memory (1: never). Both
+    may be omitted (defaults 4 and 264).
 
     Staged path (the other GEMMs, or all with `register_tiles = false`): one
     block per `tile_cols` × `tile_rows` tile, threads of `thread_cols` ×
@@ -79,7 +84,9 @@ def Xf_GpuGemmScheduleAttr : Xf_Attr<"GpuGemmSchedule", "gpu_gemm_schedule"> {
                         "int64_t":$reg_tall_tile_rows, "int64_t":$reg_thread_rows,
                         "int64_t":$reg_unroll_k, "int64_t":$tile_cols, "int64_t":$tile_rows,
                         "int64_t":$thread_cols, "int64_t":$thread_rows, "int64_t":$slice_k,
-                        "int64_t":$gemv_cols, "int64_t":$gemv_slices, "int64_t":$gemv_lane_cols);
+                        "int64_t":$gemv_cols, "int64_t":$gemv_slices, "int64_t":$gemv_lane_cols,
+                        DefaultValuedParameter<"int64_t", "4">:$reg_split_k,
+                        DefaultValuedParameter<"int64_t", "264">:$reg_fill_blocks);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
