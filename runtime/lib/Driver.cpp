@@ -127,7 +127,8 @@ MachineCeilings ceilingsFor(const Options &o, const Manifest &m) {
   std::string cache = file && *file ? file : defaultMachineCacheFile();
   int threads = o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency()));
   std::string note;
-  MachineCeilings c = m.cuda ? deviceCeilings(cache, note) : machineCeilings(threads, cache, note);
+  MachineCeilings c = m.cuda ? deviceCeilings(cache, note)
+                             : machineCeilings(threads, cache, note, profileNeedsProductPeaks(m));
   if (!note.empty())
     std::fprintf(stderr, "note: %s\n", note.c_str());
   return c;

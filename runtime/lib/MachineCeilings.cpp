@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include <sys/stat.h>
@@ -23,20 +24,27 @@
 
 namespace xfrt {
 namespace {
-// One machine's entry: {"gflops": G, "read_gbs": B, "load": L}, G and B positive; L (the
-// load average when measured) is absent in files written before it was kept: then -1.
-bool readCeilings(const JsonValue &entry, double &gflops, double &gbs, double &load) {
+// One machine's entry: {"gflops": G, "read_gbs": B, "load": L, "bf16_gflops": P,
+// "int8_gops": Q}, G and B positive; L (the load average when measured) is absent in files
+// written before it was kept: then -1; P and Q only where measured (else -1).
+struct Entry {
+  MachineCeilings ceilings;
+  double load = -1;
+};
+std::optional<Entry> readEntry(const JsonValue &entry) {
   const JsonValue *g = entry.find("gflops"), *b = entry.find("read_gbs");
   if (!g || !b || !g->isNumber() || !b->isNumber() || g->number <= 0 || b->number <= 0)
-    return false;
-  const JsonValue *l = entry.find("load");
-  gflops = g->number, gbs = b->number;
-  load = l && l->isNumber() && l->number >= 0 ? l->number : -1;
-  return true;
-}
-bool readCeilings(const JsonValue &entry, double &gflops, double &gbs) {
-  double load;
-  return readCeilings(entry, gflops, gbs, load);
+    return std::nullopt;
+  Entry e;
+  e.ceilings.gflops = g->number, e.ceilings.readGBs = b->number;
+  auto optional = [&](const char *key) {
+    const JsonValue *v = entry.find(key);
+    return v && v->isNumber() && v->number >= 0 ? v->number : -1.0;
+  };
+  e.load = optional("load");
+  e.ceilings.bf16Gflops = optional("bf16_gflops");
+  e.ceilings.int8Gops = optional("int8_gops");
+  return e;
 }
 int onlineCpus() {
   long n = ::sysconf(_SC_NPROCESSORS_ONLN);
@@ -52,9 +60,8 @@ std::string loadNote(double load, int cpus) {
 bool isMachineCache(const JsonValue &root) {
   if (!root.isObject())
     return false;
-  double gflops, gbs;
   for (const JsonValue &entry : root.items)
-    if (!readCeilings(entry, gflops, gbs))
+    if (!readEntry(entry))
       return false;
   return true;
 }
@@ -98,21 +105,22 @@ std::string keepEntry(const std::string &cacheFile, const JsonValue &root, const
                       const MachineCeilings &c, double load) {
   std::string text = "{\n";
   bool first = true;
-  auto entry = [&](const std::string &k, double gflops, double gbs, double entryLoad) {
-    char numbers[160];
+  auto entry = [&](const std::string &k, const MachineCeilings &e, double entryLoad) {
+    char numbers[256];
     int n = std::snprintf(numbers, sizeof numbers, "{\"gflops\": %.17g, \"read_gbs\": %.17g",
-                          gflops, gbs);
+                          e.gflops, e.readGBs);
     if (entryLoad >= 0)
-      std::snprintf(numbers + n, sizeof numbers - n, ", \"load\": %.2f", entryLoad);
+      n += std::snprintf(numbers + n, sizeof numbers - n, ", \"load\": %.2f", entryLoad);
+    if (e.bf16Gflops >= 0 && e.int8Gops >= 0)
+      std::snprintf(numbers + n, sizeof numbers - n,
+                    ", \"bf16_gflops\": %.17g, \"int8_gops\": %.17g", e.bf16Gflops, e.int8Gops);
     text += (first ? "  " : ",\n  ") + quoteJson(k) + ": " + numbers + "}";
     first = false;
   };
-  for (size_t i = 0; i < root.keys.size(); ++i) {
-    double gflops, gbs, entryLoad;
-    if (root.keys[i] != key && readCeilings(root.items[i], gflops, gbs, entryLoad))
-      entry(root.keys[i], gflops, gbs, entryLoad);
-  }
-  entry(key, c.gflops, c.readGBs, load);
+  for (size_t i = 0; i < root.keys.size(); ++i)
+    if (std::optional<Entry> e = readEntry(root.items[i]); e && root.keys[i] != key)
+      entry(root.keys[i], e->ceilings, e->load);
+  entry(key, c, load);
   text += "\n}\n";
   std::string dir = cacheFile.substr(0, cacheFile.rfind('/'));
   std::string parent = dir.substr(0, dir.rfind('/'));
@@ -126,29 +134,33 @@ std::string keepEntry(const std::string &cacheFile, const JsonValue &root, const
 
 MachineCeilings keptCeilings(const std::string &key, const std::string &cacheFile,
                              std::string &note, int loadThreads,
-                             const std::function<Expected<MachineCeilings>()> &measure) {
+                             const std::function<Expected<MachineCeilings>()> &measure,
+                             bool withProducts) {
   JsonValue root;
   bool keep = !cacheFile.empty();
   const int cpus = onlineCpus();
   const double nowLoad = loadThreads > 0 ? loadAverage() : -1;
   const bool busyNow = loadThreads > 0 && measuredBusy(nowLoad, cpus, loadThreads);
   // A busy entry kept for want of a better one: the larger of it and a new measurement.
-  double keptGflops = 0, keptGbs = 0;
+  MachineCeilings kept{0, 0, "", 0, 0};
   struct stat st;
   if (keep && ::lstat(cacheFile.c_str(), &st) == 0) {
-    // A few entries of two numbers: anything near the limit is not this file.
+    // A few entries of a few numbers: anything near the limit is not this file.
     Expected<std::string> text = readTextFile(cacheFile, size_t(1) << 20);
     Expected<JsonValue> parsed = text ? parseJson(*text) : Expected<JsonValue>(text.status());
     if (parsed && isMachineCache(*parsed)) {
       root = std::move(*parsed);
-      double gflops, gbs, load;
-      if (const JsonValue *e = root.find(key); e && readCeilings(*e, gflops, gbs, load)) {
-        if (loadThreads <= 0 || !remeasureCeilings(load, nowLoad, cpus, loadThreads)) {
-          bool busy = loadThreads > 0 && measuredBusy(load, cpus, loadThreads);
-          return {gflops, gbs,
-                  "cache " + cacheFile + (busy ? ", measured " + loadNote(load, cpus) : "")};
+      if (const JsonValue *found = root.find(key)) {
+        Entry e = *readEntry(*found);
+        const bool hasProducts = e.ceilings.bf16Gflops >= 0 && e.ceilings.int8Gops >= 0;
+        if ((!withProducts || hasProducts) &&
+            (loadThreads <= 0 || !remeasureCeilings(e.load, nowLoad, cpus, loadThreads))) {
+          bool busy = loadThreads > 0 && measuredBusy(e.load, cpus, loadThreads);
+          e.ceilings.source =
+              "cache " + cacheFile + (busy ? ", measured " + loadNote(e.load, cpus) : "");
+          return e.ceilings;
         }
-        keptGflops = gflops, keptGbs = gbs;
+        kept = e.ceilings;
       }
     } else {
       note = cacheFile + ": not a machine cache (" +
@@ -163,8 +175,12 @@ MachineCeilings keptCeilings(const std::string &key, const std::string &cacheFil
     return {};
   }
   // Interference only lowers a peak: a kept busy entry above the new measurement still counts.
-  MachineCeilings c{std::max(measured->gflops, keptGflops), std::max(measured->readGBs, keptGbs),
-                    measured->source};
+  MachineCeilings c = *measured;
+  c.gflops = std::max(c.gflops, kept.gflops), c.readGBs = std::max(c.readGBs, kept.readGBs);
+  if (c.bf16Gflops >= 0)
+    c.bf16Gflops = std::max(c.bf16Gflops, kept.bf16Gflops);
+  if (c.int8Gops >= 0)
+    c.int8Gops = std::max(c.int8Gops, kept.int8Gops);
   const std::string busy = busyNow ? " " + loadNote(nowLoad, cpus) : "";
   c.source += busy;
   if (!keep)
@@ -176,14 +192,21 @@ MachineCeilings keptCeilings(const std::string &key, const std::string &cacheFil
   return c;
 }
 
-MachineCeilings machineCeilings(int threads, const std::string &cacheFile, std::string &note) {
+MachineCeilings machineCeilings(int threads, const std::string &cacheFile, std::string &note,
+                                bool withProducts) {
   const bool avx512 = __builtin_cpu_supports("avx512f");
   const std::string key = cpuModelName() + " | " + (avx512 ? "avx512" : "avx2") + " | " +
                           std::to_string(threads) + " threads";
-  return keptCeilings(key, cacheFile, note, threads, [threads]() -> Expected<MachineCeilings> {
-    MachinePeak peak = measurePeak(threads);
-    return MachineCeilings{peak.gflops, peak.readGBs, "measured"};
-  });
+  return keptCeilings(
+      key, cacheFile, note, threads,
+      [threads, withProducts]() -> Expected<MachineCeilings> {
+        MachinePeak peak = measurePeak(threads, withProducts);
+        MachineCeilings c{peak.gflops, peak.readGBs, "measured"};
+        if (withProducts)
+          c.bf16Gflops = peak.bf16Gflops, c.int8Gops = peak.int8Gops;
+        return c;
+      },
+      withProducts);
 }
 
 } // namespace xfrt

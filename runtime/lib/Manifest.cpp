@@ -260,6 +260,11 @@ Expected<Manifest> parseManifest(std::string_view text) {
         spec.contextFromSource = n->string == "source";
       if (const JsonValue *n = k.find("tuned"); n && n->isBool())
         spec.tuned = n->boolean;
+      if (const JsonValue *n = k.find("products")) {
+        if (!n->isString() || (n->string != "fp32" && n->string != "bf16" && n->string != "int8"))
+          return fail("kernel '" + spec.name + "': 'products' is not \"fp32\", \"bf16\" or \"int8\"");
+        spec.products = n->string;
+      }
       m.kernels.push_back(std::move(spec));
     }
   }
@@ -389,6 +394,8 @@ std::string renderManifest(const Manifest &m) {
     w.key("loc"), w.string(k.loc);
     w.key("name"), w.string(k.name);
     w.key("op"), w.string(k.op);
+    if (k.products != "fp32") // fp32 is the default: manifests without it read the same
+      w.key("products"), w.string(k.products);
     w.key("tuned"), w.boolean(k.tuned);
     w.end('}');
   }

@@ -160,16 +160,24 @@ namespace {
 
 // One kernel (all its call sites) over the recorded runs.
 struct KernelTotals {
-  std::string name, kind;
+  std::string name, kind, products = "fp32";
   int64_t calls = 0;
   double us = 0, flops = 0, bytes = 0;
+  // The peak of the products the kernel runs on (KernelSpec::products); <= 0 where unknown.
+  double peak(const MachineCeilings &c) const {
+    return products == "int8" ? c.int8Gops : products == "bf16" ? c.bf16Gflops : c.gflops;
+  }
   // Against the machine's ceilings: the roofline time over the measured
   // time, and which ceiling sets the roofline.
+  bool readable(const MachineCeilings &c) const {
+    return (flops > 0 || bytes > 0) && (flops == 0 || peak(c) > 0);
+  }
   double fraction(const MachineCeilings &c) const {
-    return us > 0 ? std::max(flops / (c.gflops * 1e3), bytes / (c.readGBs * 1e3)) / us : 0;
+    double compute = flops > 0 ? flops / (peak(c) * 1e3) : 0;
+    return us > 0 ? std::max(compute, bytes / (c.readGBs * 1e3)) / us : 0;
   }
   const char *bound(const MachineCeilings &c) const {
-    return flops / c.gflops >= bytes / c.readGBs ? "compute" : "memory";
+    return flops > 0 && flops / peak(c) >= bytes / c.readGBs ? "compute" : "memory";
   }
 };
 
@@ -185,6 +193,7 @@ std::vector<KernelTotals> kernelTotals(const Manifest &m, double &totalUs) {
     KernelTotals &r = byName[k.name];
     r.name = k.name;
     r.kind = k.tuned ? k.kind + " tuned" : k.kind;
+    r.products = k.products;
     r.calls += t.calls;
     r.us += t.us;
     r.flops += double(k.flopsPerRow) * t.rows + double(k.flopsPerRowPerContextRow) * t.rowContextPairs;
@@ -204,7 +213,37 @@ std::vector<KernelTotals> kernelTotals(const Manifest &m, double &totalUs) {
 // (DeviceCeilings.h); zero where they could not be measured.
 bool usable(const MachineCeilings *c) { return c && c->gflops > 0 && c->readGBs > 0; }
 
+// The roofline's line for the bf16 / int8 peaks when a kernel runs on them: which peak, or why
+// none (the CPU has no such product, or --peak gave only the fp32 one).
+std::string productPeaksLine(const std::vector<KernelTotals> &kernels, const MachineCeilings &c) {
+  bool bf16 = false, int8 = false;
+  for (const KernelTotals &r : kernels)
+    bf16 |= r.products == "bf16", int8 |= r.products == "int8";
+  std::string out;
+  char line[160];
+  auto say = [&](bool used, const char *what, double peak, const char *unit) {
+    if (!used)
+      return;
+    if (peak > 0)
+      std::snprintf(line, sizeof line, "roofline: %s %.1f %s for its kernels\n", what, peak, unit);
+    else
+      std::snprintf(line, sizeof line, "roofline: %s %s: those kernels have no bound\n", what,
+                    peak == 0 ? "absent on this CPU" : "not measured");
+    out += line;
+  };
+  say(bf16, "bf16 dot-product peak", c.bf16Gflops, "GFLOP/s");
+  say(int8, "int8 dot-product peak", c.int8Gops, "GOP/s");
+  return out;
+}
+
 } // namespace
+
+bool profileNeedsProductPeaks(const Manifest &m) {
+  for (const KernelSpec &k : m.kernels)
+    if (k.products != "fp32")
+      return true;
+  return false;
+}
 
 std::string profileTable(const Manifest &m, int64_t l, int64_t lz, int runs,
                          const MachineCeilings *ceilings) {
@@ -231,7 +270,7 @@ std::string profileTable(const Manifest &m, int64_t l, int64_t lz, int runs,
                   r.kind.c_str(), (long long)r.calls, r.us / 1e3, gflops,
                   totalUs > 0 ? 100.0 * r.us / totalUs : 0.0);
     out += line;
-    if (roofline && (r.flops > 0 || r.bytes > 0)) {
+    if (roofline && r.readable(*ceilings)) {
       std::snprintf(line, sizeof line, " %8s %-8s %7.1f%%", gbs, r.bound(*ceilings),
                     100.0 * r.fraction(*ceilings));
       out += line;
@@ -252,6 +291,7 @@ std::string profileTable(const Manifest &m, int64_t l, int64_t lz, int runs,
                       : "roofline: FMA peak %.1f GFLOP/s, read bandwidth %.1f GB/s (%s)\n",
                   ceilings->gflops, ceilings->readGBs, ceilings->source.c_str());
     out += line;
+    out += productPeaksLine(kernels, *ceilings);
   }
   if (recorder.onDevice) {
     out += recorder.timing == Timing::DeviceEvents
@@ -276,9 +316,13 @@ Status writeProfileJson(const std::string &path, const Manifest &m, int64_t l, i
   std::string text = "{\"model\": " + quoteJson(m.model) + ", \"l\": " + std::to_string(l) +
                      ", \"l_z\": " + std::to_string(lz) + ", \"runs\": " + std::to_string(runs) +
                      ", \"total_ms\": " + num(totalUs / 1e3) + ",\n";
+  std::string products;
+  if (roofline && ceilings->bf16Gflops >= 0 && ceilings->int8Gops >= 0)
+    products = ", \"bf16_gflops\": " + num(ceilings->bf16Gflops) +
+               ", \"int8_gops\": " + num(ceilings->int8Gops);
   text += roofline ? "\"machine\": {\"gflops\": " + num(ceilings->gflops) + ", \"read_gbs\": " +
-                         num(ceilings->readGBs) + ", \"source\": " + quoteJson(ceilings->source) +
-                         "},\n"
+                         num(ceilings->readGBs) + products +
+                         ", \"source\": " + quoteJson(ceilings->source) + "},\n"
                    : std::string("\"machine\": null,\n");
   text += "\"kernels\": [";
   for (size_t i = 0; i < kernels.size(); ++i) {
@@ -287,7 +331,9 @@ Status writeProfileJson(const std::string &path, const Manifest &m, int64_t l, i
     text += "{\"name\": " + quoteJson(r.name) + ", \"kind\": " + quoteJson(r.kind) +
             ", \"calls\": " + std::to_string(r.calls) + ", \"ms\": " + num(r.us / 1e3) +
             ", \"flops\": " + num(r.flops) + ", \"bytes\": " + num(r.bytes);
-    if (roofline)
+    if (r.products != "fp32")
+      text += ", \"products\": " + quoteJson(r.products);
+    if (roofline && r.readable(*ceilings))
       text += ", \"bound\": " + quoteJson(r.bound(*ceilings)) +
               ", \"fraction_of_bound\": " + num(r.fraction(*ceilings));
     text += "}";

@@ -55,6 +55,7 @@ Manifest everyField() {
   gemm.loc = "loc(\"gpt2.xf\":51:15)";
   gemm.flopsPerRow = 4718592, gemm.bytesPerCall = 9437184, gemm.bytesPerRow = 12288;
   gemm.tuned = true;
+  gemm.products = "int8";
   KernelSpec attention;
   attention.name = "xf_attention_0", attention.kind = "attention", attention.op = "xf.attention";
   attention.flopsPerRowPerContextRow = 3072, attention.bytesPerContextRow = 6144;
@@ -114,6 +115,7 @@ TEST(RuntimeManifest, EveryFieldSurvivesTheRoundTrip) {
     EXPECT_EQ(a.bytesPerContextRow, b.bytesPerContextRow);
     EXPECT_EQ(a.contextFromSource, b.contextFromSource);
     EXPECT_EQ(a.tuned, b.tuned);
+    EXPECT_EQ(a.products, b.products);
   }
   // What was read renders to the same bytes.
   EXPECT_EQ(renderManifest(*read), text);
@@ -208,6 +210,34 @@ TEST(RuntimeManifest, CacheType) {
     Expected<Manifest> m = parseManifest(std::string(prefix) + field + "}");
     ASSERT_FALSE(m) << field;
     EXPECT_NE(m.message().find("'cache_type' is not \"f16\" or \"f32\""), std::string::npos)
+        << m.message();
+  }
+}
+
+// A kernel's "products" (the peak --profile reads it against): fp32 when absent, and not
+// written then; anything but the three names is refused.
+TEST(RuntimeManifest, KernelProducts) {
+  auto manifest = [](const char *kernel) {
+    return std::string(R"({"model":"x","vocab":2,"d_out":2,"parameters":[],"kernels":[)") +
+           kernel + "]}";
+  };
+  Expected<Manifest> plain = parseManifest(manifest(R"({"name":"k","kind":"gemm"})"));
+  ASSERT_TRUE(plain) << plain.message();
+  EXPECT_EQ(plain->kernels[0].products, "fp32");
+  EXPECT_EQ(renderManifest(*plain).find("products"), std::string::npos);
+  for (const char *products : {"bf16", "int8", "fp32"}) {
+    Expected<Manifest> m = parseManifest(
+        manifest((std::string(R"({"name":"k","kind":"gemm","products":")") + products + "\"}")
+                     .c_str()));
+    ASSERT_TRUE(m) << products << ": " << m.message();
+    EXPECT_EQ(m->kernels[0].products, products);
+  }
+  for (const char *bad : {R"("fp16")", "8", R"("")"}) {
+    Expected<Manifest> m = parseManifest(
+        manifest((std::string(R"({"name":"k","kind":"gemm","products":)") + bad + "}").c_str()));
+    ASSERT_FALSE(m) << bad;
+    EXPECT_NE(m.message().find("kernel 'k': 'products' is not \"fp32\", \"bf16\" or \"int8\""),
+              std::string::npos)
         << m.message();
   }
 }

@@ -43,6 +43,9 @@ LogicalResult HostLowering::emitGemm(GemmOp gemm, const KernelResult &r, xfrt::K
     orStatus(halide());
   }
   site.name = spec.name, site.kind = "gemm";
+  site.products = spec.weightBlocks != WeightBlocks::None && options.q8GemmInputs ? "int8"
+                  : spec.bf16Activations                                        ? "bf16"
+                                                                                : "fp32";
   setKernelWork(site, kernelWork(spec));
   site.tuned = gemm->hasAttr("xf.tuned");
   return success();

@@ -63,18 +63,25 @@ std::string cpuModelName();
 // ceilings measured beside other work are low (a loaded 2-core VM measured 86 of ~300
 // GFLOP/s), so such an entry is measured again once the machine is quiet, and `source` says
 // when the ceilings came from a busy machine.
+// The low-precision product peaks (bf16 dot, int8 dot) are measured only when asked for
+// (withProducts: a profile of kernels on those products), kept beside the others; -1 where not
+// measured, 0 where the CPU has no such product.
 struct MachineCeilings {
   double gflops = 0, readGBs = 0;
   std::string source;
+  double bf16Gflops = -1, int8Gops = -1;
 };
-MachineCeilings machineCeilings(int threads, const std::string &cacheFile, std::string &note);
+MachineCeilings machineCeilings(int threads, const std::string &cacheFile, std::string &note,
+                                bool withProducts = false);
 // The same cache for any machine's ceilings (the GPU's: DeviceCeilings.h): the entry under
 // `key`, else measure()'s, kept there. loadThreads > 0: the entry follows the load rules above
 // for a measurement on that many threads; 0: a kept entry is read as it is. A measurement that
 // fails leaves zero ceilings (no roofline) and says why in `note`.
+// withProducts: a kept entry without the product peaks is measured again.
 MachineCeilings keptCeilings(const std::string &key, const std::string &cacheFile,
                              std::string &note, int loadThreads,
-                             const std::function<Expected<MachineCeilings>()> &measure);
+                             const std::function<Expected<MachineCeilings>()> &measure,
+                             bool withProducts = false);
 // The 1-minute load average: the first number of `path` (/proc/loadavg's format); -1 where it
 // cannot be read.
 double loadAverage(const char *path = "/proc/loadavg");

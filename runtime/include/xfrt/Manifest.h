@@ -51,6 +51,9 @@ struct KernelSpec {
   int64_t bytesPerCall = 0, bytesPerRow = 0, bytesPerContextRow = 0;
   bool contextFromSource = false;       // l_context is l_z rather than l
   bool tuned = false;                   // schedule from a tuning database (xfc --tuning-db)
+  // The products the kernel's FLOPs run on, and so the peak --profile reads it against: "fp32"
+  // (FMA), "bf16" (vdpbf16ps: --bf16-gemm-inputs) or "int8" (vpdpbusd / AMX: --q8-gemm-inputs).
+  std::string products = "fp32";
 };
 
 struct Manifest {

@@ -38,12 +38,17 @@ int64_t profileDroppedTraceEvents();
 // The trace keeps at most this many kernel calls (about 40 MB of JSON).
 constexpr size_t kMaxTraceEvents = 200000;
 
+// Whether a kernel of `m` runs on bf16 or int8 products (KernelSpec::products): then the
+// ceilings should carry those peaks (machineCeilings' withProducts).
+bool profileNeedsProductPeaks(const Manifest &m);
+
 // The per-kernel table (calls, total ms, GFLOP/s, % of the profiled time),
 // grouped by kernel name; l, l_z and runs only label the summary line (FLOPs
 // come from each call's own row counts).
 // With `ceilings`, also GB/s, the bound that limits each kernel (compute:
-// FLOPs at the FMA peak; memory: bytes at the read bandwidth) and the % of it
-// reached (the roofline time over the measured time).
+// FLOPs at the peak of its products — FMA, bf16 or int8 dot products; memory:
+// bytes at the read bandwidth) and the % of it reached (the roofline time over
+// the measured time).
 std::string profileTable(const Manifest &m, int64_t l, int64_t lz, int runs,
                          const MachineCeilings *ceilings = nullptr);
 
