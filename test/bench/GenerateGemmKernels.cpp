@@ -41,13 +41,13 @@ namespace {
 /// The signatures of every kernel with the shape, layout and dtypes of
 /// `spec` (the benchmark's plain GEMM): each bias, residual and elementwise
 /// epilogue the model's fused GEMMs may carry. SwiGLU is another shape.
-llvm::StringSet<> sameShapeSignatures(GemmKernelSpec spec) {
+llvm::StringSet<> sameShapeSignatures(mlir::MLIRContext &ctx, GemmKernelSpec spec) {
   llvm::StringSet<> signatures;
   for (GemmEpilogue epilogue : {GemmEpilogue::None, GemmEpilogue::Relu, GemmEpilogue::GeluTanh,
                                 GemmEpilogue::GeluErf, GemmEpilogue::Silu})
     for (int extras = 0; extras < 4; ++extras) {
       spec.epilogue = epilogue, spec.hasBias = extras & 1, spec.hasResidual = extras & 2;
-      signatures.insert(kernelSignature(spec));
+      signatures.insert(kernelSignature(gemmKernelAttr(&ctx, spec)));
     }
   return signatures;
 }
@@ -57,7 +57,7 @@ std::optional<GemmSchedule> tunedSchedule(mlir::MLIRContext &ctx,
                                           const tuning::TuningDatabase &db,
                                           const GemmKernelSpec &spec, const std::string &target,
                                           int64_t threads, std::string &from) {
-  llvm::StringSet<> shape = sameShapeSignatures(spec);
+  llvm::StringSet<> shape = sameShapeSignatures(ctx, spec);
   for (const tuning::TuningEntry &e : db.entries()) {
     if (e.target != target || e.threads != threads || !shape.contains(e.kernel))
       continue;

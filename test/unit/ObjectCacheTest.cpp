@@ -10,6 +10,9 @@
 
 #include "xf/Pipelines/ObjectCache.h"
 #include "xf/Pipelines/ObjectKeys.h"
+#include "xf/IR/XfDialect.h"
+
+#include "mlir/IR/MLIRContext.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -346,11 +349,13 @@ constexpr const char *kTarget = "x86-64-linux-avx512_skylake-no_runtime";
 template <typename Spec, typename KeyOf>
 size_t distinctKeys(const Spec &base, const std::vector<std::function<void(Spec &)>> &changes,
                     KeyOf keyOf) {
-  std::set<std::string> keys{keyOf(base, kTarget)};
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<mlir::xf::XfDialect>();
+  std::set<std::string> keys{keyOf(&ctx, base, kTarget)};
   for (auto &change : changes) {
     Spec spec = base;
     change(spec);
-    keys.insert(keyOf(spec, kTarget));
+    keys.insert(keyOf(&ctx, spec, kTarget));
   }
   return keys.size();
 }
@@ -364,7 +369,10 @@ TEST(ObjectKeys, EveryGemmFieldChangesTheKey) {
       [](GemmKernelSpec &s) { s.N = 2305; },
       [](GemmKernelSpec &s) { s.transposeWeight = true; },
       [](GemmKernelSpec &s) { s.bf16Weights = true; },
-      [](GemmKernelSpec &s) { s.bf16Activations = true; },
+      [](GemmKernelSpec &s) { s.bf16Weights = s.bf16Activations = true; },
+      [](GemmKernelSpec &s) { s.transposeWeight = true, s.weightBlocks = WeightBlocks::Q8_0; },
+      [](GemmKernelSpec &s) { s.transposeWeight = true, s.weightBlocks = WeightBlocks::Q4_1; },
+      [](GemmKernelSpec &s) { s.packedWeight = true; },
       [](GemmKernelSpec &s) { s.hasBias = true; },
       [](GemmKernelSpec &s) { s.hasResidual = true; },
       [](GemmKernelSpec &s) { s.epilogue = GemmEpilogue::GeluTanh; },
@@ -397,8 +405,11 @@ TEST(ObjectKeys, EveryGemmFieldChangesTheKey) {
       [](GemmKernelSpec &s) { s.gpuSchedule.regFillBlocks = 128; },
   };
   EXPECT_EQ(distinctKeys(base, changes, gemmObjectKey), changes.size() + 1);
-  EXPECT_EQ(gemmObjectKey(base, kTarget), gemmObjectKey(base, kTarget));
-  EXPECT_NE(gemmObjectKey(base, kTarget), gemmObjectKey(base, "x86-64-linux-avx2-fma-no_runtime"));
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<mlir::xf::XfDialect>();
+  EXPECT_EQ(gemmObjectKey(&ctx, base, kTarget), gemmObjectKey(&ctx, base, kTarget));
+  EXPECT_NE(gemmObjectKey(&ctx, base, kTarget),
+            gemmObjectKey(&ctx, base, "x86-64-linux-avx2-fma-no_runtime"));
 }
 
 TEST(ObjectKeys, EveryAttentionFieldChangesTheKey) {
@@ -416,7 +427,7 @@ TEST(ObjectKeys, EveryAttentionFieldChangesTheKey) {
       [](AttentionKernelSpec &s) { s.rope = AttentionKernelSpec::Rope::Halves; },
       [](AttentionKernelSpec &s) { s.ropeBase = std::nextafter(10000.0, 1e5); },
       [](AttentionKernelSpec &s) { s.ropeKeys = false; },
-      [](AttentionKernelSpec &s) { s.batchedDecode = true; },
+      [](AttentionKernelSpec &s) { s.causal = s.batchedDecode = true; },
       [](AttentionKernelSpec &s) { s.halfKeyValues = true; },
       [](AttentionKernelSpec &s) { s.segmented = true; },
       [](AttentionKernelSpec &s) { s.schedule.queryBlock = 32; },
@@ -428,12 +439,20 @@ TEST(ObjectKeys, EveryAttentionFieldChangesTheKey) {
 }
 
 TEST(ObjectKeys, VersionsAndGeneratorsAreInEveryKey) {
+  mlir::MLIRContext ctx;
+  ctx.loadDialect<mlir::xf::XfDialect>();
   GemmKernelSpec gemm;
-  for (const std::string &key : {gemmObjectKey(gemm, kTarget), halideRuntimeObjectKey(kTarget),
+  gemm.K = gemm.N = 64;
+  for (const std::string &key : {gemmObjectKey(&ctx, gemm, kTarget), halideRuntimeObjectKey(kTarget),
                                  hostObjectKey("module", 3)}) {
     EXPECT_NE(key.find("xf 0."), std::string::npos) << key;
   }
-  std::string kernel = gemmObjectKey(gemm, kTarget);
+  std::string kernel = gemmObjectKey(&ctx, gemm, kTarget);
+  // The kernel itself: its name and its description's text.
+  EXPECT_NE(kernel.find("gemm name=\n#xf.gemm_kernel<k = 64, n = 64, weight = kn, schedule = "
+                        "#xf.gemm_schedule<tile_cols = 48"),
+            std::string::npos)
+      << kernel;
   EXPECT_NE(kernel.find("halide 21."), std::string::npos) << kernel;
   EXPECT_NE(kernel.find(std::string("kernel generator ") + kKernelGeneratorIdentity),
             std::string::npos);

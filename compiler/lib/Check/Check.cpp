@@ -191,10 +191,12 @@ void Checker::describeSite(int32_t site, llvm::raw_ostream &os, std::string &sch
   llvm::raw_string_ostream s(schedule);
   for (const GemmKernelSpec &spec : program.gemms)
     if (spec.name == k.name)
-      os << kernelSignature(spec), s << Attribute(gemmScheduleAttr(ctx, spec.schedule));
+      os << kernelSignature(gemmKernelAttr(ctx, spec)),
+          s << Attribute(gemmScheduleAttr(ctx, spec.schedule));
   for (const AttentionKernelSpec &spec : program.attentions)
     if (spec.name == k.name)
-      os << kernelSignature(spec), s << Attribute(attentionScheduleAttr(ctx, spec.schedule));
+      os << kernelSignature(attentionKernelAttr(ctx, spec)),
+          s << Attribute(attentionScheduleAttr(ctx, spec.schedule));
   if (k.kind == "loop")
     os << k.op << " loop kernel", s << "none (an scf loop nest in the host code)";
   os << ")";

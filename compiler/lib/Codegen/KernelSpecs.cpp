@@ -30,22 +30,51 @@ GemmEpilogue epilogueOf(Activation a) {
   llvm_unreachable("unknown activation");
 }
 
-const char *epilogueName(GemmEpilogue e) {
+Activation activationOf(GemmEpilogue e) {
   switch (e) {
   case GemmEpilogue::None:
-    return "none";
+    return Activation::none;
   case GemmEpilogue::Relu:
-    return "relu";
+    return Activation::relu;
   case GemmEpilogue::GeluTanh:
-    return "gelu_tanh";
+    return Activation::gelu_tanh;
   case GemmEpilogue::GeluErf:
-    return "gelu_erf";
+    return Activation::gelu_erf;
   case GemmEpilogue::Silu:
-    return "silu";
+    return Activation::silu;
   case GemmEpilogue::SwiGlu:
-    return "swiglu";
+    return Activation::swiglu;
   }
-  return "?";
+  llvm_unreachable("unknown epilogue");
+}
+
+WeightStorage storageOf(bool bf16, WeightBlocks blocks) {
+  switch (blocks) {
+  case WeightBlocks::None:
+    return bf16 ? WeightStorage::bf16 : WeightStorage::f32;
+  case WeightBlocks::Q8_0:
+    return WeightStorage::q8_0;
+  case WeightBlocks::Q4_0:
+    return WeightStorage::q4_0;
+  case WeightBlocks::Q4_1:
+    return WeightStorage::q4_1;
+  }
+  llvm_unreachable("unknown weight blocks");
+}
+
+WeightBlocks blocksOf(WeightStorage storage) {
+  switch (storage) {
+  case WeightStorage::f32:
+  case WeightStorage::bf16:
+    return WeightBlocks::None;
+  case WeightStorage::q8_0:
+    return WeightBlocks::Q8_0;
+  case WeightStorage::q4_0:
+    return WeightBlocks::Q4_0;
+  case WeightStorage::q4_1:
+    return WeightBlocks::Q4_1;
+  }
+  llvm_unreachable("unknown weight storage");
 }
 
 int64_t colsOf(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(1); }
@@ -176,39 +205,114 @@ AttentionKernelSpec mlir::xf::attentionKernelSpecOf(AttentionOp op) {
   return spec;
 }
 
-std::string mlir::xf::kernelSignature(const GemmKernelSpec &s) {
-  std::string text = llvm::formatv("gemm k={0} n={1} weight={2}:{3} x={4}", s.K, s.N,
-                                   s.transposeWeight ? "nk" : "kn",
-                                   s.weightBlocks != WeightBlocks::None
-                                       ? weightBlocksName(s.weightBlocks)
-                                       : s.bf16Weights ? "bf16" : "f32",
-                                   s.bf16Activations ? "bf16" : "f32");
-  if (s.hasBias)
-    text += " bias";
-  if (s.hasResidual)
-    text += " residual";
-  return text + " act=" + epilogueName(s.epilogue);
+// Every field of a spec is read through a structured binding, which stops
+// compiling when a field is added or removed: a new field must get its
+// parameter in the description, or two kernels that differ only in it would
+// share one object and one name.
+GemmKernelAttr mlir::xf::gemmKernelAttr(MLIRContext *ctx, const GemmKernelSpec &spec) {
+  const auto &[name, K, N, transposeWeight, bf16Weights, bf16Activations, weightBlocks,
+               packedWeight, hasBias, hasResidual, epilogue, schedule, gpuSchedule] = spec;
+  (void)name; // the exported symbol, not the kernel
+  GpuGemmScheduleAttr gpu;
+  if (!(gpuGemmScheduleAttr(ctx, gpuSchedule) == gpuGemmScheduleAttr(ctx, GpuGemmSchedule{})))
+    gpu = gpuGemmScheduleAttr(ctx, gpuSchedule);
+  return GemmKernelAttr::get(ctx, K, N, transposeWeight ? WeightLayout::nk : WeightLayout::kn,
+                             storageOf(bf16Weights, weightBlocks), bf16Activations, packedWeight,
+                             hasBias, hasResidual, activationOf(epilogue),
+                             gemmScheduleAttr(ctx, schedule), gpu);
 }
 
-std::string mlir::xf::kernelSignature(const AttentionKernelSpec &s) {
+AttentionKernelAttr mlir::xf::attentionKernelAttr(MLIRContext *ctx,
+                                                  const AttentionKernelSpec &spec) {
+  const auto &[name, heads, dK, dV, kvHeads, causal, scale, rope, ropeBase, ropeKeys,
+               batchedDecode, halfKeyValues, segmented, schedule] = spec;
+  (void)name;
+  std::optional<RopePairing> pairing;
+  if (rope != AttentionKernelSpec::Rope::None)
+    pairing = rope == AttentionKernelSpec::Rope::Adjacent ? RopePairing::adjacent
+                                                          : RopePairing::halves;
+  return AttentionKernelAttr::get(ctx, heads, spec.keyValueHeads(), dK, dV, causal,
+                                  llvm::APFloat(scale), pairing, llvm::APFloat(ropeBase), ropeKeys,
+                                  batchedDecode, halfKeyValues, segmented,
+                                  attentionScheduleAttr(ctx, schedule));
+}
+
+GemmKernelSpec mlir::xf::gemmKernelSpecOf(GemmKernelAttr kernel, llvm::StringRef name) {
+  GemmKernelSpec spec;
+  spec.name = name.str();
+  spec.K = kernel.getK(), spec.N = kernel.getN();
+  spec.transposeWeight = kernel.getWeight() == WeightLayout::nk;
+  spec.bf16Weights = kernel.getStorage() == WeightStorage::bf16;
+  spec.bf16Activations = kernel.getBf16Inputs();
+  spec.weightBlocks = blocksOf(kernel.getStorage());
+  spec.packedWeight = kernel.getPacked();
+  spec.hasBias = kernel.getBias(), spec.hasResidual = kernel.getResidual();
+  spec.epilogue = epilogueOf(kernel.getActivation());
+  spec.schedule = gemmScheduleOf(kernel.getSchedule());
+  if (GpuGemmScheduleAttr gpu = kernel.getGpuSchedule())
+    spec.gpuSchedule = gpuGemmScheduleOf(gpu);
+  return spec;
+}
+
+AttentionKernelSpec mlir::xf::attentionKernelSpecOf(AttentionKernelAttr kernel,
+                                                    llvm::StringRef name) {
+  AttentionKernelSpec spec;
+  spec.name = name.str();
+  spec.heads = kernel.getHeads(), spec.kvHeads = kernel.getKvHeads();
+  spec.dK = kernel.getDk(), spec.dV = kernel.getDv();
+  spec.causal = kernel.getCausal();
+  spec.scale = kernel.getScale().convertToDouble();
+  if (std::optional<RopePairing> pairing = kernel.getRope())
+    spec.rope = *pairing == RopePairing::adjacent ? AttentionKernelSpec::Rope::Adjacent
+                                                  : AttentionKernelSpec::Rope::Halves;
+  spec.ropeBase = kernel.getRopeBase().convertToDouble();
+  spec.ropeKeys = kernel.getRopeKeys();
+  spec.batchedDecode = kernel.getBatchedDecode();
+  spec.halfKeyValues = kernel.getHalfKeyValues();
+  spec.segmented = kernel.getSegmented();
+  spec.schedule = attentionScheduleOf(kernel.getSchedule());
+  return spec;
+}
+
+std::string mlir::xf::kernelSignature(GemmKernelAttr k) {
+  std::string text = llvm::formatv("gemm k={0} n={1} weight={2}:{3} x={4}", k.getK(), k.getN(),
+                                   stringifyWeightLayout(k.getWeight()),
+                                   stringifyWeightStorage(k.getStorage()),
+                                   k.getBf16Inputs() ? "bf16" : "f32");
+  if (k.getBias())
+    text += " bias";
+  if (k.getResidual())
+    text += " residual";
+  return text + " act=" + stringifyActivation(k.getActivation()).str();
+}
+
+std::string mlir::xf::kernelSignature(AttentionKernelAttr k) {
   // Plain MHA keeps the signature it had before grouped-query attention, so
   // tuning databases written then still apply.
-  std::string grouped =
-      s.keyValueHeads() == s.heads ? std::string()
-                                   : llvm::formatv(" kv_heads={0}", s.keyValueHeads()).str();
-  std::string text = llvm::formatv("attention heads={0}{5} dk={1} dv={2} {3} scale={4:e}", s.heads,
-                                   s.dK, s.dV, s.causal ? "causal" : "full", s.scale, grouped)
-                         .str();
+  std::string grouped = k.getKvHeads() == k.getHeads()
+                            ? std::string()
+                            : llvm::formatv(" kv_heads={0}", k.getKvHeads()).str();
+  std::string text =
+      llvm::formatv("attention heads={0}{5} dk={1} dv={2} {3} scale={4:e}", k.getHeads(),
+                    k.getDk(), k.getDv(), k.getCausal() ? "causal" : "full",
+                    k.getScale().convertToDouble(), grouped)
+          .str();
   // Rotary positions cost a table of sines and cosines and the rotations.
-  if (s.rope != AttentionKernelSpec::Rope::None)
-    text += llvm::formatv(" rope={0} base={1:e}{2}",
-                          s.rope == AttentionKernelSpec::Rope::Adjacent ? "adjacent" : "halves",
-                          s.ropeBase, s.ropeKeys ? "" : " keys-rotated")
+  if (std::optional<RopePairing> rope = k.getRope())
+    text += llvm::formatv(" rope={0} base={1:e}{2}", stringifyRopePairing(*rope),
+                          k.getRopeBase().convertToDouble(), k.getRopeKeys() ? "" : " keys-rotated")
                 .str();
-  if (s.segmented) // a packed batch in one call: other inputs, another kernel
+  if (k.getSegmented()) // a packed batch in one call: other inputs, another kernel
     text += " segmented";
-  if (s.halfKeyValues) // K and V read from a float16 cache
+  if (k.getHalfKeyValues()) // K and V read from a float16 cache
     text += " kv=f16";
+  return text;
+}
+
+std::string mlir::xf::kernelText(Attribute kernel) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  kernel.print(os);
   return text;
 }
 
@@ -259,11 +363,13 @@ std::vector<KernelOpSignature> mlir::xf::kernelSignatures(func::FuncOp forward,
       auto param = gemm.getWeight().getDefiningOp<ParameterOp>();
       bool bf16 = param && bf16Names.contains(param.getName());
       WeightBlocks blocks = weightBlocksOf(gemm.getWeight(), blockTypes);
-      result.push_back({op, kernelSignature(gemmKernelSpecOf(
-                                gemm, bf16 && blocks == WeightBlocks::None,
-                                dtypes.bf16Activations, blocks))});
+      result.push_back({op, kernelSignature(gemmKernelAttr(
+                                op->getContext(),
+                                gemmKernelSpecOf(gemm, bf16 && blocks == WeightBlocks::None,
+                                                 dtypes.bf16Activations, blocks)))});
     } else if (auto attn = dyn_cast<AttentionOp>(op)) {
-      result.push_back({op, kernelSignature(attentionKernelSpecOf(attn))});
+      result.push_back(
+          {op, kernelSignature(attentionKernelAttr(op->getContext(), attentionKernelSpecOf(attn)))});
     } else if (isLoopKernelOp(op)) {
       result.push_back({op, loopKernelSignature(op)});
     }

@@ -185,14 +185,15 @@ llvm::Error linkOutput(llvm::ArrayRef<std::string> objects, llvm::StringRef outp
 
 /// A tensor-core GEMM's two objects: Halide's fp32 pipeline as `<name>_fp32` (the GEMV rows),
 /// and the launcher `<name>` with the PTX (TensorCoreGemm.h).
-llvm::Error provideTensorCoreGemm(const GemmKernelSpec &spec, const CodegenOptions &options,
+llvm::Error provideTensorCoreGemm(MLIRContext *ctx, const GemmKernelSpec &spec,
+                                  const CodegenOptions &options,
                                   llvm::StringRef kernelTarget, ObjectSource &source,
                                   ScratchDirectory &dir, std::vector<std::string> &objects) {
   GemmKernelSpec fallback = spec;
   fallback.name = fp32FallbackName(spec);
   objects.push_back(dir.file(fallback.name + ".o"));
-  if (llvm::Error e = source.provide(fallback.name, kernelSignature(fallback),
-                                     gemmObjectKey(fallback, kernelTarget), objects.back(),
+  if (llvm::Error e = source.provide(fallback.name, kernelSignature(gemmKernelAttr(ctx, fallback)),
+                                     gemmObjectKey(ctx, fallback, kernelTarget), objects.back(),
                                      [&](llvm::StringRef path) {
                                        return compileGemmKernel(fallback, options.target, path);
                                      }))
@@ -201,8 +202,8 @@ llvm::Error provideTensorCoreGemm(const GemmKernelSpec &spec, const CodegenOptio
   const char *precision = gpuMatmulName(options.gpuMatmul);
   int capability = cudaCapabilityOf(kernelTarget);
   return source.provide(
-      spec.name, kernelSignature(spec) + ", tensor cores " + precision,
-      gemmObjectKey(spec, (kernelTarget + "+tensor-cores-" + precision).str()), objects.back(),
+      spec.name, kernelSignature(gemmKernelAttr(ctx, spec)) + ", tensor cores " + precision,
+      gemmObjectKey(ctx, spec, (kernelTarget + "+tensor-cores-" + precision).str()), objects.back(),
       [&](llvm::StringRef path) {
         return compileTensorCoreGemmLauncher(spec, options.gpuMatmul, capability, path);
       });
@@ -222,6 +223,7 @@ llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
   if (!kernelTarget)
     return kernelTarget.takeError();
   ObjectSource source(options);
+  MLIRContext *ctx = program.module.get().getContext();
   SplitHostModule host = splitManifest(program);
   std::vector<std::string> objects{dir.file("host.o")};
   if (llvm::Error e = source.provide(
@@ -244,13 +246,13 @@ llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
       *options.log << "xfc: " << spec.name << ": "
                    << (plan.tensorCores ? "tensor cores, " : "Halide fp32, ") << plan.why << "\n";
     if (plan.tensorCores) {
-      if (llvm::Error e = provideTensorCoreGemm(spec, options, *kernelTarget, source, dir, objects))
+      if (llvm::Error e = provideTensorCoreGemm(ctx, spec, options, *kernelTarget, source, dir, objects))
         return e;
       continue;
     }
     objects.push_back(dir.file(spec.name + ".o"));
-    if (llvm::Error e = source.provide(spec.name, kernelSignature(spec),
-                                       gemmObjectKey(spec, *kernelTarget), objects.back(),
+    if (llvm::Error e = source.provide(spec.name, kernelSignature(gemmKernelAttr(ctx, spec)),
+                                       gemmObjectKey(ctx, spec, *kernelTarget), objects.back(),
                                        [&](llvm::StringRef path) {
                                          return compileGemmKernel(spec, options.target, path);
                                        }))
@@ -258,8 +260,8 @@ llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
   }
   for (const AttentionKernelSpec &spec : program.attentions) {
     objects.push_back(dir.file(spec.name + ".o"));
-    if (llvm::Error e = source.provide(spec.name, kernelSignature(spec),
-                                       attentionObjectKey(spec, *kernelTarget), objects.back(),
+    if (llvm::Error e = source.provide(spec.name, kernelSignature(attentionKernelAttr(ctx, spec)),
+                                       attentionObjectKey(ctx, spec, *kernelTarget), objects.back(),
                                        [&](llvm::StringRef path) {
                                          return compileAttentionKernel(spec, options.target, path);
                                        }))

@@ -54,7 +54,8 @@ llvm::Error ProgramTuner::collect(const HostProgram &program, const VectorShape 
     longest = std::max(longest, l);
   for (const GemmKernelSpec &spec : program.gemms) {
     TunedKernel k;
-    k.isGemm = true, k.gemm = spec, k.name = spec.name, k.signature = kernelSignature(spec);
+    k.isGemm = true, k.gemm = spec, k.name = spec.name;
+    k.signature = kernelSignature(gemmKernelAttr(&ctx, spec));
     if (!seen.insert(k.signature).second)
       continue;
     k.space = gemmSpace(spec, shape, options.lengths);
@@ -70,7 +71,8 @@ llvm::Error ProgramTuner::collect(const HostProgram &program, const VectorShape 
     if (spec.segmented)
       continue;
     TunedKernel k;
-    k.isGemm = false, k.attention = spec, k.name = spec.name, k.signature = kernelSignature(spec);
+    k.isGemm = false, k.attention = spec, k.name = spec.name;
+    k.signature = kernelSignature(attentionKernelAttr(&ctx, spec));
     if (!seen.insert(k.signature).second)
       continue;
     k.space = attentionSpace(spec, shape, options.lengths);

@@ -54,10 +54,25 @@ GemmKernelSpec gemmKernelSpecOf(GemmOp op, bool bf16Weight, bool bf16Activations
                                 WeightBlocks weightBlocks = WeightBlocks::None);
 AttentionKernelSpec attentionKernelSpecOf(AttentionOp op);
 
+/// A spec's kernel description (#xf.gemm_kernel, #xf.attention_kernel;
+/// XfKernelAttrs.td), its name left out, and the spec of a description. The
+/// two directions are exact: a spec's description decodes to the same
+/// kernel (kvHeads written out, a default CUDA schedule left out).
+GemmKernelAttr gemmKernelAttr(MLIRContext *ctx, const GemmKernelSpec &spec);
+AttentionKernelAttr attentionKernelAttr(MLIRContext *ctx, const AttentionKernelSpec &spec);
+GemmKernelSpec gemmKernelSpecOf(GemmKernelAttr kernel, llvm::StringRef name = "");
+AttentionKernelSpec attentionKernelSpecOf(AttentionKernelAttr kernel, llvm::StringRef name = "");
+
+/// The tuning database's key of a kernel: its description without packing
+/// or schedules, in the text databases have always used,
 /// "gemm k=768 n=2304 weight=kn:f32 x=f32 bias act=gelu_tanh" and
-/// "attention heads=12 dk=64 dv=64 causal scale=0.125".
-std::string kernelSignature(const GemmKernelSpec &spec);
-std::string kernelSignature(const AttentionKernelSpec &spec);
+/// "attention heads=12 dk=64 dv=64 causal scale=1.250000e-01".
+std::string kernelSignature(GemmKernelAttr kernel);
+std::string kernelSignature(AttentionKernelAttr kernel);
+/// The description's text, `#xf.gemm_kernel<...>`: what the object cache
+/// keys a kernel by, and what tells two kernels apart.
+std::string kernelText(Attribute kernel);
+
 /// A loop kernel op's signature: its name, operand types and inherent
 /// attributes, e.g. "loop layer_norm (tensor<?x768xf32>, tensor<768xf32>,
 /// tensor<768xf32>) {epsilon = 1.000000e-05 : f64}".

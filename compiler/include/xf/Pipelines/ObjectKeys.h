@@ -16,6 +16,8 @@
 #include "xf/Codegen/HalideKernels.h"
 #include "xf/Pipelines/ObjectCache.h"
 
+#include "mlir/IR/MLIRContext.h"
+
 #include <string>
 
 namespace mlir::xf {
@@ -28,9 +30,12 @@ extern const char *const kKernelGeneratorIdentity;
 extern const char *const kHostCodegenIdentity;
 
 /// `halideTarget` is the concrete kernel target string (halideTargetString:
-/// "host" resolved to this machine's features, with no_runtime).
-std::string gemmObjectKey(const GemmKernelSpec &spec, llvm::StringRef halideTarget);
-std::string attentionObjectKey(const AttentionKernelSpec &spec, llvm::StringRef halideTarget);
+/// "host" resolved to this machine's features, with no_runtime). A GEMM's and an
+/// attention's key is its name and its kernel description's text.
+std::string gemmObjectKey(MLIRContext *ctx, const GemmKernelSpec &spec,
+                          llvm::StringRef halideTarget);
+std::string attentionObjectKey(MLIRContext *ctx, const AttentionKernelSpec &spec,
+                               llvm::StringRef halideTarget);
 std::string deviceLoopObjectKey(const DeviceLoopKernelSpec &spec, llvm::StringRef halideTarget);
 std::string halideRuntimeObjectKey(llvm::StringRef halideTarget);
 

@@ -13,7 +13,7 @@ void XfDialect::initialize() {
 #define GET_OP_LIST
 #include "xf/IR/XfOps.cpp.inc"
       >();
-  registerScheduleAttributes();
+  registerAttributes();
 }
 
 bool mlir::xf::isLoopKernelOp(Operation *op) {

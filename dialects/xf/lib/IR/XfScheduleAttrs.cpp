@@ -18,12 +18,12 @@ using namespace mlir;
 using namespace mlir::xf;
 
 #define GET_ATTRDEF_CLASSES
-#include "xf/IR/XfScheduleAttrs.cpp.inc"
+#include "xf/IR/XfAttrDefs.cpp.inc"
 
-void XfDialect::registerScheduleAttributes() {
+void XfDialect::registerAttributes() {
   addAttributes<
 #define GET_ATTRDEF_LIST
-#include "xf/IR/XfScheduleAttrs.cpp.inc"
+#include "xf/IR/XfAttrDefs.cpp.inc"
       >();
 }
 

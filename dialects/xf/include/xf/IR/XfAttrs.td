@@ -43,4 +43,26 @@ def Xf_RopePairing : I32EnumAttr<"RopePairing", "rotary pair layout", [
   let cppNamespace = "::mlir::xf";
 }
 
+// How a weight matrix or embedding table is kept in memory (xf-assign-weight-storage decides it
+// from xfc's --weight-type and --quantized-like). Every form widens to float32 as it is read.
+def Xf_WeightStorage : I32EnumAttr<"WeightStorage", "weight storage", [
+    I32EnumAttrCase<"f32", 0>,
+    I32EnumAttrCase<"bf16", 1>,  // bfloat16, widened exactly
+    I32EnumAttrCase<"q8_0", 2>,  // ggml blocks of 32 (docs/checkpoints.md): {f16 d; int8 q[32]}
+    I32EnumAttrCase<"q4_0", 3>,  // {f16 d; u8 q[16]}
+    I32EnumAttrCase<"q4_1", 4>   // {f16 d; f16 m; u8 q[16]}
+  ]> {
+  let cppNamespace = "::mlir::xf";
+  let genSpecializedAttr = 0; // #xf.weight_storage<...> (XfKernelAttrs.td)
+}
+
+// The layout of a GEMM's weight: [K, N], or [N, K] as nn.Linear keeps it.
+def Xf_WeightLayout : I32EnumAttr<"WeightLayout", "GEMM weight layout", [
+    I32EnumAttrCase<"kn", 0>,
+    I32EnumAttrCase<"nk", 1>
+  ]> {
+  let cppNamespace = "::mlir::xf";
+  let genSpecializedAttr = 0;
+}
+
 #endif // XF_ATTRS_TD

@@ -30,7 +30,7 @@ def Xf_Dialect : Dialect {
   // Checks `xf.loop_schedule` (the schedule of ops lowered to loop kernels).
   let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
-    void registerScheduleAttributes();
+    void registerAttributes();
     /// The discardable attribute holding a loop kernel op's #xf.loop_schedule.
     static constexpr llvm::StringLiteral kLoopScheduleAttrName = "xf.loop_schedule";
   }];

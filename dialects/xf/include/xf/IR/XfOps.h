@@ -11,7 +11,6 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "xf/IR/XfDialect.h"
-#include "xf/IR/XfEnums.h.inc"
 #include "xf/IR/XfScheduleAttrs.h"
 
 #define GET_OP_CLASSES
