@@ -43,6 +43,25 @@ def run(request, stdin=True):
     return proc.returncode, lines
 
 
+def gemm(k, n, **params):
+    """A GEMM's description (#xf.gemm_kernel), with a schedule valid on AVX2 and AVX-512:
+    its K block is all of K up to 1536, rounded up to even (bf16 pairs), as the default one."""
+    schedule = ("#xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = %d, "
+                "pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, "
+                "gemv_rows_per_pass = 16, gemv_tasks = 0>" % min(k + k % 2, 1536))
+    fields = ["k = %d" % k, "n = %d" % n] + ["%s = %s" % kv for kv in params.items()]
+    return "#xf.gemm_kernel<%s, schedule = %s>" % (", ".join(fields), schedule)
+
+
+def attention(heads, dk, **params):
+    """An attention's description (#xf.attention_kernel): dv = dk, scale 1/sqrt(dk)."""
+    fields = ["heads = %d" % heads, "kv_heads = %d" % params.pop("kv_heads", heads),
+              "dk = %d" % dk, "dv = %d" % dk, "scale = %r" % (dk ** -0.5)]
+    fields += ["%s = %s" % kv for kv in params.items()]
+    return ("#xf.attention_kernel<%s, schedule = #xf.attention_schedule<query_block = 64, "
+            "key_block = 32, row_tile = 2, decode_key_tile = 4>>" % ", ".join(fields))
+
+
 def check_batch(name, kernel, cases, good, bad, tolerance, baseline_ok=True):
     """`good` candidates must be ok and timed; `bad` ones rejected, not timed. The Adams2019
     baseline comes last: good, or (baseline_ok False) rejected."""
@@ -93,7 +112,7 @@ def check_batch(name, kernel, cases, good, bad, tolerance, baseline_ok=True):
         check(len(entries) == len(cases), "%s: candidate %s case count" % (name, t.get("candidate")))
         for case, entry in zip(cases, entries):
             check(entry.get("rows") == case["rows"], "%s: rows of %s" % (name, entry))
-            check(entry.get("keys") == case.get("keys", case["rows"] if kernel["kind"] == "attention" else 0),
+            check(entry.get("keys") == case.get("keys", case["rows"] if kernel.startswith("#xf.attention_kernel") else 0),
                   "%s: keys of %s" % (name, entry))
             for key in ("wall_min_ms", "wall_median_ms", "cpu_median_ms", "gflops", "gbs"):
                 check(isinstance(entry.get(key), float) and entry[key] > 0,
@@ -108,7 +127,7 @@ def check_batch(name, kernel, cases, good, bad, tolerance, baseline_ok=True):
 
 check_batch(
     "gemm fp32 bias gelu_tanh",
-    {"kind": "gemm", "K": 64, "N": 96, "bias": True, "epilogue": "gelu_tanh"},
+    gemm(64, 96, weight="kn", bias="true", activation="gelu_tanh"),
     [{"rows": 1}, {"rows": 7}, {"rows": 33}],
     good=[{}, {"tile_rows": 4, "k_block": 16, "pack_weights": False, "rows_per_task": 8,
                "gemv_rows_below": 2, "gemv_rows_per_pass": 4, "gemv_tasks": 3}],
@@ -117,8 +136,8 @@ check_batch(
 
 check_batch(
     "gemm bf16 transposed",
-    {"kind": "gemm", "K": 70, "N": 50, "transpose_weight": True, "bf16_weights": True,
-     "bf16_activations": True, "residual": True, "epilogue": "gelu_erf"},
+    gemm(70, 50, weight="nk", storage="bf16", bf16_inputs="true", residual="true",
+         activation="gelu_erf"),
     [{"rows": 1}, {"rows": 9}],
     good=[{}, {"tile_rows": 3, "k_block": 32, "gemv_rows_below": 0}],
     bad=[{"k_block": 33}],
@@ -126,8 +145,7 @@ check_batch(
 
 check_batch(
     "gemm q4_1 blocks swiglu",
-    {"kind": "gemm", "K": 96, "N": 40, "transpose_weight": True, "weight_blocks": "q4_1",
-     "epilogue": "swiglu"},
+    gemm(96, 40, weight="nk", storage="q4_1", activation="swiglu"),
     [{"rows": 1}, {"rows": 3}, {"rows": 17}],
     good=[{}, {"tile_rows": 2, "k_block": 64, "rows_per_task": 8, "gemv_rows_per_pass": 8}],
     bad=[{"tile_cols": 5}],
@@ -135,8 +153,7 @@ check_batch(
 
 check_batch(
     "gemm q8_0 blocks",
-    {"kind": "gemm", "K": 64, "N": 33, "transpose_weight": True, "weight_blocks": "q8_0",
-     "bias": True},
+    gemm(64, 33, weight="nk", storage="q8_0", bias="true"),
     [{"rows": 2}, {"rows": 9}],
     good=[{}, {"k_block": 32, "pack_weights": False}],
     bad=[],
@@ -144,7 +161,7 @@ check_batch(
 
 check_batch(
     "attention causal",
-    {"kind": "attention", "heads": 2, "dk": 16, "causal": True},
+    attention(2, 16, causal="true"),
     [{"rows": 1, "keys": 9}, {"rows": 37}, {"rows": 20, "keys": 5}],
     good=[{}, {"query_block": 16, "key_block": 32, "row_tile": 2, "decode_key_tile": 2}],
     bad=[{"key_block": 0}],
@@ -156,35 +173,56 @@ check_batch(
 for rope, rope_keys in (("adjacent", True), ("halves", False)):
     check_batch(
         f"attention rope {rope} keys {'rotated here' if rope_keys else 'given rotated'}",
-        {"kind": "attention", "heads": 4, "kv_heads": 2, "dk": 16, "causal": True, "rope": rope,
-         "rope_base": 500.0, "rope_keys": rope_keys},
+        attention(4, 16, kv_heads=2, causal="true", rope=rope, rope_base="500.0",
+                  rope_keys="true" if rope_keys else "false"),
         [{"rows": 1, "keys": 40}, {"rows": 37}, {"rows": 9, "keys": 30}],
         good=[{}, {"query_block": 16, "key_block": 32, "row_tile": 2, "decode_key_tile": 2}],
         bad=[],
         tolerance=1e-4, baseline_ok=False)
 
 print("== malformed requests")
-GEMM = {"kind": "gemm", "K": 8, "N": 8}
+GEMM = gemm(8, 8, weight="kn")
+errors = []
 for bad in ["not json", "[]", json.dumps({"kernel": GEMM, "cases": [{"rows": 1}]}),
-            json.dumps({"kernel": dict(GEMM, K=1 << 30), "cases": [{"rows": 1}], "candidates": [{}]}),
+            json.dumps({"kernel": gemm(1 << 30, 8, weight="kn"), "cases": [{"rows": 1}],
+                        "candidates": [{}]}),
             json.dumps({"kernel": GEMM, "cases": [{"rows": 0}], "candidates": [{}]}),
-            json.dumps({"kernel": dict(GEMM, kind="conv"), "cases": [{"rows": 1}], "candidates": [{}]}),
+            # The old protocol's object, and attributes that are no kernel description.
+            json.dumps({"kernel": {"kind": "gemm", "K": 8, "N": 8}, "cases": [{"rows": 1}],
+                        "candidates": [{}]}),
+            json.dumps({"kernel": "#xf.loop_schedule<rows_per_task = 1, vector_bits = 0>",
+                        "cases": [{"rows": 1}], "candidates": [{}]}),
+            json.dumps({"kernel": GEMM + " trailing", "cases": [{"rows": 1}], "candidates": [{}]}),
             json.dumps({"target": "nonsense", "kernel": GEMM, "cases": [{"rows": 1}],
                         "candidates": [{}]}),
             json.dumps({"kernel": GEMM, "cases": [{"rows": 1}], "candidates": [{}], "typo": 1}),
-            json.dumps({"kernel": {"kind": "attention", "heads": 2, "dk": 8, "rope": "spiral"},
-                        "cases": [{"rows": 1}], "candidates": [{}]}),
-            json.dumps({"kernel": {"kind": "attention", "heads": 2, "dk": 7, "rope": "halves"},
-                        "cases": [{"rows": 1}], "candidates": [{}]}),
-            json.dumps({"kernel": dict(GEMM, weight_blocks="q5_k"), "cases": [{"rows": 1}],
+            json.dumps({"kernel": attention(2, 8, rope="spiral"), "cases": [{"rows": 1}],
                         "candidates": [{}]}),
+            json.dumps({"kernel": attention(2, 7, rope="halves"), "cases": [{"rows": 1}],
+                        "candidates": [{}]}),
+            json.dumps({"kernel": attention(2, 8, causal="true", batched_decode="true"),
+                        "cases": [{"rows": 1}], "candidates": [{}]}),
+            json.dumps({"kernel": gemm(8, 8, weight="nk", storage="q5_k"),
+                        "cases": [{"rows": 1}], "candidates": [{}]}),
+            json.dumps({"kernel": gemm(8, 8, weight="kn", packed="true"),
+                        "cases": [{"rows": 1}], "candidates": [{}]}),
             # Blocks run along K of an [N, K] weight: K = 8 is not a whole block.
-            json.dumps({"kernel": dict(GEMM, weight_blocks="q4_0", transpose_weight=True),
+            json.dumps({"kernel": gemm(8, 8, weight="nk", storage="q4_0"),
                         "cases": [{"rows": 1}], "candidates": [{}]})]:
     code, lines = run(bad)
     check(code == 2, "malformed %r: exit code %d" % (bad[:60], code))
     check(len(lines) == 1 and lines[0].get("status") == "error" and lines[0].get("error"),
           "malformed %r: lines %s" % (bad[:60], lines))
+    errors.append(lines[0].get("error", "") if lines else "")
+# The kernel's description is checked by the dialect's parser and verifier, then by the
+# worker's own bounds: each malformed description is refused for its own reason.
+for expected in ["K = 1073741824, N = 8 exceed", "must be a kernel description",
+                 "not a kernel description", "unexpected text after the description",
+                 "expected one of [adjacent, halves]", "rope needs an even dk",
+                 "batched_decode, half_key_values and segmented kernels are not timed",
+                 "WeightStorage to be one of", "packed = true: the worker packs",
+                 "a weight of q4_0 blocks needs weight = nk"]:
+    check(any(expected in e for e in errors), "no error says %r: %s" % (expected, errors))
 
 if FAILURES:
     print("%d failure(s)" % len(FAILURES))

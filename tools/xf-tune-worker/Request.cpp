@@ -7,6 +7,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "Request.h"
+#include "xf/Codegen/KernelSpecs.h"
+#include "xf/IR/XfDialect.h"
+
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
 
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -18,6 +24,7 @@
 using namespace mlir::xf;
 using llvm::json::Object;
 using llvm::json::Value;
+using mlir::Attribute;
 
 namespace xftune {
 namespace {
@@ -146,108 +153,63 @@ llvm::Expected<Halide::Target> runnableTarget(const std::string &name) {
   return *parsed;
 }
 
-llvm::Error parseKernel(const Value &json, const VectorShape &shape, KernelDesc &kernel) {
-  const Object *object = json.getAsObject();
-  if (!object)
-    return fail("\"kernel\" must be an object");
-  Fields f(*object, "kernel");
-  std::string kind;
-  if (llvm::Error err = f.string("kind", kind, true))
-    return err;
-  if (kind == "gemm") {
+/// The kernel's description (#xf.gemm_kernel<...> / #xf.attention_kernel<...>), parsed and
+/// verified by the dialect; its schedule is what a candidate's missing fields take.
+llvm::Expected<Attribute> parseDescription(mlir::MLIRContext &ctx, const Value &json) {
+  std::optional<llvm::StringRef> text = json.getAsString();
+  if (!text)
+    return fail("\"kernel\" must be a kernel description, #xf.gemm_kernel<...> or "
+                "#xf.attention_kernel<...>");
+  std::string diagnostic;
+  mlir::ScopedDiagnosticHandler capture(&ctx, [&](mlir::Diagnostic &d) {
+    if (diagnostic.empty())
+      diagnostic = d.str();
+    return mlir::success();
+  });
+  size_t read = 0;
+  Attribute kernel = mlir::parseAttribute(*text, &ctx, mlir::Type(), &read);
+  if (!kernel)
+    return fail("kernel: " + (diagnostic.empty() ? std::string("not an attribute") : diagnostic));
+  if (read != text->size())
+    return fail("kernel: unexpected text after the description: '" + text->substr(read) + "'");
+  return kernel;
+}
+
+llvm::Error checkGemm(const GemmKernelSpec &g) {
+  if (g.K > (1 << 20) || g.N > (1 << 20) || g.K * g.N > (int64_t(1) << 28))
+    return fail(llvm::formatv("kernel: K = {0}, N = {1} exceed 2^20 or K·N 2^28", g.K, g.N).str());
+  if (g.packedWeight)
+    return fail("kernel: packed = true: the worker packs the weight per candidate");
+  return llvm::Error::success();
+}
+
+llvm::Error checkAttention(const AttentionKernelSpec &a) {
+  if (a.heads > 4096 || a.dK > 65536 || a.dV > 65536 || a.heads * a.dK > 65536 ||
+      a.heads * a.dV > 65536)
+    return fail("kernel: heads must be at most 4096, dk, dv, heads·dk and heads·dv 65536");
+  if (a.batchedDecode || a.halfKeyValues || a.segmented)
+    return fail("kernel: batched_decode, half_key_values and segmented kernels are not timed");
+  return llvm::Error::success();
+}
+
+llvm::Error parseKernel(const Value &json, KernelDesc &kernel) {
+  mlir::MLIRContext ctx(mlir::MLIRContext::Threading::DISABLED);
+  ctx.loadDialect<XfDialect>();
+  llvm::Expected<Attribute> description = parseDescription(ctx, json);
+  if (!description)
+    return description.takeError();
+  if (auto gemm = llvm::dyn_cast<GemmKernelAttr>(*description)) {
     kernel.kind = KernelKind::Gemm;
-    GemmKernelSpec &g = kernel.gemm;
-    g.name = "xf_tune_gemm";
-    std::string epilogue = "none", blocks = "none";
-    if (llvm::Error err =
-            all({[&] { return f.integer("K", g.K, 1, 1 << 20, true); },
-                 [&] { return f.integer("N", g.N, 1, 1 << 20, true); },
-                 [&] { return f.boolean("transpose_weight", g.transposeWeight); },
-                 [&] { return f.boolean("bf16_weights", g.bf16Weights); },
-                 [&] { return f.boolean("bf16_activations", g.bf16Activations); },
-                 [&] { return f.boolean("bias", g.hasBias); },
-                 [&] { return f.boolean("residual", g.hasResidual); },
-                 [&] { return f.string("epilogue", epilogue); },
-                 [&] { return f.string("weight_blocks", blocks); }, [&] { return f.noOthers(); }}))
-      return err;
-    if (g.K * g.N > (int64_t(1) << 28))
-      return fail(llvm::formatv("kernel: K·N = {0} exceeds 2^28", g.K * g.N).str());
-    if (g.bf16Activations && !g.bf16Weights)
-      return fail("kernel: bf16_activations needs bf16_weights");
-    if (blocks == "q8_0")
-      g.weightBlocks = WeightBlocks::Q8_0;
-    else if (blocks == "q4_0")
-      g.weightBlocks = WeightBlocks::Q4_0;
-    else if (blocks == "q4_1")
-      g.weightBlocks = WeightBlocks::Q4_1;
-    else if (blocks != "none")
-      return fail("kernel: \"weight_blocks\" must be none, q8_0, q4_0 or q4_1, got '" + blocks +
-                  "'");
-    if (g.weightBlocks != WeightBlocks::None &&
-        (!g.transposeWeight || g.K % 32 != 0 || g.bf16Weights))
-      return fail(llvm::formatv("kernel: weight_blocks {0} need transpose_weight, K a multiple "
-                                "of 32 (got {1}) and no bf16_weights",
-                                blocks, g.K)
-                      .str());
-    if (epilogue == "none")
-      g.epilogue = GemmEpilogue::None;
-    else if (epilogue == "relu")
-      g.epilogue = GemmEpilogue::Relu;
-    else if (epilogue == "gelu_tanh")
-      g.epilogue = GemmEpilogue::GeluTanh;
-    else if (epilogue == "gelu_erf")
-      g.epilogue = GemmEpilogue::GeluErf;
-    else if (epilogue == "silu")
-      g.epilogue = GemmEpilogue::Silu;
-    else if (epilogue == "swiglu")
-      g.epilogue = GemmEpilogue::SwiGlu;
-    else
-      return fail("kernel: \"epilogue\" must be none, relu, gelu_tanh, gelu_erf, silu or "
-                  "swiglu, got '" +
-                  epilogue + "'");
-    g.schedule = defaultGemmSchedule(shape, g.K, g.weightBlocks);
-    return llvm::Error::success();
+    kernel.gemm = gemmKernelSpecOf(gemm, "xf_tune_gemm");
+    return checkGemm(kernel.gemm);
   }
-  if (kind == "attention") {
+  if (auto attention = llvm::dyn_cast<AttentionKernelAttr>(*description)) {
     kernel.kind = KernelKind::Attention;
-    AttentionKernelSpec &a = kernel.attention;
-    a.name = "xf_tune_attention";
-    a.dV = -1;
-    a.scale = 0;
-    std::string rope = "none";
-    if (llvm::Error err =
-            all({[&] { return f.string("rope", rope); },
-                 [&] { return f.number("rope_base", a.ropeBase); },
-                 [&] { return f.boolean("rope_keys", a.ropeKeys); },
-                 [&] { return f.integer("heads", a.heads, 1, 4096, true); },
-                 [&] { return f.integer("dk", a.dK, 1, 65536, true); },
-                 [&] { return f.integer("dv", a.dV, 1, 65536); },
-                 [&] { return f.integer("kv_heads", a.kvHeads, 1, 4096); },
-                 [&] { return f.boolean("causal", a.causal); },
-                 [&] { return f.number("scale", a.scale); }, [&] { return f.noOthers(); }}))
-      return err;
-    if (a.dV < 0)
-      a.dV = a.dK;
-    if (rope == "adjacent")
-      a.rope = AttentionKernelSpec::Rope::Adjacent;
-    else if (rope == "halves")
-      a.rope = AttentionKernelSpec::Rope::Halves;
-    else if (rope != "none")
-      return fail("kernel: \"rope\" must be none, adjacent or halves, got '" + rope + "'");
-    if (a.rope != AttentionKernelSpec::Rope::None && (a.dK % 2 || !(a.ropeBase > 1)))
-      return fail("kernel: rope needs an even \"dk\" and a \"rope_base\" above 1");
-    if (a.heads % a.keyValueHeads() != 0)
-      return fail("kernel: \"kv_heads\" must divide \"heads\"");
-    if (object->get("scale") && a.scale == 0)
-      return fail("kernel: \"scale\" must be nonzero");
-    if (a.scale == 0)
-      a.scale = 1.0 / std::sqrt(double(a.dK));
-    if (a.heads * a.dK > 65536 || a.heads * a.dV > 65536)
-      return fail("kernel: heads·dk and heads·dv must be at most 65536");
-    a.schedule = defaultAttentionSchedule(shape);
-    return llvm::Error::success();
+    kernel.attention = attentionKernelSpecOf(attention, "xf_tune_attention");
+    return checkAttention(kernel.attention);
   }
-  return fail("kernel: \"kind\" must be \"gemm\" or \"attention\", got '" + kind + "'");
+  return fail("kernel: not a kernel description (#xf.gemm_kernel<...> or "
+              "#xf.attention_kernel<...>)");
 }
 
 llvm::Error parseCase(const Value &json, size_t index, const KernelDesc &kernel, Case &c) {
@@ -355,14 +317,10 @@ llvm::Expected<Request> parseRequest(const Value &json) {
   if (!target)
     return target.takeError();
   request.target = *target;
-  llvm::Expected<VectorShape> shape = vectorShapeOf(request.target.to_string());
-  if (!shape)
-    return shape.takeError();
-
   const Value *kernel = f.find("kernel");
   if (!kernel)
     return fail("request: missing \"kernel\"");
-  if (llvm::Error err = parseKernel(*kernel, *shape, request.kernel))
+  if (llvm::Error err = parseKernel(*kernel, request.kernel))
     return std::move(err);
 
   const Value *cases = f.find("cases");

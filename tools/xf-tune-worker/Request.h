@@ -1,8 +1,9 @@
 //===- Request.h - The measurement request of xf-tune-worker ----*- C++ -*-===//
 //
 // In: the JSON request (see xf-tune-worker.cpp for the protocol). Out: a
-// validated Request with the kernel, the cases and, per candidate, either a
-// schedule (missing fields take the target's default schedule), an
+// validated Request with the kernel (decoded from its description,
+// #xf.gemm_kernel<...> / #xf.attention_kernel<...>), the cases and, per
+// candidate, either a schedule (missing fields take the description's), an
 // autoscheduler name, or the reason the candidate is invalid. Problems with
 // the request itself are errors; problems with one candidate only mark that
 // candidate, so that one bad schedule does not lose the batch.
@@ -23,7 +24,7 @@ namespace xftune {
 
 enum class KernelKind { Gemm, Attention };
 
-/// The kernel being tuned; `schedule` in the specs is the target's default.
+/// The kernel being tuned; `schedule` in the specs is its description's.
 struct KernelDesc {
   KernelKind kind = KernelKind::Gemm;
   mlir::xf::GemmKernelSpec gemm;

@@ -56,20 +56,19 @@ Request:
    threads, default: all cores), "repeats": 7 (timing rounds), "max_seconds":
    20 (no new round once the worker has run this long, but at least
    min(3, repeats) rounds),
-   "kernel": {"kind": "gemm", "K": .., "N": .., "transpose_weight": false,
-              "bf16_weights": false, "bf16_activations": false, "bias": false,
-              "residual": false, "epilogue": "none|relu|gelu_tanh|gelu_erf|silu|swiglu",
-              "weight_blocks": "none|q8_0|q4_0|q4_1" (ggml blocks: random blocks,
-              transpose_weight and K a multiple of 32)}
-          or {"kind": "attention", "heads": .., "dk": .., "dv": dk,
-              "causal": false, "scale": 1/sqrt(dk), "rope": "none|adjacent|halves",
-              "rope_base": 10000, "rope_keys": true (false: K arrives rotated)},
+   "kernel": the kernel's description, as the compiler prints it (docs/pipeline.md,
+             "Kernel descriptions"): "#xf.gemm_kernel<k = .., n = .., weight = kn|nk,
+             storage = f32|bf16|q8_0|q4_0|q4_1, bf16_inputs, bias, residual, activation,
+             schedule = #xf.gemm_schedule<..>>" (ggml blocks: random blocks; not packed:
+             the worker packs per candidate) or "#xf.attention_kernel<heads = .., kv_heads,
+             dk, dv, causal, scale, rope = adjacent|halves, rope_base, rope_keys (false: K
+             arrives rotated), schedule = #xf.attention_schedule<..>>",
    "cases": [{"rows": M} ...] (GEMM) or [{"rows": M, "keys": Mz (default M)} ...],
    "candidates": [{"tile_cols", "tile_rows", "k_block", "pack_weights",
                    "rows_per_task", "panel_cols", "gemv_rows_below",
                    "gemv_rows_per_pass", "gemv_tasks"} (GEMM) or
                   {"query_block", "key_block", "row_tile", "decode_key_tile"}
-                  (attention; missing fields: the target's default schedule),
+                  (attention; missing fields: the description's schedule),
                   or {"autoscheduler": "Adams2019|Li2018|Mullapudi2016"}: the
                   same algorithm unscheduled, built for each case's static
                   sizes (bounds and estimates) and autoscheduled]}

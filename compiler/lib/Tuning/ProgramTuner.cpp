@@ -53,9 +53,7 @@ llvm::Error ProgramTuner::collect(const HostProgram &program, const VectorShape 
   for (int64_t l : options.lengths)
     longest = std::max(longest, l);
   for (const GemmKernelSpec &spec : program.gemms) {
-    TunedKernel k;
-    k.isGemm = true, k.gemm = spec, k.name = spec.name;
-    k.signature = kernelSignature(gemmKernelAttr(&ctx, spec));
+    TunedKernel k = tunedKernel(ctx, spec);
     if (!seen.insert(k.signature).second)
       continue;
     k.space = gemmSpace(spec, shape, options.lengths);
@@ -70,9 +68,7 @@ llvm::Error ProgramTuner::collect(const HostProgram &program, const VectorShape 
     // takes the schedule its op is tuned to as the per-sequence kernel.
     if (spec.segmented)
       continue;
-    TunedKernel k;
-    k.isGemm = false, k.attention = spec, k.name = spec.name;
-    k.signature = kernelSignature(attentionKernelAttr(&ctx, spec));
+    TunedKernel k = tunedKernel(ctx, spec);
     if (!seen.insert(k.signature).second)
       continue;
     k.space = attentionSpace(spec, shape, options.lengths);

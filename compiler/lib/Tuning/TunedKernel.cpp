@@ -7,6 +7,7 @@
 
 #include "TunedKernel.h"
 #include "xf/Codegen/KernelSchedules.h"
+#include "xf/Codegen/KernelSpecs.h"
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/Diagnostics.h"
@@ -18,34 +19,27 @@ using namespace mlir;
 using namespace mlir::xf;
 using namespace mlir::xf::tuning;
 
-llvm::json::Object tuning::kernelJson(const TunedKernel &k) {
-  if (k.isGemm) {
-    const GemmKernelSpec &s = k.gemm;
-    const char *epilogue[] = {"none", "relu", "gelu_tanh", "gelu_erf", "silu", "swiglu"};
-    return llvm::json::Object{{"kind", "gemm"},
-                              {"K", s.K},
-                              {"N", s.N},
-                              {"transpose_weight", s.transposeWeight},
-                              {"bf16_weights", s.bf16Weights},
-                              {"bf16_activations", s.bf16Activations},
-                              {"bias", s.hasBias},
-                              {"residual", s.hasResidual},
-                              {"epilogue", epilogue[int(s.epilogue)]},
-                              {"weight_blocks", s.weightBlocks == WeightBlocks::None
-                                                    ? "none"
-                                                    : weightBlocksName(s.weightBlocks)}};
-  }
-  const AttentionKernelSpec &s = k.attention;
-  llvm::json::Object attention{{"kind", "attention"}, {"heads", s.heads},   {"dk", s.dK},
-                               {"dv", s.dV},          {"causal", s.causal}, {"scale", s.scale}};
-  if (s.keyValueHeads() != s.heads)
-    attention["kv_heads"] = s.keyValueHeads();
-  if (s.rope != AttentionKernelSpec::Rope::None) {
-    attention["rope"] = s.rope == AttentionKernelSpec::Rope::Adjacent ? "adjacent" : "halves";
-    attention["rope_base"] = s.ropeBase;
-    attention["rope_keys"] = s.ropeKeys;
-  }
-  return attention;
+TunedKernel tuning::tunedKernel(MLIRContext &ctx, const GemmKernelSpec &spec) {
+  TunedKernel k;
+  k.isGemm = true, k.gemm = spec, k.name = spec.name;
+  GemmKernelSpec unpacked = spec;
+  unpacked.packedWeight = false;
+  GemmKernelAttr description = gemmKernelAttr(&ctx, unpacked);
+  k.signature = kernelSignature(description), k.description = kernelText(description);
+  return k;
+}
+
+TunedKernel tuning::tunedKernel(MLIRContext &ctx, const AttentionKernelSpec &spec) {
+  TunedKernel k;
+  k.isGemm = false, k.attention = spec, k.name = spec.name;
+  // The worker times the one-call kernel on float32 K/V, as it always has: not the batched
+  // decode step exported beside it, nor a float16 cache's variant.
+  AttentionKernelSpec timed = spec;
+  timed.batchedDecode = timed.halfKeyValues = false;
+  AttentionKernelAttr description = attentionKernelAttr(&ctx, timed);
+  k.signature = kernelSignature(attentionKernelAttr(&ctx, spec));
+  k.description = kernelText(description);
+  return k;
 }
 
 llvm::json::Value tuning::candidateJson(const TunedKernel &k, const Point &p) {
@@ -151,7 +145,7 @@ llvm::json::Object tuning::requestFor(const TunedKernel &k, llvm::ArrayRef<size_
   llvm::json::Object request{{"target", target},
                              {"repeats", repeats},
                              {"max_seconds", maxSeconds},
-                             {"kernel", kernelJson(k)}};
+                             {"kernel", k.description}};
   llvm::json::Array list;
   for (size_t i : cases) {
     llvm::json::Object c{{"rows", k.caseRows[i]}};

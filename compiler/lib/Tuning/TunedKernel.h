@@ -30,14 +30,19 @@ struct TunedKernel {
   GemmKernelSpec gemm;
   AttentionKernelSpec attention;
   std::string name, signature;
+  /// The kernel's description as the worker's request names it (#xf.gemm_kernel<...> /
+  /// #xf.attention_kernel<...>, KernelSpecs.h), its weight not packed: the worker packs it
+  /// per candidate.
+  std::string description;
   SearchSpace space;
   std::vector<SchedulePath> paths; // each searched on its own cases
   Point defaultPoint;
   std::vector<int64_t> caseRows, caseKeys;
 };
 
-/// The kernel as the worker's request names it ("kind": "gemm" or "attention").
-llvm::json::Object kernelJson(const TunedKernel &k);
+/// The kernel of `spec` as the tuner sees it, its signature and description filled in.
+TunedKernel tunedKernel(MLIRContext &ctx, const GemmKernelSpec &spec);
+TunedKernel tunedKernel(MLIRContext &ctx, const AttentionKernelSpec &spec);
 
 /// Point `p` as one of the worker request's candidates.
 llvm::json::Value candidateJson(const TunedKernel &k, const Point &p);
