@@ -21,17 +21,12 @@ LogicalResult HostLowering::emitNumber(Operation *op) {
                                                             rowsOf(length.getTokens())));
     return success();
   }
-  if (isa<arith::ConstantOp, arith::AddFOp, arith::SubFOp, arith::MulFOp, arith::DivFOp>(op)) {
-    b->clone(*op, numbers);
-    return success();
-  }
+  // The arith ops on numbers stay as lowerBody cloned them (its target keeps them).
   return op->emitError("no host code for this number");
 }
 
-LogicalResult HostLowering::emitOp(Operation *op) {
+LogicalResult HostLowering::emitOp(Operation *op, const KernelEmitter *emitter) {
   loc = op->getLoc();
-  if (training)
-    return emitBackwardKernel(op);
   Value v = op->getResult(0);
   if (v.getType().isF64())
     return emitNumber(op);
@@ -42,7 +37,7 @@ LogicalResult HostLowering::emitOp(Operation *op) {
     return success(); // the sum's one kernel computes it
   emittingOp = op;
   LogicalResult emitted =
-      profiled(op, [&](xfrt::KernelSpec &site) { return emitKernel(op, site); });
+      profiled(op, [&](xfrt::KernelSpec &site) { return emitKernel(op, emitter, site); });
   emittingOp = nullptr;
   return emitted;
 }
@@ -234,26 +229,13 @@ LogicalResult HostLowering::emitForward(bool cached, bool packed) {
     sourceArg = args[4], lzArg = args[5], outArg = args[6], scratchArg = args[7];
   }
   paddedRows = paddedRowsOf(lArg, lzArg);
-  Operation *lastAttention = nullptr;
+  lastAttention = nullptr;
   source.walk([&](AttentionOp op) { lastAttention = op; });
   tailValues.clear();
   inTail = false;
-  bool compacted = false;
-  for (Operation &op : source.getBody().front()) {
-    if (isa<func::ReturnOp>(op))
-      break;
-    inTail = cached && lastAttention && lastAttention->isBeforeInBlock(&op) &&
-             isActivation(op.getResult(0));
-    if (inTail && packed && !compacted) {
-      loc = op.getLoc();
-      compactLastRows();
-      compacted = true;
-    }
-    if (inTail) // before emitting: the op writes its one row at row 0
-      tailValues.insert(op.getResult(0));
-    if (failed(emitOp(&op)))
-      return failure();
-  }
+  compacted = false;
+  if (failed(lowerBody(source, fn.front())))
+    return failure();
   inTail = false;
   // A returned view (or a tensor that could not be written in place) is copied out.
   if (placements[result].storage != Storage::Output) {
@@ -267,6 +249,18 @@ LogicalResult HostLowering::emitForward(bool cached, bool packed) {
   cachedMode = packedMode = emittingForward = false;
   sourceLengthsArg = Value();
   return success();
+}
+
+void HostLowering::enterTail(Operation *op) {
+  inTail = cachedMode && lastAttention && lastAttention->isBeforeInBlock(op) &&
+           isActivation(op->getResult(0));
+  if (inTail && packedMode && !compacted) {
+    loc = op->getLoc();
+    compactLastRows();
+    compacted = true;
+  }
+  if (inTail) // before emitting: the op writes its one row at row 0
+    tailValues.insert(op->getResult(0));
 }
 
 void HostLowering::emitCacheBytes() {

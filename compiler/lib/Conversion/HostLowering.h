@@ -3,11 +3,12 @@
 // Internal to compiler/lib/Conversion: the state of one function's host
 // lowering (lowerToHost, LowerToHost.h), whose methods are defined by concern
 // in LowerToHost.cpp (the run, kernel names, packed weights), EntryPoints.cpp
-// (the ABI's functions), the kernel emitters — one per op type, found through
-// KernelEmitters.cpp (GemmEmitter.cpp, AttentionEmitter.cpp,
-// LoopKernelEmitters.cpp) and TrainingEmitters.cpp — LowerTraining.cpp (the
-// training step's placement and entry points), BufferArguments.cpp,
-// ProfilingHooks.cpp and Manifest.cpp.
+// (the ABI's functions), KernelPatterns.cpp (the lowering of an entry
+// point's body: one pattern per op type), the kernel emitters the patterns
+// call — one per op type, listed in KernelEmitters.cpp (GemmEmitter.cpp,
+// AttentionEmitter.cpp, LoopKernelEmitters.cpp) and TrainingEmitters.cpp —
+// LowerTraining.cpp (the training step's placement and entry points),
+// BufferArguments.cpp, ProfilingHooks.cpp and Manifest.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,7 +32,8 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
-#include "llvm/ADT/DenseSet.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Rewrite/FrozenRewritePatternSet.h"
 #include "llvm/ADT/MapVector.h"
 
 #include <memory>
@@ -56,24 +58,6 @@ public:
   /// xf_train_prepare and xf_train_scratch_bytes (docs/training.md).
   LogicalResult runTraining(HostLowering &forwardLowering);
 
-private:
-  void emitPrepare(llvm::StringRef name = "xf_prepare");
-  /// The kernel spec of a GEMM, named (layers share kernels), with
-  /// packedWeight when its weight is a constant the kernel can take packed.
-  GemmKernelSpec gemmSpecOf(GemmOp gemm);
-  void planPackedWeights();
-  HalideBufferArg packedWeightArg(int64_t index);
-  LogicalResult emitForward(bool cached, bool packed);
-  void emitCacheBytes();
-  LogicalResult emitOp(Operation *op);
-  /// xf.length and the arith ops on it: numbers xf_forward computes before
-  /// the kernels that read them (`numbers` maps them to its values).
-  LogicalResult emitNumber(Operation *op);
-  IRMapping numbers;
-  /// The kernel call of one op in the entry point being emitted: the emitter
-  /// its op type registered (KernelEmitters.cpp), noting the call in `site`.
-  LogicalResult emitKernel(Operation *op, xfrt::KernelSpec &site);
-
   // Kernel emitters: one per op family, each given the op's result and what
   // every kernel call writes (KernelEmitters.cpp lists them by op type).
   struct KernelResult {
@@ -88,7 +72,68 @@ private:
     /// An scf loop kernel: emitted under the op's loop schedule and noted as
     /// a "loop" site named after the kernel it called.
     bool loop;
+    /// The op type's name: the root of its pattern (KernelPatterns.cpp).
+    llvm::StringRef opName;
   };
+  /// A training op type's emitter (TrainingEmitters.cpp).
+  struct BackwardEmitter {
+    LogicalResult (*emit)(HostLowering &, Operation *);
+    /// A loop kernel: emitted under its loop schedule (or its width's default).
+    bool loop;
+    llvm::StringRef opName;
+  };
+
+  /// What the pattern of `clone`'s op type does (KernelPatterns.cpp): the
+  /// type's emitter (`forwardEmitter`, in the training step also
+  /// `backwardEmitter`; none for an op type without one) emits the kernel
+  /// call of the op `clone` repeats before it (an xf.length's uses take its
+  /// number); lowerBody then erases the clones. An emitter's error is noted
+  /// in `loweringFailed`.
+  /// Fails (no match) for what stays: the entry point's own ops, the
+  /// numbers' arith ops, and, as the walk did, all after the first error.
+  LogicalResult rewriteClone(Operation *clone, PatternRewriter &rewriter,
+                             const KernelEmitter *forwardEmitter,
+                             const BackwardEmitter *backwardEmitter);
+
+private:
+  void emitPrepare(llvm::StringRef name = "xf_prepare");
+  /// The kernel spec of a GEMM, named (layers share kernels), with
+  /// packedWeight when its weight is a constant the kernel can take packed.
+  GemmKernelSpec gemmSpecOf(GemmOp gemm);
+  void planPackedWeights();
+  HalideBufferArg packedWeightArg(int64_t index);
+  LogicalResult emitForward(bool cached, bool packed);
+  void emitCacheBytes();
+  /// An entry point's body (KernelPatterns.cpp): `source`'s ops (its return
+  /// left out) cloned at the end of `body`, each clone then lowered by the
+  /// pattern of its op type, which emits its kernel call in its place (as
+  /// MLIR's Toy lowers to affine loops). Fails when an op has no host code.
+  LogicalResult lowerBody(func::FuncOp source, Block &body);
+  /// The patterns of lowerBody: one per op type with an emitter (the
+  /// training step's too when `training`), and one for the other ops.
+  std::unique_ptr<FrozenRewritePatternSet> patterns;
+  /// Each clone of the body being lowered → the op of `source` it repeats:
+  /// the analyses (placement, cache plan) describe `source`'s values.
+  llvm::DenseMap<Operation *, Operation *> originalOf;
+  bool loweringFailed = false;
+  /// The op's kernel call by `emitter` (none: an op without a kernel), or
+  /// nothing when its result needs no code (a weight, a view).
+  LogicalResult emitOp(Operation *op, const KernelEmitter *emitter);
+  /// Before each op of xf_forward_cached: whether it is in the tail after
+  /// the last attention (then a packed batch's last rows are compacted first).
+  void enterTail(Operation *op);
+  Operation *lastAttention = nullptr;
+  bool compacted = false;
+  /// xf.length: a number xf_forward computes before the kernels that read
+  /// it; the arith ops on numbers stay as cloned (`numbers` maps each of the
+  /// source's numbers to its value in the entry point).
+  LogicalResult emitNumber(Operation *op);
+  IRMapping numbers;
+  /// The kernel call of one op in the entry point being emitted by `emitter`,
+  /// its op type's (KernelEmitters.cpp; none: an error), noting the call in
+  /// `site`.
+  LogicalResult emitKernel(Operation *op, const KernelEmitter *emitter, xfrt::KernelSpec &site);
+
   template <typename OpT,
             LogicalResult (HostLowering::*Method)(OpT, const KernelResult &, xfrt::KernelSpec &)>
   static void addEmitter(llvm::DenseMap<TypeID, KernelEmitter> &table, bool loop = true) {
@@ -96,9 +141,12 @@ private:
                                     xfrt::KernelSpec &site) {
                                    return (lowering.*Method)(cast<OpT>(op), r, site);
                                  },
-                                 loop};
+                                 loop, OpT::getOperationName()};
   }
+public:
   static const llvm::DenseMap<TypeID, KernelEmitter> &forwardEmitters();
+  static const llvm::DenseMap<TypeID, BackwardEmitter> &backwardEmitters();
+private:
   // GemmEmitter.cpp
   LogicalResult emitGemm(GemmOp op, const KernelResult &r, xfrt::KernelSpec &site);
   // AttentionEmitter.cpp
@@ -339,23 +387,20 @@ private:
   LogicalResult planAccumulation(func::ReturnOp ret);
   LogicalResult emitTrainStep();
   void emitTrainScratchBytes();
-  /// The kernel call of one op of @loss_and_gradients: the emitter its op
-  /// type registered (TrainingEmitters.cpp), else the forward's.
-  LogicalResult emitBackwardKernel(Operation *op);
+  /// The kernel call of one op of @loss_and_gradients: by `backward`, its
+  /// op type's emitter (TrainingEmitters.cpp), else by the forward's.
+  LogicalResult emitBackwardKernel(Operation *op, const BackwardEmitter *backward,
+                                   const KernelEmitter *forward);
+  /// By `emitter`, or the forward emitter its op type registered.
+  LogicalResult emitForwardKernel(Operation *op, const KernelEmitter *emitter);
   LogicalResult emitForwardKernel(Operation *op);
-  struct BackwardEmitter {
-    LogicalResult (*emit)(HostLowering &, Operation *);
-    /// A loop kernel: emitted under its loop schedule (or its width's default).
-    bool loop;
-  };
   template <typename OpT, LogicalResult (HostLowering::*Method)(OpT)>
   static void addBackwardEmitter(llvm::DenseMap<TypeID, BackwardEmitter> &table,
                                  bool loop = true) {
     table[TypeID::get<OpT>()] = {
         [](HostLowering &lowering, Operation *op) { return (lowering.*Method)(cast<OpT>(op)); },
-        loop};
+        loop, OpT::getOperationName()};
   }
-  static const llvm::DenseMap<TypeID, BackwardEmitter> &backwardEmitters();
   LogicalResult emitWeightGrad(WeightGradOp op);
   LogicalResult emitGradientTranspose(TransposeOp op);
   LogicalResult emitGradientSlice(SliceOp op);

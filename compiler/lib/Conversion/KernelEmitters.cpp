@@ -1,8 +1,9 @@
 //===- KernelEmitters.cpp - which emitter lowers which xf op --------------===//
 //
-// The host lowering's patterns: each kernel-producing xf op type maps to the
-// HostLowering method that emits its kernel call into the entry point being
-// built (GemmEmitter.cpp, AttentionEmitter.cpp, LoopKernelEmitters.cpp).
+// Each kernel-producing xf op type maps to the HostLowering method that emits
+// its kernel call into the entry point being built (GemmEmitter.cpp,
+// AttentionEmitter.cpp, LoopKernelEmitters.cpp); each entry of the list is
+// one rewrite pattern, rooted at its op type (KernelPatterns.cpp).
 // Adding a kernel op: write its emitter, add a line to forwardEmitters().
 // The training step's own ops are listed in TrainingEmitters.cpp.
 //
@@ -37,13 +38,13 @@ const llvm::DenseMap<TypeID, HostLowering::KernelEmitter> &HostLowering::forward
   return table;
 }
 
-LogicalResult HostLowering::emitKernel(Operation *op, xfrt::KernelSpec &site) {
+LogicalResult HostLowering::emitKernel(Operation *op, const KernelEmitter *found,
+                                       xfrt::KernelSpec &site) {
   Value v = op->getResult(0);
   KernelResult result{v, pointerOf(v), rowsOf(v), placements[v].cols};
-  auto it = forwardEmitters().find(op->getName().getTypeID());
-  if (it == forwardEmitters().end())
+  if (!found)
     return op->emitError("no kernel for this op in host lowering");
-  const KernelEmitter &emitter = it->second;
+  const KernelEmitter &emitter = *found;
   if (emitter.loop)
     kernels->useSchedule(loopScheduleOf(loopScheduleAttrOf(op)));
   if (failed(emitter.emit(*this, op, result, site)))

@@ -174,12 +174,8 @@ LogicalResult HostLowering::emitTrainStep() {
     LLVM::MemsetOp::create(builder, loc, scratchArg,
                            arith::ConstantIntOp::create(builder, loc, builder.getI8Type(), 0),
                            i64(4 * zeroedFloats), /*isVolatile=*/false);
-  for (Operation &op : forward.getBody().front()) {
-    if (isa<func::ReturnOp>(op))
-      break;
-    if (failed(emitOp(&op)))
-      return failure();
-  }
+  if (failed(lowerBody(forward, fn.front())))
+    return failure();
   func::ReturnOp::create(builder, loc, status);
   b = nullptr;
   return success();

@@ -53,28 +53,33 @@ const llvm::DenseMap<TypeID, HostLowering::BackwardEmitter> &HostLowering::backw
   return table;
 }
 
-LogicalResult HostLowering::emitBackwardKernel(Operation *op) {
+LogicalResult HostLowering::emitBackwardKernel(Operation *op, const BackwardEmitter *backward,
+                                               const KernelEmitter *forward) {
   Value v = op->getResult(0);
   Storage storage = placements[v].storage;
   if (storage == Storage::Parameter || storage == Storage::Derived || storage == Storage::View)
     return success();
-  auto it = backwardEmitters().find(op->getName().getTypeID());
-  if (it != backwardEmitters().end() && !it->second.loop)
-    return it->second.emit(*this, op);
+  if (backward && !backward->loop)
+    return backward->emit(*this, op);
   // Loop kernels without a schedule of their own run under the default for their width.
   auto type = cast<RankedTensorType>(v.getType());
   int64_t width = type.getRank() ? type.getShape().back() : 0;
   LoopScheduleAttr attr = loopScheduleAttrOf(op);
   kernels->useSchedule(attr ? loopScheduleOf(attr)
                             : defaultLoopSchedule(std::max<int64_t>(width, 1)));
-  if (it != backwardEmitters().end())
-    return it->second.emit(*this, op);
-  return emitForwardKernel(op);
+  if (backward)
+    return backward->emit(*this, op);
+  return emitForwardKernel(op, forward);
+}
+
+LogicalResult HostLowering::emitForwardKernel(Operation *op, const KernelEmitter *emitter) {
+  xfrt::KernelSpec site;
+  return emitKernel(op, emitter, site);
 }
 
 LogicalResult HostLowering::emitForwardKernel(Operation *op) {
-  xfrt::KernelSpec site;
-  return emitKernel(op, site);
+  auto it = forwardEmitters().find(op->getName().getTypeID());
+  return emitForwardKernel(op, it == forwardEmitters().end() ? nullptr : &it->second);
 }
 
 /// Width of an op's result rows (0 for a scalar).
