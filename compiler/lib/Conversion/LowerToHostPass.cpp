@@ -3,7 +3,10 @@
 // The registered pass around lowerToHost (LowerToHost.h): xf-opt and xfc's
 // --print-ir-after=xf-lower-to-host see the host module in place of the
 // kernel-level one. xfc builds it with createLowerToHostPass to get the
-// kernel specs the executable is linked from.
+// kernel specs the executable is linked from, and hands it its HostOptions as
+// they are; only the pass built from text (xf-opt) reads its textual options,
+// into HostOptions, once. (So the textual form of xfc's pass, as a crash
+// reproducer would print it, shows the defaults, not xfc's options.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,12 +24,12 @@ namespace {
 
 struct LowerToHostPass : xf::impl::LowerToHostBase<LowerToHostPass> {
   using LowerToHostBase::LowerToHostBase;
-  LowerToHostPass(const LowerToHostOptions &options, HostProgram *program)
-      : LowerToHostBase(options), program(program) {}
+  LowerToHostPass(const HostOptions &options, HostProgram *program)
+      : given(options), program(program) {}
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    FailureOr<HostOptions> options = hostOptions();
+    FailureOr<HostOptions> options = given ? FailureOr<HostOptions>(*given) : hostOptions();
     if (failed(options))
       return signalPassFailure();
     FailureOr<HostProgram> lowered = lowerToHost(module, *options);
@@ -46,6 +49,7 @@ struct LowerToHostPass : xf::impl::LowerToHostBase<LowerToHostPass> {
     }
   }
 
+  /// The textual options (xf-opt's), read into HostOptions.
   FailureOr<HostOptions> hostOptions() {
     HostOptions options;
     options.bf16Weights = bf16Weights;
@@ -79,6 +83,8 @@ struct LowerToHostPass : xf::impl::LowerToHostBase<LowerToHostPass> {
     return options;
   }
 
+  /// xfc's options (createLowerToHostPass), used as they are.
+  std::optional<HostOptions> given;
   HostProgram *program = nullptr;
 };
 
@@ -86,17 +92,5 @@ struct LowerToHostPass : xf::impl::LowerToHostBase<LowerToHostPass> {
 
 std::unique_ptr<Pass> mlir::xf::createLowerToHostPass(const HostOptions &host,
                                                       HostProgram *program) {
-  LowerToHostOptions options;
-  options.bf16Weights = host.bf16Weights;
-  options.bf16Activations = host.bf16Activations;
-  options.q8GemmInputs = host.q8GemmInputs;
-  options.blockDotIsa = host.blockDotIsa;
-  options.decodeAttentionIsa = host.decodeAttentionIsa;
-  options.packWeightsAtLoad = host.packWeightsAtLoad;
-  options.cudaDevice = host.cudaDevice;
-  options.kernelOutputHook = host.kernelOutputHook;
-  options.kvCacheType = host.halfKvCache ? "f16" : "f32";
-  for (const auto &entry : host.weightBlocks)
-    options.weightBlocks.push_back((entry.first() + "=" + weightBlocksName(entry.second)).str());
-  return std::make_unique<LowerToHostPass>(options, program);
+  return std::make_unique<LowerToHostPass>(host, program);
 }

@@ -22,7 +22,8 @@ namespace mlir::xf {
 #define GEN_PASS_REGISTRATION
 #include "xf/Conversion/Passes.h.inc"
 
-/// xf-lower-to-host under `options`, handing what the rest of the build
+/// xf-lower-to-host under `options` (used as given: not read back from the
+/// pass's textual options, which stay at their defaults), handing what the rest of the build
 /// needs besides the host module — the Halide kernels' specs and the
 /// manifest — to `*program` (its `module` and `siteOps` stay empty: the
 /// module is the one the pass ran on, and the ops the sites named are gone).
