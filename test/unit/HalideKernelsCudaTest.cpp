@@ -157,8 +157,32 @@ TEST(CudaGemmAlgorithm, RegisterPathSplitK) {
   EXPECT_EQ(cudaSplitKRows(s), 0);
 }
 
+// [N, K] weights with K a multiple of 4 take the [N, K] register path (4 partial sums per
+// output by k mod 4, columns clamped): N off the 64-column tiles, every epilogue kind, bf16,
+// SwiGLU. K off 4, or register_tiles off: the staged path.
+TEST(CudaGemmAlgorithm, NkRegisterTilePath) {
+  GemmKernelSpec s;
+  s.name = "g";
+  s.K = 40, s.N = 70, s.transposeWeight = true;
+  EXPECT_TRUE(usesCudaNkRegisterTiles(s));
+  checkGemm(s);
+  s.hasBias = s.hasResidual = true, s.epilogue = GemmEpilogue::GeluTanh;
+  checkGemm(s);
+  s.bf16Weights = true, s.epilogue = GemmEpilogue::GeluErf;
+  checkGemm(s);
+  s.bf16Weights = false, s.epilogue = GemmEpilogue::SwiGlu, s.K = 64, s.N = 24;
+  checkGemm(s);
+  s.K = 42;
+  EXPECT_FALSE(usesCudaNkRegisterTiles(s));
+  checkGemm(s);
+  s.K = 64, s.gpuSchedule.registerTiles = false;
+  EXPECT_FALSE(usesCudaNkRegisterTiles(s));
+  checkGemm(s);
+}
+
 TEST(CudaGemmAlgorithm, WeightLayoutsEpiloguesAndTails) {
-  // K not a multiple of the 16-wide slices or the 32 lanes; N not of the 64-column tiles.
+  // K not a multiple of the 16-wide slices or the 32 lanes; N not of the 64-column tiles
+  // ([N, K]: the register path for K = 40, 64).
   for (bool nk : {false, true}) {
     GemmKernelSpec s;
     s.name = "g";

@@ -403,6 +403,7 @@ TEST(ObjectKeys, EveryGemmFieldChangesTheKey) {
       [](GemmKernelSpec &s) { s.gpuSchedule.gemvLaneCols = 4; },
       [](GemmKernelSpec &s) { s.gpuSchedule.regSplitK = 2; },
       [](GemmKernelSpec &s) { s.gpuSchedule.regFillBlocks = 128; },
+      [](GemmKernelSpec &s) { s.gpuSchedule.nkThreadRows = 4; },
   };
   EXPECT_EQ(distinctKeys(base, changes, gemmObjectKey), changes.size() + 1);
   mlir::MLIRContext ctx;

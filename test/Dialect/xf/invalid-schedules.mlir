@@ -286,3 +286,10 @@ func.func @gpu_case15() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles 
 func.func @gpu_case16() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8, reg_split_k = 16>} {
   return
 }
+
+// -----
+
+// expected-error @+1 {{reg_tile_rows = 8 must be a multiple of nk_thread_rows = 3}}
+func.func @gpu_case17() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8, nk_thread_rows = 3>} {
+  return
+}

@@ -123,6 +123,9 @@ struct GpuGemmSchedule {
   /// splits each block's K over regSplitK groups of threads (1: never; GemmScheduleCuda.cpp).
   int64_t regSplitK = 4;
   int64_t regFillBlocks = 264; // 2 blocks a SM of a 132-SM GPU (H100 SXM / H200)
+  /// [N, K] register path: a thread's rows (SwiGLU: half), 4 columns × 4 partial sums each;
+  /// 2 keeps GPT-2's and Llama's kernels under 128 registers (4: 167).
+  int64_t nkThreadRows = 2;
 };
 
 /// The shape of a CPU's vector unit, which the default schedules follow.

@@ -41,6 +41,7 @@ inline GpuGemmSchedule gpuGemmScheduleOf(GpuGemmScheduleAttr a) {
   s.gemvCols = a.getGemvCols(), s.gemvSlices = a.getGemvSlices();
   s.gemvLaneCols = a.getGemvLaneCols();
   s.regSplitK = a.getRegSplitK(), s.regFillBlocks = a.getRegFillBlocks();
+  s.nkThreadRows = a.getNkThreadRows();
   return s;
 }
 
@@ -49,7 +50,8 @@ inline GpuGemmScheduleAttr gpuGemmScheduleAttr(MLIRContext *ctx, const GpuGemmSc
                                   s.regTallRows, s.regTallTileRows, s.regThreadRows,
                                   s.regUnrollK, s.tileCols, s.tileRows, s.threadCols,
                                   s.threadRows, s.sliceK, s.gemvCols, s.gemvSlices,
-                                  s.gemvLaneCols, s.regSplitK, s.regFillBlocks);
+                                  s.gemvLaneCols, s.regSplitK, s.regFillBlocks,
+                                  s.nkThreadRows);
 }
 
 inline AttentionSchedule attentionScheduleOf(AttentionScheduleAttr a) {

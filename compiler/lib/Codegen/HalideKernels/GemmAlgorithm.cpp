@@ -367,6 +367,10 @@ bool usesCudaRegisterTiles(const GemmKernelSpec &spec) {
   return s.registerTiles && !spec.transposeWeight && spec.N % s.regTileCols == 0;
 }
 
+bool usesCudaNkRegisterTiles(const GemmKernelSpec &spec) {
+  return spec.gpuSchedule.registerTiles && spec.transposeWeight && spec.K % 4 == 0;
+}
+
 namespace {
 
 int ceilDiv(int a, int b) { return (a + b - 1) / b; }
@@ -460,6 +464,17 @@ GemmCudaFuncs defineGemmCuda(const GemmKernelSpec &spec, const GemmInputs &in) {
     f.splitRows = cudaSplitKRows(spec);
     if (f.splitRows)
       defineCudaSplitK(spec, in, f);
+  } else if ((f.nkRegisterTiles = usesCudaNkRegisterTiles(spec))) {
+    // [N, K] register path: rows of W and x along K, 4 partial sums per output.
+    Var q = f.q;
+    f.rQuads = RDom(0, K / 4, "rq");
+    Expr depth = 4 * f.rQuads + q;
+    f.nkDot(q, n, g, m) = 0.f;
+    f.nkDot(q, n, g, m) += x(depth, clamp(m, 0, rows - 1)) *
+                           widenWeight(spec, weight(depth, g * N + clamp(n, 0, N - 1)));
+    f.nkSum(n, g, m) =
+        (f.nkDot(0, n, g, m) + f.nkDot(1, n, g, m)) + (f.nkDot(2, n, g, m) + f.nkDot(3, n, g, m));
+    sum = f.nkSum;
   } else {
     // Staged path: per K slice a register-tiled partial product, added into the block's
     // accumulators.

@@ -96,6 +96,12 @@ struct GemmCudaFuncs {
   Halide::Func splitDot{"split_dot"}, splitPart{"split_partial"}, splitSum{"split_sum"};
   Halide::RVar splitDotVar, splitSumVar;
   int splitRows = 0, splits = 1;
+  // [N, K] register path: 4 partial sums per output (k ≡ q mod 4), so that W's and x's rows
+  // are read as 4-wide vectors along K; added in nkSum.
+  Halide::Var q{"q"};
+  Halide::Func nkDot{"register_dot_nk"}, nkSum{"register_sum_nk"};
+  Halide::RDom rQuads;
+  bool nkRegisterTiles = false;
   // GEMV path.
   Halide::Func gemvDot{"gemv_dot"}, gemvPart{"gemv_partial"}, gemvSum{"gemv_sum"};
   Halide::RVar dotVar, sumVar;
@@ -107,6 +113,9 @@ struct GemmCudaFuncs {
 /// The register path reads W's columns without clamping (vector loads along
 /// N): every block tile lies inside N. Taken where spec.gpuSchedule allows it.
 bool usesCudaRegisterTiles(const GemmKernelSpec &spec);
+/// The [N, K] register path (the tied unembedding, nn.Linear weights): K a multiple of 4, any N
+/// (columns clamped). Taken where spec.gpuSchedule allows it.
+bool usesCudaNkRegisterTiles(const GemmKernelSpec &spec);
 /// The register path's split-K rule: M below this (0: never) launches fewer than
 /// gpuSchedule.regFillBlocks blocks of regTileRows rows, so each block splits K
 /// regSplitK ways (when K holds regSplitK slices of kCudaMinSplitDepth).

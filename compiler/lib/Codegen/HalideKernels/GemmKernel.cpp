@@ -36,16 +36,18 @@ llvm::Expected<KernelPipeline> buildGemmCuda(const GemmKernelSpec &spec, bool gp
   GemmInputs in = gemmInputs(spec);
   GemmCudaFuncs f = defineGemmCuda(spec, in);
   constrainGemmBuffers(spec, in, f.out);
-  // The register path loads kCudaRegThreadCols columns at once: rows of W 16-byte aligned (a
-  // weight's own allocation, its columns a multiple of reg_tile_cols; checked when the
+  // The register paths load 4 columns ([K, N]) or 4 of K ([N, K]) at once: rows of W 16-byte
+  // aligned (a weight's own allocation, its rows a multiple of 4 long; checked when the
   // pipeline runs).
-  if (f.registerTiles)
+  if (f.registerTiles || f.nkRegisterTiles)
     in.weight.dim(1).set_stride(in.weight.dim(1).stride() / kCudaRegThreadCols *
                                 kCudaRegThreadCols);
   if (gpuSchedule) {
     scheduleGemvCuda(spec, f);
     if (f.registerTiles)
       scheduleRegisterGemmCuda(spec, f);
+    else if (f.nkRegisterTiles)
+      scheduleNkRegisterGemmCuda(spec, f);
     else
       scheduleStagedGemmCuda(spec, f);
   }

@@ -10,7 +10,13 @@
 // tied unembedding): one block per regTileCols × regTileRows tile of out
 // (regTallTileRows rows from regTallRows rows on), each thread accumulating
 // its kCudaRegThreadCols × regThreadRows register tile over all of K, W
-// loaded as vectors along N from global memory, no shared memory.
+// loaded as vectors along N from global memory, no shared memory. Tall
+// tiles start earlier where they alone fill the GPU (cudaTallRows); where
+// short tiles still launch too few blocks, each block splits K (split K).
+//
+// [N, K] register path ([N, K] weights with K a multiple of 4, any N): the
+// same tiles, 4 partial sums per output (k mod 4) so that W's rows are read
+// as vectors along K, row tiles fastest in the launch (W shared in L2).
 //
 // Staged path (the other M > kCudaGemvRows): one thread block per tileCols ×
 // tileRows tile of out; its (tileCols / threadCols) × (tileRows / threadRows)
@@ -39,6 +45,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "GemmSchedules.h"
+
+#include <algorithm>
 
 using namespace Halide;
 
@@ -145,6 +153,15 @@ void scheduleStagedGemmCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
 }
 
 namespace {
+// The register paths' tall tiles (regTallTileRows rows, warps sharing each W tile through L1)
+// from regTallRows rows on, or earlier where they alone give regFillBlocks blocks: a wide N
+// (a vocabulary) needs no short tiles to fill the GPU, and every short row tile re-reads W.
+int cudaTallRows(const GpuGemmSchedule &sched, int64_t N) {
+  const int64_t colTiles = (N + sched.regTileCols - 1) / sched.regTileCols;
+  const int64_t fillRows = (sched.regFillBlocks + colTiles - 1) / colTiles * sched.regTallTileRows;
+  return int(std::min(sched.regTallRows, fillRows));
+}
+
 // Register path, split K (M < f.splitRows): the block's tile as the register path's, its
 // threads in regSplitK groups, group s summing slice s of K into a register tile (4 columns ×
 // regThreadRows rows, W as 16-byte loads) stored in shared memory; after the barrier a thread
@@ -223,7 +240,7 @@ void scheduleRegisterGemmCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
   };
   // From regTallRows rows on, blocks of regTallTileRows rows (by default 4 warps): the warps of
   // a block read the same W tile (L1 hits), a quarter of the L2 traffic of 8-row tiles.
-  tile(f.out.specialize(f.rows >= int(sched.regTallRows)), int(sched.regTallTileRows));
+  tile(f.out.specialize(f.rows >= cudaTallRows(sched, spec.N)), int(sched.regTallTileRows));
   if (f.splitRows)
     scheduleSplitKCuda(spec, f, f.out.specialize(f.rows < f.splitRows));
   tile(f.out, int(sched.regTileRows));
@@ -240,6 +257,50 @@ void scheduleRegisterGemmCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
   if (spec.K % unrollK == 0) {
     RVar ro("ro"), ri("ri");
     update.split(f.rAll.x, ro, ri, unrollK).reorder(n, g, m, ri, ro).unroll(ri);
+  }
+}
+
+// [N, K] register GEMM (the tied unembedding; K a multiple of 4): the register path's tiles,
+// each thread's 4 columns × nkThreadRows rows × 4 partial sums (k mod 4) in
+// registers, so that W's rows (contiguous along K) are 16-byte loads, 4 of K of a column, and
+// x's rows 4-wide loads (16-byte where x's alignment is known, else scalar); columns past N
+// are clamped and never stored. Blocks run row tiles fastest: the blocks of one W tile are
+// neighbours in the launch and share it in L2, so a weight larger than L2 (GPT-2's vocabulary,
+// 154 MB) is read from DRAM about once, not once per row tile.
+void scheduleNkRegisterGemmCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
+  const GpuGemmSchedule &sched = spec.gpuSchedule;
+  // SwiGLU's two gates: half the rows, so a thread keeps at most 4 × nkThreadRows × 4 sums.
+  const int tileCols = int(sched.regTileCols);
+  const int threadRows = std::max(1, int(sched.nkThreadRows) / f.gates);
+  const int quadsUnroll = f.gates == 2 ? 1 : std::max(1, int(sched.regUnrollK) / 4);
+  Var n = f.n, m = f.m, g = f.g, q = f.q;
+  Var no("no"), mo("mo"), ni("ni"), mi("mi"), nt("nt"), mt("mt"), nr("nr"), mr("mr");
+  auto tile = [&](Stage stage, int rows) {
+    stage.tile(n, m, no, mo, ni, mi, tileCols, rows, TailStrategy::GuardWithIf)
+        .tile(ni, mi, nt, mt, nr, mr, kCudaRegThreadCols, threadRows, TailStrategy::GuardWithIf)
+        .reorder(nr, mr, nt, mt, mo, no)
+        .gpu_blocks(mo, no)
+        .gpu_threads(nt, mt)
+        .unroll(nr)
+        .unroll(mr);
+  };
+  tile(f.out.specialize(f.rows >= cudaTallRows(sched, spec.N)), int(sched.regTallTileRows));
+  tile(f.out, int(sched.regTileRows));
+  f.nkDot.compute_at(f.out, nt)
+      .bound(q, 0, 4)
+      .bound(g, 0, f.gates)
+      .bound_extent(n, kCudaRegThreadCols)
+      .bound_extent(m, threadRows)
+      .reorder(q, n, g, m)
+      .vectorize(q)
+      .unroll(n)
+      .unroll(g)
+      .unroll(m);
+  Stage update = f.nkDot.update();
+  update.reorder(q, n, g, m, f.rQuads.x).vectorize(q).unroll(n).unroll(g).unroll(m);
+  if ((spec.K / 4) % quadsUnroll == 0 && quadsUnroll > 1) {
+    RVar ro("ro"), ri("ri");
+    update.split(f.rQuads.x, ro, ri, quadsUnroll).reorder(q, n, g, m, ri, ro).unroll(ri);
   }
 }
 

@@ -25,6 +25,8 @@ void scheduleTiledCpu(const GemmKernelSpec &spec, GemmCpuFuncs &f);
 void scheduleGemvCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f);
 /// CUDA, [K, N] weights with N a multiple of gpuSchedule.regTileCols: accumulators in registers.
 void scheduleRegisterGemmCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f);
+/// CUDA, [N, K] weights with K a multiple of 4: accumulators in registers, row tiles fastest.
+void scheduleNkRegisterGemmCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f);
 /// CUDA, the other GEMMs: K slices staged in shared memory.
 void scheduleStagedGemmCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f);
 

@@ -72,7 +72,7 @@ LogicalResult GpuGemmScheduleAttr::verify(
     int64_t regTileRows, int64_t regTallRows, int64_t regTallTileRows, int64_t regThreadRows,
     int64_t regUnrollK, int64_t tileCols, int64_t tileRows, int64_t threadCols,
     int64_t threadRows, int64_t sliceK, int64_t gemvCols, int64_t gemvSlices,
-    int64_t gemvLaneCols, int64_t regSplitK, int64_t regFillBlocks) {
+    int64_t gemvLaneCols, int64_t regSplitK, int64_t regFillBlocks, int64_t nkThreadRows) {
   auto range = [&](llvm::StringRef name, int64_t v, int64_t lo, int64_t hi) {
     return inRange(emitError, "gpu_gemm_schedule", name, v, lo, hi);
   };
@@ -89,7 +89,8 @@ LogicalResult GpuGemmScheduleAttr::verify(
       failed(range("gemv_slices", gemvSlices, 1, 1024)) ||
       failed(range("gemv_lane_cols", gemvLaneCols, 1, 32)) ||
       failed(range("reg_split_k", regSplitK, 1, 16)) ||
-      failed(range("reg_fill_blocks", regFillBlocks, 0, 1 << 20)))
+      failed(range("reg_fill_blocks", regFillBlocks, 0, 1 << 20)) ||
+      failed(range("nk_thread_rows", nkThreadRows, 1, 8)))
     return failure();
   auto multiple = [&](llvm::StringRef name, int64_t v, llvm::StringRef ofName,
                       int64_t of) -> LogicalResult {
@@ -110,6 +111,15 @@ LogicalResult GpuGemmScheduleAttr::verify(
       failed(multiple("reg_tall_tile_rows", regTallTileRows, "reg_thread_rows", regThreadRows)) ||
       failed(threads("the register path",
                      regTileCols / 4 * std::max(regTileRows, regTallTileRows) / regThreadRows)))
+    return failure();
+  // [N, K] register path (only with register_tiles): the block tiles' rows split over threads
+  // of nk_thread_rows rows (SwiGLU: half as many rows a thread, so twice the threads).
+  if (registerTiles &&
+      (failed(multiple("reg_tile_rows", regTileRows, "nk_thread_rows", nkThreadRows)) ||
+      failed(multiple("reg_tall_tile_rows", regTallTileRows, "nk_thread_rows", nkThreadRows)) ||
+      failed(threads("the [N, K] register path", regTileCols / 4 *
+                                                     std::max(regTileRows, regTallTileRows) /
+                                                     std::max<int64_t>(1, nkThreadRows / 2)))))
     return failure();
   // Split K: reg_split_k groups of reg_tile_rows / reg_thread_rows rows of threads, then a
   // thread per row for the sum (the block's threads: the larger); the groups' sums in shared

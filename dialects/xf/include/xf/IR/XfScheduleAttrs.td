@@ -61,7 +61,10 @@ def Xf_GpuGemmScheduleAttr : Xf_Attr<"GpuGemmSchedule", "gpu_gemm_schedule"> {
     `reg_fill_blocks` (by default 2 a SM of a 132-SM GPU) and K holds
     `reg_split_k` slices of ≥ 64, each block's K is split over `reg_split_k`
     groups of threads whose sums meet in shared memory (1: never). Both
-    may be omitted (defaults 4 and 264).
+    may be omitted (defaults 4 and 264). `register_tiles` also gives [N, K]
+    weights with K a multiple of 4 a register path of the same block tiles,
+    a thread holding 4 columns × `nk_thread_rows` rows (SwiGLU: half) × 4
+    partial sums along K (may be omitted: 2).
 
     Staged path (the other GEMMs, or all with `register_tiles = false`): one
     block per `tile_cols` × `tile_rows` tile, threads of `thread_cols` ×
@@ -86,7 +89,8 @@ def Xf_GpuGemmScheduleAttr : Xf_Attr<"GpuGemmSchedule", "gpu_gemm_schedule"> {
                         "int64_t":$thread_cols, "int64_t":$thread_rows, "int64_t":$slice_k,
                         "int64_t":$gemv_cols, "int64_t":$gemv_slices, "int64_t":$gemv_lane_cols,
                         DefaultValuedParameter<"int64_t", "4">:$reg_split_k,
-                        DefaultValuedParameter<"int64_t", "264">:$reg_fill_blocks);
+                        DefaultValuedParameter<"int64_t", "264">:$reg_fill_blocks,
+                        DefaultValuedParameter<"int64_t", "2">:$nk_thread_rows);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
