@@ -54,9 +54,42 @@ double act(GemmEpilogue kind, double a) {
   }
 }
 
+/// x's rows as the norm prologue leaves them, in float64 (the identity without one).
+std::vector<std::vector<double>> normalizedRows(const GemmKernelSpec &spec,
+                                                const Halide::Runtime::Buffer<float> &x,
+                                                const Halide::Runtime::Buffer<float> &gamma,
+                                                const Halide::Runtime::Buffer<float> &beta) {
+  const int K = x.width(), M = x.height();
+  std::vector<std::vector<double>> rows(M, std::vector<double>(K));
+  for (int m = 0; m < M; ++m) {
+    double mean = 0, squares = 0;
+    for (int k = 0; k < K; ++k)
+      mean += x(k, m);
+    mean = spec.prologue == GemmPrologue::LayerNorm ? mean / K : 0;
+    for (int k = 0; k < K; ++k)
+      squares += (x(k, m) - mean) * (x(k, m) - mean);
+    const double rstd = 1 / std::sqrt(squares / K + spec.normEpsilon);
+    for (int k = 0; k < K; ++k) {
+      double y = x(k, m);
+      if (spec.prologue != GemmPrologue::None) {
+        y = (y - mean) * rstd;
+        if (spec.normGamma)
+          y *= gamma(k);
+        if (spec.normBeta)
+          y += beta(k);
+      }
+      rows[m][k] = y;
+    }
+  }
+  return rows;
+}
+
 void checkGemm(const GemmKernelSpec &spec) {
   SCOPED_TRACE("K=" + std::to_string(spec.K) + " N=" + std::to_string(spec.N) +
-               (spec.transposeWeight ? " nk" : " kn") + (spec.bf16Weights ? " bf16" : ""));
+               (spec.transposeWeight ? " nk" : " kn") + (spec.bf16Weights ? " bf16" : "") +
+               (spec.prologue == GemmPrologue::LayerNorm ? " layer_norm"
+                : spec.prologue == GemmPrologue::RmsNorm ? " rms_norm"
+                                                          : ""));
   Halide::Callable kernel = jitUnscheduled(buildGemmCudaPipeline(spec, /*gpuSchedule=*/false));
   ASSERT_TRUE(kernel.defined());
   const int K = int(spec.K), N = int(spec.N);
@@ -78,11 +111,18 @@ void checkGemm(const GemmKernelSpec &spec) {
   }
   auto bias = xftest::randomMatrix(1, columns, rng);
   Halide::Runtime::Buffer<float> bias1d(bias.data(), columns);
+  auto normParams = xftest::randomMatrix(2, K, rng); // γ, β
+  Halide::Runtime::Buffer<float> gamma(K), beta(K);
+  for (int k = 0; k < K; ++k)
+    gamma(k) = 1 + normParams(k, 0), beta(k) = normParams(k, 1);
   auto w = [&](int k, int n) { return double(spec.transposeWeight ? weight(k, n) : weight(n, k)); };
   for (int M : {1, 2, 4, 5, 33, 70}) {
     SCOPED_TRACE("M=" + std::to_string(M));
     auto x = xftest::randomMatrix(M, K, rng);
+    if (spec.prologue != GemmPrologue::None) // rows off zero mean and unit variance
+      x.for_each_element([&](int k, int m) { x(k, m) = 3 * x(k, m) + 0.5f * float(m % 3); });
     auto residual = xftest::randomMatrix(M, N, rng);
+    const auto rows = normalizedRows(spec, x, gamma, beta);
     Halide::Runtime::Buffer<float> out(N, M);
     out.fill(std::nanf(""));
     std::vector<halide_buffer_t *> args{x.raw_buffer(), spec.bf16Weights ? weightBf16.raw_buffer()
@@ -91,6 +131,10 @@ void checkGemm(const GemmKernelSpec &spec) {
       args.push_back(bias1d.raw_buffer());
     if (spec.hasResidual)
       args.push_back(residual.raw_buffer());
+    if (spec.normGamma)
+      args.push_back(gamma.raw_buffer());
+    if (spec.normBeta)
+      args.push_back(beta.raw_buffer());
     args.push_back(out.raw_buffer());
     ASSERT_EQ(xftest::call(kernel, args), 0);
     double worst = 0, largest = 0;
@@ -100,7 +144,7 @@ void checkGemm(const GemmKernelSpec &spec) {
         auto product = [&](int col) {
           double s = spec.hasBias ? bias1d(col) : 0;
           for (int k = 0; k < K; ++k)
-            s += double(x(k, m)) * w(k, col);
+            s += rows[m][k] * w(k, col);
           return s;
         };
         double ref = gated ? act(GemmEpilogue::SwiGlu, product(n)) * product(N + n)
@@ -193,6 +237,34 @@ TEST(CudaGemmAlgorithm, WeightLayoutsEpiloguesAndTails) {
     s.epilogue = GemmEpilogue::GeluErf, s.hasResidual = false, s.bf16Weights = true;
     checkGemm(s);
     s.bf16Weights = false, s.epilogue = GemmEpilogue::SwiGlu, s.K = 64, s.N = 24;
+    checkGemm(s);
+  }
+}
+
+// The norm prologue (xf-fuse-norm-into-gemm): LayerNorm with and without γ/β and RMSNorm,
+// x's rows normalised as read by each path — GEMV (M <= 4, its own per-block statistics),
+// register tiles ([K, N], N a multiple of 64; split over K below the split-K rule's rows) and
+// staged tiles ([N, K]: the tied unembedding; N off the tiles) — against float64 norms and
+// products; K off the lanes of every path.
+TEST(CudaGemmAlgorithm, NormPrologue) {
+  for (bool nk : {false, true}) {
+    GemmKernelSpec s;
+    s.name = "g";
+    s.K = 40, s.N = nk ? 70 : 128, s.transposeWeight = nk;
+    s.prologue = GemmPrologue::LayerNorm, s.normEpsilon = 1e-5;
+    s.normGamma = s.normBeta = true, s.hasBias = true;
+    checkGemm(s);
+    s.epilogue = GemmEpilogue::GeluTanh, s.K = 77;
+    checkGemm(s);
+    s.normGamma = s.normBeta = false, s.hasResidual = true, s.epilogue = GemmEpilogue::None;
+    checkGemm(s);
+    if (!nk) { // K = 256: rows under the register path's split-K rule sum K in 4 groups
+      s.K = 256;
+      checkGemm(s);
+      s.K = 77;
+    }
+    s.prologue = GemmPrologue::RmsNorm, s.normGamma = true, s.hasBias = s.hasResidual = false;
+    s.epilogue = GemmEpilogue::SwiGlu, s.N = 64, s.normEpsilon = 1e-6;
     checkGemm(s);
   }
 }

@@ -404,6 +404,16 @@ TEST(ObjectKeys, EveryGemmFieldChangesTheKey) {
       [](GemmKernelSpec &s) { s.gpuSchedule.regSplitK = 2; },
       [](GemmKernelSpec &s) { s.gpuSchedule.regFillBlocks = 128; },
       [](GemmKernelSpec &s) { s.gpuSchedule.nkThreadRows = 4; },
+      [](GemmKernelSpec &s) { s.prologue = GemmPrologue::RmsNorm, s.normEpsilon = 1e-6; },
+      [](GemmKernelSpec &s) { s.prologue = GemmPrologue::LayerNorm, s.normEpsilon = 1e-6; },
+      [](GemmKernelSpec &s) { s.prologue = GemmPrologue::LayerNorm, s.normEpsilon = 1e-5; },
+      [](GemmKernelSpec &s) {
+        s.prologue = GemmPrologue::RmsNorm, s.normEpsilon = 1e-6, s.normGamma = true;
+      },
+      [](GemmKernelSpec &s) {
+        s.prologue = GemmPrologue::LayerNorm, s.normEpsilon = 1e-6;
+        s.normGamma = s.normBeta = true;
+      },
   };
   EXPECT_EQ(distinctKeys(base, changes, gemmObjectKey), changes.size() + 1);
   mlir::MLIRContext ctx;

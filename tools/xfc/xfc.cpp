@@ -82,6 +82,8 @@ static mlir::LogicalResult quantizedLikeBlocks(llvm::StringMap<mlir::xf::WeightB
 static mlir::xf::FusionOptions fusionOptions() {
   mlir::xf::FusionOptions options;
   options.ropeIntoAttention = !mlir::xf::isCudaTarget(target);
+  options.normIntoGemm =
+      mlir::xf::isCudaTarget(target) && gpuMatmul == mlir::xf::GpuMatmul::Fp32;
   return options;
 }
 

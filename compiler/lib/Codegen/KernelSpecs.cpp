@@ -183,6 +183,13 @@ GemmKernelSpec mlir::xf::gemmKernelSpecOf(GemmOp op, bool bf16Weight, bool bf16A
     spec.schedule = gemmScheduleOf(schedule);
   if (GpuGemmScheduleAttr schedule = op.getGpuScheduleAttr())
     spec.gpuSchedule = gpuGemmScheduleOf(schedule);
+  if (std::optional<GemmNorm> norm = op.getNorm()) {
+    spec.prologue =
+        *norm == GemmNorm::layer_norm ? GemmPrologue::LayerNorm : GemmPrologue::RmsNorm;
+    spec.normGamma = bool(op.getNormGamma());
+    spec.normBeta = bool(op.getNormBeta());
+    spec.normEpsilon = op.getNormEpsilon()->convertToDouble();
+  }
   return spec;
 }
 
@@ -211,15 +218,20 @@ AttentionKernelSpec mlir::xf::attentionKernelSpecOf(AttentionOp op) {
 // share one object and one name.
 GemmKernelAttr mlir::xf::gemmKernelAttr(MLIRContext *ctx, const GemmKernelSpec &spec) {
   const auto &[name, K, N, transposeWeight, bf16Weights, bf16Activations, weightBlocks,
-               packedWeight, hasBias, hasResidual, epilogue, schedule, gpuSchedule] = spec;
+               packedWeight, hasBias, hasResidual, epilogue, schedule, gpuSchedule, prologue,
+               normGamma, normBeta, normEpsilon] = spec;
   (void)name; // the exported symbol, not the kernel
   GpuGemmScheduleAttr gpu;
   if (!(gpuGemmScheduleAttr(ctx, gpuSchedule) == gpuGemmScheduleAttr(ctx, GpuGemmSchedule{})))
     gpu = gpuGemmScheduleAttr(ctx, gpuSchedule);
+  std::optional<GemmNorm> norm;
+  if (prologue != GemmPrologue::None)
+    norm = prologue == GemmPrologue::LayerNorm ? GemmNorm::layer_norm : GemmNorm::rms_norm;
   return GemmKernelAttr::get(ctx, K, N, transposeWeight ? WeightLayout::nk : WeightLayout::kn,
                              storageOf(bf16Weights, weightBlocks), bf16Activations, packedWeight,
                              hasBias, hasResidual, activationOf(epilogue),
-                             gemmScheduleAttr(ctx, schedule), gpu);
+                             gemmScheduleAttr(ctx, schedule), gpu, norm,
+                             llvm::APFloat(normEpsilon), normGamma, normBeta);
 }
 
 AttentionKernelAttr mlir::xf::attentionKernelAttr(MLIRContext *ctx,
@@ -251,6 +263,12 @@ GemmKernelSpec mlir::xf::gemmKernelSpecOf(GemmKernelAttr kernel, llvm::StringRef
   spec.schedule = gemmScheduleOf(kernel.getSchedule());
   if (GpuGemmScheduleAttr gpu = kernel.getGpuSchedule())
     spec.gpuSchedule = gpuGemmScheduleOf(gpu);
+  if (std::optional<GemmNorm> norm = kernel.getNorm()) {
+    spec.prologue =
+        *norm == GemmNorm::layer_norm ? GemmPrologue::LayerNorm : GemmPrologue::RmsNorm;
+    spec.normEpsilon = kernel.getNormEpsilon().convertToDouble();
+    spec.normGamma = kernel.getNormGamma(), spec.normBeta = kernel.getNormBeta();
+  }
   return spec;
 }
 
@@ -283,7 +301,13 @@ std::string mlir::xf::kernelSignature(GemmKernelAttr k) {
     text += " bias";
   if (k.getResidual())
     text += " residual";
-  return text + " act=" + stringifyActivation(k.getActivation()).str();
+  text += " act=" + stringifyActivation(k.getActivation()).str();
+  if (std::optional<GemmNorm> norm = k.getNorm()) // another kernel: its own tuning entries
+    text += llvm::formatv(" norm={0} eps={1:e}{2}{3}", stringifyGemmNorm(*norm),
+                          k.getNormEpsilon().convertToDouble(), k.getNormGamma() ? " gamma" : "",
+                          k.getNormBeta() ? " beta" : "")
+                .str();
+  return text;
 }
 
 std::string mlir::xf::kernelSignature(AttentionKernelAttr k) {

@@ -24,6 +24,10 @@ LogicalResult HostLowering::emitGemm(GemmOp gemm, const KernelResult &r, xfrt::K
     args.push_back(matrixArg(gemm.getBias()));
   if (spec.hasResidual)
     args.push_back(matrixArg(gemm.getResidual()));
+  if (spec.normGamma) // the norm prologue's (CUDA)
+    args.push_back(matrixArg(gemm.getNormGamma()));
+  if (spec.normBeta)
+    args.push_back(matrixArg(gemm.getNormBeta()));
   args.push_back(matrixArg(r.value));
   auto halide = [&] {
     return callHalidePipeline(*b, loc, *program.module, spec.name, args, {}, options.cudaDevice);

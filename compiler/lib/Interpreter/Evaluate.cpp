@@ -171,10 +171,26 @@ Result Evaluator::affine(Value x, Value w, Value b, bool transposed) {
   return add(*y, operand(b));
 }
 
-/// act(x·W + b) + residual; swiglu: silu(x·W_gate + b_gate) ⊙ (x·W_up + b_up),
-/// W = [W_gate | W_up].
+/// act(norm(x)·W + b) + residual; swiglu: silu(x·W_gate + b_gate) ⊙ (x·W_up +
+/// b_up), W = [W_gate | W_up]; norm the prologue's layer or RMS norm, if any.
 Result Evaluator::gemm(GemmOp op) {
-  Result p = affine(op.getInput(), op.getWeight(), op.getBias(), op.getTransposeWeight());
+  auto product = [&]() -> Result {
+    std::optional<GemmNorm> norm = op.getNorm();
+    if (!norm)
+      return affine(op.getInput(), op.getWeight(), op.getBias(), op.getTransposeWeight());
+    const double eps = op.getNormEpsilon()->convertToDouble();
+    Result x = *norm == GemmNorm::layer_norm
+                   ? layerNorm(operand(op.getInput()), optional(op.getNormGamma()),
+                               optional(op.getNormBeta()), eps)
+                   : rmsNorm(operand(op.getInput()), optional(op.getNormGamma()), eps);
+    if (!x)
+      return x;
+    Result y = matmul(*x, operand(op.getWeight()), op.getTransposeWeight());
+    if (!y || !op.getBias())
+      return y;
+    return add(*y, operand(op.getBias()));
+  };
+  Result p = product();
   if (!p)
     return p;
   Tensor y;

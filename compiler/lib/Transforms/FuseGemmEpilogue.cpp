@@ -29,9 +29,11 @@ GemmOp createGemm(PatternRewriter &rewriter, Operation *at, Type type,
                   Value input, Value weight, Value bias, Value residual,
                   Activation activation, bool transposeWeight) {
   return GemmOp::create(rewriter, at->getLoc(), type, input, weight, bias,
-                        residual, activation, transposeWeight,
+                        residual, /*norm_gamma=*/Value(), /*norm_beta=*/Value(),
+                        activation, transposeWeight,
                         /*schedule=*/GemmScheduleAttr(),
-                        /*gpu_schedule=*/GpuGemmScheduleAttr());
+                        /*gpu_schedule=*/GpuGemmScheduleAttr(),
+                        /*norm=*/GemmNormAttr(), /*norm_epsilon=*/FloatAttr());
 }
 
 struct LinearToGemm : OpRewritePattern<LinearOp> {

@@ -18,6 +18,12 @@ void mlir::xf::buildFusionPipeline(OpPassManager &pm, const FusionOptions &optio
   if (options.ropeIntoAttention)
     fn.addPass(createFuseRopeIntoAttention());
   fn.addPass(createFuseGemmEpilogue());
+  // CUDA: a norm launched on its own before each QKV / MLP-up GEMM is two of
+  // GPT-2's 8 launches a layer at decode; the GEMM's prologue recomputes its
+  // rows' statistics per block instead (docs/gpu.md, "Kernel launches per
+  // step"). The CPU's norm kernel is cheaper than recomputing per tile.
+  if (options.normIntoGemm)
+    fn.addPass(createFuseNormIntoGemm());
   fn.addPass(createCanonicalizerPass());
   fn.addPass(createCSEPass());
 }

@@ -615,3 +615,44 @@ func.func @attention_rope_without_base(%q: tensor<?x16xf32>) {
   %r = "xf.attention"(%q, %q, %q) <{heads = 2 : i64, mask = 1 : i32, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, rope = 1 : i32}> : (tensor<?x16xf32>, tensor<?x16xf32>, tensor<?x16xf32>) -> tensor<?x16xf32>
   return
 }
+
+// -----
+
+// A norm prologue (xf-fuse-norm-into-gemm): γ and β of K, β only with γ and only for layer_norm.
+func.func @gemm_norm_gamma(%x: tensor<?x64xf32>, %g: tensor<32xf32>, %w: tensor<64x256xf32>) {
+  // expected-error @+1 {{norm gamma width: gamma [32] has 32 on axis 0 but input [?, 64] has 64 on axis 1}}
+  %y = xf.gemm %x norm rms_norm eps 1.0e-06 gamma %g, %w activation none : (tensor<?x64xf32>, tensor<64x256xf32>, tensor<32xf32>) -> tensor<?x256xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_norm_rms_beta(%x: tensor<?x64xf32>, %g: tensor<64xf32>, %w: tensor<64x256xf32>) {
+  // expected-error @+1 {{rms_norm takes no beta}}
+  %y = xf.gemm %x norm rms_norm eps 1.0e-06 gamma %g beta %g, %w activation none : (tensor<?x64xf32>, tensor<64x256xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<?x256xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_norm_beta_alone(%x: tensor<?x64xf32>, %b: tensor<64xf32>, %w: tensor<64x256xf32>) {
+  // expected-error @+1 {{layer_norm takes gamma and beta together or neither}}
+  %y = xf.gemm %x norm layer_norm eps 1.0e-05 beta %b, %w activation none : (tensor<?x64xf32>, tensor<64x256xf32>, tensor<64xf32>) -> tensor<?x256xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_norm_epsilon(%x: tensor<?x64xf32>, %w: tensor<64x256xf32>) {
+  // expected-error @+1 {{norm epsilon must be non-negative, got -1}}
+  %y = xf.gemm %x norm layer_norm eps -1.0, %w activation none : (tensor<?x64xf32>, tensor<64x256xf32>) -> tensor<?x256xf32>
+  return
+}
+
+// -----
+
+func.func @gemm_norm_operands_without_norm(%x: tensor<?x64xf32>, %g: tensor<64xf32>, %w: tensor<64x256xf32>) {
+  // expected-error @+1 {{norm_epsilon, norm_gamma and norm_beta need a norm}}
+  %y = xf.gemm %x gamma %g, %w activation none : (tensor<?x64xf32>, tensor<64x256xf32>, tensor<64xf32>) -> tensor<?x256xf32>
+  return
+}

@@ -137,3 +137,24 @@ func.func @case17() attributes {xf.k = #xf.attention_kernel<heads = 12, kv_heads
 func.func @case18() attributes {xf.k = #xf.weight_storage<int8>} {
   return
 }
+
+// -----
+
+// expected-error @+1 {{norm_epsilon, norm_gamma and norm_beta need a norm}}
+func.func @norm_fields_without_norm() attributes {xf.k = #xf.gemm_kernel<k = 768, n = 2304, weight = kn, schedule = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 768, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>, norm_gamma = true>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{norm_beta needs norm = layer_norm and norm_gamma}}
+func.func @norm_rms_beta() attributes {xf.k = #xf.gemm_kernel<k = 768, n = 2304, weight = kn, schedule = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 768, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>, norm = rms_norm, norm_epsilon = 1.0e-06, norm_gamma = true, norm_beta = true>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{norm_epsilon must be non-negative}}
+func.func @norm_negative_epsilon() attributes {xf.k = #xf.gemm_kernel<k = 768, n = 2304, weight = kn, schedule = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 768, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>, norm = layer_norm, norm_epsilon = -1.0>} {
+  return
+}

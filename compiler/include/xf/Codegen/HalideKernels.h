@@ -27,6 +27,10 @@ namespace mlir::xf {
 /// result is silu(x·W_gate + b_gate) ⊙ (x·W_up + b_up), [M, N].
 enum class GemmEpilogue { None, Relu, GeluTanh, GeluErf, Silu, SwiGlu };
 
+/// A row norm of x in the GEMM's prologue (CUDA only): LayerNorm
+/// (x − mean) / sqrt(var + ε) ⊙ γ + β or RMSNorm x / sqrt(mean(x²) + ε) ⊙ γ.
+enum class GemmPrologue { None, LayerNorm, RmsNorm };
+
 /// A weight kept in one of ggml's block formats (GGUF files; docs/checkpoints.md):
 /// each row of K weights is K/32 blocks of 32, stored back to back.
 ///   Q8_0: {f16 d; int8 q[32]}             34 bytes, w = d·q
@@ -203,6 +207,12 @@ struct GemmKernelSpec {
   GemmEpilogue epilogue = GemmEpilogue::None; // out = act(x·W + b) + residual
   GemmSchedule schedule;
   GpuGemmSchedule gpuSchedule; // CUDA targets only
+  /// x's rows normalised as the kernel reads them (xf-fuse-norm-into-gemm;
+  /// CUDA only), with γ (normGamma) and β (normBeta), [K] inputs after the
+  /// residual; every thread block recomputes the statistics of its rows.
+  GemmPrologue prologue = GemmPrologue::None;
+  bool normGamma = false, normBeta = false;
+  double normEpsilon = 0;
 };
 
 /// Whether a GEMM whose weight is a constant of the model can take it packed

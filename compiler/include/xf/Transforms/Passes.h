@@ -21,6 +21,9 @@ struct FusionOptions {
   /// xf-fuse-rope-attention: only kernels with a rotation prologue (the CPU
   /// attention; see FusionPipeline.cpp for CUDA).
   bool ropeIntoAttention = true;
+  /// xf-fuse-norm-into-gemm: only the CUDA build's fp32 GEMMs, whose
+  /// Halide algorithm has the norm prologue (FusionPipeline.cpp).
+  bool normIntoGemm = false;
 };
 
 /// The fusion stage as one list: `xfc --emit=fused` prints its result.

@@ -85,6 +85,19 @@ def FuseGemmEpilogue : Pass<"xf-fuse-gemm-epilogue", "func::FuncOp"> {
   let dependentDialects = ["xf::XfDialect"];
 }
 
+def FuseNormIntoGemm : Pass<"xf-fuse-norm-into-gemm", "func::FuncOp"> {
+  let summary = "Fold a layer norm or RMSNorm into the prologue of the GEMM that reads it";
+  let description = [{
+    `gemm(layer_norm(x))` or `gemm(rms_norm(x))` where the norm's result has
+    no other use becomes one xf.gemm with `norm`: the kernel recomputes each
+    row's statistics per thread block and normalises x as it reads it (γ, β
+    applied on the way), so the norm is no launch of its own. For CUDA
+    targets with fp32 GEMMs only (xfc; FusionPipeline.cpp): the CPU keeps
+    its norm kernels, the tensor-core GEMMs have no prologue.
+  }];
+  let dependentDialects = ["xf::XfDialect"];
+}
+
 def ApplyTuningDatabase : Pass<"xf-apply-tuning-db", "func::FuncOp"> {
   let summary = "Give each kernel the best schedule the tuning database holds";
   let description = [{

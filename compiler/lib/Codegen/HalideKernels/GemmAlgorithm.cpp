@@ -51,7 +51,8 @@ GemmInputs gemmInputs(const GemmKernelSpec &spec) {
                                : spec.bf16Weights ? BFloat(16)
                                                   : Float(32),
                                spec.packedWeight ? 3 : 2, "weight"),
-                    ImageParam(Float(32), 1, "bias"), ImageParam(Float(32), 2, "residual")};
+                    ImageParam(Float(32), 1, "bias"), ImageParam(Float(32), 2, "residual"),
+                    ImageParam(Float(32), 1, "norm_gamma"), ImageParam(Float(32), 1, "norm_beta")};
 }
 
 void constrainGemmBuffers(const GemmKernelSpec &spec, GemmInputs &in, Func out) {
@@ -69,6 +70,8 @@ void constrainGemmBuffers(const GemmKernelSpec &spec, GemmInputs &in, Func out) 
     constrainWeight(in.weight, spec, spec.packedWeight);
   in.bias.dim(0).set_bounds(0, weightCols).set_stride(1);
   in.residual.dim(0).set_bounds(0, N).set_stride(1).dim(1).set_bounds(0, rows);
+  in.gamma.dim(0).set_bounds(0, K).set_stride(1);
+  in.beta.dim(0).set_bounds(0, K).set_stride(1);
   out.output_buffer().dim(0).set_bounds(0, N).set_stride(1).dim(1).set_bounds(0, rows);
 }
 
@@ -368,7 +371,9 @@ bool usesCudaRegisterTiles(const GemmKernelSpec &spec) {
 }
 
 bool usesCudaNkRegisterTiles(const GemmKernelSpec &spec) {
-  return spec.gpuSchedule.registerTiles && spec.transposeWeight && spec.K % 4 == 0;
+  // A norm prologue keeps the staged path (GemmPrologue.cpp has no statistics for this one).
+  return spec.gpuSchedule.registerTiles && spec.transposeWeight && spec.K % 4 == 0 &&
+         spec.prologue == GemmPrologue::None;
 }
 
 namespace {
@@ -398,7 +403,11 @@ void defineCudaSplitK(const GemmKernelSpec &spec, const GemmInputs &in, GemmCuda
   RDom j(0, sliceLen, "split_k");
   Expr k = s * sliceLen + j;
   Expr rows = in.x.dim(1).extent();
-  Expr xValue = K % f.splits ? f.xPadded(k, m) : in.x(k, clamp(m, 0, rows - 1));
+  // A norm prologue: x normalised by the tile paths' statistics (GemmPrologue.h).
+  Expr xValue = spec.prologue != GemmPrologue::None
+                    ? select(k < K, normalizedX(spec, in, f.tileNorm, min(k, K - 1), m), 0.f)
+                : K % f.splits ? f.xPadded(k, m)
+                               : in.x(k, clamp(m, 0, rows - 1));
   Expr depth = K % f.splits ? min(k, K - 1) : k;
   f.splitDot(n, g, m, s) = 0.f;
   f.splitDot(n, g, m, s) += xValue * widenWeight(spec, in.weight(g * N + n, depth));
@@ -444,22 +453,33 @@ GemmCudaFuncs defineGemmCuda(const GemmKernelSpec &spec, const GemmInputs &in) {
   Var n = f.n, m = f.m, g = f.g, k = f.k, ks = f.ks;
   ImageParam x = in.x, weight = in.weight;
   Expr rows = x.dim(1).extent();
-  // x zero past K (whole slices), rows clamped; W(n, g, k) as float32 with
-  // columns and K clamped (the padded K multiplies x's zeros).
-  f.xPadded(k, m) = select(k < K, x(clamp(k, 0, K - 1), clamp(m, 0, rows - 1)), 0.f);
+  f.registerTiles = usesCudaRegisterTiles(spec);
+  // x(k, m) as the product reads it, m any row: clamped rows, or with a norm
+  // prologue clamped and normalised by the path's statistics (GemmPrologue.h).
+  const bool norm = spec.prologue != GemmPrologue::None;
+  if (norm) {
+    f.gemvNorm = defineGemmRowNorm(spec, in, "gemv",
+                                   cudaRowNormShape(spec, true, f.registerTiles).lanes);
+    f.tileNorm = defineGemmRowNorm(spec, in, "tile",
+                                   cudaRowNormShape(spec, false, f.registerTiles).lanes);
+  }
+  auto xRow = [&](const GemmRowNorm &stats, Expr kk, Expr mm) {
+    return norm ? normalizedX(spec, in, stats, kk, mm) : x(kk, clamp(mm, 0, rows - 1));
+  };
+  // x zero past K (whole slices); W(n, g, k) as float32 with columns and K
+  // clamped (the padded K multiplies x's zeros).
+  f.xPadded(k, m) = select(k < K, xRow(f.gemvNorm, clamp(k, 0, K - 1), m), 0.f);
   {
     Expr column = g * N + clamp(n, 0, N - 1), depth = clamp(k, 0, K - 1);
     f.w(n, g, k) =
         widenWeight(spec, spec.transposeWeight ? weight(depth, column) : weight(column, depth));
   }
   Func sum;
-  f.registerTiles = usesCudaRegisterTiles(spec);
   if (f.registerTiles) {
     // Register path: over all of K at once, x's rows clamped, W's columns as stored.
     f.rAll = RDom(0, K, "r");
     f.dot(n, g, m) = 0.f;
-    f.dot(n, g, m) +=
-        x(f.rAll, clamp(m, 0, rows - 1)) * widenWeight(spec, weight(g * N + n, f.rAll));
+    f.dot(n, g, m) += xRow(f.tileNorm, f.rAll, m) * widenWeight(spec, weight(g * N + n, f.rAll));
     sum = f.dot;
     f.splitRows = cudaSplitKRows(spec);
     if (f.splitRows)
@@ -478,7 +498,10 @@ GemmCudaFuncs defineGemmCuda(const GemmKernelSpec &spec, const GemmInputs &in) {
   } else {
     // Staged path: per K slice a register-tiled partial product, added into the block's
     // accumulators.
-    f.xTile(k, m) = f.xPadded(k, m);
+    if (norm)
+      f.xTile(k, m) = select(k < K, xRow(f.tileNorm, clamp(k, 0, K - 1), m), 0.f);
+    else
+      f.xTile(k, m) = f.xPadded(k, m);
     f.wTile(n, g, k) = f.w(n, g, k);
     const int sliceK = int(spec.gpuSchedule.sliceK);
     f.rk = RDom(0, sliceK, "rk");

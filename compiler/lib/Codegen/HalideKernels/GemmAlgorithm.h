@@ -13,6 +13,7 @@
 #ifndef XF_LIB_CODEGEN_HALIDEKERNELS_GEMMALGORITHM_H
 #define XF_LIB_CODEGEN_HALIDEKERNELS_GEMMALGORITHM_H
 
+#include "GemmPrologue.h"
 #include "KernelPipelines.h"
 
 namespace mlir::xf {
@@ -27,6 +28,7 @@ struct GemmInputs {
   Halide::ImageParam weight;   // (n, k): [K, N], or (k, n): [N, K]; gated 2·N; see below
   Halide::ImageParam bias;     // (n): [N]; gated [2·N]
   Halide::ImageParam residual; // (n, m): [M, N]
+  Halide::ImageParam gamma, beta; // (k): [K], the norm prologue's (CUDA)
 };
 /// The inputs of `spec`'s kernel: the weight as stored (float32, bfloat16, GGUF
 /// block bytes (byte, n)) and packed at load (nj, k, nt) where spec says so.
@@ -107,6 +109,9 @@ struct GemmCudaFuncs {
   Halide::RVar dotVar, sumVar;
   Halide::Func out{"gemm_out"};
   Halide::Expr rows, gemv; // M, and whether it takes the GEMV path
+  // The norm prologue's row statistics (spec.prologue): the GEMV path's and
+  // the tile paths' (register or staged), each computed per thread block.
+  GemmRowNorm gemvNorm, tileNorm;
   bool registerTiles = false;
   int gates = 1;
 };

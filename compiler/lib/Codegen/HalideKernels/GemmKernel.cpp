@@ -50,19 +50,29 @@ llvm::Expected<KernelPipeline> buildGemmCuda(const GemmKernelSpec &spec, bool gp
       scheduleNkRegisterGemmCuda(spec, f);
     else
       scheduleStagedGemmCuda(spec, f);
+    if (spec.prologue != GemmPrologue::None)
+      scheduleGemmPrologueCuda(spec, f);
+  } else if (spec.prologue != GemmPrologue::None) {
+    computeGemmRowNormsAtRoot(f); // the algorithm JIT-ed on the CPU: statistics once a call
   }
-  return gemmKernelPipeline(spec, in.x, in.weight, in.bias, in.residual, f.out);
+  return gemmKernelPipeline(spec, in.x, in.weight, in.bias, in.residual, f.out, in.gamma,
+                            in.beta);
 }
 
 } // namespace
 
 KernelPipeline gemmKernelPipeline(const GemmKernelSpec &spec, ImageParam x, ImageParam weight,
-                                  ImageParam bias, ImageParam residual, Func out) {
+                                  ImageParam bias, ImageParam residual, Func out,
+                                  ImageParam normGamma, ImageParam normBeta) {
   std::vector<ImageParam> inputs = {x, weight};
   if (spec.hasBias)
     inputs.push_back(bias);
   if (spec.hasResidual)
     inputs.push_back(residual);
+  if (spec.normGamma)
+    inputs.push_back(normGamma);
+  if (spec.normBeta)
+    inputs.push_back(normBeta);
   return KernelPipeline::of(std::move(inputs), out);
 }
 

@@ -29,6 +29,11 @@ void scheduleRegisterGemmCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f);
 void scheduleNkRegisterGemmCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f);
 /// CUDA, the other GEMMs: K slices staged in shared memory.
 void scheduleStagedGemmCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f);
+/// CUDA, a norm prologue: each path's row statistics per thread block (GemmPrologue.cpp).
+void scheduleGemmPrologueCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f);
+/// Without the GPU schedule: each path's row statistics computed once per call (unscheduled,
+/// a reduction would be recomputed for every element of x read).
+void computeGemmRowNormsAtRoot(GemmCudaFuncs &f);
 
 } // namespace mlir::xf
 

@@ -34,6 +34,9 @@ llvm::Error validateGemm(const GemmKernelSpec &spec, int vectorWidth) {
                    "panelCols, gemvRowsBelow and gemvTasks non-negative");
   if (spec.bf16Activations && !spec.bf16Weights)
     return invalid("gemm kernel '" + spec.name + "': bf16Activations needs bf16Weights");
+  if (spec.prologue != GemmPrologue::None)
+    return invalid("gemm kernel '" + spec.name +
+                   "': a norm prologue is only in the CUDA GEMM (the CPU keeps its norm kernels)");
   if (spec.bf16Activations && s.kBlock % 2 != 0)
     return invalid("gemm kernel '" + spec.name + "': bf16Activations needs an even kBlock, got " +
                    llvm::Twine(s.kBlock));

@@ -38,11 +38,14 @@ struct KernelPipeline {
 /// the schedule is invalid.
 llvm::Expected<KernelPipeline> buildGemmPipeline(const GemmKernelSpec &spec,
                                                  const Halide::Target &target);
-/// A GEMM's pipeline over `out`: inputs x and the weight, then the bias and
-/// the residual where `spec` has them (the CPU, CUDA and plain GEMMs).
+/// A GEMM's pipeline over `out`: inputs x and the weight, then the bias, the
+/// residual and the norm prologue's γ and β where `spec` has them (the CPU,
+/// CUDA and plain GEMMs).
 KernelPipeline gemmKernelPipeline(const GemmKernelSpec &spec, Halide::ImageParam x,
                                   Halide::ImageParam weight, Halide::ImageParam bias,
-                                  Halide::ImageParam residual, Halide::Func out);
+                                  Halide::ImageParam residual, Halide::Func out,
+                                  Halide::ImageParam normGamma = {},
+                                  Halide::ImageParam normBeta = {});
 /// Builds `<name>_pack` of a GEMM with packedWeight: stored weight → packed.
 llvm::Expected<KernelPipeline> buildGemmPackPipeline(const GemmKernelSpec &spec,
                                                      const Halide::Target &target);

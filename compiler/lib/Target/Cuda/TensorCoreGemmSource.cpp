@@ -66,6 +66,8 @@ TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul prec
                 std::to_string(kTcSliceK));
   if (spec.weightBlocks != WeightBlocks::None || spec.packedWeight || spec.bf16Activations)
     return stay("block, packed weights or bf16 activations");
+  if (spec.prologue != GemmPrologue::None) // xfc fuses norms only for --gpu-matmul=fp32
+    return stay("a norm prologue");
   return {true, std::string(gpuMatmulName(precision)) + " mma.sync for M >= " +
                     std::to_string(kTcMinRows) + " (fewer rows: Halide's GEMV)"};
 }

@@ -18,7 +18,9 @@ using namespace mlir::xf;
 LogicalResult GemmKernelAttr::verify(function_ref<InFlightDiagnostic()> emitError, int64_t k,
                                      int64_t n, WeightLayout weight, WeightStorage storage,
                                      bool bf16Inputs, bool packed, bool, bool, Activation,
-                                     GemmScheduleAttr schedule, GpuGemmScheduleAttr) {
+                                     GemmScheduleAttr schedule, GpuGemmScheduleAttr,
+                                     std::optional<GemmNorm> norm, APFloat normEpsilon,
+                                     bool normGamma, bool normBeta) {
   if (k < 1 || n < 1)
     return emitError() << "#xf.gemm_kernel: k = " << k << " and n = " << n
                        << " must be positive";
@@ -33,6 +35,12 @@ LogicalResult GemmKernelAttr::verify(function_ref<InFlightDiagnostic()> emitErro
   if (packed && (blocks || !schedule.getPackWeights()))
     return emitError() << "#xf.gemm_kernel: a packed weight needs the schedule's pack_weights "
                           "and no blocks";
+  if (!norm && (normGamma || normBeta || !normEpsilon.isZero()))
+    return emitError() << "#xf.gemm_kernel: norm_epsilon, norm_gamma and norm_beta need a norm";
+  if (norm && !(normEpsilon.convertToDouble() >= 0))
+    return emitError() << "#xf.gemm_kernel: norm_epsilon must be non-negative";
+  if (normBeta && (norm != GemmNorm::layer_norm || !normGamma))
+    return emitError() << "#xf.gemm_kernel: norm_beta needs norm = layer_norm and norm_gamma";
   return success();
 }
 

@@ -475,7 +475,33 @@ LogicalResult RopeOp::verify() {
 // Kernel-level ops
 //===----------------------------------------------------------------------===//
 
+/// A GEMM's norm prologue: attributes and γ/β only with a norm, β only for
+/// layer_norm and with γ, both [K].
+static LogicalResult verifyGemmNorm(GemmOp op) {
+  std::optional<GemmNorm> norm = op.getNorm();
+  if (!norm) {
+    if (op.getNormEpsilonAttr() || op.getNormGamma() || op.getNormBeta())
+      return op.emitOpError("norm_epsilon, norm_gamma and norm_beta need a norm");
+    return success();
+  }
+  if (!op.getNormEpsilonAttr())
+    return op.emitOpError("norm needs norm_epsilon");
+  if (double eps = op.getNormEpsilon()->convertToDouble(); !(eps >= 0.0))
+    return op.emitOpError() << "norm epsilon must be non-negative, got " << eps;
+  if (*norm == GemmNorm::rms_norm && op.getNormBeta())
+    return op.emitOpError("rms_norm takes no beta");
+  if (*norm == GemmNorm::layer_norm && bool(op.getNormGamma()) != bool(op.getNormBeta()))
+    return op.emitOpError("layer_norm takes gamma and beta together or neither");
+  DimRef width{"input", op.getInput().getType(), 1};
+  if (failed(expectVectorOf(op, "norm gamma width", op.getNormGamma(), "gamma", width)) ||
+      failed(expectVectorOf(op, "norm beta width", op.getNormBeta(), "beta", width)))
+    return failure();
+  return success();
+}
+
 LogicalResult GemmOp::verify() {
+  if (failed(verifyGemmNorm(*this)))
+    return failure();
   Type x = getInput().getType();
   WeightDims w = weightDims("weight", getWeight(), getTransposeWeight());
   DimRef out{"result", getType(), 1};

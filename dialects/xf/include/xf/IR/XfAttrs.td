@@ -35,6 +35,15 @@ def Xf_Activation : I32EnumAttr<"Activation", "GEMM epilogue activation", [
   let cppNamespace = "::mlir::xf";
 }
 
+// The row normalisation a fused GEMM applies to x as it reads it (its
+// prologue: xf-fuse-norm-into-gemm, CUDA builds).
+def Xf_GemmNorm : I32EnumAttr<"GemmNorm", "GEMM prologue normalisation", [
+    I32EnumAttrCase<"layer_norm", 0>, // (x − mean) / sqrt(var + ε) ⊙ γ + β
+    I32EnumAttrCase<"rms_norm", 1>    // x / sqrt(mean(x²) + ε) ⊙ γ
+  ]> {
+  let cppNamespace = "::mlir::xf";
+}
+
 // Which features of a head rotary position embeddings rotate together.
 def Xf_RopePairing : I32EnumAttr<"RopePairing", "rotary pair layout", [
     I32EnumAttrCase<"adjacent", 0>, // (x[2i], x[2i+1]): GGUF / llama.cpp (Q, K rows permuted)

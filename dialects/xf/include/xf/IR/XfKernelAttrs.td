@@ -56,7 +56,10 @@ def Xf_GemmKernelAttr : Xf_Attr<"GemmKernel", "gemm_kernel"> {
     `bf16_inputs`: the GEMM path rounds x to bfloat16 (bf16 storage only).
     `activation = swiglu` reads 2·N weight columns [gate | up]. `schedule`
     is the CPU schedule; `gpu_schedule` the CUDA one, absent where it is the
-    generator's default. Parameters at their default value are not printed.
+    generator's default. `norm` (CUDA: xf-fuse-norm-into-gemm) normalises x's
+    rows as they are read, layer_norm or rms_norm with `norm_epsilon`, and γ
+    (`norm_gamma`) and β (`norm_beta`) as inputs after the residual.
+    Parameters at their default value are not printed.
 
     ```mlir
     #xf.gemm_kernel<k = 768, n = 2304, weight = kn, bias = true,
@@ -71,7 +74,11 @@ def Xf_GemmKernelAttr : Xf_Attr<"GemmKernel", "gemm_kernel"> {
       DefaultValuedParameter<"bool", "false">:$residual,
       Xf_DefaultEnumParameter<Xf_Activation, "none">:$activation,
       Xf_NestedAttrParameter<"GemmScheduleAttr", "CPU schedule">:$schedule,
-      Xf_OptionalNestedAttrParameter<"GpuGemmScheduleAttr", "CUDA schedule">:$gpu_schedule);
+      Xf_OptionalNestedAttrParameter<"GpuGemmScheduleAttr", "CUDA schedule">:$gpu_schedule,
+      OptionalParameter<"std::optional<::mlir::xf::GemmNorm>", "norm prologue">:$norm,
+      Xf_F64Parameter<"norm epsilon", "0.0">:$norm_epsilon,
+      DefaultValuedParameter<"bool", "false">:$norm_gamma,
+      DefaultValuedParameter<"bool", "false">:$norm_beta);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -480,21 +480,29 @@ def Xf_GemmOp : Xf_PureOp<"gemm", [AttrSizedOperandSegments]> {
     holds the kernel's schedule (tile sizes, K block, packing, parallel
     split, GEMV path) on CPU targets; `gpu_schedule`
     (`#xf.gpu_gemm_schedule`) on CUDA targets. The tuner changes only these
-    attributes.
+    attributes. With `norm` (a prologue, from xf-fuse-norm-into-gemm) the
+    product reads each row of x normalised: layer_norm or rms_norm with
+    `norm_epsilon` and the optional `norm_gamma` / `norm_beta` ([K]) —
+    xf.layer_norm / xf.rms_norm of x fused into the GEMM.
 
     ```mlir
     %y = xf.gemm %x, %w bias %b residual %r activation gelu_tanh
            : (tensor<?x768xf32>, tensor<768x3072xf32>, tensor<3072xf32>, tensor<?x3072xf32>) -> tensor<?x3072xf32>
+    %q = xf.gemm %x norm layer_norm eps 1.0e-05 gamma %g beta %be, %wqkv bias %bqkv activation none
+           : (tensor<?x768xf32>, tensor<768xf32>, tensor<768xf32>, tensor<768x2304xf32>, tensor<2304xf32>) -> tensor<?x2304xf32>
     ```
   }];
   let arguments = (ins Xf_Matrix:$input, Xf_Matrix:$weight,
                        Optional<Xf_Vector>:$bias, Optional<Xf_Matrix>:$residual,
+                       Optional<Xf_Vector>:$norm_gamma, Optional<Xf_Vector>:$norm_beta,
                        Xf_Activation:$activation, UnitAttr:$transpose_weight,
                        OptionalAttr<Xf_GemmScheduleAttr>:$schedule,
-                       OptionalAttr<Xf_GpuGemmScheduleAttr>:$gpu_schedule);
+                       OptionalAttr<Xf_GpuGemmScheduleAttr>:$gpu_schedule,
+                       OptionalAttr<Xf_GemmNorm>:$norm, OptionalAttr<F64Attr>:$norm_epsilon);
   let results = (outs Xf_Matrix:$result);
   let assemblyFormat = [{
-    $input `,` $weight (`bias` $bias^)? (`residual` $residual^)?
+    $input (`norm` $norm^ `eps` $norm_epsilon)? (`gamma` $norm_gamma^)? (`beta` $norm_beta^)?
+    `,` $weight (`bias` $bias^)? (`residual` $residual^)?
     `activation` $activation (`transpose_weight` $transpose_weight^)? attr-dict
     `:` functional-type(operands, results)
   }];
