@@ -273,7 +273,10 @@ void checkAttention(const AttentionKernelSpec &spec,
                     const std::vector<std::pair<int, int>> &shapes = {
                         {1, 1}, {1, 70}, {3, 40}, {4, 4}, {17, 17}, {20, 45}, {40, 20}}) {
   Halide::Callable kernel = jitUnscheduled(buildAttentionCudaPipeline(spec, /*gpuSchedule=*/false));
-  ASSERT_TRUE(kernel.defined());
+  Halide::Callable ranges =
+      jitUnscheduled(buildAttentionCudaRangesPipeline(spec, /*gpuSchedule=*/false));
+  ASSERT_TRUE(kernel.defined() && ranges.defined());
+  const CudaDecodePartials shape = cudaDecodePartialsOf(spec);
   const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
   const int Hkv = int(spec.keyValueHeads()), group = H / Hkv;
   std::mt19937 rng(9);
@@ -292,8 +295,17 @@ void checkAttention(const AttentionKernelSpec &spec,
     // K/V as a KV cache slot: each head's rows contiguous, capacity past the context.
     auto kHeads = xftest::byHead(k, Hkv, /*cacheSlot=*/true, Mz + 5);
     auto vHeads = xftest::byHead(v, Hkv, /*cacheSlot=*/true, Mz + 5);
+    // The device buffer of the ranges' results, as the host passes it to both functions:
+    // written by <name>_decode_ranges when M <= 4 (flash-decoding), else never read.
+    Halide::Runtime::Buffer<float> partials(int(shape.columns), int(shape.rows),
+                                            int(shape.heads), int(shape.ranges));
+    partials.fill(std::nanf(""));
+    if (M <= shape.rows)
+      ASSERT_EQ(xftest::call(ranges, {q.raw_buffer(), kHeads.raw_buffer(), vHeads.raw_buffer(),
+                                      partials.raw_buffer()}),
+                0);
     ASSERT_EQ(xftest::call(kernel, {q.raw_buffer(), kHeads.raw_buffer(), vHeads.raw_buffer(),
-                                    out.raw_buffer()}),
+                                    partials.raw_buffer(), out.raw_buffer()}),
               0);
     double worst = 0;
     std::vector<double> score(Mz);
@@ -315,7 +327,8 @@ void checkAttention(const AttentionKernelSpec &spec,
           for (int s = 0; s < Mz; ++s)
             if (score[s] != -INFINITY)
               ref += std::exp(score[s] - top) / sum * v((h / group) * dV + d, s);
-          worst = std::max(worst, std::abs(out(h * dV + d, t) - ref));
+          double err = std::abs(out(h * dV + d, t) - ref);
+          worst = err <= worst ? worst : err; // a NaN (an element never written) stays
         }
       }
     EXPECT_LE(worst, 1e-5);
@@ -340,6 +353,27 @@ TEST(CudaAttentionAlgorithm, CausalKeyBlocksSkipped) {
   s.name = "a";
   s.heads = 2, s.kvHeads = 1, s.dK = 4, s.dV = 4, s.scale = 0.5, s.causal = true;
   checkAttention(s, {{1, 600}, {2, 300}, {40, 40}, {70, 100}});
+}
+
+TEST(CudaAttentionAlgorithm, FlashDecodingRanges) {
+  // Decode rows over key ranges: 8 heads of one K/V head each take 33 ranges (264 blocks);
+  // 2000 keys give ranges of 61 keys, two key blocks of 32 each (the second partly masked);
+  // 20 keys leave 13 ranges empty. Grouped: 12 query heads over 3 K/V heads, 4 heads a block.
+  AttentionKernelSpec s;
+  s.name = "a";
+  s.heads = 8, s.dK = 4, s.dV = 6, s.scale = 0.5, s.causal = true;
+  CudaDecodePartials shape = cudaDecodePartialsOf(s);
+  EXPECT_EQ(shape.ranges, 33);
+  EXPECT_EQ(shape.headsPerBlock, 1);
+  EXPECT_EQ(shape.floats(), 8 * 4 * 8 * 33);
+  checkAttention(s, {{1, 2000}, {4, 1500}, {1, 20}, {3, 3}});
+  s.causal = false;
+  checkAttention(s, {{2, 900}});
+  s.heads = 12, s.kvHeads = 3, s.causal = true;
+  shape = cudaDecodePartialsOf(s);
+  EXPECT_EQ(shape.headsPerBlock, 4);
+  EXPECT_EQ(shape.ranges, 88);
+  checkAttention(s, {{1, 1000}, {2, 7}});
 }
 
 // ---- Loop kernels ----------------------------------------------------------

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CudaAttentionCall.h"
 #include "DecodeAttentionCall.h"
 #include "HostLowering.h"
 
@@ -172,9 +173,7 @@ Value HostLowering::emitCachedAttention(const AttentionCall &call, HalideBufferA
     if (together)
       appendKeyValues(attn.getKey(), attn.getValue(), keys, values, newKeys, newValues, position,
                       rows);
-    SmallVector<HalideBufferArg> args{query, keys, values, out};
-    return callHalidePipeline(*b, loc, *program.module, call.spec.name, args, {},
-                              options.cudaDevice);
+    return callAttentionPipeline(call.spec, {query, keys, values, out});
   };
   if (!call.decodeInRuntime)
     return halide();
@@ -229,8 +228,7 @@ void HostLowering::emitPerSequenceAttention(const AttentionCall &call) {
             query, headsArg(attn.getKey(), call.kvHeads, rowPointer(attn.getKey(), firstKey), keys),
             headsArg(attn.getValue(), call.kvHeads, rowPointer(attn.getValue(), firstKey), keys),
             out};
-        orStatus(callHalidePipeline(*b, loc, *program.module, call.spec.name, args, {},
-                                    options.cudaDevice));
+        orStatus(callAttentionPipeline(call.spec, args));
       });
 }
 
@@ -248,6 +246,15 @@ void HostLowering::emitWholeAttention(const AttentionCall &call) {
       headsArg(attn.getKey(), call.kvHeads, pointerOf(attn.getKey()), rowsOf(attn.getKey())),
       headsArg(attn.getValue(), call.kvHeads, pointerOf(attn.getValue()), rowsOf(attn.getValue())),
       matrixArg(call.result)};
-  orStatus(
-      callHalidePipeline(*b, loc, *program.module, call.spec.name, args, {}, options.cudaDevice));
+  orStatus(callAttentionPipeline(call.spec, args));
+}
+
+Value HostLowering::callAttentionPipeline(const AttentionKernelSpec &spec,
+                                          ArrayRef<HalideBufferArg> args) {
+  if (!options.cudaDevice)
+    return callHalidePipeline(*b, loc, *program.module, spec.name, args);
+  deviceAttentionFloats = std::max(deviceAttentionFloats, cudaDecodePartialsOf(spec).floats());
+  Value arena = arith::MulIOp::create(*b, loc, paddedRows, i64(plan.totalColumns));
+  Value partials = offsetPtr(offsetPtr(scratchArg, i64(staticFloats)), arena);
+  return callCudaAttention(*b, loc, *program.module, spec, args, partials);
 }

@@ -159,6 +159,11 @@ private:
   void emitSegmentedAttention(AttentionCall &call);
   void emitPerSequenceAttention(const AttentionCall &call);
   void emitWholeAttention(const AttentionCall &call);
+  /// The attention kernel `spec.name`'s call with (q, k, v, out); on the GPU with
+  /// flash-decoding's buffer after the scratch arena (CudaAttentionCall.h).
+  Value callAttentionPipeline(const AttentionKernelSpec &spec, ArrayRef<HalideBufferArg> args);
+  /// Floats after the scratch arena for the GPU attentions' partial results (the largest).
+  int64_t deviceAttentionFloats = 0;
   // LoopKernelEmitters.cpp: scf loop kernels (LoopKernels.h).
   LogicalResult emitSilu(SiluOp op, const KernelResult &r, xfrt::KernelSpec &site);
   LogicalResult emitMul(MulOp op, const KernelResult &r, xfrt::KernelSpec &site);

@@ -266,6 +266,17 @@ llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
                                          return compileAttentionKernel(spec, options.target, path);
                                        }))
       return e;
+    if (!isCudaTarget(*kernelTarget))
+      continue;
+    // Flash-decoding's range pass (CudaDecodePartials): an object of its own.
+    objects.push_back(dir.file(cudaDecodeRangesName(spec) + ".o"));
+    if (llvm::Error e = source.provide(
+            cudaDecodeRangesName(spec), kernelSignature(attentionKernelAttr(ctx, spec)),
+            attentionObjectKey(ctx, spec, *kernelTarget + "+decode-ranges"), objects.back(),
+            [&](llvm::StringRef path) {
+              return compileAttentionRangesKernel(spec, options.target, path);
+            }))
+      return e;
   }
   for (const DeviceLoopKernelSpec &spec : program.deviceLoops) {
     objects.push_back(dir.file(spec.name + ".o"));

@@ -318,6 +318,39 @@ struct AttentionKernelSpec {
   AttentionSchedule schedule;
 };
 
+/// The CUDA attention's flash-decoding (AttentionDecodeCuda.cpp, docs/gpu.md): with at most
+/// `rows` query rows, `<name>_decode_ranges` (q, k, v → partials) writes each key range's
+/// (output, max, sum) of every query row and head to a device buffer the caller owns, and
+/// `<name>` (q, k, v, partials → out) merges them; both take the buffer in every call.
+/// Layout: float32 [ranges][heads][rows][columns], columns = dV + 2 (output, max, sum).
+struct CudaDecodePartials {
+  int64_t columns = 0, rows = 0, heads = 0, ranges = 0;
+  int64_t headsPerBlock = 0; // query heads of one K/V head that one block computes
+  int64_t floats() const { return columns * rows * heads * ranges; }
+};
+/// Blocks a decode step's range pass wants (2 per SM of a 132-SM H100/H200), and the query
+/// heads of one K/V head a block computes at most (its threads: 32 × 4 rows × heads).
+constexpr int64_t kCudaDecodeBlocks = 264, kCudaDecodeMaxBlockHeads = 4;
+/// Ranges fixed per kernel (the buffer's size known when the program is built), enough that
+/// H / headsPerBlock × ranges >= kCudaDecodeBlocks.
+inline CudaDecodePartials cudaDecodePartialsOf(const AttentionKernelSpec &spec) {
+  CudaDecodePartials shape;
+  const int64_t heads = std::max<int64_t>(spec.heads, 1);
+  const int64_t group = heads / std::max<int64_t>(spec.keyValueHeads(), 1);
+  shape.headsPerBlock = 1; // the largest divisor of the group up to kCudaDecodeMaxBlockHeads
+  for (int64_t g = std::min(group, kCudaDecodeMaxBlockHeads); g > 1 && shape.headsPerBlock == 1;
+       --g)
+    if (group % g == 0)
+      shape.headsPerBlock = g;
+  const int64_t headBlocks = heads / shape.headsPerBlock;
+  shape.ranges = std::max<int64_t>(1, (kCudaDecodeBlocks + headBlocks - 1) / headBlocks);
+  shape.columns = spec.dV + 2, shape.rows = 4, shape.heads = heads;
+  return shape;
+}
+inline std::string cudaDecodeRangesName(const AttentionKernelSpec &spec) {
+  return spec.name + "_decode_ranges";
+}
+
 /// The work of one kernel call as a function of its rows M and (attention)
 /// context rows Mz: floating-point operations, and the bytes a roofline
 /// charges it — the weights (GEMM) or K/V rows (attention) read once plus
@@ -426,6 +459,10 @@ llvm::Error compileGemmKernel(const GemmKernelSpec &spec, llvm::StringRef target
                               llvm::StringRef objectPath);
 llvm::Error compileAttentionKernel(const AttentionKernelSpec &spec, llvm::StringRef target,
                                    llvm::StringRef objectPath);
+/// A CUDA attention's `<name>_decode_ranges` (CudaDecodePartials) as an object of its own:
+/// Halide's device code of two pipelines linked into one module would share one PTX.
+llvm::Error compileAttentionRangesKernel(const AttentionKernelSpec &spec, llvm::StringRef target,
+                                         llvm::StringRef objectPath);
 /// The Halide runtime (thread pool, allocator, halide_set_num_threads) that
 /// the kernels, compiled with no_runtime, link against. One per executable.
 llvm::Error compileHalideRuntime(llvm::StringRef target, llvm::StringRef objectPath);

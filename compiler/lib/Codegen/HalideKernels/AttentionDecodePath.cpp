@@ -75,13 +75,23 @@ DecodePath defineDecodePath(const AttentionKernelSpec &spec, const AttentionShap
   f.range(d, t, h, p) = Tuple(f.output(d, t, h, p), f.max(t, h, p), f.sum(t, h, p));
   f.rp = RDom(0, ranges, "rp");
   RDom rp = f.rp;
-  f.top(t, h) = kNoScore; // the largest range max
-  f.top(t, h) = max(f.top(t, h), f.range(0, t, h, rp)[1]);
-  f.merged(d, t, h) = Tuple(0.f, 0.f);
-  Expr w = exp(f.range(d, t, h, rp)[1] - f.top(t, h));
-  f.merged(d, t, h) = Tuple(f.merged(d, t, h)[0] + f.range(d, t, h, rp)[0] * w,
-                            f.merged(d, t, h)[1] + f.range(d, t, h, rp)[2] * w);
+  Func rangeFunc = f.range;
+  RangeResults results;
+  results.output = [rangeFunc](Expr d, Expr t, Expr h, Expr p) { return rangeFunc(d, t, h, p)[0]; };
+  results.max = [rangeFunc](Expr d, Expr t, Expr h, Expr p) { return rangeFunc(d, t, h, p)[1]; };
+  results.sum = [rangeFunc](Expr d, Expr t, Expr h, Expr p) { return rangeFunc(d, t, h, p)[2]; };
+  defineRangeMerge(f.top, f.merged, rp, d, t, h, results);
   return f;
+}
+
+void defineRangeMerge(Func top, Func merged, RDom rp, Var d, Var t, Var h,
+                      const RangeResults &r) {
+  top(t, h) = kNoScore; // the largest range max
+  top(t, h) = max(top(t, h), r.max(0, t, h, rp));
+  merged(d, t, h) = Tuple(0.f, 0.f);
+  Expr w = exp(r.max(d, t, h, rp) - top(t, h));
+  merged(d, t, h) = Tuple(merged(d, t, h)[0] + r.output(d, t, h, rp) * w,
+                          merged(d, t, h)[1] + r.sum(d, t, h, rp) * w);
 }
 
 void scheduleDecodePath(const AttentionKernelSpec &spec, const AttentionShape &shape,

@@ -51,6 +51,19 @@ struct DecodePath {
   Halide::RDom ro, rl, rs, rp;
   int lanes;
 };
+/// Key ranges' results merged per query row t and head h (the decode path's
+/// last step, and the CUDA flash-decoding's merge, AttentionDecodeCuda.cpp):
+///   top(t, h) = max_p max(0, t, h, p),
+///   merged(d, t, h) = (Σ_p output(d, t, h, p)·w, Σ_p sum(d, t, h, p)·w),
+///   w = e^(max(d, t, h, p) − top(t, h))   (rp: the ranges p).
+/// out = merged[0] / merged[1]; a range without a visible key has max kNoScore and weight 0.
+struct RangeResults {
+  std::function<Halide::Expr(Halide::Expr d, Halide::Expr t, Halide::Expr h, Halide::Expr p)>
+      output, max, sum;
+};
+void defineRangeMerge(Halide::Func top, Halide::Func merged, Halide::RDom rp, Halide::Var d,
+                      Halide::Var t, Halide::Var h, const RangeResults &ranges);
+
 DecodePath defineDecodePath(const AttentionKernelSpec &spec, const AttentionShape &shape,
                             const AttentionOperands &a);
 /// Schedules the decode path under `decodeStage`, the specialization of `out` for M <= 4.

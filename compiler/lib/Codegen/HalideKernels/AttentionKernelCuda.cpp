@@ -3,9 +3,8 @@
 // The attention of AttentionKernel.cpp (its buffers, masking rule and grouped
 // K/V heads, AttentionOperands) on an NVIDIA GPU: the online softmax of
 // AttentionAlgorithm.cpp with a GPU schedule. One thread block per (head,
-// block of kQueryBlock queries; kDecodeRows when M <= kDecodeRows, a
-// specialization, so that a decode step computes no padding rows). Query t is
-// row ri of block blk (t = blk·rows + ri), so the key blocks a block needs
+// block of kQueryBlock queries). Query t is
+// row ri of block blk (t = blk·kQueryBlock + ri), so the key blocks a block needs
 // depend on its block index only: in causal mode the key blocks after the
 // last one its last query sees are skipped whole (a condition uniform over
 // the block around the key block's body, K/V staging included; not computed
@@ -16,11 +15,13 @@
 // thread its own (columns, query) — is rescaled and merged. Scores never
 // reach global memory.
 //
+// M <= kSmallQueryRows (decoding): flash-decoding (AttentionDecodeCuda.cpp),
+// a specialization that merges the key ranges' partial results
+// `<name>_decode_ranges` wrote into the `partials` buffer.
+//
 //===----------------------------------------------------------------------===//
 
-#include "AttentionDecodePath.h" // AttentionOperands
-
-#include <algorithm>
+#include "AttentionDecodeCuda.h"
 
 using namespace Halide;
 
@@ -28,10 +29,10 @@ namespace mlir::xf {
 namespace {
 
 constexpr int kQueryBlock = 16, kKeyBlock = 32; // queries per block, keys per stage
-constexpr int kDecodeRows = kSmallQueryRows;
-constexpr int kMaxColumnThreads = 32; // output columns per thread row
 
-llvm::Error validateCuda(const AttentionKernelSpec &spec) {
+} // namespace
+
+llvm::Error validateAttentionCuda(const AttentionKernelSpec &spec) {
   if (spec.name.empty())
     return attentionError("attention kernel: empty function name");
   if (spec.heads <= 0 || spec.dK <= 0 || spec.dV <= 0 || spec.kvHeads < 0 ||
@@ -49,6 +50,8 @@ llvm::Error validateCuda(const AttentionKernelSpec &spec) {
                           "': the CUDA attention reads float32 keys and values only");
   return llvm::Error::success();
 }
+
+namespace {
 
 /// The prefill path's Funcs: K and V tiles and the online softmax over rows (ri, h, blk).
 struct CudaFlash {
@@ -86,30 +89,18 @@ CudaFlash defineFlash(const AttentionKernelSpec &spec, const AttentionOperands &
   return f;
 }
 
-/// Threads: output columns (x, at most kMaxColumnThreads, each thread owning
-/// columnRegs of them) × queries (y).
-struct ColumnThreads {
-  int threads, regs;
-  explicit ColumnThreads(int dV)
-      : threads(std::min(dV, kMaxColumnThreads)), regs((dV + threads - 1) / threads) {}
-};
-
-/// Schedules `out` (or its decode specialization) as blocks of `rows` queries
-/// of a head; the flash Funcs once, with the general stage (they are computed
-/// per block, so both stages use the same schedule of them).
-void scheduleFlash(CudaFlash &f, const AttentionOperands &a, Stage out, int dV, int rows) {
+/// Schedules `out` as blocks of kQueryBlock queries of a head.
+void scheduleFlash(CudaFlash &f, const AttentionOperands &a, Stage out, int dV) {
   const ColumnThreads columns(dV);
   Var c = a.c, d = a.d, t = a.t, h = a.h, j = a.j, ri = f.ri;
   Var tq("tq"), ti("ti"), dx("dx"), dr("dr");
   out.split(c, h, d, dV)
       .split(d, dr, dx, columns.threads, TailStrategy::GuardWithIf)
-      .split(t, tq, ti, rows, TailStrategy::GuardWithIf)
+      .split(t, tq, ti, kQueryBlock, TailStrategy::GuardWithIf)
       .reorder(dr, dx, ti, h, tq)
       .gpu_blocks(h, tq)
       .gpu_threads(dx, ti)
       .unroll(dr);
-  if (rows != kQueryBlock)
-    return;
   Func consumer = f.consumer;
   // The running state in shared memory (Halide would give every thread a
   // private copy of a block-level register allocation); each thread updates
@@ -160,25 +151,28 @@ void scheduleFlash(CudaFlash &f, const AttentionOperands &a, Stage out, int dV, 
 
 llvm::Expected<KernelPipeline> buildAttentionCuda(const AttentionKernelSpec &spec,
                                                   bool gpuSchedule) {
-  if (llvm::Error err = validateCuda(spec))
+  if (llvm::Error err = validateAttentionCuda(spec))
     return std::move(err);
   const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
   const int Hkv = int(spec.keyValueHeads()), group = H / Hkv;
   const AttentionShape shape{1, H, Hkv, group, dK, dV, float(spec.scale)};
   AttentionOperands a = attentionOperandsOf(spec, shape, Target());
-  // Query rows per block: kDecodeRows when M <= kDecodeRows (a fact inside
-  // that specialization, so its blocks compute no padding rows), else kQueryBlock.
-  Expr isDecode = a.queries <= kDecodeRows;
-  Expr rowsPerBlock = select(isDecode, kDecodeRows, kQueryBlock);
+  Expr isDecode = a.queries <= kSmallQueryRows;
+  // Rows per block as select(M <= 4, 4, 16), though M <= 4 takes flash-decoding: with a
+  // constant 16, Halide's regions of the per-key-block Funcs under the causal loop grew with
+  // the context (shared memory 40 KiB at 128 keys, 280 KiB at 2,048; 34 KiB so).
+  Expr rowsPerBlock = select(isDecode, kSmallQueryRows, kQueryBlock);
   CudaFlash flash = defineFlash(spec, a, rowsPerBlock);
+  CudaDecodeMerge merge = defineCudaDecodeMerge(spec, a);
 
   Func out("attention_out");
   flash.consumer = out;
   {
     Expr head = a.c / dV, column = a.c % dV;
     Tuple state = flash.softmax.state(column, a.t % rowsPerBlock, head, a.t / rowsPerBlock);
-    Expr sum = state[2];
-    out(a.c, a.t) = select(sum > 0.f, state[0] / sum, 0.f);
+    Tuple merged = merge.merged(column, a.t, head);
+    Expr sum = select(isDecode, merged[1], state[2]);
+    out(a.c, a.t) = select(sum > 0.f, select(isDecode, merged[0], state[0]) / sum, 0.f);
   }
 
   // ---- Buffer shapes (docs/abi.md), as the CPU kernel ------------------
@@ -188,17 +182,18 @@ llvm::Expected<KernelPipeline> buildAttentionCuda(const AttentionKernelSpec &spe
   out.output_buffer().dim(0).set_bounds(0, H * dV).set_stride(1).dim(1).set_bounds(0, a.queries);
 
   if (gpuSchedule) {
-    scheduleFlash(flash, a, out.specialize(isDecode), dV, kDecodeRows);
-    scheduleFlash(flash, a, out, dV, kQueryBlock);
+    scheduleCudaDecodeMerge(merge, a, out.specialize(isDecode), out, dV);
+    scheduleFlash(flash, a, out, dV);
   } else {
-    // A CPU JIT of the algorithm (the tests): every row's state once (computed
-    // per output element, the rows of a block whose size is not a constant
-    // here were computed again for each).
+    // A CPU JIT of the algorithm (the tests): every row's state once, the
+    // merge once per (row, head), not per output element.
     flash.softmax.state.compute_root();
+    merge.top.compute_root();
+    merge.merged.compute_root();
   }
 
   KernelPipeline result;
-  result.inputs = {a.q, a.k, a.v};
+  result.inputs = {a.q, a.k, a.v, merge.partials};
   result.output = out;
   result.pipeline = Pipeline(out);
   return result;

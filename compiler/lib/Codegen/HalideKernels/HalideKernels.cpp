@@ -162,6 +162,21 @@ llvm::Expected<std::string> describeCuda(llvm::Expected<KernelPipeline> built,
   return text;
 }
 
+/// describeCuda of a CUDA attention's two functions, `<name>` then `<name>_decode_ranges`.
+llvm::Expected<std::string> describeCudaAttention(const AttentionKernelSpec &spec,
+                                                  const Halide::Target &target, bool ptx) {
+  llvm::Expected<std::string> main =
+      describeCuda(buildAttentionCudaPipeline(spec), spec.name, target, ptx);
+  if (!main)
+    return main;
+  llvm::Expected<std::string> ranges = describeCuda(buildAttentionCudaRangesPipeline(spec),
+                                                    cudaDecodeRangesName(spec), target, ptx);
+  if (!ranges)
+    return ranges;
+  // A section of its own, headed as xfc heads each kernel's (one PTX module each).
+  return *main + "\n// ----- " + cudaDecodeRangesName(spec) + "\n" + *ranges;
+}
+
 bool hasCuda(const Halide::Target &target) { return target.has_feature(Halide::Target::CUDA); }
 
 /// --target cuda[-sm_NN]: this CPU's features plus CUDA at capability NN.
@@ -312,6 +327,9 @@ llvm::Error compileGemmKernel(const GemmKernelSpec &spec, llvm::StringRef target
   return compileObject(gemmFunctions(spec, *t), *t, objectPath);
 }
 
+static llvm::Expected<Halide::Target> cudaKernelTarget(llvm::StringRef target,
+                                                       llvm::StringRef what);
+
 llvm::Error compileAttentionKernel(const AttentionKernelSpec &spec, llvm::StringRef target,
                                    llvm::StringRef objectPath) {
   llvm::Expected<Halide::Target> t = kernelTarget(target);
@@ -320,6 +338,15 @@ llvm::Error compileAttentionKernel(const AttentionKernelSpec &spec, llvm::String
   if (hasCuda(*t))
     return compileCudaObject(buildAttentionCudaPipeline(spec), spec.name, *t, objectPath);
   return compileObject(attentionFunctions(spec, *t), *t, objectPath);
+}
+
+llvm::Error compileAttentionRangesKernel(const AttentionKernelSpec &spec, llvm::StringRef target,
+                                         llvm::StringRef objectPath) {
+  llvm::Expected<Halide::Target> t = cudaKernelTarget(target, "decode ranges of " + spec.name);
+  if (!t)
+    return t.takeError();
+  return compileCudaObject(buildAttentionCudaRangesPipeline(spec), cudaDecodeRangesName(spec), *t,
+                           objectPath);
 }
 
 llvm::Error compileHalideRuntime(llvm::StringRef target, llvm::StringRef objectPath) {
@@ -347,7 +374,7 @@ llvm::Expected<std::string> describeAttentionKernel(const AttentionKernelSpec &s
   if (!t)
     return t.takeError();
   if (hasCuda(*t))
-    return describeCuda(buildAttentionCudaPipeline(spec), spec.name, *t, /*ptx=*/false);
+    return describeCudaAttention(spec, *t, /*ptx=*/false);
   return describe(attentionFunctions(spec, *t), *t);
 }
 
@@ -382,7 +409,7 @@ llvm::Expected<std::string> describeAttentionKernelPtx(const AttentionKernelSpec
   llvm::Expected<Halide::Target> t = cudaKernelTarget(target, "PTX of kernel " + spec.name);
   if (!t)
     return t.takeError();
-  return describeCuda(buildAttentionCudaPipeline(spec), spec.name, *t, /*ptx=*/true);
+  return describeCudaAttention(spec, *t, /*ptx=*/true);
 }
 
 llvm::Error compileDeviceLoopKernel(const DeviceLoopKernelSpec &spec, llvm::StringRef target,

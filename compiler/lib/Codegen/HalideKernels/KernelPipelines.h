@@ -65,6 +65,10 @@ llvm::Expected<KernelPipeline> buildGemmCudaPipeline(const GemmKernelSpec &spec,
                                                      bool gpuSchedule = true);
 llvm::Expected<KernelPipeline> buildAttentionCudaPipeline(const AttentionKernelSpec &spec,
                                                           bool gpuSchedule = true);
+/// `<name>_decode_ranges` of a CUDA attention (AttentionDecodeCuda.cpp): inputs q, k, v;
+/// output the key ranges' partial results (CudaDecodePartials).
+llvm::Expected<KernelPipeline> buildAttentionCudaRangesPipeline(const AttentionKernelSpec &spec,
+                                                                bool gpuSchedule = true);
 
 /// A loop kernel's pipeline (LoopKernelsCuda.cpp); `arguments` receives its
 /// arguments in order (buffers and the int32 offset), without the output.

@@ -1,0 +1,222 @@
+//===- AttentionDecodeCuda.cpp - flash-decoding on the GPU ----------------===//
+//
+// KV-cache decoding has M <= 4 query rows: one block per (head, rows) would
+// occupy H blocks of a GPU of 132 SMs (GPT-2 small: 12). Flash-decoding cuts
+// the keys into a fixed number of ranges per head block, enough that a decode
+// step launches at least kCudaDecodeBlocks blocks (two per SM of an H100/H200):
+//   `<name>_decode_ranges`: one block per (key range, group of query heads
+//     sharing one K/V head): the online softmax of AttentionAlgorithm.cpp over
+//     the range's keys, 32 at a time, each K/V tile staged in shared memory
+//     once for all the group's heads (GQA heads share their K/V reads); the
+//     range's (output, max, sum) per query row and head go to `partials`;
+//   `<name>` (its decode specialization): per (head, rows) the ranges merged
+//     (defineRangeMerge, as the CPU decode path merges its ranges).
+// `partials` is a device buffer the caller passes to both (the host lowering
+// places it after the scratch arena): allocated by the runtime with the
+// arena, outside any CUDA-graph capture, so a decode step allocates nothing.
+// The number of ranges is fixed per kernel (the buffer's size is known when
+// the program is built); a range holds ⌈Mz / ranges⌉ keys, none at short
+// contexts (max kNoScore: weight 0 in the merge).
+//
+//===----------------------------------------------------------------------===//
+
+#include "AttentionDecodeCuda.h"
+
+using namespace Halide;
+
+namespace mlir::xf {
+namespace {
+
+/// Keys a range block stages and scores at a time.
+constexpr int kRangeKeyBlock = 32;
+constexpr int kDecodeRows = kSmallQueryRows;
+static_assert(kDecodeRows == 4, "CudaDecodePartials' rows (HalideKernels.h)");
+
+/// The range pass's Funcs: the online softmax over rows (t, h, p), p the key range.
+struct DecodeRanges {
+  Func kTile{"range_key_tile"}, vTile{"range_value_tile"}; // (c | d, key, kv head)
+  Func partials{"decode_partials"};
+  Var p{"p"}, e{"e"};
+  RDom rj, rb;
+  OnlineSoftmax softmax;
+};
+
+DecodeRanges defineRanges(const AttentionKernelSpec &spec, const CudaDecodePartials &shape,
+                          const AttentionOperands &a) {
+  DecodeRanges f;
+  const int dK = int(spec.dK), dV = int(spec.dV);
+  const Var &c = a.c, &d = a.d, &j = a.j, &h = a.h, &t = a.t, &p = f.p, &e = f.e;
+  Expr rangeKeys = (a.keys + int(shape.ranges) - 1) / int(shape.ranges);
+  f.kTile(c, j, h) = a.keyAt(c, clamp(j, 0, a.keys - 1), h);
+  f.vTile(d, j, h) = a.keyValue(a.v(d, clamp(j, 0, a.keys - 1), h));
+  RDom rc(0, dK, "rc");
+  f.rj = RDom(0, kRangeKeyBlock, "rj");
+  f.rb = RDom(0, (rangeKeys + kRangeKeyBlock - 1) / kRangeKeyBlock, "rb");
+  auto key = [&](Expr inBlock, Expr block) {
+    return p * rangeKeys + block * kRangeKeyBlock + inBlock;
+  };
+  Func kTile = f.kTile, vTile = f.vTile;
+  OnlineSoftmaxOperands o{{t, h, p}, j, d, a.b, f.rj, f.rb, a.scale};
+  o.scoreTerm = [&](Expr inBlock, Expr block) {
+    return a.queryAt(h * dK + rc, clamp(t, 0, a.queries - 1)) *
+           kTile(rc, key(inBlock, block), a.kvHead(h));
+  };
+  o.visible = [&](Expr inBlock, Expr block) {
+    Expr s = key(inBlock, block);
+    return s < (p + 1) * rangeKeys && a.visible(s, t);
+  };
+  o.value = [&](Expr inBlock, Expr block) { return vTile(d, key(inBlock, block), a.kvHead(h)); };
+  f.softmax = defineOnlineSoftmax(o);
+  // [dV + 2] per (row, head, range): the unnormalised output, then the max and the sum.
+  Tuple column = f.softmax.state(min(e, dV - 1), t, h, p);
+  f.partials(e, t, h, p) = select(e < dV, column[0], e == dV, column[1], column[2]);
+  return f;
+}
+
+/// One block per (range, head block); threads: columns or keys (x) × query rows
+/// (y) × the block's heads (z). Everything of a range in shared memory, as the
+/// prefill path's key blocks (AttentionKernelCuda.cpp).
+void scheduleRanges(DecodeRanges &f, const AttentionOperands &a, const CudaDecodePartials &shape,
+                    int dV) {
+  const ColumnThreads columns(dV);
+  const int heads = int(shape.headsPerBlock);
+  Var d = a.d, t = a.t, h = a.h, j = a.j, p = f.p, e = f.e;
+  Var hb("head_block"), hi("block_head"), ex("ex"), er("er"), dx("dx"), dr("dr");
+  f.partials.split(h, hb, hi, heads)
+      .split(e, er, ex, columns.threads, TailStrategy::GuardWithIf)
+      .reorder(er, ex, t, hi, p, hb)
+      .gpu_blocks(p, hb)
+      .gpu_threads(ex, t, hi)
+      .unroll(er);
+  OnlineSoftmax &s = f.softmax;
+  // A (column, row, head) Func in shared memory at `at`, threads owning columns.
+  auto perColumn = [&](Func g, LoopLevel at) {
+    g.compute_at(at)
+        .store_in(MemoryType::GPUShared)
+        .bound_extent(d, columns.regs * columns.threads)
+        .bound_extent(t, kDecodeRows)
+        .bound_extent(h, heads)
+        .split(d, dr, dx, columns.threads)
+        .reorder(dr, dx, t, h)
+        .gpu_threads(dx, t, h)
+        .unroll(dr);
+    return g.update().split(d, dr, dx, columns.threads);
+  };
+  perColumn(s.state, LoopLevel(f.partials, p))
+      .reorder(dr, dx, t, h, f.rb)
+      .gpu_threads(dx, t, h)
+      .unroll(dr);
+  for (Func tile : {f.kTile, f.vTile})
+    tile.compute_at(s.state, f.rb)
+        .store_in(MemoryType::GPUShared)
+        .reorder(tile.args()[0], j, h)
+        .gpu_threads(j)
+        .bound_extent(j, kRangeKeyBlock);
+  s.scores.compute_inline();
+  s.blockOut.compute_inline();
+  for (Func perKey : {s.maskedScores, s.probs})
+    perKey.compute_at(s.state, f.rb)
+        .store_in(MemoryType::GPUShared)
+        .bound_extent(j, kRangeKeyBlock)
+        .bound_extent(t, kDecodeRows)
+        .bound_extent(h, heads)
+        .gpu_threads(j, t, h);
+  s.scoreDot.compute_at(s.maskedScores, j);
+  for (Func perRow : {s.blockMax, s.blockSum}) {
+    perRow.compute_at(s.state, f.rb).store_in(MemoryType::GPUShared).gpu_threads(t, h);
+    perRow.update().gpu_threads(t, h);
+  }
+  perColumn(s.blockOutDot, LoopLevel(s.state, f.rb))
+      .reorder(dr, f.rj, dx, t, h)
+      .gpu_threads(dx, t, h)
+      .unroll(dr);
+}
+
+/// partials' shape (CudaDecodePartials' layout).
+void setPartialsShape(OutputImageParam partials, const CudaDecodePartials &shape) {
+  const int columns = int(shape.columns), rows = int(shape.rows), heads = int(shape.heads);
+  partials.dim(0).set_bounds(0, columns).set_stride(1);
+  partials.dim(1).set_bounds(0, rows).set_stride(columns);
+  partials.dim(2).set_bounds(0, heads).set_stride(columns * rows);
+  partials.dim(3).set_bounds(0, int(shape.ranges)).set_stride(columns * rows * heads);
+}
+
+llvm::Expected<KernelPipeline> buildRanges(const AttentionKernelSpec &spec, bool gpuSchedule) {
+  if (llvm::Error err = validateAttentionCuda(spec))
+    return std::move(err);
+  const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
+  const int Hkv = int(spec.keyValueHeads());
+  const AttentionShape attention{1, H, Hkv, H / Hkv, dK, dV, float(spec.scale)};
+  AttentionOperands a = attentionOperandsOf(spec, attention, Target());
+  const CudaDecodePartials shape = cudaDecodePartialsOf(spec);
+  DecodeRanges f = defineRanges(spec, shape, a);
+  a.q.dim(0).set_bounds(0, H * dK).set_stride(1).dim(1).set_min(0);
+  a.k.dim(0).set_bounds(0, dK).set_stride(1).dim(1).set_min(0).dim(2).set_bounds(0, Hkv);
+  a.v.dim(0).set_bounds(0, dV).set_stride(1).dim(1).set_bounds(0, a.keys).dim(2).set_bounds(0, Hkv);
+  setPartialsShape(f.partials.output_buffer(), shape);
+  if (gpuSchedule)
+    scheduleRanges(f, a, shape, dV);
+  else
+    f.softmax.state.compute_root(); // the CPU JIT of the tests: each range's state once
+  return KernelPipeline::of({a.q, a.k, a.v}, f.partials);
+}
+
+} // namespace
+
+CudaDecodeMerge defineCudaDecodeMerge(const AttentionKernelSpec &spec, const AttentionOperands &a) {
+  CudaDecodeMerge m;
+  const CudaDecodePartials shape = cudaDecodePartialsOf(spec);
+  const int dV = int(spec.dV);
+  ImageParam partials = m.partials;
+  // Rows past kDecodeRows exist only outside the decode specialization, which never merges:
+  // clamped, the buffer's 4 rows cover every read.
+  auto at = [partials](Expr col, Expr t, Expr h, Expr p) {
+    return partials(col, clamp(t, 0, kDecodeRows - 1), h, p);
+  };
+  RangeResults results;
+  results.output = at;
+  results.max = [at, dV](Expr, Expr t, Expr h, Expr p) { return at(dV, t, h, p); };
+  results.sum = [at, dV](Expr, Expr t, Expr h, Expr p) { return at(dV + 1, t, h, p); };
+  m.rp = RDom(0, int(shape.ranges), "rp");
+  defineRangeMerge(m.top, m.merged, m.rp, a.d, a.t, a.h, results);
+  setPartialsShape(partials, shape);
+  return m;
+}
+
+void scheduleCudaDecodeMerge(CudaDecodeMerge &m, const AttentionOperands &a, Stage decodeStage,
+                             Func out, int dV) {
+  // Per (head, ≤ 4 rows) a block; in shared memory each row's top range max,
+  // then each column thread's weighted sums over the ranges.
+  const ColumnThreads columns(dV);
+  Var c = a.c, d = a.d, t = a.t;
+  Var head("head"), col("col"), tq("tq"), ti("ti"), dx("dx"), dr("dr");
+  decodeStage.split(c, head, col, dV)
+      .split(col, dr, dx, columns.threads, TailStrategy::GuardWithIf)
+      .split(t, tq, ti, kDecodeRows, TailStrategy::GuardWithIf)
+      .reorder(dr, dx, ti, head, tq)
+      .gpu_blocks(head, tq)
+      .gpu_threads(dx, ti)
+      .unroll(dr);
+  m.top.compute_at(out, head).store_in(MemoryType::GPUShared).gpu_threads(t);
+  m.top.update().gpu_threads(t);
+  m.merged.compute_at(out, head)
+      .store_in(MemoryType::GPUShared)
+      .bound_extent(d, columns.regs * columns.threads)
+      .split(d, dr, dx, columns.threads)
+      .reorder(dr, dx, t)
+      .gpu_threads(dx, t)
+      .unroll(dr);
+  m.merged.update()
+      .split(d, dr, dx, columns.threads)
+      .reorder(dr, m.rp, dx, t)
+      .gpu_threads(dx, t)
+      .unroll(dr);
+}
+
+llvm::Expected<KernelPipeline> buildAttentionCudaRangesPipeline(const AttentionKernelSpec &spec,
+                                                                bool gpuSchedule) {
+  return buildCatchingHalideErrors("scheduling CUDA decode ranges of '" + spec.name + "'",
+                                   [&] { return buildRanges(spec, gpuSchedule); });
+}
+
+} // namespace mlir::xf

@@ -1,0 +1,48 @@
+//===- AttentionDecodeCuda.h - flash-decoding on the GPU --------*- C++ -*-===//
+//
+// What the CUDA attention (AttentionKernelCuda.cpp) and its flash-decoding
+// (AttentionDecodeCuda.cpp) share: the spec check, the column threads, and
+// the merge of the key ranges' partial results that `<name>` computes for
+// M <= kSmallQueryRows from the buffer `<name>_decode_ranges` wrote.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_LIB_CODEGEN_HALIDEKERNELS_ATTENTIONDECODECUDA_H
+#define XF_LIB_CODEGEN_HALIDEKERNELS_ATTENTIONDECODECUDA_H
+
+#include "AttentionDecodePath.h"
+
+#include <algorithm>
+
+namespace mlir::xf {
+
+/// Output columns per thread row of a CUDA attention block.
+constexpr int kCudaColumnThreads = 32;
+
+/// An error if the CUDA attention cannot take `spec` (rotary positions, a half KV cache).
+llvm::Error validateAttentionCuda(const AttentionKernelSpec &spec);
+
+/// Threads: output columns (x, at most kCudaColumnThreads, each thread owning
+/// `regs` of them) × query rows (y).
+struct ColumnThreads {
+  int threads, regs;
+  explicit ColumnThreads(int dV)
+      : threads(std::min(dV, kCudaColumnThreads)), regs((dV + threads - 1) / threads) {}
+};
+
+/// The merge of `<name>`'s decode specialization: `partials` as
+/// `<name>_decode_ranges` wrote it ([dV + 2, rows, H, ranges]), merged per
+/// (query row, head) by defineRangeMerge.
+struct CudaDecodeMerge {
+  Halide::ImageParam partials{Halide::Float(32), 4, "partials"};
+  Halide::Func top{"decode_top"}, merged{"decode_merged"};
+  Halide::RDom rp;
+};
+CudaDecodeMerge defineCudaDecodeMerge(const AttentionKernelSpec &spec, const AttentionOperands &a);
+/// One block per (head, ≤ 4 query rows) under `decodeStage`, the specialization of `out`.
+void scheduleCudaDecodeMerge(CudaDecodeMerge &m, const AttentionOperands &a,
+                             Halide::Stage decodeStage, Halide::Func out, int dV);
+
+} // namespace mlir::xf
+
+#endif // XF_LIB_CODEGEN_HALIDEKERNELS_ATTENTIONDECODECUDA_H
