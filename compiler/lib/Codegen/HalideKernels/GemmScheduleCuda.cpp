@@ -213,6 +213,23 @@ void scheduleSplitKCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f, Stage stag
     update.split(f.splitDotVar, ro, ri, unrollK).reorder(n, g, m, s, ri, ro).unroll(ri);
   }
 }
+/// The register paths' tiling: blocks of tileCols × rows, each thread kCudaRegThreadCols ×
+/// threadRows of them; the blocks' row tiles fastest in the launch where rowTilesFastest (the
+/// blocks that read one W tile are neighbours), else the column tiles.
+struct RegisterTiling {
+  Var no{"no"}, mo{"mo"}, ni{"ni"}, mi{"mi"}, nt{"nt"}, mt{"mt"}, nr{"nr"}, mr{"mr"};
+  void tile(Stage stage, Var n, Var m, int tileCols, int rows, int threadRows,
+            bool rowTilesFastest) {
+    stage.tile(n, m, no, mo, ni, mi, tileCols, rows, TailStrategy::GuardWithIf)
+        .tile(ni, mi, nt, mt, nr, mr, kCudaRegThreadCols, threadRows, TailStrategy::GuardWithIf);
+    if (rowTilesFastest)
+      stage.reorder(nr, mr, nt, mt, mo, no).gpu_blocks(mo, no);
+    else
+      stage.reorder(nr, mr, nt, mt, no, mo).gpu_blocks(no, mo);
+    stage.gpu_threads(nt, mt).unroll(nr).unroll(mr);
+  }
+};
+
 } // namespace
 
 // Register GEMM ([K, N] weights, N a multiple of regTileCols): each thread's kCudaRegThreadCols ×
@@ -227,16 +244,10 @@ void scheduleRegisterGemmCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
   const int tileCols = int(sched.regTileCols), threadRows = int(sched.regThreadRows);
   const int unrollK = int(sched.regUnrollK);
   Var n = f.n, m = f.m, g = f.g;
-  Var no("no"), mo("mo"), ni("ni"), mi("mi"), nt("nt"), mt("mt"), nr("nr"), mr("mr");
   // The same loop names in both tilings: dot is computed at `nt` in either.
+  RegisterTiling loops;
   auto tile = [&](Stage stage, int rows) {
-    stage.tile(n, m, no, mo, ni, mi, tileCols, rows, TailStrategy::GuardWithIf)
-        .tile(ni, mi, nt, mt, nr, mr, kCudaRegThreadCols, threadRows, TailStrategy::GuardWithIf)
-        .reorder(nr, mr, nt, mt, no, mo)
-        .gpu_blocks(no, mo)
-        .gpu_threads(nt, mt)
-        .unroll(nr)
-        .unroll(mr);
+    loops.tile(stage, n, m, tileCols, rows, threadRows, /*rowTilesFastest=*/false);
   };
   // From regTallRows rows on, blocks of regTallTileRows rows (by default 4 warps): the warps of
   // a block read the same W tile (L1 hits), a quarter of the L2 traffic of 8-row tiles.
@@ -244,7 +255,7 @@ void scheduleRegisterGemmCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
   if (f.splitRows)
     scheduleSplitKCuda(spec, f, f.out.specialize(f.rows < f.splitRows));
   tile(f.out, int(sched.regTileRows));
-  f.dot.compute_at(f.out, nt)
+  f.dot.compute_at(f.out, loops.nt)
       .bound(g, 0, f.gates)
       .bound_extent(n, kCudaRegThreadCols)
       .bound_extent(m, threadRows)
@@ -274,19 +285,13 @@ void scheduleNkRegisterGemmCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
   const int threadRows = std::max(1, int(sched.nkThreadRows) / f.gates);
   const int quadsUnroll = f.gates == 2 ? 1 : std::max(1, int(sched.regUnrollK) / 4);
   Var n = f.n, m = f.m, g = f.g, q = f.q;
-  Var no("no"), mo("mo"), ni("ni"), mi("mi"), nt("nt"), mt("mt"), nr("nr"), mr("mr");
+  RegisterTiling loops;
   auto tile = [&](Stage stage, int rows) {
-    stage.tile(n, m, no, mo, ni, mi, tileCols, rows, TailStrategy::GuardWithIf)
-        .tile(ni, mi, nt, mt, nr, mr, kCudaRegThreadCols, threadRows, TailStrategy::GuardWithIf)
-        .reorder(nr, mr, nt, mt, mo, no)
-        .gpu_blocks(mo, no)
-        .gpu_threads(nt, mt)
-        .unroll(nr)
-        .unroll(mr);
+    loops.tile(stage, n, m, tileCols, rows, threadRows, /*rowTilesFastest=*/true);
   };
   tile(f.out.specialize(f.rows >= cudaTallRows(sched, spec.N)), int(sched.regTallTileRows));
   tile(f.out, int(sched.regTileRows));
-  f.nkDot.compute_at(f.out, nt)
+  f.nkDot.compute_at(f.out, loops.nt)
       .bound(q, 0, 4)
       .bound(g, 0, f.gates)
       .bound_extent(n, kCudaRegThreadCols)
