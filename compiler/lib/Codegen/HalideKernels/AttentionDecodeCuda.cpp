@@ -188,15 +188,9 @@ void scheduleCudaDecodeMerge(CudaDecodeMerge &m, const AttentionOperands &a, Sta
   // Per (head, ≤ 4 rows) a block; in shared memory each row's top range max,
   // then each column thread's weighted sums over the ranges.
   const ColumnThreads columns(dV);
-  Var c = a.c, d = a.d, t = a.t;
-  Var head("head"), col("col"), tq("tq"), ti("ti"), dx("dx"), dr("dr");
-  decodeStage.split(c, head, col, dV)
-      .split(col, dr, dx, columns.threads, TailStrategy::GuardWithIf)
-      .split(t, tq, ti, kDecodeRows, TailStrategy::GuardWithIf)
-      .reorder(dr, dx, ti, head, tq)
-      .gpu_blocks(head, tq)
-      .gpu_threads(dx, ti)
-      .unroll(dr);
+  const Var d = a.d, t = a.t;
+  const HeadBlockLoops loops = scheduleHeadBlocks(decodeStage, a, dV, kDecodeRows);
+  const Var head = loops.head, dx = loops.dx, dr = loops.dr;
   m.top.compute_at(out, head).store_in(MemoryType::GPUShared).gpu_threads(t);
   m.top.update().gpu_threads(t);
   m.merged.compute_at(out, head)

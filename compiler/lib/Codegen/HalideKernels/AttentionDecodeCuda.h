@@ -30,6 +30,16 @@ struct ColumnThreads {
       : threads(std::min(dV, kCudaColumnThreads)), regs((dV + threads - 1) / threads) {}
 };
 
+/// The loops of an attention output's block per (head, query rows): c = head·dV + col, t =
+/// tq·rows + ti. Their names are the kernels' (test/Gpu/emit.test checks them).
+struct HeadBlockLoops {
+  Halide::Var head{"head"}, col{"col"}, tq{"tq"}, ti{"ti"}, dx{"dx"}, dr{"dr"};
+};
+/// Schedules `out` (c, t) as one block per (head, `rows` query rows): threads columns (x, each
+/// owning ColumnThreads(dV).regs of them, unrolled) × rows (y). Flash attention's output and
+/// flash-decoding's merge take the same blocks.
+HeadBlockLoops scheduleHeadBlocks(Halide::Stage out, const AttentionOperands &a, int dV, int rows);
+
 /// The merge of `<name>`'s decode specialization: `partials` as
 /// `<name>_decode_ranges` wrote it ([dV + 2, rows, H, ranges]), merged per
 /// (query row, head) by defineRangeMerge.

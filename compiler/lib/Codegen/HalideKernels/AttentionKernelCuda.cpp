@@ -51,6 +51,19 @@ llvm::Error validateAttentionCuda(const AttentionKernelSpec &spec) {
   return llvm::Error::success();
 }
 
+HeadBlockLoops scheduleHeadBlocks(Stage out, const AttentionOperands &a, int dV, int rows) {
+  const ColumnThreads columns(dV);
+  HeadBlockLoops l;
+  out.split(a.c, l.head, l.col, dV)
+      .split(l.col, l.dr, l.dx, columns.threads, TailStrategy::GuardWithIf)
+      .split(a.t, l.tq, l.ti, rows, TailStrategy::GuardWithIf)
+      .reorder(l.dr, l.dx, l.ti, l.head, l.tq)
+      .gpu_blocks(l.head, l.tq)
+      .gpu_threads(l.dx, l.ti)
+      .unroll(l.dr);
+  return l;
+}
+
 namespace {
 
 /// The prefill path's Funcs: K and V tiles and the online softmax over rows (ri, h, blk).
@@ -92,15 +105,9 @@ CudaFlash defineFlash(const AttentionKernelSpec &spec, const AttentionOperands &
 /// Schedules `out` as blocks of kQueryBlock queries of a head.
 void scheduleFlash(CudaFlash &f, const AttentionOperands &a, Stage out, int dV) {
   const ColumnThreads columns(dV);
-  Var c = a.c, d = a.d, t = a.t, h = a.h, j = a.j, ri = f.ri;
-  Var tq("tq"), ti("ti"), dx("dx"), dr("dr");
-  out.split(c, h, d, dV)
-      .split(d, dr, dx, columns.threads, TailStrategy::GuardWithIf)
-      .split(t, tq, ti, kQueryBlock, TailStrategy::GuardWithIf)
-      .reorder(dr, dx, ti, h, tq)
-      .gpu_blocks(h, tq)
-      .gpu_threads(dx, ti)
-      .unroll(dr);
+  Var c = a.c, d = a.d, h = a.h, j = a.j, ri = f.ri;
+  const HeadBlockLoops loops = scheduleHeadBlocks(out, a, dV, kQueryBlock);
+  const Var head = loops.head, dx = loops.dx, dr = loops.dr;
   Func consumer = f.consumer;
   // The running state in shared memory (Halide would give every thread a
   // private copy of a block-level register allocation); each thread updates
@@ -118,7 +125,7 @@ void scheduleFlash(CudaFlash &f, const AttentionOperands &a, Stage out, int dV) 
         .unroll(dr);
     return g.update().split(d, dr, dx, columns.threads);
   };
-  perColumn(s.state, LoopLevel(consumer, h))
+  perColumn(s.state, LoopLevel(consumer, head))
       .reorder(dr, dx, ri, f.rb)
       .gpu_threads(dx, ri)
       .unroll(dr);
