@@ -16,6 +16,11 @@ The oracle on a packed batch: every model also runs as @forward_packed (`xf-inte
 attention pairing target i with source i), and each sequence's rows must meet the same bound
 against the oracle run on that sequence (and its source) alone.
 
+Both again on the fused module (`xf-interpret --fusion=cpu|cuda`: the kernel-level ops `xfc
+--fusion` builds for each target, which `xfc --check` interprets), within the same bound: the
+interpreter's semantics of fused QKV projections, GEMM epilogues, RoPE inside attention and
+norms as GEMM prologues (the CUDA build's; no CPU build has them, so only this checks them).
+
 usage: check_oracle.py --interpreter build/bin/xf-interpret [--model gpt2 ...]
 """
 
@@ -32,6 +37,7 @@ from check_examples import MODELS  # noqa: E402
 from oracle_runs import ORACLE, ROOT, report, run, compare_lengths, relative_error  # noqa: E402
 
 TOLERANCE = 1e-12
+FUSIONS = ("none", "cpu", "cuda")  # xf-interpret --fusion: unfused, then as xfc fuses per target
 
 
 def check_model(name, interpreter, workdir):
@@ -43,17 +49,23 @@ def check_model(name, interpreter, workdir):
     if r.returncode != 0:
         return [f"{name}: oracle --write-random failed: {r.stderr.strip()}"]
 
-    def interpreted(tokens, extra, flag, path):
-        r = run([interpreter, os.path.join(ROOT, "examples", name + ".xf"), *defines,
-                 "--weights", weights, "--tokens", tokens, *extra, "-o", path])
-        return f"xf-interpret failed: {r.stderr.strip()}" if r.returncode != 0 else None
+    failures = []
+    for fusion in FUSIONS:
+        def interpreted(tokens, extra, flag, path):
+            r = run([interpreter, os.path.join(ROOT, "examples", name + ".xf"), *defines,
+                     "--fusion", fusion, "--weights", weights, "--tokens", tokens, *extra,
+                     "-o", path])
+            return f"xf-interpret failed: {r.stderr.strip()}" if r.returncode != 0 else None
 
-    failures = compare_lengths(name, MODELS[name], weights, interpreted, python=sys.executable,
-                               workdir=workdir, seed=7, tolerance=TOLERANCE, dtype=np.float64)
-    return failures + check_packed(name, interpreter, defines, weights, workdir)
+        label = name if fusion == "none" else f"{name}.fused-{fusion}"
+        failures += compare_lengths(label, MODELS[name], weights, interpreted,
+                                    python=sys.executable, workdir=workdir, seed=7,
+                                    tolerance=TOLERANCE, dtype=np.float64)
+        failures += check_packed(name, interpreter, defines, weights, workdir, fusion)
+    return failures
 
 
-def check_packed(name, interpreter, defines, weights, workdir):
+def check_packed(name, interpreter, defines, weights, workdir, fusion):
     """@forward_packed on one batch of all the model's lengths vs the oracle per sequence."""
     arch, hparams, output, lengths = MODELS[name]
     rng = np.random.default_rng(11)
@@ -66,7 +78,8 @@ def check_packed(name, interpreter, defines, weights, workdir):
                    "--source-segments", ",".join(str(len(s)) for s in sources)] if sources else []
     got = os.path.join(workdir, f"{name}_packed.npy")
     r = run([interpreter, os.path.join(ROOT, "examples", name + ".xf"), *defines,
-             "--weights", weights, "--tokens", ",".join(str(t) for s in sequences for t in s),
+             "--fusion", fusion, "--weights", weights,
+             "--tokens", ",".join(str(t) for s in sequences for t in s),
              "--segments", ",".join(str(n) for n in lengths), *source_args, "-o", got])
     if r.returncode != 0:
         return [f"{name} packed {lengths}: xf-interpret failed: {r.stderr.strip()}"]
@@ -90,7 +103,8 @@ def check_packed(name, interpreter, defines, weights, workdir):
         if not err <= TOLERANCE:
             failures.append(f"{name} packed sequence {i} (ℓ={len(tokens)}): "
                             f"max|Δ|/max|ref| = {err:.3e} > {TOLERANCE}")
-    print(f"{name:12s} packed {lengths}  worst max|Δ|/max|ref| = {worst:.2e}  "
+    label = name if fusion == "none" else f"{name}.fused-{fusion}"
+    print(f"{label:12s} packed {lengths}  worst max|Δ|/max|ref| = {worst:.2e}  "
           f"{'FAIL' if failures else 'ok'}")
     return failures
 

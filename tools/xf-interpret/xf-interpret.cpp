@@ -8,7 +8,11 @@
 // float64 .npy [ℓ, d_out]. Test tool: test/interpreter checks the
 // interpreter against test/reference's oracle with it. With --segments the
 // tokens are a packed batch of sequences of those lengths, evaluated as
-// @forward_packed (xf-pack-sequences): the result is [Σℓ_i, d_out].
+// @forward_packed (xf-pack-sequences): the result is [Σℓ_i, d_out]. With
+// --fusion=cpu|cuda the module is first fused as xfc fuses it for that target
+// (`xfc --emit=fused`), so the kernel-level ops `xfc --check` interprets (fused
+// QKV, GEMM epilogues, RoPE in attention, norms as GEMM prologues) are checked
+// against the oracle too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,6 +49,15 @@ cl::opt<std::string> sourceSegmentsText(
     "source-segments",
     cl::desc("With --segments, an encoder-decoder's source lengths (--source-tokens packed)"));
 cl::opt<std::string> outputFile("o", cl::Required, cl::desc("Output .npy (float64)"));
+
+enum class Fusion { None, Cpu, Cuda };
+cl::opt<Fusion> fusion(
+    "fusion", cl::init(Fusion::None),
+    cl::desc("Interpret the module after xfc's fusion passes (--emit=fused) for a target"),
+    cl::values(clEnumValN(Fusion::None, "none", "the frontend's module, unfused (default)"),
+               clEnumValN(Fusion::Cpu, "cpu", "as xfc fuses for a CPU (RoPE into attention)"),
+               clEnumValN(Fusion::Cuda, "cuda",
+                          "as xfc fuses for --target cuda (norms into the GEMMs' prologues)")));
 
 int fail(const llvm::Twine &message) {
   llvm::errs() << "xf-interpret: error: " << message << "\n";
@@ -108,6 +121,16 @@ int main(int argc, char **argv) {
     forward = module->lookupSymbol<mlir::func::FuncOp>("forward_packed");
     if (!forward)
       return fail("--segments: the model has no packed form (xf-pack-sequences)");
+  }
+
+  if (fusion != Fusion::None) { // the kernel-level ops xfc builds, with their own semantics
+    mlir::xf::FusionOptions options;
+    options.ropeIntoAttention = fusion == Fusion::Cpu;
+    options.normIntoGemm = fusion == Fusion::Cuda;
+    mlir::PassManager pm(&context);
+    mlir::xf::buildFusionPipeline(pm, options);
+    if (mlir::failed(pm.run(*module)))
+      return 1;
   }
 
   // The parameters the module reads, as a manifest for the runtime's loader.
