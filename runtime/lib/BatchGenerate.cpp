@@ -108,7 +108,7 @@ Status BatchDecoder::admit() {
     Expected<int64_t> slotBytes = session_.cacheBytes(cachePositions_);
     if (!slotBytes)
       return slotBytes.status();
-    Expected<KvCacheSlots> caches = KvCacheSlots::reserve(maxActive_, *slotBytes);
+    Expected<KvCacheSlots> caches = session_.reserveCacheSlots(maxActive_, *slotBytes);
     if (!caches)
       return caches.status();
     caches_ = caches.take();

@@ -15,6 +15,7 @@
 
 #include <cstdio>
 #include <map>
+#include <tuple>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -67,7 +68,7 @@ struct Graph {
   std::vector<void *> nodes, functions;
 };
 
-// Per entry point and token count.
+// Per entry point, token count and sequence count.
 struct Step {
   int directCalls = 0;
   bool off = false; // capture failed: kernels launched one by one from now on
@@ -85,7 +86,7 @@ struct State {
   Graph *graph = nullptr; // being captured or patched
   size_t cursor = 0;      // Patch: the next node
   std::string trouble;    // why this capture or patch did not hold
-  std::map<std::pair<std::string, int64_t>, Step> steps;
+  std::map<std::tuple<std::string, int64_t, int64_t>, Step> steps;
 } state;
 
 // Halide's kernels, copies and synchronisations all go to this stream (created in Halide's
@@ -106,14 +107,17 @@ void destroy(Graph &g) {
   g = Graph();
 }
 
-void turnOff(Step &s, const std::string &entry, int64_t tokens, const std::string &why) {
+void turnOff(Step &s, const std::string &entry, int64_t tokens, int64_t sequences,
+             const std::string &why) {
   s.off = true;
   destroy(s.graph);
-  if (state.verbose)
-    std::fprintf(stderr,
-                 "note: CUDA graphs off for %s (%lld token%s): %s; kernels launched one "
-                 "by one\n",
-                 entry.c_str(), (long long)tokens, tokens == 1 ? "" : "s", why.c_str());
+  if (!state.verbose)
+    return;
+  std::string of = sequences > 1 ? ", " + std::to_string(sequences) + " sequences" : "";
+  std::fprintf(stderr,
+               "note: CUDA graphs off for %s (%lld token%s%s): %s; kernels launched one "
+               "by one\n",
+               entry.c_str(), (long long)tokens, tokens == 1 ? "" : "s", of.c_str(), why.c_str());
 }
 
 std::string failed(const char *what, int rc) {
@@ -209,10 +213,11 @@ void setCudaGraphs(bool on, bool verbose) {
   }
 }
 
-int32_t runDeviceStep(const char *entry, int64_t tokens, const std::function<int32_t()> &call) {
+int32_t runDeviceStep(const char *entry, int64_t tokens, const std::function<int32_t()> &call,
+                      int64_t sequences) {
   if (!state.on || !state.haveDriver)
     return call();
-  Step &s = state.steps[{entry, tokens}];
+  Step &s = state.steps[{entry, tokens, sequences}];
   if (s.off)
     return call();
   if (s.directCalls == 0) { // warm-up: Halide loads each kernel's module on its first call
@@ -220,7 +225,7 @@ int32_t runDeviceStep(const char *entry, int64_t tokens, const std::function<int
     return call();
   }
   if (!state.stream) {
-    turnOff(s, entry, tokens, "no stream of the runtime's own (cuStreamCreate failed)");
+    turnOff(s, entry, tokens, sequences, "no stream of the runtime's own (cuStreamCreate failed)");
     return call();
   }
   if (s.graph.exec)
@@ -229,7 +234,7 @@ int32_t runDeviceStep(const char *entry, int64_t tokens, const std::function<int
   // No graph yet, or this step's kernels differ from it: (re)captured.
   if (std::optional<int32_t> code = captureAndLaunch(s, call))
     return *code;
-  turnOff(s, entry, tokens, state.trouble);
+  turnOff(s, entry, tokens, sequences, state.trouble);
   return call();
 }
 

@@ -44,12 +44,29 @@ Expected<KvCacheSlots> KvCacheSlots::reserve(int64_t slots, int64_t slotBytes) {
   return s;
 }
 
+Expected<KvCacheSlots> KvCacheSlots::onDevice(int64_t slots, int64_t slotBytes) {
+  uint64_t bytes = 0;
+  if (slots < 1 || slotBytes < 1 || !checkedMul(uint64_t(slots), uint64_t(slotBytes), bytes))
+    return makeError("KV caches: " + std::to_string(slots) + " slots of " +
+                     std::to_string(slotBytes) + " bytes are too large");
+  Expected<DeviceMemory> memory = DeviceMemory::allocate(bytes);
+  if (!memory)
+    return makeError("KV caches: " + std::to_string(slots) + " slots of " +
+                     std::to_string(slotBytes) + " bytes on the GPU: " + memory.message());
+  KvCacheSlots s;
+  s.device_ = memory.take();
+  s.slots_ = slots;
+  s.slotBytes_ = slotBytes;
+  return s;
+}
+
 KvCacheSlots &KvCacheSlots::operator=(KvCacheSlots &&other) noexcept {
   if (this != &other) {
     if (base_)
       ::munmap(base_, mapped_);
     base_ = other.base_, mapped_ = other.mapped_;
     slots_ = other.slots_, slotBytes_ = other.slotBytes_;
+    device_ = static_cast<DeviceMemory &&>(other.device_);
     other.base_ = nullptr, other.mapped_ = 0, other.slots_ = 0, other.slotBytes_ = 0;
   }
   return *this;

@@ -363,9 +363,10 @@ Status Session::forwardCached(const int32_t *tokens, int64_t l, int64_t start, f
   return finishCall("xf_forward_cached", rc, out, 1);
 }
 
-// On the GPU a batch runs sequence by sequence (packed entry points read host arrays of
-// lengths and cache pointers).
-bool Session::canPack() const { return !device_ && manifest_->packed && abi_.forwardPacked; }
+// On the GPU too (docs/gpu.md, "Batches on the GPU"): the generated code reads the lengths,
+// starts and slots on the host, to loop over the sequences and to compute each slot's device
+// address; every kernel it launches reads device memory only.
+bool Session::canPack() const { return manifest_->packed && abi_.forwardPacked; }
 
 bool Session::canPackCached() const { return canPack() && canCache() && abi_.forwardCachedPacked; }
 
@@ -387,12 +388,19 @@ Status Session::forwardPacked(const int32_t *tokens, const std::vector<int64_t> 
     sourceTotal += l;
   if (Status s = growScratch(total, sourceTotal); !s)
     return s;
-  int32_t rc = abi_.forwardPacked(params_.data(), derivedPtrs_.data(), tokens, lengths.data(),
-                                  source, source ? sourceLengths.data() : nullptr,
-                                  int64_t(lengths.size()), out, scratch_.data());
-  if (rc != 0)
-    return kernelFailure("xf_forward_packed", rc);
-  return Status::success();
+  Expected<const int32_t *> ids = deviceIds(tokens, total, false);
+  if (!ids)
+    return makeError(ids.message());
+  Expected<const int32_t *> sourceIds = deviceIds(source, sourceTotal, true);
+  if (!sourceIds)
+    return makeError(sourceIds.message());
+  Expected<float *> target = outputBuffer(out, total);
+  if (!target)
+    return makeError(target.message());
+  int32_t rc = abi_.forwardPacked(params_.data(), derivedPtrs_.data(), *ids, lengths.data(),
+                                  *sourceIds, source ? sourceLengths.data() : nullptr,
+                                  int64_t(lengths.size()), *target, scratchAddress());
+  return finishCall("xf_forward_packed", rc, out, total);
 }
 
 Expected<int64_t> Session::cacheBytes(int64_t positions) const {
@@ -423,13 +431,27 @@ Status Session::forwardCachedPacked(const int32_t *tokens, const std::vector<int
   }
   if (Status s = growScratch(total, 0); !s)
     return s;
-  int32_t rc = abi_.forwardCachedPacked(params_.data(), derivedPtrs_.data(), tokens,
-                                        lengths.data(), starts.data(), int64_t(lengths.size()),
-                                        out, scratch_.data(), caches, slots.data(),
-                                        cachePositions);
-  if (rc != 0)
-    return kernelFailure("xf_forward_cached_packed", rc);
-  return Status::success();
+  const int64_t n = int64_t(lengths.size());
+  Expected<const int32_t *> ids = deviceIds(tokens, total, false);
+  if (!ids)
+    return makeError(ids.message());
+  Expected<float *> target = outputBuffer(out, n);
+  if (!target)
+    return makeError(target.message());
+  auto call = [&] {
+    return abi_.forwardCachedPacked(params_.data(), derivedPtrs_.data(), *ids, lengths.data(),
+                                    starts.data(), n, *target, scratchAddress(), caches,
+                                    slots.data(), cachePositions);
+  };
+  // On the GPU a step of n sequences and Σℓ tokens may be replayed as one CUDA graph launch,
+  // one graph per (Σℓ, n): a decode step of n sequences always launches the same kernels.
+  int32_t rc = device_ ? runDeviceStep("xf_forward_cached_packed", total, call, n) : call();
+  return finishCall("xf_forward_cached_packed", rc, out, n);
+}
+
+Expected<KvCacheSlots> Session::reserveCacheSlots(int64_t slots, int64_t slotBytes) const {
+  return device_ ? KvCacheSlots::onDevice(slots, slotBytes)
+                 : KvCacheSlots::reserve(slots, slotBytes);
 }
 
 } // namespace xfrt

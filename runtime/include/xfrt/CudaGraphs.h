@@ -4,7 +4,7 @@
 // (docs/gpu.md, "CUDA graphs"). The runtime gives Halide's CUDA runtime a stream of its own
 // (halide_set_cuda_get_stream: the legacy stream cannot be captured), runs a step's host code
 // once as it is (warm-up: modules loaded), captures the next call of the same entry point and
-// token count into a graph, and from then on runs the host code with its launches taken by the
+// token count (and sequence count, for a packed step of several sequences) into a graph, and from then on runs the host code with its launches taken by the
 // graph: each launch's parameters and grid — the cache length and positions change every step
 // — are set on the graph's node in order (cuGraphExecKernelNodeSetParams), then the graph is
 // launched once. A call whose kernels differ from the graph's is captured again; where capture
@@ -25,10 +25,13 @@ namespace xfrt {
 // --cuda-graphs on|off (default on) and -v (the fallback line). Call before the first step.
 void setCudaGraphs(bool on, bool verbose);
 
-// Runs one call of `entry` with `tokens` tokens (`call` runs the generated code, returning its
-// code) as a graph replay where it can, else as it is. Returns the generated code's code, or
-// -1 where a graph launch failed after the call was captured (the reason: takeHalideError()).
-int32_t runDeviceStep(const char *entry, int64_t tokens, const std::function<int32_t()> &call);
+// Runs one call of `entry` with `tokens` tokens of `sequences` sequences (a packed call's n;
+// `call` runs the generated code, returning its code) as a graph replay where it can, else as
+// it is: a graph per entry point, token count and sequence count. Returns the generated code's
+// code, or -1 where a graph launch failed after the call was captured (the reason:
+// takeHalideError()).
+int32_t runDeviceStep(const char *entry, int64_t tokens, const std::function<int32_t()> &call,
+                      int64_t sequences = 1);
 
 // For CudaDriver.cpp's launch counter: the launch's result where a graph being captured or
 // patched takes it, nullopt where it goes to the driver as it is.

@@ -17,6 +17,7 @@
 #ifndef XFRT_KVCACHESLOTS_H
 #define XFRT_KVCACHESLOTS_H
 
+#include "xfrt/Device.h"
 #include "xfrt/Status.h"
 
 #include <algorithm>
@@ -50,13 +51,18 @@ public:
   KvCacheSlots() = default;
   // Reserves address space for `slots` caches of `slotBytes` (a multiple of 64).
   static Expected<KvCacheSlots> reserve(int64_t slots, int64_t slotBytes);
+  // The caches of a CUDA build (docs/gpu.md, "Batches on the GPU"): one device allocation of
+  // `slots` caches of `slotBytes`, allocated whole (GPU memory has no pages to fault in);
+  // data() is its device address. release() keeps it: a sequence reads only positions it
+  // wrote itself, so a slot's old rows are never read.
+  static Expected<KvCacheSlots> onDevice(int64_t slots, int64_t slotBytes);
   KvCacheSlots(KvCacheSlots &&other) noexcept { *this = static_cast<KvCacheSlots &&>(other); }
   KvCacheSlots &operator=(KvCacheSlots &&other) noexcept;
   KvCacheSlots(const KvCacheSlots &) = delete;
   KvCacheSlots &operator=(const KvCacheSlots &) = delete;
   ~KvCacheSlots();
 
-  void *data() const { return base_; }
+  void *data() const { return device_.address() ? device_.address() : base_; }
   int64_t slots() const { return slots_; }
   int64_t slotBytes() const { return slotBytes_; }
   // Gives slot k's memory back to the system (its pages read as zeros afterwards). The pages a
@@ -67,6 +73,7 @@ private:
   void *base_ = nullptr;
   uint64_t mapped_ = 0;
   int64_t slots_ = 0, slotBytes_ = 0;
+  DeviceMemory device_;
 };
 
 } // namespace xfrt

@@ -92,6 +92,9 @@ public:
                              float *out);
   // Bytes of one KV cache of `positions` positions (xf_cache_bytes).
   Expected<int64_t> cacheBytes(int64_t positions) const;
+  // The `caches` of forwardCachedPacked: `slots` caches of `slotBytes` where this session's
+  // kernels read them (host address space, or one GPU allocation for a CUDA build).
+  Expected<KvCacheSlots> reserveCacheSlots(int64_t slots, int64_t slotBytes) const;
 
   Session();
   Session(Session &&) noexcept;
