@@ -28,6 +28,11 @@
  * lines of the log count them: `graph-launches <n> kernels <k>`, `captured <n>`,
  * `param-updates <n>`.
  *
+ * $XF_CUDA_STAND_IN_GUARD=1 makes device memory unreadable to the host: each allocation is
+ * its own mapping without access (PROT_NONE), opened only inside the stand-in's own copies, so
+ * host code that reads or writes device memory (a real GPU's addresses are not host memory)
+ * dies with SIGSEGV instead of reading the stand-in's host memory.
+ *
  * Used by the lit tests of test/Gpu and by test/gpu/replay.sh --dry-run, through
  * $XF_CUDA_DRIVER (the runtime opens it for Halide too); never a real driver.
  *===----------------------------------------------------------------------===*/
@@ -36,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 typedef int CUresult;
 typedef int CUdevice;
@@ -281,6 +287,26 @@ typedef struct {
 static Allocation *allocations;
 static size_t allocationCount;
 
+static int guarded(void) {
+  const char *g = getenv("XF_CUDA_STAND_IN_GUARD");
+  return g && *g == '1';
+}
+static size_t pageRound(size_t bytes) {
+  return (bytes + 4095) / 4096 * 4096;
+}
+/* $XF_CUDA_STAND_IN_GUARD: the allocations holding [p, p + n) opened to the host (access 1) or
+ * closed again (0), around a copy of the stand-in's own. */
+static void openDevice(uintptr_t p, size_t n, int access) {
+  if (!guarded())
+    return;
+  for (size_t j = 0; j < allocationCount; ++j) {
+    uintptr_t base = allocations[j].base, end = base + allocations[j].bytes;
+    if (allocations[j].bytes && p < end && p + n > base)
+      mprotect((void *)base, pageRound(allocations[j].bytes),
+               access ? PROT_READ | PROT_WRITE : PROT_NONE);
+  }
+}
+
 static void noteAllocation(uintptr_t base, size_t bytes) {
   Allocation *grown = realloc(allocations, (allocationCount + 1) * sizeof(Allocation));
   if (!grown)
@@ -318,9 +344,15 @@ CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t bytes) {
   void *p = NULL;
   if (refusedByCapture())
     return kCaptureUnsupported;
-  if (posix_memalign(&p, 256, bytes ? bytes : 1))
+  if (guarded()) { /* zeros, no access */
+    p = mmap(NULL, pageRound(bytes ? bytes : 1), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      return 2;
+  } else if (posix_memalign(&p, 256, bytes ? bytes : 1)) {
     return 2; /* out of memory */
-  memset(p, 0, bytes);
+  } else {
+    memset(p, 0, bytes);
+  }
   noteAllocation((uintptr_t)p, bytes);
   *ptr = (CUdeviceptr)(uintptr_t)p;
   return kSuccess;
@@ -328,28 +360,40 @@ CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t bytes) {
 CUresult cuMemFree_v2(CUdeviceptr ptr) {
   if (refusedByCapture())
     return kCaptureUnsupported;
+  size_t bytes = 0;
   for (size_t j = 0; j < allocationCount; ++j)
     if (allocations[j].base == (uintptr_t)ptr)
-      allocations[j].bytes = 0;
-  free((void *)(uintptr_t)ptr);
+      bytes = allocations[j].bytes, allocations[j].bytes = 0;
+  if (guarded())
+    munmap((void *)(uintptr_t)ptr, pageRound(bytes ? bytes : 1));
+  else
+    free((void *)(uintptr_t)ptr);
   return kSuccess;
 }
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
   if (refusedByCapture())
     return kCaptureUnsupported;
+  openDevice(dst, n, 1);
   memcpy((void *)(uintptr_t)dst, src, n);
+  openDevice(dst, n, 0);
   return kSuccess;
 }
 CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
   if (refusedByCapture())
     return kCaptureUnsupported;
+  openDevice(src, n, 1);
   memcpy(dst, (void *)(uintptr_t)src, n);
+  openDevice(src, n, 0);
   return kSuccess;
 }
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
   if (refusedByCapture())
     return kCaptureUnsupported;
+  openDevice(dst, n, 1);
+  openDevice(src, n, 1);
   memmove((void *)(uintptr_t)dst, (void *)(uintptr_t)src, n);
+  openDevice(src, n, 0);
+  openDevice(dst, n, 0);
   return kSuccess;
 }
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, void *s) {
