@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 #include "xfrt/CudaGraphs.h"
 
+#include "xfrt/DeviceLinks.h"
+
 #include "xfrt/HalideErrors.h"
 
 
@@ -215,6 +217,9 @@ void setCudaGraphs(bool on, bool verbose) {
 
 int32_t runDeviceStep(const char *entry, int64_t tokens, const std::function<int32_t()> &call,
                       int64_t sequences) {
+  // The server library's copy: the launches go through the executable's copy's graphs.
+  if (deviceLinked() && deviceLinks().runDeviceStep)
+    return deviceLinks().runDeviceStep(entry, tokens, call, sequences);
   if (!state.on || !state.haveDriver)
     return call();
   Step &s = state.steps[{entry, tokens, sequences}];

@@ -2,6 +2,7 @@
 #include "xfrt/Device.h"
 
 #include "xfrt/CudaDriver.h"
+#include "xfrt/DeviceLinks.h"
 #include "xfrt/HalideErrors.h"
 
 #include "HalideBufferLayout.h"
@@ -22,17 +23,12 @@ constexpr uint8_t kUInt = 1;
 
 } // namespace
 
-extern "C" {
-__attribute__((weak)) const void *halide_cuda_device_interface();
-__attribute__((weak)) int halide_device_malloc(void *, HalideBuffer *, const void *);
-__attribute__((weak)) int halide_device_free(void *, HalideBuffer *);
-__attribute__((weak)) int halide_copy_to_device(void *, HalideBuffer *, const void *);
-__attribute__((weak)) int halide_copy_to_host(void *, HalideBuffer *);
-__attribute__((weak)) int halide_device_sync_global(void *, const void *);
-}
-
 namespace xfrt {
 namespace {
+
+// Halide's device-memory functions: this copy's weak references, or the executable's for the
+// server library's copy (DeviceLinks.h).
+const DeviceLinks &halide() { return deviceLinks(); }
 
 // Bytes as a 2-D uint8 buffer (Halide's extents are 32-bit): rows of 64 KiB, or one row.
 struct ByteView {
@@ -44,7 +40,7 @@ struct ByteView {
     dims[0] = {0, int32_t(rows ? kRow : bytes), 1, 0};
     dims[1] = {0, int32_t(rows ? bytes / kRow : 1), int32_t(rows ? kRow : bytes), 0};
     buffer.device = handle;
-    buffer.deviceInterface = handle ? halide_cuda_device_interface() : nullptr;
+    buffer.deviceInterface = handle ? halide().cudaDeviceInterface() : nullptr;
     buffer.code = kUInt, buffer.bits = 8, buffer.lanes = 1;
     buffer.dimensions = 2;
     buffer.dim = dims;
@@ -58,8 +54,9 @@ Status halideFailure(const std::string &what, int rc) {
 }
 
 bool haveHalideCuda() {
-  return halide_cuda_device_interface && halide_device_malloc && halide_device_free &&
-         halide_copy_to_device && halide_copy_to_host && halide_device_sync_global;
+  const DeviceLinks &h = halide();
+  return h.cudaDeviceInterface && h.deviceMalloc && h.deviceFree && h.copyToDevice &&
+         h.copyToHost && h.deviceSyncGlobal;
 }
 
 uint64_t bytesInUse = 0, bytesPeak = 0;
@@ -116,7 +113,7 @@ void synchronizeDevice() {
   // with an interface but no device handle ("Buffer has a non-null device_interface but
   // device is 0"), which made --profile fail on the GPU.
   if (haveHalideCuda())
-    halide_device_sync_global(nullptr, halide_cuda_device_interface());
+    halide().deviceSyncGlobal(nullptr, halide().cudaDeviceInterface());
 }
 
 uint64_t deviceBytesInUse() { return bytesInUse; }
@@ -138,7 +135,7 @@ DeviceMemory::~DeviceMemory() {
   if (!handle_ || !haveHalideCuda())
     return;
   ByteView view(handle_, bytes_); // the whole allocation (whole 64 KiB rows)
-  halide_device_free(nullptr, &view.buffer);
+  halide().deviceFree(nullptr, &view.buffer);
   bytesInUse -= bytes_;
 }
 
@@ -151,7 +148,7 @@ Expected<DeviceMemory> DeviceMemory::allocate(uint64_t bytes) {
   if (rounded / kRow > uint64_t(INT32_MAX))
     return makeError("device memory: " + std::to_string(bytes) + " bytes is too large");
   ByteView view(0, rounded);
-  if (int rc = halide_device_malloc(nullptr, &view.buffer, halide_cuda_device_interface()))
+  if (int rc = halide().deviceMalloc(nullptr, &view.buffer, halide().cudaDeviceInterface()))
     return halideFailure("allocating " + std::to_string(rounded) + " bytes of GPU memory", rc);
   DeviceMemory m;
   m.handle_ = view.buffer.device;
@@ -168,7 +165,7 @@ Status DeviceMemory::upload(const void *host, uint64_t bytes) {
   return inPieces(handle_, bytes, [&](ByteView &view, uint64_t offset) -> Status {
     view.buffer.host = const_cast<uint8_t *>(static_cast<const uint8_t *>(host) + offset);
     view.buffer.flags = kHostDirty;
-    int rc = halide_copy_to_device(nullptr, &view.buffer, halide_cuda_device_interface());
+    int rc = halide().copyToDevice(nullptr, &view.buffer, halide().cudaDeviceInterface());
     return rc ? halideFailure("copying to the GPU", rc) : Status::success();
   });
 }
@@ -180,7 +177,7 @@ Status DeviceMemory::download(void *host, uint64_t bytes) const {
   return inPieces(handle_, bytes, [&](ByteView &view, uint64_t offset) -> Status {
     view.buffer.host = static_cast<uint8_t *>(host) + offset;
     view.buffer.flags = kDeviceDirty;
-    int rc = halide_copy_to_host(nullptr, &view.buffer);
+    int rc = halide().copyToHost(nullptr, &view.buffer);
     return rc ? halideFailure("copying from the GPU", rc) : Status::success();
   });
 }

@@ -442,6 +442,8 @@ int runMain(int argc, const char *const *argv, const ModelAbi &abi, ServeMain se
   if (!o.saveWeights.empty())
     if (Status s = saveWeights(o.saveWeights, m, *weights); !s)
       return report(s.message(), 1);
+  if (m.cuda) // before --serve too: its steps go through this copy's graphs (DeviceLinks.h)
+    setCudaGraphs(o.cudaGraphs, o.verbose);
   if (o.serve) {
     if (!serve)
       return report("--serve: this executable was linked without the server", 1);
@@ -450,8 +452,6 @@ int runMain(int argc, const char *const *argv, const ModelAbi &abi, ServeMain se
   int code = 0;
   int64_t readyBytes = -1;
   if (batch->size() > 0 || o.interactive) {
-    if (m.cuda)
-      setCudaGraphs(o.cudaGraphs, o.verbose);
     Expected<Session> session = Session::create(m, abi, *weights);
     if (!session)
       return report(session.message(), 1);

@@ -6,6 +6,8 @@
 //===----------------------------------------------------------------------===//
 #include "xfrt/HalideErrors.h"
 
+#include "xfrt/DeviceLinks.h"
+
 #include <cstring>
 #include <mutex>
 
@@ -28,6 +30,9 @@ void halideErrorHandler(void *, const char *message) {
 }
 
 std::string takeHalideError() {
+  // The server library's copy: the kernels' errors went to the executable's handler.
+  if (deviceLinked() && deviceLinks().takeHalideError)
+    return deviceLinks().takeHalideError();
   std::lock_guard<std::mutex> guard(lock);
   std::string message(firstMessage);
   firstMessage[0] = '\0';

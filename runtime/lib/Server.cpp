@@ -740,10 +740,6 @@ int runServer(const Options &o, const Manifest &m, const ModelAbi &abi, WeightSe
     return 1;
   }
   session->releaseUnreadParameters(weights);
-  if (m.cuda) { // packed batches read host arrays (docs/gpu.md)
-    std::fprintf(stderr, "error: --serve does not run models built with --target cuda yet\n");
-    return 1;
-  }
   if (m.outputIsLogits && !session->canPackCached()) {
     std::fprintf(stderr, "error: --serve: decoder '%s' has no xf_forward_cached_packed (rebuild "
                  "it with this xfc)\n", m.model.c_str());
@@ -775,12 +771,16 @@ int runServer(const Options &o, const Manifest &m, const ModelAbi &abi, WeightSe
 extern "C" __attribute__((visibility("default"))) int
 xfrt_serve_library_run(const char *identity, const xfrt::Options *options,
                        const xfrt::Manifest *manifest, const xfrt::ModelAbi *abi,
-                       xfrt::WeightSet *weights, const xfrt::LoadedTokenizer *tokenizer) {
+                       xfrt::WeightSet *weights, const xfrt::LoadedTokenizer *tokenizer,
+                       const xfrt::DeviceLinks *links) {
   if (identity != xfrt::serveLibraryIdentity()) {
     std::fprintf(stderr, "error: --serve: libxfrt_serve.so was built from other runtime sources "
                          "than this executable (rebuild the executable with the xfc of that "
                          "build, or point XF_SERVE_LIBRARY at the matching library)\n");
     return 1;
   }
+  // A CUDA build's kernels, device memory, graphs and Halide errors are the executable's.
+  if (manifest->cuda && links)
+    xfrt::useDeviceLinks(*links);
   return xfrt::runServer(*options, *manifest, *abi, *weights, *tokenizer);
 }

@@ -80,7 +80,8 @@ int runServerLibrary(const Options &options, const Manifest &manifest, const Mod
     return 1;
   }
   std::string identity = serveLibraryIdentity();
-  return entry(identity.c_str(), &options, &manifest, &abi, &weights, &tokenizer);
+  DeviceLinks links = ownDeviceLinks();
+  return entry(identity.c_str(), &options, &manifest, &abi, &weights, &tokenizer, &links);
 }
 
 } // namespace xfrt

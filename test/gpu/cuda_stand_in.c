@@ -33,6 +33,9 @@
  * host code that reads or writes device memory (a real GPU's addresses are not host memory)
  * dies with SIGSEGV instead of reading the stand-in's host memory.
  *
+ * $XF_CUDA_STAND_IN_MAX_ALLOC=N refuses allocations of more than N bytes (error 2, out of
+ * memory), as a GPU whose memory is full would.
+ *
  * Used by the lit tests of test/Gpu and by test/gpu/replay.sh --dry-run, through
  * $XF_CUDA_DRIVER (the runtime opens it for Halide too); never a real driver.
  *===----------------------------------------------------------------------===*/
@@ -342,8 +345,11 @@ static void describeArguments(void **params, char *text, size_t size) {
 
 CUresult cuMemAlloc_v2(CUdeviceptr *ptr, size_t bytes) {
   void *p = NULL;
+  const char *most = getenv("XF_CUDA_STAND_IN_MAX_ALLOC");
   if (refusedByCapture())
     return kCaptureUnsupported;
+  if (most && *most && bytes > (size_t)strtoull(most, NULL, 10))
+    return 2; /* out of memory */
   if (guarded()) { /* zeros, no access */
     p = mmap(NULL, pageRound(bytes ? bytes : 1), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED)

@@ -25,6 +25,7 @@
 #define XFRT_SERVER_H
 
 #include "xfrt/Cli.h"
+#include "xfrt/DeviceLinks.h"
 #include "xfrt/Inputs.h"
 #include "xfrt/Manifest.h"
 #include "xfrt/Session.h"
@@ -50,16 +51,19 @@ int runServerLibrary(const Options &options, const Manifest &manifest, const Mod
 
 // The library's entry point (extern "C", so dlsym finds it by this name) and what both sides
 // must agree on: the layouts of the objects passed (the library has its own copy of the
-// runtime's code, compiled from the same headers).
+// runtime's code, compiled from the same headers). `links`: the executable's GPU runtime, which
+// the library's copy uses for a CUDA build's session (DeviceLinks.h).
 inline constexpr const char *kServeLibraryEntry = "xfrt_serve_library_run";
 inline std::string serveLibraryIdentity() {
-  return "xfrt-serve 2 " + std::to_string(sizeof(Options)) + " " +
+  return "xfrt-serve 3 " + std::to_string(sizeof(DeviceLinks)) + " " +
+         std::to_string(sizeof(Options)) + " " +
          std::to_string(sizeof(Manifest)) + " " + std::to_string(sizeof(ModelAbi)) + " " +
          std::to_string(sizeof(WeightSet)) + " " + std::to_string(sizeof(LoadedTokenizer));
 }
 using ServeLibraryEntry = int (*)(const char *identity, const Options *options,
                                   const Manifest *manifest, const ModelAbi *abi,
-                                  WeightSet *weights, const LoadedTokenizer *tokenizer);
+                                  WeightSet *weights, const LoadedTokenizer *tokenizer,
+                                  const DeviceLinks *links);
 
 } // namespace xfrt
 
