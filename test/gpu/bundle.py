@@ -5,22 +5,27 @@ the GPU machine only replays (test/gpu/replay.sh), and test/gpu/compare_bundle.p
 what came back.
 
 The bundle (a directory; --tar also packs it, which must stay under 64 MiB):
-  bin/       CUDA executables (xfc --target CAP) and the stand-in driver for --dry-run
+  bin/       CUDA executables (xfc --target CAP), the server library libxfrt_serve.so (--serve
+             loads it; replay.sh names it) and the stand-in driver for --dry-run
   w/         small random checkpoints (oracle --write-random); full-size runs use
              --random-weights 1, made the same on both machines
   ref/       float64 oracle outputs (small models), CPU-build outputs (full size, greedy ids)
   runs.tsv   phase, label, seconds, command — what replay.sh runs, in order
   phases.tsv phase, budget in seconds
   cases.json what compare_bundle.py checks
-  replay.sh, torch_reference.py (copied from test/gpu)
+  batch*.txt the batch phase's prompts (--batch-file)
+  replay.sh, torch_reference.py, serve_clients.py (copied from test/gpu)
 
 Phases: checks (every example at the e2e sizes vs the oracle; greedy ids vs the CPU build),
 full (GPT-2 small, SmolLM2-shaped Llama, MiniLM at full size vs the CPU build), tensor (the
 tensor-core GEMMs, --gpu-matmul=tf32|bf16: GPT-2 and Llama at e2e sizes vs the oracle within
 check_examples.py's TENSOR_CORE_TOLERANCE, GPT-2 small vs the CPU build within the same, its
 prefill timed and profiled; needs --cap cuda-sm_80 or newer), perf (prefill
-and decode timings, --profile: per-kernel device times and launches per step), ncu (per-kernel
-GPU time, grids), torch (cuBLAS GEMMs, SDPA, the same models in PyTorch eager / compile).
+and decode timings, --profile: per-kernel device times and launches per step), batch (GPT-2 small:
+8 sequences decoding together, ids vs the CPU build's; decode tokens/s for 1 and 8 sequences;
+--serve with 16 concurrent clients, their ids vs the CPU build's server and the aggregate
+tokens/s: docs/gpu.md "Batches on the GPU"), ncu (per-kernel GPU time, grids), torch (cuBLAS
+GEMMs, SDPA, the same models in PyTorch eager / compile).
 
 usage: bundle.py --xfc build/bin/xfc --out DIR [--cap cuda-sm_86] [--quick] [--tar]
   --quick: tiny and gpt2 at e2e sizes and a 2-layer GPT-2 small only (ctest gpu-harness)
@@ -45,8 +50,8 @@ from check_examples import DECODERS, MODELS, TENSOR_CORE_TOLERANCE  # noqa: E402
 
 MAX_BUNDLE_BYTES = 64 << 20
 # Seconds per phase: 540 in all, so that one replay fits a 10-minute command on the GPU machine.
-PHASES = [("checks", 100), ("full", 60), ("tensor", 40), ("perf", 120), ("ncu", 100),
-          ("torch", 120)]
+PHASES = [("checks", 100), ("full", 60), ("tensor", 40), ("perf", 110), ("batch", 60),
+          ("ncu", 80), ("torch", 90)]
 # Full-size shapes (random weights): GPT-2 small, a SmolLM2-135M-shaped Llama, MiniLM-L6.
 FULL = {
     "gpt2": ("gpt2", [], 50257),
@@ -202,6 +207,43 @@ class Bundle:
                                              "dram__bytes_read.sum", exe, "--random-weights", "1",
                                              *extra])
 
+    # -- phase batch: sequences decoding together, --serve (docs/gpu.md "Batches on the GPU") --
+    def batches(self, full, serve_library):
+        example, flags, vocab = full["gpt2"]
+        exe, cpu = "bin/full-gpt2", os.path.join(self.cpu, "full-gpt2")  # built by full_size
+        prompts = [ids(16, vocab, a=389 + 2 * k, b=7 + k) for k in range(8)]
+        for name, lines in (("batch1.txt", prompts[:1]), ("batch8.txt", prompts)):
+            with open(os.path.join(self.out, name), "w") as f:
+                f.write("\n".join(lines) + "\n")
+        greedy = ["--temperature", "0", "--eos", "none"]
+        # 8 sequences decoding together: greedy ids equal to the CPU build's doing the same
+        args = ["--random-weights", "1", "--batch-file", "batch8.txt", "--batch", "8",
+                "--max-new-tokens", "16", *greedy]
+        got = self.sh([cpu, *[a.replace("batch8.txt", os.path.join(self.out, "batch8.txt"))
+                              for a in args]])
+        with open(os.path.join(self.out, "ref", "batch-gpt2-ids.stdout"), "w") as f:
+            f.write(got.stdout)
+        self.run("batch", "batch-gpt2-ids", 30, [exe, *args])
+        self.cases.append({"label": "batch-gpt2-ids", "kind": "jsonids"})
+        # decode tokens/s for 1 and 8 sequences (the target: 8 ≥ 6× one's)
+        for b in (1, 8):
+            self.run("batch", f"time-gpt2-batch{b}", 30,
+                     [exe, "--random-weights", "1", "--batch-file", f"batch{b}.txt", "--batch",
+                      str(b), "--max-new-tokens", "128", *greedy])
+        # --serve, 16 concurrent clients (2 requests of 64 tokens each): ids equal to the CPU
+        # build's server for the same requests, and the aggregate tokens/s (target ≥ 3,000)
+        shutil.copy(serve_library, os.path.join(self.out, "bin", "libxfrt_serve.so"))
+        shutil.copy(os.path.join(HERE, "serve_clients.py"), self.out)
+        clients = ["--clients", "16", "--requests", "2", "--max-tokens", "64", "--prompt-tokens",
+                   "16", "--vocab", str(vocab)]
+        self.sh([self.python, os.path.join(HERE, "serve_clients.py"), "--out",
+                 os.path.join(self.out, "ref", "serve-gpt2-16.json"), *clients, "--", cpu,
+                 "--random-weights", "1", "--batch", "16"])
+        self.run("batch", "serve-gpt2-16", 50,
+                 ["python3", "serve_clients.py", "--out", "out/serve-gpt2-16.json", *clients,
+                  "--timeout", "45", "--", exe, "--random-weights", "1", "--batch", "16"])
+        self.cases.append({"label": "serve-gpt2-16", "kind": "serve"})
+
     # -- phase tensor: the tensor-core GEMMs (xfc --gpu-matmul, docs/gpu.md "Tensor cores") --
     def tensor_cores(self, names, full):
         cap = self.cap.rsplit("sm_", 1)[-1]
@@ -285,6 +327,8 @@ def main():
     ap.add_argument("--cap", default="cuda-sm_86", help="--target of the CUDA builds")
     ap.add_argument("--stand-in", help="the stand-in driver library (replay.sh --dry-run)")
     ap.add_argument("--python", default=sys.executable, help="runs the oracle")
+    ap.add_argument("--serve-library", help="libxfrt_serve.so of the xfc's build (default: "
+                    "lib/libxfrt_serve.so beside its bin/)")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--tar", action="store_true")
     args = ap.parse_args()
@@ -293,6 +337,8 @@ def main():
         shutil.copy(args.stand_in, os.path.join(b.out, "bin", "libcuda-stand-in.so"))
     b.small_examples(["tiny", "gpt2"] if args.quick else list(MODELS))
     b.full_size(QUICK_FULL if args.quick else FULL)
+    b.batches(QUICK_FULL if args.quick else FULL, args.serve_library or os.path.join(
+        os.path.dirname(os.path.dirname(os.path.abspath(args.xfc))), "lib", "libxfrt_serve.so"))
     b.tensor_cores(["gpt2"] if args.quick else ["gpt2", "llama"], QUICK_FULL if args.quick else FULL)
     b.finish(args.tar)
     return 0

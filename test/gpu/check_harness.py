@@ -5,8 +5,9 @@ Builds a --quick bundle (bundle.py: tiny and gpt2 at the e2e sizes, a 2-layer GP
 unpacks its tarball elsewhere as a GPU machine would get it, replays it there with
 `replay.sh --dry-run` (the stand-in driver: the host code runs, no kernel executes; ncu and
 PyTorch only listed), and reads the results back with `compare_bundle.py --dry-run`. Fails if
-the bundle is over its size limit, a run does not exit 0 or write its output, or the profile
-runs do not report kernel launches per decode step.
+the bundle is over its size limit, a run does not exit 0 or write its output, the profile
+runs do not report kernel launches per decode step, or the batch phase (8 sequences decoding
+together, --serve with 16 clients) did not run.
 
 usage: check_harness.py --xfc build/bin/xfc --stand-in build/lib/libxf-cuda-stand-in.so
 """
@@ -49,7 +50,7 @@ def main():
             return fail("replay.sh --dry-run failed")
         log = open(os.path.join(back, "log.txt")).read()
         phases = re.findall(r"^phase (\w+):", log, re.M)
-        if phases != ["checks", "full", "tensor", "perf", "ncu", "torch"]:
+        if phases != ["checks", "full", "tensor", "perf", "batch", "ncu", "torch"]:
             return fail(f"replay.sh's phases: {phases}")
         r = run([sys.executable, os.path.join(HERE, "compare_bundle.py"), bundle,
                  os.path.join(back, "results.tar.gz"), "--dry-run"])
@@ -60,6 +61,10 @@ def main():
             return fail("some runs failed")
         if not re.search(r"profile-gpt2-decode .*launches/xf_forward_cached \d+", r.stdout):
             return fail("no launch count per decode step in the profile run")
+        if not re.search(r"batch-gpt2-ids +ran \(8 sequences\)", r.stdout) or \
+                not re.search(r"serve-gpt2-16 +ran, 2048 tokens", r.stdout) or \
+                not re.search(r"8 together \d+: [0-9.]+x", r.stdout):
+            return fail("the batch phase's runs (8 sequences, --serve) did not all run")
         if not re.search(r"gpt2-tc-bf16_33 +ran", r.stdout) or \
                 not re.search(r"time-gpt2-tc-tf32-prefill1024 +min_ms", r.stdout):
             return fail("the tensor phase's runs (--gpu-matmul) did not all run")

@@ -26,6 +26,10 @@ import numpy as np
 
 TIMES = re.compile(r"min ([0-9.]+) ms median ([0-9.]+) ms")
 DECODE = re.compile(r"decode (\d+) tokens in ([0-9.]+) ms \(([0-9.]+) ms/token")
+# Both forms' tokens/s: one sequence "(0.139 ms/token, 7218.8 tokens/s)", several decoding
+# together "(1806.7 tokens/s)".
+TOKENS_PER_S = re.compile(r"decode \d+ tokens in [0-9.]+ ms \((?:[0-9.]+ ms/token, )?"
+                          r"([0-9.]+) tokens/s\)")
 LAUNCHES = re.compile(r"kernel launches: (\S+): (\d+) calls?, (\d+)(?:-(\d+))? launches a call")
 RUN = re.compile(r"^### (\S+) rc=(\d+) ms=(\d+)", re.M)
 
@@ -52,6 +56,29 @@ def correctness(bundle, out, exits, dry_run):
         ok = False
         if rc != 0:
             verdict = "NOT RUN" if rc is None else f"EXIT {rc}: {stderr[-200:]}"
+        elif case["kind"] == "jsonids":  # --batch-file's JSON lines: each line's ids
+            got = [json.loads(x)["ids"] for x in
+                   (read(os.path.join(out, label + ".stdout")) or "").splitlines() if x.strip()]
+            want = [json.loads(x)["ids"] for x in
+                    open(os.path.join(bundle, "ref", label + ".stdout")).read().splitlines()
+                    if x.strip()]
+            same = sum(a == b for a, b in zip(got, want))
+            ok = len(got) == len(want) and (dry_run or same == len(want))
+            verdict = f"ran ({len(got)} sequences)" if dry_run else \
+                f"{same} of {len(want)} sequences' ids equal" + ("" if ok else " FAIL")
+        elif case["kind"] == "serve":  # serve_clients.py's summaries: ids per request
+            path = os.path.join(out, label + ".json")
+            got = json.load(open(path)) if os.path.exists(path) else {}
+            want = json.load(open(os.path.join(bundle, "ref", label + ".json")))
+            key = lambda r: (r["client"], r["request"])  # noqa: E731
+            mine = {key(r): r.get("ids") for r in got.get("results", [])}
+            same = sum(mine.get(key(r)) == r["ids"] for r in want["results"])
+            complete = bool(got.get("all_ok")) and got.get("server_exit") == 0
+            ok = complete and (dry_run or same == len(want["results"]))
+            asked = len(want["results"])
+            verdict = ("ran" if dry_run else f"{same} of {asked} requests equal") + \
+                f", {got.get('tokens', 0)} tokens, {got.get('tokens_per_s') or 0:.0f} tokens/s" + \
+                ("" if ok else " FAIL")
         elif case["kind"] == "ids":
             got = (read(os.path.join(out, label + ".stdout")) or "").strip()
             want = open(os.path.join(bundle, "ref", label + ".stdout")).read().strip()
@@ -88,6 +115,8 @@ def timings(out):
             row["min_ms"], row["median_ms"] = float(m[1]), float(m[2])
         if m := DECODE.search(text):
             row["decode_ms_per_token"] = float(m[3])
+        if m := TOKENS_PER_S.search(text):
+            row["decode_tokens_per_s"] = float(m[1])
         for m in LAUNCHES.finditer(text):
             row[f"launches/{m[1]}"] = f"{m[3]}" + (f"-{m[4]}" if m[4] else "")
         if row:
@@ -144,6 +173,24 @@ def versus(xf, torch):
     return rows or ["(no pairs: a side did not run)"]
 
 
+def batch_targets(xf, out):
+    """The issue's batch targets from the batch phase: 8 sequences' decode tokens/s over one
+    sequence's (≥ 6×), --serve's aggregate tokens/s with 16 clients (≥ 3,000)."""
+    rows = []
+    one = xf.get("time-gpt2-batch1", {}).get("decode_tokens_per_s")
+    eight = xf.get("time-gpt2-batch8", {}).get("decode_tokens_per_s")
+    if one and eight:
+        rows.append(f"decode tokens/s: 1 sequence {one:.0f}, 8 together {eight:.0f}: "
+                    f"{eight / one:.2f}x (target >= 6x)")
+    path = os.path.join(out, "serve-gpt2-16.json")
+    if os.path.exists(path):
+        s = json.load(open(path))
+        rows.append(f"--serve, {s['clients']} clients: {s['tokens']} tokens in "
+                    f"{s['seconds']:.2f} s, {s['tokens_per_s'] or 0:.0f} tokens/s "
+                    f"(target >= 3000; all answered: {s['all_ok']})")
+    return rows
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("bundle")
@@ -186,6 +233,11 @@ def main():
                 print(f"  {key}: {json.dumps(value)[:300]}")
             print("\nxf vs PyTorch (ms; the issues' targets are ratios of these):")
             for line in versus(summary["timings"], summary["torch"]):
+                print("  " + line)
+        if targets := batch_targets(summary["timings"], out):
+            summary["batch"] = targets
+            print("\nbatches on the GPU (GPT-2, random weights):")
+            for line in targets:
                 print("  " + line)
         missing = [label for label in exits if exits[label] != 0]
         print(f"\n{len(exits)} runs, {len(missing)} failed or timed out: {missing[:10]}")
