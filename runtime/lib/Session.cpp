@@ -443,9 +443,12 @@ Status Session::forwardCachedPacked(const int32_t *tokens, const std::vector<int
                                     starts.data(), n, *target, scratchAddress(), caches,
                                     slots.data(), cachePositions);
   };
-  // On the GPU a step of n sequences and Σℓ tokens may be replayed as one CUDA graph launch,
-  // one graph per (Σℓ, n): a decode step of n sequences always launches the same kernels.
-  int32_t rc = device_ ? runDeviceStep("xf_forward_cached_packed", total, call, n) : call();
+  // On the GPU a decode step of n sequences (one token each) may be replayed as one CUDA graph
+  // launch, a graph per n: such a step always launches the same kernels. Steps with prompt rows
+  // launch kernel by kernel: their mixes of prefill and decode rows rarely repeat, and each new
+  // mix would be captured again.
+  int32_t rc = device_ && total == n ? runDeviceStep("xf_forward_cached_packed", total, call, n)
+                                     : call();
   return finishCall("xf_forward_cached_packed", rc, out, n);
 }
 
