@@ -16,10 +16,14 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <thread>
@@ -86,6 +90,30 @@ struct Case {
   int64_t rows, K, N;
   BlockEpilogue epilogue = BlockEpilogue::None;
   bool bias = false, residual = false;
+  bool weightAtPageEnd = false; // the weight's last byte just before an unreadable page
+};
+
+/// `bytes` copied to the end of readable memory: a read past them faults.
+class GuardedCopy {
+public:
+  explicit GuardedCopy(const std::vector<uint8_t> &bytes) {
+    const size_t page = size_t(sysconf(_SC_PAGESIZE));
+    size_ = (bytes.size() + page - 1) / page * page + page;
+    void *map = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT_NE(map, MAP_FAILED);
+    base_ = static_cast<uint8_t *>(map);
+    EXPECT_EQ(mprotect(base_ + size_ - page, page, PROT_NONE), 0);
+    data_ = base_ + size_ - page - bytes.size();
+    std::memcpy(data_, bytes.data(), bytes.size());
+  }
+  ~GuardedCopy() { munmap(base_, size_); }
+  GuardedCopy(const GuardedCopy &) = delete;
+  GuardedCopy &operator=(const GuardedCopy &) = delete;
+  const uint8_t *data() const { return data_; }
+
+private:
+  uint8_t *base_ = nullptr, *data_ = nullptr;
+  size_t size_ = 0;
 };
 
 using BlockCall = int32_t (*)(const float *, int64_t, int64_t, int64_t, const uint8_t *, int64_t,
@@ -113,7 +141,11 @@ void check(const Case &c, BlockDotIsa isa, std::mt19937 &rng, BlockCall call = x
   for (float &v : residual)
     v = normal(rng);
   std::vector<float> out(size_t(c.rows * outStride), -7.f);
-  ASSERT_EQ(call(x.data(), xStride, c.rows, c.K, bytes.data(), c.type, c.N,
+  std::optional<GuardedCopy> guarded;
+  if (c.weightAtPageEnd)
+    guarded.emplace(bytes);
+  ASSERT_EQ(call(x.data(), xStride, c.rows, c.K, guarded ? guarded->data() : bytes.data(), c.type,
+                 c.N,
                  c.bias ? bias.data() : nullptr, c.residual ? residual.data() : nullptr, outStride,
                  int64_t(c.epilogue), out.data(), outStride, int64_t(isa)),
             0);
@@ -323,6 +355,31 @@ TEST(RuntimeBlockGemm, EveryTypeEpilogueAndTail) {
   for (BlockEpilogue e : {BlockEpilogue::Relu, BlockEpilogue::GeluTanh, BlockEpilogue::GeluErf,
                           BlockEpilogue::Silu})
     check({kQ4_1, 11, 128, 40, e, true, true}, BlockDotIsa::Avx512Vnni, rng, xfrt_block_gemm);
+}
+
+// Where xfrt_block_gemm's blocking has edges: input rows around its tiles (6 on AVX-512, 16
+// on AMX) and past them, output columns around its panels (32; 16 gate + 16 up for SwiGLU)
+// with ragged last panels and several panels per task (each prefetching the next one's rows),
+// and K of one block and of odd block counts (the last block of a row decoded alone), every
+// type, the weight's last byte against an unreadable page so that a read past it faults.
+TEST(RuntimeBlockGemm, RowTilesPanelsAndBlockTailsAtTheirEdges) {
+  if (xfrt::blockDotIsaOfCpu(BlockDotIsa::Avx512Vnni) != BlockDotIsa::Avx512Vnni)
+    GTEST_SKIP() << "no AVX-512 VNNI on this CPU: xfrt_block_gemm leaves every call to Halide";
+  std::mt19937 rng(23);
+  for (int type : {kQ8_0, kQ4_0, kQ4_1}) {
+    for (int64_t rows : {5, 7, 17, 131})
+      for (int64_t K : {32, 608}) {
+        check({type, rows, K, 47, BlockEpilogue::None, false, true, true}, BlockDotIsa::Avx512Vnni,
+              rng, xfrt_block_gemm);
+        check({type, rows, K, 17, BlockEpilogue::SwiGlu, true, false, true},
+              BlockDotIsa::Avx512Vnni, rng, xfrt_block_gemm);
+      }
+    // 41 and 37 panels: tasks of several panels, the last task and panel short.
+    check({type, 13, 96, 32 * 40 + 9, BlockEpilogue::None, true, true, true},
+          BlockDotIsa::Avx512Vnni, rng, xfrt_block_gemm);
+    check({type, 7, 160, 16 * 36 + 5, BlockEpilogue::SwiGlu, false, true, true},
+          BlockDotIsa::Avx512Vnni, rng, xfrt_block_gemm);
+  }
 }
 
 // The AMX path (16-row tiles, the correction added after the tile sums) gives the AVX-512 VNNI
