@@ -261,10 +261,12 @@ TEST(RuntimeBlockGemv, QuantizeRowQ8) {
 
 TEST(RuntimeBlockGemv, QuantizeRowQ8EveryInstructionSetBitwise) {
   // The vector paths round exactly as the portable loop: same q bytes, same meta bits, for
-  // ties (x = (k + ½)·d), values at ±127·d, zero, subnormal, infinite and NaN blocks.
+  // ties (x = (k + ½)·d), values at ±127·d, zero, subnormal, infinite and NaN blocks; the
+  // twelve blocks three times over, so that each kind also lands in the AVX-512 copy's groups
+  // of sixteen blocks, at different places.
   std::mt19937 rng(13);
   std::normal_distribution<float> normal;
-  const int64_t K = 32 * 12;
+  const int64_t K = 32 * 12 * 3;
   std::vector<float> x(K);
   for (int64_t k = 0; k < K; ++k)
     x[k] = normal(rng) * std::ldexp(1.f, int(k / 32 % 9) - 4);
@@ -279,10 +281,13 @@ TEST(RuntimeBlockGemv, QuantizeRowQ8EveryInstructionSetBitwise) {
   x[130] = -INFINITY; // block 4
   x[190] = NAN;       // block 5
   x[191] = 3.f;
+  std::copy(x.begin(), x.begin() + K / 3, x.begin() + K / 3);
+  std::copy(x.begin(), x.begin() + K / 3, x.begin() + 2 * K / 3);
   std::vector<int8_t> want(K), got(K);
   std::vector<float> wantMeta(K / 16), gotMeta(K / 16);
   xfrt::quantizeRowQ8(x.data(), K, want.data(), wantMeta.data(), BlockDotIsa::Portable);
   EXPECT_TRUE(std::isnan(wantMeta[8]) && std::isnan(wantMeta[10]));
+  EXPECT_TRUE(std::isnan(wantMeta[8 + 24]) && std::isnan(wantMeta[10 + 48]));
   for (BlockDotIsa isa : isasOfThisCpu()) {
     std::fill(got.begin(), got.end(), int8_t(99));
     xfrt::quantizeRowQ8(x.data(), K, got.data(), gotMeta.data(), isa);
