@@ -1,8 +1,8 @@
-//===- TensorCoreLaunch.cpp - launching the MLIR tensor-core GEMM kernels -===//
+//===- TensorCoreLaunch.cpp - launching the MLIR tensor-core kernels ------===//
 //
-// `xfc --target cuda-sm_80 --gpu-matmul=tf32|bf16` builds the qualifying GEMMs as PTX made by
-// MLIR (compiler/lib/Target/Cuda/TensorCoreGemm*.cpp); each GEMM's host function hands its
-// PTX, entry name and Halide buffers here. The module is loaded once per CUDA context with
+// `xfc --target cuda-sm_80 --gpu-matmul=tf32|bf16` builds the qualifying GEMMs and prefill
+// attentions as PTX made by MLIR (compiler/lib/Target/Cuda/TensorCore*.cpp); each one's host
+// function hands its PTX, entry name and Halide buffers here. The module is loaded once per CUDA context with
 // cuModuleLoadData and launched with cuLaunchKernel — the driver functions Halide's CUDA
 // runtime uses (halide_cuda_get_symbol, CudaDriver.cpp: the launches are counted), in
 // Halide's context and on its stream, so the kernel is ordered with Halide's kernels and
@@ -74,14 +74,28 @@ struct Memref {
 
 // Row stride of a [rows, cols] buffer (dim 0 = cols, stride 1).
 int64_t rowStride(const HalideBuffer *b) { return b->dimensions > 1 ? b->dim[1].stride : 0; }
+// Stride of dimension `i` (0 where the buffer has fewer).
+int64_t strideOf(const HalideBuffer *b, int i) { return b->dimensions > i ? b->dim[i].stride : 0; }
 
-// Why the kernel cannot read `b` (its 16- or 8-byte vector accesses), or "".
+// Why the kernel cannot read `b` (its 16- or 8-byte vector accesses), or "": its address and
+// the strides of its dimensions above the first.
 std::string misaligned(const char *what, const HalideBuffer *b, int elementBytes, int vector) {
   int64_t bytes = int64_t(vector) * elementBytes;
-  if (b->device % uint64_t(bytes) != 0 || rowStride(b) % vector != 0)
+  bool strides = true;
+  for (int i = 1; i < b->dimensions; ++i)
+    strides &= b->dim[i].stride % vector == 0;
+  if (b->device % uint64_t(bytes) != 0 || !strides)
     return std::string(what) + " is not aligned to " + std::to_string(bytes) +
            " bytes per row (address and row stride)";
   return "";
+}
+
+// The elements from a buffer's start to past its last (any strides).
+int64_t span(const HalideBuffer *b) {
+  int64_t last = 0;
+  for (int i = 0; i < b->dimensions; ++i)
+    last += (b->dim[i].extent - 1) * b->dim[i].stride;
+  return last + 1;
 }
 
 // The CUfunction of `entry` in `ptx` for the current context, loading the module once.
@@ -167,6 +181,66 @@ extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t
     else if (rc == 0 && (rc = launchKernel(driver, fn, stream, n, k, flags, rows,
                                            tall ? kTileRows : kShortTileRows, x, w, bias,
                                            residual, out)) != 0)
+      error = "cuLaunchKernel failed with CUDA error " + std::to_string(rc);
+    return rc == 0;
+  });
+  if (!launched)
+    return fail(what + (error.empty() ? "no CUDA context" : error));
+  return 0;
+}
+
+// The attention kernel's launch (TensorCoreAttention.h): ⌈M/64⌉ × H blocks of 128 threads;
+// its parameters are the memrefs q, k, v, out and M, Mz, the row stride of q, the key and
+// head strides of k and of v, the row stride of out.
+static int launchAttention(const Driver &d, void *fn, void *stream, int64_t heads,
+                           const HalideBuffer *q, const HalideBuffer *k, const HalideBuffer *v,
+                           const HalideBuffer *out) {
+  auto memref = [](const HalideBuffer *b) { return Memref{b->device, b->device, 0, span(b), 1}; };
+  Memref mq = memref(q), mk = memref(k), mv = memref(v), mo = memref(out);
+  const int64_t rows = q->dim[1].extent;
+  int64_t scalars[8] = {rows,          k->dim[1].extent, rowStride(q),   strideOf(k, 1),
+                        strideOf(k, 2), strideOf(v, 1),  strideOf(v, 2), rowStride(out)};
+  void *params[32] = {};
+  int p = 0;
+  for (Memref *m : {&mq, &mk, &mv, &mo})
+    for (void *field : {(void *)&m->allocated, (void *)&m->aligned, (void *)&m->offset,
+                        (void *)&m->size, (void *)&m->stride})
+      params[p++] = field;
+  for (int64_t &s : scalars)
+    params[p++] = &s;
+  constexpr int64_t kQueries = 64; // kTcAttentionQueries
+  unsigned gridX = unsigned((rows + kQueries - 1) / kQueries);
+  return d.launch(fn, gridX, unsigned(heads), 1, unsigned(kThreads), 1, 1, 0, stream, params,
+                  nullptr);
+}
+
+// Runs the prefill attention's tensor-core kernel, or answers kNotTaken for Halide's pipeline
+// (fewer than minRows query rows: a decode step's merge of its key ranges). q: [M, H·d];
+// k, v: (column, key, K/V head); out: [M, H·d]. 0 when launched; an error otherwise.
+extern "C" int xfrt_tensor_core_attention(const char *ptx, const char *entry, int64_t heads,
+                                          int64_t headSize, int64_t minRows, HalideBuffer *q,
+                                          HalideBuffer *k, HalideBuffer *v, HalideBuffer *out) {
+  const int64_t rows = q->dim[1].extent;
+  if (rows < minRows)
+    return kNotTaken;
+  std::string what = std::string("tensor-core attention ") + entry + ": ";
+  if (k->dim[0].extent != headSize || v->dim[0].extent != headSize || k->dimensions != 3 ||
+      v->dimensions != 3)
+    return fail(what + "K and V are not (" + std::to_string(headSize) + ", keys, heads)");
+  for (const std::string &why : {misaligned("q", q, 4, 4), misaligned("K", k, 4, 4),
+                                 misaligned("V", v, 4, 4), misaligned("out", out, 4, 2)})
+    if (!why.empty())
+      return fail(what + why);
+  static const Driver driver = lookUpDriver();
+  if (!driver.found())
+    return fail(what + "the CUDA driver lacks cuModuleLoadData/cuLaunchKernel");
+  std::string error;
+  bool launched = xfrt::inHalideContext([&](void *stream) {
+    void *context = nullptr, *fn = nullptr;
+    int rc = driver.currentContext(&context);
+    if (rc == 0 && (rc = functionOf(driver, context, ptx, entry, &fn)) != 0)
+      error = "loading its PTX failed with CUDA error " + std::to_string(rc);
+    else if (rc == 0 && (rc = launchAttention(driver, fn, stream, heads, q, k, v, out)) != 0)
       error = "cuLaunchKernel failed with CUDA error " + std::to_string(rc);
     return rc == 0;
   });

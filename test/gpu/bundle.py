@@ -18,7 +18,8 @@ The bundle (a directory; --tar also packs it, which must stay under 64 MiB):
 
 Phases: checks (every example at the e2e sizes vs the oracle; greedy ids vs the CPU build),
 full (GPT-2 small, SmolLM2-shaped Llama, MiniLM at full size vs the CPU build), tensor (the
-tensor-core GEMMs, --gpu-matmul=tf32|bf16: GPT-2 and Llama at e2e sizes vs the oracle within
+tensor-core GEMMs and prefill attention, --gpu-matmul=tf32|bf16: GPT-2 and Llama at e2e sizes
+(heads of 64, Llama's grouped: both on the tensor-core attention at 7 rows and more) vs the oracle within
 check_examples.py's TENSOR_CORE_TOLERANCE, GPT-2 small vs the CPU build within the same, its
 prefill timed and profiled; needs --cap cuda-sm_80 or newer), perf (prefill
 and decode timings, --profile: per-kernel device times and launches per step), batch (GPT-2 small:
@@ -244,7 +245,8 @@ class Bundle:
                   "--timeout", "45", "--", exe, "--random-weights", "1", "--batch", "16"])
         self.cases.append({"label": "serve-gpt2-16", "kind": "serve"})
 
-    # -- phase tensor: the tensor-core GEMMs (xfc --gpu-matmul, docs/gpu.md "Tensor cores") --
+    # -- phase tensor: the tensor-core GEMMs and prefill attention (xfc --gpu-matmul, docs/gpu.md
+    # "Tensor cores", "Tensor-core attention"); --profile's lines time xf_attention_* alone --
     def tensor_cores(self, names, full):
         cap = self.cap.rsplit("sm_", 1)[-1]
         if not cap.isdigit() or int(cap) < 80:

@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Runs `xfc --emit=mlir-gpu`'s tensor-core GEMM kernels on the CPU and checks them against
-float64 (docs/gpu.md, "Tensor cores"; ctest gpu-tensor-core-emulation).
+"""Runs `xfc --emit=mlir-gpu`'s tensor-core GEMM and attention kernels on the CPU and checks them
+against float64 (docs/gpu.md, "Tensor cores", "Tensor-core attention"; ctest
+gpu-tensor-core-emulation).
 
 The kernel text is executed op by op as a GPU would run one thread block: its 128 threads
 in lockstep (each SSA value a numpy array with one row per thread), shared memory per block,
@@ -13,11 +14,15 @@ ISA's fragment layouts, written here independently of the generator
   mma.sync m16n8k8 tf32: a = A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4]; b = B[t][g],
     B[t+4][g]; m16n8k16 bf16: pairs A[g][2t..], A[g+8][2t..], A[g][2t+8..], A[g+8][2t+8..];
     B[2t..][g], B[2t+8..][g]; c/d = C[g][2t], C[g][2t+1], C[g+8][2t], C[g+8][2t+1]
-    (g = lane/4, t = lane%4), products of tf32 inputs read as truncated to 19 bits.
+    (g = lane/4, t = lane%4), products of tf32 inputs read as truncated to 19 bits;
+  gpu.shuffle xor: lane L reads lane L ^ offset of its warp.
 What this checks: the kernel's tiling, indices, clamping of rows past M, bounds of every
 global and shared access, 16-byte alignment of ldmatrix rows and vector loads, the rounding
 to tf32/bf16 and the epilogue, against float64 on the same rounded inputs (bound 1e-5
 relative to the largest output) and on the exact inputs (printed: what the precision costs).
+The attention kernel (one block per 64 queries and head, key tiles of 64, the online softmax
+over the quad's shuffles) against softmax(scale · Q·Kᵀ, causal mask) · V in float64 on the same
+rounded Q, K, V, within ATTENTION_BOUND (P is rounded for P·V).
 What it does not: that the hardware agrees with these layouts, the generated PTX, timing.
 """
 
@@ -125,7 +130,7 @@ class Block:
         if line.startswith("vector.store"):
             return self.store(line, mask)
         name, op = [s.strip() for s in line.split("=", 1)]
-        self.env[name] = self.evaluate(op, mask)
+        self.env[name.split(":")[0]] = self.evaluate(op, mask)
 
     def evaluate(self, op, mask):
         kind = re.match(r"[\w.]+", op).group(0)
@@ -149,6 +154,12 @@ class Block:
             a, b = [self.val(v) for v in rest.split(":")[0].split(",")[1:]]
             assert rest.startswith("ult")
             return a < b
+        if kind == "gpu.shuffle":  # xor within the warp: lane L reads lane L ^ offset
+            assert rest.startswith("xor ")
+            v, offset, width = [self.val(x) for x in rest[4:].split(":")[0].split(",")]
+            assert (width == 32).all()
+            source = (np.arange(T) & ~31) | ((np.arange(T) & 31) ^ offset)
+            return [v[source], np.ones(T, bool)]
         if kind == "arith.cmpf":
             a, b = [self.val(v) for v in rest.split(":")[0].split(",")[1:]]
             assert rest.startswith("olt")
@@ -188,7 +199,11 @@ class Block:
         value, ty = [s.strip() for s in rest.split(":")]
         shape, elem = parse_type(ty)
         m = re.match(r"dense<(.*)>", value)
-        number = float(m.group(1) if m else value)
+        literal = m.group(1) if m else value
+        if literal.startswith("0x"):  # a float's bits
+            bits = np.full((T,) + shape, int(literal, 16), np.uint32)
+            return bits.view(np.float32)
+        number = float(literal)
         if elem == "index":
             return np.full(T, int(number), np.int64)
         return np.full((T,) + shape, number, NP[elem])
@@ -306,12 +321,7 @@ class Block:
 
 def run_kernel(text, x, w, bias, res, rows, n):
     """out[rows, n] computed by the kernel text, every block of its grid."""
-    header = re.search(r"gpu\.func @\w+\((.*?)\)\s*workgroup\((.*?)\) kernel", text, re.S)
-    shared = {}
-    for name, shape, elem in re.findall(r"(%\w+) : memref<(\d+x\d+)x(\w+), ", header.group(2)):
-        shared[name] = tuple(int(s) for s in shape.split("x")), NP[elem]
-    body = text[header.end():].split("\n")
-    body = [l for l in body[1:] if l.startswith("      ")]
+    shared, body = kernel_parts(text)
     tile_rows = next(shape for name, (shape, _) in shared.items() if name == "%as")[0]
     out = np.full((rows, n), np.nan, np.float32)
     env = {"buffer%x": x.ravel(), "buffer%w": w.ravel(),
@@ -389,16 +399,101 @@ def report(name, precision, nk, rows, k, n, act, gated, bias, residual, bf16_wei
           f"inputs, {err_exact:.2e} on the exact ones")
 
 
+def kernel_parts(text):
+    """A gpu.func's shared tiles {name: (shape, dtype)} and body lines."""
+    header = re.search(r"gpu\.func @\w+\((.*?)\)\s*workgroup\((.*?)\) kernel", text, re.S)
+    shared = {}
+    for name, shape, elem in re.findall(r"(%\w+) : memref<(\d+x\d+)x(\w+), ", header.group(2)):
+        shared[name] = tuple(int(s) for s in shape.split("x")), NP[elem]
+    body = text[header.end():].split("\n")
+    return shared, [l for l in body[1:] if l.startswith("      ")]
+
+
+def run_attention(text, q, k, v, rows, keys, heads, d):
+    """out[rows, heads·d] computed by the attention kernel text, every block of its grid.
+    q: [rows, heads·d]; k: [keys, kv heads, d] (key stride kv·d, head stride d); v: [kv heads,
+    keys, d] (key stride d, head stride keys·d): the two orders of strides."""
+    shared, body = kernel_parts(text)
+    out = np.full((rows, heads * d), np.nan, np.float32)
+    kv = k.shape[1]
+    env = {"buffer%q": q.ravel(), "buffer%k": k.ravel(), "buffer%v": v.ravel(),
+           "buffer%out": out.ravel(), "%m": np.full(T, rows), "%mz": np.full(T, keys),
+           "%qs": np.full(T, heads * d), "%kks": np.full(T, kv * d), "%khs": np.full(T, d),
+           "%vks": np.full(T, d), "%vhs": np.full(T, keys * d), "%os": np.full(T, heads * d)}
+    for head in range(heads):
+        for bx in range((rows + 63) // 64):
+            block_env = dict(env, block_x=bx, block_y=head)
+            tiles = {name: np.zeros(shape, dtype) for name, (shape, dtype) in shared.items()}
+            Block(body, block_env, tiles).run(0, len(body), np.ones(T, bool))
+    return out
+
+
+def attention_reference(q, k, v, rows, keys, heads, d, causal, scale):
+    """softmax(scale · q·kᵀ, masked) · v per head in float64."""
+    group = heads // k.shape[1]
+    out = np.empty((rows, heads * d))
+    for h in range(heads):
+        qh = q[:, h * d:(h + 1) * d].astype(np.float64)
+        kh, vh = k[:, h // group].astype(np.float64), v[h // group].astype(np.float64)
+        s = scale * qh @ kh.T
+        if causal:
+            s[np.arange(keys)[None, :] > np.arange(rows)[:, None] + keys - rows] = -np.inf
+        p = np.exp(s - s.max(axis=1, keepdims=True))
+        out[:, h * d:(h + 1) * d] = (p / p.sum(axis=1, keepdims=True)) @ vh
+    return out
+
+
+# Bounds of the attention kernel's error, relative to max |out|, on the rounded Q, K, V: the
+# probabilities P are rounded (bf16, tf32) for P·V while the row sums are not, so each output
+# is off by up to P's relative rounding (2^-9 bf16, 2^-11 tf32) of the values it averages.
+ATTENTION_BOUND = {"bf16": 4e-3, "tf32": 1e-3}
+
+
+def check_attention(text, lengths, rng):
+    m = re.search(r"// (\w+): attention (\d+) heads over (\d+) K/V heads, d = (\d+), "
+                  r"(causal|not causal), scale (\S+), (\w+) mma", text)
+    name, heads, kv, d = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
+    causal, scale, precision = m.group(5) == "causal", float(m.group(6).rstrip(",")), m.group(7)
+    rounded = (lambda a: bf16_value(bf16_bits(a))) if precision == "bf16" else tf32_rounded
+    ok = True
+    for length in lengths.split(","):
+        rows, keys = (int(x) for x in length.split(":")) if ":" in length else (int(length),) * 2
+        q = rng.standard_normal((rows, heads * d)).astype(np.float32)
+        k = rng.standard_normal((keys, kv, d)).astype(np.float32)
+        v = rng.standard_normal((kv, keys, d)).astype(np.float32)
+        got = run_attention(text, q, k, v, rows, keys, heads, d).astype(np.float64)
+        assert not np.isnan(got).any(), \
+            f"{name}_tc M={rows} Mz={keys}: NaN outputs (never stored, or a row without a key)"
+        want_rounded = attention_reference(rounded(q), rounded(k), rounded(v), rows, keys, heads,
+                                           d, causal, scale)
+        want_exact = attention_reference(q, k, v, rows, keys, heads, d, causal, scale)
+        top = np.abs(want_exact).max()
+        err_rounded = np.abs(got - want_rounded).max() / top
+        err_exact = np.abs(got - want_exact).max() / top
+        ok &= err_rounded <= ATTENTION_BOUND[precision]
+        print(f"{name}_tc {precision} attention H={heads} H_kv={kv} d={d} "
+              f"{'causal' if causal else 'not causal'} M={rows} Mz={keys}: max error / max |out| "
+              f"{err_rounded:.2e} on the rounded inputs (bound {ATTENTION_BOUND[precision]:.0e}), "
+              f"{err_exact:.2e} on the exact ones")
+    return ok
+
+
 # Without --spec (ctest): GPT-2's [K, N] GEMMs (bias, GELU, residual; float32 and bf16
 # weights) and Llama's [N, K] ones (SwiGLU, residual, the unembedding), at rows past a tile
-# (70), a whole tile (64), a part (33) and the fewest the path takes (5).
+# (70), a whole tile (64), a part (33) and the fewest the path takes (5). The attention
+# kernels at head size 64, 2 heads: GPT-2's (causal) at ℓ = 5, 64, 65, 100, 130 and 100 queries
+# after 30 cached keys (100:130), Llama's (causal, GQA 2:1), BERT's (not causal).
 SMALL = ["-D", "L=1", "-D", "d_e=64", "-D", "d_mlp=128", "-D", "H=2"]
-CASES = [("gpt2.xf", "70,64,5", SMALL), ("gpt2.xf", "33", SMALL + ["--weight-type=bf16"]),
-         ("bert.xf", "40", ["-D", "L=1", "-D", "d_e=64", "-D", "d_mlp=128", "-D", "H=2"]),
-         ("llama.xf", "70", SMALL + ["-D", "H_kv=1", "-D", "N_V=192"])]
+HEAD64 = ["-D", "L=1", "-D", "d_e=128", "-D", "d_mlp=128", "-D", "H=2"]
+CASES = [("gpt2.xf", "70,64,5", SMALL, ""), ("gpt2.xf", "33", SMALL + ["--weight-type=bf16"], ""),
+         ("bert.xf", "40", SMALL, ""),
+         ("llama.xf", "70", SMALL + ["-D", "H_kv=1", "-D", "N_V=192"], ""),
+         ("gpt2.xf", "", HEAD64, "5,64,65,100,130,100:130"),
+         ("llama.xf", "", HEAD64 + ["-D", "H_kv=1"], "64,130"),
+         ("bert.xf", "", HEAD64, "100")]
 
 
-def check_spec(xfc, spec, rows, xfc_args, rng):
+def check_spec(xfc, spec, rows, xfc_args, lengths, rng):
     ok = True
     for precision in ("tf32", "bf16"):
         text = subprocess.run([xfc, spec, "--target", "cuda-sm_80", "--emit=mlir-gpu",
@@ -408,7 +503,11 @@ def check_spec(xfc, spec, rows, xfc_args, rng):
         kernels = [k for k in kernels if "gpu.func" in k]
         assert kernels, "no tensor-core kernel in --emit=mlir-gpu"
         for kernel in kernels:
-            for m in (int(r) for r in rows.split(",")):
+            if ": attention " in kernel.split("\n")[0]:
+                if lengths:
+                    ok &= check_attention(kernel, lengths, rng)
+                continue
+            for m in (int(r) for r in rows.split(",") if r):
                 ok &= check(kernel, m, rng)
     return ok
 
@@ -418,16 +517,19 @@ def main():
     parser.add_argument("--xfc", required=True)
     parser.add_argument("--spec", help="an .xf file (default: the CASES above)")
     parser.add_argument("--rows", default="70,64,5")
+    parser.add_argument("--lengths", default="",
+                        help="attention lengths M or M:Mz (default: no attention check)")
     parser.add_argument("xfc_args", nargs="*")
     args = parser.parse_args()
     rng = np.random.default_rng(7)
     examples = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
-    cases = [(args.spec, args.rows, args.xfc_args)] if args.spec else \
-        [(os.path.join(examples, spec), rows, extra) for spec, rows, extra in CASES]
+    cases = [(args.spec, args.rows, args.xfc_args, args.lengths)] if args.spec else \
+        [(os.path.join(examples, spec), rows, extra, lengths) for spec, rows, extra, lengths in CASES]
     ok = True
-    for spec, rows, extra in cases:
-        ok &= check_spec(args.xfc, spec, rows, extra, rng)
-    print("OK" if ok else "FAILED: an error above 1e-5 of the rounded inputs' float64 result")
+    for spec, rows, extra, lengths in cases:
+        ok &= check_spec(args.xfc, spec, rows, extra, lengths, rng)
+    print("OK" if ok else "FAILED: an error above its bound (GEMMs 1e-5, attention "
+          "ATTENTION_BOUND) of the rounded inputs' float64 result")
     return 0 if ok else 1
 
 

@@ -38,9 +38,9 @@ cl::opt<Emit> emitAction(
                clEnumValN(Emit::Host, "host", "the host function, buffers and loop kernels"),
                clEnumValN(Emit::Halide, "halide", "each Halide pipeline's loop nest"),
                clEnumValN(Emit::MlirGpu, "mlir-gpu",
-                          "each tensor-core GEMM kernel as MLIR (gpu + nvgpu; with --gpu-matmul)"),
+                          "each tensor-core kernel (GEMMs, attention) as MLIR (gpu + nvgpu; with --gpu-matmul)"),
                clEnumValN(Emit::Nvvm, "nvvm",
-                          "each tensor-core GEMM kernel lowered to NVVM (with --gpu-matmul)"),
+                          "each tensor-core kernel lowered to NVVM (with --gpu-matmul)"),
                clEnumValN(Emit::Ptx, "ptx", "each CUDA kernel's PTX (with --target cuda)"),
                clEnumValN(Emit::LLVM, "llvm", "optimized LLVM IR of the host code"),
                clEnumValN(Emit::Asm, "asm", "assembly of the host code"),
@@ -124,7 +124,8 @@ cl::opt<KvCacheType> kvCacheType(
     cl::cat(xfcCategory));
 cl::opt<mlir::xf::GpuMatmul> gpuMatmul(
     "gpu-matmul", cl::init(mlir::xf::GpuMatmul::Fp32),
-    cl::desc("What a CUDA build's GEMMs multiply on (docs/gpu.md, \"Tensor cores\")"),
+    cl::desc("What a CUDA build's GEMMs and prefill attention multiply on (docs/gpu.md, "
+             "\"Tensor cores\")"),
     cl::values(clEnumValN(mlir::xf::GpuMatmul::Fp32, "fp32", "float32 FMAs, Halide (default)"),
                clEnumValN(mlir::xf::GpuMatmul::Tf32, "tf32",
                           "tensor cores on inputs rounded to TF32, float32 sums (sm_80+)"),

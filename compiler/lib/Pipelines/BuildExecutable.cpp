@@ -16,6 +16,7 @@
 #include "xf/Pipelines/ObjectKeys.h"
 #include "xf/Pipelines/Pipelines.h"
 #include "xf/Target/EmitObject.h"
+#include "xf/Target/TensorCoreAttention.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 
@@ -209,6 +210,31 @@ llvm::Error provideTensorCoreGemm(MLIRContext *ctx, const GemmKernelSpec &spec,
       });
 }
 
+/// A tensor-core attention's objects: Halide's pipeline as `<name>_fp32` (the decode steps'
+/// merge), and the launcher `<name>` with the PTX (TensorCoreAttention.h).
+llvm::Error provideTensorCoreAttention(MLIRContext *ctx, const AttentionKernelSpec &spec,
+                                       const CodegenOptions &options,
+                                       llvm::StringRef kernelTarget, ObjectSource &source,
+                                       ScratchDirectory &dir, std::vector<std::string> &objects) {
+  AttentionKernelSpec fallback = spec;
+  fallback.name = attentionFp32Name(spec);
+  objects.push_back(dir.file(fallback.name + ".o"));
+  if (llvm::Error e = source.provide(
+          fallback.name, kernelSignature(attentionKernelAttr(ctx, fallback)),
+          attentionObjectKey(ctx, fallback, kernelTarget), objects.back(),
+          [&](llvm::StringRef path) { return compileAttentionKernel(fallback, options.target, path); }))
+    return e;
+  objects.push_back(dir.file(spec.name + ".o"));
+  const char *precision = gpuMatmulName(options.gpuMatmul);
+  return source.provide(
+      spec.name, kernelSignature(attentionKernelAttr(ctx, spec)) + ", tensor cores " + precision,
+      attentionObjectKey(ctx, spec, (kernelTarget + "+tensor-cores-" + precision).str()),
+      objects.back(), [&](llvm::StringRef path) {
+        return compileTensorCoreAttentionLauncher(spec, options.gpuMatmul,
+                                                  cudaCapabilityOf(kernelTarget), path);
+      });
+}
+
 } // namespace
 
 llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
@@ -259,13 +285,22 @@ llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
       return e;
   }
   for (const AttentionKernelSpec &spec : program.attentions) {
-    objects.push_back(dir.file(spec.name + ".o"));
-    if (llvm::Error e = source.provide(spec.name, kernelSignature(attentionKernelAttr(ctx, spec)),
-                                       attentionObjectKey(ctx, spec, *kernelTarget), objects.back(),
-                                       [&](llvm::StringRef path) {
-                                         return compileAttentionKernel(spec, options.target, path);
-                                       }))
-      return e;
+    TensorCoreAttentionPlan plan = tensorCoreAttentionPlan(spec, options.gpuMatmul);
+    if (options.log && options.gpuMatmul != GpuMatmul::Fp32)
+      *options.log << "xfc: " << spec.name << ": "
+                   << (plan.tensorCores ? "tensor cores, " : "Halide fp32, ") << plan.why << "\n";
+    if (plan.tensorCores) {
+      if (llvm::Error e =
+              provideTensorCoreAttention(ctx, spec, options, *kernelTarget, source, dir, objects))
+        return e;
+    } else {
+      objects.push_back(dir.file(spec.name + ".o"));
+      if (llvm::Error e = source.provide(
+              spec.name, kernelSignature(attentionKernelAttr(ctx, spec)),
+              attentionObjectKey(ctx, spec, *kernelTarget), objects.back(),
+              [&](llvm::StringRef path) { return compileAttentionKernel(spec, options.target, path); }))
+        return e;
+    }
     if (!isCudaTarget(*kernelTarget))
       continue;
     // Flash-decoding's range pass (CudaDecodePartials): an object of its own.
@@ -325,11 +360,19 @@ llvm::Expected<std::string> mlir::xf::describeKernels(const HostProgram &program
     text += "// ----- " + (fallback ? fp32FallbackName(spec) : spec.name) + "\n" + *stmt + "\n";
   }
   for (const AttentionKernelSpec &spec : program.attentions) {
+    bool tensorCores = tensorCoreAttentionPlan(spec, options.gpuMatmul).tensorCores;
+    if (ptx && tensorCores) {
+      auto tc = tensorCoreAttentionPtx(spec, options.gpuMatmul, cudaCapabilityOf(*halideTarget));
+      if (!tc)
+        return tc.takeError();
+      text += "// ----- " + spec.name + "_tc (tensor cores, " +
+              gpuMatmulName(options.gpuMatmul) + ")\n" + *tc + "\n";
+    }
     auto stmt = ptx ? describeAttentionKernelPtx(spec, options.target)
                     : describeAttentionKernel(spec, options.target);
     if (!stmt)
       return stmt.takeError();
-    text += "// ----- " + spec.name + "\n" + *stmt + "\n";
+    text += "// ----- " + (tensorCores ? attentionFp32Name(spec) : spec.name) + "\n" + *stmt + "\n";
   }
   for (const DeviceLoopKernelSpec &spec : program.deviceLoops) {
     auto stmt = describeDeviceLoopKernel(spec, options.target, ptx);
@@ -359,6 +402,22 @@ llvm::Expected<std::string> mlir::xf::describeTensorCoreKernels(const HostProgra
     }
     auto lowered =
         tensorCoreGemmNvvm(spec, options.gpuMatmul, cudaCapabilityOf(*halideTarget));
+    if (!lowered)
+      return lowered.takeError();
+    text += *lowered;
+  }
+  for (const AttentionKernelSpec &spec : program.attentions) {
+    TensorCoreAttentionPlan plan = tensorCoreAttentionPlan(spec, options.gpuMatmul);
+    text += "// ----- " + spec.name + ": " + (plan.tensorCores ? "tensor cores, " : "Halide fp32, ") +
+            plan.why + "\n";
+    if (!plan.tensorCores)
+      continue;
+    if (!nvvm) {
+      text += tensorCoreAttentionSource(spec, options.gpuMatmul);
+      continue;
+    }
+    auto lowered =
+        tensorCoreAttentionNvvm(spec, options.gpuMatmul, cudaCapabilityOf(*halideTarget));
     if (!lowered)
       return lowered.takeError();
     text += *lowered;

@@ -13,6 +13,8 @@
 
 #include "xf/Target/TensorCoreGemm.h"
 
+#include "TensorCoreKernelText.h"
+
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
@@ -25,10 +27,8 @@
 #include <cctype>
 
 namespace mlir::xf {
-namespace {
 
-// `bytes` as an MLIR string literal with a terminating NUL.
-std::string stringLiteral(llvm::StringRef bytes) {
+std::string tc::stringLiteral(llvm::StringRef bytes) {
   std::string out = "\"";
   for (unsigned char c : bytes) {
     if (std::isalnum(c) || c == ' ' || c == '.' || c == '_' || c == ',')
@@ -38,6 +38,22 @@ std::string stringLiteral(llvm::StringRef bytes) {
   }
   return out + "\\00\"";
 }
+
+llvm::Error tc::emitLauncherObject(llvm::StringRef moduleText, llvm::StringRef what,
+                                   llvm::StringRef objectPath) {
+  DialectRegistry registry;
+  registerAllDialects(registry);
+  registerAllToLLVMIRTranslations(registry);
+  MLIRContext context(registry, MLIRContext::Threading::DISABLED);
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(moduleText, &context);
+  if (!module)
+    return llvm::createStringError("the launcher of tensor-core kernel '" + what.str() +
+                                   "' does not parse");
+  return emitObjectFile(*module, /*optLevel=*/2, objectPath);
+}
+
+namespace {
+using tc::stringLiteral;
 
 // The flags xfrt_tensor_core_gemm reads (TensorCoreLaunch.cpp).
 int64_t launchFlags(const GemmKernelSpec &spec) {
@@ -97,16 +113,7 @@ llvm::Error compileTensorCoreGemmLauncher(const GemmKernelSpec &spec, GpuMatmul 
   llvm::Expected<std::string> ptx = tensorCoreGemmPtx(spec, precision, capability);
   if (!ptx)
     return ptx.takeError();
-  DialectRegistry registry;
-  registerAllDialects(registry);
-  registerAllToLLVMIRTranslations(registry);
-  MLIRContext context(registry, MLIRContext::Threading::DISABLED);
-  OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(launcherSource(spec, *ptx), &context);
-  if (!module)
-    return llvm::createStringError("the launcher of tensor-core kernel '" + spec.name +
-                                   "' does not parse");
-  return emitObjectFile(*module, /*optLevel=*/2, objectPath);
+  return tc::emitLauncherObject(launcherSource(spec, *ptx), spec.name, objectPath);
 }
 
 } // namespace mlir::xf

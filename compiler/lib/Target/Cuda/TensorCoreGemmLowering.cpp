@@ -10,6 +10,8 @@
 
 #include "xf/Target/TensorCoreGemm.h"
 
+#include "TensorCoreKernelText.h"
+
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
 #include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
 #include "mlir/Conversion/Passes.h"
@@ -47,13 +49,12 @@ std::unique_ptr<MLIRContext> kernelContext() {
   return context;
 }
 
-enum class Stage { Nvvm, Ptx };
+} // namespace
 
-// The kernel's module after `stage`: the gpu.module in the LLVM/NVVM dialects, or the PTX.
-llvm::Expected<std::string> lower(const GemmKernelSpec &spec, GpuMatmul precision,
-                                  int capability, Stage stage) {
-  if (!tensorCoreGemmPlan(spec, precision).tensorCores)
-    return failed("gemm kernel '" + spec.name + "' does not take the tensor-core path");
+// The kernel's module lowered to the LLVM/NVVM dialects, or its PTX.
+llvm::Expected<std::string> tc::lowerTensorCoreKernel(llvm::StringRef source,
+                                                      llvm::StringRef what, int capability,
+                                                      bool ptx) {
   std::unique_ptr<MLIRContext> context = kernelContext();
   std::string diagnostics;
   llvm::raw_string_ostream diagnosticStream(diagnostics);
@@ -62,9 +63,9 @@ llvm::Expected<std::string> lower(const GemmKernelSpec &spec, GpuMatmul precisio
     return success();
   });
   OwningOpRef<ModuleOp> module =
-      parseSourceString<ModuleOp>(tensorCoreGemmSource(spec, precision), context.get());
+      parseSourceString<ModuleOp>(source, context.get());
   if (!module)
-    return failed("tensor-core kernel '" + spec.name + "' does not parse: " + diagnostics);
+    return failed("tensor-core kernel '" + what + "' does not parse: " + diagnostics);
 
   PassManager pm(context.get());
   GpuNVVMAttachTargetOptions target;
@@ -78,24 +79,36 @@ llvm::Expected<std::string> lower(const GemmKernelSpec &spec, GpuMatmul precisio
   kernel.addPass(createCanonicalizerPass());
   kernel.addPass(createCSEPass());
   kernel.addPass(createReconcileUnrealizedCastsPass());
-  if (stage == Stage::Ptx) {
+  if (ptx) {
     GpuModuleToBinaryPassOptions binary;
     binary.compilationTarget = "isa";
     pm.addPass(createGpuModuleToBinaryPass(binary));
   }
   if (mlir::failed(pm.run(*module)))
-    return failed("lowering tensor-core kernel '" + spec.name + "' failed: " + diagnostics);
+    return failed("lowering tensor-core kernel '" + what + "' failed: " + diagnostics);
 
   std::string text;
   llvm::raw_string_ostream os(text);
-  if (stage == Stage::Nvvm) {
+  if (!ptx) {
     module->print(os);
     return text;
   }
   for (auto binary : module->getOps<gpu::BinaryOp>())
     for (Attribute object : binary.getObjects())
       return cast<gpu::ObjectAttr>(object).getObject().str();
-  return failed("tensor-core kernel '" + spec.name + "': no PTX came out of gpu-module-to-binary");
+  return failed("tensor-core kernel '" + what + "': no PTX came out of gpu-module-to-binary");
+}
+
+namespace {
+
+enum class Stage { Nvvm, Ptx };
+
+llvm::Expected<std::string> lower(const GemmKernelSpec &spec, GpuMatmul precision,
+                                  int capability, Stage stage) {
+  if (!tensorCoreGemmPlan(spec, precision).tensorCores)
+    return failed("gemm kernel '" + spec.name + "' does not take the tensor-core path");
+  return tc::lowerTensorCoreKernel(tensorCoreGemmSource(spec, precision), spec.name, capability,
+                                   stage == Stage::Ptx);
 }
 
 } // namespace

@@ -22,6 +22,8 @@
 
 #include "xf/Target/TensorCoreGemm.h"
 
+#include "TensorCoreKernelText.h"
+
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -29,6 +31,8 @@
 #include <cmath>
 
 namespace mlir::xf {
+
+using namespace tc;
 
 const char *gpuMatmulName(GpuMatmul precision) {
   switch (precision) {
@@ -107,38 +111,9 @@ Types typesOf(const GemmKernelSpec &spec, GpuMatmul precision, int tileRows = kT
           bf16 ? 40 : 36, 72, tileRows};
 }
 
-constexpr const char *kAcc = "vector<2x2xf32>";
 // .maxnreg: without it ptxas for sm_90 held the 32-row GELU kernel to 56 registers and spilled
 // (12 bytes); 128 lets every variant keep its accumulators (128 × 128 threads: 4 blocks a SM).
 constexpr int kMaxRegisters = 128;
-
-// SSA text with fresh names.
-struct Writer {
-  std::string text;
-  int next = 0;
-  std::string fresh() { return "%v" + std::to_string(next++); }
-  // `op` with "$" for the result: returns the result's name.
-  std::string let(const std::string &op) {
-    std::string name = fresh();
-    text += "      " + name + " = " + op + "\n";
-    return name;
-  }
-  void line(const std::string &op) { text += "      " + op + "\n"; }
-  std::string index(int64_t v) { return let("arith.constant " + std::to_string(v) + " : index"); }
-  std::string add(const std::string &a, const std::string &b) {
-    return let("arith.addi " + a + ", " + b + " : index");
-  }
-  std::string mul(const std::string &a, const std::string &b) {
-    return let("arith.muli " + a + ", " + b + " : index");
-  }
-  std::string addConst(const std::string &a, int64_t c) { return c ? add(a, index(c)) : a; }
-  std::string vec2(double v) {
-    return let(llvm::formatv("arith.constant dense<{0:e}> : vector<2xf32>", v).str());
-  }
-  std::string f(const char *op, const std::string &a, const std::string &b) {
-    return let(std::string(op) + " " + a + ", " + b + " : vector<2xf32>");
-  }
-};
 
 // The per-thread indices every stage uses (g = lane / 4, t = lane % 4 as in the PTX ISA's
 // fragment layouts; lrow/lhalf and l8/lpair address ldmatrix's x4 and x2 rows).
@@ -170,17 +145,6 @@ Lanes laneIndices(Writer &w, const Types &ty) {
   l.mLast = w.let("arith.subi %m, " + w.index(1) + " : index");
   l.zero = w.let("arith.constant dense<0.0> : " + std::string(kAcc));
   return l;
-}
-
-// A vector<4xf32> rounded to tf32 (nearest, ties away: +half an ulp of tf32, low 13 bits
-// cleared), as the tensor cores' tf32 products read only the top 19 bits.
-std::string roundToTf32(Writer &w, const std::string &v) {
-  std::string bits = w.let("arith.bitcast " + v + " : vector<4xf32> to vector<4xi32>");
-  std::string half = w.let("arith.constant dense<4096> : vector<4xi32>");
-  std::string mask = w.let("arith.constant dense<-8192> : vector<4xi32>");
-  std::string sum = w.let("arith.addi " + bits + ", " + half + " : vector<4xi32>");
-  std::string low = w.let("arith.andi " + sum + ", " + mask + " : vector<4xi32>");
-  return w.let("arith.bitcast " + low + " : vector<4xi32> to vector<4xf32>");
 }
 
 // Four elements of `from` (f32 or bf16) as the shared tile's element type.
@@ -254,39 +218,6 @@ std::string bFragment(Writer &w, const Types &ty, const Lanes &l, int gate, int 
   return w.let("vector.from_elements " + b0 + ", " + b1 + " : " + ty.bFrag());
 }
 
-// c + a · b on m16n8k16 bf16 tensor cores. nvgpu.mma.sync takes f16 but not bf16 operands,
-// so this is NVVM's op on the fragments as 32-bit registers of bf16 pairs.
-std::string bf16Mma(Writer &w, const std::string &a, const std::string &b, const std::string &c) {
-  auto pairs = [&](const std::string &frag, int count, const char *type) {
-    std::string regs;
-    for (int r = 0; r < count; ++r) {
-      std::string pair = w.let("vector.extract " + frag + "[" + std::to_string(r) +
-                               "] : vector<2xbf16> from " + type);
-      std::string word = w.let("vector.bitcast " + pair + " : vector<2xbf16> to vector<1xi32>");
-      regs += (r ? ", " : "") + w.let("vector.extract " + word + "[0] : i32 from vector<1xi32>");
-    }
-    return regs;
-  };
-  std::string aRegs = pairs(a, 4, "vector<4x2xbf16>"), bRegs = pairs(b, 2, "vector<2x2xbf16>");
-  std::string cRegs;
-  for (int e = 0; e < 4; ++e)
-    cRegs += (e ? ", " : "") + w.let(llvm::formatv("vector.extract {0}[{1}, {2}] : f32 from {3}",
-                                                   c, e / 2, e % 2, kAcc)
-                                         .str());
-  const char *result = "!llvm.struct<(f32, f32, f32, f32)>";
-  std::string d = w.let(
-      "nvvm.mma.sync A[" + aRegs + "] B[" + bRegs + "] C[" + cRegs +
-      "] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, "
-      "multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, "
-      "shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> " +
-      result);
-  std::string elems;
-  for (int e = 0; e < 4; ++e)
-    elems += (e ? ", " : "") +
-             w.let("llvm.extractvalue " + d + "[" + std::to_string(e) + "] : " + result);
-  return w.let("vector.from_elements " + elems + " : " + kAcc);
-}
-
 // The products of one K slice: per K step each warp's 2 A fragments × 4 B fragments per gate.
 void multiplySlice(Writer &w, const Types &ty, const Lanes &l, std::vector<std::string> &acc,
                    int gates) {
@@ -314,17 +245,9 @@ void multiplySlice(Writer &w, const Types &ty, const Lanes &l, std::vector<std::
   w.line("gpu.barrier");
 }
 
-// e^a as 2^(a·log2 e) by NVVM's ex2.approx.f32 (relative error ~2^-22): math.exp (and LLVM's
-// exp2, which GPU-to-NVVM rewrites) would become a libdevice call, and no libdevice is linked.
+// e^a as 2^(a·log2 e) (exp2: ex2.approx, no libdevice).
 std::string exp(Writer &w, const std::string &a) {
-  std::string scaled = w.f("arith.mulf", a, w.vec2(M_LOG2E)), lanes;
-  for (int i = 0; i < 2; ++i) {
-    std::string s = w.let("vector.extract " + scaled + "[" + std::to_string(i) +
-                          "] : f32 from vector<2xf32>");
-    lanes += (i ? ", " : "") +
-             w.let("llvm.call_intrinsic \"llvm.nvvm.ex2.approx.f32\"(" + s + ") : (f32) -> f32");
-  }
-  return w.let("vector.from_elements " + lanes + " : vector<2xf32>");
+  return exp2(w, w.f("arith.mulf", a, w.vec2(M_LOG2E)));
 }
 
 // erf(a) by Abramowitz & Stegun 7.1.26 (absolute error ≤ 1.5e-7): 1 − P(t)·e^(−a²) with

@@ -1,0 +1,64 @@
+//===- TensorCoreAttention.h - prefill attention on tensor cores -*- C++ -*-===//
+//
+// `xfc --target cuda-sm_80 --gpu-matmul=tf32|bf16`: the attention kernels that qualify
+// (tensorCoreAttentionPlan) run a flash attention built in MLIR (gpu + nvgpu/nvvm mma.sync,
+// ldmatrix, shuffles → PTX by LLVM's NVPTX backend, as the tensor-core GEMM) for prompts of
+// kTcAttentionMinRows rows or more; decode steps keep Halide's flash-decoding. docs/gpu.md,
+// "Tensor-core attention".
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_TARGET_TENSORCOREATTENTION_H
+#define XF_TARGET_TENSORCOREATTENTION_H
+
+#include "xf/Codegen/HalideKernels.h"
+#include "xf/Target/TensorCoreGemm.h"
+
+#include "llvm/Support/Error.h"
+
+#include <string>
+
+namespace mlir::xf {
+
+/// The kernel's tiling: a block of 4 warps per (query head, kTcAttentionQueries queries),
+/// each warp 16 query rows; keys in tiles of kTcAttentionKeys staged in shared memory.
+constexpr int kTcAttentionQueries = 64, kTcAttentionKeys = 64, kTcAttentionThreads = 128;
+/// Query rows below this stay on Halide's flash-decoding (its partials are sized for at most
+/// cudaDecodePartialsOf(spec).rows = 4 rows).
+constexpr int kTcAttentionMinRows = 5;
+/// Head sizes taken: powers of two from 16 up to these (the Q fragments and output
+/// accumulators of 16 rows are held in registers, tf32's Q fragments twice bf16's).
+constexpr int kTcAttentionMaxHeadBf16 = 128, kTcAttentionMaxHeadTf32 = 64;
+
+/// One attention's path under `precision`, and why (said by `xfc -v` and --emit=mlir-gpu).
+struct TensorCoreAttentionPlan {
+  bool tensorCores = false;
+  std::string why;
+};
+TensorCoreAttentionPlan tensorCoreAttentionPlan(const AttentionKernelSpec &spec,
+                                                GpuMatmul precision);
+
+/// The kernel `<name>_tc` as MLIR text (a gpu.module of one gpu.func): `--emit=mlir-gpu`.
+std::string tensorCoreAttentionSource(const AttentionKernelSpec &spec, GpuMatmul precision);
+
+/// The kernel lowered to NVVM, or to PTX for sm_`capability`.
+llvm::Expected<std::string> tensorCoreAttentionNvvm(const AttentionKernelSpec &spec,
+                                                    GpuMatmul precision, int capability);
+llvm::Expected<std::string> tensorCoreAttentionPtx(const AttentionKernelSpec &spec,
+                                                   GpuMatmul precision, int capability);
+
+/// The name Halide's attention pipeline is compiled under beside the tensor-core kernel
+/// (the decode steps' merge, and the prefill of fewer than kTcAttentionMinRows rows).
+std::string attentionFp32Name(const AttentionKernelSpec &spec);
+
+/// The object of `spec.name` on the tensor-core path: the PTX embedded, and `spec.name` a
+/// host function with the attention's Halide ABI (q, k, v, partials, out) that hands it to
+/// libxfrt's xfrt_tensor_core_attention (runtime/lib/TensorCoreLaunch.cpp), or, below
+/// kTcAttentionMinRows rows, calls attentionFp32Name(spec).
+llvm::Error compileTensorCoreAttentionLauncher(const AttentionKernelSpec &spec,
+                                               GpuMatmul precision, int capability,
+                                               llvm::StringRef objectPath);
+
+} // namespace mlir::xf
+
+#endif // XF_TARGET_TENSORCOREATTENTION_H

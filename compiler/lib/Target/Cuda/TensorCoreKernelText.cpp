@@ -1,0 +1,71 @@
+//===- TensorCoreKernelText.cpp - pieces the tensor-core kernels share ----===//
+
+#include "TensorCoreKernelText.h"
+
+namespace mlir::xf::tc {
+
+std::string roundToTf32(Writer &w, const std::string &v) {
+  // + half an ulp of tf32, low 13 bits cleared.
+  std::string bits = w.let("arith.bitcast " + v + " : vector<4xf32> to vector<4xi32>");
+  std::string half = w.let("arith.constant dense<4096> : vector<4xi32>");
+  std::string mask = w.let("arith.constant dense<-8192> : vector<4xi32>");
+  std::string sum = w.let("arith.addi " + bits + ", " + half + " : vector<4xi32>");
+  std::string low = w.let("arith.andi " + sum + ", " + mask + " : vector<4xi32>");
+  return w.let("arith.bitcast " + low + " : vector<4xi32> to vector<4xf32>");
+}
+
+std::string bf16MmaRegisters(Writer &w, const std::vector<std::string> &a,
+                             const std::vector<std::string> &b, const std::string &c) {
+  auto list = [](const std::vector<std::string> &regs) {
+    std::string text;
+    for (size_t r = 0; r < regs.size(); ++r)
+      text += (r ? ", " : "") + regs[r];
+    return text;
+  };
+  std::vector<std::string> cRegs;
+  for (int e = 0; e < 4; ++e)
+    cRegs.push_back(w.let(
+        llvm::formatv("vector.extract {0}[{1}, {2}] : f32 from {3}", c, e / 2, e % 2, kAcc).str()));
+  const char *result = "!llvm.struct<(f32, f32, f32, f32)>";
+  std::string d = w.let(
+      "nvvm.mma.sync A[" + list(a) + "] B[" + list(b) + "] C[" + list(cRegs) +
+      "] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, "
+      "multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, "
+      "shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (i32, i32, f32) -> " +
+      result);
+  std::vector<std::string> elems;
+  for (int e = 0; e < 4; ++e)
+    elems.push_back(w.let("llvm.extractvalue " + d + "[" + std::to_string(e) + "] : " + result));
+  return w.let("vector.from_elements " + list(elems) + " : " + kAcc);
+}
+
+std::vector<std::string> bf16Registers(Writer &w, const std::string &frag, int count,
+                                       const char *type) {
+  std::vector<std::string> regs;
+  for (int r = 0; r < count; ++r) {
+    std::string pair = w.let("vector.extract " + frag + "[" + std::to_string(r) +
+                             "] : vector<2xbf16> from " + type);
+    std::string word = w.let("vector.bitcast " + pair + " : vector<2xbf16> to vector<1xi32>");
+    regs.push_back(w.let("vector.extract " + word + "[0] : i32 from vector<1xi32>"));
+  }
+  return regs;
+}
+
+std::string bf16Mma(Writer &w, const std::string &a, const std::string &b, const std::string &c) {
+  std::vector<std::string> aRegs = bf16Registers(w, a, 4, "vector<4x2xbf16>");
+  std::vector<std::string> bRegs = bf16Registers(w, b, 2, "vector<2x2xbf16>");
+  return bf16MmaRegisters(w, aRegs, bRegs, c);
+}
+
+std::string exp2(Writer &w, const std::string &a) {
+  std::string lanes;
+  for (int i = 0; i < 2; ++i) {
+    std::string s =
+        w.let("vector.extract " + a + "[" + std::to_string(i) + "] : f32 from vector<2xf32>");
+    lanes += (i ? ", " : "") +
+             w.let("llvm.call_intrinsic \"llvm.nvvm.ex2.approx.f32\"(" + s + ") : (f32) -> f32");
+  }
+  return w.let("vector.from_elements " + lanes + " : vector<2xf32>");
+}
+
+} // namespace mlir::xf::tc
