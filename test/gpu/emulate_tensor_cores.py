@@ -482,15 +482,19 @@ def check_attention(text, lengths, rng):
 # weights) and Llama's [N, K] ones (SwiGLU, residual, the unembedding), at rows past a tile
 # (70), a whole tile (64), a part (33) and the fewest the path takes (5). The attention
 # kernels at head size 64, 2 heads: GPT-2's (causal) at ℓ = 5, 64, 65, 100, 130 and 100 queries
-# after 30 cached keys (100:130), Llama's (causal, GQA 2:1), BERT's (not causal).
+# after 30 cached keys (100:130), Llama's (causal, GQA 2:1), BERT's (not causal); the other head
+# sizes taken: 32 (GPT-2 at ℓ = 70), 16 (the encoder-decoder's three: self, causal, cross; 24
+# queries over 40 keys), 128 (bf16 only).
 SMALL = ["-D", "L=1", "-D", "d_e=64", "-D", "d_mlp=128", "-D", "H=2"]
 HEAD64 = ["-D", "L=1", "-D", "d_e=128", "-D", "d_mlp=128", "-D", "H=2"]
-CASES = [("gpt2.xf", "70,64,5", SMALL, ""), ("gpt2.xf", "33", SMALL + ["--weight-type=bf16"], ""),
+CASES = [("gpt2.xf", "70,64,5", SMALL, "70"), ("gpt2.xf", "33", SMALL + ["--weight-type=bf16"], ""),
          ("bert.xf", "40", SMALL, ""),
          ("llama.xf", "70", SMALL + ["-D", "H_kv=1", "-D", "N_V=192"], ""),
          ("gpt2.xf", "", HEAD64, "5,64,65,100,130,100:130"),
          ("llama.xf", "", HEAD64 + ["-D", "H_kv=1"], "64,130"),
-         ("bert.xf", "", HEAD64, "100")]
+         ("bert.xf", "", HEAD64, "100"),
+         ("transformer.xf", "", ["-D", "L_enc=1", "-D", "L_dec=1"], "24:40"),
+         ("gpt2.xf", "", ["-D", "L=1", "-D", "d_e=256", "-D", "d_mlp=128", "-D", "H=2"], "100")]
 
 
 def check_spec(xfc, spec, rows, xfc_args, lengths, rng):

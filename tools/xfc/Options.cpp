@@ -298,7 +298,7 @@ static bool checkGpuMatmul() {
   bool tensorCores = gpuMatmul != mlir::xf::GpuMatmul::Fp32;
   if ((emitAction == Emit::MlirGpu || emitAction == Emit::Nvvm) && !tensorCores) {
     llvm::errs() << "xfc: error: --emit=" << (emitAction == Emit::Nvvm ? "nvvm" : "mlir-gpu")
-                 << " prints the tensor-core GEMM kernels: give --gpu-matmul=tf32 or bf16\n";
+                 << " prints the tensor-core kernels: give --gpu-matmul=tf32 or bf16\n";
     return false;
   }
   if (!tensorCores)
