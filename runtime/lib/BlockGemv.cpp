@@ -865,17 +865,21 @@ int32_t xfrt::blockGemm(const float *x, int64_t xStride, int64_t rows, int64_t K
   q.resize(size_t(rows * K)), meta.resize(size_t(2 * rows * c.blocks));
   xu.resize(size_t(paddedRows * K));
   std::memset(xu.data() + rows * K, 0, size_t((paddedRows - rows) * K));
+  // One range of panels per kernel thread, so that each panel's rows can be prefetched while
+  // the one before runs; the first panel of each range while x̂ is computed.
+  const int64_t panels = (N + c.panelCols - 1) / c.panelCols;
+  const int64_t tasks = std::min<int64_t>(panels, kernelThreads());
+  c.panelsPerTask = (panels + tasks - 1) / tasks;
+  for (int64_t p = 0; p < panels; p += c.panelsPerTask) {
+    const int64_t n0 = p * c.panelCols;
+    PanelSource(c, n0, int(std::min(c.panelCols, N - n0))).prefetch(0, 1);
+  }
   QuantizeCall quantize{x, xStride, K, rows, q.data(), meta.data(), xu.data()};
   runTasks(quantizeTask, (rows + QuantizeCall::kRows - 1) / QuantizeCall::kRows, &quantize);
   c.xu = xu.data(), c.xMeta = meta.data();
   auto task = ggmlType == kQ8_0   ? runGemmTask<kQ8_0>
               : ggmlType == kQ4_1 ? runGemmTask<kQ4_1>
                                   : runGemmTask<kQ4_0>;
-  // One range of panels per kernel thread (a multiple of the threads past 8 panels each):
-  // ranges so that each panel's rows can be prefetched while the one before runs.
-  const int64_t panels = (N + c.panelCols - 1) / c.panelCols, threads = kernelThreads();
-  const int64_t tasks = std::min(panels, threads * std::max<int64_t>(1, panels / (8 * threads)));
-  c.panelsPerTask = (panels + tasks - 1) / tasks;
   return runTasks(task, (panels + c.panelsPerTask - 1) / c.panelsPerTask, &c);
 #else
   return 0;
