@@ -667,7 +667,8 @@ int quantizeTask(void *, int task, uint8_t *closure) {
   for (int64_t m = begin; m < end; ++m)
     quantizeRowQ8(c.x + m * c.xStride, c.K, c.q + m * c.K, c.meta + 2 * m * (c.K / 32),
                   BlockDotIsa::Avx512Vnni);
-  avx512gemm::offsetInput(c.q + begin * c.K, (end - begin) * c.K, c.xu + begin * c.K);
+  if (c.xu) // null where the tiles read q itself (avx512gemm::kUnsignedWeights)
+    avx512gemm::offsetInput(c.q + begin * c.K, (end - begin) * c.K, c.xu + begin * c.K);
   return 0;
 }
 
@@ -677,6 +678,8 @@ struct GemmCall {
   int64_t rows, N, blocks, rowBytes, panelCols, panelsPerTask;
   const uint8_t *weight;
   const uint8_t *xu; // x̂'s q + 128, rows padded to a multiple of amxgemm::kTileRows
+  const int8_t *xq;  // x̂'s q
+  bool unsignedWeights; // the AVX-512 tiles read xq (avx512gemm::kUnsignedWeights), not xu
   const float *xMeta;
   Epilogue epilogueArgs;
   BlockGemmTiles tiles;
@@ -805,7 +808,7 @@ void runPanel(const GemmCall &c, int64_t p, const PanelSource *next) {
   if (gated)
     rows.base[1] = c.weight + (c.N + n0) * c.rowBytes, rows.count[1] = count;
   thread_local Panel panel;
-  pack<Type>(rows, c.blocks, panel);
+  pack<Type>(rows, c.blocks, panel, /*corrections=*/!c.unsignedWeights);
   if (c.tiles == BlockGemmTiles::Amx)
     return runPanelOnTiles<Type, amxgemm::AmxTiles>(c, panel, n0, count, next);
   if (c.tiles == BlockGemmTiles::AmxEmulated)
@@ -813,7 +816,10 @@ void runPanel(const GemmCall &c, int64_t p, const PanelSource *next) {
   const int64_t K = 32 * c.blocks;
   runPanelRows<kRowTile>(c, n0, count, next,
                          [&](int64_t m0, int tileRows, float (*out)[kPanelRows]) {
-                           tileOf<Type>(tileRows, panel, c.blocks, c.xu + m0 * K,
+                           const uint8_t *x = c.unsignedWeights
+                                                  ? reinterpret_cast<const uint8_t *>(c.xq)
+                                                  : c.xu;
+                           tileOf<Type>(tileRows, panel, c.blocks, x + m0 * K,
                                         c.xMeta + m0 * 2 * c.blocks, out);
                          });
 }
@@ -874,9 +880,12 @@ int32_t xfrt::blockGemm(const float *x, int64_t xStride, int64_t rows, int64_t K
     const int64_t n0 = p * c.panelCols;
     PanelSource(c, n0, int(std::min(c.panelCols, N - n0))).prefetch(0, 1);
   }
-  QuantizeCall quantize{x, xStride, K, rows, q.data(), meta.data(), xu.data()};
+  c.unsignedWeights =
+      avx512gemm::unsignedWeights(ggmlType) && tiles == BlockGemmTiles::Avx512Vnni;
+  QuantizeCall quantize{x, xStride, K, rows, q.data(), meta.data(),
+                        c.unsignedWeights ? nullptr : xu.data()};
   runTasks(quantizeTask, (rows + QuantizeCall::kRows - 1) / QuantizeCall::kRows, &quantize);
-  c.xu = xu.data(), c.xMeta = meta.data();
+  c.xu = xu.data(), c.xq = q.data(), c.xMeta = meta.data();
   auto task = ggmlType == kQ8_0   ? runGemmTask<kQ8_0>
               : ggmlType == kQ4_1 ? runGemmTask<kQ4_1>
                                   : runGemmTask<kQ4_0>;
