@@ -100,11 +100,11 @@ cl::opt<std::string> quantizedLike(
     cl::value_desc("file.gguf"), cl::cat(xfcCategory));
 cl::opt<bool> q8GemmInputs(
     "q8-gemm-inputs", cl::init(false),
-    cl::desc("With --quantized-like: decode steps (GEMMs of fewer rows than gemv_rows_below) "
-             "round each GEMM input row to Q8_0 blocks and use 8-bit integer dot products "
-             "(AVX-512 VNNI, AVX-VNNI or AVX2, picked when the executable runs), as llama.cpp "
-             "does. Faster decode, 8-bit activation accuracy (docs/correctness.md); prefill "
-             "stays exact"),
+    cl::desc("With --quantized-like: GEMMs on blocks round each input row to Q8_0 blocks and "
+             "use 8-bit integer dot products, as llama.cpp does: decode steps (fewer rows than "
+             "gemv_rows_below) on AVX-512 VNNI, AVX-VNNI or AVX2, prefill where the CPU running "
+             "it has AVX-512 VNNI (elsewhere prefill keeps the exact path), picked when the "
+             "executable runs. Faster, 8-bit activation accuracy (docs/correctness.md)"),
     cl::cat(xfcCategory));
 cl::opt<bool> halideDecodeAttention(
     "halide-decode-attention", cl::init(false),
