@@ -16,6 +16,11 @@ ISA's fragment layouts, written here independently of the generator
     B[2t..][g], B[2t+8..][g]; c/d = C[g][2t], C[g][2t+1], C[g+8][2t], C[g+8][2t+1]
     (g = lane/4, t = lane%4), products of tf32 inputs read as truncated to 19 bits;
   gpu.shuffle xor: lane L reads lane L ^ offset of its warp.
+  cp.async (nvgpu.device_async_copy, _create_group, _wait): a copy's source is read when it is
+    issued, its destination poisoned (NaN) until its group completes, and a group completes
+    only at a wait that leaves at most numGroups newer groups pending (cp.async.wait_group N),
+    so a missing wait or a read of the buffer being filled gives NaN, and a read of the other
+    buffer gives the wrong slice. Without --spec it also checks that both faults fail it.
 What this checks: the kernel's tiling, indices, clamping of rows past M, bounds of every
 global and shared access, 16-byte alignment of ldmatrix rows and vector loads, the rounding
 to tf32/bf16 and the epilogue, against float64 on the same rounded inputs (bound 1e-5
@@ -75,6 +80,7 @@ class Block:
 
     def __init__(self, lines, env, shared):
         self.lines, self.env, self.shared = lines, env, shared
+        self.uncommitted, self.groups = [], []  # cp.async copies issued, and their groups
 
     def val(self, name):
         name = name.strip()
@@ -129,6 +135,8 @@ class Block:
             return
         if line.startswith("vector.store"):
             return self.store(line, mask)
+        if line.startswith("nvgpu.device_async_wait"):
+            return self.async_wait(line)
         name, op = [s.strip() for s in line.split("=", 1)]
         self.env[name.split(":")[0]] = self.evaluate(op, mask)
 
@@ -191,6 +199,12 @@ class Block:
             return v[index[0]] if isinstance(v, list) else v[(slice(None),) + index]
         if kind == "nvgpu.ldmatrix":
             return self.ldmatrix(rest)
+        if kind == "nvgpu.device_async_copy":
+            return self.async_copy(rest, mask)
+        if kind == "nvgpu.device_async_create_group":  # commits every uncommitted copy
+            self.groups.append(self.uncommitted)
+            self.uncommitted = []
+            return np.zeros(T, np.int64)
         if kind in ("nvgpu.mma.sync", "nvvm.mma.sync"):
             return self.mma(kind, rest)
         raise NotImplementedError(kind)
@@ -251,6 +265,34 @@ class Block:
             return
         _, data, at = self.global_index(rest, mask, v.shape[1])
         data[at[mask]] = v[mask]
+
+    def async_copy(self, rest, mask):
+        """cp.async of `dst_elements` (16 bytes): srcElements read, the rest zero filled."""
+        m = re.match(r"(%\w+)\[(%\w+)\], (%\w+)\[(%\w+), (%\w+)\], (\d+)(?:, (%\w+))?", rest)
+        src, at, tile, r, c, n, src_n = m.groups()
+        tile, n = self.shared[tile], int(n)
+        data = self.env["buffer" + src]
+        assert data.itemsize == tile.itemsize and n * tile.itemsize == 16
+        src_n = self.val(src_n) if src_n else np.full(T, n)
+        r, c, at = self.val(r), self.val(c), self.val(at)
+        cols = c[:, None] + np.arange(n)
+        assert (r < tile.shape[0]).all() and (cols < tile.shape[1]).all(), "cp.async out of tile"
+        assert ((c * tile.itemsize) % 16 == 0).all() and (tile.shape[1] * tile.itemsize) % 16 == 0
+        reads = mask & (src_n > 0)
+        assert (at[reads] >= 0).all() and (at[reads] + src_n[reads] <= data.size).all(), \
+            f"cp.async reads {src} out of bounds"
+        assert (at[reads] * data.itemsize % 16 == 0).all(), f"cp.async from {src} misaligned"
+        index = np.clip(at[:, None] + np.arange(n), 0, data.size - 1)
+        values = np.where(np.arange(n) < src_n[:, None], data[index], 0).astype(tile.dtype)
+        self.uncommitted.append((tile, r[mask, None], cols[mask], values[mask]))
+        tile[r[mask, None], cols[mask]] = np.nan if tile.dtype == np.float32 else 0x7FC0
+        return np.zeros(T, np.int64)
+
+    def async_wait(self, line):
+        pending = re.search(r"numGroups = (\d+)", line)
+        while len(self.groups) > (int(pending.group(1)) if pending else 0):
+            for tile, rows, cols, values in self.groups.pop(0):
+                tile[rows, cols] = values
 
     def ldmatrix(self, rest):
         tile, r, c = re.match(r"(%\w+)\[(%\w+), (%\w+)\]", rest).groups()
@@ -323,6 +365,7 @@ def run_kernel(text, x, w, bias, res, rows, n):
     """out[rows, n] computed by the kernel text, every block of its grid."""
     shared, body = kernel_parts(text)
     tile_rows = next(shape for name, (shape, _) in shared.items() if name == "%as")[0]
+    tile_rows //= 2 if "nvgpu.device_async_copy" in text else 1  # two buffers of x's tile
     out = np.full((rows, n), np.nan, np.float32)
     env = {"buffer%x": x.ravel(), "buffer%w": w.ravel(),
            "buffer%bias": (bias if bias is not None else out).ravel(),
@@ -333,7 +376,9 @@ def run_kernel(text, x, w, bias, res, rows, n):
         for bx in range(n // 64):
             block_env = dict(env, block_x=bx, block_y=by)
             tiles = {k: np.zeros(s, d) for k, (s, d) in shared.items()}
-            Block(body, block_env, tiles).run(0, len(body), np.ones(T, bool))
+            block = Block(body, block_env, tiles)
+            block.run(0, len(body), np.ones(T, bool))
+            assert not block.uncommitted and not block.groups, "cp.async pending at the end"
     return out
 
 
@@ -362,7 +407,7 @@ def check(text, rows, rng):
     bias = "%bias[" in text
     residual = "%res[" in text
     exp = "llvm.nvvm.ex2.approx" in text
-    act = ("silu" if gated else "gelu_erf" if "arith.select" in text
+    act = ("silu" if gated else "gelu_erf" if "vector<2xi1>" in text
            else "gelu_tanh" if exp and "arith.negf" not in text
            else "silu" if exp else "relu" if "arith.maximumf" in text else "none")
     bf16_weights = "%w: memref<?xbf16>" in text
@@ -382,7 +427,8 @@ def check(text, rows, rng):
     for function in re.split(r"(?=    gpu\.func @)", text)[1:]:  # <name>_tc and <name>_tc32
         entry = re.match(r"    gpu\.func @(\w+)", function).group(1)
         got = run_kernel(function, x, stored, b, r, rows, n).astype(np.float64)
-        assert not np.isnan(got).any(), f"{entry}: outputs never stored"
+        assert not np.isnan(got).any(), \
+            f"{entry}: outputs NaN (never stored, or read from shared before its cp.async completed)"
         err_rounded = np.abs(got - want_rounded).max() / scale
         err_exact = np.abs(got - want_exact).max() / scale
         ok &= err_rounded <= 1e-5
@@ -497,16 +543,65 @@ CASES = [("gpt2.xf", "70,64,5", SMALL, "70"), ("gpt2.xf", "33", SMALL + ["--weig
          ("gpt2.xf", "", ["-D", "L=1", "-D", "d_e=256", "-D", "d_mlp=128", "-D", "H=2"], "100")]
 
 
+def kernel_texts(xfc, spec, precision, xfc_args):
+    text = subprocess.run([xfc, spec, "--target", "cuda-sm_80", "--emit=mlir-gpu",
+                           f"--gpu-matmul={precision}"] + xfc_args,
+                          check=True, capture_output=True, text=True).stdout
+    kernels = [k for k in re.split(r"(?m)^// ----- .*\n", text) if "gpu.func" in k]
+    assert kernels, "no tensor-core kernel in --emit=mlir-gpu"
+    return kernels
+
+
+def faulted(text, fault):
+    """The kernel with a deliberate cp.async bug: 'no-wait' drops the wait in the K loop,
+    'wrong-buffer' makes every fragment load read the other of the two buffers."""
+    if fault == "no-wait":
+        return "\n".join(l for l in text.split("\n") if "numGroups = 1 " not in l)
+    head, *functions = re.split(r"(?=    gpu\.func @)", text)
+    for f, function in enumerate(functions):
+        rows = {name: int(shape) for name, shape in
+                re.findall(r"(%\w+) : memref<(\d+)x\d+x\w+, ", function)}
+        lines = []
+        for i, line in enumerate(function.split("\n")):
+            m = re.search(r"(?:nvgpu\.ldmatrix|memref\.load) (%\w+)\[(%\w+),", line)
+            if m:
+                pad, v, full = " " * 6, f"%fault{i}", rows[m.group(1)]
+                lines += [f"{pad}{v}h = arith.constant {full // 2} : index",
+                          f"{pad}{v}f = arith.constant {full} : index",
+                          f"{pad}{v}s = arith.addi {m.group(2)}, {v}h : index",
+                          f"{pad}{v} = arith.remui {v}s, {v}f : index"]
+                line = line.replace(f"{m.group(1)}[{m.group(2)},", f"{m.group(1)}[{v},", 1)
+            lines.append(line)
+        functions[f] = "\n".join(lines)
+    return head + "".join(functions)
+
+
+def check_faults(xfc, rng):
+    """Each deliberate cp.async bug in GPT-2's tf32 kernel must fail the check."""
+    kernels = kernel_texts(xfc, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                             "..", "examples", "gpt2.xf"), "tf32", SMALL)
+    kernel = kernels[0]
+    assert "_tc {" in kernel and "nvgpu.device_async_copy" in kernel, \
+        "GPT-2's first tf32 GEMM is not double-buffered"
+    ok = True
+    for fault in ("no-wait", "wrong-buffer"):
+        bad = faulted(kernel, fault)
+        assert bad != kernel
+        try:
+            caught = not check(bad, 70, rng)
+        except AssertionError as why:
+            caught = True
+            print(f"  ({why})")
+        print(f"fault {fault}: {'fails the check, as it must' if caught else 'NOT CAUGHT'}")
+        ok &= caught
+    return ok
+
+
+
 def check_spec(xfc, spec, rows, xfc_args, lengths, rng):
     ok = True
     for precision in ("tf32", "bf16"):
-        text = subprocess.run([xfc, spec, "--target", "cuda-sm_80", "--emit=mlir-gpu",
-                               f"--gpu-matmul={precision}"] + xfc_args,
-                              check=True, capture_output=True, text=True).stdout
-        kernels = re.split(r"(?m)^// ----- .*\n", text)
-        kernels = [k for k in kernels if "gpu.func" in k]
-        assert kernels, "no tensor-core kernel in --emit=mlir-gpu"
-        for kernel in kernels:
+        for kernel in kernel_texts(xfc, spec, precision, xfc_args):
             if ": attention " in kernel.split("\n")[0]:
                 if lengths:
                     ok &= check_attention(kernel, lengths, rng)
@@ -532,6 +627,8 @@ def main():
     ok = True
     for spec, rows, extra, lengths in cases:
         ok &= check_spec(args.xfc, spec, rows, extra, lengths, rng)
+    if not args.spec:
+        ok &= check_faults(args.xfc, rng)
     print("OK" if ok else "FAILED: an error above its bound (GEMMs 1e-5, attention "
           "ATTENTION_BOUND) of the rounded inputs' float64 result")
     return 0 if ok else 1

@@ -11,7 +11,11 @@
 // is stored [N, K] (nn.Linear: the tile is kept [n, k]), `ldmatrix.trans` for [K, N] bf16,
 // or two 4-byte loads for [K, N] tf32 (ldmatrix moves 16-bit pairs: a [k, n] tile of 32-bit
 // elements would need a transpose of 32-bit elements), and runs the mma.sync. Shared rows are padded (36 floats, 40 / 72
-// bf16, 72 floats) so a warp's fragment reads hit 32 distinct banks. The epilogue adds bias,
+// bf16, 72 floats) so a warp's fragment reads hit 32 distinct banks. Where the tiles hold the
+// global elements unconverted (tf32 from f32 weights) and two of each fit in 48 KiB, the slices
+// are double-buffered instead: cp.async (nvgpu.device_async_copy) copies the raw f32 of the
+// next slice into the other buffer while this one is multiplied, and the fragments are rounded
+// to tf32 in registers (cp.async cannot convert as it stores). The epilogue adds bias,
 // applies the activation (SwiGLU: silu(gate) · up) and the residual as the accumulators are
 // stored, two columns at a time; rows past M read x's last row and are not stored.
 //
@@ -86,29 +90,40 @@ struct Types {
   const char *weight; // W's stored element type
   int aStride, bStride;
   int tileRows = kTcTileRows; // 64: warps 2 × 2 of 32 × 32; kTcShortTileRows: 1 × 4 of 32 × 16
+  bool async = false;         // double-buffered by cp.async: tiles of raw f32, rounded in registers
+  int buffers() const { return async ? 2 : 1; }
+  int bRows() const { return nk ? kTcTileCols : kTcSliceK; } // rows of one buffer of a W tile
   int warpsN() const { return tileRows == kTcTileRows ? 2 : 4; }
   int jTiles() const { return kTcTileCols / warpsN() / 8; } // 8-column mma tiles of a warp
   int accumulators() const { return 2 * jTiles(); }          // per gate
   std::string aTile() const {
-    return llvm::formatv("memref<{0}x{1}x{2}, #gpu.address_space<workgroup>>", tileRows,
-                         aStride, elem);
+    return llvm::formatv("memref<{0}x{1}x{2}, #gpu.address_space<workgroup>>",
+                         buffers() * tileRows, aStride, elem);
   }
   std::string bTile() const {
-    if (nk)
-      return llvm::formatv("memref<{0}x{1}x{2}, #gpu.address_space<workgroup>>", kTcTileCols,
-                           aStride, elem);
-    return llvm::formatv("memref<{0}x{1}x{2}, #gpu.address_space<workgroup>>", kTcSliceK,
-                         bStride, elem);
+    return llvm::formatv("memref<{0}x{1}x{2}, #gpu.address_space<workgroup>>",
+                         buffers() * bRows(), nk ? aStride : bStride, elem);
   }
   const char *aFrag() const { return bf16 ? "vector<4x2xbf16>" : "vector<4x1xf32>"; }
   const char *bFrag() const { return bf16 ? "vector<2x2xbf16>" : "vector<2x1xf32>"; }
   int kStep() const { return bf16 ? 16 : 8; }
 };
 
+// Bytes of static shared memory a kernel may declare (more needs dynamic shared memory).
+constexpr int kStaticSharedBytes = 48 * 1024;
+
 Types typesOf(const GemmKernelSpec &spec, GpuMatmul precision, int tileRows = kTcTileRows) {
   bool bf16 = precision == GpuMatmul::Bf16;
-  return {bf16,   spec.transposeWeight, bf16 ? "bf16" : "f32", spec.bf16Weights ? "bf16" : "f32",
-          bf16 ? 40 : 36, 72, tileRows};
+  Types ty{bf16,   spec.transposeWeight, bf16 ? "bf16" : "f32", spec.bf16Weights ? "bf16" : "f32",
+           bf16 ? 40 : 36, 72, tileRows};
+  // cp.async copies bytes as they are: only where the shared tiles hold the global elements
+  // unconverted (tf32 from f32 weights; rounding moves to the fragments) and two buffers of
+  // every tile fit the static limit (not the 64-row SwiGLU kernel: 2 × 27 KiB).
+  const int gates = spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1;
+  const int bStride = ty.nk ? ty.aStride : ty.bStride;
+  const int sliceBytes = 4 * (tileRows * ty.aStride + gates * ty.bRows() * bStride);
+  ty.async = !bf16 && !spec.bf16Weights && 2 * sliceBytes <= kStaticSharedBytes;
+  return ty;
 }
 
 // .maxnreg: without it ptxas for sm_90 held the 32-row GELU kernel to 56 registers and spilled
@@ -156,9 +171,36 @@ std::string converted(Writer &w, const Types &ty, const std::string &v, const ch
                   : roundToTf32(w, v);
 }
 
-// One K slice of x and of W (per gate) into shared memory: 16-byte loads, 4 per thread.
-void copySlice(Writer &w, const GemmKernelSpec &spec, const Types &ty, const Lanes &l,
-               const std::string &k0, int gates) {
+// a + b, or a where b is "" (the single buffer: no row offset).
+std::string offset(Writer &w, const std::string &a, const std::string &b) {
+  return b.empty() ? a : w.add(a, b);
+}
+
+// One K slice of x and of W (per gate) into shared memory, 4 elements per thread and copy:
+// 16-byte loads converted as they are stored, then a barrier; or (ty.async) cp.async copies of
+// the raw f32 into the buffer whose first rows are `aRow0` / `bRow0`, reading `srcElements` of
+// each 4 (0: zero fill, no global read, past the last slice). Returns the copies' tokens.
+std::vector<std::string> copySlice(Writer &w, const GemmKernelSpec &spec, const Types &ty,
+                                   const Lanes &l, const std::string &k0, int gates,
+                                   const std::string &aRow0 = "", const std::string &bRow0 = "",
+                                   const std::string &srcElements = "") {
+  std::vector<std::string> tokens;
+  auto stage = [&](const std::string &src, const std::string &at, const char *from,
+                   const std::string &tile, const std::string &tileType, const std::string &row,
+                   const std::string &row0, const std::string &col) {
+    std::string srcType = std::string("memref<?x") + from + ">";
+    if (ty.async) {
+      tokens.push_back(w.let("nvgpu.device_async_copy " + src + "[" + at + "], " + tile + "[" +
+                             w.add(row, row0) + ", " + col + "], 4, " + srcElements +
+                             " {bypassL1} : " + srcType + " to " + tileType));
+      return;
+    }
+    std::string v = w.let("vector.load " + src + "[" + at + "] {alignment = " +
+                          (std::string(from) == "bf16" ? "8" : "16") + "} : " + srcType +
+                          ", vector<4x" + from + ">");
+    w.line("vector.store " + converted(w, ty, v, from) + ", " + tile + "[" + row + ", " + col +
+           "] : " + tileType + ", vector<4x" + ty.elem + ">");
+  };
   std::string c4 = w.index(4);
   for (int r = 0; r < ty.tileRows * kTcSliceK / 4 / kTcThreads; ++r) {
     std::string idx = w.addConst(l.tid, r * kTcThreads);
@@ -166,12 +208,8 @@ void copySlice(Writer &w, const GemmKernelSpec &spec, const Types &ty, const Lan
     std::string col = w.mul(w.let("arith.remui " + idx + ", " + w.index(kTcSliceK / 4) + " : index"), c4);
     std::string grow = w.let("arith.minui " + w.add(l.bm, row) + ", " + l.mLast + " : index");
     std::string at = w.add(w.add(w.mul(grow, "%xs"), k0), col);
-    std::string v =
-        w.let("vector.load %x[" + at + "] {alignment = 16} : memref<?xf32>, vector<4xf32>");
-    w.line("vector.store " + converted(w, ty, v, "f32") + ", %as[" + row + ", " + col +
-           "] : " + ty.aTile() + ", vector<4x" + ty.elem + ">");
+    stage("%x", at, "f32", "%as", ty.aTile(), row, aRow0, col);
   }
-  std::string wType = std::string("memref<?x") + ty.weight + ">";
   // [K, N]: rows of the tile are k (64 columns of n each); [N, K]: rows are n (32 of k).
   const int rowLength = ty.nk ? kTcSliceK : kTcTileCols;
   for (int gate = 0; gate < gates; ++gate)
@@ -183,55 +221,64 @@ void copySlice(Writer &w, const GemmKernelSpec &spec, const Types &ty, const Lan
       std::string at =
           ty.nk ? w.add(w.mul(w.addConst(w.add(l.bn, row), gate * spec.N), "%ws"), w.add(k0, col))
                 : w.add(w.mul(w.add(k0, row), "%ws"), w.addConst(w.add(l.bn, col), gate * spec.N));
-      std::string v = w.let("vector.load %w[" + at + "] {alignment = " +
-                            (ty.weight == std::string("bf16") ? "8" : "16") + "} : " + wType +
-                            ", vector<4x" + ty.weight + ">");
-      w.line("vector.store " + converted(w, ty, v, ty.weight) + ", %bs" + std::to_string(gate) +
-             "[" + row + ", " + col + "] : " + ty.bTile() + ", vector<4x" + ty.elem + ">");
+      stage("%w", at, ty.weight, "%bs" + std::to_string(gate), ty.bTile(), row, bRow0, col);
     }
-  w.line("gpu.barrier");
+  if (!ty.async)
+    w.line("gpu.barrier");
+  return tokens;
 }
 
 // The warp's B fragment of gate `gate`, column tile j, at K offset kk within the slice.
-std::string bFragment(Writer &w, const Types &ty, const Lanes &l, int gate, int j, int kk) {
+std::string bFragment(Writer &w, const Types &ty, const Lanes &l, int gate, int j, int kk,
+                      const std::string &row0) {
   std::string tile = "%bs" + std::to_string(gate);
   std::string col = w.addConst(l.wn, j * 8);
   if (ty.nk) {
     // The tile is Wᵀ's [n, k]: B's fragment is two 8 × 8 matrices of it (k and k + kStep / 2)
     // as ldmatrix gives them untransposed; lane L addresses row L % 8 of matrix (L / 8) % 2.
-    std::string row = w.add(col, l.l8);
+    std::string row = offset(w, w.add(col, l.l8), row0);
     std::string k = w.addConst(w.mul(l.lpair, w.index(ty.kStep() / 2)), kk);
     return w.let("nvgpu.ldmatrix " + tile + "[" + row + ", " + k +
                  "] {numTiles = 2 : i32, transpose = false} : " + ty.bTile() + " -> " +
                  ty.bFrag());
   }
   if (ty.bf16) {
-    std::string row = w.addConst(l.lrow, kk);
+    std::string row = offset(w, w.addConst(l.lrow, kk), row0);
     return w.let("nvgpu.ldmatrix " + tile + "[" + row + ", " + col +
                  "] {numTiles = 2 : i32, transpose = true} : " + ty.bTile() + " -> " + ty.bFrag());
   }
   // b0 = B[kk + t][col + g], b1 = B[kk + t + 4][col + g].
-  std::string n = w.add(col, l.g), k = w.addConst(l.t, kk);
+  std::string n = w.add(col, l.g), k = offset(w, w.addConst(l.t, kk), row0);
   std::string b0 = w.let("memref.load " + tile + "[" + k + ", " + n + "] : " + ty.bTile());
   std::string b1 =
       w.let("memref.load " + tile + "[" + w.addConst(k, 4) + ", " + n + "] : " + ty.bTile());
   return w.let("vector.from_elements " + b0 + ", " + b1 + " : " + ty.bFrag());
 }
 
-// The products of one K slice: per K step each warp's 2 A fragments × 4 B fragments per gate.
+// A tf32 fragment as the mma reads it: raw f32 staged by cp.async is rounded here.
+std::string rounded(Writer &w, const Types &ty, const std::string &frag, const char *shape) {
+  return ty.async ? roundToTf32(w, frag, shape) : frag;
+}
+
+
+// The products of one K slice: per K step each warp's 2 A fragments × 4 B fragments per gate,
+// from the buffer whose first rows are `aRow0` / `bRow0`.
 void multiplySlice(Writer &w, const Types &ty, const Lanes &l, std::vector<std::string> &acc,
-                   int gates) {
+                   int gates, const std::string &aRow0, const std::string &bRow0) {
   const int kStep = ty.kStep();
   for (int kk = 0; kk < kTcSliceK; kk += kStep) {
     std::string a[2];
     std::string acol = w.addConst(w.mul(l.lhalf, w.index(kStep / 2)), kk);
     for (int i = 0; i < 2; ++i)
-      a[i] = w.let("nvgpu.ldmatrix %as[" + w.addConst(w.add(l.wm, l.lrow), i * 16) + ", " +
-                   acol + "] {numTiles = 4 : i32, transpose = false} : " + ty.aTile() + " -> " +
-                   ty.aFrag());
+      a[i] = rounded(w, ty,
+                     w.let("nvgpu.ldmatrix %as[" +
+                           offset(w, w.addConst(w.add(l.wm, l.lrow), i * 16), aRow0) + ", " + acol +
+                           "] {numTiles = 4 : i32, transpose = false} : " + ty.aTile() + " -> " +
+                           ty.aFrag()),
+                     "4x1");
     for (int gate = 0; gate < gates; ++gate)
       for (int j = 0; j < ty.jTiles(); ++j) {
-        std::string b = bFragment(w, ty, l, gate, j, kk);
+        std::string b = rounded(w, ty, bFragment(w, ty, l, gate, j, kk, bRow0), "2x1");
         for (int i = 0; i < 2; ++i) {
           std::string &c = acc[gate * ty.accumulators() + i * ty.jTiles() + j];
           c = ty.bf16 ? bf16Mma(w, a[i], b, c)
@@ -339,6 +386,39 @@ void storeTile(Writer &w, const GemmKernelSpec &spec, const Types &ty, const Lan
 
 namespace {
 
+std::string join(const std::vector<std::string> &names) {
+  std::string text;
+  for (const std::string &name : names)
+    text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
+
+// One iteration of the double-buffered K loop (ty.async): slice k0 / 32 is in buffer
+// (k0 / 32) % 2, its copies issued one iteration earlier. The next slice's copies go into the
+// other buffer first (a group of their own; past K they read nothing and zero fill), then the
+// wait for all groups but that newest one and a barrier make this slice visible to every
+// warp, the mma.syncs run on it while the next slice is in flight, and a last barrier keeps
+// the next iteration's copies off this buffer until every warp has read it.
+void pipelinedSlice(Writer &w, const GemmKernelSpec &spec, const Types &ty, const Lanes &l,
+                    std::vector<std::string> &acc, int gates) {
+  std::string slice = w.let("arith.divui %k0, " + w.index(kTcSliceK) + " : index");
+  std::string buffer = w.let("arith.remui " + slice + ", " + w.index(2) + " : index");
+  std::string next = w.let("arith.subi " + w.index(1) + ", " + buffer + " : index");
+  std::string kNext = w.addConst("%k0", kTcSliceK);
+  std::string more = w.let("arith.cmpi ult, " + kNext + ", %k : index");
+  std::string srcElements = w.let("arith.select " + more + ", " + w.index(4) + ", " +
+                                  w.index(0) + " : index");
+  std::string kRead = w.let("arith.select " + more + ", " + kNext + ", %k0 : index");
+  std::string aRows = w.index(ty.tileRows), bRows = w.index(ty.bRows());
+  std::string group = w.let(
+      "nvgpu.device_async_create_group " +
+      join(copySlice(w, spec, ty, l, kRead, gates, w.mul(next, aRows), w.mul(next, bRows),
+                     srcElements)));
+  w.line("nvgpu.device_async_wait " + group + " {numGroups = 1 : i32}");
+  w.line("gpu.barrier");
+  multiplySlice(w, ty, l, acc, gates, w.mul(buffer, aRows), w.mul(buffer, bRows));
+}
+
 // One gpu.func: the kernel for tiles of `tileRows` rows, named `<name>_tc` (64) or
 // `<name>_tc32` (kTcShortTileRows).
 std::string kernelFunction(const GemmKernelSpec &spec, GpuMatmul precision, int tileRows) {
@@ -355,12 +435,22 @@ std::string kernelFunction(const GemmKernelSpec &spec, GpuMatmul precision, int 
   }
   // K arrives as an argument (always spec.K): a constant trip count let LLVM unroll short K
   // loops whole, and ptxas then held 160-220 registers for the 32-row kernel (gopher, K 256).
+  std::string firstGroup;
+  if (ty.async) { // slice 0 into buffer 0 before the loop
+    std::string all = w.index(4);
+    firstGroup = w.let("nvgpu.device_async_create_group " +
+          join(copySlice(w, spec, ty, l, w.index(0), gates, w.index(0), w.index(0), all)));
+  }
   std::string loop = w.fresh();
   w.line(loop + ":" + std::to_string(acc.size()) + " = scf.for %k0 = " + w.index(0) + " to " +
          "%k step " + w.index(kTcSliceK) + " iter_args(" + iterArgs + ") -> (" +
          accTypes + ") {");
-  copySlice(w, spec, ty, l, "%k0", gates);
-  multiplySlice(w, ty, l, acc, gates);
+  if (ty.async)
+    pipelinedSlice(w, spec, ty, l, acc, gates);
+  else {
+    copySlice(w, spec, ty, l, "%k0", gates);
+    multiplySlice(w, ty, l, acc, gates, "", "");
+  }
   std::string yield;
   for (size_t a = 0; a < acc.size(); ++a)
     yield += (a ? ", " : "") + acc[a];
@@ -368,6 +458,8 @@ std::string kernelFunction(const GemmKernelSpec &spec, GpuMatmul precision, int 
   w.line("}");
   for (size_t a = 0; a < acc.size(); ++a)
     acc[a] = loop + "#" + std::to_string(a);
+  if (ty.async) // the last group (zero fill past K) completes before the block's shared memory goes
+    w.line("nvgpu.device_async_wait " + firstGroup + " {numGroups = 0 : i32}");
   storeTile(w, spec, ty, l, acc, gates);
 
   std::string workgroup = "%as : " + ty.aTile();

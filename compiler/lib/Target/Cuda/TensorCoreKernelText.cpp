@@ -4,14 +4,15 @@
 
 namespace mlir::xf::tc {
 
-std::string roundToTf32(Writer &w, const std::string &v) {
+std::string roundToTf32(Writer &w, const std::string &v, const std::string &shape) {
   // + half an ulp of tf32, low 13 bits cleared.
-  std::string bits = w.let("arith.bitcast " + v + " : vector<4xf32> to vector<4xi32>");
-  std::string half = w.let("arith.constant dense<4096> : vector<4xi32>");
-  std::string mask = w.let("arith.constant dense<-8192> : vector<4xi32>");
-  std::string sum = w.let("arith.addi " + bits + ", " + half + " : vector<4xi32>");
-  std::string low = w.let("arith.andi " + sum + ", " + mask + " : vector<4xi32>");
-  return w.let("arith.bitcast " + low + " : vector<4xi32> to vector<4xf32>");
+  std::string f = "vector<" + shape + "xf32>", i = "vector<" + shape + "xi32>";
+  std::string bits = w.let("arith.bitcast " + v + " : " + f + " to " + i);
+  std::string half = w.let("arith.constant dense<4096> : " + i);
+  std::string mask = w.let("arith.constant dense<-8192> : " + i);
+  std::string sum = w.let("arith.addi " + bits + ", " + half + " : " + i);
+  std::string low = w.let("arith.andi " + sum + ", " + mask + " : " + i);
+  return w.let("arith.bitcast " + low + " : " + i + " to " + f);
 }
 
 std::string bf16MmaRegisters(Writer &w, const std::vector<std::string> &a,

@@ -60,8 +60,9 @@ struct Writer {
   }
 };
 
-/// A vector<4xf32> rounded to tf32 (nearest, ties away): the tensor cores read 19 bits.
-std::string roundToTf32(Writer &w, const std::string &v);
+/// A vector<`shape`xf32> (vector<4xf32>, a fragment's vector<4x1xf32>, ...) rounded to tf32
+/// (nearest, ties away): the tensor cores read 19 bits.
+std::string roundToTf32(Writer &w, const std::string &v, const std::string &shape = "4");
 
 /// c + a · b on m16n8k16 bf16 tensor cores, a and b as their 32-bit registers of bf16 pairs
 /// (4 and 2), c a kAcc fragment. nvgpu.mma.sync takes f16 but not bf16 operands, so this is
