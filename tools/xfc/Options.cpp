@@ -24,7 +24,7 @@ namespace xfc {
 
 cl::OptionCategory xfcCategory("xfc options");
 
-cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<spec.xf>"), cl::init("-"),
+cl::opt<std::string> inputFilename(cl::Positional, cl::desc("<spec.xf | host.mlir>"), cl::init("-"),
                                    cl::cat(xfcCategory));
 cl::opt<std::string> outputFilename("o", cl::desc("Output file (default: stdout)"),
                                     cl::value_desc("filename"), cl::init("-"),

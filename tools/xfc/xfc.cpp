@@ -26,10 +26,12 @@
 #include "xf/Transforms/Passes.h"
 #include "xf/Tuning/Tuner.h"
 #include "xfrt/Gguf.h"
+#include "xfrt/Manifest.h"
 #include "xfrt/MessageText.h"
 #include "xfrt/OutputFile.h"
 
 #include "mlir/IR/AsmState.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
@@ -224,8 +226,8 @@ static mlir::FailureOr<mlir::xf::HostOptions> hostOptionsFromFlags() {
 }
 
 /// The stages after the host lowering: host code, Halide kernels, LLVM, objects.
-static mlir::LogicalResult emitBackend(Emit action, mlir::xf::HostProgram *program,
-                                       llvm::raw_ostream &os) {
+static mlir::LogicalResult emitBackend(Emit action, mlir::ModuleOp host, llvm::raw_ostream &os,
+                                       bool trainer = train) {
   mlir::xf::CodegenOptions options;
   options.target = target;
   options.optLevel = std::min(optLevel.getValue(), 3u);
@@ -233,11 +235,11 @@ static mlir::LogicalResult emitBackend(Emit action, mlir::xf::HostProgram *progr
   options.gpuMatmul = gpuMatmul;
   switch (action) {
   case Emit::Host:
-    program->module->print(os);
+    host.print(os);
     return mlir::success();
   case Emit::MlirGpu:
   case Emit::Nvvm: {
-    auto text = mlir::xf::describeTensorCoreKernels(*program, options, action == Emit::Nvvm);
+    auto text = mlir::xf::describeTensorCoreKernels(host, options, action == Emit::Nvvm);
     if (!text)
       return report(text.takeError());
     os << *text;
@@ -245,7 +247,7 @@ static mlir::LogicalResult emitBackend(Emit action, mlir::xf::HostProgram *progr
   }
   case Emit::Halide:
   case Emit::Ptx: {
-    auto text = mlir::xf::describeKernels(*program, options, action == Emit::Ptx);
+    auto text = mlir::xf::describeKernels(host, options, action == Emit::Ptx);
     if (!text)
       return report(text.takeError());
     os << *text;
@@ -258,7 +260,7 @@ static mlir::LogicalResult emitBackend(Emit action, mlir::xf::HostProgram *progr
       return mlir::failure();
     options.cache = cache ? &*cache : nullptr;
     options.log = verbose ? &llvm::errs() : nullptr;
-    options.trainer = train;
+    options.trainer = trainer;
     options.publicApi = action == Emit::Lib;
     options.staticArchive = options.publicApi && llvm::StringRef(outputFilename).ends_with(".a");
     // Linked into a temporary and renamed: a failed link keeps the previous executable.
@@ -266,13 +268,13 @@ static mlir::LogicalResult emitBackend(Emit action, mlir::xf::HostProgram *progr
                                              /*executable=*/!options.staticArchive,
                                              [&](llvm::StringRef temporary) {
                                                return mlir::xf::buildExecutable(
-                                                   *program, options, temporary);
+                                                   host, options, temporary);
                                              }));
   }
   default:
     break;
   }
-  mlir::OwningOpRef<mlir::ModuleOp> llvmModule = mlir::xf::lowerHostToLLVM(*program);
+  mlir::OwningOpRef<mlir::ModuleOp> llvmModule = mlir::xf::lowerHostToLLVM(host);
   if (!llvmModule)
     return mlir::failure();
   if (action == Emit::Obj)
@@ -286,6 +288,65 @@ static mlir::LogicalResult emitBackend(Emit action, mlir::xf::HostProgram *progr
     return report(text.takeError());
   os << *text;
   return mlir::success();
+}
+
+/// `xfc host.mlir`: a host module as xf-lower-to-host wrote it (xf-opt, xfc --emit=host), its
+/// kernels declared in it, built or printed as the spec's own would be. The host lowering's
+/// options were decided when it was written: given again they would be ignored, so they are
+/// refused; --target must be the kind of target (CUDA or not) it was lowered for.
+static mlir::LogicalResult emitFromHostModule(Emit action, llvm::raw_ostream &os) {
+  if (check || tuneMode || action == Emit::AST || action == Emit::Xf || action == Emit::Fused ||
+      action == Emit::Kernels) {
+    llvm::errs() << "xfc: error: " << inputFilename
+                 << " is a host module: --emit=ast|xf|fused|kernels, --check and tune need the "
+                    "spec\n";
+    return mlir::failure();
+  }
+  for (const llvm::cl::Option *option :
+       std::initializer_list<const llvm::cl::Option *>{
+           &weightType, &packWeights, &bf16GemmInputs, &bf16Products, &quantizedLike,
+           &q8GemmInputs, &halideDecodeAttention, &kvCacheType, std::addressof(defines)}) {
+    if (option->getNumOccurrences()) {
+      llvm::errs() << "xfc: error: --" << option->ArgStr << " was decided when " << inputFilename
+                   << " was lowered (xf-opt --xf-lower-to-host's options)\n";
+      return mlir::failure();
+    }
+  }
+  mlir::DialectRegistry registry;
+  registerFrontendDialects(registry);
+  registry.insert<mlir::arith::ArithDialect, mlir::func::FuncDialect, mlir::LLVM::LLVMDialect,
+                  mlir::math::MathDialect, mlir::scf::SCFDialect>();
+  mlir::MLIRContext context(registry);
+  llvm::SourceMgr sourceMgr;
+  mlir::SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  mlir::OwningOpRef<mlir::ModuleOp> host =
+      mlir::parseSourceFile<mlir::ModuleOp>(inputFilename, sourceMgr, &context);
+  if (!host)
+    return mlir::failure();
+  auto manifest = host->lookupSymbol<mlir::LLVM::GlobalOp>("xf_model_manifest");
+  auto text = manifest ? llvm::dyn_cast_or_null<mlir::StringAttr>(manifest.getValueOrNull())
+                       : mlir::StringAttr();
+  if (!text) {
+    llvm::errs() << "xfc: error: " << inputFilename
+                 << ": no xf_model_manifest: not a module xf-lower-to-host wrote\n";
+    return mlir::failure();
+  }
+  xfrt::Expected<xfrt::Manifest> model =
+      xfrt::parseManifest(text.getValue().take_while([](char c) { return c != '\0'; }));
+  if (!model) {
+    llvm::errs() << "xfc: error: " << inputFilename << ": its manifest: " << model.message()
+                 << "\n";
+    return mlir::failure();
+  }
+  if (model->cuda != mlir::xf::isCudaTarget(target)) {
+    llvm::errs() << "xfc: error: " << inputFilename << " was lowered for "
+                 << (model->cuda ? "a CUDA target" : "the CPU") << ", not --target " << target
+                 << "\n";
+    return mlir::failure();
+  }
+  // A training step's host module links the trainer's main.
+  bool trainer = bool(host->lookupSymbol<mlir::func::FuncOp>("xf_train_step"));
+  return emitBackend(action, *host, os, trainer);
 }
 
 /// `xfc --check`: the kernel-level module built and compared with the
@@ -322,8 +383,9 @@ static mlir::LogicalResult runTune(mlir::MLIRContext &context, mlir::ModuleOp ke
   mlir::FailureOr<mlir::xf::HostOptions> hostOptions = hostOptionsFromFlags();
   if (mlir::failed(hostOptions))
     return mlir::failure();
-  mlir::FailureOr<mlir::xf::HostProgram> program = mlir::xf::lowerToHost(kernels, *hostOptions);
-  if (mlir::failed(program))
+  mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> host =
+      mlir::xf::lowerToHost(kernels, *hostOptions);
+  if (mlir::failed(host))
     return mlir::failure();
   mlir::xf::tuning::TuneOptions options;
   options.target = target;
@@ -359,7 +421,7 @@ static mlir::LogicalResult runTune(mlir::MLIRContext &context, mlir::ModuleOp ke
     return mlir::failure();
   }
   std::signal(SIGINT, onInterrupt);
-  llvm::Error err = mlir::xf::tuning::tuneProgram(context, *program, options, llvm::errs());
+  llvm::Error err = mlir::xf::tuning::tuneProgram(context, **host, options, llvm::errs());
   std::signal(SIGINT, SIG_DFL);
   if (err)
     return report(std::move(err));
@@ -405,15 +467,15 @@ static mlir::LogicalResult emit(Emit action, const ModuleAST &ast,
   if (mlir::failed(buildPipeline(action, pm)))
     return mlir::failure();
   // Past --emit=kernels (and not for --check or tune, which lower the kernel-level module
-  // themselves): xf-lower-to-host, whose kernel specs the backend builds from.
+  // themselves): xf-lower-to-host, whose module (its kernels declared in it) the backend
+  // builds from.
   bool lowers = !check && !tuneMode && action != Emit::AST && action != Emit::Xf &&
                 action != Emit::Fused && action != Emit::Kernels;
-  mlir::xf::HostProgram host;
   if (lowers) {
     mlir::FailureOr<mlir::xf::HostOptions> hostOptions = hostOptionsFromFlags();
     if (mlir::failed(hostOptions))
       return mlir::failure();
-    pm.addPass(mlir::xf::createLowerToHostPass(*hostOptions, &host));
+    pm.addPass(mlir::xf::createLowerToHostPass(*hostOptions));
   }
   if (mlir::failed(pm.run(*module)))
     return mlir::failure();
@@ -425,8 +487,7 @@ static mlir::LogicalResult emit(Emit action, const ModuleAST &ast,
     module->print(os);
     return mlir::success();
   }
-  host.module = std::move(module);
-  return emitBackend(action, &host, os);
+  return emitBackend(action, *module, os);
 }
 
 int main(int argc, char **argv) {
@@ -489,6 +550,15 @@ int main(int argc, char **argv) {
     }
   }
 
+  if (llvm::StringRef(inputFilename).ends_with(".mlir")) {
+    std::string text;
+    llvm::raw_string_ostream textStream(text);
+    if (mlir::failed(emitFromHostModule(emitAction, binaryOutput ? llvm::nulls() : textStream)))
+      return 1;
+    if (!binaryOutput && mlir::failed(report(xfc::writeText(outputFilename, text))))
+      return 1;
+    return 0;
+  }
   llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> spec =
       xfc::readSpec(inputFilename, kMaxSpecBytes);
   if (!spec) {

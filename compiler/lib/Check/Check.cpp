@@ -140,24 +140,30 @@ LogicalResult Checker::build() {
       return fail(llvm::toString(std::move(e)));
     out << "xfc: check: injected fault: " << what << "\n";
   }
-  HostOptions host;
-  host.kernelOutputHook = true;
-  host.bf16Weights = options.bf16Weights;
-  host.weightBlocks = options.weightBlocks;
-  FailureOr<HostProgram> lowered = lowerToHost(*built, host);
+  HostOptions hostOptions;
+  hostOptions.kernelOutputHook = true;
+  hostOptions.bf16Weights = options.bf16Weights;
+  hostOptions.weightBlocks = options.weightBlocks;
+  FailureOr<OwningOpRef<ModuleOp>> lowered = lowerToHost(*built, hostOptions);
   if (failed(lowered))
     return failure();
-  program = std::move(*lowered);
+  host = std::move(*lowered);
   if (isHostFault(options.fault)) {
     std::string what;
-    if (llvm::Error e = injectHostFault(options.fault, *program.module, what))
+    if (llvm::Error e = injectHostFault(options.fault, *host, what))
       return fail(llvm::toString(std::move(e)));
     out << "xfc: check: injected fault: " << what << "\n";
   }
+  hostKernels = hostKernelsOf(*host);
+  FailureOr<std::vector<Operation *>> sites =
+      siteOpsOf(*host, built->lookupSymbol<func::FuncOp>("forward"));
+  if (failed(sites))
+    return failure();
+  siteOps = std::move(*sites);
   std::vector<Operation *> byIndex(index);
   for (Operation &op : forward.getBody().front())
     byIndex[op.getAttrOfType<IntegerAttr>(kSiteAttr).getInt()] = &op;
-  for (Operation *op : program.siteOps) {
+  for (Operation *op : siteOps) {
     auto id = op->getAttrOfType<IntegerAttr>(kSiteAttr);
     siteReference.push_back(id ? byIndex[id.getInt()] : nullptr);
   }
@@ -169,7 +175,7 @@ LogicalResult Checker::build() {
   llvm::sys::path::append(library, "model.so");
   CodegenOptions codegen = options.codegen;
   codegen.sharedLibrary = true;
-  llvm::Error err = buildExecutable(program, codegen, library);
+  llvm::Error err = buildExecutable(*host, codegen, library);
   if (!err) {
     auto loaded = CompiledModel::load(std::string(library), options.seed);
     if (loaded)
@@ -185,15 +191,15 @@ LogicalResult Checker::build() {
 
 void Checker::describeSite(int32_t site, llvm::raw_ostream &os, std::string &schedule) {
   const xfrt::KernelSpec &k = model->manifest().kernels[site];
-  Operation *op = program.siteOps[site];
+  Operation *op = siteOps[site];
   os << k.name << " (" << sourceLine(op->getLoc()) << ", ";
   MLIRContext *ctx = op->getContext();
   llvm::raw_string_ostream s(schedule);
-  for (const GemmKernelSpec &spec : program.gemms)
+  for (const GemmKernelSpec &spec : hostKernels.gemms)
     if (spec.name == k.name)
       os << kernelSignature(gemmKernelAttr(ctx, spec)),
           s << Attribute(gemmScheduleAttr(ctx, spec.schedule));
-  for (const AttentionKernelSpec &spec : program.attentions)
+  for (const AttentionKernelSpec &spec : hostKernels.attentions)
     if (spec.name == k.name)
       os << kernelSignature(attentionKernelAttr(ctx, spec)),
           s << Attribute(attentionScheduleAttr(ctx, spec.schedule));
@@ -306,7 +312,7 @@ LogicalResult Checker::run() {
       return fail(llvm::formatv("--lengths: {0} is past the model's {1} positions", l, limit));
   out << llvm::formatv(
       "xfc: check: {0} ({1}), seed {2}, {3} kernel call sites in its entry points\n", m.model,
-      m.kindName(), options.seed, program.siteOps.size());
+      m.kindName(), options.seed, siteOps.size());
   bool ok = true;
   for (int64_t l : lengths) {
     ok = succeeded(checkLength(l)) && (!m.cached || succeeded(checkCached(l))) &&

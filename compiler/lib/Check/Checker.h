@@ -34,7 +34,7 @@ using mlir::LogicalResult;
 using mlir::ModuleOp;
 using mlir::Operation;
 using mlir::OwningOpRef;
-using mlir::xf::HostProgram;
+using mlir::xf::HostKernels;
 
 /// max|out − ref| / max|ref| over the whole output (docs/correctness.md): the
 /// bound the examples meet against test/reference.
@@ -181,7 +181,9 @@ private:
   const CheckOptions &options;
   llvm::raw_ostream &out;
   OwningOpRef<ModuleOp> built; // the module compiled (a copy of kernels, perhaps with a fault)
-  HostProgram program;
+  OwningOpRef<ModuleOp> host; // built's host module, its kernels declared in it
+  HostKernels hostKernels;
+  std::vector<Operation *> siteOps; // per site: the op of `built` it computes
   std::unique_ptr<CompiledModel> model;
   std::vector<Operation *> siteReference; // per site: the op of `kernels` it computes
   /// Parameter i as float32: a bfloat16 one widened exactly (its bits are a

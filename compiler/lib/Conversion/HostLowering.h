@@ -43,11 +43,23 @@
 
 namespace mlir::xf {
 
+/// What lowerToHost builds: the host module, the kernels its entry points
+/// call (declared at its end once every function is emitted) and the op of
+/// each kernel call site, by site index (the index the profiling hooks get):
+/// xf_forward's calls, then xf_forward_cached's.
+struct HostBuild {
+  OwningOpRef<ModuleOp> module;
+  std::vector<GemmKernelSpec> gemms;
+  std::vector<AttentionKernelSpec> attentions;
+  std::vector<DeviceLoopKernelSpec> deviceLoops;
+  std::vector<Operation *> siteOps;
+};
+
 /// Emits the entry points from the placement analysis's result (Placement.h),
 /// which every emitter reads.
 class HostLowering : TensorPlacement {
 public:
-  HostLowering(func::FuncOp forward, HostProgram &program, const HostOptions &options,
+  HostLowering(func::FuncOp forward, HostBuild &program, const HostOptions &options,
                func::FuncOp forwardPacked = {})
       : forward(forward), forwardPacked(forwardPacked), program(program), options(options),
         ctx(forward.getContext()) {}
@@ -432,7 +444,7 @@ private:
   void accumulateInto(Value target, int64_t floatOffset, Value in);
 
   func::FuncOp forward;
-  HostProgram &program;
+  HostBuild &program;
   HostOptions options;
   MLIRContext *ctx;
   /// Parameter indices stored in bfloat16 (HostOptions::bf16Weights).

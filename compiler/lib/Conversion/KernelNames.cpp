@@ -3,7 +3,7 @@
 // The exported name of each GEMM and attention kernel: specs with one kernel
 // description (#xf.gemm_kernel / #xf.attention_kernel: shapes, storage,
 // packing, epilogue, CPU and CUDA schedules) share a pipeline (the same GEMM
-// in every layer), so HostProgram gets each spec once.
+// in every layer), each declared once (KernelDeclarations.h).
 //
 //===----------------------------------------------------------------------===//
 

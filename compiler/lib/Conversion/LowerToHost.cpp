@@ -7,7 +7,8 @@
 // registered (KernelEmitters.cpp: GemmEmitter.cpp, AttentionEmitter.cpp,
 // LoopKernelEmitters.cpp), each bracketed by the profiling hooks
 // (ProfilingHooks.cpp), its operands described by BufferArguments.cpp; then
-// the manifest (Manifest.cpp). This file is the driver only: the files above
+// the manifest (Manifest.cpp) and, at the module's end, the declarations of
+// the kernels called (KernelDeclarations.h). This file is the driver only: the files above
 // never call back into it. LowerTraining.cpp lowers @loss_and_gradients
 // (TrainingEmitters.cpp).
 //
@@ -59,18 +60,30 @@ LogicalResult HostLowering::run() {
   emitCacheBytes();
   program.deviceLoops = kernels->deviceKernels();
 
-  program.manifest = xfrt::renderManifest(describeModel());
-  emitManifestGlobal(*program.module, program.manifest);
+  emitManifestGlobal(*program.module, xfrt::renderManifest(describeModel()));
   return success();
 }
 
-FailureOr<HostProgram> mlir::xf::lowerToHost(ModuleOp fused, const HostOptions &options) {
+/// --check's xf.site_ops: each site's op by its position in @forward's body
+/// (a packed entry point's sites name @forward's ops already).
+static void noteSiteOps(ModuleOp host, func::FuncOp forward, ArrayRef<Operation *> siteOps) {
+  llvm::DenseMap<Operation *, int64_t> position;
+  for (Operation &op : forward.getBody().front())
+    position.try_emplace(&op, position.size());
+  SmallVector<int64_t> indices;
+  for (Operation *op : siteOps)
+    indices.push_back(position.at(op));
+  host->setAttr(kSiteOpsAttr, DenseI64ArrayAttr::get(host.getContext(), indices));
+}
+
+FailureOr<OwningOpRef<ModuleOp>> mlir::xf::lowerToHost(ModuleOp fused,
+                                                       const HostOptions &options) {
   auto forward = fused.lookupSymbol<func::FuncOp>("forward");
   if (!forward)
     return fused.emitError("no func.func @forward to lower");
   fused.getContext()->loadDialect<arith::ArithDialect, func::FuncDialect, LLVM::LLVMDialect,
                                   math::MathDialect, scf::SCFDialect>();
-  HostProgram program;
+  HostBuild program;
   HostLowering lowering(forward, program, options,
                         fused.lookupSymbol<func::FuncOp>("forward_packed"));
   if (failed(lowering.run()))
@@ -80,5 +93,9 @@ FailureOr<HostProgram> mlir::xf::lowerToHost(ModuleOp fused, const HostOptions &
     if (failed(training.runTraining(lowering)))
       return failure();
   }
-  return program;
+  declareKernels(*program.module, {std::move(program.gemms), std::move(program.attentions),
+                                   std::move(program.deviceLoops)});
+  if (options.kernelOutputHook)
+    noteSiteOps(*program.module, forward, program.siteOps);
+  return std::move(program.module);
 }

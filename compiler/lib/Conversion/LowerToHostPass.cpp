@@ -2,10 +2,11 @@
 //
 // The registered pass around lowerToHost (LowerToHost.h): xf-opt and xfc's
 // --print-ir-after=xf-lower-to-host see the host module in place of the
-// kernel-level one. xfc builds it with createLowerToHostPass to get the
-// kernel specs the executable is linked from, and hands it its HostOptions as
-// they are; only the pass built from text (xf-opt) reads its textual options,
-// into HostOptions, once. (So the textual form of xfc's pass, as a crash
+// kernel-level one, its kernels declared in it (KernelDeclarations.h), so
+// either's output is what an executable is built from. xfc builds it with
+// createLowerToHostPass and hands it its HostOptions as they are; only the
+// pass built from text (xf-opt) reads its textual options, into HostOptions,
+// once. (So the textual form of xfc's pass, as a crash
 // reproducer would print it, shows the defaults, not xfc's options.)
 //
 //===----------------------------------------------------------------------===//
@@ -24,29 +25,22 @@ namespace {
 
 struct LowerToHostPass : xf::impl::LowerToHostBase<LowerToHostPass> {
   using LowerToHostBase::LowerToHostBase;
-  LowerToHostPass(const HostOptions &options, HostProgram *program)
-      : given(options), program(program) {}
+  LowerToHostPass(const HostOptions &options) : given(options) {}
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
     FailureOr<HostOptions> options = given ? FailureOr<HostOptions>(*given) : hostOptions();
     if (failed(options))
       return signalPassFailure();
-    FailureOr<HostProgram> lowered = lowerToHost(module, *options);
+    FailureOr<OwningOpRef<ModuleOp>> lowered = lowerToHost(module, *options);
     if (failed(lowered))
       return signalPassFailure();
     // The host module takes the kernel-level module's place: body and attributes.
     for (Operation &op : llvm::make_early_inc_range(*module.getBody()))
       op.erase();
     module.getBody()->getOperations().splice(module.getBody()->end(),
-                                             lowered->module->getBody()->getOperations());
-    module->setAttrs((*lowered->module)->getAttrDictionary());
-    if (program) {
-      program->gemms = std::move(lowered->gemms);
-      program->attentions = std::move(lowered->attentions);
-      program->deviceLoops = std::move(lowered->deviceLoops);
-      program->manifest = std::move(lowered->manifest);
-    }
+                                             (*lowered)->getBody()->getOperations());
+    module->setAttrs((**lowered)->getAttrDictionary());
   }
 
   /// The textual options (xf-opt's), read into HostOptions.
@@ -85,12 +79,10 @@ struct LowerToHostPass : xf::impl::LowerToHostBase<LowerToHostPass> {
 
   /// xfc's options (createLowerToHostPass), used as they are.
   std::optional<HostOptions> given;
-  HostProgram *program = nullptr;
 };
 
 } // namespace
 
-std::unique_ptr<Pass> mlir::xf::createLowerToHostPass(const HostOptions &host,
-                                                      HostProgram *program) {
-  return std::make_unique<LowerToHostPass>(host, program);
+std::unique_ptr<Pass> mlir::xf::createLowerToHostPass(const HostOptions &host) {
+  return std::make_unique<LowerToHostPass>(host);
 }

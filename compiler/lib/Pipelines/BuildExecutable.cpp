@@ -1,7 +1,7 @@
 //===- BuildExecutable.cpp - objects linked with libxfrt ------------------===//
 //
 // One object for the host code, one for its manifest, one per Halide
-// pipeline, one Halide runtime, then the system linker (through the C++ compiler xf was built with) with
+// pipeline the host module declares (KernelDeclarations.h), one Halide runtime, then the system linker (through the C++ compiler xf was built with) with
 // the runtime archives. Intermediate files live in a ScratchDirectory; each
 // object is copied from the object cache when it holds the object's key
 // (ObjectKeys.h), and compiled and stored there otherwise.
@@ -134,19 +134,20 @@ private:
   bool stored = false;
 };
 
-/// The host module in two: its code, and the manifest global alone. The
-/// manifest names source lines, so an edit that only moves lines, or marks a
-/// kernel tuned, changes the small manifest object and not the code.
+/// The host module's code in two: the functions, and the manifest global
+/// alone (its kernel declarations left out). The manifest names source lines,
+/// so an edit that only moves lines, or marks a kernel tuned, changes the
+/// small manifest object and not the code.
 struct SplitHostModule {
   OwningOpRef<ModuleOp> code, manifest;
 };
 
-SplitHostModule splitManifest(const HostProgram &program) {
-  ModuleOp host = program.module.get();
-  SplitHostModule split{OwningOpRef<ModuleOp>(cast<ModuleOp>(host->clone())),
-                        OwningOpRef<ModuleOp>(ModuleOp::create(host.getLoc()))};
-  if (auto global = split.code->lookupSymbol<LLVM::GlobalOp>("xf_model_manifest"))
-    global->moveBefore(split.manifest->getBody(), split.manifest->getBody()->end());
+llvm::Expected<SplitHostModule> splitManifest(ModuleOp host) {
+  SplitHostModule split{hostCodeOf(host), OwningOpRef<ModuleOp>(ModuleOp::create(host.getLoc()))};
+  auto global = split.code->lookupSymbol<LLVM::GlobalOp>("xf_model_manifest");
+  if (!global) // not a module xf-lower-to-host wrote
+    return llvm::createStringError("the host module has no xf_model_manifest");
+  global->moveBefore(split.manifest->getBody(), split.manifest->getBody()->end());
   return split;
 }
 
@@ -237,8 +238,7 @@ llvm::Error provideTensorCoreAttention(MLIRContext *ctx, const AttentionKernelSp
 
 } // namespace
 
-llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
-                                      const CodegenOptions &options,
+llvm::Error mlir::xf::buildExecutable(ModuleOp hostModule, const CodegenOptions &options,
                                       llvm::StringRef output) {
   llvm::Expected<ScratchDirectory> scratch =
       ScratchDirectory::create("xfc", options.keepIntermediates);
@@ -249,8 +249,12 @@ llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
   if (!kernelTarget)
     return kernelTarget.takeError();
   ObjectSource source(options);
-  MLIRContext *ctx = program.module.get().getContext();
-  SplitHostModule host = splitManifest(program);
+  MLIRContext *ctx = hostModule.getContext();
+  llvm::Expected<SplitHostModule> split = splitManifest(hostModule);
+  if (!split)
+    return split.takeError();
+  SplitHostModule &host = *split;
+  HostKernels kernels = hostKernelsOf(hostModule);
   std::vector<std::string> objects{dir.file("host.o")};
   if (llvm::Error e = source.provide(
           "host code", "", hostObjectKey(keyText(*host.code), options.optLevel), objects.back(),
@@ -266,7 +270,7 @@ llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
   objects.push_back(dir.file("manifest.o"));
   if (llvm::Error e = emitObjectFile(*host.manifest, /*optLevel=*/0, objects.back()))
     return e;
-  for (const GemmKernelSpec &spec : program.gemms) {
+  for (const GemmKernelSpec &spec : kernels.gemms) {
     TensorCoreGemmPlan plan = tensorCoreGemmPlan(spec, options.gpuMatmul);
     if (options.log && options.gpuMatmul != GpuMatmul::Fp32)
       *options.log << "xfc: " << spec.name << ": "
@@ -284,7 +288,7 @@ llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
                                        }))
       return e;
   }
-  for (const AttentionKernelSpec &spec : program.attentions) {
+  for (const AttentionKernelSpec &spec : kernels.attentions) {
     TensorCoreAttentionPlan plan = tensorCoreAttentionPlan(spec, options.gpuMatmul);
     if (options.log && options.gpuMatmul != GpuMatmul::Fp32)
       *options.log << "xfc: " << spec.name << ": "
@@ -313,7 +317,7 @@ llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
             }))
       return e;
   }
-  for (const DeviceLoopKernelSpec &spec : program.deviceLoops) {
+  for (const DeviceLoopKernelSpec &spec : kernels.deviceLoops) {
     objects.push_back(dir.file(spec.name + ".o"));
     if (llvm::Error e = source.provide(spec.name, kernelSignature(spec),
                                        deviceLoopObjectKey(spec, *kernelTarget), objects.back(),
@@ -337,13 +341,14 @@ llvm::Error mlir::xf::buildExecutable(const HostProgram &program,
   return llvm::Error::success();
 }
 
-llvm::Expected<std::string> mlir::xf::describeKernels(const HostProgram &program,
+llvm::Expected<std::string> mlir::xf::describeKernels(ModuleOp host,
                                                       const CodegenOptions &options, bool ptx) {
+  HostKernels kernels = hostKernelsOf(host);
   llvm::Expected<std::string> halideTarget = halideTargetString(options.target);
   if (!halideTarget)
     return halideTarget.takeError();
   std::string text;
-  for (const GemmKernelSpec &spec : program.gemms) {
+  for (const GemmKernelSpec &spec : kernels.gemms) {
     if (ptx && tensorCoreGemmPlan(spec, options.gpuMatmul).tensorCores) {
       auto tc = tensorCoreGemmPtx(spec, options.gpuMatmul, cudaCapabilityOf(*halideTarget));
       if (!tc)
@@ -359,7 +364,7 @@ llvm::Expected<std::string> mlir::xf::describeKernels(const HostProgram &program
     bool fallback = tensorCoreGemmPlan(spec, options.gpuMatmul).tensorCores;
     text += "// ----- " + (fallback ? fp32FallbackName(spec) : spec.name) + "\n" + *stmt + "\n";
   }
-  for (const AttentionKernelSpec &spec : program.attentions) {
+  for (const AttentionKernelSpec &spec : kernels.attentions) {
     bool tensorCores = tensorCoreAttentionPlan(spec, options.gpuMatmul).tensorCores;
     if (ptx && tensorCores) {
       auto tc = tensorCoreAttentionPtx(spec, options.gpuMatmul, cudaCapabilityOf(*halideTarget));
@@ -374,7 +379,7 @@ llvm::Expected<std::string> mlir::xf::describeKernels(const HostProgram &program
       return stmt.takeError();
     text += "// ----- " + (tensorCores ? attentionFp32Name(spec) : spec.name) + "\n" + *stmt + "\n";
   }
-  for (const DeviceLoopKernelSpec &spec : program.deviceLoops) {
+  for (const DeviceLoopKernelSpec &spec : kernels.deviceLoops) {
     auto stmt = describeDeviceLoopKernel(spec, options.target, ptx);
     if (!stmt)
       return stmt.takeError();
@@ -383,14 +388,15 @@ llvm::Expected<std::string> mlir::xf::describeKernels(const HostProgram &program
   return text;
 }
 
-llvm::Expected<std::string> mlir::xf::describeTensorCoreKernels(const HostProgram &program,
+llvm::Expected<std::string> mlir::xf::describeTensorCoreKernels(ModuleOp host,
                                                                 const CodegenOptions &options,
                                                                 bool nvvm) {
+  HostKernels kernels = hostKernelsOf(host);
   llvm::Expected<std::string> halideTarget = halideTargetString(options.target);
   if (!halideTarget)
     return halideTarget.takeError();
   std::string text;
-  for (const GemmKernelSpec &spec : program.gemms) {
+  for (const GemmKernelSpec &spec : kernels.gemms) {
     TensorCoreGemmPlan plan = tensorCoreGemmPlan(spec, options.gpuMatmul);
     text += "// ----- " + spec.name + ": " + (plan.tensorCores ? "tensor cores, " : "Halide fp32, ") +
             plan.why + "\n";
@@ -406,7 +412,7 @@ llvm::Expected<std::string> mlir::xf::describeTensorCoreKernels(const HostProgra
       return lowered.takeError();
     text += *lowered;
   }
-  for (const AttentionKernelSpec &spec : program.attentions) {
+  for (const AttentionKernelSpec &spec : kernels.attentions) {
     TensorCoreAttentionPlan plan = tensorCoreAttentionPlan(spec, options.gpuMatmul);
     text += "// ----- " + spec.name + ": " + (plan.tensorCores ? "tensor cores, " : "Halide fp32, ") +
             plan.why + "\n";

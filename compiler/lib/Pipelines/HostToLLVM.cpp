@@ -19,9 +19,8 @@ void mlir::xf::buildHostToLLVMPipeline(OpPassManager &pm) {
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
-OwningOpRef<ModuleOp> mlir::xf::lowerHostToLLVM(const HostProgram &program) {
-  ModuleOp host = program.module.get();
-  OwningOpRef<ModuleOp> module(cast<ModuleOp>(host->clone()));
+OwningOpRef<ModuleOp> mlir::xf::lowerHostToLLVM(ModuleOp host) {
+  OwningOpRef<ModuleOp> module = hostCodeOf(host);
   PassManager pm(module->getContext());
   buildHostToLLVMPipeline(pm);
   if (failed(pm.run(*module)))

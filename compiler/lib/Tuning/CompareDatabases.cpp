@@ -133,7 +133,7 @@ ProgramTuner::compareKernel(const TunedKernel &k, const TuningDatabase &a,
   return std::optional<llvm::json::Object>(std::move(kernelReport));
 }
 
-llvm::Error ProgramTuner::compare(const HostProgram &program) {
+llvm::Error ProgramTuner::compare(const HostKernels &program) {
   // Both must exist: comparing with nothing is a mistake, not an empty result.
   const bool withDefault = options.comparePath == "default";
   llvm::Expected<TuningDatabase> a = TuningDatabase::load(options.dbPath);

@@ -30,7 +30,7 @@ static std::string formatDuration(double s) {
   return llvm::formatv("{0}m{1:2}s", int(s) / 60, int(s) % 60);
 }
 
-llvm::Error ProgramTuner::prepare(const HostProgram &program) {
+llvm::Error ProgramTuner::prepare(const HostKernels &program) {
   llvm::Expected<VectorShape> shape = vectorShapeOf(options.target);
   if (!shape)
     return shape.takeError();
@@ -47,7 +47,7 @@ llvm::Error ProgramTuner::prepare(const HostProgram &program) {
   return llvm::Error::success();
 }
 
-llvm::Error ProgramTuner::collect(const HostProgram &program, const VectorShape &shape) {
+llvm::Error ProgramTuner::collect(const HostKernels &program, const VectorShape &shape) {
   llvm::StringSet<> seen;
   int64_t longest = 1;
   for (int64_t l : options.lengths)
@@ -145,7 +145,7 @@ llvm::Error ProgramTuner::writeReport(llvm::json::Object report) {
   return llvm::Error::success();
 }
 
-llvm::Error ProgramTuner::run(const HostProgram &program) {
+llvm::Error ProgramTuner::run(const HostKernels &program) {
   // Held until the run ends: read, tuned and saved by this run alone.
   llvm::Expected<TuningDatabaseLock> lock = TuningDatabaseLock::acquire(options.dbPath);
   if (!lock)
@@ -200,8 +200,9 @@ llvm::Error ProgramTuner::run(const HostProgram &program) {
   return llvm::Error::success();
 }
 
-llvm::Error mlir::xf::tuning::tuneProgram(MLIRContext &ctx, const HostProgram &program,
+llvm::Error mlir::xf::tuning::tuneProgram(MLIRContext &ctx, ModuleOp host,
                                           const TuneOptions &options, llvm::raw_ostream &log) {
+  HostKernels program = hostKernelsOf(host);
   TuneOptions resolved = options;
   if (resolved.threads <= 0)
     resolved.threads = std::max(1u, std::thread::hardware_concurrency());

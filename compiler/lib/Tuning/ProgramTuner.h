@@ -12,6 +12,7 @@
 
 #include "TunedKernel.h"
 #include "WorkerClient.h"
+#include "xf/Conversion/KernelDeclarations.h"
 #include "xf/Tuning/MachineLoad.h"
 #include "xf/Tuning/PairedComparison.h"
 #include "xf/Tuning/Tuner.h"
@@ -39,16 +40,16 @@ public:
         interactive(log.is_displayed()),
         load(std::max(1u, std::thread::hardware_concurrency()), options.threads) {}
 
-  llvm::Error run(const HostProgram &program);
+  llvm::Error run(const HostKernels &program);
   /// --compare: the schedules of two databases timed side by side.
-  llvm::Error compare(const HostProgram &program);
+  llvm::Error compare(const HostKernels &program);
 
 private:
   friend class KernelTuning;
   /// What run and compare share: the target, the model's distinct kernels
   /// and this machine's ceilings.
-  llvm::Error prepare(const HostProgram &program);
-  llvm::Error collect(const HostProgram &program, const VectorShape &shape);
+  llvm::Error prepare(const HostKernels &program);
+  llvm::Error collect(const HostKernels &program, const VectorShape &shape);
   llvm::Error tune(TunedKernel &k, size_t index, double share, llvm::json::Array &report);
   void printSummary(const llvm::json::Array &report);
   llvm::Error writeReport(llvm::json::Object report);

@@ -1,13 +1,12 @@
-//===- LowerToHost.h - fused xf IR → host code + kernel specs ---*- C++ -*-===//
+//===- LowerToHost.h - fused xf IR → the host module ------------*- C++ -*-===//
 //
 // Takes @forward after the fusion pipeline (tensors, kernel-level xf ops) and
-// produces what the executable is built from:
-//  - a module in func/scf/arith/math/llvm holding the ABI of docs/abi.md
-//    (xf_model_manifest, xf_prepare, xf_scratch_bytes, xf_forward), with
-//    every tensor assigned a buffer (parameter, derived weight, a slot of the
-//    scratch arena reused by liveness, or a view) and the small kernels as
-//    scf loops;
-//  - the specs of the Halide GEMM and attention kernels it calls.
+// produces the module the executable is built from: func/scf/arith/math/llvm
+// holding the ABI of docs/abi.md (xf_model_manifest, xf_prepare,
+// xf_scratch_bytes, xf_forward, ...), with every tensor assigned a buffer
+// (parameter, derived weight, a slot of the scratch arena reused by liveness,
+// or a view) and the small kernels as scf loops, ended by the declarations of
+// the generated kernels it calls (KernelDeclarations.h).
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,27 +14,15 @@
 #define XF_CONVERSION_LOWERTOHOST_H
 
 #include "xf/Codegen/HalideKernels.h"
+#include "xf/Conversion/KernelDeclarations.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "llvm/ADT/StringMap.h"
 
 #include <string>
-#include <vector>
 
 namespace mlir::xf {
-
-struct HostProgram {
-  OwningOpRef<ModuleOp> module;
-  std::vector<GemmKernelSpec> gemms;
-  std::vector<AttentionKernelSpec> attentions;
-  /// Under HostOptions::cudaDevice: the loop kernels' CUDA pipelines.
-  std::vector<DeviceLoopKernelSpec> deviceLoops;
-  std::string manifest;
-  /// The op of each kernel call site, by site index (the index the profiling
-  /// hooks get): xf_forward's calls, then xf_forward_cached's.
-  std::vector<Operation *> siteOps;
-};
 
 struct HostOptions {
   /// Keep matrices that only feed GEMMs and embedding gathers in bfloat16
@@ -47,7 +34,8 @@ struct HostOptions {
   bool bf16Activations = false;
   /// For `xfc --check` (docs/pipeline.md, "Checking a build"): after every
   /// kernel call, `xf_check_kernel_output(site, out, rows, row_stride)` with
-  /// the kernel's output, which the checker reads and may overwrite.
+  /// the kernel's output, which the checker reads and may overwrite; the
+  /// module attribute xf.site_ops names each site's op (KernelDeclarations.h).
   bool kernelOutputHook = false;
   /// Parameters to keep in ggml blocks (manifest "dtype": "q8_0" | "q4_0" |
   /// "q4_1"), by name: those blockParameterTypes (KernelSpecs.h) accepts are
@@ -80,9 +68,10 @@ struct HostOptions {
   int decodeAttentionIsa = -1;
 };
 
-/// Fails with a located error when @forward holds an op the host lowering
-/// cannot place (e.g. one the fusion pipeline should have removed).
-FailureOr<HostProgram> lowerToHost(ModuleOp fused, const HostOptions &options = {});
+/// The host module of `fused` (which it leaves as it is). Fails with a
+/// located error when @forward holds an op the host lowering cannot place
+/// (e.g. one the fusion pipeline should have removed).
+FailureOr<OwningOpRef<ModuleOp>> lowerToHost(ModuleOp fused, const HostOptions &options = {});
 
 } // namespace mlir::xf
 

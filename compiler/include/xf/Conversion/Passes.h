@@ -23,11 +23,8 @@ namespace mlir::xf {
 #include "xf/Conversion/Passes.h.inc"
 
 /// xf-lower-to-host under `options` (used as given: not read back from the
-/// pass's textual options, which stay at their defaults), handing what the rest of the build
-/// needs besides the host module — the Halide kernels' specs and the
-/// manifest — to `*program` (its `module` and `siteOps` stay empty: the
-/// module is the one the pass ran on, and the ops the sites named are gone).
-std::unique_ptr<Pass> createLowerToHostPass(const HostOptions &options, HostProgram *program);
+/// pass's textual options, which stay at their defaults).
+std::unique_ptr<Pass> createLowerToHostPass(const HostOptions &options);
 
 } // namespace mlir::xf
 

@@ -18,8 +18,11 @@ def LowerToHost : Pass<"xf-lower-to-host", "ModuleOp"> {
     prints: xf_prepare, xf_scratch_bytes, xf_cache_bytes, xf_forward and its
     cached and packed forms (refusing, with status 1, where the model cannot
     run that way), the training entry points, the loop kernels as scf loops,
-    declarations of the Halide GEMM and attention kernels they call, and the
-    manifest constant `xf_model_manifest`. Steps: the placement analysis
+    declarations of the Halide GEMM and attention kernels they call, the
+    manifest constant `xf_model_manifest`, and at the end one
+    `xf.kernel_decl` per generated kernel with its description
+    (#xf.gemm_kernel, #xf.attention_kernel, #xf.device_loop_kernel), from
+    which `xfc host.mlir -o model` builds the executable. Steps: the placement analysis
     (Placement.h: where every tensor lives), the cache plan (CachePlan.h:
     which entry points run, the KV-cache layout), then one kernel call per
     op. The module attributes `xf.model` and `xf.hyperparameters` and
@@ -50,7 +53,8 @@ def LowerToHost : Pass<"xf-lower-to-host", "ModuleOp"> {
     Option<"kvCacheType", "kv-cache-type", "std::string", "\"f32\"",
            "element type of the cached entry points' KV cache: f32 or f16">,
     Option<"kernelOutputHook", "kernel-output-hook", "bool", "false",
-           "call xf_check_kernel_output after every kernel (xfc --check)">
+           "call xf_check_kernel_output after every kernel (xfc --check); the module "
+           "attribute xf.site_ops names each site's op of @forward">
   ];
   let dependentDialects = ["arith::ArithDialect", "func::FuncDialect", "LLVM::LLVMDialect",
                            "math::MathDialect", "scf::SCFDialect"];

@@ -1,7 +1,9 @@
 //===- Pipelines.h - the compiler's stages as lists of passes ---*- C++ -*-===//
 //
-// spec → xf (frontend) → buildFusionPipeline → lowerToHost →
-// buildHostToLLVMPipeline → object files (host + Halide kernels) → link.
+// spec → xf (frontend) → buildFusionPipeline → lowerToHost (the host module,
+// its kernels declared in it) → buildHostToLLVMPipeline → object files (host +
+// Halide kernels) → link. Every stage after the lowering reads the host
+// module alone.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,22 +49,23 @@ struct CodegenOptions {
   GpuMatmul gpuMatmul = GpuMatmul::Fp32;
 };
 
-/// Runs the host-to-LLVM pipeline on a clone of `program.module` (null on failure).
-OwningOpRef<ModuleOp> lowerHostToLLVM(const HostProgram &program);
+/// Runs the host-to-LLVM pipeline on a copy of `host`'s code (its kernel
+/// declarations left out; null on failure).
+OwningOpRef<ModuleOp> lowerHostToLLVM(ModuleOp host);
 
-/// Objects (host, kernels, Halide runtime) linked with libxfrt into `output`.
-llvm::Error buildExecutable(const HostProgram &program, const CodegenOptions &options,
-                            llvm::StringRef output);
+/// Objects (host, the kernels `host` declares, Halide runtime) linked with
+/// libxfrt into `output`.
+llvm::Error buildExecutable(ModuleOp host, const CodegenOptions &options, llvm::StringRef output);
 
 /// The Halide loop nests of every kernel, for `--emit=halide` (CUDA targets:
 /// before the GPU loops become launches, loop kernels included), or with
 /// `ptx` each CUDA kernel's PTX (`--emit=ptx`).
-llvm::Expected<std::string> describeKernels(const HostProgram &program,
-                                            const CodegenOptions &options, bool ptx = false);
+llvm::Expected<std::string> describeKernels(ModuleOp host, const CodegenOptions &options,
+                                            bool ptx = false);
 
 /// `--emit=mlir-gpu` (or with `nvvm`, `--emit=nvvm`): each tensor-core GEMM kernel of a
 /// CUDA build with --gpu-matmul=tf32|bf16, and for every GEMM the path it takes and why.
-llvm::Expected<std::string> describeTensorCoreKernels(const HostProgram &program,
+llvm::Expected<std::string> describeTensorCoreKernels(ModuleOp host,
                                                       const CodegenOptions &options, bool nvvm);
 
 } // namespace mlir::xf

@@ -1,7 +1,7 @@
 //===- Tuner.h - `xfc tune`: search each kernel's schedule space -*- C++ -*-===//
 //
-// In: the Halide kernels a model compiles to (HostProgram::gemms and
-// ::attentions, with the target's default schedules). Out: the tuning
+// In: the Halide kernels a model compiles to (the GEMMs and attentions its
+// host module declares, with the target's default schedules). Out: the tuning
 // database with the best measured schedule of every kernel, keyed by kernel
 // signature, target, threads and xf version (docs/tuning.md).
 //
@@ -37,9 +37,7 @@
 
 namespace mlir {
 class MLIRContext;
-namespace xf {
-struct HostProgram;
-}
+class ModuleOp;
 } // namespace mlir
 
 namespace mlir::xf::tuning {
@@ -63,9 +61,9 @@ struct TuneOptions {
   const std::atomic<bool> *interrupted = nullptr; // set by the caller's SIGINT handler
 };
 
-/// Tunes every distinct kernel of `program` (or compares two databases on
-/// them, TuneOptions::comparePath); progress goes to `log`.
-llvm::Error tuneProgram(MLIRContext &ctx, const HostProgram &program, const TuneOptions &options,
+/// Tunes every distinct kernel the host module `host` declares (or compares
+/// two databases on them, TuneOptions::comparePath); progress goes to `log`.
+llvm::Error tuneProgram(MLIRContext &ctx, ModuleOp host, const TuneOptions &options,
                         llvm::raw_ostream &log);
 
 } // namespace mlir::xf::tuning

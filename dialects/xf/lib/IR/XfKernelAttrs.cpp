@@ -68,3 +68,17 @@ LogicalResult AttentionKernelAttr::verify(function_ref<InFlightDiagnostic()> emi
     return emitError() << "#xf.attention_kernel: needs a schedule";
   return success();
 }
+
+LogicalResult DeviceLoopKernelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                           DeviceLoopKernelKind, int64_t width, int64_t heads,
+                                           int64_t headWidth, APFloat constant, DeviceLoopMap,
+                                           bool, int64_t affineParams) {
+  if (width < 0 || heads < 0 || headWidth < 0)
+    return emitError() << "#xf.device_loop_kernel: width, heads and head_width must not be "
+                          "negative";
+  if (!constant.isFinite())
+    return emitError() << "#xf.device_loop_kernel: constant must be finite";
+  if (affineParams < 0 || affineParams > 2)
+    return emitError() << "#xf.device_loop_kernel: affine_params must be 0, 1 or 2";
+  return success();
+}

@@ -74,4 +74,38 @@ def Xf_WeightLayout : I32EnumAttr<"WeightLayout", "GEMM weight layout", [
   let genSpecializedAttr = 0;
 }
 
+// What a CUDA loop kernel computes (#xf.device_loop_kernel, DeviceLoopKind of
+// HalideKernels.h, in its order).
+def Xf_DeviceLoopKind : I32EnumAttr<"DeviceLoopKernelKind", "CUDA loop kernel", [
+    I32EnumAttrCase<"gather", 0>,
+    I32EnumAttrCase<"position", 1>,
+    I32EnumAttrCase<"gather_positions", 2>,
+    I32EnumAttrCase<"sinusoid", 3>,
+    I32EnumAttrCase<"add", 4>,
+    I32EnumAttrCase<"map", 5>,
+    I32EnumAttrCase<"silu", 6>,
+    I32EnumAttrCase<"multiply", 7>,
+    I32EnumAttrCase<"rotary", 8>,
+    I32EnumAttrCase<"normalize", 9>,
+    I32EnumAttrCase<"softmax", 10>,
+    I32EnumAttrCase<"copy", 11>,
+    I32EnumAttrCase<"transpose", 12>,
+    I32EnumAttrCase<"append_key_values", 13>
+  ]> {
+  let cppNamespace = "::mlir::xf";
+  let genSpecializedAttr = 0;
+}
+
+// A `map` loop kernel's function (DeviceMap of HalideKernels.h, in its order).
+def Xf_DeviceLoopMap : I32EnumAttr<"DeviceLoopMap", "CUDA map kernel function", [
+    I32EnumAttrCase<"relu", 0>,
+    I32EnumAttrCase<"gelu_tanh", 1>,
+    I32EnumAttrCase<"gelu_erf", 2>,
+    I32EnumAttrCase<"scale", 3>,
+    I32EnumAttrCase<"scale_by", 4>
+  ]> {
+  let cppNamespace = "::mlir::xf";
+  let genSpecializedAttr = 0;
+}
+
 #endif // XF_ATTRS_TD

@@ -120,4 +120,33 @@ def Xf_WeightStorageAttr : EnumAttr<Xf_Dialect, Xf_WeightStorage, "weight_storag
   let assemblyFormat = "`<` $value `>`";
 }
 
+def Xf_DeviceLoopKernelAttr : Xf_Attr<"DeviceLoopKernel", "device_loop_kernel"> {
+  let summary = "a loop kernel as a Halide CUDA pipeline (under a CUDA target)";
+  let description = [{
+    Every norm, softmax, gather, elementwise op and layout copy of a CUDA
+    build is a Halide pipeline of its own (docs/gpu.md): `kind` says which,
+    `width` the columns of a row (0: known at run time), `heads` and
+    `head_width` a rotary kernel's shape, `constant` its one constant (ε,
+    a scale factor, a rotary or sinusoid base; bit for bit), `map` a map
+    kernel's function, `flag` the kind's one option (a bf16 table, a
+    broadcast row, halves pairs, centring) and `affine_params` a norm's
+    γ/β count. Parameters at their default value are not printed.
+
+    ```mlir
+    #xf.device_loop_kernel<kind = normalize, width = 768, constant = 1.000000e-05,
+                           flag = true, affine_params = 2>
+    ```
+  }];
+  let parameters = (ins EnumParameter<Xf_DeviceLoopKind>:$kind,
+      DefaultValuedParameter<"int64_t", "0">:$width,
+      DefaultValuedParameter<"int64_t", "0">:$heads,
+      DefaultValuedParameter<"int64_t", "0">:$head_width,
+      Xf_F64Parameter<"the kernel's constant", "0.0">:$constant,
+      Xf_DefaultEnumParameter<Xf_DeviceLoopMap, "relu">:$map,
+      DefaultValuedParameter<"bool", "false">:$flag,
+      DefaultValuedParameter<"int64_t", "0">:$affine_params);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 #endif // XF_KERNEL_ATTRS_TD

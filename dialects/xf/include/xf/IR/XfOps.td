@@ -11,6 +11,7 @@
 include "xf/IR/XfDialect.td"
 include "xf/IR/XfAttrs.td"
 include "xf/IR/XfScheduleAttrs.td"
+include "xf/IR/XfKernelAttrs.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/BuiltinAttributes.td"
 include "mlir/IR/OpBase.td"
@@ -509,6 +510,30 @@ def Xf_GemmOp : Xf_PureOp<"gemm", [AttrSizedOperandSegments]> {
 }
 
 // Training: the loss and the backward pieces of xf-differentiate.
+//===----------------------------------------------------------------------===//
+// The host module's kernels
+//===----------------------------------------------------------------------===//
+
+def Xf_KernelDeclOp : Xf_Op<"kernel_decl", [HasParent<"::mlir::ModuleOp">]> {
+  let summary = "a generated kernel the host code calls, by its description";
+  let description = [{
+    xf-lower-to-host declares each Halide kernel its entry points call (and
+    under a CUDA target each loop kernel) by its one description: the object
+    exporting `@name` (and the functions derived from it: `@name_pack`,
+    `@name_batched`, ...) is built from `kernel` alone, so a host module
+    holds everything an executable is built from (docs/pipeline.md). Not
+    code: the build takes the declarations out before lowering to LLVM.
+
+    ```mlir
+    xf.kernel_decl @xf_gemm_0 = #xf.gemm_kernel<k = 768, n = 2304, ...>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$kernel_name,
+                       AnyAttrOf<[Xf_GemmKernelAttr, Xf_AttentionKernelAttr,
+                                  Xf_DeviceLoopKernelAttr]>:$kernel);
+  let assemblyFormat = "$kernel_name `=` $kernel attr-dict";
+}
+
 include "xf/IR/XfGradOps.td"
 
 #endif // XF_OPS_TD
