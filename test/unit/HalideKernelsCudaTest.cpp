@@ -15,6 +15,7 @@
 #include "GemmAlgorithm.h"
 #include "HalideKernelsTestUtil.h"
 
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -307,6 +308,22 @@ void checkAttention(const AttentionKernelSpec &spec,
     ASSERT_EQ(xftest::call(kernel, {q.raw_buffer(), kHeads.raw_buffer(), vHeads.raw_buffer(),
                                     partials.raw_buffer(), out.raw_buffer()}),
               0);
+    // Q and K as the kernel uses them: with rope, query row t rotated at t + (Mz − M) and,
+    // unless the cache holds them rotated (ropeKeys off), key s at s; in double.
+    auto rotatedAt = [&](const Halide::Runtime::Buffer<float> &m, int head, int c, int row,
+                         double position) -> double {
+      auto at = [&](int x) { return double(m(head * dK + x, row)); };
+      if (spec.rope == AttentionKernelSpec::Rope::None)
+        return at(c);
+      const bool adjacent = spec.rope == AttentionKernelSpec::Rope::Adjacent;
+      const int i = adjacent ? c / 2 : c % (dK / 2);
+      const bool first = adjacent ? c % 2 == 0 : c < dK / 2;
+      const double a = adjacent ? at(2 * i) : at(i), b = adjacent ? at(2 * i + 1) : at(i + dK / 2);
+      const double angle = position * std::pow(spec.ropeBase, -2.0 * i / dK);
+      return first ? a * std::cos(angle) - b * std::sin(angle)
+                   : a * std::sin(angle) + b * std::cos(angle);
+    };
+    const bool rotateKeys = spec.rope != AttentionKernelSpec::Rope::None && spec.ropeKeys;
     double worst = 0;
     std::vector<double> score(Mz);
     for (int h = 0; h < H; ++h)
@@ -315,7 +332,8 @@ void checkAttention(const AttentionKernelSpec &spec,
         for (int s = 0; s < Mz; ++s) {
           double dot = 0;
           for (int c = 0; c < dK; ++c)
-            dot += double(q(h * dK + c, t)) * k((h / group) * dK + c, s);
+            dot += rotatedAt(q, h, c, t, t + (Mz - M)) *
+                   (rotateKeys ? rotatedAt(k, h / group, c, s, s) : k((h / group) * dK + c, s));
           score[s] = !spec.causal || s <= t + (Mz - M) ? dot * spec.scale : -INFINITY;
           top = std::max(top, score[s]);
         }
@@ -374,6 +392,21 @@ TEST(CudaAttentionAlgorithm, FlashDecodingRanges) {
   EXPECT_EQ(shape.headsPerBlock, 4);
   EXPECT_EQ(shape.ranges, 88);
   checkAttention(s, {{1, 1000}, {2, 7}});
+}
+
+TEST(CudaAttentionAlgorithm, RotaryPositions) {
+  // Rotary positions in the attention (xf.rope fused into it on CUDA too): query rows rotated
+  // at t + (Mz − M), staged per block; keys rotated as staged (no cache), or read as the cache
+  // holds them (ropeKeys off: rotated by the append). Decode rows take flash-decoding's ranges.
+  AttentionKernelSpec s;
+  s.name = "a";
+  s.heads = 6, s.kvHeads = 2, s.dK = 8, s.dV = 6, s.scale = 0.5, s.causal = true;
+  s.rope = AttentionKernelSpec::Rope::Halves, s.ropeBase = 100.0;
+  checkAttention(s, {{1, 300}, {3, 40}, {20, 45}});
+  s.ropeKeys = false;
+  checkAttention(s, {{1, 300}, {4, 4}, {20, 45}});
+  s.rope = AttentionKernelSpec::Rope::Adjacent;
+  checkAttention(s, {{2, 90}, {17, 17}});
 }
 
 // ---- Loop kernels ----------------------------------------------------------
@@ -550,11 +583,17 @@ TEST(CudaLoopKernels, EveryKindAgainstItsFormula) {
 
 // The KV cache append as the host code calls it on the GPU: K and V columns of a fused QKV
 // row (row stride 3·H·w), every head's new rows into its [cache rows][w] block at row
-// `start`; the rows before and after it, and V's slot for K's, are left alone.
-TEST(CudaLoopKernels, AppendKeyValuesEveryHeadInOneCall) {
-  const int w = 5, heads = 3, rows = 2, cacheRows = 7, start = 4, stride = 3 * heads * w;
+// `start`; the rows before and after it, and V's slot for K's, are left alone. With a
+// rotation (rotary positions fused into the attention), K's rows turn at positions start + r
+// as the rotary kernel turns them (against double), V's are copied.
+void checkAppendKeyValues(int w, bool rotate, bool halves) {
+  const int heads = 3, rows = 2, cacheRows = 7, start = 4, stride = 3 * heads * w;
+  const double base = 100.0;
   DeviceLoopKernelSpec spec;
   spec.name = "k", spec.kind = DeviceLoopKind::AppendKeyValues;
+  if (rotate)
+    spec.headWidth = w, spec.constant = base, spec.flag = halves;
+  SCOPED_TRACE(kernelSignature(spec));
   std::vector<Halide::Argument> arguments;
   Halide::Callable kernel =
       jitUnscheduled(buildDeviceLoopPipeline(spec, /*gpuSchedule=*/false, arguments), arguments);
@@ -563,7 +602,7 @@ TEST(CudaLoopKernels, AppendKeyValuesEveryHeadInOneCall) {
   for (size_t i = 0; i < qkv.size(); ++i)
     qkv[i] = float(i) + 0.5f;
   std::vector<float> cache(2 * heads * cacheRows * w, -1.f); // K slot, then V slot
-  auto view = [](float *at, int rowStride, int headStride) {
+  auto view = [&](float *at, int rowStride, int headStride) {
     halide_dimension_t dims[3] = {{0, w, 1}, {0, rows, rowStride}, {0, heads, headStride}};
     return Halide::Runtime::Buffer<float>(at, 3, dims);
   };
@@ -572,19 +611,46 @@ TEST(CudaLoopKernels, AppendKeyValuesEveryHeadInOneCall) {
   float *keySlot = cache.data(), *valueSlot = cache.data() + heads * cacheRows * w;
   auto keyCache = view(keySlot + start * w, w, cacheRows * w);
   auto valueCache = view(valueSlot + start * w, w, cacheRows * w);
-  ASSERT_EQ(kernel(keys.raw_buffer(), values.raw_buffer(), keyCache.raw_buffer(),
-                   valueCache.raw_buffer()),
-            0);
+  int rc = rotate ? kernel(keys.raw_buffer(), values.raw_buffer(), start, keyCache.raw_buffer(),
+                           valueCache.raw_buffer())
+                  : kernel(keys.raw_buffer(), values.raw_buffer(), keyCache.raw_buffer(),
+                           valueCache.raw_buffer());
+  ASSERT_EQ(rc, 0);
+  // New element c of head g, row r (position start + r), as the cache should hold it, and
+  // the size of the terms it sums (f32 cosine, sine and products: a few ulps of it).
+  auto fresh = [&](int slot, int g, int r, int c) -> std::pair<double, double> {
+    auto at = [&](int x) { return double(qkv[r * stride + (1 + slot) * heads * w + g * w + x]); };
+    const int half = w / 2;
+    if (slot == 1 || !rotate || c >= 2 * half)
+      return {at(c), 0.0};
+    const int i = halves ? c % half : c / 2;
+    const bool first = halves ? c < half : c % 2 == 0;
+    const double a = halves ? at(i) : at(2 * i), b = halves ? at(i + half) : at(2 * i + 1);
+    const double angle = (start + r) * std::pow(base, -2.0 * i / w);
+    return {first ? a * std::cos(angle) - b * std::sin(angle)
+                  : a * std::sin(angle) + b * std::cos(angle),
+            std::abs(a) + std::abs(b)};
+  };
   for (int slot = 0; slot < 2; ++slot)
     for (int g = 0; g < heads; ++g)
       for (int r = 0; r < cacheRows; ++r)
         for (int c = 0; c < w; ++c) {
-          float got = cache[((slot * heads + g) * cacheRows + r) * w + c];
-          bool fresh = r >= start && r < start + rows;
-          float want =
-              fresh ? qkv[(r - start) * stride + (1 + slot) * heads * w + g * w + c] : -1.f;
-          ASSERT_EQ(got, want) << "slot " << slot << " head " << g << " row " << r << " col " << c;
+          double got = cache[((slot * heads + g) * cacheRows + r) * w + c];
+          bool isNew = r >= start && r < start + rows;
+          auto [want, terms] = isNew ? fresh(slot, g, r - start, c) : std::pair{-1.0, 0.0};
+          ASSERT_NEAR(got, want, 4 * FLT_EPSILON * terms)
+              << "slot " << slot << " head " << g << " row " << r << " col " << c;
         }
+}
+
+TEST(CudaLoopKernels, AppendKeyValuesEveryHeadInOneCall) {
+  checkAppendKeyValues(5, /*rotate=*/false, false);
+}
+
+TEST(CudaLoopKernels, AppendKeyValuesRotatesKeys) {
+  checkAppendKeyValues(8, /*rotate=*/true, /*halves=*/true);
+  checkAppendKeyValues(8, /*rotate=*/true, /*halves=*/false);
+  checkAppendKeyValues(5, /*rotate=*/true, /*halves=*/false); // the odd last feature as it is
 }
 
 } // namespace

@@ -83,7 +83,6 @@ static mlir::LogicalResult quantizedLikeBlocks(llvm::StringMap<mlir::xf::WeightB
 /// What the fusion stage folds for this target.
 static mlir::xf::FusionOptions fusionOptions() {
   mlir::xf::FusionOptions options;
-  options.ropeIntoAttention = !mlir::xf::isCudaTarget(target);
   options.normIntoGemm =
       mlir::xf::isCudaTarget(target) && gpuMatmul == mlir::xf::GpuMatmul::Fp32;
   return options;

@@ -106,18 +106,18 @@ Value buildBuffer(Fields &f, const HalideBufferArg &arg, Value deviceInterface) 
 Value mlir::xf::callHalidePipeline(OpBuilder &b, Location loc, ModuleOp module,
                                    llvm::StringRef name,
                                    ArrayRef<HalideBufferArg> args,
-                                   ArrayRef<Value> scalars, bool device) {
+                                   ArrayRef<Value> scalars, bool device, unsigned outputs) {
   MLIRContext *ctx = b.getContext();
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   SmallVector<Type> inputs(args.size(), ptr);
   for (Value scalar : scalars)
-    inputs.insert(inputs.end() - 1, scalar.getType());
+    inputs.insert(inputs.end() - outputs, scalar.getType());
   auto fn = declareFunction(module, loc, name, FunctionType::get(ctx, inputs, {b.getI32Type()}));
   Fields f{b, loc};
   Value deviceInterface = device ? cudaDeviceInterface(b, loc, module) : Value();
   SmallVector<Value> operands;
   for (const HalideBufferArg &arg : args)
     operands.push_back(buildBuffer(f, arg, deviceInterface));
-  operands.insert(operands.end() - 1, scalars.begin(), scalars.end());
+  operands.insert(operands.end() - outputs, scalars.begin(), scalars.end());
   return func::CallOp::create(b, loc, fn, operands).getResult(0);
 }

@@ -177,8 +177,9 @@ struct LoopKernels::DeviceCall {
   OpBuilder &b;
   Location loc;
   ValueRange args;
-  SmallVector<HalideBufferArg> buffers; // inputs, then the output
+  SmallVector<HalideBufferArg> buffers; // inputs, then the outputs
   SmallVector<Value> scalars;           // int32, between them
+  unsigned outputs = 1;                 // the last buffers that are outputs
   Value i(int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v); }
   /// A [rows, cols] matrix with a row stride (all i64).
   HalideBufferArg &matrix(Value at, Value cols, Value rows, Value stride) {
@@ -220,7 +221,8 @@ func::FuncOp LoopKernels::deviceKernel(const std::string &name, llvm::StringRef 
   describe(call);
   // A failing pipeline reports through Halide's error handler, which the
   // runtime checks after each forward pass (docs/gpu.md).
-  callHalidePipeline(b, loc, module, spec.name, call.buffers, call.scalars, /*device=*/true);
+  callHalidePipeline(b, loc, module, spec.name, call.buffers, call.scalars, /*device=*/true,
+                     call.outputs);
   func::ReturnOp::create(b, loc);
   deviceSpecs.push_back(spec);
   return fn;
@@ -635,11 +637,20 @@ func::FuncOp LoopKernels::copy2dToHalf() {
   });
 }
 
-func::FuncOp LoopKernels::appendKeyValues() {
-  XF_KERNEL_CACHED_WITH("xf_append_key_values", LoopSchedule{});
+func::FuncOp LoopKernels::appendKeyValues(std::optional<KeyRotation> rotation) {
+  XF_KERNEL_CACHED_WITH(
+      rotation ? llvm::formatv("xf_append_rotated_key_values_{0}_{1}_{2}",
+                               rotation->pairs == RotaryPairs::Adjacent ? "adjacent" : "halves",
+                               rotation->headWidth, formatDouble(rotation->base))
+                     .str()
+               : std::string("xf_append_key_values"),
+      LoopSchedule{});
   assert(device && "the CPU build appends with copy2d");
-  return deviceKernel(name, "pipippiiii", {"", DeviceLoopKind::AppendKeyValues},
-                      [&](DeviceCall &d) {
+  DeviceLoopKernelSpec spec{"", DeviceLoopKind::AppendKeyValues};
+  if (rotation)
+    spec.headWidth = rotation->headWidth, spec.constant = rotation->base,
+    spec.flag = rotation->pairs == RotaryPairs::Halves;
+  return deviceKernel(name, rotation ? "pipippiiiii" : "pipippiiii", spec, [&](DeviceCall &d) {
     Value rows = d.args[7], width = d.args[8], heads = d.args[9];
     auto heads3d = [&](Value at, Value rowStride, Value headStride) {
       d.buffers.push_back(
@@ -649,6 +660,9 @@ func::FuncOp LoopKernels::appendKeyValues() {
     heads3d(d.args[2], d.args[3], width);
     heads3d(d.args[4], width, d.args[6]);
     heads3d(d.args[5], width, d.args[6]);
+    d.outputs = 2;
+    if (rotation) // the position of the first new row
+      d.scalar(d.args[10]);
   });
 }
 

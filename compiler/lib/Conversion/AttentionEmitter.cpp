@@ -23,8 +23,11 @@ struct HostLowering::AttentionCall {
   AttentionKernelSpec spec;
   Value result;
   /// Fused rotary positions with a cache: the loop kernel that rotates new
-  /// keys on their way into it.
+  /// keys on their way into it (the CPU's, per head).
   func::FuncOp rotateKeys;
+  /// On the GPU: the append of the new K and V rows, every head in one launch (rotating
+  /// the keys with fused rotary positions).
+  func::FuncOp appendKeyValues;
   /// K and V slots in the cache rows (CachePlan.h), and K/V heads.
   int64_t keyOffset = 0, valueOffset = 0, kvHeads = 0;
   /// Whether decode steps of one row go to libxfrt's xfrt_decode_attention.
@@ -53,14 +56,23 @@ LogicalResult HostLowering::emitAttention(AttentionOp attn, const KernelResult &
   AttentionKernelSpec &spec = call.spec;
   // Fused rotary positions: with a cache, new keys are rotated on their way
   // into it (rotateKeys) and the kernel rotates only the queries.
+  const RotaryPairs pairs =
+      spec.rope == AttentionKernelSpec::Rope::Adjacent ? RotaryPairs::Adjacent : RotaryPairs::Halves;
+  // On the GPU, K and V of one width go into the cache in one launch, not one per head and
+  // tensor: appendKeyValues, rotating the keys with fused rotary positions.
+  const bool appendTogether = options.cudaDevice && cachedMode &&
+                              placements[attn.getKey()].cols == placements[attn.getValue()].cols;
   if (spec.rope != AttentionKernelSpec::Rope::None && cachedMode) {
     spec.ropeKeys = false;
-    kernels->useSchedule(defaultLoopSchedule(spec.dK));
-    call.rotateKeys =
-        kernels->rotaryRows(1, spec.dK,
-                            spec.rope == AttentionKernelSpec::Rope::Adjacent ? RotaryPairs::Adjacent
-                                                                             : RotaryPairs::Halves,
-                            spec.ropeBase, /*inverse=*/false, cachePlan.half());
+    if (appendTogether) {
+      call.appendKeyValues = kernels->appendKeyValues(KeyRotation{pairs, spec.dK, spec.ropeBase});
+    } else {
+      kernels->useSchedule(defaultLoopSchedule(spec.dK));
+      call.rotateKeys = kernels->rotaryRows(1, spec.dK, pairs, spec.ropeBase, /*inverse=*/false,
+                                            cachePlan.half());
+    }
+  } else if (appendTogether) {
+    call.appendKeyValues = kernels->appendKeyValues();
   }
   // Models that decode several sequences together also get the batched decode step
   // (one call over every sequence's newest row): causal self-attention whose keys sit in a
@@ -162,17 +174,14 @@ Value HostLowering::emitCachedAttention(const AttentionCall &call, HalideBufferA
                                         Value rows, HalideBufferArg out) {
   AttentionOp attn = call.op;
   auto halide = [&] {
-    // On the GPU, K and V of one width go into the cache in one launch (appendKeyValues),
-    // not one per head and tensor.
-    bool together = options.cudaDevice && !call.rotateKeys &&
-                    placements[attn.getKey()].cols == placements[attn.getValue()].cols;
+    bool together = bool(call.appendKeyValues);
     HalideBufferArg keys = cachedMatrixArg(attn.getKey(), call.keyOffset, call.kvHeads, cache,
                                            position, newKeys, rows, call.rotateKeys, !together);
     HalideBufferArg values = cachedMatrixArg(attn.getValue(), call.valueOffset, call.kvHeads, cache,
                                              position, newValues, rows, {}, !together);
     if (together)
-      appendKeyValues(attn.getKey(), attn.getValue(), keys, values, newKeys, newValues, position,
-                      rows);
+      appendKeyValues(call.appendKeyValues, attn.getKey(), attn.getValue(), keys, values, newKeys,
+                      newValues, position, rows);
     return callAttentionPipeline(call.spec, {query, keys, values, out});
   };
   if (!call.decodeInRuntime)

@@ -151,16 +151,26 @@ HalideBufferArg HostLowering::cachedMatrixArg(Value tensor, int64_t column, int6
   return arg;
 }
 
-void HostLowering::appendKeyValues(Value key, Value value, const HalideBufferArg &keyCache,
+void HostLowering::appendKeyValues(func::FuncOp append, Value key, Value value,
+                                   const HalideBufferArg &keyCache,
                                    const HalideBufferArg &valueCache, Value keySource,
                                    Value valueSource, Value start, Value rows) {
   // (column, position, head) dims: the width, then the heads and the elements between them.
   Value width = keyCache.dims[0].first;
   Value newRows = arith::MulIOp::create(*b, loc, start, width);
-  call(kernels->appendKeyValues(),
-       {keySource, i64(placements[key].stride), valueSource, i64(placements[value].stride),
-        cacheElementPtr(keyCache.host, newRows), cacheElementPtr(valueCache.host, newRows),
-        keyCache.dims[2].second, rows, width, keyCache.dims[2].first});
+  SmallVector<Value> args{keySource,
+                          i64(placements[key].stride),
+                          valueSource,
+                          i64(placements[value].stride),
+                          cacheElementPtr(keyCache.host, newRows),
+                          cacheElementPtr(valueCache.host, newRows),
+                          keyCache.dims[2].second,
+                          rows,
+                          width,
+                          keyCache.dims[2].first};
+  if (append.getNumArguments() > args.size()) // a rotating append: the first new position
+    args.push_back(start);
+  call(append, args);
 }
 
 std::pair<Value, Value> HostLowering::cacheSlot(Value tensor, int64_t column, int64_t heads,

@@ -274,8 +274,10 @@ private:
                                   bool appendRows = true);
   /// On the GPU: the new rows of `key` and `value` (at `keySource`, `valueSource`; K and V
   /// of one width) into their cache slots as cachedMatrixArg returned them (`keyCache`,
-  /// `valueCache`, made without appendRows) at `start`, every head in one launch.
-  void appendKeyValues(Value key, Value value, const HalideBufferArg &keyCache,
+  /// `valueCache`, made without appendRows) at `start`, every head in one launch, by
+  /// `append` (LoopKernels::appendKeyValues, rotating or not).
+  void appendKeyValues(func::FuncOp append, Value key, Value value,
+                       const HalideBufferArg &keyCache,
                        const HalideBufferArg &valueCache, Value keySource, Value valueSource,
                        Value start, Value rows);
   /// `rows` rows of `tensor` from `at`, `heads` heads side by side, as the

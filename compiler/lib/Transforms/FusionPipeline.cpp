@@ -9,12 +9,9 @@ void mlir::xf::buildFusionPipeline(OpPassManager &pm, const FusionOptions &optio
   OpPassManager &fn = pm.nest<func::FuncOp>();
   fn.addPass(createDecomposeMultiHeadAttention());
   fn.addPass(createFuseQkvProjections());
-  // The CUDA attention (AttentionKernelCuda.cpp) has no rotation prologue:
-  // it stages K per thread block, so each of the H / H_kv query heads' blocks
-  // that share a K/V head would recompute the f64 sine and cosine that keep
-  // positions in the thousands exact (slow double-precision transcendentals
-  // on the GPU), where the separate device rope kernel computes them once per
-  // row. xfc leaves the xf.rope ops as they are for --target cuda.
+  // CUDA too: with a KV cache the append rotates the new keys (one launch for
+  // K and V, as without rope), and each attention block rotates its query
+  // rows once into shared memory, so the two rope launches a layer go (docs/gpu.md).
   if (options.ropeIntoAttention)
     fn.addPass(createFuseRopeIntoAttention());
   fn.addPass(createFuseGemmEpilogue());

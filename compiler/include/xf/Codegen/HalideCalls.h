@@ -28,14 +28,15 @@ struct HalideBufferArg {
 };
 
 /// Emits the descriptors and `call @name(...)`; returns its i32 status.
-/// `scalars` (i32 or f32 values) go between the inputs and the output, the
-/// last buffer. With `device`, every pointer is a CUDA device address: the
+/// `scalars` (i32 or f32 values) go between the inputs and the outputs, the
+/// last `outputs` buffers. With `device`, every pointer is a CUDA device address: the
 /// descriptors carry it as their device handle with Halide's CUDA device
 /// interface and no host pointer, so the pipeline neither copies nor
 /// allocates (docs/gpu.md).
 Value callHalidePipeline(OpBuilder &b, Location loc, ModuleOp module,
                          llvm::StringRef name, ArrayRef<HalideBufferArg> args,
-                         ArrayRef<Value> scalars = {}, bool device = false);
+                         ArrayRef<Value> scalars = {}, bool device = false,
+                         unsigned outputs = 1);
 
 } // namespace mlir::xf
 

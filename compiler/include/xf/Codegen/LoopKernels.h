@@ -23,6 +23,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <optional>
+
 namespace mlir::xf {
 
 struct Emitter;
@@ -34,6 +36,12 @@ enum class ActivationGradKind { Relu, GeluTanh, GeluErf, Silu };
 
 /// Which features of a head rotary embeddings rotate together (xf.rope).
 enum class RotaryPairs { Adjacent, Halves };
+/// Rotary positions applied to keys as they are appended to a KV cache (appendKeyValues).
+struct KeyRotation {
+  RotaryPairs pairs;
+  int64_t headWidth;
+  double base;
+};
 
 class LoopKernels {
 public:
@@ -98,8 +106,10 @@ public:
   /// source row, into the cache's [heads][cache rows][width] slots, in one device launch
   /// (the CPU build copies head by head with copy2d). CUDA only.
   /// (keys, key_stride, values, value_stride, key_cache, value_cache, head_stride, rows,
-  ///  width, heads); the caches point at the first new row of head 0.
-  func::FuncOp appendKeyValues();
+  ///  width, heads[, position]); the caches point at the first new row of head 0. With
+  /// `rotation` (xf.attention's rope fused on the GPU) the new keys turn as rotaryRows turns
+  /// them at their positions (position + row) on their way into the cache.
+  func::FuncOp appendKeyValues(std::optional<KeyRotation> rotation = std::nullopt);
 
   // ---- Backward (the ops of xf-differentiate; BackwardLoopKernels.cpp) ----
   // Kernels marked "serial" sum over rows into one accumulator and ignore

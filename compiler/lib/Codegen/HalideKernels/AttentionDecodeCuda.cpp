@@ -35,6 +35,7 @@ static_assert(kDecodeRows == 4, "CudaDecodePartials' rows (HalideKernels.h)");
 /// The range pass's Funcs: the online softmax over rows (t, h, p), p the key range.
 struct DecodeRanges {
   Func kTile{"range_key_tile"}, vTile{"range_value_tile"}; // (c | d, key, kv head)
+  Func query{"range_query"};                               // (c, t, h), rotated with rope
   Func partials{"decode_partials"};
   Var p{"p"}, e{"e"};
   RDom rj, rb;
@@ -49,17 +50,17 @@ DecodeRanges defineRanges(const AttentionKernelSpec &spec, const CudaDecodeParti
   Expr rangeKeys = (a.keys + int(shape.ranges) - 1) / int(shape.ranges);
   f.kTile(c, j, h) = a.keyAt(c, clamp(j, 0, a.keys - 1), h);
   f.vTile(d, j, h) = a.keyValue(a.v(d, clamp(j, 0, a.keys - 1), h));
+  f.query(c, t, h) = a.queryAt(h * dK + c, clamp(t, 0, a.queries - 1));
   RDom rc(0, dK, "rc");
   f.rj = RDom(0, kRangeKeyBlock, "rj");
   f.rb = RDom(0, (rangeKeys + kRangeKeyBlock - 1) / kRangeKeyBlock, "rb");
   auto key = [&](Expr inBlock, Expr block) {
     return p * rangeKeys + block * kRangeKeyBlock + inBlock;
   };
-  Func kTile = f.kTile, vTile = f.vTile;
+  Func kTile = f.kTile, vTile = f.vTile, query = f.query;
   OnlineSoftmaxOperands o{{t, h, p}, j, d, a.b, f.rj, f.rb, a.scale};
   o.scoreTerm = [&](Expr inBlock, Expr block) {
-    return a.queryAt(h * dK + rc, clamp(t, 0, a.queries - 1)) *
-           kTile(rc, key(inBlock, block), a.kvHead(h));
+    return query(rc, t, h) * kTile(rc, key(inBlock, block), a.kvHead(h));
   };
   o.visible = [&](Expr inBlock, Expr block) {
     Expr s = key(inBlock, block);
@@ -77,7 +78,7 @@ DecodeRanges defineRanges(const AttentionKernelSpec &spec, const CudaDecodeParti
 /// (y) × the block's heads (z). Everything of a range in shared memory, as the
 /// prefill path's key blocks (AttentionKernelCuda.cpp).
 void scheduleRanges(DecodeRanges &f, const AttentionOperands &a, const CudaDecodePartials &shape,
-                    int dV) {
+                    int dV, bool rope) {
   const ColumnThreads columns(dV);
   const int heads = int(shape.headsPerBlock);
   Var d = a.d, t = a.t, h = a.h, j = a.j, p = f.p, e = f.e;
@@ -114,6 +115,8 @@ void scheduleRanges(DecodeRanges &f, const AttentionOperands &a, const CudaDecod
         .bound_extent(j, kRangeKeyBlock);
   s.scores.compute_inline();
   s.blockOut.compute_inline();
+  if (rope) // the block's query rows rotated once (f64 angles), not per key
+    scheduleRotatedQuery(f.query, LoopLevel(f.partials, p), a.c, {t, h}, columns);
   for (Func perKey : {s.maskedScores, s.probs})
     perKey.compute_at(s.state, f.rb)
         .store_in(MemoryType::GPUShared)
@@ -155,7 +158,7 @@ llvm::Expected<KernelPipeline> buildRanges(const AttentionKernelSpec &spec, bool
   a.v.dim(0).set_bounds(0, dV).set_stride(1).dim(1).set_bounds(0, a.keys).dim(2).set_bounds(0, Hkv);
   setPartialsShape(f.partials.output_buffer(), shape);
   if (gpuSchedule)
-    scheduleRanges(f, a, shape, dV);
+    scheduleRanges(f, a, shape, dV, spec.rope != AttentionKernelSpec::Rope::None);
   else
     f.softmax.state.compute_root(); // the CPU JIT of the tests: each range's state once
   return KernelPipeline::of({a.q, a.k, a.v}, f.partials);

@@ -40,6 +40,12 @@ struct HeadBlockLoops {
 /// flash-decoding's merge take the same blocks.
 HeadBlockLoops scheduleHeadBlocks(Halide::Stage out, const AttentionOperands &a, int dV, int rows);
 
+/// With rotary positions: `query` (c, rows...), a block's query rows rotated as the
+/// attention reads them, computed once per block at `at` in shared memory, threads the
+/// block's columns (x) × `rows` (its other thread loops); without, `query` is inlined.
+void scheduleRotatedQuery(Halide::Func query, Halide::LoopLevel at, Halide::Var c,
+                          const std::vector<Halide::Var> &rows, const ColumnThreads &columns);
+
 /// The merge of `<name>`'s decode specialization: `partials` as
 /// `<name>_decode_ranges` wrote it ([dV + 2, rows, H, ranges]), merged per
 /// (query row, head) by defineRangeMerge.

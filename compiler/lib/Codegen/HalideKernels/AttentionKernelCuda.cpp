@@ -41,14 +41,27 @@ llvm::Error validateAttentionCuda(const AttentionKernelSpec &spec) {
                           "': heads, dK, dV must be positive and kvHeads divide heads");
   if (!(spec.scale > 0) && !(spec.scale < 0))
     return attentionError("attention kernel '" + spec.name + "': scale must be a nonzero number");
-  // xfc keeps xf.rope as separate kernels for CUDA (FusionPipeline.cpp says why).
-  if (spec.rope != AttentionKernelSpec::Rope::None)
-    return attentionError("attention kernel '" + spec.name +
-                          "': rotary positions are not fused into the CUDA attention");
   if (spec.halfKeyValues) // xfc keeps a CUDA target's KV cache in float32
     return attentionError("attention kernel '" + spec.name +
                           "': the CUDA attention reads float32 keys and values only");
   return llvm::Error::success();
+}
+
+void scheduleRotatedQuery(Func query, LoopLevel at, Var c, const std::vector<Var> &rows,
+                          const ColumnThreads &columns) {
+  assert(!rows.empty() && rows.size() <= 2 && "a block's threads: columns × 1 or 2 row loops");
+  Var cr("cr"), cx("cx");
+  std::vector<VarOrRVar> order{cr, cx};
+  order.insert(order.end(), rows.begin(), rows.end());
+  query.compute_at(at)
+      .store_in(MemoryType::GPUShared)
+      .split(c, cr, cx, columns.threads, TailStrategy::GuardWithIf)
+      .reorder(order)
+      .unroll(cr);
+  if (rows.size() == 1)
+    query.gpu_threads(cx, rows[0]);
+  else
+    query.gpu_threads(cx, rows[0], rows[1]);
 }
 
 HeadBlockLoops scheduleHeadBlocks(Stage out, const AttentionOperands &a, int dV, int rows) {
@@ -70,6 +83,7 @@ namespace {
 struct CudaFlash {
   Func consumer;                               // attention_out
   Func kTile{"key_tile"}, vTile{"value_tile"}; // (c | d, key, kv head)
+  Func query{"flash_query"};                   // (c, ri, h, blk), rotated with rope
   Var ri{"ri"}, blk{"blk"};
   RDom rj, rb;
   OnlineSoftmax softmax;
@@ -90,11 +104,11 @@ CudaFlash defineFlash(const AttentionKernelSpec &spec, const AttentionOperands &
   f.rb = RDom(0, (a.keys + kKeyBlock - 1) / kKeyBlock, "rb");
   if (spec.causal) // the key blocks up to the last one the block's last query sees
     f.rb.where(f.rb * kKeyBlock <= blk * rowsPerBlock + (rowsPerBlock - 1) + (a.keys - a.queries));
-  Func kTile = f.kTile, vTile = f.vTile;
+  f.query(c, ri, h, blk) = a.queryAt(h * dK + c, clamp(t, 0, a.queries - 1));
+  Func kTile = f.kTile, vTile = f.vTile, query = f.query;
   OnlineSoftmaxOperands o{{ri, h, blk}, j, d, a.b, f.rj, f.rb, a.scale};
   o.scoreTerm = [&](Expr key, Expr block) {
-    return a.queryAt(h * dK + rc, clamp(t, 0, a.queries - 1)) *
-           kTile(rc, block * kKeyBlock + key, a.kvHead(h));
+    return query(rc, ri, h, blk) * kTile(rc, block * kKeyBlock + key, a.kvHead(h));
   };
   o.visible = [&](Expr key, Expr block) { return a.visible(block * kKeyBlock + key, t); };
   o.value = [&](Expr key, Expr block) { return vTile(d, block * kKeyBlock + key, a.kvHead(h)); };
@@ -103,7 +117,7 @@ CudaFlash defineFlash(const AttentionKernelSpec &spec, const AttentionOperands &
 }
 
 /// Schedules `out` as blocks of kQueryBlock queries of a head.
-void scheduleFlash(CudaFlash &f, const AttentionOperands &a, Stage out, int dV) {
+void scheduleFlash(CudaFlash &f, const AttentionOperands &a, Stage out, int dV, bool rope) {
   const ColumnThreads columns(dV);
   Var c = a.c, d = a.d, h = a.h, j = a.j, ri = f.ri;
   const HeadBlockLoops loops = scheduleHeadBlocks(out, a, dV, kQueryBlock);
@@ -143,6 +157,8 @@ void scheduleFlash(CudaFlash &f, const AttentionOperands &a, Stage out, int dV) 
       .bound_extent(j, kKeyBlock);
   s.scores.compute_inline();
   s.blockOut.compute_inline();
+  if (rope) // the block's query rows rotated once (f64 angles), not per key block
+    scheduleRotatedQuery(f.query, LoopLevel(consumer, head), c, {ri}, columns);
   s.maskedScores.compute_at(s.state, f.rb).store_in(MemoryType::GPUShared).gpu_threads(j, ri);
   s.scoreDot.compute_at(s.maskedScores, j);
   for (Func perRow : {s.blockMax, s.blockSum}) {
@@ -190,7 +206,7 @@ llvm::Expected<KernelPipeline> buildAttentionCuda(const AttentionKernelSpec &spe
 
   if (gpuSchedule) {
     scheduleCudaDecodeMerge(merge, a, out.specialize(isDecode), out, dV);
-    scheduleFlash(flash, a, out, dV);
+    scheduleFlash(flash, a, out, dV, spec.rope != AttentionKernelSpec::Rope::None);
   } else {
     // A CPU JIT of the algorithm (the tests): every row's state once, the
     // merge once per (row, head), not per output element.

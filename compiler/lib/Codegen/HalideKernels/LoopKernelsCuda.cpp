@@ -338,12 +338,30 @@ llvm::Expected<Built> buildLoop(const DeviceLoopKernelSpec &spec, bool gpuSchedu
 // A cached attention's new K and V rows, every head, into the cache: one Func of a Tuple,
 // so one loop nest and one launch per layer (a decode step appended head by head before:
 // 2 × heads one-block launches a layer). Thread blocks as the row-wise maps', one grid
-// layer per head.
+// layer per head. With spec.headWidth (rotary positions fused into the attention), keys
+// turn as the rotary kernel turns them (defineRotary), row t at position `offset` + t, so
+// the cache holds rotated keys without a rotary launch of its own.
 Built buildAppendKeyValues(const DeviceLoopKernelSpec &spec, bool gpuSchedule) {
   Var c("c"), t("t"), g("g");
   ImageParam keys(Float(32), 3, "keys"), values(Float(32), 3, "values");
+  Param<int32_t> offset{"offset"};
   Func out(spec.name + "_out");
-  out(c, t, g) = Tuple(keys(c, t, g), values(c, t, g));
+  Expr key = keys(c, t, g);
+  const int headWidth = int(spec.headWidth), half = headWidth / 2;
+  if (headWidth > 0) {
+    Expr pair = spec.flag ? c % half : c / 2;
+    Expr isFirst = spec.flag ? c < half : c % 2 == 0;
+    Expr first = spec.flag ? pair : 2 * pair, second = first + (spec.flag ? half : 1);
+    Expr angle = cast<double>(t + offset) *
+                 exp(cast<double>(pair) * Expr(-2.0 * std::log(spec.constant) / double(headWidth)));
+    Expr cosine = cast<float>(cos(angle)), sine = cast<float>(sin(angle));
+    Expr a = keys(clamp(first, 0, headWidth - 1), t, g);
+    Expr b = keys(clamp(second, 0, headWidth - 1), t, g);
+    // An odd head width leaves its last feature as it is (as the rotary kernel).
+    key = select(c < 2 * half, select(isFirst, a * cosine - b * sine, a * sine + b * cosine), key);
+    keys.dim(0).set_bounds(0, headWidth);
+  }
+  out(c, t, g) = Tuple(key, values(c, t, g));
   for (ImageParam in : {keys, values})
     in.dim(0).set_min(0).set_stride(1);
   // Halide gives the second output the first one's mins and extents.
@@ -355,6 +373,8 @@ Built buildAppendKeyValues(const DeviceLoopKernelSpec &spec, bool gpuSchedule) {
     Var co("co"), to("to"), ci("ci"), ti("ti");
     out.gpu_tile(c, t, co, to, ci, ti, kMapCols, kMapRows, TailStrategy::GuardWithIf).gpu_blocks(g);
   }
+  if (headWidth > 0)
+    return Built{{keys, values, offset}, out};
   return Built{{keys, values}, out};
 }
 
@@ -403,6 +423,10 @@ std::string kernelSignature(const DeviceLoopKernelSpec &s) {
   case DeviceLoopKind::Transpose:
     return "transpose";
   case DeviceLoopKind::AppendKeyValues:
+    if (s.headWidth > 0)
+      return llvm::formatv("append_key_values rotary {0} {1} base={2}", s.headWidth,
+                           s.flag ? "halves" : "adjacent", number(s.constant))
+          .str();
     return "append_key_values";
   }
   return "loop";
