@@ -57,7 +57,8 @@ cl::opt<Fusion> fusion(
     cl::values(clEnumValN(Fusion::None, "none", "the frontend's module, unfused (default)"),
                clEnumValN(Fusion::Cpu, "cpu", "as xfc fuses for a CPU (RoPE into attention)"),
                clEnumValN(Fusion::Cuda, "cuda",
-                          "as xfc fuses for --target cuda (norms into the GEMMs' prologues)")));
+                          "as xfc fuses for --target cuda (RoPE into attention, norms into "
+                          "the GEMMs' prologues)")));
 
 int fail(const llvm::Twine &message) {
   llvm::errs() << "xf-interpret: error: " << message << "\n";
@@ -125,7 +126,6 @@ int main(int argc, char **argv) {
 
   if (fusion != Fusion::None) { // the kernel-level ops xfc builds, with their own semantics
     mlir::xf::FusionOptions options;
-    options.ropeIntoAttention = fusion == Fusion::Cpu;
     options.normIntoGemm = fusion == Fusion::Cuda;
     mlir::PassManager pm(&context);
     mlir::xf::buildFusionPipeline(pm, options);
