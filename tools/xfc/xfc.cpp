@@ -83,8 +83,11 @@ static mlir::LogicalResult quantizedLikeBlocks(llvm::StringMap<mlir::xf::WeightB
 /// What the fusion stage folds for this target.
 static mlir::xf::FusionOptions fusionOptions() {
   mlir::xf::FusionOptions options;
-  options.normIntoGemm =
-      mlir::xf::isCudaTarget(target) && gpuMatmul == mlir::xf::GpuMatmul::Fp32;
+  // The tensor-core GEMMs and attention have neither a norm prologue nor a rotation: with
+  // --gpu-matmul=tf32|bf16 norms and RoPE stay kernels of their own.
+  const bool cudaFp32 = mlir::xf::isCudaTarget(target) && gpuMatmul == mlir::xf::GpuMatmul::Fp32;
+  options.normIntoGemm = cudaFp32;
+  options.ropeIntoAttention = !mlir::xf::isCudaTarget(target) || cudaFp32;
   return options;
 }
 

@@ -9,9 +9,10 @@ void mlir::xf::buildFusionPipeline(OpPassManager &pm, const FusionOptions &optio
   OpPassManager &fn = pm.nest<func::FuncOp>();
   fn.addPass(createDecomposeMultiHeadAttention());
   fn.addPass(createFuseQkvProjections());
-  // CUDA too: with a KV cache the append rotates the new keys (one launch for
-  // K and V, as without rope), and each attention block rotates its query
-  // rows once into shared memory, so the two rope launches a layer go (docs/gpu.md).
+  // CUDA too (xfc: with fp32 GEMMs; the tensor-core attention has no rotation):
+  // with a KV cache the append rotates the new keys (one launch for K and V, as
+  // without rope), and each attention block rotates its query rows once into
+  // shared memory, so the two rope launches a layer go (docs/gpu.md).
   if (options.ropeIntoAttention)
     fn.addPass(createFuseRopeIntoAttention());
   fn.addPass(createFuseGemmEpilogue());
