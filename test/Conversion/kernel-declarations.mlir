@@ -4,7 +4,8 @@
 // loop kernel too. The build, the tuner and --check read them from here.
 // RUN: xf-opt %s --xf-lower-to-host=pack-weights-at-load=false | FileCheck %s
 // RUN: xf-opt %s --xf-lower-to-host=pack-weights-at-load=false | xf-opt | FileCheck %s
-// RUN: xf-opt %s --xf-lower-to-host="cuda=true pack-weights-at-load=false" | FileCheck %s --check-prefix=CUDA
+// RUN: xf-opt %s --xf-lower-to-host="cuda=true" | FileCheck %s --check-prefix=CUDA
+// RUN: not xf-opt %s --xf-lower-to-host="cuda=true pack-weights-at-load=true" 2>&1 | FileCheck %s --check-prefix=CUDA-PACK
 // RUN: xf-opt %s --xf-lower-to-host=kernel-output-hook=true | FileCheck %s --check-prefix=HOOK
 
 module attributes {xf.hyperparameters = {l_max = 64 : i64}, xf.model = "decoder"} {
@@ -32,12 +33,17 @@ module attributes {xf.hyperparameters = {l_max = 64 : i64}, xf.model = "decoder"
 // CHECK-NOT: xf.site_ops
 
 // Under CUDA the loop kernels are Halide pipelines (the token gather, and the
-// copy a cached entry point's tail may take): declared after the GEMMs.
+// copy a cached entry point's tail may take): declared after the GEMMs. As in
+// xfc, a CUDA lowering takes weights unpacked (pack-weights-at-load defaults
+// to false there, and asking for it is an error).
+// CUDA-NOT: packed = true
 // CUDA: xf.kernel_decl @xf_gemm_0 = #xf.gemm_kernel<
 // CUDA-NEXT: xf.kernel_decl @xf_gemm_1 = #xf.gemm_kernel<
 // CUDA-NEXT: xf.kernel_decl @xf_copy2d_gpu = #xf.device_loop_kernel<kind = copy>
 // CUDA-NEXT: xf.kernel_decl @xf_gather_rows_64_gpu = #xf.device_loop_kernel<kind = gather, width = 64>
 // CUDA-NEXT: }
+
+// CUDA-PACK: error: xf-lower-to-host: pack-weights-at-load is not supported with cuda
 
 // --check's hook: each call site's op by its position in @forward's body
 // (4: the gather, 5-7: the GEMMs), xf_forward's sites then xf_forward_cached's.

@@ -51,7 +51,13 @@ struct LowerToHostPass : xf::impl::LowerToHostBase<LowerToHostPass> {
     options.q8GemmInputs = q8GemmInputs;
     options.blockDotIsa = blockDotIsa;
     options.decodeAttentionIsa = decodeAttentionIsa;
-    options.packWeightsAtLoad = packWeightsAtLoad;
+    // As xfc: CUDA kernels take weights as they are (no pack-at-load variant).
+    if (cudaDevice && packWeightsAtLoad && packWeightsAtLoad.getNumOccurrences()) {
+      getOperation().emitError()
+          << "xf-lower-to-host: pack-weights-at-load is not supported with cuda";
+      return failure();
+    }
+    options.packWeightsAtLoad = packWeightsAtLoad && !cudaDevice;
     options.cudaDevice = cudaDevice;
     options.kernelOutputHook = kernelOutputHook;
     if (kvCacheType != "f32" && kvCacheType != "f16") {
