@@ -34,7 +34,7 @@ TARGETS = {
     "spec": ("xf-spec-fuzzer",
              ["test/fuzz/corpus/spec", "examples", "test/Frontend", "test/Frontend/errors",
               "test/fuzz/regressions"],
-             ["-max_len=65536"], {"ASAN_OPTIONS": "detect_leaks=0"}),
+             ["-max_len=65536"], {"ASAN_OPTIONS": "detect_leaks=0:allow_user_poisoning=0"}),
     "runtime": ("xf-runtime-fuzzer", ["test/fuzz/runtime/corpus"], [], {}),
     "tokenizer": ("xf-tokenizer-fuzzer", ["test/tokenizers/fuzz/corpus"], ["-max_len=4096"], {}),
     "gguf": ("xf-gguf-fuzzer", ["test/fuzz/corpus/gguf"], [], {}),
