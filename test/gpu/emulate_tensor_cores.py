@@ -247,8 +247,15 @@ class Block:
 
     def load(self, rest, mask):
         shape, elem = parse_type(rest.split(",")[-1])
-        if rest.startswith("%as") or rest.startswith("%bs"):
-            raise NotImplementedError("vector.load from shared memory")
+        m = re.match(r"(%\w+)\[(%\w+), (%\w+)\]", rest)
+        if m and m.group(1) in self.shared:  # a row's consecutive elements of a shared tile
+            tile = self.shared[m.group(1)]
+            r, c = self.val(m.group(2)), self.val(m.group(3))
+            cols = c[:, None] + np.arange(shape[0])
+            assert (r < tile.shape[0]).all() and (cols < tile.shape[1]).all(), "out of tile"
+            align = int(re.search(r"alignment = (\d+)", rest).group(1))
+            assert (c * tile.itemsize % align == 0).all() and tile.strides[0] % align == 0
+            return tile[r[:, None], cols]
         _, data, at = self.global_index(rest, mask, shape[0])
         return data[at]
 
@@ -563,7 +570,7 @@ def faulted(text, fault):
                 re.findall(r"(%\w+) : memref<(\d+)x\d+x\w+, ", function)}
         lines = []
         for i, line in enumerate(function.split("\n")):
-            m = re.search(r"(?:nvgpu\.ldmatrix|memref\.load) (%\w+)\[(%\w+),", line)
+            m = re.search(r"(?:nvgpu\.ldmatrix|memref\.load|vector\.load) (%\w+)\[(%\w+),", line)
             if m:
                 pad, v, full = " " * 6, f"%fault{i}", rows[m.group(1)]
                 lines += [f"{pad}{v}h = arith.constant {full // 2} : index",
@@ -577,25 +584,25 @@ def faulted(text, fault):
 
 
 def check_faults(xfc, rng):
-    """Each deliberate cp.async bug in GPT-2's tf32 kernel must fail the check."""
-    kernels = kernel_texts(xfc, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
-                                             "..", "examples", "gpt2.xf"), "tf32", SMALL)
-    kernel = kernels[0]
-    assert "_tc {" in kernel and "nvgpu.device_async_copy" in kernel, \
-        "GPT-2's first tf32 GEMM is not double-buffered"
+    """Each deliberate cp.async bug in GPT-2's first tf32 and bf16 GEMM must fail the check."""
     ok = True
-    for fault in ("no-wait", "wrong-buffer"):
-        bad = faulted(kernel, fault)
-        assert bad != kernel
-        try:
-            caught = not check(bad, 70, rng)
-        except AssertionError as why:
-            caught = True
-            print(f"  ({why})")
-        print(f"fault {fault}: {'fails the check, as it must' if caught else 'NOT CAUGHT'}")
-        ok &= caught
+    for precision in ("tf32", "bf16"):
+        kernel = kernel_texts(xfc, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                                "..", "examples", "gpt2.xf"), precision, SMALL)[0]
+        assert "_tc {" in kernel and "nvgpu.device_async_copy" in kernel, \
+            f"GPT-2's first {precision} GEMM is not double-buffered"
+        for fault in ("no-wait", "wrong-buffer"):
+            bad = faulted(kernel, fault)
+            assert bad != kernel
+            try:
+                caught = not check(bad, 70, rng)
+            except AssertionError as why:
+                caught = True
+                print(f"  ({why})")
+            print(f"fault {fault} ({precision}): "
+                  f"{'fails the check, as it must' if caught else 'NOT CAUGHT'}")
+            ok &= caught
     return ok
-
 
 
 def check_spec(xfc, spec, rows, xfc_args, lengths, rng):

@@ -11,13 +11,14 @@
 // is stored [N, K] (nn.Linear: the tile is kept [n, k]), `ldmatrix.trans` for [K, N] bf16,
 // or two 4-byte loads for [K, N] tf32 (ldmatrix moves 16-bit pairs: a [k, n] tile of 32-bit
 // elements would need a transpose of 32-bit elements), and runs the mma.sync. Shared rows are padded (36 floats, 40 / 72
-// bf16, 72 floats) so a warp's fragment reads hit 32 distinct banks. Where the tiles hold the
-// global elements unconverted (tf32 from f32 weights) and two of each fit in 48 KiB, the slices
-// are double-buffered instead: cp.async (nvgpu.device_async_copy) copies the raw f32 of the
-// next slice into the other buffer while this one is multiplied, and the fragments are rounded
-// to tf32 in registers (cp.async cannot convert as it stores). The epilogue adds bias,
-// applies the activation (SwiGLU: silu(gate) · up) and the residual as the accumulators are
-// stored, two columns at a time; rows past M read x's last row and are not stored.
+// bf16, 72 floats) so a warp's fragment reads hit 32 distinct banks. With f32 weights, where two
+// raw f32 buffers of every tile fit in 48 KiB, the slices are double-buffered instead: cp.async
+// (nvgpu.device_async_copy) copies the raw f32 of the next slice into the other buffer while
+// this one is multiplied, and the fragments are rounded in registers (cp.async cannot convert
+// as it stores): tf32 after ldmatrix, bf16 pairs built from 8-byte (or two 4-byte) loads.
+// The epilogue adds bias, applies the activation (SwiGLU: silu(gate) · up) and the residual as
+// the accumulators are stored, two columns at a time; rows past M read x's last row and are
+// not stored.
 //
 // The text is built here and parsed (TensorCoreGemmLowering.cpp): the kernel's structure reads
 // as the IR it is, and `xfc --emit=mlir-gpu` prints exactly this.
@@ -116,14 +117,22 @@ Types typesOf(const GemmKernelSpec &spec, GpuMatmul precision, int tileRows = kT
   bool bf16 = precision == GpuMatmul::Bf16;
   Types ty{bf16,   spec.transposeWeight, bf16 ? "bf16" : "f32", spec.bf16Weights ? "bf16" : "f32",
            bf16 ? 40 : 36, 72, tileRows};
-  // cp.async copies bytes as they are: only where the shared tiles hold the global elements
-  // unconverted (tf32 from f32 weights; rounding moves to the fragments) and two buffers of
-  // every tile fit the static limit (not the 64-row SwiGLU kernel: 2 × 27 KiB).
+  // cp.async copies bytes as they are: the tiles then hold raw f32 (f32 weights only), rounded
+  // to tf32 or bf16 in registers, where two buffers of every tile fit the static limit (not
+  // the 64-row tf32 SwiGLU kernel, 2 × 27 KiB, nor bf16's SwiGLU kernels). A raw [K, N] tile
+  // read as bf16 pairs of k (two 4-byte loads a register) is padded to 68 floats a row: rows
+  // 2t and 2t + 1 of column g then fall in distinct banks.
+  if (spec.bf16Weights)
+    return ty;
+  Types raw = ty;
+  raw.async = true;
+  raw.elem = "f32";
+  if (bf16 && !raw.nk)
+    raw.bStride = 68;
   const int gates = spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1;
-  const int bStride = ty.nk ? ty.aStride : ty.bStride;
-  const int sliceBytes = 4 * (tileRows * ty.aStride + gates * ty.bRows() * bStride);
-  ty.async = !bf16 && !spec.bf16Weights && 2 * sliceBytes <= kStaticSharedBytes;
-  return ty;
+  const int bStride = raw.nk ? raw.aStride : raw.bStride;
+  const int sliceBytes = 4 * (tileRows * raw.aStride + gates * raw.bRows() * bStride);
+  return 2 * sliceBytes <= kStaticSharedBytes ? raw : ty;
 }
 
 // .maxnreg: without it ptxas for sm_90 held the 32-row GELU kernel to 56 registers and spilled
@@ -261,10 +270,81 @@ std::string rounded(Writer &w, const Types &ty, const std::string &frag, const c
 }
 
 
+// A bf16 pair (one 32-bit register of an m16n8k16 fragment) from two f32 of a raw tile.
+std::string bf16Pair(Writer &w, const std::string &pair) {
+  std::string half = w.let("arith.truncf " + pair + " : vector<2xf32> to vector<2xbf16>");
+  std::string word = w.let("vector.bitcast " + half + " : vector<2xbf16> to vector<1xi32>");
+  return w.let("vector.extract " + word + "[0] : i32 from vector<1xi32>");
+}
+
+// The bf16 A fragment of rows wm + 16i.. from x's raw f32 tile (cp.async): pairs at rows g,
+// g + 8 and k 2t, 2t + 8 (PTX ISA m16n8k16), each one 8-byte load (rows of 40 floats: a
+// half-warp's loads hit 32 distinct banks).
+std::vector<std::string> aPairsFromF32(Writer &w, const Types &ty, const Lanes &l, int i,
+                                       int kk, const std::string &aRow0) {
+  std::string row = w.add(w.addConst(w.add(l.wm, l.g), i * 16), aRow0);
+  std::string k = w.addConst(w.mul(l.t, w.index(2)), kk);
+  std::vector<std::string> regs;
+  for (int half : {0, 8})
+    for (int r : {0, 8})
+      regs.push_back(bf16Pair(w, w.let("vector.load %as[" + w.addConst(row, r) + ", " +
+                                       w.addConst(k, half) + "] {alignment = 8} : " +
+                                       ty.aTile() + ", vector<2xf32>")));
+  return regs;
+}
+
+// The bf16 B fragment of column tile j from W's raw f32 tile: pairs of k 2t, 2t + 1 and
+// 2t + 8, 2t + 9 of column g; an 8-byte load where the tile is [n, k], two 4-byte loads
+// where it is [k, n].
+std::vector<std::string> bPairsFromF32(Writer &w, const Types &ty, const Lanes &l, int gate,
+                                       int j, int kk, const std::string &bRow0) {
+  std::string tile = "%bs" + std::to_string(gate);
+  std::string n = w.add(w.addConst(l.wn, j * 8), l.g);
+  std::string k = w.addConst(w.mul(l.t, w.index(2)), kk);
+  std::vector<std::string> regs;
+  for (int half : {0, 8}) {
+    std::string kh = w.addConst(k, half);
+    if (ty.nk) {
+      regs.push_back(bf16Pair(w, w.let("vector.load " + tile + "[" + w.add(n, bRow0) + ", " +
+                                       kh + "] {alignment = 8} : " + ty.bTile() +
+                                       ", vector<2xf32>")));
+      continue;
+    }
+    std::string row = w.add(kh, bRow0);
+    std::string b0 = w.let("memref.load " + tile + "[" + row + ", " + n + "] : " + ty.bTile());
+    std::string b1 =
+        w.let("memref.load " + tile + "[" + w.addConst(row, 1) + ", " + n + "] : " + ty.bTile());
+    regs.push_back(bf16Pair(w, w.let("vector.from_elements " + b0 + ", " + b1 +
+                                     " : vector<2xf32>")));
+  }
+  return regs;
+}
+
+// The products of one K slice from raw f32 tiles on m16n8k16 bf16 (cp.async's bf16 variant).
+void multiplySliceBf16FromF32(Writer &w, const Types &ty, const Lanes &l,
+                              std::vector<std::string> &acc, int gates, const std::string &aRow0,
+                              const std::string &bRow0) {
+  for (int kk = 0; kk < kTcSliceK; kk += ty.kStep()) {
+    std::vector<std::string> a[2] = {aPairsFromF32(w, ty, l, 0, kk, aRow0),
+                                     aPairsFromF32(w, ty, l, 1, kk, aRow0)};
+    for (int gate = 0; gate < gates; ++gate)
+      for (int j = 0; j < ty.jTiles(); ++j) {
+        std::vector<std::string> b = bPairsFromF32(w, ty, l, gate, j, kk, bRow0);
+        for (int i = 0; i < 2; ++i) {
+          std::string &c = acc[gate * ty.accumulators() + i * ty.jTiles() + j];
+          c = bf16MmaRegisters(w, a[i], b, c);
+        }
+      }
+  }
+  w.line("gpu.barrier");
+}
+
 // The products of one K slice: per K step each warp's 2 A fragments × 4 B fragments per gate,
 // from the buffer whose first rows are `aRow0` / `bRow0`.
 void multiplySlice(Writer &w, const Types &ty, const Lanes &l, std::vector<std::string> &acc,
                    int gates, const std::string &aRow0, const std::string &bRow0) {
+  if (ty.async && ty.bf16)
+    return multiplySliceBf16FromF32(w, ty, l, acc, gates, aRow0, bRow0);
   const int kStep = ty.kStep();
   for (int kk = 0; kk < kTcSliceK; kk += kStep) {
     std::string a[2];
