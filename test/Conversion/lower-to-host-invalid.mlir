@@ -1,12 +1,11 @@
 // xf-lower-to-host's errors: an op the fusion pipeline should have removed
-// (located at the op), and a malformed option.
+// (located at the op), and a malformed option (weight storage's:
+// Transforms/assign-weight-storage-invalid.mlir).
 // RUN: xf-opt %s --split-input-file --verify-diagnostics --xf-lower-to-host
-// RUN: not xf-opt %s --split-input-file --xf-lower-to-host=weight-blocks=w=q5_0 2>&1 | FileCheck %s --check-prefix=OPTION
 
 // RUN: not xf-opt %s --split-input-file --xf-lower-to-host=kv-cache-type=f8 2>&1 | FileCheck %s --check-prefix=KVTYPE
 // RUN: not xf-opt %s --split-input-file "--xf-lower-to-host=cuda kv-cache-type=f16" 2>&1 | FileCheck %s --check-prefix=KVCUDA
 
-// OPTION: error: xf-lower-to-host: weight-blocks entry 'w=q5_0': expected NAME=q8_0, q4_0 or q4_1
 // KVTYPE: lower-to-host-invalid.mlir:{{[0-9]+}}:{{[0-9]+}}: error: xf-lower-to-host: kv-cache-type 'f8': expected f32 or f16
 // KVCUDA: error: xf-lower-to-host: kv-cache-type f16 is not supported with cuda
 

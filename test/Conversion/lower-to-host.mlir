@@ -2,8 +2,8 @@
 // xf-assign-schedules) becomes the host code of docs/abi.md, the same that
 // `xfc --emit=host` prints.
 // RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-lower-to-host | FileCheck %s
-// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-lower-to-host=bf16-weights | FileCheck %s --check-prefix=BF16
-// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules "--xf-lower-to-host=weight-blocks=wte=q8_0,wqkv=q4_0,wo=q8_0 pack-weights-at-load=false" | FileCheck %s --check-prefix=BLOCKS
+// RUN: xf-opt %s --xf-pack-sequences --xf-assign-weight-storage=weight-type=bf16 --xf-assign-schedules --xf-lower-to-host | FileCheck %s --check-prefix=BF16
+// RUN: xf-opt %s --xf-pack-sequences --xf-assign-weight-storage=block-parameters=wte=q8_0,wqkv=q4_0,wo=q8_0 --xf-assign-schedules --xf-lower-to-host=pack-weights-at-load=false | FileCheck %s --check-prefix=BLOCKS
 // RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-lower-to-host=kernel-output-hook | FileCheck %s --check-prefix=HOOK
 // RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-lower-to-host=cuda | FileCheck %s --check-prefix=CUDA
 // RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-lower-to-host=kv-cache-type=f16 | FileCheck %s --check-prefix=HALF

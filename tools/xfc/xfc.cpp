@@ -121,11 +121,13 @@ static mlir::LogicalResult buildPipeline(Emit action, mlir::PassManager &pm) {
   options.defaults.vectorWidth = shape->floatsPerVector;
   options.defaults.vectorRegisters = shape->registers;
   options.defaults.cuda = mlir::xf::isCudaTarget(target);
+  // Each weight's storage, decided once (xf-assign-weight-storage) and read from the IR after.
+  options.storage.weightType = weightType == WeightType::BF16 ? "bf16" : "f32";
   llvm::StringMap<mlir::xf::WeightBlocks> blocks;
   if (mlir::failed(quantizedLikeBlocks(blocks)))
     return mlir::failure();
   for (const auto &entry : blocks)
-    options.defaults.blockParameters.push_back(
+    options.storage.blockParameters.push_back(
         (entry.first() + "=" + mlir::xf::weightBlocksName(entry.second)).str());
   if (!tuningDbPath.empty() && !tuneMode) {
     llvm::Expected<std::string> targetString = mlir::xf::halideTargetString(target);
@@ -136,9 +138,7 @@ static mlir::LogicalResult buildPipeline(Emit action, mlir::PassManager &pm) {
     options.tuning.db = tuningDbPath;
     options.tuning.target = *targetString;
     options.tuning.threads = threadCount();
-    options.tuning.bf16Weights = weightType == WeightType::BF16;
     options.tuning.bf16Activations = useBf16Products();
-    options.tuning.blockParameters = options.defaults.blockParameters;
   }
   mlir::xf::buildKernelPipeline(pm, options);
   return mlir::success();
@@ -180,10 +180,9 @@ static mlir::LogicalResult openObjectCache(std::optional<mlir::xf::ObjectCache> 
 static mlir::FailureOr<mlir::xf::HostOptions> hostOptionsFromFlags() {
   mlir::xf::HostOptions hostOptions;
   hostOptions.cudaDevice = mlir::xf::isCudaTarget(target);
-  hostOptions.bf16Weights = weightType == WeightType::BF16;
   // The CUDA GEMM stages its own tiles in shared memory: weights stay as stored.
   hostOptions.packWeightsAtLoad = packWeights == PackWeights::Load && !hostOptions.cudaDevice;
-  if (bf16GemmInputs && !hostOptions.bf16Weights) {
+  if (bf16GemmInputs && weightType != WeightType::BF16) {
     llvm::errs() << "xfc: error: --bf16-gemm-inputs needs --weight-type=bf16\n";
     return mlir::failure();
   }
@@ -216,13 +215,9 @@ static mlir::FailureOr<mlir::xf::HostOptions> hostOptionsFromFlags() {
     hostOptions.q8GemmInputs = true;
     hostOptions.blockDotIsa = *ceiling;
   }
-  if (!quantizedLike.empty()) {
-    if (hostOptions.bf16Weights) {
-      llvm::errs() << "xfc: error: --quantized-like and --weight-type=bf16 are exclusive\n";
-      return mlir::failure();
-    }
-    if (mlir::failed(quantizedLikeBlocks(hostOptions.weightBlocks)))
-      return mlir::failure();
+  if (!quantizedLike.empty() && weightType == WeightType::BF16) {
+    llvm::errs() << "xfc: error: --quantized-like and --weight-type=bf16 are exclusive\n";
+    return mlir::failure();
   }
   return hostOptions;
 }
@@ -368,9 +363,6 @@ static mlir::LogicalResult runCheck(mlir::ModuleOp xfModule, mlir::ModuleOp kern
   options.seed = tuneSeed;
   options.fault = checkFault;
   options.verbose = verbose;
-  options.bf16Weights = weightType == WeightType::BF16;
-  if (mlir::failed(quantizedLikeBlocks(options.weightBlocks)))
-    return mlir::failure();
   options.codegen.target = target;
   options.codegen.optLevel = std::min(optLevel.getValue(), 3u);
   std::optional<mlir::xf::ObjectCache> cache;

@@ -142,8 +142,6 @@ LogicalResult Checker::build() {
   }
   HostOptions hostOptions;
   hostOptions.kernelOutputHook = true;
-  hostOptions.bf16Weights = options.bf16Weights;
-  hostOptions.weightBlocks = options.weightBlocks;
   FailureOr<OwningOpRef<ModuleOp>> lowered = lowerToHost(*built, hostOptions);
   if (failed(lowered))
     return failure();

@@ -62,7 +62,10 @@ WeightStorage storageOf(bool bf16, WeightBlocks blocks) {
   llvm_unreachable("unknown weight blocks");
 }
 
-WeightBlocks blocksOf(WeightStorage storage) {
+int64_t colsOf(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(1); }
+} // namespace
+
+WeightBlocks mlir::xf::weightBlocksOf(WeightStorage storage) {
   switch (storage) {
   case WeightStorage::f32:
   case WeightStorage::bf16:
@@ -77,100 +80,11 @@ WeightBlocks blocksOf(WeightStorage storage) {
   llvm_unreachable("unknown weight storage");
 }
 
-int64_t colsOf(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(1); }
-} // namespace
-
-llvm::StringSet<> mlir::xf::bf16ParameterNames(func::FuncOp forward) {
-  llvm::StringMap<bool> eligible;
-  forward.walk([&](ParameterOp param) {
-    bool ok = param.getType().getRank() == 2;
-    for (OpOperand &use : param->getUses()) {
-      Operation *user = use.getOwner();
-      ok &= (isa<GemmOp>(user) && use.getOperandNumber() == 1) ||
-            (isa<TokenEmbedOp>(user) && use.getOperandNumber() == 0);
-    }
-    auto [it, inserted] = eligible.try_emplace(param.getName(), ok);
-    if (!inserted)
-      it->second &= ok;
-  });
-  llvm::StringSet<> names;
-  for (auto &entry : eligible)
-    if (entry.second)
-      names.insert(entry.first());
-  return names;
-}
-
-llvm::StringMap<WeightBlocks>
-mlir::xf::blockParameterTypes(func::FuncOp forward,
-                              const llvm::StringMap<WeightBlocks> &requested) {
-  auto typeOf = [&](Value v) {
-    auto param = v.getDefiningOp<ParameterOp>();
-    auto it = param ? requested.find(param.getName()) : requested.end();
-    return it == requested.end() ? WeightBlocks::None : it->second;
-  };
-  // A [N, K] GEMM weight whose rows are whole blocks.
-  auto blockGemmWeight = [](OpOperand &use) {
-    auto gemm = dyn_cast<GemmOp>(use.getOwner());
-    return gemm && use.getOperandNumber() == 1 && gemm.getTransposeWeight() &&
-           colsOf(gemm.getInput()) % 32 == 0;
-  };
-  llvm::StringMap<bool> eligible;
-  forward.walk([&](ParameterOp param) {
-    WeightBlocks type = typeOf(param);
-    bool ok = type != WeightBlocks::None && param.getType().getRank() == 2;
-    for (OpOperand &use : param->getUses()) {
-      Operation *user = use.getOwner();
-      if (auto concat = dyn_cast<ConcatOp>(user)) {
-        ok &= concat.getAxis() == 0 &&
-              llvm::all_of(concat.getInputs(), [&](Value part) { return typeOf(part) == type; }) &&
-              llvm::all_of(concat->getUses(), blockGemmWeight);
-        continue;
-      }
-      ok &= blockGemmWeight(use) || (isa<TokenEmbedOp>(user) && use.getOperandNumber() == 0);
-    }
-    auto [it, inserted] = eligible.try_emplace(param.getName(), ok);
-    if (!inserted)
-      it->second &= ok;
-  });
-  // A concatenation keeps blocks only when every part does.
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    forward.walk([&](ConcatOp concat) {
-      bool all = llvm::all_of(concat.getInputs(), [&](Value part) {
-        auto param = part.getDefiningOp<ParameterOp>();
-        return param && eligible.lookup(param.getName());
-      });
-      if (all)
-        return;
-      for (Value part : concat.getInputs())
-        if (auto param = part.getDefiningOp<ParameterOp>(); param && eligible.lookup(param.getName()))
-          eligible[param.getName()] = false, changed = true;
-    });
-  }
-  llvm::StringMap<WeightBlocks> result;
-  for (auto &entry : eligible)
-    if (entry.second)
-      result[entry.first()] = requested.lookup(entry.first());
-  return result;
-}
-
-WeightBlocks mlir::xf::weightBlocksOf(Value weight,
-                                      const llvm::StringMap<WeightBlocks> &blockParameters) {
-  auto typeOf = [&](Value v) {
-    auto param = v.getDefiningOp<ParameterOp>();
-    auto it = param ? blockParameters.find(param.getName()) : blockParameters.end();
-    return it == blockParameters.end() ? WeightBlocks::None : it->second;
-  };
-  if (auto concat = weight.getDefiningOp<ConcatOp>())
-    return concat.getInputs().empty() ? WeightBlocks::None : typeOf(concat.getInputs()[0]);
-  return typeOf(weight);
-}
-
-GemmKernelSpec mlir::xf::gemmKernelSpecOf(GemmOp op, bool bf16Weight, bool bf16Activations,
-                                          WeightBlocks weightBlocks) {
+GemmKernelSpec mlir::xf::gemmKernelSpecOf(GemmOp op, bool bf16Activations) {
   GemmKernelSpec spec;
-  spec.weightBlocks = weightBlocks;
+  WeightStorage storage = weightStorageOf(op.getWeight());
+  bool bf16Weight = storage == WeightStorage::bf16;
+  spec.weightBlocks = weightBlocksOf(storage);
   spec.K = colsOf(op.getInput());
   spec.N = colsOf(op.getResult());
   spec.transposeWeight = op.getTransposeWeight();
@@ -256,7 +170,7 @@ GemmKernelSpec mlir::xf::gemmKernelSpecOf(GemmKernelAttr kernel, llvm::StringRef
   spec.transposeWeight = kernel.getWeight() == WeightLayout::nk;
   spec.bf16Weights = kernel.getStorage() == WeightStorage::bf16;
   spec.bf16Activations = kernel.getBf16Inputs();
-  spec.weightBlocks = blocksOf(kernel.getStorage());
+  spec.weightBlocks = weightBlocksOf(kernel.getStorage());
   spec.packedWeight = kernel.getPacked();
   spec.hasBias = kernel.getBias(), spec.hasResidual = kernel.getResidual();
   spec.epilogue = epilogueOf(kernel.getActivation());
@@ -376,21 +290,12 @@ std::string mlir::xf::loopKernelSignature(Operation *op) {
 }
 
 std::vector<KernelOpSignature> mlir::xf::kernelSignatures(func::FuncOp forward,
-                                                          const WeightDtypes &dtypes) {
-  llvm::StringSet<> bf16Names;
-  if (dtypes.bf16Weights)
-    bf16Names = bf16ParameterNames(forward);
-  llvm::StringMap<WeightBlocks> blockTypes = blockParameterTypes(forward, dtypes.weightBlocks);
+                                                          bool bf16Activations) {
   std::vector<KernelOpSignature> result;
   forward.walk([&](Operation *op) {
     if (auto gemm = dyn_cast<GemmOp>(op)) {
-      auto param = gemm.getWeight().getDefiningOp<ParameterOp>();
-      bool bf16 = param && bf16Names.contains(param.getName());
-      WeightBlocks blocks = weightBlocksOf(gemm.getWeight(), blockTypes);
       result.push_back({op, kernelSignature(gemmKernelAttr(
-                                op->getContext(),
-                                gemmKernelSpecOf(gemm, bf16 && blocks == WeightBlocks::None,
-                                                 dtypes.bf16Activations, blocks)))});
+                                op->getContext(), gemmKernelSpecOf(gemm, bf16Activations)))});
     } else if (auto attn = dyn_cast<AttentionOp>(op)) {
       result.push_back(
           {op, kernelSignature(attentionKernelAttr(op->getContext(), attentionKernelSpecOf(attn)))});

@@ -449,23 +449,23 @@ private:
   HostBuild &program;
   HostOptions options;
   MLIRContext *ctx;
-  /// Parameter indices stored in bfloat16 (HostOptions::bf16Weights).
+  /// Parameter indices stored in bfloat16 (`xf.weight_storage`).
   llvm::DenseSet<int64_t> bf16Parameters;
-  void chooseBf16Parameters();
+  void readWeightStorage();
   bool isBf16(Value tensor) {
     auto it = placements.find(tensor);
     return it != placements.end() && it->second.storage == Storage::Parameter &&
            bf16Parameters.contains(it->second.index);
   }
-  /// Parameters kept in ggml blocks (HostOptions::weightBlocks, filtered by
-  /// blockParameterTypes); a concatenation of such parameters is one too.
+  /// Parameters kept in ggml blocks, by name (`xf.weight_storage`); a
+  /// concatenation of such parameters is one too (marked the same way).
   llvm::StringMap<WeightBlocks> blockParameters;
   WeightBlocks blocksOf(Value tensor) {
     auto it = placements.find(tensor);
     if (it == placements.end() ||
         (it->second.storage != Storage::Parameter && it->second.storage != Storage::Derived))
       return WeightBlocks::None;
-    return weightBlocksOf(tensor, blockParameters);
+    return weightBlocksOf(weightStorageOf(tensor));
   }
   /// Bytes of one row of a block tensor [rows, cols].
   static int64_t blockRowBytes(WeightBlocks type, int64_t cols) {

@@ -22,14 +22,16 @@
 using namespace mlir;
 using namespace mlir::xf;
 
-/// A parameter may live in bfloat16 when every use reads it as a GEMM weight
-/// or an embedding table: both kernels widen it exactly on load.
-void HostLowering::chooseBf16Parameters() {
-  if (!options.bf16Weights)
-    return;
-  llvm::StringSet<> names = bf16ParameterNames(forward);
-  for (auto &entry : names)
-    bf16Parameters.insert(parameterIndex.lookup(entry.getKey()));
+/// The parameters xf-assign-weight-storage kept in bfloat16 or ggml blocks
+/// (`xf.weight_storage`), by index and name, for the buffers and the manifest.
+void HostLowering::readWeightStorage() {
+  forward.walk([&](ParameterOp param) {
+    WeightStorage storage = weightStorageOf(param);
+    if (storage == WeightStorage::bf16)
+      bf16Parameters.insert(parameterIndex.lookup(param.getName()));
+    else if (isBlockStorage(storage))
+      blockParameters[param.getName()] = weightBlocksOf(storage);
+  });
 }
 
 LogicalResult HostLowering::run() {
@@ -37,8 +39,7 @@ LogicalResult HostLowering::run() {
   if (failed(placed))
     return failure();
   static_cast<TensorPlacement &>(*this) = std::move(*placed);
-  blockParameters = blockParameterTypes(forward, options.weightBlocks);
-  chooseBf16Parameters();
+  readWeightStorage();
   OpBuilder top(ctx);
   program.module = ModuleOp::create(forward.getLoc());
   kernels = std::make_shared<LoopKernels>(*program.module);

@@ -46,7 +46,6 @@ struct LowerToHostPass : xf::impl::LowerToHostBase<LowerToHostPass> {
   /// The textual options (xf-opt's), read into HostOptions.
   FailureOr<HostOptions> hostOptions() {
     HostOptions options;
-    options.bf16Weights = bf16Weights;
     options.bf16Activations = bf16Activations;
     options.q8GemmInputs = q8GemmInputs;
     options.blockDotIsa = blockDotIsa;
@@ -70,15 +69,6 @@ struct LowerToHostPass : xf::impl::LowerToHostBase<LowerToHostPass> {
       getOperation().emitError()
           << "xf-lower-to-host: kv-cache-type f16 is not supported with cuda";
       return failure();
-    }
-    for (const std::string &entry : weightBlocks) {
-      auto [name, blocks] = parseWeightBlocksEntry(entry);
-      if (blocks == WeightBlocks::None) {
-        getOperation().emitError() << "xf-lower-to-host: weight-blocks entry '" << entry
-                                   << "': expected NAME=q8_0, q4_0 or q4_1";
-        return failure();
-      }
-      options.weightBlocks[name] = blocks;
     }
     return options;
   }

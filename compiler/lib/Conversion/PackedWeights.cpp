@@ -17,8 +17,8 @@ using namespace mlir::xf;
 
 GemmKernelSpec HostLowering::gemmSpecOf(GemmOp gemm) {
   Value weight = gemm.getWeight();
-  GemmKernelSpec spec =
-      gemmKernelSpecOf(gemm, isBf16(weight), options.bf16Activations, blocksOf(weight));
+  // The weight's storage is its xf.weight_storage (xf-assign-weight-storage).
+  GemmKernelSpec spec = gemmKernelSpecOf(gemm, options.bf16Activations);
   Storage s = placements[weight].storage;
   // Training updates the parameters after every step: its kernels read them as stored.
   spec.packedWeight = options.packWeightsAtLoad && !training &&

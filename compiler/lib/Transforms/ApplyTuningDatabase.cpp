@@ -4,9 +4,9 @@
 // schedule on every kernel it holds an entry for (same kernel signature,
 // target, threads and xf version), each such op marked `xf.tuned`. Loop
 // kernel ops take theirs as `xf.loop_schedule`. GEMMs on weights kept in ggml
-// blocks are looked up by their block signature (weight=nk:q4_1 ...), so a
-// schedule tuned for the float32 kernel of the same shape is never applied
-// to them.
+// blocks or bfloat16 (`xf.weight_storage`, xf-assign-weight-storage) are
+// looked up by that signature (weight=nk:q4_1 ...), so a schedule tuned for
+// the float32 kernel of the same shape is never applied to them.
 // Entries are parsed as schedule attributes, so an entry edited into an
 // illegal schedule fails with the attribute verifier's message. A GEMM's
 // entry is a #xf.gemm_schedule (`schedule`) or, for a CUDA target, a
@@ -71,18 +71,8 @@ struct ApplyTuningDatabasePass : xf::impl::ApplyTuningDatabaseBase<ApplyTuningDa
       return signalPassFailure();
     }
     MLIRContext *ctx = &getContext();
-    WeightDtypes dtypes{bf16Weights, bf16Activations};
-    for (const std::string &entry : blockParameters) {
-      auto [name, blocks] = parseWeightBlocksEntry(entry);
-      if (blocks == WeightBlocks::None) {
-        forward.emitError() << "xf-apply-tuning-db: block-parameters entry '" << entry
-                            << "': expected NAME=q8_0, q4_0 or q4_1";
-        return signalPassFailure();
-      }
-      dtypes.weightBlocks[name] = blocks;
-    }
     llvm::StringSet<> tunedElsewhere; // kernels with entries only for other keys
-    for (const KernelOpSignature &k : kernelSignatures(forward, dtypes)) {
+    for (const KernelOpSignature &k : kernelSignatures(forward, bf16Activations)) {
       const tuning::TuningEntry *entry = loaded->find(k.signature, target, threads, kXfVersion);
       if (!entry) {
         if (!loaded->findKernel(k.signature).empty())

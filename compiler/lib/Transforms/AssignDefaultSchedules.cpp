@@ -40,23 +40,13 @@ struct AssignDefaultSchedulesPass
       return signalPassFailure();
     }
     VectorShape shape{lanes, registers};
-    llvm::StringMap<WeightBlocks> requested;
-    for (const std::string &entry : blockParameters) {
-      auto [name, blocks] = parseWeightBlocksEntry(entry);
-      if (blocks == WeightBlocks::None) {
-        getOperation().emitError() << "xf-assign-schedules: block-parameters entry '" << entry
-                                   << "': expected NAME=q8_0, q4_0 or q4_1";
-        return signalPassFailure();
-      }
-      requested[name] = blocks;
-    }
-    llvm::StringMap<WeightBlocks> blockTypes = blockParameterTypes(getOperation(), requested);
     MLIRContext *ctx = &getContext();
     WalkResult result = getOperation().walk([&](Operation *op) {
       if (auto gemm = dyn_cast<GemmOp>(op)) {
         if (!gemm.getScheduleAttr()) {
           int64_t k = cast<RankedTensorType>(gemm.getInput().getType()).getDimSize(1);
-          WeightBlocks blocks = weightBlocksOf(gemm.getWeight(), blockTypes);
+          // A weight in blocks (xf-assign-weight-storage) gets the block default.
+          WeightBlocks blocks = weightBlocksOf(weightStorageOf(gemm.getWeight()));
           gemm.setScheduleAttr(gemmScheduleAttr(ctx, defaultGemmSchedule(shape, k, blocks)));
         }
         int64_t tileCols = gemm.getScheduleAttr().getTileCols();

@@ -28,6 +28,9 @@ void mlir::xf::buildFusionPipeline(OpPassManager &pm, const FusionOptions &optio
 
 void mlir::xf::buildKernelPipeline(OpPassManager &pm, const KernelScheduleOptions &options) {
   buildFusionPipeline(pm, options.fusion);
+  // After fusion: the storage rules read the xf.gemm ops it makes. Before the
+  // schedules: a tuning key and a default schedule depend on the storage.
+  pm.addPass(createAssignWeightStorage(options.storage));
   OpPassManager &fn = pm.nest<func::FuncOp>();
   if (!options.tuning.db.empty())
     fn.addPass(createApplyTuningDatabase(options.tuning));

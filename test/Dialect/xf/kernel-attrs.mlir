@@ -46,8 +46,9 @@ func.func @attention_all() attributes {xf.k = #xf.attention_kernel<heads = 9, kv
 }
 
 // CHECK-LABEL: func.func @weight_storage
-// CHECK-SAME: xf.weight_storage = #xf.weight_storage<q8_0>
-func.func @weight_storage() attributes {xf.weight_storage = #xf.weight_storage<q8_0>} {
+// CHECK: xf.parameter "w" {xf.weight_storage = #xf.weight_storage<q8_0>} : tensor<32x64xf32>
+func.func @weight_storage() {
+  %w = xf.parameter "w" {xf.weight_storage = #xf.weight_storage<q8_0>} : tensor<32x64xf32>
   return
 }
 

@@ -33,20 +33,15 @@ struct CheckOptions {
   mlir::xf::CodegenOptions codegen;
   /// Print every kernel's error, also when the model agrees.
   bool verbose = false;
-  /// --weight-type=bf16: GEMM weights and embedding tables kept in bfloat16;
-  /// the interpreter reads the same rounded weights, widened exactly.
-  bool bf16Weights = false;
-  /// --quantized-like: the parameters kept in ggml blocks; the build gets
-  /// random blocks and the interpreter reads them dequantized (exactly, as the
-  /// kernels do).
-  llvm::StringMap<mlir::xf::WeightBlocks> weightBlocks;
 };
 
 /// "file:line:col" of the first file location in `loc`.
 std::string sourceLine(mlir::Location loc);
 
 /// `xf` is the frontend's module, `kernels` the same after the kernel
-/// pipeline (fusion and schedules). Reports on `out` (one line per check) and
+/// pipeline (fusion, weight storage and schedules): weights it keeps in
+/// bfloat16 or ggml blocks (--weight-type=bf16, --quantized-like) get random
+/// values so stored, which the interpreter reads widened exactly. Reports on `out` (one line per check) and
 /// on stderr (errors); fails when the build differs from the semantics.
 mlir::LogicalResult checkModel(mlir::ModuleOp xf, mlir::ModuleOp kernels,
                                const CheckOptions &options, llvm::raw_ostream &out);

@@ -16,42 +16,19 @@
 #include "xf/IR/XfOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "llvm/ADT/StringSet.h"
 
 #include <string>
 
 namespace mlir::xf {
 
-/// How weights are kept: the compile options that change a kernel's dtypes.
-struct WeightDtypes {
-  bool bf16Weights = false;     // --weight-type=bf16
-  bool bf16Activations = false; // --bf16-gemm-inputs
-  /// Parameters kept in ggml blocks (xfc --quantized-like FILE.gguf: the
-  /// file's type of each tensor), before blockParameterTypes filters them.
-  llvm::StringMap<WeightBlocks> weightBlocks;
-};
+/// The block type of `storage` (None for f32 and bf16).
+WeightBlocks weightBlocksOf(WeightStorage storage);
 
-/// The parameters of `requested` that can stay in ggml blocks: matrices whose
-/// every use is the [N, K] weight of a GEMM (transpose_weight) with K a
-/// multiple of 32, an embedding table, or a row-wise part of a concatenation
-/// that only feeds such GEMMs and whose parts all have the same block type.
-llvm::StringMap<WeightBlocks> blockParameterTypes(func::FuncOp forward,
-                                                  const llvm::StringMap<WeightBlocks> &requested);
-
-/// The block type a GEMM reads its weight in: its parameter's, or the common
-/// type of the parts of a concatenated weight; None when kept in float.
-WeightBlocks weightBlocksOf(Value weight, const llvm::StringMap<WeightBlocks> &blockParameters);
-
-/// Names of the parameters that may be stored in bfloat16 under
-/// WeightDtypes::bf16Weights: every use of every op binding the name reads
-/// it as a GEMM weight or an embedding table (both widen exactly on load).
-llvm::StringSet<> bf16ParameterNames(func::FuncOp forward);
-
-/// The spec of `op`; `bf16Weight` says whether its weight is stored in
-/// bfloat16. The schedule comes from the op's attribute (the generator's
-/// defaults when there is none).
-GemmKernelSpec gemmKernelSpecOf(GemmOp op, bool bf16Weight, bool bf16Activations,
-                                WeightBlocks weightBlocks = WeightBlocks::None);
+/// The spec of `op`: its weight's storage is its `xf.weight_storage`
+/// (weightStorageOf; xf-assign-weight-storage), `bf16Activations`
+/// (--bf16-gemm-inputs) applies to a bf16 weight. The schedule comes from
+/// the op's attribute (the generator's defaults when there is none).
+GemmKernelSpec gemmKernelSpecOf(GemmOp op, bool bf16Activations);
 AttentionKernelSpec attentionKernelSpecOf(AttentionOp op);
 
 /// A spec's kernel description (#xf.gemm_kernel, #xf.attention_kernel;
@@ -78,13 +55,14 @@ std::string kernelText(Attribute kernel);
 /// tensor<768xf32>) {epsilon = 1.000000e-05 : f64}".
 std::string loopKernelSignature(Operation *op);
 
-/// The signature of each kernel op of `forward` under `dtypes` (in walk
-/// order), with the op: GEMMs, attention and loop kernels.
+/// The signature of each kernel op of `forward` (in walk order), with the
+/// op: GEMMs (their weights' storage read from the IR, `bf16Activations` as
+/// in gemmKernelSpecOf), attention and loop kernels.
 struct KernelOpSignature {
   Operation *op;
   std::string signature;
 };
-std::vector<KernelOpSignature> kernelSignatures(func::FuncOp forward, const WeightDtypes &dtypes);
+std::vector<KernelOpSignature> kernelSignatures(func::FuncOp forward, bool bf16Activations);
 
 } // namespace mlir::xf
 

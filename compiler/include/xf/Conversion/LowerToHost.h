@@ -25,24 +25,19 @@
 namespace mlir::xf {
 
 struct HostOptions {
-  /// Keep matrices that only feed GEMMs and embedding gathers in bfloat16
-  /// (manifest "dtype": "bf16"); the runtime narrows them when it loads.
-  bool bf16Weights = false;
-  /// Also round GEMM inputs to bfloat16 for the multi-row (prefill) path, so
-  /// products use AVX-512 BF16 dot products where the target has them; sums
-  /// stay float32. Needs bf16Weights. Changes the numerics (docs/correctness.md).
+  // How each weight is stored (float32, bfloat16, ggml blocks) is no option:
+  // xf-assign-weight-storage marks it in the IR (`xf.weight_storage`), and the
+  // lowering, the kernel specs and the manifest ("dtype") read it there.
+  /// Round GEMM inputs to bfloat16 for the multi-row (prefill) path of GEMMs
+  /// on bfloat16 weights, so products use AVX-512 BF16 dot products where the
+  /// target has them; sums stay float32. Changes the numerics (docs/correctness.md).
   bool bf16Activations = false;
   /// For `xfc --check` (docs/pipeline.md, "Checking a build"): after every
   /// kernel call, `xf_check_kernel_output(site, out, rows, row_stride)` with
   /// the kernel's output, which the checker reads and may overwrite; the
   /// module attribute xf.site_ops names each site's op (KernelDeclarations.h).
   bool kernelOutputHook = false;
-  /// Parameters to keep in ggml blocks (manifest "dtype": "q8_0" | "q4_0" |
-  /// "q4_1"), by name: those blockParameterTypes (KernelSpecs.h) accepts are
-  /// read by the GEMM kernels and embedding gathers as blocks, the rest stay
-  /// float32.
-  llvm::StringMap<WeightBlocks> weightBlocks;
-  /// GEMMs on those blocks with fewer rows than gemv_rows_below (decode steps) round their
+  /// GEMMs on weights in ggml blocks with fewer rows than gemv_rows_below (decode steps) round their
   /// input to Q8_0 and use 8-bit integer dot products (libxfrt's xfrt_block_gemv, instructions
   /// up to blockDotIsa: blockDotIsaCeiling of the target). Changes the numerics
   /// (docs/correctness.md); the Halide kernels keep the exact path for the other row counts.
@@ -55,7 +50,7 @@ struct HostOptions {
   /// A CUDA target (docs/gpu.md): every pointer the entry points take and
   /// compute is a device address; the GEMMs, attention and loop kernels are
   /// Halide CUDA pipelines called with device buffers (manifest "device":
-  /// "cuda"). Not with weightBlocks or kernelOutputHook.
+  /// "cuda"). Not with weights in blocks or kernelOutputHook.
   bool cudaDevice = false;
   /// Keep the KV cache of the cached entry points in IEEE float16 (manifest "cache_type":
   /// "f16"): new K/V rows are rounded as they are stored, the attention widens them to

@@ -26,18 +26,15 @@ def LowerToHost : Pass<"xf-lower-to-host", "ModuleOp"> {
     (Placement.h: where every tensor lives), the cache plan (CachePlan.h:
     which entry points run, the KV-cache layout), then one kernel call per
     op. The module attributes `xf.model` and `xf.hyperparameters` and
-    @forward's `xf.output` go into the manifest. The options are xfc's weight
-    options (--weight-type, --bf16-gemm-inputs, --quantized-like,
-    --q8-gemm-inputs, --pack-weights, --target cuda), --kv-cache-type and
+    @forward's `xf.output` go into the manifest. Each weight's storage is
+    its `xf.weight_storage` (xf-assign-weight-storage: --weight-type,
+    --quantized-like). The options are xfc's --bf16-gemm-inputs,
+    --q8-gemm-inputs, --pack-weights, --target cuda, --kv-cache-type and
     --check's hook.
   }];
   let options = [
-    Option<"bf16Weights", "bf16-weights", "bool", "false",
-           "keep matrices read only by GEMMs and embedding gathers in bfloat16">,
     Option<"bf16Activations", "bf16-gemm-inputs", "bool", "false",
-           "round multi-row GEMM inputs to bfloat16 (needs bf16-weights)">,
-    ListOption<"weightBlocks", "weight-blocks", "std::string",
-               "parameters kept in ggml blocks, NAME=q8_0|q4_0|q4_1">,
+           "round multi-row GEMM inputs to bfloat16 (GEMMs on bf16 weights)">,
     Option<"q8GemmInputs", "q8-gemm-inputs", "bool", "false",
            "decode GEMMs on weight blocks round their input to Q8_0 (libxfrt's xfrt_block_gemv)">,
     Option<"blockDotIsa", "block-dot-isa", "int", "0",

@@ -29,16 +29,18 @@ struct FusionOptions {
 /// The fusion stage as one list: `xfc --emit=fused` prints its result.
 void buildFusionPipeline(OpPassManager &pm, const FusionOptions &options = {});
 
-/// How kernels get their schedules: the tuning database's where it has an
-/// entry (when `tuning.db` is set), defaults for the target's vector unit
-/// elsewhere.
+/// How weights are stored (`storage`: xfc's weight options), then how
+/// kernels get their schedules: the tuning database's where it has an entry
+/// (when `tuning.db` is set), defaults for the target's vector unit elsewhere.
 struct KernelScheduleOptions {
   FusionOptions fusion;
+  AssignWeightStorageOptions storage;
   ApplyTuningDatabaseOptions tuning;
   AssignDefaultSchedulesOptions defaults;
 };
 
-/// Fusion, then a schedule on every kernel: `xfc --emit=kernels` and later.
+/// Fusion, each weight's storage, then a schedule on every kernel:
+/// `xfc --emit=kernels` and later.
 void buildKernelPipeline(OpPassManager &pm, const KernelScheduleOptions &options);
 
 } // namespace mlir::xf

@@ -98,6 +98,35 @@ def FuseNormIntoGemm : Pass<"xf-fuse-norm-into-gemm", "func::FuncOp"> {
   let dependentDialects = ["xf::XfDialect"];
 }
 
+def AssignWeightStorage : Pass<"xf-assign-weight-storage", "ModuleOp"> {
+  let summary = "Decide how each weight is stored: f32, bf16 or ggml blocks";
+  let description = [{
+    Translates xfc's weight options once into the IR: each xf.parameter of
+    @forward (and of @forward_packed, its copy) kept in another form than
+    float32 gets `xf.weight_storage = #xf.weight_storage<bf16|q8_0|q4_0|q4_1>`,
+    which the tuning database's keys, the default schedules, the kernel
+    descriptions, the host lowering and the manifest then read.
+    `weight-type=bf16`: a rank-2 parameter every op binding whose name reads
+    it only as an xf.gemm weight or an xf.token_embed table (both widen
+    bfloat16 exactly). `block-parameters=NAME=TYPE,...` (the block type of
+    each tensor of xfc's --quantized-like file): a rank-2 parameter read only
+    as the [N, K] weight of an xf.gemm (transpose_weight) with K a multiple
+    of 32 (rows of whole blocks), an xf.token_embed table, or a part of an
+    axis-0 xf.concat whose parts are all such parameters of one type and
+    whose result only [N, K] GEMMs read; that concatenation is marked too.
+    The rest stays float32 (no attribute). The decision is @forward's
+    (@loss_and_gradients reads its parameters as float32). The two options
+    are exclusive. Attributes already present are kept (and verified).
+  }];
+  let options = [
+    Option<"weightType", "weight-type", "std::string", "\"f32\"",
+           "f32, or bf16 for the parameters that may be (xfc --weight-type)">,
+    ListOption<"blockParameters", "block-parameters", "std::string",
+               "parameters kept in ggml blocks, NAME=q8_0|q4_0|q4_1 (xfc --quantized-like)">
+  ];
+  let dependentDialects = ["xf::XfDialect"];
+}
+
 def ApplyTuningDatabase : Pass<"xf-apply-tuning-db", "func::FuncOp"> {
   let summary = "Give each kernel the best schedule the tuning database holds";
   let description = [{
@@ -105,7 +134,10 @@ def ApplyTuningDatabase : Pass<"xf-apply-tuning-db", "func::FuncOp"> {
     file `xfc tune` writes, docs/tuning.md) by its kernel signature, the
     Halide target string `target`, the thread count `threads` and this xf
     version, and sets the schedule of the best entry, marking the op
-    `xf.tuned`. Kernels without an entry keep what they have (the default
+    `xf.tuned`. A GEMM's signature has its weight's storage as
+    xf-assign-weight-storage marked it (`weight=nk:q4_1`, `weight=kn:bf16`),
+    so an entry tuned for the float32 kernel of the same shape is never
+    applied to a block or bf16 one. Kernels without an entry keep what they have (the default
     schedule pass fills them in). A database that cannot be read or holds an
     illegal schedule is an error naming the file; one with entries only for
     other targets, thread counts or versions gives a warning.
@@ -115,13 +147,8 @@ def ApplyTuningDatabase : Pass<"xf-apply-tuning-db", "func::FuncOp"> {
     Option<"target", "target", "std::string", "\"\"",
            "Halide target string the entries must match">,
     Option<"threads", "threads", "int64_t", "0", "thread count the entries must match">,
-    Option<"bf16Weights", "bf16-weights", "bool", "false",
-           "weights stored in bfloat16 (xfc --weight-type=bf16)">,
     Option<"bf16Activations", "bf16-gemm-inputs", "bool", "false",
-           "GEMM inputs rounded to bfloat16 (xfc --bf16-gemm-inputs)">,
-    ListOption<"blockParameters", "block-parameters", "std::string",
-               "parameters kept in ggml blocks, NAME=q8_0|q4_0|q4_1 (xfc --quantized-like): "
-               "their GEMMs are looked up as block kernels, never under a float32 signature">
+           "GEMM inputs rounded to bfloat16 (xfc --bf16-gemm-inputs)">
   ];
   let dependentDialects = ["xf::XfDialect"];
 }
@@ -136,7 +163,9 @@ def AssignDefaultSchedules : Pass<"xf-assign-schedules", "func::FuncOp"> {
     panel packed per K block, parallel over column panels × row blocks;
     attention score tiles of 4 vectors. Existing schedules (tuned ones) are
     kept, and checked against the target: register tiles must be whole
-    vectors. With `cuda`, each xf.gemm without a `gpu_schedule` gets the
+    vectors. A GEMM on a weight in ggml blocks (`xf.weight_storage`,
+    xf-assign-weight-storage) gets the block default (K blocks of 256).
+    With `cuda`, each xf.gemm without a `gpu_schedule` gets the
     CUDA default (`#xf.gpu_gemm_schedule`, docs/gpu.md); without it a
     `gpu_schedule` is an error (no CPU kernel reads it).
   }];
@@ -145,9 +174,6 @@ def AssignDefaultSchedules : Pass<"xf-assign-schedules", "func::FuncOp"> {
            "float32 lanes of a vector register of the target">,
     Option<"vectorRegisters", "vector-registers", "int64_t", "32",
            "vector registers of the target">,
-    ListOption<"blockParameters", "block-parameters", "std::string",
-               "parameters kept in ggml blocks, NAME=q8_0|q4_0|q4_1 (xfc --quantized-like): "
-               "their GEMMs get the block default (K blocks of 256)">,
     Option<"cuda", "cuda", "bool", "false",
            "a CUDA target: GEMMs also get a #xf.gpu_gemm_schedule (gpu_schedule)">
   ];

@@ -25,7 +25,78 @@ LoopScheduleAttr mlir::xf::loopScheduleAttrOf(Operation *op) {
   return op->getAttrOfType<LoopScheduleAttr>(XfDialect::kLoopScheduleAttrName);
 }
 
+WeightStorage mlir::xf::weightStorageOf(Value tensor) {
+  Operation *op = tensor.getDefiningOp();
+  auto attr = op ? op->getAttrOfType<WeightStorageAttr>(XfDialect::kWeightStorageAttrName)
+                 : WeightStorageAttr();
+  return attr ? attr.getValue() : WeightStorage::f32;
+}
+
+namespace {
+/// Whether `use` reads its value as the kernels read a weight of `storage`:
+/// a GEMM's weight ([N, K] for blocks), an embedding table, and for blocks
+/// a part of a concatenation stored the same way (a concatenation's own
+/// uses: [N, K] GEMM weights only).
+bool readsAsWeight(OpOperand &use, WeightStorage storage, bool concat) {
+  Operation *user = use.getOwner();
+  if (concat && !isa<GemmOp>(user))
+    return false;
+  if (isa<TokenEmbedOp>(user))
+    return use.getOperandNumber() == 0;
+  if (auto gemm = dyn_cast<GemmOp>(user))
+    return use.getOperandNumber() == 1 && (!isBlockStorage(storage) || gemm.getTransposeWeight());
+  return isBlockStorage(storage) && isa<ConcatOp>(user) && weightStorageOf(user->getResult(0)) == storage;
+}
+
+/// The rules of xf-assign-weight-storage that one op shows (XfKernelAttrs.td).
+LogicalResult verifyWeightStorage(Operation *op, Attribute value) {
+  llvm::StringLiteral name = XfDialect::kWeightStorageAttrName;
+  auto attr = dyn_cast<WeightStorageAttr>(value);
+  if (!attr)
+    return op->emitError() << "'" << name << "' must be a #xf.weight_storage, not " << value;
+  WeightStorage storage = attr.getValue();
+  if (storage == WeightStorage::f32)
+    return success();
+  auto concat = dyn_cast<ConcatOp>(op);
+  if (!isa<ParameterOp>(op) && !concat)
+    return op->emitError() << "'" << name << "' is only for xf.parameter and xf.concat, not '"
+                           << op->getName() << "'";
+  std::string what = "#xf.weight_storage<" + stringifyWeightStorage(storage).str() + ">";
+  if (concat && !isBlockStorage(storage))
+    return op->emitError() << "an xf.concat is stored as " << what << ": only block parts join";
+  auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+  if (!type || type.getRank() != 2)
+    return op->emitError() << what << " needs a matrix";
+  if (concat) {
+    if (concat.getAxis() != 0)
+      return op->emitError() << what << " joins rows (axis 0), not axis " << concat.getAxis();
+    for (Value part : concat.getInputs())
+      if (!part.getDefiningOp<ParameterOp>() || weightStorageOf(part) != storage)
+        return op->emitError() << what << " needs every part an xf.parameter stored as " << what;
+  }
+  for (OpOperand &use : op->getResult(0).getUses()) {
+    // A GEMM reads [N, K] block rows of K: whole blocks of 32.
+    if (isa<GemmOp>(use.getOwner()) && isBlockStorage(storage) &&
+        (type.isDynamicDim(1) || type.getDimSize(1) % 32 != 0))
+      return op->emitError() << what << " needs a GEMM's rows of K of whole 32-element blocks, not "
+                             << type.getDimSize(1);
+    if (!readsAsWeight(use, storage, bool(concat)))
+      return op->emitError() << what << " is read only as an xf.gemm weight"
+                             << (isBlockStorage(storage) ? " ([N, K], transpose_weight)" : "")
+                             << (concat ? "" : " or an xf.token_embed table")
+                             << (isBlockStorage(storage) && !concat
+                                     ? " or a part of a concatenation stored so"
+                                     : "")
+                             << ", not by operand " << use.getOperandNumber() << " of '"
+                             << use.getOwner()->getName() << "'";
+  }
+  return success();
+}
+} // namespace
+
 LogicalResult XfDialect::verifyOperationAttribute(Operation *op, NamedAttribute attr) {
+  if (attr.getName() == kWeightStorageAttrName)
+    return verifyWeightStorage(op, attr.getValue());
   if (attr.getName() != kLoopScheduleAttrName)
     return success();
   if (!isa<LoopScheduleAttr>(attr.getValue()))

@@ -27,12 +27,16 @@ def Xf_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
   // Run-time numbers (xf.length) are computed with arith ops on f64.
   let dependentDialects = ["::mlir::arith::ArithDialect"];
-  // Checks `xf.loop_schedule` (the schedule of ops lowered to loop kernels).
+  // Checks `xf.loop_schedule` (the schedule of ops lowered to loop kernels)
+  // and `xf.weight_storage` (how a weight is kept: xf-assign-weight-storage).
   let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     void registerAttributes();
     /// The discardable attribute holding a loop kernel op's #xf.loop_schedule.
     static constexpr llvm::StringLiteral kLoopScheduleAttrName = "xf.loop_schedule";
+    /// The discardable attribute holding a weight's #xf.weight_storage, on
+    /// the xf.parameter (or concatenation of blocks) that produces it.
+    static constexpr llvm::StringLiteral kWeightStorageAttrName = "xf.weight_storage";
   }];
 }
 

@@ -114,8 +114,12 @@ def Xf_AttentionKernelAttr : Xf_Attr<"AttentionKernel", "attention_kernel"> {
   let genVerifyDecl = 1;
 }
 
-// The storage an op's weight operand (xf.gemm) or table (xf.token_embed) is
-// kept in, as the discardable attribute `xf.weight_storage`.
+// How a weight is kept, as the discardable attribute `xf.weight_storage` on
+// the xf.parameter that binds it (bf16, blocks) or the axis-0 xf.concat of
+// block parameters that joins them (blocks): set by xf-assign-weight-storage,
+// read by the kernel descriptions (#xf.gemm_kernel `storage`), the host
+// lowering and the manifest. Absent: f32. XfDialect.cpp verifies where it may
+// stand.
 def Xf_WeightStorageAttr : EnumAttr<Xf_Dialect, Xf_WeightStorage, "weight_storage"> {
   let assemblyFormat = "`<` $value `>`";
 }

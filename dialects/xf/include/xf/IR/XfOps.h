@@ -22,6 +22,13 @@ namespace mlir::xf {
 bool isLoopKernelOp(Operation *op);
 /// The op's #xf.loop_schedule, or null.
 LoopScheduleAttr loopScheduleAttrOf(Operation *op);
+/// How `tensor` is stored: its defining op's `xf.weight_storage`
+/// (xf-assign-weight-storage), f32 where it has none.
+WeightStorage weightStorageOf(Value tensor);
+/// Whether `storage` is one of ggml's block types (q8_0, q4_0, q4_1).
+inline bool isBlockStorage(WeightStorage storage) {
+  return storage != WeightStorage::f32 && storage != WeightStorage::bf16;
+}
 } // namespace mlir::xf
 
 #endif // XF_IR_XFOPS_H
