@@ -14,6 +14,7 @@
 #include "xfrt/CudaDriver.h"
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -148,6 +149,31 @@ int launchKernel(const Driver &d, void *fn, void *stream, int64_t n, int64_t k, 
 
 } // namespace
 
+// Loads `kernel` of `ptx` in Halide's context and launches it on Halide's stream
+// (CudaDriver.cpp), so the kernel is ordered with Halide's, captured into CUDA graphs with them
+// and timed by --profile's events. 0 when launched; else an error through halide_error, `what`
+// first.
+static int launchInHalideContext(const char *ptx, const std::string &kernel,
+                                 const std::string &what,
+                                 const std::function<int(const Driver &, void *, void *)> &launch) {
+  static const Driver driver = lookUpDriver();
+  if (!driver.found())
+    return fail(what + "the CUDA driver lacks cuModuleLoadData/cuLaunchKernel");
+  std::string error;
+  bool launched = xfrt::inHalideContext([&](void *stream) {
+    void *context = nullptr, *fn = nullptr;
+    int rc = driver.currentContext(&context);
+    if (rc == 0 && (rc = functionOf(driver, context, ptx, kernel, &fn)) != 0)
+      error = "loading its PTX failed with CUDA error " + std::to_string(rc);
+    else if (rc == 0 && (rc = launch(driver, fn, stream)) != 0)
+      error = "cuLaunchKernel failed with CUDA error " + std::to_string(rc);
+    return rc == 0;
+  });
+  if (!launched)
+    return fail(what + (error.empty() ? "no CUDA context" : error));
+  return 0;
+}
+
 // Runs the GEMM's tensor-core kernel, or answers kNotTaken for Halide's pipeline (fewer
 // than minRows rows). 0 when launched; an error (reported through halide_error) otherwise.
 extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t n, int64_t k,
@@ -167,26 +193,10 @@ extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t
         (flags & kResidual) ? misaligned("the residual", residual, 4, 2) : ""})
     if (!why.empty())
       return fail(what + why);
-  static const Driver driver = lookUpDriver();
-  if (!driver.found())
-    return fail(what + "the CUDA driver lacks cuModuleLoadData/cuLaunchKernel");
-  // In Halide's context and on its stream (CudaDriver.cpp), so the kernel is ordered with
-  // Halide's, captured into CUDA graphs with them and timed by --profile's events.
-  std::string error;
-  bool launched = xfrt::inHalideContext([&](void *stream) {
-    void *context = nullptr, *fn = nullptr;
-    int rc = driver.currentContext(&context);
-    if (rc == 0 && (rc = functionOf(driver, context, ptx, kernel, &fn)) != 0)
-      error = "loading its PTX failed with CUDA error " + std::to_string(rc);
-    else if (rc == 0 && (rc = launchKernel(driver, fn, stream, n, k, flags, rows,
-                                           tall ? kTileRows : kShortTileRows, x, w, bias,
-                                           residual, out)) != 0)
-      error = "cuLaunchKernel failed with CUDA error " + std::to_string(rc);
-    return rc == 0;
+  return launchInHalideContext(ptx, kernel, what, [&](const Driver &d, void *fn, void *stream) {
+    return launchKernel(d, fn, stream, n, k, flags, rows, tall ? kTileRows : kShortTileRows, x, w,
+                        bias, residual, out);
   });
-  if (!launched)
-    return fail(what + (error.empty() ? "no CUDA context" : error));
-  return 0;
 }
 
 // The attention kernel's launch (TensorCoreAttention.h): ⌈M/64⌉ × H blocks of 128 threads;
@@ -231,20 +241,7 @@ extern "C" int xfrt_tensor_core_attention(const char *ptx, const char *entry, in
                                  misaligned("V", v, 4, 4), misaligned("out", out, 4, 2)})
     if (!why.empty())
       return fail(what + why);
-  static const Driver driver = lookUpDriver();
-  if (!driver.found())
-    return fail(what + "the CUDA driver lacks cuModuleLoadData/cuLaunchKernel");
-  std::string error;
-  bool launched = xfrt::inHalideContext([&](void *stream) {
-    void *context = nullptr, *fn = nullptr;
-    int rc = driver.currentContext(&context);
-    if (rc == 0 && (rc = functionOf(driver, context, ptx, entry, &fn)) != 0)
-      error = "loading its PTX failed with CUDA error " + std::to_string(rc);
-    else if (rc == 0 && (rc = launchAttention(driver, fn, stream, heads, q, k, v, out)) != 0)
-      error = "cuLaunchKernel failed with CUDA error " + std::to_string(rc);
-    return rc == 0;
+  return launchInHalideContext(ptx, entry, what, [&](const Driver &d, void *fn, void *stream) {
+    return launchAttention(d, fn, stream, heads, q, k, v, out);
   });
-  if (!launched)
-    return fail(what + (error.empty() ? "no CUDA context" : error));
-  return 0;
 }

@@ -396,37 +396,36 @@ llvm::Expected<std::string> mlir::xf::describeTensorCoreKernels(ModuleOp host,
   if (!halideTarget)
     return halideTarget.takeError();
   std::string text;
-  for (const GemmKernelSpec &spec : kernels.gemms) {
-    TensorCoreGemmPlan plan = tensorCoreGemmPlan(spec, options.gpuMatmul);
-    text += "// ----- " + spec.name + ": " + (plan.tensorCores ? "tensor cores, " : "Halide fp32, ") +
+  // Each kernel's path and why, then (on tensor cores) its MLIR as written or as NVVM.
+  auto print = [&](const std::string &name, const auto &plan, auto source,
+                   auto lower) -> llvm::Error {
+    text += "// ----- " + name + ": " + (plan.tensorCores ? "tensor cores, " : "Halide fp32, ") +
             plan.why + "\n";
     if (!plan.tensorCores)
-      continue;
+      return llvm::Error::success();
     if (!nvvm) {
-      text += tensorCoreGemmSource(spec, options.gpuMatmul);
-      continue;
+      text += source();
+      return llvm::Error::success();
     }
-    auto lowered =
-        tensorCoreGemmNvvm(spec, options.gpuMatmul, cudaCapabilityOf(*halideTarget));
+    llvm::Expected<std::string> lowered = lower(cudaCapabilityOf(*halideTarget));
     if (!lowered)
       return lowered.takeError();
     text += *lowered;
-  }
-  for (const AttentionKernelSpec &spec : kernels.attentions) {
-    TensorCoreAttentionPlan plan = tensorCoreAttentionPlan(spec, options.gpuMatmul);
-    text += "// ----- " + spec.name + ": " + (plan.tensorCores ? "tensor cores, " : "Halide fp32, ") +
-            plan.why + "\n";
-    if (!plan.tensorCores)
-      continue;
-    if (!nvvm) {
-      text += tensorCoreAttentionSource(spec, options.gpuMatmul);
-      continue;
-    }
-    auto lowered =
-        tensorCoreAttentionNvvm(spec, options.gpuMatmul, cudaCapabilityOf(*halideTarget));
-    if (!lowered)
-      return lowered.takeError();
-    text += *lowered;
-  }
+    return llvm::Error::success();
+  };
+  for (const GemmKernelSpec &spec : kernels.gemms)
+    if (llvm::Error error = print(
+            spec.name, tensorCoreGemmPlan(spec, options.gpuMatmul),
+            [&] { return tensorCoreGemmSource(spec, options.gpuMatmul); },
+            [&](int capability) { return tensorCoreGemmNvvm(spec, options.gpuMatmul, capability); }))
+      return std::move(error);
+  for (const AttentionKernelSpec &spec : kernels.attentions)
+    if (llvm::Error error = print(
+            spec.name, tensorCoreAttentionPlan(spec, options.gpuMatmul),
+            [&] { return tensorCoreAttentionSource(spec, options.gpuMatmul); },
+            [&](int capability) {
+              return tensorCoreAttentionNvvm(spec, options.gpuMatmul, capability);
+            }))
+      return std::move(error);
   return text;
 }
