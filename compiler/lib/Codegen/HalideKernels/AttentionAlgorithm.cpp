@@ -110,14 +110,14 @@ OnlineSoftmax defineOnlineSoftmax(const OnlineSoftmaxOperands &o) {
 }
 
 RotaryPositions rotaryPositionsOf(const AttentionKernelSpec &spec) {
-  RotaryPositions r{Func("rotary_table"), spec.rope, int(spec.dK)};
+  RotaryPositions r{Func("rotary_table"), Func("rotary_frequency"), spec.rope, int(spec.dK)};
   if (spec.rope == AttentionKernelSpec::Rope::None)
     return r;
   Var pair("pair"), position("position");
-  Expr angle =
-      cast<double>(position) *
+  r.frequency(pair) =
       exp(cast<double>(pair) *
           Internal::make_const(Float(64), -2.0 * std::log(spec.ropeBase) / double(spec.dK)));
+  Expr angle = cast<double>(position) * r.frequency(pair);
   r.table(pair, position) = Tuple(cast<float>(cos(angle)), cast<float>(sin(angle)));
   return r;
 }

@@ -91,6 +91,8 @@ void scheduleKeyBlock(OnlineSoftmax f, Halide::RVar rb, Halide::Var row, Halide:
 /// rope loop kernel (positions reach thousands of radians).
 struct RotaryPositions {
   Halide::Func table;
+  /// θ_i's factor base^(-2i/dK) by pair (float64; inlined into the table unless scheduled).
+  Halide::Func frequency;
   AttentionKernelSpec::Rope pairing;
   int dK;
   /// Element f of a head (load(x): the head's element x) rotated at position

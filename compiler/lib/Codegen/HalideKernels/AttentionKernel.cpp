@@ -147,8 +147,11 @@ void scheduleFlash(const AttentionKernelSpec &spec, const AttentionShape &shape,
   if (spec.rope != AttentionKernelSpec::Rope::None) {
     // the task's rotated query rows, once (not once per key block)
     f.queryRows.compute_at(out, task).vectorize(c, vw, TailStrategy::GuardWithIf);
-    Func table = a.rotary.table;
-    table.compute_root();
+    // Once a call: the frequencies once a pair (not an exp per position), the table's
+    // positions split over the threads (a libm cos and sin in float64 per entry).
+    Func frequency = a.rotary.frequency, table = a.rotary.table;
+    frequency.compute_root();
+    table.compute_root().parallel(table.args()[1]);
   } else {
     f.queryRows.compute_inline();
   }
