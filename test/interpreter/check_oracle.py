@@ -40,6 +40,11 @@ TOLERANCE = 1e-12
 FUSIONS = ("none", "cpu", "cuda")  # xf-interpret --fusion: unfused, then as xfc fuses per target
 
 
+def fused_label(name, fusion):
+    """How a run is named in the report (and its files): the model, and its fusion if any."""
+    return name if fusion == "none" else f"{name}.fused-{fusion}"
+
+
 def check_model(name, interpreter, workdir):
     arch, hparams, _, _ = MODELS[name]
     defines = [arg for kv in hparams.split(",") for arg in ("-D", kv)]
@@ -57,7 +62,7 @@ def check_model(name, interpreter, workdir):
                      "-o", path])
             return f"xf-interpret failed: {r.stderr.strip()}" if r.returncode != 0 else None
 
-        label = name if fusion == "none" else f"{name}.fused-{fusion}"
+        label = fused_label(name, fusion)
         failures += compare_lengths(label, MODELS[name], weights, interpreted,
                                     python=sys.executable, workdir=workdir, seed=7,
                                     tolerance=TOLERANCE, dtype=np.float64)
@@ -103,7 +108,7 @@ def check_packed(name, interpreter, defines, weights, workdir, fusion):
         if not err <= TOLERANCE:
             failures.append(f"{name} packed sequence {i} (ℓ={len(tokens)}): "
                             f"max|Δ|/max|ref| = {err:.3e} > {TOLERANCE}")
-    label = name if fusion == "none" else f"{name}.fused-{fusion}"
+    label = fused_label(name, fusion)
     print(f"{label:12s} packed {lengths}  worst max|Δ|/max|ref| = {worst:.2e}  "
           f"{'FAIL' if failures else 'ok'}")
     return failures
