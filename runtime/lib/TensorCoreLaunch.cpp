@@ -6,7 +6,9 @@
 // cuModuleLoadData and launched with cuLaunchKernel — the driver functions Halide's CUDA
 // runtime uses (halide_cuda_get_symbol, CudaDriver.cpp: the launches are counted), in
 // Halide's context and on its stream, so the kernel is ordered with Halide's kernels and
-// --profile's events. docs/gpu.md, "Tensor cores".
+// --profile's events. docs/gpu.md, "Tensor cores"; where a GEMM's grid has fewer blocks than
+// the GPU has SMs, K is split over block z into partials in the host's scratch, and a
+// reduction applies the epilogue (docs/gpu.md, "Split-K").
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +16,7 @@
 #include "xfrt/CudaDriver.h"
 
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -30,11 +33,15 @@ namespace {
 using xfrt::HalideBuffer;
 
 // What the compiler's launcher passes (TensorCoreGemmLauncher.cpp launchFlags).
-constexpr int64_t kBias = 1, kResidual = 2, kBf16Weights = 4, kGated = 8, kWeightNK = 16;
+constexpr int64_t kBias = 1, kResidual = 2, kBf16Weights = 4, kGated = 8, kWeightNK = 16,
+                  kSplitKernels = 32;
 constexpr int kNotTaken = 1, kFailed = -1;
 // The kernels' tiling (TensorCoreGemm.h): 64 × 64 tiles of out (`<entry>`) or 32 × 64
-// (`<entry>32`, below tallRows rows), 128 threads.
-constexpr int64_t kTileRows = 64, kShortTileRows = 32, kTileCols = 64, kThreads = 128;
+// (`<entry>32`, below tallRows rows), 128 threads, K in slices of 32; split-K (`<entry>32_splitk`
+// and `<entry>_reduce`, a block per 4 rows × 64 columns): at most kMaxSplit ranges of K, by
+// the launcher's own choice of kMinSplitSlices slices or more.
+constexpr int64_t kTileRows = 64, kShortTileRows = 32, kTileCols = 64, kThreads = 128,
+                  kSliceK = 32, kMaxSplit = 4, kMinSplitSlices = 4, kReduceRows = 4;
 
 struct Driver {
   int (*currentContext)(void **) = nullptr;
@@ -42,7 +49,12 @@ struct Driver {
   int (*getFunction)(void **, void *, const char *) = nullptr;
   int (*launch)(void *, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                 void *, void **, void **) = nullptr;
-  bool found() const { return currentContext && loadData && getFunction && launch; }
+  int (*contextDevice)(int *) = nullptr;
+  int (*deviceAttribute)(int *, int, int) = nullptr;
+  bool found() const {
+    return currentContext && loadData && getFunction && launch && contextDevice &&
+           deviceAttribute;
+  }
 };
 
 Driver lookUpDriver() {
@@ -53,12 +65,15 @@ Driver lookUpDriver() {
   d.getFunction =
       reinterpret_cast<int (*)(void **, void *, const char *)>(symbol("cuModuleGetFunction"));
   d.launch = reinterpret_cast<decltype(d.launch)>(symbol("cuLaunchKernel"));
+  d.contextDevice = reinterpret_cast<int (*)(int *)>(symbol("cuCtxGetDevice"));
+  d.deviceAttribute = reinterpret_cast<int (*)(int *, int, int)>(symbol("cuDeviceGetAttribute"));
   return d;
 }
 
 std::mutex functionsLock;
 std::map<std::pair<void *, const char *>, void *> modules;   // (context, PTX) → CUmodule
 std::map<std::pair<void *, std::string>, void *> functions; // (CUmodule, entry) → CUfunction
+std::map<void *, int64_t> multiprocessors;                  // context → its device's SMs
 
 int fail(const std::string &message) {
   if (halide_error)
@@ -119,11 +134,117 @@ int functionOf(const Driver &d, void *context, const char *ptx, const std::strin
   return 0;
 }
 
-// The kernel's launch: N/64 × ⌈M/tileRows⌉ blocks of 128 threads; its parameters are the
-// five memrefs (absent bias or residual: out's, never read), M, the row strides and K.
-int launchKernel(const Driver &d, void *fn, void *stream, int64_t n, int64_t k, int64_t flags,
-                 int64_t rows, int64_t tileRows, const HalideBuffer *x, const HalideBuffer *w,
-                 const HalideBuffer *bias, const HalideBuffer *residual, const HalideBuffer *out) {
+// The SMs of the context's device (CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT), asked once.
+int multiprocessorsOf(const Driver &d, void *context, int64_t *sms) {
+  std::lock_guard<std::mutex> guard(functionsLock);
+  int64_t &known = multiprocessors[context];
+  if (!known) {
+    int device = 0, count = 0;
+    if (int rc = d.contextDevice(&device))
+      return rc;
+    if (int rc = d.deviceAttribute(&count, /*MULTIPROCESSOR_COUNT=*/16, device))
+      return rc;
+    known = count > 0 ? count : 1;
+  }
+  *sms = known;
+  return 0;
+}
+
+// The kernels of one call in Halide's context and stream: each launch finds its function
+// (loading the module once) and says in `error` which step failed.
+struct Launches {
+  const Driver &d;
+  void *context, *stream;
+  const char *ptx;
+  std::string error;
+  int operator()(const std::string &kernel, unsigned gridX, unsigned gridY, unsigned gridZ,
+                 void **params) {
+    void *fn = nullptr;
+    if (int rc = functionOf(d, context, ptx, kernel, &fn)) {
+      error = "loading " + kernel + " of its PTX failed with CUDA error " + std::to_string(rc);
+      return rc;
+    }
+    if (int rc = d.launch(fn, gridX, gridY, gridZ, unsigned(kThreads), 1, 1, 0, stream, params,
+                          nullptr)) {
+      error = "cuLaunchKernel of " + kernel + " failed with CUDA error " + std::to_string(rc);
+      return rc;
+    }
+    return 0;
+  }
+};
+
+// A kernel's parameters: memrefs (5 fields each), then index scalars; null-terminated, as
+// Halide's launches pass them. Holds the values the pointers point to.
+struct Params {
+  Memref memrefs[5];
+  int64_t scalars[8];
+  void *pointers[5 * 5 + 8 + 1] = {};
+  Params(std::initializer_list<Memref> ms, std::initializer_list<int64_t> ss) {
+    int p = 0, i = 0;
+    for (const Memref &m : ms) {
+      memrefs[i] = m;
+      Memref &at = memrefs[i++];
+      for (void *field : {(void *)&at.allocated, (void *)&at.aligned, (void *)&at.offset,
+                          (void *)&at.size, (void *)&at.stride})
+        pointers[p++] = field;
+    }
+    i = 0;
+    for (int64_t s : ss) {
+      scalars[i] = s;
+      pointers[p++] = &scalars[i++];
+    }
+  }
+  Params(const Params &) = delete;
+};
+
+// How a call splits K: `count` ranges of `sliceK` (a multiple of 32; the last may be shorter),
+// or count 1 (no split).
+struct Split {
+  int64_t count = 1, sliceK = 0;
+};
+
+// $XF_TENSOR_CORE_SPLIT_K (docs/gpu.md, "Split-K"): 0 unset, the forced S (1: never split), or
+// -1 when it is not a whole number from 1 to 64.
+int64_t forcedSplit() {
+  static const int64_t forced = [] {
+    const char *text = std::getenv("XF_TENSOR_CORE_SPLIT_K");
+    if (!text || !*text)
+      return int64_t(0);
+    char *end = nullptr;
+    long v = std::strtol(text, &end, 10);
+    return *end || v < 1 || v > 64 ? int64_t(-1) : int64_t(v);
+  }();
+  return forced;
+}
+
+// The split of a 32-row-tile call of `blocks` blocks on `sms` SMs: enough ranges that the
+// grid covers every SM once (S = ⌈SMs / blocks⌉), at most kMaxSplit, each range
+// kMinSplitSlices slices or more; `forced` instead where set; never more than the partials
+// (`capacity` floats) hold nor than K has slices. The count is then ⌈slices / per range⌉ so
+// no range is empty.
+Split splitOf(int64_t rows, int64_t cols, int64_t k, int64_t blocks, int64_t sms,
+              int64_t capacity, int64_t forced) {
+  const int64_t slices = k / kSliceK;
+  int64_t s = forced;
+  if (!forced)
+    s = blocks >= sms ? 1
+                      : std::min({(sms + blocks - 1) / blocks, kMaxSplit, slices / kMinSplitSlices});
+  s = std::min({s, capacity / (rows * cols), slices});
+  if (s < 2)
+    return {};
+  const int64_t perRange = (slices + s - 1) / s;
+  return {(slices + perRange - 1) / perRange, perRange * kSliceK};
+}
+
+// The GEMM's launches: `<entry>` (64-row tiles) or `<entry>32` (32-row), N/64 × ⌈M/tileRows⌉
+// blocks of 128 threads, with the five memrefs (absent bias or residual: out's, never read),
+// M, the row strides and K; or, split, `<entry>32_splitk` with z = S (x, W, the partials; M,
+// the row strides of x and W, K and a range's K) and `<entry>_reduce`, N/64 × ⌈M/4⌉ blocks
+// (the partials, bias, residual, out; M, the row strides of the residual and out, S).
+int launchGemm(Launches &launch, const std::string &entry, int64_t n, int64_t k, int64_t flags,
+               int64_t rows, bool tall, Split split, const HalideBuffer *x, const HalideBuffer *w,
+               const HalideBuffer *bias, const HalideBuffer *residual, const HalideBuffer *out,
+               const HalideBuffer *partials) {
   auto memref = [](const HalideBuffer *b, int64_t elements) {
     return Memref{b->device, b->device, 0, elements, 1};
   };
@@ -133,40 +254,42 @@ int launchKernel(const Driver &d, void *fn, void *stream, int64_t n, int64_t k, 
          mo = memref(out, rows * rowStride(out));
   Memref mb = (flags & kBias) ? memref(bias, wCols) : mo;
   Memref mr = (flags & kResidual) ? memref(residual, rows * rowStride(residual)) : mo;
-  int64_t scalars[6] = {rows, rowStride(x), rowStride(w),
-                        (flags & kResidual) ? rowStride(residual) : 0, rowStride(out), k};
-  void *params[32] = {}; // null-terminated, as Halide's launches pass them
-  int p = 0;
-  for (Memref *m : {&mx, &mw, &mb, &mr, &mo})
-    for (void *field : {(void *)&m->allocated, (void *)&m->aligned, (void *)&m->offset,
-                        (void *)&m->size, (void *)&m->stride})
-      params[p++] = field;
-  for (int64_t &s : scalars)
-    params[p++] = &s;
-  unsigned gridX = unsigned(n / kTileCols), gridY = unsigned((rows + tileRows - 1) / tileRows);
-  return d.launch(fn, gridX, gridY, 1, unsigned(kThreads), 1, 1, 0, stream, params, nullptr);
+  const int64_t rs = (flags & kResidual) ? rowStride(residual) : 0;
+  const unsigned gridX = unsigned(n / kTileCols);
+  if (split.count == 1) {
+    const int64_t tileRows = tall ? kTileRows : kShortTileRows;
+    Params p({mx, mw, mb, mr, mo}, {rows, rowStride(x), rowStride(w), rs, rowStride(out), k});
+    return launch(entry + (tall ? "" : "32"), gridX, unsigned((rows + tileRows - 1) / tileRows),
+                  1, p.pointers);
+  }
+  Memref mp = memref(partials, split.count * rows * wCols);
+  Params products({mx, mw, mp}, {rows, rowStride(x), rowStride(w), k, split.sliceK});
+  if (int rc = launch(entry + "32_splitk", gridX, unsigned((rows + kShortTileRows - 1) / kShortTileRows),
+                      unsigned(split.count), products.pointers))
+    return rc;
+  Params reduce({mp, mb, mr, mo}, {rows, rs, rowStride(out), split.count});
+  return launch(entry + "_reduce", gridX, unsigned((rows + kReduceRows - 1) / kReduceRows), 1,
+                reduce.pointers);
 }
 
 } // namespace
 
-// Loads `kernel` of `ptx` in Halide's context and launches it on Halide's stream
-// (CudaDriver.cpp), so the kernel is ordered with Halide's, captured into CUDA graphs with them
-// and timed by --profile's events. 0 when launched; else an error through halide_error, `what`
-// first.
-static int launchInHalideContext(const char *ptx, const std::string &kernel,
-                                 const std::string &what,
-                                 const std::function<int(const Driver &, void *, void *)> &launch) {
+// Loads the kernels of `ptx` in Halide's context and runs `launches` on Halide's stream
+// (CudaDriver.cpp), so they are ordered with Halide's, captured into CUDA graphs with them
+// and timed by --profile's events. 0 when launched; else an error through halide_error,
+// `what` first.
+static int launchInHalideContext(const char *ptx, const std::string &what,
+                                 const std::function<int(Launches &)> &launches) {
   static const Driver driver = lookUpDriver();
   if (!driver.found())
-    return fail(what + "the CUDA driver lacks cuModuleLoadData/cuLaunchKernel");
+    return fail(what + "the CUDA driver lacks cuModuleLoadData/cuLaunchKernel/cuCtxGetDevice");
   std::string error;
   bool launched = xfrt::inHalideContext([&](void *stream) {
-    void *context = nullptr, *fn = nullptr;
-    int rc = driver.currentContext(&context);
-    if (rc == 0 && (rc = functionOf(driver, context, ptx, kernel, &fn)) != 0)
-      error = "loading its PTX failed with CUDA error " + std::to_string(rc);
-    else if (rc == 0 && (rc = launch(driver, fn, stream)) != 0)
-      error = "cuLaunchKernel failed with CUDA error " + std::to_string(rc);
+    Launches launch{driver, nullptr, stream, ptx, ""};
+    int rc = driver.currentContext(&launch.context);
+    if (rc == 0)
+      rc = launches(launch);
+    error = launch.error;
     return rc == 0;
   });
   if (!launched)
@@ -174,54 +297,60 @@ static int launchInHalideContext(const char *ptx, const std::string &kernel,
   return 0;
 }
 
-// Runs the GEMM's tensor-core kernel, or answers kNotTaken for Halide's pipeline (fewer
-// than minRows rows). 0 when launched; an error (reported through halide_error) otherwise.
+// Runs the GEMM's tensor-core kernel (split over K where its grid would leave SMs idle), or
+// answers kNotTaken for Halide's pipeline (fewer than minRows rows). 0 when launched; an
+// error (reported through halide_error) otherwise.
 extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t n, int64_t k,
                                      int64_t flags, int64_t minRows, int64_t tallRows,
-                                     HalideBuffer *x,
-                                     HalideBuffer *w, HalideBuffer *bias, HalideBuffer *residual,
-                                     HalideBuffer *out) {
+                                     HalideBuffer *x, HalideBuffer *w, HalideBuffer *bias,
+                                     HalideBuffer *residual, HalideBuffer *out,
+                                     HalideBuffer *partials) {
   const int64_t rows = x->dim[1].extent;
   if (rows < minRows)
     return kNotTaken;
   const bool tall = rows >= tallRows;
-  const std::string kernel = std::string(entry) + (tall ? "" : "32");
-  std::string what = "tensor-core GEMM " + kernel + ": ";
+  std::string what = "tensor-core GEMM " + std::string(entry) + (tall ? "" : "32") + ": ";
+  const int64_t forced = forcedSplit();
+  if (forced < 0)
+    return fail(what + "$XF_TENSOR_CORE_SPLIT_K is not a whole number from 1 to 64");
   for (const std::string &why :
        {misaligned("x", x, 4, 4), misaligned("the weight", w, (flags & kBf16Weights) ? 2 : 4, 4),
         misaligned("out", out, 4, 2), (flags & kBias) ? misaligned("the bias", bias, 4, 2) : "",
-        (flags & kResidual) ? misaligned("the residual", residual, 4, 2) : ""})
+        (flags & kResidual) ? misaligned("the residual", residual, 4, 2) : "",
+        misaligned("the split-K partials", partials, 4, 2)})
     if (!why.empty())
       return fail(what + why);
-  return launchInHalideContext(ptx, kernel, what, [&](const Driver &d, void *fn, void *stream) {
-    return launchKernel(d, fn, stream, n, k, flags, rows, tall ? kTileRows : kShortTileRows, x, w,
-                        bias, residual, out);
+  const int64_t cols = (flags & kGated) ? 2 * n : n, capacity = partials->dim[0].extent;
+  return launchInHalideContext(ptx, what, [&](Launches &launch) {
+    Split split;
+    if (!tall && (flags & kSplitKernels)) {
+      int64_t sms = 0;
+      if (int rc = multiprocessorsOf(launch.d, launch.context, &sms)) {
+        launch.error = "cuDeviceGetAttribute failed with CUDA error " + std::to_string(rc);
+        return rc;
+      }
+      const int64_t blocks = n / kTileCols * ((rows + kShortTileRows - 1) / kShortTileRows);
+      split = splitOf(rows, cols, k, blocks, sms, capacity, forced);
+    }
+    return launchGemm(launch, entry, n, k, flags, rows, tall, split, x, w, bias, residual, out,
+                      partials);
   });
 }
 
 // The attention kernel's launch (TensorCoreAttention.h): ⌈M/64⌉ × H blocks of 128 threads;
 // its parameters are the memrefs q, k, v, out and M, Mz, the row stride of q, the key and
 // head strides of k and of v, the row stride of out.
-static int launchAttention(const Driver &d, void *fn, void *stream, int64_t heads,
+static int launchAttention(Launches &launch, const std::string &entry, int64_t heads,
                            const HalideBuffer *q, const HalideBuffer *k, const HalideBuffer *v,
                            const HalideBuffer *out) {
   auto memref = [](const HalideBuffer *b) { return Memref{b->device, b->device, 0, span(b), 1}; };
-  Memref mq = memref(q), mk = memref(k), mv = memref(v), mo = memref(out);
   const int64_t rows = q->dim[1].extent;
-  int64_t scalars[8] = {rows,          k->dim[1].extent, rowStride(q),   strideOf(k, 1),
-                        strideOf(k, 2), strideOf(v, 1),  strideOf(v, 2), rowStride(out)};
-  void *params[32] = {};
-  int p = 0;
-  for (Memref *m : {&mq, &mk, &mv, &mo})
-    for (void *field : {(void *)&m->allocated, (void *)&m->aligned, (void *)&m->offset,
-                        (void *)&m->size, (void *)&m->stride})
-      params[p++] = field;
-  for (int64_t &s : scalars)
-    params[p++] = &s;
+  Params p({memref(q), memref(k), memref(v), memref(out)},
+           {rows, k->dim[1].extent, rowStride(q), strideOf(k, 1), strideOf(k, 2), strideOf(v, 1),
+            strideOf(v, 2), rowStride(out)});
   constexpr int64_t kQueries = 64; // kTcAttentionQueries
-  unsigned gridX = unsigned((rows + kQueries - 1) / kQueries);
-  return d.launch(fn, gridX, unsigned(heads), 1, unsigned(kThreads), 1, 1, 0, stream, params,
-                  nullptr);
+  return launch(entry, unsigned((rows + kQueries - 1) / kQueries), unsigned(heads), 1,
+                p.pointers);
 }
 
 // Runs the prefill attention's tensor-core kernel, or answers kNotTaken for Halide's pipeline
@@ -241,7 +370,7 @@ extern "C" int xfrt_tensor_core_attention(const char *ptx, const char *entry, in
                                  misaligned("V", v, 4, 4), misaligned("out", out, 4, 2)})
     if (!why.empty())
       return fail(what + why);
-  return launchInHalideContext(ptx, entry, what, [&](const Driver &d, void *fn, void *stream) {
-    return launchAttention(d, fn, stream, heads, q, k, v, out);
+  return launchInHalideContext(ptx, what, [&](Launches &launch) {
+    return launchAttention(launch, entry, heads, q, k, v, out);
   });
 }

@@ -51,7 +51,7 @@ from check_examples import DECODERS, MODELS, TENSOR_CORE_TOLERANCE  # noqa: E402
 
 MAX_BUNDLE_BYTES = 64 << 20
 # Seconds per phase: 540 in all, so that one replay fits a 10-minute command on the GPU machine.
-PHASES = [("checks", 100), ("full", 60), ("tensor", 40), ("perf", 110), ("batch", 60),
+PHASES = [("checks", 85), ("full", 60), ("tensor", 55), ("perf", 110), ("batch", 60),
           ("ncu", 80), ("torch", 90)]
 # Full-size shapes (random weights): GPT-2 small, a SmolLM2-135M-shaped Llama, MiniLM-L6.
 FULL = {
@@ -288,6 +288,17 @@ class Bundle:
                     self.run("tensor", f"time-{tag}-tc-{precision}-prefill{n}", 30,
                              [exe, "--random-weights", "1", "--tokens", ids(n, vocab), "--repeat",
                               str(repeat)])
+                # Split-K (docs/gpu.md, "Split-K"; the N = 768 projections split 3 ways at
+                # ℓ = 128 on 132 SMs): the same prefill with it off, and (bf16) both profiled.
+                nosplit = ["env", "XF_TENSOR_CORE_SPLIT_K=1"]
+                self.run("tensor", f"time-{tag}-tc-{precision}-prefill128-nosplit", 30,
+                         nosplit + [exe, "--random-weights", "1", "--tokens", ids(128, vocab),
+                                    "--repeat", "10"])
+                if precision == "bf16":
+                    for suffix, env in (("", []), ("-nosplit", nosplit)):
+                        self.run("tensor", f"profile-{tag}-tc-{precision}-prefill128{suffix}", 30,
+                                 env + [exe, "--random-weights", "1", "--tokens", ids(128, vocab),
+                                        "--profile"])
                 self.run("tensor", f"profile-{tag}-tc-{precision}-prefill1024", 30,
                          [exe, "--random-weights", "1", "--tokens", ids(1024, vocab), "--profile"])
 

@@ -68,6 +68,8 @@ def main():
         if not re.search(r"gpt2-tc-bf16_33 +ran", r.stdout) or \
                 not re.search(r"time-gpt2-tc-tf32-prefill1024 +min_ms", r.stdout):
             return fail("the tensor phase's runs (--gpu-matmul) did not all run")
+        if not re.search(r"gpt2 bf16 prefill 128: [0-9.]+ ms split-K, [0-9.]+ ms without", r.stdout):
+            return fail("the tensor phase did not time split-K against XF_TENSOR_CORE_SPLIT_K=1")
     print("OK")
     return 0
 

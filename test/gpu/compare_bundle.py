@@ -173,6 +173,19 @@ def versus(xf, torch):
     return rows or ["(no pairs: a side did not run)"]
 
 
+def split_k(xf):
+    """Split-K's effect (docs/gpu.md, "Split-K"): GPT-2 small's tensor-core prefill at ℓ = 128
+    with split-K as the launcher chooses it and with XF_TENSOR_CORE_SPLIT_K=1."""
+    rows = []
+    for precision in ("tf32", "bf16"):
+        split = xf.get(f"time-gpt2-tc-{precision}-prefill128", {}).get("min_ms")
+        whole = xf.get(f"time-gpt2-tc-{precision}-prefill128-nosplit", {}).get("min_ms")
+        if split and whole:
+            rows.append(f"gpt2 {precision} prefill 128: {split:.3f} ms split-K, {whole:.3f} ms "
+                        f"without ({whole / split:.2f}x)")
+    return rows
+
+
 def batch_targets(xf, out):
     """The issue's batch targets from the batch phase: 8 sequences' decode tokens/s over one
     sequence's (≥ 6×), --serve's aggregate tokens/s with 16 clients (≥ 3,000)."""
@@ -233,6 +246,10 @@ def main():
                 print(f"  {key}: {json.dumps(value)[:300]}")
             print("\nxf vs PyTorch (ms; the issues' targets are ratios of these):")
             for line in versus(summary["timings"], summary["torch"]):
+                print("  " + line)
+        if rows := split_k(summary["timings"]):
+            print("\nsplit-K (min of --repeat):")
+            for line in rows:
                 print("  " + line)
         if targets := batch_targets(summary["timings"], out):
             summary["batch"] = targets

@@ -21,6 +21,11 @@ ISA's fragment layouts, written here independently of the generator
     only at a wait that leaves at most numGroups newer groups pending (cp.async.wait_group N),
     so a missing wait or a read of the buffer being filled gives NaN, and a read of the other
     buffer gives the wrong slice. Without --spec it also checks that both faults fail it.
+  split-K: `<name>_tc32_splitk` over every block (x, y, z) into NaN-filled [S][M][cols]
+    partials (each must be stored), then `<name>_tc_reduce` over its grid, as the launcher
+    launches them, for S = 2 (every case) and S = 1, 2, 3 with K = 160 (five slices: ranges
+    of 160; 96 + 64; 64 + 64 + 32); a third fault, every block z given K's first range, must
+    fail it too.
 What this checks: the kernel's tiling, indices, clamping of rows past M, bounds of every
 global and shared access, 16-byte alignment of ldmatrix rows and vector loads, the rounding
 to tf32/bf16 and the epilogue, against float64 on the same rounded inputs (bound 1e-5
@@ -260,7 +265,7 @@ class Block:
         return data[at]
 
     def store(self, line, mask):
-        value, rest = re.match(r"vector\.store (%\w+), (.*)", line).groups()
+        value, rest = re.match(r"vector\.store (%[\w#]+), (.*)", line).groups()
         v = self.val(value)
         m = re.match(r"(%\w+)\[(%\w+), (%\w+)\]", rest)
         if m and m.group(1) in self.shared:  # shared tile [row, col], all threads
@@ -389,6 +394,46 @@ def run_kernel(text, x, w, bias, res, rows, n):
     return out
 
 
+def split_of(k, splits):
+    """The launcher's normalisation of a split (TensorCoreLaunch.cpp splitOf): ranges of
+    ⌈slices / S⌉ slices of 32, as many as K fills, so none is empty. → (ranges, K of a range)."""
+    slices = k // 32
+    per = -(-slices // splits)
+    return -(-slices // per), per * 32
+
+
+def run_split(split_text, reduce_text, x, w, bias, res, rows, n, splits):
+    """out[rows, n] by split-K: `<name>_tc32_splitk` over every block (x, y, z) into the
+    [S][M][cols] partials, then `<name>_tc_reduce` over its grid (the launcher's two launches)."""
+    k = x.shape[1]
+    count, kz = split_of(k, splits)
+    cols = 2 * n if "%bs1" in split_text else n
+    partials = np.full((count, rows, cols), np.nan, np.float32)
+    shared, body = kernel_parts(split_text)
+    env = {"buffer%x": x.ravel(), "buffer%w": w.ravel(), "buffer%out": partials.ravel(),
+           "%m": np.full(T, rows), "%xs": np.full(T, k), "%ws": np.full(T, w.shape[1]),
+           "%k": np.full(T, k), "%kz": np.full(T, kz)}
+    for bz in range(count):
+        for by in range((rows + 31) // 32):
+            for bx in range(n // 64):
+                tiles = {name: np.zeros(shape, dtype) for name, (shape, dtype) in shared.items()}
+                block = Block(body, dict(env, block_x=bx, block_y=by, block_z=bz), tiles)
+                block.run(0, len(body), np.ones(T, bool))
+                assert not block.uncommitted and not block.groups, "cp.async pending at the end"
+    assert not np.isnan(partials).any(), f"split-K partials not all stored ({count} ranges of {kz})"
+    out = np.full((rows, n), np.nan, np.float32)
+    _, body = kernel_parts(reduce_text)
+    env = {"buffer%p": partials.ravel(),
+           "buffer%bias": (bias if bias is not None else partials).ravel(),
+           "buffer%res": (res if res is not None else partials).ravel(), "buffer%out": out.ravel(),
+           "%m": np.full(T, rows), "%rs": np.full(T, n), "%os": np.full(T, n),
+           "%s": np.full(T, count)}
+    for by in range((rows + 3) // 4):
+        for bx in range(n // 64):
+            Block(body, dict(env, block_x=bx, block_y=by), {}).run(0, len(body), np.ones(T, bool))
+    return out, count, kz
+
+
 ACTIVATIONS = {
     "none": lambda a: a, "relu": lambda a: np.maximum(a, 0),
     "gelu_tanh": lambda a: 0.5 * a * (1 + np.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a ** 3))),
@@ -406,7 +451,12 @@ def reference(x, w, bias, res, n, act, gated):
     return y + res.astype(np.float64) if res is not None else y
 
 
-def check(text, rows, rng):
+# docs/correctness.md's bounds of a tensor-core GEMM against the exact float64 product,
+# relative to max |out| (the rounding of x and W; the kernels' own error is the 1e-5 above).
+EXACT_BOUND = {"tf32": 1e-3, "bf16": 1e-2}
+
+
+def check(text, rows, rng, splits=(2,)):
     m = re.search(r"// (\w+): out\[M, (\d+)\] = x\[M, (\d+)\] · W \(W \[(.), .\], (\w+) mma", text)
     name, n, k, precision = m.group(1), int(m.group(2)), int(m.group(3)), m.group(5)
     nk = m.group(4) == "N"  # W stored [N, K]
@@ -431,16 +481,28 @@ def check(text, rows, rng):
     want_exact = reference(x, wv, b, r, n, act, gated)
     scale = np.abs(want_exact).max()
     ok = True
-    for function in re.split(r"(?=    gpu\.func @)", text)[1:]:  # <name>_tc and <name>_tc32
-        entry = re.match(r"    gpu\.func @(\w+)", function).group(1)
-        got = run_kernel(function, x, stored, b, r, rows, n).astype(np.float64)
-        assert not np.isnan(got).any(), \
-            f"{entry}: outputs NaN (never stored, or read from shared before its cp.async completed)"
-        err_rounded = np.abs(got - want_rounded).max() / scale
-        err_exact = np.abs(got - want_exact).max() / scale
-        ok &= err_rounded <= 1e-5
-        report(entry, precision, nk, rows, k, n, act, gated, bias, residual, bf16_weights,
-               err_rounded, err_exact)
+    functions = {re.match(r"    gpu\.func @(\w+)", f).group(1): f
+                 for f in re.split(r"(?=    gpu\.func @)", text)[1:]}
+    for entry, function in functions.items():  # <name>_tc, <name>_tc32, split-K's pair
+        if entry.endswith("_tc_reduce"):
+            continue
+        if not entry.endswith("_splitk"):
+            runs = [(entry, run_kernel(function, x, stored, b, r, rows, n))]
+        else:
+            reduce_text = functions[entry[:-len("32_splitk")] + "_reduce"]
+            runs = []
+            for s in splits:
+                got, count, kz = run_split(function, reduce_text, x, stored, b, r, rows, n, s)
+                runs.append((f"{entry} S={count} (K {k} in ranges of {kz}) + _reduce", got))
+        for label, got in runs:
+            got = got.astype(np.float64)
+            assert not np.isnan(got).any(), \
+                f"{label}: outputs NaN (never stored, or read from shared before its cp.async completed)"
+            err_rounded = np.abs(got - want_rounded).max() / scale
+            err_exact = np.abs(got - want_exact).max() / scale
+            ok &= err_rounded <= 1e-5 and err_exact <= EXACT_BOUND[precision]
+            report(label, precision, nk, rows, k, n, act, gated, bias, residual, bf16_weights,
+                   err_rounded, err_exact)
     return ok
 
 
@@ -454,9 +516,10 @@ def report(name, precision, nk, rows, k, n, act, gated, bias, residual, bf16_wei
 
 def kernel_parts(text):
     """A gpu.func's shared tiles {name: (shape, dtype)} and body lines."""
-    header = re.search(r"gpu\.func @\w+\((.*?)\)\s*workgroup\((.*?)\) kernel", text, re.S)
+    header = re.search(r"gpu\.func @\w+\((.*?)\)\s*(?:workgroup\((.*?)\) )?kernel", text, re.S)
     shared = {}
-    for name, shape, elem in re.findall(r"(%\w+) : memref<(\d+x\d+)x(\w+), ", header.group(2)):
+    for name, shape, elem in re.findall(r"(%\w+) : memref<(\d+x\d+)x(\w+), ",
+                                        header.group(2) or ""):
         shared[name] = tuple(int(s) for s in shape.split("x")), NP[elem]
     body = text[header.end():].split("\n")
     return shared, [l for l in body[1:] if l.startswith("      ")]
@@ -550,6 +613,16 @@ CASES = [("gpt2.xf", "70,64,5", SMALL, "70"), ("gpt2.xf", "33", SMALL + ["--weig
          ("gpt2.xf", "", ["-D", "L=1", "-D", "d_e=256", "-D", "d_mlp=128", "-D", "H=2"], "100")]
 
 
+# Split-K (every case above runs its `_tc32_splitk` + `_tc_reduce` with S = 2): S = 1, 2, 3
+# where K = 160 has 5 slices of 32 (ranges 160; 96 + 64; 64 + 64 + 32): GPT-2's MLP down
+# projection (bias, residual; float32 and bf16 weights) and Llama's SwiGLU ([N, K], two gates).
+SPLIT_CASES = [("gpt2.xf", "70,33,5", ["-D", "L=1", "-D", "d_e=64", "-D", "d_mlp=160", "-D", "H=2"]),
+               ("gpt2.xf", "40", ["-D", "L=1", "-D", "d_e=64", "-D", "d_mlp=160", "-D", "H=2",
+                                  "--weight-type=bf16"]),
+               ("llama.xf", "70", ["-D", "L=1", "-D", "d_e=160", "-D", "d_mlp=128", "-D", "H=2",
+                                   "-D", "H_kv=1", "-D", "N_V=192"])]
+
+
 def kernel_texts(xfc, spec, precision, xfc_args):
     text = subprocess.run([xfc, spec, "--target", "cuda-sm_80", "--emit=mlir-gpu",
                            f"--gpu-matmul={precision}"] + xfc_args,
@@ -560,10 +633,13 @@ def kernel_texts(xfc, spec, precision, xfc_args):
 
 
 def faulted(text, fault):
-    """The kernel with a deliberate cp.async bug: 'no-wait' drops the wait in the K loop,
-    'wrong-buffer' makes every fragment load read the other of the two buffers."""
+    """The kernel with a deliberate bug: 'no-wait' drops cp.async's wait in the K loop,
+    'wrong-buffer' makes every fragment load read the other of the two buffers, 'one-range'
+    gives every split-K block K's first range (block z read as 0)."""
     if fault == "no-wait":
         return "\n".join(l for l in text.split("\n") if "numGroups = 1 " not in l)
+    if fault == "one-range":
+        return text.replace("= gpu.block_id z", "= arith.constant 0 : index")
     head, *functions = re.split(r"(?=    gpu\.func @)", text)
     for f, function in enumerate(functions):
         rows = {name: int(shape) for name, shape in
@@ -591,11 +667,11 @@ def check_faults(xfc, rng):
                                                 "..", "examples", "gpt2.xf"), precision, SMALL)[0]
         assert "_tc {" in kernel and "nvgpu.device_async_copy" in kernel, \
             f"GPT-2's first {precision} GEMM is not double-buffered"
-        for fault in ("no-wait", "wrong-buffer"):
+        for fault in ("no-wait", "wrong-buffer", "one-range"):
             bad = faulted(kernel, fault)
             assert bad != kernel
             try:
-                caught = not check(bad, 70, rng)
+                caught = not check(bad, 70, rng, (2,))
             except AssertionError as why:
                 caught = True
                 print(f"  ({why})")
@@ -605,7 +681,7 @@ def check_faults(xfc, rng):
     return ok
 
 
-def check_spec(xfc, spec, rows, xfc_args, lengths, rng):
+def check_spec(xfc, spec, rows, xfc_args, lengths, rng, splits=(2,)):
     ok = True
     for precision in ("tf32", "bf16"):
         for kernel in kernel_texts(xfc, spec, precision, xfc_args):
@@ -614,7 +690,7 @@ def check_spec(xfc, spec, rows, xfc_args, lengths, rng):
                     ok &= check_attention(kernel, lengths, rng)
                 continue
             for m in (int(r) for r in rows.split(",") if r):
-                ok &= check(kernel, m, rng)
+                ok &= check(kernel, m, rng, splits)
     return ok
 
 
@@ -625,15 +701,21 @@ def main():
     parser.add_argument("--rows", default="70,64,5")
     parser.add_argument("--lengths", default="",
                         help="attention lengths M or M:Mz (default: no attention check)")
+    parser.add_argument("--splits", default="2",
+                        help="split-K's S for the _tc32_splitk kernels (default 2)")
     parser.add_argument("xfc_args", nargs="*")
     args = parser.parse_args()
     rng = np.random.default_rng(7)
     examples = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
-    cases = [(args.spec, args.rows, args.xfc_args, args.lengths)] if args.spec else \
-        [(os.path.join(examples, spec), rows, extra, lengths) for spec, rows, extra, lengths in CASES]
+    splits = tuple(int(s) for s in args.splits.split(","))
+    cases = [(args.spec, args.rows, args.xfc_args, args.lengths, splits)] if args.spec else \
+        [(os.path.join(examples, spec), rows, extra, lengths, (2,))
+         for spec, rows, extra, lengths in CASES] + \
+        [(os.path.join(examples, spec), rows, extra, "", (1, 2, 3))
+         for spec, rows, extra in SPLIT_CASES]
     ok = True
-    for spec, rows, extra, lengths in cases:
-        ok &= check_spec(args.xfc, spec, rows, extra, lengths, rng)
+    for spec, rows, extra, lengths, split in cases:
+        ok &= check_spec(args.xfc, spec, rows, extra, lengths, rng, split)
     if not args.spec:
         ok &= check_faults(args.xfc, rng)
     print("OK" if ok else "FAILED: an error above its bound (GEMMs 1e-5, attention "

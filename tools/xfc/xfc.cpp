@@ -180,6 +180,7 @@ static mlir::LogicalResult openObjectCache(std::optional<mlir::xf::ObjectCache> 
 static mlir::FailureOr<mlir::xf::HostOptions> hostOptionsFromFlags() {
   mlir::xf::HostOptions hostOptions;
   hostOptions.cudaDevice = mlir::xf::isCudaTarget(target);
+  hostOptions.gpuMatmul = gpuMatmul; // the tensor-core GEMMs take split-K partials
   // The CUDA GEMM stages its own tiles in shared memory: weights stay as stored.
   hostOptions.packWeightsAtLoad = packWeights == PackWeights::Load && !hostOptions.cudaDevice;
   if (bf16GemmInputs && weightType != WeightType::BF16) {

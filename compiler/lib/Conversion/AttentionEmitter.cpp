@@ -263,7 +263,5 @@ Value HostLowering::callAttentionPipeline(const AttentionKernelSpec &spec,
   if (!options.cudaDevice)
     return callHalidePipeline(*b, loc, *program.module, spec.name, args);
   deviceAttentionFloats = std::max(deviceAttentionFloats, cudaDecodePartialsOf(spec).floats());
-  Value arena = arith::MulIOp::create(*b, loc, paddedRows, i64(plan.totalColumns));
-  Value partials = offsetPtr(offsetPtr(scratchArg, i64(staticFloats)), arena);
-  return callCudaAttention(*b, loc, *program.module, spec, args, partials);
+  return callCudaAttention(*b, loc, *program.module, spec, args, devicePartials());
 }

@@ -289,8 +289,8 @@ void HostLowering::emitScratchBytes() {
   loc = forward.getLoc();
   Value padded = paddedRowsOf(fn.getArgument(0), fn.getArgument(1));
   Value bytes = arith::MulIOp::create(builder, loc, padded, i64(4 * plan.totalColumns));
-  if (deviceAttentionFloats) // after the arena (callAttentionPipeline)
-    bytes = arith::AddIOp::create(builder, loc, bytes, i64(4 * deviceAttentionFloats));
+  if (int64_t partials = std::max(deviceAttentionFloats, deviceGemmFloats)) // devicePartials()
+    bytes = arith::AddIOp::create(builder, loc, bytes, i64(4 * partials));
   func::ReturnOp::create(
       builder, loc, ValueRange{arith::MaxSIOp::create(builder, loc, bytes, i64(64)).getResult()});
   b = nullptr;

@@ -4,11 +4,12 @@
 // pipeline (GemmKernel.cpp) on the input, the weight — packed at load when
 // xf_prepare packs it (PackedWeights.cpp) — bias, residual and output; on
 // weight blocks with --q8-gemm-inputs, libxfrt's 8-bit block GEMV/GEMM first
-// (BlockGemvCall.h).
+// (BlockGemvCall.h); on tensor cores (--gpu-matmul) with split-K's partials (CudaGemmCall.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "BlockGemvCall.h"
+#include "CudaGemmCall.h"
 #include "HostLowering.h"
 
 using namespace mlir;
@@ -29,6 +30,10 @@ LogicalResult HostLowering::emitGemm(GemmOp gemm, const KernelResult &r, xfrt::K
   if (spec.normBeta)
     args.push_back(matrixArg(gemm.getNormBeta()));
   args.push_back(matrixArg(r.value));
+  if (takesSplitKPartials(options, spec)) {
+    deviceGemmFloats = std::max(deviceGemmFloats, tensorCoreSplitPartialFloats(spec));
+    args.push_back(splitKPartialsArg(*b, loc, spec, devicePartials()));
+  }
   auto halide = [&] {
     return callHalidePipeline(*b, loc, *program.module, spec.name, args, {}, options.cudaDevice);
   };

@@ -176,6 +176,15 @@ private:
   Value callAttentionPipeline(const AttentionKernelSpec &spec, ArrayRef<HalideBufferArg> args);
   /// Floats after the scratch arena for the GPU attentions' partial results (the largest).
   int64_t deviceAttentionFloats = 0;
+  /// Floats there for the tensor-core GEMMs' split-K partials (the largest; CudaGemmCall.h).
+  /// One kernel's partials at a time (the kernels run in order on one stream): the region is
+  /// the larger of the two.
+  int64_t deviceGemmFloats = 0;
+  /// The device address after the scratch arena: the partial results of the call at hand.
+  Value devicePartials() {
+    Value arena = arith::MulIOp::create(*b, loc, paddedRows, i64(plan.totalColumns));
+    return offsetPtr(offsetPtr(scratchArg, i64(staticFloats)), arena);
+  }
   // LoopKernelEmitters.cpp: scf loop kernels (LoopKernels.h).
   LogicalResult emitSilu(SiluOp op, const KernelResult &r, xfrt::KernelSpec &site);
   LogicalResult emitMul(MulOp op, const KernelResult &r, xfrt::KernelSpec &site);

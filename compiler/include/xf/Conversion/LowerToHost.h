@@ -15,6 +15,7 @@
 
 #include "xf/Codegen/HalideKernels.h"
 #include "xf/Conversion/KernelDeclarations.h"
+#include "xf/Target/TensorCoreGemm.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -52,6 +53,10 @@ struct HostOptions {
   /// Halide CUDA pipelines called with device buffers (manifest "device":
   /// "cuda"). Not with weights in blocks or kernelOutputHook.
   bool cudaDevice = false;
+  /// With cudaDevice: what the GEMMs multiply on (`--gpu-matmul`). The GEMMs the tensor cores
+  /// take (tensorCoreGemmPlan) get one more buffer, their split-K partials in the device
+  /// scratch after the arena (xf_scratch_bytes counts them; docs/gpu.md, "Split-K").
+  GpuMatmul gpuMatmul = GpuMatmul::Fp32;
   /// Keep the KV cache of the cached entry points in IEEE float16 (manifest "cache_type":
   /// "f16"): new K/V rows are rounded as they are stored, the attention widens them to
   /// float32 as it reads them. Halves the cache and the bytes a decode step reads from it.

@@ -36,6 +36,18 @@ constexpr int kTcShortTileRows = 32, kTcTallRows = 512;
 constexpr int kTcMinRows = 5;
 /// xfrt_tensor_core_gemm's answer when the call is Halide's (fewer than kTcMinRows rows).
 constexpr int kTcNotTaken = 1;
+/// Split-K (docs/gpu.md, "Split-K"): where the 32-row kernel's grid has fewer blocks than the
+/// GPU has SMs, libxfrt launches `<name>_tc32_splitk` with S ≤ kTcMaxSplit K ranges (block z),
+/// each storing its raw sums to [S][M][cols] partials, then `<name>_tc_reduce`, which sums
+/// them in order z = 0..S-1 and applies the epilogue. A grid of kTcSplitMaxBlocks or more is
+/// never split (more than the SMs of any GPU to date: H100/H200 132, B200 148, RTX 5090 170),
+/// which bounds the rows that split and so the partials the host reserves.
+constexpr int kTcMaxSplit = 4, kTcSplitMaxBlocks = 192;
+/// The fewest K slices a split range gets by the launcher's own choice (a forced S,
+/// $XF_TENSOR_CORE_SPLIT_K, may go down to one).
+constexpr int kTcMinSplitSlices = 4;
+/// The reduction's block: 4 rows × 64 columns, a thread per pair of columns.
+constexpr int kTcReduceRows = 4;
 
 /// One GEMM's path under `precision`: the tensor-core kernel's shape, or why it stays on
 /// Halide's fp32 pipeline (said by `xfc -v`).
@@ -45,8 +57,17 @@ struct TensorCoreGemmPlan {
 };
 TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul precision);
 
-/// The kernel as MLIR (a gpu.module of one gpu.func using nvgpu.mma.sync), before lowering:
-/// `xfc --emit=mlir-gpu`. Needs a spec the plan takes.
+/// The most rows at which the launcher may split K for this GEMM (the 32-row kernel's grid
+/// below kTcSplitMaxBlocks blocks, fewer than kTcTallRows rows, two K slices or more); 0 when
+/// it never splits.
+int64_t tensorCoreSplitRows(const GemmKernelSpec &spec);
+/// Floats of split-K partials the host reserves for this GEMM (kTcMaxSplit × its output
+/// columns, both gates for SwiGLU, × tensorCoreSplitRows) and hands the launcher.
+int64_t tensorCoreSplitPartialFloats(const GemmKernelSpec &spec);
+
+/// The kernels as MLIR (a gpu.module of `<name>_tc`, `<name>_tc32` and, where the GEMM may
+/// split, `<name>_tc32_splitk` and `<name>_tc_reduce`), before lowering: `xfc
+/// --emit=mlir-gpu`. Needs a spec the plan takes.
 std::string tensorCoreGemmSource(const GemmKernelSpec &spec, GpuMatmul precision);
 
 /// The kernel lowered to NVVM (the LLVM dialect of the gpu.module), or to PTX for `chip`
@@ -57,7 +78,8 @@ llvm::Expected<std::string> tensorCoreGemmPtx(const GemmKernelSpec &spec, GpuMat
                                               int capability);
 
 /// The object of `spec.name` on the tensor-core path: the PTX embedded, and `spec.name` a
-/// host function with the GEMM's Halide ABI that hands it to libxfrt's
+/// host function with the GEMM's Halide ABI and one more buffer, the split-K partials
+/// (tensorCoreSplitPartialFloats floats of device scratch), that hands them to libxfrt's
 /// xfrt_tensor_core_gemm (runtime/lib/TensorCoreLaunch.cpp), which launches it, or, for
 /// M < kTcMinRows, calls `<spec.name>_fp32` (Halide's pipeline, compiled beside it).
 llvm::Error compileTensorCoreGemmLauncher(const GemmKernelSpec &spec, GpuMatmul precision,

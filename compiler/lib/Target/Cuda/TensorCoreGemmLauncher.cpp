@@ -1,13 +1,15 @@
 //===- TensorCoreGemmLauncher.cpp - the host side of a tensor-core GEMM ---===//
 //
 // A GEMM on the tensor-core path keeps its name and Halide ABI (`int name(halide_buffer_t *x,
-// *w, [*bias], [*residual], *out)`, docs/abi.md), so the host code calls it as before
-// (LowerToHost.cpp is unchanged). Its object holds the kernel's PTX as a constant and `name`
-// as a few LLVM-dialect lines: call libxfrt's xfrt_tensor_core_gemm (TensorCoreLaunch.cpp:
+// *w, [*bias], [*residual], *out)`, docs/abi.md) and takes one more buffer, its split-K
+// partials in the device scratch (`*partials`, CudaGemmCall.h). Its object holds the kernels'
+// PTX as a constant and `name` as a few LLVM-dialect lines: call libxfrt's
+// xfrt_tensor_core_gemm (TensorCoreLaunch.cpp:
 // loads the PTX once per context, launches on Halide's stream) and, when that answers
 // kTcNotTaken (fewer than kTcMinRows rows: a decode step), call `<name>_fp32`, Halide's fp32
 // pipeline compiled beside it, whose own specialization runs the GEMV. From kTcTallRows rows
-// the runtime launches `<name>_tc` (64-row tiles), below them `<name>_tc32`.
+// the runtime launches `<name>_tc` (64-row tiles), below them `<name>_tc32`, or, where its grid
+// has fewer blocks than the GPU has SMs, `<name>_tc32_splitk` and `<name>_tc_reduce`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -58,7 +60,8 @@ using tc::stringLiteral;
 // The flags xfrt_tensor_core_gemm reads (TensorCoreLaunch.cpp).
 int64_t launchFlags(const GemmKernelSpec &spec) {
   return (spec.hasBias ? 1 : 0) | (spec.hasResidual ? 2 : 0) | (spec.bf16Weights ? 4 : 0) |
-         (spec.epilogue == GemmEpilogue::SwiGlu ? 8 : 0) | (spec.transposeWeight ? 16 : 0);
+         (spec.epilogue == GemmEpilogue::SwiGlu ? 8 : 0) | (spec.transposeWeight ? 16 : 0) |
+         (tensorCoreSplitRows(spec) > 0 ? 32 : 0); // the PTX has the split-K kernels
 }
 
 std::string launcherSource(const GemmKernelSpec &spec, llvm::StringRef ptx) {
@@ -69,7 +72,8 @@ std::string launcherSource(const GemmKernelSpec &spec, llvm::StringRef ptx) {
     args += llvm::formatv("{0}%b{1}", i ? ", " : "", i).str();
     types += i ? ", !llvm.ptr" : "!llvm.ptr";
   }
-  // x, w, bias or null, residual or null, out.
+  params += ", %partials: !llvm.ptr"; // Halide's pipeline (`<name>_fp32`) takes the rest
+  // x, w, bias or null, residual or null, out, partials.
   std::string bias = spec.hasBias ? "%b2" : "%null";
   std::string residual = spec.hasResidual ? "%b" + std::to_string(2 + spec.hasBias) : "%null";
   std::string out = "%b" + std::to_string(buffers - 1);
@@ -77,7 +81,7 @@ std::string launcherSource(const GemmKernelSpec &spec, llvm::StringRef ptx) {
              R"(module {
   llvm.mlir.global internal constant @ptx({0}) {{addr_space = 0 : i32}
   llvm.mlir.global internal constant @entry({1}) {{addr_space = 0 : i32}
-  llvm.func @xfrt_tensor_core_gemm(!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+  llvm.func @xfrt_tensor_core_gemm(!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
   llvm.func @{2}({3}) -> i32
   llvm.func @{4}({5}) -> i32 {{
     %ptx = llvm.mlir.addressof @ptx : !llvm.ptr
@@ -88,7 +92,7 @@ std::string launcherSource(const GemmKernelSpec &spec, llvm::StringRef ptx) {
     %flags = llvm.mlir.constant({8} : i64) : i64
     %rows = llvm.mlir.constant({9} : i64) : i64
     %tall = llvm.mlir.constant({15} : i64) : i64
-    %rc = llvm.call @xfrt_tensor_core_gemm(%ptx, %entry, %n, %k, %flags, %rows, %tall, %b0, %b1, {10}, {11}, {12}) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+    %rc = llvm.call @xfrt_tensor_core_gemm(%ptx, %entry, %n, %k, %flags, %rows, %tall, %b0, %b1, {10}, {11}, {12}, %partials) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
     %notTaken = llvm.mlir.constant({13} : i32) : i32
     %fp32 = llvm.icmp "eq" %rc, %notTaken : i32
     llvm.cond_br %fp32, ^halide, ^done

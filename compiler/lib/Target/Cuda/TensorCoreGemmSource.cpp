@@ -27,6 +27,7 @@
 
 #include "xf/Target/TensorCoreGemm.h"
 
+#include "TensorCoreGemmEpilogue.h"
 #include "TensorCoreKernelText.h"
 
 #include "llvm/ADT/SmallVector.h"
@@ -38,48 +39,6 @@
 namespace mlir::xf {
 
 using namespace tc;
-
-const char *gpuMatmulName(GpuMatmul precision) {
-  switch (precision) {
-  case GpuMatmul::Fp32:
-    return "fp32";
-  case GpuMatmul::Tf32:
-    return "tf32";
-  case GpuMatmul::Bf16:
-    return "bf16";
-  }
-  return "fp32";
-}
-
-int cudaCapabilityOf(llvm::StringRef halideTarget) {
-  llvm::SmallVector<llvm::StringRef> features;
-  halideTarget.split(features, '-');
-  int capability = 0;
-  for (llvm::StringRef feature : features)
-    if (feature.consume_front("cuda_capability_"))
-      feature.getAsInteger(10, capability);
-  return capability;
-}
-
-std::string fp32FallbackName(const GemmKernelSpec &spec) { return spec.name + "_fp32"; }
-
-TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul precision) {
-  auto stay = [](std::string why) { return TensorCoreGemmPlan{false, std::move(why)}; };
-  if (precision == GpuMatmul::Fp32)
-    return stay("--gpu-matmul=fp32");
-  if (spec.N % kTcTileCols != 0)
-    return stay("N = " + std::to_string(spec.N) + " is not a multiple of " +
-                std::to_string(kTcTileCols));
-  if (spec.K % kTcSliceK != 0)
-    return stay("K = " + std::to_string(spec.K) + " is not a multiple of " +
-                std::to_string(kTcSliceK));
-  if (spec.weightBlocks != WeightBlocks::None || spec.packedWeight || spec.bf16Activations)
-    return stay("block, packed weights or bf16 activations");
-  if (spec.prologue != GemmPrologue::None) // xfc fuses norms only for --gpu-matmul=fp32
-    return stay("a norm prologue");
-  return {true, std::string(gpuMatmulName(precision)) + " mma.sync for M >= " +
-                    std::to_string(kTcMinRows) + " (fewer rows: Halide's GEMV)"};
-}
 
 namespace {
 
@@ -372,65 +331,12 @@ void multiplySlice(Writer &w, const Types &ty, const Lanes &l, std::vector<std::
   w.line("gpu.barrier");
 }
 
-// e^a as 2^(a·log2 e) (exp2: ex2.approx, no libdevice).
-std::string exp(Writer &w, const std::string &a) {
-  return exp2(w, w.f("arith.mulf", a, w.vec2(M_LOG2E)));
-}
-
-// erf(a) by Abramowitz & Stegun 7.1.26 (absolute error ≤ 1.5e-7): 1 − P(t)·e^(−a²) with
-// t = 1/(1 + p|a|), the sign of a restored; arith and ex2 only (no libdevice erff).
-std::string erf(Writer &w, const std::string &a) {
-  std::string negA = w.let("arith.negf " + a + " : vector<2xf32>");
-  std::string absA = w.f("arith.maximumf", a, negA);
-  std::string t = w.f("arith.divf", w.vec2(1),
-                      w.f("arith.addf", w.vec2(1), w.f("arith.mulf", w.vec2(0.3275911), absA)));
-  std::string poly = w.vec2(1.061405429);
-  for (double c : {-1.453152027, 1.421413741, -0.284496736, 0.254829592})
-    poly = w.f("arith.addf", w.f("arith.mulf", poly, t), w.vec2(c));
-  poly = w.f("arith.mulf", poly, t);
-  std::string e = exp(w, w.let("arith.negf " + w.f("arith.mulf", a, a) + " : vector<2xf32>"));
-  std::string positive = w.f("arith.subf", w.vec2(1), w.f("arith.mulf", poly, e));
-  std::string below = w.let("arith.cmpf olt, " + a + ", " + w.vec2(0) + " : vector<2xf32>");
-  std::string negative = w.let("arith.negf " + positive + " : vector<2xf32>");
-  return w.let("arith.select " + below + ", " + negative + ", " + positive +
-               " : vector<2xi1>, vector<2xf32>");
-}
-
-// act(v) of a pair of columns (SwiGLU's silu on the gate), as GemmEpilogue.h defines it.
-std::string activation(Writer &w, GemmEpilogue epilogue, const std::string &a) {
-  switch (epilogue) {
-  case GemmEpilogue::None:
-    return a;
-  case GemmEpilogue::GeluErf:
-    return w.f("arith.mulf", w.f("arith.mulf", w.vec2(0.5), a),
-               w.f("arith.addf", w.vec2(1),
-                   erf(w, w.f("arith.mulf", a, w.vec2(1.0 / std::sqrt(2.0))))));
-  case GemmEpilogue::Relu:
-    return w.f("arith.maximumf", a, w.vec2(0));
-  case GemmEpilogue::GeluTanh: {
-    std::string cube = w.f("arith.mulf", w.f("arith.mulf", a, a), a);
-    std::string inner = w.f("arith.addf", a, w.f("arith.mulf", w.vec2(0.044715), cube));
-    std::string y = w.f("arith.mulf", w.vec2(std::sqrt(2.0 / M_PI)), inner);
-    std::string e = exp(w, w.f("arith.mulf", w.vec2(2), y));
-    std::string tanhY = w.f("arith.subf", w.vec2(1),
-                            w.f("arith.divf", w.vec2(2), w.f("arith.addf", e, w.vec2(1))));
-    return w.f("arith.mulf", w.f("arith.mulf", w.vec2(0.5), a),
-               w.f("arith.addf", w.vec2(1), tanhY));
-  }
-  case GemmEpilogue::Silu:
-  case GemmEpilogue::SwiGlu: {
-    std::string neg = w.let("arith.negf " + a + " : vector<2xf32>");
-    std::string e = exp(w, neg);
-    return w.f("arith.divf", a, w.f("arith.addf", w.vec2(1), e));
-  }
-  }
-  return a;
-}
-
-// Stores the accumulators: rows g and g + 8 of each 16 × 8 tile, columns 2t and 2t + 1.
+// Stores the accumulators: rows g and g + 8 of each 16 × 8 tile, columns 2t and 2t + 1,
+// through the epilogue into out; or (`partialsRow0`: the split's first row of the [S][M][cols]
+// partials, z · M) raw, each gate's columns where its weights' are.
 void storeTile(Writer &w, const GemmKernelSpec &spec, const Types &ty, const Lanes &l,
-               const std::vector<std::string> &acc, int gates) {
-  const bool gated = gates == 2;
+               const std::vector<std::string> &acc, int gates,
+               const std::string &partialsRow0 = "") {
   std::string twoT = w.mul(l.t, w.index(2));
   for (int i = 0; i < 2; ++i)
     for (int j = 0; j < ty.jTiles(); ++j)
@@ -439,25 +345,21 @@ void storeTile(Writer &w, const GemmKernelSpec &spec, const Types &ty, const Lan
         std::string col = w.addConst(w.add(w.add(l.bn, l.wn), twoT), j * 8);
         std::string inside = w.let("arith.cmpi ult, " + row + ", %m : index");
         w.line("scf.if " + inside + " {");
-        auto value = [&](int gate) {
-          std::string v = w.let("vector.extract " + acc[gate * ty.accumulators() + i * ty.jTiles() + j] + "[" +
-                                std::to_string(h) + "] : vector<2xf32> from " + kAcc);
-          if (!spec.hasBias)
-            return v;
-          std::string b = w.let("vector.load %bias[" + w.addConst(col, gate * spec.N) +
-                                "] : memref<?xf32>, vector<2xf32>");
-          return w.f("arith.addf", v, b);
+        auto sum = [&](int gate) {
+          return w.let("vector.extract " + acc[gate * ty.accumulators() + i * ty.jTiles() + j] +
+                       "[" + std::to_string(h) + "] : vector<2xf32> from " + kAcc);
         };
-        std::string e = gated ? w.f("arith.mulf", activation(w, GemmEpilogue::SwiGlu, value(0)),
-                                    value(1))
-                              : activation(w, spec.epilogue, value(0));
-        if (spec.hasResidual) {
-          std::string at = w.add(w.mul(row, "%rs"), col);
-          e = w.f("arith.addf", e,
-                  w.let("vector.load %res[" + at + "] : memref<?xf32>, vector<2xf32>"));
+        auto store = [&](const std::string &v, const std::string &at) {
+          w.line("vector.store " + v + ", %out[" + at +
+                 "] {alignment = 8} : memref<?xf32>, vector<2xf32>");
+        };
+        if (partialsRow0.empty()) {
+          store(epiloguePair(w, spec, row, col, sum), w.add(w.mul(row, "%os"), col));
+        } else {
+          std::string at = w.add(w.mul(w.add(partialsRow0, row), w.index(gates * spec.N)), col);
+          for (int gate = 0; gate < gates; ++gate)
+            store(sum(gate), w.addConst(at, gate * spec.N));
         }
-        w.line("vector.store " + e + ", %out[" + w.add(w.mul(row, "%os"), col) +
-               "] {alignment = 8} : memref<?xf32>, vector<2xf32>");
         w.line("}");
       }
 }
@@ -473,19 +375,26 @@ std::string join(const std::vector<std::string> &names) {
   return text;
 }
 
-// One iteration of the double-buffered K loop (ty.async): slice k0 / 32 is in buffer
-// (k0 / 32) % 2, its copies issued one iteration earlier. The next slice's copies go into the
-// other buffer first (a group of their own; past K they read nothing and zero fill), then the
-// wait for all groups but that newest one and a barrier make this slice visible to every
-// warp, the mma.syncs run on it while the next slice is in flight, and a last barrier keeps
-// the next iteration's copies off this buffer until every warp has read it.
+// The K range a block multiplies: all of K, or (split-K) its block z's [z · kz, min((z + 1) ·
+// kz, K)) of the kernel argument %kz. `lo` is "" for 0 (the unsplit kernels' text unchanged).
+struct KRange {
+  std::string lo, hi;
+};
+
+// One iteration of the double-buffered K loop (ty.async): the slice at k0 is in buffer
+// ((k0 − lo) / 32) % 2, its copies issued one iteration earlier. The next slice's copies go
+// into the other buffer first (a group of their own; past the range they read nothing and zero
+// fill), then the wait for all groups but that newest one and a barrier make this slice
+// visible to every warp, the mma.syncs run on it while the next slice is in flight, and a last
+// barrier keeps the next iteration's copies off this buffer until every warp has read it.
 void pipelinedSlice(Writer &w, const GemmKernelSpec &spec, const Types &ty, const Lanes &l,
-                    std::vector<std::string> &acc, int gates) {
-  std::string slice = w.let("arith.divui %k0, " + w.index(kTcSliceK) + " : index");
+                    std::vector<std::string> &acc, int gates, const KRange &range) {
+  std::string k0 = range.lo.empty() ? "%k0" : w.let("arith.subi %k0, " + range.lo + " : index");
+  std::string slice = w.let("arith.divui " + k0 + ", " + w.index(kTcSliceK) + " : index");
   std::string buffer = w.let("arith.remui " + slice + ", " + w.index(2) + " : index");
   std::string next = w.let("arith.subi " + w.index(1) + ", " + buffer + " : index");
   std::string kNext = w.addConst("%k0", kTcSliceK);
-  std::string more = w.let("arith.cmpi ult, " + kNext + ", %k : index");
+  std::string more = w.let("arith.cmpi ult, " + kNext + ", " + range.hi + " : index");
   std::string srcElements = w.let("arith.select " + more + ", " + w.index(4) + ", " +
                                   w.index(0) + " : index");
   std::string kRead = w.let("arith.select " + more + ", " + kNext + ", %k0 : index");
@@ -499,34 +408,30 @@ void pipelinedSlice(Writer &w, const GemmKernelSpec &spec, const Types &ty, cons
   multiplySlice(w, ty, l, acc, gates, w.mul(buffer, aRows), w.mul(buffer, bRows));
 }
 
-// One gpu.func: the kernel for tiles of `tileRows` rows, named `<name>_tc` (64) or
-// `<name>_tc32` (kTcShortTileRows).
-std::string kernelFunction(const GemmKernelSpec &spec, GpuMatmul precision, int tileRows) {
-  Types ty = typesOf(spec, precision, tileRows);
-  const int gates = spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1;
-  Writer w;
-  Lanes l = laneIndices(w, ty);
-  std::vector<std::string> acc(ty.accumulators() * gates);
+// The K loop over `range` with the accumulators in iter_args; `acc` gets the loop's results.
+void kLoop(Writer &w, const GemmKernelSpec &spec, const Types &ty, const Lanes &l,
+           std::vector<std::string> &acc, int gates, const KRange &range) {
   std::string iterArgs, accTypes;
   for (size_t a = 0; a < acc.size(); ++a) {
     iterArgs += (a ? ", %acc" : "%acc") + std::to_string(a) + " = " + l.zero;
     accTypes += (a ? ", " : "") + std::string(kAcc);
     acc[a] = "%acc" + std::to_string(a);
   }
+  std::string lo = range.lo.empty() ? w.index(0) : range.lo;
   // K arrives as an argument (always spec.K): a constant trip count let LLVM unroll short K
   // loops whole, and ptxas then held 160-220 registers for the 32-row kernel (gopher, K 256).
   std::string firstGroup;
-  if (ty.async) { // slice 0 into buffer 0 before the loop
+  if (ty.async) { // the range's first slice into buffer 0 before the loop
     std::string all = w.index(4);
     firstGroup = w.let("nvgpu.device_async_create_group " +
-          join(copySlice(w, spec, ty, l, w.index(0), gates, w.index(0), w.index(0), all)));
+          join(copySlice(w, spec, ty, l, lo, gates, w.index(0), w.index(0), all)));
   }
   std::string loop = w.fresh();
-  w.line(loop + ":" + std::to_string(acc.size()) + " = scf.for %k0 = " + w.index(0) + " to " +
-         "%k step " + w.index(kTcSliceK) + " iter_args(" + iterArgs + ") -> (" +
+  w.line(loop + ":" + std::to_string(acc.size()) + " = scf.for %k0 = " + lo + " to " +
+         range.hi + " step " + w.index(kTcSliceK) + " iter_args(" + iterArgs + ") -> (" +
          accTypes + ") {");
   if (ty.async)
-    pipelinedSlice(w, spec, ty, l, acc, gates);
+    pipelinedSlice(w, spec, ty, l, acc, gates, range);
   else {
     copySlice(w, spec, ty, l, "%k0", gates);
     multiplySlice(w, ty, l, acc, gates, "", "");
@@ -540,19 +445,48 @@ std::string kernelFunction(const GemmKernelSpec &spec, GpuMatmul precision, int 
     acc[a] = loop + "#" + std::to_string(a);
   if (ty.async) // the last group (zero fill past K) completes before the block's shared memory goes
     w.line("nvgpu.device_async_wait " + firstGroup + " {numGroups = 0 : i32}");
-  storeTile(w, spec, ty, l, acc, gates);
+}
+
+// One gpu.func: the kernel for tiles of `tileRows` rows, named `<name>_tc` (64) or
+// `<name>_tc32` (kTcShortTileRows); with `split`, `<name>_tc32_splitk`: block z's K range,
+// raw sums into the [S][M][cols] partials (%out).
+std::string kernelFunction(const GemmKernelSpec &spec, GpuMatmul precision, int tileRows,
+                           bool split = false) {
+  Types ty = typesOf(spec, precision, tileRows);
+  const int gates = spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1;
+  Writer w;
+  Lanes l = laneIndices(w, ty);
+  KRange range{"", "%k"};
+  std::string partialsRow0;
+  if (split) {
+    std::string z = w.let("gpu.block_id z");
+    range.lo = w.mul(z, "%kz");
+    range.hi = w.min(w.add(range.lo, "%kz"), "%k");
+    partialsRow0 = w.mul(z, "%m");
+  }
+  std::vector<std::string> acc(ty.accumulators() * gates);
+  kLoop(w, spec, ty, l, acc, gates, range);
+  storeTile(w, spec, ty, l, acc, gates, partialsRow0);
 
   std::string workgroup = "%as : " + ty.aTile();
   for (int gate = 0; gate < gates; ++gate)
     workgroup += ", %bs" + std::to_string(gate) + " : " + ty.bTile();
-  return llvm::formatv("    gpu.func @{0}{1}(%x: memref<?xf32>, %w: memref<?x{2}>, "
-                       "%bias: memref<?xf32>, %res: memref<?xf32>, %out: memref<?xf32>, "
-                       "%m: index, %xs: index, %ws: index, %rs: index, %os: index, %k: index)\n"
+  std::string params =
+      split ? llvm::formatv("%x: memref<?xf32>, %w: memref<?x{0}>, %out: memref<?xf32>, "
+                            "%m: index, %xs: index, %ws: index, %k: index, %kz: index",
+                            ty.weight)
+                  .str()
+            : llvm::formatv("%x: memref<?xf32>, %w: memref<?x{0}>, %bias: memref<?xf32>, "
+                            "%res: memref<?xf32>, %out: memref<?xf32>, %m: index, %xs: index, "
+                            "%ws: index, %rs: index, %os: index, %k: index",
+                            ty.weight)
+                  .str();
+  const char *suffix = split ? "_tc32_splitk" : tileRows == kTcTileRows ? "_tc" : "_tc32";
+  return llvm::formatv("    gpu.func @{0}{1}({2})\n"
                        "        workgroup({3}) kernel attributes {{known_block_size = "
                        "array<i32: {4}, 1, 1>, nvvm.maxnreg = {6} : i32} {{\n{5}      "
                        "gpu.return\n    }\n",
-                       spec.name, tileRows == kTcTileRows ? "_tc" : "_tc32", ty.weight,
-                       workgroup, kTcThreads, w.text, kMaxRegisters)
+                       spec.name, suffix, params, workgroup, kTcThreads, w.text, kMaxRegisters)
       .str();
 }
 
@@ -560,12 +494,16 @@ std::string kernelFunction(const GemmKernelSpec &spec, GpuMatmul precision, int 
 
 std::string tensorCoreGemmSource(const GemmKernelSpec &spec, GpuMatmul precision) {
   Types ty = typesOf(spec, precision);
+  std::string splitKernels;
+  if (tensorCoreSplitRows(spec) > 0)
+    splitKernels = kernelFunction(spec, precision, kTcShortTileRows, /*split=*/true) +
+                   tc::splitReductionFunction(spec);
   return llvm::formatv("// {0}: out[M, {1}] = x[M, {2}] · W (W {3}, {4} mma.sync, float32 sums)\n"
                        "module attributes {{gpu.container_module} {{\n"
                        "  gpu.module @{0}_tc {{\n{5}{6}  }\n}\n",
                        spec.name, spec.N, spec.K, ty.nk ? "[N, K]" : "[K, N]",
                        gpuMatmulName(precision), kernelFunction(spec, precision, kTcTileRows),
-                       kernelFunction(spec, precision, kTcShortTileRows))
+                       kernelFunction(spec, precision, kTcShortTileRows) + splitKernels)
       .str();
 }
 

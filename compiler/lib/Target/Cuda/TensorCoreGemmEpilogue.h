@@ -1,0 +1,36 @@
+//===- TensorCoreGemmEpilogue.h - the tensor-core GEMM's epilogue -*- C++ -*-===//
+//
+// Bias, activation (SwiGLU: silu(gate) · up) and residual on a pair of out columns, as MLIR
+// text: applied by `<name>_tc` / `_tc32` to their accumulators (TensorCoreGemmSource.cpp)
+// and, after split-K, by the reduction kernel `<name>_tc_reduce` to the sums of the
+// partials (docs/gpu.md, "Split-K").
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XF_TARGET_CUDA_TENSORCOREGEMMEPILOGUE_H
+#define XF_TARGET_CUDA_TENSORCOREGEMMEPILOGUE_H
+
+#include "TensorCoreKernelText.h"
+
+#include "xf/Codegen/HalideKernels.h"
+#include "xf/Target/TensorCoreGemm.h"
+
+#include <functional>
+
+namespace mlir::xf::tc {
+
+/// act(sum + bias) + residual of out's columns `col`, `col` + 1 (a vector<2xf32>) in `row`;
+/// `sum(gate)` gives the raw sums of a gate (SwiGLU's gate 0 and up 1, else only 0). Reads
+/// the kernel's %bias and %res (row stride %rs).
+std::string epiloguePair(Writer &w, const GemmKernelSpec &spec, const std::string &row,
+                         const std::string &col, const std::function<std::string(int)> &sum);
+
+/// `<name>_tc_reduce`, split-K's second kernel: a block of kTcThreads per kTcReduceRows rows
+/// × 64 columns, a thread per pair of columns, sums the %s partials [S][M][cols] (%p) of its
+/// pair in the order z = 0, 1, .., S − 1 (results independent of the split blocks' order) and
+/// stores the epilogue of the sums into out.
+std::string splitReductionFunction(const GemmKernelSpec &spec);
+
+} // namespace mlir::xf::tc
+
+#endif // XF_TARGET_CUDA_TENSORCOREGEMMEPILOGUE_H

@@ -1,0 +1,73 @@
+//===- TensorCoreGemmPlan.cpp - which GEMMs take the tensor cores, and how -===//
+//
+// The decisions about a GEMM's tensor-core path that both the host lowering (the split-K
+// partials it reserves and passes, CudaGemmCall.h) and the kernel build (BuildExecutable.cpp,
+// TensorCoreGemmSource.cpp) read: compiled into xfConversion, so the lowering needs neither
+// MLIR's GPU dialects nor the kernel generator.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xf/Target/TensorCoreGemm.h"
+
+#include "llvm/ADT/SmallVector.h"
+
+#include <algorithm>
+
+namespace mlir::xf {
+
+const char *gpuMatmulName(GpuMatmul precision) {
+  switch (precision) {
+  case GpuMatmul::Fp32:
+    return "fp32";
+  case GpuMatmul::Tf32:
+    return "tf32";
+  case GpuMatmul::Bf16:
+    return "bf16";
+  }
+  return "fp32";
+}
+
+int cudaCapabilityOf(llvm::StringRef halideTarget) {
+  llvm::SmallVector<llvm::StringRef> features;
+  halideTarget.split(features, '-');
+  int capability = 0;
+  for (llvm::StringRef feature : features)
+    if (feature.consume_front("cuda_capability_"))
+      feature.getAsInteger(10, capability);
+  return capability;
+}
+
+std::string fp32FallbackName(const GemmKernelSpec &spec) { return spec.name + "_fp32"; }
+
+TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul precision) {
+  auto stay = [](std::string why) { return TensorCoreGemmPlan{false, std::move(why)}; };
+  if (precision == GpuMatmul::Fp32)
+    return stay("--gpu-matmul=fp32");
+  if (spec.N % kTcTileCols != 0)
+    return stay("N = " + std::to_string(spec.N) + " is not a multiple of " +
+                std::to_string(kTcTileCols));
+  if (spec.K % kTcSliceK != 0)
+    return stay("K = " + std::to_string(spec.K) + " is not a multiple of " +
+                std::to_string(kTcSliceK));
+  if (spec.weightBlocks != WeightBlocks::None || spec.packedWeight || spec.bf16Activations)
+    return stay("block, packed weights or bf16 activations");
+  if (spec.prologue != GemmPrologue::None) // xfc fuses norms only for --gpu-matmul=fp32
+    return stay("a norm prologue");
+  return {true, std::string(gpuMatmulName(precision)) + " mma.sync for M >= " +
+                    std::to_string(kTcMinRows) + " (fewer rows: Halide's GEMV)"};
+}
+
+int64_t tensorCoreSplitRows(const GemmKernelSpec &spec) {
+  if (spec.K / kTcSliceK < 2)
+    return 0;
+  // The 32-row kernel's grid is N/64 × ⌈M/32⌉ blocks: below kTcSplitMaxBlocks up to this M.
+  const int64_t rowTiles = (kTcSplitMaxBlocks - 1) / (spec.N / kTcTileCols);
+  return std::min<int64_t>(kTcTallRows - 1, rowTiles * kTcShortTileRows);
+}
+
+int64_t tensorCoreSplitPartialFloats(const GemmKernelSpec &spec) {
+  const int64_t cols = spec.epilogue == GemmEpilogue::SwiGlu ? 2 * spec.N : spec.N;
+  return kTcMaxSplit * cols * tensorCoreSplitRows(spec);
+}
+
+} // namespace mlir::xf
