@@ -314,7 +314,8 @@ extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t
   if (forced < 0)
     return fail(what + "$XF_TENSOR_CORE_SPLIT_K is not a whole number from 1 to 64");
   for (const std::string &why :
-       {misaligned("x", x, 4, 4), misaligned("the weight", w, (flags & kBf16Weights) ? 2 : 4, 4),
+       {misaligned("x", x, 4, 4), // bf16 weights: cp.async copies 8 (16 bytes)
+        (flags & kBf16Weights) ? misaligned("the weight", w, 2, 8) : misaligned("the weight", w, 4, 4),
         misaligned("out", out, 4, 2), (flags & kBias) ? misaligned("the bias", bias, 4, 2) : "",
         (flags & kResidual) ? misaligned("the residual", residual, 4, 2) : "",
         misaligned("the split-K partials", partials, 4, 2)})

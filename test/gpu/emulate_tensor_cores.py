@@ -595,7 +595,7 @@ def check_attention(text, lengths, rng):
 
 
 # Without --spec (ctest): GPT-2's [K, N] GEMMs (bias, GELU, residual; float32 and bf16
-# weights) and Llama's [N, K] ones (SwiGLU, residual, the unembedding), at rows past a tile
+# weights) and Llama's [N, K] ones (SwiGLU, residual, the unembedding; float32 and bf16 weights), at rows past a tile
 # (70), a whole tile (64), a part (33) and the fewest the path takes (5). The attention
 # kernels at head size 64, 2 heads: GPT-2's (causal) at ℓ = 5, 64, 65, 100, 130 and 100 queries
 # after 30 cached keys (100:130), Llama's (causal, GQA 2:1), BERT's (not causal); the other head
@@ -606,6 +606,7 @@ HEAD64 = ["-D", "L=1", "-D", "d_e=128", "-D", "d_mlp=128", "-D", "H=2"]
 CASES = [("gpt2.xf", "70,64,5", SMALL, "70"), ("gpt2.xf", "33", SMALL + ["--weight-type=bf16"], ""),
          ("bert.xf", "40", SMALL, ""),
          ("llama.xf", "70", SMALL + ["-D", "H_kv=1", "-D", "N_V=192"], ""),
+         ("llama.xf", "70", SMALL + ["-D", "H_kv=1", "-D", "N_V=192", "--weight-type=bf16"], ""),
          ("gpt2.xf", "", HEAD64, "5,64,65,100,130,100:130"),
          ("llama.xf", "", HEAD64 + ["-D", "H_kv=1"], "64,130"),
          ("bert.xf", "", HEAD64, "100"),
@@ -660,11 +661,14 @@ def faulted(text, fault):
 
 
 def check_faults(xfc, rng):
-    """Each deliberate cp.async bug in GPT-2's first tf32 and bf16 GEMM must fail the check."""
+    """Each deliberate bug in GPT-2's first tf32 and bf16 GEMM (bf16 from f32 and from bf16
+    weights) must fail the check."""
     ok = True
-    for precision in ("tf32", "bf16"):
+    for precision, weights in (("tf32", []), ("bf16", []), ("bf16", ["--weight-type=bf16"])):
         kernel = kernel_texts(xfc, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
-                                                "..", "examples", "gpt2.xf"), precision, SMALL)[0]
+                                                "..", "examples", "gpt2.xf"), precision,
+                              SMALL + weights)[0]
+        precision += " bf16 weights" if weights else ""
         assert "_tc {" in kernel and "nvgpu.device_async_copy" in kernel, \
             f"GPT-2's first {precision} GEMM is not double-buffered"
         for fault in ("no-wait", "wrong-buffer", "one-range"):

@@ -11,11 +11,12 @@
 // is stored [N, K] (nn.Linear: the tile is kept [n, k]), `ldmatrix.trans` for [K, N] bf16,
 // or two 4-byte loads for [K, N] tf32 (ldmatrix moves 16-bit pairs: a [k, n] tile of 32-bit
 // elements would need a transpose of 32-bit elements), and runs the mma.sync. Shared rows are padded (36 floats, 40 / 72
-// bf16, 72 floats) so a warp's fragment reads hit 32 distinct banks. With f32 weights, where two
-// raw f32 buffers of every tile fit in 48 KiB, the slices are double-buffered instead: cp.async
-// (nvgpu.device_async_copy) copies the raw f32 of the next slice into the other buffer while
-// this one is multiplied, and the fragments are rounded in registers (cp.async cannot convert
-// as it stores): tf32 after ldmatrix, bf16 pairs built from 8-byte (or two 4-byte) loads.
+// bf16, 72 floats) so a warp's fragment reads hit 32 distinct banks. Where two raw buffers of
+// every tile fit in 48 KiB (f32 weights; bf16 weights with bf16 products), the slices are
+// double-buffered instead: cp.async (nvgpu.device_async_copy) copies the raw bytes of the next
+// slice into the other buffer while this one is multiplied, and x's fragments (and W's from
+// f32) are rounded in registers (cp.async cannot convert as it stores): tf32 after ldmatrix,
+// bf16 pairs built from 8-byte (or two 4-byte) loads; bf16 weights' by ldmatrix as they are.
 // The epilogue adds bias, applies the activation (SwiGLU: silu(gate) · up) and the residual as
 // the accumulators are stored, two columns at a time; rows past M read x's last row and are
 // not stored.
@@ -46,12 +47,18 @@ namespace {
 struct Types {
   bool bf16;          // bf16 mma (else tf32)
   bool nk;            // W stored [N, K] (nn.Linear): its tile is kept [n, k] like x's
-  const char *elem;   // shared-memory element type
+  const char *elem;   // shared-memory element type (x's tile; W's too unless bElem)
   const char *weight; // W's stored element type
   int aStride, bStride;
   int tileRows = kTcTileRows; // 64: warps 2 × 2 of 32 × 32; kTcShortTileRows: 1 × 4 of 32 × 16
   bool async = false;         // double-buffered by cp.async: tiles of raw f32, rounded in registers
+  const char *bElem = nullptr; // W's tile's element type where it differs (raw bf16 weights)
+  int bNkStride = 0;           // W's [n, k] tile's row stride where it differs from x's
   int buffers() const { return async ? 2 : 1; }
+  const char *bElemType() const { return bElem ? bElem : elem; }
+  int bRowStride() const { return nk ? (bNkStride ? bNkStride : aStride) : bStride; }
+  // Elements of W a copy moves: 16 bytes with cp.async (8 bf16), else 4.
+  int bPerCopy() const { return async && std::string(weight) == "bf16" ? 8 : 4; }
   int bRows() const { return nk ? kTcTileCols : kTcSliceK; } // rows of one buffer of a W tile
   int warpsN() const { return tileRows == kTcTileRows ? 2 : 4; }
   int jTiles() const { return kTcTileCols / warpsN() / 8; } // 8-column mma tiles of a warp
@@ -62,7 +69,7 @@ struct Types {
   }
   std::string bTile() const {
     return llvm::formatv("memref<{0}x{1}x{2}, #gpu.address_space<workgroup>>",
-                         buffers() * bRows(), nk ? aStride : bStride, elem);
+                         buffers() * bRows(), bRowStride(), bElemType());
   }
   const char *aFrag() const { return bf16 ? "vector<4x2xbf16>" : "vector<4x1xf32>"; }
   const char *bFrag() const { return bf16 ? "vector<2x2xbf16>" : "vector<2x1xf32>"; }
@@ -76,21 +83,29 @@ Types typesOf(const GemmKernelSpec &spec, GpuMatmul precision, int tileRows = kT
   bool bf16 = precision == GpuMatmul::Bf16;
   Types ty{bf16,   spec.transposeWeight, bf16 ? "bf16" : "f32", spec.bf16Weights ? "bf16" : "f32",
            bf16 ? 40 : 36, 72, tileRows};
-  // cp.async copies bytes as they are: the tiles then hold raw f32 (f32 weights only), rounded
-  // to tf32 or bf16 in registers, where two buffers of every tile fit the static limit (not
-  // the 64-row tf32 SwiGLU kernel, 2 × 27 KiB, nor bf16's SwiGLU kernels). A raw [K, N] tile
-  // read as bf16 pairs of k (two 4-byte loads a register) is padded to 68 floats a row: rows
-  // 2t and 2t + 1 of column g then fall in distinct banks.
-  if (spec.bf16Weights)
+  // cp.async copies bytes as they are: x's tile then holds raw f32, rounded to tf32 or bf16 in
+  // registers, and so does W's from f32 weights; bf16 weights (bf16 products only) are copied
+  // as they are, 8 to a copy, and read by ldmatrix as the single-buffered tile is. Where two
+  // buffers of every tile fit the static limit (not the 64-row tf32 SwiGLU kernel, 2 × 27 KiB,
+  // nor bf16's SwiGLU kernels from f32 weights). A raw f32 [K, N] tile read as bf16 pairs of k
+  // (two 4-byte loads a register) is padded to 68 floats a row: rows 2t and 2t + 1 of column g
+  // then fall in distinct banks. tf32 from bf16 weights stays single-buffered (W widened as
+  // staged: its [N, K] fragments by ldmatrix need 32-bit elements).
+  if (spec.bf16Weights && !bf16)
     return ty;
   Types raw = ty;
   raw.async = true;
   raw.elem = "f32";
-  if (bf16 && !raw.nk)
+  if (spec.bf16Weights) { // W's tile as the single-buffered kernel keeps it: [k][72] or [n][40]
+    raw.bElem = "bf16";
+    raw.bNkStride = ty.aStride;
+  } else if (bf16 && !raw.nk) {
     raw.bStride = 68;
+  }
   const int gates = spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1;
-  const int bStride = raw.nk ? raw.aStride : raw.bStride;
-  const int sliceBytes = 4 * (tileRows * raw.aStride + gates * raw.bRows() * bStride);
+  const int bBytes = spec.bf16Weights ? 2 : 4;
+  const int sliceBytes =
+      4 * tileRows * raw.aStride + bBytes * gates * raw.bRows() * raw.bRowStride();
   return 2 * sliceBytes <= kStaticSharedBytes ? raw : ty;
 }
 
@@ -145,22 +160,34 @@ std::string offset(Writer &w, const std::string &a, const std::string &b) {
 }
 
 // One K slice of x and of W (per gate) into shared memory, 4 elements per thread and copy:
-// 16-byte loads converted as they are stored, then a barrier; or (ty.async) cp.async copies of
-// the raw f32 into the buffer whose first rows are `aRow0` / `bRow0`, reading `srcElements` of
-// each 4 (0: zero fill, no global read, past the last slice). Returns the copies' tokens.
+// 16-byte loads (8-byte of bf16 weights) converted as they are stored, then a barrier; or
+// (ty.async) cp.async copies of 16 raw bytes (4 f32, 8 bf16 weights) into the buffer whose
+// first rows are `aRow0` / `bRow0`, all of each read unless `more` (an i1) is false: then
+// none (zero fill, no global read, past the last slice). Returns the copies' tokens.
 std::vector<std::string> copySlice(Writer &w, const GemmKernelSpec &spec, const Types &ty,
                                    const Lanes &l, const std::string &k0, int gates,
                                    const std::string &aRow0 = "", const std::string &bRow0 = "",
-                                   const std::string &srcElements = "") {
+                                   const std::string &more = "") {
   std::vector<std::string> tokens;
+  auto srcElements = [&](int n) {
+    std::string all = w.index(n);
+    return more.empty() ? all
+                        : w.let("arith.select " + more + ", " + all + ", " + w.index(0) +
+                                " : index");
+  };
+  std::string src4 = ty.async ? srcElements(4) : "";
+  std::string srcW = ty.bPerCopy() == 4 ? src4 : srcElements(ty.bPerCopy());
   auto stage = [&](const std::string &src, const std::string &at, const char *from,
                    const std::string &tile, const std::string &tileType, const std::string &row,
                    const std::string &row0, const std::string &col) {
     std::string srcType = std::string("memref<?x") + from + ">";
     if (ty.async) {
+      bool weight = src == "%w";
       tokens.push_back(w.let("nvgpu.device_async_copy " + src + "[" + at + "], " + tile + "[" +
-                             w.add(row, row0) + ", " + col + "], 4, " + srcElements +
-                             " {bypassL1} : " + srcType + " to " + tileType));
+                             w.add(row, row0) + ", " + col + "], " +
+                             std::to_string(weight ? ty.bPerCopy() : 4) + ", " +
+                             (weight ? srcW : src4) + " {bypassL1} : " + srcType + " to " +
+                             tileType));
       return;
     }
     std::string v = w.let("vector.load " + src + "[" + at + "] {alignment = " +
@@ -179,13 +206,13 @@ std::vector<std::string> copySlice(Writer &w, const GemmKernelSpec &spec, const 
     stage("%x", at, "f32", "%as", ty.aTile(), row, aRow0, col);
   }
   // [K, N]: rows of the tile are k (64 columns of n each); [N, K]: rows are n (32 of k).
-  const int rowLength = ty.nk ? kTcSliceK : kTcTileCols;
+  const int rowLength = ty.nk ? kTcSliceK : kTcTileCols, per = ty.bPerCopy();
   for (int gate = 0; gate < gates; ++gate)
-    for (int r = 0; r < kTcSliceK * kTcTileCols / 4 / kTcThreads; ++r) {
+    for (int r = 0; r < kTcSliceK * kTcTileCols / per / kTcThreads; ++r) {
       std::string idx = w.addConst(l.tid, r * kTcThreads);
-      std::string row = w.let("arith.divui " + idx + ", " + w.index(rowLength / 4) + " : index");
-      std::string col =
-          w.mul(w.let("arith.remui " + idx + ", " + w.index(rowLength / 4) + " : index"), c4);
+      std::string row = w.let("arith.divui " + idx + ", " + w.index(rowLength / per) + " : index");
+      std::string col = w.mul(
+          w.let("arith.remui " + idx + ", " + w.index(rowLength / per) + " : index"), w.index(per));
       std::string at =
           ty.nk ? w.add(w.mul(w.addConst(w.add(l.bn, row), gate * spec.N), "%ws"), w.add(k0, col))
                 : w.add(w.mul(w.add(k0, row), "%ws"), w.addConst(w.add(l.bn, col), gate * spec.N));
@@ -288,7 +315,10 @@ void multiplySliceBf16FromF32(Writer &w, const Types &ty, const Lanes &l,
                                      aPairsFromF32(w, ty, l, 1, kk, aRow0)};
     for (int gate = 0; gate < gates; ++gate)
       for (int j = 0; j < ty.jTiles(); ++j) {
-        std::vector<std::string> b = bPairsFromF32(w, ty, l, gate, j, kk, bRow0);
+        std::vector<std::string> b =
+            ty.bElem ? bf16Registers(w, bFragment(w, ty, l, gate, j, kk, bRow0), 2,
+                                     "vector<2x2xbf16>") // raw bf16 weights: ldmatrix
+                     : bPairsFromF32(w, ty, l, gate, j, kk, bRow0);
         for (int i = 0; i < 2; ++i) {
           std::string &c = acc[gate * ty.accumulators() + i * ty.jTiles() + j];
           c = bf16MmaRegisters(w, a[i], b, c);
@@ -395,14 +425,12 @@ void pipelinedSlice(Writer &w, const GemmKernelSpec &spec, const Types &ty, cons
   std::string next = w.let("arith.subi " + w.index(1) + ", " + buffer + " : index");
   std::string kNext = w.addConst("%k0", kTcSliceK);
   std::string more = w.let("arith.cmpi ult, " + kNext + ", " + range.hi + " : index");
-  std::string srcElements = w.let("arith.select " + more + ", " + w.index(4) + ", " +
-                                  w.index(0) + " : index");
   std::string kRead = w.let("arith.select " + more + ", " + kNext + ", %k0 : index");
   std::string aRows = w.index(ty.tileRows), bRows = w.index(ty.bRows());
   std::string group = w.let(
       "nvgpu.device_async_create_group " +
       join(copySlice(w, spec, ty, l, kRead, gates, w.mul(next, aRows), w.mul(next, bRows),
-                     srcElements)));
+                     more)));
   w.line("nvgpu.device_async_wait " + group + " {numGroups = 1 : i32}");
   w.line("gpu.barrier");
   multiplySlice(w, ty, l, acc, gates, w.mul(buffer, aRows), w.mul(buffer, bRows));
@@ -421,11 +449,9 @@ void kLoop(Writer &w, const GemmKernelSpec &spec, const Types &ty, const Lanes &
   // K arrives as an argument (always spec.K): a constant trip count let LLVM unroll short K
   // loops whole, and ptxas then held 160-220 registers for the 32-row kernel (gopher, K 256).
   std::string firstGroup;
-  if (ty.async) { // the range's first slice into buffer 0 before the loop
-    std::string all = w.index(4);
+  if (ty.async) // the range's first slice into buffer 0 before the loop
     firstGroup = w.let("nvgpu.device_async_create_group " +
-          join(copySlice(w, spec, ty, l, lo, gates, w.index(0), w.index(0), all)));
-  }
+                       join(copySlice(w, spec, ty, l, lo, gates, w.index(0), w.index(0))));
   std::string loop = w.fresh();
   w.line(loop + ":" + std::to_string(acc.size()) + " = scf.for %k0 = " + lo + " to " +
          range.hi + " step " + w.index(kTcSliceK) + " iter_args(" + iterArgs + ") -> (" +
