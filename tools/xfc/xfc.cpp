@@ -342,8 +342,14 @@ static mlir::LogicalResult emitFromHostModule(Emit action, llvm::raw_ostream &os
                  << "\n";
     return mlir::failure();
   }
-  // A training step's host module links the trainer's main.
+  // A training step's host module links the trainer's main. --train cannot make one of an
+  // inference module (it would build the inference executable, its weights perhaps bf16).
   bool trainer = bool(host->lookupSymbol<mlir::func::FuncOp>("xf_train_step"));
+  if (train && !trainer) {
+    llvm::errs() << "xfc: error: --train: " << inputFilename
+                 << " has no training step (xf_train_step): it was lowered without --train\n";
+    return mlir::failure();
+  }
   return emitBackend(action, *host, os, trainer);
 }
 
