@@ -155,6 +155,9 @@ llvm::Expected<KernelPipeline> buildBatchedDecode(const AttentionKernelSpec &spe
     dotUpdate.unroll(ro);
   if (rope) {
     query.compute_at(out, task).vectorize(c, vw, TailStrategy::GuardWithIf);
+    // The frequencies once a call, as in AttentionKernel.cpp (not an exp per pair and task);
+    // a task's table is the one position of its query.
+    rotary.frequency.compute_root();
     rotary.table.compute_at(out, task);
   } else {
     query.compute_inline();
