@@ -185,54 +185,117 @@ llvm::Error linkOutput(llvm::ArrayRef<std::string> objects, llvm::StringRef outp
   return copyPublicHeader(output);
 }
 
-/// A tensor-core GEMM's two objects: Halide's fp32 pipeline as `<name>_fp32` (the GEMV rows),
-/// and the launcher `<name>` with the PTX (TensorCoreGemm.h).
-llvm::Error provideTensorCoreGemm(MLIRContext *ctx, const GemmKernelSpec &spec,
-                                  const CodegenOptions &options,
-                                  llvm::StringRef kernelTarget, ObjectSource &source,
-                                  ScratchDirectory &dir, std::vector<std::string> &objects) {
-  GemmKernelSpec fallback = spec;
-  fallback.name = fp32FallbackName(spec);
-  objects.push_back(dir.file(fallback.name + ".o"));
-  if (llvm::Error e = source.provide(fallback.name, kernelSignature(gemmKernelAttr(ctx, fallback)),
-                                     gemmObjectKey(ctx, fallback, kernelTarget), objects.back(),
-                                     [&](llvm::StringRef path) {
-                                       return compileGemmKernel(fallback, options.target, path);
-                                     }))
-    return e;
-  objects.push_back(dir.file(spec.name + ".o"));
-  const char *precision = gpuMatmulName(options.gpuMatmul);
-  int capability = cudaCapabilityOf(kernelTarget);
-  return source.provide(
-      spec.name, kernelSignature(gemmKernelAttr(ctx, spec)) + ", tensor cores " + precision,
-      gemmObjectKey(ctx, spec, (kernelTarget + "+tensor-cores-" + precision).str()), objects.back(),
-      [&](llvm::StringRef path) {
-        return compileTensorCoreGemmLauncher(spec, options.gpuMatmul, capability, path);
-      });
+// The two kinds of Halide kernel a host module declares, GEMMs and attentions, by overload:
+// the signature `xfc -v` names, the object's key and its compilation, the tensor-core plan, the
+// name of the Halide pipeline beside a tensor-core kernel, and the launcher of that kernel.
+std::string signatureOf(MLIRContext *ctx, const GemmKernelSpec &spec) {
+  return kernelSignature(gemmKernelAttr(ctx, spec));
+}
+std::string signatureOf(MLIRContext *ctx, const AttentionKernelSpec &spec) {
+  return kernelSignature(attentionKernelAttr(ctx, spec));
+}
+std::string objectKeyOf(MLIRContext *ctx, const GemmKernelSpec &spec, llvm::StringRef target) {
+  return gemmObjectKey(ctx, spec, target);
+}
+std::string objectKeyOf(MLIRContext *ctx, const AttentionKernelSpec &spec,
+                        llvm::StringRef target) {
+  return attentionObjectKey(ctx, spec, target);
+}
+llvm::Error compileHalideKernel(const GemmKernelSpec &spec, llvm::StringRef target,
+                                llvm::StringRef path) {
+  return compileGemmKernel(spec, target, path);
+}
+llvm::Error compileHalideKernel(const AttentionKernelSpec &spec, llvm::StringRef target,
+                                llvm::StringRef path) {
+  return compileAttentionKernel(spec, target, path);
+}
+TensorCoreGemmPlan tensorCorePlanOf(const GemmKernelSpec &spec, GpuMatmul precision) {
+  return tensorCoreGemmPlan(spec, precision);
+}
+TensorCoreAttentionPlan tensorCorePlanOf(const AttentionKernelSpec &spec, GpuMatmul precision) {
+  return tensorCoreAttentionPlan(spec, precision);
+}
+/// A GEMM's pipeline there runs the GEMV rows, an attention's the decode steps' merge.
+std::string fp32NameOf(const GemmKernelSpec &spec) { return fp32FallbackName(spec); }
+std::string fp32NameOf(const AttentionKernelSpec &spec) { return attentionFp32Name(spec); }
+llvm::Error compileLauncher(const GemmKernelSpec &spec, GpuMatmul precision, int capability,
+                            llvm::StringRef path) {
+  return compileTensorCoreGemmLauncher(spec, precision, capability, path);
+}
+llvm::Error compileLauncher(const AttentionKernelSpec &spec, GpuMatmul precision,
+                            int capability, llvm::StringRef path) {
+  return compileTensorCoreAttentionLauncher(spec, precision, capability, path);
 }
 
-/// A tensor-core attention's objects: Halide's pipeline as `<name>_fp32` (the decode steps'
-/// merge), and the launcher `<name>` with the PTX (TensorCoreAttention.h).
-llvm::Error provideTensorCoreAttention(MLIRContext *ctx, const AttentionKernelSpec &spec,
-                                       const CodegenOptions &options,
-                                       llvm::StringRef kernelTarget, ObjectSource &source,
-                                       ScratchDirectory &dir, std::vector<std::string> &objects) {
-  AttentionKernelSpec fallback = spec;
-  fallback.name = attentionFp32Name(spec);
-  objects.push_back(dir.file(fallback.name + ".o"));
-  if (llvm::Error e = source.provide(
-          fallback.name, kernelSignature(attentionKernelAttr(ctx, fallback)),
-          attentionObjectKey(ctx, fallback, kernelTarget), objects.back(),
-          [&](llvm::StringRef path) { return compileAttentionKernel(fallback, options.target, path); }))
+llvm::Expected<std::string> tensorCorePtxOf(const GemmKernelSpec &spec, GpuMatmul precision,
+                                            int capability) {
+  return tensorCoreGemmPtx(spec, precision, capability);
+}
+llvm::Expected<std::string> tensorCorePtxOf(const AttentionKernelSpec &spec, GpuMatmul precision,
+                                            int capability) {
+  return tensorCoreAttentionPtx(spec, precision, capability);
+}
+/// Halide's lowered statement of the pipeline, or its PTX on a CUDA target.
+llvm::Expected<std::string> describeHalideKernel(const GemmKernelSpec &spec,
+                                                 llvm::StringRef target, bool ptx) {
+  return ptx ? describeGemmKernelPtx(spec, target) : describeGemmKernel(spec, target);
+}
+llvm::Expected<std::string> describeHalideKernel(const AttentionKernelSpec &spec,
+                                                 llvm::StringRef target, bool ptx) {
+  return ptx ? describeAttentionKernelPtx(spec, target) : describeAttentionKernel(spec, target);
+}
+
+/// A kernel's path as `xfc -v` and --emit=mlir-gpu|nvvm say it: "tensor cores, " or
+/// "Halide fp32, " and why.
+template <typename Plan>
+std::string pathAndWhy(const Plan &plan) {
+  return (plan.tensorCores ? "tensor cores, " : "Halide fp32, ") + plan.why;
+}
+
+/// Where buildExecutable's objects come from and go.
+struct ObjectSink {
+  MLIRContext *ctx;
+  const CodegenOptions &options;
+  llvm::StringRef kernelTarget;
+  ObjectSource &source;
+  ScratchDirectory &dir;
+  std::vector<std::string> &objects;
+};
+
+/// The object of Halide's pipeline for `spec`, named as `spec` is.
+template <typename Spec>
+llvm::Error provideHalideKernel(ObjectSink &sink, const Spec &spec) {
+  sink.objects.push_back(sink.dir.file(spec.name + ".o"));
+  return sink.source.provide(spec.name, signatureOf(sink.ctx, spec),
+                             objectKeyOf(sink.ctx, spec, sink.kernelTarget), sink.objects.back(),
+                             [&](llvm::StringRef path) {
+                               return compileHalideKernel(spec, sink.options.target, path);
+                             });
+}
+
+/// A GEMM's or an attention's objects: Halide's pipeline, or on the tensor-core path two:
+/// Halide's pipeline as fp32NameOf(spec) and the launcher `<name>` with the PTX
+/// (TensorCoreGemm.h, TensorCoreAttention.h).
+template <typename Spec>
+llvm::Error provideKernel(ObjectSink &sink, const Spec &spec) {
+  const GpuMatmul precision = sink.options.gpuMatmul;
+  auto plan = tensorCorePlanOf(spec, precision);
+  if (sink.options.log && precision != GpuMatmul::Fp32)
+    *sink.options.log << "xfc: " << spec.name << ": " << pathAndWhy(plan) << "\n";
+  if (!plan.tensorCores)
+    return provideHalideKernel(sink, spec);
+  Spec fallback = spec;
+  fallback.name = fp32NameOf(spec);
+  if (llvm::Error e = provideHalideKernel(sink, fallback))
     return e;
-  objects.push_back(dir.file(spec.name + ".o"));
-  const char *precision = gpuMatmulName(options.gpuMatmul);
-  return source.provide(
-      spec.name, kernelSignature(attentionKernelAttr(ctx, spec)) + ", tensor cores " + precision,
-      attentionObjectKey(ctx, spec, (kernelTarget + "+tensor-cores-" + precision).str()),
-      objects.back(), [&](llvm::StringRef path) {
-        return compileTensorCoreAttentionLauncher(spec, options.gpuMatmul,
-                                                  cudaCapabilityOf(kernelTarget), path);
+  sink.objects.push_back(sink.dir.file(spec.name + ".o"));
+  const char *precisionName = gpuMatmulName(precision);
+  int capability = cudaCapabilityOf(sink.kernelTarget);
+  return sink.source.provide(
+      spec.name, signatureOf(sink.ctx, spec) + ", tensor cores " + precisionName,
+      objectKeyOf(sink.ctx, spec, (sink.kernelTarget + "+tensor-cores-" + precisionName).str()),
+      sink.objects.back(), [&](llvm::StringRef path) {
+        return compileLauncher(spec, precision, capability, path);
       });
 }
 
@@ -270,41 +333,13 @@ llvm::Error mlir::xf::buildExecutable(ModuleOp hostModule, const CodegenOptions 
   objects.push_back(dir.file("manifest.o"));
   if (llvm::Error e = emitObjectFile(*host.manifest, /*optLevel=*/0, objects.back()))
     return e;
-  for (const GemmKernelSpec &spec : kernels.gemms) {
-    TensorCoreGemmPlan plan = tensorCoreGemmPlan(spec, options.gpuMatmul);
-    if (options.log && options.gpuMatmul != GpuMatmul::Fp32)
-      *options.log << "xfc: " << spec.name << ": "
-                   << (plan.tensorCores ? "tensor cores, " : "Halide fp32, ") << plan.why << "\n";
-    if (plan.tensorCores) {
-      if (llvm::Error e = provideTensorCoreGemm(ctx, spec, options, *kernelTarget, source, dir, objects))
-        return e;
-      continue;
-    }
-    objects.push_back(dir.file(spec.name + ".o"));
-    if (llvm::Error e = source.provide(spec.name, kernelSignature(gemmKernelAttr(ctx, spec)),
-                                       gemmObjectKey(ctx, spec, *kernelTarget), objects.back(),
-                                       [&](llvm::StringRef path) {
-                                         return compileGemmKernel(spec, options.target, path);
-                                       }))
+  ObjectSink sink{ctx, options, *kernelTarget, source, dir, objects};
+  for (const GemmKernelSpec &spec : kernels.gemms)
+    if (llvm::Error e = provideKernel(sink, spec))
       return e;
-  }
   for (const AttentionKernelSpec &spec : kernels.attentions) {
-    TensorCoreAttentionPlan plan = tensorCoreAttentionPlan(spec, options.gpuMatmul);
-    if (options.log && options.gpuMatmul != GpuMatmul::Fp32)
-      *options.log << "xfc: " << spec.name << ": "
-                   << (plan.tensorCores ? "tensor cores, " : "Halide fp32, ") << plan.why << "\n";
-    if (plan.tensorCores) {
-      if (llvm::Error e =
-              provideTensorCoreAttention(ctx, spec, options, *kernelTarget, source, dir, objects))
-        return e;
-    } else {
-      objects.push_back(dir.file(spec.name + ".o"));
-      if (llvm::Error e = source.provide(
-              spec.name, kernelSignature(attentionKernelAttr(ctx, spec)),
-              attentionObjectKey(ctx, spec, *kernelTarget), objects.back(),
-              [&](llvm::StringRef path) { return compileAttentionKernel(spec, options.target, path); }))
-        return e;
-    }
+    if (llvm::Error e = provideKernel(sink, spec))
+      return e;
     if (!isCudaTarget(*kernelTarget))
       continue;
     // Flash-decoding's range pass (CudaDecodePartials): an object of its own.
@@ -348,37 +383,28 @@ llvm::Expected<std::string> mlir::xf::describeKernels(ModuleOp host,
   if (!halideTarget)
     return halideTarget.takeError();
   std::string text;
-  for (const GemmKernelSpec &spec : kernels.gemms) {
-    if (ptx && tensorCoreGemmPlan(spec, options.gpuMatmul).tensorCores) {
-      auto tc = tensorCoreGemmPtx(spec, options.gpuMatmul, cudaCapabilityOf(*halideTarget));
-      if (!tc)
-        return tc.takeError();
-      text += "// ----- " + spec.name + "_tc (tensor cores, " +
-              gpuMatmulName(options.gpuMatmul) + ")\n" + *tc + "\n";
-    }
-    auto stmt = ptx ? describeGemmKernelPtx(spec, options.target)
-                    : describeGemmKernel(spec, options.target);
-    if (!stmt)
-      return stmt.takeError();
-    // On the tensor-core path Halide's pipeline is the one of the fewest rows, `<name>_fp32`.
-    bool fallback = tensorCoreGemmPlan(spec, options.gpuMatmul).tensorCores;
-    text += "// ----- " + (fallback ? fp32FallbackName(spec) : spec.name) + "\n" + *stmt + "\n";
-  }
-  for (const AttentionKernelSpec &spec : kernels.attentions) {
-    bool tensorCores = tensorCoreAttentionPlan(spec, options.gpuMatmul).tensorCores;
+  // On the tensor-core path (its PTX first, with ptx) Halide's pipeline is fp32NameOf(spec).
+  auto describe = [&](const auto &spec) -> llvm::Error {
+    bool tensorCores = tensorCorePlanOf(spec, options.gpuMatmul).tensorCores;
     if (ptx && tensorCores) {
-      auto tc = tensorCoreAttentionPtx(spec, options.gpuMatmul, cudaCapabilityOf(*halideTarget));
+      auto tc = tensorCorePtxOf(spec, options.gpuMatmul, cudaCapabilityOf(*halideTarget));
       if (!tc)
         return tc.takeError();
       text += "// ----- " + spec.name + "_tc (tensor cores, " +
               gpuMatmulName(options.gpuMatmul) + ")\n" + *tc + "\n";
     }
-    auto stmt = ptx ? describeAttentionKernelPtx(spec, options.target)
-                    : describeAttentionKernel(spec, options.target);
+    auto stmt = describeHalideKernel(spec, options.target, ptx);
     if (!stmt)
       return stmt.takeError();
-    text += "// ----- " + (tensorCores ? attentionFp32Name(spec) : spec.name) + "\n" + *stmt + "\n";
-  }
+    text += "// ----- " + (tensorCores ? fp32NameOf(spec) : spec.name) + "\n" + *stmt + "\n";
+    return llvm::Error::success();
+  };
+  for (const GemmKernelSpec &spec : kernels.gemms)
+    if (llvm::Error e = describe(spec))
+      return std::move(e);
+  for (const AttentionKernelSpec &spec : kernels.attentions)
+    if (llvm::Error e = describe(spec))
+      return std::move(e);
   for (const DeviceLoopKernelSpec &spec : kernels.deviceLoops) {
     auto stmt = describeDeviceLoopKernel(spec, options.target, ptx);
     if (!stmt)
@@ -399,8 +425,7 @@ llvm::Expected<std::string> mlir::xf::describeTensorCoreKernels(ModuleOp host,
   // Each kernel's path and why, then (on tensor cores) its MLIR as written or as NVVM.
   auto print = [&](const std::string &name, const auto &plan, auto source,
                    auto lower) -> llvm::Error {
-    text += "// ----- " + name + ": " + (plan.tensorCores ? "tensor cores, " : "Halide fp32, ") +
-            plan.why + "\n";
+    text += "// ----- " + name + ": " + pathAndWhy(plan) + "\n";
     if (!plan.tensorCores)
       return llvm::Error::success();
     if (!nvvm) {
