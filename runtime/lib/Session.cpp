@@ -91,6 +91,23 @@ Expected<float *> Session::outputBuffer(float *out, int64_t rows) {
   return static_cast<float *>(device_->out.address());
 }
 
+Expected<Session::CallBuffers> Session::prepareCall(const int32_t *tokens, int64_t rows,
+                                                    const int32_t *source, int64_t sourceRows,
+                                                    float *out, int64_t outRows) {
+  if (Status s = growScratch(rows, sourceRows); !s)
+    return s;
+  Expected<const int32_t *> ids = deviceIds(tokens, rows, false);
+  if (!ids)
+    return makeError(ids.message());
+  Expected<const int32_t *> sourceIds = deviceIds(source, sourceRows, true);
+  if (!sourceIds)
+    return makeError(sourceIds.message());
+  Expected<float *> target = outputBuffer(out, outRows);
+  if (!target)
+    return makeError(target.message());
+  return CallBuffers{*ids, *sourceIds, *target};
+}
+
 Status Session::finishCall(const char *entry, int32_t rc, float *out, int64_t rows) {
   if (rc != 0)
     return kernelFailure(entry, rc);
@@ -297,19 +314,12 @@ Status Session::growScratch(int64_t l, int64_t lz) {
 Status Session::forward(const std::vector<int32_t> &tokens, const std::vector<int32_t> &source,
                         float *out) {
   int64_t l = int64_t(tokens.size()), lz = int64_t(source.size());
-  if (Status s = growScratch(l, lz); !s)
-    return s;
-  Expected<const int32_t *> ids = deviceIds(tokens.data(), l, false);
-  if (!ids)
-    return makeError(ids.message());
-  Expected<const int32_t *> sourceIds = deviceIds(lz ? source.data() : nullptr, lz, true);
-  if (!sourceIds)
-    return makeError(sourceIds.message());
-  Expected<float *> target = outputBuffer(out, l);
-  if (!target)
-    return makeError(target.message());
-  int32_t rc = abi_.forward(params_.data(), derivedPtrs_.data(), *ids, l, *sourceIds, lz, *target,
-                            scratchAddress());
+  Expected<CallBuffers> buffers =
+      prepareCall(tokens.data(), l, lz ? source.data() : nullptr, lz, out, l);
+  if (!buffers)
+    return buffers.status();
+  int32_t rc = abi_.forward(params_.data(), derivedPtrs_.data(), buffers->ids, l,
+                            buffers->sourceIds, lz, buffers->out, scratchAddress());
   return finishCall("xf_forward", rc, out, l);
 }
 
@@ -346,17 +356,12 @@ Status Session::forwardCached(const int32_t *tokens, int64_t l, int64_t start, f
       return makeError("KV cache: " + b.message());
     cache_ = b.take();
   }
-  if (Status s = growScratch(l, 0); !s)
-    return s;
-  Expected<const int32_t *> ids = deviceIds(tokens, l, false);
-  if (!ids)
-    return makeError(ids.message());
-  Expected<float *> target = outputBuffer(out, 1);
-  if (!target)
-    return makeError(target.message());
+  Expected<CallBuffers> buffers = prepareCall(tokens, l, nullptr, 0, out, 1);
+  if (!buffers)
+    return buffers.status();
   auto call = [&] {
-    return abi_.forwardCached(params_.data(), derivedPtrs_.data(), *ids, l, start, *target,
-                              scratchAddress(), cacheAddress(), cacheCapacity_);
+    return abi_.forwardCached(params_.data(), derivedPtrs_.data(), buffers->ids, l, start,
+                              buffers->out, scratchAddress(), cacheAddress(), cacheCapacity_);
   };
   // On the GPU a step may be replayed as one CUDA graph launch (CudaGraphs.h).
   int32_t rc = device_ ? runDeviceStep("xf_forward_cached", l, call) : call();
@@ -386,20 +391,13 @@ Status Session::forwardPacked(const int32_t *tokens, const std::vector<int64_t> 
     total += l;
   for (int64_t l : sourceLengths)
     sourceTotal += l;
-  if (Status s = growScratch(total, sourceTotal); !s)
-    return s;
-  Expected<const int32_t *> ids = deviceIds(tokens, total, false);
-  if (!ids)
-    return makeError(ids.message());
-  Expected<const int32_t *> sourceIds = deviceIds(source, sourceTotal, true);
-  if (!sourceIds)
-    return makeError(sourceIds.message());
-  Expected<float *> target = outputBuffer(out, total);
-  if (!target)
-    return makeError(target.message());
-  int32_t rc = abi_.forwardPacked(params_.data(), derivedPtrs_.data(), *ids, lengths.data(),
-                                  *sourceIds, source ? sourceLengths.data() : nullptr,
-                                  int64_t(lengths.size()), *target, scratchAddress());
+  Expected<CallBuffers> buffers = prepareCall(tokens, total, source, sourceTotal, out, total);
+  if (!buffers)
+    return buffers.status();
+  int32_t rc = abi_.forwardPacked(params_.data(), derivedPtrs_.data(), buffers->ids,
+                                  lengths.data(), buffers->sourceIds,
+                                  source ? sourceLengths.data() : nullptr, int64_t(lengths.size()),
+                                  buffers->out, scratchAddress());
   return finishCall("xf_forward_packed", rc, out, total);
 }
 
@@ -429,19 +427,14 @@ Status Session::forwardCachedPacked(const int32_t *tokens, const std::vector<int
                        std::to_string(cachePositions));
     total += lengths[i];
   }
-  if (Status s = growScratch(total, 0); !s)
-    return s;
   const int64_t n = int64_t(lengths.size());
-  Expected<const int32_t *> ids = deviceIds(tokens, total, false);
-  if (!ids)
-    return makeError(ids.message());
-  Expected<float *> target = outputBuffer(out, n);
-  if (!target)
-    return makeError(target.message());
+  Expected<CallBuffers> buffers = prepareCall(tokens, total, nullptr, 0, out, n);
+  if (!buffers)
+    return buffers.status();
   auto call = [&] {
-    return abi_.forwardCachedPacked(params_.data(), derivedPtrs_.data(), *ids, lengths.data(),
-                                    starts.data(), n, *target, scratchAddress(), caches,
-                                    slots.data(), cachePositions);
+    return abi_.forwardCachedPacked(params_.data(), derivedPtrs_.data(), buffers->ids,
+                                    lengths.data(), starts.data(), n, buffers->out,
+                                    scratchAddress(), caches, slots.data(), cachePositions);
   };
   // On the GPU a decode step of n sequences (one token each) may be replayed as one CUDA graph
   // launch, a graph per n: such a step always launches the same kernels. Steps with prompt rows
