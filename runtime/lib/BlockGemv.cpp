@@ -376,10 +376,11 @@ bool quantizeBlockWithoutScale(float amax, int8_t *q, float *meta) {
 namespace {
 #define XF_TARGET_Q8 __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl")))
 
-/// quantizeRowQ8's rounding of 16 values of a block with scale d > 0, on AVX-512: the same
-/// steps in vectors (float to double is exact, vdivpd rounds like the scalar division,
-/// vrndscalepd to nearest even is nearbyint in the default rounding mode, then the same clamp).
-XF_TARGET_Q8 inline __m512i roundQ8(__m512 f, float d) {
+/// quantizeRowQ8's rounding of 16 values of a block with scale d > 0, on AVX-512, by the
+/// division: the same steps in vectors (float to double is exact, vdivpd rounds like the
+/// scalar division, vrndscalepd to nearest even is nearbyint in the default rounding mode, then
+/// the same clamp).
+XF_TARGET_Q8 inline __m512i roundQ8ByDivision(__m512 f, float d) {
   const __m512d dd = _mm512_set1_pd(double(d));
   const __m512d low = _mm512_set1_pd(-127.0), high = _mm512_set1_pd(127.0);
   const __m512d halves[2] = {
@@ -392,6 +393,27 @@ XF_TARGET_Q8 inline __m512i roundQ8(__m512 f, float d) {
     ints[h] = _mm512_cvtpd_epi32(_mm512_min_pd(_mm512_max_pd(r, low), high));
   }
   return _mm512_inserti64x4(_mm512_castsi256_si512(ints[0]), ints[1], 1);
+}
+
+/// The same 16 roundings, usually without a division: n = x·(1/d) rounded in float, kept when
+/// its remainder proves it, |x − n·d| < d/2 (vfnmadd rounds once and rounding is monotone, so
+/// a computed remainder below the representable d/2 means the exact one is: n is the nearest
+/// integer to x/d, ties excluded). Any lane that fails (a product within an ulp of a half, or
+/// an exact tie, where round-half-even needs the quotient) takes roundQ8ByDivision for all 16;
+/// a d below 2^-125 (d/2 may round, 1/d overflow) always does. Bitwise the same q; the
+/// divisions were a quarter of x̂'s time (Zen 5, one thread, 128 rows: K = 576 18.0 → 13.4 µs,
+/// K = 1536 45.5 → 35.5 µs).
+XF_TARGET_Q8 inline __m512i roundQ8(__m512 f, float d) {
+  if (d >= 0x1p-125f) {
+    const __m512 vd = _mm512_set1_ps(d);
+    const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(f, _mm512_set1_ps(1.f / d)),
+                                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const __m512 remainder = _mm512_abs_ps(_mm512_fnmadd_ps(n, vd, f));
+    if (_mm512_cmp_ps_mask(remainder, _mm512_set1_ps(0.5f * d), _CMP_LT_OQ) == 0xffff)
+      return _mm512_cvtps_epi32(
+          _mm512_min_ps(_mm512_max_ps(n, _mm512_set1_ps(-127.f)), _mm512_set1_ps(127.f)));
+  }
+  return roundQ8ByDivision(f, d);
 }
 
 /// Whether a block's 32 values hold a NaN (vmaxps would drop it from the maximum).

@@ -299,8 +299,9 @@ TEST(RuntimeBlockGemv, QuantizeRowQ8EveryInstructionSetBitwise) {
 
 TEST(RuntimeBlockGemv, QuantizeRowQ8ManyBlocksBitwise) {
   // 2048 blocks: normal values over scales 2^-140..2^40 (subnormal scales included), and
-  // blocks of ties x = (k + ½)·d for scales d with few mantissa bits (0.75·2^e, 1.25·2^e),
-  // where a vector path that rounded differently from the portable division would show.
+  // blocks of ties x = (k + ½)·d for scales d with few mantissa bits (0.75·2^e, 1.25·2^e, and
+  // 16 bits), where a vector path that rounded differently from the portable division would
+  // show.
   std::mt19937 rng(29);
   std::normal_distribution<float> normal;
   const int64_t blocks = 2048, K = 32 * blocks;
@@ -313,7 +314,10 @@ TEST(RuntimeBlockGemv, QuantizeRowQ8ManyBlocksBitwise) {
         v[i] = std::ldexp(normal(rng), e);
       continue;
     }
-    const float d = std::ldexp(b % 4 == 1 ? 0.75f : 1.25f, std::max(e, -100));
+    // A 16-bit mantissa keeps (k + ½)·d exact while 1/d is not: x·(1/d) then lands beside
+    // the tie (the AVX-512 copy's multiply rounds 6 % of these the wrong way; it must divide).
+    const float mantissa[3] = {0.75f, 1.25f, float(32768 + rng() % 32768) / 65536.f};
+    const float d = std::ldexp(mantissa[b / 2 % 3], std::max(e, -100));
     v[0] = 127.f * d; // the block's maximum: its scale is d again
     for (int i = 1; i < 32; ++i)
       v[i] = (float(int(rng() % 254) - 127) + 0.5f) * d * (rng() % 2 ? 1.f : -1.f);
