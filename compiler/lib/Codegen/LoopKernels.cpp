@@ -474,9 +474,15 @@ func::FuncOp LoopKernels::multiply(int64_t width) {
 }
 
 /// Pair i of every head turns by θ_i = p · base^(−2i/d): (a, b) ↦
-/// (a·cos θ − b·sin θ, a·sin θ + b·cos θ). The angle, its cosine and sine are
-/// computed in f64 once per (row, i) and shared by all heads: positions reach
-/// thousands of radians, where an f32 angle would be off by ~1e-4.
+/// (a·cos θ − b·sin θ, a·sin θ + b·cos θ), in f64 (positions reach thousands of radians,
+/// where an f32 angle would be off by ~1e-4), shared by all heads. Position p = 16k + j turns
+/// by 16k·θ_i, whose cosine and sine libm gives once per pair and 16 positions, then by j·θ_i,
+/// whose cosine and sine are constants of the kernel (the f64 angle-sum formulas: within a few
+/// f64 ulps of the direct cos(p·θ_i), far below the f32 result's rounding). Every position's
+/// value depends on p alone — not on which rows a call or task holds — so a decode step turns
+/// a key as the prefill did. With a KV cache every K/V head's new keys go through here in
+/// every layer: a libm cosine and sine per (row, pair) took ~5 ms of SmolLM2's 128-token
+/// prefill on one thread.
 func::FuncOp LoopKernels::rotaryRows(int64_t heads, int64_t headWidth, RotaryPairs pairs,
                                      double base, bool inverse, bool halfOut) {
   XF_KERNEL_CACHED(llvm::formatv("xf_rope{4}{5}_{0}_{1}x{2}_{3}",
@@ -494,43 +500,83 @@ func::FuncOp LoopKernels::rotaryRows(int64_t heads, int64_t headWidth, RotaryPai
                           d.scalar(d.args[4]);
                           d.dense(d.args[2], heads * headWidth, d.args[3]);
                         });
+  constexpr int64_t kFine = 16;
+  const int64_t half = headWidth / 2, width = heads * headWidth;
+  const double exponent = -2.0 * std::log(base) / double(headWidth);
+  // [pair][j][cos, sin] of j·θ_i, j < kFine; θ_i as the kernel computes it (exp in f64).
+  const std::string tableName = name + "_fine_turns";
+  if (!module.lookupSymbol(tableName)) {
+    std::vector<double> turns;
+    for (int64_t i = 0; i < half; ++i)
+      for (int64_t j = 0; j < kFine; ++j) {
+        const double angle = double(j) * std::exp(double(i) * exponent);
+        turns.push_back(std::cos(angle));
+        turns.push_back(std::sin(angle));
+      }
+    OpBuilder g = OpBuilder::atBlockBegin(module.getBody());
+    auto tensor = RankedTensorType::get({int64_t(turns.size())}, g.getF64Type());
+    LLVM::GlobalOp::create(g, module.getLoc(),
+                           LLVM::LLVMArrayType::get(g.getF64Type(), turns.size()),
+                           /*isConstant=*/true, LLVM::Linkage::Internal, tableName,
+                           DenseElementsAttr::get(tensor, llvm::ArrayRef<double>(turns)));
+  }
   return rowKernel(name, "pipii", kernelSchedule, /*rowsArg=*/3,
                    [&](Emitter &e, ValueRange args) {
     OpBuilder &b = e.b;
-    const int64_t half = headWidth / 2, width = heads * headWidth;
+    const Location loc = e.loc;
     auto f64 = [&](double v) {
-      return arith::ConstantFloatOp::create(b, e.loc, b.getF64Type(), APFloat(v));
+      return arith::ConstantFloatOp::create(b, loc, b.getF64Type(), APFloat(v));
     };
-    e.eachRow(args, [&](Value t) {
-      Value in = e.at(args[0], e.muli(t, args[1]));
-      Value out = args[2], outRow = e.muli(t, e.i(width)); // element offset of row t
-      Value position = arith::SIToFPOp::create(b, e.loc, e.f64, e.addi(t, args[4]));
+    auto mul64 = [&](Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); };
+    auto toF32 = [&](Value v) { return arith::TruncFOp::create(b, loc, e.f32, v); };
+    Value fineTurns = LLVM::AddressOfOp::create(b, loc, e.ptr, tableName);
+    auto fineTurn = [&](Value index) {
+      Value at = LLVM::GEPOp::create(b, loc, e.ptr, e.f64, fineTurns, ValueRange{index});
+      return LLVM::LoadOp::create(b, loc, e.f64, at).getResult();
+    };
+    const Value begin = args[args.size() - 2], end = args[args.size() - 1], offset = args[4];
+    auto minI = [&](Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); };
+    auto maxI = [&](Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); };
+    auto subI = [&](Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); };
+    auto divI = [&](Value x, Value y) { return arith::FloorDivSIOp::create(b, loc, x, y); };
+    // The 16-position blocks the rows [begin, end) touch, each: per pair one libm cosine and
+    // sine, then its rows.
+    Value firstBlock = divI(e.addi(begin, offset), e.i(kFine)),
+          endBlock = e.addi(divI(e.addi(subI(end, e.i(1)), offset), e.i(kFine)), e.i(1));
+    e.loop(firstBlock, endBlock, [&](Value block) {
+      Value blockStart = e.muli(block, e.i(kFine)); // its first position
+      Value rowBegin = maxI(begin, subI(blockStart, offset)),
+            rowEnd = minI(end, subI(e.addi(blockStart, e.i(kFine)), offset));
       e.loop(e.i(half), [&](Value i) {
-        // base^(−2i/d) = exp(−(2i/d)·ln base)
-        Value fraction =
-            arith::MulFOp::create(b, e.loc, arith::SIToFPOp::create(b, e.loc, e.f64, i),
-                                  f64(-2.0 * std::log(base) / double(headWidth)));
-        Value angle = arith::MulFOp::create(b, e.loc, position,
-                                            math::ExpOp::create(b, e.loc, fraction));
-        auto toF32 = [&](Value v) { return arith::TruncFOp::create(b, e.loc, e.f32, v); };
-        Value cos = toF32(math::CosOp::create(b, e.loc, angle));
-        Value sin = toF32(math::SinOp::create(b, e.loc, angle));
-        if (inverse) // the rotation by −θ (xf.rope_grad)
-          sin = arith::NegFOp::create(b, e.loc, sin);
+        Value theta = math::ExpOp::create(
+            b, loc, mul64(arith::SIToFPOp::create(b, loc, e.f64, i), f64(exponent)));
+        Value angle = mul64(arith::SIToFPOp::create(b, loc, e.f64, blockStart), theta);
+        Value cosA = math::CosOp::create(b, loc, angle), sinA = math::SinOp::create(b, loc, angle);
         Value first = pairs == RotaryPairs::Adjacent ? e.muli(i, e.i(2)) : i;
         Value second = e.addi(first, e.i(pairs == RotaryPairs::Adjacent ? 1 : half));
-        e.loop(e.i(heads), [&](Value h) {
-          Value headStart = e.muli(h, e.i(headWidth));
-          Value ia = e.addi(headStart, first), ib = e.addi(headStart, second);
-          Value a = e.load(in, ia), bb = e.load(in, ib);
-          auto put = [&](Value v, Value index) {
-            if (halfOut)
-              e.storeHalf(v, out, e.addi(outRow, index));
-            else
-              e.store(v, out, e.addi(outRow, index));
-          };
-          put(e.sub(e.mul(a, cos), e.mul(bb, sin)), ia);
-          put(e.add(e.mul(a, sin), e.mul(bb, cos)), ib);
+        e.loop(rowBegin, rowEnd, [&](Value t) {
+          Value j = subI(e.addi(t, offset), blockStart);
+          Value turn = e.muli(e.addi(e.muli(i, e.i(kFine)), j), e.i(2));
+          Value cosB = fineTurn(turn), sinB = fineTurn(e.addi(turn, e.i(1)));
+          Value cos = toF32(arith::SubFOp::create(b, loc, mul64(cosA, cosB), mul64(sinA, sinB)));
+          Value sin = toF32(arith::AddFOp::create(b, loc, mul64(sinA, cosB), mul64(cosA, sinB)));
+          if (inverse) // the rotation by −θ (xf.rope_grad)
+            sin = arith::NegFOp::create(b, loc, sin);
+          Value in = e.at(args[0], e.muli(t, args[1]));
+          Value out = args[2], outRow = e.muli(t, e.i(width)); // element offset of row t
+          e.loop(e.i(heads), [&](Value h) {
+            Value headStart = e.muli(h, e.i(headWidth));
+            Value ia = e.addi(headStart, first), ib = e.addi(headStart, second);
+            Value a = e.load(in, ia), bb = e.load(in, ib);
+            auto put = [&](Value v, Value index) {
+              if (halfOut)
+                e.storeHalf(v, out, e.addi(outRow, index));
+              else
+                e.store(v, out, e.addi(outRow, index));
+            };
+            put(e.sub(e.mul(a, cos), e.mul(bb, sin)), ia);
+            put(e.add(e.mul(a, sin), e.mul(bb, cos)), ib);
+          });
         });
       });
     });
