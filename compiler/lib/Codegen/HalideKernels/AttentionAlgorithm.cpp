@@ -109,16 +109,40 @@ OnlineSoftmax defineOnlineSoftmax(const OnlineSoftmaxOperands &o) {
   return f;
 }
 
-RotaryPositions rotaryPositionsOf(const AttentionKernelSpec &spec) {
-  RotaryPositions r{Func("rotary_table"), Func("rotary_frequency"), spec.rope, int(spec.dK)};
+RotaryPositions rotaryPositionsOf(const AttentionKernelSpec &spec, bool byParts) {
+  RotaryPositions r{Func("rotary_table"), Func("rotary_frequency"), Func("rotary_coarse"),
+                    Func("rotary_fine"),     spec.rope,                int(spec.dK)};
   if (spec.rope == AttentionKernelSpec::Rope::None)
     return r;
-  Var pair("pair"), position("position");
+  Var pair("pair"), position("position"), step("step");
   r.frequency(pair) =
       exp(cast<double>(pair) *
           Internal::make_const(Float(64), -2.0 * std::log(spec.ropeBase) / double(spec.dK)));
-  Expr angle = cast<double>(position) * r.frequency(pair);
-  r.table(pair, position) = Tuple(cast<float>(cos(angle)), cast<float>(sin(angle)));
+  if (!byParts) {
+    Expr angle = cast<double>(position) * r.frequency(pair);
+    r.table(pair, position) = Tuple(cast<float>(cos(angle)), cast<float>(sin(angle)));
+    return r;
+  }
+  // position = 16·high + low (floor division: any sign); cos(a + b) and sin(a + b) of the two
+  // angles in float64 are within a few float64 ulps of the direct ones, far below the float32
+  // rounding of the table. The fine part is the same on every call: a constant of the kernel.
+  constexpr int fine = RotaryPositions::kFinePositions;
+  const int pairs = int(spec.dK) / 2;
+  const double exponent = -2.0 * std::log(spec.ropeBase) / double(spec.dK);
+  Buffer<double> turns(2, fine, pairs); // [cos, sin][low][pair]
+  for (int i = 0; i < pairs; ++i)
+    for (int j = 0; j < fine; ++j) {
+      const double angle = double(j) * std::exp(double(i) * exponent);
+      turns(0, j, i) = std::cos(angle), turns(1, j, i) = std::sin(angle);
+    }
+  Expr coarseAngle = cast<double>(step * fine) * r.frequency(pair);
+  r.coarse(pair, step) = Tuple(cos(coarseAngle), sin(coarseAngle));
+  r.fine(pair, step) = Tuple(turns(0, step, pair), turns(1, step, pair));
+  Expr high = position / fine, low = position % fine;
+  Expr cosA = r.coarse(pair, high)[0], sinA = r.coarse(pair, high)[1];
+  Expr cosB = r.fine(pair, low)[0], sinB = r.fine(pair, low)[1];
+  r.table(pair, position) =
+      Tuple(cast<float>(cosA * cosB - sinA * sinB), cast<float>(sinA * cosB + cosA * sinB));
   return r;
 }
 

@@ -93,6 +93,12 @@ struct RotaryPositions {
   Halide::Func table;
   /// θ_i's factor base^(-2i/dK) by pair (float64; inlined into the table unless scheduled).
   Halide::Func frequency;
+  /// With rotaryPositionsOf(spec, /*byParts=*/true): the float64 cosine and sine of
+  /// (pair, kFinePositions·step) (libm's, inlined unless scheduled) and of
+  /// (pair, step < kFinePositions) (a constant buffer of the kernel), whose products make the
+  /// table (undefined otherwise).
+  Halide::Func coarse, fine;
+  static constexpr int kFinePositions = 16;
   AttentionKernelSpec::Rope pairing;
   int dK;
   /// Element f of a head (load(x): the head's element x) rotated at position
@@ -100,8 +106,11 @@ struct RotaryPositions {
   Halide::Expr rotated(const std::function<Halide::Expr(Halide::Expr)> &load, Halide::Expr f,
                        Halide::Expr at) const;
 };
-/// The rotary table of `spec` (named rotary_table; undefined without spec.rope).
-RotaryPositions rotaryPositionsOf(const AttentionKernelSpec &spec);
+/// The rotary table of `spec` (named rotary_table; undefined without spec.rope). byParts: each
+/// entry from the angle-sum formulas over `coarse` and `fine` in float64 (a table over P
+/// positions then takes about P/16 libm cosines and sines a pair instead of P), for kernels that
+/// schedule `coarse` once a call.
+RotaryPositions rotaryPositionsOf(const AttentionKernelSpec &spec, bool byParts = false);
 
 /// K and V as stored: float32, or IEEE float16 in a half KV cache (spec.halfKeyValues).
 Halide::Type keyValueType(const AttentionKernelSpec &spec);

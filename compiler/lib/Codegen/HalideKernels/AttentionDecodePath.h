@@ -35,9 +35,10 @@ struct AttentionOperands {
   std::function<Halide::Expr(Halide::Expr key, Halide::Expr query)> visible;
   Halide::Expr kvHead(Halide::Expr queryHead) const { return queryHead / group; }
 };
-/// The buffers of `spec`'s per-sequence attention (AttentionKernel.cpp).
+/// The buffers of `spec`'s per-sequence attention (AttentionKernel.cpp); rotaryByParts: its
+/// rotary table from coarse and fine parts (rotaryPositionsOf), which the caller schedules.
 AttentionOperands attentionOperandsOf(const AttentionKernelSpec &spec, const AttentionShape &shape,
-                                      const Halide::Target &target);
+                                      const Halide::Target &target, bool rotaryByParts = false);
 
 /// The decode path's Funcs: per (query head, key range) an exact two-pass
 /// softmax (range), and the ranges merged per query row and head (merged:

@@ -39,12 +39,12 @@ using namespace Halide;
 namespace mlir::xf {
 
 AttentionOperands attentionOperandsOf(const AttentionKernelSpec &spec, const AttentionShape &shape,
-                                      const Target &target) {
+                                      const Target &target, bool rotaryByParts) {
   AttentionOperands a{ImageParam(Float(32), 2, "q"), ImageParam(keyValueType(spec), 3, "k"),
                       ImageParam(keyValueType(spec), 3, "v")};
   a.scale = shape.scale, a.group = shape.group;
   a.queries = a.q.dim(1).extent(), a.keys = a.k.dim(1).extent();
-  a.rotary = rotaryPositionsOf(spec);
+  a.rotary = rotaryPositionsOf(spec, rotaryByParts);
   const AttentionKernelSpec specCopy = spec;
   auto keyValue = [specCopy, target](Expr stored) {
     return keyValueAsFloat(specCopy, target, stored);
@@ -147,10 +147,12 @@ void scheduleFlash(const AttentionKernelSpec &spec, const AttentionShape &shape,
   if (spec.rope != AttentionKernelSpec::Rope::None) {
     // the task's rotated query rows, once (not once per key block)
     f.queryRows.compute_at(out, task).vectorize(c, vw, TailStrategy::GuardWithIf);
-    // Once a call: the frequencies once a pair (not an exp per position), the table's
-    // positions split over the threads (a libm cos and sin in float64 per entry).
-    Func frequency = a.rotary.frequency, table = a.rotary.table;
+    // Once a call: the frequencies once a pair (not an exp per position), the libm cosines
+    // and sines of the table's coarse part (⌈P/16⌉ or one more a pair for P positions, not P:
+    // they took ~2 % of SmolLM2's q8 prefill), the table's positions split over the threads.
+    Func frequency = a.rotary.frequency, table = a.rotary.table, coarse = a.rotary.coarse;
     frequency.compute_root();
+    coarse.compute_root();
     table.compute_root().parallel(table.args()[1]);
   } else {
     f.queryRows.compute_inline();
@@ -162,7 +164,7 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
   llvm::Expected<AttentionShape> shape = attentionShapeOf(spec, target);
   if (!shape)
     return shape.takeError();
-  AttentionOperands a = attentionOperandsOf(spec, *shape, target);
+  AttentionOperands a = attentionOperandsOf(spec, *shape, target, /*rotaryByParts=*/true);
   SequenceFlash flash = defineFlash(spec, a);
   DecodePath decode = defineDecodePath(spec, *shape, a);
 
