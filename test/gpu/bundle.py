@@ -289,16 +289,10 @@ class Bundle:
                              [exe, "--random-weights", "1", "--tokens", ids(n, vocab), "--repeat",
                               str(repeat)])
                 # Split-K (docs/gpu.md, "Split-K"; the N = 768 projections split 3 ways at
-                # ℓ = 128 on 132 SMs): the same prefill with it off, and (bf16) both profiled.
-                nosplit = ["env", "XF_TENSOR_CORE_SPLIT_K=1"]
+                # ℓ = 128 on 132 SMs): the same prefill with it off.
                 self.run("tensor", f"time-{tag}-tc-{precision}-prefill128-nosplit", 30,
-                         nosplit + [exe, "--random-weights", "1", "--tokens", ids(128, vocab),
-                                    "--repeat", "10"])
-                if precision == "bf16":
-                    for suffix, env in (("", []), ("-nosplit", nosplit)):
-                        self.run("tensor", f"profile-{tag}-tc-{precision}-prefill128{suffix}", 30,
-                                 env + [exe, "--random-weights", "1", "--tokens", ids(128, vocab),
-                                        "--profile"])
+                         ["env", "XF_TENSOR_CORE_SPLIT_K=1", exe, "--random-weights", "1",
+                          "--tokens", ids(128, vocab), "--repeat", "10"])
                 self.run("tensor", f"profile-{tag}-tc-{precision}-prefill1024", 30,
                          [exe, "--random-weights", "1", "--tokens", ids(1024, vocab), "--profile"])
 
