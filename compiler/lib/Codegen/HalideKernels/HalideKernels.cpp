@@ -14,6 +14,7 @@
 
 #include "llvm/ADT/SmallString.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <optional>
 #include <sstream>
@@ -230,9 +231,26 @@ llvm::Expected<std::string> describe(llvm::Expected<KernelPipeline> built, const
   return text;
 }
 
+/// In a build with AddressSanitizer, Halide lowers and compiles on the calling thread's stack,
+/// as Halide's own sanitized builds do (and as its docs advise for sanitizers): by default it
+/// switches to a 32 MiB stack of its own with swapcontext, which ASan does not follow; ASan
+/// then warns on stderr that it "may produce false positives". HL_COMPILER_STACK_SIZE, where
+/// set, still decides.
+void compileOnCallingStackUnderAsan() {
+#if defined(__SANITIZE_ADDRESS__)
+  static const bool once = [] {
+    if (!std::getenv("HL_COMPILER_STACK_SIZE"))
+      Halide::set_compiler_stack_size(0);
+    return true;
+  }();
+  (void)once;
+#endif
+}
+
 } // namespace
 
 llvm::Error catchHalideErrors(llvm::StringRef what, const std::function<void()> &body) {
+  compileOnCallingStackUnderAsan();
   try {
     body();
   } catch (const Halide::Error &e) {
