@@ -1,7 +1,7 @@
 // The attention emitter of xf-lower-to-host (AttentionEmitter.cpp): which call
 // each entry point makes for one causal self-attention (2 heads of 64).
-// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-lower-to-host | FileCheck %s
-// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-lower-to-host=decode-attention-isa=1 | FileCheck %s --check-prefix=DECODE
+// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-pack-weights-at-load --xf-lower-to-host | FileCheck %s
+// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-pack-weights-at-load --xf-lower-to-host=decode-attention-isa=1 | FileCheck %s --check-prefix=DECODE
 // RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-lower-to-host=cuda | FileCheck %s --check-prefix=CUDA
 
 module attributes {xf.hyperparameters = {l_max = 100 : i64}, xf.model = "decoder"} {

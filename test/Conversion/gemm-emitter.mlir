@@ -3,9 +3,9 @@
 // weight packed at load (a 3-D tile-major buffer xf_prepare fills) or as
 // stored; on ggml blocks with q8-gemm-inputs, libxfrt's 8-bit GEMV (rows below
 // gemv_rows_below) or GEMM first, the Halide kernel when that declines (1).
-// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-lower-to-host | FileCheck %s
-// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-lower-to-host=pack-weights-at-load=false | FileCheck %s --check-prefix=CALL
-// RUN: xf-opt %s --xf-pack-sequences --xf-assign-weight-storage=block-parameters=w1=q8_0,w2=q4_0 --xf-assign-schedules "--xf-lower-to-host=pack-weights-at-load=false q8-gemm-inputs block-dot-isa=1" | FileCheck %s --check-prefix=Q8
+// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-pack-weights-at-load --xf-lower-to-host | FileCheck %s
+// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-lower-to-host | FileCheck %s --check-prefix=CALL
+// RUN: xf-opt %s --xf-pack-sequences --xf-assign-weight-storage=block-parameters=w1=q8_0,w2=q4_0 --xf-assign-schedules "--xf-lower-to-host=q8-gemm-inputs block-dot-isa=1" | FileCheck %s --check-prefix=Q8
 
 module attributes {xf.hyperparameters = {l_max = 64 : i64}, xf.model = "decoder"} {
   func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x64xf32> {

@@ -2,11 +2,11 @@
 // its description, after the code (KernelDeclarations.h): each GEMM and
 // attention once however many layers call it, and under a CUDA target every
 // loop kernel too. The build, the tuner and --check read them from here.
-// RUN: xf-opt %s --xf-lower-to-host=pack-weights-at-load=false | FileCheck %s
-// RUN: xf-opt %s --xf-lower-to-host=pack-weights-at-load=false | xf-opt | FileCheck %s
+// RUN: xf-opt %s --xf-lower-to-host | FileCheck %s
+// RUN: xf-opt %s --xf-lower-to-host | xf-opt | FileCheck %s
 // RUN: xf-opt %s --xf-lower-to-host="cuda=true" | FileCheck %s --check-prefix=CUDA
-// RUN: not xf-opt %s --xf-lower-to-host="cuda=true pack-weights-at-load=true" 2>&1 | FileCheck %s --check-prefix=CUDA-PACK
-// RUN: xf-opt %s --xf-lower-to-host=kernel-output-hook=true | FileCheck %s --check-prefix=HOOK
+// RUN: not xf-opt %s --xf-pack-weights-at-load --xf-lower-to-host="cuda=true" 2>&1 | FileCheck %s --check-prefix=CUDA-PACK
+// RUN: xf-opt %s --xf-pack-weights-at-load --xf-lower-to-host=kernel-output-hook=true | FileCheck %s --check-prefix=HOOK
 
 module attributes {xf.hyperparameters = {l_max = 64 : i64}, xf.model = "decoder"} {
   func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x64xf32> {
@@ -34,8 +34,8 @@ module attributes {xf.hyperparameters = {l_max = 64 : i64}, xf.model = "decoder"
 
 // Under CUDA the loop kernels are Halide pipelines (the token gather, and the
 // copy a cached entry point's tail may take): declared after the GEMMs. As in
-// xfc, a CUDA lowering takes weights unpacked (pack-weights-at-load defaults
-// to false there, and asking for it is an error).
+// xfc, a CUDA lowering takes weights unpacked (xfc does not run
+// xf-pack-weights-at-load there, and a GEMM marked xf.packed_weight is an error).
 // CUDA-NOT: packed = true
 // CUDA: xf.kernel_decl @xf_gemm_0 = #xf.gemm_kernel<
 // CUDA-NEXT: xf.kernel_decl @xf_gemm_1 = #xf.gemm_kernel<
@@ -43,7 +43,7 @@ module attributes {xf.hyperparameters = {l_max = 64 : i64}, xf.model = "decoder"
 // CUDA-NEXT: xf.kernel_decl @xf_gather_rows_64_gpu = #xf.device_loop_kernel<kind = gather, width = 64>
 // CUDA-NEXT: }
 
-// CUDA-PACK: error: xf-lower-to-host: pack-weights-at-load is not supported with cuda
+// CUDA-PACK: error: xf-lower-to-host: cuda takes weights as stored, but a GEMM is marked xf.packed_weight (xf-pack-weights-at-load)
 
 // --check's hook: each call site's op by its position in @forward's body
 // (4: the gather, 5-7: the GEMMs), xf_forward's sites then xf_forward_cached's.

@@ -2,7 +2,7 @@
 // (#xf.gemm_kernel: shapes, storage, packing, epilogue, CPU and CUDA
 // schedules) are the same (KernelNames.cpp): the first two GEMMs share
 // xf_gemm_0, the third differs only in its CUDA schedule and gets its own.
-// RUN: xf-opt %s --xf-lower-to-host=pack-weights-at-load=false | FileCheck %s
+// RUN: xf-opt %s --xf-lower-to-host | FileCheck %s
 
 module attributes {xf.hyperparameters = {l_max = 64 : i64}, xf.model = "decoder"} {
   func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x64xf32> {

@@ -2,9 +2,9 @@
 // row-wise op becomes one call of its scf loop kernel, named after the op, its
 // width and its schedule; in the packed entry point the positional kernels run
 // once per sequence (an scf.for over the lengths), the others once over all rows.
-// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-lower-to-host | FileCheck %s
-// RUN: xf-opt %s --xf-pack-sequences --xf-assign-weight-storage=weight-type=bf16 --xf-assign-schedules --xf-lower-to-host | FileCheck %s --check-prefix=BF16
-// RUN: xf-opt %s --xf-pack-sequences --xf-assign-weight-storage=block-parameters=wte=q8_0 --xf-assign-schedules --xf-lower-to-host | FileCheck %s --check-prefix=BLOCKS
+// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-pack-weights-at-load --xf-lower-to-host | FileCheck %s
+// RUN: xf-opt %s --xf-pack-sequences --xf-assign-weight-storage=weight-type=bf16 --xf-assign-schedules --xf-pack-weights-at-load --xf-lower-to-host | FileCheck %s --check-prefix=BF16
+// RUN: xf-opt %s --xf-pack-sequences --xf-assign-weight-storage=block-parameters=wte=q8_0 --xf-assign-schedules --xf-pack-weights-at-load --xf-lower-to-host | FileCheck %s --check-prefix=BLOCKS
 
 module attributes {xf.hyperparameters = {l_max = 64 : i64}, xf.model = "decoder"} {
   func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x16xf32> {

@@ -1,12 +1,12 @@
 // xf-lower-to-host through xf-opt: the kernel-level module (schedules from
 // xf-assign-schedules) becomes the host code of docs/abi.md, the same that
 // `xfc --emit=host` prints.
-// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-lower-to-host | FileCheck %s
-// RUN: xf-opt %s --xf-pack-sequences --xf-assign-weight-storage=weight-type=bf16 --xf-assign-schedules --xf-lower-to-host | FileCheck %s --check-prefix=BF16
-// RUN: xf-opt %s --xf-pack-sequences --xf-assign-weight-storage=block-parameters=wte=q8_0,wqkv=q4_0,wo=q8_0 --xf-assign-schedules --xf-lower-to-host=pack-weights-at-load=false | FileCheck %s --check-prefix=BLOCKS
-// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-lower-to-host=kernel-output-hook | FileCheck %s --check-prefix=HOOK
+// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-pack-weights-at-load --xf-lower-to-host | FileCheck %s
+// RUN: xf-opt %s --xf-pack-sequences --xf-assign-weight-storage=weight-type=bf16 --xf-assign-schedules --xf-pack-weights-at-load --xf-lower-to-host | FileCheck %s --check-prefix=BF16
+// RUN: xf-opt %s --xf-pack-sequences --xf-assign-weight-storage=block-parameters=wte=q8_0,wqkv=q4_0,wo=q8_0 --xf-assign-schedules --xf-lower-to-host | FileCheck %s --check-prefix=BLOCKS
+// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-pack-weights-at-load --xf-lower-to-host=kernel-output-hook | FileCheck %s --check-prefix=HOOK
 // RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-lower-to-host=cuda | FileCheck %s --check-prefix=CUDA
-// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-lower-to-host=kv-cache-type=f16 | FileCheck %s --check-prefix=HALF
+// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-pack-weights-at-load --xf-lower-to-host=kv-cache-type=f16 | FileCheck %s --check-prefix=HALF
 
 module attributes {xf.hyperparameters = {l_max = 100 : i64}, xf.model = "decoder"} {
   func.func @forward(%tokens: tensor<?xi32>) -> tensor<?x8xf32> {

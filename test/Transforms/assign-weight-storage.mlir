@@ -3,6 +3,7 @@
 // per case below; the rest stays float32 (no attribute).
 // RUN: xf-opt %s --split-input-file --xf-assign-weight-storage | FileCheck %s --check-prefix=F32
 // RUN: xf-opt %s --split-input-file --xf-assign-weight-storage=weight-type=bf16 | FileCheck %s --check-prefix=BF16
+// RUN: xf-opt %s --split-input-file "--xf-assign-weight-storage=weight-type=bf16 bf16-gemm-inputs" | FileCheck %s --check-prefix=INPUTS
 // RUN: xf-opt %s --split-input-file "--xf-assign-weight-storage=block-parameters=wq=q8_0,wk=q8_0,wv=q4_1,wn=q4_0,wkn=q8_0,wte=q4_0,wodd=q8_0,wmix=q8_0,wln=q8_0,gamma=q8_0" | FileCheck %s --check-prefix=BLOCKS
 
 // F32-NOT: xf.weight_storage
@@ -72,6 +73,15 @@ func.func @forward(%x: tensor<?x64xf32>, %t: tensor<?xi64>) -> (tensor<?x96xf32>
 // BF16: xf.parameter "u" {xf.weight_storage = #xf.weight_storage<bf16>}
 // BF16-LABEL: func.func @loss_and_gradients(
 // BF16: xf.parameter "u" : tensor<32x64xf32>
+// With bf16-gemm-inputs, the GEMMs that read a bf16 weight (those of @forward
+// and @forward_packed) are marked xf.bf16_inputs, the one on "w" is not.
+// INPUTS-LABEL: func.func @forward(%arg0: tensor<?x64xf32>, %arg1: tensor<?x64xf32>)
+// INPUTS: xf.gemm %{{.*}}, %{{.*}} activation none transpose_weight : (
+// INPUTS: xf.gemm %{{.*}}, %{{.*}} activation none transpose_weight {xf.bf16_inputs} : (
+// INPUTS-LABEL: func.func @forward_packed(
+// INPUTS: transpose_weight {xf.bf16_inputs} : (
+// INPUTS-LABEL: func.func @loss_and_gradients(
+// INPUTS: transpose_weight : (
 func.func @forward(%x: tensor<?x64xf32>, %s: tensor<?x64xf32>) -> (tensor<?x32xf32>, tensor<32x64xf32>, tensor<?x32xf32>) {
   %w1 = xf.parameter "w" : tensor<32x64xf32>
   %a = xf.gemm %x, %w1 activation none transpose_weight : (tensor<?x64xf32>, tensor<32x64xf32>) -> tensor<?x32xf32>

@@ -421,6 +421,7 @@ bool xfc::parseCommandLine(int argc, char **argv) {
       "  xfc FILE.xf --train --emit=kernels    print the training step\n"
       "  xfc tune FILE.xf [--budget 10m] [--db DB] [--lengths 1,128]\n"
       "                                        tune its kernels here\n"
+      "  xfc tune HOST.mlir ...                tune the kernels a host module declares\n"
       "  xfc import DIR [-o FILE.xf]           a spec from a Hugging Face model directory\n");
   for (cl::Option *o :
        {(cl::Option *)&tuneBudget, (cl::Option *)&tuneDb, (cl::Option *)&tuneLengths,

@@ -129,6 +129,14 @@ static mlir::LogicalResult buildPipeline(Emit action, mlir::PassManager &pm) {
   for (const auto &entry : blocks)
     options.storage.blockParameters.push_back(
         (entry.first() + "=" + mlir::xf::weightBlocksName(entry.second)).str());
+  if (bf16GemmInputs && weightType != WeightType::BF16) {
+    llvm::errs() << "xfc: error: --bf16-gemm-inputs needs --weight-type=bf16\n";
+    return mlir::failure();
+  }
+  // The GEMMs on bf16 weights marked xf.bf16_inputs where bf16 products pay (Bf16Products.h).
+  options.storage.bf16GemmInputs = useBf16Products();
+  // The CUDA GEMM stages its own tiles in shared memory: weights stay as stored.
+  options.packWeightsAtLoad = packWeights == PackWeights::Load && !options.defaults.cuda;
   if (!tuningDbPath.empty() && !tuneMode) {
     llvm::Expected<std::string> targetString = mlir::xf::halideTargetString(target);
     if (!targetString) {
@@ -138,7 +146,6 @@ static mlir::LogicalResult buildPipeline(Emit action, mlir::PassManager &pm) {
     options.tuning.db = tuningDbPath;
     options.tuning.target = *targetString;
     options.tuning.threads = threadCount();
-    options.tuning.bf16Activations = useBf16Products();
   }
   mlir::xf::buildKernelPipeline(pm, options);
   return mlir::success();
@@ -181,13 +188,6 @@ static mlir::FailureOr<mlir::xf::HostOptions> hostOptionsFromFlags() {
   mlir::xf::HostOptions hostOptions;
   hostOptions.cudaDevice = mlir::xf::isCudaTarget(target);
   hostOptions.gpuMatmul = gpuMatmul; // the tensor-core GEMMs take split-K partials
-  // The CUDA GEMM stages its own tiles in shared memory: weights stay as stored.
-  hostOptions.packWeightsAtLoad = packWeights == PackWeights::Load && !hostOptions.cudaDevice;
-  if (bf16GemmInputs && weightType != WeightType::BF16) {
-    llvm::errs() << "xfc: error: --bf16-gemm-inputs needs --weight-type=bf16\n";
-    return mlir::failure();
-  }
-  hostOptions.bf16Activations = useBf16Products();
   // The default is f16 on the CPU; a CUDA target keeps float32 (asked for f16, an error).
   hostOptions.halfKvCache = kvCacheType == KvCacheType::F16 &&
                             !(hostOptions.cudaDevice && !kvCacheType.getNumOccurrences());
@@ -288,16 +288,19 @@ static mlir::LogicalResult emitBackend(Emit action, mlir::ModuleOp host, llvm::r
   return mlir::success();
 }
 
+static mlir::LogicalResult tuneHostKernels(mlir::MLIRContext &context, mlir::ModuleOp host);
+
 /// `xfc host.mlir`: a host module as xf-lower-to-host wrote it (xf-opt, xfc --emit=host), its
-/// kernels declared in it, built or printed as the spec's own would be. The host lowering's
-/// options were decided when it was written: given again they would be ignored, so they are
-/// refused; --target must be the kind of target (CUDA or not) it was lowered for.
+/// kernels declared in it, built, printed or tuned (`xfc tune host.mlir`: the kernels it
+/// declares, under the database keys the spec's tune uses) as the spec's own would be. The
+/// host lowering's options were decided when it was written: given again they would be
+/// ignored, so they are refused; --target must be the kind of target (CUDA or not) it was
+/// lowered for.
 static mlir::LogicalResult emitFromHostModule(Emit action, llvm::raw_ostream &os) {
-  if (check || tuneMode || action == Emit::AST || action == Emit::Xf || action == Emit::Fused ||
-      action == Emit::Kernels) {
+  if (check || (!tuneMode && (action == Emit::AST || action == Emit::Xf ||
+                              action == Emit::Fused || action == Emit::Kernels))) {
     llvm::errs() << "xfc: error: " << inputFilename
-                 << " is a host module: --emit=ast|xf|fused|kernels, --check and tune need the "
-                    "spec\n";
+                 << " is a host module: --emit=ast|xf|fused|kernels and --check need the spec\n";
     return mlir::failure();
   }
   for (const llvm::cl::Option *option :
@@ -342,6 +345,8 @@ static mlir::LogicalResult emitFromHostModule(Emit action, llvm::raw_ostream &os
                  << "\n";
     return mlir::failure();
   }
+  if (tuneMode)
+    return tuneHostKernels(context, *host);
   // A training step's host module links the trainer's main. --train cannot make one of an
   // inference module (it would build the inference executable, its weights perhaps bf16).
   bool trainer = bool(host->lookupSymbol<mlir::func::FuncOp>("xf_train_step"));
@@ -379,15 +384,8 @@ static mlir::LogicalResult runCheck(mlir::ModuleOp xfModule, mlir::ModuleOp kern
   return mlir::xf::check::checkModel(xfModule, kernels, options, llvm::outs());
 }
 
-/// `xfc tune`: the kernels of the lowered model, tuned into the database.
-static mlir::LogicalResult runTune(mlir::MLIRContext &context, mlir::ModuleOp kernels) {
-  mlir::FailureOr<mlir::xf::HostOptions> hostOptions = hostOptionsFromFlags();
-  if (mlir::failed(hostOptions))
-    return mlir::failure();
-  mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> host =
-      mlir::xf::lowerToHost(kernels, *hostOptions);
-  if (mlir::failed(host))
-    return mlir::failure();
+/// `xfc tune`: the kernels the host module declares, tuned into the database.
+static mlir::LogicalResult tuneHostKernels(mlir::MLIRContext &context, mlir::ModuleOp host) {
   mlir::xf::tuning::TuneOptions options;
   options.target = target;
   options.threads = threadCount();
@@ -422,11 +420,23 @@ static mlir::LogicalResult runTune(mlir::MLIRContext &context, mlir::ModuleOp ke
     return mlir::failure();
   }
   std::signal(SIGINT, onInterrupt);
-  llvm::Error err = mlir::xf::tuning::tuneProgram(context, **host, options, llvm::errs());
+  llvm::Error err = mlir::xf::tuning::tuneProgram(context, host, options, llvm::errs());
   std::signal(SIGINT, SIG_DFL);
   if (err)
     return report(std::move(err));
   return interrupted ? mlir::failure() : mlir::success();
+}
+
+/// `xfc tune FILE.xf`: the kernels of the lowered model, tuned into the database.
+static mlir::LogicalResult runTune(mlir::MLIRContext &context, mlir::ModuleOp kernels) {
+  mlir::FailureOr<mlir::xf::HostOptions> hostOptions = hostOptionsFromFlags();
+  if (mlir::failed(hostOptions))
+    return mlir::failure();
+  mlir::FailureOr<mlir::OwningOpRef<mlir::ModuleOp>> host =
+      mlir::xf::lowerToHost(kernels, *hostOptions);
+  if (mlir::failed(host))
+    return mlir::failure();
+  return tuneHostKernels(context, **host);
 }
 
 static mlir::LogicalResult emit(Emit action, const ModuleAST &ast,
@@ -555,7 +565,7 @@ int main(int argc, char **argv) {
     std::string text;
     llvm::raw_string_ostream textStream(text);
     if (mlir::failed(emitFromHostModule(emitAction, binaryOutput ? llvm::nulls() : textStream)))
-      return 1;
+      return interrupted ? 130 : 1;
     if (!binaryOutput && mlir::failed(report(xfc::writeText(outputFilename, text))))
       return 1;
     return 0;

@@ -80,16 +80,17 @@ WeightBlocks mlir::xf::weightBlocksOf(WeightStorage storage) {
   llvm_unreachable("unknown weight storage");
 }
 
-GemmKernelSpec mlir::xf::gemmKernelSpecOf(GemmOp op, bool bf16Activations) {
+GemmKernelSpec mlir::xf::gemmKernelSpecOf(GemmOp op) {
   GemmKernelSpec spec;
   WeightStorage storage = weightStorageOf(op.getWeight());
-  bool bf16Weight = storage == WeightStorage::bf16;
   spec.weightBlocks = weightBlocksOf(storage);
   spec.K = colsOf(op.getInput());
   spec.N = colsOf(op.getResult());
   spec.transposeWeight = op.getTransposeWeight();
-  spec.bf16Weights = bf16Weight;
-  spec.bf16Activations = bf16Weight && bf16Activations;
+  spec.bf16Weights = storage == WeightStorage::bf16;
+  // The marks the dialect verified against the weight and the schedule.
+  spec.bf16Activations = hasBf16Inputs(op);
+  spec.packedWeight = hasPackedWeight(op);
   spec.hasBias = bool(op.getBias());
   spec.hasResidual = bool(op.getResidual());
   spec.epilogue = epilogueOf(op.getActivation());
@@ -289,13 +290,12 @@ std::string mlir::xf::loopKernelSignature(Operation *op) {
   return text;
 }
 
-std::vector<KernelOpSignature> mlir::xf::kernelSignatures(func::FuncOp forward,
-                                                          bool bf16Activations) {
+std::vector<KernelOpSignature> mlir::xf::kernelSignatures(func::FuncOp forward) {
   std::vector<KernelOpSignature> result;
   forward.walk([&](Operation *op) {
     if (auto gemm = dyn_cast<GemmOp>(op)) {
-      result.push_back({op, kernelSignature(gemmKernelAttr(
-                                op->getContext(), gemmKernelSpecOf(gemm, bf16Activations)))});
+      result.push_back(
+          {op, kernelSignature(gemmKernelAttr(op->getContext(), gemmKernelSpecOf(gemm)))});
     } else if (auto attn = dyn_cast<AttentionOp>(op)) {
       result.push_back(
           {op, kernelSignature(attentionKernelAttr(op->getContext(), attentionKernelSpecOf(attn)))});

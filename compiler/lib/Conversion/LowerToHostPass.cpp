@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "xf/Conversion/Passes.h"
+#include "xf/IR/XfOps.h"
 
 namespace mlir::xf {
 #define GEN_PASS_DEF_LOWERTOHOST
@@ -30,7 +31,7 @@ struct LowerToHostPass : xf::impl::LowerToHostBase<LowerToHostPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     FailureOr<HostOptions> options = given ? FailureOr<HostOptions>(*given) : hostOptions();
-    if (failed(options))
+    if (failed(options) || failed(checkCudaWeights(*options)))
       return signalPassFailure();
     FailureOr<OwningOpRef<ModuleOp>> lowered = lowerToHost(module, *options);
     if (failed(lowered))
@@ -43,20 +44,27 @@ struct LowerToHostPass : xf::impl::LowerToHostBase<LowerToHostPass> {
     module->setAttrs((**lowered)->getAttrDictionary());
   }
 
+  /// CUDA kernels take weights as they are (no pack-at-load variant): a GEMM
+  /// marked xf.packed_weight (xf-pack-weights-at-load) has no CUDA kernel.
+  LogicalResult checkCudaWeights(const HostOptions &options) {
+    if (!options.cudaDevice)
+      return success();
+    WalkResult packed = getOperation().walk([](GemmOp gemm) {
+      return hasPackedWeight(gemm) ? WalkResult::interrupt() : WalkResult::advance();
+    });
+    if (!packed.wasInterrupted())
+      return success();
+    getOperation().emitError() << "xf-lower-to-host: cuda takes weights as stored, but a GEMM is "
+                                  "marked xf.packed_weight (xf-pack-weights-at-load)";
+    return failure();
+  }
+
   /// The textual options (xf-opt's), read into HostOptions.
   FailureOr<HostOptions> hostOptions() {
     HostOptions options;
-    options.bf16Activations = bf16Activations;
     options.q8GemmInputs = q8GemmInputs;
     options.blockDotIsa = blockDotIsa;
     options.decodeAttentionIsa = decodeAttentionIsa;
-    // As xfc: CUDA kernels take weights as they are (no pack-at-load variant).
-    if (cudaDevice && packWeightsAtLoad && packWeightsAtLoad.getNumOccurrences()) {
-      getOperation().emitError()
-          << "xf-lower-to-host: pack-weights-at-load is not supported with cuda";
-      return failure();
-    }
-    options.packWeightsAtLoad = packWeightsAtLoad && !cudaDevice;
     options.cudaDevice = cudaDevice;
     options.kernelOutputHook = kernelOutputHook;
     if (kvCacheType != "f32" && kvCacheType != "f16") {

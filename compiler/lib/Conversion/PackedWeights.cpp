@@ -1,7 +1,8 @@
 //===- PackedWeights.cpp - GEMM weights packed at load --------------------===//
 //
-// A GEMM whose weight is a constant of the model takes it packed for its
-// register tiles (GemmKernelSpec::packedWeight): one derived buffer per weight
+// A GEMM marked `xf.packed_weight` (xf-pack-weights-at-load: its weight is a
+// constant of the model) takes it packed for its register tiles
+// (GemmKernelSpec::packedWeight): one derived buffer per weight
 // and layout, after the derived weights, filled once by xf_prepare through
 // the kernel's `<kernel>_pack`; the GEMM emitter reads it (packedWeightArg).
 //
@@ -16,14 +17,9 @@ using namespace mlir;
 using namespace mlir::xf;
 
 GemmKernelSpec HostLowering::gemmSpecOf(GemmOp gemm) {
-  Value weight = gemm.getWeight();
-  // The weight's storage is its xf.weight_storage (xf-assign-weight-storage).
-  GemmKernelSpec spec = gemmKernelSpecOf(gemm, options.bf16Activations);
-  Storage s = placements[weight].storage;
-  // Training updates the parameters after every step: its kernels read them as stored.
-  spec.packedWeight = options.packWeightsAtLoad && !training &&
-                      (s == Storage::Parameter || s == Storage::Derived) &&
-                      canPackWeightAtLoad(spec);
+  // The weight's storage, bf16 inputs and packing are the op's marks
+  // (xf-assign-weight-storage, xf-pack-weights-at-load; verified by the dialect).
+  GemmKernelSpec spec = gemmKernelSpecOf(gemm);
   spec.name = nameKernel(spec);
   return spec;
 }

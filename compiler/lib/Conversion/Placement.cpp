@@ -12,10 +12,6 @@ int64_t mlir::xf::colsOf(Value tensor) {
   return t.getDimSize(t.getRank() - 1);
 }
 
-bool mlir::xf::isConstantOp(Operation *op) {
-  return isa<ParameterOp, SliceOp, ConcatOp, TransposeOp, RowOp>(op);
-}
-
 Value TensorPlacement::rootOf(Value tensor) {
   Value root = tensor;
   while (placements.count(root) && placements[root].storage == Storage::View)

@@ -72,7 +72,7 @@ struct ApplyTuningDatabasePass : xf::impl::ApplyTuningDatabaseBase<ApplyTuningDa
     }
     MLIRContext *ctx = &getContext();
     llvm::StringSet<> tunedElsewhere; // kernels with entries only for other keys
-    for (const KernelOpSignature &k : kernelSignatures(forward, bf16Activations)) {
+    for (const KernelOpSignature &k : kernelSignatures(forward)) {
       const tuning::TuningEntry *entry = loaded->find(k.signature, target, threads, kXfVersion);
       if (!entry) {
         if (!loaded->findKernel(k.signature).empty())

@@ -6,7 +6,8 @@
 // @forward's uses: every later stage — the tuning database's keys, the
 // default schedules, the kernel descriptions, the host lowering and the
 // manifest — reads the attribute (weightStorageOf, XfOps.h), so
-// `xfc --emit=kernels` shows what each kernel reads. The rules
+// `xfc --emit=kernels` shows what each kernel reads. With --bf16-gemm-inputs
+// the GEMMs on bf16 weights are marked `xf.bf16_inputs` here too. The rules
 // (bf16ParameterNames, blockParameterTypes) are the kernels' own: a GEMM
 // widens bf16 or dequantizes [N, K] block rows as it loads its weight, the
 // embedding gathers do the same for a table's rows; the dialect's verifier
@@ -123,6 +124,11 @@ struct AssignWeightStoragePass : xf::impl::AssignWeightStorageBase<AssignWeightS
                          << "': expected f32 or bf16";
       return failure();
     }
+    if (bf16GemmInputs && weightType != "bf16") {
+      module.emitError() << "xf-assign-weight-storage: bf16-gemm-inputs needs weight-type=bf16 "
+                            "(xfc --bf16-gemm-inputs needs --weight-type=bf16)";
+      return failure();
+    }
     if (weightType == "bf16" && !blockParameters.empty()) {
       module.emitError() << "xf-assign-weight-storage: weight-type=bf16 and block-parameters "
                             "are exclusive (xfc --weight-type=bf16 and --quantized-like)";
@@ -184,6 +190,12 @@ struct AssignWeightStoragePass : xf::impl::AssignWeightStorageBase<AssignWeightS
         if (it != storage.end() && isBlockStorage(it->second))
           mark(concat, it->second);
       });
+      // The GEMMs' input precision, decided with the weights they read.
+      if (bf16GemmInputs)
+        func.walk([&](GemmOp gemm) {
+          if (weightStorageOf(gemm.getWeight()) == WeightStorage::bf16)
+            gemm->setAttr(XfDialect::kBf16InputsAttrName, UnitAttr::get(ctx));
+        });
     }
   }
 };

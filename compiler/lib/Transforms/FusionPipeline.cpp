@@ -35,4 +35,7 @@ void mlir::xf::buildKernelPipeline(OpPassManager &pm, const KernelScheduleOption
   if (!options.tuning.db.empty())
     fn.addPass(createApplyTuningDatabase(options.tuning));
   fn.addPass(createAssignDefaultSchedules(options.defaults));
+  // After the schedules: whether a GEMM packs its weight is its schedule's choice.
+  if (options.packWeightsAtLoad)
+    pm.addPass(createPackWeightsAtLoad());
 }

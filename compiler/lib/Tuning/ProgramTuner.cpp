@@ -8,6 +8,7 @@
 
 #include "xf/Tuning/Tuner.h"
 #include "ProgramTuner.h"
+#include "xf/Codegen/KernelSchedules.h"
 #include "xf/Codegen/KernelSpecs.h"
 #include "xf/Conversion/LowerToHost.h"
 #include "xf/Version.h"
@@ -47,7 +48,36 @@ llvm::Error ProgramTuner::prepare(const HostKernels &program) {
   return llvm::Error::success();
 }
 
+/// The search's anchor is each kernel's schedule as declared, which must be
+/// the target's default, as the kernel pipeline gives it in tune mode (no
+/// database): a host module lowered with a tuning database, or for a target
+/// of another vector unit, would anchor it on another schedule.
+static llvm::Error checkDefaultSchedule(llvm::StringRef name, Attribute schedule,
+                                        Attribute expected, llvm::StringRef target) {
+  if (schedule == expected)
+    return llvm::Error::success();
+  return llvm::createStringError(
+      llvm::formatv("{0}'s schedule is not the default for --target {1} ({2}, not {3}): the "
+                    "host module was lowered with a tuning database or for another target; "
+                    "lower it with --tuning-db none and --target {1}",
+                    name, target, kernelText(schedule), kernelText(expected))
+          .str());
+}
+
 llvm::Error ProgramTuner::collect(const HostKernels &program, const VectorShape &shape) {
+  for (const GemmKernelSpec &spec : program.gemms)
+    if (llvm::Error err = checkDefaultSchedule(
+            spec.name, gemmScheduleAttr(&ctx, spec.schedule),
+            gemmScheduleAttr(&ctx, defaultGemmSchedule(shape, spec.K, spec.weightBlocks)),
+            options.target))
+      return err;
+  for (const AttentionKernelSpec &spec : program.attentions)
+    if (llvm::Error err = checkDefaultSchedule(
+            spec.name, attentionScheduleAttr(&ctx, spec.schedule),
+            attentionScheduleAttr(&ctx, spec.segmented ? spec.schedule
+                                                       : defaultAttentionSchedule(shape)),
+            options.target))
+      return err;
   llvm::StringSet<> seen;
   int64_t longest = 1;
   for (int64_t l : options.lengths)

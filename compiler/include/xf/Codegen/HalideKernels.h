@@ -69,20 +69,6 @@ inline const char *weightBlocksName(WeightBlocks blocks) {
   return "f32";
 }
 
-/// The block type of a pass option entry `NAME=q8_0|q4_0|q4_1` (xf-apply-tuning-db's
-/// block-parameters, xf-lower-to-host's weight-blocks): the parameter name and its type, or
-/// None (with an empty name) when the entry is malformed.
-inline std::pair<llvm::StringRef, WeightBlocks> parseWeightBlocksEntry(llvm::StringRef entry) {
-  auto [name, type] = entry.rsplit('=');
-  WeightBlocks blocks = type == "q8_0"   ? WeightBlocks::Q8_0
-                        : type == "q4_0" ? WeightBlocks::Q4_0
-                        : type == "q4_1" ? WeightBlocks::Q4_1
-                                         : WeightBlocks::None;
-  if (name.empty() || blocks == WeightBlocks::None)
-    return {llvm::StringRef(), WeightBlocks::None};
-  return {name, blocks};
-}
-
 /// How a GEMM is tiled. The defaults are the measured good schedule
 /// (docs/bench.md); the tuner changes them.
 struct GemmSchedule {

@@ -24,11 +24,12 @@ namespace mlir::xf {
 /// The block type of `storage` (None for f32 and bf16).
 WeightBlocks weightBlocksOf(WeightStorage storage);
 
-/// The spec of `op`: its weight's storage is its `xf.weight_storage`
-/// (weightStorageOf; xf-assign-weight-storage), `bf16Activations`
-/// (--bf16-gemm-inputs) applies to a bf16 weight. The schedule comes from
-/// the op's attribute (the generator's defaults when there is none).
-GemmKernelSpec gemmKernelSpecOf(GemmOp op, bool bf16Activations);
+/// The spec of `op`, all of it read from the IR: its weight's storage is
+/// its `xf.weight_storage` (weightStorageOf; xf-assign-weight-storage), bf16
+/// inputs the op's `xf.bf16_inputs` (same pass), a weight packed at load its
+/// `xf.packed_weight` (xf-pack-weights-at-load). The schedule comes from the
+/// op's attribute (the generator's defaults when there is none).
+GemmKernelSpec gemmKernelSpecOf(GemmOp op);
 AttentionKernelSpec attentionKernelSpecOf(AttentionOp op);
 
 /// A spec's kernel description (#xf.gemm_kernel, #xf.attention_kernel;
@@ -56,13 +57,13 @@ std::string kernelText(Attribute kernel);
 std::string loopKernelSignature(Operation *op);
 
 /// The signature of each kernel op of `forward` (in walk order), with the
-/// op: GEMMs (their weights' storage read from the IR, `bf16Activations` as
-/// in gemmKernelSpecOf), attention and loop kernels.
+/// op: GEMMs (as gemmKernelSpecOf reads them from the IR), attention and
+/// loop kernels.
 struct KernelOpSignature {
   Operation *op;
   std::string signature;
 };
-std::vector<KernelOpSignature> kernelSignatures(func::FuncOp forward, bool bf16Activations);
+std::vector<KernelOpSignature> kernelSignatures(func::FuncOp forward);
 
 } // namespace mlir::xf
 

@@ -26,13 +26,12 @@
 namespace mlir::xf {
 
 struct HostOptions {
-  // How each weight is stored (float32, bfloat16, ggml blocks) is no option:
-  // xf-assign-weight-storage marks it in the IR (`xf.weight_storage`), and the
-  // lowering, the kernel specs and the manifest ("dtype") read it there.
-  /// Round GEMM inputs to bfloat16 for the multi-row (prefill) path of GEMMs
-  /// on bfloat16 weights, so products use AVX-512 BF16 dot products where the
-  /// target has them; sums stay float32. Changes the numerics (docs/correctness.md).
-  bool bf16Activations = false;
+  // How each weight is stored (float32, bfloat16, ggml blocks), whether a
+  // GEMM rounds its inputs to bfloat16 and whether it reads its weight packed
+  // at load are no options: xf-assign-weight-storage and
+  // xf-pack-weights-at-load mark them in the IR (`xf.weight_storage`,
+  // `xf.bf16_inputs`, `xf.packed_weight`), and the lowering, the kernel
+  // descriptions and the manifest ("dtype") read them there.
   /// For `xfc --check` (docs/pipeline.md, "Checking a build"): after every
   /// kernel call, `xf_check_kernel_output(site, out, rows, row_stride)` with
   /// the kernel's output, which the checker reads and may overwrite; the
@@ -44,10 +43,6 @@ struct HostOptions {
   /// (docs/correctness.md); the Halide kernels keep the exact path for the other row counts.
   bool q8GemmInputs = false;
   int blockDotIsa = 0;
-  /// GEMMs whose weight is a constant of the model take it packed for their
-  /// register tiles once, by xf_prepare, instead of packing it on every call
-  /// (GemmKernelSpec::packedWeight; more memory, less work per call).
-  bool packWeightsAtLoad = true;
   /// A CUDA target (docs/gpu.md): every pointer the entry points take and
   /// compute is a device address; the GEMMs, attention and loop kernels are
   /// Halide CUDA pipelines called with device buffers (manifest "device":

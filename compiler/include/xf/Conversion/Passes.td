@@ -28,13 +28,13 @@ def LowerToHost : Pass<"xf-lower-to-host", "ModuleOp"> {
     op. The module attributes `xf.model` and `xf.hyperparameters` and
     @forward's `xf.output` go into the manifest. Each weight's storage is
     its `xf.weight_storage` (xf-assign-weight-storage: --weight-type,
-    --quantized-like). The options are xfc's --bf16-gemm-inputs,
-    --q8-gemm-inputs, --pack-weights, --target cuda, --kv-cache-type and
-    --check's hook.
+    --quantized-like); a GEMM's bf16 inputs and weight packed at load are
+    its marks `xf.bf16_inputs` (same pass: --bf16-gemm-inputs) and
+    `xf.packed_weight` (xf-pack-weights-at-load: --pack-weights). The
+    options are xfc's --q8-gemm-inputs, --target cuda (refused for a module
+    with packed weights), --kv-cache-type and --check's hook.
   }];
   let options = [
-    Option<"bf16Activations", "bf16-gemm-inputs", "bool", "false",
-           "round multi-row GEMM inputs to bfloat16 (GEMMs on bf16 weights)">,
     Option<"q8GemmInputs", "q8-gemm-inputs", "bool", "false",
            "decode GEMMs on weight blocks round their input to Q8_0 (libxfrt's xfrt_block_gemv)">,
     Option<"blockDotIsa", "block-dot-isa", "int", "0",
@@ -43,8 +43,6 @@ def LowerToHost : Pass<"xf-lower-to-host", "ModuleOp"> {
     Option<"decodeAttentionIsa", "decode-attention-isa", "int", "-1",
            "decode steps' cached attention calls libxfrt's xfrt_decode_attention with "
            "instructions up to: 2 AVX-512, 1 AVX2; -1 keeps the Halide kernel">,
-    Option<"packWeightsAtLoad", "pack-weights-at-load", "bool", "true",
-           "GEMMs take constant weights packed once by xf_prepare">,
     Option<"cudaDevice", "cuda", "bool", "false",
            "entry points take device addresses; kernels are Halide CUDA pipelines">,
     Option<"kvCacheType", "kv-cache-type", "std::string", "\"f32\"",

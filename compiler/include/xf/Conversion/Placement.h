@@ -48,9 +48,6 @@ struct Placement {
 /// The last dimension of a ranked tensor.
 int64_t colsOf(Value tensor);
 
-/// Ops whose result is a constant of the model when all their operands are.
-bool isConstantOp(Operation *op);
-
 /// Every tensor's placement, and what the arena and the manifest need from it.
 struct TensorPlacement {
   llvm::MapVector<Value, Placement> placements;

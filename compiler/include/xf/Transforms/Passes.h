@@ -29,18 +29,21 @@ struct FusionOptions {
 /// The fusion stage as one list: `xfc --emit=fused` prints its result.
 void buildFusionPipeline(OpPassManager &pm, const FusionOptions &options = {});
 
-/// How weights are stored (`storage`: xfc's weight options), then how
-/// kernels get their schedules: the tuning database's where it has an entry
-/// (when `tuning.db` is set), defaults for the target's vector unit elsewhere.
+/// How weights are stored (`storage`: xfc's weight options, and the GEMMs'
+/// input precision), then how kernels get their schedules: the tuning
+/// database's where it has an entry (when `tuning.db` is set), defaults for
+/// the target's vector unit elsewhere; then which GEMMs read their weight
+/// packed at load (`packWeightsAtLoad`: xfc's --pack-weights=load on a CPU).
 struct KernelScheduleOptions {
   FusionOptions fusion;
   AssignWeightStorageOptions storage;
   ApplyTuningDatabaseOptions tuning;
   AssignDefaultSchedulesOptions defaults;
+  bool packWeightsAtLoad = true;
 };
 
-/// Fusion, each weight's storage, then a schedule on every kernel:
-/// `xfc --emit=kernels` and later.
+/// Fusion, each weight's storage, a schedule on every kernel, the weights
+/// packed at load: `xfc --emit=kernels` and later.
 void buildKernelPipeline(OpPassManager &pm, const KernelScheduleOptions &options);
 
 } // namespace mlir::xf

@@ -116,13 +116,20 @@ def AssignWeightStorage : Pass<"xf-assign-weight-storage", "ModuleOp"> {
     whose result only [N, K] GEMMs read; that concatenation is marked too.
     The rest stays float32 (no attribute). The decision is @forward's
     (@loss_and_gradients reads its parameters as float32). The two options
-    are exclusive. Attributes already present are kept (and verified).
+    are exclusive. `bf16-gemm-inputs` (with weight-type=bf16; xfc's
+    --bf16-gemm-inputs where bf16 products pay): each xf.gemm of @forward and
+    @forward_packed whose weight is now bf16 is marked `xf.bf16_inputs` (its
+    multi-row path rounds x to bfloat16 for bf16 dot products), before the
+    tuning database's keys read it. Attributes already present are kept (and
+    verified).
   }];
   let options = [
     Option<"weightType", "weight-type", "std::string", "\"f32\"",
            "f32, or bf16 for the parameters that may be (xfc --weight-type)">,
     ListOption<"blockParameters", "block-parameters", "std::string",
-               "parameters kept in ggml blocks, NAME=q8_0|q4_0|q4_1 (xfc --quantized-like)">
+               "parameters kept in ggml blocks, NAME=q8_0|q4_0|q4_1 (xfc --quantized-like)">,
+    Option<"bf16GemmInputs", "bf16-gemm-inputs", "bool", "false",
+           "GEMMs on bf16 weights round their inputs to bfloat16 (xfc --bf16-gemm-inputs)">
   ];
   let dependentDialects = ["xf::XfDialect"];
 }
@@ -137,7 +144,8 @@ def ApplyTuningDatabase : Pass<"xf-apply-tuning-db", "func::FuncOp"> {
     `xf.tuned`. A GEMM's signature has its weight's storage as
     xf-assign-weight-storage marked it (`weight=nk:q4_1`, `weight=kn:bf16`),
     so an entry tuned for the float32 kernel of the same shape is never
-    applied to a block or bf16 one. Kernels without an entry keep what they have (the default
+    applied to a block or bf16 one, and its input type is bf16 where the op
+    is marked `xf.bf16_inputs` (`x=bf16`). Kernels without an entry keep what they have (the default
     schedule pass fills them in). A database that cannot be read or holds an
     illegal schedule is an error naming the file; one with entries only for
     other targets, thread counts or versions gives a warning.
@@ -146,9 +154,7 @@ def ApplyTuningDatabase : Pass<"xf-apply-tuning-db", "func::FuncOp"> {
     Option<"db", "db", "std::string", "\"\"", "tuning database file">,
     Option<"target", "target", "std::string", "\"\"",
            "Halide target string the entries must match">,
-    Option<"threads", "threads", "int64_t", "0", "thread count the entries must match">,
-    Option<"bf16Activations", "bf16-gemm-inputs", "bool", "false",
-           "GEMM inputs rounded to bfloat16 (xfc --bf16-gemm-inputs)">
+    Option<"threads", "threads", "int64_t", "0", "thread count the entries must match">
   ];
   let dependentDialects = ["xf::XfDialect"];
 }
@@ -177,6 +183,23 @@ def AssignDefaultSchedules : Pass<"xf-assign-schedules", "func::FuncOp"> {
     Option<"cuda", "cuda", "bool", "false",
            "a CUDA target: GEMMs also get a #xf.gpu_gemm_schedule (gpu_schedule)">
   ];
+  let dependentDialects = ["xf::XfDialect"];
+}
+
+def PackWeightsAtLoad : Pass<"xf-pack-weights-at-load", "ModuleOp"> {
+  let summary = "Mark the GEMMs that take their weight packed once at load";
+  let description = [{
+    After the schedules: each xf.gemm of @forward and @forward_packed whose
+    weight is a constant of the model (an xf.parameter, or sliced, joined,
+    transposed or gathered from parameters alone), not in ggml blocks, and
+    whose CPU schedule packs it (`pack_weights = true`, no `gpu_schedule`)
+    gets `xf.packed_weight`: the host lowering fills one buffer per weight
+    and layout in xf_prepare, in the register tiles' layout, and the
+    kernel's description says `packed` (docs/pipeline.md). xfc runs it
+    unless --pack-weights=call or a CUDA target (whose GEMMs stage their own
+    tiles); @loss_and_gradients is never marked (training changes the
+    weights every step).
+  }];
   let dependentDialects = ["xf::XfDialect"];
 }
 

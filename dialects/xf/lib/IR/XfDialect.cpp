@@ -3,6 +3,8 @@
 #include "xf/IR/XfDialect.h"
 #include "xf/IR/XfOps.h"
 
+#include "mlir/IR/SymbolTable.h"
+
 using namespace mlir;
 using namespace mlir::xf;
 
@@ -30,6 +32,25 @@ WeightStorage mlir::xf::weightStorageOf(Value tensor) {
   auto attr = op ? op->getAttrOfType<WeightStorageAttr>(XfDialect::kWeightStorageAttrName)
                  : WeightStorageAttr();
   return attr ? attr.getValue() : WeightStorage::f32;
+}
+
+bool mlir::xf::isConstantOp(Operation *op) {
+  return isa<ParameterOp, SliceOp, ConcatOp, TransposeOp, RowOp>(op);
+}
+
+bool mlir::xf::isModelConstant(Value tensor) {
+  Operation *op = tensor.getDefiningOp();
+  if (!op || !isConstantOp(op))
+    return false;
+  return llvm::all_of(op->getOperands(), isModelConstant);
+}
+
+bool mlir::xf::hasBf16Inputs(Operation *op) {
+  return op->hasAttr(XfDialect::kBf16InputsAttrName);
+}
+
+bool mlir::xf::hasPackedWeight(Operation *op) {
+  return op->hasAttr(XfDialect::kPackedWeightAttrName);
 }
 
 namespace {
@@ -92,11 +113,49 @@ LogicalResult verifyWeightStorage(Operation *op, Attribute value) {
   }
   return success();
 }
+/// The GEMM marks (XfDialect.td): a unit attribute on an xf.gemm whose
+/// combination with its weight and schedule a kernel exists for.
+LogicalResult verifyGemmMark(Operation *op, NamedAttribute attr) {
+  llvm::StringRef name = attr.getName().strref();
+  if (!isa<UnitAttr>(attr.getValue()))
+    return op->emitError() << "'" << name << "' is a unit attribute, not " << attr.getValue();
+  auto gemm = dyn_cast<GemmOp>(op);
+  if (!gemm)
+    return op->emitError() << "'" << name << "' is only for xf.gemm, not '" << op->getName()
+                           << "'";
+  WeightStorage storage = weightStorageOf(gemm.getWeight());
+  if (name == XfDialect::kBf16InputsAttrName) {
+    if (storage != WeightStorage::bf16)
+      return op->emitError() << "'" << name << "' needs a weight stored as "
+                             << "#xf.weight_storage<bf16>, not "
+                             << stringifyWeightStorage(storage);
+    return success();
+  }
+  if (isBlockStorage(storage))
+    return op->emitError() << "'" << name << "': a weight in ggml blocks is read as stored";
+  if (!gemm.getScheduleAttr() || !gemm.getScheduleAttr().getPackWeights())
+    return op->emitError() << "'" << name << "' needs a schedule with pack_weights = true";
+  if (gemm.getGpuScheduleAttr())
+    return op->emitError() << "'" << name << "': a CUDA GEMM (gpu_schedule) reads its weight "
+                           << "as stored";
+  if (!isModelConstant(gemm.getWeight()))
+    return op->emitError() << "'" << name << "' needs a weight that is a constant of the model "
+                           << "(a parameter, or sliced, joined or transposed from parameters)";
+  auto func = op->getParentWithTrait<OpTrait::IsIsolatedFromAbove>();
+  auto funcName = func ? func->getAttrOfType<StringAttr>(SymbolTable::getSymbolAttrName())
+                       : StringAttr();
+  if (funcName && funcName.getValue() == "loss_and_gradients")
+    return op->emitError() << "'" << name << "': the training step reads its weights as "
+                           << "stored (they change every step)";
+  return success();
+}
 } // namespace
 
 LogicalResult XfDialect::verifyOperationAttribute(Operation *op, NamedAttribute attr) {
   if (attr.getName() == kWeightStorageAttrName)
     return verifyWeightStorage(op, attr.getValue());
+  if (attr.getName() == kBf16InputsAttrName || attr.getName() == kPackedWeightAttrName)
+    return verifyGemmMark(op, attr);
   if (attr.getName() != kLoopScheduleAttrName)
     return success();
   if (!isa<LoopScheduleAttr>(attr.getValue()))

@@ -27,8 +27,9 @@ def Xf_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
   // Run-time numbers (xf.length) are computed with arith ops on f64.
   let dependentDialects = ["::mlir::arith::ArithDialect"];
-  // Checks `xf.loop_schedule` (the schedule of ops lowered to loop kernels)
-  // and `xf.weight_storage` (how a weight is kept: xf-assign-weight-storage).
+  // Checks `xf.loop_schedule` (the schedule of ops lowered to loop kernels),
+  // `xf.weight_storage` (how a weight is kept: xf-assign-weight-storage) and
+  // the GEMM marks `xf.bf16_inputs` and `xf.packed_weight`.
   let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
     void registerAttributes();
@@ -37,6 +38,14 @@ def Xf_Dialect : Dialect {
     /// The discardable attribute holding a weight's #xf.weight_storage, on
     /// the xf.parameter (or concatenation of blocks) that produces it.
     static constexpr llvm::StringLiteral kWeightStorageAttrName = "xf.weight_storage";
+    /// A unit attribute on an xf.gemm over a bf16 weight: its multi-row path
+    /// rounds x to bfloat16 and runs bf16 dot products (xf-assign-weight-storage's
+    /// bf16-gemm-inputs; #xf.gemm_kernel `bf16_inputs`).
+    static constexpr llvm::StringLiteral kBf16InputsAttrName = "xf.bf16_inputs";
+    /// A unit attribute on an xf.gemm whose weight, a constant of the model,
+    /// it reads packed once at load for its register tiles (xf-pack-weights-at-load;
+    /// #xf.gemm_kernel `packed`).
+    static constexpr llvm::StringLiteral kPackedWeightAttrName = "xf.packed_weight";
   }];
 }
 

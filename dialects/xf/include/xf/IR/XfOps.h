@@ -25,6 +25,15 @@ LoopScheduleAttr loopScheduleAttrOf(Operation *op);
 /// How `tensor` is stored: its defining op's `xf.weight_storage`
 /// (xf-assign-weight-storage), f32 where it has none.
 WeightStorage weightStorageOf(Value tensor);
+/// Ops whose result is a constant of the model when all their operands are
+/// (parameters and what is sliced, joined, transposed or gathered from them).
+bool isConstantOp(Operation *op);
+/// Whether `tensor` is a constant of the model: an xf.parameter, or made by
+/// isConstantOp ops from parameters alone (the host lowering's derived weights).
+bool isModelConstant(Value tensor);
+/// Whether `op` carries `xf.bf16_inputs` / `xf.packed_weight` (XfDialect.td).
+bool hasBf16Inputs(Operation *op);
+bool hasPackedWeight(Operation *op);
 /// Whether `storage` is one of ggml's block types (q8_0, q4_0, q4_1).
 inline bool isBlockStorage(WeightStorage storage) {
   return storage != WeightStorage::f32 && storage != WeightStorage::bf16;
