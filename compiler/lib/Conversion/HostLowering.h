@@ -34,6 +34,7 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Rewrite/FrozenRewritePatternSet.h"
+#include "mlir/Transforms/DialectConversion.h"
 #include "llvm/ADT/MapVector.h"
 
 #include <memory>
@@ -54,6 +55,9 @@ struct HostBuild {
   std::vector<DeviceLoopKernelSpec> deviceLoops;
   std::vector<Operation *> siteOps;
 };
+
+/// The conversion pattern of the kernel op type OpT (KernelPatterns.cpp).
+template <typename OpT> struct KernelPattern;
 
 /// Emits the entry points from the placement analysis's result (Placement.h),
 /// which every emitter reads.
@@ -78,32 +82,37 @@ public:
     Value rows;  // its rows in this entry point
     int64_t width;
   };
+  struct KernelEmitter;
+  struct BackwardEmitter;
+  /// Adds the op type's conversion pattern (KernelPattern<OpT>), calling the
+  /// forward or the training step's emitter of the op type.
+  using PatternAdder = void (*)(RewritePatternSet &, HostLowering &, const KernelEmitter *,
+                                const BackwardEmitter *, PatternBenefit);
   /// An op type's emitter.
   struct KernelEmitter {
     LogicalResult (*emit)(HostLowering &, Operation *, const KernelResult &, xfrt::KernelSpec &);
     /// An scf loop kernel: emitted under the op's loop schedule and noted as
     /// a "loop" site named after the kernel it called.
     bool loop;
-    /// The op type's name: the root of its pattern (KernelPatterns.cpp).
-    llvm::StringRef opName;
+    /// The pattern rooted at the op type (KernelPatterns.cpp).
+    PatternAdder addPattern;
   };
   /// A training op type's emitter (TrainingEmitters.cpp).
   struct BackwardEmitter {
     LogicalResult (*emit)(HostLowering &, Operation *);
     /// A loop kernel: emitted under its loop schedule (or its width's default).
     bool loop;
-    llvm::StringRef opName;
+    PatternAdder addPattern;
   };
 
   /// What the pattern of `clone`'s op type does (KernelPatterns.cpp): the
   /// type's emitter (`forwardEmitter`, in the training step also
   /// `backwardEmitter`; none for an op type without one) emits the kernel
-  /// call of the op `clone` repeats before it (an xf.length's uses take its
-  /// number); lowerBody then erases the clones. An emitter's error is noted
-  /// in `loweringFailed`.
-  /// Fails (no match) for what stays: the entry point's own ops, the
-  /// numbers' arith ops, and, as the walk did, all after the first error.
-  LogicalResult rewriteClone(Operation *clone, PatternRewriter &rewriter,
+  /// call of the op `clone` repeats in its place, and the clone goes (an
+  /// xf.length replaced by its number). An emitter's error is noted in
+  /// `loweringFailed`, and the clones after it go without code, so that the
+  /// emitter's message is the only one.
+  LogicalResult rewriteClone(Operation *clone, ConversionPatternRewriter &rewriter,
                              const KernelEmitter *forwardEmitter,
                              const BackwardEmitter *backwardEmitter);
 
@@ -146,6 +155,12 @@ private:
   /// `site`.
   LogicalResult emitKernel(Operation *op, const KernelEmitter *emitter, xfrt::KernelSpec &site);
 
+  template <typename OpT>
+  static void addKernelPattern(RewritePatternSet &set, HostLowering &lowering,
+                         const KernelEmitter *forward, const BackwardEmitter *backward,
+                         PatternBenefit benefit) {
+    set.add<KernelPattern<OpT>>(set.getContext(), lowering, forward, backward, benefit);
+  }
   template <typename OpT,
             LogicalResult (HostLowering::*Method)(OpT, const KernelResult &, xfrt::KernelSpec &)>
   static void addEmitter(llvm::DenseMap<TypeID, KernelEmitter> &table, bool loop = true) {
@@ -153,7 +168,7 @@ private:
                                     xfrt::KernelSpec &site) {
                                    return (lowering.*Method)(cast<OpT>(op), r, site);
                                  },
-                                 loop, OpT::getOperationName()};
+                                 loop, &addKernelPattern<OpT>};
   }
 public:
   static const llvm::DenseMap<TypeID, KernelEmitter> &forwardEmitters();
@@ -427,7 +442,7 @@ private:
                                  bool loop = true) {
     table[TypeID::get<OpT>()] = {
         [](HostLowering &lowering, Operation *op) { return (lowering.*Method)(cast<OpT>(op)); },
-        loop, OpT::getOperationName()};
+        loop, &addKernelPattern<OpT>};
   }
   LogicalResult emitWeightGrad(WeightGradOp op);
   LogicalResult emitGradientTranspose(TransposeOp op);
@@ -526,6 +541,28 @@ private:
   /// schedule share it (LowerToHost.cpp keys them).
   std::string nameKernel(GemmKernelSpec &spec);
   std::string nameKernel(AttentionKernelSpec &spec);
+};
+
+/// The lowering of a clone of an OpT (a kernel op type with an emitter) in an
+/// entry point's body: the emitter writes the kernel call of the op the clone
+/// repeats in its place (HostLowering::rewriteClone). The analyses describe
+/// the source function's values, which the emitters read, so the adaptor's
+/// operands (the clones') are not what they need.
+template <typename OpT> struct KernelPattern : OpConversionPattern<OpT> {
+  KernelPattern(MLIRContext *ctx, HostLowering &lowering,
+                const HostLowering::KernelEmitter *forward,
+                const HostLowering::BackwardEmitter *backward, PatternBenefit benefit)
+      : OpConversionPattern<OpT>(ctx, benefit), lowering(lowering), forward(forward),
+        backward(backward) {}
+
+  LogicalResult matchAndRewrite(OpT clone, typename OpT::Adaptor,
+                                ConversionPatternRewriter &rewriter) const override {
+    return lowering.rewriteClone(clone, rewriter, forward, backward);
+  }
+
+  HostLowering &lowering;
+  const HostLowering::KernelEmitter *forward;
+  const HostLowering::BackwardEmitter *backward;
 };
 
 } // namespace mlir::xf

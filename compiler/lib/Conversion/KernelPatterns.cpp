@@ -2,43 +2,44 @@
 //
 // Each entry point's body starts as a clone of the function it lowers
 // (@forward, @forward_packed, @loss_and_gradients) after the entry point's
-// own prologue; patterns then replace every cloned xf op by its kernel call,
-// one pattern per op type (KernelEmitters.cpp lists the forward
-// emitters, TrainingEmitters.cpp the training step's), in the ops' order.
-// The patterns query the analyses (Placement.h, CachePlan.h) with the op of
-// the source function a clone repeats: those describe the source's values.
-// The arith ops on numbers (xf.length's) stay as cloned.
+// own prologue; a dialect conversion then replaces every cloned xf op by its
+// kernel call, one OpConversionPattern per op type (KernelPattern<OpT>, added
+// from the emitters' lists: KernelEmitters.cpp, TrainingEmitters.cpp), in the
+// ops' order (as MLIR's Toy lowers to affine loops). Its ConversionTarget:
+// the xf dialect is illegal, the host dialects (func, arith, scf, math, llvm)
+// legal but for a cloned arith op that is no number op (the one pattern that
+// takes any op reports it). The patterns query the analyses (Placement.h,
+// CachePlan.h) with the op of the source function a clone repeats: those
+// describe the source's values. The arith ops on numbers (xf.length's) stay
+// as cloned.
 //
 //===----------------------------------------------------------------------===//
 
 #include "HostLowering.h"
 
-#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+#include "xf/IR/XfDialect.h"
+
+#include "mlir/Dialect/Math/IR/Math.h"
 
 using namespace mlir;
 using namespace mlir::xf;
 
 namespace {
 
-/// The lowering of one op type by its emitters, or (rooted at any op, at the
-/// lowest benefit) of the ops without an emitter: weights and views, which
-/// need no code, xf.length, and ops the host lowering has no kernel for.
-struct HostOpPattern : RewritePattern {
-  HostOpPattern(MLIRContext *ctx, HostLowering &lowering, llvm::StringRef opName,
-                const HostLowering::KernelEmitter *forward,
-                const HostLowering::BackwardEmitter *backward, PatternBenefit benefit)
-      : RewritePattern(opName, benefit, ctx), lowering(lowering), forward(forward),
-        backward(backward) {}
-  HostOpPattern(MLIRContext *ctx, HostLowering &lowering)
-      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/0, ctx), lowering(lowering) {}
+/// The lowering of the ops without an emitter, rooted at any op at the
+/// lowest benefit: weights and views, which need no code, xf.length, an
+/// arith op on numbers the host code cannot compute, and ops the host
+/// lowering has no kernel for (the last two: an error at the op).
+struct NoKernelPattern : ConversionPattern {
+  NoKernelPattern(MLIRContext *ctx, HostLowering &lowering)
+      : ConversionPattern(MatchAnyOpTypeTag(), /*benefit=*/0, ctx), lowering(lowering) {}
 
-  LogicalResult matchAndRewrite(Operation *op, PatternRewriter &rewriter) const override {
-    return lowering.rewriteClone(op, rewriter, forward, backward);
+  LogicalResult matchAndRewrite(Operation *op, ArrayRef<Value>,
+                                ConversionPatternRewriter &rewriter) const override {
+    return lowering.rewriteClone(op, rewriter, nullptr, nullptr);
   }
 
   HostLowering &lowering;
-  const HostLowering::KernelEmitter *forward = nullptr;
-  const HostLowering::BackwardEmitter *backward = nullptr;
 };
 
 /// The arith ops xf_forward computes numbers with (xf.length's, as f64).
@@ -49,32 +50,37 @@ bool isNumberOp(Operation *op) {
 
 } // namespace
 
-LogicalResult HostLowering::rewriteClone(Operation *clone, PatternRewriter &rewriter,
+LogicalResult HostLowering::rewriteClone(Operation *clone, ConversionPatternRewriter &rewriter,
                                          const KernelEmitter *forwardEmitter,
                                          const BackwardEmitter *backwardEmitter) {
+  // Only clones are illegal (the ConversionTarget of lowerBody); the address
+  // of one erased below may be reused by an op an emitter creates.
   Operation *op = originalOf.lookup(clone);
-  // The entry point's own code, the numbers' arith ops, and all after the
-  // first error (as the walk did) are left as they are.
-  if (!op || isNumberOp(op) || loweringFailed)
-    return failure();
-  rewriter.setInsertionPoint(clone);
-  OpBuilder *outer = b;
-  b = &rewriter;
-  LogicalResult lowered = success();
-  if (training) {
-    loc = op->getLoc();
-    lowered = emitBackwardKernel(op, backwardEmitter, forwardEmitter);
-  } else {
-    enterTail(op);
-    lowered = emitOp(op, forwardEmitter);
+  originalOf.erase(clone);
+  // After the first error the clones go without code, as the walk did.
+  if (!loweringFailed) {
+    OpBuilder builder(clone);
+    OpBuilder *outer = b;
+    b = &builder;
+    LogicalResult lowered = success();
+    if (training) {
+      loc = op->getLoc();
+      lowered = emitBackwardKernel(op, backwardEmitter, forwardEmitter);
+    } else {
+      enterTail(op);
+      lowered = emitOp(op, forwardEmitter);
+    }
+    b = outer;
+    if (failed(lowered))
+      loweringFailed = true;
   }
-  b = outer;
-  if (failed(lowered))
-    loweringFailed = true;
+  // Lowered, if only to nothing (a weight, a view): the clone goes, and its
+  // uses with it (every user is a later clone, but the numbers' arith ops,
+  // which read only an xf.length's number).
   if (Value number = isa<LengthOp>(op) ? numbers.lookupOrNull(op->getResult(0)) : Value())
-    rewriter.replaceAllUsesWith(clone->getResult(0), number);
-  // Lowered, if only to nothing (a weight, a view): no other pattern may
-  // take it. lowerBody erases the clone: later clones still use it.
+    rewriter.replaceOp(clone, number);
+  else
+    rewriter.eraseOp(clone);
   return success();
 }
 
@@ -83,10 +89,10 @@ LogicalResult HostLowering::lowerBody(func::FuncOp source, Block &body) {
     RewritePatternSet set(ctx);
     if (training)
       for (const auto &entry : backwardEmitters())
-        set.add<HostOpPattern>(ctx, *this, entry.second.opName, nullptr, &entry.second, 2);
+        entry.second.addPattern(set, *this, nullptr, &entry.second, 2);
     for (const auto &entry : forwardEmitters())
-      set.add<HostOpPattern>(ctx, *this, entry.second.opName, &entry.second, nullptr, 1);
-    set.add<HostOpPattern>(ctx, *this);
+      entry.second.addPattern(set, *this, &entry.second, nullptr, 1);
+    set.add<NoKernelPattern>(ctx, *this);
     patterns = std::make_unique<FrozenRewritePatternSet>(std::move(set));
   }
   originalOf.clear();
@@ -94,7 +100,6 @@ LogicalResult HostLowering::lowerBody(func::FuncOp source, Block &body) {
   loweringFailed = false;
   OpBuilder cloner = OpBuilder::atBlockEnd(&body);
   IRMapping cloned;
-  SmallVector<Operation *> clones;
   for (Operation &op : source.getBody().front()) {
     if (isa<func::ReturnOp>(op))
       break;
@@ -102,16 +107,21 @@ LogicalResult HostLowering::lowerBody(func::FuncOp source, Block &body) {
     originalOf[clone] = &op;
     if (isNumberOp(&op))
       numbers.map(op.getResult(0), clone->getResult(0));
-    else
-      clones.push_back(clone);
   }
-  // One visit of each op in order, no folding: the walk driver (a dialect
-  // conversion's bookkeeping of every created op cost ~13 % of gpt2.xf's
-  // compile time). What a ConversionTarget would check holds by
-  // construction: every clone but the numbers' goes below.
-  walkAndApplyPatterns(body.getParentOp(), *patterns);
-  for (Operation *clone : llvm::reverse(clones))
-    clone->erase();
-  originalOf.clear();
+  ConversionTarget target(*ctx);
+  target.addIllegalDialect<XfDialect>();
+  target.addLegalDialect<func::FuncDialect, scf::SCFDialect, math::MathDialect,
+                         LLVM::LLVMDialect>();
+  target.addDynamicallyLegalDialect<arith::ArithDialect>(
+      [&](Operation *op) { return isNumberOp(op) || !originalOf.contains(op); });
+  // One visit of each op in order, no folding, and no rollback: the
+  // conversion's bookkeeping of every op the emitters create for a rollback
+  // cost ~13 % of gpt2.xf's compile time, and no pattern fails after
+  // changing the IR.
+  ConversionConfig config;
+  config.allowPatternRollback = false;
+  config.foldingMode = DialectConversionFoldingMode::Never;
+  if (failed(applyPartialConversion(body.getParentOp(), target, *patterns, config)))
+    return failure();
   return failure(loweringFailed);
 }
