@@ -45,7 +45,7 @@ void HostLowering::noteForwardRead(Value tensor, int64_t index) {
 }
 
 Value HostLowering::storagePointer(Value tensor) {
-  Placement &p = placements[tensor];
+  const Placement &p = placements[tensor];
   Type ptr = LLVM::LLVMPointerType::get(ctx);
   auto slot = [&](Value array, int64_t i) -> Value {
     Value at = LLVM::GEPOp::create(*b, loc, ptr, ptr, array, ValueRange{i64(i)});
@@ -86,7 +86,7 @@ Value HostLowering::storagePointer(Value tensor) {
 Value HostLowering::rowsOf(Value tensor) {
   if (cachedMode && (tailValues.contains(tensor) || readsLastRowOnly(tensor)))
     return packedMode ? countArg : i64(1);
-  Placement &p = placements[tensor];
+  const Placement &p = placements[tensor];
   switch (p.rows) {
   case Rows::Target:
     return lArg;
@@ -99,7 +99,7 @@ Value HostLowering::rowsOf(Value tensor) {
 }
 
 HalideBufferArg HostLowering::matrixArg(Value tensor) {
-  Placement &p = placements[tensor];
+  const Placement &p = placements[tensor];
   HalideBufferArg arg{pointerOf(tensor), {}};
   if (WeightBlocks blocks = blocksOf(tensor); blocks != WeightBlocks::None) {
     int64_t rowBytes = blockRowBytes(blocks, p.cols);
@@ -118,7 +118,7 @@ HalideBufferArg HostLowering::matrixArg(Value tensor) {
 HalideBufferArg HostLowering::cachedMatrixArg(Value tensor, int64_t column, int64_t heads,
                                               Value cache, Value start, Value source, Value rows,
                                               func::FuncOp rotate, bool appendRows) {
-  Placement &p = placements[tensor];
+  const Placement &p = placements[tensor];
   const int64_t width = p.cols / heads;
   // Not a structured binding: the loop body below captures both (C++20).
   Value slot, headElements;

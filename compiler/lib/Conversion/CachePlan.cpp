@@ -26,10 +26,10 @@ int64_t mlir::xf::hyperparameterPositionLimit(func::FuncOp forward) {
 
 /// Every GEMM multiplies by weights (a parameter or a derived weight), not by
 /// another activation, whose rows would mix the sequences.
-static bool gemmsReadWeights(func::FuncOp forward, TensorPlacement &placed) {
+static bool gemmsReadWeights(func::FuncOp forward, const TensorPlacement &placed) {
   bool ok = true;
   forward.walk([&](GemmOp gemm) {
-    Storage s = placed.placements[gemm.getWeight()].storage;
+    Storage s = placed.placementOf(gemm.getWeight()).storage;
     ok &= s == Storage::Parameter || s == Storage::Derived;
   });
   return ok;
@@ -38,7 +38,7 @@ static bool gemmsReadWeights(func::FuncOp forward, TensorPlacement &placed) {
 /// Incremental decoding is exact when rows only meet in causal
 /// self-attention: one token sequence, every attention causal over it, and
 /// every GEMM multiplying by weights rather than by another activation.
-static bool isCacheable(func::FuncOp forward, TensorPlacement &placed) {
+static bool isCacheable(func::FuncOp forward, const TensorPlacement &placed) {
   if (placed.encoderDecoder || usesLength(forward))
     return false;
   bool causal = true;
@@ -46,13 +46,12 @@ static bool isCacheable(func::FuncOp forward, TensorPlacement &placed) {
   return causal && gemmsReadWeights(forward, placed);
 }
 
-/// Packed rows meet only in attention, which runs per sequence (cross
-/// attention per source/target pair): every GEMM multiplies by weights.
-static bool isPackable(func::FuncOp forward, TensorPlacement &placed) {
+bool mlir::xf::isPackable(func::FuncOp forward, const TensorPlacement &placed) {
   return !usesLength(forward) && gemmsReadWeights(forward, placed);
 }
 
-CachePlan mlir::xf::planCache(func::FuncOp forward, TensorPlacement &placed, bool halfElements) {
+CachePlan mlir::xf::planCache(func::FuncOp forward, const TensorPlacement &placed,
+                              bool halfElements) {
   CachePlan plan;
   plan.cacheable = isCacheable(forward, placed);
   plan.packable = isPackable(forward, placed);
@@ -75,7 +74,7 @@ CachePlan mlir::xf::planCache(func::FuncOp forward, TensorPlacement &placed, boo
           tail.contains(operand))
         continue;
       Value root = placed.rootOf(operand);
-      if (placed.placements[root].storage != Storage::Scratch)
+      if (placed.placementOf(root).storage != Storage::Scratch)
         plan.packedCacheable = false;
       else if (roots.insert(root).second)
         plan.tailInputRoots.push_back(root);
@@ -97,5 +96,19 @@ CachePlan mlir::xf::planCache(func::FuncOp forward, TensorPlacement &placed, boo
     int64_t k = slot(op.getKey());
     plan.offsets[op] = {k, slot(op.getValue())};
   });
+  return plan;
+}
+
+CachePlan mlir::xf::planCache(const ModulePlacement &placed, bool halfElements) {
+  CachePlan plan = planCache(placed.forward, placed.placement(), halfElements);
+  // Packed batches need @forward_packed (xf-pack-sequences decides which
+  // models can run them).
+  plan.packable &= bool(placed.forwardPacked);
+  plan.packedCacheable &= bool(placed.forwardPacked);
+  // @forward_packed's attentions use the slots of the @forward ones they repeat.
+  if (func::FuncOp packed = placed.forwardPacked)
+    for (Operation &op : packed.getBody().front())
+      if (Operation *repeated = placed.forwardOpOf.lookup(&op); plan.offsets.count(repeated))
+        plan.offsets.try_emplace(&op, plan.offsets.lookup(repeated));
   return plan;
 }

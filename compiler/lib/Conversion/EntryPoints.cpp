@@ -30,7 +30,7 @@ LogicalResult HostLowering::emitOp(Operation *op, const KernelEmitter *emitter) 
   Value v = op->getResult(0);
   if (v.getType().isF64())
     return emitNumber(op);
-  Placement &p = placements[v];
+  const Placement &p = placements[v];
   if (p.storage != Storage::Scratch && p.storage != Storage::Output)
     return success(); // parameters, derived weights, views: nothing to run
   if (inFusedEmbeddingSum(op))
@@ -239,7 +239,7 @@ LogicalResult HostLowering::emitForward(bool cached, bool packed) {
   inTail = false;
   // A returned view (or a tensor that could not be written in place) is copied out.
   if (placements[result].storage != Storage::Output) {
-    Placement &p = placements[result];
+    const Placement &p = placements[result];
     loc = forward.getLoc();
     call(kernels->copy2d(),
          {pointerOf(result), i64(p.stride), outArg, i64(p.cols), rowsOf(result), i64(p.cols)});

@@ -4,11 +4,12 @@
 // lowering (lowerToHost, LowerToHost.h), whose methods are defined by concern
 // in LowerToHost.cpp (the run, kernel names, packed weights), EntryPoints.cpp
 // (the ABI's functions), KernelPatterns.cpp (the lowering of an entry
-// point's body: one pattern per op type), the kernel emitters the patterns
-// call — one per op type, listed in KernelEmitters.cpp (GemmEmitter.cpp,
-// AttentionEmitter.cpp, LoopKernelEmitters.cpp) and TrainingEmitters.cpp —
-// LowerTraining.cpp (the training step's placement and entry points),
-// BufferArguments.cpp, ProfilingHooks.cpp and Manifest.cpp.
+// point's body: one conversion pattern per op type), the kernel emitters the
+// patterns call — one per op type, listed in KernelEmitters.cpp
+// (GemmEmitter.cpp, AttentionEmitter.cpp, LoopKernelEmitters.cpp) and
+// TrainingEmitters.cpp — LowerTraining.cpp (the training step's entry
+// points), BufferArguments.cpp, ProfilingHooks.cpp and Manifest.cpp. The
+// analyses it reads (Placement.h, CachePlan.h) are computed before it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -59,14 +60,44 @@ struct HostBuild {
 /// The conversion pattern of the kernel op type OpT (KernelPatterns.cpp).
 template <typename OpT> struct KernelPattern;
 
-/// Emits the entry points from the placement analysis's result (Placement.h),
-/// which every emitter reads.
-class HostLowering : TensorPlacement {
+/// Emits the entry points from the analyses (Placement.h, CachePlan.h),
+/// computed once before (lowerToHost) and only read: every emitter and
+/// pattern queries them.
+class HostLowering {
+  const TensorPlacement &placed;
+  const CachePlan &cachePlan;
+  /// placements[v]: v's placement (read-only).
+  struct Placements {
+    const TensorPlacement &placed;
+    const Placement &operator[](Value tensor) const { return placed.placementOf(tensor); }
+  } placements{placed};
+  // What the emitters read of the placement, by the names they use.
+  const llvm::StringMap<int64_t> &parameterIndex = placed.parameterIndex;
+  const std::vector<std::pair<std::string, RankedTensorType>> &parameters = placed.parameters;
+  const std::vector<Value> &derived = placed.derived;
+  const BufferPlan &plan = placed.plan;
+  const Value result = placed.result;
+  const bool encoderDecoder = placed.encoderDecoder, training = placed.training;
+  const llvm::DenseMap<Value, Placement> &accumulation = placed.accumulation;
+  const llvm::DenseMap<Operation *, int64_t> &workRequests = placed.workRequests;
+  const llvm::DenseSet<Value> &folded = placed.folded;
+  const int64_t staticFloats = placed.staticFloats, zeroedFloats = placed.zeroedFloats;
+  const int64_t chunkRows = placed.chunkRows, chunkLeftOffset = placed.chunkLeftOffset,
+                chunkRightOffset = placed.chunkRightOffset;
+  bool isActivation(Value tensor) const { return placed.isActivation(tensor); }
+  Value rootOf(Value tensor) const { return placed.rootOf(tensor); }
+
 public:
+  /// The lowering of @forward (and, with `module`'s @forward_packed, of the
+  /// packed entry points) or, by runTraining, of @loss_and_gradients.
   HostLowering(func::FuncOp forward, HostBuild &program, const HostOptions &options,
-               func::FuncOp forwardPacked = {})
-      : forward(forward), forwardPacked(forwardPacked), program(program), options(options),
-        ctx(forward.getContext()) {}
+               const TensorPlacement &placed, const CachePlan &cachePlan,
+               const ModulePlacement *module = nullptr)
+      : placed(placed), cachePlan(cachePlan), forwardPacked(module ? module->forwardPacked : nullptr),
+        packedSegments(module ? module->packedSegments : Value()),
+        packedSourceSegments(module ? module->packedSourceSegments : Value()),
+        forwardOpOf(module ? &module->forwardOpOf : nullptr), forward(forward),
+        program(program), options(options), ctx(forward.getContext()) {}
 
   LogicalResult run();
   /// After `forwardLowering` lowered @forward into the same program: this
@@ -127,8 +158,9 @@ private:
   void emitCacheBytes();
   /// An entry point's body (KernelPatterns.cpp): `source`'s ops (its return
   /// left out) cloned at the end of `body`, each clone then lowered by the
-  /// pattern of its op type, which emits its kernel call in its place (as
-  /// MLIR's Toy lowers to affine loops). Fails when an op has no host code.
+  /// conversion pattern of its op type, which emits its kernel call in its
+  /// place (as MLIR's Toy lowers to affine loops). Fails when an op has no
+  /// host code.
   LogicalResult lowerBody(func::FuncOp source, Block &body);
   /// The patterns of lowerBody: one per op type with an emitter (the
   /// training step's too when `training`), and one for the other ops.
@@ -307,7 +339,7 @@ private:
   /// `rows` rows of `tensor` from `at`, `heads` heads side by side, as the
   /// attention kernel's 3-D (column, row, head) buffer.
   HalideBufferArg headsArg(Value tensor, int64_t heads, Value at, Value rows) {
-    Placement &p = placements[tensor];
+    const Placement &p = placements[tensor];
     int64_t width = p.cols / heads;
     return HalideBufferArg{at,
                            {{i64(width), i64(1)}, {rows, i64(p.stride)}, {i64(heads), i64(width)}}};
@@ -345,17 +377,13 @@ private:
   /// lengthsArg) and an encoder-decoder's sources' (bound to sourceLengthsArg).
   func::FuncOp forwardPacked;
   Value packedSegments, packedSourceSegments;
+  /// Each @forward_packed op → the @forward op it repeats (profiling sites
+  /// name @forward's ops; --check matches them): ModulePlacement's.
+  const llvm::DenseMap<Operation *, Operation *> *forwardOpOf;
   /// The lengths array a `segments` operand of @forward_packed is bound to.
   Value lengthsOf(Value segments) {
     return segments && segments == packedSourceSegments ? sourceLengthsArg : lengthsArg;
   }
-  /// Each @forward_packed op → the @forward op it repeats (profiling sites
-  /// name @forward's ops; --check matches them).
-  llvm::DenseMap<Operation *, Operation *> forwardOpOf;
-  /// Gives @forward_packed's values the placements of @forward's, op by op
-  /// (the two run the same passes, so they differ only in `segments`
-  /// operands): the same weights, slots and kernels serve both.
-  LogicalResult placePackedForward();
   /// Whether `op` runs once per sequence: it has the packed batch's
   /// `segments` (an error when a packed op lacks them or has others).
   FailureOr<bool> perSequence(Operation *op, Value segments);
@@ -395,7 +423,7 @@ private:
   SmallVector<QueryBlockTable> queryBlockTables;
   AttentionKernelSpec segmentedSpecOf(AttentionOp attn);
   HalideBufferArg segmentArg(Value tensor, Value offset, Value rows) {
-    Placement &p = placements[tensor];
+    const Placement &p = placements[tensor];
     return HalideBufferArg{rowPointer(tensor, offset),
                            {{i64(p.cols), i64(1)}, {rows, i64(p.stride)}}};
   }
@@ -414,20 +442,8 @@ private:
 
   // Training (the section "Training" below).
   Value targetsArg, lossArg, gradsArg;
-  /// Floats of scratch before the arena: Static slots, then the two chunk
-  /// buffers of the weight gradients.
-  int64_t staticFloats = 0;
-  /// The Static slots among them, zeroed on entry to xf_train_step.
-  int64_t zeroedFloats = 0;
-  /// Static gradients whose single user (a sum or slice_grad) they were
-  /// accumulated into directly: that user has nothing left to do for them.
-  llvm::DenseSet<Value> folded;
-  /// Rows per weight-gradient chunk (a GEMM with K = chunkRows) and the
-  /// chunk buffers' float offsets in scratch.
-  int64_t chunkRows = 0, chunkLeftOffset = 0, chunkRightOffset = 0;
+  /// The weight-gradient chunks' GEMM schedule (runTraining).
   GemmSchedule chunkSchedule;
-  LogicalResult placeTraining();
-  LogicalResult planAccumulation(func::ReturnOp ret);
   LogicalResult emitTrainStep();
   void emitTrainScratchBytes();
   /// The kernel call of one op of @loss_and_gradients: by `backward`, its
@@ -477,16 +493,16 @@ private:
   llvm::DenseSet<int64_t> bf16Parameters;
   void readWeightStorage();
   bool isBf16(Value tensor) {
-    auto it = placements.find(tensor);
-    return it != placements.end() && it->second.storage == Storage::Parameter &&
+    auto it = placed.placements.find(tensor);
+    return it != placed.placements.end() && it->second.storage == Storage::Parameter &&
            bf16Parameters.contains(it->second.index);
   }
   /// Parameters kept in ggml blocks, by name (`xf.weight_storage`); a
   /// concatenation of such parameters is one too (marked the same way).
   llvm::StringMap<WeightBlocks> blockParameters;
   WeightBlocks blocksOf(Value tensor) {
-    auto it = placements.find(tensor);
-    if (it == placements.end() ||
+    auto it = placed.placements.find(tensor);
+    if (it == placed.placements.end() ||
         (it->second.storage != Storage::Parameter && it->second.storage != Storage::Derived))
       return WeightBlocks::None;
     return weightBlocksOf(weightStorageOf(tensor));
@@ -514,8 +530,6 @@ private:
   // start at `startArg` and attention reads keys/values from `cacheArg`.
   bool cachedMode = false;
   Value startArg, cacheArg;
-  /// Which entry points run, and the K and V slots of each attention.
-  CachePlan cachePlan;
   Value cacheRows;                          // ⌈positions⌉₁₆ in xf_forward_cached
   llvm::StringMap<std::string> kernelNames; // spec key → exported name
   std::vector<xfrt::KernelSpec> sites;  // one per kernel call in xf_forward

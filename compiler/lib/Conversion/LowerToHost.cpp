@@ -1,10 +1,11 @@
 //===- LowerToHost.cpp - fused xf IR → host code + kernel specs -----------===//
 //
-// Two walks over @forward. The first, the placement analysis (Placement.h),
+// The analyses first, once: the placement (Placement.h, ModulePlacement)
 // decides where every tensor lives; the cache plan (CachePlan.h) which entry
-// points the model gets and its KV-cache layout. The second emits the entry
-// points (EntryPoints.cpp): one kernel call per op, by the emitter its op type
-// registered (KernelEmitters.cpp: GemmEmitter.cpp, AttentionEmitter.cpp,
+// points the model gets and its KV-cache layout. Then the lowering, which
+// only reads them, emits the entry points (EntryPoints.cpp): one kernel call
+// per op, by the pattern of its op type (KernelPatterns.cpp) and the emitter
+// it registered (KernelEmitters.cpp: GemmEmitter.cpp, AttentionEmitter.cpp,
 // LoopKernelEmitters.cpp), each bracketed by the profiling hooks
 // (ProfilingHooks.cpp), its operands described by BufferArguments.cpp; then
 // the manifest (Manifest.cpp) and, at the module's end, the declarations of
@@ -35,24 +36,17 @@ void HostLowering::readWeightStorage() {
 }
 
 LogicalResult HostLowering::run() {
-  FailureOr<TensorPlacement> placed = placeForward(forward);
-  if (failed(placed))
-    return failure();
-  static_cast<TensorPlacement &>(*this) = std::move(*placed);
   readWeightStorage();
-  OpBuilder top(ctx);
   program.module = ModuleOp::create(forward.getLoc());
   kernels = std::make_shared<LoopKernels>(*program.module);
   kernels->setDevice(options.cudaDevice);
   planPackedWeights();
+  // @forward_packed's GEMMs take the packed weights of the @forward GEMMs they repeat.
+  if (forwardOpOf)
+    for (auto [packedOp, op] : *forwardOpOf)
+      if (auto it = packedWeightOfGemm.find(op); it != packedWeightOfGemm.end())
+        packedWeightOfGemm.try_emplace(packedOp, it->second);
   emitPrepare();
-  cachePlan = planCache(forward, *this, options.halfKvCache);
-  // Packed batches need @forward_packed (xf-pack-sequences decides which
-  // models can run them).
-  cachePlan.packable &= bool(forwardPacked);
-  cachePlan.packedCacheable &= bool(forwardPacked);
-  if (failed(placePackedForward()))
-    return failure();
   for (auto [cached, packed] : {std::pair{false, false}, {true, false}, {false, true},
                                 {true, true}})
     if (failed(emitForward(cached, packed)))
@@ -79,24 +73,33 @@ static void noteSiteOps(ModuleOp host, func::FuncOp forward, ArrayRef<Operation 
 
 FailureOr<OwningOpRef<ModuleOp>> mlir::xf::lowerToHost(ModuleOp fused,
                                                        const HostOptions &options) {
-  auto forward = fused.lookupSymbol<func::FuncOp>("forward");
-  if (!forward)
-    return fused.emitError("no func.func @forward to lower");
+  return lowerToHost(fused, options, ModulePlacement(fused));
+}
+
+FailureOr<OwningOpRef<ModuleOp>> mlir::xf::lowerToHost(ModuleOp fused, const HostOptions &options,
+                                                       const ModulePlacement &placed) {
+  if (placed.failed())
+    return failure();
   fused.getContext()->loadDialect<arith::ArithDialect, func::FuncDialect, LLVM::LLVMDialect,
                                   math::MathDialect, scf::SCFDialect>();
+  // The analyses, once: the lowering and its patterns only read them. The
+  // cache's element type is the one option they depend on.
+  const CachePlan cachePlan = planCache(placed, options.halfKvCache);
   HostBuild program;
-  HostLowering lowering(forward, program, options,
-                        fused.lookupSymbol<func::FuncOp>("forward_packed"));
+  HostLowering lowering(placed.forward, program, options, placed.placement(), cachePlan, &placed);
   if (failed(lowering.run()))
     return failure();
   if (auto train = fused.lookupSymbol<func::FuncOp>("loss_and_gradients")) {
-    HostLowering training(train, program, options);
+    FailureOr<TensorPlacement> trainingPlacement = placeTraining(train, placed.placement());
+    if (failed(trainingPlacement))
+      return failure();
+    HostLowering training(train, program, options, *trainingPlacement, cachePlan);
     if (failed(training.runTraining(lowering)))
       return failure();
   }
   declareKernels(*program.module, {std::move(program.gemms), std::move(program.attentions),
                                    std::move(program.deviceLoops)});
   if (options.kernelOutputHook)
-    noteSiteOps(*program.module, forward, program.siteOps);
+    noteSiteOps(*program.module, placed.forward, program.siteOps);
   return std::move(program.module);
 }

@@ -33,7 +33,8 @@ struct LowerToHostPass : xf::impl::LowerToHostBase<LowerToHostPass> {
     FailureOr<HostOptions> options = given ? FailureOr<HostOptions>(*given) : hostOptions();
     if (failed(options) || failed(checkCudaWeights(*options)))
       return signalPassFailure();
-    FailureOr<OwningOpRef<ModuleOp>> lowered = lowerToHost(module, *options);
+    FailureOr<OwningOpRef<ModuleOp>> lowered =
+        lowerToHost(module, *options, getAnalysis<ModulePlacement>());
     if (failed(lowered))
       return signalPassFailure();
     // The host module takes the kernel-level module's place: body and attributes.

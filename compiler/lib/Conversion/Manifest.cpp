@@ -84,7 +84,7 @@ xfrt::Manifest HostLowering::describeModel() {
       if (!v)
         return;
       if (auto param = v.getDefiningOp<ParameterOp>())
-        info.parameters[parameterIndex[param.getName()]].init = init;
+        info.parameters[parameterIndex.lookup(param.getName())].init = init;
     };
     if (auto ln = dyn_cast<LayerNormOp>(op))
       mark(ln.getGamma(), xfrt::InitKind::Ones), mark(ln.getBeta(), xfrt::InitKind::Zeros);

@@ -1,7 +1,7 @@
 //===- PackedBatches.cpp - packed batches in the entry points -------------===//
 //
 // Several sequences' rows in one matrix (docs/abi.md, "Packed batches"):
-// @forward_packed's ops take @forward's placements (placePackedForward), the
+// @forward_packed's ops take @forward's placements (ModulePlacement), the
 // loop over the sequences that positional and attention kernels run in
 // (forEachSequence), the segmented attention's query-block table, and the
 // cached variant's compaction of each sequence's newest row.
@@ -96,66 +96,6 @@ HostLowering::QueryBlockTable HostLowering::queryBlockTable(Value lengths, Value
   table.count = sequences.getResult(2);
   queryBlockTables.push_back(table);
   return table;
-}
-
-LogicalResult HostLowering::placePackedForward() {
-  // Nothing is emitted from it otherwise.
-  if (!forwardPacked || !cachePlan.packable)
-    return success();
-  // @forward(tokens...) → @forward_packed(tokens..., segments...): one lengths
-  // argument per token sequence (an encoder-decoder's (z, x, z_segments, x_segments)).
-  Block &mine = forwardPacked.getBody().front(), &theirs = forward.getBody().front();
-  unsigned sequences = forward.getNumArguments();
-  if (forwardPacked.getNumArguments() != 2 * sequences ||
-      mine.getOperations().size() != theirs.getOperations().size())
-    return forwardPacked.emitError("@forward_packed is not @forward over a packed batch: "
-                                   "their arguments or ops differ");
-  IRMapping same;
-  for (unsigned i = 0; i < sequences; ++i)
-    same.map(forwardPacked.getArgument(i), forward.getArgument(i));
-  packedSegments = forwardPacked.getArgument(2 * sequences - 1);
-  packedSourceSegments = encoderDecoder ? forwardPacked.getArgument(sequences) : Value();
-  for (auto [packedOp, op] : llvm::zip(mine, theirs)) {
-    bool match =
-        packedOp.getName() == op.getName() && packedOp.getNumResults() == op.getNumResults();
-    SmallVector<Value> operands;
-    for (Value v : packedOp.getOperands())
-      if (v != packedSegments && v != packedSourceSegments)
-        operands.push_back(same.lookupOrNull(v));
-    match = match && llvm::equal(operands, op.getOperands());
-    // The same attributes but the operand counts (segments) and xfc --check's op tags.
-    auto attributes = [](Operation &o) {
-      SmallVector<NamedAttribute> kept;
-      for (NamedAttribute a : o.getAttrDictionary())
-        if (a.getName() != "operandSegmentSizes" && a.getName() != "xf.check_op")
-          kept.push_back(a);
-      return kept;
-    };
-    match = match && attributes(packedOp) == attributes(op);
-    for (auto [a, b] : llvm::zip(packedOp.getResults(), op.getResults()))
-      match = match && a.getType() == b.getType();
-    if (!match)
-      return packedOp.emitError("@forward_packed differs from @forward here (not the same op on "
-                                "the same operands): the packed batch cannot share its kernels");
-    forwardOpOf[&packedOp] = &op;
-    for (auto [a, b] : llvm::zip(packedOp.getResults(), op.getResults())) {
-      same.map(a, b);
-      if (auto it = placements.find(b); it != placements.end()) {
-        Placement copy = it->second; // placements[a] may grow the vector under `it`
-        placements[a] = copy;
-      }
-    }
-    if (packedWeightOfGemm.count(&op))
-      packedWeightOfGemm.try_emplace(&packedOp, packedWeightOfGemm.lookup(&op));
-    if (cachePlan.offsets.count(&op))
-      cachePlan.offsets.try_emplace(&packedOp, cachePlan.offsets.lookup(&op));
-  }
-  for (unsigned i = 0; i < sequences; ++i)
-    if (auto it = placements.find(forward.getArgument(i)); it != placements.end()) {
-      Placement copy = it->second;
-      placements[forwardPacked.getArgument(i)] = copy;
-    }
-  return success();
 }
 
 FailureOr<bool> HostLowering::perSequence(Operation *op, Value segments) {

@@ -2,7 +2,11 @@
 
 #include "xf/Conversion/Placement.h"
 
+#include "xf/Conversion/CachePlan.h"
 #include "xf/IR/XfOps.h"
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
 
 using namespace mlir;
 using namespace mlir::xf;
@@ -12,15 +16,21 @@ int64_t mlir::xf::colsOf(Value tensor) {
   return t.getDimSize(t.getRank() - 1);
 }
 
-Value TensorPlacement::rootOf(Value tensor) {
+const Placement &TensorPlacement::placementOf(Value tensor) const {
+  static const Placement none{};
+  auto it = placements.find(tensor);
+  return it == placements.end() ? none : it->second;
+}
+
+Value TensorPlacement::rootOf(Value tensor) const {
   Value root = tensor;
-  while (placements.count(root) && placements[root].storage == Storage::View)
-    root = placements[root].root;
+  while (placements.count(root) && placementOf(root).storage == Storage::View)
+    root = placementOf(root).root;
   return root;
 }
 
-bool TensorPlacement::isActivation(Value tensor) {
-  Storage s = placements[tensor].storage;
+bool TensorPlacement::isActivation(Value tensor) const {
+  Storage s = placementOf(tensor).storage;
   return s == Storage::Scratch || s == Storage::View || s == Storage::Output;
 }
 
@@ -160,5 +170,80 @@ LogicalResult TensorPlacement::placeOp(Operation *op, int64_t index) {
     requests.push_back({1, index, index});
     requestValue.push_back(Value());
   }
+  return success();
+}
+
+ModulePlacement::ModulePlacement(Operation *module) {
+  auto symbols = cast<ModuleOp>(module);
+  forward = symbols.lookupSymbol<func::FuncOp>("forward");
+  forwardPacked = symbols.lookupSymbol<func::FuncOp>("forward_packed");
+  if (!forward) {
+    module->emitError("no func.func @forward to lower");
+    return;
+  }
+  FailureOr<TensorPlacement> forwardPlacement = placeForward(forward);
+  if (::mlir::failed(forwardPlacement))
+    return;
+  placed = std::move(*forwardPlacement);
+  if (::mlir::failed(placePackedForward()))
+    placed.reset();
+}
+
+LogicalResult ModulePlacement::placePackedForward() {
+  // Nothing is emitted from it otherwise (xf-pack-sequences decides which
+  // models can run packed batches).
+  if (!forwardPacked || !isPackable(forward, *placed))
+    return success();
+  // @forward(tokens...) → @forward_packed(tokens..., segments...): one lengths
+  // argument per token sequence (an encoder-decoder's (z, x, z_segments, x_segments)).
+  Block &mine = forwardPacked.getBody().front(), &theirs = forward.getBody().front();
+  unsigned sequences = forward.getNumArguments();
+  if (forwardPacked.getNumArguments() != 2 * sequences ||
+      mine.getOperations().size() != theirs.getOperations().size())
+    return forwardPacked.emitError("@forward_packed is not @forward over a packed batch: "
+                                   "their arguments or ops differ");
+  IRMapping same;
+  for (unsigned i = 0; i < sequences; ++i)
+    same.map(forwardPacked.getArgument(i), forward.getArgument(i));
+  packedSegments = forwardPacked.getArgument(2 * sequences - 1);
+  packedSourceSegments =
+      placed->encoderDecoder ? forwardPacked.getArgument(sequences) : Value();
+  auto &placements = placed->placements;
+  for (auto [packedOp, op] : llvm::zip(mine, theirs)) {
+    bool match =
+        packedOp.getName() == op.getName() && packedOp.getNumResults() == op.getNumResults();
+    SmallVector<Value> operands;
+    for (Value v : packedOp.getOperands())
+      if (v != packedSegments && v != packedSourceSegments)
+        operands.push_back(same.lookupOrNull(v));
+    match = match && llvm::equal(operands, op.getOperands());
+    // The same attributes but the operand counts (segments) and xfc --check's op tags.
+    auto attributes = [](Operation &o) {
+      SmallVector<NamedAttribute> kept;
+      for (NamedAttribute a : o.getAttrDictionary())
+        if (a.getName() != "operandSegmentSizes" && a.getName() != "xf.check_op")
+          kept.push_back(a);
+      return kept;
+    };
+    match = match && attributes(packedOp) == attributes(op);
+    for (auto [a, b] : llvm::zip(packedOp.getResults(), op.getResults()))
+      match = match && a.getType() == b.getType();
+    if (!match)
+      return packedOp.emitError("@forward_packed differs from @forward here (not the same op on "
+                                "the same operands): the packed batch cannot share its kernels");
+    forwardOpOf[&packedOp] = &op;
+    for (auto [a, b] : llvm::zip(packedOp.getResults(), op.getResults())) {
+      same.map(a, b);
+      if (auto it = placements.find(b); it != placements.end()) {
+        Placement copy = it->second; // placements[a] may grow the vector under `it`
+        placements[a] = copy;
+      }
+    }
+  }
+  for (unsigned i = 0; i < sequences; ++i)
+    if (auto it = placements.find(forward.getArgument(i)); it != placements.end()) {
+      Placement copy = it->second;
+      placements[forwardPacked.getArgument(i)] = copy;
+    }
   return success();
 }

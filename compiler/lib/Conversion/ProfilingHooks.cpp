@@ -72,6 +72,7 @@ HostLowering::profiled(Operation *op,
   }
   sites.push_back(info);
   // @forward's op for a packed batch's (the sites of --check's reference).
-  program.siteOps.push_back(forwardOpOf.lookup(op) ? forwardOpOf.lookup(op) : op);
+  Operation *repeated = forwardOpOf ? forwardOpOf->lookup(op) : nullptr;
+  program.siteOps.push_back(repeated ? repeated : op);
   return success();
 }

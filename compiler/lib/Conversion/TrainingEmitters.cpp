@@ -90,7 +90,7 @@ static int64_t widthOf(Operation *op) {
 
 /// out (a static placement) += in (any 2-D or vector placement).
 void HostLowering::accumulateInto(Value target, int64_t floatOffset, Value in) {
-  Placement &t = placements[target], &s = placements[in];
+  const Placement &t = placements[target], &s = placements[in];
   call(kernels->accumulate2d(),
        {pointerOf(in), i64(s.stride), offsetPtr(pointerOf(target), i64(floatOffset)), i64(t.stride),
         i64(s.staticRows), i64(s.cols)});
@@ -161,7 +161,7 @@ LogicalResult HostLowering::emitGradientTranspose(TransposeOp transpose) {
   FailureOr<Value> in = densePointer(transpose, transpose.getInput());
   if (failed(in))
     return failure();
-  Placement &from = placements[transpose.getInput()];
+  const Placement &from = placements[transpose.getInput()];
   call(kernels->transpose2d(), {*in, pointerOf(v), i64(from.staticRows), i64(from.cols)});
   return success();
 }
@@ -171,11 +171,11 @@ LogicalResult HostLowering::emitGradientSlice(SliceOp slice) {
   Value v = slice->getResult(0);
   if (!accumulation.count(v))
     return emitForwardKernel(slice);
-  Placement &in = placements[slice.getInput()];
+  const Placement &in = placements[slice.getInput()];
   bool rowsOfMatrix = cast<RankedTensorType>(v.getType()).getRank() == 2 && slice.getAxis() == 0;
   Value from = offsetPtr(pointerOf(slice.getInput()),
                          i64(slice.getOffset() * (rowsOfMatrix ? in.stride : 1)));
-  Placement &out = placements[v];
+  const Placement &out = placements[v];
   call(kernels->accumulate2d(),
        {from, i64(in.stride), pointerOf(v), i64(out.stride), i64(out.staticRows), i64(out.cols)});
   return success();
@@ -238,7 +238,7 @@ LogicalResult HostLowering::emitCrossEntropyGrad(CrossEntropyGradOp ce) {
     return failure();
   Value terms = offsetPtr(
       offsetPtr(scratchArg, i64(staticFloats)),
-      arith::MulIOp::create(*b, loc, paddedRows, i64(plan.columnOffset[workRequests[ce]])));
+      arith::MulIOp::create(*b, loc, paddedRows, i64(plan.columnOffset[workRequests.lookup(ce)])));
   call(kernels->crossEntropyGrad(widthOf(ce)),
        {*z, pointerOf(ce.getTargets()), pointerOf(v), terms, rowsOf(v)});
   if (crossEntropyPartner<CrossEntropyOp>(ce))
@@ -364,7 +364,7 @@ LogicalResult HostLowering::emitAttentionGrad(AttentionGradOp attn) {
   auto [dy, dys] = stridedPointer(attn.getGrad());
   Value work = offsetPtr(
       offsetPtr(scratchArg, i64(staticFloats)),
-      arith::MulIOp::create(*b, loc, paddedRows, i64(plan.columnOffset[workRequests[attn]])));
+      arith::MulIOp::create(*b, loc, paddedRows, i64(plan.columnOffset[workRequests.lookup(attn)])));
   call(kernels->attentionGrad(heads, kvHeads, dK, dV, attn.getMask() == MaskKind::causal, scale),
        {q, qs, k, ks, val, vs, dy, dys, pointerOf(attn.getQueryGrad()),
         pointerOf(attn.getKeyGrad()), pointerOf(attn.getValueGrad()), work, rowsOf(attn.getQuery()),

@@ -48,7 +48,18 @@ struct CachePlan {
 
 /// Nothing is cached (and no field but `packable` set) unless `cacheable`. `halfElements`
 /// (HostOptions::halfKvCache): a cache of float16 elements, else float32.
-CachePlan planCache(func::FuncOp forward, TensorPlacement &placed, bool halfElements);
+CachePlan planCache(func::FuncOp forward, const TensorPlacement &placed, bool halfElements);
+
+/// The cache plan of a placed module (the host lowering's, computed once
+/// before its patterns run and then only read): @forward's, packed batches
+/// only with @forward_packed, whose attentions take the slots of the @forward
+/// attentions they repeat.
+CachePlan planCache(const ModulePlacement &placed, bool halfElements);
+
+/// Packed rows meet only in attention, which runs per sequence (cross
+/// attention per source/target pair): every GEMM multiplies by weights and
+/// no row reads the sequence's length.
+bool isPackable(func::FuncOp forward, const TensorPlacement &placed);
 
 /// A model reading length(x) gives every row a value that depends on the
 /// whole sequence's length: a cached step or a packed batch would see

@@ -15,6 +15,7 @@
 
 #include "xf/Codegen/HalideKernels.h"
 #include "xf/Conversion/KernelDeclarations.h"
+#include "xf/Conversion/Placement.h"
 #include "xf/Target/TensorCoreGemm.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -67,6 +68,10 @@ struct HostOptions {
 /// located error when @forward holds an op the host lowering cannot place
 /// (e.g. one the fusion pipeline should have removed).
 FailureOr<OwningOpRef<ModuleOp>> lowerToHost(ModuleOp fused, const HostOptions &options = {});
+/// The same from `fused`'s placement analysis (xf-lower-to-host's
+/// getAnalysis<ModulePlacement>()).
+FailureOr<OwningOpRef<ModuleOp>> lowerToHost(ModuleOp fused, const HostOptions &options,
+                                             const ModulePlacement &placed);
 
 } // namespace mlir::xf
 

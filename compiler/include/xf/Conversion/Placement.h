@@ -18,9 +18,11 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
 
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -72,21 +74,66 @@ struct TensorPlacement {
   bool training = false;
   llvm::DenseMap<Value, Placement> accumulation;
   llvm::DenseMap<Operation *, int64_t> workRequests;
+  /// Floats of scratch before the arena: Static slots, then the two chunk
+  /// buffers of the weight gradients (0 in the forward's placement).
+  int64_t staticFloats = 0;
+  /// The Static slots among them, zeroed on entry to xf_train_step.
+  int64_t zeroedFloats = 0;
+  /// Static gradients whose single user (a sum or slice_grad) they were
+  /// accumulated into directly: that user has nothing left to do for them.
+  llvm::DenseSet<Value> folded;
+  /// Rows per weight-gradient chunk (a GEMM with K = chunkRows) and the
+  /// chunk buffers' float offsets in scratch.
+  int64_t chunkRows = 0, chunkLeftOffset = 0, chunkRightOffset = 0;
 
   /// Places one op's result; `index` is the op's position in the body (the
   /// clock of the slots' liveness). Fails with a located error on an op or a
   /// shape the host lowering has no storage for.
   LogicalResult placeOp(Operation *op, int64_t index);
+  /// `tensor`'s placement (a value-initialized one where it has none).
+  const Placement &placementOf(Value tensor) const;
   /// The tensor whose storage `tensor` shares: itself unless a view.
-  Value rootOf(Value tensor);
+  Value rootOf(Value tensor) const;
   /// A scratch slot, a view of one, or the output: a tensor with ℓ rows that
   /// a kernel of the entry point writes.
-  bool isActivation(Value tensor);
+  bool isActivation(Value tensor) const;
 };
 
 /// Places @forward's token arguments and ops; the returned tensor is written
 /// straight into `out` when it owns a slot; then plans the arena.
 FailureOr<TensorPlacement> placeForward(func::FuncOp forward);
+
+/// Places @loss_and_gradients (xf_train_step, docs/training.md): the
+/// gradients' accumulation targets and Static slots, the weight gradients'
+/// chunk buffers, then its ops as placeForward does; its parameters keep
+/// `forward`'s indices (an error where it reads one @forward does not).
+FailureOr<TensorPlacement> placeTraining(func::FuncOp lossAndGradients,
+                                         const TensorPlacement &forward);
+
+/// The placement analysis of a kernel-level module, in MLIR's sense: built
+/// from the module (xf-lower-to-host's getAnalysis<ModulePlacement>(), or
+/// lowerToHost), then only read — by the cache plan (CachePlan.h) and by the
+/// host lowering's patterns. @forward's placement and, where the model runs
+/// packed batches (isPackable), @forward_packed's values placed as the
+/// @forward values they repeat, so both share weights, slots and kernels.
+/// A module it cannot place gets a located error and `failed()`.
+class ModulePlacement {
+public:
+  explicit ModulePlacement(Operation *module);
+
+  bool failed() const { return !placed; }
+  const TensorPlacement &placement() const { return *placed; }
+  func::FuncOp forward, forwardPacked;
+  /// Each @forward_packed op → the @forward op it repeats.
+  llvm::DenseMap<Operation *, Operation *> forwardOpOf;
+  /// @forward_packed's `segments` arguments: the targets' and an
+  /// encoder-decoder's sources' (null without packed batches).
+  Value packedSegments, packedSourceSegments;
+
+private:
+  LogicalResult placePackedForward();
+  std::optional<TensorPlacement> placed;
+};
 
 } // namespace mlir::xf
 
