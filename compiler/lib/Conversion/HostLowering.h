@@ -93,7 +93,8 @@ public:
   HostLowering(func::FuncOp forward, HostBuild &program, const HostOptions &options,
                const TensorPlacement &placed, const CachePlan &cachePlan,
                const ModulePlacement *module = nullptr)
-      : placed(placed), cachePlan(cachePlan), forwardPacked(module ? module->forwardPacked : nullptr),
+      : placed(placed), cachePlan(cachePlan),
+        forwardPacked(module ? module->forwardPacked : nullptr),
         packedSegments(module ? module->packedSegments : Value()),
         packedSourceSegments(module ? module->packedSourceSegments : Value()),
         forwardOpOf(module ? &module->forwardOpOf : nullptr), forward(forward),
@@ -189,8 +190,8 @@ private:
 
   template <typename OpT>
   static void addKernelPattern(RewritePatternSet &set, HostLowering &lowering,
-                         const KernelEmitter *forward, const BackwardEmitter *backward,
-                         PatternBenefit benefit) {
+                               const KernelEmitter *forward, const BackwardEmitter *backward,
+                               PatternBenefit benefit) {
     set.add<KernelPattern<OpT>>(set.getContext(), lowering, forward, backward, benefit);
   }
   template <typename OpT,
