@@ -17,6 +17,7 @@
 #include "Import.h"
 #include "Options.h"
 
+#include "xf/Conversion/KernelDeclarations.h"
 #include "xf/Conversion/Passes.h"
 #include "xf/Pipelines/ObjectCache.h"
 #include "xf/Pipelines/Pipelines.h"
@@ -306,7 +307,8 @@ static mlir::LogicalResult emitFromHostModule(Emit action, llvm::raw_ostream &os
   for (const llvm::cl::Option *option :
        std::initializer_list<const llvm::cl::Option *>{
            &weightType, &packWeights, &bf16GemmInputs, &bf16Products, &quantizedLike,
-           &q8GemmInputs, &halideDecodeAttention, &kvCacheType, std::addressof(defines)}) {
+           &q8GemmInputs, &halideDecodeAttention, &kvCacheType, &gpuMatmul,
+           std::addressof(defines)}) {
     if (option->getNumOccurrences()) {
       llvm::errs() << "xfc: error: --" << option->ArgStr << " was decided when " << inputFilename
                    << " was lowered (xf-opt --xf-lower-to-host's options)\n";
@@ -344,6 +346,18 @@ static mlir::LogicalResult emitFromHostModule(Emit action, llvm::raw_ostream &os
                  << (model->cuda ? "a CUDA target" : "the CPU") << ", not --target " << target
                  << "\n";
     return mlir::failure();
+  }
+  // The tensor-core precision was decided by the lowering (its GEMM calls take split-K
+  // partials): the build follows the module.
+  if (auto precision = (*host)->getAttrOfType<mlir::StringAttr>(mlir::xf::kGpuMatmulAttr)) {
+    std::optional<mlir::xf::GpuMatmul> parsed = mlir::xf::parseGpuMatmul(precision.getValue());
+    if (!parsed || !model->cuda) {
+      llvm::errs() << "xfc: error: " << inputFilename << ": " << mlir::xf::kGpuMatmulAttr
+                   << " = \"" << precision.getValue() << "\": expected tf32 or bf16, on a module "
+                   << "lowered for a CUDA target\n";
+      return mlir::failure();
+    }
+    gpuMatmul.setValue(*parsed);
   }
   if (tuneMode)
     return tuneHostKernels(context, *host);

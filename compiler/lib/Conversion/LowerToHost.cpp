@@ -101,5 +101,9 @@ FailureOr<OwningOpRef<ModuleOp>> mlir::xf::lowerToHost(ModuleOp fused, const Hos
                                    std::move(program.deviceLoops)});
   if (options.kernelOutputHook)
     noteSiteOps(*program.module, placed.forward, program.siteOps);
+  if (options.cudaDevice && options.gpuMatmul != GpuMatmul::Fp32)
+    (*program.module)
+        ->setAttr(kGpuMatmulAttr,
+                  StringAttr::get(fused.getContext(), gpuMatmulName(options.gpuMatmul)));
   return std::move(program.module);
 }

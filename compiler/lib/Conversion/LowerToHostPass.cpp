@@ -68,6 +68,13 @@ struct LowerToHostPass : xf::impl::LowerToHostBase<LowerToHostPass> {
     options.decodeAttentionIsa = decodeAttentionIsa;
     options.cudaDevice = cudaDevice;
     options.kernelOutputHook = kernelOutputHook;
+    std::optional<GpuMatmul> precision = parseGpuMatmul(gpuMatmul);
+    if (!precision || (*precision != GpuMatmul::Fp32 && !options.cudaDevice)) {
+      getOperation().emitError() << "xf-lower-to-host: gpu-matmul '" << gpuMatmul
+                                 << "': expected fp32, or tf32 or bf16 with cuda";
+      return failure();
+    }
+    options.gpuMatmul = *precision;
     if (kvCacheType != "f32" && kvCacheType != "f16") {
       getOperation().emitError() << "xf-lower-to-host: kv-cache-type '" << kvCacheType
                                  << "': expected f32 or f16";

@@ -52,6 +52,12 @@ DeviceLoopKernelSpec deviceLoopKernelSpecOf(DeviceLoopKernelAttr kernel, llvm::S
 /// op it computes, by its position in @forward's body.
 inline constexpr llvm::StringLiteral kSiteOpsAttr = "xf.site_ops";
 
+/// Under a CUDA target with tensor-core products (HostOptions::gpuMatmul
+/// tf32 or bf16): the module attribute naming them ("tf32", "bf16"). The
+/// host code's calls depend on it (a tensor-core GEMM takes split-K
+/// partials), so a build from the host module reads it; absent: fp32.
+inline constexpr llvm::StringLiteral kGpuMatmulAttr = "xf.gpu_matmul";
+
 /// The @forward op of each call site of `host` in `forward` (the function
 /// `host` was lowered from); fails with an error on `host` where the module
 /// has no such attribute or it names no op of `forward`.

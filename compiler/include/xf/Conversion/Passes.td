@@ -32,7 +32,7 @@ def LowerToHost : Pass<"xf-lower-to-host", "ModuleOp"> {
     its marks `xf.bf16_inputs` (same pass: --bf16-gemm-inputs) and
     `xf.packed_weight` (xf-pack-weights-at-load: --pack-weights). The
     options are xfc's --q8-gemm-inputs, --target cuda (refused for a module
-    with packed weights), --kv-cache-type and --check's hook.
+    with packed weights), --gpu-matmul, --kv-cache-type and --check's hook.
   }];
   let options = [
     Option<"q8GemmInputs", "q8-gemm-inputs", "bool", "false",
@@ -45,6 +45,10 @@ def LowerToHost : Pass<"xf-lower-to-host", "ModuleOp"> {
            "instructions up to: 2 AVX-512, 1 AVX2; -1 keeps the Halide kernel">,
     Option<"cudaDevice", "cuda", "bool", "false",
            "entry points take device addresses; kernels are Halide CUDA pipelines">,
+    Option<"gpuMatmul", "gpu-matmul", "std::string", "\"fp32\"",
+           "with cuda: what the GEMMs multiply on: fp32 (Halide), tf32 or bf16 (tensor "
+           "cores; their calls take split-K partials; the module attribute "
+           "xf.gpu_matmul records it)">,
     Option<"kvCacheType", "kv-cache-type", "std::string", "\"f32\"",
            "element type of the cached entry points' KV cache: f32 or f16">,
     Option<"kernelOutputHook", "kernel-output-hook", "bool", "false",

@@ -23,6 +23,8 @@ enum class GpuMatmul { Fp32, Tf32, Bf16 };
 
 /// "fp32", "tf32", "bf16".
 const char *gpuMatmulName(GpuMatmul precision);
+/// The precision gpuMatmulName names (fp32, tf32, bf16); none for another word.
+std::optional<GpuMatmul> parseGpuMatmul(llvm::StringRef name);
 
 /// The tensor-core kernel's fixed tiling: a block of 4 warps (2 × 2) computes a
 /// kTcTileRows × kTcTileCols tile of out, each warp 32 × 32 as 2 × 4 mma tiles of 16 × 8;

@@ -27,6 +27,13 @@ const char *gpuMatmulName(GpuMatmul precision) {
   return "fp32";
 }
 
+std::optional<GpuMatmul> parseGpuMatmul(llvm::StringRef name) {
+  for (GpuMatmul precision : {GpuMatmul::Fp32, GpuMatmul::Tf32, GpuMatmul::Bf16})
+    if (name == gpuMatmulName(precision))
+      return precision;
+  return std::nullopt;
+}
+
 int cudaCapabilityOf(llvm::StringRef halideTarget) {
   llvm::SmallVector<llvm::StringRef> features;
   halideTarget.split(features, '-');
