@@ -130,6 +130,14 @@ static mlir::LogicalResult buildPipeline(Emit action, mlir::PassManager &pm) {
   for (const auto &entry : blocks)
     options.storage.blockParameters.push_back(
         (entry.first() + "=" + mlir::xf::weightBlocksName(entry.second)).str());
+  if (!quantizedLike.empty() && weightType == WeightType::BF16) {
+    llvm::errs() << "xfc: error: --quantized-like and --weight-type=bf16 are exclusive\n";
+    return mlir::failure();
+  }
+  if (q8GemmInputs && quantizedLike.empty()) {
+    llvm::errs() << "xfc: error: --q8-gemm-inputs needs --quantized-like\n";
+    return mlir::failure();
+  }
   if (bf16GemmInputs && weightType != WeightType::BF16) {
     llvm::errs() << "xfc: error: --bf16-gemm-inputs needs --weight-type=bf16\n";
     return mlir::failure();
@@ -204,10 +212,6 @@ static mlir::FailureOr<mlir::xf::HostOptions> hostOptionsFromFlags() {
     }
     hostOptions.decodeAttentionIsa = *ceiling;
   }
-  if (q8GemmInputs && quantizedLike.empty()) {
-    llvm::errs() << "xfc: error: --q8-gemm-inputs needs --quantized-like\n";
-    return mlir::failure();
-  }
   if (q8GemmInputs) {
     llvm::Expected<int> ceiling = mlir::xf::blockDotIsaCeiling(target);
     if (!ceiling) {
@@ -216,10 +220,6 @@ static mlir::FailureOr<mlir::xf::HostOptions> hostOptionsFromFlags() {
     }
     hostOptions.q8GemmInputs = true;
     hostOptions.blockDotIsa = *ceiling;
-  }
-  if (!quantizedLike.empty() && weightType == WeightType::BF16) {
-    llvm::errs() << "xfc: error: --quantized-like and --weight-type=bf16 are exclusive\n";
-    return mlir::failure();
   }
   return hostOptions;
 }
