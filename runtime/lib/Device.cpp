@@ -79,13 +79,12 @@ template <typename Copy> Status inPieces(uint64_t handle, uint64_t bytes, Copy c
 
 } // namespace
 
-Status checkCudaDevice() {
+Status checkCudaDriver() {
   const char *library = driverLibraryName();
   void *driver = openDriver();
   if (!driver)
-    return makeError(std::string("this executable runs on an NVIDIA GPU (built with --target "
-                                 "cuda) but the CUDA driver library ") +
-                     library + " is not installed (no NVIDIA driver on this machine)");
+    return makeError(std::string("the CUDA driver library ") + library +
+                     " is not installed (no NVIDIA driver on this machine)");
   using Init = int (*)(unsigned);
   using Count = int (*)(int *);
   auto init = reinterpret_cast<Init>(dlsym(driver, "cuInit"));
@@ -102,6 +101,16 @@ Status checkCudaDevice() {
                                  : ""));
   if (int rc = count(&devices); rc != 0 || devices == 0)
     return makeError("no NVIDIA GPU: the CUDA driver reports no devices");
+  return Status::success();
+}
+
+Status checkCudaDevice() {
+  if (!openDriver())
+    return makeError(std::string("this executable runs on an NVIDIA GPU (built with --target "
+                                 "cuda) but the CUDA driver library ") +
+                     driverLibraryName() + " is not installed (no NVIDIA driver on this machine)");
+  if (Status s = checkCudaDriver(); !s)
+    return s;
   if (!haveHalideCuda())
     return makeError("this executable lacks Halide's CUDA runtime (rebuild it with xfc "
                      "--target cuda)");

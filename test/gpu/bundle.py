@@ -14,6 +14,7 @@ The bundle (a directory; --tar also packs it, which must stay under 64 MiB):
   phases.tsv phase, budget in seconds
   cases.json what compare_bundle.py checks
   batch*.txt the batch phase's prompts (--batch-file)
+  tune/      xf-gpu-timing and manifest.json (xfc tune --target CAP --export: GPT-2's GEMMs)
   replay.sh, torch_reference.py, serve_clients.py (copied from test/gpu)
 
 Phases: checks (every example at the e2e sizes vs the oracle; greedy ids vs the CPU build),
@@ -25,8 +26,10 @@ prefill timed and profiled; needs --cap cuda-sm_80 or newer), perf (prefill
 and decode timings, --profile: per-kernel device times and launches per step), batch (GPT-2 small:
 8 sequences decoding together, ids vs the CPU build's; decode tokens/s for 1 and 8 sequences;
 --serve with 16 concurrent clients, their ids vs the CPU build's server and the aggregate
-tokens/s: docs/gpu.md "Batches on the GPU"), ncu (per-kernel GPU time, grids), torch (cuBLAS
-GEMMs, SDPA, the same models in PyTorch eager / compile).
+tokens/s: docs/gpu.md "Batches on the GPU"), tune (GPT-2 small's GEMMs' candidate GPU schedules
+timed by tune/xf-gpu-timing, the program of `xfc tune --target cuda --export`, into
+out/gpu-times.json for `xfc tune --import`: docs/tuning.md "CUDA GEMMs"), ncu (per-kernel GPU
+time, grids), torch (cuBLAS GEMMs, SDPA, the same models in PyTorch eager / compile).
 
 usage: bundle.py --xfc build/bin/xfc --out DIR [--cap cuda-sm_86] [--quick] [--tar]
   --quick: tiny and gpt2 at e2e sizes and a 2-layer GPT-2 small only (ctest gpu-harness)
@@ -51,8 +54,11 @@ from check_examples import DECODERS, MODELS, TENSOR_CORE_TOLERANCE  # noqa: E402
 
 MAX_BUNDLE_BYTES = 64 << 20
 # Seconds per phase: 540 in all, so that one replay fits a 10-minute command on the GPU machine.
-PHASES = [("checks", 85), ("full", 60), ("tensor", 55), ("perf", 110), ("batch", 60),
-          ("ncu", 80), ("torch", 90)]
+PHASES = [("checks", 75), ("full", 60), ("tensor", 55), ("perf", 95), ("batch", 60),
+          ("tune", 45), ("ncu", 70), ("torch", 80)]
+# The tune phase: GPT-2's GEMMs' GPU schedules (xfc tune --target cuda --export; docs/tuning.md
+# "CUDA GEMMs") at the lengths the perf phase times, this many candidates a GEMM.
+TUNE_LENGTHS, TUNE_CANDIDATES, QUICK_TUNE_CANDIDATES = "1,128,1024", 16, 3
 # Full-size shapes (random weights): GPT-2 small, a SmolLM2-135M-shaped Llama, MiniLM-L6.
 FULL = {
     "gpt2": ("gpt2", [], 50257),
@@ -296,6 +302,16 @@ class Bundle:
                 self.run("tensor", f"profile-{tag}-tc-{precision}-prefill1024", 30,
                          [exe, "--random-weights", "1", "--tokens", ids(1024, vocab), "--profile"])
 
+    # -- phase tune: the GEMMs' GPU schedules timed (docs/tuning.md, "CUDA GEMMs") --
+    def gpu_tuning(self, full, candidates):
+        example, flags, _ = full["gpt2"]
+        self.sh([self.xfc, "tune", os.path.join(ROOT, "examples", example + ".xf"), *flags,
+                 f"--target={self.cap}", "--export", os.path.join(self.out, "tune"),
+                 "--lengths", TUNE_LENGTHS, "--candidates", str(candidates)])
+        budget = dict(PHASES)["tune"]
+        self.run("tune", "tune-gpt2", budget, ["tune/xf-gpu-timing", "--budget", str(budget - 5),
+                                               "--out", "out/gpu-times.json"])
+
     def finish(self, tar):
         shutil.copy(os.path.join(HERE, "replay.sh"), self.out)
         shutil.copy(os.path.join(HERE, "torch_reference.py"), self.out)
@@ -347,6 +363,8 @@ def main():
     b.batches(QUICK_FULL if args.quick else FULL, args.serve_library or os.path.join(
         os.path.dirname(os.path.dirname(os.path.abspath(args.xfc))), "lib", "libxfrt_serve.so"))
     b.tensor_cores(["gpt2"] if args.quick else ["gpt2", "llama"], QUICK_FULL if args.quick else FULL)
+    b.gpu_tuning(QUICK_FULL if args.quick else FULL,
+                 QUICK_TUNE_CANDIDATES if args.quick else TUNE_CANDIDATES)
     b.finish(args.tar)
     return 0
 

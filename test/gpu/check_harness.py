@@ -6,8 +6,9 @@ unpacks its tarball elsewhere as a GPU machine would get it, replays it there wi
 `replay.sh --dry-run` (the stand-in driver: the host code runs, no kernel executes; ncu and
 PyTorch only listed), and reads the results back with `compare_bundle.py --dry-run`. Fails if
 the bundle is over its size limit, a run does not exit 0 or write its output, the profile
-runs do not report kernel launches per decode step, or the batch phase (8 sequences decoding
-together, --serve with 16 clients) did not run.
+runs do not report kernel launches per decode step, the batch phase (8 sequences decoding
+together, --serve with 16 clients) did not run, or the tune phase's times (the stand-in's, fake)
+do not import into a tuning database.
 
 usage: check_harness.py --xfc build/bin/xfc --stand-in build/lib/libxf-cuda-stand-in.so
 """
@@ -50,10 +51,11 @@ def main():
             return fail("replay.sh --dry-run failed")
         log = open(os.path.join(back, "log.txt")).read()
         phases = re.findall(r"^phase (\w+):", log, re.M)
-        if phases != ["checks", "full", "tensor", "perf", "batch", "ncu", "torch"]:
+        if phases != ["checks", "full", "tensor", "perf", "batch", "tune", "ncu", "torch"]:
             return fail(f"replay.sh's phases: {phases}")
         r = run([sys.executable, os.path.join(HERE, "compare_bundle.py"), bundle,
-                 os.path.join(back, "results.tar.gz"), "--dry-run"])
+                 os.path.join(back, "results.tar.gz"), "--dry-run", "--xfc", args.xfc,
+                 "--tuning-db", os.path.join(tmp, "gpu.db")])
         if r.returncode:
             return fail("compare_bundle.py --dry-run failed")
         failed = re.search(r"(\d+) runs, (\d+) failed", r.stdout)
@@ -70,6 +72,9 @@ def main():
             return fail("the tensor phase's runs (--gpu-matmul) did not all run")
         if not re.search(r"gpt2 bf16 prefill 128: [0-9.]+ ms split-K, [0-9.]+ ms without", r.stdout):
             return fail("the tensor phase did not time split-K against XF_TENSOR_CORE_SPLIT_K=1")
+        if not re.search(r"kernels of \d+ imported into .*gpu\.db as target 'GPU xf CUDA stand-in",
+                         r.stdout):
+            return fail("the tune phase's times were not imported (xfc tune --import)")
     print("OK")
     return 0
 

@@ -5,9 +5,12 @@ kernel launches per forward / decode step (--profile), the slowest kernels by nc
 with their grids, and PyTorch's times on the same GPU.
 
 usage: compare_bundle.py BUNDLE RESULTS [--dry-run] [--json summary.json]
+                         [--xfc build/bin/xfc --tuning-db gpu.db]
   RESULTS: the results.tar.gz that came back, or a directory holding it or its out/
   --dry-run: results of `replay.sh --dry-run` (the stand-in driver: no kernel ran), so only
              that every run exited 0 and wrote its output with the reference's shape
+  --xfc, --tuning-db: import the tune phase's out/gpu-times.json into that database (xfc tune
+             --import: entries keyed by the GPU's name and capability; docs/tuning.md)
 Exit status 1 when a check fails.
 """
 
@@ -18,6 +21,7 @@ import io
 import json
 import os
 import re
+import subprocess
 import sys
 import tarfile
 import tempfile
@@ -204,12 +208,34 @@ def batch_targets(xf, out):
     return rows
 
 
+def gpu_tuning(out, xfc, db):
+    """The tune phase's times: what was timed, and with --xfc/--tuning-db their import."""
+    path = os.path.join(out, "gpu-times.json")
+    if not os.path.exists(path):
+        return ["no out/gpu-times.json (the tune phase did not run)"], None
+    times = json.load(open(path))
+    kernels = times.get("kernels", [])
+    rows = [f"{len(kernels)} kernels timed on {times['gpu']['name']} ({times['gpu']['capability']}) "
+            f"at lengths {times['lengths']}"]
+    for k in kernels:
+        rows.append(f"{k['name']:12s} {len(k['candidates'])} candidates, finalist {k['finalist']}, "
+                    f"{len(k['final_check'])} final-check batches {k['error']}")
+    if not (xfc and db):
+        rows.append("import: xfc tune --import out/gpu-times.json --db DB")
+        return rows, None
+    r = subprocess.run([xfc, "tune", "--import", path, "--db", db], capture_output=True, text=True)
+    rows += r.stderr.rstrip().splitlines()
+    return rows, r.returncode
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("bundle")
     ap.add_argument("results")
     ap.add_argument("--dry-run", action="store_true")
     ap.add_argument("--json")
+    ap.add_argument("--xfc", help="imports the tune phase's times into --tuning-db")
+    ap.add_argument("--tuning-db")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         out = results_dir(args.results, scratch)
@@ -256,6 +282,13 @@ def main():
             print("\nbatches on the GPU (GPT-2, random weights):")
             for line in targets:
                 print("  " + line)
+        rows, rc = gpu_tuning(out, args.xfc, args.tuning_db)
+        print("\nCUDA GEMM schedules (tune phase" + (", fake stand-in times" if args.dry_run
+                                                     else "") + "):")
+        for line in rows:
+            print("  " + line)
+        if rc:
+            failures += 1
         missing = [label for label in exits if exits[label] != 0]
         print(f"\n{len(exits)} runs, {len(missing)} failed or timed out: {missing[:10]}")
         print(f"{failures} check(s) failed" if failures else "all checks passed")

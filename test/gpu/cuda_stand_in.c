@@ -14,7 +14,9 @@
  * number of launches so far; cuEventElapsedTime reports 1 µs per launch between two events, so a
  * profile's device times are launch counts the tests can check exactly. A device-to-device copy
  * takes no time unless $XF_CUDA_STAND_IN_COPY_GBS=R gives it 2n/R ns (the GPU roofline's
- * bandwidth measurement then reads R GB/s).
+ * bandwidth measurement then reads R GB/s). $XF_CUDA_STAND_IN_BLOCK_NS=N adds N ns per thread block
+ * to each launch one by one, so that schedules launching fewer blocks time as faster (the CUDA
+ * tuner's tests: a made-up cost model, no GPU's).
  *
  * Streams, stream capture and CUDA graphs (cuStreamBeginCapture_v2 ... cuGraphLaunch): a kernel
  * launched on a capturing stream becomes a node (logged `capture <entry> grid ...`), nothing
@@ -59,6 +61,7 @@ enum {
   kCaptureInvalidated = 901
 };
 
+static unsigned long long blockNanoseconds; /* $XF_CUDA_STAND_IN_BLOCK_NS per block launched */
 static unsigned long long launches, graphLaunches, graphKernels, capturedLaunches, paramUpdates;
 static FILE *logFile;
 static int logOpened;
@@ -457,6 +460,11 @@ CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, u
   if (refusedByCapture()) /* a launch elsewhere during a global-mode capture */
     return kCaptureUnsupported;
   ++launches;
+  {
+    const char *perBlock = getenv("XF_CUDA_STAND_IN_BLOCK_NS");
+    if (perBlock && *perBlock)
+      blockNanoseconds += (unsigned long long)gx * gy * gz * strtoull(perBlock, NULL, 10);
+  }
   if (f)
     fprintf(f, "launch %s grid %u %u %u block %u %u %u shared %u args%s\n", (const char *)function,
             gx, gy, gz, bx, by, bz, shared, arguments);
@@ -511,7 +519,7 @@ CUresult cuEventDestroy_v2(unsigned long long *event) {
 CUresult cuEventRecord(unsigned long long *event, void *stream) {
   if (capture && stream == capturingStream && refusedByCapture())
     return kCaptureUnsupported;
-  *event = (launches + graphKernels) * 1000ull + copyNanoseconds;
+  *event = (launches + graphKernels) * 1000ull + copyNanoseconds + blockNanoseconds;
   return kSuccess;
 }
 CUresult cuEventSynchronize(unsigned long long *event) {

@@ -20,7 +20,7 @@ elif [ -n "$DRY" ]; then
   echo "replay.sh: unknown option '$DRY' (--dry-run or nothing)" >&2
   exit 2
 fi
-chmod +x bin/* 2>/dev/null
+chmod +x bin/* tune/xf-gpu-timing 2>/dev/null
 chmod go-w bin/libxfrt_serve.so 2>/dev/null  # --serve loads only a library no one else may write
 export XF_SERVE_LIBRARY=$PWD/bin/libxfrt_serve.so
 

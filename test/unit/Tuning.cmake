@@ -4,6 +4,6 @@
 if(TARGET xfTuning)
   xf_add_unit_test(xf-tuning-test
     SOURCES TuningSearchTest.cpp TuningDatabaseTest.cpp TuningCostLedgerTest.cpp
-            TuningPathsTest.cpp TuningPairedComparisonTest.cpp
+            TuningPathsTest.cpp TuningPairedComparisonTest.cpp TuningGpuSpaceTest.cpp
     LIBS xfTuning)
 endif()

@@ -9,6 +9,7 @@
 #include "xf/Check/CheckFaults.h"
 
 #include "xf/Codegen/HalideKernels.h"
+#include "xfrt/Device.h"
 #include "xfrt/MessageText.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -150,6 +151,12 @@ cl::opt<bool> verbose("v", cl::init(false),
                       cl::cat(xfcCategory));
 cl::alias verboseLong("verbose", cl::aliasopt(verbose), cl::desc("Alias for -v"),
                       cl::cat(xfcCategory));
+cl::opt<std::string>
+    gpuName("gpu-name",
+            cl::desc("With --target cuda and a tuning database: take the CUDA schedules tuned on "
+                     "this GPU (its name as the driver gives it, e.g. 'NVIDIA H200'; default: "
+                     "the one GPU the database holds)"),
+            cl::value_desc("name"), cl::cat(xfcCategory));
 cl::opt<int> threads("num-threads", cl::init(0),
                      cl::desc("Threads the executable will run with: picks tuning database "
                               "entries, and the threads `xfc tune` measures with (default: "
@@ -197,6 +204,21 @@ cl::opt<std::string> tuneCompare("compare",
                                           "B / default and A / B with their noise and writes "
                                           "them to --report"),
                                  cl::value_desc("file"), cl::cat(tuneCategory));
+cl::opt<std::string> tuneExport(
+    "export",
+    cl::desc("With --target cuda: no timing here; compile each GEMM's candidate GPU schedules "
+             "into DIR/xf-gpu-timing (and DIR/manifest.json), a program that times them on a "
+             "GPU machine without the toolchain (docs/tuning.md, \"CUDA GEMMs\")"),
+    cl::value_desc("dir"), cl::cat(tuneCategory));
+cl::opt<std::string> tuneImport(
+    "import",
+    cl::desc("The times xf-gpu-timing wrote, judged into --db (no spec: xfc tune --import "
+             "FILE --db DB)"),
+    cl::value_desc("file"), cl::cat(tuneCategory));
+cl::opt<unsigned> tuneCandidates("candidates", cl::init(16),
+                                 cl::desc("With --target cuda: GPU schedules per GEMM, the "
+                                          "default included (1-256, default 16)"),
+                                 cl::cat(tuneCategory));
 cl::opt<std::string> tuneReport("report",
                                 cl::desc("Write a JSON report (per kernel: default, tuned, "
                                          "baselines, best-so-far over time)"),
@@ -322,6 +344,55 @@ static bool checkGpuMatmul() {
   return true;
 }
 
+/// `xfc tune --target cuda` (docs/tuning.md, "CUDA GEMMs"), --export, --import and
+/// --gpu-name: what they do not take; false after the error line.
+static bool refuseCudaTuneCombinations() {
+  const bool cuda = mlir::xf::isCudaTarget(target);
+  if (!tuneImport.empty()) {
+    if (inputFilename != "-" || !tuneExport.empty() || target.getNumOccurrences() ||
+        tuneLengths.getNumOccurrences() || tuneCandidates.getNumOccurrences() ||
+        tuneBudget.getNumOccurrences() || tuneSeed.getNumOccurrences() || !defines.empty()) {
+      llvm::errs() << "xfc: error: `xfc tune --import FILE --db DB` reads the times file alone; "
+                      "it takes no spec, --export, --target, -D, --lengths, --candidates, "
+                      "--budget or --seed\n";
+      return false;
+    }
+    return true;
+  }
+  if (!tuneExport.empty() && !cuda) {
+    llvm::errs() << "xfc: error: --export builds the timing program of a CUDA build's GEMMs: "
+                    "give --target cuda (or cuda-sm_NN)\n";
+    return false;
+  }
+  if (tuneCandidates.getNumOccurrences() && (!cuda || tuneCandidates < 1 || tuneCandidates > 256)) {
+    llvm::errs() << "xfc: error: --candidates is 1-256 GPU schedules a GEMM, with --target cuda\n";
+    return false;
+  }
+  if (!gpuName.empty() && (tuneMode || !cuda || tuningDbPath.empty())) {
+    llvm::errs() << "xfc: error: --gpu-name picks the CUDA schedules of a tuning database for a "
+                    "CUDA build: give --target cuda and --tuning-db\n";
+    return false;
+  }
+  if (!tuneMode || !cuda)
+    return true;
+  if (gpuMatmul != mlir::xf::GpuMatmul::Fp32 || tuneBaselines || !tuneCompare.empty()) {
+    llvm::errs() << "xfc: error: --target " << target << ": xfc tune times the Halide fp32 "
+                 << "GEMMs' GPU schedules; "
+                 << (tuneBaselines ? "--baselines" : !tuneCompare.empty() ? "--compare" : "--gpu-matmul")
+                 << " is not supported for CUDA targets yet\n";
+    return false;
+  }
+  if (tuneExport.empty())
+    if (xfrt::Status s = xfrt::checkCudaDriver(); !s) {
+      llvm::errs() << "xfc: error: --target " << target << ": xfc tune times the GEMMs on a "
+                   << "GPU and this machine has none usable (" << s.message()
+                   << "); give --export DIR to build the timing program for a GPU machine "
+                      "(docs/tuning.md)\n";
+      return false;
+    }
+  return true;
+}
+
 /// The option combinations xfc does not build, and options given twice or out of range;
 /// false after the error line.
 static bool refuseCombinations() {
@@ -340,7 +411,6 @@ static bool refuseCombinations() {
     // What the CUDA build does not do yet (docs/gpu.md, "Not yet").
     const char *refused = train                    ? "--train"
                           : check                  ? "--check"
-                          : tuneMode               ? "xfc tune"
                           : !quantizedLike.empty() ? "--quantized-like"
                           : bf16GemmInputs         ? "--bf16-gemm-inputs"
                                                    : nullptr;
@@ -353,6 +423,8 @@ static bool refuseCombinations() {
     llvm::errs() << "xfc: error: --emit=ptx needs a CUDA target (--target cuda)\n";
     return false;
   }
+  if (!refuseCudaTuneCombinations())
+    return false;
   if (!checkGpuMatmul())
     return false;
   if (checkFault.getNumOccurrences() && (!check || !mlir::xf::check::isCheckFault(checkFault))) {
@@ -368,7 +440,9 @@ static bool refuseCombinations() {
         (cl::Option *)&tuningDb,
         (cl::Option *)&quantizedLike, (cl::Option *)&threads, (cl::Option *)&tuneBudget,
         (cl::Option *)&tuneDb, (cl::Option *)&tuneLengths, (cl::Option *)&tuneSeed,
-        (cl::Option *)&tuneBatch, (cl::Option *)&tuneReport, (cl::Option *)&tuneCompare})
+        (cl::Option *)&tuneBatch, (cl::Option *)&tuneReport, (cl::Option *)&tuneCompare,
+        (cl::Option *)&tuneExport, (cl::Option *)&tuneImport, (cl::Option *)&tuneCandidates,
+        (cl::Option *)&gpuName})
     if (o->getNumOccurrences() > 1) {
       llvm::errs() << "xfc: error: " << (o->ArgStr.size() == 1 ? "-" : "--") << o->ArgStr
                    << " given twice\n";
@@ -422,11 +496,15 @@ bool xfc::parseCommandLine(int argc, char **argv) {
       "  xfc tune FILE.xf [--budget 10m] [--db DB] [--lengths 1,128]\n"
       "                                        tune its kernels here\n"
       "  xfc tune HOST.mlir ...                tune the kernels a host module declares\n"
+      "  xfc tune FILE.xf --target cuda --export DIR\n"
+      "                                        a program timing the GEMMs' GPU schedules\n"
+      "  xfc tune --import TIMES.json --db DB  its times into the database\n"
       "  xfc import DIR [-o FILE.xf]           a spec from a Hugging Face model directory\n");
   for (cl::Option *o :
        {(cl::Option *)&tuneBudget, (cl::Option *)&tuneDb, (cl::Option *)&tuneLengths,
         (cl::Option *)&tuneSeed, (cl::Option *)&tuneBatch, (cl::Option *)&tuneBaselines,
-        (cl::Option *)&tuneReport, (cl::Option *)&tuneCompare})
+        (cl::Option *)&tuneReport, (cl::Option *)&tuneCompare, (cl::Option *)&tuneExport,
+        (cl::Option *)&tuneImport, (cl::Option *)&tuneCandidates})
     if (!tuneMode && o->getNumOccurrences() && !(check && (o == &tuneLengths || o == &tuneSeed))) {
       llvm::errs() << "xfc: error: --" << o->ArgStr << " is an option of `xfc tune`\n";
       return false;

@@ -25,6 +25,7 @@
 #include "xf/Spec/Parser.h"
 #include "xf/Target/EmitObject.h"
 #include "xf/Transforms/Passes.h"
+#include "xf/Tuning/GpuTiming.h"
 #include "xf/Tuning/Tuner.h"
 #include "xfrt/Gguf.h"
 #include "xfrt/Manifest.h"
@@ -38,11 +39,13 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Process.h"
+#include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
 
 #include <atomic>
@@ -155,6 +158,16 @@ static mlir::LogicalResult buildPipeline(Emit action, mlir::PassManager &pm) {
     options.tuning.db = tuningDbPath;
     options.tuning.target = *targetString;
     options.tuning.threads = threadCount();
+    // A CUDA build takes the entries of one GPU (docs/tuning.md, "CUDA GEMMs").
+    if (options.defaults.cuda) {
+      llvm::Expected<std::string> gpu = mlir::xf::tuning::selectGpuTarget(tuningDbPath, gpuName);
+      if (!gpu) {
+        llvm::errs() << "xfc: error: " << llvm::toString(gpu.takeError()) << "\n";
+        return mlir::failure();
+      }
+      if (!gpu->empty())
+        options.tuning.target = *gpu, options.tuning.threads = 1;
+    }
   }
   mlir::xf::buildKernelPipeline(pm, options);
   return mlir::success();
@@ -398,8 +411,67 @@ static mlir::LogicalResult runCheck(mlir::ModuleOp xfModule, mlir::ModuleOp kern
   return mlir::xf::check::checkModel(xfModule, kernels, options, llvm::outs());
 }
 
+/// `xfc tune --target cuda` (docs/tuning.md, "CUDA GEMMs"): with --export, the timing
+/// program of the GEMMs' GPU schedules; without, that program run here on the GPU within
+/// --budget and its times imported into --db.
+static mlir::LogicalResult tuneCudaKernels(mlir::MLIRContext &context, mlir::ModuleOp host) {
+  mlir::xf::tuning::GpuExportOptions options;
+  options.target = target;
+  options.candidates = tuneCandidates;
+  options.seed = tuneSeed;
+  if (mlir::failed(parseLengths(options.lengths)))
+    return mlir::failure();
+  std::optional<double> budget = parseDuration(tuneBudget);
+  if (!budget) {
+    llvm::errs() << "xfc: error: --budget " << xfrt::quoteInput(tuneBudget)
+                 << ": expected a duration such as 90s, 10m or 1h (at most a week)\n";
+    return mlir::failure();
+  }
+  options.directory = tuneExport;
+  llvm::SmallString<128> scratch;
+  if (options.directory.empty()) {
+    if (std::error_code ec = llvm::sys::fs::createUniqueDirectory("xfc-tune-cuda", scratch))
+      return report(llvm::createStringError("a scratch directory: " + ec.message()));
+    options.directory = std::string(scratch);
+  }
+  llvm::scope_exit cleanUp([&] {
+    if (!scratch.empty())
+      llvm::sys::fs::remove_directories(scratch);
+  });
+  if (mlir::failed(report(mlir::xf::tuning::exportGpuTiming(context, host, options, llvm::errs()))))
+    return mlir::failure();
+  if (!tuneExport.empty())
+    return mlir::success();
+  llvm::SmallString<256> program(scratch), times(scratch);
+  llvm::sys::path::append(program, "xf-gpu-timing");
+  llvm::sys::path::append(times, "gpu-times.json");
+  std::string seconds = std::to_string(*budget);
+  llvm::StringRef argv[] = {program, "--budget", seconds, "--out", times};
+  std::string message;
+  int rc = llvm::sys::ExecuteAndWait(program, argv, std::nullopt, {}, 0, 0, &message);
+  if (rc != 0 && rc != 3) // 3: the budget ended before the last kernel
+    return report(llvm::createStringError("the timing program failed (exit " +
+                                          std::to_string(rc) + ") " + message));
+  mlir::xf::tuning::GpuImportOptions import{std::string(times), tuningDbPath, tuneReport};
+  return report(mlir::xf::tuning::importGpuTimes(context, import, llvm::errs()));
+}
+
+/// `xfc tune --import FILE --db DB`: a GPU's times into the database.
+static int importTimes() {
+  mlir::DialectRegistry registry;
+  registerFrontendDialects(registry);
+  mlir::MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+  mlir::xf::tuning::GpuImportOptions options{tuneImport, tuningDbPath, tuneReport};
+  return mlir::failed(report(mlir::xf::tuning::importGpuTimes(context, options, llvm::errs())))
+             ? 1
+             : 0;
+}
+
 /// `xfc tune`: the kernels the host module declares, tuned into the database.
 static mlir::LogicalResult tuneHostKernels(mlir::MLIRContext &context, mlir::ModuleOp host) {
+  if (mlir::xf::isCudaTarget(target))
+    return tuneCudaKernels(context, host);
   mlir::xf::tuning::TuneOptions options;
   options.target = target;
   options.threads = threadCount();
@@ -575,6 +647,8 @@ int main(int argc, char **argv) {
     }
   }
 
+  if (tuneMode && !tuneImport.empty())
+    return importTimes();
   if (llvm::StringRef(inputFilename).ends_with(".mlir")) {
     std::string text;
     llvm::raw_string_ostream textStream(text);

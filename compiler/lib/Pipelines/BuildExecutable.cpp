@@ -46,8 +46,9 @@ llvm::Expected<std::string> linkerDriver() {
 }
 
 /// `publicApi`: a version script naming what the library exports (empty: not a model library).
+/// `mainArchive`: the archive with main() (empty: the executable's or the trainer's).
 llvm::Error link(llvm::ArrayRef<std::string> objects, llvm::StringRef output, bool shared,
-                 bool trainer, llvm::StringRef publicApi = "") {
+                 bool trainer, llvm::StringRef publicApi = "", llvm::StringRef mainArchive = "") {
   llvm::Expected<std::string> driver = linkerDriver();
   if (!driver)
     return driver.takeError();
@@ -69,7 +70,9 @@ llvm::Error link(llvm::ArrayRef<std::string> objects, llvm::StringRef output, bo
     args.push_back("-Wl,--no-undefined"); // a library that loads, or none
 #endif
   }
-  if (!shared && trainer) {
+  if (!mainArchive.empty()) {
+    args.push_back(mainArchive.str());
+  } else if (!shared && trainer) {
     args.push_back(XFRT_TRAIN_MAIN_ARCHIVE_PATH);
   } else if (!shared) {
     args.push_back(XFRT_MAIN_ARCHIVE_PATH); // --serve loads libxfrt_serve.so (not linked)
@@ -453,4 +456,13 @@ llvm::Expected<std::string> mlir::xf::describeTensorCoreKernels(ModuleOp host,
             }))
       return std::move(error);
   return text;
+}
+
+llvm::Error mlir::xf::linkGpuTimingProgram(llvm::ArrayRef<std::string> objects,
+                                           llvm::StringRef tableSource, llvm::StringRef output) {
+  // The driver compiles the generated C table as it links.
+  std::vector<std::string> inputs{"-x", "c", tableSource.str(), "-x", "none"};
+  inputs.insert(inputs.end(), objects.begin(), objects.end());
+  return link(inputs, output, /*shared=*/false, /*trainer=*/false, "",
+              XFRT_GPU_TIMING_MAIN_ARCHIVE_PATH);
 }

@@ -100,15 +100,8 @@ llvm::Error KernelTuning::pairedCheck(const Point &candidate) {
     return llvm::Error::success(); // nothing measured: the entry stays as the search left it
   check.verdict = rounds.judge();
   check.kept = check.why.empty() && keepsCandidate(check.verdict, check.batches);
-  if (!check.kept && check.why.empty()) {
-    if (check.verdict.outcome == PairedOutcome::CannotWin)
-      check.why = check.verdict.ratio > 1 ? "slower than the default"
-                                          : "not faster than the default by the margin";
-    else if (cut || interrupted())
-      check.why = "not decided before the budget ran out";
-    else
-      check.why = llvm::formatv("not separated from the noise in {0} batches", check.batches);
-  }
+  if (!check.kept && check.why.empty())
+    check.why = whyDefaultKept(check.verdict, check.batches, cut || interrupted());
   check.dflt = fastestOf(dflt);
   check.best = fastestOf(cand);
   checked = std::move(check);

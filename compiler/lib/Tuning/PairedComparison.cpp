@@ -86,3 +86,11 @@ const char *mlir::xf::tuning::outcomeName(PairedOutcome outcome) {
   }
   return "?";
 }
+
+std::string mlir::xf::tuning::whyDefaultKept(const PairedVerdict &v, size_t batches, bool cut) {
+  if (v.outcome == PairedOutcome::CannotWin)
+    return v.ratio > 1 ? "slower than the default" : "not faster than the default by the margin";
+  if (cut)
+    return "not decided before the budget ran out";
+  return "not separated from the noise in " + std::to_string(batches) + " batches";
+}

@@ -137,6 +137,11 @@ void ProgramTuner::progress(const std::string &label, size_t index, double spent
 }
 
 void ProgramTuner::printSummary(const llvm::json::Array &report) {
+  printTuningSummary(log, report);
+}
+
+void mlir::xf::tuning::printTuningSummary(llvm::raw_ostream &log,
+                                          const llvm::json::Array &report) {
   // Per kernel, the final A/B (docs/tuning.md): the candidate's gain over the
   // default, one round's noise, the margin it had to beat, and what was kept.
   log << "\n  kernel           default ms   tuned ms     gain    noise   margin  kept     "
@@ -164,13 +169,18 @@ void ProgramTuner::warnIfUnreliable() {
 }
 
 llvm::Error ProgramTuner::writeReport(llvm::json::Object report) {
-  if (options.reportPath.empty())
+  return writeTuningReport(options.reportPath, std::move(report));
+}
+
+llvm::Error mlir::xf::tuning::writeTuningReport(const std::string &path,
+                                               llvm::json::Object report) {
+  if (path.empty())
     return llvm::Error::success();
   std::string text;
   llvm::raw_string_ostream os(text);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(report))) << "\n";
   // Written whole or not at all, like every output of xfc (xfrt/OutputFile.h).
-  if (xfrt::Status s = xfrt::writeFileAtomically(options.reportPath, text.data(), text.size()); !s)
+  if (xfrt::Status s = xfrt::writeFileAtomically(path, text.data(), text.size()); !s)
     return llvm::createStringError("cannot write the report: " + s.message());
   return llvm::Error::success();
 }

@@ -32,6 +32,12 @@ inline double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+/// The summary table of a run's report (per kernel: default and tuned ms, the final
+/// check's gain, noise, margin and what was kept), as `xfc tune` prints it.
+void printTuningSummary(llvm::raw_ostream &log, const llvm::json::Array &report);
+/// `report` written whole to `path` (nothing when `path` is empty).
+llvm::Error writeTuningReport(const std::string &path, llvm::json::Object report);
+
 /// One `xfc tune` run (or --compare) over a program's kernels.
 class ProgramTuner {
 public:

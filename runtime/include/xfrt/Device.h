@@ -22,6 +22,9 @@ namespace xfrt {
 // reports at least one device. The error is one line naming what is missing.
 // $XF_CUDA_DRIVER names another driver library to open (tests use it).
 Status checkCudaDevice();
+// The driver part of checkCudaDevice alone (loads, initializes, has a device), for a program
+// without Halide's CUDA runtime (`xfc tune --target cuda`: is there a GPU to time on?).
+Status checkCudaDriver();
 
 // Waits for every kernel launched so far (errors are left to the next call to report).
 void synchronizeDevice();

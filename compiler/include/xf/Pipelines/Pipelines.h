@@ -57,6 +57,12 @@ OwningOpRef<ModuleOp> lowerHostToLLVM(ModuleOp host);
 /// libxfrt into `output`.
 llvm::Error buildExecutable(ModuleOp host, const CodegenOptions &options, llvm::StringRef output);
 
+/// `xfc tune --target cuda --export`'s timing program (docs/tuning.md): `objects` (the
+/// candidates' pipelines, a Halide runtime) and the generated C table `tableSource`
+/// (xfrt/GpuTimingTable.h) linked with libxfrt_gpu_timing_main and libxfrt into `output`.
+llvm::Error linkGpuTimingProgram(llvm::ArrayRef<std::string> objects, llvm::StringRef tableSource,
+                                 llvm::StringRef output);
+
 /// The Halide loop nests of every kernel, for `--emit=halide` (CUDA targets:
 /// before the GPU loops become launches, loop kernels included), or with
 /// `ptx` each CUDA kernel's PTX (`--emit=ptx`).

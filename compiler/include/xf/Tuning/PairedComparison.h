@@ -84,6 +84,12 @@ bool keepsCandidate(const PairedVerdict &v, size_t batches, const PairedRule &ru
 /// "wins", "cannot win" or "undecided".
 const char *outcomeName(PairedOutcome outcome);
 
+/// Why a candidate that is not kept lost, after `batches` batches judged `v` (`cut`: the
+/// budget ended the batches early): "slower than the default", "not faster than the default
+/// by the margin", "not decided before the budget ran out" or "not separated from the noise
+/// in N batches".
+std::string whyDefaultKept(const PairedVerdict &v, size_t batches, bool cut);
+
 } // namespace mlir::xf::tuning
 
 #endif // XF_TUNING_PAIREDCOMPARISON_H

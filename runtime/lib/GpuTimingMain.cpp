@@ -1,0 +1,405 @@
+//===- GpuTimingMain.cpp - main() of a CUDA schedule timing program -------===//
+//
+// The GPU half of `xfc tune --target cuda` (docs/tuning.md, "CUDA GEMMs"): a program that
+// needs only the CUDA driver, built by `xfc tune --export DIR` from the table of
+// xfrt/GpuTimingTable.h. Per kernel, within its share of --budget:
+//   1. device buffers for the longest length, filled with small pseudo-random values;
+//   2. every candidate called once per length (a candidate whose pipeline fails is
+//      dropped; the default failing drops the kernel), then each length's calls per
+//      measurement set so that one measurement lasts ~0.3 ms (1-64 calls);
+//   3. --rounds search rounds: all candidates on all lengths, each measurement between two
+//      CUDA events on the kernels' stream, read back once a round; odd rounds in reverse;
+//   4. the finalist (the lowest paired ratio to the default over those rounds,
+//      PairedComparison.h) against the default alone: batches of 9 rounds, the finalist
+//      first in odd batches, until PairedComparison's rule needs no further batch or the
+//      share is spent — the CPU tuner's final check (FinalCheck.cpp), on the GPU.
+// Every round's times go to the JSON file (--out), rewritten after each kernel, so a run
+// cut short keeps what it measured. `xfc tune --import FILE` judges them (the same rule)
+// into the tuning database. No decision made here is stored: the import makes it again.
+//
+//===----------------------------------------------------------------------===//
+#include "HalideBufferLayout.h"
+#include "xf/Tuning/PairedComparison.h"
+#include "xfrt/CudaDriver.h"
+#include "xfrt/Device.h"
+#include "xfrt/DeviceLinks.h"
+#include "xfrt/GpuTimingTable.h"
+#include "xfrt/HalideErrors.h"
+#include "xfrt/Json.h"
+#include "xfrt/OutputFile.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+extern "C" int halide_set_error_handler(void (*)(void *, const char *));
+
+namespace {
+
+using xfrt::HalideBuffer;
+using xfrt::HalideDimension;
+using Clock = std::chrono::steady_clock;
+namespace tuning = mlir::xf::tuning;
+
+struct Options {
+  std::string out = "gpu-times.json";
+  double budgetSeconds = 55;
+  int searchRounds = 3;
+};
+
+constexpr int kCheckRounds = 9;         // rounds of a final-check batch, as FinalCheck.cpp
+constexpr double kMeasureMicros = 300;  // one measurement's target length
+constexpr int kMaxCalls = 64;           // calls per measurement at most
+
+const char *kUsage =
+    "usage: xf-gpu-timing [--out FILE] [--budget SECONDS] [--rounds N]\n"
+    "Times the candidate schedules `xfc tune --target cuda --export` compiled into this\n"
+    "program on this machine's GPU and writes their times as JSON (default gpu-times.json)\n"
+    "for `xfc tune --import FILE --db DB` (docs/tuning.md). --budget: seconds for all kernels\n"
+    "(default 55); --rounds: search rounds over all candidates (default 3).\n";
+
+bool parseArgs(int argc, char **argv, Options &o) {
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> const char * { return i + 1 < argc ? argv[++i] : nullptr; };
+    const char *v = nullptr;
+    char *end = nullptr;
+    if (a == "--help" || a == "-h") {
+      std::fputs(kUsage, stdout);
+      std::exit(0);
+    } else if (a == "--out" && (v = value())) {
+      o.out = v;
+    } else if (a == "--budget" && (v = value()) && (o.budgetSeconds = std::strtod(v, &end)) > 0 &&
+               *end == 0) {
+    } else if (a == "--rounds" && (v = value()) &&
+               (o.searchRounds = int(std::strtol(v, &end, 10))) >= 2 && *end == 0 &&
+               o.searchRounds <= 100) {
+    } else {
+      std::fprintf(stderr, "xf-gpu-timing: error: bad argument '%s'\n%s", a.c_str(), kUsage);
+      return false;
+    }
+  }
+  return true;
+}
+
+/// "GPU <name> | sm_<major><minor>", the key `--profile` keeps the GPU's ceilings under
+/// (DeviceCeilings.cpp), and the capability alone.
+bool describeGpu(std::string &name, std::string &capability) {
+  int (*deviceGet)(int *, int) = nullptr;
+  int (*getName)(char *, int, int) = nullptr;
+  int (*attribute)(int *, int, int) = nullptr;
+  int device = 0, major = 0, minor = 0;
+  char text[256] = {};
+  if (!xfrt::lookUpDriverFunction(deviceGet, "cuDeviceGet") ||
+      !xfrt::lookUpDriverFunction(getName, "cuDeviceGetName") ||
+      !xfrt::lookUpDriverFunction(attribute, "cuDeviceGetAttribute") ||
+      deviceGet(&device, 0) != 0 || getName(text, int(sizeof text), device) != 0 ||
+      attribute(&major, 75, device) != 0 || attribute(&minor, 76, device) != 0)
+    return false;
+  name = text;
+  capability = "sm_" + std::to_string(major) + std::to_string(minor);
+  return true;
+}
+
+/// A kernel's arguments on the device, shaped for one length at a time.
+class KernelBuffers {
+public:
+  xfrt::Status allocate(const xf_timing_kernel &k, int64_t longest) {
+    kernel = &k;
+    dims.resize(size_t(k.buffers));
+    buffers.resize(size_t(k.buffers));
+    uint32_t state = 12345;
+    for (int i = 0; i < k.buffers; ++i) {
+      const xf_timing_buffer &b = k.buffer[i];
+      const int64_t rows = b.rows < 0 ? longest : std::max<int64_t>(1, b.rows);
+      const uint64_t count = uint64_t(b.cols * rows), bytes = count * (b.bf16 ? 2 : 4);
+      xfrt::Expected<xfrt::DeviceMemory> m = xfrt::DeviceMemory::allocate(bytes);
+      if (!m)
+        return m.status();
+      std::vector<float> values(count);
+      for (float &v : values) // small values: no overflow in any epilogue
+        v = float(int((state = state * 1664525u + 1013904223u) >> 9) % 2001 - 1000) * 1e-4f;
+      std::vector<uint16_t> halves;
+      if (b.bf16)
+        for (float v : values) {
+          uint32_t bits;
+          std::memcpy(&bits, &v, 4);
+          halves.push_back(uint16_t(bits >> 16));
+        }
+      if (xfrt::Status s = b.bf16 ? m->upload(halves.data(), bytes) : m->upload(values.data(), bytes);
+          !s)
+        return s;
+      memory.push_back(std::move(*m));
+    }
+    return xfrt::Status::success();
+  }
+
+  /// Calls `function` once on the buffers shaped for `rows` rows; Halide's return code.
+  int call(void *function, int64_t rows) {
+    const void *interface = xfrt::deviceLinks().cudaDeviceInterface();
+    for (int i = 0; i < kernel->buffers; ++i) {
+      const xf_timing_buffer &b = kernel->buffer[i];
+      HalideDimension *d = dims[i].data();
+      d[0] = {0, int32_t(b.cols), 1, 0};
+      d[1] = {0, int32_t(b.rows < 0 ? rows : b.rows), int32_t(b.cols), 0};
+      HalideBuffer &h = buffers[i];
+      h = HalideBuffer{};
+      h.device = reinterpret_cast<uint64_t>(memory[i].address());
+      h.deviceInterface = interface;
+      h.code = b.bf16 ? 4 : 2, h.bits = b.bf16 ? 16 : 32, h.lanes = 1;
+      h.dimensions = b.rows == 0 ? 1 : 2;
+      h.dim = d;
+    }
+    HalideBuffer *a = buffers.data();
+    using P = HalideBuffer *;
+    switch (kernel->buffers) {
+    case 3: return reinterpret_cast<int (*)(P, P, P)>(function)(a, a + 1, a + 2);
+    case 4: return reinterpret_cast<int (*)(P, P, P, P)>(function)(a, a + 1, a + 2, a + 3);
+    case 5:
+      return reinterpret_cast<int (*)(P, P, P, P, P)>(function)(a, a + 1, a + 2, a + 3, a + 4);
+    case 6:
+      return reinterpret_cast<int (*)(P, P, P, P, P, P)>(function)(a, a + 1, a + 2, a + 3, a + 4,
+                                                                   a + 5);
+    case 7:
+      return reinterpret_cast<int (*)(P, P, P, P, P, P, P)>(function)(a, a + 1, a + 2, a + 3,
+                                                                      a + 4, a + 5, a + 6);
+    default: return -1;
+    }
+  }
+
+private:
+  const xf_timing_kernel *kernel = nullptr;
+  std::vector<xfrt::DeviceMemory> memory;
+  std::vector<std::array<HalideDimension, 2>> dims;
+  std::vector<HalideBuffer> buffers;
+};
+
+/// times[c][l]: candidate c's milliseconds a call at length l, one value per round.
+using Times = std::vector<std::vector<std::vector<double>>>;
+
+struct KernelRun {
+  const xf_timing_kernel &k;
+  KernelBuffers buffers;
+  std::vector<int> calls;        // per length, calls per measurement
+  std::vector<std::string> failure; // per candidate; "" where it runs
+  std::string error;             // the kernel could not be timed
+};
+
+/// One round over `order` (candidate indices): every candidate on every length, its
+/// measurements read back at the end; false (and run.error) where a call or the events fail.
+bool timeRound(KernelRun &run, const std::vector<int> &order, Times &times) {
+  struct Pending {
+    int c;
+    size_t l;
+    int from, to;
+  };
+  std::vector<Pending> pending;
+  for (int c : order)
+    for (size_t l = 0; l < run.calls.size(); ++l) {
+      const int from = xfrt::deviceEventRecord();
+      for (int i = 0; i < run.calls[l]; ++i)
+        if (int rc = run.buffers.call(run.k.candidate[c].function, xf_timing.length[l]); rc) {
+          run.error = "candidate " + std::to_string(c) + " failed while timed (Halide error " +
+                      std::to_string(rc) + ")";
+          return false;
+        }
+      const int to = xfrt::deviceEventRecord();
+      if (from < 0 || to < 0) {
+        run.error = "the CUDA driver records no events";
+        return false;
+      }
+      pending.push_back({c, l, from, to});
+    }
+  for (const Pending &p : pending)
+    times[size_t(p.c)][p.l].push_back(xfrt::deviceEventMicros(p.from, p.to) * 1e-3 /
+                                      run.calls[p.l]);
+  xfrt::deviceEventsReset(0);
+  return true;
+}
+
+/// Step 2: each candidate once per length (failures dropped), then the calls per measurement
+/// from the default's time.
+bool warmUp(KernelRun &run) {
+  const int n = run.k.candidates;
+  run.failure.assign(size_t(n), "");
+  for (int c = 0; c < n; ++c)
+    for (int l = 0; l < xf_timing.lengths && run.failure[c].empty(); ++l)
+      if (int rc = run.buffers.call(run.k.candidate[c].function, xf_timing.length[l]); rc) {
+        std::string why = xfrt::takeHalideError();
+        run.failure[c] = why.empty() ? "Halide error " + std::to_string(rc) : why;
+      }
+  xfrt::synchronizeDevice();
+  if (!run.failure[0].empty()) {
+    run.error = "the default schedule failed: " + run.failure[0];
+    return false;
+  }
+  run.calls.assign(size_t(xf_timing.lengths), 1);
+  Times probe(size_t(n), std::vector<std::vector<double>>(size_t(xf_timing.lengths)));
+  if (!timeRound(run, {0}, probe))
+    return false;
+  for (size_t l = 0; l < run.calls.size(); ++l) {
+    const double micros = probe[0][l].empty() ? 0 : probe[0][l][0] * 1e3;
+    run.calls[l] = micros > 0 ? int(std::clamp(std::ceil(kMeasureMicros / micros), 1.0,
+                                               double(kMaxCalls)))
+                              : kMaxCalls;
+  }
+  return true;
+}
+
+tuning::PairedRounds pairedOf(const Times &times, int dflt, int cand) {
+  tuning::PairedRounds rounds;
+  rounds.addBatch(times[size_t(dflt)], times[size_t(cand)]);
+  return rounds;
+}
+
+std::string jsonTimes(const std::vector<std::vector<double>> &perLength) {
+  std::string s = "[";
+  for (size_t l = 0; l < perLength.size(); ++l) {
+    s += l ? ", [" : "[";
+    for (size_t r = 0; r < perLength[l].size(); ++r) {
+      char v[40];
+      std::snprintf(v, sizeof v, "%s%.6g", r ? ", " : "", perLength[l][r]);
+      s += v;
+    }
+    s += "]";
+  }
+  return s + "]";
+}
+
+/// Steps 1-4 for one kernel, within `deadline`; its JSON object.
+std::string timeKernel(const xf_timing_kernel &k, Clock::time_point deadline,
+                       const Options &o) {
+  const Clock::time_point start = Clock::now();
+  const auto searchEnd = start + (deadline - start) * 7 / 10;
+  KernelRun run{k, {}, {}, {}, {}};
+  int64_t longest = 1;
+  for (int l = 0; l < xf_timing.lengths; ++l)
+    longest = std::max(longest, xf_timing.length[l]);
+  const int n = k.candidates;
+  Times search(size_t(n), std::vector<std::vector<double>>(size_t(xf_timing.lengths)));
+  std::string check;
+  int finalist = 0;
+  if (xfrt::Status s = run.buffers.allocate(k, longest); !s)
+    run.error = "device buffers: " + s.message();
+  else if (warmUp(run)) {
+    std::vector<int> live;
+    for (int c = 0; c < n; ++c)
+      if (run.failure[c].empty())
+        live.push_back(c);
+    for (int r = 0; r < o.searchRounds && run.error.empty() && (r < 2 || Clock::now() < searchEnd);
+         ++r) {
+      std::vector<int> order = live;
+      if (r % 2)
+        std::reverse(order.begin(), order.end());
+      timeRound(run, order, search);
+    }
+    double best = 1;
+    for (int c : live)
+      if (c != 0 && run.error.empty()) {
+        double ratio = pairedOf(search, 0, c).judge().ratio;
+        if (ratio < best)
+          best = ratio, finalist = c;
+      }
+    // Step 4: the finalist against the default, batch by batch, in alternating order.
+    tuning::PairedRounds paired;
+    size_t batches = 0;
+    while (finalist && run.error.empty() && Clock::now() < deadline &&
+           tuning::needsAnotherBatch(paired.judge(), batches)) {
+      const bool candidateFirst = batches % 2 == 1;
+      Times both(size_t(n), std::vector<std::vector<double>>(size_t(xf_timing.lengths)));
+      std::vector<int> order = candidateFirst ? std::vector<int>{finalist, 0}
+                                              : std::vector<int>{0, finalist};
+      for (int r = 0; r < kCheckRounds && run.error.empty(); ++r)
+        timeRound(run, order, both);
+      if (!run.error.empty())
+        break;
+      paired.addBatch(both[0], both[size_t(finalist)]);
+      check += std::string(batches ? ",\n" : "") + "        {\"candidate_first\": " +
+               (candidateFirst ? "true" : "false") + ", \"default_ms\": " + jsonTimes(both[0]) +
+               ", \"candidate_ms\": " + jsonTimes(both[size_t(finalist)]) + "}";
+      ++batches;
+    }
+  }
+  char head[160];
+  std::snprintf(head, sizeof head, "    {\"name\": %s, \"kernel\": %s, \"seconds\": %.3f,\n",
+                xfrt::quoteJson(k.name).c_str(), "%s",
+                std::chrono::duration<double>(Clock::now() - start).count());
+  std::string json = head;
+  json.replace(json.find("%s"), 2, xfrt::quoteJson(k.signature));
+  json += "      \"error\": " + xfrt::quoteJson(run.error) + ",\n      \"calls\": [";
+  for (size_t l = 0; l < run.calls.size(); ++l)
+    json += (l ? ", " : "") + std::to_string(run.calls[l]);
+  json += "],\n      \"candidates\": [\n";
+  for (int c = 0; c < n; ++c)
+    json += std::string(c ? ",\n" : "") + "        {\"schedule\": " +
+            xfrt::quoteJson(k.candidate[c].schedule) + ", \"failure\": " +
+            xfrt::quoteJson(size_t(c) < run.failure.size() ? run.failure[c] : "") +
+            ", \"search_ms\": " + jsonTimes(search[size_t(c)]) + "}";
+  json += "],\n      \"finalist\": " + std::to_string(finalist) + ",\n      \"final_check\": [\n" +
+          check + "]}";
+  return json;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Options o;
+  if (!parseArgs(argc, argv, o))
+    return 2;
+  if (xfrt::Status s = xfrt::checkCudaDevice(); !s) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+    return 1;
+  }
+  halide_set_error_handler(&xfrt::halideErrorHandler);
+  std::string name, capability;
+  if (!describeGpu(name, capability)) {
+    std::fprintf(stderr, "error: the CUDA driver does not name the GPU or its capability\n");
+    return 1;
+  }
+  const Clock::time_point deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(o.budgetSeconds));
+  std::string head = "{\"format\": \"xf-gpu-times\", \"version\": 1, \"xf_version\": " +
+                     xfrt::quoteJson(xf_timing.xf_version) + ", \"target\": " +
+                     xfrt::quoteJson(xf_timing.target) + ",\n  \"gpu\": {\"name\": " +
+                     xfrt::quoteJson(name) + ", \"capability\": " + xfrt::quoteJson(capability) +
+                     "}, \"driver\": " + xfrt::quoteJson(xfrt::driverLibraryName()) +
+                     ", \"budget_s\": " + std::to_string(o.budgetSeconds) + ",\n  \"lengths\": [";
+  for (int l = 0; l < xf_timing.lengths; ++l)
+    head += (l ? ", " : "") + std::to_string(xf_timing.length[l]);
+  head += "],\n  \"kernels\": [\n";
+  std::string kernels;
+  int timed = 0;
+  const std::string empty = head + "]}\n"; // what a run cut before its first kernel leaves
+  if (xfrt::Status s = xfrt::writeFileAtomically(o.out, empty.data(), empty.size()); !s) {
+    std::fprintf(stderr, "error: %s\n", s.message().c_str());
+    return 1;
+  }
+  for (int i = 0; i < xf_timing.kernels; ++i) {
+    const auto now = Clock::now();
+    if (now >= deadline)
+      break;
+    const auto share = (deadline - now) / (xf_timing.kernels - i);
+    kernels += std::string(i ? ",\n" : "") + timeKernel(xf_timing.kernel[i], now + share, o);
+    ++timed;
+    const std::string text = head + kernels + "]}\n";
+    if (xfrt::Status s = xfrt::writeFileAtomically(o.out, text.data(), text.size()); !s) {
+      std::fprintf(stderr, "error: %s\n", s.message().c_str());
+      return 1;
+    }
+    std::printf("xf-gpu-timing: %s (%s): %d candidates\n", xf_timing.kernel[i].name,
+                xf_timing.kernel[i].signature, xf_timing.kernel[i].candidates);
+    std::fflush(stdout);
+  }
+  const double spent = o.budgetSeconds - std::chrono::duration<double>(deadline - Clock::now()).count();
+  std::printf("xf-gpu-timing: %d of %d kernels timed on %s (%s) in %.1f s of %.0f; %s\n", timed,
+              xf_timing.kernels, name.c_str(), capability.c_str(), spent, o.budgetSeconds,
+              o.out.c_str());
+  return timed == xf_timing.kernels ? 0 : 3;
+}

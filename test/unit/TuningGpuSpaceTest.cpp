@@ -1,0 +1,104 @@
+//===- TuningGpuSpaceTest.cpp - a CUDA GEMM's candidate schedules ---------===//
+//
+// In: GEMM specs of GPT-2 small's shapes ([K, N] with the register path, the [N, K] tied
+// unembedding, N off the register tile: the staged path) and the lengths tuned. Out: checks
+// that gpuGemmCandidates gives the default first, at most the limit, distinct points, each one
+// the #xf.gpu_gemm_schedule verifier takes, varying only knobs of paths the lengths reach, the
+// same list for the same seed; and that the one-knob moves come first, knob by knob.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xf/Codegen/KernelSchedules.h"
+#include "xf/IR/XfDialect.h"
+#include "xf/Tuning/GpuScheduleSpace.h"
+
+#include "mlir/IR/MLIRContext.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+using namespace mlir::xf;
+using namespace mlir::xf::tuning;
+
+namespace {
+
+GemmKernelSpec gemm(int64_t K, int64_t N, bool transposed) {
+  GemmKernelSpec s;
+  s.name = "g", s.K = K, s.N = N, s.transposeWeight = transposed, s.hasBias = true;
+  return s;
+}
+
+int differences(const Point &a, const Point &b) {
+  int n = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    n += a[i] != b[i];
+  return n;
+}
+
+struct GpuSpace : ::testing::Test {
+  mlir::MLIRContext ctx;
+  void SetUp() override { ctx.loadDialect<XfDialect>(); }
+};
+
+TEST_F(GpuSpace, CandidatesAreBoundedLegalDistinctDefaultFirst) {
+  for (const GemmKernelSpec &spec : {gemm(768, 2304, false), gemm(768, 50257, true),
+                                     gemm(16, 48, false), gemm(3072, 768, false)}) {
+    const std::vector<int64_t> lengths{1, 128, 1024};
+    std::vector<GpuGemmSchedule> c = gpuGemmCandidates(ctx, spec, lengths, 16, 1);
+    ASSERT_FALSE(c.empty());
+    EXPECT_LE(c.size(), 16u);
+    EXPECT_GE(c.size(), 8u) << "too few candidates for K=" << spec.K << " N=" << spec.N;
+    EXPECT_EQ(gpuGemmPoint(c[0]), gpuGemmPoint(GpuGemmSchedule()));
+    std::set<Point> seen;
+    SearchSpace space = gpuGemmSpace(ctx, spec, lengths);
+    for (const GpuGemmSchedule &s : c) {
+      EXPECT_TRUE(seen.insert(gpuGemmPoint(s)).second) << "a candidate twice";
+      EXPECT_TRUE(space.legal(gpuGemmPoint(s)));
+      EXPECT_EQ(gpuGemmPoint(gpuGemmScheduleAt(gpuGemmPoint(s))), gpuGemmPoint(s));
+    }
+    // The one-knob moves come first.
+    for (size_t i = 1; i < std::min<size_t>(c.size(), 6); ++i)
+      EXPECT_EQ(differences(gpuGemmPoint(c[i]), gpuGemmPoint(c[0])), 1);
+    std::vector<GpuGemmSchedule> again = gpuGemmCandidates(ctx, spec, lengths, 16, 1);
+    ASSERT_EQ(again.size(), c.size());
+    for (size_t i = 0; i < c.size(); ++i)
+      EXPECT_EQ(gpuGemmPoint(again[i]), gpuGemmPoint(c[i]));
+  }
+}
+
+TEST_F(GpuSpace, OnlyTheKnobsOfReachedPathsVary) {
+  const GemmKernelSpec spec = gemm(768, 2304, false);
+  const Point dflt = gpuGemmPoint(GpuGemmSchedule());
+  // Decode only: the [K, N] GEMV's two knobs.
+  std::set<size_t> varied;
+  for (const GpuGemmSchedule &s : gpuGemmCandidates(ctx, spec, {1}, 64, 3))
+    for (size_t k = 0; k < dflt.size(); ++k)
+      if (gpuGemmPoint(s)[k] != dflt[k])
+        varied.insert(k);
+  std::vector<SchedulePath> paths = gpuGemmPaths(spec, {1});
+  ASSERT_EQ(paths.size(), 1u);
+  EXPECT_EQ(paths[0].name, "gemv");
+  EXPECT_EQ(varied, std::set<size_t>(paths[0].knobs.begin(), paths[0].knobs.end()));
+  // Prefill only: the register path's knobs, split K among them ([K, N]), never the GEMV's.
+  paths = gpuGemmPaths(spec, {128});
+  ASSERT_EQ(paths.size(), 1u);
+  std::set<size_t> tiled(paths[0].knobs.begin(), paths[0].knobs.end());
+  for (const GpuGemmSchedule &s : gpuGemmCandidates(ctx, spec, {128}, 64, 3))
+    for (size_t k = 0; k < dflt.size(); ++k)
+      if (gpuGemmPoint(s)[k] != dflt[k])
+        EXPECT_TRUE(tiled.count(k)) << "knob " << k << " varied outside the tiled path";
+  EXPECT_EQ(gpuGemmScheduleAt(dflt).regSplitK, 4);
+  bool splitVaried = false;
+  for (const GpuGemmSchedule &s : gpuGemmCandidates(ctx, spec, {128}, 64, 3))
+    splitVaried |= s.regSplitK != 4;
+  EXPECT_TRUE(splitVaried);
+}
+
+TEST_F(GpuSpace, AFirstCandidateOnlyWithALimitOfOne) {
+  std::vector<GpuGemmSchedule> c = gpuGemmCandidates(ctx, gemm(768, 768, false), {1, 128}, 1, 1);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(gpuGemmPoint(c[0]), gpuGemmPoint(GpuGemmSchedule()));
+}
+
+} // namespace
