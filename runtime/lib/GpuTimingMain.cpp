@@ -4,9 +4,10 @@
 // needs only the CUDA driver, built by `xfc tune --export DIR` from the table of
 // xfrt/GpuTimingTable.h. Per kernel, within its share of --budget:
 //   1. device buffers for the longest length, filled with small pseudo-random values;
-//   2. every candidate called once per length (a candidate whose pipeline fails is
-//      dropped; the default failing drops the kernel), then each length's calls per
-//      measurement set so that one measurement lasts ~0.3 ms (1-64 calls);
+//   2. every candidate called once per length, its output read back and compared with the
+//      default's (normwise error ≤ 1e-4; the output is set to a sentinel before each call);
+//      a candidate that fails or differs is dropped, the default failing drops the kernel;
+//      then each length's calls per measurement set so that one lasts ~0.3 ms (1-64 calls);
 //   3. --rounds search rounds: all candidates on all lengths, each measurement between two
 //      CUDA events on the kernels' stream, read back once a round; odd rounds in reverse;
 //   4. the finalist (the lowest paired ratio to the default over those rounds,
@@ -140,6 +141,16 @@ public:
     return xfrt::Status::success();
   }
 
+  /// The output (the last buffer, float32) of `rows` rows: set to `value`, or read.
+  xfrt::Status fillOutput(float value, int64_t rows) {
+    std::vector<float> v(size_t(rows * kernel->buffer[kernel->buffers - 1].cols), value);
+    return memory.back().upload(v.data(), v.size() * 4);
+  }
+  xfrt::Status readOutput(std::vector<float> &out, int64_t rows) const {
+    out.resize(size_t(rows * kernel->buffer[kernel->buffers - 1].cols));
+    return memory.back().download(out.data(), out.size() * 4);
+  }
+
   /// Calls `function` once on the buffers shaped for `rows` rows; Halide's return code.
   int call(void *function, int64_t rows) {
     const void *interface = xfrt::deviceLinks().cudaDeviceInterface();
@@ -188,6 +199,7 @@ struct KernelRun {
   KernelBuffers buffers;
   std::vector<int> calls;        // per length, calls per measurement
   std::vector<std::string> failure; // per candidate; "" where it runs
+  std::vector<double> error_vs_default; // per candidate: largest normwise error over lengths
   std::string error;             // the kernel could not be timed
 };
 
@@ -223,17 +235,56 @@ bool timeRound(KernelRun &run, const std::vector<int> &order, Times &times) {
   return true;
 }
 
-/// Step 2: each candidate once per length (failures dropped), then the calls per measurement
-/// from the default's time.
+/// max |a - b| over max |ref|: a candidate's output against the default's (NaN: infinite).
+double normwiseError(const std::vector<float> &a, const std::vector<float> &ref) {
+  double diff = 0, scale = 0;
+  for (size_t i = 0; i < a.size() && i < ref.size(); ++i) {
+    const double d = std::fabs(double(a[i]) - double(ref[i]));
+    diff = d == d ? std::max(diff, d) : INFINITY;
+    scale = std::max(scale, std::fabs(double(ref[i])));
+  }
+  return diff == 0 ? 0 : diff / std::max(scale, 1e-30);
+}
+
+/// One call of candidate `c` at length `l`, its output (set to a sentinel first, so that one
+/// left unwritten differs) read back into `out`; "" or why it failed.
+std::string callAndRead(KernelRun &run, int c, int l, std::vector<float> &out) {
+  const int64_t rows = xf_timing.length[l];
+  if (xfrt::Status s = run.buffers.fillOutput(12345.0f, rows); !s)
+    return s.message();
+  if (int rc = run.buffers.call(run.k.candidate[c].function, rows); rc) {
+    std::string why = xfrt::takeHalideError();
+    return why.empty() ? "Halide error " + std::to_string(rc) : why;
+  }
+  xfrt::Status s = run.buffers.readOutput(out, rows);
+  return s ? "" : s.message();
+}
+
+/// Step 2: each candidate once per length, its output against the default's (as the CPU
+/// worker checks its candidates, the bound 1e-4: a schedule changes only the summation
+/// order; a failing or wrong candidate is dropped), then the calls per measurement from the
+/// default's time.
 bool warmUp(KernelRun &run) {
   const int n = run.k.candidates;
   run.failure.assign(size_t(n), "");
-  for (int c = 0; c < n; ++c)
-    for (int l = 0; l < xf_timing.lengths && run.failure[c].empty(); ++l)
-      if (int rc = run.buffers.call(run.k.candidate[c].function, xf_timing.length[l]); rc) {
-        std::string why = xfrt::takeHalideError();
-        run.failure[c] = why.empty() ? "Halide error " + std::to_string(rc) : why;
+  run.error_vs_default.assign(size_t(n), 0);
+  std::vector<float> reference, out;
+  for (int l = 0; l < xf_timing.lengths && run.failure[0].empty(); ++l) {
+    run.failure[0] = callAndRead(run, 0, l, reference);
+    for (int c = 1; c < n && run.failure[0].empty(); ++c) {
+      if (!run.failure[c].empty())
+        continue;
+      run.failure[c] = callAndRead(run, c, l, out);
+      const double e = run.failure[c].empty() ? normwiseError(out, reference) : 0;
+      run.error_vs_default[c] = std::max(run.error_vs_default[c], e);
+      if (!(e <= 1e-4)) {
+        char why[120];
+        std::snprintf(why, sizeof why, "wrong result: error %.3g against the default at %lld rows",
+                      e, (long long)xf_timing.length[l]);
+        run.failure[c] = why;
       }
+    }
+  }
   xfrt::synchronizeDevice();
   if (!run.failure[0].empty()) {
     run.error = "the default schedule failed: " + run.failure[0];
@@ -258,6 +309,12 @@ tuning::PairedRounds pairedOf(const Times &times, int dflt, int cand) {
   return rounds;
 }
 
+std::string jsonNumber(double v) {
+  char text[40];
+  std::snprintf(text, sizeof text, "%.6g", std::isfinite(v) ? v : 1e300);
+  return text;
+}
+
 std::string jsonTimes(const std::vector<std::vector<double>> &perLength) {
   std::string s = "[";
   for (size_t l = 0; l < perLength.size(); ++l) {
@@ -277,7 +334,7 @@ std::string timeKernel(const xf_timing_kernel &k, Clock::time_point deadline,
                        const Options &o) {
   const Clock::time_point start = Clock::now();
   const auto searchEnd = start + (deadline - start) * 7 / 10;
-  KernelRun run{k, {}, {}, {}, {}};
+  KernelRun run{k, {}, {}, {}, {}, {}};
   int64_t longest = 1;
   for (int l = 0; l < xf_timing.lengths; ++l)
     longest = std::max(longest, xf_timing.length[l]);
@@ -340,6 +397,8 @@ std::string timeKernel(const xf_timing_kernel &k, Clock::time_point deadline,
     json += std::string(c ? ",\n" : "") + "        {\"schedule\": " +
             xfrt::quoteJson(k.candidate[c].schedule) + ", \"failure\": " +
             xfrt::quoteJson(size_t(c) < run.failure.size() ? run.failure[c] : "") +
+            ", \"error_vs_default\": " +
+            jsonNumber(size_t(c) < run.error_vs_default.size() ? run.error_vs_default[c] : 0) +
             ", \"search_ms\": " + jsonTimes(search[size_t(c)]) + "}";
   json += "],\n      \"finalist\": " + std::to_string(finalist) + ",\n      \"final_check\": [\n" +
           check + "]}";
