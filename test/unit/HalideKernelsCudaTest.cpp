@@ -270,6 +270,58 @@ TEST(CudaGemmAlgorithm, NormPrologue) {
   }
 }
 
+/// How a test runs flash-decoding's range pass (M <= 4): as before the append existed, or
+/// where the pass appends (cudaDecodeRangesAppend) appending nothing (start = the keys,
+/// the rows' outputs into a dummy) or appending the last M keys, which the cache holds as NaN
+/// until the pass writes them (rotated with rope).
+enum class RangeAppend { Plain, Nothing, LastRows };
+
+/// `ranges` as the host calls it in `mode`; k and v are the cache slots of `keys` rows
+/// (`capacity` rows each head), kNew and vNew the step's new rows (the last M of the keys).
+int callRanges(Halide::Callable &ranges, const AttentionKernelSpec &spec, RangeAppend mode,
+               Halide::Runtime::Buffer<float> &q, Halide::Runtime::Buffer<float> &k,
+               Halide::Runtime::Buffer<float> &v, Halide::Runtime::Buffer<float> &kNew,
+               Halide::Runtime::Buffer<float> &vNew, Halide::Runtime::Buffer<float> &partials,
+               int capacity) {
+  if (mode == RangeAppend::Plain)
+    return xftest::call(ranges, {q.raw_buffer(), k.raw_buffer(), v.raw_buffer(),
+                                 partials.raw_buffer()});
+  const CudaDecodePartials shape = cudaDecodePartialsOf(spec);
+  const int M = q.height(), keys = k.height(), dV = int(spec.dV), columns = int(shape.columns);
+  const int kvHeads = int(spec.keyValueHeads()), group = int(spec.heads) / kvHeads;
+  const int headFloats = columns * int(shape.rows), ranges_ = int(shape.ranges);
+  const int start = mode == RangeAppend::LastRows ? keys - M : keys;
+  std::vector<Halide::Runtime::Buffer<float>> views;
+  for (int e = 0; e < 3; ++e) { // (column, row, head in group, K/V head, range)
+    halide_dimension_t dims[5] = {{0, dV, e == 0 ? 1 : 0},
+                                  {0, M, columns},
+                                  {0, group, headFloats},
+                                  {0, kvHeads, headFloats * group},
+                                  {0, ranges_, headFloats * int(spec.heads)}};
+    views.emplace_back(partials.data() + (e == 0 ? 0 : dV + e - 1), 5, dims);
+  }
+  Halide::Runtime::Buffer<float> dummy(dV * int(shape.rows));
+  for (Halide::Runtime::Buffer<float> *cache : {&k, &v}) {
+    const bool append = mode == RangeAppend::LastRows;
+    halide_dimension_t dims[5] = {{0, dV, 1},
+                                  {0, M, dV},
+                                  {0, group, 0},
+                                  {0, kvHeads, append ? capacity * dV : 0},
+                                  {0, ranges_, 0}};
+    views.emplace_back(append ? &(*cache)(0, start, 0) : dummy.data(), 5, dims);
+  }
+  Halide::Runtime::Buffer<float> &newK = mode == RangeAppend::LastRows ? kNew : k;
+  Halide::Runtime::Buffer<float> &newV = mode == RangeAppend::LastRows ? vNew : v;
+  try {
+    return ranges(q.raw_buffer(), k.raw_buffer(), v.raw_buffer(), newK.raw_buffer(),
+                  newV.raw_buffer(), start, views[0].raw_buffer(), views[1].raw_buffer(),
+                  views[2].raw_buffer(), views[3].raw_buffer(), views[4].raw_buffer());
+  } catch (const Halide::Error &e) {
+    ADD_FAILURE() << e.what();
+    return -1;
+  }
+}
+
 void checkAttention(const AttentionKernelSpec &spec,
                     const std::vector<std::pair<int, int>> &shapes = {
                         {1, 1}, {1, 70}, {3, 40}, {4, 4}, {17, 17}, {20, 45}, {40, 20}}) {
@@ -280,13 +332,24 @@ void checkAttention(const AttentionKernelSpec &spec,
   const CudaDecodePartials shape = cudaDecodePartialsOf(spec);
   const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
   const int Hkv = int(spec.keyValueHeads()), group = H / Hkv;
+  const bool rope = spec.rope != AttentionKernelSpec::Rope::None;
+  std::vector<RangeAppend> modes{RangeAppend::Plain};
+  if (cudaDecodeRangesAppend(spec)) { // a cache's keys are rotated as appended, never on reading
+    modes = {RangeAppend::Nothing};
+    if (!rope || !spec.ropeKeys)
+      modes.push_back(RangeAppend::LastRows);
+  }
   std::mt19937 rng(9);
   // Decode (M ≤ 4 over a longer cache), self-attention with key- and query-block tails (causal:
   // key blocks past a query block skipped), cross attention.
-  for (auto [M, Mz] : shapes) {
+  for (auto [M, Mz] : shapes)
+    for (RangeAppend mode : modes) {
     if (spec.causal && Mz < M)
       continue;
-    SCOPED_TRACE("M=" + std::to_string(M) + " Mz=" + std::to_string(Mz));
+    if (mode == RangeAppend::LastRows && (M > int(shape.rows) || Mz < M))
+      continue;
+    SCOPED_TRACE("M=" + std::to_string(M) + " Mz=" + std::to_string(Mz) +
+                 (mode == RangeAppend::LastRows ? " appending" : ""));
     auto q = xftest::randomMatrix(M, H * dK, rng);
     auto k = xftest::randomMatrix(Mz, Hkv * dK, rng);
     auto v = xftest::randomMatrix(Mz, Hkv * dV, rng);
@@ -294,22 +357,30 @@ void checkAttention(const AttentionKernelSpec &spec,
     Halide::Runtime::Buffer<float> out(H * dV, M);
     out.fill(std::nanf(""));
     // K/V as a KV cache slot: each head's rows contiguous, capacity past the context.
-    auto kHeads = xftest::byHead(k, Hkv, /*cacheSlot=*/true, Mz + 5);
-    auto vHeads = xftest::byHead(v, Hkv, /*cacheSlot=*/true, Mz + 5);
+    const int capacity = Mz + 5, start = Mz - M;
+    auto kHeads = xftest::byHead(k, Hkv, /*cacheSlot=*/true, capacity);
+    auto vHeads = xftest::byHead(v, Hkv, /*cacheSlot=*/true, capacity);
+    // Appending: the new rows (the last M) as the QKV GEMM leaves them, NaN in the cache.
+    Halide::Runtime::Buffer<float> kNew = k.cropped(1, start, M), vNew = v.cropped(1, start, M);
+    kNew.translate(1, -start), vNew.translate(1, -start);
+    kNew = xftest::byHead(kNew, Hkv, false, 0), vNew = xftest::byHead(vNew, Hkv, false, 0);
+    if (mode == RangeAppend::LastRows)
+      for (auto *cache : {&kHeads, &vHeads})
+        cache->cropped(1, start, M).fill(std::nanf(""));
     // The device buffer of the ranges' results, as the host passes it to both functions:
     // written by <name>_decode_ranges when M <= 4 (flash-decoding), else never read.
     Halide::Runtime::Buffer<float> partials(int(shape.columns), int(shape.rows),
                                             int(shape.heads), int(shape.ranges));
     partials.fill(std::nanf(""));
     if (M <= shape.rows)
-      ASSERT_EQ(xftest::call(ranges, {q.raw_buffer(), kHeads.raw_buffer(), vHeads.raw_buffer(),
-                                      partials.raw_buffer()}),
+      ASSERT_EQ(callRanges(ranges, spec, mode, q, kHeads, vHeads, kNew, vNew, partials, capacity),
                 0);
     ASSERT_EQ(xftest::call(kernel, {q.raw_buffer(), kHeads.raw_buffer(), vHeads.raw_buffer(),
                                     partials.raw_buffer(), out.raw_buffer()}),
               0);
     // Q and K as the kernel uses them: with rope, query row t rotated at t + (Mz − M) and,
-    // unless the cache holds them rotated (ropeKeys off), key s at s; in double.
+    // unless the cache holds them rotated (ropeKeys off: rotated by the append), key s at s;
+    // in double. Appended keys are rotated at their position too.
     auto rotatedAt = [&](const Halide::Runtime::Buffer<float> &m, int head, int c, int row,
                          double position) -> double {
       auto at = [&](int x) { return double(m(head * dK + x, row)); };
@@ -323,7 +394,10 @@ void checkAttention(const AttentionKernelSpec &spec,
       return first ? a * std::cos(angle) - b * std::sin(angle)
                    : a * std::sin(angle) + b * std::cos(angle);
     };
-    const bool rotateKeys = spec.rope != AttentionKernelSpec::Rope::None && spec.ropeKeys;
+    auto keyRef = [&](int g, int c, int s) {
+      const bool rotate = rope && (spec.ropeKeys || (mode == RangeAppend::LastRows && s >= start));
+      return rotate ? rotatedAt(k, g, c, s, s) : double(k(g * dK + c, s));
+    };
     double worst = 0;
     std::vector<double> score(Mz);
     for (int h = 0; h < H; ++h)
@@ -332,8 +406,7 @@ void checkAttention(const AttentionKernelSpec &spec,
         for (int s = 0; s < Mz; ++s) {
           double dot = 0;
           for (int c = 0; c < dK; ++c)
-            dot += rotatedAt(q, h, c, t, t + (Mz - M)) *
-                   (rotateKeys ? rotatedAt(k, h / group, c, s, s) : k((h / group) * dK + c, s));
+            dot += rotatedAt(q, h, c, t, t + (Mz - M)) * keyRef(h / group, c, s);
           score[s] = !spec.causal || s <= t + (Mz - M) ? dot * spec.scale : -INFINITY;
           top = std::max(top, score[s]);
         }
@@ -350,6 +423,31 @@ void checkAttention(const AttentionKernelSpec &spec,
         }
       }
     EXPECT_LE(worst, 1e-5);
+    if (dK != dV)
+      continue;
+    // The cache: every row before `start` as it was, the appended rows as the cache holds
+    // them (rotated keys), nothing written past them.
+    double cacheWorst = 0;
+    for (int g = 0; g < Hkv; ++g)
+      for (int s = 0; s < capacity; ++s)
+        for (int c = 0; c < dV; ++c) {
+          const bool held = s < Mz;
+          const bool appended = mode == RangeAppend::LastRows && s >= start;
+          const double kWant = !held                ? NAN
+                               : appended && rope ? rotatedAt(k, g, c, s, s)
+                                                  : double(k(g * dK + c, s));
+          const double vWant = held ? v(g * dV + c, s) : NAN;
+          // Past the context the slot is outside the buffers' crop: read through their data.
+          const int64_t at = c + int64_t(s) * dV + int64_t(g) * capacity * dV;
+          for (auto [got, want] : {std::pair{double(kHeads.data()[at]), kWant},
+                                   std::pair{double(vHeads.data()[at]), vWant}}) {
+            if (std::isnan(want) != std::isnan(got))
+              cacheWorst = INFINITY;
+            else if (!std::isnan(want))
+              cacheWorst = std::max(cacheWorst, std::abs(got - want));
+          }
+        }
+    EXPECT_LE(cacheWorst, 1e-6);
   }
 }
 
@@ -407,6 +505,32 @@ TEST(CudaAttentionAlgorithm, RotaryPositions) {
   checkAttention(s, {{1, 300}, {4, 4}, {20, 45}});
   s.rope = AttentionKernelSpec::Rope::Adjacent;
   checkAttention(s, {{2, 90}, {17, 17}});
+}
+
+// The range pass appends a decode step's new K/V rows (K and V heads of one width,
+// cudaDecodeRangesAppend): keys from `start` on read from the new rows — NaN in the cache
+// until the pass writes them — and, after the call, the cache's rows equal to the new rows
+// (keys rotated at their position with rope), rows before and past them untouched; appending
+// nothing (start = the keys, as an uncached call) the cache is read alone. Heads of one K/V
+// head each (33 ranges: 2000 keys give two key blocks a range; 20 keys leave ranges empty),
+// grouped (4 heads a block, the rows' outputs of stride 0 across them), rotary positions in
+// both pairings, and the uncached rotary kernel (keys rotated as read: appending nothing only).
+TEST(CudaAttentionAlgorithm, RangePassAppends) {
+  AttentionKernelSpec s;
+  s.name = "a";
+  s.heads = 8, s.dK = 4, s.dV = 4, s.scale = 0.5, s.causal = true;
+  ASSERT_TRUE(cudaDecodeRangesAppend(s));
+  checkAttention(s, {{1, 2000}, {4, 1500}, {1, 20}, {3, 3}, {1, 1}});
+  s.heads = 12, s.kvHeads = 3, s.dK = s.dV = 8;
+  EXPECT_EQ(cudaDecodePartialsOf(s).headsPerBlock, 4);
+  checkAttention(s, {{1, 1000}, {2, 7}});
+  s.heads = 6, s.kvHeads = 2, s.ropeKeys = false, s.ropeBase = 100.0;
+  s.rope = AttentionKernelSpec::Rope::Halves;
+  checkAttention(s, {{1, 300}, {4, 4}, {2, 90}});
+  s.rope = AttentionKernelSpec::Rope::Adjacent;
+  checkAttention(s, {{1, 130}, {3, 3}});
+  s.ropeKeys = true;
+  checkAttention(s, {{1, 300}, {3, 40}});
 }
 
 // ---- Loop kernels ----------------------------------------------------------

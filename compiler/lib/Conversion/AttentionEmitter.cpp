@@ -179,10 +179,25 @@ Value HostLowering::emitCachedAttention(const AttentionCall &call, HalideBufferA
                                            position, newKeys, rows, call.rotateKeys, !together);
     HalideBufferArg values = cachedMatrixArg(attn.getValue(), call.valueOffset, call.kvHeads, cache,
                                              position, newValues, rows, {}, !together);
-    if (together)
+    if (!together)
+      return callAttentionPipeline(call.spec, {query, keys, values, out});
+    // On the GPU the range pass of a decode step appends the new rows itself (CudaAttentionCall.h);
+    // a prompt's go in by the append kernel.
+    CudaAttentionAppend append;
+    append.newKeys = headsArg(attn.getKey(), call.kvHeads, newKeys, rows);
+    append.newValues = headsArg(attn.getValue(), call.kvHeads, newValues, rows);
+    for (auto [cached, at] : {std::pair{&keys, &append.keyRows}, {&values, &append.valueRows}}) {
+      Value width = cached->dims[0].first;
+      *at = HalideBufferArg{cacheElementPtr(cached->host, arith::MulIOp::create(*b, loc, position,
+                                                                                 width)),
+                            {{width, i64(1)}, {rows, width}, cached->dims[2]}};
+    }
+    append.start = position;
+    append.appendKernel = [&] {
       appendKeyValues(call.appendKeyValues, attn.getKey(), attn.getValue(), keys, values, newKeys,
                       newValues, position, rows);
-    return callAttentionPipeline(call.spec, {query, keys, values, out});
+    };
+    return callAttentionPipeline(call.spec, {query, keys, values, out}, &append);
   };
   if (!call.decodeInRuntime)
     return halide();
@@ -259,9 +274,13 @@ void HostLowering::emitWholeAttention(const AttentionCall &call) {
 }
 
 Value HostLowering::callAttentionPipeline(const AttentionKernelSpec &spec,
-                                          ArrayRef<HalideBufferArg> args) {
+                                          ArrayRef<HalideBufferArg> args,
+                                          const CudaAttentionAppend *append) {
   if (!options.cudaDevice)
     return callHalidePipeline(*b, loc, *program.module, spec.name, args);
-  deviceAttentionFloats = std::max(deviceAttentionFloats, cudaDecodePartialsOf(spec).floats());
-  return callCudaAttention(*b, loc, *program.module, spec, args, devicePartials());
+  const CudaDecodePartials partials = cudaDecodePartialsOf(spec);
+  deviceAttentionFloats = std::max(
+      deviceAttentionFloats,
+      partials.floats() + (cudaDecodeRangesAppend(spec) ? cudaDecodeAppendDummyFloats(partials) : 0));
+  return callCudaAttention(*b, loc, *program.module, spec, args, devicePartials(), append);
 }

@@ -3,15 +3,62 @@
 #include "CudaAttentionCall.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 using namespace mlir::xf;
 
+namespace {
+
+/// The range pass's arguments where it appends (cudaDecodeRangesAppend): the inputs
+/// (q, k, v, new_k, new_v), then its outputs over (column, row, head in group, K/V head,
+/// range): the partials' output, max and sum as views of `partials`, and the new K and V rows
+/// (hi and the range of stride 0: every block of a K/V head writes its rows) — into the cache,
+/// or, appending nothing, into the dummy rows after the partials (K/V heads of stride 0 too).
+SmallVector<HalideBufferArg> appendingRangeArgs(OpBuilder &b, Location loc,
+                                                const AttentionKernelSpec &spec,
+                                                ArrayRef<HalideBufferArg> args, Value partials,
+                                                const CudaAttentionAppend *append) {
+  auto i64 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v); };
+  const CudaDecodePartials shape = cudaDecodePartialsOf(spec);
+  const int64_t group = shape.heads / spec.keyValueHeads(), kvHeads = spec.keyValueHeads();
+  const int64_t dV = spec.dV, columns = shape.columns, headFloats = columns * shape.rows;
+  Value rows = args[0].dims[1].first;
+  auto floatsAfter = [&](Value base, int64_t floats) -> Value {
+    return LLVM::GEPOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()), b.getF32Type(),
+                               base, ValueRange{i64(floats)});
+  };
+  SmallVector<HalideBufferArg> all{args[0], args[1], args[2]};
+  all.push_back(append ? append->newKeys : args[1]);
+  all.push_back(append ? append->newValues : args[2]);
+  for (int64_t element = 0; element < 3; ++element) // output, max, sum
+    all.push_back(HalideBufferArg{floatsAfter(partials, element == 0 ? 0 : dV + element - 1),
+                                  {{i64(dV), i64(element == 0 ? 1 : 0)},
+                                   {rows, i64(columns)},
+                                   {i64(group), i64(headFloats)},
+                                   {i64(kvHeads), i64(headFloats * group)},
+                                   {i64(shape.ranges), i64(headFloats * shape.heads)}}});
+  Value dummy = floatsAfter(partials, shape.floats());
+  for (int which = 0; which < 2; ++which) {
+    const HalideBufferArg *cache = append ? (which ? &append->valueRows : &append->keyRows) : nullptr;
+    all.push_back(HalideBufferArg{cache ? cache->host : dummy,
+                                  {{i64(dV), i64(1)},
+                                   {rows, i64(dV)},
+                                   {i64(group), i64(0)},
+                                   {i64(kvHeads), cache ? cache->dims[2].second : i64(0)},
+                                   {i64(shape.ranges), i64(0)}}});
+  }
+  return all;
+}
+
+} // namespace
+
 Value mlir::xf::callCudaAttention(OpBuilder &b, Location loc, ModuleOp module,
                                   const AttentionKernelSpec &spec, ArrayRef<HalideBufferArg> args,
-                                  Value partials) {
+                                  Value partials, const CudaAttentionAppend *append) {
   auto i64 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v); };
+  auto i32 = [&](int32_t v) { return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v); };
   const CudaDecodePartials shape = cudaDecodePartialsOf(spec);
   HalideBufferArg buffer{partials, {}};
   int64_t stride = 1;
@@ -27,15 +74,26 @@ Value mlir::xf::callCudaAttention(OpBuilder &b, Location loc, ModuleOp module,
   {
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(ranges.thenBlock());
-    scf::YieldOp::create(b, loc,
-                         callHalidePipeline(b, loc, module, cudaDecodeRangesName(spec),
-                                            {query, keys, values, buffer}, {}, /*device=*/true));
+    Value status;
+    if (cudaDecodeRangesAppend(spec)) {
+      // Appending nothing, every key is cached: start = the keys.
+      Value start = append ? append->start : keys.dims[1].first;
+      status = callHalidePipeline(
+          b, loc, module, cudaDecodeRangesName(spec),
+          appendingRangeArgs(b, loc, spec, args, partials, append),
+          {arith::TruncIOp::create(b, loc, b.getI32Type(), start)}, /*device=*/true, /*outputs=*/5);
+    } else {
+      status = callHalidePipeline(b, loc, module, cudaDecodeRangesName(spec),
+                                  {query, keys, values, buffer}, {}, /*device=*/true);
+    }
+    scf::YieldOp::create(b, loc, status);
     b.setInsertionPointToStart(ranges.elseBlock());
-    scf::YieldOp::create(b, loc,
-                         ValueRange{arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0)});
+    if (append) // more rows than the range pass takes: the loop kernel appends them
+      append->appendKernel();
+    scf::YieldOp::create(b, loc, ValueRange{i32(0)});
   }
-  Value failed = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, ranges.getResult(0),
-                                       arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0));
+  Value failed =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, ranges.getResult(0), i32(0));
   auto merge = scf::IfOp::create(b, loc, TypeRange{b.getI32Type()}, failed, /*addThenBlock=*/true,
                                  /*addElseBlock=*/true);
   OpBuilder::InsertionGuard guard(b);

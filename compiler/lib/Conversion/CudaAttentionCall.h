@@ -3,7 +3,11 @@
 // On the GPU an attention kernel is two functions sharing a device buffer of
 // its key ranges' partial results (AttentionDecodeCuda.cpp, docs/gpu.md):
 // `<name>_decode_ranges` runs first when the query has few enough rows (a
-// decode step: a run-time branch, rows are dynamic), then `<name>`.
+// decode step: a run-time branch, rows are dynamic), then `<name>`. Where K
+// and V heads have one width the range pass also appends the step's new K/V
+// rows to the cache (cudaDecodeRangesAppend), so a decode step's attention
+// with its append is 2 launches; more rows (a prompt) append by the loop
+// kernel before `<name>`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -13,15 +17,27 @@
 #include "xf/Codegen/HalideCalls.h"
 #include "xf/Codegen/HalideKernels.h"
 
+#include <functional>
+
 namespace mlir::xf {
 
-/// `rows(q) <= 4 ? <name>_decode_ranges(q, k, v, partials) : 0`, then, unless that failed,
-/// `<name>(q, k, v, partials, out)`; `args` are (q, k, v, out) as device buffers and
-/// `partials` a device address of cudaDecodePartialsOf(spec).floats() floats. Returns the
-/// i32 status.
+/// A cached attention's new K and V rows, appended by the range pass (at most 4 rows) or by
+/// `appendKernel` (more).
+struct CudaAttentionAppend {
+  HalideBufferArg newKeys, newValues; // (column, row, K/V head) of the rows computed this step
+  HalideBufferArg keyRows, valueRows; // the cache's rows [start, start + rows), the same dims
+  Value start;                        // i64: the first new position (keys before it are cached)
+  std::function<void()> appendKernel; // emits the loop kernel that appends them
+};
+
+/// `rows(q) <= 4 ? <name>_decode_ranges(q, k, v, ...) : (append ? appendKernel : 0)`, then,
+/// unless that failed, `<name>(q, k, v, partials, out)`; `args` are (q, k, v, out) as device
+/// buffers (k and v over every key, the new ones included) and `partials` a device address of
+/// cudaDecodePartialsOf(spec).floats() floats, and cudaDecodeAppendDummyFloats more where the
+/// range pass appends (cudaDecodeRangesAppend). Returns the i32 status.
 Value callCudaAttention(OpBuilder &b, Location loc, ModuleOp module,
                         const AttentionKernelSpec &spec, ArrayRef<HalideBufferArg> args,
-                        Value partials);
+                        Value partials, const CudaAttentionAppend *append = nullptr);
 
 } // namespace mlir::xf
 

@@ -45,6 +45,8 @@
 
 namespace mlir::xf {
 
+struct CudaAttentionAppend; // CudaAttentionCall.h
+
 /// What lowerToHost builds: the host module, the kernels its entry points
 /// call (declared at its end once every function is emitted) and the op of
 /// each kernel call site, by site index (the index the profiling hooks get):
@@ -220,8 +222,10 @@ private:
   void emitPerSequenceAttention(const AttentionCall &call);
   void emitWholeAttention(const AttentionCall &call);
   /// The attention kernel `spec.name`'s call with (q, k, v, out); on the GPU with
-  /// flash-decoding's buffer after the scratch arena (CudaAttentionCall.h).
-  Value callAttentionPipeline(const AttentionKernelSpec &spec, ArrayRef<HalideBufferArg> args);
+  /// flash-decoding's buffer after the scratch arena, and `append`, a cached attention's new
+  /// K/V rows (CudaAttentionCall.h).
+  Value callAttentionPipeline(const AttentionKernelSpec &spec, ArrayRef<HalideBufferArg> args,
+                              const CudaAttentionAppend *append = nullptr);
   /// Floats after the scratch arena for the GPU attentions' partial results (the largest).
   int64_t deviceAttentionFloats = 0;
   /// Floats there for the tensor-core GEMMs' split-K partials (the largest; CudaGemmCall.h).

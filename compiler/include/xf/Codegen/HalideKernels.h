@@ -333,6 +333,18 @@ inline CudaDecodePartials cudaDecodePartialsOf(const AttentionKernelSpec &spec) 
   shape.columns = spec.dV + 2, shape.rows = 4, shape.heads = heads;
   return shape;
 }
+/// Whether `<name>_decode_ranges` also appends the step's new K and V rows to the cache
+/// (K and V heads of one width): it takes (q, k, v, new_k, new_v; start) and outputs the
+/// partials as three views (output, max, sum) and the new rows as the cache's two views
+/// (AttentionDecodeCuda.cpp, docs/gpu.md "Kernel launches per step"). Keys from `start` on
+/// are read from new_k / new_v, the others from k / v. A call that appends nothing passes
+/// start = the keys, new_k = k, new_v = v and cudaDecodeAppendDummyFloats() floats after the
+/// partials as both row outputs.
+inline bool cudaDecodeRangesAppend(const AttentionKernelSpec &spec) { return spec.dK == spec.dV; }
+/// The rows' outputs of a range pass that appends nothing: rows × dV floats after the partials.
+inline int64_t cudaDecodeAppendDummyFloats(const CudaDecodePartials &shape) {
+  return shape.rows * (shape.columns - 2);
+}
 inline std::string cudaDecodeRangesName(const AttentionKernelSpec &spec) {
   return spec.name + "_decode_ranges";
 }

@@ -33,44 +33,83 @@ constexpr int kDecodeRows = kSmallQueryRows;
 static_assert(kDecodeRows == 4, "CudaDecodePartials' rows (HalideKernels.h)");
 
 /// The range pass's Funcs: the online softmax over rows (t, h, p), p the key range.
+/// Appending (cudaDecodeRangesAppend): keys from `start` on are this step's new rows, read
+/// from new_k / new_v (the QKV GEMM's output) rather than the cache, and the output is a
+/// Tuple over (e, t, hi, hk, p), h = hk·group + hi: the range's (output, max, sum) as three
+/// views of `partials`, and the new K and V rows as the cache holds them (keys rotated with
+/// rope), written to views of the cache that give hi and p stride 0 — every block of a K/V
+/// head writes the same rows, so no launch of its own appends them.
 struct DecodeRanges {
   Func kTile{"range_key_tile"}, vTile{"range_value_tile"}; // (c | d, key, kv head)
   Func query{"range_query"};                               // (c, t, h), rotated with rope
+  Func newKey{"range_new_key"};                            // (c, t, kv head), as the cache holds it
   Func partials{"decode_partials"};
-  Var p{"p"}, e{"e"};
+  ImageParam newK{Float(32), 3, "new_k"}, newV{Float(32), 3, "new_v"};
+  Param<int32_t> start{"start"}; // the first new key (the context before this step)
+  Var p{"p"}, e{"e"}, hi{"hi"}, hk{"hk"};
   RDom rj, rb;
   OnlineSoftmax softmax;
+  bool append = false, rotateNewKeys = false;
 };
 
 DecodeRanges defineRanges(const AttentionKernelSpec &spec, const CudaDecodePartials &shape,
                           const AttentionOperands &a) {
   DecodeRanges f;
+  f.append = cudaDecodeRangesAppend(spec);
+  f.rotateNewKeys = f.append && spec.rope != AttentionKernelSpec::Rope::None;
   const int dK = int(spec.dK), dV = int(spec.dV);
   const Var &c = a.c, &d = a.d, &j = a.j, &h = a.h, &t = a.t, &p = f.p, &e = f.e;
   Expr rangeKeys = (a.keys + int(shape.ranges) - 1) / int(shape.ranges);
-  f.kTile(c, j, h) = a.keyAt(c, clamp(j, 0, a.keys - 1), h);
-  f.vTile(d, j, h) = a.keyValue(a.v(d, clamp(j, 0, a.keys - 1), h));
+  // Keys before `start` from the cache, the others from the new rows (the last
+  // kDecodeRows of them at most; select reads both, each in bounds).
+  Expr start = f.append ? Expr(f.start) : a.keys;
+  Expr newRows = f.newK.dim(1).extent();
+  auto newRow = [&](Expr key) { return clamp(key - start, 0, min(newRows, kDecodeRows) - 1); };
+  if (f.append) {
+    ImageParam newK = f.newK;
+    Expr row = clamp(t, 0, newRows - 1);
+    f.newKey(c, t, h) = f.rotateNewKeys ? a.rotary.rotated([&](Expr x) { return newK(x, row, h); },
+                                                           c, start + t)
+                                        : newK(c, row, h);
+  }
+  auto cached = [&](Expr key) { return clamp(key, 0, a.keys - 1); };
+  Expr key = a.keyAt(c, cached(j), h), value = a.keyValue(a.v(d, cached(j), h));
+  if (f.append) {
+    key = select(j < start, key, f.newKey(c, newRow(j), h));
+    value = select(j < start, value, f.newV(d, newRow(j), h));
+  }
+  f.kTile(c, j, h) = key;
+  f.vTile(d, j, h) = value;
   f.query(c, t, h) = a.queryAt(h * dK + c, clamp(t, 0, a.queries - 1));
   RDom rc(0, dK, "rc");
   f.rj = RDom(0, kRangeKeyBlock, "rj");
   f.rb = RDom(0, (rangeKeys + kRangeKeyBlock - 1) / kRangeKeyBlock, "rb");
-  auto key = [&](Expr inBlock, Expr block) {
+  auto keyOf = [&](Expr inBlock, Expr block) {
     return p * rangeKeys + block * kRangeKeyBlock + inBlock;
   };
   Func kTile = f.kTile, vTile = f.vTile, query = f.query;
   OnlineSoftmaxOperands o{{t, h, p}, j, d, a.b, f.rj, f.rb, a.scale};
   o.scoreTerm = [&](Expr inBlock, Expr block) {
-    return query(rc, t, h) * kTile(rc, key(inBlock, block), a.kvHead(h));
+    return query(rc, t, h) * kTile(rc, keyOf(inBlock, block), a.kvHead(h));
   };
   o.visible = [&](Expr inBlock, Expr block) {
-    Expr s = key(inBlock, block);
+    Expr s = keyOf(inBlock, block);
     return s < (p + 1) * rangeKeys && a.visible(s, t);
   };
-  o.value = [&](Expr inBlock, Expr block) { return vTile(d, key(inBlock, block), a.kvHead(h)); };
+  o.value = [&](Expr inBlock, Expr block) {
+    return vTile(d, keyOf(inBlock, block), a.kvHead(h));
+  };
   f.softmax = defineOnlineSoftmax(o);
-  // [dV + 2] per (row, head, range): the unnormalised output, then the max and the sum.
-  Tuple column = f.softmax.state(min(e, dV - 1), t, h, p);
-  f.partials(e, t, h, p) = select(e < dV, column[0], e == dV, column[1], column[2]);
+  if (!f.append) {
+    // [dV + 2] per (row, head, range): the unnormalised output, then the max and the sum.
+    Tuple column = f.softmax.state(min(e, dV - 1), t, h, p);
+    f.partials(e, t, h, p) = select(e < dV, column[0], e == dV, column[1], column[2]);
+    return f;
+  }
+  const Var &hi = f.hi, &hk = f.hk;
+  Tuple column = f.softmax.state(e, t, hk * a.group + hi, p);
+  f.partials(e, t, hi, hk, p) = Tuple(column[0], column[1], column[2], f.newKey(e, t, hk),
+                                      f.newV(e, clamp(t, 0, newRows - 1), hk));
   return f;
 }
 
@@ -82,13 +121,19 @@ void scheduleRanges(DecodeRanges &f, const AttentionOperands &a, const CudaDecod
   const ColumnThreads columns(dV);
   const int heads = int(shape.headsPerBlock);
   Var d = a.d, t = a.t, h = a.h, j = a.j, p = f.p, e = f.e;
-  Var hb("head_block"), hi("block_head"), ex("ex"), er("er"), dx("dx"), dr("dr");
-  f.partials.split(h, hb, hi, heads)
-      .split(e, er, ex, columns.threads, TailStrategy::GuardWithIf)
-      .reorder(er, ex, t, hi, p, hb)
-      .gpu_blocks(p, hb)
-      .gpu_threads(ex, t, hi)
-      .unroll(er);
+  Var hb("head_block"), hi("block_head"), ex("ex"), er("er"), dx("dx"), dr("dr"), ho("ho");
+  if (!f.append) {
+    f.partials.split(h, hb, hi, heads)
+        .split(e, er, ex, columns.threads, TailStrategy::GuardWithIf)
+        .reorder(er, ex, t, hi, p, hb);
+  } else { // the same blocks: a block's heads are `heads` of one K/V head's group
+    f.partials.split(f.hi, ho, hi, heads)
+        .split(e, er, ex, columns.threads, TailStrategy::GuardWithIf)
+        .reorder(er, ex, t, hi, p, ho, f.hk)
+        .fuse(ho, f.hk, hb);
+  }
+  f.partials.gpu_blocks(p, hb).gpu_threads(ex, t, hi).unroll(er);
+  const LoopLevel block(f.partials, p);
   OnlineSoftmax &s = f.softmax;
   // A (column, row, head) Func in shared memory at `at`, threads owning columns.
   auto perColumn = [&](Func g, LoopLevel at) {
@@ -103,10 +148,7 @@ void scheduleRanges(DecodeRanges &f, const AttentionOperands &a, const CudaDecod
         .unroll(dr);
     return g.update().split(d, dr, dx, columns.threads);
   };
-  perColumn(s.state, LoopLevel(f.partials, p))
-      .reorder(dr, dx, t, h, f.rb)
-      .gpu_threads(dx, t, h)
-      .unroll(dr);
+  perColumn(s.state, block).reorder(dr, dx, t, h, f.rb).gpu_threads(dx, t, h).unroll(dr);
   for (Func tile : {f.kTile, f.vTile})
     tile.compute_at(s.state, f.rb)
         .store_in(MemoryType::GPUShared)
@@ -116,7 +158,9 @@ void scheduleRanges(DecodeRanges &f, const AttentionOperands &a, const CudaDecod
   s.scores.compute_inline();
   s.blockOut.compute_inline();
   if (rope) // the block's query rows rotated once (f64 angles), not per key
-    scheduleRotatedQuery(f.query, LoopLevel(f.partials, p), a.c, {t, h}, columns);
+    scheduleRotatedQuery(f.query, block, a.c, {t, h}, columns);
+  if (f.rotateNewKeys) // the new keys rotated once a block, read by the key tiles and stored
+    scheduleRotatedQuery(f.newKey.bound(t, 0, kDecodeRows), block, a.c, {t}, columns);
   for (Func perKey : {s.maskedScores, s.probs})
     perKey.compute_at(s.state, f.rb)
         .store_in(MemoryType::GPUShared)
@@ -144,6 +188,31 @@ void setPartialsShape(OutputImageParam partials, const CudaDecodePartials &shape
   partials.dim(3).set_bounds(0, int(shape.ranges)).set_stride(columns * rows * heads);
 }
 
+/// The appending range pass's outputs (e, t, hi, hk, p): the output, max and sum as views of
+/// CudaDecodePartials' layout (max and sum: stride 0 along e), t of the step's rows; the new
+/// K and V rows (e, t, ·, hk, ·) with hi and p of stride 0.
+void setAppendingShapes(Func partials, const CudaDecodePartials &shape, int group) {
+  const int columns = int(shape.columns), rows = int(shape.rows), dV = columns - 2;
+  const int kvHeads = int(shape.heads) / group, headStride = columns * rows;
+  std::vector<OutputImageParam> outs = partials.output_buffers();
+  outs[0].dim(0).set_bounds(0, dV).dim(1).set_min(0).dim(2).set_bounds(0, group).dim(3).set_bounds(
+      0, kvHeads).dim(4).set_bounds(0, int(shape.ranges));
+  for (int i = 0; i < 3; ++i)
+    outs[i]
+        .dim(0)
+        .set_stride(i == 0 ? 1 : 0)
+        .dim(1)
+        .set_stride(columns)
+        .dim(2)
+        .set_stride(headStride)
+        .dim(3)
+        .set_stride(headStride * group)
+        .dim(4)
+        .set_stride(headStride * int(shape.heads));
+  for (int i = 3; i < 5; ++i)
+    outs[i].dim(0).set_stride(1).dim(2).set_stride(0).dim(4).set_stride(0);
+}
+
 llvm::Expected<KernelPipeline> buildRanges(const AttentionKernelSpec &spec, bool gpuSchedule) {
   if (llvm::Error err = validateAttentionCuda(spec))
     return std::move(err);
@@ -156,12 +225,22 @@ llvm::Expected<KernelPipeline> buildRanges(const AttentionKernelSpec &spec, bool
   a.q.dim(0).set_bounds(0, H * dK).set_stride(1).dim(1).set_min(0);
   a.k.dim(0).set_bounds(0, dK).set_stride(1).dim(1).set_min(0).dim(2).set_bounds(0, Hkv);
   a.v.dim(0).set_bounds(0, dV).set_stride(1).dim(1).set_bounds(0, a.keys).dim(2).set_bounds(0, Hkv);
-  setPartialsShape(f.partials.output_buffer(), shape);
+  if (f.append) {
+    for (ImageParam rows : {f.newK, f.newV})
+      rows.dim(0).set_bounds(0, dK).set_stride(1).dim(1).set_min(0).dim(2).set_bounds(0, Hkv);
+    setAppendingShapes(f.partials, shape, a.group);
+  } else {
+    setPartialsShape(f.partials.output_buffer(), shape);
+  }
   if (gpuSchedule)
     scheduleRanges(f, a, shape, dV, spec.rope != AttentionKernelSpec::Rope::None);
   else
     f.softmax.state.compute_root(); // the CPU JIT of the tests: each range's state once
-  return KernelPipeline::of({a.q, a.k, a.v}, f.partials);
+  if (!f.append)
+    return KernelPipeline::of({a.q, a.k, a.v}, f.partials);
+  KernelPipeline built = KernelPipeline::of({a.q, a.k, a.v, f.newK, f.newV}, f.partials);
+  built.scalars.push_back(f.start);
+  return built;
 }
 
 } // namespace

@@ -19,14 +19,17 @@
 namespace mlir::xf {
 
 /// A built pipeline with its parameters in the order of the generated
-/// function's arguments (inputs, then the output).
+/// function's arguments (inputs, scalars, then the outputs).
 struct KernelPipeline {
   Halide::Pipeline pipeline;
   std::vector<Halide::ImageParam> inputs;
   Halide::Func output;
+  std::vector<Halide::Argument> scalars; // scalar parameters after the inputs
 
   std::vector<Halide::Argument> arguments() const {
-    return std::vector<Halide::Argument>(inputs.begin(), inputs.end());
+    std::vector<Halide::Argument> all(inputs.begin(), inputs.end());
+    all.insert(all.end(), scalars.begin(), scalars.end());
+    return all;
   }
   /// The pipeline computing `output` from `inputs` (in the order of its arguments).
   static KernelPipeline of(std::vector<Halide::ImageParam> inputs, Halide::Func output) {
@@ -66,7 +69,9 @@ llvm::Expected<KernelPipeline> buildGemmCudaPipeline(const GemmKernelSpec &spec,
 llvm::Expected<KernelPipeline> buildAttentionCudaPipeline(const AttentionKernelSpec &spec,
                                                           bool gpuSchedule = true);
 /// `<name>_decode_ranges` of a CUDA attention (AttentionDecodeCuda.cpp): inputs q, k, v;
-/// output the key ranges' partial results (CudaDecodePartials).
+/// output the key ranges' partial results (CudaDecodePartials); where it appends
+/// (cudaDecodeRangesAppend) also inputs new_k, new_v and the scalar start, and the new K and
+/// V rows as outputs.
 llvm::Expected<KernelPipeline> buildAttentionCudaRangesPipeline(const AttentionKernelSpec &spec,
                                                                 bool gpuSchedule = true);
 
