@@ -12,11 +12,14 @@
 // has AVX512-BF16), the int8 one (vpdpbusd, where it has AVX512-VNNI) and
 // the read bandwidth. Decode shapes (M <= 4) rotate over enough copies of the
 // weight (>= 96 MiB) that every call reads it from DRAM, as a decoding step
-// through the whole model does, rather than from the 32 MiB L3.
+// through the whole model does, rather than from the 32 MiB L3; with
+// --cold-weights every shape does (a prefill reads each GEMM's weight from
+// DRAM once too: GPT-2 small's 0.5 GB do not stay in any L3).
 // Prints a table and, with --json PATH, writes the numbers for run_gemm.py.
 // Not a test: nothing here asserts a speed.
 //
 // Usage: xf-bench-gemm [--rounds N] [--threads N] [--json PATH] [--only SUBSTRING]
+//                      [--cold-weights]
 // Run with OPENBLAS_CORETYPE set to the CPU's real core type
 // (run_gemm.py does) and OPENBLAS_NUM_THREADS = --threads.
 //
@@ -145,7 +148,7 @@ uint16_t toHalf(float v) {
 /// blocks (scale d and minimum m as fp16, 16 bytes of nibbles: 20 bytes a block of 32), timed
 /// through xfrt_block_gemm's tiles (M > 4: AVX-512 VNNI, and AMX int8 where this process may use
 /// it) or xfrt_block_gemv (M <= 4), rotating over enough copies (>= 96 MiB) that decode reads
-/// them from DRAM. maxDiff is against x·Wᵀ on the dequantized weight in float32: it includes the
+/// them from DRAM (every shape with --cold-weights). maxDiff is against x·Wᵀ on the dequantized weight in float32: it includes the
 /// rounding of x to Q8_0 (docs/correctness.md), so it is a check of sanity, not of bits.
 struct BlockVariants {
   int M, K, N, copies;
@@ -153,9 +156,9 @@ struct BlockVariants {
   std::vector<float> x, out, ref;
   int next = 0; // the copy the next call reads: copy 0 first, which `ref` is of
 
-  BlockVariants(int M, int K, int N, std::mt19937 &rng) : M(M), K(K), N(N) {
+  BlockVariants(int M, int K, int N, bool coldWeights, std::mt19937 &rng) : M(M), K(K), N(N) {
     const size_t bytes = size_t(N) * K / 32 * 20;
-    copies = M <= 4 ? int(std::max<size_t>(1, (96u << 20) / bytes + 1)) : 1;
+    copies = M <= 4 || coldWeights ? int(std::max<size_t>(1, (96u << 20) / bytes + 1)) : 1;
     std::uniform_int_distribution<int> byte(0, 255);
     std::uniform_real_distribution<float> scale(0.002f, 0.02f), dist(-1.f, 1.f);
     weights.assign(copies, std::vector<uint8_t>(bytes));
@@ -238,8 +241,9 @@ double median(std::vector<double> v) {
 int main(int argc, char **argv) {
   int rounds = 7, threads = 2;
   const char *jsonPath = nullptr, *only = nullptr; // --only: shapes whose name contains it
+  bool coldWeights = false; // every shape rotates over >= 96 MiB of weight copies
   const char *usage = "usage: xf-bench-gemm [--rounds N] [--threads N] [--json PATH] "
-                      "[--only SUBSTRING]\n";
+                      "[--only SUBSTRING] [--cold-weights]\n";
   auto count = [&](const char *option, const char *text, int &out) {
     char *end = nullptr;
     long v = std::strtol(text, &end, 10);
@@ -256,6 +260,11 @@ int main(int argc, char **argv) {
     if (!std::strcmp(arg, "--help") || !std::strcmp(arg, "-h")) {
       std::fputs(usage, stdout);
       return 0;
+    }
+    if (!std::strcmp(arg, "--cold-weights")) {
+      coldWeights = true;
+      --i; // a flag: no value follows
+      continue;
     }
     bool known = !std::strcmp(arg, "--rounds") || !std::strcmp(arg, "--threads") ||
                  !std::strcmp(arg, "--json") || !std::strcmp(arg, "--only");
@@ -309,8 +318,10 @@ int main(int argc, char **argv) {
     const int M = shape.M, K = shape.K, N = shape.N;
     const int wCols = shape.transposed ? K : N, wRows = shape.transposed ? N : K;
     const size_t wSize = size_t(K) * N;
-    // Copies of the weight to rotate over: one, or >= 96 MiB of fp32 for decode shapes.
-    const int copies = M <= 4 ? int(std::max<size_t>(1, (96u << 20) / (wSize * 4) + 1)) : 1;
+    // Copies of the weight to rotate over: one, or >= 96 MiB of fp32 for decode shapes
+    // (every shape with --cold-weights).
+    const int copies =
+        M <= 4 || coldWeights ? int(std::max<size_t>(1, (96u << 20) / (wSize * 4) + 1)) : 1;
     Halide::Runtime::Buffer<float> x(K, M), w(wCols, wRows, copies);
     Halide::Runtime::Buffer<uint16_t> wBf16(wCols, wRows, copies), xBf16(K, M);
     Halide::Runtime::Buffer<float> out(N, M), ref(N, M), refBf16(N, M), wRounded(wCols, wRows);
@@ -471,7 +482,7 @@ int main(int argc, char **argv) {
     // Last, so that the indices above stay; each checked against its own reference.
     std::optional<BlockVariants> blocks;
     if (K % 32 == 0) {
-      blocks.emplace(M, K, N, rng);
+      blocks.emplace(M, K, N, coldWeights, rng);
       addBlockVariants(shape.name, *blocks, variants);
     }
     const double flops = 2.0 * M * K * N;

@@ -38,7 +38,7 @@ def openblas_coretype():
     return "HASWELL" if " avx2" in flags else "PRESCOTT"
 
 
-def run(build, rounds, threads):
+def run(build, rounds, threads, warm_weights):
     env = dict(os.environ)
     env.pop("OPENBLAS_L2_SIZE", None)
     env.update(OPENBLAS_CORETYPE=openblas_coretype(), OPENBLAS_NUM_THREADS=str(threads),
@@ -47,8 +47,10 @@ def run(build, rounds, threads):
     with tempfile.TemporaryDirectory() as tmp:
         out = pathlib.Path(tmp) / "gemm.json"
         subprocess.run([str(build / "bin" / "xf-bench-gemm"), "--rounds", str(rounds),
-                        "--threads", str(threads), "--json", str(out)], env=env, check=True)
+                        "--threads", str(threads), "--json", str(out)]
+                       + ([] if warm_weights else ["--cold-weights"]), env=env, check=True)
         data = json.loads(out.read_text())
+    data["warm_weights"] = warm_weights
     data["openblas_coretype"] = env["OPENBLAS_CORETYPE"]
     data["cpu"] = cpu_model()
     data["load_before"], data["load_after"] = load_before, f"{os.getloadavg()[0]:.1f}"
@@ -165,6 +167,9 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--no-docs", action="store_true")
     p.add_argument("--tuning-db", help="tuning database for the tuned column (rebuilds the bench)")
+    p.add_argument("--warm-weights", action="store_true",
+                   help="prefill shapes reuse one copy of the weight (it stays in L3) instead of "
+                        "reading it from DRAM every call as a model does")
     args = p.parse_args()
     build = pathlib.Path(args.build)
     if args.tuning_db:
@@ -176,7 +181,7 @@ def main():
     tuned_json = build / "test" / "bench" / "kernels" / "tuned.json"
     tuned_as = ({t["shape"]: t["tuned_as"] for t in json.loads(tuned_json.read_text())}
                 if tuned_json.exists() else {})
-    data = run(build, args.rounds, args.threads)
+    data = run(build, args.rounds, args.threads, args.warm_weights)
     ptext, prows, pvars = prefill_table(data)
     dtext, drows, dvars = decode_table(data)
     print()
@@ -221,7 +226,10 @@ def main():
            else " — no database this run, so the default schedule") + ".",
         "",
         "GEMMs (GFLOP/s; xf % of the fp32 FMA peak, xf bf16 % of the bf16 dot-product peak, "
-        "xf q8 % of the int8 dot-product peak):",
+        "xf q8 % of the int8 dot-product peak; "
+        + ("one copy of each weight, which stays in L3 (`--warm-weights`)):" if data["warm_weights"]
+           else "the weights rotate over ≥ 96 MiB of copies, so every call reads its weight from "
+                "DRAM, as a model's forward does):"),
         "",
         ptext,
         "",

@@ -27,7 +27,9 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   if (f.smallRowsPath)
     scheduleFewRowsCpu(f);
   scheduleTiledCpu(spec, f);
-  return gemmKernelPipeline(spec, in.x, in.weight, in.bias, in.residual, f.out);
+  KernelPipeline kernel = gemmKernelPipeline(spec, in.x, in.weight, in.bias, in.residual, f.out);
+  prefetchPackedWeightPanels(spec, f, kernel.pipeline);
+  return kernel;
 }
 
 llvm::Expected<KernelPipeline> buildGemmCuda(const GemmKernelSpec &spec, bool gpuSchedule) {
