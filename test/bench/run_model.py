@@ -131,6 +131,10 @@ def breakdown_profile(exe, weights, tokens, threads, env, workdir, l):
     trace = workdir / "trace.json"
     _, _, err = run_xf(exe, weights, tokens, threads, runs, env,
                        ["--profile", "--trace-out", str(trace)])
+    # The executable leaves its first run (a warm-up) out of the profile when it runs several:
+    # the "all kernels" line says how many runs the table holds.
+    counted = re.search(r"^all kernels .*\((\d+) runs", err, re.M)
+    runs = int(counted.group(1)) if counted else runs
     rows = []
     for line in err.splitlines():
         # name kind... calls ms GFLOP/s % [GB/s bound of-bound] (kind may be two words:
@@ -172,7 +176,7 @@ def breakdown_profile(exe, weights, tokens, threads, env, workdir, l):
         if where:
             role[name] += f" — gpt2.xf:{where.group(1)}"
     out = [(r[0], role.get(r[0], r[1]), r[2], r[3], r[4], r[5]) for r in rows]
-    return out, f"`--profile` of the xf executable, {runs} forwards"
+    return out, f"`--profile` of the xf executable, {runs} forwards after a warm-up"
 
 
 def breakdown_perf(exe, weights, tokens, threads, env, workdir):
