@@ -41,11 +41,6 @@ LogicalResult HostLowering::run() {
   kernels = std::make_shared<LoopKernels>(*program.module);
   kernels->setDevice(options.cudaDevice);
   planPackedWeights();
-  // @forward_packed's GEMMs take the packed weights of the @forward GEMMs they repeat.
-  if (forwardOpOf)
-    for (auto [packedOp, op] : *forwardOpOf)
-      if (auto it = packedWeightOfGemm.find(op); it != packedWeightOfGemm.end())
-        packedWeightOfGemm.try_emplace(packedOp, it->second);
   emitPrepare();
   for (auto [cached, packed] : {std::pair{false, false}, {true, false}, {false, true},
                                 {true, true}})

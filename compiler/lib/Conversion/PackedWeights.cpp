@@ -25,7 +25,8 @@ GemmKernelSpec HostLowering::gemmSpecOf(GemmOp gemm) {
 }
 
 /// One packed buffer per weight and layout (tile width; gated tiles
-/// interleave): GEMMs that read a weight the same way share it.
+/// interleave): GEMMs that read a weight the same way share it, and a GEMM of
+/// @forward_packed the one of the @forward GEMM it repeats.
 void HostLowering::planPackedWeights() {
   std::map<std::tuple<Operation *, unsigned, int64_t, bool>, int64_t> index;
   forward.walk([&](GemmOp gemm) {
@@ -40,6 +41,20 @@ void HostLowering::planPackedWeights() {
       packedWeights.push_back({w, spec});
     packedWeightOfGemm[gemm] = it->second;
   });
+  // @forward_packed's GEMMs take the packed weights of the @forward GEMMs they
+  // repeat. The index is copied out of the map before the insertion: an
+  // insertion that grows the map frees the bucket a reference into it names
+  // before it reads its argument (try_emplace(packedOp, it->second) read
+  // freed memory, and a packed GEMM took whatever index it found there).
+  if (!forwardOpOf)
+    return;
+  for (auto [packedOp, op] : *forwardOpOf) {
+    auto it = packedWeightOfGemm.find(op);
+    if (it == packedWeightOfGemm.end())
+      continue;
+    int64_t index = it->second;
+    packedWeightOfGemm.try_emplace(packedOp, index);
+  }
 }
 
 HalideBufferArg HostLowering::packedWeightArg(int64_t index) {
