@@ -244,7 +244,6 @@ static mlir::LogicalResult emitBackend(Emit action, mlir::ModuleOp host, llvm::r
   options.target = target;
   options.optLevel = std::min(optLevel.getValue(), 3u);
   options.keepIntermediates = keepTemps;
-  options.gpuMatmul = gpuMatmul;
   switch (action) {
   case Emit::Host:
     host.print(os);
@@ -361,16 +360,16 @@ static mlir::LogicalResult emitFromHostModule(Emit action, llvm::raw_ostream &os
     return mlir::failure();
   }
   // The tensor-core precision was decided by the lowering (its GEMM calls take split-K
-  // partials): the build follows the module.
+  // partials): the build reads it from the module (BuildExecutable.cpp); checked here first so
+  // that a bad value is one line naming the file.
   if (auto precision = (*host)->getAttrOfType<mlir::StringAttr>(mlir::xf::kGpuMatmulAttr)) {
     std::optional<mlir::xf::GpuMatmul> parsed = mlir::xf::parseGpuMatmul(precision.getValue());
-    if (!parsed || !model->cuda) {
+    if (!parsed || *parsed == mlir::xf::GpuMatmul::Fp32 || !model->cuda) {
       llvm::errs() << "xfc: error: " << inputFilename << ": " << mlir::xf::kGpuMatmulAttr
                    << " = \"" << precision.getValue() << "\": expected tf32 or bf16, on a module "
                    << "lowered for a CUDA target\n";
       return mlir::failure();
     }
-    gpuMatmul.setValue(*parsed);
   }
   if (tuneMode)
     return tuneHostKernels(context, *host);

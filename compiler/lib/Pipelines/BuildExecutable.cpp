@@ -256,9 +256,23 @@ std::string pathAndWhy(const Plan &plan) {
 }
 
 /// Where buildExecutable's objects come from and go.
+/// The tensor-core precision the lowering chose (`xf.gpu_matmul`: the host code's calls depend
+/// on it, so the build follows the module); absent: fp32.
+llvm::Expected<GpuMatmul> gpuMatmulOf(ModuleOp host) {
+  auto name = host->getAttrOfType<StringAttr>(kGpuMatmulAttr);
+  if (!name)
+    return GpuMatmul::Fp32;
+  std::optional<GpuMatmul> precision = parseGpuMatmul(name.getValue());
+  if (!precision || *precision == GpuMatmul::Fp32)
+    return llvm::createStringError(llvm::formatv(
+        "{0} = \"{1}\": expected tf32 or bf16", kGpuMatmulAttr, name.getValue()));
+  return *precision;
+}
+
 struct ObjectSink {
   MLIRContext *ctx;
   const CodegenOptions &options;
+  GpuMatmul precision;
   llvm::StringRef kernelTarget;
   ObjectSource &source;
   ScratchDirectory &dir;
@@ -281,7 +295,7 @@ llvm::Error provideHalideKernel(ObjectSink &sink, const Spec &spec) {
 /// (TensorCoreGemm.h, TensorCoreAttention.h).
 template <typename Spec>
 llvm::Error provideKernel(ObjectSink &sink, const Spec &spec) {
-  const GpuMatmul precision = sink.options.gpuMatmul;
+  const GpuMatmul precision = sink.precision;
   auto plan = tensorCorePlanOf(spec, precision);
   if (sink.options.log && precision != GpuMatmul::Fp32)
     *sink.options.log << "xfc: " << spec.name << ": " << pathAndWhy(plan) << "\n";
@@ -336,7 +350,10 @@ llvm::Error mlir::xf::buildExecutable(ModuleOp hostModule, const CodegenOptions 
   objects.push_back(dir.file("manifest.o"));
   if (llvm::Error e = emitObjectFile(*host.manifest, /*optLevel=*/0, objects.back()))
     return e;
-  ObjectSink sink{ctx, options, *kernelTarget, source, dir, objects};
+  llvm::Expected<GpuMatmul> precision = gpuMatmulOf(hostModule);
+  if (!precision)
+    return precision.takeError();
+  ObjectSink sink{ctx, options, *precision, *kernelTarget, source, dir, objects};
   for (const GemmKernelSpec &spec : kernels.gemms)
     if (llvm::Error e = provideKernel(sink, spec))
       return e;
@@ -385,16 +402,19 @@ llvm::Expected<std::string> mlir::xf::describeKernels(ModuleOp host,
   llvm::Expected<std::string> halideTarget = halideTargetString(options.target);
   if (!halideTarget)
     return halideTarget.takeError();
+  llvm::Expected<GpuMatmul> precision = gpuMatmulOf(host);
+  if (!precision)
+    return precision.takeError();
   std::string text;
   // On the tensor-core path (its PTX first, with ptx) Halide's pipeline is fp32NameOf(spec).
   auto describe = [&](const auto &spec) -> llvm::Error {
-    bool tensorCores = tensorCorePlanOf(spec, options.gpuMatmul).tensorCores;
+    bool tensorCores = tensorCorePlanOf(spec, *precision).tensorCores;
     if (ptx && tensorCores) {
-      auto tc = tensorCorePtxOf(spec, options.gpuMatmul, cudaCapabilityOf(*halideTarget));
+      auto tc = tensorCorePtxOf(spec, *precision, cudaCapabilityOf(*halideTarget));
       if (!tc)
         return tc.takeError();
       text += "// ----- " + spec.name + "_tc (tensor cores, " +
-              gpuMatmulName(options.gpuMatmul) + ")\n" + *tc + "\n";
+              gpuMatmulName(*precision) + ")\n" + *tc + "\n";
     }
     auto stmt = describeHalideKernel(spec, options.target, ptx);
     if (!stmt)
@@ -424,6 +444,9 @@ llvm::Expected<std::string> mlir::xf::describeTensorCoreKernels(ModuleOp host,
   llvm::Expected<std::string> halideTarget = halideTargetString(options.target);
   if (!halideTarget)
     return halideTarget.takeError();
+  llvm::Expected<GpuMatmul> precision = gpuMatmulOf(host);
+  if (!precision)
+    return precision.takeError();
   std::string text;
   // Each kernel's path and why, then (on tensor cores) its MLIR as written or as NVVM.
   auto print = [&](const std::string &name, const auto &plan, auto source,
@@ -443,16 +466,16 @@ llvm::Expected<std::string> mlir::xf::describeTensorCoreKernels(ModuleOp host,
   };
   for (const GemmKernelSpec &spec : kernels.gemms)
     if (llvm::Error error = print(
-            spec.name, tensorCoreGemmPlan(spec, options.gpuMatmul),
-            [&] { return tensorCoreGemmSource(spec, options.gpuMatmul); },
-            [&](int capability) { return tensorCoreGemmNvvm(spec, options.gpuMatmul, capability); }))
+            spec.name, tensorCoreGemmPlan(spec, *precision),
+            [&] { return tensorCoreGemmSource(spec, *precision); },
+            [&](int capability) { return tensorCoreGemmNvvm(spec, *precision, capability); }))
       return std::move(error);
   for (const AttentionKernelSpec &spec : kernels.attentions)
     if (llvm::Error error = print(
-            spec.name, tensorCoreAttentionPlan(spec, options.gpuMatmul),
-            [&] { return tensorCoreAttentionSource(spec, options.gpuMatmul); },
+            spec.name, tensorCoreAttentionPlan(spec, *precision),
+            [&] { return tensorCoreAttentionSource(spec, *precision); },
             [&](int capability) {
-              return tensorCoreAttentionNvvm(spec, options.gpuMatmul, capability);
+              return tensorCoreAttentionNvvm(spec, *precision, capability);
             }))
       return std::move(error);
   return text;

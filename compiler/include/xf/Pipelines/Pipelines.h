@@ -45,8 +45,8 @@ struct CodegenOptions {
   /// Link the trainer's main (libxfrt_train_main, docs/training.md) instead
   /// of the inference one: for programs lowered from @loss_and_gradients too.
   bool trainer = false;
-  /// CUDA targets: the GEMMs that qualify run on tensor cores (TensorCoreGemm.h).
-  GpuMatmul gpuMatmul = GpuMatmul::Fp32;
+  // The tensor-core precision of CUDA builds is the host module's (`xf.gpu_matmul`, set by
+  // the lowering): the host code's calls depend on it.
 };
 
 /// Runs the host-to-LLVM pipeline on a copy of `host`'s code (its kernel
