@@ -315,10 +315,12 @@ static bool resolveTuningDatabase() {
 }
 
 /// --gpu-matmul=tf32|bf16 needs a CUDA target of capability sm_80 or newer, and
-/// --emit=mlir-gpu|nvvm a tensor-core precision; false after the error line.
+/// --emit=mlir-gpu|nvvm of a spec a tensor-core precision (a host module names its own,
+/// xf.gpu_matmul); false after the error line.
 static bool checkGpuMatmul() {
   bool tensorCores = gpuMatmul != mlir::xf::GpuMatmul::Fp32;
-  if ((emitAction == Emit::MlirGpu || emitAction == Emit::Nvvm) && !tensorCores) {
+  bool hostModule = llvm::StringRef(inputFilename).ends_with(".mlir");
+  if ((emitAction == Emit::MlirGpu || emitAction == Emit::Nvvm) && !tensorCores && !hostModule) {
     llvm::errs() << "xfc: error: --emit=" << (emitAction == Emit::Nvvm ? "nvvm" : "mlir-gpu")
                  << " prints the tensor-core kernels: give --gpu-matmul=tf32 or bf16\n";
     return false;
