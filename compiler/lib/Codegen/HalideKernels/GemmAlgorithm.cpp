@@ -353,7 +353,6 @@ GemmCpuFuncs defineGemmCpu(const GemmKernelSpec &spec, const GemmInputs &in, int
   GemmCpuFuncs f;
   sizeGemmCpu(spec, vw, f);
   f.rows = in.x.dim(1).extent();
-  f.weight = in.weight;
   f.gemv = f.rows < int(spec.schedule.gemvRowsBelow);
   f.smallRows = f.rows <= kSmallRowTiles * f.tileRows;
   defineWeightAccess(spec, in, nativeHalf, f);

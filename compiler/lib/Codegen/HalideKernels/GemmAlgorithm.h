@@ -52,7 +52,6 @@ struct GemmCpuFuncs {
   int blockCount, blockChains;
   bool gated, blocks, prePacked, dot, smallRowsPath;
   Halide::Var n{"n"}, m{"m"}, k{"k"}, nj{"nj"}, nt{"nt"}, kb{"kb"}, r{"r"}, kk{"kk"};
-  Halide::Var mt{"mt"}; // the tiled path's row tiles (GemmWeightPrefetch.cpp names its loop)
   Halide::Var ql{"ql"}, qh{"qh"}, qb{"qb"}, qr{"qr"}, kl{"kl"}, kc{"kc"};
   // The weight as float32 (W(n, k) by column), GGUF blocks dequantized per K
   // block, packed tile-major (nj, k, nt), and in bf16 pairs.
@@ -72,7 +71,6 @@ struct GemmCpuFuncs {
   Halide::RDom ki, kPairs, kBlocks, kt, ktPairs;    // tiled and few rows
   Halide::RDom gk, gko, lanes, gkTail, gb, blockLanes, gp; // GEMV
   Halide::Expr rows, gemv, smallRows; // M, and the paths' conditions on it
-  Halide::ImageParam weight;          // as the kernel takes it (stored or packed at load)
 };
 /// Defines the CPU GEMM of a validated `spec` for vectors of `vw` floats.
 GemmCpuFuncs defineGemmCpu(const GemmKernelSpec &spec, const GemmInputs &in, int vw,

@@ -27,9 +27,7 @@ llvm::Expected<KernelPipeline> buildGemm(const GemmKernelSpec &spec, const Targe
   if (f.smallRowsPath)
     scheduleFewRowsCpu(f);
   scheduleTiledCpu(spec, f);
-  KernelPipeline kernel = gemmKernelPipeline(spec, in.x, in.weight, in.bias, in.residual, f.out);
-  prefetchPackedWeightPanels(spec, f, kernel.pipeline);
-  return kernel;
+  return gemmKernelPipeline(spec, in.x, in.weight, in.bias, in.residual, f.out);
 }
 
 llvm::Expected<KernelPipeline> buildGemmCuda(const GemmKernelSpec &spec, bool gpuSchedule) {

@@ -181,7 +181,7 @@ namespace {
 /// is an atomic vector reduction inside each accumulator vector (32 products
 /// → 16 sums: the 2-way dot product).
 void scheduleRegisterTiles(GemmCpuFuncs &f) {
-  Var nj = f.nj, nt = f.nt, m = f.m, kb = f.kb, mt = f.mt, mi("mi");
+  Var nj = f.nj, nt = f.nt, m = f.m, kb = f.kb, mt("mt"), mi("mi");
   const int vw = f.vw;
   auto scheduleTiles = [&](Stage update, std::vector<VarOrRVar> outer) {
     std::vector<VarOrRVar> order = {nj, mi, nt, mt};

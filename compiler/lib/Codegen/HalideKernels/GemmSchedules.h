@@ -20,11 +20,6 @@ void scheduleGemvCpu(const GemmKernelSpec &spec, GemmCpuFuncs &f);
 void scheduleFewRowsCpu(GemmCpuFuncs &f);
 /// CPU, the rest: panels × row blocks, register tiles per K block, weight staging.
 void scheduleTiledCpu(const GemmKernelSpec &spec, GemmCpuFuncs &f);
-/// CPU, tiled path over a weight packed at load: each register tile's K loop
-/// prefetches the panel a few tasks ahead (GemmWeightPrefetch.cpp), a lowering
-/// pass added to `pipeline`.
-void prefetchPackedWeightPanels(const GemmKernelSpec &spec, const GemmCpuFuncs &f,
-                                Halide::Pipeline &pipeline);
 
 /// CUDA, M <= kCudaGemvRows: one block per group of columns (a specialization).
 void scheduleGemvCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f);
