@@ -117,13 +117,42 @@ void checkGemm(const GemmKernelSpec &spec) {
   for (int k = 0; k < K; ++k)
     gamma(k) = 1 + normParams(k, 0), beta(k) = normParams(k, 1);
   auto w = [&](int k, int n) { return double(spec.transposeWeight ? weight(k, n) : weight(n, k)); };
+  // A range merge (spec.mergeHeads): flash-decoding's partials [ranges][heads][4][dV + 2] of
+  // random ranges, every third empty (max kNoScore, weight 0).
+  const int heads = std::max<int>(int(spec.mergeHeads), 1), ranges = int(spec.mergeRanges);
+  const int dV = K / heads;
+  Halide::Runtime::Buffer<float> partials(dV + 2, 4, heads, std::max(ranges, 1));
+  std::uniform_real_distribution<float> unit(-1.f, 1.f);
+  partials.for_each_element([&](int e, int t, int h, int p) {
+    const bool empty = p % 3 == 2;
+    partials(e, t, h, p) = e < dV ? (empty ? 0.f : unit(rng))
+                           : e == dV ? (empty ? -1e30f : 2 * unit(rng))
+                                     : (empty ? 0.f : 1.5f + unit(rng));
+  });
   for (int M : {1, 2, 4, 5, 33, 70}) {
     SCOPED_TRACE("M=" + std::to_string(M));
     auto x = xftest::randomMatrix(M, K, rng);
     if (spec.prologue != GemmPrologue::None) // rows off zero mean and unit variance
       x.for_each_element([&](int k, int m) { x(k, m) = 3 * x(k, m) + 0.5f * float(m % 3); });
     auto residual = xftest::randomMatrix(M, N, rng);
-    const auto rows = normalizedRows(spec, x, gamma, beta);
+    auto rows = normalizedRows(spec, x, gamma, beta);
+    if (spec.mergeHeads && M <= 4) { // x unread (NaN), nor the partials' rows past M
+      x.fill(std::nanf(""));
+      Halide::Runtime::Buffer<float> stale = partials.cropped(1, M, 4 - M);
+      stale.fill(std::nanf(""));
+      for (int m = 0; m < M; ++m)
+        for (int k = 0; k < K; ++k) {
+          const int h = k / dV, d = k % dV;
+          double top = -INFINITY, output = 0, sum = 0;
+          for (int p = 0; p < ranges; ++p)
+            top = std::max(top, double(partials(dV, m, h, p)));
+          for (int p = 0; p < ranges; ++p) {
+            const double weightOf = std::exp(double(partials(dV, m, h, p)) - top);
+            output += partials(d, m, h, p) * weightOf, sum += partials(dV + 1, m, h, p) * weightOf;
+          }
+          rows[m][k] = sum > 0 ? output / sum : 0;
+        }
+    }
     Halide::Runtime::Buffer<float> out(N, M);
     out.fill(std::nanf(""));
     std::vector<halide_buffer_t *> args{x.raw_buffer(), spec.bf16Weights ? weightBf16.raw_buffer()
@@ -136,6 +165,8 @@ void checkGemm(const GemmKernelSpec &spec) {
       args.push_back(gamma.raw_buffer());
     if (spec.normBeta)
       args.push_back(beta.raw_buffer());
+    if (spec.mergeHeads)
+      args.push_back(partials.raw_buffer());
     args.push_back(out.raw_buffer());
     ASSERT_EQ(xftest::call(kernel, args), 0);
     double worst = 0, largest = 0;
@@ -200,6 +231,25 @@ TEST(CudaGemmAlgorithm, RegisterPathSplitK) {
   EXPECT_EQ(cudaSplitKRows(s), 0);
   s.K = 270, s.gpuSchedule.regSplitK = 1;
   EXPECT_EQ(cudaSplitKRows(s), 0);
+}
+
+// flash-decoding's merge in the GEMV (CudaRangeMerge.cpp): at M <= 4 x is merged from the
+// key ranges' partials — x itself NaN, the partials' rows past M NaN, every third range empty —
+// and at M > 4 read as given (staged and register paths); heads of 20 columns (off the 32
+// lanes), K off the GEMV's 16 slices, bias and residual, GELU, N on and off the register tiles.
+TEST(CudaGemmAlgorithm, RangeMergePrologue) {
+  GemmKernelSpec s;
+  s.name = "g";
+  s.K = 60, s.N = 70, s.mergeHeads = 3, s.mergeRanges = 7;
+  s.hasBias = s.hasResidual = true;
+  checkGemm(s);
+  s.N = 128, s.epilogue = GemmEpilogue::GeluTanh, s.mergeHeads = 2, s.mergeRanges = 22;
+  checkGemm(s);
+  s.transposeWeight = true;
+  llvm::Expected<KernelPipeline> refused = buildGemmCudaPipeline(s, /*gpuSchedule=*/false);
+  EXPECT_FALSE(refused) << "[N, K] weights refused";
+  if (!refused)
+    llvm::consumeError(refused.takeError());
 }
 
 // [N, K] weights with K a multiple of 4 take the [N, K] register path (4 partial sums per

@@ -134,7 +134,7 @@ AttentionKernelSpec mlir::xf::attentionKernelSpecOf(AttentionOp op) {
 GemmKernelAttr mlir::xf::gemmKernelAttr(MLIRContext *ctx, const GemmKernelSpec &spec) {
   const auto &[name, K, N, transposeWeight, bf16Weights, bf16Activations, weightBlocks,
                packedWeight, hasBias, hasResidual, epilogue, schedule, gpuSchedule, prologue,
-               normGamma, normBeta, normEpsilon] = spec;
+               normGamma, normBeta, normEpsilon, mergeHeads, mergeRanges] = spec;
   (void)name; // the exported symbol, not the kernel
   GpuGemmScheduleAttr gpu;
   if (!(gpuGemmScheduleAttr(ctx, gpuSchedule) == gpuGemmScheduleAttr(ctx, GpuGemmSchedule{})))
@@ -146,7 +146,8 @@ GemmKernelAttr mlir::xf::gemmKernelAttr(MLIRContext *ctx, const GemmKernelSpec &
                              storageOf(bf16Weights, weightBlocks), bf16Activations, packedWeight,
                              hasBias, hasResidual, activationOf(epilogue),
                              gemmScheduleAttr(ctx, schedule), gpu, norm,
-                             llvm::APFloat(normEpsilon), normGamma, normBeta);
+                             llvm::APFloat(normEpsilon), normGamma, normBeta, mergeHeads,
+                             mergeRanges);
 }
 
 AttentionKernelAttr mlir::xf::attentionKernelAttr(MLIRContext *ctx,
@@ -184,6 +185,7 @@ GemmKernelSpec mlir::xf::gemmKernelSpecOf(GemmKernelAttr kernel, llvm::StringRef
     spec.normEpsilon = kernel.getNormEpsilon().convertToDouble();
     spec.normGamma = kernel.getNormGamma(), spec.normBeta = kernel.getNormBeta();
   }
+  spec.mergeHeads = kernel.getMergeHeads(), spec.mergeRanges = kernel.getMergeRanges();
   return spec;
 }
 

@@ -32,6 +32,9 @@ struct HostLowering::AttentionCall {
   int64_t keyOffset = 0, valueOffset = 0, kvHeads = 0;
   /// Whether decode steps of one row go to libxfrt's xfrt_decode_attention.
   bool decodeInRuntime = false;
+  /// On the GPU: the GEMM reading the result merges the key ranges at M <= 4
+  /// (CudaRangeMerge.cpp), so no merge is launched then.
+  bool mergeInConsumer = false;
 };
 
 /// The packed batch's attention in one call. Untuned, it gets the short-sequence schedule
@@ -54,6 +57,9 @@ LogicalResult HostLowering::emitAttention(AttentionOp attn, const KernelResult &
                                           xfrt::KernelSpec &site) {
   AttentionCall call{attn, attentionKernelSpecOf(attn), r.value};
   AttentionKernelSpec &spec = call.spec;
+  if (attn->hasOneUse())
+    if (auto gemm = dyn_cast<GemmOp>(*attn->getUsers().begin()))
+      call.mergeInConsumer = rangeMergeSource(gemm) == attn;
   // Fused rotary positions: with a cache, new keys are rotated on their way
   // into it (rotateKeys) and the kernel rotates only the queries.
   const RotaryPairs pairs =
@@ -180,7 +186,8 @@ Value HostLowering::emitCachedAttention(const AttentionCall &call, HalideBufferA
     HalideBufferArg values = cachedMatrixArg(attn.getValue(), call.valueOffset, call.kvHeads, cache,
                                              position, newValues, rows, {}, !together);
     if (!together)
-      return callAttentionPipeline(call.spec, {query, keys, values, out});
+      return callAttentionPipeline(call.spec, {query, keys, values, out}, nullptr,
+                                   call.mergeInConsumer);
     // On the GPU the range pass of a decode step appends the new rows itself (CudaAttentionCall.h);
     // a prompt's go in by the append kernel.
     CudaAttentionAppend append;
@@ -197,7 +204,8 @@ Value HostLowering::emitCachedAttention(const AttentionCall &call, HalideBufferA
       appendKeyValues(call.appendKeyValues, attn.getKey(), attn.getValue(), keys, values, newKeys,
                       newValues, position, rows);
     };
-    return callAttentionPipeline(call.spec, {query, keys, values, out}, &append);
+    return callAttentionPipeline(call.spec, {query, keys, values, out}, &append,
+                                 call.mergeInConsumer);
   };
   if (!call.decodeInRuntime)
     return halide();
@@ -270,17 +278,19 @@ void HostLowering::emitWholeAttention(const AttentionCall &call) {
       headsArg(attn.getKey(), call.kvHeads, pointerOf(attn.getKey()), rowsOf(attn.getKey())),
       headsArg(attn.getValue(), call.kvHeads, pointerOf(attn.getValue()), rowsOf(attn.getValue())),
       matrixArg(call.result)};
-  orStatus(callAttentionPipeline(call.spec, args));
+  orStatus(callAttentionPipeline(call.spec, args, nullptr, call.mergeInConsumer));
 }
 
 Value HostLowering::callAttentionPipeline(const AttentionKernelSpec &spec,
                                           ArrayRef<HalideBufferArg> args,
-                                          const CudaAttentionAppend *append) {
+                                          const CudaAttentionAppend *append,
+                                          bool mergeInConsumer) {
   if (!options.cudaDevice)
     return callHalidePipeline(*b, loc, *program.module, spec.name, args);
   const CudaDecodePartials partials = cudaDecodePartialsOf(spec);
   deviceAttentionFloats = std::max(
       deviceAttentionFloats,
       partials.floats() + (cudaDecodeRangesAppend(spec) ? cudaDecodeAppendDummyFloats(partials) : 0));
-  return callCudaAttention(*b, loc, *program.module, spec, args, devicePartials(), append);
+  return callCudaAttention(*b, loc, *program.module, spec, args, devicePartials(), append,
+                           mergeInConsumer);
 }

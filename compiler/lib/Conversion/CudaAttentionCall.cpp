@@ -56,7 +56,8 @@ SmallVector<HalideBufferArg> appendingRangeArgs(OpBuilder &b, Location loc,
 
 Value mlir::xf::callCudaAttention(OpBuilder &b, Location loc, ModuleOp module,
                                   const AttentionKernelSpec &spec, ArrayRef<HalideBufferArg> args,
-                                  Value partials, const CudaAttentionAppend *append) {
+                                  Value partials, const CudaAttentionAppend *append,
+                                  bool mergeInConsumer) {
   auto i64 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v); };
   auto i32 = [&](int32_t v) { return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v); };
   const CudaDecodePartials shape = cudaDecodePartialsOf(spec);
@@ -94,7 +95,9 @@ Value mlir::xf::callCudaAttention(OpBuilder &b, Location loc, ModuleOp module,
   }
   Value failed =
       arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, ranges.getResult(0), i32(0));
-  auto merge = scf::IfOp::create(b, loc, TypeRange{b.getI32Type()}, failed, /*addThenBlock=*/true,
+  // Failed, or decoding with the merge in the GEMM after: the range pass's status is the call's.
+  Value skip = mergeInConsumer ? arith::OrIOp::create(b, loc, failed, decoding).getResult() : failed;
+  auto merge = scf::IfOp::create(b, loc, TypeRange{b.getI32Type()}, skip, /*addThenBlock=*/true,
                                  /*addElseBlock=*/true);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(merge.thenBlock());

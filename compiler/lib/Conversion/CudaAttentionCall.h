@@ -34,10 +34,13 @@ struct CudaAttentionAppend {
 /// unless that failed, `<name>(q, k, v, partials, out)`; `args` are (q, k, v, out) as device
 /// buffers (k and v over every key, the new ones included) and `partials` a device address of
 /// cudaDecodePartialsOf(spec).floats() floats, and cudaDecodeAppendDummyFloats more where the
-/// range pass appends (cudaDecodeRangesAppend). Returns the i32 status.
+/// range pass appends (cudaDecodeRangesAppend). With `mergeInConsumer` the GEMM reading `out`
+/// merges the ranges at <= 4 rows (CudaRangeMerge.cpp): `<name>` runs for more rows only.
+/// Returns the i32 status.
 Value callCudaAttention(OpBuilder &b, Location loc, ModuleOp module,
                         const AttentionKernelSpec &spec, ArrayRef<HalideBufferArg> args,
-                        Value partials, const CudaAttentionAppend *append = nullptr);
+                        Value partials, const CudaAttentionAppend *append = nullptr,
+                        bool mergeInConsumer = false);
 
 } // namespace mlir::xf
 

@@ -155,6 +155,9 @@ private:
   /// The kernel spec of a GEMM, named (layers share kernels), with
   /// packedWeight when its weight is a constant the kernel can take packed.
   GemmKernelSpec gemmSpecOf(GemmOp gemm);
+  /// On the GPU, the attention whose flash-decoding merge `gemm` does at M <= 4 instead of a
+  /// merge launch (CudaRangeMerge.cpp); null where it reads its input as it is.
+  AttentionOp rangeMergeSource(GemmOp gemm);
   void planPackedWeights();
   HalideBufferArg packedWeightArg(int64_t index);
   LogicalResult emitForward(bool cached, bool packed);
@@ -225,7 +228,8 @@ private:
   /// flash-decoding's buffer after the scratch arena, and `append`, a cached attention's new
   /// K/V rows (CudaAttentionCall.h).
   Value callAttentionPipeline(const AttentionKernelSpec &spec, ArrayRef<HalideBufferArg> args,
-                              const CudaAttentionAppend *append = nullptr);
+                              const CudaAttentionAppend *append = nullptr,
+                              bool mergeInConsumer = false);
   /// Floats after the scratch arena for the GPU attentions' partial results (the largest).
   int64_t deviceAttentionFloats = 0;
   /// Floats there for the tensor-core GEMMs' split-K partials (the largest; CudaGemmCall.h).

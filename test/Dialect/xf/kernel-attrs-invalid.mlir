@@ -154,6 +154,27 @@ func.func @norm_rms_beta() attributes {xf.k = #xf.gemm_kernel<k = 768, n = 2304,
 
 // -----
 
+// expected-error @+1 {{merge_heads and merge_ranges must be positive together, merge_heads divide k, with weight = kn and no norm}}
+func.func @merge_heads_alone() attributes {xf.k = #xf.gemm_kernel<k = 768, n = 768, weight = kn, schedule = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 768, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>, merge_heads = 12>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{merge_heads and merge_ranges must be positive together, merge_heads divide k, with weight = kn and no norm}}
+func.func @merge_heads_not_dividing() attributes {xf.k = #xf.gemm_kernel<k = 768, n = 768, weight = kn, schedule = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 768, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>, merge_heads = 5, merge_ranges = 22>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{merge_heads and merge_ranges must be positive together, merge_heads divide k, with weight = kn and no norm}}
+func.func @merge_nk() attributes {xf.k = #xf.gemm_kernel<k = 768, n = 768, weight = nk, schedule = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 768, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>, merge_heads = 12, merge_ranges = 22>} {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{norm_epsilon must be non-negative}}
 func.func @norm_negative_epsilon() attributes {xf.k = #xf.gemm_kernel<k = 768, n = 2304, weight = kn, schedule = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 768, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>, norm = layer_norm, norm_epsilon = -1.0>} {
   return

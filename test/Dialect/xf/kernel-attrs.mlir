@@ -52,6 +52,13 @@ func.func @weight_storage() {
   return
 }
 
+// Flash-decoding's merge in the GEMV (CUDA, CudaRangeMerge.cpp): the partials' heads and ranges.
+// CHECK-LABEL: func.func @gemm_range_merge
+// CHECK-SAME: xf.k = #xf.gemm_kernel<k = 768, n = 768, weight = kn, bias = true, residual = true, schedule = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 768, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>, merge_heads = 12, merge_ranges = 22>
+func.func @gemm_range_merge() attributes {xf.k = #xf.gemm_kernel<k = 768, n = 768, weight = kn, bias = true, residual = true, schedule = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 768, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>, merge_heads = 12, merge_ranges = 22>} {
+  return
+}
+
 // A norm prologue (CUDA, xf-fuse-norm-into-gemm): the norm, its ε read back bit for bit, γ, β.
 // CHECK-LABEL: func.func @gemm_norm
 // CHECK-SAME: xf.k = #xf.gemm_kernel<k = 768, n = 2304, weight = kn, bias = true, schedule = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 768, pack_weights = true, rows_per_task = 256, panel_cols = 0, gemv_rows_below = 4, gemv_rows_per_pass = 16, gemv_tasks = 0>, norm = layer_norm, norm_epsilon = 1.000000e-05, norm_gamma = true, norm_beta = true>

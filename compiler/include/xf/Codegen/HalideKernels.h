@@ -199,6 +199,11 @@ struct GemmKernelSpec {
   GemmPrologue prologue = GemmPrologue::None;
   bool normGamma = false, normBeta = false;
   double normEpsilon = 0;
+  /// CUDA, [K, N] weights: at M <= 4 (the GEMV path) x is not read but merged from
+  /// flash-decoding's key-range partials of the attention before it (CudaDecodePartials of
+  /// mergeHeads heads of K / mergeHeads columns and mergeRanges ranges), an input after the
+  /// norm's, so that a decode step launches no merge (docs/gpu.md); 0: x as given.
+  int64_t mergeHeads = 0, mergeRanges = 0;
 };
 
 /// Whether a GEMM whose weight is a constant of the model can take it packed

@@ -30,6 +30,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GemmAlgorithm.h"
+#include "AttentionDecodePath.h"
 #include "BlockWeights.h"
 #include "GemmEpilogue.h"
 #include "GemmTiling.h"
@@ -52,7 +53,8 @@ GemmInputs gemmInputs(const GemmKernelSpec &spec) {
                                                   : Float(32),
                                spec.packedWeight ? 3 : 2, "weight"),
                     ImageParam(Float(32), 1, "bias"), ImageParam(Float(32), 2, "residual"),
-                    ImageParam(Float(32), 1, "norm_gamma"), ImageParam(Float(32), 1, "norm_beta")};
+                    ImageParam(Float(32), 1, "norm_gamma"), ImageParam(Float(32), 1, "norm_beta"),
+                    ImageParam(Float(32), 4, "range_partials")};
 }
 
 void constrainGemmBuffers(const GemmKernelSpec &spec, GemmInputs &in, Func out) {
@@ -72,6 +74,15 @@ void constrainGemmBuffers(const GemmKernelSpec &spec, GemmInputs &in, Func out) 
   in.residual.dim(0).set_bounds(0, N).set_stride(1).dim(1).set_bounds(0, rows);
   in.gamma.dim(0).set_bounds(0, K).set_stride(1);
   in.beta.dim(0).set_bounds(0, K).set_stride(1);
+  if (spec.mergeHeads) { // [ranges][heads][4 rows][K / heads + 2]
+    const int heads = int(spec.mergeHeads), columns = K / heads + 2;
+    in.partials.dim(0).set_bounds(0, columns).set_stride(1);
+    in.partials.dim(1).set_bounds(0, kCudaGemvRows).set_stride(columns);
+    in.partials.dim(2).set_bounds(0, heads).set_stride(columns * kCudaGemvRows);
+    in.partials.dim(3)
+        .set_bounds(0, int(spec.mergeRanges))
+        .set_stride(columns * kCudaGemvRows * heads);
+  }
   out.output_buffer().dim(0).set_bounds(0, N).set_stride(1).dim(1).set_bounds(0, rows);
 }
 
@@ -418,6 +429,29 @@ void defineCudaSplitK(const GemmKernelSpec &spec, const GemmInputs &in, GemmCuda
   f.splitDotVar = j.x, f.splitSumVar = rs.x;
 }
 
+/// The GEMV path's x merged from flash-decoding's key-range partials (spec.mergeHeads): the
+/// attention's decode merge (defineRangeMerge; out = Σ o·w / Σ l·w, 0 where no key was seen)
+/// of column k's head, zero past K. Rows past M read row M − 1 (the buffer's rows past M are
+/// not the step's).
+void defineCudaRangeMerge(const GemmKernelSpec &spec, const GemmInputs &in, GemmCudaFuncs &f) {
+  const int K = int(spec.K), dV = K / int(spec.mergeHeads);
+  ImageParam partials = in.partials;
+  Expr lastRow = min(in.x.dim(1).extent(), kCudaGemvRows) - 1;
+  auto at = [partials, lastRow](Expr col, Expr t, Expr h, Expr p) {
+    return partials(col, clamp(t, 0, lastRow), h, p);
+  };
+  RangeResults results;
+  results.output = at;
+  results.max = [at, dV](Expr, Expr t, Expr h, Expr p) { return at(dV, t, h, p); };
+  results.sum = [at, dV](Expr, Expr t, Expr h, Expr p) { return at(dV + 1, t, h, p); };
+  f.mergeRanges = RDom(0, int(spec.mergeRanges), "merge_ranges");
+  defineRangeMerge(f.mergeTop, f.mergeSums, f.mergeRanges, f.md, f.mt, f.mh, results);
+  Var k = f.k, m = f.m;
+  Expr column = clamp(k, 0, K - 1);
+  Tuple sums = f.mergeSums(column % dV, m, column / dV);
+  f.xGemv(k, m) = select(k < K && sums[1] > 0.f, sums[0] / sums[1], 0.f);
+}
+
 /// GEMV: [K, N] threads (column, K slice), [N, K] threads (lane, column),
 /// then the slices' or lanes' sums.
 void defineCudaGemv(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
@@ -428,7 +462,7 @@ void defineCudaGemv(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
     const int slices = int(spec.gpuSchedule.gemvSlices), sliceLen = ceilDiv(K, slices);
     RDom j(0, sliceLen, "j");
     f.gemvDot(n, g, m, s) = 0.f;
-    f.gemvDot(n, g, m, s) += f.xPadded(s * sliceLen + j, m) * f.w(n, g, s * sliceLen + j);
+    f.gemvDot(n, g, m, s) += f.xGemv(s * sliceLen + j, m) * f.w(n, g, s * sliceLen + j);
     f.gemvPart(n, g, m, s) = f.gemvDot(n, g, m, s);
     RDom rs(0, slices, "rs");
     f.gemvSum(n, g, m) += f.gemvPart(n, g, m, rs);
@@ -436,7 +470,7 @@ void defineCudaGemv(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
   } else {
     RDom j(0, ceilDiv(K, kCudaLanes), "j");
     f.gemvDot(l, n, g, m) = 0.f;
-    f.gemvDot(l, n, g, m) += f.xPadded(j * kCudaLanes + l, m) * f.w(n, g, j * kCudaLanes + l);
+    f.gemvDot(l, n, g, m) += f.xGemv(j * kCudaLanes + l, m) * f.w(n, g, j * kCudaLanes + l);
     f.gemvPart(l, n, g, m) = f.gemvDot(l, n, g, m);
     RDom rl(0, kCudaLanes, "rl");
     f.gemvSum(n, g, m) += f.gemvPart(rl, n, g, m);
@@ -512,6 +546,10 @@ GemmCudaFuncs defineGemmCuda(const GemmKernelSpec &spec, const GemmInputs &in) {
     f.prod(n, g, m) += f.sliceDot(n, g, m, f.rs);
     sum = f.prod;
   }
+  if (spec.mergeHeads)
+    defineCudaRangeMerge(spec, in, f);
+  else
+    f.xGemv = f.xPadded;
   defineCudaGemv(spec, f);
   auto epilogue = [&](Func total) {
     return gemmEpilogue(spec, in, total(n, 0, m), f.gates == 2 ? total(n, 1, m) : Expr(), n, m);

@@ -29,6 +29,7 @@ struct GemmInputs {
   Halide::ImageParam bias;     // (n): [N]; gated [2·N]
   Halide::ImageParam residual; // (n, m): [M, N]
   Halide::ImageParam gamma, beta; // (k): [K], the norm prologue's (CUDA)
+  Halide::ImageParam partials;    // CudaDecodePartials' layout: the range merge's (CUDA)
 };
 /// The inputs of `spec`'s kernel: the weight as stored (float32, bfloat16, GGUF
 /// block bytes (byte, n)) and packed at load (nj, k, nt) where spec says so.
@@ -109,6 +110,11 @@ struct GemmCudaFuncs {
   Halide::RVar dotVar, sumVar;
   Halide::Func out{"gemm_out"};
   Halide::Expr rows, gemv; // M, and whether it takes the GEMV path
+  // The GEMV path's x merged from key-range partials (spec.mergeHeads): per (column, row,
+  // head) the ranges' top max and weighted sums (defineRangeMerge), then x.
+  Halide::Func mergeTop{"merge_top"}, mergeSums{"merge_sums"}, xGemv{"x_gemv"};
+  Halide::Var md{"md"}, mt{"mt"}, mh{"mh"};
+  Halide::RDom mergeRanges;
   // The norm prologue's row statistics (spec.prologue): the GEMV path's and
   // the tile paths' (register or staged), each computed per thread block.
   GemmRowNorm gemvNorm, tileNorm;

@@ -55,8 +55,11 @@ llvm::Expected<KernelPipeline> buildGemmCuda(const GemmKernelSpec &spec, bool gp
   } else if (spec.prologue != GemmPrologue::None) {
     computeGemmRowNormsAtRoot(f); // the algorithm JIT-ed on the CPU: statistics once a call
   }
-  return gemmKernelPipeline(spec, in.x, in.weight, in.bias, in.residual, f.out, in.gamma,
-                            in.beta);
+  KernelPipeline built = gemmKernelPipeline(spec, in.x, in.weight, in.bias, in.residual, f.out,
+                                            in.gamma, in.beta);
+  if (spec.mergeHeads)
+    built.inputs.push_back(in.partials);
+  return built;
 }
 
 } // namespace

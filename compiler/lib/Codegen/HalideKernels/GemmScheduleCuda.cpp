@@ -51,6 +51,41 @@
 using namespace Halide;
 
 namespace mlir::xf {
+namespace {
+
+// The GEMV's x merged from key-range partials (spec.mergeHeads, [K, N] weights): per block,
+// before its products, into shared memory — each row's top range max per head, then each
+// (column, row, head)'s weighted sums over the ranges — by the block's 32 × `rowThreads`
+// threads (columns × row-and-head pairs). Every block merges all of x (K × 4 rows, the
+// partials of rows past M clamped to M − 1: read once from L2 per row of the step).
+void scheduleGemvRangeMergeCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f, int rowThreads) {
+  const int heads = int(spec.mergeHeads), dV = int(spec.K / spec.mergeHeads);
+  Var md = f.md, mt = f.mt, mh = f.mh, th("th"), tho("tho"), thi("thi"), mdo("mdo"), mdi("mdi");
+  Func top = f.mergeTop, sums = f.mergeSums;
+  top.compute_at(f.out, Var("no"))
+      .store_in(MemoryType::GPUShared)
+      .bound(mt, 0, kCudaGemvRows)
+      .bound(mh, 0, heads);
+  for (Stage st : {Stage(top), top.update()})
+    st.fuse(mt, mh, th)
+        .split(th, tho, thi, kCudaLanes, TailStrategy::GuardWithIf)
+        .gpu_threads(thi);
+  sums.compute_at(f.out, Var("no"))
+      .store_in(MemoryType::GPUShared)
+      .bound(md, 0, dV)
+      .bound(mt, 0, kCudaGemvRows)
+      .bound(mh, 0, heads);
+  for (Stage st : {Stage(sums), sums.update()}) {
+    st.split(md, mdo, mdi, kCudaLanes, TailStrategy::GuardWithIf)
+        .fuse(mt, mh, th)
+        .split(th, tho, thi, rowThreads, TailStrategy::GuardWithIf)
+        .gpu_threads(mdi, thi);
+  }
+  sums.update().reorder(f.mergeRanges.x, mdi, thi, mdo, tho);
+}
+
+} // namespace
+
 // GEMV (M <= kCudaGemvRows): one block per group of columns.
 void scheduleGemvCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
   const GpuGemmSchedule &sched = spec.gpuSchedule;
@@ -87,6 +122,8 @@ void scheduleGemvCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
     f.gemvDot.compute_at(f.gemvPart, l).unroll(g).unroll(m);
   }
   f.gemvDot.update().reorder(g, m, f.dotVar).unroll(g).unroll(m);
+  if (spec.mergeHeads)
+    scheduleGemvRangeMergeCuda(spec, f, int(sched.gemvSlices));
 }
 
 // Staged GEMM: block tiles, thread register tiles, K slices staged in shared memory.

@@ -21,6 +21,8 @@ llvm::Error validateGemm(const GemmKernelSpec &spec, int vectorWidth) {
   const GemmSchedule &s = spec.schedule;
   if (spec.name.empty())
     return invalid("gemm kernel: empty function name");
+  if (spec.mergeHeads)
+    return invalid("gemm kernel '" + spec.name + "': merging key ranges is the CUDA GEMM's");
   if (spec.K <= 0 || spec.N <= 0)
     return invalid("gemm kernel '" + spec.name + "': K and N must be positive, got K=" +
                    llvm::Twine(spec.K) + " N=" + llvm::Twine(spec.N));
@@ -70,6 +72,11 @@ llvm::Error validateGemmCuda(const GemmKernelSpec &spec) {
   if (spec.bf16Activations)
     return invalid("gemm kernel '" + spec.name +
                    "': bf16 activations are not supported by the CUDA GEMM");
+  if (spec.mergeHeads && (spec.transposeWeight || spec.prologue != GemmPrologue::None ||
+                          spec.mergeRanges <= 0 || spec.K % spec.mergeHeads != 0))
+    return invalid("gemm kernel '" + spec.name +
+                   "': merging key ranges needs [K, N] weights, no norm prologue, ranges and "
+                   "heads dividing K");
   return llvm::Error::success();
 }
 

@@ -20,7 +20,8 @@ LogicalResult GemmKernelAttr::verify(function_ref<InFlightDiagnostic()> emitErro
                                      bool bf16Inputs, bool packed, bool, bool, Activation,
                                      GemmScheduleAttr schedule, GpuGemmScheduleAttr,
                                      std::optional<GemmNorm> norm, APFloat normEpsilon,
-                                     bool normGamma, bool normBeta) {
+                                     bool normGamma, bool normBeta, int64_t mergeHeads,
+                                     int64_t mergeRanges) {
   if (k < 1 || n < 1)
     return emitError() << "#xf.gemm_kernel: k = " << k << " and n = " << n
                        << " must be positive";
@@ -41,6 +42,10 @@ LogicalResult GemmKernelAttr::verify(function_ref<InFlightDiagnostic()> emitErro
     return emitError() << "#xf.gemm_kernel: norm_epsilon must be non-negative";
   if (normBeta && (norm != GemmNorm::layer_norm || !normGamma))
     return emitError() << "#xf.gemm_kernel: norm_beta needs norm = layer_norm and norm_gamma";
+  if (mergeHeads < 0 || mergeRanges < 0 || (mergeHeads > 0) != (mergeRanges > 0) ||
+      (mergeHeads > 0 && (k % mergeHeads != 0 || weight != WeightLayout::kn || norm)))
+    return emitError() << "#xf.gemm_kernel: merge_heads and merge_ranges must be positive "
+                          "together, merge_heads divide k, with weight = kn and no norm";
   return success();
 }
 

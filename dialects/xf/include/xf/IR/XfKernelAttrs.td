@@ -59,6 +59,9 @@ def Xf_GemmKernelAttr : Xf_Attr<"GemmKernel", "gemm_kernel"> {
     generator's default. `norm` (CUDA: xf-fuse-norm-into-gemm) normalises x's
     rows as they are read, layer_norm or rms_norm with `norm_epsilon`, and γ
     (`norm_gamma`) and β (`norm_beta`) as inputs after the residual.
+    `merge_heads` / `merge_ranges` (CUDA, weight = kn): with at most 4 rows x is
+    merged from flash-decoding's key-range partials of that many heads and
+    ranges (an input after the norm's) instead of read.
     Parameters at their default value are not printed.
 
     ```mlir
@@ -78,7 +81,9 @@ def Xf_GemmKernelAttr : Xf_Attr<"GemmKernel", "gemm_kernel"> {
       OptionalParameter<"std::optional<::mlir::xf::GemmNorm>", "norm prologue">:$norm,
       Xf_F64Parameter<"norm epsilon", "0.0">:$norm_epsilon,
       DefaultValuedParameter<"bool", "false">:$norm_gamma,
-      DefaultValuedParameter<"bool", "false">:$norm_beta);
+      DefaultValuedParameter<"bool", "false">:$norm_beta,
+      DefaultValuedParameter<"int64_t", "0">:$merge_heads,
+      DefaultValuedParameter<"int64_t", "0">:$merge_ranges);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
