@@ -58,9 +58,12 @@ module attributes {xf.hyperparameters = {l_max = 100 : i64}, xf.model = "decoder
 // DECODE: func.call @xfrt_decode_attention(
 // DECODE: func.call @xf_attention_0(
 
-// On the GPU: K and V go into the cache in one launch, and a packed batch's
-// sequences attend one call each (no segmented kernel, no batched step).
+// On the GPU: K and V go into the cache in one launch — by the key-range pass at <= 4 rows, by
+// the append kernel in the other branch — and a packed batch's sequences attend one call each
+// (no segmented kernel, no batched step).
 // CUDA-LABEL: func.func @xf_forward_cached(
+// CUDA: call @xf_attention_0_decode_ranges(
+// CUDA: } else {
 // CUDA: call @xf_append_key_values(
 // CUDA: call @xf_attention_0(
 // CUDA-LABEL: func.func @xf_forward_packed(
@@ -68,6 +71,9 @@ module attributes {xf.hyperparameters = {l_max = 100 : i64}, xf.model = "decoder
 // CUDA: func.call @xf_attention_0(
 // CUDA-NOT: @xf_attention_1
 // CUDA-LABEL: func.func @xf_forward_cached_packed(
-// CUDA-NOT: scf.if %{{.*}} -> (i32)
+// CUDA-NOT: _batched
+// CUDA: scf.for
+// CUDA: func.call @xf_attention_0_decode_ranges(
+// CUDA: } else {
 // CUDA: func.call @xf_append_key_values(
 // CUDA: func.call @xf_attention_0(
