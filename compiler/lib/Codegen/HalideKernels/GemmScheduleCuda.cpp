@@ -55,10 +55,11 @@ namespace {
 
 // The GEMV's x merged from key-range partials (spec.mergeHeads, [K, N] weights): per block,
 // before its products, into shared memory — each row's top range max per head, then each
-// (column, row, head)'s weighted sums over the ranges — by the block's 32 × `rowThreads`
-// threads (columns × row-and-head pairs). Every block merges all of x (K × 4 rows, the
+// (column, row, head)'s weighted sums over the ranges — by the block's `columnThreads` ×
+// `rowThreads` threads (columns × row-and-head pairs). Every block merges all of x (K × 4 rows, the
 // partials of rows past M clamped to M − 1: read once from L2 per row of the step).
-void scheduleGemvRangeMergeCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f, int rowThreads) {
+void scheduleGemvRangeMergeCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f, int columnThreads,
+                                int rowThreads) {
   const int heads = int(spec.mergeHeads), dV = int(spec.K / spec.mergeHeads);
   Var md = f.md, mt = f.mt, mh = f.mh, th("th"), tho("tho"), thi("thi"), mdo("mdo"), mdi("mdi");
   Func top = f.mergeTop, sums = f.mergeSums;
@@ -68,7 +69,7 @@ void scheduleGemvRangeMergeCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f, in
       .bound(mh, 0, heads);
   for (Stage st : {Stage(top), top.update()})
     st.fuse(mt, mh, th)
-        .split(th, tho, thi, kCudaLanes, TailStrategy::GuardWithIf)
+        .split(th, tho, thi, columnThreads, TailStrategy::GuardWithIf)
         .gpu_threads(thi);
   sums.compute_at(f.out, Var("no"))
       .store_in(MemoryType::GPUShared)
@@ -76,7 +77,7 @@ void scheduleGemvRangeMergeCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f, in
       .bound(mt, 0, kCudaGemvRows)
       .bound(mh, 0, heads);
   for (Stage st : {Stage(sums), sums.update()}) {
-    st.split(md, mdo, mdi, kCudaLanes, TailStrategy::GuardWithIf)
+    st.split(md, mdo, mdi, columnThreads, TailStrategy::GuardWithIf)
         .fuse(mt, mh, th)
         .split(th, tho, thi, rowThreads, TailStrategy::GuardWithIf)
         .gpu_threads(mdi, thi);
@@ -123,7 +124,7 @@ void scheduleGemvCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
   }
   f.gemvDot.update().reorder(g, m, f.dotVar).unroll(g).unroll(m);
   if (spec.mergeHeads)
-    scheduleGemvRangeMergeCuda(spec, f, int(sched.gemvSlices));
+    scheduleGemvRangeMergeCuda(spec, f, blockCols, int(sched.gemvSlices));
 }
 
 // Staged GEMM: block tiles, thread register tiles, K slices staged in shared memory.
