@@ -23,10 +23,14 @@ LogicalResult HostLowering::emitGemm(GemmOp gemm, const KernelResult &r, xfrt::K
     spec.mergeHeads = partials.heads, spec.mergeRanges = partials.ranges;
     spec.name = nameKernel(spec);
   }
+  // Every GEMM marked xf.packed_weight has its buffer planned (planPackedWeights); a missing one
+  // is the lowering's bug, and index 0 would be another GEMM's weight.
+  auto packed = packedWeightOfGemm.find(gemm);
+  if (spec.packedWeight && packed == packedWeightOfGemm.end())
+    return gemm.emitError("internal error: no packed weight planned for this xf.packed_weight GEMM");
   SmallVector<HalideBufferArg> args{matrixArg(gemm.getInput()),
-                                    spec.packedWeight
-                                        ? packedWeightArg(packedWeightOfGemm.lookup(gemm))
-                                        : matrixArg(gemm.getWeight())};
+                                    spec.packedWeight ? packedWeightArg(packed->second)
+                                                      : matrixArg(gemm.getWeight())};
   if (spec.hasBias)
     args.push_back(matrixArg(gemm.getBias()));
   if (spec.hasResidual)
