@@ -252,13 +252,7 @@ CudaDecodeMerge defineCudaDecodeMerge(const AttentionKernelSpec &spec, const Att
   ImageParam partials = m.partials;
   // Rows past kDecodeRows exist only outside the decode specialization, which never merges:
   // clamped, the buffer's 4 rows cover every read.
-  auto at = [partials](Expr col, Expr t, Expr h, Expr p) {
-    return partials(col, clamp(t, 0, kDecodeRows - 1), h, p);
-  };
-  RangeResults results;
-  results.output = at;
-  results.max = [at, dV](Expr, Expr t, Expr h, Expr p) { return at(dV, t, h, p); };
-  results.sum = [at, dV](Expr, Expr t, Expr h, Expr p) { return at(dV + 1, t, h, p); };
+  RangeResults results = partialsRangeResults(partials, kDecodeRows - 1, dV);
   m.rp = RDom(0, int(shape.ranges), "rp");
   defineRangeMerge(m.top, m.merged, m.rp, a.d, a.t, a.h, results);
   setPartialsShape(partials, shape);

@@ -84,6 +84,17 @@ DecodePath defineDecodePath(const AttentionKernelSpec &spec, const AttentionShap
   return f;
 }
 
+RangeResults partialsRangeResults(ImageParam partials, Expr lastRow, int dV) {
+  auto at = [partials, lastRow](Expr col, Expr t, Expr h, Expr p) {
+    return partials(col, clamp(t, 0, lastRow), h, p);
+  };
+  RangeResults results;
+  results.output = at;
+  results.max = [at, dV](Expr, Expr t, Expr h, Expr p) { return at(dV, t, h, p); };
+  results.sum = [at, dV](Expr, Expr t, Expr h, Expr p) { return at(dV + 1, t, h, p); };
+  return results;
+}
+
 void defineRangeMerge(Func top, Func merged, RDom rp, Var d, Var t, Var h,
                       const RangeResults &r) {
   top(t, h) = kNoScore; // the largest range max

@@ -64,6 +64,10 @@ struct RangeResults {
 };
 void defineRangeMerge(Halide::Func top, Halide::Func merged, Halide::RDom rp, Halide::Var d,
                       Halide::Var t, Halide::Var h, const RangeResults &ranges);
+/// The results of CUDA flash-decoding's range pass as its `partials` buffer holds them,
+/// (column, row, head, range) with the output's dV columns, then the max and the sum; rows
+/// clamped to [0, lastRow].
+RangeResults partialsRangeResults(Halide::ImageParam partials, Halide::Expr lastRow, int dV);
 
 DecodePath defineDecodePath(const AttentionKernelSpec &spec, const AttentionShape &shape,
                             const AttentionOperands &a);

@@ -435,15 +435,8 @@ void defineCudaSplitK(const GemmKernelSpec &spec, const GemmInputs &in, GemmCuda
 /// not the step's).
 void defineCudaRangeMerge(const GemmKernelSpec &spec, const GemmInputs &in, GemmCudaFuncs &f) {
   const int K = int(spec.K), dV = K / int(spec.mergeHeads);
-  ImageParam partials = in.partials;
   Expr lastRow = min(in.x.dim(1).extent(), kCudaGemvRows) - 1;
-  auto at = [partials, lastRow](Expr col, Expr t, Expr h, Expr p) {
-    return partials(col, clamp(t, 0, lastRow), h, p);
-  };
-  RangeResults results;
-  results.output = at;
-  results.max = [at, dV](Expr, Expr t, Expr h, Expr p) { return at(dV, t, h, p); };
-  results.sum = [at, dV](Expr, Expr t, Expr h, Expr p) { return at(dV + 1, t, h, p); };
+  RangeResults results = partialsRangeResults(in.partials, lastRow, dV);
   f.mergeRanges = RDom(0, int(spec.mergeRanges), "merge_ranges");
   defineRangeMerge(f.mergeTop, f.mergeSums, f.mergeRanges, f.md, f.mt, f.mh, results);
   Var k = f.k, m = f.m;
