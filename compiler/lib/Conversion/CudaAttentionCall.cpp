@@ -54,6 +54,18 @@ SmallVector<HalideBufferArg> appendingRangeArgs(OpBuilder &b, Location loc,
 
 } // namespace
 
+HalideBufferArg mlir::xf::cudaPartialsArg(OpBuilder &b, Location loc,
+                                         const CudaDecodePartials &shape, Value partials) {
+  HalideBufferArg buffer{partials, {}};
+  int64_t stride = 1;
+  for (int64_t extent : {shape.columns, shape.rows, shape.heads, shape.ranges}) {
+    buffer.dims.push_back({arith::ConstantIntOp::create(b, loc, b.getI64Type(), extent),
+                           arith::ConstantIntOp::create(b, loc, b.getI64Type(), stride)});
+    stride *= extent;
+  }
+  return buffer;
+}
+
 Value mlir::xf::callCudaAttention(OpBuilder &b, Location loc, ModuleOp module,
                                   const AttentionKernelSpec &spec, ArrayRef<HalideBufferArg> args,
                                   Value partials, const CudaAttentionAppend *append,
@@ -61,12 +73,7 @@ Value mlir::xf::callCudaAttention(OpBuilder &b, Location loc, ModuleOp module,
   auto i64 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v); };
   auto i32 = [&](int32_t v) { return arith::ConstantIntOp::create(b, loc, b.getI32Type(), v); };
   const CudaDecodePartials shape = cudaDecodePartialsOf(spec);
-  HalideBufferArg buffer{partials, {}};
-  int64_t stride = 1;
-  for (int64_t extent : {shape.columns, shape.rows, shape.heads, shape.ranges}) {
-    buffer.dims.push_back({i64(extent), i64(stride)});
-    stride *= extent;
-  }
+  HalideBufferArg buffer = cudaPartialsArg(b, loc, shape, partials);
   const HalideBufferArg &query = args[0], &keys = args[1], &values = args[2], &out = args[3];
   Value decoding = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, query.dims[1].first,
                                          i64(shape.rows));

@@ -21,6 +21,11 @@
 
 namespace mlir::xf {
 
+/// The partials buffer (device address `partials`) as the range pass writes and the merges read
+/// it: dense (column, row, head, range) of cudaDecodePartialsOf's shape.
+HalideBufferArg cudaPartialsArg(OpBuilder &b, Location loc, const CudaDecodePartials &shape,
+                                Value partials);
+
 /// A cached attention's new K and V rows, appended by the range pass (at most 4 rows) or by
 /// `appendKernel` (more).
 struct CudaAttentionAppend {

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "BlockGemvCall.h"
+#include "CudaAttentionCall.h"
 #include "CudaGemmCall.h"
 #include "HostLowering.h"
 
@@ -18,9 +19,10 @@ using namespace mlir::xf;
 LogicalResult HostLowering::emitGemm(GemmOp gemm, const KernelResult &r, xfrt::KernelSpec &site) {
   GemmKernelSpec spec = gemmSpecOf(gemm);
   AttentionOp mergeSource = rangeMergeSource(gemm);
+  std::optional<CudaDecodePartials> partials;
   if (mergeSource) { // x at M <= 4 merged from the attention's key ranges (CudaRangeMerge.cpp)
-    const CudaDecodePartials partials = cudaDecodePartialsOf(attentionKernelSpecOf(mergeSource));
-    spec.mergeHeads = partials.heads, spec.mergeRanges = partials.ranges;
+    partials = cudaDecodePartialsOf(attentionKernelSpecOf(mergeSource));
+    spec.mergeHeads = partials->heads, spec.mergeRanges = partials->ranges;
     spec.name = nameKernel(spec);
   }
   // Every GEMM marked xf.packed_weight has its buffer planned (planPackedWeights); a missing one
@@ -39,16 +41,8 @@ LogicalResult HostLowering::emitGemm(GemmOp gemm, const KernelResult &r, xfrt::K
     args.push_back(matrixArg(gemm.getNormGamma()));
   if (spec.normBeta)
     args.push_back(matrixArg(gemm.getNormBeta()));
-  if (mergeSource) { // the partials the attention's range pass left after the scratch arena
-    const CudaDecodePartials partials = cudaDecodePartialsOf(attentionKernelSpecOf(mergeSource));
-    HalideBufferArg buffer{devicePartials(), {}};
-    int64_t stride = 1;
-    for (int64_t extent : {partials.columns, partials.rows, partials.heads, partials.ranges}) {
-      buffer.dims.push_back({i64(extent), i64(stride)});
-      stride *= extent;
-    }
-    args.push_back(buffer);
-  }
+  if (partials) // the partials the attention's range pass left after the scratch arena
+    args.push_back(cudaPartialsArg(*b, loc, *partials, devicePartials()));
   args.push_back(matrixArg(r.value));
   if (takesSplitKPartials(options, spec)) {
     deviceGemmFloats = std::max(deviceGemmFloats, tensorCoreSplitPartialFloats(spec));
