@@ -137,13 +137,9 @@ llvm::Expected<llvm::json::Object> importKernel(MLIRContext &ctx, const std::str
   if (*finalist > 0 && !batches->empty()) {
     const bool cut = batches->size() < PairedRule().maxBatches &&
                      needsAnotherBatch(verdict, batches->size());
-    report["final_check"] = llvm::json::Object{
-        {"schedule", schedules[size_t(*finalist)]}, {"batches", int64_t(batches->size())},
-        {"rounds", int64_t(verdict.rounds)},         {"ratio", verdict.ratio},
-        {"gain", verdict.gain()},                    {"noise", verdict.noise},
-        {"margin", verdict.margin},                  {"outcome", outcomeName(verdict.outcome)},
-        {"kept", kept ? "tuned" : "default"},
-        {"why", kept ? "" : whyDefaultKept(verdict, batches->size(), cut)}};
+    report["final_check"] =
+        finalCheckReport(schedules[size_t(*finalist)], batches->size(), verdict, kept,
+                         kept ? "" : whyDefaultKept(verdict, batches->size(), cut));
   } else {
     report["why"] = *finalist > 0 ? "no final-check batch was timed (the budget ran out)"
                                   : "no candidate was faster than the default in the search";

@@ -23,6 +23,21 @@ using namespace mlir::xf::tuning;
 /// the share (and, for the last kernel, past the budget).
 static constexpr double kSearchShare = 0.7;
 
+llvm::json::Object tuning::finalCheckReport(const std::string &schedule, size_t batches,
+                                            const PairedVerdict &v, bool kept,
+                                            const std::string &why) {
+  return llvm::json::Object{{"schedule", schedule},
+                            {"batches", int64_t(batches)},
+                            {"rounds", int64_t(v.rounds)},
+                            {"ratio", v.ratio},
+                            {"gain", v.gain()},
+                            {"noise", v.noise},
+                            {"margin", v.margin},
+                            {"outcome", outcomeName(v.outcome)},
+                            {"kept", kept ? "tuned" : "default"},
+                            {"why", why}};
+}
+
 std::string tuning::isoNow() {
   std::time_t t = std::time(nullptr);
   char text[32];
@@ -233,18 +248,9 @@ llvm::json::Object KernelTuning::report() {
                                          {"default_ms", checked->dflt.cases[c].wallMinMs},
                                          {"tuned_ms", checked->best.cases[c].wallMinMs}});
     kernelReport["cases"] = std::move(cases);
-    const PairedVerdict &v = checked->verdict;
     kernelReport["final_check"] =
-        llvm::json::Object{{"schedule", scheduleText(run.ctx, k, checked->candidate)},
-                           {"batches", int64_t(checked->batches)},
-                           {"rounds", int64_t(v.rounds)},
-                           {"ratio", v.ratio},
-                           {"gain", v.gain()},
-                           {"noise", v.noise},
-                           {"margin", v.margin},
-                           {"outcome", outcomeName(v.outcome)},
-                           {"kept", checked->kept ? "tuned" : "default"},
-                           {"why", checked->why}};
+        finalCheckReport(scheduleText(run.ctx, k, checked->candidate), checked->batches,
+                         checked->verdict, checked->kept, checked->why);
   }
   return kernelReport;
 }

@@ -53,6 +53,11 @@ struct FinalCheckResult {
 /// Now, as the database's "measured_at" writes it.
 std::string isoNow();
 
+/// A kernel's report's "final_check": the candidate's schedule, the A/B batches' verdict and
+/// whether it was kept (`why` the default stayed). The CPU tuner's and the GPU times' import's.
+llvm::json::Object finalCheckReport(const std::string &schedule, size_t batches,
+                                    const PairedVerdict &v, bool kept, const std::string &why);
+
 class KernelTuning {
 public:
   KernelTuning(ProgramTuner &run, TunedKernel &k, size_t index, double share);
