@@ -112,13 +112,7 @@ std::vector<SchedulePath> mlir::xf::tuning::gpuGemmPaths(const GemmKernelSpec &s
                                                          const std::vector<int64_t> &lengths) {
   SchedulePath gemv{"gemv", gemvKnobs(spec), {}};
   SchedulePath tiled{"gemm", tiledKnobs(spec), {}};
-  for (size_t i = 0; i < lengths.size(); ++i)
-    (lengths[i] <= kCudaGemvRows ? gemv : tiled).cases.push_back(i);
-  std::vector<SchedulePath> paths;
-  for (SchedulePath *p : {&gemv, &tiled})
-    if (!p->cases.empty())
-      paths.push_back(std::move(*p));
-  return paths;
+  return splitPathsByRows(std::move(gemv), std::move(tiled), lengths, kCudaGemvRows);
 }
 
 SearchSpace mlir::xf::tuning::gpuGemmSpace(MLIRContext &ctx, const GemmKernelSpec &spec,

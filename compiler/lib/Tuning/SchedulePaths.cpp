@@ -8,6 +8,18 @@
 
 using namespace mlir::xf::tuning;
 
+std::vector<SchedulePath> mlir::xf::tuning::splitPathsByRows(SchedulePath few, SchedulePath many,
+                                                             const std::vector<int64_t> &lengths,
+                                                             int64_t fewRowsUpTo) {
+  for (size_t i = 0; i < lengths.size(); ++i)
+    (lengths[i] <= fewRowsUpTo ? few : many).cases.push_back(i);
+  std::vector<SchedulePath> paths;
+  for (SchedulePath *p : {&few, &many})
+    if (!p->cases.empty())
+      paths.push_back(std::move(*p));
+  return paths;
+}
+
 SearchSpace mlir::xf::tuning::pathSpace(const SearchSpace &full, const SchedulePath &path,
                                         const Point &base) {
   SearchSpace sub;

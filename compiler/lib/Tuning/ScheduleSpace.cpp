@@ -103,25 +103,14 @@ std::vector<SchedulePath> mlir::xf::tuning::gemmPaths(const GemmKernelSpec &spec
   if (spec.weightBlocks == WeightBlocks::None)
     gemv.knobs = {TileCols, Pack, GemvRowsPerPass, GemvTasks};
   SchedulePath gemm{"gemm", {TileCols, TileRows, KBlock, Pack, RowsPerTask, PanelTiles}, {}};
-  for (size_t i = 0; i < lengths.size(); ++i)
-    (lengths[i] < spec.schedule.gemvRowsBelow ? gemv : gemm).cases.push_back(i);
-  std::vector<SchedulePath> paths;
-  for (SchedulePath *p : {&gemv, &gemm})
-    if (!p->cases.empty())
-      paths.push_back(std::move(*p));
-  return paths;
+  return splitPathsByRows(std::move(gemv), std::move(gemm), lengths,
+                          spec.schedule.gemvRowsBelow - 1);
 }
 
 std::vector<SchedulePath> mlir::xf::tuning::attentionPaths(const std::vector<int64_t> &lengths) {
   SchedulePath decode{"decode", {DecodeKeyTile}, {}};
   SchedulePath prefill{"prefill", {QueryBlock, KeyBlock, RowTile}, {}};
-  for (size_t i = 0; i < lengths.size(); ++i)
-    (lengths[i] <= kDecodeQueryRows ? decode : prefill).cases.push_back(i);
-  std::vector<SchedulePath> paths;
-  for (SchedulePath *p : {&decode, &prefill})
-    if (!p->cases.empty())
-      paths.push_back(std::move(*p));
-  return paths;
+  return splitPathsByRows(std::move(decode), std::move(prefill), lengths, kDecodeQueryRows);
 }
 
 Point mlir::xf::tuning::attentionPoint(const AttentionSchedule &s) {

@@ -41,6 +41,12 @@ struct SchedulePath {
   std::vector<size_t> cases; // indices of the timed cases that take it
 };
 
+/// A kernel's two paths split by rows: `few` takes the lengths up to `fewRowsUpTo` (by
+/// index into `lengths`), `many` the others; of the two, those that take a length.
+std::vector<SchedulePath> splitPathsByRows(SchedulePath few, SchedulePath many,
+                                           const std::vector<int64_t> &lengths,
+                                           int64_t fewRowsUpTo);
+
 /// The knobs of `path`, each with its values in `full`, legal where the
 /// full point (`base` with the path's knobs replaced) is.
 SearchSpace pathSpace(const SearchSpace &full, const SchedulePath &path, const Point &base);
