@@ -10,6 +10,7 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #endif
@@ -17,16 +18,20 @@
 namespace xfrt {
 namespace {
 
-const char *probe() {
+/// The products AMX has on this CPU (cpuid leaf 7, EDX).
+enum AmxProducts : unsigned { kAmxBf16 = 1u << 22, kAmxInt8 = 1u << 25 };
+
+/// Why the tiles cannot run here at all ("" where they can): the environment, the tile unit,
+/// the OS's state saving and Linux's permission, asked once.
+const char *probeTiles() {
   if (const char *env = std::getenv("XF_AMX"); env && std::strcmp(env, "off") == 0)
     return "turned off by XF_AMX=off";
 #if defined(__x86_64__)
   unsigned a, b, c, d;
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
     return "no cpuid leaf 7";
-  const bool tile = d & (1u << 24), int8 = d & (1u << 25);
-  if (!tile || !int8)
-    return "the CPU has no AMX int8";
+  if (!(d & (1u << 24)))
+    return "the CPU has no AMX tiles";
   // XCR0: the OS saves the tile configuration (bit 17) and data (bit 18).
   if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & (1u << 27)))
     return "no OSXSAVE";
@@ -43,14 +48,47 @@ const char *probe() {
 #endif
 }
 
-const char *verdict() {
-  static const char *const why = probe();
+const char *tilesVerdict() {
+  static const char *const why = probeTiles();
   return why;
+}
+
+/// Why `product` cannot run ("" where it can): the tiles' verdict, then the product's bit.
+const char *productVerdict(AmxProducts product, const char *missing) {
+  if (*tilesVerdict())
+    return tilesVerdict();
+#if defined(__x86_64__)
+  unsigned a, b, c, d;
+  __get_cpuid_count(7, 0, &a, &b, &c, &d);
+  return d & product ? "" : missing;
+#else
+  (void)product;
+  return missing;
+#endif
 }
 
 } // namespace
 
-bool amxInt8Usable() { return *verdict() == '\0'; }
-const char *amxInt8Unusable() { return verdict(); }
+bool amxInt8Usable() { return *amxInt8Unusable() == '\0'; }
+const char *amxInt8Unusable() {
+  static const char *const why = productVerdict(kAmxInt8, "the CPU has no AMX int8");
+  return why;
+}
+
+bool amxBf16Usable() { return *amxBf16Unusable() == '\0'; }
+const char *amxBf16Unusable() {
+  static const char *const why = productVerdict(kAmxBf16, "the CPU has no AMX bf16");
+  return why;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("amx-tile"))) void amxLoadTileConfig(const AmxTileConfig &config) {
+  _tile_loadconfig(&config);
+}
+__attribute__((target("amx-tile"))) void amxReleaseTiles() { _tile_release(); }
+#else
+void amxLoadTileConfig(const AmxTileConfig &) { std::abort(); }
+void amxReleaseTiles() { std::abort(); }
+#endif
 
 } // namespace xfrt

@@ -63,3 +63,9 @@ target_include_directories(xf-serve-limits-test PRIVATE ${XF_RUNTIME_TEST_INPUTS
 xf_add_unit_test(xf-decode-attention-test
   SOURCES RuntimeDecodeAttentionTest.cpp
   LIBS xfRuntime)
+
+# bf16 GEMMs on AMX tiles (runtime/lib/AmxBf16Gemm.cpp): emulated tiles bitwise against the
+# SDM's tdpbf16ps and within the bf16 bound of float64; the instructions where AMX is usable.
+xf_add_unit_test(xf-amx-bf16-gemm-test
+  SOURCES RuntimeAmxBf16GemmTest.cpp
+  LIBS xfRuntime)
