@@ -177,6 +177,14 @@ std::string packWorkloads(const Request &request, const Candidate &candidate,
   return "";
 }
 
+/// The largest relative error a candidate's output may have against the float64 reference:
+/// x rounded to bfloat16 (the reference keeps it float32) costs ~2^-9 per product.
+double outputTolerance(const Request &request) {
+  const bool bf16Activations =
+      request.kernel.kind == KernelKind::Gemm && request.kernel.gemm.bf16Activations;
+  return bf16Activations ? 2e-2 : 1e-4;
+}
+
 Outcome compileAndCheck(const Request &request, const Candidate &candidate,
                         std::vector<Workload> &plainWorkloads, PackedWorkloadCache &cache) {
   Outcome outcome;
@@ -212,10 +220,7 @@ Outcome compileAndCheck(const Request &request, const Candidate &candidate,
   }
   std::vector<Workload> &workloads = outcome.workloads(plainWorkloads);
 
-  // x rounded to bfloat16 (the reference keeps it float32): ~2^-9 per product.
-  const bool bf16Activations =
-      request.kernel.kind == KernelKind::Gemm && request.kernel.gemm.bf16Activations;
-  const double tolerance = bf16Activations ? 2e-2 : 1e-4;
+  const double tolerance = outputTolerance(request);
   outcome.maxRelErr = 0;
   for (size_t c = 0; c < workloads.size(); ++c) {
     Workload &w = workloads[c];
@@ -258,9 +263,7 @@ void emitOutcome(size_t index, const Outcome &outcome, double tolerance) {
 
 int measure(const Request &request, double startTime) {
   std::vector<Workload> workloads = makeWorkloads(request);
-  const bool bf16Activations =
-      request.kernel.kind == KernelKind::Gemm && request.kernel.gemm.bf16Activations;
-  const double tolerance = bf16Activations ? 2e-2 : 1e-4;
+  const double tolerance = outputTolerance(request);
 
   std::vector<Outcome> outcomes;
   PackedWorkloadCache packedCache;
