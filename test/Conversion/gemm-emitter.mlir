@@ -2,9 +2,14 @@
 // call per xf.gemm on (input, weight, [bias], [residual], out) buffers; the
 // weight packed at load (a 3-D tile-major buffer xf_prepare fills) or as
 // stored; on ggml blocks with q8-gemm-inputs, libxfrt's 8-bit GEMV (rows below
-// gemv_rows_below) or GEMM first, the Halide kernel when that declines (1).
-// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-pack-weights-at-load --xf-lower-to-host | FileCheck %s
-// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-lower-to-host | FileCheck %s --check-prefix=CALL
+// gemv_rows_below) or GEMM first, the Halide kernel when that declines (1); with
+// bf16 inputs on a weight packed at load, libxfrt's AMX bf16 GEMM first from
+// gemv_rows_below rows on (AmxBf16GemmCall.cpp), the Halide kernel when that
+// declines (1: fewer rows, or no AMX bf16 where it runs) — not without packing.
+// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-pack-weights-at-load --xf-lower-to-host | FileCheck %s --implicit-check-not=xfrt_amx_bf16_gemm
+// RUN: xf-opt %s --xf-pack-sequences --xf-assign-schedules --xf-lower-to-host | FileCheck %s --check-prefix=CALL --implicit-check-not=xfrt_amx_bf16_gemm
+// RUN: xf-opt %s --xf-pack-sequences "--xf-assign-weight-storage=weight-type=bf16 bf16-gemm-inputs" --xf-assign-schedules --xf-pack-weights-at-load --xf-lower-to-host | FileCheck %s --check-prefix=AMX
+// RUN: xf-opt %s --xf-pack-sequences "--xf-assign-weight-storage=weight-type=bf16 bf16-gemm-inputs" --xf-assign-schedules --xf-lower-to-host | FileCheck %s --check-prefix=CALL --implicit-check-not=xfrt_amx_bf16_gemm
 // RUN: xf-opt %s --xf-pack-sequences --xf-assign-weight-storage=block-parameters=w1=q8_0,w2=q4_0 --xf-assign-schedules "--xf-lower-to-host=q8-gemm-inputs block-dot-isa=1" | FileCheck %s --check-prefix=Q8
 
 module attributes {xf.hyperparameters = {l_max = 64 : i64}, xf.model = "decoder"} {
@@ -50,3 +55,23 @@ module attributes {xf.hyperparameters = {l_max = 64 : i64}, xf.model = "decoder"
 // Q8: scf.yield %[[RC]] : i32
 // Q8: func.call @xfrt_block_gemv(
 // Q8: func.call @xf_gemm_1(
+
+// The first GEMM (K 64, N 256, tiles of 48 columns, bias, gelu_tanh = 2) reads its packed
+// weight — the pointer its Halide kernel's descriptor holds — from the rows the kernel rounds.
+// AMX-LABEL: func.func @xf_forward(
+// AMX: %[[MANY:.*]] = arith.cmpi sge, %[[ROWS:.*]], %c{{[0-9_]+}}_i64 : i64
+// AMX: %[[S0:.*]] = scf.if %[[MANY]] -> (i32) {
+// AMX: %[[AMX0:.*]] = func.call @xfrt_amx_bf16_gemm(%{{.*}}, %c64_i64{{[_0-9]*}}, %[[ROWS]], %c64_i64{{[_0-9]*}}, %[[W0:[0-9]+]], %c48_i64{{[_0-9]*}}, %c256_i64{{[_0-9]*}}, %{{.*}}, %{{.*}}, %c0_i64{{[_0-9]*}}, %c2_i64{{[_0-9]*}}, %{{.*}}, %c256_i64{{[_0-9]*}})
+// AMX: scf.yield %[[AMX0]] : i32
+// AMX: } else {
+// AMX: scf.yield %c1_i32{{[_0-9]*}} : i32
+// AMX: %[[DECLINED:.*]] = arith.cmpi eq, %[[S0]], %c1_i32{{[_0-9]*}} : i32
+// AMX: scf.if %[[DECLINED]] -> (i32) {
+// AMX: llvm.store %[[W0]], %{{[0-9]+}} : !llvm.ptr, !llvm.ptr
+// AMX: func.call @xf_gemm_0(
+// AMX: } else {
+// AMX: scf.yield %[[S0]] : i32
+// The second (K 256, N 64, residual with its stride 64, no activation).
+// AMX: func.call @xfrt_amx_bf16_gemm(%{{.*}}, %c256_i64{{[_0-9]*}}, %{{.*}}, %c256_i64{{[_0-9]*}}, %{{.*}}, %c48_i64{{[_0-9]*}}, %c64_i64{{[_0-9]*}}, %{{.*}}, %{{.*}}, %c64_i64{{[_0-9]*}}, %c0_i64{{[_0-9]*}}, %{{.*}}, %c64_i64{{[_0-9]*}})
+// AMX: func.call @xf_gemm_1(
+// AMX: func.func private @xfrt_amx_bf16_gemm(!llvm.ptr, i64, i64, i64, !llvm.ptr, i64, i64, !llvm.ptr, !llvm.ptr, i64, i64, !llvm.ptr, i64) -> i32

@@ -4,10 +4,12 @@
 // pipeline (GemmKernel.cpp) on the input, the weight — packed at load when
 // xf_prepare packs it (PackedWeights.cpp) — bias, residual and output; on
 // weight blocks with --q8-gemm-inputs, libxfrt's 8-bit block GEMV/GEMM first
-// (BlockGemvCall.h); on tensor cores (--gpu-matmul) with split-K's partials (CudaGemmCall.h).
+// (BlockGemvCall.h); with bf16 inputs on a packed weight, libxfrt's AMX bf16 GEMM first
+// (AmxBf16GemmCall.h); on tensor cores (--gpu-matmul) with split-K's partials (CudaGemmCall.h).
 //
 //===----------------------------------------------------------------------===//
 
+#include "AmxBf16GemmCall.h"
 #include "BlockGemvCall.h"
 #include "CudaAttentionCall.h"
 #include "CudaGemmCall.h"
@@ -51,8 +53,8 @@ LogicalResult HostLowering::emitGemm(GemmOp gemm, const KernelResult &r, xfrt::K
   auto halide = [&] {
     return callHalidePipeline(*b, loc, *program.module, spec.name, args, {}, options.cudaDevice);
   };
+  auto stride = [&](Value t) { return i64(placements[t].stride); };
   if (spec.weightBlocks != WeightBlocks::None && options.q8GemmInputs) {
-    auto stride = [&](Value t) { return i64(placements[t].stride); };
     BlockGemvCall q8{pointerOf(gemm.getInput()), stride(gemm.getInput()), r.rows,
                      pointerOf(gemm.getWeight())};
     if (spec.hasBias)
@@ -62,6 +64,15 @@ LogicalResult HostLowering::emitGemm(GemmOp gemm, const KernelResult &r, xfrt::K
     q8.out = r.out, q8.outStride = stride(r.value), q8.spec = &spec;
     q8.isaCeiling = options.blockDotIsa;
     orStatus(callBlockGemvOrPipeline(*b, loc, *program.module, q8, halide));
+  } else if (takesAmxBf16Gemm(spec, options.cudaDevice)) {
+    AmxBf16GemmCall amx{pointerOf(gemm.getInput()), stride(gemm.getInput()), r.rows,
+                        args[1].host};
+    if (spec.hasBias)
+      amx.bias = pointerOf(gemm.getBias());
+    if (spec.hasResidual)
+      amx.residual = pointerOf(gemm.getResidual()), amx.residualStride = stride(gemm.getResidual());
+    amx.out = r.out, amx.outStride = stride(r.value), amx.spec = &spec;
+    orStatus(callAmxBf16GemmOrPipeline(*b, loc, *program.module, amx, halide));
   } else {
     orStatus(halide());
   }
