@@ -7,6 +7,7 @@
 
 #include "xfrt/MachinePeak.h"
 
+#include "xfrt/Amx.h"
 #include "xfrt/HugePageMapping.h"
 
 #include <immintrin.h>
@@ -81,6 +82,32 @@ __attribute__((target("avx512f,avx512vnni"))) float dotInt8Loop512(long iteratio
   for (int i = 0; i < 12; ++i)
     sum += _mm512_reduce_add_epi32(acc[i]);
   return float(sum);
+}
+
+// AMX bf16 tiles: four tdpbf16ps an iteration into four C tiles (0-3: independent chains,
+// as the GEMM's 2 × 2 tiles), each 16 rows × 16 columns × 32 products + adds = 16384 FLOP.
+// The tile state is this thread's: configured, used and released here. Only where
+// amxBf16Usable (the instructions fault elsewhere).
+__attribute__((target("amx-tile,amx-bf16"))) float amxBf16Loop(long iterations) {
+  AmxTileConfig config;
+  for (int t = 0; t < 8; ++t)
+    config.tile(t, 16, 64);
+  amxLoadTileConfig(config);
+  alignas(64) static uint16_t operands[16][32];
+  std::fill(&operands[0][0], &operands[0][0] + 16 * 32, uint16_t(0x3a83)); // bf16 0.001
+  _tile_loadd(4, operands, 64);
+  _tile_loadd(5, operands, 64);
+  _tile_loadd(6, operands, 64);
+  _tile_loadd(7, operands, 64);
+  _tile_zero(0), _tile_zero(1), _tile_zero(2), _tile_zero(3);
+  for (long i = 0; i < iterations; ++i) {
+    _tile_dpbf16ps(0, 4, 6), _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6), _tile_dpbf16ps(3, 5, 7);
+  }
+  alignas(64) float sums[16][16];
+  _tile_stored(0, sums, 64);
+  amxReleaseTiles();
+  return sums[0][0];
 }
 
 __attribute__((target("avx2,fma"))) float fmaLoop256(long iterations) {
@@ -225,6 +252,17 @@ ProductPeaks measureProductPeaks(int threads, long iterations, bool withBf16) {
                       withBf16 && hasFlag(cpuInfoField("flags"), "avx512_bf16"));
 }
 
+double measureAmxBf16Peak(int threads, long iterations) {
+  if (!amxBf16Usable())
+    return 0;
+  volatile float sink = 0;
+  double best = 1e30;
+  for (int rep = 0; rep < 3; ++rep)
+    best = std::min(best, timeOnThreads(threads, [&](int) { sink = amxBf16Loop(iterations); }));
+  (void)sink;
+  return threads * double(iterations) * 4 * 16384 * 1e-9 / best;
+}
+
 bool bf16ProductsPay(const ProductPeaks &peaks) {
   return peaks.bf16 > 0 && peaks.fp32 > 0 && peaks.bf16 >= kBf16ProductMargin * peaks.fp32;
 }
@@ -245,6 +283,8 @@ MachinePeak measurePeak(int threads, bool withBf16) {
   peak.gflops = products.fp32;
   peak.bf16Gflops = products.bf16;
   peak.int8Gops = products.int8;
+  if (withBf16)
+    peak.amxBf16Gflops = measureAmxBf16Peak(threads, kIterations / 50);
   peak.readGBs = measureReadBandwidth(threads);
   return peak;
 }

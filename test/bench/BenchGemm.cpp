@@ -27,6 +27,7 @@
 
 #include "HalideBuffer.h"
 #include "xfrt/Amx.h"
+#include "xfrt/AmxBf16Gemm.h"
 #include "xfrt/BlockGemv.h"
 #include "xfrt/GgmlType.h"
 #include "xfrt/MachinePeak.h"
@@ -288,9 +289,10 @@ int main(int argc, char **argv) {
 
   xfrt::MachinePeak peak = xfrt::measurePeak(threads, /*withBf16=*/true);
   std::printf("machine: %s, %d threads: FMA peak %.1f GFLOP/s (%s), bf16 dot-product peak %.1f "
-              "GFLOP/s, int8 dot-product peak %.1f GOP/s, read bandwidth %.1f GB/s\n",
+              "GFLOP/s, int8 dot-product peak %.1f GOP/s, AMX bf16 peak %.1f GFLOP/s, read "
+              "bandwidth %.1f GB/s\n",
               peak.cpu.c_str(), threads, peak.gflops, peak.isa.c_str(), peak.bf16Gflops,
-              peak.int8Gops, peak.readGBs);
+              peak.int8Gops, peak.amxBf16Gflops, peak.readGBs);
 
   std::mt19937 rng(1);
   std::uniform_real_distribution<float> dist(-1.f, 1.f);
@@ -299,9 +301,11 @@ int main(int argc, char **argv) {
     std::fprintf(json,
                  "{\"cpu\": \"%s\", \"flags\": \"%s\", \"threads\": %d, \"peak_gflops\": %.2f, "
                  "\"bf16_peak_gflops\": %.2f, \"int8_peak_gops\": %.2f, \"amx_int8\": %s, "
+                 "\"amx_bf16\": %s, \"amx_bf16_peak_gflops\": %.2f, "
                  "\"fma_isa\": \"%s\", \"read_gbs\": %.2f, \"rounds\": %d, \"shapes\": [",
                  peak.cpu.c_str(), peak.flags.c_str(), threads, peak.gflops, peak.bf16Gflops,
-                 peak.int8Gops, xfrt::amxInt8Usable() ? "true" : "false", peak.isa.c_str(),
+                 peak.int8Gops, xfrt::amxInt8Usable() ? "true" : "false",
+                 xfrt::amxBf16Usable() ? "true" : "false", peak.amxBf16Gflops, peak.isa.c_str(),
                  peak.readGBs, rounds);
   std::printf("%-15s %5s %5s %6s %2s | %-15s %8s %8s %6s %11s | max|diff|\n", "shape", "M", "K",
               "N", "T", "variant", "min ms", "med ms", "GF/s", "");
@@ -479,6 +483,28 @@ int main(int argc, char **argv) {
     }
     variants.back().call();
     variants.back().maxDiff = maxDiffTo(refBf16);
+    // AMX bf16 tiles on the same packed bf16 weight (xfrt_amx_bf16_gemm, which an executable
+    // calls for the rows its Halide kernel rounds), where this process may use them: left out
+    // otherwise, with a line saying why. Checked against the bf16-rounded reference.
+    if (M >= 4) {
+      if (!xfrt::amxBf16Usable()) {
+        static bool said = false;
+        if (!std::exchange(said, true))
+          std::printf("xf_bf16_amx skipped: no AMX bf16 (%s)\n", xfrt::amxBf16Unusable());
+      } else {
+        const int64_t tileCols = wBf16Packed[0].dim(0).extent() / 2;
+        variants.push_back({"xf_bf16_amx",
+                            [&, tileCols, c = 0]() mutable {
+                              c = (c + 1) % copies;
+                              xfrt_amx_bf16_gemm(x.data(), K, M, K, wBf16Packed[c].data(),
+                                                 tileCols, N, nullptr, nullptr, 0, 0, out.data(),
+                                                 N);
+                            },
+                            2.0 * double(wBf16Packed[0].number_of_elements()) + io});
+        variants.back().call();
+        variants.back().maxDiff = maxDiffTo(refBf16);
+      }
+    }
     // Last, so that the indices above stay; each checked against its own reference.
     std::optional<BlockVariants> blocks;
     if (K % 32 == 0) {

@@ -57,10 +57,11 @@ def run(build, rounds, threads, warm_weights):
     return data
 
 
-VARIANTS = ("xf", "xf_packed", "xf_tuned", "xf_bf16", "xf_bf16_packed", "xf_q8_q4_1",
+VARIANTS = ("xf", "xf_packed", "xf_tuned", "xf_bf16", "xf_bf16_packed", "xf_bf16_amx", "xf_q8_q4_1",
             "xf_q8_q4_1_amx", "openblas", "openblas_sgemv", "openblas_sbgemm", "onednn")
 LABELS = {"xf": "xf (packed per call)", "xf_packed": "xf (packed at load)", "xf_tuned": "xf tuned",
           "xf_bf16": "xf bf16 (packed per call)", "xf_bf16_packed": "xf bf16 (packed at load)",
+          "xf_bf16_amx": "xf bf16 (AMX tiles)",
           "openblas": "OpenBLAS sgemm",
           "openblas_sgemv": "OpenBLAS sgemv", "openblas_sbgemm": "OpenBLAS sbgemm",
           "onednn": "oneDNN sgemm", "xf_q8_q4_1": "xf q8 · Q4_1 (VNNI)",
@@ -201,8 +202,11 @@ def main():
            if data.get("bf16_peak_gflops") else "")
         + (f", int8 dot-product peak **{data['int8_peak_gops']:.0f} GOP/s** (vpdpbusd)"
            if data.get("int8_peak_gops") else "")
-        + ("; AMX int8 tiles usable" if data.get("amx_int8") else "; no AMX (the AMX column "
-           "is left out)")
+        + ("; AMX int8 tiles usable" if data.get("amx_int8") else "; no AMX int8 (the AMX int8 "
+           "column is left out)")
+        + (f"; AMX bf16 tiles usable, peak **{data['amx_bf16_peak_gflops']:.0f} GFLOP/s** "
+           "(tdpbf16ps)" if data.get("amx_bf16") else "; no AMX bf16 (the AMX bf16 column is "
+           "left out)")
         + f", read bandwidth **{data['read_gbs']:.1f} GB/s**; "
         f"load average before the run {data.get('load_before', '?')}, after "
         f"{data.get('load_after', '?')}. "
@@ -213,6 +217,8 @@ def main():
         "`--pack-weights=call`. The ratio and %-of-peak columns use the kernels packed at load. "
         "*xf bf16*: bfloat16 weights (`bf16Weights`); for the GEMMs also bf16 activations "
         "(`bf16Activations`, vdpbf16ps), for the GEMVs float32 activations. "
+        "*xf bf16 (AMX tiles)*, only where the process may use AMX bf16: `xfrt_amx_bf16_gemm` "
+        "on the same packed bf16 weight, as executables call it for the rows they round. "
         "*xf q8 · Q4_1*: the `--q8-gemm-inputs` path on a weight in ggml Q4_1 blocks (random "
         "blocks; SmolLM2's matrices are Q4_1), x rounded to Q8_0 per call, 8-bit products "
         "(`xfrt_block_gemm` on AVX-512 VNNI, or on AMX int8 tiles where the process may use "

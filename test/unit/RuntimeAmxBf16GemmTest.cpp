@@ -15,6 +15,7 @@
 #include "xfrt/Amx.h"
 #include "xfrt/AmxBf16Gemm.h"
 #include "xfrt/BlockGemv.h"
+#include "xfrt/MachinePeak.h"
 
 #include "TwoThreadParallelFor.h"
 
@@ -352,6 +353,16 @@ TEST(RuntimeAmxBf16Gemm, AmxOnlyWhereUsable) {
             1);
   EXPECT_EQ(out[0], -7.f);
   EXPECT_NE(std::string(xfrt::amxBf16Unusable()), "");
+}
+
+// The AMX bf16 peak (--bf16-products=auto's, the benchmarks') is measured only where the tiles
+// may run: 0 elsewhere, without executing an AMX instruction.
+TEST(RuntimeAmxBf16Gemm, PeakOnlyWhereUsable) {
+  const double peak = xfrt::measureAmxBf16Peak(1, 1000);
+  if (xfrt::amxBf16Usable())
+    EXPECT_GT(peak, 0);
+  else
+    EXPECT_EQ(peak, 0);
 }
 
 TEST(RuntimeAmxBf16Gemm, RefusesWhatItDoesNotHandle) {

@@ -24,6 +24,7 @@ struct MachinePeak {
   double gflops = 0, readGBs = 0;
   double bf16Gflops = 0; // 0 where the CPU has no AVX512-BF16, or not asked for
   double int8Gops = 0;   // vpdpbusd (GOP/s); 0 where the CPU has no AVX512-VNNI, or not asked for
+  double amxBf16Gflops = 0; // tdpbf16ps; 0 where this process may not use AMX bf16, or not asked for
 };
 
 // withBf16: also the bf16 dot-product and int8 (VNNI) peaks (~1 s more; the benchmarks ask
@@ -45,6 +46,10 @@ ProductPeaks measureProductPeaks(int threads, long iterations, bool withBf16);
 // an Intel Xeon without AMX: bf16 peak 0.49x fp32, prefill 1.6x slower).
 constexpr double kBf16ProductMargin = 1.25;
 bool bf16ProductsPay(const ProductPeaks &peaks);
+// The AMX bf16 tiles' peak (tdpbf16ps, GFLOP/s on `threads` threads, best of 3 passes of
+// `iterations` steps of four instructions; 1M steps is ~25 ms at 16 cycles an instruction):
+// 0 where this process may not use AMX bf16 (xfrt/Amx.h). Never measured on an AMX CPU yet.
+double measureAmxBf16Peak(int threads, long iterations);
 // The read bandwidth alone (GB/s, best of 3 passes over 512 MiB; ~0.3 s): the benchmarks
 // measure it right beside each timed decode, since a VM's bandwidth moves with its
 // neighbours from one minute to the next.
