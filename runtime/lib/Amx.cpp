@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 #include "xfrt/Amx.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -21,11 +22,19 @@ namespace {
 /// The products AMX has on this CPU (cpuid leaf 7, EDX).
 enum AmxProducts : unsigned { kAmxBf16 = 1u << 22, kAmxInt8 = 1u << 25 };
 
+/// Whether the environment says XF_AMX=`value`.
+bool amxEnvironmentIs(const char *value) {
+  const char *env = std::getenv("XF_AMX");
+  return env && std::strcmp(env, value) == 0;
+}
+
 /// Why the tiles cannot run here at all ("" where they can): the environment, the tile unit,
 /// the OS's state saving and Linux's permission, asked once.
 const char *probeTiles() {
-  if (const char *env = std::getenv("XF_AMX"); env && std::strcmp(env, "off") == 0)
+  if (amxEnvironmentIs("off"))
     return "turned off by XF_AMX=off";
+  if (amxEnvironmentIs("emulate"))
+    return "emulated in C++ by XF_AMX=emulate";
 #if defined(__x86_64__)
   unsigned a, b, c, d;
   if (!__get_cpuid_count(7, 0, &a, &b, &c, &d))
@@ -68,6 +77,16 @@ const char *productVerdict(AmxProducts product, const char *missing) {
 }
 
 } // namespace
+
+bool amxEmulated() {
+  static const bool emulated = [] {
+    if (!amxEnvironmentIs("emulate"))
+      return false;
+    std::fprintf(stderr, "xfrt: XF_AMX=emulate: AMX tile operations emulated in C++ (slow)\n");
+    return true;
+  }();
+  return emulated;
+}
 
 bool amxInt8Usable() { return *amxInt8Unusable() == '\0'; }
 const char *amxInt8Unusable() {

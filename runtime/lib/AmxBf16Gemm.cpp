@@ -307,6 +307,10 @@ extern "C" int32_t xfrt_amx_bf16_gemm(const float *x, int64_t xStride, int64_t r
                                       const float *bias, const float *residual,
                                       int64_t residualStride, int64_t epilogue, float *out,
                                       int64_t outStride) {
-  return xfrt::amxBf16Gemm(x, xStride, rows, K, packedWeight, tileCols, N, bias, residual,
-                           residualStride, epilogue, out, outStride, xfrt::Bf16GemmTiles::Amx);
+  using namespace xfrt;
+  // The tiles where this process may use them; their C++ form where XF_AMX=emulate asks.
+  const Bf16GemmTiles tiles =
+      !amxBf16Usable() && amxEmulated() ? Bf16GemmTiles::AmxEmulated : Bf16GemmTiles::Amx;
+  return amxBf16Gemm(x, xStride, rows, K, packedWeight, tileCols, N, bias, residual, residualStride,
+                     epilogue, out, outStride, tiles);
 }

@@ -765,8 +765,11 @@ extern "C" int32_t xfrt_block_gemm(const float *x, int64_t xStride, int64_t rows
     return -1;
   if (isaForCeiling(isaCeiling) != BlockDotIsa::Avx512Vnni)
     return 1; // the caller's Halide kernel takes it
-  // AMX where this process may use it (every AMX CPU has AVX-512 VNNI).
-  const BlockGemmTiles tiles = amxInt8Usable() ? BlockGemmTiles::Amx : BlockGemmTiles::Avx512Vnni;
+  // AMX where this process may use it (every AMX CPU has AVX-512 VNNI); its C++ form where
+  // XF_AMX=emulate asks.
+  const BlockGemmTiles tiles = amxInt8Usable() ? BlockGemmTiles::Amx
+                               : amxEmulated() ? BlockGemmTiles::AmxEmulated
+                                               : BlockGemmTiles::Avx512Vnni;
   return blockGemm(x, xStride, rows, K, weight, ggmlType, N, bias, residual, residualStride,
                    epilogue, out, outStride, tiles);
 }

@@ -19,6 +19,10 @@ bf16-gemm-inputs the prefill GEMMs also round their inputs to bfloat16 (xfc
 --bf16-gemm-inputs); that is a real change of numerics, checked against the bound
 BF16_INPUTS_TOLERANCE explained in docs/correctness.md.
 
+--amx-emulated runs the executables with XF_AMX=emulate: the AMX kernels (bf16-gemm-inputs:
+xfrt_amx_bf16_gemm) on their tile operations written out in C++, so that the AMX path is checked
+end to end against the oracle on a CPU without AMX; a prefill run must say it took that path.
+
 --xfc-arg passes a flag to xfc (repeatable): `--xfc-arg=--target=x86-64-linux-avx2-fma...`
 builds for an AVX2-only target (its default schedule) on any AVX2 machine, and
 `--xfc-arg=--tuning-db=DB` checks the kernels a tuning database chose.
@@ -35,7 +39,7 @@ import tempfile
 from oracle_runs import ORACLE, ROOT, compare_lengths, report, run
 
 TOLERANCE = 1e-4
-# bfloat16 keeps 8 significant bits: each rounded GEMM input is off by ≤ 2^-9 relative, and a
+# bfloat16 keeps 8 significant bits: each rounded GEMM input is off by ≤ 2^-8 relative, and a
 # 2-layer model's logits come out of ~6 such GEMMs in sequence (docs/correctness.md).
 BF16_INPUTS_TOLERANCE = 1e-2
 # A float16 KV cache (--kv-cache-type f16), its decode steps against the oracle rounding K and V
@@ -113,6 +117,12 @@ def check_model(name, xfc, workdir, python, weight_type="f32", xfc_args=(), kv_c
 
     failures = compare_lengths(name, MODELS[name], weights, executable, python=python,
                                workdir=workdir, seed=5, tolerance=tolerance)
+    if os.environ.get("XF_AMX") == "emulate":
+        # The emulated tiles must have run (a kernel that declined would leave the Halide one).
+        r = run([exe, "--weights", weights, "--tokens", ",".join(["1"] * 16)])
+        if "XF_AMX=emulate: AMX tile operations emulated" not in r.stderr:
+            failures.append(f"{name}: XF_AMX=emulate, but no AMX kernel ran on a 16-token "
+                            f"prefill: rc={r.returncode} {r.stderr.strip()}")
     if name in DECODERS:
         # Every position's logits from the decode step that adds its token (xf_forward_cached,
         # the decode kernels), against the same oracle.
@@ -170,7 +180,12 @@ def main():
     p.add_argument("--gpu-matmul", choices=sorted(TENSOR_CORE_TOLERANCE),
                    help="xfc --gpu-matmul (with --xfc-arg=--target=cuda-sm_80): tensor-core "
                         "GEMMs, checked within TENSOR_CORE_TOLERANCE")
+    p.add_argument("--amx-emulated", action="store_true",
+                   help="run the executables with XF_AMX=emulate (the AMX kernels' tile "
+                        "operations in C++) and check that a prefill took that path")
     args = p.parse_args()
+    if args.amx_emulated:
+        os.environ["XF_AMX"] = "emulate"
     failures = []
     with tempfile.TemporaryDirectory(prefix="xf-e2e-") as tmp:
         workdir = args.workdir or tmp

@@ -6,7 +6,8 @@
 // bits 17 and 18), and Linux has granted this process the tile data state
 // (arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)) — some VMs expose the cpuid bits
 // without the OS support. `XF_AMX=off` in the environment turns AMX off (to compare paths on
-// one machine).
+// one machine); `XF_AMX=emulate` runs the AMX kernels on their tile operations written out in
+// C++ instead (slow: to check the AMX paths end to end on a CPU with AVX-512 but no AMX).
 //
 // The tile configuration (ldtilecfg's palette 1: rows and bytes per row of each of the 8 tiles)
 // is built and loaded here for both kernels that use tiles (BlockGemmAmx.inc: int8,
@@ -29,6 +30,11 @@ const char *amxInt8Unusable();
 /// Whether AMX bf16 tiles (tdpbf16ps) can run in this process, and why not ("" where usable).
 bool amxBf16Usable();
 const char *amxBf16Unusable();
+
+/// Whether XF_AMX=emulate asks the AMX kernels to run on their tile operations written out in
+/// C++ (the tiles themselves are then not used). The first call that returns true says so on
+/// stderr, once per process.
+bool amxEmulated();
 
 /// ldtilecfg's 64 bytes, palette 1: tile t has rows[t] rows of bytesPerRow[t] bytes (0: unused).
 struct alignas(64) AmxTileConfig {
