@@ -138,8 +138,8 @@ SearchSpace mlir::xf::tuning::gpuGemmSpace(MLIRContext &ctx, const GemmKernelSpe
       {"thread_cols", {2, 4, 8}},
       {"thread_rows", {2, 4, 8}},
       {"slice_k", {8, 16, 32}},
-      {"gemv_cols", {16, 32, 64, 128}},
-      {"gemv_slices", {4, 8, 16, 32}},
+      {"gemv_cols", {8, 16, 32, 64, 128}},
+      {"gemv_slices", {4, 8, 16, 32, 64}},
       {"gemv_lane_cols", {4, 8, 16}},
   };
   SearchSpace space;

@@ -459,7 +459,7 @@ void defineCudaGemv(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
     f.gemvPart(n, g, m, s) = f.gemvDot(n, g, m, s);
     RDom rs(0, slices, "rs");
     f.gemvSum(n, g, m) += f.gemvPart(n, g, m, rs);
-    f.dotVar = j.x, f.sumVar = rs.x;
+    f.dotVar = j.x, f.sumVar = rs.x, f.dotLength = sliceLen;
   } else {
     RDom j(0, ceilDiv(K, kCudaLanes), "j");
     f.gemvDot(l, n, g, m) = 0.f;
@@ -467,7 +467,7 @@ void defineCudaGemv(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
     f.gemvPart(l, n, g, m) = f.gemvDot(l, n, g, m);
     RDom rl(0, kCudaLanes, "rl");
     f.gemvSum(n, g, m) += f.gemvPart(rl, n, g, m);
-    f.dotVar = j.x, f.sumVar = rl.x;
+    f.dotVar = j.x, f.sumVar = rl.x, f.dotLength = ceilDiv(K, kCudaLanes);
   }
 }
 

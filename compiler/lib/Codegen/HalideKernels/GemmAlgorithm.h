@@ -82,6 +82,7 @@ GemmCpuFuncs defineGemmCpu(const GemmKernelSpec &spec, const GemmInputs &in, int
 constexpr int kCudaRegThreadCols = 4; // register: a thread's columns (one vector load)
 constexpr int kCudaGemvRows = 4;      // M up to this takes the GEMV path
 constexpr int kCudaLanes = 32;        // [N, K] GEMV: lanes a column (a warp)
+constexpr int kCudaGemvUnrollK = 8;   // GEMV: a thread's loads of W in flight at once (at most)
 constexpr int kCudaMinSplitDepth = 64; // register path, split K: the shortest K slice
 
 /// The CUDA GEMM's Funcs: gates g (2 for SwiGLU) as a dimension of the sums.
@@ -108,6 +109,7 @@ struct GemmCudaFuncs {
   // GEMV path.
   Halide::Func gemvDot{"gemv_dot"}, gemvPart{"gemv_partial"}, gemvSum{"gemv_sum"};
   Halide::RVar dotVar, sumVar;
+  int dotLength = 0; // dotVar's trip count: a thread's loads of W, one after the other
   Halide::Func out{"gemm_out"};
   Halide::Expr rows, gemv; // M, and whether it takes the GEMV path
   // The GEMV path's x merged from key-range partials (spec.mergeHeads): per (column, row,

@@ -87,6 +87,13 @@ void scheduleGemvRangeMergeCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f, in
 
 } // namespace
 
+int gemvUnrollK(int dotLength) {
+  for (int factor = kCudaGemvUnrollK; factor > 1; factor /= 2)
+    if (dotLength % factor == 0)
+      return factor;
+  return 1;
+}
+
 // GEMV (M <= kCudaGemvRows): one block per group of columns.
 void scheduleGemvCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
   const GpuGemmSchedule &sched = spec.gpuSchedule;
@@ -122,7 +129,22 @@ void scheduleGemvCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
         .unroll(m);
     f.gemvDot.compute_at(f.gemvPart, l).unroll(g).unroll(m);
   }
-  f.gemvDot.update().reorder(g, m, f.dotVar).unroll(g).unroll(m);
+  // A thread's K loop unrolled so that its loads of W are in flight together: rolled, each
+  // thread waits out a DRAM latency per 4 bytes of W, a few KiB in flight per SM where HBM
+  // needs ~20. The factor divides the trip count (no guards); the order of the sums is kept.
+  RVar dko("dko"), dki("dki");
+  const int unrollK = gemvUnrollK(f.dotLength);
+  Stage dot = f.gemvDot.update();
+  if (unrollK > 1) {
+    dot.split(f.dotVar, dko, dki, unrollK).reorder(g, m, dki, dko).unroll(dki);
+    // W's values of the unrolled steps loaded first, into registers, before any product.
+    Func wSteps = f.w.in(f.gemvDot);
+    wSteps.compute_at(f.gemvDot, dko).store_in(MemoryType::Register);
+    for (Var v : wSteps.args())
+      wSteps.unroll(v);
+  } else
+    dot.reorder(g, m, f.dotVar);
+  dot.unroll(g).unroll(m);
   if (spec.mergeHeads)
     scheduleGemvRangeMergeCuda(spec, f, blockCols, int(sched.gemvSlices));
 }

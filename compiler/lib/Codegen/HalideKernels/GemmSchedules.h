@@ -21,6 +21,9 @@ void scheduleFewRowsCpu(GemmCpuFuncs &f);
 /// CPU, the rest: panels × row blocks, register tiles per K block, weight staging.
 void scheduleTiledCpu(const GemmKernelSpec &spec, GemmCpuFuncs &f);
 
+/// The GEMV's unroll of a thread's K loop: the largest power of two up to kCudaGemvUnrollK
+/// that divides its trip count `dotLength`.
+int gemvUnrollK(int dotLength);
 /// CUDA, M <= kCudaGemvRows: one block per group of columns (a specialization).
 void scheduleGemvCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f);
 /// CUDA, [K, N] weights with N a multiple of gpuSchedule.regTileCols: accumulators in registers.
