@@ -4,6 +4,7 @@
 #include "xfrt/AlignedBuffer.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace xfrt {
 namespace {
@@ -80,6 +81,26 @@ Status forwardSequences(Session &session, const std::vector<std::vector<int32_t>
     }
   }
   return Status::success();
+}
+
+std::vector<int32_t> packedStepWords(const int32_t *tokens, const std::vector<int64_t> &lengths,
+                                     const std::vector<int64_t> &starts,
+                                     const std::vector<int64_t> &slots) {
+  int64_t total = 0;
+  for (int64_t l : lengths)
+    total += l;
+  const int64_t idWords = (total + 1) / 2 * 2;
+  std::vector<int32_t> words(size_t(idWords + 4 * total), 0);
+  std::copy(tokens, tokens + total, words.begin());
+  std::vector<int64_t> table(size_t(2 * total));
+  int64_t row = 0;
+  for (size_t i = 0; i < lengths.size(); ++i)
+    for (int64_t t = 0; t < lengths[i]; ++t, ++row) {
+      table[size_t(row)] = starts[i] + t;
+      table[size_t(total + row)] = slots[i];
+    }
+  std::memcpy(words.data() + idWords, table.data(), table.size() * sizeof(int64_t));
+  return words;
 }
 
 } // namespace xfrt

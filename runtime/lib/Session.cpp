@@ -5,6 +5,7 @@
 #include "xfrt/CudaGraphs.h"
 #include "xfrt/Device.h"
 #include "xfrt/HalideErrors.h"
+#include "xfrt/PackedBatch.h"
 #include "xfrt/Profile.h"
 
 #include <algorithm>
@@ -93,10 +94,10 @@ Expected<float *> Session::outputBuffer(float *out, int64_t rows) {
 
 Expected<Session::CallBuffers> Session::prepareCall(const int32_t *tokens, int64_t rows,
                                                     const int32_t *source, int64_t sourceRows,
-                                                    float *out, int64_t outRows) {
+                                                    float *out, int64_t outRows, int64_t idWords) {
   if (Status s = growScratch(rows, sourceRows); !s)
     return s;
-  Expected<const int32_t *> ids = deviceIds(tokens, rows, false);
+  Expected<const int32_t *> ids = deviceIds(tokens, idWords < 0 ? rows : idWords, false);
   if (!ids)
     return makeError(ids.message());
   Expected<const int32_t *> sourceIds = deviceIds(source, sourceRows, true);
@@ -428,7 +429,14 @@ Status Session::forwardCachedPacked(const int32_t *tokens, const std::vector<int
     total += lengths[i];
   }
   const int64_t n = int64_t(lengths.size());
-  Expected<CallBuffers> buffers = prepareCall(tokens, total, nullptr, 0, out, n);
+  // On the GPU the kernels read each row's position and slot from device memory: the step
+  // table goes up with the ids, in one copy before the step (never inside a CUDA graph).
+  std::vector<int32_t> withTable;
+  if (device_)
+    withTable = packedStepWords(tokens, lengths, starts, slots);
+  Expected<CallBuffers> buffers =
+      device_ ? prepareCall(withTable.data(), total, nullptr, 0, out, n, int64_t(withTable.size()))
+              : prepareCall(tokens, total, nullptr, 0, out, n);
   if (!buffers)
     return buffers.status();
   auto call = [&] {

@@ -607,7 +607,9 @@ void checkLoop(const DeviceLoopKernelSpec &spec, int width, int rows,
     rc = inputs.size() == 1   ? kernel(inputs[0], out.raw_buffer())
          : inputs.size() == 2 ? kernel(inputs[0], inputs[1], out.raw_buffer())
          : inputs.size() == 3 ? kernel(inputs[0], inputs[1], inputs[2], out.raw_buffer())
-                              : -1;
+         : inputs.size() == 4
+             ? kernel(inputs[0], inputs[1], inputs[2], inputs[3], out.raw_buffer())
+             : -1;
   ASSERT_EQ(rc, 0);
   double worst = 0;
   for (int t = 0; t < rows; ++t)
@@ -649,6 +651,25 @@ TEST(CudaLoopKernels, EveryKindAgainstItsFormula) {
       spec(DeviceLoopKind::GatherPositions, W), W, R,
       {table.raw_buffer(), ids.raw_buffer(), positions.raw_buffer()}, 11, true,
       [&](int c, int t) { return double(table(c, ids(t))) + positions(c, 11 + t); });
+  // Each row at its own position (a packed batch's step table, docs/abi.md): not offset + t,
+  // nor in order.
+  Halide::Runtime::Buffer<int64_t> rowPositions(R);
+  for (int t = 0; t < R; ++t)
+    rowPositions(t) = (11 * t + 5) % 20;
+  auto atRows = [&](DeviceLoopKind kind) {
+    DeviceLoopKernelSpec s = spec(kind, W);
+    s.rowPositions = true;
+    return s;
+  };
+  checkLoop(atRows(DeviceLoopKind::Position), W, R,
+            {table.raw_buffer(), rowPositions.raw_buffer()}, 0, false,
+            [&](int c, int t) { return table(c, int(rowPositions(t))); }, 0);
+  checkLoop(atRows(DeviceLoopKind::GatherPositions), W, R,
+            {table.raw_buffer(), ids.raw_buffer(), positions.raw_buffer(),
+             rowPositions.raw_buffer()},
+            0, false, [&](int c, int t) {
+              return double(table(c, ids(t))) + positions(c, int(rowPositions(t)));
+            });
   auto sinusoid = spec(DeviceLoopKind::Sinusoid, 7); // an odd width
   sinusoid.constant = 10000;
   checkLoop(sinusoid, 7, R, {}, 1000, true, [&](int c, int t) {

@@ -302,6 +302,39 @@ func::FuncOp LoopKernels::gatherPositionRows(int64_t width, bool bf16Table) {
                       });
 }
 
+func::FuncOp LoopKernels::positionRowsAt(int64_t width) {
+  XF_KERNEL_CACHED("xf_position_rows_at_" + std::to_string(width));
+  (void)kernelSchedule;
+  assert(device && "row positions come from the device's step table");
+  DeviceLoopKernelSpec spec{"", DeviceLoopKind::Position, width};
+  spec.rowPositions = true;
+  return deviceKernel(name, "pppi", spec, [&](DeviceCall &d) {
+    d.table(d.args[0], width);
+    d.buffers.push_back(HalideBufferArg{d.args[1], {{d.args[3], d.i(1)}}});
+    d.buffers.back().int64 = true;
+    d.dense(d.args[2], width, d.args[3]);
+  });
+}
+
+func::FuncOp LoopKernels::gatherPositionRowsAt(int64_t width, bool bf16Table) {
+  XF_KERNEL_CACHED((bf16Table ? "xf_gather_bf16_position_rows_at_"
+                              : "xf_gather_position_rows_at_") +
+                   std::to_string(width));
+  (void)kernelSchedule;
+  assert(device && "row positions come from the device's step table");
+  DeviceLoopKernelSpec spec{"", DeviceLoopKind::GatherPositions, width, 0, 0, 0, {}, bf16Table};
+  spec.rowPositions = true;
+  return deviceKernel(name, "pppppi", spec, [&](DeviceCall &d) {
+    d.table(d.args[0], width).bf16 = bf16Table;
+    d.buffers.push_back(HalideBufferArg{d.args[1], {{d.args[5], d.i(1)}}});
+    d.buffers.back().int32 = true;
+    d.table(d.args[2], width);
+    d.buffers.push_back(HalideBufferArg{d.args[3], {{d.args[5], d.i(1)}}});
+    d.buffers.back().int64 = true;
+    d.dense(d.args[4], width, d.args[5]);
+  });
+}
+
 func::FuncOp LoopKernels::sinusoidRows(int64_t width, double base) {
   XF_KERNEL_CACHED("xf_sinusoid_rows_" + std::to_string(width) + "_" + formatDouble(base));
   if (device) // (out, rows, offset)

@@ -194,6 +194,16 @@ LogicalResult HostLowering::emitForward(bool cached, bool packed) {
           scf::YieldOp::create(*b, loc, next);
         });
     lArg = sums.getResult(0);
+    if (cached && options.cudaDevice) {
+      // The step table the runtime uploads after the ids (docs/abi.md): from int32 word
+      // 2·⌈Σℓ / 2⌉, Σℓ int64 positions, then Σℓ int64 slots.
+      Value pairs = arith::DivSIOp::create(
+          builder, loc, arith::AddIOp::create(builder, loc, lArg, i64(1)), i64(2));
+      Value words = arith::MulIOp::create(builder, loc, pairs, i64(2));
+      rowPositions = LLVM::GEPOp::create(builder, loc, ptr, builder.getI32Type(), tokensArg,
+                                         ValueRange{words});
+      rowSlots = LLVM::GEPOp::create(builder, loc, ptr, i64Type, rowPositions, ValueRange{lArg});
+    }
     if (cached) {
       // One row per sequence, and the slots' span within a Halide buffer's reach (2^31 - 1
       // bytes; the caller's slots are >= 0, docs/abi.md). Otherwise one call per sequence.
@@ -247,7 +257,7 @@ LogicalResult HostLowering::emitForward(bool cached, bool packed) {
   func::ReturnOp::create(builder, forward.getLoc(), status);
   b = nullptr;
   cachedMode = packedMode = emittingForward = false;
-  sourceLengthsArg = Value();
+  sourceLengthsArg = rowPositions = rowSlots = Value();
   return success();
 }
 

@@ -253,8 +253,8 @@ private:
   LogicalResult emitAdd(AddOp op, const KernelResult &r, xfrt::KernelSpec &site);
   /// On the GPU, token_embed(W_e, x) + pos_embed(W_p, x) (GPT-2's e_t + W_p[t]) is one
   /// kernel: the gather, the positions and their sum, two launches fewer a step. The
-  /// embeddings, used only by the sum, emit nothing of their own. Not for offsets, packed
-  /// segments, block tables or bf16 positions.
+  /// embeddings, used only by the sum, emit nothing of their own. Not for offsets, block tables
+  /// or bf16 positions; packed segments only where the step table gives each row's position.
   struct EmbeddingSum {
     TokenEmbedOp tokens;
     PositionalEmbedOp positions;
@@ -358,6 +358,9 @@ private:
   // positions once per sequence.
   bool packedMode = false;
   Value lengthsArg, startsArg, countArg, cachesArg, slotsArg;
+  /// On the GPU, xf_forward_cached_packed's step table (docs/abi.md): device int64 arrays
+  /// after the token ids, row t's position and its sequence's cache slot; null elsewhere.
+  Value rowPositions, rowSlots;
   /// xf_forward_cached_packed: sequence i's cache, slot slots[i] of `caches`.
   Value sequenceCache(Value index) {
     Value elements = arith::MulIOp::create(*b, loc, cacheRows, i64(cachePlan.columns));

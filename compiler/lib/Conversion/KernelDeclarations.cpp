@@ -26,11 +26,12 @@ static_assert(int(DeviceMap::ScaleBy) == int(DeviceLoopMap::scale_by),
 DeviceLoopKernelAttr mlir::xf::deviceLoopKernelAttr(MLIRContext *ctx,
                                                     const DeviceLoopKernelSpec &spec) {
   // A structured binding: a field added to the spec must be added here too.
-  const auto &[name, kind, width, heads, headWidth, constant, map, flag, affineParams] = spec;
+  const auto &[name, kind, width, heads, headWidth, constant, map, flag, affineParams,
+               rowPositions] = spec;
   (void)name; // the exported symbol, not the kernel
   return DeviceLoopKernelAttr::get(ctx, DeviceLoopKernelKind(int(kind)), width, heads, headWidth,
                                    llvm::APFloat(constant), DeviceLoopMap(int(map)), flag,
-                                   affineParams);
+                                   affineParams, rowPositions);
 }
 
 DeviceLoopKernelSpec mlir::xf::deviceLoopKernelSpecOf(DeviceLoopKernelAttr kernel,
@@ -44,6 +45,7 @@ DeviceLoopKernelSpec mlir::xf::deviceLoopKernelSpecOf(DeviceLoopKernelAttr kerne
   spec.map = DeviceMap(int(kernel.getMap()));
   spec.flag = kernel.getFlag();
   spec.affineParams = int(kernel.getAffineParams());
+  spec.rowPositions = kernel.getRowPositions();
   return spec;
 }
 

@@ -107,6 +107,10 @@ LogicalResult HostLowering::emitPositionalEmbed(PositionalEmbedOp pos, const Ker
   if (failed(segmented))
     return failure();
   Value table = (*inputs)[0];
+  if (*segmented && rowPositions) { // one launch: each row's position from the step table
+    call(kernels->positionRowsAt(r.width), {table, rowPositions, r.out, r.rows});
+    return success();
+  }
   if (*segmented) // positions restart at each sequence's start
     forEachSequence(lengthsOf(pos.getSegments()), Value(), [&](const SequenceSpan &s) {
       call(kernels->positionRows(r.width),
@@ -148,7 +152,7 @@ std::optional<HostLowering::EmbeddingSum> HostLowering::fusedEmbeddingSum(AddOp 
     positions = add.getLhs().getDefiningOp<PositionalEmbedOp>();
   }
   if (!tokens || !positions || !tokens->hasOneUse() || !positions->hasOneUse() ||
-      positions.getOffset() || positions.getSegments() ||
+      positions.getOffset() || (positions.getSegments() && !rowPositions) ||
       positions.getTokens() != tokens.getTokens())
     return std::nullopt;
   if (blocksOf(tokens.getTable()) != WeightBlocks::None || isBf16(positions.getTable()))
@@ -184,7 +188,13 @@ LogicalResult HostLowering::emitEmbeddingSum(AddOp add, EmbeddingSum sum, const 
                                : densePointer(add, ids);
   if (failed(table) || failed(positions) || failed(idsAt))
     return failure();
-  call(kernels->gatherPositionRows(r.width, isBf16(sum.tokens.getTable())),
+  const bool bf16 = isBf16(sum.tokens.getTable());
+  if (sum.positions.getSegments()) { // a packed batch: each row's position from the step table
+    call(kernels->gatherPositionRowsAt(r.width, bf16),
+         {*table, *idsAt, *positions, rowPositions, r.out, r.rows});
+    return success();
+  }
+  call(kernels->gatherPositionRows(r.width, bf16),
        {*table, *idsAt, *positions, r.out, r.rows, firstPosition()});
   return success();
 }

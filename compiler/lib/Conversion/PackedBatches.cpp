@@ -4,7 +4,8 @@
 // @forward_packed's ops take @forward's placements (ModulePlacement), the
 // loop over the sequences that positional and attention kernels run in
 // (forEachSequence), the segmented attention's query-block table, and the
-// cached variant's compaction of each sequence's newest row.
+// cached variant's compaction of each sequence's newest row (none launched on
+// the GPU in a step of one row per sequence).
 //
 //===----------------------------------------------------------------------===//
 
@@ -110,13 +111,33 @@ FailureOr<bool> HostLowering::perSequence(Operation *op, Value segments) {
 void HostLowering::compactLastRows() {
   if (cachePlan.tailInputRoots.empty())
     return;
-  forEachSequence(lengthsArg, Value(), [&](const SequenceSpan &s) {
-    Value last =
-        arith::SubIOp::create(*b, loc, arith::AddIOp::create(*b, loc, s.offset, s.rows), i64(1));
-    for (Value root : cachePlan.tailInputRoots) {
-      int64_t stride = placements[root].stride;
-      call(kernels->copy2d(), {rowPointer(root, last), i64(stride), rowPointer(root, s.index),
-                               i64(stride), i64(1), i64(stride)});
-    }
-  });
+  auto copies = [&] {
+    forEachSequence(lengthsArg, Value(), [&](const SequenceSpan &s) {
+      Value last =
+          arith::SubIOp::create(*b, loc, arith::AddIOp::create(*b, loc, s.offset, s.rows), i64(1));
+      for (Value root : cachePlan.tailInputRoots) {
+        int64_t stride = placements[root].stride;
+        call(kernels->copy2d(), {rowPointer(root, last), i64(stride), rowPointer(root, s.index),
+                                 i64(stride), i64(1), i64(stride)});
+      }
+    });
+  };
+  if (!options.cudaDevice) {
+    copies();
+    return;
+  }
+  // On the GPU a step of one row per sequence (every decode step) has each newest row in
+  // place already (row i is sequence i's): no copy is launched, and a decode step's graph
+  // holds none. Steps with prompt rows copy per sequence as above.
+  Value prompts = arith::CmpIOp::create(*b, loc, arith::CmpIPredicate::ne, lArg, countArg);
+  auto branch = scf::IfOp::create(*b, loc, TypeRange{b->getI32Type()}, prompts,
+                                  /*addThenBlock=*/true, /*addElseBlock=*/true);
+  OpBuilder::InsertionGuard guard(*b);
+  Value before = status;
+  b->setInsertionPointToStart(branch.thenBlock());
+  copies();
+  scf::YieldOp::create(*b, loc, status);
+  b->setInsertionPointToStart(branch.elseBlock());
+  scf::YieldOp::create(*b, loc, before);
+  status = branch.getResult(0);
 }

@@ -48,14 +48,16 @@ std::string mlir::xf::attentionObjectKey(MLIRContext *ctx, const AttentionKernel
 
 std::string mlir::xf::deviceLoopObjectKey(const DeviceLoopKernelSpec &spec,
                                           llvm::StringRef halideTarget) {
-  const auto &[name, kind, width, heads, headWidth, constant, map, flag, affineParams] = spec;
+  const auto &[name, kind, width, heads, headWidth, constant, map, flag, affineParams,
+               rowPositions] = spec;
   char constantText[64]; // every bit of it is a constant in the kernel
   std::snprintf(constantText, sizeof(constantText), "%a", constant);
+  // rowPositions only where set: the other kernels keep their keys.
   return kernelPrelude(halideTarget) +
          llvm::formatv("loop name={0} kind={1} width={2} heads={3} headWidth={4} constant={5} "
-                       "map={6} flag={7} affineParams={8}\n",
+                       "map={6} flag={7} affineParams={8}{9}\n",
                        name, int(kind), width, heads, headWidth, constantText, int(map), flag,
-                       affineParams)
+                       affineParams, rowPositions ? " rowPositions=1" : "")
              .str();
 }
 

@@ -39,6 +39,14 @@ Status forwardSequences(Session &session, const std::vector<std::vector<int32_t>
                         const std::vector<std::vector<int32_t>> &sources = {},
                         AlignedBuffer *rows = nullptr);
 
+// A packed cached step's token ids and, after them, its step table as the CUDA build's
+// xf_forward_cached_packed reads it (docs/abi.md, "Packed batches"): from int32 word
+// 2·⌈Σℓ / 2⌉ (8-byte aligned), Σℓ int64 positions (row t of sequence i: starts[i] + t − its
+// first row), then Σℓ int64 cache slots (slots[i] for each of its rows). One upload a step.
+std::vector<int32_t> packedStepWords(const int32_t *tokens, const std::vector<int64_t> &lengths,
+                                     const std::vector<int64_t> &starts,
+                                     const std::vector<int64_t> &slots);
+
 } // namespace xfrt
 
 #endif // XFRT_PACKEDBATCH_H

@@ -114,13 +114,15 @@ private:
   void *cacheAddress();
   // Before a call: scratch for `rows` rows (and `sourceRows` source rows), the ids on the GPU
   // (as given on the CPU; a null `source` stays null) and the buffer the call writes its
-  // `outRows` output rows to (`out` on the CPU).
+  // `outRows` output rows to (`out` on the CPU). On the GPU `idWords` int32 words of `tokens`
+  // go up (default: `rows`; a packed step's ids and its step table).
   struct CallBuffers {
     const int32_t *ids, *sourceIds;
     float *out;
   };
   Expected<CallBuffers> prepareCall(const int32_t *tokens, int64_t rows, const int32_t *source,
-                                    int64_t sourceRows, float *out, int64_t outRows);
+                                    int64_t sourceRows, float *out, int64_t outRows,
+                                    int64_t idWords = -1);
   Expected<const int32_t *> deviceIds(const int32_t *ids, int64_t count, bool source);
   Expected<float *> outputBuffer(float *out, int64_t rows);
   // After a call: a failed kernel's error, else the output rows to `out`.

@@ -23,6 +23,11 @@ xf.kernel_decl @k = #xf.device_loop_kernel<kind = normalize, width = 8, affine_p
 
 // -----
 
+// expected-error @+1 {{#xf.device_loop_kernel: row_positions needs kind position or gather_positions}}
+xf.kernel_decl @k = #xf.device_loop_kernel<kind = sinusoid, width = 8, row_positions = true>
+
+// -----
+
 // expected-error @+2 {{expected ::mlir::xf::DeviceLoopKernelKind to be one of: gather, position, gather_positions, sinusoid, add, map, silu, multiply, rotary, normalize, softmax, copy, transpose, append_key_values}}
 // expected-error @+1 {{failed to parse Xf_DeviceLoopKernelAttr parameter 'kind'}}
 xf.kernel_decl @k = #xf.device_loop_kernel<kind = transpose_all>

@@ -13,5 +13,7 @@ xf.kernel_decl @xf_norm = #xf.device_loop_kernel<kind = normalize, width = 768, 
 xf.kernel_decl @xf_rotary = #xf.device_loop_kernel<kind = rotary, heads = 12, head_width = 64, constant = 10000.0>
 // CHECK: xf.kernel_decl @xf_scale = #xf.device_loop_kernel<kind = map, width = 64, constant = 1.250000e-01, map = scale>
 xf.kernel_decl @xf_scale = #xf.device_loop_kernel<kind = map, width = 64, constant = 1.250000e-01, map = scale>
+// CHECK: xf.kernel_decl @xf_positions_at = #xf.device_loop_kernel<kind = position, width = 768, row_positions = true>
+xf.kernel_decl @xf_positions_at = #xf.device_loop_kernel<kind = position, width = 768, row_positions = true>
 // CHECK: xf.kernel_decl @xf_copy = #xf.device_loop_kernel<kind = copy>
 xf.kernel_decl @xf_copy = #xf.device_loop_kernel<kind = copy>

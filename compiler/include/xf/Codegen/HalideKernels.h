@@ -432,6 +432,9 @@ struct DeviceLoopKernelSpec {
   DeviceMap map = DeviceMap::Relu;
   bool flag = false;
   int affineParams = 0;
+  /// Position and GatherPositions: row t's position is positions[t] of an int64 buffer (a
+  /// packed batch's step table on the device, docs/abi.md) instead of offset + t.
+  bool rowPositions = false;
 };
 
 /// "copy", "layer_norm w=768 eps=1e-05 affine=2", ...: the object cache's and -v's description.

@@ -67,6 +67,11 @@ public:
   /// CPU build keeps the gather, the positions and the add)
   ///                                         (table, ids, positions, out, rows, offset)
   func::FuncOp gatherPositionRows(int64_t width, bool bf16Table);
+  /// Device only, each row at its own position (a packed batch's step table, docs/abi.md):
+  /// out[t, :] = table[at[t], :]             (table, at, out, rows)
+  func::FuncOp positionRowsAt(int64_t width);
+  /// out[t, :] = table[ids[t], :] + positions[at[t], :]  (table, ids, positions, at, out, rows)
+  func::FuncOp gatherPositionRowsAt(int64_t width, bool bf16Table);
   /// Vaswani et al. sinusoids for positions offset..offset+rows-1 (out, rows, offset)
   func::FuncOp sinusoidRows(int64_t width, double base);
   /// out = a + b                             (a, b, out, rows)

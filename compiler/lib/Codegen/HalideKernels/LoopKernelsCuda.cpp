@@ -77,6 +77,7 @@ private:
   std::vector<Argument> args;
   ImageParam in{Float(32), 2, "in"};
   Param<int32_t> offset{"offset"};
+  ImageParam rowPositions{Int(64), 1, "row_positions"}; // spec.rowPositions
   Param<float> factor{"factor"}; // DeviceMap::ScaleBy
   bool rowReduction = false;
   // LayerNorm/RMSNorm/softmax: the row statistics, for the schedule.
@@ -135,8 +136,24 @@ private:
     return total;
   }
 
+  // Row t's position: offset + t, or with rowPositions its entry of the int64 buffer (the
+  // step table's positions, which the runtime wrote within the table; clamped for bounds).
+  Expr positionOf(const ImageParam &table) {
+    if (!spec.rowPositions)
+      return offset + t;
+    return clamp(cast<int>(rowPositions(t)), 0, table.dim(1).extent() - 1);
+  }
+  void pushPositionArg() {
+    if (spec.rowPositions) {
+      rowPositions.dim(0).set_stride(1);
+      args.push_back(rowPositions);
+    } else {
+      args.push_back(offset);
+    }
+  }
+
   // Rows of a table: gathered by token id (and the learned positions added), at positions
-  // offset + t, or sinusoids.
+  // offset + t (or each row's own), or sinusoids.
   void defineTableRows() {
     if (spec.kind == DeviceLoopKind::Gather || spec.kind == DeviceLoopKind::GatherPositions) {
       ImageParam table(spec.flag ? BFloat(16) : Float(32), 2, "table");
@@ -151,17 +168,18 @@ private:
       args = {table, ids};
       if (spec.kind == DeviceLoopKind::GatherPositions) {
         ImageParam positions(Float(32), 2, "positions");
-        row = row + positions(c, offset + t);
+        row = row + positions(c, positionOf(positions));
         positions.dim(0).set_bounds(0, width).set_stride(1);
         args.push_back(positions);
-        args.push_back(offset);
+        pushPositionArg();
       }
       out(c, t) = row;
     } else if (spec.kind == DeviceLoopKind::Position) {
       ImageParam table(Float(32), 2, "table");
-      out(c, t) = table(c, offset + t);
+      out(c, t) = table(c, positionOf(table));
       table.dim(0).set_bounds(0, width).set_stride(1);
-      args = {table, offset};
+      args = {table};
+      pushPositionArg();
     } else {
       // Angles in f64, as the CPU kernel: positions reach thousands of radians.
       Expr pair = c / 2;
@@ -345,6 +363,7 @@ Built buildAppendKeyValues(const DeviceLoopKernelSpec &spec, bool gpuSchedule) {
   Var c("c"), t("t"), g("g");
   ImageParam keys(Float(32), 3, "keys"), values(Float(32), 3, "values");
   Param<int32_t> offset{"offset"};
+  ImageParam rowPositions{Int(64), 1, "row_positions"}; // spec.rowPositions
   Func out(spec.name + "_out");
   Expr key = keys(c, t, g);
   const int headWidth = int(spec.headWidth), half = headWidth / 2;
@@ -393,9 +412,10 @@ std::string kernelSignature(const DeviceLoopKernelSpec &s) {
   case DeviceLoopKind::Gather:
     return "gather" + w + (s.flag ? " table=bf16" : "");
   case DeviceLoopKind::Position:
-    return "position" + w;
+    return "position" + w + (s.rowPositions ? " positions=rows" : "");
   case DeviceLoopKind::GatherPositions:
-    return "gather_positions" + w + (s.flag ? " table=bf16" : "");
+    return "gather_positions" + w + (s.flag ? " table=bf16" : "") +
+           (s.rowPositions ? " positions=rows" : "");
   case DeviceLoopKind::Sinusoid:
     return "sinusoid" + w + " base=" + number(s.constant);
   case DeviceLoopKind::Add:

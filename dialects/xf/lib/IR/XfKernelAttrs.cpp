@@ -75,9 +75,10 @@ LogicalResult AttentionKernelAttr::verify(function_ref<InFlightDiagnostic()> emi
 }
 
 LogicalResult DeviceLoopKernelAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                                           DeviceLoopKernelKind, int64_t width, int64_t heads,
-                                           int64_t headWidth, APFloat constant, DeviceLoopMap,
-                                           bool, int64_t affineParams) {
+                                           DeviceLoopKernelKind kind, int64_t width,
+                                           int64_t heads, int64_t headWidth, APFloat constant,
+                                           DeviceLoopMap, bool, int64_t affineParams,
+                                           bool rowPositions) {
   if (width < 0 || heads < 0 || headWidth < 0)
     return emitError() << "#xf.device_loop_kernel: width, heads and head_width must not be "
                           "negative";
@@ -85,5 +86,9 @@ LogicalResult DeviceLoopKernelAttr::verify(function_ref<InFlightDiagnostic()> em
     return emitError() << "#xf.device_loop_kernel: constant must be finite";
   if (affineParams < 0 || affineParams > 2)
     return emitError() << "#xf.device_loop_kernel: affine_params must be 0, 1 or 2";
+  if (rowPositions && kind != DeviceLoopKernelKind::position &&
+      kind != DeviceLoopKernelKind::gather_positions)
+    return emitError() << "#xf.device_loop_kernel: row_positions needs kind position or "
+                          "gather_positions";
   return success();
 }

@@ -138,8 +138,10 @@ def Xf_DeviceLoopKernelAttr : Xf_Attr<"DeviceLoopKernel", "device_loop_kernel"> 
     `head_width` a rotary kernel's shape, `constant` its one constant (ε,
     a scale factor, a rotary or sinusoid base; bit for bit), `map` a map
     kernel's function, `flag` the kind's one option (a bf16 table, a
-    broadcast row, halves pairs, centring) and `affine_params` a norm's
-    γ/β count. Parameters at their default value are not printed.
+    broadcast row, halves pairs, centring), `affine_params` a norm's
+    γ/β count and `row_positions` that a position kernel reads each row's
+    position from an int64 buffer (a packed step's table) instead of an
+    offset. Parameters at their default value are not printed.
 
     ```mlir
     #xf.device_loop_kernel<kind = normalize, width = 768, constant = 1.000000e-05,
@@ -153,7 +155,8 @@ def Xf_DeviceLoopKernelAttr : Xf_Attr<"DeviceLoopKernel", "device_loop_kernel"> 
       Xf_F64Parameter<"the kernel's constant", "0.0">:$constant,
       Xf_DefaultEnumParameter<Xf_DeviceLoopMap, "relu">:$map,
       DefaultValuedParameter<"bool", "false">:$flag,
-      DefaultValuedParameter<"int64_t", "0">:$affine_params);
+      DefaultValuedParameter<"int64_t", "0">:$affine_params,
+      DefaultValuedParameter<"bool", "false">:$row_positions);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
