@@ -10,6 +10,8 @@
 //      then each length's calls per measurement set so that one lasts ~0.3 ms (1-64 calls);
 //   3. --rounds search rounds: all candidates on all lengths, each measurement between two
 //      CUDA events on the kernels' stream, read back once a round; odd rounds in reverse;
+//      the baselines (Anderson2021's schedule for one length) in the same rounds, checked and
+//      timed at their own length only, never finalists;
 //   4. the finalist (the lowest paired ratio to the default over those rounds,
 //      PairedComparison.h) against the default alone: batches of 9 rounds, the finalist
 //      first in odd batches, until PairedComparison's rule needs no further batch or the
@@ -194,13 +196,26 @@ private:
 /// times[c][l]: candidate c's milliseconds a call at length l, one value per round.
 using Times = std::vector<std::vector<std::vector<double>>>;
 
+/// What a kernel's rounds time: its candidates (the default first), then its baselines.
+struct Timed {
+  void *function; // null where the export refused it (a baseline)
+  int64_t rows;   // a baseline's length; 0: a candidate, timed at every length
+  std::string refused;
+};
+
 struct KernelRun {
   const xf_timing_kernel &k;
+  std::vector<Timed> timed;
   KernelBuffers buffers;
   std::vector<int> calls;        // per length, calls per measurement
-  std::vector<std::string> failure; // per candidate; "" where it runs
-  std::vector<double> error_vs_default; // per candidate: largest normwise error over lengths
+  std::vector<std::string> failure;     // per timed entry; "" where it runs
+  std::vector<double> error_vs_default; // per timed entry: largest normwise error over lengths
   std::string error;             // the kernel could not be timed
+
+  /// Whether timed entry `c` runs at length index `l`.
+  bool timesAt(int c, int l) const {
+    return timed[size_t(c)].rows == 0 || timed[size_t(c)].rows == xf_timing.length[l];
+  }
 };
 
 /// One round over `order` (candidate indices): every candidate on every length, its
@@ -214,11 +229,14 @@ bool timeRound(KernelRun &run, const std::vector<int> &order, Times &times) {
   std::vector<Pending> pending;
   for (int c : order)
     for (size_t l = 0; l < run.calls.size(); ++l) {
+      if (!run.timesAt(c, int(l)))
+        continue;
       const int from = xfrt::deviceEventRecord();
       for (int i = 0; i < run.calls[l]; ++i)
-        if (int rc = run.buffers.call(run.k.candidate[c].function, xf_timing.length[l]); rc) {
-          run.error = "candidate " + std::to_string(c) + " failed while timed (Halide error " +
-                      std::to_string(rc) + ")";
+        if (int rc = run.buffers.call(run.timed[size_t(c)].function, xf_timing.length[l]); rc) {
+          run.error = (c < run.k.candidates ? "candidate " + std::to_string(c)
+                                            : "baseline " + std::to_string(c - run.k.candidates)) +
+                      " failed while timed (Halide error " + std::to_string(rc) + ")";
           return false;
         }
       const int to = xfrt::deviceEventRecord();
@@ -252,7 +270,7 @@ std::string callAndRead(KernelRun &run, int c, int l, std::vector<float> &out) {
   const int64_t rows = xf_timing.length[l];
   if (xfrt::Status s = run.buffers.fillOutput(12345.0f, rows); !s)
     return s.message();
-  if (int rc = run.buffers.call(run.k.candidate[c].function, rows); rc) {
+  if (int rc = run.buffers.call(run.timed[size_t(c)].function, rows); rc) {
     std::string why = xfrt::takeHalideError();
     return why.empty() ? "Halide error " + std::to_string(rc) : why;
   }
@@ -265,14 +283,17 @@ std::string callAndRead(KernelRun &run, int c, int l, std::vector<float> &out) {
 /// order; a failing or wrong candidate is dropped), then the calls per measurement from the
 /// default's time.
 bool warmUp(KernelRun &run) {
-  const int n = run.k.candidates;
+  const int n = int(run.timed.size());
   run.failure.assign(size_t(n), "");
+  for (int c = 0; c < n; ++c)
+    if (!run.timed[size_t(c)].function)
+      run.failure[size_t(c)] = "not compiled: " + run.timed[size_t(c)].refused;
   run.error_vs_default.assign(size_t(n), 0);
   std::vector<float> reference, out;
   for (int l = 0; l < xf_timing.lengths && run.failure[0].empty(); ++l) {
     run.failure[0] = callAndRead(run, 0, l, reference);
     for (int c = 1; c < n && run.failure[0].empty(); ++c) {
-      if (!run.failure[c].empty())
+      if (!run.failure[c].empty() || !run.timesAt(c, l))
         continue;
       run.failure[c] = callAndRead(run, c, l, out);
       const double e = run.failure[c].empty() ? normwiseError(out, reference) : 0;
@@ -334,11 +355,16 @@ std::string timeKernel(const xf_timing_kernel &k, Clock::time_point deadline,
                        const Options &o) {
   const Clock::time_point start = Clock::now();
   const auto searchEnd = start + (deadline - start) * 7 / 10;
-  KernelRun run{k, {}, {}, {}, {}, {}};
+  KernelRun run{k, {}, {}, {}, {}, {}, {}};
+  for (int c = 0; c < k.candidates; ++c)
+    run.timed.push_back({k.candidate[c].function, 0, ""});
+  for (int b = 0; b < k.baselines; ++b)
+    run.timed.push_back({k.baseline[b].function, k.baseline[b].rows,
+                         k.baseline[b].refused ? k.baseline[b].refused : ""});
   int64_t longest = 1;
   for (int l = 0; l < xf_timing.lengths; ++l)
     longest = std::max(longest, xf_timing.length[l]);
-  const int n = k.candidates;
+  const int n = int(run.timed.size());
   Times search(size_t(n), std::vector<std::vector<double>>(size_t(xf_timing.lengths)));
   std::string check;
   int finalist = 0;
@@ -358,7 +384,7 @@ std::string timeKernel(const xf_timing_kernel &k, Clock::time_point deadline,
     }
     double best = 1;
     for (int c : live)
-      if (c != 0 && run.error.empty()) {
+      if (c != 0 && c < k.candidates && run.error.empty()) { // a baseline is no finalist
         double ratio = pairedOf(search, 0, c).judge().ratio;
         if (ratio < best)
           best = ratio, finalist = c;
@@ -393,13 +419,21 @@ std::string timeKernel(const xf_timing_kernel &k, Clock::time_point deadline,
   for (size_t l = 0; l < run.calls.size(); ++l)
     json += (l ? ", " : "") + std::to_string(run.calls[l]);
   json += "],\n      \"candidates\": [\n";
-  for (int c = 0; c < n; ++c)
-    json += std::string(c ? ",\n" : "") + "        {\"schedule\": " +
-            xfrt::quoteJson(k.candidate[c].schedule) + ", \"failure\": " +
-            xfrt::quoteJson(size_t(c) < run.failure.size() ? run.failure[c] : "") +
-            ", \"error_vs_default\": " +
-            jsonNumber(size_t(c) < run.error_vs_default.size() ? run.error_vs_default[c] : 0) +
-            ", \"search_ms\": " + jsonTimes(search[size_t(c)]) + "}";
+  auto checked = [&](int c) {
+    return ", \"failure\": " +
+           xfrt::quoteJson(size_t(c) < run.failure.size() ? run.failure[c] : "") +
+           ", \"error_vs_default\": " +
+           jsonNumber(size_t(c) < run.error_vs_default.size() ? run.error_vs_default[c] : 0) +
+           ", \"search_ms\": " + jsonTimes(search[size_t(c)]) + "}";
+  };
+  for (int c = 0; c < k.candidates; ++c)
+    json += std::string(c ? ",\n" : "") +
+            "        {\"schedule\": " + xfrt::quoteJson(k.candidate[c].schedule) + checked(c);
+  json += "],\n      \"baselines\": [\n";
+  for (int b = 0; b < k.baselines; ++b)
+    json += std::string(b ? ",\n" : "") +
+            "        {\"baseline\": " + xfrt::quoteJson(k.baseline[b].name) +
+            ", \"rows\": " + std::to_string(k.baseline[b].rows) + checked(k.candidates + b);
   json += "],\n      \"finalist\": " + std::to_string(finalist) + ",\n      \"final_check\": [\n" +
           check + "]}";
   return json;
@@ -452,8 +486,9 @@ int main(int argc, char **argv) {
       std::fprintf(stderr, "error: %s\n", s.message().c_str());
       return 1;
     }
-    std::printf("xf-gpu-timing: %s (%s): %d candidates\n", xf_timing.kernel[i].name,
-                xf_timing.kernel[i].signature, xf_timing.kernel[i].candidates);
+    std::printf("xf-gpu-timing: %s (%s): %d candidates, %d baselines\n", xf_timing.kernel[i].name,
+                xf_timing.kernel[i].signature, xf_timing.kernel[i].candidates,
+                xf_timing.kernel[i].baselines);
     std::fflush(stdout);
   }
   const double spent = o.budgetSeconds - std::chrono::duration<double>(deadline - Clock::now()).count();

@@ -15,6 +15,10 @@
 #include "GemmAlgorithm.h"
 #include "HalideKernelsTestUtil.h"
 
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+
 #include <cfloat>
 #include <cmath>
 #include <cstring>
@@ -85,13 +89,20 @@ std::vector<std::vector<double>> normalizedRows(const GemmKernelSpec &spec,
   return rows;
 }
 
-void checkGemm(const GemmKernelSpec &spec) {
+/// The CUDA GEMM's algorithm, unscheduled: what checkGemm JITs unless told otherwise.
+llvm::Expected<KernelPipeline> cudaGemmAlgorithm(const GemmKernelSpec &spec) {
+  return buildGemmCudaPipeline(spec, /*gpuSchedule=*/false);
+}
+
+void checkGemm(const GemmKernelSpec &spec,
+               const std::function<llvm::Expected<KernelPipeline>(const GemmKernelSpec &)>
+                   &algorithm = cudaGemmAlgorithm) {
   SCOPED_TRACE("K=" + std::to_string(spec.K) + " N=" + std::to_string(spec.N) +
                (spec.transposeWeight ? " nk" : " kn") + (spec.bf16Weights ? " bf16" : "") +
                (spec.prologue == GemmPrologue::LayerNorm ? " layer_norm"
                 : spec.prologue == GemmPrologue::RmsNorm ? " rms_norm"
                                                           : ""));
-  Halide::Callable kernel = jitUnscheduled(buildGemmCudaPipeline(spec, /*gpuSchedule=*/false));
+  Halide::Callable kernel = jitUnscheduled(algorithm(spec));
   ASSERT_TRUE(kernel.defined());
   const int K = int(spec.K), N = int(spec.N);
   const bool gated = spec.epilogue == GemmEpilogue::SwiGlu;
@@ -318,6 +329,64 @@ TEST(CudaGemmAlgorithm, NormPrologue) {
     s.epilogue = GemmEpilogue::SwiGlu, s.N = 64, s.normEpsilon = 1e-6;
     checkGemm(s);
   }
+}
+
+// Anderson2021's algorithm (GemmAnderson2021.cpp, the baseline `xfc tune --target cuda`
+// times): the same math as the CUDA GEMM — weight layouts, bf16, every epilogue, SwiGLU, the
+// norm prologues — JIT-ed unscheduled on the CPU against float64 at M = 1 ... 70 (its
+// estimates say 64 rows: estimates do not change what it computes).
+TEST(Anderson2021GemmAlgorithm, SameMathAsTheCudaGemm) {
+  auto anderson = [](const GemmKernelSpec &spec) {
+    return buildGemmAnderson2021Algorithm(spec, 64);
+  };
+  for (bool nk : {false, true}) {
+    GemmKernelSpec s;
+    s.name = "g";
+    s.K = 40, s.N = 70, s.transposeWeight = nk;
+    checkGemm(s, anderson);
+    s.hasBias = s.hasResidual = true, s.epilogue = GemmEpilogue::GeluTanh;
+    checkGemm(s, anderson);
+    s.epilogue = GemmEpilogue::GeluErf, s.hasResidual = false, s.bf16Weights = true;
+    checkGemm(s, anderson);
+    s.bf16Weights = false, s.epilogue = GemmEpilogue::SwiGlu, s.K = 64, s.N = 24;
+    checkGemm(s, anderson);
+    s.prologue = GemmPrologue::LayerNorm, s.normEpsilon = 1e-5, s.K = 77, s.N = 64;
+    s.normGamma = s.normBeta = true, s.epilogue = GemmEpilogue::GeluTanh;
+    checkGemm(s, anderson);
+    s.prologue = GemmPrologue::RmsNorm, s.normBeta = false, s.epilogue = GemmEpilogue::SwiGlu;
+    checkGemm(s, anderson);
+  }
+}
+
+// The ranges' merge is refused by name (the export leaves that GEMM's baseline out and says
+// so); the plugin found beside libHalide schedules the algorithm for a CUDA target, and the
+// statement it lowers to launches CUDA kernels (unscheduled, it would run on the host).
+TEST(Anderson2021GemmAlgorithm, SchedulesTheGemmForCuda) {
+  GemmKernelSpec merge;
+  merge.name = "merged";
+  merge.K = 64, merge.N = 64, merge.mergeHeads = 2, merge.mergeRanges = 3;
+  llvm::Expected<KernelPipeline> refused = buildGemmAnderson2021Algorithm(merge, 1);
+  ASSERT_FALSE(bool(refused));
+  EXPECT_NE(llvm::toString(refused.takeError()).find("merges flash-decoding's key ranges"),
+            std::string::npos);
+  ASSERT_FALSE(bool(loadAnderson2021("")));
+  GemmKernelSpec s;
+  s.name = "g";
+  s.K = 768, s.N = 2304, s.hasBias = true;
+  s.prologue = GemmPrologue::LayerNorm, s.normEpsilon = 1e-5, s.normGamma = s.normBeta = true;
+  llvm::Expected<KernelPipeline> built = buildGemmAnderson2021Algorithm(s, 128);
+  ASSERT_TRUE(bool(built)) << llvm::toString(built.takeError());
+  const Halide::Target cuda("x86-64-linux-cuda-cuda_capability_86-no_runtime");
+  llvm::Error scheduled = scheduleWithAnderson2021(*built, s.name, cuda);
+  ASSERT_FALSE(bool(scheduled)) << llvm::toString(std::move(scheduled));
+  llvm::SmallString<128> stmt;
+  ASSERT_FALSE(llvm::sys::fs::createTemporaryFile("anderson2021", "stmt", stmt));
+  built->pipeline.compile_to_lowered_stmt(stmt.str().str(), built->arguments(),
+                                          Halide::StmtOutputFormat::Text, cuda);
+  auto text = llvm::MemoryBuffer::getFile(stmt);
+  llvm::sys::fs::remove(stmt);
+  ASSERT_TRUE(bool(text));
+  EXPECT_NE((*text)->getBuffer().find("halide_cuda_run"), llvm::StringRef::npos);
 }
 
 /// How a test runs flash-decoding's range pass (M <= 4): as before the append existed, or

@@ -12,11 +12,7 @@
 
 namespace xftune {
 
-std::string pluginDirectory() {
-  if (const char *dir = std::getenv("XF_HALIDE_PLUGIN_DIR"); dir && *dir)
-    return dir;
-  return XF_HALIDE_PLUGIN_DIR_DEFAULT;
-}
+std::string pluginDirectory() { return mlir::xf::halidePluginDirectory(); }
 
 llvm::Error applyAutoscheduler(const Halide::Pipeline &pipeline, const std::string &name,
                                const Halide::Target &target, int threads) {

@@ -215,6 +215,12 @@ cl::opt<std::string> tuneImport(
     cl::desc("The times xf-gpu-timing wrote, judged into --db (no spec: xfc tune --import "
              "FILE --db DB)"),
     cl::value_desc("file"), cl::cat(tuneCategory));
+cl::opt<std::string> tuneAnderson2021(
+    "anderson2021",
+    cl::desc("With --target cuda: the plugin of Halide's Anderson2021 GPU autoscheduler, whose "
+             "schedule of each GEMM (per length) is timed as the baseline to beat, never "
+             "stored (default: the one beside libHalide; 'none': no baseline)"),
+    cl::value_desc("plugin.so|none"), cl::cat(tuneCategory));
 cl::opt<unsigned> tuneCandidates("candidates", cl::init(16),
                                  cl::desc("With --target cuda: GPU schedules per GEMM, the "
                                           "default included (1-256, default 16)"),
@@ -353,10 +359,11 @@ static bool refuseCudaTuneCombinations() {
   if (!tuneImport.empty()) {
     if (inputFilename != "-" || !tuneExport.empty() || target.getNumOccurrences() ||
         tuneLengths.getNumOccurrences() || tuneCandidates.getNumOccurrences() ||
-        tuneBudget.getNumOccurrences() || tuneSeed.getNumOccurrences() || !defines.empty()) {
+        tuneBudget.getNumOccurrences() || tuneSeed.getNumOccurrences() || !defines.empty() ||
+        tuneAnderson2021.getNumOccurrences()) {
       llvm::errs() << "xfc: error: `xfc tune --import FILE --db DB` reads the times file alone; "
                       "it takes no spec, --export, --target, -D, --lengths, --candidates, "
-                      "--budget or --seed\n";
+                      "--anderson2021, --budget or --seed\n";
       return false;
     }
     return true;
@@ -368,6 +375,11 @@ static bool refuseCudaTuneCombinations() {
   }
   if (tuneCandidates.getNumOccurrences() && (!cuda || tuneCandidates < 1 || tuneCandidates > 256)) {
     llvm::errs() << "xfc: error: --candidates is 1-256 GPU schedules a GEMM, with --target cuda\n";
+    return false;
+  }
+  if (tuneAnderson2021.getNumOccurrences() && (!cuda || tuneAnderson2021.empty())) {
+    llvm::errs() << "xfc: error: --anderson2021 names the plugin (or 'none') of the baseline "
+                    "`xfc tune --target cuda` times: give --target cuda and a path\n";
     return false;
   }
   if (!gpuName.empty() && (tuneMode || !cuda || tuningDbPath.empty())) {
@@ -444,6 +456,7 @@ static bool refuseCombinations() {
         (cl::Option *)&tuneDb, (cl::Option *)&tuneLengths, (cl::Option *)&tuneSeed,
         (cl::Option *)&tuneBatch, (cl::Option *)&tuneReport, (cl::Option *)&tuneCompare,
         (cl::Option *)&tuneExport, (cl::Option *)&tuneImport, (cl::Option *)&tuneCandidates,
+        (cl::Option *)&tuneAnderson2021,
         (cl::Option *)&gpuName})
     if (o->getNumOccurrences() > 1) {
       llvm::errs() << "xfc: error: " << (o->ArgStr.size() == 1 ? "-" : "--") << o->ArgStr
@@ -506,7 +519,7 @@ bool xfc::parseCommandLine(int argc, char **argv) {
        {(cl::Option *)&tuneBudget, (cl::Option *)&tuneDb, (cl::Option *)&tuneLengths,
         (cl::Option *)&tuneSeed, (cl::Option *)&tuneBatch, (cl::Option *)&tuneBaselines,
         (cl::Option *)&tuneReport, (cl::Option *)&tuneCompare, (cl::Option *)&tuneExport,
-        (cl::Option *)&tuneImport, (cl::Option *)&tuneCandidates})
+        (cl::Option *)&tuneImport, (cl::Option *)&tuneCandidates, (cl::Option *)&tuneAnderson2021})
     if (!tuneMode && o->getNumOccurrences() && !(check && (o == &tuneLengths || o == &tuneSeed))) {
       llvm::errs() << "xfc: error: --" << o->ArgStr << " is an option of `xfc tune`\n";
       return false;

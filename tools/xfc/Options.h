@@ -48,7 +48,7 @@ extern llvm::cl::list<std::string> defines;
 extern llvm::cl::opt<std::string> tuneBudget, tuneLengths, tuneReport, tuneCompare;
 extern llvm::cl::opt<unsigned> tuneSeed, tuneBatch;
 // `xfc tune --target cuda`'s (docs/tuning.md, "CUDA GEMMs"), and the build's --gpu-name.
-extern llvm::cl::opt<std::string> tuneExport, tuneImport, gpuName;
+extern llvm::cl::opt<std::string> tuneExport, tuneImport, gpuName, tuneAnderson2021;
 extern llvm::cl::opt<unsigned> tuneCandidates;
 extern llvm::cl::opt<bool> tuneBaselines;
 

@@ -417,6 +417,7 @@ static mlir::LogicalResult tuneCudaKernels(mlir::MLIRContext &context, mlir::Mod
   mlir::xf::tuning::GpuExportOptions options;
   options.target = target;
   options.candidates = tuneCandidates;
+  options.anderson2021Plugin = tuneAnderson2021;
   options.seed = tuneSeed;
   if (mlir::failed(parseLengths(options.lengths)))
     return mlir::failure();

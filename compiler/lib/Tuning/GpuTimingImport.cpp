@@ -5,7 +5,9 @@
 // the final-check batches of the finalist and the default, kept when keepsCandidate says so,
 // else the default stored with the reason. Every candidate becomes a trial (its search
 // rounds' paired ratio to the default times the default's cost). Keys: the kernel's
-// signature, gpuTuningTarget(name, capability), 1 thread, this xf version.
+// signature, gpuTuningTarget(name, capability), 1 thread, this xf version. The baselines
+// (Anderson2021's schedule per length) go into the report and the table only: at each length
+// their paired ratio to the default in the search rounds, never an entry or a trial.
 //
 //===----------------------------------------------------------------------===//
 
@@ -71,6 +73,63 @@ double costOf(const std::vector<RoundTimes> &batches) {
   return std::exp(logSum / double(batches[0].size()));
 }
 
+/// The kernel's Anderson2021 baseline for the report: per length its fastest search round,
+/// its paired ratio to the default in those rounds and so its ratio to what the entry keeps
+/// (`keptRatio`: the kept schedule's ratio to the default per length, 1 for the default);
+/// over the lengths it was timed at, the geometric mean of those ratios, and where that is
+/// every length `ms`, the default's cost times it (as a trial's cost is reckoned).
+llvm::json::Object anderson2021Report(const llvm::json::Object &k, const llvm::json::Array &lengths,
+                                      const RoundTimes &defaultSearch,
+                                      const std::vector<double> &keptRatio, double defaultCostMs) {
+  const llvm::json::Array *baselines = k.getArray("baselines");
+  if (!baselines || baselines->empty())
+    return llvm::json::Object{{"why", baselines ? "the export compiled no Anderson2021 baseline "
+                                                  "for this kernel (its log says why)"
+                                                : "the times file has no baselines"}};
+  llvm::json::Array perLength;
+  double logToDefault = 0, logToTuned = 0;
+  size_t timed = 0;
+  for (size_t l = 0; l < lengths.size(); ++l) {
+    const int64_t rows = lengths[l].getAsInteger().value_or(-1);
+    llvm::json::Object at{{"rows", rows}};
+    const llvm::json::Object *b = nullptr;
+    for (const llvm::json::Value &v : *baselines)
+      if (const llvm::json::Object *o = v.getAsObject();
+          o && o->getString("baseline") == "anderson2021" && o->getInteger("rows") == rows)
+        b = o;
+    RoundTimes rounds;
+    std::string failure =
+        b ? b->getString("failure").value_or("").str() : "not exported (the export says why)";
+    if (failure.empty() && !readRounds(b->get("search_ms"), lengths.size(), rounds))
+      failure = "no search_ms";
+    PairedRounds paired;
+    if (failure.empty()) {
+      paired.addBatch({defaultSearch[l]}, {rounds[l]});
+      if (paired.rounds() == 0)
+        failure = "not timed";
+    }
+    if (!failure.empty()) {
+      at["failure"] = failure;
+    } else {
+      const double ratio = paired.judge().ratio;
+      at["ms"] = *std::min_element(rounds[l].begin(), rounds[l].end());
+      at["ratio_to_default"] = ratio;
+      at["ratio_to_tuned"] = ratio / keptRatio[l];
+      logToDefault += std::log(ratio), logToTuned += std::log(ratio / keptRatio[l]), ++timed;
+    }
+    perLength.push_back(std::move(at));
+  }
+  llvm::json::Object report{{"per_length", std::move(perLength)},
+                            {"lengths_timed", int64_t(timed)}};
+  if (timed == 0)
+    return report;
+  report["ratio_to_default"] = std::exp(logToDefault / double(timed));
+  report["ratio_to_tuned"] = std::exp(logToTuned / double(timed));
+  if (timed == lengths.size())
+    report["ms"] = defaultCostMs * std::exp(logToDefault / double(timed));
+  return report;
+}
+
 bool isGpuSchedule(MLIRContext &ctx, llvm::StringRef text) {
   ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &) { return success(); });
   Attribute a = parseAttribute(text, &ctx);
@@ -79,8 +138,10 @@ bool isGpuSchedule(MLIRContext &ctx, llvm::StringRef text) {
 
 /// One kernel of the times file judged into its entry; its report.
 llvm::Expected<llvm::json::Object> importKernel(MLIRContext &ctx, const std::string &path,
-                                                const llvm::json::Object &k, size_t lengths,
+                                                const llvm::json::Object &k,
+                                                const llvm::json::Array &lengthValues,
                                                 const std::string &target, TuningDatabase &db) {
+  const size_t lengths = lengthValues.size();
   std::optional<llvm::StringRef> name = k.getString("name"), signature = k.getString("kernel");
   const llvm::json::Array *candidates = k.getArray("candidates");
   const llvm::json::Array *batches = k.getArray("final_check");
@@ -134,6 +195,15 @@ llvm::Expected<llvm::json::Object> importKernel(MLIRContext &ctx, const std::str
   entry.secondsSpent = std::max(0.0, k.getNumber("seconds").value_or(0));
   report["default_ms"] = entry.defaultCostMs, report["best_ms"] = entry.costMs;
   report["roofline_fraction"] = 0.0;
+  std::vector<double> keptRatio(lengths, 1.0); // per length, what the entry keeps / default
+  for (size_t l = 0; kept && l < lengths; ++l) {
+    PairedRounds at;
+    for (size_t b = 0; b < dfltRounds.size(); ++b)
+      at.addBatch({dfltRounds[b][l]}, {candRounds[b][l]});
+    keptRatio[l] = at.rounds() ? at.judge().ratio : 1.0;
+  }
+  report["anderson2021"] =
+      anderson2021Report(k, lengthValues, search[0], keptRatio, entry.defaultCostMs);
   if (*finalist > 0 && !batches->empty()) {
     const bool cut = batches->size() < PairedRule().maxBatches &&
                      needsAnotherBatch(verdict, batches->size());
@@ -229,8 +299,7 @@ llvm::Error mlir::xf::tuning::importGpuTimes(MLIRContext &ctx, const GpuImportOp
           << "\n";
       continue;
     }
-    llvm::Expected<llvm::json::Object> r =
-        importKernel(ctx, path, *k, lengths->size(), target, *db);
+    llvm::Expected<llvm::json::Object> r = importKernel(ctx, path, *k, *lengths, target, *db);
     if (!r)
       return r.takeError();
     report.push_back(std::move(*r));

@@ -144,10 +144,25 @@ void mlir::xf::tuning::printTuningSummary(llvm::raw_ostream &log,
                                           const llvm::json::Array &report) {
   // Per kernel, the final A/B (docs/tuning.md): the candidate's gain over the
   // default, one round's noise, the margin it had to beat, and what was kept.
-  log << "\n  kernel           default ms   tuned ms     gain    noise   margin  kept     "
-         "roofline  signature\n";
+  // A GPU import adds the baseline (Anderson2021's schedules): its ms and tuned's speedup.
+  const bool baseline = llvm::any_of(
+      report, [](const llvm::json::Value &v) { return v.getAsObject()->get("anderson2021"); });
+  log << "\n  kernel           default ms   tuned ms "
+      << (baseline ? "anderson2021 ms  / tuned " : "")
+      << "    gain    noise   margin  kept     roofline  signature\n";
   for (const llvm::json::Value &v : report) {
     const llvm::json::Object &o = *v.getAsObject();
+    std::string andersonColumns;
+    if (const llvm::json::Object *a = o.getObject("anderson2021")) {
+      // Anderson2021 / tuned; '*' where it was timed at some lengths only (ms needs all).
+      std::optional<double> ms = a->getNumber("ms"), versus = a->getNumber("ratio_to_tuned");
+      andersonColumns =
+          (ms ? llvm::formatv(" {0,15:f4}", *ms).str() : llvm::formatv(" {0,15}", "-").str()) +
+          (versus ? llvm::formatv(" {0,8:f2}{1}", *versus, ms ? "x" : "*").str()
+                  : llvm::formatv(" {0,9}", "-").str());
+    } else if (baseline) {
+      andersonColumns = llvm::formatv(" {0,15} {1,9}", "-", "-").str();
+    }
     std::string gain = "       -", noise = gain, margin = gain, kept = "default";
     if (const llvm::json::Object *check = o.getObject("final_check")) {
       gain = llvm::formatv("{0,7:f1}%", 100 * check->getNumber("gain").value_or(0));
@@ -155,11 +170,11 @@ void mlir::xf::tuning::printTuningSummary(llvm::raw_ostream &log,
       margin = llvm::formatv("{0,7:f1}%", 100 * check->getNumber("margin").value_or(0));
       kept = check->getString("kept").value_or("default").str();
     }
-    log << llvm::formatv("  {0,-16} {1,10:f4} {2,10:f4} {3} {4} {5}  {6,-7} {7,8:p}  {8}\n",
+    log << llvm::formatv("  {0,-16} {1,10:f4} {2,10:f4}{9} {3} {4} {5}  {6,-7} {7,8:p}  {8}\n",
                          o.getString("name").value_or(""), o.getNumber("default_ms").value_or(0),
                          o.getNumber("best_ms").value_or(0), gain, noise, margin, kept,
                          o.getNumber("roofline_fraction").value_or(0),
-                         o.getString("kernel").value_or(""));
+                         o.getString("kernel").value_or(""), andersonColumns);
   }
 }
 

@@ -4,8 +4,9 @@
  * candidate schedules into Halide CUDA pipelines, one function each, and writes this table
  * (as C, compiled and linked with them, libxfrt and libxfrt_gpu_timing_main into
  * DIR/xf-gpu-timing): per kernel its buffers, in the pipeline's argument order (x, weight,
- * [bias], [residual], [norm γ], [norm β], out: GemmKernel.cpp), and its candidates, the
- * default first. GpuTimingMain.cpp times them. C, so that the generated file needs no C++.
+ * [bias], [residual], [norm γ], [norm β], out: GemmKernel.cpp), its candidates, the
+ * default first, and its baselines (Anderson2021's schedule per length). GpuTimingMain.cpp
+ * times them. C, so that the generated file needs no C++.
  *===----------------------------------------------------------------------===*/
 #ifndef XFRT_GPUTIMINGTABLE_H
 #define XFRT_GPUTIMINGTABLE_H
@@ -32,6 +33,17 @@ typedef struct {
   void *function;
 } xf_timing_candidate;
 
+/* A baseline to beat, never a schedule point: the same GEMM scheduled by another scheduler
+ * (name: "anderson2021", Halide's GPU autoscheduler) for `rows` rows, timed at that length
+ * only; the same arguments as the candidates. Where the export could not compile it,
+ * function is NULL and `refused` says why. */
+typedef struct {
+  const char *name;
+  int64_t rows;
+  void *function;
+  const char *refused;
+} xf_timing_baseline;
+
 typedef struct {
   const char *name;      /* the model's kernel, e.g. xf_gemm_0 */
   const char *signature; /* the tuning database's key (gemm k=768 n=2304 ...) */
@@ -39,6 +51,8 @@ typedef struct {
   xf_timing_buffer buffer[XF_TIMING_MAX_BUFFERS];
   int candidates;
   const xf_timing_candidate *candidate;
+  int baselines;
+  const xf_timing_baseline *baseline;
 } xf_timing_kernel;
 
 typedef struct {

@@ -469,6 +469,21 @@ llvm::Error compileAttentionKernel(const AttentionKernelSpec &spec, llvm::String
 /// Halide's device code of two pipelines linked into one module would share one PTX.
 llvm::Error compileAttentionRangesKernel(const AttentionKernelSpec &spec, llvm::StringRef target,
                                          llvm::StringRef objectPath);
+/// Where Halide's autoscheduler plugins (libautoschedule_*.so) are: $XF_HALIDE_PLUGIN_DIR, or
+/// the directory of the libHalide xf was built with (the wheel ships them beside it).
+std::string halidePluginDirectory();
+/// Halide's Anderson2021 GPU autoscheduler, the baseline of `xfc tune --target cuda`
+/// (GemmAnderson2021.cpp): loads its plugin once a process (`pluginPath`, or "" for the one
+/// in halidePluginDirectory()); an error naming the path where it cannot be loaded.
+llvm::Error loadAnderson2021(llvm::StringRef pluginPath);
+/// The SMs Anderson2021 is told to fill (its "parallelism"): an H100/H200's 132, the GPU the
+/// schedules' reg_fill_blocks (264: 2 a SM) assume.
+constexpr int kAnderson2021Parallelism = 132;
+/// `spec.name` as the GEMM's math (no xf path) scheduled by Anderson2021 for `rows` rows
+/// (the estimates: the real K, N and M = rows) for the CUDA `target`; the same arguments as
+/// compileGemmKernel's. loadAnderson2021 first.
+llvm::Error compileGemmKernelAnderson2021(const GemmKernelSpec &spec, int64_t rows,
+                                          llvm::StringRef target, llvm::StringRef objectPath);
 /// The Halide runtime (thread pool, allocator, halide_set_num_threads) that
 /// the kernels, compiled with no_runtime, link against. One per executable.
 llvm::Error compileHalideRuntime(llvm::StringRef target, llvm::StringRef objectPath);

@@ -7,7 +7,9 @@
 //     (GpuScheduleSpace.h, the default first) compiled for the CUDA target into one
 //     self-contained program, DIR/xf-gpu-timing (the candidates' Halide pipelines, a Halide
 //     runtime, libxfrt and runtime/lib/GpuTimingMain.cpp, which times them with CUDA events
-//     and writes every round's times as JSON), and DIR/manifest.json (what it holds).
+//     and writes every round's times as JSON), and DIR/manifest.json (what it holds); with
+//     each GEMM, per length, the baseline to beat: the same math scheduled by Halide's
+//     Anderson2021 GPU autoscheduler (GemmAnderson2021.cpp), timed but never stored.
 //  2. importGpuTimes, here again: that JSON judged kernel by kernel with the CPU tuner's rule
 //     (PairedComparison.h: the finalist against the default in paired, interleaved batches,
 //     kept only when it wins by the noise-derived margin) into tuning database entries keyed
@@ -40,6 +42,10 @@ struct GpuExportOptions {
   size_t candidates = 16;           // per kernel, the default included
   uint64_t seed = 1;                // of the random part of the candidate set
   std::string directory;            // gets xf-gpu-timing and manifest.json
+  // The baseline: Halide's Anderson2021 autoscheduler's schedule of each GEMM at each length,
+  // timed beside the candidates, never stored: its plugin ("" the one beside libHalide), or
+  // "none" to leave it out.
+  std::string anderson2021Plugin;
 };
 
 /// Half 1: the timing program of the GEMMs `host` declares (their schedules must be the

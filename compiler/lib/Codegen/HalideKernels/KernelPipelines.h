@@ -75,6 +75,15 @@ llvm::Expected<KernelPipeline> buildAttentionCudaPipeline(const AttentionKernelS
 llvm::Expected<KernelPipeline> buildAttentionCudaRangesPipeline(const AttentionKernelSpec &spec,
                                                                 bool gpuSchedule = true);
 
+/// The GEMM of `spec` as Anderson2021 gets it (GemmAnderson2021.cpp): one sum over K per
+/// output and the epilogue, unscheduled, the CUDA GEMM's arguments, estimates for `rows` rows
+/// (JIT-able on the CPU as it is); the ranges' merge (mergeHeads) is refused.
+llvm::Expected<KernelPipeline> buildGemmAnderson2021Algorithm(const GemmKernelSpec &spec,
+                                                              int64_t rows);
+/// Applies Anderson2021 (loadAnderson2021 first) to `built` for the GPU `target`.
+llvm::Error scheduleWithAnderson2021(KernelPipeline &built, const std::string &name,
+                                     const Halide::Target &target);
+
 /// A loop kernel's pipeline (LoopKernelsCuda.cpp); `arguments` receives its
 /// arguments in order (buffers and the int32 offset), without the output.
 llvm::Expected<KernelPipeline> buildDeviceLoopPipeline(const DeviceLoopKernelSpec &spec,

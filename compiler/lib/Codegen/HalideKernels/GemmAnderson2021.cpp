@@ -1,0 +1,137 @@
+//===- GemmAnderson2021.cpp - a CUDA GEMM scheduled by Anderson2021 -------===//
+//
+// The baseline `xfc tune --target cuda` times xf's GEMM schedules against (issue 30 item 4):
+// Halide's Anderson2021 GPU autoscheduler (the plugin libautoschedule_anderson2021.so that
+// Halide's package ships beside libHalide) scheduling the GEMM's math for one M. The
+// autoscheduler takes the algorithm without xf's paths: one reduction over K per output
+// (x's rows normalised by the norm prologue where the kernel has one, GemmPrologue.h), then
+// the epilogue (GemmAlgorithm.h). The paths' Funcs (GEMV, register tiles, split K, staged
+// slices) are schedules of that sum written as Funcs; the autoscheduler picks its own tiling
+// of it, so it gets the sum itself. Inputs, outputs and their shapes are the CUDA GEMM's:
+// the same buffers call either.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GemmAlgorithm.h"
+#include "GemmTiling.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/Path.h"
+
+#include <cstdlib>
+#include <mutex>
+
+using namespace Halide;
+
+namespace mlir::xf {
+namespace {
+
+llvm::Error anderson2021Error(const llvm::Twine &message) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}
+
+} // namespace
+
+llvm::Expected<KernelPipeline> buildGemmAnderson2021Algorithm(const GemmKernelSpec &spec,
+                                                              int64_t rows) {
+  return buildCatchingHalideErrors(
+      "the Anderson2021 algorithm of gemm kernel '" + spec.name + "'",
+      [&]() -> llvm::Expected<KernelPipeline> {
+        if (llvm::Error err = validateGemmCuda(spec))
+          return std::move(err);
+        if (spec.mergeHeads)
+          return anderson2021Error("gemm kernel '" + spec.name +
+                                   "' merges flash-decoding's key ranges into x, which the "
+                                   "Anderson2021 algorithm does not");
+        GemmInputs in = gemmInputs(spec);
+        const int K = int(spec.K), N = int(spec.N);
+        Var n("n"), m("m"), g("g");
+        Expr xRows = in.x.dim(1).extent();
+        GemmRowNorm norm;
+        if (spec.prologue != GemmPrologue::None)
+          norm = defineGemmRowNorm(spec, in, "rows", /*lanes=*/32);
+        // x's rows and W's columns clamped, as the CUDA algorithm reads them: the
+        // autoscheduler may round a producer's loops up past M or N.
+        RDom r(0, K, "r");
+        Expr xAt = spec.prologue != GemmPrologue::None ? normalizedX(spec, in, norm, r, m)
+                                                       : in.x(r, clamp(m, 0, xRows - 1));
+        Expr column = g * N + clamp(n, 0, N - 1);
+        Expr wAt =
+            widenWeight(spec, spec.transposeWeight ? in.weight(r, column) : in.weight(column, r));
+        Func product("product");
+        product(n, g, m) = 0.f;
+        product(n, g, m) += xAt * wAt;
+        Func out("gemm_out");
+        const bool gated = spec.epilogue == GemmEpilogue::SwiGlu;
+        out(n, m) =
+            gemmEpilogue(spec, in, product(n, 0, m), gated ? product(n, 1, m) : Expr(), n, m);
+        constrainGemmBuffers(spec, in, out);
+        // The autoscheduler's estimates: the real shapes, M = rows.
+        const int M = int(rows), columns = gated ? 2 * N : N;
+        in.x.set_estimates({{0, K}, {0, M}});
+        in.weight.set_estimates(spec.transposeWeight ? Region{{0, K}, {0, columns}}
+                                                     : Region{{0, columns}, {0, K}});
+        in.bias.set_estimates({{0, columns}});
+        in.residual.set_estimates({{0, N}, {0, M}});
+        in.gamma.set_estimates({{0, K}});
+        in.beta.set_estimates({{0, K}});
+        out.set_estimates({{0, N}, {0, M}});
+        return gemmKernelPipeline(spec, in.x, in.weight, in.bias, in.residual, out, in.gamma,
+                                  in.beta);
+      });
+}
+
+llvm::Error scheduleWithAnderson2021(KernelPipeline &built, const std::string &name,
+                                     const Target &target) {
+  return catchHalideErrors("Anderson2021 on gemm kernel '" + name + "'", [&] {
+    built.pipeline.apply_autoscheduler(
+        target, AutoschedulerParams("Anderson2021",
+                                    {{"parallelism", std::to_string(kAnderson2021Parallelism)}}));
+  });
+}
+
+std::string halidePluginDirectory() {
+  if (const char *dir = std::getenv("XF_HALIDE_PLUGIN_DIR"); dir && *dir)
+    return dir;
+  return XF_HALIDE_PLUGIN_DIR_DEFAULT;
+}
+
+llvm::Error loadAnderson2021(llvm::StringRef pluginPath) {
+  llvm::SmallString<256> path(pluginPath);
+  if (path.empty()) {
+    path = halidePluginDirectory();
+    llvm::sys::path::append(path, "libautoschedule_anderson2021.so");
+  }
+  // A plugin registers its autoscheduler when loaded, and registering twice is an error.
+  static std::mutex mutex;
+  static bool loaded = false;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (loaded)
+    return llvm::Error::success();
+  const std::string what = "loading Halide's Anderson2021 autoscheduler '" + path.str().str() + "'";
+  if (llvm::Error err = catchHalideErrors(what, [&] { Halide::load_plugin(path.str().str()); }))
+    return err;
+  loaded = true;
+  return llvm::Error::success();
+}
+
+llvm::Error compileGemmKernelAnderson2021(const GemmKernelSpec &spec, int64_t rows,
+                                          llvm::StringRef target, llvm::StringRef objectPath) {
+  llvm::Expected<std::string> kernelTarget = halideTargetString(target); // with no_runtime
+  if (!kernelTarget)
+    return kernelTarget.takeError();
+  const Target t(*kernelTarget);
+  if (!t.has_feature(Target::CUDA))
+    return anderson2021Error("Anderson2021 schedules GPU pipelines: '" + target +
+                             "' is not a CUDA target");
+  llvm::Expected<KernelPipeline> built = buildGemmAnderson2021Algorithm(spec, rows);
+  if (!built)
+    return built.takeError();
+  if (llvm::Error err = scheduleWithAnderson2021(*built, spec.name, t))
+    return err;
+  return catchHalideErrors("compiling kernel '" + spec.name + "'", [&] {
+    built->pipeline.compile_to_object(objectPath.str(), built->arguments(), spec.name, t);
+  });
+}
+
+} // namespace mlir::xf
