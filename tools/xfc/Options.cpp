@@ -369,6 +369,11 @@ static bool refuseCudaTuneCombinations() {
     return true;
   }
   if (!tuneExport.empty() && !cuda) {
+    // A target that does not parse (e.g. a capability Halide has no PTX for) says why.
+    if (llvm::Expected<std::string> parsed = mlir::xf::halideTargetString(target); !parsed) {
+      llvm::errs() << "xfc: error: " << llvm::toString(parsed.takeError()) << "\n";
+      return false;
+    }
     llvm::errs() << "xfc: error: --export builds the timing program of a CUDA build's GEMMs: "
                     "give --target cuda (or cuda-sm_NN)\n";
     return false;
