@@ -458,12 +458,15 @@ int main(int argc, char **argv) {
   const Clock::time_point deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double>(o.budgetSeconds));
-  std::string head = "{\"format\": \"xf-gpu-times\", \"version\": 1, \"xf_version\": " +
-                     xfrt::quoteJson(xf_timing.xf_version) + ", \"target\": " +
-                     xfrt::quoteJson(xf_timing.target) + ",\n  \"gpu\": {\"name\": " +
-                     xfrt::quoteJson(name) + ", \"capability\": " + xfrt::quoteJson(capability) +
-                     "}, \"driver\": " + xfrt::quoteJson(xfrt::driverLibraryName()) +
-                     ", \"budget_s\": " + std::to_string(o.budgetSeconds) + ",\n  \"lengths\": [";
+  std::string head =
+      "{\"format\": \"xf-gpu-times\", \"version\": 1, \"xf_version\": " +
+      xfrt::quoteJson(xf_timing.xf_version) + ", \"target\": " + xfrt::quoteJson(xf_timing.target) +
+      ",\n  \"gpu\": {\"name\": " + xfrt::quoteJson(name) +
+      ", \"capability\": " + xfrt::quoteJson(capability) +
+      "}, \"driver\": " + xfrt::quoteJson(xfrt::driverLibraryName()) +
+      ", \"budget_s\": " + std::to_string(o.budgetSeconds) +
+      ",\n  \"baselines_left_out\": " + xfrt::quoteJson(xf_timing.baselines_left_out) +
+      ",\n  \"lengths\": [";
   for (int l = 0; l < xf_timing.lengths; ++l)
     head += (l ? ", " : "") + std::to_string(xf_timing.length[l]);
   head += "],\n  \"kernels\": [\n";

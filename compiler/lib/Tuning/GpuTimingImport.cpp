@@ -80,12 +80,15 @@ double costOf(const std::vector<RoundTimes> &batches) {
 /// every length `ms`, the default's cost times it (as a trial's cost is reckoned).
 llvm::json::Object anderson2021Report(const llvm::json::Object &k, const llvm::json::Array &lengths,
                                       const RoundTimes &defaultSearch,
-                                      const std::vector<double> &keptRatio, double defaultCostMs) {
+                                      const std::vector<double> &keptRatio, double defaultCostMs,
+                                      llvm::StringRef leftOut) {
   const llvm::json::Array *baselines = k.getArray("baselines");
   if (!baselines || baselines->empty())
-    return llvm::json::Object{{"why", baselines ? "the export compiled no Anderson2021 baseline "
-                                                  "for this kernel (its log says why)"
-                                                : "the times file has no baselines"}};
+    return llvm::json::Object{
+        {"why", !leftOut.empty() ? ("the export left the baseline out: " + leftOut).str()
+                : baselines      ? "the export compiled no Anderson2021 baseline for this kernel"
+                                   " (its log says why)"
+                                 : "the times file has no baselines"}};
   llvm::json::Array perLength;
   double logToDefault = 0, logToTuned = 0;
   size_t timed = 0;
@@ -140,6 +143,7 @@ bool isGpuSchedule(MLIRContext &ctx, llvm::StringRef text) {
 llvm::Expected<llvm::json::Object> importKernel(MLIRContext &ctx, const std::string &path,
                                                 const llvm::json::Object &k,
                                                 const llvm::json::Array &lengthValues,
+                                                llvm::StringRef baselinesLeftOut,
                                                 const std::string &target, TuningDatabase &db) {
   const size_t lengths = lengthValues.size();
   std::optional<llvm::StringRef> name = k.getString("name"), signature = k.getString("kernel");
@@ -202,8 +206,8 @@ llvm::Expected<llvm::json::Object> importKernel(MLIRContext &ctx, const std::str
       at.addBatch({dfltRounds[b][l]}, {candRounds[b][l]});
     keptRatio[l] = at.rounds() ? at.judge().ratio : 1.0;
   }
-  report["anderson2021"] =
-      anderson2021Report(k, lengthValues, search[0], keptRatio, entry.defaultCostMs);
+  report["anderson2021"] = anderson2021Report(k, lengthValues, search[0], keptRatio,
+                                              entry.defaultCostMs, baselinesLeftOut);
   if (*finalist > 0 && !batches->empty()) {
     const bool cut = batches->size() < PairedRule().maxBatches &&
                      needsAnotherBatch(verdict, batches->size());
@@ -299,7 +303,8 @@ llvm::Error mlir::xf::tuning::importGpuTimes(MLIRContext &ctx, const GpuImportOp
           << "\n";
       continue;
     }
-    llvm::Expected<llvm::json::Object> r = importKernel(ctx, path, *k, *lengths, target, *db);
+    llvm::Expected<llvm::json::Object> r = importKernel(
+        ctx, path, *k, *lengths, top->getString("baselines_left_out").value_or(""), target, *db);
     if (!r)
       return r.takeError();
     report.push_back(std::move(*r));
