@@ -78,16 +78,19 @@ cl::opt<PackWeights> packWeights(
 cl::opt<bool> bf16GemmInputs(
     "bf16-gemm-inputs", cl::init(false),
     cl::desc("With --weight-type=bf16: also round multi-row GEMM inputs to bfloat16 (AVX-512 "
-             "BF16 dot products; float32 sums). Faster prefill, bfloat16-level accuracy"),
+             "BF16 dot products, or AMX bf16 tiles where the CPU running it has them; float32 "
+             "sums). Faster prefill, bfloat16-level accuracy"),
     cl::cat(xfcCategory));
 cl::opt<Bf16Products> bf16Products(
     "bf16-products", cl::init(Bf16Products::Auto),
     cl::desc("With --bf16-gemm-inputs: which products its GEMMs run on"),
     cl::values(clEnumValN(Bf16Products::Auto, "auto",
-                          "bf16 dot products where this CPU's measured bf16 peak beats its fp32 "
-                          "FMA peak by 25 %, else float32 products (default; a target other "
-                          "than host is not measured: bf16)"),
-               clEnumValN(Bf16Products::On, "on", "bf16 dot products (AVX512-BF16)"),
+                          "bf16 inputs where this CPU's measured bf16 dot-product or AMX bf16 "
+                          "tile peak beats its fp32 FMA peak by 25 %, else float32 products "
+                          "(default; a target other than host is not measured: bf16)"),
+               clEnumValN(Bf16Products::On, "on",
+                          "bf16 inputs and products (AMX bf16 tiles where the CPU running it "
+                          "has them, else AVX512-BF16 dot products)"),
                clEnumValN(Bf16Products::Off, "off",
                           "float32 products on the bf16 weights (as --weight-type=bf16 alone)")),
     cl::cat(xfcCategory));
