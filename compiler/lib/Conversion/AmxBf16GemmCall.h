@@ -13,21 +13,12 @@
 #ifndef XF_LIB_CONVERSION_AMXBF16GEMMCALL_H
 #define XF_LIB_CONVERSION_AMXBF16GEMMCALL_H
 
-#include "xf/Codegen/HalideKernels.h"
+#include "RuntimeGemmCall.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace mlir::xf {
-
-/// The operands of one call; pointers are !llvm.ptr, counts and strides (in floats) i64.
-struct AmxBf16GemmCall {
-  Value x, xStride, rows;
-  Value packedWeight;
-  Value bias, residual, residualStride; // null Values when the GEMM has none
-  Value out, outStride;
-  const GemmKernelSpec *spec;
-};
 
 /// Whether a GEMM of this description calls xfrt_amx_bf16_gemm first: bf16 inputs, its weight
 /// packed at load in tiles of a multiple of 16 columns, a CPU target.
@@ -36,7 +27,7 @@ bool takesAmxBf16Gemm(const GemmKernelSpec &spec, bool cudaDevice);
 /// `(rows >= gemv_rows_below ? xfrt_amx_bf16_gemm(...) : 1) == 1 ? halidePipeline() : s`;
 /// returns the i32 status.
 Value callAmxBf16GemmOrPipeline(OpBuilder &b, Location loc, ModuleOp module,
-                                const AmxBf16GemmCall &call,
+                                const RuntimeGemmCall &call,
                                 llvm::function_ref<Value()> halidePipeline);
 
 } // namespace mlir::xf

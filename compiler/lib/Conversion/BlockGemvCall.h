@@ -11,21 +11,17 @@
 #ifndef XF_LIB_CONVERSION_BLOCKGEMVCALL_H
 #define XF_LIB_CONVERSION_BLOCKGEMVCALL_H
 
-#include "xf/Codegen/HalideKernels.h"
+#include "RuntimeGemmCall.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 
 namespace mlir::xf {
 
-/// The operands of one call; pointers are !llvm.ptr, counts and strides (in floats) i64.
+/// One call: the GEMM's operands and the target's blockDotIsaCeiling.
 struct BlockGemvCall {
-  Value x, xStride, rows;
-  Value weight;
-  Value bias, residual, residualStride; // null Values when the GEMM has none
-  Value out, outStride;
-  const GemmKernelSpec *spec;
-  int isaCeiling; // blockDotIsaCeiling of the target
+  RuntimeGemmCall operands;
+  int isaCeiling;
 };
 
 /// ggml's type id of a block type (Q4_0 2, Q4_1 3, Q8_0 8), as libxfrt takes it.

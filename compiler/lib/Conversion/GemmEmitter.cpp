@@ -54,25 +54,25 @@ LogicalResult HostLowering::emitGemm(GemmOp gemm, const KernelResult &r, xfrt::K
     return callHalidePipeline(*b, loc, *program.module, spec.name, args, {}, options.cudaDevice);
   };
   auto stride = [&](Value t) { return i64(placements[t].stride); };
-  if (spec.weightBlocks != WeightBlocks::None && options.q8GemmInputs) {
-    BlockGemvCall q8{pointerOf(gemm.getInput()), stride(gemm.getInput()), r.rows,
-                     pointerOf(gemm.getWeight())};
+  // libxfrt's entry points take the same operands; the weight is the blocks or the packed one.
+  auto runtimeCall = [&](llvm::function_ref<Value()> weight) {
+    RuntimeGemmCall call{pointerOf(gemm.getInput()), stride(gemm.getInput()), r.rows};
+    call.weight = weight();
     if (spec.hasBias)
-      q8.bias = pointerOf(gemm.getBias());
+      call.bias = pointerOf(gemm.getBias());
     if (spec.hasResidual)
-      q8.residual = pointerOf(gemm.getResidual()), q8.residualStride = stride(gemm.getResidual());
-    q8.out = r.out, q8.outStride = stride(r.value), q8.spec = &spec;
-    q8.isaCeiling = options.blockDotIsa;
+      call.residual = pointerOf(gemm.getResidual()),
+      call.residualStride = stride(gemm.getResidual());
+    call.out = r.out, call.outStride = stride(r.value), call.spec = &spec;
+    return call;
+  };
+  if (spec.weightBlocks != WeightBlocks::None && options.q8GemmInputs) {
+    BlockGemvCall q8{runtimeCall([&] { return pointerOf(gemm.getWeight()); }),
+                     options.blockDotIsa};
     orStatus(callBlockGemvOrPipeline(*b, loc, *program.module, q8, halide));
   } else if (takesAmxBf16Gemm(spec, options.cudaDevice)) {
-    AmxBf16GemmCall amx{pointerOf(gemm.getInput()), stride(gemm.getInput()), r.rows,
-                        args[1].host};
-    if (spec.hasBias)
-      amx.bias = pointerOf(gemm.getBias());
-    if (spec.hasResidual)
-      amx.residual = pointerOf(gemm.getResidual()), amx.residualStride = stride(gemm.getResidual());
-    amx.out = r.out, amx.outStride = stride(r.value), amx.spec = &spec;
-    orStatus(callAmxBf16GemmOrPipeline(*b, loc, *program.module, amx, halide));
+    orStatus(callAmxBf16GemmOrPipeline(*b, loc, *program.module, runtimeCall([&] { return args[1].host; }),
+                                       halide));
   } else {
     orStatus(halide());
   }
