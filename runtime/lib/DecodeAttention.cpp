@@ -10,6 +10,7 @@
 #include "xfrt/DecodeAttention.h"
 #include "xfrt/DType.h"
 #include "xfrt/ThreadPool.h"
+#include "KernelTasks.h"
 
 #include <algorithm>
 #include <cmath>
@@ -20,10 +21,6 @@
 #define XF_DECODE_ATTENTION_X86 1
 #include <immintrin.h>
 #endif
-
-// The Halide runtime's parallel loop (BlockGemv.cpp says why it is weak).
-extern "C" int halide_do_par_for(void *userContext, int (*task)(void *, int, uint8_t *), int min,
-                                 int size, uint8_t *closure) __attribute__((weak));
 
 namespace xfrt {
 namespace {
@@ -422,13 +419,7 @@ int runBatchTask(void *, int task, uint8_t *closure) {
 
 /// The batch's tasks on the thread pool (in a loop without one, as in unit tests).
 int32_t runTasks(const Batch &batch) {
-  const int tasks = batch.firstTask[batch.n];
-  uint8_t *closure = reinterpret_cast<uint8_t *>(const_cast<Batch *>(&batch));
-  if (halide_do_par_for && tasks > 1)
-    return halide_do_par_for(nullptr, runBatchTask, 0, tasks, closure);
-  for (int t = 0; t < tasks; ++t)
-    runBatchTask(nullptr, t, closure);
-  return 0;
+  return xfrt::runTasks(runBatchTask, batch.firstTask[batch.n], const_cast<Batch *>(&batch));
 }
 
 } // namespace
