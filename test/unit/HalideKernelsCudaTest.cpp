@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionDecodeCuda.h"
 #include "GemmAlgorithm.h"
 #include "HalideKernelsTestUtil.h"
 
@@ -441,6 +442,23 @@ int callRanges(Halide::Callable &ranges, const AttentionKernelSpec &spec, RangeA
   }
 }
 
+// Element c of head `head` of row `row` of `m` (heads side by side) rotated at `position` as
+// spec.rope pairs features, in double; as it is without rope.
+double rotatedRef(const AttentionKernelSpec &spec, const Halide::Runtime::Buffer<float> &m,
+                  int head, int c, int row, double position) {
+  const int dK = int(spec.dK);
+  auto at = [&](int x) { return double(m(head * dK + x, row)); };
+  if (spec.rope == AttentionKernelSpec::Rope::None)
+    return at(c);
+  const bool adjacent = spec.rope == AttentionKernelSpec::Rope::Adjacent;
+  const int p = adjacent ? c / 2 : c % (dK / 2);
+  const bool first = adjacent ? c % 2 == 0 : c < dK / 2;
+  const double a = adjacent ? at(2 * p) : at(p), b = adjacent ? at(2 * p + 1) : at(p + dK / 2);
+  const double angle = position * std::pow(spec.ropeBase, -2.0 * p / dK);
+  return first ? a * std::cos(angle) - b * std::sin(angle)
+               : a * std::sin(angle) + b * std::cos(angle);
+}
+
 void checkAttention(const AttentionKernelSpec &spec,
                     const std::vector<std::pair<int, int>> &shapes = {
                         {1, 1}, {1, 70}, {3, 40}, {4, 4}, {17, 17}, {20, 45}, {40, 20}}) {
@@ -501,18 +519,7 @@ void checkAttention(const AttentionKernelSpec &spec,
     // unless the cache holds them rotated (ropeKeys off: rotated by the append), key s at s;
     // in double. Appended keys are rotated at their position too.
     auto rotatedAt = [&](const Halide::Runtime::Buffer<float> &m, int head, int c, int row,
-                         double position) -> double {
-      auto at = [&](int x) { return double(m(head * dK + x, row)); };
-      if (spec.rope == AttentionKernelSpec::Rope::None)
-        return at(c);
-      const bool adjacent = spec.rope == AttentionKernelSpec::Rope::Adjacent;
-      const int i = adjacent ? c / 2 : c % (dK / 2);
-      const bool first = adjacent ? c % 2 == 0 : c < dK / 2;
-      const double a = adjacent ? at(2 * i) : at(i), b = adjacent ? at(2 * i + 1) : at(i + dK / 2);
-      const double angle = position * std::pow(spec.ropeBase, -2.0 * i / dK);
-      return first ? a * std::cos(angle) - b * std::sin(angle)
-                   : a * std::sin(angle) + b * std::cos(angle);
-    };
+                         double position) { return rotatedRef(spec, m, head, c, row, position); };
     auto keyRef = [&](int g, int c, int s) {
       const bool rotate = rope && (spec.ropeKeys || (mode == RangeAppend::LastRows && s >= start));
       return rotate ? rotatedAt(k, g, c, s, s) : double(k(g * dK + c, s));
@@ -650,6 +657,129 @@ TEST(CudaAttentionAlgorithm, RangePassAppends) {
   checkAttention(s, {{1, 130}, {3, 3}});
   s.ropeKeys = true;
   checkAttention(s, {{1, 300}, {3, 40}});
+}
+
+// A batched decode step of n sequences on the GPU (docs/gpu.md, "Batches on the GPU"), as the
+// host runs it: the append of every sequence's new K/V row to its own slot at its own
+// position (one launch: AppendKeyValues with row positions, keys rotated there with rope),
+// `<name>_batched_ranges` over each sequence's keys 0..start, `<name>_batched` merging them;
+// against float64 attention of each sequence alone. The caches hold NaN wherever no sequence
+// wrote (other slots, positions past each start, the rows the append writes), so reading a
+// wrong slot, a wrong start or a key before it was appended fails the check.
+bool refused(llvm::Error err) {
+  const bool failed = bool(err);
+  llvm::consumeError(std::move(err));
+  return failed;
+}
+
+void checkBatchedDecode(const AttentionKernelSpec &spec, const std::vector<int> &starts,
+                        const std::vector<int> &slots, int slotCount, int capacity) {
+  SCOPED_TRACE("n=" + std::to_string(starts.size()));
+  const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
+  const int Hkv = int(spec.keyValueHeads()), group = H / Hkv, n = int(starts.size());
+  const bool rope = spec.rope != AttentionKernelSpec::Rope::None;
+  DeviceLoopKernelSpec append;
+  append.name = "append", append.kind = DeviceLoopKind::AppendKeyValues;
+  append.rowPositions = true;
+  if (rope)
+    append.headWidth = dK, append.constant = spec.ropeBase,
+    append.flag = spec.rope == AttentionKernelSpec::Rope::Halves;
+  std::vector<Halide::Argument> appendArgs;
+  Halide::Callable appendKernel = jitUnscheduled(
+      buildDeviceLoopPipeline(append, /*gpuSchedule=*/false, appendArgs), appendArgs);
+  Halide::Callable ranges =
+      jitUnscheduled(buildCudaBatchedRangesPipeline(spec, /*gpuSchedule=*/false));
+  Halide::Callable merge = jitUnscheduled(buildCudaBatchedMergePipeline(spec, false));
+  ASSERT_TRUE(appendKernel.defined() && ranges.defined() && merge.defined());
+  std::mt19937 rng(11);
+  // Sequence i's keys and values at positions 0..starts[i] (the last its new row).
+  std::vector<Halide::Runtime::Buffer<float>> k, v;
+  Halide::Runtime::Buffer<float> kCache(dK, capacity, Hkv, slotCount),
+      vCache(dV, capacity, Hkv, slotCount);
+  kCache.fill(std::nanf("")), vCache.fill(std::nanf(""));
+  Halide::Runtime::Buffer<float> newK(dK, n, Hkv), newV(dV, n, Hkv);
+  Halide::Runtime::Buffer<int64_t> positions(n), slotOf(n);
+  auto q = xftest::randomMatrix(n, H * dK, rng);
+  q.for_each_value([](float &x) { x *= 4.f; });
+  for (int i = 0; i < n; ++i) {
+    k.push_back(xftest::randomMatrix(starts[i] + 1, Hkv * dK, rng));
+    v.push_back(xftest::randomMatrix(starts[i] + 1, Hkv * dV, rng));
+    positions(i) = starts[i], slotOf(i) = slots[i];
+    for (int g = 0; g < Hkv; ++g)
+      for (int s = 0; s <= starts[i]; ++s)
+        for (int c = 0; c < dK; ++c) {
+          // Keys before the new one sit in the cache rotated (the append rotated them).
+          if (s < starts[i]) {
+            kCache(c, s, g, slots[i]) = float(rotatedRef(spec, k[i], g, c, s, s));
+            vCache(c, s, g, slots[i]) = v[i](g * dV + c, s);
+          } else {
+            newK(c, i, g) = k[i](g * dK + c, s), newV(c, i, g) = v[i](g * dV + c, s);
+          }
+        }
+  }
+  ASSERT_EQ(xftest::call(appendKernel, {newK.raw_buffer(), newV.raw_buffer(),
+                                        positions.raw_buffer(), slotOf.raw_buffer(),
+                                        kCache.raw_buffer(), vCache.raw_buffer()}),
+            0);
+  const CudaDecodePartials shape = cudaDecodePartialsOf(spec);
+  Halide::Runtime::Buffer<float> partials(int(shape.columns), n, H, int(shape.ranges));
+  partials.fill(std::nanf(""));
+  ASSERT_EQ(xftest::call(ranges, {q.raw_buffer(), kCache.raw_buffer(), vCache.raw_buffer(),
+                                  positions.raw_buffer(), slotOf.raw_buffer(),
+                                  partials.raw_buffer()}),
+            0);
+  Halide::Runtime::Buffer<float> out(H * dV, n);
+  out.fill(std::nanf(""));
+  ASSERT_EQ(xftest::call(merge, {partials.raw_buffer(), out.raw_buffer()}), 0);
+  double worst = 0;
+  for (int i = 0; i < n; ++i) {
+    const int keys = starts[i] + 1;
+    std::vector<double> score(keys);
+    for (int h = 0; h < H; ++h) {
+      double top = -INFINITY;
+      for (int s = 0; s < keys; ++s) {
+        double dot = 0;
+        for (int c = 0; c < dK; ++c)
+          dot += rotatedRef(spec, q, h, c, i, starts[i]) *
+                 rotatedRef(spec, k[i], h / group, c, s, s);
+        score[s] = dot * spec.scale;
+        top = std::max(top, score[s]);
+      }
+      double sum = 0;
+      for (int s = 0; s < keys; ++s)
+        sum += std::exp(score[s] - top);
+      for (int d = 0; d < dV; ++d) {
+        double ref = 0;
+        for (int s = 0; s < keys; ++s)
+          ref += std::exp(score[s] - top) / sum * v[i]((h / group) * dV + d, s);
+        double err = std::abs(out(h * dV + d, i) - ref);
+        worst = err <= worst ? worst : err; // a NaN (an element never written) stays
+      }
+    }
+  }
+  EXPECT_LE(worst, 1e-5);
+}
+
+TEST(CudaAttentionAlgorithm, BatchedDecodeStep) {
+  AttentionKernelSpec s;
+  s.name = "a";
+  s.heads = 8, s.dK = 4, s.dV = 4, s.scale = 0.5, s.causal = true;
+  ASSERT_FALSE(refused(validateCudaBatchedDecode(s)));
+  // 8 sequences on slots out of order (two unused), from a first step (start 0) to 1,999 keys
+  // (two key blocks a range of 33), some shorter than the ranges (empty ranges).
+  checkBatchedDecode(s, {0, 5, 1999, 40, 3, 700, 31, 64}, {6, 0, 3, 7, 1, 2, 9, 4}, 10, 2000);
+  checkBatchedDecode(s, {9}, {0}, 1, 16);
+  // Grouped heads (4 a block), rotary positions in both pairings (keys rotated by the append).
+  s.heads = 12, s.kvHeads = 3, s.dK = s.dV = 8;
+  checkBatchedDecode(s, {300, 2, 77}, {2, 1, 0}, 3, 400);
+  s.heads = 6, s.kvHeads = 2, s.ropeKeys = false, s.ropeBase = 100.0;
+  s.rope = AttentionKernelSpec::Rope::Halves;
+  checkBatchedDecode(s, {130, 0, 61, 7}, {1, 3, 0, 2}, 4, 200);
+  s.rope = AttentionKernelSpec::Rope::Adjacent;
+  checkBatchedDecode(s, {90, 12}, {0, 1}, 2, 100);
+  // Refused: keys rotated as read, K and V heads of two widths.
+  s.ropeKeys = true;
+  EXPECT_TRUE(refused(validateCudaBatchedDecode(s)));
 }
 
 // ---- Loop kernels ----------------------------------------------------------

@@ -77,7 +77,7 @@ Value buildBuffer(Fields &f, const HalideBufferArg &arg, Value deviceInterface) 
     f.store(LLVM::PtrToIntOp::create(f.b, f.loc, f.b.getI64Type(), arg.host), bufType, buffer,
             {0, Device});
     f.store(deviceInterface, bufType, buffer, {0, Interface});
-    f.store(null, bufType, buffer, {0, Host});
+    f.store(arg.hostAlias ? arg.host : null, bufType, buffer, {0, Host});
   } else {
     f.store(f.integer(64, 0), bufType, buffer, {0, Device});
     f.store(null, bufType, buffer, {0, Interface});

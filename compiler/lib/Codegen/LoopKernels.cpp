@@ -745,6 +745,41 @@ func::FuncOp LoopKernels::appendKeyValues(std::optional<KeyRotation> rotation) {
   });
 }
 
+func::FuncOp LoopKernels::appendKeyValuesAt(std::optional<KeyRotation> rotation) {
+  XF_KERNEL_CACHED_WITH(
+      rotation ? llvm::formatv("xf_append_rotated_key_values_at_{0}_{1}_{2}",
+                               rotation->pairs == RotaryPairs::Adjacent ? "adjacent" : "halves",
+                               rotation->headWidth, formatDouble(rotation->base))
+                     .str()
+               : std::string("xf_append_key_values_at"),
+      LoopSchedule{});
+  assert(device && "row positions come from the device's step table");
+  DeviceLoopKernelSpec spec{"", DeviceLoopKind::AppendKeyValues};
+  spec.rowPositions = true;
+  if (rotation)
+    spec.headWidth = rotation->headWidth, spec.constant = rotation->base,
+    spec.flag = rotation->pairs == RotaryPairs::Halves;
+  return deviceKernel(name, "pipippiiiiiiipp", spec, [&](DeviceCall &d) {
+    Value rows = d.args[10], width = d.args[11], heads = d.args[12];
+    for (int source : {0, 2})
+      d.buffers.push_back(HalideBufferArg{
+          d.args[source], {{width, d.i(1)}, {rows, d.args[source + 1]}, {heads, width}}});
+    for (int table : {13, 14}) {
+      d.buffers.push_back(HalideBufferArg{d.args[table], {{rows, d.i(1)}}});
+      d.buffers.back().int64 = true;
+    }
+    for (int cache : {4, 5}) { // scattered into: HalideBufferArg::hostAlias
+      d.buffers.push_back(HalideBufferArg{d.args[cache],
+                                          {{width, d.i(1)},
+                                           {d.args[8], width},
+                                           {heads, d.args[6]},
+                                           {d.args[9], d.args[7]}}});
+      d.buffers.back().hostAlias = true;
+    }
+    d.outputs = 2;
+  });
+}
+
 func::FuncOp LoopKernels::transpose2d() {
   XF_KERNEL_CACHED_WITH("xf_transpose2d", LoopSchedule{});
   if (device) // (in, out, rows, cols)

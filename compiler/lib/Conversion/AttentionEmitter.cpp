@@ -82,15 +82,18 @@ LogicalResult HostLowering::emitAttention(AttentionOp attn, const KernelResult &
   }
   // Models that decode several sequences together also get the batched decode step
   // (one call over every sequence's newest row): causal self-attention whose keys sit in a
-  // cache (rotated there, if rotary), on the CPU. Set in every entry point alike, so
+  // cache (rotated there, if rotary). Set in every entry point alike, so
   // that they share the kernel.
   // A half cache gives the cached entry points their own kernel (float16 K/V), which alone
-  // needs the batched step.
+  // needs the batched step. On the GPU (CUDA fp32 attention, K and V of one width) it is
+  // the append and two kernels for all sequences (emitCudaBatchedDecodeStep).
   spec.halfKeyValues = cachedMode && cachePlan.half();
-  const bool batchedStepWanted = cachePlan.packedCacheable && spec.causal &&
-                                 !attn.getKeySegments() &&
-                                 (spec.rope == AttentionKernelSpec::Rope::None || !spec.ropeKeys) &&
-                                 !options.cudaDevice && (cachedMode || !cachePlan.half());
+  const bool batchedStepWanted =
+      cachePlan.packedCacheable && spec.causal && !attn.getKeySegments() &&
+      (spec.rope == AttentionKernelSpec::Rope::None || !spec.ropeKeys) &&
+      (options.cudaDevice
+           ? options.gpuMatmul == GpuMatmul::Fp32 && cudaBatchedDecodeHandles(spec)
+           : (cachedMode || !cachePlan.half()));
   // libxfrt's xfrt_decode_attention takes the decode steps (one query row, single or
   // batched) of the kernels it handles; only the others need the Halide `<kernel>_batched`
   // pipeline (compiling it anyway cost ~0.5 s and an object per cached attention kernel).
@@ -142,6 +145,8 @@ LogicalResult HostLowering::emitAttention(AttentionOp attn, const KernelResult &
 /// A decode step of every sequence: each newest K/V row into its sequence's cache, then
 /// one call over all of them (sequence i's row is row i).
 void HostLowering::emitBatchedDecodeStep(const AttentionCall &call) {
+  if (options.cudaDevice)
+    return emitCudaBatchedDecodeStep(call);
   AttentionOp attn = call.op;
   forEachSequence(lengthsArg, Value(), [&](const SequenceSpan &s) {
     Value cache = sequenceCache(s.index);
@@ -169,6 +174,34 @@ void HostLowering::emitBatchedDecodeStep(const AttentionCall &call) {
   }
   orStatus(callHalidePipeline(*b, loc, *program.module, call.spec.name + "_batched",
                               {query, keys, values, slots, starts, out}));
+}
+
+/// On the GPU, a decode step of n sequences (row i sequence i's) in three launches whatever n:
+/// every new K/V row to its slot at its position (one append, both read from the step table),
+/// flash-decoding's key ranges of every sequence, their merge (CudaAttentionCall.h).
+void HostLowering::emitCudaBatchedDecodeStep(const AttentionCall &call) {
+  AttentionOp attn = call.op;
+  HalideBufferArg keys = cacheSlotsArg(attn.getKey(), call.keyOffset, call.kvHeads);
+  HalideBufferArg values = cacheSlotsArg(attn.getValue(), call.valueOffset, call.kvHeads);
+  std::optional<KeyRotation> rotation;
+  if (call.spec.rope != AttentionKernelSpec::Rope::None)
+    rotation = KeyRotation{call.spec.rope == AttentionKernelSpec::Rope::Adjacent
+                               ? RotaryPairs::Adjacent
+                               : RotaryPairs::Halves,
+                           call.spec.dK, call.spec.ropeBase};
+  this->call(kernels->appendKeyValuesAt(rotation),
+       {rowPointer(attn.getKey(), i64(0)), i64(placements[attn.getKey()].stride),
+        rowPointer(attn.getValue(), i64(0)), i64(placements[attn.getValue()].stride), keys.host,
+        values.host, keys.dims[2].second, keys.dims[3].second, cacheRows, slotCount, countArg,
+        keys.dims[0].first, keys.dims[2].first, rowPositions, rowSlots});
+  const CudaDecodePartials shape = cudaDecodePartialsOf(call.spec);
+  deviceAttentionFloats =
+      std::max(deviceAttentionFloats, shape.columns * kCudaBatchedMaxSequences * shape.heads *
+                                          shape.ranges);
+  CudaBatchedDecode decode{segmentArg(attn.getQuery(), i64(0), countArg), keys, values,
+                           rowPositions, rowSlots, countArg, devicePartials(),
+                           segmentArg(call.result, i64(0), countArg)};
+  orStatus(callCudaBatchedDecode(*b, loc, *program.module, call.spec, decode));
 }
 
 /// Cached attention: `rows` new K/V rows (at `newKeys`, `newValues`) into `cache` at

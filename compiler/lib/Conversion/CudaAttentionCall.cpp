@@ -115,3 +115,36 @@ Value mlir::xf::callCudaAttention(OpBuilder &b, Location loc, ModuleOp module,
                                           {query, keys, values, buffer, out}, {}, /*device=*/true));
   return merge.getResult(0);
 }
+
+Value mlir::xf::callCudaBatchedDecode(OpBuilder &b, Location loc, ModuleOp module,
+                                      const AttentionKernelSpec &spec,
+                                      const CudaBatchedDecode &call) {
+  auto i64 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v); };
+  auto mul = [&](Value x, int64_t y) -> Value { return arith::MulIOp::create(b, loc, x, i64(y)); };
+  const CudaDecodePartials shape = cudaDecodePartialsOf(spec);
+  // (column, sequence, head, range), dense.
+  HalideBufferArg partials{call.partials,
+                           {{i64(shape.columns), i64(1)},
+                            {call.count, i64(shape.columns)},
+                            {i64(shape.heads), mul(call.count, shape.columns)},
+                            {i64(shape.ranges), mul(call.count, shape.columns * shape.heads)}}};
+  HalideBufferArg positions{call.positions, {{call.count, i64(1)}}};
+  HalideBufferArg slots{call.slots, {{call.count, i64(1)}}};
+  positions.int64 = slots.int64 = true;
+  Value status =
+      callHalidePipeline(b, loc, module, cudaBatchedName(spec, CudaBatchedPart::Ranges),
+                         {call.query, call.keys, call.values, positions, slots, partials}, {},
+                         /*device=*/true);
+  Value failed = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ne, status,
+                                       arith::ConstantIntOp::create(b, loc, b.getI32Type(), 0));
+  auto merge = scf::IfOp::create(b, loc, TypeRange{b.getI32Type()}, failed,
+                                 /*addThenBlock=*/true, /*addElseBlock=*/true);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(merge.thenBlock());
+  scf::YieldOp::create(b, loc, status);
+  b.setInsertionPointToStart(merge.elseBlock());
+  Value merged = callHalidePipeline(b, loc, module, cudaBatchedName(spec, CudaBatchedPart::Merge),
+                                    {partials, call.out}, {}, /*device=*/true);
+  scf::YieldOp::create(b, loc, merged);
+  return merge.getResult(0);
+}

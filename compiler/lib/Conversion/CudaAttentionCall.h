@@ -47,6 +47,19 @@ Value callCudaAttention(OpBuilder &b, Location loc, ModuleOp module,
                         Value partials, const CudaAttentionAppend *append = nullptr,
                         bool mergeInConsumer = false);
 
+/// A decode step of n sequences (HalideKernels.h, cudaBatchedName), their new K/V rows already
+/// in their slots: `query` and `out` [n, H·d] rows, the caches of every slot (column, position,
+/// K/V head, slot), the step table's positions and slots (device int64 arrays of n), and
+/// `partials`, a device address of cudaDecodePartialsOf(spec).floats() / 4 · n floats.
+struct CudaBatchedDecode {
+  HalideBufferArg query, keys, values;
+  Value positions, slots, count, partials;
+  HalideBufferArg out;
+};
+/// `<name>_batched_ranges`, then, unless it failed, `<name>_batched`; the i32 status.
+Value callCudaBatchedDecode(OpBuilder &b, Location loc, ModuleOp module,
+                            const AttentionKernelSpec &spec, const CudaBatchedDecode &call);
+
 } // namespace mlir::xf
 
 #endif // XF_LIB_CONVERSION_CUDAATTENTIONCALL_H

@@ -218,6 +218,10 @@ LogicalResult HostLowering::emitForward(bool cached, bool packed) {
       batchedDecodeStep = arith::AndIOp::create(
           builder, loc, cmp(arith::CmpIPredicate::eq, lArg, countArg),
           cmp(arith::CmpIPredicate::sle, span, i64(INT32_MAX)));
+      if (options.cudaDevice) // the batched partials' region holds this many sequences
+        batchedDecodeStep = arith::AndIOp::create(
+            builder, loc, batchedDecodeStep,
+            cmp(arith::CmpIPredicate::sle, countArg, i64(kCudaBatchedMaxSequences)));
     }
     auto perRow = [&](Value sum, Value rows) -> Value {
       return arith::DivSIOp::create(builder, loc, sum,

@@ -218,6 +218,7 @@ private:
   struct AttentionCall;
   LogicalResult emitAttention(AttentionOp op, const KernelResult &r, xfrt::KernelSpec &site);
   void emitBatchedDecodeStep(const AttentionCall &call);
+  void emitCudaBatchedDecodeStep(const AttentionCall &call);
   Value emitCachedAttention(const AttentionCall &call, HalideBufferArg query, Value cache,
                             Value position, Value newKeys, Value newValues, Value rows,
                             HalideBufferArg out);

@@ -371,6 +371,20 @@ llvm::Error mlir::xf::buildExecutable(ModuleOp hostModule, const CodegenOptions 
               return compileAttentionRangesKernel(spec, options.target, path);
             }))
       return e;
+    if (!spec.batchedDecode)
+      continue;
+    // The batched decode step's two functions (HalideKernels.h), an object each.
+    for (CudaBatchedPart part : {CudaBatchedPart::Ranges, CudaBatchedPart::Merge}) {
+      const std::string name = cudaBatchedName(spec, part);
+      objects.push_back(dir.file(name + ".o"));
+      if (llvm::Error e = source.provide(
+              name, kernelSignature(attentionKernelAttr(ctx, spec)),
+              attentionObjectKey(ctx, spec, *kernelTarget + "+" + name.substr(spec.name.size())),
+              objects.back(), [&](llvm::StringRef path) {
+                return compileAttentionBatchedKernel(spec, part, options.target, path);
+              }))
+        return e;
+    }
   }
   for (const DeviceLoopKernelSpec &spec : kernels.deviceLoops) {
     objects.push_back(dir.file(spec.name + ".o"));

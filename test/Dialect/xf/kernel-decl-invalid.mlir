@@ -23,7 +23,7 @@ xf.kernel_decl @k = #xf.device_loop_kernel<kind = normalize, width = 8, affine_p
 
 // -----
 
-// expected-error @+1 {{#xf.device_loop_kernel: row_positions needs kind position or gather_positions}}
+// expected-error @+1 {{#xf.device_loop_kernel: row_positions needs kind position, gather_positions or append_key_values}}
 xf.kernel_decl @k = #xf.device_loop_kernel<kind = sinusoid, width = 8, row_positions = true>
 
 // -----

@@ -25,6 +25,10 @@ struct HalideBufferArg {
   bool bytes = false; // uint8 elements (ggml weight blocks) instead of float32
   bool int32 = false; // int32 elements (token ids) instead of float32
   bool int64 = false; // int64 elements (positions, cache slots) instead of float32
+  /// A device output that a pipeline scatters into (its pure definition undefined): Halide
+  /// then insists on a host pointer, so the descriptor's host field repeats the device
+  /// address. Never dereferenced: the buffer is not host-dirty, so Halide copies nothing.
+  bool hostAlias = false;
 };
 
 /// Emits the descriptors and `call @name(...)`; returns its i32 status.

@@ -346,6 +346,25 @@ inline CudaDecodePartials cudaDecodePartialsOf(const AttentionKernelSpec &spec) 
 /// start = the keys, new_k = k, new_v = v and cudaDecodeAppendDummyFloats() floats after the
 /// partials as both row outputs.
 inline bool cudaDecodeRangesAppend(const AttentionKernelSpec &spec) { return spec.dK == spec.dV; }
+/// The batched decode step of several sequences on the GPU (spec.batchedDecode under a CUDA
+/// target; AttentionDecodeCuda.cpp): each sequence's new K/V row appended to its slot by one
+/// launch (LoopKernels::appendKeyValuesAt), then `<name>_batched_ranges` (flash-decoding's key
+/// ranges per (range, head block, sequence)) and `<name>_batched` (their merge per (head, 4
+/// sequences)), each an object of its own. Causal attention over keys rotated in the cache, K
+/// and V heads of one width; at most kCudaBatchedMaxSequences sequences a call (the partials,
+/// [dV + 2, n, H, ranges] floats, sit in the region after the scratch arena).
+constexpr int64_t kCudaBatchedMaxSequences = 64;
+inline bool cudaBatchedDecodeHandles(const AttentionKernelSpec &spec) {
+  return spec.causal &&
+         (spec.rope == AttentionKernelSpec::Rope::None || !spec.ropeKeys) &&
+         cudaDecodeRangesAppend(spec) && !spec.halfKeyValues;
+}
+enum class CudaBatchedPart { Ranges, Merge };
+inline std::string cudaBatchedName(const AttentionKernelSpec &spec, CudaBatchedPart part) {
+  return spec.name + (part == CudaBatchedPart::Ranges ? "_batched_ranges" : "_batched");
+}
+llvm::Error compileAttentionBatchedKernel(const AttentionKernelSpec &spec, CudaBatchedPart part,
+                                          llvm::StringRef target, llvm::StringRef objectPath);
 /// The rows' outputs of a range pass that appends nothing: rows × dV floats after the partials.
 inline int64_t cudaDecodeAppendDummyFloats(const CudaDecodePartials &shape) {
   return shape.rows * (shape.columns - 2);
@@ -433,7 +452,9 @@ struct DeviceLoopKernelSpec {
   bool flag = false;
   int affineParams = 0;
   /// Position and GatherPositions: row t's position is positions[t] of an int64 buffer (a
-  /// packed batch's step table on the device, docs/abi.md) instead of offset + t.
+  /// packed batch's step table on the device, docs/abi.md) instead of offset + t;
+  /// AppendKeyValues: row t goes to that position of slot slots[t] (the caches of every slot,
+  /// 4-D: one launch appends a batched decode step's rows).
   bool rowPositions = false;
 };
 

@@ -115,6 +115,11 @@ public:
   /// `rotation` (xf.attention's rope fused on the GPU) the new keys turn as rotaryRows turns
   /// them at their positions (position + row) on their way into the cache.
   func::FuncOp appendKeyValues(std::optional<KeyRotation> rotation = std::nullopt);
+  /// A batched decode step's rows, row t to position at[t] of slot slots[t] of the caches of
+  /// every slot, one launch (device only; DeviceLoopKernelSpec::rowPositions)
+  /// (keys, keyStride, values, valueStride, keyCache, valueCache, headStride, slotStride,
+  ///  positions, slotCount, rows, width, heads, at, slots)
+  func::FuncOp appendKeyValuesAt(std::optional<KeyRotation> rotation = std::nullopt);
 
   // ---- Backward (the ops of xf-differentiate; BackwardLoopKernels.cpp) ----
   // Kernels marked "serial" sum over rows into one accumulator and ignore

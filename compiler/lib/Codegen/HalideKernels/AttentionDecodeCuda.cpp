@@ -50,6 +50,9 @@ struct DecodeRanges {
   RDom rj, rb;
   OnlineSoftmax softmax;
   bool append = false, rotateNewKeys = false;
+  /// The batched pass (defineBatchedRanges): t is a sequence, one a block; the tiles are
+  /// (c | d, key, kv head, t).
+  bool batched = false;
 };
 
 DecodeRanges defineRanges(const AttentionKernelSpec &spec, const CudaDecodePartials &shape,
@@ -120,9 +123,16 @@ void scheduleRanges(DecodeRanges &f, const AttentionOperands &a, const CudaDecod
                     int dV, bool rope) {
   const ColumnThreads columns(dV);
   const int heads = int(shape.headsPerBlock);
+  // The query rows of a block: a step's <= 4, or the batched pass's one sequence.
+  const int rows = f.batched ? 1 : kDecodeRows;
   Var d = a.d, t = a.t, h = a.h, j = a.j, p = f.p, e = f.e;
   Var hb("head_block"), hi("block_head"), ex("ex"), er("er"), dx("dx"), dr("dr"), ho("ho");
-  if (!f.append) {
+  if (f.batched) { // blocks (range, head block, sequence)
+    f.partials.split(h, hb, hi, heads)
+        .split(e, er, ex, columns.threads, TailStrategy::GuardWithIf)
+        .reorder(er, ex, hi, p, hb, t)
+        .gpu_blocks(p, hb, t);
+  } else if (!f.append) {
     f.partials.split(h, hb, hi, heads)
         .split(e, er, ex, columns.threads, TailStrategy::GuardWithIf)
         .reorder(er, ex, t, hi, p, hb);
@@ -132,7 +142,10 @@ void scheduleRanges(DecodeRanges &f, const AttentionOperands &a, const CudaDecod
         .reorder(er, ex, t, hi, p, ho, f.hk)
         .fuse(ho, f.hk, hb);
   }
-  f.partials.gpu_blocks(p, hb).gpu_threads(ex, t, hi).unroll(er);
+  if (f.batched)
+    f.partials.gpu_threads(ex, hi).unroll(er);
+  else
+    f.partials.gpu_blocks(p, hb).gpu_threads(ex, t, hi).unroll(er);
   const LoopLevel block(f.partials, p);
   OnlineSoftmax &s = f.softmax;
   // A (column, row, head) Func in shared memory at `at`, threads owning columns.
@@ -140,7 +153,7 @@ void scheduleRanges(DecodeRanges &f, const AttentionOperands &a, const CudaDecod
     g.compute_at(at)
         .store_in(MemoryType::GPUShared)
         .bound_extent(d, columns.regs * columns.threads)
-        .bound_extent(t, kDecodeRows)
+        .bound_extent(t, rows)
         .bound_extent(h, heads)
         .split(d, dr, dx, columns.threads)
         .reorder(dr, dx, t, h)
@@ -165,7 +178,7 @@ void scheduleRanges(DecodeRanges &f, const AttentionOperands &a, const CudaDecod
     perKey.compute_at(s.state, f.rb)
         .store_in(MemoryType::GPUShared)
         .bound_extent(j, kRangeKeyBlock)
-        .bound_extent(t, kDecodeRows)
+        .bound_extent(t, rows)
         .bound_extent(h, heads)
         .gpu_threads(j, t, h);
   s.scoreDot.compute_at(s.maskedScores, j);
@@ -243,19 +256,160 @@ llvm::Expected<KernelPipeline> buildRanges(const AttentionKernelSpec &spec, bool
   return built;
 }
 
+/// The batched range pass's operands: every sequence's query row, the caches of all slots,
+/// and the step table's positions and slots (int64, a sequence a row).
+struct BatchedOperands {
+  ImageParam kCache, vCache; // (c | d, position, K/V head, slot)
+  ImageParam positions{Int(64), 1, "row_positions"}, slots{Int(64), 1, "row_slots"};
+  Expr start, slot; // of sequence t, clamped into the caches
+};
+
+/// `<name>_batched_ranges`: the online softmax of defineRanges per (sequence t, head, range),
+/// sequence t's keys 0..start_t (its new row appended before, by the batched append) read
+/// from its own slot; t's query rotated at start_t with rope. Sequence t's range p holds
+/// ⌈(start_t + 1) / ranges⌉ of its keys; the key blocks run over the longest range a cache
+/// of this many positions can have, those past the sequence's skipped (`where`).
+DecodeRanges defineBatchedRanges(const AttentionKernelSpec &spec, const CudaDecodePartials &shape,
+                                 const AttentionOperands &a, BatchedOperands &in) {
+  DecodeRanges f;
+  f.batched = true;
+  const int dK = int(spec.dK), dV = int(spec.dV);
+  const Var &c = a.c, &d = a.d, &j = a.j, &h = a.h, &t = a.t, &p = f.p, &e = f.e;
+  Expr positions = in.kCache.dim(1).extent();
+  in.start = clamp(cast<int>(in.positions(t)), 0, positions - 1);
+  in.slot = clamp(cast<int>(in.slots(t)), 0, in.kCache.dim(3).extent() - 1);
+  const int ranges = int(shape.ranges);
+  Expr keyCount = in.start + 1, rangeKeys = (keyCount + ranges - 1) / ranges;
+  auto cached = [&](Expr key) { return clamp(key, 0, positions - 1); };
+  f.kTile(c, j, h, t) = a.keyValue(in.kCache(c, cached(j), h, in.slot));
+  f.vTile(d, j, h, t) = a.keyValue(in.vCache(d, cached(j), h, in.slot));
+  if (spec.rope != AttentionKernelSpec::Rope::None) {
+    ImageParam q = a.q;
+    f.query(c, t, h) = a.rotary.rotated([&](Expr x) { return q(h * dK + x, t); }, c, in.start);
+  } else {
+    f.query(c, t, h) = a.q(h * dK + c, t);
+  }
+  RDom rc(0, dK, "rc");
+  f.rj = RDom(0, kRangeKeyBlock, "rj");
+  Expr longest = (positions + ranges - 1) / ranges;
+  f.rb = RDom(0, (longest + kRangeKeyBlock - 1) / kRangeKeyBlock, "rb");
+  f.rb.where(f.rb * kRangeKeyBlock < rangeKeys);
+  auto keyOf = [&](Expr inBlock, Expr block) {
+    return p * rangeKeys + block * kRangeKeyBlock + inBlock;
+  };
+  Func kTile = f.kTile, vTile = f.vTile, query = f.query;
+  OnlineSoftmaxOperands o{{t, h, p}, j, d, a.b, f.rj, f.rb, a.scale};
+  o.scoreTerm = [&](Expr inBlock, Expr block) {
+    return query(rc, t, h) * kTile(rc, keyOf(inBlock, block), a.kvHead(h), t);
+  };
+  o.visible = [&](Expr inBlock, Expr block) {
+    Expr key = keyOf(inBlock, block);
+    return key < (p + 1) * rangeKeys && key < keyCount;
+  };
+  o.value = [&](Expr inBlock, Expr block) {
+    return vTile(d, keyOf(inBlock, block), a.kvHead(h), t);
+  };
+  f.softmax = defineOnlineSoftmax(o);
+  Tuple column = f.softmax.state(min(e, dV - 1), t, h, p);
+  f.partials(e, t, h, p) = select(e < dV, column[0], e == dV, column[1], column[2]);
+  return f;
+}
+
+/// The batched partials (column, sequence, head, range): CudaDecodePartials' layout with a
+/// row per sequence, dense.
+void setBatchedPartialsShape(OutputImageParam partials, const CudaDecodePartials &shape) {
+  const int columns = int(shape.columns), heads = int(shape.heads);
+  partials.dim(0).set_bounds(0, columns).set_stride(1);
+  partials.dim(1).set_min(0).set_stride(columns);
+  partials.dim(2).set_bounds(0, heads).set_stride(columns * partials.dim(1).extent());
+  partials.dim(3).set_bounds(0, int(shape.ranges)).set_stride(columns * heads *
+                                                              partials.dim(1).extent());
+}
+
+llvm::Expected<KernelPipeline> buildBatchedRanges(const AttentionKernelSpec &spec,
+                                                  bool gpuSchedule) {
+  if (llvm::Error err = validateCudaBatchedDecode(spec))
+    return std::move(err);
+  const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
+  const int Hkv = int(spec.keyValueHeads());
+  const AttentionShape attention{1, H, Hkv, H / Hkv, dK, dV, float(spec.scale)};
+  AttentionOperands a = attentionOperandsOf(spec, attention, Target());
+  const CudaDecodePartials shape = cudaDecodePartialsOf(spec);
+  BatchedOperands in{ImageParam(keyValueType(spec), 4, "k_cache"),
+                     ImageParam(keyValueType(spec), 4, "v_cache")};
+  DecodeRanges f = defineBatchedRanges(spec, shape, a, in);
+  a.q.dim(0).set_bounds(0, H * dK).set_stride(1).dim(1).set_min(0);
+  in.kCache.dim(0).set_bounds(0, dK).set_stride(1).dim(1).set_min(0).dim(2).set_bounds(0, Hkv);
+  in.kCache.dim(3).set_min(0);
+  in.vCache.dim(0).set_bounds(0, dV).set_stride(1).dim(2).set_bounds(0, Hkv);
+  in.vCache.dim(1).set_bounds(0, in.kCache.dim(1).extent());
+  in.vCache.dim(3).set_bounds(0, in.kCache.dim(3).extent());
+  for (ImageParam table : {in.positions, in.slots})
+    table.dim(0).set_bounds(0, a.q.dim(1).extent()).set_stride(1);
+  setBatchedPartialsShape(f.partials.output_buffer(), shape);
+  f.partials.output_buffer().dim(1).set_bounds(0, a.q.dim(1).extent());
+  if (gpuSchedule)
+    scheduleRanges(f, a, shape, dV, spec.rope != AttentionKernelSpec::Rope::None);
+  else
+    f.softmax.state.compute_root(); // the CPU JIT of the tests
+  return KernelPipeline::of({a.q, in.kCache, in.vCache, in.positions, in.slots}, f.partials);
+}
+
+/// `<name>_batched`: the ranges of every sequence merged, a block per (head, 4 sequences) as
+/// `<name>`'s decode merge, from partials of a row per sequence.
+llvm::Expected<KernelPipeline> buildBatchedMerge(const AttentionKernelSpec &spec,
+                                                 bool gpuSchedule) {
+  if (llvm::Error err = validateCudaBatchedDecode(spec))
+    return std::move(err);
+  const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
+  const int Hkv = int(spec.keyValueHeads());
+  const AttentionShape attention{1, H, Hkv, H / Hkv, dK, dV, float(spec.scale)};
+  AttentionOperands a = attentionOperandsOf(spec, attention, Target());
+  CudaDecodeMerge m = defineCudaDecodeMerge(spec, a, /*batched=*/true);
+  Func out("attention_batched_out");
+  {
+    Expr head = a.c / dV, column = a.c % dV;
+    Tuple merged = m.merged(column, a.t, head);
+    out(a.c, a.t) = select(merged[1] > 0.f, merged[0] / merged[1], 0.f);
+  }
+  Expr n = m.partials.dim(1).extent();
+  out.output_buffer().dim(0).set_bounds(0, H * dV).set_stride(1).dim(1).set_bounds(0, n);
+  if (gpuSchedule)
+    scheduleCudaDecodeMerge(m, a, Stage(out), out, dV);
+  else
+    m.merged.compute_root();
+  return KernelPipeline::of({m.partials}, out);
+}
+
 } // namespace
 
-CudaDecodeMerge defineCudaDecodeMerge(const AttentionKernelSpec &spec, const AttentionOperands &a) {
+llvm::Error validateCudaBatchedDecode(const AttentionKernelSpec &spec) {
+  if (llvm::Error err = validateAttentionCuda(spec))
+    return err;
+  if (!cudaBatchedDecodeHandles(spec))
+    return attentionError("attention kernel '" + spec.name +
+                          "': a batched decode step on the GPU needs causal attention with keys "
+                          "in a cache (already rotated) and K and V heads of one width");
+  return llvm::Error::success();
+}
+
+CudaDecodeMerge defineCudaDecodeMerge(const AttentionKernelSpec &spec, const AttentionOperands &a,
+                                      bool batched) {
   CudaDecodeMerge m;
   const CudaDecodePartials shape = cudaDecodePartialsOf(spec);
   const int dV = int(spec.dV);
   ImageParam partials = m.partials;
   // Rows past kDecodeRows exist only outside the decode specialization, which never merges:
   // clamped, the buffer's 4 rows cover every read.
-  RangeResults results = partialsRangeResults(partials, kDecodeRows - 1, dV);
+  // Batched: a row per sequence, as many as the call has.
+  Expr lastRow = batched ? partials.dim(1).extent() - 1 : Expr(kDecodeRows - 1);
+  RangeResults results = partialsRangeResults(partials, lastRow, dV);
   m.rp = RDom(0, int(shape.ranges), "rp");
   defineRangeMerge(m.top, m.merged, m.rp, a.d, a.t, a.h, results);
-  setPartialsShape(partials, shape);
+  if (batched)
+    setBatchedPartialsShape(partials, shape);
+  else
+    setPartialsShape(partials, shape);
   return m;
 }
 
@@ -287,6 +441,19 @@ llvm::Expected<KernelPipeline> buildAttentionCudaRangesPipeline(const AttentionK
                                                                 bool gpuSchedule) {
   return buildCatchingHalideErrors("scheduling CUDA decode ranges of '" + spec.name + "'",
                                    [&] { return buildRanges(spec, gpuSchedule); });
+}
+
+llvm::Expected<KernelPipeline> buildCudaBatchedRangesPipeline(const AttentionKernelSpec &spec,
+                                                              bool gpuSchedule) {
+  return buildCatchingHalideErrors("scheduling CUDA batched decode ranges of '" + spec.name + "'",
+                                   [&] { return buildBatchedRanges(spec, gpuSchedule); });
+}
+
+llvm::Expected<KernelPipeline> buildCudaBatchedMergePipeline(const AttentionKernelSpec &spec,
+                                                             bool gpuSchedule) {
+  return buildCatchingHalideErrors("scheduling the CUDA batched decode merge of '" + spec.name +
+                                       "'",
+                                   [&] { return buildBatchedMerge(spec, gpuSchedule); });
 }
 
 } // namespace mlir::xf

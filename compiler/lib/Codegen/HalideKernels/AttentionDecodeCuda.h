@@ -54,7 +54,12 @@ struct CudaDecodeMerge {
   Halide::Func top{"decode_top"}, merged{"decode_merged"};
   Halide::RDom rp;
 };
-CudaDecodeMerge defineCudaDecodeMerge(const AttentionKernelSpec &spec, const AttentionOperands &a);
+/// Batched (`<name>_batched`): partials of a row per sequence, as many as the call has.
+CudaDecodeMerge defineCudaDecodeMerge(const AttentionKernelSpec &spec, const AttentionOperands &a,
+                                      bool batched = false);
+/// An error unless the batched decode step of several sequences (`<name>_batched_ranges`,
+/// `<name>_batched`) can take `spec`: causal, keys rotated in the cache, K and V of one width.
+llvm::Error validateCudaBatchedDecode(const AttentionKernelSpec &spec);
 /// One block per (head, ≤ 4 query rows) under `decodeStage`, the specialization of `out`.
 void scheduleCudaDecodeMerge(CudaDecodeMerge &m, const AttentionOperands &a,
                              Halide::Stage decodeStage, Halide::Func out, int dV);

@@ -175,7 +175,19 @@ llvm::Expected<std::string> describeCudaAttention(const AttentionKernelSpec &spe
   if (!ranges)
     return ranges;
   // A section of its own, headed as xfc heads each kernel's (one PTX module each).
-  return *main + "\n// ----- " + cudaDecodeRangesName(spec) + "\n" + *ranges;
+  std::string text = *main + "\n// ----- " + cudaDecodeRangesName(spec) + "\n" + *ranges;
+  if (!spec.batchedDecode)
+    return text;
+  for (CudaBatchedPart part : {CudaBatchedPart::Ranges, CudaBatchedPart::Merge}) {
+    llvm::Expected<std::string> batched =
+        describeCuda(part == CudaBatchedPart::Ranges ? buildCudaBatchedRangesPipeline(spec)
+                                                     : buildCudaBatchedMergePipeline(spec),
+                     cudaBatchedName(spec, part), target, ptx);
+    if (!batched)
+      return batched;
+    text += "\n// ----- " + cudaBatchedName(spec, part) + "\n" + *batched;
+  }
+  return text;
 }
 
 bool hasCuda(const Halide::Target &target) { return target.has_feature(Halide::Target::CUDA); }
@@ -365,6 +377,17 @@ llvm::Error compileAttentionRangesKernel(const AttentionKernelSpec &spec, llvm::
     return t.takeError();
   return compileCudaObject(buildAttentionCudaRangesPipeline(spec), cudaDecodeRangesName(spec), *t,
                            objectPath);
+}
+
+llvm::Error compileAttentionBatchedKernel(const AttentionKernelSpec &spec, CudaBatchedPart part,
+                                          llvm::StringRef target, llvm::StringRef objectPath) {
+  const std::string name = cudaBatchedName(spec, part);
+  llvm::Expected<Halide::Target> t = cudaKernelTarget(target, name);
+  if (!t)
+    return t.takeError();
+  return compileCudaObject(part == CudaBatchedPart::Ranges ? buildCudaBatchedRangesPipeline(spec)
+                                                           : buildCudaBatchedMergePipeline(spec),
+                           name, *t, objectPath);
 }
 
 llvm::Error compileHalideRuntime(llvm::StringRef target, llvm::StringRef objectPath) {

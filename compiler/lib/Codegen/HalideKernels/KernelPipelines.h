@@ -74,6 +74,15 @@ llvm::Expected<KernelPipeline> buildAttentionCudaPipeline(const AttentionKernelS
 /// V rows as outputs.
 llvm::Expected<KernelPipeline> buildAttentionCudaRangesPipeline(const AttentionKernelSpec &spec,
                                                                 bool gpuSchedule = true);
+/// The batched decode step of n sequences on the GPU (AttentionDecodeCuda.cpp; each sequence's
+/// new K/V row already in its slot): `<name>_batched_ranges` (q [n, H·dK], k_cache, v_cache
+/// (column, position, K/V head, slot), row_positions, row_slots (n int64)) → partials
+/// (column, sequence, head, range) [dV + 2, n, H, ranges]; `<name>_batched` (partials) → out
+/// [n, H·dV].
+llvm::Expected<KernelPipeline> buildCudaBatchedRangesPipeline(const AttentionKernelSpec &spec,
+                                                              bool gpuSchedule = true);
+llvm::Expected<KernelPipeline> buildCudaBatchedMergePipeline(const AttentionKernelSpec &spec,
+                                                             bool gpuSchedule = true);
 
 /// The GEMM of `spec` as Anderson2021 gets it (GemmAnderson2021.cpp): one sum over K per
 /// output and the epilogue, unscheduled, the CUDA GEMM's arguments, estimates for `rows` rows

@@ -360,38 +360,69 @@ llvm::Expected<Built> buildLoop(const DeviceLoopKernelSpec &spec, bool gpuSchedu
 // turn as the rotary kernel turns them (defineRotary), row t at position `offset` + t, so
 // the cache holds rotated keys without a rotary launch of its own.
 Built buildAppendKeyValues(const DeviceLoopKernelSpec &spec, bool gpuSchedule) {
-  Var c("c"), t("t"), g("g");
+  Var c("c"), t("t"), g("g"), s("s"), slot("slot");
   ImageParam keys(Float(32), 3, "keys"), values(Float(32), 3, "values");
   Param<int32_t> offset{"offset"};
-  ImageParam rowPositions{Int(64), 1, "row_positions"}; // spec.rowPositions
+  // rowPositions (a batched decode step): row t goes to position row_positions[t] of slot
+  // row_slots[t] of the caches of every slot (4-D: column, position, head, slot).
+  ImageParam rowPositions{Int(64), 1, "row_positions"}, rowSlots{Int(64), 1, "row_slots"};
   Func out(spec.name + "_out");
-  Expr key = keys(c, t, g);
   const int headWidth = int(spec.headWidth), half = headWidth / 2;
-  if (headWidth > 0) {
+  // Row t's key element c at `position`, rotated with a head width.
+  auto keyAt = [&](Expr c, Expr t, Expr g, Expr position) -> Expr {
+    if (headWidth <= 0)
+      return keys(c, t, g);
     Expr pair = spec.flag ? c % half : c / 2;
     Expr isFirst = spec.flag ? c < half : c % 2 == 0;
     Expr first = spec.flag ? pair : 2 * pair, second = first + (spec.flag ? half : 1);
-    Expr angle = cast<double>(t + offset) *
+    Expr angle = cast<double>(position) *
                  exp(cast<double>(pair) * Expr(-2.0 * std::log(spec.constant) / double(headWidth)));
     Expr cosine = cast<float>(cos(angle)), sine = cast<float>(sin(angle));
     Expr a = keys(clamp(first, 0, headWidth - 1), t, g);
     Expr b = keys(clamp(second, 0, headWidth - 1), t, g);
     // An odd head width leaves its last feature as it is (as the rotary kernel).
-    key = select(c < 2 * half, select(isFirst, a * cosine - b * sine, a * sine + b * cosine), key);
+    return select(c < 2 * half, select(isFirst, a * cosine - b * sine, a * sine + b * cosine),
+                  keys(c, t, g));
+  };
+  if (headWidth > 0)
     keys.dim(0).set_bounds(0, headWidth);
-  }
-  out(c, t, g) = Tuple(key, values(c, t, g));
   for (ImageParam in : {keys, values})
     in.dim(0).set_min(0).set_stride(1);
-  // Halide gives the second output the first one's mins and extents.
-  std::vector<OutputImageParam> outs = out.output_buffers();
-  outs[0].dim(0).set_min(0).dim(1).set_min(0).dim(2).set_min(0);
+  std::vector<OutputImageParam> outs;
+  RDom r(0, keys.dim(0).extent(), 0, keys.dim(1).extent(), 0, keys.dim(2).extent(), "r");
+  if (spec.rowPositions) {
+    out(c, s, g, slot) = Tuple(undef<float>(), undef<float>());
+    outs = out.output_buffers();
+    Expr position = clamp(cast<int>(rowPositions(r.y)), 0, outs[0].dim(1).extent() - 1);
+    Expr at = clamp(cast<int>(rowSlots(r.y)), 0, outs[0].dim(3).extent() - 1);
+    out(r.x, position, r.z, at) = Tuple(keyAt(r.x, r.y, r.z, position), values(r.x, r.y, r.z));
+    outs[0].dim(0).set_min(0).dim(1).set_min(0).dim(2).set_min(0).dim(3).set_min(0);
+    for (ImageParam table : {rowPositions, rowSlots})
+      table.dim(0).set_bounds(0, keys.dim(1).extent()).set_stride(1);
+  } else {
+    out(c, t, g) = Tuple(keyAt(c, t, g, t + offset), values(c, t, g));
+    outs = out.output_buffers();
+    // Halide gives the second output the first one's mins and extents.
+    outs[0].dim(0).set_min(0).dim(1).set_min(0).dim(2).set_min(0);
+  }
   for (OutputImageParam o : outs)
     o.dim(0).set_stride(1);
-  if (gpuSchedule) {
+  if (gpuSchedule && spec.rowPositions) {
+    // A block per (row, head, kMapCols columns): rows go to different slots, so Halide cannot
+    // prove the stores apart; the caller's rows are distinct (position, slot) pairs.
+    RVar rxo("rxo"), rxi("rxi");
+    out.update()
+        .allow_race_conditions()
+        .split(r.x, rxo, rxi, kMapCols, TailStrategy::GuardWithIf)
+        .reorder(rxi, rxo, r.y, r.z)
+        .gpu_blocks(rxo, r.y, r.z)
+        .gpu_threads(rxi);
+  } else if (gpuSchedule) {
     Var co("co"), to("to"), ci("ci"), ti("ti");
     out.gpu_tile(c, t, co, to, ci, ti, kMapCols, kMapRows, TailStrategy::GuardWithIf).gpu_blocks(g);
   }
+  if (spec.rowPositions)
+    return Built{{keys, values, rowPositions, rowSlots}, out};
   if (headWidth > 0)
     return Built{{keys, values, offset}, out};
   return Built{{keys, values}, out};
@@ -442,12 +473,15 @@ std::string kernelSignature(const DeviceLoopKernelSpec &s) {
     return "copy";
   case DeviceLoopKind::Transpose:
     return "transpose";
-  case DeviceLoopKind::AppendKeyValues:
+  case DeviceLoopKind::AppendKeyValues: {
+    std::string at = s.rowPositions ? " positions=rows" : "";
     if (s.headWidth > 0)
       return llvm::formatv("append_key_values rotary {0} {1} base={2}", s.headWidth,
                            s.flag ? "halves" : "adjacent", number(s.constant))
-          .str();
-    return "append_key_values";
+                 .str() +
+             at;
+    return "append_key_values" + at;
+  }
   }
   return "loop";
 }

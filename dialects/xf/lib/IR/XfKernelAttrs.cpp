@@ -87,8 +87,9 @@ LogicalResult DeviceLoopKernelAttr::verify(function_ref<InFlightDiagnostic()> em
   if (affineParams < 0 || affineParams > 2)
     return emitError() << "#xf.device_loop_kernel: affine_params must be 0, 1 or 2";
   if (rowPositions && kind != DeviceLoopKernelKind::position &&
-      kind != DeviceLoopKernelKind::gather_positions)
-    return emitError() << "#xf.device_loop_kernel: row_positions needs kind position or "
-                          "gather_positions";
+      kind != DeviceLoopKernelKind::gather_positions &&
+      kind != DeviceLoopKernelKind::append_key_values)
+    return emitError() << "#xf.device_loop_kernel: row_positions needs kind position, "
+                          "gather_positions or append_key_values";
   return success();
 }
