@@ -326,14 +326,25 @@ void setBatchedPartialsShape(OutputImageParam partials, const CudaDecodePartials
                                                               partials.dim(1).extent());
 }
 
-llvm::Expected<KernelPipeline> buildBatchedRanges(const AttentionKernelSpec &spec,
-                                                  bool gpuSchedule) {
+/// The query operands of a batched decode step's kernels (a row per sequence), where the
+/// GPU's batched step handles `spec`.
+llvm::Expected<AttentionOperands> batchedDecodeOperands(const AttentionKernelSpec &spec) {
   if (llvm::Error err = validateCudaBatchedDecode(spec))
     return std::move(err);
+  const int H = int(spec.heads), Hkv = int(spec.keyValueHeads());
+  const AttentionShape attention{1, H, Hkv, H / Hkv, int(spec.dK), int(spec.dV),
+                                 float(spec.scale)};
+  return attentionOperandsOf(spec, attention, Target());
+}
+
+llvm::Expected<KernelPipeline> buildBatchedRanges(const AttentionKernelSpec &spec,
+                                                  bool gpuSchedule) {
+  llvm::Expected<AttentionOperands> operands = batchedDecodeOperands(spec);
+  if (!operands)
+    return operands.takeError();
+  AttentionOperands &a = *operands;
   const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
   const int Hkv = int(spec.keyValueHeads());
-  const AttentionShape attention{1, H, Hkv, H / Hkv, dK, dV, float(spec.scale)};
-  AttentionOperands a = attentionOperandsOf(spec, attention, Target());
   const CudaDecodePartials shape = cudaDecodePartialsOf(spec);
   BatchedOperands in{ImageParam(keyValueType(spec), 4, "k_cache"),
                      ImageParam(keyValueType(spec), 4, "v_cache")};
@@ -359,12 +370,11 @@ llvm::Expected<KernelPipeline> buildBatchedRanges(const AttentionKernelSpec &spe
 /// `<name>`'s decode merge, from partials of a row per sequence.
 llvm::Expected<KernelPipeline> buildBatchedMerge(const AttentionKernelSpec &spec,
                                                  bool gpuSchedule) {
-  if (llvm::Error err = validateCudaBatchedDecode(spec))
-    return std::move(err);
-  const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
-  const int Hkv = int(spec.keyValueHeads());
-  const AttentionShape attention{1, H, Hkv, H / Hkv, dK, dV, float(spec.scale)};
-  AttentionOperands a = attentionOperandsOf(spec, attention, Target());
+  llvm::Expected<AttentionOperands> operands = batchedDecodeOperands(spec);
+  if (!operands)
+    return operands.takeError();
+  AttentionOperands &a = *operands;
+  const int H = int(spec.heads), dV = int(spec.dV);
   CudaDecodeMerge m = defineCudaDecodeMerge(spec, a, /*batched=*/true);
   Func out("attention_batched_out");
   {
