@@ -716,19 +716,35 @@ func::FuncOp LoopKernels::copy2dToHalf() {
   });
 }
 
-func::FuncOp LoopKernels::appendKeyValues(std::optional<KeyRotation> rotation) {
-  XF_KERNEL_CACHED_WITH(
-      rotation ? llvm::formatv("xf_append_rotated_key_values_{0}_{1}_{2}",
-                               rotation->pairs == RotaryPairs::Adjacent ? "adjacent" : "halves",
-                               rotation->headWidth, formatDouble(rotation->base))
-                     .str()
-               : std::string("xf_append_key_values"),
-      LoopSchedule{});
-  assert(device && "the CPU build appends with copy2d");
+namespace {
+
+/// The name of a KV-append kernel `xf_append[_rotated]_key_values<suffix>`: one kernel per
+/// rotation (pairing, head width, base).
+std::string appendKeyValuesName(llvm::StringRef suffix,
+                                const std::optional<KeyRotation> &rotation) {
+  if (!rotation)
+    return ("xf_append_key_values" + suffix).str();
+  return llvm::formatv("xf_append_rotated_key_values{0}_{1}_{2}_{3}", suffix,
+                       rotation->pairs == RotaryPairs::Adjacent ? "adjacent" : "halves",
+                       rotation->headWidth, formatDouble(rotation->base))
+      .str();
+}
+
+/// A KV-append kernel's device spec, rotating the new keys where `rotation` is given.
+DeviceLoopKernelSpec appendKeyValuesSpec(const std::optional<KeyRotation> &rotation) {
   DeviceLoopKernelSpec spec{"", DeviceLoopKind::AppendKeyValues};
   if (rotation)
     spec.headWidth = rotation->headWidth, spec.constant = rotation->base,
     spec.flag = rotation->pairs == RotaryPairs::Halves;
+  return spec;
+}
+
+} // namespace
+
+func::FuncOp LoopKernels::appendKeyValues(std::optional<KeyRotation> rotation) {
+  XF_KERNEL_CACHED_WITH(appendKeyValuesName("", rotation), LoopSchedule{});
+  assert(device && "the CPU build appends with copy2d");
+  DeviceLoopKernelSpec spec = appendKeyValuesSpec(rotation);
   return deviceKernel(name, rotation ? "pipippiiiii" : "pipippiiii", spec, [&](DeviceCall &d) {
     Value rows = d.args[7], width = d.args[8], heads = d.args[9];
     auto heads3d = [&](Value at, Value rowStride, Value headStride) {
@@ -746,19 +762,10 @@ func::FuncOp LoopKernels::appendKeyValues(std::optional<KeyRotation> rotation) {
 }
 
 func::FuncOp LoopKernels::appendKeyValuesAt(std::optional<KeyRotation> rotation) {
-  XF_KERNEL_CACHED_WITH(
-      rotation ? llvm::formatv("xf_append_rotated_key_values_at_{0}_{1}_{2}",
-                               rotation->pairs == RotaryPairs::Adjacent ? "adjacent" : "halves",
-                               rotation->headWidth, formatDouble(rotation->base))
-                     .str()
-               : std::string("xf_append_key_values_at"),
-      LoopSchedule{});
+  XF_KERNEL_CACHED_WITH(appendKeyValuesName("_at", rotation), LoopSchedule{});
   assert(device && "row positions come from the device's step table");
-  DeviceLoopKernelSpec spec{"", DeviceLoopKind::AppendKeyValues};
+  DeviceLoopKernelSpec spec = appendKeyValuesSpec(rotation);
   spec.rowPositions = true;
-  if (rotation)
-    spec.headWidth = rotation->headWidth, spec.constant = rotation->base,
-    spec.flag = rotation->pairs == RotaryPairs::Halves;
   return deviceKernel(name, "pipippiiiiiiipp", spec, [&](DeviceCall &d) {
     Value rows = d.args[10], width = d.args[11], heads = d.args[12];
     for (int source : {0, 2})
