@@ -37,6 +37,16 @@ struct HostLowering::AttentionCall {
   bool mergeInConsumer = false;
 };
 
+/// How a cached attention's new keys are rotated on their way into the cache (fused rotary
+/// positions); none without them.
+static std::optional<KeyRotation> keyRotationOf(const AttentionKernelSpec &spec) {
+  if (spec.rope == AttentionKernelSpec::Rope::None)
+    return std::nullopt;
+  return KeyRotation{spec.rope == AttentionKernelSpec::Rope::Adjacent ? RotaryPairs::Adjacent
+                                                                      : RotaryPairs::Halves,
+                     spec.dK, spec.ropeBase};
+}
+
 /// The packed batch's attention in one call. Untuned, it gets the short-sequence schedule
 /// (defaultSegmentedAttentionSchedule) of the target whose defaults the op carries
 /// (defaultAttentionSchedule: key blocks of 4 vectors, row tiles of 4 with 32 registers).
@@ -62,19 +72,19 @@ LogicalResult HostLowering::emitAttention(AttentionOp attn, const KernelResult &
       call.mergeInConsumer = rangeMergeSource(gemm) == attn;
   // Fused rotary positions: with a cache, new keys are rotated on their way
   // into it (rotateKeys) and the kernel rotates only the queries.
-  const RotaryPairs pairs =
-      spec.rope == AttentionKernelSpec::Rope::Adjacent ? RotaryPairs::Adjacent : RotaryPairs::Halves;
+  const std::optional<KeyRotation> rotation = keyRotationOf(spec);
   // On the GPU, K and V of one width go into the cache in one launch, not one per head and
   // tensor: appendKeyValues, rotating the keys with fused rotary positions.
   const bool appendTogether = options.cudaDevice && cachedMode &&
                               placements[attn.getKey()].cols == placements[attn.getValue()].cols;
-  if (spec.rope != AttentionKernelSpec::Rope::None && cachedMode) {
+  if (rotation && cachedMode) {
     spec.ropeKeys = false;
     if (appendTogether) {
-      call.appendKeyValues = kernels->appendKeyValues(KeyRotation{pairs, spec.dK, spec.ropeBase});
+      call.appendKeyValues = kernels->appendKeyValues(rotation);
     } else {
       kernels->useSchedule(defaultLoopSchedule(spec.dK));
-      call.rotateKeys = kernels->rotaryRows(1, spec.dK, pairs, spec.ropeBase, /*inverse=*/false,
+      call.rotateKeys = kernels->rotaryRows(1, spec.dK, rotation->pairs, spec.ropeBase,
+                                            /*inverse=*/false,
                                             cachePlan.half());
     }
   } else if (appendTogether) {
@@ -183,13 +193,7 @@ void HostLowering::emitCudaBatchedDecodeStep(const AttentionCall &call) {
   AttentionOp attn = call.op;
   HalideBufferArg keys = cacheSlotsArg(attn.getKey(), call.keyOffset, call.kvHeads);
   HalideBufferArg values = cacheSlotsArg(attn.getValue(), call.valueOffset, call.kvHeads);
-  std::optional<KeyRotation> rotation;
-  if (call.spec.rope != AttentionKernelSpec::Rope::None)
-    rotation = KeyRotation{call.spec.rope == AttentionKernelSpec::Rope::Adjacent
-                               ? RotaryPairs::Adjacent
-                               : RotaryPairs::Halves,
-                           call.spec.dK, call.spec.ropeBase};
-  this->call(kernels->appendKeyValuesAt(rotation),
+  this->call(kernels->appendKeyValuesAt(keyRotationOf(call.spec)),
        {rowPointer(attn.getKey(), i64(0)), i64(placements[attn.getKey()].stride),
         rowPointer(attn.getValue(), i64(0)), i64(placements[attn.getValue()].stride), keys.host,
         values.host, keys.dims[2].second, keys.dims[3].second, cacheRows, slotCount, countArg,
