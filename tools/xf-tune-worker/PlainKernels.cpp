@@ -1,8 +1,11 @@
 //===- PlainKernels.cpp - xf's kernels as unscheduled Halide --------------===//
+//
+// The GEMM is GemmPlainAlgorithm.cpp's (shared with the Anderson2021 baseline); the attention
+// is written here.
+//
+//===----------------------------------------------------------------------===//
 
 #include "PlainKernels.h"
-
-#include "GemmEpilogue.h"
 
 #include <cmath>
 #include <optional>
@@ -12,88 +15,6 @@ using namespace mlir::xf;
 
 namespace xftune {
 namespace {
-
-KernelPipeline plainGemm(const GemmKernelSpec &spec, const Case &size) {
-  const int K = int(spec.K), N = int(spec.N), M = int(size.rows);
-  ImageParam x(Float(32), 2, "x"); // (k, m)
-  const bool blocks = spec.weightBlocks != WeightBlocks::None;
-  const int rowBytes = int(K / 32 * weightBlockBytes(spec.weightBlocks));
-  ImageParam weight(blocks ? UInt(8) : spec.bf16Weights ? BFloat(16) : Float(32), 2, "weight");
-  ImageParam bias(Float(32), 1, "bias");
-  ImageParam residual(Float(32), 2, "residual");
-  Var n("n"), m("m"), a("a"), b("b");
-
-  Func weightF("weight_f32"); // bfloat16 is the upper half of a float32
-  if (blocks) {
-    // ggml blocks (HalideKernels.h): element a of row b is element j of block
-    // a / 32, d·q + c from the block's float16 scale (and offset) and quant.
-    const int blockBytes = int(weightBlockBytes(spec.weightBlocks));
-    Expr base = (a / 32) * blockBytes, j = a % 32;
-    auto half = [&](Expr at) {
-      Expr bits = cast<uint16_t>(weight(at, b)) | (cast<uint16_t>(weight(at + 1, b)) << 8);
-      return cast<float>(reinterpret(Float(16), bits));
-    };
-    Expr d = half(base);
-    if (spec.weightBlocks == WeightBlocks::Q8_0) {
-      weightF(a, b) = d * cast<float>(reinterpret<int8_t>(weight(base + 2 + j, b)));
-    } else {
-      const bool q41 = spec.weightBlocks == WeightBlocks::Q4_1;
-      Expr byte = weight(base + (q41 ? 4 : 2) + j % 16, b);
-      Expr nibble = cast<float>(select(j < 16, byte & 15, byte >> 4));
-      weightF(a, b) = q41 ? d * nibble + half(base + 2) : d * (nibble - 8.f);
-    }
-  } else if (spec.bf16Weights)
-    weightF(a, b) = reinterpret<float>(cast<uint32_t>(reinterpret<uint16_t>(weight(a, b))) << 16);
-  else
-    weightF(a, b) = weight(a, b);
-  Func w("w"); // W(n, k) whatever the storage
-  w(n, a) = spec.transposeWeight ? weightF(a, n) : weightF(n, a);
-  Func xv("x_value");
-  if (spec.bf16Activations) {
-    // Round to nearest even bfloat16, kept as float32 (inputs are finite).
-    Expr bits = reinterpret<uint32_t>(x(a, m));
-    xv(a, m) = reinterpret<float>(((bits + (0x7fff + ((bits >> 16) & 1))) >> 16) << 16);
-  } else {
-    xv(a, m) = x(a, m);
-  }
-  RDom k(0, K, "k");
-  Func product("product");
-  product(n, m) = 0.f;
-  product(n, m) += xv(k, m) * w(n, k);
-  const bool gated = spec.epilogue == GemmEpilogue::SwiGlu;
-  const int columns = gated ? 2 * N : N;
-  Expr value = product(n, m);
-  if (spec.hasBias)
-    value += bias(n);
-  value = applyGemmEpilogue(spec.epilogue, value);
-  if (gated) // silu(gate) ⊙ up
-    value *= spec.hasBias ? product(n + N, m) + bias(n + N) : product(n + N, m);
-  if (spec.hasResidual)
-    value += residual(n, m);
-  Func out("gemm_out");
-  out(n, m) = value;
-
-  x.dim(0).set_bounds(0, K).dim(1).set_bounds(0, M);
-  x.set_estimates({{0, K}, {0, M}});
-  if (blocks) {
-    weight.dim(0).set_bounds(0, rowBytes).dim(1).set_bounds(0, columns);
-    weight.set_estimates({{0, rowBytes}, {0, columns}});
-  } else if (spec.transposeWeight) {
-    weight.dim(0).set_bounds(0, K).dim(1).set_bounds(0, columns);
-    weight.set_estimates({{0, K}, {0, columns}});
-  } else {
-    weight.dim(0).set_bounds(0, columns).dim(1).set_bounds(0, K);
-    weight.set_estimates({{0, columns}, {0, K}});
-  }
-  bias.dim(0).set_bounds(0, columns);
-  bias.set_estimates({{0, columns}});
-  residual.dim(0).set_bounds(0, N).dim(1).set_bounds(0, M);
-  residual.set_estimates({{0, N}, {0, M}});
-  out.output_buffer().dim(0).set_bounds(0, N).dim(1).set_bounds(0, M);
-  out.set_estimates({{0, N}, {0, M}});
-
-  return gemmKernelPipeline(spec, x, weight, bias, residual, out);
-}
 
 KernelPipeline plainAttention(const AttentionKernelSpec &spec, const Case &size) {
   const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
@@ -148,14 +69,17 @@ KernelPipeline plainAttention(const AttentionKernelSpec &spec, const Case &size)
 } // namespace
 
 llvm::Expected<KernelPipeline> buildPlainPipeline(const KernelDesc &kernel, const Case &size) {
+  if (kernel.kind == KernelKind::Gemm)
+    return buildCatchingHalideErrors("building the unscheduled kernel", [&] {
+      return buildPlainGemmAlgorithm(kernel.gemm, PlainGemmRows{size.rows, /*fixed=*/true});
+    });
   std::optional<KernelPipeline> built;
   if (kernel.kind == KernelKind::Attention &&
       kernel.attention.rope != AttentionKernelSpec::Rope::None)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "the unscheduled attention has no rotary positions");
   if (llvm::Error err = catchHalideErrors("building the unscheduled kernel", [&] {
-        built = kernel.kind == KernelKind::Gemm ? plainGemm(kernel.gemm, size)
-                                                : plainAttention(kernel.attention, size);
+        built = plainAttention(kernel.attention, size);
       }))
     return std::move(err);
   return std::move(*built);

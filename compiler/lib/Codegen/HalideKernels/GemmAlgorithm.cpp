@@ -107,6 +107,14 @@ Expr gemmEpilogue(const GemmKernelSpec &spec, const GemmInputs &in, Expr gate, E
   return value;
 }
 
+Expr roundedToBf16(Expr value) {
+  // Integer arithmetic: Halide's cast would be an "emulated bfloat16" operation on targets
+  // without a native convert.
+  Expr bits = reinterpret<uint32_t>(value);
+  Expr rounded = cast<uint16_t>((bits + (0x7fff + ((bits >> 16) & 1))) >> 16);
+  return reinterpret(BFloat(16), select(is_nan(value), cast<uint16_t>(0x7fc0), rounded));
+}
+
 // ---- CPU ---------------------------------------------------------------
 
 namespace {
@@ -178,12 +186,7 @@ void defineWeightAccess(const GemmKernelSpec &spec, const GemmInputs &in, bool n
   // product Σ_r x(2kk + r)·W(2kk + r) is one 2-way dot product (vdpbf16ps on
   // targets with AVX512-BF16: Halide's avx512_zen4 / avx512_sapphirerapids).
   if (f.dot) {
-    // Round to nearest even by integer arithmetic (Halide's cast would be
-    // an "emulated bfloat16" operation on targets without a native convert).
-    Expr v = select(k < K, f.xRows(min(k, K - 1), m), 0.f);
-    Expr bits = reinterpret<uint32_t>(v);
-    Expr rounded = cast<uint16_t>((bits + (0x7fff + ((bits >> 16) & 1))) >> 16);
-    f.xBf16(k, m) = reinterpret(BFloat(16), select(is_nan(v), cast<uint16_t>(0x7fc0), rounded));
+    f.xBf16(k, m) = roundedToBf16(select(k < K, f.xRows(min(k, K - 1), m), 0.f));
   }
   if (f.dot && !f.prePacked) {
     const int weightCols = f.gated ? 2 * f.N : f.N;

@@ -40,6 +40,9 @@ void constrainGemmBuffers(const GemmKernelSpec &spec, GemmInputs &in, Halide::Fu
 /// The stored weight element as float32: bfloat16 is the upper half of a
 /// float32, so widening is a 16-bit shift (no rounding, vectorizes anywhere).
 Halide::Expr widenWeight(const GemmKernelSpec &spec, Halide::Expr stored);
+/// float32 `value` rounded to the nearest bfloat16, ties to even (every NaN the quiet 0x7fc0),
+/// as the bf16-activation paths round x.
+Halide::Expr roundedToBf16(Halide::Expr value);
 /// out(n, m) from the products of column n (gate) and, for SwiGLU, of its up
 /// column: act(gate + bias) [· (up + bias)] + residual, as spec has them.
 Halide::Expr gemmEpilogue(const GemmKernelSpec &spec, const GemmInputs &in, Halide::Expr gate,

@@ -2,18 +2,16 @@
 //
 // The baseline `xfc tune --target cuda` times xf's GEMM schedules against (issue 30 item 4):
 // Halide's Anderson2021 GPU autoscheduler (the plugin libautoschedule_anderson2021.so that
-// Halide's package ships beside libHalide) scheduling the GEMM's math for one M. The
-// autoscheduler takes the algorithm without xf's paths: one reduction over K per output
-// (x's rows normalised by the norm prologue where the kernel has one, GemmPrologue.h), then
-// the epilogue (GemmAlgorithm.h). The paths' Funcs (GEMV, register tiles, split K, staged
-// slices) are schedules of that sum written as Funcs; the autoscheduler picks its own tiling
-// of it, so it gets the sum itself. Inputs, outputs and their shapes are the CUDA GEMM's:
-// the same buffers call either.
+// Halide's package ships beside libHalide) scheduling the GEMM's math for one M: the plain
+// algorithm of GemmPlainAlgorithm.cpp (one sum over K per output, then the epilogue; the
+// paths' Funcs are schedules of that sum written as Funcs, so the autoscheduler gets the sum
+// itself). Inputs, outputs and their shapes are the CUDA GEMM's: the same buffers call either.
 //
 //===----------------------------------------------------------------------===//
 
 #include "GemmAlgorithm.h"
 #include "GemmTiling.h"
+#include "KernelPipelines.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Path.h"
@@ -39,45 +37,7 @@ llvm::Expected<KernelPipeline> buildGemmAnderson2021Algorithm(const GemmKernelSp
       [&]() -> llvm::Expected<KernelPipeline> {
         if (llvm::Error err = validateGemmCuda(spec))
           return std::move(err);
-        if (spec.mergeHeads)
-          return anderson2021Error("gemm kernel '" + spec.name +
-                                   "' merges flash-decoding's key ranges into x, which the "
-                                   "Anderson2021 algorithm does not");
-        GemmInputs in = gemmInputs(spec);
-        const int K = int(spec.K), N = int(spec.N);
-        Var n("n"), m("m"), g("g");
-        Expr xRows = in.x.dim(1).extent();
-        GemmRowNorm norm;
-        if (spec.prologue != GemmPrologue::None)
-          norm = defineGemmRowNorm(spec, in, "rows", /*lanes=*/32);
-        // x's rows and W's columns clamped, as the CUDA algorithm reads them: the
-        // autoscheduler may round a producer's loops up past M or N.
-        RDom r(0, K, "r");
-        Expr xAt = spec.prologue != GemmPrologue::None ? normalizedX(spec, in, norm, r, m)
-                                                       : in.x(r, clamp(m, 0, xRows - 1));
-        Expr column = g * N + clamp(n, 0, N - 1);
-        Expr wAt =
-            widenWeight(spec, spec.transposeWeight ? in.weight(r, column) : in.weight(column, r));
-        Func product("product");
-        product(n, g, m) = 0.f;
-        product(n, g, m) += xAt * wAt;
-        Func out("gemm_out");
-        const bool gated = spec.epilogue == GemmEpilogue::SwiGlu;
-        out(n, m) =
-            gemmEpilogue(spec, in, product(n, 0, m), gated ? product(n, 1, m) : Expr(), n, m);
-        constrainGemmBuffers(spec, in, out);
-        // The autoscheduler's estimates: the real shapes, M = rows.
-        const int M = int(rows), columns = gated ? 2 * N : N;
-        in.x.set_estimates({{0, K}, {0, M}});
-        in.weight.set_estimates(spec.transposeWeight ? Region{{0, K}, {0, columns}}
-                                                     : Region{{0, columns}, {0, K}});
-        in.bias.set_estimates({{0, columns}});
-        in.residual.set_estimates({{0, N}, {0, M}});
-        in.gamma.set_estimates({{0, K}});
-        in.beta.set_estimates({{0, K}});
-        out.set_estimates({{0, N}, {0, M}});
-        return gemmKernelPipeline(spec, in.x, in.weight, in.bias, in.residual, out, in.gamma,
-                                  in.beta);
+        return buildPlainGemmAlgorithm(spec, PlainGemmRows{rows, /*fixed=*/false});
       });
 }
 

@@ -84,9 +84,19 @@ llvm::Expected<KernelPipeline> buildCudaBatchedRangesPipeline(const AttentionKer
 llvm::Expected<KernelPipeline> buildCudaBatchedMergePipeline(const AttentionKernelSpec &spec,
                                                              bool gpuSchedule = true);
 
-/// The GEMM of `spec` as Anderson2021 gets it (GemmAnderson2021.cpp): one sum over K per
-/// output and the epilogue, unscheduled, the CUDA GEMM's arguments, estimates for `rows` rows
-/// (JIT-able on the CPU as it is); the ranges' merge (mergeHeads) is refused.
+/// M as a plain GEMM's autoscheduler knows it: `estimate` rows, also M's bound where `fixed`
+/// (the CPU autoschedulers tile for one static shape; Anderson2021's kernel takes any M).
+struct PlainGemmRows {
+  int64_t estimate;
+  bool fixed;
+};
+/// The GEMM of `spec` for an autoscheduler (GemmPlainAlgorithm.cpp): one sum over K per output
+/// and the epilogue, unscheduled, the weight as stored, xf's GEMM's arguments (JIT-able on the
+/// CPU as it is); the ranges' merge (mergeHeads) is refused.
+llvm::Expected<KernelPipeline> buildPlainGemmAlgorithm(const GemmKernelSpec &spec,
+                                                       PlainGemmRows rows);
+/// The plain GEMM of a CUDA `spec` as Anderson2021 gets it (GemmAnderson2021.cpp): estimates
+/// for `rows` rows, any M.
 llvm::Expected<KernelPipeline> buildGemmAnderson2021Algorithm(const GemmKernelSpec &spec,
                                                               int64_t rows);
 /// Applies Anderson2021 (loadAnderson2021 first) to `built` for the GPU `target`.
