@@ -25,8 +25,9 @@
 namespace xfrt {
 namespace {
 // One machine's entry: {"gflops": G, "read_gbs": B, "load": L, "bf16_gflops": P,
-// "int8_gops": Q}, G and B positive; L (the load average when measured) is absent in files
-// written before it was kept: then -1; P and Q only where measured (else -1).
+// "int8_gops": Q, "amx_bf16_gflops": A, "amx_int8_gops": I}, G and B positive; L (the load
+// average when measured) is absent in files written before it was kept: then -1; P, Q, A and I
+// only where measured (else -1; A and I are absent in files written before they were kept).
 struct Entry {
   MachineCeilings ceilings;
   double load = -1;
@@ -44,6 +45,8 @@ std::optional<Entry> readEntry(const JsonValue &entry) {
   e.load = optional("load");
   e.ceilings.bf16Gflops = optional("bf16_gflops");
   e.ceilings.int8Gops = optional("int8_gops");
+  e.ceilings.amxBf16Gflops = optional("amx_bf16_gflops");
+  e.ceilings.amxInt8Gops = optional("amx_int8_gops");
   return e;
 }
 int onlineCpus() {
@@ -106,14 +109,18 @@ std::string keepEntry(const std::string &cacheFile, const JsonValue &root, const
   std::string text = "{\n";
   bool first = true;
   auto entry = [&](const std::string &k, const MachineCeilings &e, double entryLoad) {
-    char numbers[256];
+    char numbers[384];
     int n = std::snprintf(numbers, sizeof numbers, "{\"gflops\": %.17g, \"read_gbs\": %.17g",
                           e.gflops, e.readGBs);
     if (entryLoad >= 0)
       n += std::snprintf(numbers + n, sizeof numbers - n, ", \"load\": %.2f", entryLoad);
     if (e.bf16Gflops >= 0 && e.int8Gops >= 0)
-      std::snprintf(numbers + n, sizeof numbers - n,
+      n += std::snprintf(numbers + n, sizeof numbers - n,
                     ", \"bf16_gflops\": %.17g, \"int8_gops\": %.17g", e.bf16Gflops, e.int8Gops);
+    if (e.amxBf16Gflops >= 0 && e.amxInt8Gops >= 0)
+      std::snprintf(numbers + n, sizeof numbers - n,
+                    ", \"amx_bf16_gflops\": %.17g, \"amx_int8_gops\": %.17g", e.amxBf16Gflops,
+                    e.amxInt8Gops);
     text += (first ? "  " : ",\n  ") + quoteJson(k) + ": " + numbers + "}";
     first = false;
   };
@@ -152,7 +159,8 @@ MachineCeilings keptCeilings(const std::string &key, const std::string &cacheFil
       root = std::move(*parsed);
       if (const JsonValue *found = root.find(key)) {
         Entry e = *readEntry(*found);
-        const bool hasProducts = e.ceilings.bf16Gflops >= 0 && e.ceilings.int8Gops >= 0;
+        const bool hasProducts = e.ceilings.bf16Gflops >= 0 && e.ceilings.int8Gops >= 0 &&
+                                 e.ceilings.amxBf16Gflops >= 0 && e.ceilings.amxInt8Gops >= 0;
         if ((!withProducts || hasProducts) &&
             (loadThreads <= 0 || !remeasureCeilings(e.load, nowLoad, cpus, loadThreads))) {
           bool busy = loadThreads > 0 && measuredBusy(e.load, cpus, loadThreads);
@@ -177,10 +185,10 @@ MachineCeilings keptCeilings(const std::string &key, const std::string &cacheFil
   // Interference only lowers a peak: a kept busy entry above the new measurement still counts.
   MachineCeilings c = *measured;
   c.gflops = std::max(c.gflops, kept.gflops), c.readGBs = std::max(c.readGBs, kept.readGBs);
-  if (c.bf16Gflops >= 0)
-    c.bf16Gflops = std::max(c.bf16Gflops, kept.bf16Gflops);
-  if (c.int8Gops >= 0)
-    c.int8Gops = std::max(c.int8Gops, kept.int8Gops);
+  for (auto peak : {&MachineCeilings::bf16Gflops, &MachineCeilings::int8Gops,
+                    &MachineCeilings::amxBf16Gflops, &MachineCeilings::amxInt8Gops})
+    if (c.*peak >= 0)
+      c.*peak = std::max(c.*peak, kept.*peak);
   const std::string busy = busyNow ? " " + loadNote(nowLoad, cpus) : "";
   c.source += busy;
   if (!keep)
@@ -202,8 +210,10 @@ MachineCeilings machineCeilings(int threads, const std::string &cacheFile, std::
       [threads, withProducts]() -> Expected<MachineCeilings> {
         MachinePeak peak = measurePeak(threads, withProducts);
         MachineCeilings c{peak.gflops, peak.readGBs, "measured"};
-        if (withProducts)
+        if (withProducts) {
           c.bf16Gflops = peak.bf16Gflops, c.int8Gops = peak.int8Gops;
+          c.amxBf16Gflops = peak.amxBf16Gflops, c.amxInt8Gops = peak.amxInt8Gops;
+        }
         return c;
       },
       withProducts);

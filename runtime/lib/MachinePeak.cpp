@@ -84,11 +84,13 @@ __attribute__((target("avx512f,avx512vnni"))) float dotInt8Loop512(long iteratio
   return float(sum);
 }
 
-// AMX bf16 tiles: four tdpbf16ps an iteration into four C tiles (0-3: independent chains,
-// as the GEMM's 2 × 2 tiles), each 16 rows × 16 columns × 32 products + adds = 16384 FLOP.
-// The tile state is this thread's: configured, used and released here. Only where
-// amxBf16Usable (the instructions fault elsewhere).
-__attribute__((target("amx-tile,amx-bf16"))) float amxBf16Loop(long iterations) {
+// AMX tiles: four tile products an iteration into four C tiles (0-3: independent chains, as
+// the GEMMs' 2 × 2 tiles), each 16 rows × 16 columns × 64 bytes of K: tdpbf16ps 32 products +
+// adds a column (16384 FLOP), tdpbusd 64 (32768 OP). The tile state is this thread's:
+// configured, used and released here. Only where amxBf16Usable / amxInt8Usable (the
+// instructions fault elsewhere).
+template <bool Int8>
+__attribute__((target("amx-tile,amx-bf16,amx-int8"))) float amxLoop(long iterations) {
   AmxTileConfig config;
   for (int t = 0; t < 8; ++t)
     config.tile(t, 16, 64);
@@ -101,10 +103,15 @@ __attribute__((target("amx-tile,amx-bf16"))) float amxBf16Loop(long iterations) 
   _tile_loadd(7, operands, 64);
   _tile_zero(0), _tile_zero(1), _tile_zero(2), _tile_zero(3);
   for (long i = 0; i < iterations; ++i) {
-    _tile_dpbf16ps(0, 4, 6), _tile_dpbf16ps(1, 4, 7);
-    _tile_dpbf16ps(2, 5, 6), _tile_dpbf16ps(3, 5, 7);
+    if constexpr (Int8) {
+      _tile_dpbusd(0, 4, 6), _tile_dpbusd(1, 4, 7);
+      _tile_dpbusd(2, 5, 6), _tile_dpbusd(3, 5, 7);
+    } else {
+      _tile_dpbf16ps(0, 4, 6), _tile_dpbf16ps(1, 4, 7);
+      _tile_dpbf16ps(2, 5, 6), _tile_dpbf16ps(3, 5, 7);
+    }
   }
-  alignas(64) float sums[16][16];
+  alignas(64) float sums[16][16]; // int32 sums for int8: only their bits are kept
   _tile_stored(0, sums, 64);
   amxReleaseTiles();
   return sums[0][0];
@@ -252,15 +259,24 @@ ProductPeaks measureProductPeaks(int threads, long iterations, bool withBf16) {
                       withBf16 && hasFlag(cpuInfoField("flags"), "avx512_bf16"));
 }
 
-double measureAmxBf16Peak(int threads, long iterations) {
-  if (!amxBf16Usable())
-    return 0;
+namespace {
+// GFLOP/s (GOP/s) of amxLoop<Int8> on `threads` threads, best of 3 passes.
+template <bool Int8> double measureAmxPeak(int threads, long iterations) {
   volatile float sink = 0;
   double best = 1e30;
   for (int rep = 0; rep < 3; ++rep)
-    best = std::min(best, timeOnThreads(threads, [&](int) { sink = amxBf16Loop(iterations); }));
+    best = std::min(best, timeOnThreads(threads, [&](int) { sink = amxLoop<Int8>(iterations); }));
   (void)sink;
-  return threads * double(iterations) * 4 * 16384 * 1e-9 / best;
+  return threads * double(iterations) * 4 * (Int8 ? 32768 : 16384) * 1e-9 / best;
+}
+} // namespace
+
+double measureAmxBf16Peak(int threads, long iterations) {
+  return amxBf16Usable() ? measureAmxPeak<false>(threads, iterations) : 0;
+}
+
+double measureAmxInt8Peak(int threads, long iterations) {
+  return amxInt8Usable() ? measureAmxPeak<true>(threads, iterations) : 0;
 }
 
 bool bf16ProductsPay(const ProductPeaks &peaks) {
@@ -283,8 +299,10 @@ MachinePeak measurePeak(int threads, bool withBf16) {
   peak.gflops = products.fp32;
   peak.bf16Gflops = products.bf16;
   peak.int8Gops = products.int8;
-  if (withBf16)
+  if (withBf16) {
     peak.amxBf16Gflops = measureAmxBf16Peak(threads, kIterations / 50);
+    peak.amxInt8Gops = measureAmxInt8Peak(threads, kIterations / 50);
+  }
   peak.readGBs = measureReadBandwidth(threads);
   return peak;
 }

@@ -265,6 +265,13 @@ Expected<Manifest> parseManifest(std::string_view text) {
           return fail("kernel '" + spec.name + "': 'products' is not \"fp32\", \"bf16\" or \"int8\"");
         spec.products = n->string;
       }
+      if (const JsonValue *n = k.find("amx")) {
+        if (!n->isBool() || (n->boolean && spec.products == "fp32"))
+          return fail("kernel '" + spec.name +
+                      "': 'amx' is not a boolean, or true on fp32 products (AMX runs bf16 and "
+                      "int8 products only)");
+        spec.amx = n->boolean;
+      }
       m.kernels.push_back(std::move(spec));
     }
   }
@@ -384,6 +391,8 @@ std::string renderManifest(const Manifest &m) {
   w.key("kernels"), w.begin('[');
   for (const KernelSpec &k : m.kernels) {
     w.item(), w.begin('{');
+    if (k.amx) // absent: no AMX path (manifests without it read the same)
+      w.key("amx"), w.boolean(true);
     w.key("bytes_per_call"), w.number(k.bytesPerCall);
     w.key("bytes_per_context_row"), w.number(k.bytesPerContextRow);
     w.key("bytes_per_row"), w.number(k.bytesPerRow);

@@ -2,6 +2,7 @@
 
 #include "xfrt/Profile.h"
 
+#include "xfrt/Amx.h"
 #include "xfrt/CudaDriver.h"
 #include "xfrt/CudaGraphs.h"
 #include "xfrt/Device.h"
@@ -161,11 +162,15 @@ namespace {
 // One kernel (all its call sites) over the recorded runs.
 struct KernelTotals {
   std::string name, kind, products = "fp32";
+  bool amx = false; // KernelSpec::amx, and this process may use the tiles for `products`
   int64_t calls = 0;
   double us = 0, flops = 0, bytes = 0;
-  // The peak of the products the kernel runs on (KernelSpec::products); <= 0 where unknown.
+  // The peak of the products the kernel runs on (KernelSpec::products; the AMX tiles' where
+  // they run its rows past its GEMV); <= 0 where unknown.
   double peak(const MachineCeilings &c) const {
-    return products == "int8" ? c.int8Gops : products == "bf16" ? c.bf16Gflops : c.gflops;
+    if (products == "int8")
+      return amx ? c.amxInt8Gops : c.int8Gops;
+    return products == "bf16" ? (amx ? c.amxBf16Gflops : c.bf16Gflops) : c.gflops;
   }
   // Against the machine's ceilings: the roofline time over the measured
   // time, and which ceiling sets the roofline.
@@ -194,6 +199,9 @@ std::vector<KernelTotals> kernelTotals(const Manifest &m, double &totalUs) {
     r.name = k.name;
     r.kind = k.tuned ? k.kind + " tuned" : k.kind;
     r.products = k.products;
+    r.amx = k.amx && (k.products == "int8"   ? amxInt8Usable()
+                      : k.products == "bf16" ? amxBf16Usable()
+                                             : false);
     r.calls += t.calls;
     r.us += t.us;
     r.flops += double(k.flopsPerRow) * t.rows + double(k.flopsPerRowPerContextRow) * t.rowContextPairs;
@@ -216,9 +224,12 @@ bool usable(const MachineCeilings *c) { return c && c->gflops > 0 && c->readGBs 
 // The roofline's line for the bf16 / int8 peaks when a kernel runs on them: which peak, or why
 // none (the CPU has no such product, or --peak gave only the fp32 one).
 std::string productPeaksLine(const std::vector<KernelTotals> &kernels, const MachineCeilings &c) {
-  bool bf16 = false, int8 = false;
-  for (const KernelTotals &r : kernels)
-    bf16 |= r.products == "bf16", int8 |= r.products == "int8";
+  bool bf16 = false, int8 = false, amxBf16 = false, amxInt8 = false;
+  for (const KernelTotals &r : kernels) {
+    bool isBf16 = r.products == "bf16", isInt8 = r.products == "int8";
+    bf16 |= isBf16 && !r.amx, int8 |= isInt8 && !r.amx;
+    amxBf16 |= isBf16 && r.amx, amxInt8 |= isInt8 && r.amx;
+  }
   std::string out;
   char line[160];
   auto say = [&](bool used, const char *what, double peak, const char *unit) {
@@ -233,6 +244,8 @@ std::string productPeaksLine(const std::vector<KernelTotals> &kernels, const Mac
   };
   say(bf16, "bf16 dot-product peak", c.bf16Gflops, "GFLOP/s");
   say(int8, "int8 dot-product peak", c.int8Gops, "GOP/s");
+  say(amxBf16, "AMX bf16 tiles' peak (rows past the GEMV)", c.amxBf16Gflops, "GFLOP/s");
+  say(amxInt8, "AMX int8 tiles' peak (rows past the GEMV)", c.amxInt8Gops, "GOP/s");
   return out;
 }
 
@@ -320,6 +333,9 @@ Status writeProfileJson(const std::string &path, const Manifest &m, int64_t l, i
   if (roofline && ceilings->bf16Gflops >= 0 && ceilings->int8Gops >= 0)
     products = ", \"bf16_gflops\": " + num(ceilings->bf16Gflops) +
                ", \"int8_gops\": " + num(ceilings->int8Gops);
+  if (roofline && ceilings->amxBf16Gflops >= 0 && ceilings->amxInt8Gops >= 0)
+    products += ", \"amx_bf16_gflops\": " + num(ceilings->amxBf16Gflops) +
+                ", \"amx_int8_gops\": " + num(ceilings->amxInt8Gops);
   text += roofline ? "\"machine\": {\"gflops\": " + num(ceilings->gflops) + ", \"read_gbs\": " +
                          num(ceilings->readGBs) + products +
                          ", \"source\": " + quoteJson(ceilings->source) + "},\n"
@@ -333,6 +349,8 @@ Status writeProfileJson(const std::string &path, const Manifest &m, int64_t l, i
             ", \"flops\": " + num(r.flops) + ", \"bytes\": " + num(r.bytes);
     if (r.products != "fp32")
       text += ", \"products\": " + quoteJson(r.products);
+    if (r.amx)
+      text += ", \"amx\": true";
     if (roofline && r.readable(*ceilings))
       text += ", \"bound\": " + quoteJson(r.bound(*ceilings)) +
               ", \"fraction_of_bound\": " + num(r.fraction(*ceilings));

@@ -128,35 +128,40 @@ def write_model(weights, gguf_path, dequantized_path, types):
 
 def check_q8_profile(path, prompt):
     """--profile reads the q8 build's block GEMMs against the int8 dot-product peak (the
-    manifest's "products": "int8"), measured beside the fp32 one and kept in the machine cache;
-    with only --peak's fp32 numbers they have no bound."""
+    manifest's "products": "int8"), or the AMX int8 tiles' where the process may use them
+    ("amx": true), measured beside the fp32 one and kept in the machine cache; with only
+    --peak's fp32 numbers they have no bound."""
     failures = []
     machine = path("machine.json")
     env = dict(os.environ, XF_MACHINE_FILE=machine)
     r = run([path("q8"), "--weights", path("model.gguf"), "--tokens", prompt, "--profile",
              "--threads", "1"], env=env)
     entries = list(json.load(open(machine)).values())
-    if len(entries) != 1 or "int8_gops" not in entries[0] or "bf16_gflops" not in entries[0]:
+    if len(entries) != 1 or any(k not in entries[0] for k in (
+            "int8_gops", "bf16_gflops", "amx_int8_gops", "amx_bf16_gflops")):
         failures.append(f"--profile of the q8 build kept no product peaks: {entries}")
-    vnni = entries and entries[0].get("int8_gops", 0) > 0
-    line = "roofline: int8 dot-product peak " + ("" if vnni else "absent on this CPU")
+    amx = entries and entries[0].get("amx_int8_gops", 0) > 0
+    peak_key = "amx_int8_gops" if amx else "int8_gops"
+    peak_name = "AMX int8 tiles' peak (rows past the GEMV)" if amx else "int8 dot-product peak"
+    vnni = entries and entries[0].get(peak_key, 0) > 0
+    line = f"roofline: {peak_name} " + ("" if vnni else "absent on this CPU")
     if line not in r.stderr + r.stdout:
         failures.append(f"--profile of the q8 build: no '{line}' line:\n{r.stdout}{r.stderr}")
     # The cached entry is read back with its product peaks: no second measurement.
-    entries[0]["int8_gops"] = 12345.0
+    entries[0][peak_key] = 12345.0
     json.dump({k: entries[0] for k in json.load(open(machine))}, open(machine, "w"))
     r = run([path("q8"), "--weights", path("model.gguf"), "--tokens", prompt, "--profile",
              "--threads", "1"], env=env)
-    if "int8 dot-product peak 12345.0 GOP/s for its kernels" not in r.stderr + r.stdout:
+    if f"{peak_name} 12345.0 GOP/s for its kernels" not in r.stderr + r.stdout:
         failures.append("--profile of the q8 build did not read the kept int8 peak")
     r = run([path("q8"), "--weights", path("model.gguf"), "--tokens", prompt, "--profile",
              "--peak", "100,10"], env=env)
     out = r.stderr + r.stdout
     gemm_rows = [l for l in out.splitlines() if l.startswith("xf_gemm_")]
-    if "int8 dot-product peak not measured: those kernels have no bound" not in out or \
+    if f"{peak_name} not measured: those kernels have no bound" not in out or \
             not gemm_rows or any(not l.rstrip().endswith("-") for l in gemm_rows):
         failures.append(f"--profile --peak of the q8 build: its GEMMs should have no bound:\n{out}")
-    print("q8 build's --profile: block GEMMs read against the int8 dot-product peak" +
+    print(f"q8 build's --profile: block GEMMs read against the {peak_name}" +
           ("" if vnni else " (absent on this CPU: no bound)"))
     return failures
 

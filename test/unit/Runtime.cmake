@@ -10,7 +10,7 @@ xf_add_unit_test(xf-runtime-test
           RuntimeCliTest.cpp RuntimeDriverTest.cpp RuntimeSamplingTest.cpp RuntimeServeTest.cpp
           RuntimeTrainingDataTest.cpp RuntimeManifestTest.cpp RuntimeMachinePeakTest.cpp
           RuntimeWeightRegionTest.cpp RuntimeSessionWeightsTest.cpp RuntimeThreadPoolTest.cpp
-          RuntimePackedStepTest.cpp
+          RuntimePackedStepTest.cpp RuntimeProfileTest.cpp
   LIBS xfRuntime)
 target_include_directories(xf-runtime-test PRIVATE ${XF_RUNTIME_TEST_INPUTS})
 

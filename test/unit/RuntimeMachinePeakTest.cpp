@@ -6,11 +6,15 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RuntimeTestSupport.h"
+
+#include "xfrt/Amx.h"
 #include "xfrt/MachinePeak.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 
 namespace {
 
@@ -24,6 +28,42 @@ TEST(MachinePeak, Bf16DotProductPeakWhereTheCpuHasIt) {
   const bool hasVnni = (" " + peak.flags + " ").find(" avx512_vnni ") != std::string::npos;
   EXPECT_EQ(hasVnni, peak.int8Gops > 0) << "flags: " << peak.flags;
   EXPECT_TRUE(std::isfinite(peak.int8Gops));
+  // The AMX tiles' peaks exactly where this process may use them (0 without running one).
+  EXPECT_EQ(xfrt::amxBf16Usable(), peak.amxBf16Gflops > 0) << xfrt::amxBf16Unusable();
+  EXPECT_EQ(xfrt::amxInt8Usable(), peak.amxInt8Gops > 0) << xfrt::amxInt8Unusable();
+  EXPECT_TRUE(std::isfinite(peak.amxBf16Gflops) && std::isfinite(peak.amxInt8Gops));
+}
+
+// The cache keeps the product peaks, AMX's included: a second read measures nothing; an entry
+// written before the AMX peaks were kept is measured again when the products are asked for.
+TEST(MachinePeak, CacheKeepsTheAmxPeaks) {
+  xfrt::test::TempDir dir;
+  const std::string file = dir.file("machine.json");
+  int measured = 0;
+  auto measure = [&]() -> xfrt::Expected<xfrt::MachineCeilings> {
+    ++measured;
+    xfrt::MachineCeilings c{100, 10, "measured"};
+    c.bf16Gflops = 200, c.int8Gops = 400, c.amxBf16Gflops = 1600, c.amxInt8Gops = 3200;
+    return c;
+  };
+  std::string note;
+  xfrt::MachineCeilings first = xfrt::keptCeilings("cpu", file, note, 0, measure, true);
+  xfrt::MachineCeilings second = xfrt::keptCeilings("cpu", file, note, 0, measure, true);
+  EXPECT_EQ(measured, 1) << note;
+  EXPECT_EQ(second.amxBf16Gflops, 1600);
+  EXPECT_EQ(second.amxInt8Gops, 3200);
+  EXPECT_EQ(second.bf16Gflops, 200);
+  EXPECT_EQ(first.amxInt8Gops, second.amxInt8Gops);
+  {
+    std::ofstream old(file, std::ios::trunc);
+    old << R"({"cpu": {"gflops": 100, "read_gbs": 10, "bf16_gflops": 200, "int8_gops": 400}})";
+  }
+  xfrt::MachineCeilings third = xfrt::keptCeilings("cpu", file, note, 0, measure, true);
+  EXPECT_EQ(measured, 2) << note;
+  EXPECT_EQ(third.amxBf16Gflops, 1600);
+  xfrt::MachineCeilings fourth = xfrt::keptCeilings("cpu", file, note, 0, measure, false);
+  EXPECT_EQ(measured, 2) << note; // fp32 only: any entry serves
+  EXPECT_EQ(fourth.amxBf16Gflops, 1600);
 }
 
 } // namespace

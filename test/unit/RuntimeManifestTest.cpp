@@ -242,6 +242,37 @@ TEST(RuntimeManifest, KernelProducts) {
   }
 }
 
+// A kernel's "amx" (its bf16 / int8 call runs on AMX tiles where the process may use them):
+// false when absent, written only when true; refused when not a boolean or on fp32 products.
+TEST(RuntimeManifest, KernelAmx) {
+  auto manifest = [](const std::string &kernel) {
+    return std::string(R"({"model":"x","vocab":2,"d_out":2,"parameters":[],"kernels":[)") +
+           kernel + "]}";
+  };
+  Expected<Manifest> plain = parseManifest(manifest(R"({"name":"k","kind":"gemm"})"));
+  ASSERT_TRUE(plain) << plain.message();
+  EXPECT_FALSE(plain->kernels[0].amx);
+  EXPECT_EQ(renderManifest(*plain).find("amx"), std::string::npos);
+  for (const char *products : {"bf16", "int8"}) {
+    Expected<Manifest> m = parseManifest(manifest(
+        std::string(R"({"name":"k","kind":"gemm","amx":true,"products":")") + products + "\"}"));
+    ASSERT_TRUE(m) << products << ": " << m.message();
+    EXPECT_TRUE(m->kernels[0].amx);
+    Expected<Manifest> again = parseManifest(renderManifest(*m));
+    ASSERT_TRUE(again) << again.message();
+    EXPECT_TRUE(again->kernels[0].amx) << products;
+  }
+  for (const char *bad : {R"("amx":1,"products":"bf16")", R"("amx":true)",
+                          R"("amx":true,"products":"fp32")"}) {
+    Expected<Manifest> m =
+        parseManifest(manifest(std::string(R"({"name":"k","kind":"gemm",)") + bad + "}"));
+    ASSERT_FALSE(m) << bad;
+    EXPECT_NE(m.message().find("kernel 'k': 'amx' is not a boolean, or true on fp32 products"),
+              std::string::npos)
+        << m.message();
+  }
+}
+
 // A derived buffer's "parts" (a row-wise concatenation of parameters): float32 parameters,
 // each in one buffer's parts at most, adding up to the buffer's bytes.
 TEST(RuntimeManifest, DerivedParts) {

@@ -15,6 +15,8 @@
 #include "CudaGemmCall.h"
 #include "HostLowering.h"
 
+#include "xfrt/BlockGemv.h"
+
 using namespace mlir;
 using namespace mlir::xf;
 
@@ -77,9 +79,11 @@ LogicalResult HostLowering::emitGemm(GemmOp gemm, const KernelResult &r, xfrt::K
     orStatus(halide());
   }
   site.name = spec.name, site.kind = "gemm";
-  site.products = spec.weightBlocks != WeightBlocks::None && options.q8GemmInputs ? "int8"
-                  : spec.bf16Activations                                        ? "bf16"
-                                                                                : "fp32";
+  const bool q8 = spec.weightBlocks != WeightBlocks::None && options.q8GemmInputs;
+  site.products = q8 ? "int8" : spec.bf16Activations ? "bf16" : "fp32";
+  // xfrt_block_gemm takes AMX int8 tiles only under the AVX-512 VNNI ceiling.
+  site.amx = q8 ? options.blockDotIsa == int(xfrt::BlockDotIsa::Avx512Vnni)
+                : takesAmxBf16Gemm(spec, options.cudaDevice);
   setKernelWork(site, kernelWork(spec));
   site.tuned = gemm->hasAttr("xf.tuned");
   return success();

@@ -25,6 +25,7 @@ struct MachinePeak {
   double bf16Gflops = 0; // 0 where the CPU has no AVX512-BF16, or not asked for
   double int8Gops = 0;   // vpdpbusd (GOP/s); 0 where the CPU has no AVX512-VNNI, or not asked for
   double amxBf16Gflops = 0; // tdpbf16ps; 0 where this process may not use AMX bf16, or not asked for
+  double amxInt8Gops = 0;   // tdpbusd (GOP/s); 0 where this process may not use AMX int8, or not asked for
 };
 
 // withBf16: also the bf16 dot-product and int8 (VNNI) peaks (~1 s more; the benchmarks ask
@@ -50,6 +51,9 @@ bool bf16ProductsPay(const ProductPeaks &peaks);
 // `iterations` steps of four instructions; 1M steps is ~25 ms at 16 cycles an instruction):
 // 0 where this process may not use AMX bf16 (xfrt/Amx.h). Never measured on an AMX CPU yet.
 double measureAmxBf16Peak(int threads, long iterations);
+// The AMX int8 tiles' peak (tdpbusd, GOP/s; as above): 0 where this process may not use AMX
+// int8. Never measured on an AMX CPU yet.
+double measureAmxInt8Peak(int threads, long iterations);
 // The read bandwidth alone (GB/s, best of 3 passes over 512 MiB; ~0.3 s): the benchmarks
 // measure it right beside each timed decode, since a VM's bandwidth moves with its
 // neighbours from one minute to the next.
@@ -75,6 +79,9 @@ struct MachineCeilings {
   double gflops = 0, readGBs = 0;
   std::string source;
   double bf16Gflops = -1, int8Gops = -1;
+  // The AMX tiles' peaks (MachinePeak's amxBf16Gflops, amxInt8Gops): -1 not measured, 0 where
+  // this process may not use the tiles.
+  double amxBf16Gflops = -1, amxInt8Gops = -1;
 };
 MachineCeilings machineCeilings(int threads, const std::string &cacheFile, std::string &note,
                                 bool withProducts = false);

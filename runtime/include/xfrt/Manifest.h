@@ -54,6 +54,10 @@ struct KernelSpec {
   // The products the kernel's FLOPs run on, and so the peak --profile reads it against: "fp32"
   // (FMA), "bf16" (vdpbf16ps: --bf16-gemm-inputs) or "int8" (vpdpbusd / AMX: --q8-gemm-inputs).
   std::string products = "fp32";
+  // bf16 / int8 products: the call runs its rows past its GEMV on AMX tiles where the process
+  // may use them (xfrt_amx_bf16_gemm, xfrt_block_gemm), so --profile reads it against the
+  // tiles' peak there.
+  bool amx = false;
 };
 
 struct Manifest {

@@ -46,7 +46,8 @@ bool profileNeedsProductPeaks(const Manifest &m);
 // grouped by kernel name; l, l_z and runs only label the summary line (FLOPs
 // come from each call's own row counts).
 // With `ceilings`, also GB/s, the bound that limits each kernel (compute:
-// FLOPs at the peak of its products — FMA, bf16 or int8 dot products; memory:
+// FLOPs at the peak of its products — FMA, bf16 or int8 dot products, or the AMX tiles' where
+// the kernel's call takes them (KernelSpec::amx) and this process may use them; memory:
 // bytes at the read bandwidth) and the % of it reached (the roofline time over
 // the measured time).
 std::string profileTable(const Manifest &m, int64_t l, int64_t lz, int runs,
