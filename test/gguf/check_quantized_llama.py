@@ -18,6 +18,8 @@
      exact oracle (the stated cost of 8-bit activations, docs/correctness.md); elsewhere ℓ = 7
      and 130 run the exact Halide GEMM, bitwise equal to the blocks build; its greedy ids with
      the KV cache = the oracle's with the rounded rows (from 0, or from the prompt's length);
+     where xfrt_block_gemm runs, its AMX int8 tile path as well (XF_AMX=emulate: tiles
+     emulated in C++ where the CPU has none), within 1e-4 of the same oracle;
   6. `xfc tune --quantized-like` times the block GEMMs as block kernels, and the build with
      its database matches the oracle (host target only);
   7. bad inputs give one error line: a GGUF whose tensor has another block type, a
@@ -66,6 +68,24 @@ def q8_prefill(target):
     with open("/proc/cpuinfo") as f:
         flags = next((line.split(":", 1)[1].split() for line in f if line.startswith("flags")), [])
     return not target and {"avx512_vnni", "avx512bw", "avx512vl", "avx2", "fma", "f16c"} <= set(flags)
+
+
+def q8_amx_emulated(path, tokens, length, ref_q8, failures):
+    """The q8 build's multi-row GEMMs on AMX int8 tiles (xfrt_block_gemm's tdpbusd path),
+    emulated in C++ where the CPU has no AMX (XF_AMX=emulate; the real tiles where it has):
+    exact 32-bit sums as VNNI's, so within TOLERANCE of the oracle rounding the same rows.
+    Returns that check; the emulation's stderr line is required where AMX is absent."""
+    with open("/proc/cpuinfo") as f:
+        amx = any(line.startswith("flags") and "amx_int8" in line.split() for line in f)
+    out = path(f"q8_amx{length}.npy")
+    r = run([path("q8"), "--weights", path("model.gguf"), "--tokens", tokens, "--logits-out",
+             out], env=dict(os.environ, XF_AMX="emulate"))
+    if not amx and "XF_AMX=emulate: AMX tile operations emulated" not in r.stderr:
+        failures.append(f"ℓ={length}: XF_AMX=emulate: the q8 build's GEMMs did not take the "
+                        f"emulated AMX tiles: {r.stderr[-500:]}")
+    got = np.load(out)
+    return (float(np.max(np.abs(got - ref_q8)) / np.max(np.abs(ref_q8))), TOLERANCE,
+            "oracle with Q8 GEMM inputs, AMX int8 tiles" + ("" if amx else " emulated"))
 
 
 def run(cmd, **kw):
@@ -283,6 +303,8 @@ def main():
                            "exact oracle (median row)"),
                           (float(np.max(rows)), Q8_BOUND if length < 4 else Q8_ALL_ROWS_WORST_BOUND,
                            "exact oracle (worst row)")]
+                if length >= 4:
+                    checks.append(q8_amx_emulated(path, tokens, length, ref_q8, failures))
                 for err, bound, what in checks:
                     ok = err <= bound
                     print(f"ℓ={length:3d} xf q8     vs {what}: max|Δ|/max|ref| = {err:.2e} "
