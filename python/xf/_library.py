@@ -34,6 +34,7 @@ _SIGNATURES: dict[str, tuple[Any, list[Any]]] = {
     "xf_last_error": (c_char_p, []),
     "xf_manifest_json": (c_char_p, []),
     "xf_set_threads": (c_int32, [c_int32]),
+    "xf_set_cuda_graphs": (c_int32, [c_int32]),
     "xf_session_create": (c_int32, [c_char_p, POINTER(c_void_p)]),
     "xf_session_create_random": (c_int32, [c_uint64, POINTER(c_void_p)]),
     "xf_session_destroy": (None, [c_void_p]),

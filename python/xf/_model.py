@@ -34,13 +34,17 @@ class Model:
 
     def __init__(self, library: PathLike, weights: Optional[PathLike] = None, *,
                  random_seed: Optional[int] = None, tokenizer: Optional[PathLike] = None,
-                 threads: Optional[int] = None) -> None:
+                 threads: Optional[int] = None, cuda_graphs: Optional[bool] = None) -> None:
         if (weights is None) == (random_seed is None):
             raise InvalidArgumentError("give either weights=PATH or random_seed=SEED")
         self._lib = Library(library)
         self._session = ctypes.c_void_p()
         if threads is not None:
             self._lib.check(self._lib.xf_set_threads(int(threads)))
+        if cuda_graphs is not None:
+            if not isinstance(cuda_graphs, bool):
+                raise InvalidArgumentError(f"cuda_graphs must be True or False, not {cuda_graphs!r}")
+            self._lib.check(self._lib.xf_set_cuda_graphs(int(cuda_graphs)))
         if weights is not None:
             status = self._lib.xf_session_create(os.fsencode(weights),
                                                  ctypes.byref(self._session))
@@ -156,9 +160,11 @@ class Model:
 
 def load(library: PathLike, weights: Optional[PathLike] = None, *,
          random_seed: Optional[int] = None, tokenizer: Optional[PathLike] = None,
-         threads: Optional[int] = None) -> Model:
+         threads: Optional[int] = None, cuda_graphs: Optional[bool] = None) -> Model:
     """Opens a model library (xf.compile's result) with `weights` (.safetensors, a sharded
     index .json, or .gguf) or deterministic random weights from `random_seed`; `tokenizer`
-    as the executables' --tokenizer takes it; `threads` for the kernels (default: all)."""
+    as the executables' --tokenizer takes it; `threads` for the kernels (default: all);
+    `cuda_graphs` for a library built for CUDA: decode steps replayed as CUDA graphs (default
+    True, as the executables' --cuda-graphs; a CPU library ignores it)."""
     return Model(library, weights, random_seed=random_seed, tokenizer=tokenizer,
-                 threads=threads)
+                 threads=threads, cuda_graphs=cuda_graphs)

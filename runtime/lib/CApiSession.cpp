@@ -12,6 +12,7 @@
 
 #include "OptionalEntryPoints.h"
 #include "xfrt/Abi.h"
+#include "xfrt/CudaGraphs.h"
 #include "xfrt/Driver.h"
 #include "xfrt/Embeddings.h"
 #include "xfrt/Generate.h"
@@ -22,6 +23,7 @@
 #include "xfrt/Weights.h"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -66,6 +68,19 @@ const Library &library() {
   return lib;
 }
 
+// A CUDA build's calls reach the device one at a time: sessions share the runtime's stream and
+// its CUDA graphs (CudaGraphs.h), whose capture would take another thread's launches. The
+// lock is empty for a CPU build, whose sessions run side by side (docs/c-api.md, "Threads").
+std::unique_lock<std::mutex> deviceCallLock() {
+  static std::mutex device;
+  const Library &lib = library();
+  return lib.manifest && lib.manifest->cuda ? std::unique_lock<std::mutex>(device)
+                                            : std::unique_lock<std::mutex>();
+}
+
+// xf_set_cuda_graphs' choice, applied to the runtime before a CUDA build's first session.
+std::atomic<bool> cudaGraphsWanted{true};
+
 xf_status sessionFailure(xf_session *s, xf_status code, std::string message) {
   s->error = std::move(message);
   return code;
@@ -82,6 +97,9 @@ xf_status create(xfrt::Expected<xfrt::WeightSet> weights, xf_session **out) {
     return fail(XF_ERROR_LOAD, weights.message());
   auto s = std::make_unique<xf_session>();
   s->weights = weights.take();
+  std::unique_lock<std::mutex> device = deviceCallLock();
+  if (lib.manifest->cuda) // decode steps replayed as CUDA graphs, as the executables do
+    xfrt::setCudaGraphs(cudaGraphsWanted, /*verbose=*/false);
   xfrt::Expected<xfrt::Session> session = xfrt::Session::create(*lib.manifest, lib.abi, s->weights);
   if (!session)
     return fail(XF_ERROR_RUNTIME, session.message());
@@ -186,6 +204,21 @@ xf_status xf_set_threads(int32_t threads) try {
   return caughtExceptionOnThread();
 }
 
+xf_status xf_set_cuda_graphs(int32_t on) try {
+  if (on != 0 && on != 1)
+    return fail(XF_ERROR_INVALID_ARGUMENT,
+                "xf_set_cuda_graphs: " + std::to_string(on) + " is not 0 (off) or 1 (on)");
+  cudaGraphsWanted = on == 1;
+  const Library &lib = library();
+  if (lib.manifest && lib.manifest->cuda) {
+    std::unique_lock<std::mutex> device = deviceCallLock();
+    xfrt::setCudaGraphs(on == 1, /*verbose=*/false);
+  }
+  return XF_OK;
+} catch (...) {
+  return caughtExceptionOnThread();
+}
+
 xf_status xf_session_create(const char *weightsPath, xf_session **out) try {
   if (!weightsPath || !*weightsPath)
     return fail(XF_ERROR_INVALID_ARGUMENT, "xf_session_create: no weights path");
@@ -206,7 +239,10 @@ xf_status xf_session_create_random(uint64_t seed, xf_session **out) try {
   return caughtExceptionOnThread();
 }
 
-void xf_session_destroy(xf_session *session) { delete session; }
+void xf_session_destroy(xf_session *session) {
+  std::unique_lock<std::mutex> device = deviceCallLock(); // frees device memory
+  delete session;
+}
 
 const char *xf_session_error(const xf_session *session) {
   return session ? session->error.c_str() : "null session";
@@ -222,6 +258,7 @@ xf_status xf_session_forward(xf_session *s, const int32_t *ids, int64_t n, const
   XF_CHECK(checkSource(s, source, sourceN));
   XF_CHECK(checkCapacity(s, out, outCapacity, n * m.dOut, "floats"));
   std::vector<int32_t> tokens(ids, ids + n), sourceIds(source, source + (source ? sourceN : 0));
+  std::unique_lock<std::mutex> device = deviceCallLock();
   if (xfrt::Status st = s->session.forward(tokens, sourceIds, out); !st)
     return runtimeFailure(s, st);
   return XF_OK;
@@ -241,6 +278,7 @@ xf_status xf_session_decode(xf_session *s, const int32_t *ids, int64_t n, int64_
   XF_CHECK(checkIds(s, "ids", ids, n, /*positionLimit=*/false));
   XF_CHECK(checkDecodePositions(s, start, n));
   XF_CHECK(checkCapacity(s, out, outCapacity, m.dOut, "floats"));
+  std::unique_lock<std::mutex> device = deviceCallLock();
   // A sequence's first call takes the largest cache: a generate() before may have sized it
   // for its own prompt and tokens only.
   if (start == 0)
@@ -271,6 +309,7 @@ xf_status xf_session_embed(xf_session *s, const int32_t *ids, int64_t n, int32_t
   XF_CHECK(checkIds(s, "ids", ids, n));
   XF_CHECK(checkCapacity(s, out, outCapacity, m.dOut, "floats"));
   std::vector<float> hidden(size_t(n * m.dOut));
+  std::unique_lock<std::mutex> device = deviceCallLock();
   if (xfrt::Status st = s->session.forward(std::vector<int32_t>(ids, ids + n), {}, hidden.data());
       !st)
     return runtimeFailure(s, st);
@@ -347,6 +386,7 @@ extern "C" xf_status xf_session_generate(xf_session *s, const int32_t *prompt, i
   std::vector<int32_t> ids(prompt, prompt + n), sourceIds(source, source + (source ? sourceN : 0));
   if (g->useCache && s->session.canCache() && sourceIds.empty())
     s->computed = 0; // generate() starts a sequence on the cache
+  std::unique_lock<std::mutex> device = deviceCallLock();
   xfrt::Expected<xfrt::GenerateResult> r =
       xfrt::generate(s->session, ids, sourceIds, *g, rng, [](int32_t) {});
   if (!r)

@@ -18,7 +18,7 @@ namespace {
 /// xf.h's functions, as patterns (`*`) for the version script and objcopy --wildcard.
 constexpr const char *kPublicApiSymbols[] = {
     "xf_api_version",       "xf_last_error", "xf_manifest_json", "xf_set_threads",
-    "xf_generate_defaults", "xf_session_*",  "xf_tokenizer_*"};
+    "xf_set_cuda_graphs",   "xf_generate_defaults", "xf_session_*", "xf_tokenizer_*"};
 
 llvm::Error run(llvm::StringRef program, std::vector<std::string> args) {
   auto path = llvm::sys::findProgramByName(program);

@@ -47,6 +47,11 @@ const char *xf_manifest_json(void);
 /* Threads of the kernels' pool (shared by every session of the library); 0 keeps the
  * default (the machine's hardware threads). */
 xf_status xf_set_threads(int32_t threads);
+/* A library built for CUDA (xfc --target cuda): 1 (the default) replays each decode step as one
+ * CUDA graph, as the executables do (docs/gpu.md, "CUDA graphs"), 0 launches its kernels one by
+ * one; takes effect from the next step. A CPU library accepts it and does nothing. A CUDA
+ * library's calls reach the device one at a time (sessions share its stream and graphs). */
+xf_status xf_set_cuda_graphs(int32_t on);
 
 /* A session: the weights loaded and prepared, scratch and a KV cache. One call at a time
  * per session; sessions may run on different threads (the kernel pool runs one parallel
