@@ -120,6 +120,70 @@ Status parseDerivedParts(const JsonValue &parts, size_t i, Manifest &m) {
   return Status::success();
 }
 
+// "derived": each derived buffer's bytes, forward_reads and parts.
+Status parseDerived(const JsonValue &derived, Manifest &m) {
+  if (!derived.isArray())
+    return fail("'derived' is not a list");
+  for (size_t i = 0; i < derived.items.size(); ++i) {
+    int64_t bytes = 0;
+    if (!derived.items[i].isObject())
+      return fail("derived[" + std::to_string(i) + "] is not an object");
+    if (Status s = getInt(derived.items[i], "bytes", true, bytes); !s)
+      return s;
+    bool prepareOnly = false;
+    if (const JsonValue *reads = derived.items[i].find("forward_reads")) {
+      if (!reads->isString() || (reads->string != "all" && reads->string != "none"))
+        return fail("derived[" + std::to_string(i) + "]: unknown forward_reads " +
+                    describeJson(*reads) + " (all, none)");
+      prepareOnly = reads->string == "none";
+    }
+    m.derivedBytes.push_back(bytes);
+    m.derivedPrepareOnly.push_back(prepareOnly);
+    if (const JsonValue *parts = derived.items[i].find("parts"))
+      if (Status s = parseDerivedParts(*parts, i, m); !s)
+        return s;
+  }
+  return Status::success();
+}
+
+// One entry of "kernels" (a profiling site): what --profile reads it with.
+Status parseKernel(const JsonValue &k, KernelSpec &spec) {
+  if (const JsonValue *n = k.find("name"); n && n->isString())
+    spec.name = n->string;
+  if (const JsonValue *n = k.find("kind"); n && n->isString())
+    spec.kind = n->string;
+  if (const JsonValue *n = k.find("op"); n && n->isString())
+    spec.op = n->string;
+  if (const JsonValue *n = k.find("loc"); n && n->isString())
+    spec.loc = n->string;
+  for (auto [key, field] : {std::pair{"bytes_per_call", &spec.bytesPerCall},
+                            {"bytes_per_row", &spec.bytesPerRow},
+                            {"bytes_per_context_row", &spec.bytesPerContextRow}})
+    if (const JsonValue *f = k.find(key); f && f->isInteger && f->integer >= 0)
+      *field = f->integer;
+  if (const JsonValue *f = k.find("flops_per_row"); f && f->isNumber())
+    spec.flopsPerRow = f->isInteger ? f->integer : int64_t(0);
+  if (const JsonValue *f = k.find("flops_per_row_per_context_row"); f && f->isNumber())
+    spec.flopsPerRowPerContextRow = f->isInteger ? f->integer : int64_t(0);
+  if (const JsonValue *n = k.find("context"); n && n->isString())
+    spec.contextFromSource = n->string == "source";
+  if (const JsonValue *n = k.find("tuned"); n && n->isBool())
+    spec.tuned = n->boolean;
+  if (const JsonValue *n = k.find("products")) {
+    if (!n->isString() || (n->string != "fp32" && n->string != "bf16" && n->string != "int8"))
+      return fail("kernel '" + spec.name + "': 'products' is not \"fp32\", \"bf16\" or \"int8\"");
+    spec.products = n->string;
+  }
+  if (const JsonValue *n = k.find("amx")) {
+    if (!n->isBool() || (n->boolean && spec.products == "fp32"))
+      return fail("kernel '" + spec.name +
+                  "': 'amx' is not a boolean, or true on fp32 products (AMX runs bf16 and "
+                  "int8 products only)");
+    spec.amx = n->boolean;
+  }
+  return Status::success();
+}
+
 } // namespace
 
 Expected<Manifest> parseManifest(std::string_view text) {
@@ -210,68 +274,16 @@ Expected<Manifest> parseManifest(std::string_view text) {
     m.parameters.push_back(std::move(spec));
   }
 
-  if (const JsonValue *derived = root.find("derived")) {
-    if (!derived->isArray())
-      return fail("'derived' is not a list");
-    for (size_t i = 0; i < derived->items.size(); ++i) {
-      int64_t bytes = 0;
-      if (!derived->items[i].isObject())
-        return fail("derived[" + std::to_string(i) + "] is not an object");
-      if (Status s = getInt(derived->items[i], "bytes", true, bytes); !s)
-        return s;
-      bool prepareOnly = false;
-      if (const JsonValue *reads = derived->items[i].find("forward_reads")) {
-        if (!reads->isString() || (reads->string != "all" && reads->string != "none"))
-          return fail("derived[" + std::to_string(i) + "]: unknown forward_reads " +
-                      describeJson(*reads) + " (all, none)");
-        prepareOnly = reads->string == "none";
-      }
-      m.derivedBytes.push_back(bytes);
-      m.derivedPrepareOnly.push_back(prepareOnly);
-      if (const JsonValue *parts = derived->items[i].find("parts"))
-        if (Status s = parseDerivedParts(*parts, i, m); !s)
-          return s;
-    }
-  }
-
+  if (const JsonValue *derived = root.find("derived"))
+    if (Status s = parseDerived(*derived, m); !s)
+      return s;
   if (const JsonValue *kernels = root.find("kernels")) {
     if (!kernels->isArray())
       return fail("'kernels' is not a list");
     for (const JsonValue &k : kernels->items) {
       KernelSpec spec;
-      if (const JsonValue *n = k.find("name"); n && n->isString())
-        spec.name = n->string;
-      if (const JsonValue *n = k.find("kind"); n && n->isString())
-        spec.kind = n->string;
-      if (const JsonValue *n = k.find("op"); n && n->isString())
-        spec.op = n->string;
-      if (const JsonValue *n = k.find("loc"); n && n->isString())
-        spec.loc = n->string;
-      for (auto [key, field] : {std::pair{"bytes_per_call", &spec.bytesPerCall},
-                                {"bytes_per_row", &spec.bytesPerRow},
-                                {"bytes_per_context_row", &spec.bytesPerContextRow}})
-        if (const JsonValue *f = k.find(key); f && f->isInteger && f->integer >= 0)
-          *field = f->integer;
-      if (const JsonValue *f = k.find("flops_per_row"); f && f->isNumber())
-        spec.flopsPerRow = f->isInteger ? f->integer : int64_t(0);
-      if (const JsonValue *f = k.find("flops_per_row_per_context_row"); f && f->isNumber())
-        spec.flopsPerRowPerContextRow = f->isInteger ? f->integer : int64_t(0);
-      if (const JsonValue *n = k.find("context"); n && n->isString())
-        spec.contextFromSource = n->string == "source";
-      if (const JsonValue *n = k.find("tuned"); n && n->isBool())
-        spec.tuned = n->boolean;
-      if (const JsonValue *n = k.find("products")) {
-        if (!n->isString() || (n->string != "fp32" && n->string != "bf16" && n->string != "int8"))
-          return fail("kernel '" + spec.name + "': 'products' is not \"fp32\", \"bf16\" or \"int8\"");
-        spec.products = n->string;
-      }
-      if (const JsonValue *n = k.find("amx")) {
-        if (!n->isBool() || (n->boolean && spec.products == "fp32"))
-          return fail("kernel '" + spec.name +
-                      "': 'amx' is not a boolean, or true on fp32 products (AMX runs bf16 and "
-                      "int8 products only)");
-        spec.amx = n->boolean;
-      }
+      if (Status s = parseKernel(k, spec); !s)
+        return s;
       m.kernels.push_back(std::move(spec));
     }
   }
