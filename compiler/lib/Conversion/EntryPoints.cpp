@@ -113,6 +113,91 @@ void HostLowering::emitPrepare(llvm::StringRef name) {
   b = nullptr;
 }
 
+// The packed entry points' arguments (docs/abi.md), and what the body reads of the batch: ℓ =
+// Σ ℓ_i, the profiler's context rows, the step table (CUDA), whether a cached call is a batched
+// decode step.
+void HostLowering::bindPackedForwardArguments(ValueRange args, bool cached) {
+  OpBuilder &builder = *b;
+  Type ptr = LLVM::LLVMPointerType::get(ctx), i64Type = IntegerType::get(ctx, 64);
+  paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lengthsArg = args[3];
+  startsArg = cached ? args[4] : Value();
+  countArg = args[cached ? 5 : 6];
+  outArg = args[cached ? 6 : 7], scratchArg = args[cached ? 7 : 8];
+  cachesArg = cached ? args[8] : Value();
+  slotsArg = cached ? args[9] : Value();
+  sourceArg = Value(), sourceLengthsArg = Value(), lzArg = i64(0);
+  if (!cached && encoderDecoder)
+    sourceArg = args[4], sourceLengthsArg = args[5];
+  if (cached)
+    cacheRows = paddedRowsOf(args[10], i64(0));
+  // ℓ = Σ ℓ_i rows (ℓ_z = Σ ℓ_z,i); the profiler's attention context: Σ ℓ_i·(start_i + ℓ_i)
+  // / ℓ (an encoder-decoder's: Σ ℓ_z,i² / ℓ_z over sources, Σ ℓ_i·ℓ_z,i / ℓ across).
+  SmallVector<Value> sumsInit{i64(0), i64(0), i64(0), i64(0), i64(0)};
+  if (cached) // and the highest cache slot
+    sumsInit.push_back(i64(0));
+  auto sums = scf::ForOp::create(
+      builder, loc, i64(0), countArg, i64(1), sumsInit,
+      [&](OpBuilder &nested, Location, Value index, ValueRange acc) {
+        OpBuilder::InsertionGuard guard(*b);
+        b->setInsertionPointToStart(nested.getInsertionBlock());
+        Value rows = loadI64(lengthsArg, index);
+        Value context =
+            cached ? Value(arith::AddIOp::create(*b, loc, loadI64(startsArg, index), rows))
+                   : rows;
+        Value sourceRows = sourceLengthsArg ? loadI64(sourceLengthsArg, index) : i64(0);
+        auto add = [&](Value sum, Value a, Value c) -> Value {
+          return arith::AddIOp::create(*b, loc, sum, arith::MulIOp::create(*b, loc, a, c));
+        };
+        SmallVector<Value> next{add(acc[0], rows, i64(1)), add(acc[1], rows, context),
+                                add(acc[2], sourceRows, i64(1)),
+                                add(acc[3], sourceRows, sourceRows),
+                                add(acc[4], rows, sourceRows)};
+        if (cached) // <kernel>_batched's buffers reach the highest slot
+          next.push_back(arith::MaxSIOp::create(*b, loc, acc[5], loadI64(slotsArg, index)));
+        scf::YieldOp::create(*b, loc, next);
+      });
+  lArg = sums.getResult(0);
+  if (cached && options.cudaDevice) {
+    // The step table the runtime uploads after the ids (docs/abi.md): from int32 word
+    // 2·⌈Σℓ / 2⌉, Σℓ int64 positions, then Σℓ int64 slots.
+    Value pairs = arith::DivSIOp::create(
+        builder, loc, arith::AddIOp::create(builder, loc, lArg, i64(1)), i64(2));
+    Value words = arith::MulIOp::create(builder, loc, pairs, i64(2));
+    rowPositions = LLVM::GEPOp::create(builder, loc, ptr, builder.getI32Type(), tokensArg,
+                                       ValueRange{words});
+    rowSlots = LLVM::GEPOp::create(builder, loc, ptr, i64Type, rowPositions, ValueRange{lArg});
+  }
+  if (cached) {
+    // One row per sequence, and the slots' span within a Halide buffer's reach (2^31 - 1
+    // bytes; the caller's slots are >= 0, docs/abi.md). Otherwise one call per sequence.
+    slotCount = arith::AddIOp::create(builder, loc, sums.getResult(5), i64(1));
+    Value span = arith::MulIOp::create(
+        builder, loc, slotCount,
+        arith::MulIOp::create(builder, loc, cacheRows,
+                              i64(cachePlan.elementBytes * cachePlan.columns)));
+    auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) -> Value {
+      return arith::CmpIOp::create(builder, loc, p, x, y);
+    };
+    batchedDecodeStep = arith::AndIOp::create(
+        builder, loc, cmp(arith::CmpIPredicate::eq, lArg, countArg),
+        cmp(arith::CmpIPredicate::sle, span, i64(INT32_MAX)));
+    if (options.cudaDevice) // the batched partials' region holds this many sequences
+      batchedDecodeStep = arith::AndIOp::create(
+          builder, loc, batchedDecodeStep,
+          cmp(arith::CmpIPredicate::sle, countArg, i64(kCudaBatchedMaxSequences)));
+  }
+  auto perRow = [&](Value sum, Value rows) -> Value {
+    return arith::DivSIOp::create(builder, loc, sum,
+                                  arith::MaxSIOp::create(builder, loc, rows, i64(1)));
+  };
+  packedContextRows = perRow(sums.getResult(1), lArg);
+  if (sourceLengthsArg) {
+    lzArg = sums.getResult(2);
+    packedSourceContextRows = perRow(sums.getResult(3), lzArg);
+    packedCrossContextRows = perRow(sums.getResult(4), lArg);
+  }
+}
+
 LogicalResult HostLowering::emitForward(bool cached, bool packed) {
   Type ptr = LLVM::LLVMPointerType::get(ctx), i64Type = IntegerType::get(ctx, 64);
   Type i32Type = IntegerType::get(ctx, 32);
@@ -156,83 +241,7 @@ LogicalResult HostLowering::emitForward(bool cached, bool packed) {
   queryBlockTables.clear();
   status = arith::ConstantIntOp::create(builder, loc, builder.getI32Type(), 0);
   if (packed) {
-    paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lengthsArg = args[3];
-    startsArg = cached ? args[4] : Value();
-    countArg = args[cached ? 5 : 6];
-    outArg = args[cached ? 6 : 7], scratchArg = args[cached ? 7 : 8];
-    cachesArg = cached ? args[8] : Value();
-    slotsArg = cached ? args[9] : Value();
-    sourceArg = Value(), sourceLengthsArg = Value(), lzArg = i64(0);
-    if (!cached && encoderDecoder)
-      sourceArg = args[4], sourceLengthsArg = args[5];
-    if (cached)
-      cacheRows = paddedRowsOf(args[10], i64(0));
-    // ℓ = Σ ℓ_i rows (ℓ_z = Σ ℓ_z,i); the profiler's attention context: Σ ℓ_i·(start_i + ℓ_i)
-    // / ℓ (an encoder-decoder's: Σ ℓ_z,i² / ℓ_z over sources, Σ ℓ_i·ℓ_z,i / ℓ across).
-    SmallVector<Value> sumsInit{i64(0), i64(0), i64(0), i64(0), i64(0)};
-    if (cached) // and the highest cache slot
-      sumsInit.push_back(i64(0));
-    auto sums = scf::ForOp::create(
-        builder, loc, i64(0), countArg, i64(1), sumsInit,
-        [&](OpBuilder &nested, Location, Value index, ValueRange acc) {
-          OpBuilder::InsertionGuard guard(*b);
-          b->setInsertionPointToStart(nested.getInsertionBlock());
-          Value rows = loadI64(lengthsArg, index);
-          Value context =
-              cached ? Value(arith::AddIOp::create(*b, loc, loadI64(startsArg, index), rows))
-                     : rows;
-          Value sourceRows = sourceLengthsArg ? loadI64(sourceLengthsArg, index) : i64(0);
-          auto add = [&](Value sum, Value a, Value c) -> Value {
-            return arith::AddIOp::create(*b, loc, sum, arith::MulIOp::create(*b, loc, a, c));
-          };
-          SmallVector<Value> next{add(acc[0], rows, i64(1)), add(acc[1], rows, context),
-                                  add(acc[2], sourceRows, i64(1)),
-                                  add(acc[3], sourceRows, sourceRows),
-                                  add(acc[4], rows, sourceRows)};
-          if (cached) // <kernel>_batched's buffers reach the highest slot
-            next.push_back(arith::MaxSIOp::create(*b, loc, acc[5], loadI64(slotsArg, index)));
-          scf::YieldOp::create(*b, loc, next);
-        });
-    lArg = sums.getResult(0);
-    if (cached && options.cudaDevice) {
-      // The step table the runtime uploads after the ids (docs/abi.md): from int32 word
-      // 2·⌈Σℓ / 2⌉, Σℓ int64 positions, then Σℓ int64 slots.
-      Value pairs = arith::DivSIOp::create(
-          builder, loc, arith::AddIOp::create(builder, loc, lArg, i64(1)), i64(2));
-      Value words = arith::MulIOp::create(builder, loc, pairs, i64(2));
-      rowPositions = LLVM::GEPOp::create(builder, loc, ptr, builder.getI32Type(), tokensArg,
-                                         ValueRange{words});
-      rowSlots = LLVM::GEPOp::create(builder, loc, ptr, i64Type, rowPositions, ValueRange{lArg});
-    }
-    if (cached) {
-      // One row per sequence, and the slots' span within a Halide buffer's reach (2^31 - 1
-      // bytes; the caller's slots are >= 0, docs/abi.md). Otherwise one call per sequence.
-      slotCount = arith::AddIOp::create(builder, loc, sums.getResult(5), i64(1));
-      Value span = arith::MulIOp::create(
-          builder, loc, slotCount,
-          arith::MulIOp::create(builder, loc, cacheRows,
-                                i64(cachePlan.elementBytes * cachePlan.columns)));
-      auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) -> Value {
-        return arith::CmpIOp::create(builder, loc, p, x, y);
-      };
-      batchedDecodeStep = arith::AndIOp::create(
-          builder, loc, cmp(arith::CmpIPredicate::eq, lArg, countArg),
-          cmp(arith::CmpIPredicate::sle, span, i64(INT32_MAX)));
-      if (options.cudaDevice) // the batched partials' region holds this many sequences
-        batchedDecodeStep = arith::AndIOp::create(
-            builder, loc, batchedDecodeStep,
-            cmp(arith::CmpIPredicate::sle, countArg, i64(kCudaBatchedMaxSequences)));
-    }
-    auto perRow = [&](Value sum, Value rows) -> Value {
-      return arith::DivSIOp::create(builder, loc, sum,
-                                    arith::MaxSIOp::create(builder, loc, rows, i64(1)));
-    };
-    packedContextRows = perRow(sums.getResult(1), lArg);
-    if (sourceLengthsArg) {
-      lzArg = sums.getResult(2);
-      packedSourceContextRows = perRow(sums.getResult(3), lzArg);
-      packedCrossContextRows = perRow(sums.getResult(4), lArg);
-    }
+    bindPackedForwardArguments(args, cached);
   } else if (cached) {
     paramsArg = args[0], derivedArg = args[1], tokensArg = args[2], lArg = args[3];
     startArg = args[4], outArg = args[5], scratchArg = args[6], cacheArg = args[7];

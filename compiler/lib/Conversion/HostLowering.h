@@ -161,6 +161,7 @@ private:
   void planPackedWeights();
   HalideBufferArg packedWeightArg(int64_t index);
   LogicalResult emitForward(bool cached, bool packed);
+  void bindPackedForwardArguments(ValueRange args, bool cached);
   void emitCacheBytes();
   /// An entry point's body (KernelPatterns.cpp): `source`'s ops (its return
   /// left out) cloned at the end of `body`, each clone then lowered by the
