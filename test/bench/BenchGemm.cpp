@@ -237,12 +237,14 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
+struct BenchOptions {
   int rounds = 7, threads = 2;
   const char *jsonPath = nullptr, *only = nullptr; // --only: shapes whose name contains it
   bool coldWeights = false; // every shape rotates over >= 96 MiB of weight copies
+};
+
+// The command line; an exit code where the program should stop (--help, a bad option).
+std::optional<int> parseBenchOptions(int argc, char **argv, BenchOptions &o) {
   const char *usage = "usage: xf-bench-gemm [--rounds N] [--threads N] [--json PATH] "
                       "[--only SUBSTRING] [--cold-weights]\n";
   auto count = [&](const char *option, const char *text, int &out) {
@@ -263,7 +265,7 @@ int main(int argc, char **argv) {
       return 0;
     }
     if (!std::strcmp(arg, "--cold-weights")) {
-      coldWeights = true;
+      o.coldWeights = true;
       --i; // a flag: no value follows
       continue;
     }
@@ -275,269 +277,329 @@ int main(int argc, char **argv) {
       return 2;
     }
     const char *value = argv[i + 1];
-    if (!std::strcmp(arg, "--rounds")    ? !count(arg, value, rounds)
-        : !std::strcmp(arg, "--threads") ? !count(arg, value, threads)
+    if (!std::strcmp(arg, "--rounds")    ? !count(arg, value, o.rounds)
+        : !std::strcmp(arg, "--threads") ? !count(arg, value, o.threads)
                                          : false)
       return 2;
     if (!std::strcmp(arg, "--json"))
-      jsonPath = value;
+      o.jsonPath = value;
     else if (!std::strcmp(arg, "--only"))
-      only = value;
+      o.only = value;
   }
+  return std::nullopt;
+}
+
+// Times every variant of `shape` in `rounds` interleaved rounds (reps per round so that the
+// reference takes ~0.15 s), prints a line per variant and adds it to `json`.
+void timeAndReport(const Shape &shape, int copies, int rounds, std::vector<Variant> &variants,
+                   std::FILE *json, bool &first) {
+  const int M = shape.M, K = shape.K, N = shape.N;
+  const double flops = 2.0 * M * K * N;
+  double once = timeCalls(variants[2].call, 1);
+  int reps = std::max(1, int(0.15 / std::max(once, 1e-7)));
+
+  for (int round = 0; round < rounds; ++round)
+    for (Variant &v : variants)
+      v.seconds.push_back(timeCalls(v.call, reps));
+
+  for (Variant &v : variants) {
+    double best = *std::min_element(v.seconds.begin(), v.seconds.end());
+    double med = median(v.seconds);
+    std::printf("%-15s %5d %5d %6d %2s | %-15s %8.3f %8.3f %6.1f %6.1f GB/s | %s\n", shape.name,
+                M, K, N, shape.transposed ? "T" : "", v.name.c_str(), best * 1e3, med * 1e3,
+                flops / best * 1e-9, v.bytesPerCall / best * 1e-9,
+                v.maxDiff >= 0 ? std::to_string(v.maxDiff).c_str() : "");
+    if (json) {
+      std::fprintf(json,
+                   "%s\n  {\"shape\": \"%s\", \"M\": %d, \"K\": %d, \"N\": %d, \"transposed\": "
+                   "%s, \"variant\": \"%s\", \"min_s\": %.9f, \"median_s\": %.9f, "
+                   "\"gflops_best\": %.3f, \"gflops_median\": %.3f, \"gbs_best\": %.3f, "
+                   "\"gbs_median\": %.3f, \"weight_copies\": %d, \"max_abs_diff\": %.3g}",
+                   first ? "" : ",", shape.name, M, K, N, shape.transposed ? "true" : "false",
+                   v.name.c_str(), best, med, flops / best * 1e-9, flops / med * 1e-9,
+                   v.bytesPerCall / best * 1e-9, v.bytesPerCall / med * 1e-9, copies, v.maxDiff);
+      first = false;
+    }
+  }
+}
+
+// Each copy of `weights` packed by `pack` into a buffer of `type` (its shape from a bounds
+// query): false on a failure, said on stderr.
+template <typename Weights, typename Packed>
+bool packAllCopies(const char *name, int copies, PackKernel pack, Weights &weights,
+                   halide_type_t type, Packed &packed) {
+  for (int c = 0; c < copies; ++c) {
+    halide_buffer_t query = {};
+    halide_dimension_t dims[3] = {};
+    query.type = type;
+    query.dimensions = 3;
+    query.dim = dims;
+    if (pack(weights[c].raw_buffer(), &query) != 0) {
+      std::fprintf(stderr, "%s: bounds query of the weight packing failed\n", name);
+      return false;
+    }
+    packed.emplace_back(dims[0].extent, dims[1].extent, dims[2].extent);
+    packed.back().raw_buffer()->type = type;
+    if (pack(weights[c].raw_buffer(), packed.back().raw_buffer()) != 0) {
+      std::fprintf(stderr, "%s: packing the weight failed\n", name);
+      return false;
+    }
+  }
+  return true;
+}
+
+// xf_bf16_amx: AMX bf16 tiles on the packed bf16 weight (xfrt_amx_bf16_gemm, which an executable
+// calls for the rows its Halide kernel rounds), where this process may use them; left out
+// otherwise, with a line saying why (once).
+void addAmxBf16Variant(const Shape &shape, int copies, double io, Halide::Runtime::Buffer<float> &x,
+                       std::vector<Halide::Runtime::Buffer<uint16_t>> &wBf16Packed,
+                       Halide::Runtime::Buffer<float> &out, std::vector<Variant> &variants) {
+  if (!xfrt::amxBf16Usable()) {
+    static bool said = false;
+    if (!std::exchange(said, true))
+      std::printf("xf_bf16_amx skipped: no AMX bf16 (%s)\n", xfrt::amxBf16Unusable());
+    return;
+  }
+  const int M = shape.M, K = shape.K, N = shape.N;
+  const int64_t tileCols = wBf16Packed[0].dim(0).extent() / 2;
+  variants.push_back({"xf_bf16_amx",
+                      [&, tileCols, M, K, N, copies, c = 0]() mutable {
+                        c = (c + 1) % copies;
+                        xfrt_amx_bf16_gemm(x.data(), K, M, K, wBf16Packed[c].data(), tileCols, N,
+                                           nullptr, nullptr, 0, 0, out.data(), N);
+                      },
+                      2.0 * double(wBf16Packed[0].number_of_elements()) + io});
+}
+
+// The reference of the bf16 kernels: OpenBLAS on the bf16-rounded weight, with x rounded too
+// where the kernels' GEMM path (M >= 4) rounds it (their GEMV path does not).
+void bf16Reference(const Shape &shape, const Halide::Runtime::Buffer<float> &x,
+                   const Halide::Runtime::Buffer<uint16_t> &xBf16,
+                   const Halide::Runtime::Buffer<float> &wRounded,
+                   Halide::Runtime::Buffer<float> &refBf16) {
+  const int M = shape.M, K = shape.K, N = shape.N;
+  Halide::Runtime::Buffer<float> xRounded = x.copy();
+  if (M >= 4)
+    xRounded.for_each_element([&](int a, int b) { xRounded(a, b) = fromBf16(xBf16(a, b)); });
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, shape.transposed ? CblasTrans : CblasNoTrans, M, N,
+              K, 1.f, xRounded.data(), K, wRounded.data(), shape.transposed ? K : N, 0.f,
+              refBf16.data(), N);
+}
+
+// 2-D views of each copy (dimension 2) of the weight, the bf16 ones typed bfloat16.
+void sliceCopies(Halide::Runtime::Buffer<float> &w, Halide::Runtime::Buffer<uint16_t> &wBf16,
+                 std::vector<Halide::Runtime::Buffer<float>> &wCopy,
+                 std::vector<Halide::Runtime::Buffer<uint16_t>> &wBf16Copy) {
+  for (int c = 0; c < w.dim(2).extent(); ++c) {
+    wCopy.push_back(w.sliced(2, c));
+    wBf16Copy.push_back(wBf16.sliced(2, c));
+    wBf16Copy.back().raw_buffer()->type = halide_type_t(halide_type_bfloat, 16);
+  }
+}
+
+using Sbgemm = decltype(&cblas_sbgemm);
+
+// One shape: its inputs and weight copies, every variant checked against its reference, then
+// timed and reported; false where packing a weight failed.
+bool benchShape(const Shape &shape, const BenchOptions &o, Sbgemm sbgemm, std::mt19937 &rng,
+                std::FILE *json, bool &first) {
+  const bool coldWeights = o.coldWeights;
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  const int M = shape.M, K = shape.K, N = shape.N;
+  const int wCols = shape.transposed ? K : N, wRows = shape.transposed ? N : K;
+  const size_t wSize = size_t(K) * N;
+  // Copies of the weight to rotate over: one, or >= 96 MiB of fp32 for decode shapes
+  // (every shape with --cold-weights).
+  const int copies =
+      M <= 4 || coldWeights ? int(std::max<size_t>(1, (96u << 20) / (wSize * 4) + 1)) : 1;
+  Halide::Runtime::Buffer<float> x(K, M), w(wCols, wRows, copies);
+  Halide::Runtime::Buffer<uint16_t> wBf16(wCols, wRows, copies), xBf16(K, M);
+  Halide::Runtime::Buffer<float> out(N, M), ref(N, M), refBf16(N, M), wRounded(wCols, wRows);
+  x.for_each_value([&](float &v) { v = dist(rng); });
+  w.for_each_value([&](float &v) { v = dist(rng); });
+  wBf16.for_each_element([&](int a, int b, int c) { wBf16(a, b, c) = toBf16(w(a, b, c)); });
+  wRounded.for_each_element([&](int a, int b) { wRounded(a, b) = fromBf16(wBf16(a, b, 0)); });
+  x.for_each_element([&](int a, int b) { xBf16(a, b) = toBf16(x(a, b)); });
+  const int ldw = wCols;
+  const auto transW = shape.transposed ? CblasTrans : CblasNoTrans;
+  // 2-D views of copy c (the kernels take [rows, cols] matrices).
+  std::vector<Halide::Runtime::Buffer<float>> wCopy;
+  std::vector<Halide::Runtime::Buffer<uint16_t>> wBf16Copy;
+  sliceCopies(w, wBf16, wCopy, wBf16Copy);
+  bf16Reference(shape, x, xBf16, wRounded, refBf16);
+
+  const double io = 4.0 * (double(M) * K + double(M) * N);
+  std::vector<Variant> variants;
+  int next[9] = {0};
+  auto copyIndex = [&](int v) { return next[v] = (next[v] + 1) % copies; };
+  variants.push_back(
+      {"xf",
+       [&] { shape.kernel(x.raw_buffer(), wCopy[copyIndex(0)].raw_buffer(), out.raw_buffer()); },
+       4.0 * wSize + io});
+  variants.push_back({"xf_bf16",
+                      [&] {
+                        shape.kernelBf16(x.raw_buffer(), wBf16Copy[copyIndex(1)].raw_buffer(),
+                                         out.raw_buffer());
+                      },
+                      2.0 * wSize + io});
+  variants.push_back({"openblas",
+                      [&] {
+                        cblas_sgemm(CblasRowMajor, CblasNoTrans, transW, M, N, K, 1.f, x.data(),
+                                    K, wCopy[copyIndex(2)].data(), ldw, 0.f, ref.data(), N);
+                      },
+                      4.0 * wSize + io});
+  if (M == 1)
+    variants.push_back({"openblas_sgemv",
+                        [&] {
+                          // y[N] = W·x for W [N, K] (no transpose) or Wᵀ·x for W [K, N].
+                          cblas_sgemv(CblasRowMajor, shape.transposed ? CblasNoTrans : CblasTrans,
+                                      wRows, wCols, 1.f, wCopy[copyIndex(3)].data(), ldw,
+                                      x.data(), 1, 0.f, ref.data(), 1);
+                        },
+                        4.0 * wSize + io});
+  std::vector<float> sbOut(size_t(M) * N);
+  if (sbgemm)
+    variants.push_back({"openblas_sbgemm",
+                        [&] {
+                          sbgemm(
+                              CblasRowMajor, CblasNoTrans, transW, M, N, K, 1.f,
+                              reinterpret_cast<const bfloat16 *>(xBf16.data()), K,
+                              reinterpret_cast<const bfloat16 *>(wBf16Copy[copyIndex(4)].data()),
+                              ldw, 0.f, sbOut.data(), N);
+                        },
+                        2.0 * wSize + io});
+#ifdef XF_BENCH_HAVE_DNNL
+  std::vector<float> dnnlOut(size_t(M) * N);
+  variants.push_back({"onednn",
+                      [&] {
+                        dnnl_sgemm('N', shape.transposed ? 'T' : 'N', M, N, K, 1.f, x.data(), K,
+                                   wCopy[copyIndex(5)].data(), ldw, 0.f, dnnlOut.data(), N);
+                      },
+                      4.0 * wSize + io});
+#endif
+  // The same GEMM with the tuning database's schedule (the default's when
+  // the build was given none), its weight packed at load when the schedule
+  // packs (wTunedPacked, filled below): last, so the indices above stay.
+  std::vector<Halide::Runtime::Buffer<float>> wTunedPacked;
+  variants.push_back({"xf_tuned",
+                      [&] {
+                        int c = copyIndex(6);
+                        shape.kernelTuned(x.raw_buffer(),
+                                          wTunedPacked.empty() ? wCopy[c].raw_buffer()
+                                                               : wTunedPacked[c].raw_buffer(),
+                                          out.raw_buffer());
+                      },
+                      4.0 * wSize + io});
+  // The weight packed at load, as xfc's executables take it: each copy
+  // packed once by the kernel's own `_pack` (its shape from a bounds query).
+  std::vector<Halide::Runtime::Buffer<float>> wPacked;
+  std::vector<Halide::Runtime::Buffer<uint16_t>> wBf16Packed;
+  if (!packAllCopies(shape.name, copies, shape.packWeight, wCopy, halide_type_of<float>(), wPacked) ||
+      !packAllCopies(shape.name, copies, shape.packWeightBf16, wBf16Copy, halide_type_t(halide_type_bfloat, 16),
+               wBf16Packed) ||
+      (shape.packWeightTuned &&
+       !packAllCopies(shape.name, copies, shape.packWeightTuned, wCopy, halide_type_of<float>(), wTunedPacked)))
+    return false;
+  if (!wTunedPacked.empty())
+    variants[variants.size() - 1].bytesPerCall =
+        4.0 * double(wTunedPacked[0].number_of_elements()) + io;
+  const double packedBytes = 4.0 * double(wPacked[0].number_of_elements());
+  variants.push_back({"xf_packed",
+                      [&] {
+                        shape.kernelPacked(x.raw_buffer(), wPacked[copyIndex(7)].raw_buffer(),
+                                           out.raw_buffer());
+                      },
+                      packedBytes + io});
+  variants.push_back({"xf_bf16_packed",
+                      [&] {
+                        shape.kernelBf16Packed(x.raw_buffer(),
+                                               wBf16Packed[copyIndex(8)].raw_buffer(),
+                                               out.raw_buffer());
+                      },
+                      2.0 * double(wBf16Packed[0].number_of_elements()) + io});
+  // Correctness of the xf kernels: fp32 against OpenBLAS, bf16 against
+  // OpenBLAS on the bf16-rounded weight (copy 0 of each).
+  next[0] = next[1] = next[2] = copies - 1;
+  variants[2].call();
+  auto maxDiffTo = [&](const Halide::Runtime::Buffer<float> &r) {
+    double d = 0;
+    for (int i = 0; i < M; ++i)
+      for (int j = 0; j < N; ++j)
+        d = std::max(d, double(std::abs(out(j, i) - r(j, i))));
+    return d;
+  };
+  variants[0].call();
+  variants[0].maxDiff = maxDiffTo(ref);
+  variants[1].call();
+  variants[1].maxDiff = maxDiffTo(refBf16);
+  next[6] = next[7] = next[8] = copies - 1;
+  for (Variant *v : {&variants[variants.size() - 3], &variants[variants.size() - 2]}) {
+    v->call();
+    v->maxDiff = maxDiffTo(ref);
+  }
+  variants.back().call();
+  variants.back().maxDiff = maxDiffTo(refBf16);
+  if (M >= 4)
+    addAmxBf16Variant(shape, copies, io, x, wBf16Packed, out, variants);
+  if (variants.back().name == "xf_bf16_amx") {
+    variants.back().call();
+    variants.back().maxDiff = maxDiffTo(refBf16);
+  }
+  // Last, so that the indices above stay; each checked against its own reference.
+  std::optional<BlockVariants> blocks;
+  if (K % 32 == 0) {
+    blocks.emplace(M, K, N, coldWeights, rng);
+    addBlockVariants(shape.name, *blocks, variants);
+  }
+  timeAndReport(shape, copies, o.rounds, variants, json, first);
+  return true;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  BenchOptions o;
+  if (std::optional<int> code = parseBenchOptions(argc, argv, o))
+    return *code;
+  const int rounds = o.rounds, threads = o.threads;
+  const char *jsonPath = o.jsonPath, *only = o.only;
+  const bool coldWeights = o.coldWeights;
   halide_set_num_threads(threads);
   openblas_set_num_threads(threads);
 
   xfrt::MachinePeak peak = xfrt::measurePeak(threads, /*withBf16=*/true);
   std::printf("machine: %s, %d threads: FMA peak %.1f GFLOP/s (%s), bf16 dot-product peak %.1f "
-              "GFLOP/s, int8 dot-product peak %.1f GOP/s, AMX bf16 peak %.1f GFLOP/s, read "
-              "bandwidth %.1f GB/s\n",
+              "GFLOP/s, int8 dot-product peak %.1f GOP/s, AMX bf16 peak %.1f GFLOP/s, AMX int8 "
+              "peak %.1f GOP/s, read bandwidth %.1f GB/s\n",
               peak.cpu.c_str(), threads, peak.gflops, peak.isa.c_str(), peak.bf16Gflops,
-              peak.int8Gops, peak.amxBf16Gflops, peak.readGBs);
+              peak.int8Gops, peak.amxBf16Gflops, peak.amxInt8Gops, peak.readGBs);
 
   std::mt19937 rng(1);
-  std::uniform_real_distribution<float> dist(-1.f, 1.f);
   std::FILE *json = jsonPath ? std::fopen(jsonPath, "w") : nullptr;
   if (json)
     std::fprintf(json,
                  "{\"cpu\": \"%s\", \"flags\": \"%s\", \"threads\": %d, \"peak_gflops\": %.2f, "
                  "\"bf16_peak_gflops\": %.2f, \"int8_peak_gops\": %.2f, \"amx_int8\": %s, "
-                 "\"amx_bf16\": %s, \"amx_bf16_peak_gflops\": %.2f, "
+                 "\"amx_bf16\": %s, \"amx_bf16_peak_gflops\": %.2f, \"amx_int8_peak_gops\": %.2f, "
                  "\"fma_isa\": \"%s\", \"read_gbs\": %.2f, \"rounds\": %d, \"shapes\": [",
                  peak.cpu.c_str(), peak.flags.c_str(), threads, peak.gflops, peak.bf16Gflops,
                  peak.int8Gops, xfrt::amxInt8Usable() ? "true" : "false",
-                 xfrt::amxBf16Usable() ? "true" : "false", peak.amxBf16Gflops, peak.isa.c_str(),
+                 xfrt::amxBf16Usable() ? "true" : "false", peak.amxBf16Gflops, peak.amxInt8Gops,
+                 peak.isa.c_str(),
                  peak.readGBs, rounds);
   std::printf("%-15s %5s %5s %6s %2s | %-15s %8s %8s %6s %11s | max|diff|\n", "shape", "M", "K",
               "N", "T", "variant", "min ms", "med ms", "GF/s", "");
 
   // cblas_sbgemm (bf16 x bf16 -> f32) when this OpenBLAS build has it
   // (Debian's 0.3.21 declares it but is built without).
-  using Sbgemm = decltype(&cblas_sbgemm);
   auto sbgemm = reinterpret_cast<Sbgemm>(dlsym(RTLD_DEFAULT, "cblas_sbgemm"));
 
   bool first = true;
   for (const Shape &shape : kShapes) {
     if (only && !std::strstr(shape.name, only))
       continue;
-    const int M = shape.M, K = shape.K, N = shape.N;
-    const int wCols = shape.transposed ? K : N, wRows = shape.transposed ? N : K;
-    const size_t wSize = size_t(K) * N;
-    // Copies of the weight to rotate over: one, or >= 96 MiB of fp32 for decode shapes
-    // (every shape with --cold-weights).
-    const int copies =
-        M <= 4 || coldWeights ? int(std::max<size_t>(1, (96u << 20) / (wSize * 4) + 1)) : 1;
-    Halide::Runtime::Buffer<float> x(K, M), w(wCols, wRows, copies);
-    Halide::Runtime::Buffer<uint16_t> wBf16(wCols, wRows, copies), xBf16(K, M);
-    Halide::Runtime::Buffer<float> out(N, M), ref(N, M), refBf16(N, M), wRounded(wCols, wRows);
-    x.for_each_value([&](float &v) { v = dist(rng); });
-    w.for_each_value([&](float &v) { v = dist(rng); });
-    wBf16.for_each_element([&](int a, int b, int c) { wBf16(a, b, c) = toBf16(w(a, b, c)); });
-    wRounded.for_each_element([&](int a, int b) { wRounded(a, b) = fromBf16(wBf16(a, b, 0)); });
-    x.for_each_element([&](int a, int b) { xBf16(a, b) = toBf16(x(a, b)); });
-    const int ldw = wCols;
-    const auto transW = shape.transposed ? CblasTrans : CblasNoTrans;
-    // 2-D views of copy c (the kernels take [rows, cols] matrices).
-    std::vector<Halide::Runtime::Buffer<float>> wCopy;
-    std::vector<Halide::Runtime::Buffer<uint16_t>> wBf16Copy;
-    for (int c = 0; c < copies; ++c) {
-      wCopy.push_back(w.sliced(2, c));
-      wBf16Copy.push_back(wBf16.sliced(2, c));
-      wBf16Copy.back().raw_buffer()->type = halide_type_t(halide_type_bfloat, 16);
-    }
-    // The bf16 kernels' GEMM path (M >= 4) also rounds x to bf16; the GEMV path does not.
-    Halide::Runtime::Buffer<float> xRounded = x.copy();
-    if (M >= 4)
-      xRounded.for_each_element([&](int a, int b) { xRounded(a, b) = fromBf16(xBf16(a, b)); });
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, transW, M, N, K, 1.f, xRounded.data(), K,
-                wRounded.data(), ldw, 0.f, refBf16.data(), N);
-
-    const double io = 4.0 * (double(M) * K + double(M) * N);
-    std::vector<Variant> variants;
-    int next[9] = {0};
-    auto copyIndex = [&](int v) { return next[v] = (next[v] + 1) % copies; };
-    variants.push_back(
-        {"xf",
-         [&] { shape.kernel(x.raw_buffer(), wCopy[copyIndex(0)].raw_buffer(), out.raw_buffer()); },
-         4.0 * wSize + io});
-    variants.push_back({"xf_bf16",
-                        [&] {
-                          shape.kernelBf16(x.raw_buffer(), wBf16Copy[copyIndex(1)].raw_buffer(),
-                                           out.raw_buffer());
-                        },
-                        2.0 * wSize + io});
-    variants.push_back({"openblas",
-                        [&] {
-                          cblas_sgemm(CblasRowMajor, CblasNoTrans, transW, M, N, K, 1.f, x.data(),
-                                      K, wCopy[copyIndex(2)].data(), ldw, 0.f, ref.data(), N);
-                        },
-                        4.0 * wSize + io});
-    if (M == 1)
-      variants.push_back({"openblas_sgemv",
-                          [&] {
-                            // y[N] = W·x for W [N, K] (no transpose) or Wᵀ·x for W [K, N].
-                            cblas_sgemv(CblasRowMajor, shape.transposed ? CblasNoTrans : CblasTrans,
-                                        wRows, wCols, 1.f, wCopy[copyIndex(3)].data(), ldw,
-                                        x.data(), 1, 0.f, ref.data(), 1);
-                          },
-                          4.0 * wSize + io});
-    std::vector<float> sbOut(size_t(M) * N);
-    if (sbgemm)
-      variants.push_back({"openblas_sbgemm",
-                          [&] {
-                            sbgemm(
-                                CblasRowMajor, CblasNoTrans, transW, M, N, K, 1.f,
-                                reinterpret_cast<const bfloat16 *>(xBf16.data()), K,
-                                reinterpret_cast<const bfloat16 *>(wBf16Copy[copyIndex(4)].data()),
-                                ldw, 0.f, sbOut.data(), N);
-                          },
-                          2.0 * wSize + io});
-#ifdef XF_BENCH_HAVE_DNNL
-    std::vector<float> dnnlOut(size_t(M) * N);
-    variants.push_back({"onednn",
-                        [&] {
-                          dnnl_sgemm('N', shape.transposed ? 'T' : 'N', M, N, K, 1.f, x.data(), K,
-                                     wCopy[copyIndex(5)].data(), ldw, 0.f, dnnlOut.data(), N);
-                        },
-                        4.0 * wSize + io});
-#endif
-    // The same GEMM with the tuning database's schedule (the default's when
-    // the build was given none), its weight packed at load when the schedule
-    // packs (wTunedPacked, filled below): last, so the indices above stay.
-    std::vector<Halide::Runtime::Buffer<float>> wTunedPacked;
-    variants.push_back({"xf_tuned",
-                        [&] {
-                          int c = copyIndex(6);
-                          shape.kernelTuned(x.raw_buffer(),
-                                            wTunedPacked.empty() ? wCopy[c].raw_buffer()
-                                                                 : wTunedPacked[c].raw_buffer(),
-                                            out.raw_buffer());
-                        },
-                        4.0 * wSize + io});
-    // The weight packed at load, as xfc's executables take it: each copy
-    // packed once by the kernel's own `_pack` (its shape from a bounds query).
-    // Each copy of `weights` packed by `pack` into a buffer of `type`: false on a failure.
-    auto packAll = [&](PackKernel pack, auto &weights, halide_type_t type, auto &packed) {
-      for (int c = 0; c < copies; ++c) {
-        halide_buffer_t query = {};
-        halide_dimension_t dims[3] = {};
-        query.type = type;
-        query.dimensions = 3;
-        query.dim = dims;
-        if (pack(weights[c].raw_buffer(), &query) != 0) {
-          std::fprintf(stderr, "%s: bounds query of the weight packing failed\n", shape.name);
-          return false;
-        }
-        packed.emplace_back(dims[0].extent, dims[1].extent, dims[2].extent);
-        packed.back().raw_buffer()->type = type;
-        if (pack(weights[c].raw_buffer(), packed.back().raw_buffer()) != 0) {
-          std::fprintf(stderr, "%s: packing the weight failed\n", shape.name);
-          return false;
-        }
-      }
-      return true;
-    };
-    std::vector<Halide::Runtime::Buffer<float>> wPacked;
-    std::vector<Halide::Runtime::Buffer<uint16_t>> wBf16Packed;
-    if (!packAll(shape.packWeight, wCopy, halide_type_of<float>(), wPacked) ||
-        !packAll(shape.packWeightBf16, wBf16Copy, halide_type_t(halide_type_bfloat, 16),
-                 wBf16Packed) ||
-        (shape.packWeightTuned &&
-         !packAll(shape.packWeightTuned, wCopy, halide_type_of<float>(), wTunedPacked)))
+    if (!benchShape(shape, o, sbgemm, rng, json, first))
       return 1;
-    if (!wTunedPacked.empty())
-      variants[variants.size() - 1].bytesPerCall =
-          4.0 * double(wTunedPacked[0].number_of_elements()) + io;
-    const double packedBytes = 4.0 * double(wPacked[0].number_of_elements());
-    variants.push_back({"xf_packed",
-                        [&] {
-                          shape.kernelPacked(x.raw_buffer(), wPacked[copyIndex(7)].raw_buffer(),
-                                             out.raw_buffer());
-                        },
-                        packedBytes + io});
-    variants.push_back({"xf_bf16_packed",
-                        [&] {
-                          shape.kernelBf16Packed(x.raw_buffer(),
-                                                 wBf16Packed[copyIndex(8)].raw_buffer(),
-                                                 out.raw_buffer());
-                        },
-                        2.0 * double(wBf16Packed[0].number_of_elements()) + io});
-    // Correctness of the xf kernels: fp32 against OpenBLAS, bf16 against
-    // OpenBLAS on the bf16-rounded weight (copy 0 of each).
-    next[0] = next[1] = next[2] = copies - 1;
-    variants[2].call();
-    auto maxDiffTo = [&](const Halide::Runtime::Buffer<float> &r) {
-      double d = 0;
-      for (int i = 0; i < M; ++i)
-        for (int j = 0; j < N; ++j)
-          d = std::max(d, double(std::abs(out(j, i) - r(j, i))));
-      return d;
-    };
-    variants[0].call();
-    variants[0].maxDiff = maxDiffTo(ref);
-    variants[1].call();
-    variants[1].maxDiff = maxDiffTo(refBf16);
-    next[6] = next[7] = next[8] = copies - 1;
-    for (Variant *v : {&variants[variants.size() - 3], &variants[variants.size() - 2]}) {
-      v->call();
-      v->maxDiff = maxDiffTo(ref);
-    }
-    variants.back().call();
-    variants.back().maxDiff = maxDiffTo(refBf16);
-    // AMX bf16 tiles on the same packed bf16 weight (xfrt_amx_bf16_gemm, which an executable
-    // calls for the rows its Halide kernel rounds), where this process may use them: left out
-    // otherwise, with a line saying why. Checked against the bf16-rounded reference.
-    if (M >= 4) {
-      if (!xfrt::amxBf16Usable()) {
-        static bool said = false;
-        if (!std::exchange(said, true))
-          std::printf("xf_bf16_amx skipped: no AMX bf16 (%s)\n", xfrt::amxBf16Unusable());
-      } else {
-        const int64_t tileCols = wBf16Packed[0].dim(0).extent() / 2;
-        variants.push_back({"xf_bf16_amx",
-                            [&, tileCols, c = 0]() mutable {
-                              c = (c + 1) % copies;
-                              xfrt_amx_bf16_gemm(x.data(), K, M, K, wBf16Packed[c].data(),
-                                                 tileCols, N, nullptr, nullptr, 0, 0, out.data(),
-                                                 N);
-                            },
-                            2.0 * double(wBf16Packed[0].number_of_elements()) + io});
-        variants.back().call();
-        variants.back().maxDiff = maxDiffTo(refBf16);
-      }
-    }
-    // Last, so that the indices above stay; each checked against its own reference.
-    std::optional<BlockVariants> blocks;
-    if (K % 32 == 0) {
-      blocks.emplace(M, K, N, coldWeights, rng);
-      addBlockVariants(shape.name, *blocks, variants);
-    }
-    const double flops = 2.0 * M * K * N;
-    double once = timeCalls(variants[2].call, 1);
-    int reps = std::max(1, int(0.15 / std::max(once, 1e-7)));
-
-    for (int round = 0; round < rounds; ++round)
-      for (Variant &v : variants)
-        v.seconds.push_back(timeCalls(v.call, reps));
-
-    for (Variant &v : variants) {
-      double best = *std::min_element(v.seconds.begin(), v.seconds.end());
-      double med = median(v.seconds);
-      std::printf("%-15s %5d %5d %6d %2s | %-15s %8.3f %8.3f %6.1f %6.1f GB/s | %s\n", shape.name,
-                  M, K, N, shape.transposed ? "T" : "", v.name.c_str(), best * 1e3, med * 1e3,
-                  flops / best * 1e-9, v.bytesPerCall / best * 1e-9,
-                  v.maxDiff >= 0 ? std::to_string(v.maxDiff).c_str() : "");
-      if (json) {
-        std::fprintf(json,
-                     "%s\n  {\"shape\": \"%s\", \"M\": %d, \"K\": %d, \"N\": %d, \"transposed\": "
-                     "%s, \"variant\": \"%s\", \"min_s\": %.9f, \"median_s\": %.9f, "
-                     "\"gflops_best\": %.3f, \"gflops_median\": %.3f, \"gbs_best\": %.3f, "
-                     "\"gbs_median\": %.3f, \"weight_copies\": %d, \"max_abs_diff\": %.3g}",
-                     first ? "" : ",", shape.name, M, K, N, shape.transposed ? "true" : "false",
-                     v.name.c_str(), best, med, flops / best * 1e-9, flops / med * 1e-9,
-                     v.bytesPerCall / best * 1e-9, v.bytesPerCall / med * 1e-9, copies, v.maxDiff);
-        first = false;
-      }
-    }
   }
   if (json) {
     std::fprintf(json, "\n]}\n");
