@@ -31,16 +31,6 @@ Launch driverLaunch = nullptr;
 // Kernels launched one by one; graph launches and the kernels in them.
 std::atomic<uint64_t> launches{0}, graphLaunches{0}, graphKernels{0};
 
-// A launch that a CUDA graph being captured or patched does not take (CudaGraphs.cpp) goes to
-// the driver and is counted.
-int countedLaunch(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-                  unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
-  KernelLaunch launch{f, {gx, gy, gz}, {bx, by, bz}, shared, stream, params, extra};
-  if (std::optional<int> rc = graphTakesLaunch(launch))
-    return *rc;
-  launches.fetch_add(1, std::memory_order_relaxed);
-  return driverLaunch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
-}
 
 // Per entry point: calls launching kernels one by one (launches a call, fewest and most) and
 // calls replayed as a CUDA graph (graph launches, kernels in them, launches beside them).
@@ -66,6 +56,26 @@ struct Events {
   bool looked = false;
 } events;
 
+// A profiled kernel call's launches (deviceLaunchEventsBegin .. End): an event on the launch's
+// stream right before its first launch and right after its last.
+struct LaunchEvents {
+  bool on = false;
+  int first = -1, last = -1;
+} launchEvents;
+
+// An event of the pool recorded on `stream`, the context current; its index, or -1.
+int recordEventOn(void *stream) {
+  if (events.next == events.pool.size()) {
+    void *event = nullptr;
+    if (events.create(&event, 0) != 0)
+      return -1;
+    events.pool.push_back(event);
+  }
+  if (events.record(events.pool[events.next], stream) != 0)
+    return -1;
+  return int(events.next++);
+}
+
 bool lookUpEvents() {
   if (!events.looked) {
     events.looked = true;
@@ -76,6 +86,23 @@ bool lookUpEvents() {
   }
   return events.create && events.record && events.synchronize && events.elapsed &&
          halide_cuda_acquire_context && halide_cuda_release_context && halide_cuda_get_stream;
+}
+
+// A launch that a CUDA graph being captured or patched does not take (CudaGraphs.cpp) goes to
+// the driver and is counted; under --profile, between its call's launch events.
+int countedLaunch(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                  unsigned bz, unsigned shared, void *stream, void **params, void **extra) {
+  KernelLaunch launch{f, {gx, gy, gz}, {bx, by, bz}, shared, stream, params, extra};
+  if (std::optional<int> rc = graphTakesLaunch(launch))
+    return *rc;
+  launches.fetch_add(1, std::memory_order_relaxed);
+  const bool timed = launchEvents.on && lookUpEvents();
+  if (timed && launchEvents.first < 0) // Halide's context is current inside its launch
+    launchEvents.first = recordEventOn(stream);
+  int rc = driverLaunch(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra);
+  if (timed && rc == 0)
+    launchEvents.last = recordEventOn(stream);
+  return rc;
 }
 
 } // namespace
@@ -200,19 +227,16 @@ int deviceEventRecord() {
   if (!lookUpEvents() || graphHoldsLaunches())
     return -1;
   int index = -1;
-  inHalideContext([&](void *stream) {
-    if (events.next == events.pool.size()) {
-      void *event = nullptr;
-      if (events.create(&event, 0) != 0)
-        return false;
-      events.pool.push_back(event);
-    }
-    if (events.record(events.pool[events.next], stream) != 0)
-      return false;
-    index = int(events.next++);
-    return true;
-  });
+  inHalideContext([&](void *stream) { return (index = recordEventOn(stream)) >= 0; });
   return index;
+}
+
+void deviceLaunchEventsBegin() { launchEvents = {true, -1, -1}; }
+
+std::pair<int, int> deviceLaunchEventsEnd() {
+  std::pair<int, int> bracket{launchEvents.first, launchEvents.last};
+  launchEvents = {};
+  return bracket;
 }
 
 double deviceEventMicros(int from, int to) {

@@ -99,7 +99,8 @@ extern "C" void xfrt_profile_enter(int32_t site) {
   if (!recorder.enabled || site < 0 || size_t(site) >= recorder.open.size() || inGraph())
     return;
   if (recorder.timing == Timing::DeviceEvents) {
-    recorder.openEvent[site] = xfrt::deviceEventRecord();
+    recorder.openEvent[site] = xfrt::deviceEventRecord(); // where the call launches nothing
+    xfrt::deviceLaunchEventsBegin();
     return;
   }
   if (recorder.timing == Timing::HostSynchronized)
@@ -111,8 +112,11 @@ extern "C" void xfrt_profile_exit(int32_t site, int64_t rows, int64_t contextRow
   if (!recorder.enabled || site < 0 || size_t(site) >= recorder.open.size() || inGraph())
     return;
   if (recorder.timing == Timing::DeviceEvents) {
-    recorder.pending.push_back(
-        {site, recorder.openEvent[site], xfrt::deviceEventRecord(), rows, contextRows});
+    // From right before the call's first launch to right after its last (CudaDriver.h).
+    auto [first, last] = xfrt::deviceLaunchEventsEnd();
+    const int exit = xfrt::deviceEventRecord();
+    recorder.pending.push_back({site, first >= 0 ? first : recorder.openEvent[site],
+                                last >= 0 ? last : exit, rows, contextRows});
     if (recorder.pending.size() >= kPendingCalls)
       readPendingEvents();
     return;

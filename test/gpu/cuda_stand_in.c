@@ -16,7 +16,9 @@
  * takes no time unless $XF_CUDA_STAND_IN_COPY_GBS=R gives it 2n/R ns (the GPU roofline's
  * bandwidth measurement then reads R GB/s). $XF_CUDA_STAND_IN_BLOCK_NS=N adds N ns per thread block
  * to each launch one by one, so that schedules launching fewer blocks time as faster (the CUDA
- * tuner's tests: a made-up cost model, no GPU's).
+ * tuner's tests: a made-up cost model, no GPU's). $XF_CUDA_STAND_IN_HOST_NS=N adds N ns per
+ * cuModuleGetFunction (which Halide's runtime calls before each launch): the device idling
+ * while the host prepares a launch, which --profile must not count as the kernel's time.
  *
  * Streams, stream capture and CUDA graphs (cuStreamBeginCapture_v2 ... cuGraphLaunch): a kernel
  * launched on a capturing stream becomes a node (logged `capture <entry> grid ...`), nothing
@@ -62,6 +64,8 @@ enum {
 };
 
 static unsigned long long blockNanoseconds; /* $XF_CUDA_STAND_IN_BLOCK_NS per block launched */
+/* $XF_CUDA_STAND_IN_HOST_NS per cuModuleGetFunction: the host's work before a launch */
+static unsigned long long hostNanoseconds;
 static unsigned long long launches, graphLaunches, graphKernels, capturedLaunches, paramUpdates;
 static FILE *logFile;
 static int logOpened;
@@ -266,6 +270,9 @@ CUresult cuModuleUnload(void *module) {
 CUresult cuModuleGetFunction(void **function, void *module, const char *name) {
   static char *names[4096];
   static size_t count;
+  const char *hostNs = getenv("XF_CUDA_STAND_IN_HOST_NS");
+  if (hostNs)
+    hostNanoseconds += strtoull(hostNs, NULL, 10);
   const char *ptx = (const char *)module;
   if (strstr(ptx, ".version") && strstr(ptx, ".entry")) {
     char entry[512];
@@ -519,7 +526,8 @@ CUresult cuEventDestroy_v2(unsigned long long *event) {
 CUresult cuEventRecord(unsigned long long *event, void *stream) {
   if (capture && stream == capturingStream && refusedByCapture())
     return kCaptureUnsupported;
-  *event = (launches + graphKernels) * 1000ull + copyNanoseconds + blockNanoseconds;
+  *event = (launches + graphKernels) * 1000ull + copyNanoseconds + blockNanoseconds +
+           hostNanoseconds;
   return kSuccess;
 }
 CUresult cuEventSynchronize(unsigned long long *event) {

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 
 namespace xfrt {
 
@@ -64,6 +65,13 @@ int deviceEventRecord();
 double deviceEventMicros(int from, int to);
 // Events from `keep` on may be recorded again.
 void deviceEventsReset(int keep);
+// The events of one kernel call's own launches: between Begin and End, an event is recorded on
+// the launch's stream right before the first kernel launched one by one and right after the
+// last; End gives their indices (-1 where nothing was launched). --profile times a call
+// between them, so the host's work before and after its launches (Halide's argument and
+// module setup), during which the device may idle, is not counted as the kernel's.
+void deviceLaunchEventsBegin();
+std::pair<int, int> deviceLaunchEventsEnd();
 
 } // namespace xfrt
 
