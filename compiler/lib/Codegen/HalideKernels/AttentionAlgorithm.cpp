@@ -70,9 +70,10 @@ llvm::Expected<AttentionShape> attentionShapeOf(const AttentionKernelSpec &spec,
 }
 
 OnlineSoftmax defineOnlineSoftmax(const OnlineSoftmaxOperands &o) {
-  OnlineSoftmax f{Func("score_dot"),     Func("scores"),      Func("masked_scores"),
-                  Func("block_max"),     Func("block_probs"), Func("block_sum"),
-                  Func("block_out_dot"), Func("block_out"),   Func("softmax_state")};
+  OnlineSoftmax f{
+      kernelFunc("score_dot"),     kernelFunc("scores"),      kernelFunc("masked_scores"),
+      kernelFunc("block_max"),     kernelFunc("block_probs"), kernelFunc("block_sum"),
+      kernelFunc("block_out_dot"), kernelFunc("block_out"),   kernelFunc("softmax_state")};
   const std::vector<Var> &row = o.row;
   Expr j = o.j, d = o.d, b = o.b, rj = o.rj, rb = o.rb;
   auto tile = [&](Expr key, Expr block) { return argsOf({key}, row, {block}); }; // (j, row, b)
@@ -110,8 +111,12 @@ OnlineSoftmax defineOnlineSoftmax(const OnlineSoftmaxOperands &o) {
 }
 
 RotaryPositions rotaryPositionsOf(const AttentionKernelSpec &spec, bool byParts) {
-  RotaryPositions r{Func("rotary_table"), Func("rotary_frequency"), Func("rotary_coarse"),
-                    Func("rotary_fine"),     spec.rope,                int(spec.dK)};
+  RotaryPositions r{kernelFunc("rotary_table"),
+                    kernelFunc("rotary_frequency"),
+                    kernelFunc("rotary_coarse"),
+                    kernelFunc("rotary_fine"),
+                    spec.rope,
+                    int(spec.dK)};
   if (spec.rope == AttentionKernelSpec::Rope::None)
     return r;
   Var pair("pair"), position("position"), step("step");

@@ -74,7 +74,7 @@ llvm::Expected<KernelPipeline> buildBatchedDecode(const AttentionKernelSpec &spe
 
   const bool rope = spec.rope != AttentionKernelSpec::Rope::None;
   RotaryPositions rotary = rotaryPositionsOf(spec);
-  Func query("batched_query"); // rotated at the query's position, if rope
+  Func query = kernelFunc("batched_query"); // rotated at the query's position, if rope
   if (rope) {
     Expr headStart = (c / dK) * dK;
     query(c, i) = rotary.rotated([&](Expr x) { return q(headStart + x, i); }, c % dK, start);
@@ -86,11 +86,11 @@ llvm::Expected<KernelPipeline> buildBatchedDecode(const AttentionKernelSpec &spe
 
   const int lanes = dK % vw == 0 ? vw : 1;
   RDom ro(0, dK / lanes, "ro");
-  Func dotPart("batched_dot_part");
+  Func dotPart = kernelFunc("batched_dot_part");
   dotPart(j, s, i, h) = 0.f;
   dotPart(j, s, i, h) +=
       query(h * dK + ro * lanes + j, i) * keyValue(kCache(ro * lanes + j, key, kvHead(h), slot));
-  Func scores("batched_scores");
+  Func scores = kernelFunc("batched_scores");
   {
     std::vector<Expr> sums;
     for (int l = 0; l < lanes; ++l)
@@ -108,19 +108,19 @@ llvm::Expected<KernelPipeline> buildBatchedDecode(const AttentionKernelSpec &spe
   // Keys 0..starts[i] of sequence i: the loops stop at its own length.
   RDom rs(0, positions, "rs");
   rs.where(rs < keyCount);
-  Func maxScore("batched_max");
+  Func maxScore = kernelFunc("batched_max");
   maxScore(i, h) = kNoScore;
   maxScore(i, h) = max(maxScore(i, h), scores(rs, i, h));
-  Func probs("batched_probs");
+  Func probs = kernelFunc("batched_probs");
   probs(s, i, h) = select(s < keyCount, exp(scores(s, i, h) - maxScore(i, h)), 0.f);
-  Func sum("batched_sum");
+  Func sum = kernelFunc("batched_sum");
   sum(i, h) = 0.f;
   sum(i, h) += probs(rs, i, h);
-  Func weighted("batched_out"); // unnormalised Σ_s p_s · v_s
+  Func weighted = kernelFunc("batched_out"); // unnormalised Σ_s p_s · v_s
   weighted(d, i, h) = 0.f;
   weighted(d, i, h) +=
       probs(rs, i, h) * keyValue(vCache(d, clamp(rs, 0, positions - 1), kvHead(h), slot));
-  Func out("attention_batched_out");
+  Func out = kernelFunc("out");
   {
     Expr head = c / dV, column = c % dV, total = sum(i, head);
     out(c, i) = select(total > 0.f, weighted(column, i, head) / total, 0.f);
@@ -184,6 +184,7 @@ llvm::Expected<KernelPipeline> buildBatchedDecode(const AttentionKernelSpec &spe
 
 llvm::Expected<KernelPipeline> buildAttentionBatchedPipeline(const AttentionKernelSpec &spec,
                                                              const Target &target) {
+  KernelFuncScope names(spec.name + "_batched");
   return buildCatchingHalideErrors(
       "scheduling the batched decode of attention kernel '" + spec.name + "'",
       [&] { return buildBatchedDecode(spec, target); });

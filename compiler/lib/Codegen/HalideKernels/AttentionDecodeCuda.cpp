@@ -40,10 +40,11 @@ static_assert(kDecodeRows == 4, "CudaDecodePartials' rows (HalideKernels.h)");
 /// rope), written to views of the cache that give hi and p stride 0 — every block of a K/V
 /// head writes the same rows, so no launch of its own appends them.
 struct DecodeRanges {
-  Func kTile{"range_key_tile"}, vTile{"range_value_tile"}; // (c | d, key, kv head)
-  Func query{"range_query"};                               // (c, t, h), rotated with rope
-  Func newKey{"range_new_key"};                            // (c, t, kv head), as the cache holds it
-  Func partials{"decode_partials"};
+  Func kTile = kernelFunc("range_key_tile"),
+       vTile = kernelFunc("range_value_tile"); // (c | d, key, kv head)
+  Func query = kernelFunc("range_query");      // (c, t, h), rotated with rope
+  Func newKey = kernelFunc("range_new_key");   // (c, t, kv head), as the cache holds it
+  Func partials = kernelFunc("partials");
   ImageParam newK{Float(32), 3, "new_k"}, newV{Float(32), 3, "new_v"};
   Param<int32_t> start{"start"}; // the first new key (the context before this step)
   Var p{"p"}, e{"e"}, hi{"hi"}, hk{"hk"};
@@ -376,7 +377,7 @@ llvm::Expected<KernelPipeline> buildBatchedMerge(const AttentionKernelSpec &spec
   AttentionOperands &a = *operands;
   const int H = int(spec.heads), dV = int(spec.dV);
   CudaDecodeMerge m = defineCudaDecodeMerge(spec, a, /*batched=*/true);
-  Func out("attention_batched_out");
+  Func out = kernelFunc("out");
   {
     Expr head = a.c / dV, column = a.c % dV;
     Tuple merged = m.merged(column, a.t, head);
@@ -449,18 +450,21 @@ void scheduleCudaDecodeMerge(CudaDecodeMerge &m, const AttentionOperands &a, Sta
 
 llvm::Expected<KernelPipeline> buildAttentionCudaRangesPipeline(const AttentionKernelSpec &spec,
                                                                 bool gpuSchedule) {
+  KernelFuncScope names(cudaDecodeRangesName(spec));
   return buildCatchingHalideErrors("scheduling CUDA decode ranges of '" + spec.name + "'",
                                    [&] { return buildRanges(spec, gpuSchedule); });
 }
 
 llvm::Expected<KernelPipeline> buildCudaBatchedRangesPipeline(const AttentionKernelSpec &spec,
                                                               bool gpuSchedule) {
+  KernelFuncScope names(cudaBatchedName(spec, CudaBatchedPart::Ranges));
   return buildCatchingHalideErrors("scheduling CUDA batched decode ranges of '" + spec.name + "'",
                                    [&] { return buildBatchedRanges(spec, gpuSchedule); });
 }
 
 llvm::Expected<KernelPipeline> buildCudaBatchedMergePipeline(const AttentionKernelSpec &spec,
                                                              bool gpuSchedule) {
+  KernelFuncScope names(cudaBatchedName(spec, CudaBatchedPart::Merge));
   return buildCatchingHalideErrors("scheduling the CUDA batched decode merge of '" + spec.name +
                                        "'",
                                    [&] { return buildBatchedMerge(spec, gpuSchedule); });

@@ -51,7 +51,7 @@ void scheduleRotatedQuery(Halide::Func query, Halide::LoopLevel at, Halide::Var 
 /// (query row, head) by defineRangeMerge.
 struct CudaDecodeMerge {
   Halide::ImageParam partials{Halide::Float(32), 4, "partials"};
-  Halide::Func top{"decode_top"}, merged{"decode_merged"};
+  Halide::Func top = kernelFunc("decode_top"), merged = kernelFunc("decode_merged");
   Halide::RDom rp;
 };
 /// Batched (`<name>_batched`): partials of a row per sequence, as many as the call has.

@@ -44,10 +44,12 @@ AttentionOperands attentionOperandsOf(const AttentionKernelSpec &spec, const Att
 /// softmax (range), and the ranges merged per query row and head (merged:
 /// Σ output·w, Σ sum·w, with w = e^(range max − top)).
 struct DecodePath {
-  Halide::Func query{"decode_query"}, keys{"decode_keys"}, dotPart{"decode_dot_part"},
-      dot{"decode_dot"}, scores{"decode_scores"}, max{"decode_max"}, probs{"decode_probs"},
-      sum{"decode_sum"}, output{"decode_out"}, range{"decode_range"}, top{"decode_top"},
-      merged{"decode_merged"};
+  Halide::Func query = kernelFunc("decode_query"), keys = kernelFunc("decode_keys"),
+               dotPart = kernelFunc("decode_dot_part"), dot = kernelFunc("decode_dot"),
+               scores = kernelFunc("decode_scores"), max = kernelFunc("decode_max"),
+               probs = kernelFunc("decode_probs"), sum = kernelFunc("decode_sum"),
+               output = kernelFunc("decode_out"), range = kernelFunc("decode_range"),
+               top = kernelFunc("decode_top"), merged = kernelFunc("decode_merged");
   Halide::Var p{"p"}; // a key range
   Halide::RDom ro, rl, rs, rp;
   int lanes;

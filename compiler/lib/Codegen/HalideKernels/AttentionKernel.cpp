@@ -83,7 +83,7 @@ namespace {
 /// Funcs around it (rotated query rows, transposed keys).
 struct SequenceFlash {
   AttentionOperands operands;
-  Func keysT{"keys_transposed"}, queryRows{"query_rows"};
+  Func keysT = kernelFunc("keys_transposed"), queryRows = kernelFunc("query_rows");
   OnlineSoftmax softmax;
   RDom rc, rj, rb;
 };
@@ -168,7 +168,7 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
   SequenceFlash flash = defineFlash(spec, a);
   DecodePath decode = defineDecodePath(spec, *shape, a);
 
-  Func out("attention_out");
+  Func out = kernelFunc("out");
   Expr isDecode = a.queries <= kSmallQueryRows;
   {
     const OnlineSoftmax &sm = flash.softmax;
@@ -206,6 +206,7 @@ llvm::Expected<KernelPipeline> buildAttention(const AttentionKernelSpec &spec,
 
 llvm::Expected<KernelPipeline> buildAttentionPipeline(const AttentionKernelSpec &spec,
                                                       const Target &target) {
+  KernelFuncScope names(spec.name);
   if (spec.segmented)
     return buildSegmentedAttentionPipeline(spec, target);
   return buildCatchingHalideErrors("scheduling attention kernel '" + spec.name + "'",

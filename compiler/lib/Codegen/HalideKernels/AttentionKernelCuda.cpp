@@ -82,8 +82,8 @@ namespace {
 /// The prefill path's Funcs: K and V tiles and the online softmax over rows (ri, h, blk).
 struct CudaFlash {
   Func consumer;                               // attention_out
-  Func kTile{"key_tile"}, vTile{"value_tile"}; // (c | d, key, kv head)
-  Func query{"flash_query"};                   // (c, ri, h, blk), rotated with rope
+  Func kTile = kernelFunc("key_tile"), vTile = kernelFunc("value_tile"); // (c | d, key, kv head)
+  Func query = kernelFunc("flash_query"); // (c, ri, h, blk), rotated with rope
   Var ri{"ri"}, blk{"blk"};
   RDom rj, rb;
   OnlineSoftmax softmax;
@@ -188,7 +188,7 @@ llvm::Expected<KernelPipeline> buildAttentionCuda(const AttentionKernelSpec &spe
   CudaFlash flash = defineFlash(spec, a, rowsPerBlock);
   CudaDecodeMerge merge = defineCudaDecodeMerge(spec, a);
 
-  Func out("attention_out");
+  Func out = kernelFunc("out");
   flash.consumer = out;
   {
     Expr head = a.c / dV, column = a.c % dV;
@@ -226,6 +226,7 @@ llvm::Expected<KernelPipeline> buildAttentionCuda(const AttentionKernelSpec &spe
 
 llvm::Expected<KernelPipeline> buildAttentionCudaPipeline(const AttentionKernelSpec &spec,
                                                           bool gpuSchedule) {
+  KernelFuncScope names(spec.name);
   return buildCatchingHalideErrors("scheduling CUDA attention kernel '" + spec.name + "'",
                                    [&] { return buildAttentionCuda(spec, gpuSchedule); });
 }

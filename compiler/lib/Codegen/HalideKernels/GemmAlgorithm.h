@@ -59,19 +59,25 @@ struct GemmCpuFuncs {
   Halide::Var ql{"ql"}, qh{"qh"}, qb{"qb"}, qr{"qr"}, kl{"kl"}, kc{"kc"};
   // The weight as float32 (W(n, k) by column), GGUF blocks dequantized per K
   // block, packed tile-major (nj, k, nt), and in bf16 pairs.
-  Halide::Func weightF{"weight_f32"}, weightFTail{"weight_f32_tail"};
-  Halide::Func dequantized{"weight_dequantized"}, dequantizedTail{"weight_dequantized_tail"};
-  Halide::Func weightKN, weightKNTail, packed{"packed_weight"}, packedTail{"packed_weight_tail"};
-  Halide::Func xRows{"x_rows"}, xBf16{"x_bf16"}, weightPairs{"weight_kn_bf16"};
-  Halide::Func packedPairs{"packed_weight_pairs"};
+  Halide::Func weightF = kernelFunc("weight_f32"), weightFTail = kernelFunc("weight_f32_tail");
+  Halide::Func dequantized = kernelFunc("weight_dequantized"),
+               dequantizedTail = kernelFunc("weight_dequantized_tail");
+  Halide::Func weightKN, weightKNTail, packed = kernelFunc("packed_weight"),
+                                        packedTail = kernelFunc("packed_weight_tail");
+  Halide::Func xRows = kernelFunc("x_rows"), xBf16 = kernelFunc("x_bf16"),
+               weightPairs = kernelFunc("weight_kn_bf16");
+  Halide::Func packedPairs = kernelFunc("packed_weight_pairs");
   // Tiled: Σ over a K block per register tile, then over the blocks and the K tail.
-  Halide::Func blockProduct{"block_product"}, product{"product"}, tailProduct{"tail_block_product"};
+  Halide::Func blockProduct = kernelFunc("block_product"), product = kernelFunc("product"),
+               tailProduct = kernelFunc("tail_block_product");
   // GEMV: stored weights (gemvPartial: lanes or block chains), or packed tiles.
-  Halide::Func gemvProduct{"gemv_product"}, gemvPartial{"gemv_partial"}, gemvTiles{"gemv_tiles"};
+  Halide::Func gemvProduct = kernelFunc("gemv_product"), gemvPartial = kernelFunc("gemv_partial"),
+               gemvTiles = kernelFunc("gemv_tiles");
   // Few rows: the tiled sums with the loops turned around.
-  Halide::Func smallBlock{"small_rows_block"}, smallTail{"small_rows_tail"};
-  Halide::Func smallProduct{"small_rows_product"};
-  Halide::Func out{"gemm_out"};
+  Halide::Func smallBlock = kernelFunc("small_rows_block"),
+               smallTail = kernelFunc("small_rows_tail");
+  Halide::Func smallProduct = kernelFunc("small_rows_product");
+  Halide::Func out = kernelFunc("out");
   Halide::RDom ki, kPairs, kBlocks, kt, ktPairs;    // tiled and few rows
   Halide::RDom gk, gko, lanes, gkTail, gb, blockLanes, gp; // GEMV
   Halide::Expr rows, gemv, smallRows; // M, and the paths' conditions on it
@@ -91,33 +97,37 @@ constexpr int kCudaMinSplitDepth = 64; // register path, split K: the shortest K
 /// The CUDA GEMM's Funcs: gates g (2 for SwiGLU) as a dimension of the sums.
 struct GemmCudaFuncs {
   Halide::Var n{"n"}, m{"m"}, g{"g"}, k{"k"}, s{"s"}, l{"l"}, ks{"ks"};
-  Halide::Func xPadded{"x_padded"}, w{"weight_f32"};
+  Halide::Func xPadded = kernelFunc("x_padded"), w = kernelFunc("weight_f32");
   // Staged path: K slices in shared memory, accumulators in shared memory.
-  Halide::Func xTile{"x_tile"}, wTile{"weight_tile"}, sliceDot{"slice_dot"}, prod{"prod"};
+  Halide::Func xTile = kernelFunc("x_tile"), wTile = kernelFunc("weight_tile"),
+               sliceDot = kernelFunc("slice_dot"), prod = kernelFunc("prod");
   Halide::RDom rk, rs;
   // Register path: each thread's accumulators in registers over all of K.
-  Halide::Func dot{"register_dot"};
+  Halide::Func dot = kernelFunc("register_dot");
   Halide::RDom rAll;
   // Register path, split K (rows < splitRows): each group s of threads sums a slice of K in
   // registers (splitDot), the groups' sums meet in shared memory (splitPart, splitSum).
-  Halide::Func splitDot{"split_dot"}, splitPart{"split_partial"}, splitSum{"split_sum"};
+  Halide::Func splitDot = kernelFunc("split_dot"), splitPart = kernelFunc("split_partial"),
+               splitSum = kernelFunc("split_sum");
   Halide::RVar splitDotVar, splitSumVar;
   int splitRows = 0, splits = 1;
   // [N, K] register path: 4 partial sums per output (k ≡ q mod 4), so that W's and x's rows
   // are read as 4-wide vectors along K; added in nkSum.
   Halide::Var q{"q"};
-  Halide::Func nkDot{"register_dot_nk"}, nkSum{"register_sum_nk"};
+  Halide::Func nkDot = kernelFunc("register_dot_nk"), nkSum = kernelFunc("register_sum_nk");
   Halide::RDom rQuads;
   bool nkRegisterTiles = false;
   // GEMV path.
-  Halide::Func gemvDot{"gemv_dot"}, gemvPart{"gemv_partial"}, gemvSum{"gemv_sum"};
+  Halide::Func gemvDot = kernelFunc("gemv_dot"), gemvPart = kernelFunc("gemv_partial"),
+               gemvSum = kernelFunc("gemv_sum");
   Halide::RVar dotVar, sumVar;
   int dotLength = 0; // dotVar's trip count: a thread's loads of W, one after the other
-  Halide::Func out{"gemm_out"};
+  Halide::Func out = kernelFunc("out");
   Halide::Expr rows, gemv; // M, and whether it takes the GEMV path
   // The GEMV path's x merged from key-range partials (spec.mergeHeads): per (column, row,
   // head) the ranges' top max and weighted sums (defineRangeMerge), then x.
-  Halide::Func mergeTop{"merge_top"}, mergeSums{"merge_sums"}, xGemv{"x_gemv"};
+  Halide::Func mergeTop = kernelFunc("merge_top"), mergeSums = kernelFunc("merge_sums"),
+               xGemv = kernelFunc("x_gemv");
   Halide::Var md{"md"}, mt{"mt"}, mh{"mh"};
   Halide::RDom mergeRanges;
   // The norm prologue's row statistics (spec.prologue): the GEMV path's and

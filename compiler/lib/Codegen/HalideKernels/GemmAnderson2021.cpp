@@ -32,6 +32,7 @@ llvm::Error anderson2021Error(const llvm::Twine &message) {
 
 llvm::Expected<KernelPipeline> buildGemmAnderson2021Algorithm(const GemmKernelSpec &spec,
                                                               int64_t rows) {
+  KernelFuncScope names(spec.name);
   return buildCatchingHalideErrors(
       "the Anderson2021 algorithm of gemm kernel '" + spec.name + "'",
       [&]() -> llvm::Expected<KernelPipeline> {

@@ -80,11 +80,13 @@ KernelPipeline gemmKernelPipeline(const GemmKernelSpec &spec, ImageParam x, Imag
 }
 
 llvm::Expected<KernelPipeline> buildGemmPipeline(const GemmKernelSpec &spec, const Target &target) {
+  KernelFuncScope names(spec.name);
   return buildCatchingHalideErrors("scheduling gemm kernel '" + spec.name + "'",
                                    [&] { return buildGemm(spec, target); });
 }
 
 llvm::Expected<KernelPipeline> buildGemmCudaPipeline(const GemmKernelSpec &spec, bool gpuSchedule) {
+  KernelFuncScope names(spec.name);
   return buildCatchingHalideErrors("scheduling CUDA gemm kernel '" + spec.name + "'",
                                    [&] { return buildGemmCuda(spec, gpuSchedule); });
 }

@@ -55,10 +55,10 @@ llvm::Expected<KernelPipeline> buildPlainGemmAlgorithm(const GemmKernelSpec &spe
   } else {
     wAt = widenWeight(spec, spec.transposeWeight ? in.weight(r, column) : in.weight(column, r));
   }
-  Func product("product");
+  Func product = kernelFunc("product");
   product(n, g, m) = 0.f;
   product(n, g, m) += xAt * wAt;
-  Func out("gemm_out");
+  Func out = kernelFunc("out");
   out(n, m) = gemmEpilogue(spec, in, product(n, 0, m), gated ? product(n, 1, m) : Expr(), n, m);
 
   constrainGemmBuffers(spec, in, out);

@@ -28,11 +28,11 @@ RVar reduceRows(const GemmKernelSpec &spec, int lanes, const std::string &name,
   Var l = norm.l, m = norm.m;
   RDom j(0, perLane, name + "_j");
   Expr k = j * lanes + l;
-  partial = Func(name + "_partial");
+  partial = kernelFunc(name + "_partial");
   partial(l, m) = 0.f;
   partial(l, m) += select(k < K, term(min(k, K - 1), m), 0.f);
   RDom rl(0, lanes, name + "_lanes");
-  total = Func(name);
+  total = kernelFunc(name);
   total(m) = 0.f;
   total(m) += partial(rl, m);
   return j.x;
@@ -62,7 +62,7 @@ GemmRowNorm defineGemmRowNorm(const GemmKernelSpec &spec, const GemmInputs &in,
   Expr rows = in.x.dim(1).extent();
   auto x = [&](Expr k, Expr m) { return in.x(k, clamp(m, 0, rows - 1)); };
   Var m = norm.m;
-  norm.mean = Func(path + "_row_mean");
+  norm.mean = kernelFunc(path + "_row_mean");
   if (norm.center) {
     norm.sumTerms = reduceRows(spec, lanes, path + "_row_sum", x, norm, norm.sumPart, norm.sum);
     norm.mean(m) = norm.sum(m) / K;
@@ -76,7 +76,7 @@ GemmRowNorm defineGemmRowNorm(const GemmKernelSpec &spec, const GemmInputs &in,
         return d * d;
       },
       norm, norm.squarePart, norm.squares);
-  norm.rstd = Func(path + "_row_rstd");
+  norm.rstd = kernelFunc(path + "_row_rstd");
   norm.rstd(m) = 1.f / sqrt(norm.squares(m) / K + float(spec.normEpsilon));
   return norm;
 }

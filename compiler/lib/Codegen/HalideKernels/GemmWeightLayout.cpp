@@ -37,7 +37,7 @@ Func weightByColumn(Func source, const GemmKernelSpec &spec, Expr zero, const ch
   const bool gated = spec.epilogue == GemmEpilogue::SwiGlu;
   const int weightCols = int(gated ? 2 * spec.N : spec.N);
   Var n("n"), k("k");
-  Func weightKN(name);
+  Func weightKN = kernelFunc(name);
   Func stored = source;
   if (spec.N % spec.schedule.tileCols != 0 || gated) {
     Region bounds = spec.transposeWeight ? Region{{Expr(), Expr()}, {0, weightCols}}
@@ -83,11 +83,11 @@ static llvm::Expected<KernelPipeline> buildGemmPack(const GemmKernelSpec &spec,
   const int tileCols = int(spec.schedule.tileCols), K = int(spec.K);
   const int lanes = int(packedWeightShape(spec).lanes);
   ImageParam weight(stored, 2, "weight");
-  Func source("weight_stored");
+  Func source = kernelFunc("weight_stored");
   Var a("a"), b("b"), nj("nj"), k("k"), nt("nt"), ko("ko"), ki("ki");
   source(a, b) = weight(a, b);
   Func weightKN = weightByColumn(source, spec, cast(stored, 0.f), "weight_kn");
-  Func out("packed_weight");
+  Func out = kernelFunc("packed_weight");
   if (spec.bf16Activations) { // (r + 2·nj, kk, nt) = W(nt·tileCols + nj, 2·kk + r), 0 past K
     Expr row = 2 * k + nj % 2, column = nt * tileCols + nj / 2;
     out(nj, k, nt) = K % 2 ? select(row < K, weightKN(column, min(row, K - 1)), cast(stored, 0.f))
@@ -111,6 +111,7 @@ static llvm::Expected<KernelPipeline> buildGemmPack(const GemmKernelSpec &spec,
 
 llvm::Expected<KernelPipeline> buildGemmPackPipeline(const GemmKernelSpec &spec,
                                                      const Target &target) {
+  KernelFuncScope names(spec.name + "_pack");
   return buildCatchingHalideErrors(
       "scheduling the weight packing of gemm kernel '" + spec.name + "'",
       [&] { return buildGemmPack(spec, target); });

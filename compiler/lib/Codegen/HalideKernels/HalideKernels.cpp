@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "KernelFuncNames.h"
 #include "KernelPipelines.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -80,7 +81,11 @@ llvm::Expected<Halide::Module> lowerModule(const KernelFunctions &functions,
         std::vector<Halide::Module> parts;
         for (const auto &[built, name] : functions) {
           Halide::Pipeline pipeline = built.pipeline; // a handle: compile_to_module is not const
-          parts.push_back(pipeline.compile_to_module(built.arguments(), name, target));
+          llvm::Expected<Halide::Module> part =
+              deterministicKernelNames(pipeline.compile_to_module(built.arguments(), name, target));
+          if (!part)
+            throw Halide::CompileError(llvm::toString(part.takeError()));
+          parts.push_back(*part);
         }
         module.emplace(parts.size() == 1 ? parts.front()
                                          : Halide::link_modules(functions.front().second, parts));
@@ -125,9 +130,12 @@ llvm::Error compileCudaObject(llvm::Expected<KernelPipeline> built, const std::s
                                   std::nullopt) {
   if (!built)
     return built.takeError();
+  llvm::Expected<Halide::Module> module =
+      lowerCudaPipeline(built->pipeline, arguments ? *arguments : built->arguments(), name, target);
+  if (!module)
+    return module.takeError();
   return catchHalideErrors("compiling kernel '" + name + "'", [&] {
-    built->pipeline.compile_to_object(objectPath.str(),
-                                      arguments ? *arguments : built->arguments(), name, target);
+    module->compile({{Halide::OutputFileType::object, objectPath.str()}});
   });
 }
 
@@ -144,12 +152,15 @@ llvm::Expected<std::string> describeCuda(llvm::Expected<KernelPipeline> built,
   if (std::error_code ec = llvm::sys::fs::createTemporaryFile("xf-kernel", ptx ? "ptx" : "stmt", path))
     return makeError("a temporary file for kernel '" + name + "': " + ec.message());
   std::string text;
-  llvm::Error err = catchHalideErrors("lowering kernel '" + name + "'", [&] {
-    built->pipeline.compile_to(
-        {{ptx ? Halide::OutputFileType::device_code : Halide::OutputFileType::conceptual_stmt,
-          path.str().str()}},
-        arguments ? *arguments : built->arguments(), name, target);
-  });
+  llvm::Expected<Halide::Module> module =
+      lowerCudaPipeline(built->pipeline, arguments ? *arguments : built->arguments(), name, target);
+  llvm::Error err = module.takeError();
+  if (!err)
+    err = catchHalideErrors("lowering kernel '" + name + "'", [&] {
+      module->compile(
+          {{ptx ? Halide::OutputFileType::device_code : Halide::OutputFileType::conceptual_stmt,
+            path.str().str()}});
+    });
   if (!err) {
     auto buffer = llvm::MemoryBuffer::getFile(path);
     if (buffer)
@@ -229,7 +240,11 @@ llvm::Expected<std::string> describe(llvm::Expected<KernelPipeline> built, const
     return built.takeError();
   std::string text;
   llvm::Error err = catchHalideErrors("lowering kernel '" + name + "'", [&] {
-    Halide::Module module = built->pipeline.compile_to_module(built->arguments(), name, target);
+    llvm::Expected<Halide::Module> named = deterministicKernelNames(
+        built->pipeline.compile_to_module(built->arguments(), name, target));
+    if (!named)
+      throw Halide::CompileError(llvm::toString(named.takeError()));
+    Halide::Module module = *named;
     std::ostringstream os;
     // The kernel and the closures of its parallel loops, which Halide lowers
     // to functions of their own.

@@ -9,6 +9,7 @@
 #ifndef XF_LIB_CODEGEN_HALIDEKERNELS_KERNELPIPELINES_H
 #define XF_LIB_CODEGEN_HALIDEKERNELS_KERNELPIPELINES_H
 
+#include "KernelFuncNames.h"
 #include "xf/Codegen/HalideKernels.h"
 
 #include "Halide.h"

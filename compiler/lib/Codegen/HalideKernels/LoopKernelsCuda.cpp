@@ -54,7 +54,7 @@ struct Built {
 class LoopBuilder {
 public:
   explicit LoopBuilder(const DeviceLoopKernelSpec &spec)
-      : spec(spec), width(int(spec.width)), out(spec.name + "_out") {}
+      : spec(spec), width(int(spec.width)), out(kernelFunc("out")) {}
 
   llvm::Expected<Built> build(bool gpuSchedule) {
     if (spec.name.empty())
@@ -126,7 +126,7 @@ private:
     Expr column = j * kRowThreads + u;
     Expr identity = maximum ? Expr(-INFINITY) : Expr(0.f);
     Expr value = select(column < width, term(min(column, width - 1)), identity);
-    Func partial(name + "_partial"), total(name);
+    Func partial = kernelFunc(name + "_partial"), total = kernelFunc(name);
     partial(u, t) = identity;
     partial(u, t) = maximum ? max(partial(u, t), value) : partial(u, t) + value;
     RDom ru(0, kRowThreads, name + "_u");
@@ -366,7 +366,7 @@ Built buildAppendKeyValues(const DeviceLoopKernelSpec &spec, bool gpuSchedule) {
   // rowPositions (a batched decode step): row t goes to position row_positions[t] of slot
   // row_slots[t] of the caches of every slot (4-D: column, position, head, slot).
   ImageParam rowPositions{Int(64), 1, "row_positions"}, rowSlots{Int(64), 1, "row_slots"};
-  Func out(spec.name + "_out");
+  Func out = kernelFunc("out");
   const int headWidth = int(spec.headWidth), half = headWidth / 2;
   // Row t's key element c at `position`, rotated with a head width.
   auto keyAt = [&](Expr c, Expr t, Expr g, Expr position) -> Expr {
@@ -489,6 +489,7 @@ std::string kernelSignature(const DeviceLoopKernelSpec &s) {
 llvm::Expected<KernelPipeline> buildDeviceLoopPipeline(const DeviceLoopKernelSpec &spec,
                                                        bool gpuSchedule,
                                                        std::vector<Argument> &arguments) {
+  KernelFuncScope names(spec.name);
   std::optional<llvm::Expected<Built>> built;
   if (llvm::Error err = catchHalideErrors("scheduling CUDA loop kernel '" + spec.name + "'", [&] {
         if (spec.kind == DeviceLoopKind::AppendKeyValues)

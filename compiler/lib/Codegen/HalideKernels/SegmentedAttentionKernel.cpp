@@ -87,7 +87,7 @@ llvm::Expected<KernelPipeline> buildSegmented(const AttentionKernelSpec &spec,
   // Keys transposed, [H_kv, dK, Σℓ_k + keyBlock] with keys contiguous, padded
   // by repeating the last key (masked): a block's keys are one dense vector
   // load (clamping each key's index made them a gather).
-  Func keysT("keys_transposed");
+  Func keysT = kernelFunc("keys_transposed");
   keysT(t, c, h) = k(h * dK + c, clamp(t, 0, keys - 1));
   Expr allKeyBlocks = (keys + keyBlock - 1) / keyBlock;
   RDom rb(0, allKeyBlocks, "rb");
@@ -113,12 +113,12 @@ llvm::Expected<KernelPipeline> buildSegmented(const AttentionKernelSpec &spec,
   };
   OnlineSoftmax softmax = defineOnlineSoftmax(o);
   Func state = softmax.state;
-  Func result("block_result"); // normalised, [H·dV] per row of the block
+  Func result = kernelFunc("block_result"); // normalised, [H·dV] per row of the block
   {
     Expr head = c / dV, column = c % dV, sum = state(column, ri, head, blk)[2];
     result(c, ri, blk) = select(sum > 0.f, state(column, ri, head, blk)[0] / sum, 0.f);
   }
-  Func out("attention_out");
+  Func out = kernelFunc("out");
   out(c, t) = undef<float>();
   RDom rows(0, queryBlock, 0, count, "rows");
   rows.where(rows.x < blockRows(rows.y));
@@ -160,6 +160,7 @@ llvm::Expected<KernelPipeline> buildSegmented(const AttentionKernelSpec &spec,
 
 llvm::Expected<KernelPipeline> buildSegmentedAttentionPipeline(const AttentionKernelSpec &spec,
                                                                const Target &target) {
+  KernelFuncScope names(spec.name);
   std::optional<llvm::Expected<KernelPipeline>> built;
   if (llvm::Error err = catchHalideErrors("scheduling attention kernel '" + spec.name + "'",
                                           [&] { built.emplace(buildSegmented(spec, target)); }))
