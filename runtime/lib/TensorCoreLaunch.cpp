@@ -34,7 +34,7 @@ using xfrt::HalideBuffer;
 
 // What the compiler's launcher passes (TensorCoreGemmLauncher.cpp launchFlags).
 constexpr int64_t kBias = 1, kResidual = 2, kBf16Weights = 4, kGated = 8, kWeightNK = 16,
-                  kSplitKernels = 32;
+                  kSplitKernels = 32, kColumnTail = 64;
 constexpr int kNotTaken = 1, kFailed = -1;
 // The kernels' tiling (TensorCoreGemm.h): 64 × 64 tiles of out (`<entry>`) or 32 × 64
 // (`<entry>32`, below tallRows rows), 128 threads, K in slices of 32; split-K (`<entry>32_splitk`
@@ -236,7 +236,7 @@ Split splitOf(int64_t rows, int64_t cols, int64_t k, int64_t blocks, int64_t sms
   return {(slices + perRange - 1) / perRange, perRange * kSliceK};
 }
 
-// The GEMM's launches: `<entry>` (64-row tiles) or `<entry>32` (32-row), N/64 × ⌈M/tileRows⌉
+// The GEMM's launches: `<entry>` (64-row tiles) or `<entry>32` (32-row), ⌈N/64⌉ × ⌈M/tileRows⌉
 // blocks of 128 threads, with the five memrefs (absent bias or residual: out's, never read),
 // M, the row strides and K; or, split, `<entry>32_splitk` with z = S (x, W, the partials; M,
 // the row strides of x and W, K and a range's K) and `<entry>_reduce`, N/64 × ⌈M/4⌉ blocks
@@ -255,7 +255,7 @@ int launchGemm(Launches &launch, const std::string &entry, int64_t n, int64_t k,
   Memref mb = (flags & kBias) ? memref(bias, wCols) : mo;
   Memref mr = (flags & kResidual) ? memref(residual, rows * rowStride(residual)) : mo;
   const int64_t rs = (flags & kResidual) ? rowStride(residual) : 0;
-  const unsigned gridX = unsigned(n / kTileCols);
+  const unsigned gridX = unsigned((n + kTileCols - 1) / kTileCols); // a column tail's last tile
   if (split.count == 1) {
     const int64_t tileRows = tall ? kTileRows : kShortTileRows;
     Params p({mx, mw, mb, mr, mo}, {rows, rowStride(x), rowStride(w), rs, rowStride(out), k});
@@ -316,7 +316,8 @@ extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t
   for (const std::string &why :
        {misaligned("x", x, 4, 4), // bf16 weights: cp.async copies 8 (16 bytes)
         (flags & kBf16Weights) ? misaligned("the weight", w, 2, 8) : misaligned("the weight", w, 4, 4),
-        misaligned("out", out, 4, 2), (flags & kBias) ? misaligned("the bias", bias, 4, 2) : "",
+        misaligned("out", out, 4, (flags & kColumnTail) ? 1 : 2), // a tail: stored one by one
+        (flags & kBias) ? misaligned("the bias", bias, 4, 2) : "",
         (flags & kResidual) ? misaligned("the residual", residual, 4, 2) : "",
         misaligned("the split-K partials", partials, 4, 2)})
     if (!why.empty())

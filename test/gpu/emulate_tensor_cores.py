@@ -385,7 +385,7 @@ def run_kernel(text, x, w, bias, res, rows, n):
            "%m": np.full(T, rows), "%xs": np.full(T, x.shape[1]), "%ws": np.full(T, w.shape[1]),
            "%rs": np.full(T, n), "%os": np.full(T, n), "%k": np.full(T, x.shape[1])}
     for by in range((rows + tile_rows - 1) // tile_rows):
-        for bx in range(n // 64):
+        for bx in range(-(-n // 64)):  # a column tail's last tile too
             block_env = dict(env, block_x=bx, block_y=by)
             tiles = {k: np.zeros(s, d) for k, (s, d) in shared.items()}
             block = Block(body, block_env, tiles)
@@ -415,7 +415,7 @@ def run_split(split_text, reduce_text, x, w, bias, res, rows, n, splits):
            "%k": np.full(T, k), "%kz": np.full(T, kz)}
     for bz in range(count):
         for by in range((rows + 31) // 32):
-            for bx in range(n // 64):
+            for bx in range(-(-n // 64)):  # a column tail's last tile too
                 tiles = {name: np.zeros(shape, dtype) for name, (shape, dtype) in shared.items()}
                 block = Block(body, dict(env, block_x=bx, block_y=by, block_z=bz), tiles)
                 block.run(0, len(body), np.ones(T, bool))
@@ -429,7 +429,7 @@ def run_split(split_text, reduce_text, x, w, bias, res, rows, n, splits):
            "%m": np.full(T, rows), "%rs": np.full(T, n), "%os": np.full(T, n),
            "%s": np.full(T, count)}
     for by in range((rows + 3) // 4):
-        for bx in range(n // 64):
+        for bx in range(-(-n // 64)):  # a column tail's last tile too
             Block(body, dict(env, block_x=bx, block_y=by), {}).run(0, len(body), np.ones(T, bool))
     return out, count, kz
 
@@ -596,17 +596,23 @@ def check_attention(text, lengths, rng):
 
 # Without --spec (ctest): GPT-2's [K, N] GEMMs (bias, GELU, residual; float32 and bf16
 # weights) and Llama's [N, K] ones (SwiGLU, residual, the unembedding; float32 and bf16 weights), at rows past a tile
-# (70), a whole tile (64), a part (33) and the fewest the path takes (5). The attention
+# (70), a whole tile (64), a part (33) and the fewest the path takes (5); unembeddings whose N
+# is not a multiple of 64 (a column tail: W's rows past N clamped, columns past N never stored). The attention
 # kernels at head size 64, 2 heads: GPT-2's (causal) at ℓ = 5, 64, 65, 100, 130 and 100 queries
 # after 30 cached keys (100:130), Llama's (causal, GQA 2:1), BERT's (not causal); the other head
 # sizes taken: 32 (GPT-2 at ℓ = 70), 16 (the encoder-decoder's three: self, causal, cross; 24
 # queries over 40 keys), 128 (bf16 only).
 SMALL = ["-D", "L=1", "-D", "d_e=64", "-D", "d_mlp=128", "-D", "H=2"]
 HEAD64 = ["-D", "L=1", "-D", "d_e=128", "-D", "d_mlp=128", "-D", "H=2"]
-CASES = [("gpt2.xf", "70,64,5", SMALL, "70"), ("gpt2.xf", "33", SMALL + ["--weight-type=bf16"], ""),
+GPT2_SMALL = SMALL + ["-D", "N_V=256"]  # the tied unembedding on tensor cores in 4 column tiles
+CASES = [("gpt2.xf", "70,64,5", GPT2_SMALL, "70"),
+         ("gpt2.xf", "33", GPT2_SMALL + ["--weight-type=bf16"], ""),
          ("bert.xf", "40", SMALL, ""),
          ("llama.xf", "70", SMALL + ["-D", "H_kv=1", "-D", "N_V=192"], ""),
          ("llama.xf", "70", SMALL + ["-D", "H_kv=1", "-D", "N_V=192", "--weight-type=bf16"], ""),
+         # Column tails: the unembeddings' N = 197 and 226 (odd: single-column stores; even).
+         ("gpt2.xf", "70,33", SMALL + ["-D", "N_V=197"], ""),
+         ("llama.xf", "70", SMALL + ["-D", "H_kv=1", "-D", "N_V=226", "--weight-type=bf16"], ""),
          ("gpt2.xf", "", HEAD64, "5,64,65,100,130,100:130"),
          ("llama.xf", "", HEAD64 + ["-D", "H_kv=1"], "64,130"),
          ("bert.xf", "", HEAD64, "100"),
@@ -617,9 +623,10 @@ CASES = [("gpt2.xf", "70,64,5", SMALL, "70"), ("gpt2.xf", "33", SMALL + ["--weig
 # Split-K (every case above runs its `_tc32_splitk` + `_tc_reduce` with S = 2): S = 1, 2, 3
 # where K = 160 has 5 slices of 32 (ranges 160; 96 + 64; 64 + 64 + 32): GPT-2's MLP down
 # projection (bias, residual; float32 and bf16 weights) and Llama's SwiGLU ([N, K], two gates).
-SPLIT_CASES = [("gpt2.xf", "70,33,5", ["-D", "L=1", "-D", "d_e=64", "-D", "d_mlp=160", "-D", "H=2"]),
+SPLIT_CASES = [("gpt2.xf", "70,33,5", ["-D", "L=1", "-D", "d_e=64", "-D", "d_mlp=160", "-D", "H=2",
+                                       "-D", "N_V=256"]),
                ("gpt2.xf", "40", ["-D", "L=1", "-D", "d_e=64", "-D", "d_mlp=160", "-D", "H=2",
-                                  "--weight-type=bf16"]),
+                                  "-D", "N_V=256", "--weight-type=bf16"]),
                ("llama.xf", "70", ["-D", "L=1", "-D", "d_e=160", "-D", "d_mlp=128", "-D", "H=2",
                                    "-D", "H_kv=1", "-D", "N_V=192"])]
 

@@ -58,6 +58,11 @@ struct TensorCoreGemmPlan {
   std::string why; // a reason either way, one line
 };
 TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul precision);
+/// N is not a multiple of kTcTileCols (the plan takes it for [N, K] weights without bias,
+/// residual or SwiGLU: the tied unembedding): the last column tile reads W's last row for the
+/// columns past N and stores none of them, one column at a time (out's rows may then be odd
+/// lengths), and K is never split.
+bool tensorCoreColumnTail(const GemmKernelSpec &spec);
 
 /// The most rows at which the launcher may split K for this GEMM (the 32-row kernel's grid
 /// below kTcSplitMaxBlocks blocks, fewer than kTcTallRows rows, two K slices or more); 0 when

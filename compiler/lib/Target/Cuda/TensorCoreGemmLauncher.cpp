@@ -61,7 +61,8 @@ using tc::stringLiteral;
 int64_t launchFlags(const GemmKernelSpec &spec) {
   return (spec.hasBias ? 1 : 0) | (spec.hasResidual ? 2 : 0) | (spec.bf16Weights ? 4 : 0) |
          (spec.epilogue == GemmEpilogue::SwiGlu ? 8 : 0) | (spec.transposeWeight ? 16 : 0) |
-         (tensorCoreSplitRows(spec) > 0 ? 32 : 0); // the PTX has the split-K kernels
+         (tensorCoreSplitRows(spec) > 0 ? 32 : 0) | // the PTX has the split-K kernels
+         (tensorCoreColumnTail(spec) ? 64 : 0);     // columns stored one at a time
 }
 
 std::string launcherSource(const GemmKernelSpec &spec, llvm::StringRef ptx) {

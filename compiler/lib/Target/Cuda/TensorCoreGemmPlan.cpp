@@ -50,9 +50,13 @@ TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul prec
   auto stay = [](std::string why) { return TensorCoreGemmPlan{false, std::move(why)}; };
   if (precision == GpuMatmul::Fp32)
     return stay("--gpu-matmul=fp32");
-  if (spec.N % kTcTileCols != 0)
+  if (spec.N % kTcTileCols != 0 &&
+      (!spec.transposeWeight || spec.hasBias || spec.hasResidual ||
+       spec.epilogue == GemmEpilogue::SwiGlu))
     return stay("N = " + std::to_string(spec.N) + " is not a multiple of " +
-                std::to_string(kTcTileCols));
+                std::to_string(kTcTileCols) +
+                (spec.transposeWeight ? " and the GEMM has a bias, residual or SwiGLU"
+                                      : " and W is [K, N]"));
   if (spec.K % kTcSliceK != 0)
     return stay("K = " + std::to_string(spec.K) + " is not a multiple of " +
                 std::to_string(kTcSliceK));
@@ -61,11 +65,16 @@ TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul prec
   if (spec.prologue != GemmPrologue::None) // xfc fuses norms only for --gpu-matmul=fp32
     return stay("a norm prologue");
   return {true, std::string(gpuMatmulName(precision)) + " mma.sync for M >= " +
-                    std::to_string(kTcMinRows) + " (fewer rows: Halide's GEMV)"};
+                    std::to_string(kTcMinRows) + " (fewer rows: Halide's GEMV)" +
+                    (tensorCoreColumnTail(spec) ? "; a column tail of " +
+                                                      std::to_string(spec.N % kTcTileCols)
+                                                : std::string())};
 }
 
+bool tensorCoreColumnTail(const GemmKernelSpec &spec) { return spec.N % kTcTileCols != 0; }
+
 int64_t tensorCoreSplitRows(const GemmKernelSpec &spec) {
-  if (spec.K / kTcSliceK < 2)
+  if (spec.K / kTcSliceK < 2 || tensorCoreColumnTail(spec))
     return 0;
   // The 32-row kernel's grid is N/64 × ⌈M/32⌉ blocks: below kTcSplitMaxBlocks up to this M.
   const int64_t rowTiles = (kTcSplitMaxBlocks - 1) / (spec.N / kTcTileCols);

@@ -36,6 +36,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <functional>
 
 namespace mlir::xf {
 
@@ -213,8 +214,12 @@ std::vector<std::string> copySlice(Writer &w, const GemmKernelSpec &spec, const 
       std::string row = w.let("arith.divui " + idx + ", " + w.index(rowLength / per) + " : index");
       std::string col = w.mul(
           w.let("arith.remui " + idx + ", " + w.index(rowLength / per) + " : index"), w.index(per));
+      // A column tail's rows of W past N read its last row (their columns are never stored).
+      std::string n = w.add(l.bn, row);
+      if (tensorCoreColumnTail(spec))
+        n = w.min(n, w.index(spec.N - 1));
       std::string at =
-          ty.nk ? w.add(w.mul(w.addConst(w.add(l.bn, row), gate * spec.N), "%ws"), w.add(k0, col))
+          ty.nk ? w.add(w.mul(w.addConst(n, gate * spec.N), "%ws"), w.add(k0, col))
                 : w.add(w.mul(w.add(k0, row), "%ws"), w.addConst(w.add(l.bn, col), gate * spec.N));
       stage("%w", at, ty.weight, "%bs" + std::to_string(gate), ty.bTile(), row, bRow0, col);
     }
@@ -361,6 +366,29 @@ void multiplySlice(Writer &w, const Types &ty, const Lanes &l, std::vector<std::
   w.line("gpu.barrier");
 }
 
+// Columns below N of `row`'s pair at col (a column tail): the pair's epilogue where col < N,
+// each of its columns below N stored alone (out's rows may be of any length: no pair alignment).
+void storeColumns(Writer &w, const GemmKernelSpec &spec, const std::string &row,
+                  const std::string &col, const std::function<std::string()> &pair) {
+  auto below = [&](const std::string &c) {
+    return w.let("arith.cmpi ult, " + c + ", " + w.index(spec.N) + " : index");
+  };
+  w.line("scf.if " + below(col) + " {");
+  std::string values = pair();
+  for (int e = 0; e < 2; ++e) {
+    std::string c = w.addConst(col, e);
+    if (e)
+      w.line("scf.if " + below(c) + " {");
+    std::string v = w.let("vector.extract " + values + "[" + std::to_string(e) +
+                          "] : f32 from vector<2xf32>");
+    w.line("vector.store " + w.let("vector.from_elements " + v + " : vector<1xf32>") +
+           ", %out[" + w.add(w.mul(row, "%os"), c) + "] : memref<?xf32>, vector<1xf32>");
+    if (e)
+      w.line("}");
+  }
+  w.line("}");
+}
+
 // Stores the accumulators: rows g and g + 8 of each 16 × 8 tile, columns 2t and 2t + 1,
 // through the epilogue into out; or (`partialsRow0`: the split's first row of the [S][M][cols]
 // partials, z · M) raw, each gate's columns where its weights' are.
@@ -383,7 +411,9 @@ void storeTile(Writer &w, const GemmKernelSpec &spec, const Types &ty, const Lan
           w.line("vector.store " + v + ", %out[" + at +
                  "] {alignment = 8} : memref<?xf32>, vector<2xf32>");
         };
-        if (partialsRow0.empty()) {
+        if (partialsRow0.empty() && tensorCoreColumnTail(spec)) {
+          storeColumns(w, spec, row, col, [&] { return epiloguePair(w, spec, row, col, sum); });
+        } else if (partialsRow0.empty()) {
           store(epiloguePair(w, spec, row, col, sum), w.add(w.mul(row, "%os"), col));
         } else {
           std::string at = w.add(w.mul(w.add(partialsRow0, row), w.index(gates * spec.N)), col);
