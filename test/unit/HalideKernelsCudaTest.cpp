@@ -782,6 +782,29 @@ TEST(CudaAttentionAlgorithm, BatchedDecodeStep) {
   EXPECT_TRUE(refused(validateCudaBatchedDecode(s)));
 }
 
+// Schedules other than the defaults (#xf.gpu_attention_schedule, what the tuner tries): the
+// prefill path's query and key blocks (8 queries a block: causal key blocks end at another
+// place; 16 keys a stage: the tails move), the range pass's keys a stage, its fill target and
+// heads a block (2 of a group of 4: twice the head blocks, so fewer ranges), the batched
+// step's ranges likewise; against float64 as the defaults are.
+TEST(CudaAttentionAlgorithm, GpuScheduleSizes) {
+  AttentionKernelSpec s;
+  s.name = "a";
+  s.heads = 8, s.kvHeads = 2, s.dK = 4, s.dV = 4, s.scale = 0.5, s.causal = true;
+  s.gpuSchedule.queryBlock = 8, s.gpuSchedule.keyBlock = 16;
+  s.gpuSchedule.decodeKeyBlock = 8, s.gpuSchedule.decodeBlocks = 40;
+  s.gpuSchedule.decodeBlockHeads = 2;
+  const CudaDecodePartials shape = cudaDecodePartialsOf(s);
+  EXPECT_EQ(shape.headsPerBlock, 2);
+  EXPECT_EQ(shape.ranges, 10); // 8 heads / 2 a block = 4 head blocks, ⌈40 / 4⌉ ranges
+  checkAttention(s, {{1, 700}, {3, 40}, {9, 9}, {20, 45}, {40, 20}});
+  s.causal = false, s.kvHeads = 0;
+  s.gpuSchedule.queryBlock = 32, s.gpuSchedule.keyBlock = 32, s.gpuSchedule.decodeKeyBlock = 64;
+  checkAttention(s, {{2, 300}, {33, 70}});
+  s.causal = true, s.kvHeads = 2;
+  checkBatchedDecode(s, {0, 129, 64, 7}, {3, 0, 2, 1}, 4, 200);
+}
+
 // ---- Loop kernels ----------------------------------------------------------
 
 using Row = std::function<double(int c, int t)>; // the reference value of out[t, c]

@@ -124,6 +124,8 @@ AttentionKernelSpec mlir::xf::attentionKernelSpecOf(AttentionOp op) {
   }
   if (AttentionScheduleAttr schedule = op.getScheduleAttr())
     spec.schedule = attentionScheduleOf(schedule);
+  if (GpuAttentionScheduleAttr schedule = op.getGpuScheduleAttr())
+    spec.gpuSchedule = gpuAttentionScheduleOf(schedule);
   return spec;
 }
 
@@ -152,9 +154,14 @@ GemmKernelAttr mlir::xf::gemmKernelAttr(MLIRContext *ctx, const GemmKernelSpec &
 
 AttentionKernelAttr mlir::xf::attentionKernelAttr(MLIRContext *ctx,
                                                   const AttentionKernelSpec &spec) {
-  const auto &[name, heads, dK, dV, kvHeads, causal, scale, rope, ropeBase, ropeKeys,
-               batchedDecode, halfKeyValues, segmented, schedule] = spec;
+  const auto &[name, heads, dK, dV, kvHeads, causal, scale, rope, ropeBase, ropeKeys, batchedDecode,
+               halfKeyValues, segmented, schedule, gpuSchedule] = spec;
   (void)name;
+  // The defaults are not printed: a description (and the object cache's key) is as before.
+  GpuAttentionScheduleAttr gpu;
+  if (!(gpuAttentionScheduleAttr(ctx, gpuSchedule) ==
+        gpuAttentionScheduleAttr(ctx, GpuAttentionSchedule{})))
+    gpu = gpuAttentionScheduleAttr(ctx, gpuSchedule);
   std::optional<RopePairing> pairing;
   if (rope != AttentionKernelSpec::Rope::None)
     pairing = rope == AttentionKernelSpec::Rope::Adjacent ? RopePairing::adjacent
@@ -162,7 +169,7 @@ AttentionKernelAttr mlir::xf::attentionKernelAttr(MLIRContext *ctx,
   return AttentionKernelAttr::get(ctx, heads, spec.keyValueHeads(), dK, dV, causal,
                                   llvm::APFloat(scale), pairing, llvm::APFloat(ropeBase), ropeKeys,
                                   batchedDecode, halfKeyValues, segmented,
-                                  attentionScheduleAttr(ctx, schedule));
+                                  attentionScheduleAttr(ctx, schedule), gpu);
 }
 
 GemmKernelSpec mlir::xf::gemmKernelSpecOf(GemmKernelAttr kernel, llvm::StringRef name) {
@@ -206,6 +213,8 @@ AttentionKernelSpec mlir::xf::attentionKernelSpecOf(AttentionKernelAttr kernel,
   spec.halfKeyValues = kernel.getHalfKeyValues();
   spec.segmented = kernel.getSegmented();
   spec.schedule = attentionScheduleOf(kernel.getSchedule());
+  if (GpuAttentionScheduleAttr gpu = kernel.getGpuSchedule())
+    spec.gpuSchedule = gpuAttentionScheduleOf(gpu);
   return spec;
 }
 

@@ -82,18 +82,20 @@ struct ApplyTuningDatabasePass : xf::impl::ApplyTuningDatabaseBase<ApplyTuningDa
       std::string error;
       FailureOr<Attribute> schedule = parseSchedule(ctx, entry->schedule, error);
       bool fits = succeeded(schedule) &&
-                  (isa<GemmOp>(k.op)        ? isa<GemmScheduleAttr, GpuGemmScheduleAttr>(*schedule)
-                   : isa<AttentionOp>(k.op) ? isa<AttentionScheduleAttr>(*schedule)
-                                            : isa<LoopScheduleAttr>(*schedule));
+                  (isa<GemmOp>(k.op) ? isa<GemmScheduleAttr, GpuGemmScheduleAttr>(*schedule)
+                   : isa<AttentionOp>(k.op)
+                       ? isa<AttentionScheduleAttr, GpuAttentionScheduleAttr>(*schedule)
+                       : isa<LoopScheduleAttr>(*schedule));
       if (!fits) {
         k.op->emitError() << "tuning database '" << db << "': the entry for '" << k.signature
                           << "' holds an illegal schedule: "
                           << (error.empty() ? "not a schedule of this kind of kernel" : error);
         return signalPassFailure();
       }
-      llvm::StringRef name = isLoopKernelOp(k.op) ? llvm::StringRef(XfDialect::kLoopScheduleAttrName)
-                             : isa<GpuGemmScheduleAttr>(*schedule) ? "gpu_schedule"
-                                                                   : "schedule";
+      llvm::StringRef name =
+          isLoopKernelOp(k.op) ? llvm::StringRef(XfDialect::kLoopScheduleAttrName)
+          : isa<GpuGemmScheduleAttr, GpuAttentionScheduleAttr>(*schedule) ? "gpu_schedule"
+                                                                          : "schedule";
       k.op->setAttr(name, *schedule);
       k.op->setAttr("xf.tuned", UnitAttr::get(ctx));
     }

@@ -6,8 +6,8 @@
 // defaultGemmSchedule, defaultAttentionSchedule); loop kernels get tasks of
 // ~64 KiB of rows (KernelSchedules.h: defaultLoopSchedule). Schedules already present
 // (from the tuning database or written by hand) are kept but must fit the
-// target: a register tile of whole vectors. CUDA targets' GEMMs also get
-// the GPU schedule (HalideKernels.h: GpuGemmSchedule's defaults).
+// target: a register tile of whole vectors. CUDA targets' GEMMs and attentions also get
+// the GPU schedule (HalideKernels.h: GpuGemmSchedule's and GpuAttentionSchedule's defaults).
 //
 //===----------------------------------------------------------------------===//
 
@@ -68,8 +68,16 @@ struct AssignDefaultSchedulesPass
         op->setAttr(XfDialect::kLoopScheduleAttrName,
                     loopScheduleAttr(ctx, defaultLoopSchedule(type.getShape().back())));
       }
-      if (auto attn = dyn_cast<AttentionOp>(op); attn && !attn.getScheduleAttr())
-        attn.setScheduleAttr(attentionScheduleAttr(ctx, defaultAttentionSchedule(shape)));
+      if (auto attn = dyn_cast<AttentionOp>(op)) {
+        if (!attn.getScheduleAttr())
+          attn.setScheduleAttr(attentionScheduleAttr(ctx, defaultAttentionSchedule(shape)));
+        if (cuda && !attn.getGpuScheduleAttr())
+          attn.setGpuScheduleAttr(gpuAttentionScheduleAttr(ctx, GpuAttentionSchedule()));
+        if (!cuda && attn.getGpuScheduleAttr()) {
+          attn.emitOpError() << "has a gpu_schedule, but the target is not CUDA";
+          return WalkResult::interrupt();
+        }
+      }
       return WalkResult::advance();
     });
     if (result.wasInterrupted())

@@ -64,10 +64,10 @@ struct DecomposeMha : OpRewritePattern<MultiHeadAttentionOp> {
     auto headsType = RankedTensorType::get({qType.getDimSize(0), headsWidth},
                                            qType.getElementType());
     Value heads = AttentionOp::create(
-        rewriter, loc, headsType, q, k, v, op.getSegments(), op.getKeySegments(),
-        op.getMaskAttr(), op.getHeadsAttr(), op.getKvHeadsAttr(),
+        rewriter, loc, headsType, q, k, v, op.getSegments(), op.getKeySegments(), op.getMaskAttr(),
+        op.getHeadsAttr(), op.getKvHeadsAttr(),
         /*rope=*/RopePairingAttr(), /*rope_base=*/FloatAttr(), op.getScaleAttr(),
-        /*schedule=*/AttentionScheduleAttr());
+        /*schedule=*/AttentionScheduleAttr(), /*gpu_schedule=*/GpuAttentionScheduleAttr());
     rewriter.replaceOp(op, project(rewriter, loc, heads, op.getWo(), op.getBo(), t));
     return success();
   }

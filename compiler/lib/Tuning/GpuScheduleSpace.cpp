@@ -151,12 +151,8 @@ SearchSpace mlir::xf::tuning::gpuGemmSpace(MLIRContext &ctx, const GemmKernelSpe
   return space;
 }
 
-std::vector<GpuGemmSchedule>
-mlir::xf::tuning::gpuGemmCandidates(MLIRContext &ctx, const GemmKernelSpec &spec,
-                                    const std::vector<int64_t> &lengths, size_t limit,
-                                    uint64_t seed) {
-  const SearchSpace space = gpuGemmSpace(ctx, spec, lengths);
-  const Point dflt = gpuGemmPoint(spec.gpuSchedule);
+std::vector<Point> mlir::xf::tuning::gpuCandidatePoints(const SearchSpace &space, const Point &dflt,
+                                                        size_t limit, uint64_t seed) {
   Search search(space, seed);
   search.exclude(dflt);
   // One-knob moves, the knobs in turn: each knob's first other value, then each one's
@@ -182,9 +178,20 @@ mlir::xf::tuning::gpuGemmCandidates(MLIRContext &ctx, const GemmKernelSpec &spec
     if (!any)
       break;
   }
-  std::vector<GpuGemmSchedule> candidates{spec.gpuSchedule};
+  std::vector<Point> points{dflt};
   if (limit > 1)
     for (const Point &p : search.propose(limit - 1))
-      candidates.push_back(gpuGemmScheduleAt(p));
+      points.push_back(p);
+  return points;
+}
+
+std::vector<GpuGemmSchedule>
+mlir::xf::tuning::gpuGemmCandidates(MLIRContext &ctx, const GemmKernelSpec &spec,
+                                    const std::vector<int64_t> &lengths, size_t limit,
+                                    uint64_t seed) {
+  std::vector<GpuGemmSchedule> candidates;
+  for (const Point &p : gpuCandidatePoints(gpuGemmSpace(ctx, spec, lengths),
+                                           gpuGemmPoint(spec.gpuSchedule), limit, seed))
+    candidates.push_back(gpuGemmScheduleAt(p));
   return candidates;
 }

@@ -293,7 +293,8 @@ mlir::Value Generator::emit(int id) {
         xfir::MaskKindAttr::get(builder.getContext(), mask),
         builder.getI64IntegerAttr(n.heads), kvHeads,
         /*rope=*/xfir::RopePairingAttr(),
-        /*rope_base=*/mlir::FloatAttr(), scale, xfir::AttentionScheduleAttr());
+        /*rope_base=*/mlir::FloatAttr(), scale, xfir::AttentionScheduleAttr(),
+        /*gpu_schedule=*/xfir::GpuAttentionScheduleAttr());
   }
   case OpKind::MultiHeadAttention:
     return emitMha(n);

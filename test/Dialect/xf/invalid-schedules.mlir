@@ -293,3 +293,59 @@ func.func @gpu_case16() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles 
 func.func @gpu_case17() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8, nk_thread_rows = 3>} {
   return
 }
+
+// -----
+
+// expected-error @+1 {{query_block = 0 is out of range [1, 32]}}
+func.func @gpu_attention_case0() attributes {xf.s = #xf.gpu_attention_schedule<query_block = 0, key_block = 32, decode_key_block = 32, decode_blocks = 264, decode_block_heads = 4>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{query_block = 64 is out of range [1, 32]}}
+func.func @gpu_attention_case1() attributes {xf.s = #xf.gpu_attention_schedule<query_block = 64, key_block = 16, decode_key_block = 32, decode_blocks = 264, decode_block_heads = 4>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{key_block = 0 is out of range [1, 256]}}
+func.func @gpu_attention_case2() attributes {xf.s = #xf.gpu_attention_schedule<query_block = 16, key_block = 0, decode_key_block = 32, decode_blocks = 264, decode_block_heads = 4>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{decode_key_block = 512 is out of range [1, 256]}}
+func.func @gpu_attention_case3() attributes {xf.s = #xf.gpu_attention_schedule<query_block = 16, key_block = 32, decode_key_block = 512, decode_blocks = 264, decode_block_heads = 4>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{decode_blocks = 0 is out of range [1, 65536]}}
+func.func @gpu_attention_case4() attributes {xf.s = #xf.gpu_attention_schedule<query_block = 16, key_block = 32, decode_key_block = 32, decode_blocks = 0, decode_block_heads = 4>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{decode_block_heads = 16 is out of range [1, 8]}}
+func.func @gpu_attention_case5() attributes {xf.s = #xf.gpu_attention_schedule<query_block = 16, key_block = 32, decode_key_block = 32, decode_blocks = 264, decode_block_heads = 16>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{key_block × query_block = 64 × 32 score threads exceed a block's 1024}}
+func.func @gpu_attention_case6() attributes {xf.s = #xf.gpu_attention_schedule<query_block = 32, key_block = 64, decode_key_block = 32, decode_blocks = 264, decode_block_heads = 4>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{decode_key_block × 4 rows × decode_block_heads = 64 × 4 × 8 score threads exceed a block's 1024}}
+func.func @gpu_attention_case7() attributes {xf.s = #xf.gpu_attention_schedule<query_block = 16, key_block = 32, decode_key_block = 64, decode_blocks = 264, decode_block_heads = 8>} {
+  return
+}

@@ -40,8 +40,8 @@ func.func @attention_plain() attributes {xf.k = #xf.attention_kernel<heads = 12,
 
 // A scale with no short decimal form reads back bit for bit (1/sqrt(48)).
 // CHECK-LABEL: func.func @attention_all
-// CHECK-SAME: xf.k = #xf.attention_kernel<heads = 9, kv_heads = 3, dk = 64, dv = 32, causal = true, scale = 0.14433756729740643, rope = halves, rope_base = 1.000000e+05, rope_keys = false, batched_decode = true, half_key_values = true, segmented = true, schedule = #xf.attention_schedule<query_block = 64, key_block = 64, row_tile = 4, decode_key_tile = 4>>
-func.func @attention_all() attributes {xf.k = #xf.attention_kernel<heads = 9, kv_heads = 3, dk = 64, dv = 32, causal = true, scale = 0.14433756729740643, rope = halves, rope_base = 100000.0, rope_keys = false, batched_decode = true, half_key_values = true, segmented = true, schedule = #xf.attention_schedule<query_block = 64, key_block = 64, row_tile = 4, decode_key_tile = 4>>} {
+// CHECK-SAME: xf.k = #xf.attention_kernel<heads = 9, kv_heads = 3, dk = 64, dv = 32, causal = true, scale = 0.14433756729740643, rope = halves, rope_base = 1.000000e+05, rope_keys = false, batched_decode = true, half_key_values = true, segmented = true, schedule = #xf.attention_schedule<query_block = 64, key_block = 64, row_tile = 4, decode_key_tile = 4>, gpu_schedule = #xf.gpu_attention_schedule<query_block = 8, key_block = 64, decode_key_block = 16, decode_blocks = 132, decode_block_heads = 2>>
+func.func @attention_all() attributes {xf.k = #xf.attention_kernel<heads = 9, kv_heads = 3, dk = 64, dv = 32, causal = true, scale = 0.14433756729740643, rope = halves, rope_base = 100000.0, rope_keys = false, batched_decode = true, half_key_values = true, segmented = true, schedule = #xf.attention_schedule<query_block = 64, key_block = 64, row_tile = 4, decode_key_tile = 4>, gpu_schedule = #xf.gpu_attention_schedule<query_block = 8, key_block = 64, decode_key_block = 16, decode_blocks = 132, decode_block_heads = 2>>} {
   return
 }
 

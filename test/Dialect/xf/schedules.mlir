@@ -53,3 +53,10 @@ func.func @loop_schedule(%x: tensor<?x768xf32>) -> tensor<?x768xf32> {
 func.func @standalone() attributes {xf.s = #xf.attention_schedule<query_block = 64, key_block = 64, row_tile = 4, decode_key_tile = 4>} {
   return
 }
+
+// CHECK-L#xf.gpu_attention_schedule<query_block = 8, key_block = 64, decode_key_block = 16, decode_blocks = 132, decode_block_heads = 2>BEL: func.func @gpu_attention_schedule
+func.func @gpu_attention_schedule(%q: tensor<?x768xf32>, %k: tensor<?x768xf32>, %v: tensor<?x768xf32>) -> tensor<?x768xf32> {
+  // CHECK: xf.attention causal heads 12 %{{.*}}, %{{.*}}, %{{.*}} {gpu_schedule = #xf.gpu_attention_schedule<query_block = 8, key_block = 64, decode_key_block = 16, decode_blocks = 132, decode_block_heads = 2>}
+  %o = xf.attention causal heads 12 %q, %k, %v {gpu_schedule = #xf.gpu_attention_schedule<query_block = 8, key_block = 64, decode_key_block = 16, decode_blocks = 132, decode_block_heads = 2>} : tensor<?x768xf32>, tensor<?x768xf32>, tensor<?x768xf32> -> tensor<?x768xf32>
+  return %o : tensor<?x768xf32>
+}

@@ -242,6 +242,17 @@ struct AttentionSchedule {
   int64_t decodeKeyTile = 4; // decode path: keys per dot-product register block
 };
 
+/// The CUDA attention's schedule (AttentionKernelCuda.cpp, AttentionDecodeCuda.cpp,
+/// #xf.gpu_attention_schedule); the defaults are the fixed sizes the kernels had before it.
+struct GpuAttentionSchedule {
+  int64_t queryBlock = 16;     // prefill: queries per block (32 column threads × these rows)
+  int64_t keyBlock = 32;       // prefill: keys staged and scored per step
+  int64_t decodeKeyBlock = 32; // flash-decoding's range pass (and the batched one): keys a step
+  /// The range pass's blocks at least (ranges × head blocks): 2 a SM of a 132-SM H100/H200.
+  int64_t decodeBlocks = 264;
+  int64_t decodeBlockHeads = 4; // query heads of one K/V head a range block computes at most
+};
+
 /// The default attention schedule: a score tile of 4 vectors × rowTile rows.
 inline AttentionSchedule defaultAttentionSchedule(const VectorShape &shape) {
   AttentionSchedule s;
@@ -307,6 +318,7 @@ struct AttentionKernelSpec {
   // cuts each sequence into query blocks; each attends over its own sequence's keys.
   bool segmented = false;
   AttentionSchedule schedule;
+  GpuAttentionSchedule gpuSchedule; // CUDA targets only
 };
 
 /// The CUDA attention's flash-decoding (AttentionDecodeCuda.cpp, docs/gpu.md): with at most
@@ -319,22 +331,20 @@ struct CudaDecodePartials {
   int64_t headsPerBlock = 0; // query heads of one K/V head that one block computes
   int64_t floats() const { return columns * rows * heads * ranges; }
 };
-/// Blocks a decode step's range pass wants (2 per SM of a 132-SM H100/H200), and the query
-/// heads of one K/V head a block computes at most (its threads: 32 × 4 rows × heads).
-constexpr int64_t kCudaDecodeBlocks = 264, kCudaDecodeMaxBlockHeads = 4;
 /// Ranges fixed per kernel (the buffer's size known when the program is built), enough that
-/// H / headsPerBlock × ranges >= kCudaDecodeBlocks.
+/// H / headsPerBlock × ranges >= the schedule's decodeBlocks; headsPerBlock the largest divisor
+/// of the group up to its decodeBlockHeads.
 inline CudaDecodePartials cudaDecodePartialsOf(const AttentionKernelSpec &spec) {
   CudaDecodePartials shape;
   const int64_t heads = std::max<int64_t>(spec.heads, 1);
   const int64_t group = heads / std::max<int64_t>(spec.keyValueHeads(), 1);
-  shape.headsPerBlock = 1; // the largest divisor of the group up to kCudaDecodeMaxBlockHeads
-  for (int64_t g = std::min(group, kCudaDecodeMaxBlockHeads); g > 1 && shape.headsPerBlock == 1;
-       --g)
+  const GpuAttentionSchedule &sched = spec.gpuSchedule;
+  shape.headsPerBlock = 1;
+  for (int64_t g = std::min(group, sched.decodeBlockHeads); g > 1 && shape.headsPerBlock == 1; --g)
     if (group % g == 0)
       shape.headsPerBlock = g;
   const int64_t headBlocks = heads / shape.headsPerBlock;
-  shape.ranges = std::max<int64_t>(1, (kCudaDecodeBlocks + headBlocks - 1) / headBlocks);
+  shape.ranges = std::max<int64_t>(1, (sched.decodeBlocks + headBlocks - 1) / headBlocks);
   shape.columns = spec.dV + 2, shape.rows = 4, shape.heads = heads;
   return shape;
 }

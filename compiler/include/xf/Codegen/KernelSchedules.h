@@ -1,7 +1,7 @@
 //===- KernelSchedules.h - schedule attributes ⇄ generator knobs -*- C++ -*-===//
 //
 // The typed schedule attributes (#xf.gemm_schedule, #xf.gpu_gemm_schedule,
-// #xf.attention_schedule)
+// #xf.attention_schedule, #xf.gpu_attention_schedule)
 // carry exactly the knobs of the Halide generators' schedule structs; these
 // are the two directions, field by field, checked by the compiler.
 //
@@ -63,6 +63,20 @@ inline AttentionSchedule attentionScheduleOf(AttentionScheduleAttr a) {
 
 inline AttentionScheduleAttr attentionScheduleAttr(MLIRContext *ctx, const AttentionSchedule &s) {
   return AttentionScheduleAttr::get(ctx, s.queryBlock, s.keyBlock, s.rowTile, s.decodeKeyTile);
+}
+
+inline GpuAttentionSchedule gpuAttentionScheduleOf(GpuAttentionScheduleAttr a) {
+  GpuAttentionSchedule s;
+  s.queryBlock = a.getQueryBlock(), s.keyBlock = a.getKeyBlock();
+  s.decodeKeyBlock = a.getDecodeKeyBlock(), s.decodeBlocks = a.getDecodeBlocks();
+  s.decodeBlockHeads = a.getDecodeBlockHeads();
+  return s;
+}
+
+inline GpuAttentionScheduleAttr gpuAttentionScheduleAttr(MLIRContext *ctx,
+                                                         const GpuAttentionSchedule &s) {
+  return GpuAttentionScheduleAttr::get(ctx, s.queryBlock, s.keyBlock, s.decodeKeyBlock,
+                                       s.decodeBlocks, s.decodeBlockHeads);
 }
 
 /// The knobs of a loop kernel (LoopKernels.h), as in #xf.loop_schedule.

@@ -171,9 +171,10 @@ def AssignDefaultSchedules : Pass<"xf-assign-schedules", "func::FuncOp"> {
     kept, and checked against the target: register tiles must be whole
     vectors. A GEMM on a weight in ggml blocks (`xf.weight_storage`,
     xf-assign-weight-storage) gets the block default (K blocks of 256).
-    With `cuda`, each xf.gemm without a `gpu_schedule` gets the
-    CUDA default (`#xf.gpu_gemm_schedule`, docs/gpu.md); without it a
-    `gpu_schedule` is an error (no CPU kernel reads it).
+    With `cuda`, each xf.gemm and xf.attention without a `gpu_schedule`
+    gets the CUDA default (`#xf.gpu_gemm_schedule`,
+    `#xf.gpu_attention_schedule`, docs/gpu.md); without it a `gpu_schedule`
+    is an error (no CPU kernel reads it).
   }];
   let options = [
     Option<"vectorWidth", "vector-width", "int64_t", "16",
@@ -181,7 +182,7 @@ def AssignDefaultSchedules : Pass<"xf-assign-schedules", "func::FuncOp"> {
     Option<"vectorRegisters", "vector-registers", "int64_t", "32",
            "vector registers of the target">,
     Option<"cuda", "cuda", "bool", "false",
-           "a CUDA target: GEMMs also get a #xf.gpu_gemm_schedule (gpu_schedule)">
+           "a CUDA target: GEMMs and attentions also get a GPU schedule (gpu_schedule)">
   ];
   let dependentDialects = ["xf::XfDialect"];
 }

@@ -1,4 +1,4 @@
-//===- GpuScheduleSpace.h - a CUDA GEMM's schedule knobs --------*- C++ -*-===//
+//===- GpuScheduleSpace.h - CUDA kernels' schedule knobs --------*- C++ -*-===//
 //
 // The search space of a CUDA GEMM's #xf.gpu_gemm_schedule (docs/gpu.md, "The schedules"):
 // a Knob per field with the values worth trying, legal where the attribute's verifier
@@ -45,6 +45,27 @@ GpuGemmSchedule gpuGemmScheduleAt(const Point &p);
 std::vector<GpuGemmSchedule> gpuGemmCandidates(MLIRContext &ctx, const GemmKernelSpec &spec,
                                                const std::vector<int64_t> &lengths,
                                                size_t limit, uint64_t seed);
+
+/// The candidates of `space` as the header says: `dflt` first, then one-knob moves, then
+/// Search's points; at most `limit` (≥ 1), deterministic given `seed`.
+std::vector<Point> gpuCandidatePoints(const SearchSpace &space, const Point &dflt, size_t limit,
+                                      uint64_t seed);
+
+/// A CUDA attention's #xf.gpu_attention_schedule (GpuAttentionScheduleSpace.cpp): the
+/// decode path (lengths ≤ kCudaDecodeRows: flash-decoding's decode_key_block, decode_blocks
+/// and, where a K/V head has several query heads, decode_block_heads) and the prefill path
+/// (the others: query_block, key_block).
+constexpr int64_t kCudaDecodeRows = 4;
+SearchSpace gpuAttentionSpace(MLIRContext &ctx, const AttentionKernelSpec &spec,
+                              const std::vector<int64_t> &lengths);
+std::vector<SchedulePath> gpuAttentionPaths(const AttentionKernelSpec &spec,
+                                            const std::vector<int64_t> &lengths);
+Point gpuAttentionPoint(const GpuAttentionSchedule &s);
+GpuAttentionSchedule gpuAttentionScheduleAt(const Point &p);
+std::vector<GpuAttentionSchedule> gpuAttentionCandidates(MLIRContext &ctx,
+                                                         const AttentionKernelSpec &spec,
+                                                         const std::vector<int64_t> &lengths,
+                                                         size_t limit, uint64_t seed);
 
 } // namespace mlir::xf::tuning
 

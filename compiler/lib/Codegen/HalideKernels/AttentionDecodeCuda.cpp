@@ -3,10 +3,11 @@
 // KV-cache decoding has M <= 4 query rows: one block per (head, rows) would
 // occupy H blocks of a GPU of 132 SMs (GPT-2 small: 12). Flash-decoding cuts
 // the keys into a fixed number of ranges per head block, enough that a decode
-// step launches at least kCudaDecodeBlocks blocks (two per SM of an H100/H200):
+// step launches at least decode_blocks blocks (#xf.gpu_attention_schedule; by default 264,
+// two per SM of an H100/H200):
 //   `<name>_decode_ranges`: one block per (key range, group of query heads
 //     sharing one K/V head): the online softmax of AttentionAlgorithm.cpp over
-//     the range's keys, 32 at a time, each K/V tile staged in shared memory
+//     the range's keys, decode_key_block (32) at a time, each K/V tile staged in shared memory
 //     once for all the group's heads (GQA heads share their K/V reads); the
 //     range's (output, max, sum) per query row and head go to `partials`;
 //   `<name>` (its decode specialization): per (head, rows) the ranges merged
@@ -27,8 +28,6 @@ using namespace Halide;
 namespace mlir::xf {
 namespace {
 
-/// Keys a range block stages and scores at a time.
-constexpr int kRangeKeyBlock = 32;
 constexpr int kDecodeRows = kSmallQueryRows;
 static_assert(kDecodeRows == 4, "CudaDecodePartials' rows (HalideKernels.h)");
 
@@ -54,11 +53,14 @@ struct DecodeRanges {
   /// The batched pass (defineBatchedRanges): t is a sequence, one a block; the tiles are
   /// (c | d, key, kv head, t).
   bool batched = false;
+  int keyBlock = 0; // keys a range block stages and scores at a time (decode_key_block)
 };
 
 DecodeRanges defineRanges(const AttentionKernelSpec &spec, const CudaDecodePartials &shape,
                           const AttentionOperands &a) {
   DecodeRanges f;
+  f.keyBlock = int(spec.gpuSchedule.decodeKeyBlock);
+  const int kRangeKeyBlock = f.keyBlock;
   f.append = cudaDecodeRangesAppend(spec);
   f.rotateNewKeys = f.append && spec.rope != AttentionKernelSpec::Rope::None;
   const int dK = int(spec.dK), dV = int(spec.dV);
@@ -123,7 +125,7 @@ DecodeRanges defineRanges(const AttentionKernelSpec &spec, const CudaDecodeParti
 void scheduleRanges(DecodeRanges &f, const AttentionOperands &a, const CudaDecodePartials &shape,
                     int dV, bool rope) {
   const ColumnThreads columns(dV);
-  const int heads = int(shape.headsPerBlock);
+  const int heads = int(shape.headsPerBlock), kRangeKeyBlock = f.keyBlock;
   // The query rows of a block: a step's <= 4, or the batched pass's one sequence.
   const int rows = f.batched ? 1 : kDecodeRows;
   Var d = a.d, t = a.t, h = a.h, j = a.j, p = f.p, e = f.e;
@@ -274,6 +276,8 @@ DecodeRanges defineBatchedRanges(const AttentionKernelSpec &spec, const CudaDeco
                                  const AttentionOperands &a, BatchedOperands &in) {
   DecodeRanges f;
   f.batched = true;
+  f.keyBlock = int(spec.gpuSchedule.decodeKeyBlock);
+  const int kRangeKeyBlock = f.keyBlock;
   const int dK = int(spec.dK), dV = int(spec.dV);
   const Var &c = a.c, &d = a.d, &j = a.j, &h = a.h, &t = a.t, &p = f.p, &e = f.e;
   Expr positions = in.kCache.dim(1).extent();

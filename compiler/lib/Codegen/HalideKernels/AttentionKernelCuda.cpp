@@ -2,9 +2,9 @@
 //
 // The attention of AttentionKernel.cpp (its buffers, masking rule and grouped
 // K/V heads, AttentionOperands) on an NVIDIA GPU: the online softmax of
-// AttentionAlgorithm.cpp with a GPU schedule. One thread block per (head,
-// block of kQueryBlock queries). Query t is
-// row ri of block blk (t = blk·kQueryBlock + ri), so the key blocks a block needs
+// AttentionAlgorithm.cpp with a GPU schedule (#xf.gpu_attention_schedule: spec.gpuSchedule).
+// One thread block per (head, block of queryBlock queries). Query t is
+// row ri of block blk (t = blk·queryBlock + ri), so the key blocks a block needs
 // depend on its block index only: in causal mode the key blocks after the
 // last one its last query sees are skipped whole (a condition uniform over
 // the block around the key block's body, K/V staging included; not computed
@@ -26,11 +26,6 @@
 using namespace Halide;
 
 namespace mlir::xf {
-namespace {
-
-constexpr int kQueryBlock = 16, kKeyBlock = 32; // queries per block, keys per stage
-
-} // namespace
 
 llvm::Error validateAttentionCuda(const AttentionKernelSpec &spec) {
   if (spec.name.empty())
@@ -87,12 +82,14 @@ struct CudaFlash {
   Var ri{"ri"}, blk{"blk"};
   RDom rj, rb;
   OnlineSoftmax softmax;
+  int queryBlock = 0, keyBlock = 0; // the schedule's: queries per block, keys per stage
 };
 
 CudaFlash defineFlash(const AttentionKernelSpec &spec, const AttentionOperands &a,
                       Expr rowsPerBlock) {
   CudaFlash f;
-  const int dK = int(spec.dK);
+  f.queryBlock = int(spec.gpuSchedule.queryBlock), f.keyBlock = int(spec.gpuSchedule.keyBlock);
+  const int dK = int(spec.dK), kKeyBlock = f.keyBlock;
   const Var &c = a.c, &d = a.d, &j = a.j, &h = a.h, &ri = f.ri, &blk = f.blk;
   // Keys and rows past the ends are clamped (their probabilities are 0,
   // their rows never stored).
@@ -116,9 +113,10 @@ CudaFlash defineFlash(const AttentionKernelSpec &spec, const AttentionOperands &
   return f;
 }
 
-/// Schedules `out` as blocks of kQueryBlock queries of a head.
+/// Schedules `out` as blocks of f.queryBlock queries of a head.
 void scheduleFlash(CudaFlash &f, const AttentionOperands &a, Stage out, int dV, bool rope) {
   const ColumnThreads columns(dV);
+  const int kQueryBlock = f.queryBlock, kKeyBlock = f.keyBlock;
   Var c = a.c, d = a.d, h = a.h, j = a.j, ri = f.ri;
   const HeadBlockLoops loops = scheduleHeadBlocks(out, a, dV, kQueryBlock);
   const Var head = loops.head, dx = loops.dx, dr = loops.dr;
@@ -181,10 +179,10 @@ llvm::Expected<KernelPipeline> buildAttentionCuda(const AttentionKernelSpec &spe
   const AttentionShape shape{1, H, Hkv, group, dK, dV, float(spec.scale)};
   AttentionOperands a = attentionOperandsOf(spec, shape, Target());
   Expr isDecode = a.queries <= kSmallQueryRows;
-  // Rows per block as select(M <= 4, 4, 16), though M <= 4 takes flash-decoding: with a
+  // Rows per block as select(M <= 4, 4, queryBlock), though M <= 4 takes flash-decoding: with a
   // constant 16, Halide's regions of the per-key-block Funcs under the causal loop grew with
   // the context (shared memory 40 KiB at 128 keys, 280 KiB at 2,048; 34 KiB so).
-  Expr rowsPerBlock = select(isDecode, kSmallQueryRows, kQueryBlock);
+  Expr rowsPerBlock = select(isDecode, kSmallQueryRows, int(spec.gpuSchedule.queryBlock));
   CudaFlash flash = defineFlash(spec, a, rowsPerBlock);
   CudaDecodeMerge merge = defineCudaDecodeMerge(spec, a);
 

@@ -53,9 +53,9 @@ LogicalResult AttentionKernelAttr::verify(function_ref<InFlightDiagnostic()> emi
                                           int64_t heads, int64_t kvHeads, int64_t dk, int64_t dv,
                                           bool causal, APFloat scaleValue,
                                           std::optional<RopePairing> rope, APFloat ropeBaseValue,
-                                          bool,
-                                          bool batchedDecode, bool, bool,
-                                          AttentionScheduleAttr schedule) {
+                                          bool, bool batchedDecode, bool, bool,
+                                          AttentionScheduleAttr schedule,
+                                          GpuAttentionScheduleAttr) {
   const double scale = scaleValue.convertToDouble(), ropeBase = ropeBaseValue.convertToDouble();
   if (heads < 1 || kvHeads < 1 || dk < 1 || dv < 1)
     return emitError() << "#xf.attention_kernel: heads, kv_heads, dk and dv must be positive";

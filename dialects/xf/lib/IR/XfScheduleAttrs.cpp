@@ -182,3 +182,31 @@ LogicalResult LoopScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitEr
                        << " is not 0 (the target's choice), 128, 256 or 512";
   return success();
 }
+
+// A CUDA block's 1,024 threads: the prefill path's 32 column threads × query_block rows and its
+// key_block × query_block scores; the range pass's 32 × 4 rows × decode_block_heads threads
+// and its decode_key_block × 4 rows × heads scores. Sizes past these limits are code no GPU
+// launches.
+LogicalResult GpuAttentionScheduleAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                               int64_t queryBlock, int64_t keyBlock,
+                                               int64_t decodeKeyBlock, int64_t decodeBlocks,
+                                               int64_t decodeBlockHeads) {
+  auto range = [&](llvm::StringRef name, int64_t v, int64_t lo, int64_t hi) {
+    return inRange(emitError, "gpu_attention_schedule", name, v, lo, hi);
+  };
+  if (failed(range("query_block", queryBlock, 1, 32)) ||
+      failed(range("key_block", keyBlock, 1, 256)) ||
+      failed(range("decode_key_block", decodeKeyBlock, 1, 256)) ||
+      failed(range("decode_blocks", decodeBlocks, 1, 1 << 16)) ||
+      failed(range("decode_block_heads", decodeBlockHeads, 1, 8)))
+    return failure();
+  if (keyBlock * queryBlock > 1024)
+    return emitError() << "#xf.gpu_attention_schedule: key_block × query_block = " << keyBlock
+                       << " × " << queryBlock << " score threads exceed a block's 1024";
+  if (decodeKeyBlock * 4 * decodeBlockHeads > 1024)
+    return emitError() << "#xf.gpu_attention_schedule: decode_key_block × 4 rows × "
+                          "decode_block_heads = "
+                       << decodeKeyBlock << " × 4 × " << decodeBlockHeads
+                       << " score threads exceed a block's 1024";
+  return success();
+}

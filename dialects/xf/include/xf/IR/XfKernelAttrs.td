@@ -97,7 +97,8 @@ def Xf_AttentionKernelAttr : Xf_Attr<"AttentionKernel", "attention_kernel"> {
     rotates Q (and K unless `rope_keys = false`: a cache of rotated keys)
     with base `rope_base`. `batched_decode` also exports one decode step of
     several sequences on their own caches; `half_key_values` reads K and V
-    as float16; `segmented` takes a packed batch in one call. Parameters at
+    as float16; `segmented` takes a packed batch in one call; `gpu_schedule`
+    is the CUDA kernels' schedule (absent: the defaults). Parameters at
     their default value are not printed.
 
     ```mlir
@@ -114,7 +115,8 @@ def Xf_AttentionKernelAttr : Xf_Attr<"AttentionKernel", "attention_kernel"> {
       DefaultValuedParameter<"bool", "false">:$batched_decode,
       DefaultValuedParameter<"bool", "false">:$half_key_values,
       DefaultValuedParameter<"bool", "false">:$segmented,
-      Xf_NestedAttrParameter<"AttentionScheduleAttr", "schedule">:$schedule);
+      Xf_NestedAttrParameter<"AttentionScheduleAttr", "schedule">:$schedule,
+      Xf_OptionalNestedAttrParameter<"GpuAttentionScheduleAttr", "CUDA schedule">:$gpu_schedule);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }

@@ -268,6 +268,10 @@ def Xf_AttentionOp : Xf_PureOp<"attention", [AttrSizedOperandSegments]> {
     %c = xf.attention cross heads 8 %q, %k, %v segments %n key_segments %nz : ...
     %r = xf.attention causal heads 9 kv_heads 3 rope adjacent base 1.0e+05 %q, %k, %v : ...
     ```
+
+    `schedule` (`#xf.attention_schedule`) is the CPU kernel's, `gpu_schedule`
+    (`#xf.gpu_attention_schedule`) the CUDA kernels' (xf-assign-schedules
+    writes it for a CUDA target; the tuner may replace it).
   }];
   let arguments = (ins Xf_Matrix:$query, Xf_Matrix:$key, Xf_Matrix:$value,
                        Optional<Xf_Segments>:$segments,
@@ -277,7 +281,8 @@ def Xf_AttentionOp : Xf_PureOp<"attention", [AttrSizedOperandSegments]> {
                        OptionalAttr<Xf_RopePairing>:$rope,
                        OptionalAttr<F64Attr>:$rope_base,
                        OptionalAttr<F64Attr>:$scale,
-                       OptionalAttr<Xf_AttentionScheduleAttr>:$schedule);
+                       OptionalAttr<Xf_AttentionScheduleAttr>:$schedule,
+                       OptionalAttr<Xf_GpuAttentionScheduleAttr>:$gpu_schedule);
   let results = (outs Xf_Matrix:$result);
   let extraClassDeclaration = [{
     /// H_kv: heads of K and V (grouped-query attention), H when absent.

@@ -113,6 +113,33 @@ def Xf_AttentionScheduleAttr : Xf_Attr<"AttentionSchedule", "attention_schedule"
   let genVerifyDecl = 1;
 }
 
+def Xf_GpuAttentionScheduleAttr : Xf_Attr<"GpuAttentionSchedule", "gpu_attention_schedule"> {
+  let summary = "schedule of a flash attention kernel on a CUDA target (docs/gpu.md)";
+  let description = [{
+    Prefill path (more than 4 query rows): one thread block per (head,
+    `query_block` queries), 32 column threads × `query_block` rows; keys
+    stream in blocks of `key_block`, each staged in shared memory and scored
+    by `key_block` × `query_block` threads.
+
+    Decode path (flash-decoding, at most 4 query rows): the keys cut into
+    ranges so that the range pass launches at least `decode_blocks` blocks
+    (ranges × head blocks), a block computing up to `decode_block_heads`
+    query heads of one K/V head (the largest divisor of the group up to it)
+    and staging `decode_key_block` keys at a time; the batched decode step's
+    range pass stages as many.
+
+    ```mlir
+    #xf.gpu_attention_schedule<query_block = 16, key_block = 32, decode_key_block = 32,
+                               decode_blocks = 264, decode_block_heads = 4>
+    ```
+  }];
+  let parameters = (ins "int64_t":$query_block, "int64_t":$key_block,
+                        "int64_t":$decode_key_block, "int64_t":$decode_blocks,
+                        "int64_t":$decode_block_heads);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+}
+
 def Xf_LoopScheduleAttr : Xf_Attr<"LoopSchedule", "loop_schedule"> {
   let summary = "schedule of a loop kernel (norms, softmax, embeddings, elementwise)";
   let description = [{
