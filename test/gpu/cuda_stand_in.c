@@ -265,29 +265,61 @@ CUresult cuModuleUnload(void *module) {
   (void)module;
   return kSuccess;
 }
+/* Each entry's parameter sizes in bytes, read from its PTX (`.param .u8 ...`), so that a 1-byte
+ * scalar (Halide's bools) is logged as its byte: the bytes after it are not the kernel's. */
+typedef struct {
+  unsigned char sizes[256];
+  size_t count; /* 0: not known (an image that is not PTX); every scalar read as 4 bytes */
+} ParamSizes;
+static char *functionNames[4096];
+static ParamSizes functionParams[4096];
+static size_t functionCount;
+
+static void readParamSizes(const char *entry, ParamSizes *out) {
+  const char *end = strchr(entry, ')');
+  out->count = 0;
+  for (const char *p = strstr(entry, ".param ."); p && end && p < end && out->count < 256;
+       p = strstr(p + 1, ".param .")) {
+    const char *type = p + strlen(".param .");
+    int bits = atoi(type + 1); /* u8, b16, s32, f32, u64, ... */
+    out->sizes[out->count++] = (unsigned char)(bits >= 8 ? bits / 8 : 4);
+  }
+}
+
+static const ParamSizes *paramSizesOf(const void *function) {
+  for (size_t i = 0; i < functionCount; ++i)
+    if (functionNames[i] == function)
+      return &functionParams[i];
+  return NULL;
+}
+
 /* A function handle is its entry's name, so a launch can say which kernel it was; the same
- * name gives the same handle, as a real driver's module gives its function's. */
+ * name gives the same handle, as a real driver's module gives its function's (its parameter
+ * sizes those of the module loaded last). */
 CUresult cuModuleGetFunction(void **function, void *module, const char *name) {
-  static char *names[4096];
-  static size_t count;
   const char *hostNs = getenv("XF_CUDA_STAND_IN_HOST_NS");
   if (hostNs)
     hostNanoseconds += strtoull(hostNs, NULL, 10);
   const char *ptx = (const char *)module;
+  const char *found = NULL;
   if (strstr(ptx, ".version") && strstr(ptx, ".entry")) {
     char entry[512];
     snprintf(entry, sizeof entry, ".entry %s(", name);
-    if (!strstr(ptx, entry))
+    if (!(found = strstr(ptx, entry)))
       return kNotFound;
   }
-  for (size_t i = 0; i < count; ++i)
-    if (strcmp(names[i], name) == 0) {
-      *function = names[i];
-      return kSuccess;
-    }
-  if (count == sizeof names / sizeof names[0] || !(names[count] = strdup(name)))
-    return kInvalidValue;
-  *function = names[count++];
+  size_t i = 0;
+  while (i < functionCount && strcmp(functionNames[i], name) != 0)
+    ++i;
+  if (i == functionCount) {
+    if (functionCount == sizeof functionNames / sizeof functionNames[0] ||
+        !(functionNames[functionCount] = strdup(name)))
+      return kInvalidValue;
+    ++functionCount;
+  }
+  if (found)
+    readParamSizes(found, &functionParams[i]);
+  *function = functionNames[i];
   return kSuccess;
 }
 
@@ -330,9 +362,10 @@ static void noteAllocation(uintptr_t base, size_t bytes) {
 
 /* A launch's arguments as text: Halide's argument array ends with a null pointer; each is a
  * device address (8 bytes, logged as d<index>+<offset>) or a 4-byte scalar (logged as an
- * integer; a float's bits read as one). Only 8 bytes are read of each, which Halide's
- * argument storage has. */
-static void describeArguments(void **params, char *text, size_t size) {
+ * integer; a float's bits read as one), or a 1- or 2-byte one where the entry's PTX says so.
+ * Only 8 bytes are read of each, which Halide's argument storage has. */
+static void describeArguments(const void *function, void **params, char *text, size_t size) {
+  const ParamSizes *sizes = paramSizesOf(function);
   size_t used = 0;
   text[0] = 0;
   for (size_t i = 0; params && params[i] && used + 32 < size; ++i) {
@@ -340,8 +373,13 @@ static void describeArguments(void **params, char *text, size_t size) {
     int32_t narrow;
     memcpy(&wide, params[i], sizeof wide);
     memcpy(&narrow, params[i], sizeof narrow);
+    const unsigned bytes = sizes && i < sizes->count ? sizes->sizes[i] : 8;
+    if (bytes == 1)
+      narrow = *(const uint8_t *)params[i];
+    else if (bytes == 2)
+      narrow = *(const int16_t *)params[i];
     size_t a = allocationCount;
-    for (size_t j = 0; j < allocationCount; ++j)
+    for (size_t j = 0; j < allocationCount && bytes == 8; ++j)
       if (wide >= allocations[j].base && wide - allocations[j].base < allocations[j].bytes) {
         a = j;
         break;
@@ -442,7 +480,7 @@ CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, u
     return kInvalidValue;
   FILE *f = launchLog();
   char arguments[512];
-  describeArguments(params, arguments, sizeof arguments);
+  describeArguments(function, params, arguments, sizeof arguments);
   if (capture && stream == capturingStream) {
     if (captureInvalid)
       return kCaptureInvalidated;
@@ -669,7 +707,7 @@ CUresult cuGraphExecKernelNodeSetParams(GraphExec *exec, Node *node, const Kerne
       memcpy(n->grid, (unsigned[]){p->gridDimX, p->gridDimY, p->gridDimZ}, sizeof n->grid);
       memcpy(n->block, (unsigned[]){p->blockDimX, p->blockDimY, p->blockDimZ}, sizeof n->block);
       n->shared = p->sharedMemBytes;
-      describeArguments(p->kernelParams, n->arguments, sizeof n->arguments);
+      describeArguments(p->function, p->kernelParams, n->arguments, sizeof n->arguments);
       ++paramUpdates;
       return kSuccess;
     }

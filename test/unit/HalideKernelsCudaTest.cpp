@@ -141,7 +141,7 @@ void checkGemm(const GemmKernelSpec &spec,
                            : e == dV ? (empty ? -1e30f : 2 * unit(rng))
                                      : (empty ? 0.f : 1.5f + unit(rng));
   });
-  for (int M : {1, 2, 4, 5, 33, 70}) {
+  for (int M : {1, 2, 4, 5, 8, 13, 16, 33, 70}) {
     SCOPED_TRACE("M=" + std::to_string(M));
     auto x = xftest::randomMatrix(M, K, rng);
     if (spec.prologue != GemmPrologue::None) // rows off zero mean and unit variance
@@ -262,6 +262,49 @@ TEST(CudaGemmAlgorithm, RangeMergePrologue) {
   EXPECT_FALSE(refused) << "[N, K] weights refused";
   if (!refused)
     llvm::consumeError(refused.takeError());
+}
+
+// The batch GEMVs (4 < M <= 16: checkGemm's M = 5 and 8 take the 8-row one, 13 and 16 the
+// 16-row one): [K, N] slices k ≡ s (mod slices), [N, K] lanes. The block as the fill rule
+// narrows it (N = 70: 4 columns, 64 slices, past K = 40 — x zero there) and at its widest
+// (regFillBlocks = 1: 16 columns × 16 slices, N off 16, K off 16); bias, residual, every
+// epilogue kind, bf16 weights, SwiGLU, both norm prologues; x as given where the GEMV merges
+// key ranges (RangeMergePrologue).
+TEST(CudaGemmAlgorithm, BatchGemvPath) {
+  for (bool nk : {false, true}) {
+    GemmKernelSpec s;
+    s.name = "g";
+    s.K = 40, s.N = 70, s.transposeWeight = nk;
+    const CudaBatchBlock narrowed = cudaBatchGemvBlock(s);
+    EXPECT_EQ(narrowed.cols, 4);
+    EXPECT_EQ(narrowed.threadsK, nk ? 32 : 64);
+    checkGemm(s);
+    s.gpuSchedule.regFillBlocks = 1;
+    const CudaBatchBlock widest = cudaBatchGemvBlock(s);
+    EXPECT_EQ(widest.cols, nk ? 8 : 16);
+    EXPECT_EQ(widest.threadsK, nk ? 32 : 16);
+    s.hasBias = s.hasResidual = true, s.epilogue = GemmEpilogue::GeluTanh;
+    checkGemm(s);
+    s.bf16Weights = true, s.epilogue = GemmEpilogue::Relu, s.K = 77;
+    checkGemm(s);
+    s.bf16Weights = false, s.epilogue = GemmEpilogue::SwiGlu, s.N = 24, s.K = 64;
+    checkGemm(s);
+    s.prologue = GemmPrologue::LayerNorm, s.normEpsilon = 1e-5, s.normGamma = s.normBeta = true;
+    s.epilogue = GemmEpilogue::Silu, s.K = 77, s.N = 70;
+    checkGemm(s);
+    s.prologue = GemmPrologue::RmsNorm, s.normBeta = false, s.gpuSchedule.regFillBlocks = 264;
+    checkGemm(s);
+  }
+  // GPT-2 small's GEMMs: 288 / 192 / 384 / 192 blocks ([K, N]: N = 2304 and 3072 at 8 columns,
+  // 768 at 4), the unembedding (50257 × 768, [N, K]) 6283 of 8 columns.
+  GemmKernelSpec gpt2;
+  gpt2.K = 768, gpt2.N = 2304;
+  EXPECT_EQ(cudaBatchGemvBlock(gpt2).cols, 8);
+  gpt2.N = 768;
+  EXPECT_EQ(cudaBatchGemvBlock(gpt2).cols, 4);
+  EXPECT_EQ(cudaBatchGemvBlock(gpt2).threadsK, 64);
+  gpt2.N = 50257, gpt2.transposeWeight = true;
+  EXPECT_EQ(cudaBatchGemvBlock(gpt2).cols, 8);
 }
 
 // [N, K] weights with K a multiple of 4 take the [N, K] register path (4 partial sums per

@@ -95,6 +95,33 @@ TEST_F(GpuSpace, OnlyTheKnobsOfReachedPathsVary) {
   EXPECT_TRUE(splitVaried);
 }
 
+// A decode step of several sequences (4 < M <= 16) takes the batch GEMV: its own path, whose
+// candidates vary only batch_cols / batch_slices ([K, N]) or batch_lane_cols ([N, K]); with
+// lengths 1, 8 and 128 the three paths, each with its length.
+TEST_F(GpuSpace, BatchGemvPathOfItsOwn) {
+  for (bool nk : {false, true}) {
+    const GemmKernelSpec spec = gemm(768, nk ? 50257 : 2304, nk);
+    const Point dflt = gpuGemmPoint(GpuGemmSchedule());
+    std::vector<SchedulePath> paths = gpuGemmPaths(spec, {8, 16});
+    ASSERT_EQ(paths.size(), 1u);
+    EXPECT_EQ(paths[0].name, "batch_gemv");
+    EXPECT_EQ(paths[0].cases, (std::vector<size_t>{0, 1}));
+    std::set<size_t> varied;
+    for (const GpuGemmSchedule &s : gpuGemmCandidates(ctx, spec, {8}, 64, 3))
+      for (size_t k = 0; k < dflt.size(); ++k)
+        if (gpuGemmPoint(s)[k] != dflt[k])
+          varied.insert(k);
+    EXPECT_EQ(varied, std::set<size_t>(paths[0].knobs.begin(), paths[0].knobs.end()));
+    EXPECT_EQ(varied.size(), nk ? 1u : 2u);
+    paths = gpuGemmPaths(spec, {1, 8, 128});
+    ASSERT_EQ(paths.size(), 3u);
+    EXPECT_EQ(paths[0].name, "gemv");
+    EXPECT_EQ(paths[1].name, "batch_gemv");
+    EXPECT_EQ(paths[1].cases, (std::vector<size_t>{1}));
+    EXPECT_EQ(paths[2].name, "gemm");
+  }
+}
+
 TEST_F(GpuSpace, AFirstCandidateOnlyWithALimitOfOne) {
   std::vector<GpuGemmSchedule> c = gpuGemmCandidates(ctx, gemm(768, 768, false), {1, 128}, 1, 1);
   ASSERT_EQ(c.size(), 1u);

@@ -32,6 +32,9 @@ enum GpuKnob {
   GemvCols,
   GemvSlices,
   GemvLaneCols,
+  BatchCols,
+  BatchSlices,
+  BatchLaneCols,
   NumGpuKnobs
 };
 
@@ -72,6 +75,12 @@ std::vector<size_t> gemvKnobs(const GemmKernelSpec &spec) {
   return {GemvCols, GemvSlices};
 }
 
+std::vector<size_t> batchGemvKnobs(const GemmKernelSpec &spec) {
+  if (spec.transposeWeight)
+    return {BatchLaneCols};
+  return {BatchCols, BatchSlices};
+}
+
 /// Whether the attribute's verifier takes point `p` (its message swallowed).
 bool verifies(MLIRContext &ctx, llvm::ArrayRef<int64_t> p) {
   ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &) { return success(); });
@@ -80,7 +89,8 @@ bool verifies(MLIRContext &ctx, llvm::ArrayRef<int64_t> p) {
       emitError, &ctx, p[RegisterTiles] != 0, p[RegTileCols], p[RegTileRows], p[RegTallRows],
       p[RegTallTileRows], p[RegThreadRows], p[RegUnrollK], p[TileCols], p[TileRows],
       p[ThreadCols], p[ThreadRows], p[SliceK], p[GemvCols], p[GemvSlices], p[GemvLaneCols],
-      p[RegSplitK], p[RegFillBlocks], p[NkThreadRows]));
+      p[RegSplitK], p[RegFillBlocks], p[NkThreadRows], p[BatchCols], p[BatchSlices],
+      p[BatchLaneCols]));
 }
 } // namespace
 
@@ -93,6 +103,8 @@ Point mlir::xf::tuning::gpuGemmPoint(const GpuGemmSchedule &s) {
   p[NkThreadRows] = s.nkThreadRows, p[TileCols] = s.tileCols, p[TileRows] = s.tileRows;
   p[ThreadCols] = s.threadCols, p[ThreadRows] = s.threadRows, p[SliceK] = s.sliceK;
   p[GemvCols] = s.gemvCols, p[GemvSlices] = s.gemvSlices, p[GemvLaneCols] = s.gemvLaneCols;
+  p[BatchCols] = s.batchCols, p[BatchSlices] = s.batchSlices;
+  p[BatchLaneCols] = s.batchLaneCols;
   return p;
 }
 
@@ -105,14 +117,26 @@ GpuGemmSchedule mlir::xf::tuning::gpuGemmScheduleAt(const Point &p) {
   s.nkThreadRows = p[NkThreadRows], s.tileCols = p[TileCols], s.tileRows = p[TileRows];
   s.threadCols = p[ThreadCols], s.threadRows = p[ThreadRows], s.sliceK = p[SliceK];
   s.gemvCols = p[GemvCols], s.gemvSlices = p[GemvSlices], s.gemvLaneCols = p[GemvLaneCols];
+  s.batchCols = p[BatchCols], s.batchSlices = p[BatchSlices];
+  s.batchLaneCols = p[BatchLaneCols];
   return s;
 }
 
 std::vector<SchedulePath> mlir::xf::tuning::gpuGemmPaths(const GemmKernelSpec &spec,
                                                          const std::vector<int64_t> &lengths) {
   SchedulePath gemv{"gemv", gemvKnobs(spec), {}};
+  SchedulePath batch{"batch_gemv", batchGemvKnobs(spec), {}};
   SchedulePath tiled{"gemm", tiledKnobs(spec), {}};
-  return splitPathsByRows(std::move(gemv), std::move(tiled), lengths, kCudaGemvRows);
+  for (size_t i = 0; i < lengths.size(); ++i)
+    (lengths[i] <= kCudaGemvRows          ? gemv
+     : lengths[i] <= kCudaBatchGemvRows ? batch
+                                          : tiled)
+        .cases.push_back(i);
+  std::vector<SchedulePath> paths;
+  for (SchedulePath *p : {&gemv, &batch, &tiled})
+    if (!p->cases.empty())
+      paths.push_back(std::move(*p));
+  return paths;
 }
 
 SearchSpace mlir::xf::tuning::gpuGemmSpace(MLIRContext &ctx, const GemmKernelSpec &spec,
@@ -141,6 +165,9 @@ SearchSpace mlir::xf::tuning::gpuGemmSpace(MLIRContext &ctx, const GemmKernelSpe
       {"gemv_cols", {8, 16, 32, 64, 128}},
       {"gemv_slices", {4, 8, 16, 32, 64}},
       {"gemv_lane_cols", {4, 8, 16}},
+      {"batch_cols", {4, 8, 16}},
+      {"batch_slices", {16, 32, 64}},
+      {"batch_lane_cols", {2, 4, 8}},
   };
   SearchSpace space;
   for (size_t k = 0; k < NumGpuKnobs; ++k)

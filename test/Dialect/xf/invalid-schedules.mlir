@@ -349,3 +349,31 @@ func.func @gpu_attention_case6() attributes {xf.s = #xf.gpu_attention_schedule<q
 func.func @gpu_attention_case7() attributes {xf.s = #xf.gpu_attention_schedule<query_block = 16, key_block = 32, decode_key_block = 64, decode_blocks = 264, decode_block_heads = 8>} {
   return
 }
+
+// -----
+
+// expected-error @+1 {{batch_cols = 0 is out of range [1, 32]}}
+func.func @gpu_batch_case0() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8, batch_cols = 0>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{the [K, N] batch GEMV path needs 2048 threads a block (at most 1024)}}
+func.func @gpu_batch_case1() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8, batch_cols = 16, batch_slices = 128>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{the batch GEMV path's partial sums need 131072 bytes of shared memory (at most 49152)}}
+func.func @gpu_batch_case2() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8, batch_lane_cols = 32>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{the batch GEMV path's partial sums need 65536 bytes of shared memory (at most 49152)}}
+func.func @gpu_batch_case3() attributes {xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8, batch_cols = 8, batch_slices = 64>} {
+  return
+}

@@ -30,6 +30,17 @@ func.func @gpu_gemm_schedule_split_k() attributes {
   return
 }
 
+// The batch GEMV's fields (4 < M <= 16) round-trip where set, and are omitted at their
+// defaults (16, 16, 8).
+// CHECK-LABEL: func.func @gpu_gemm_schedule_batch_gemv
+func.func @gpu_gemm_schedule_batch_gemv() attributes {
+    // CHECK-SAME: xf.d = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8>
+    xf.d = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8, batch_cols = 16, batch_slices = 16, batch_lane_cols = 8>,
+    // CHECK-SAME: xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8, batch_cols = 8, batch_slices = 32, batch_lane_cols = 4>
+    xf.s = #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8, reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4, reg_unroll_k = 8, tile_cols = 64, tile_rows = 32, thread_cols = 4, thread_rows = 4, slice_k = 16, gemv_cols = 32, gemv_slices = 16, gemv_lane_cols = 8, batch_cols = 8, batch_slices = 32, batch_lane_cols = 4>} {
+  return
+}
+
 // CHECK-LABEL: func.func @attention_schedule
 func.func @attention_schedule(%q: tensor<?x768xf32>) -> tensor<?x768xf32> {
   // CHECK: xf.attention causal heads 12 {{.*}} {schedule = #xf.attention_schedule<query_block = 32, key_block = 48, row_tile = 3, decode_key_tile = 8>}

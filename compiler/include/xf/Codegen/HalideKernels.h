@@ -116,6 +116,11 @@ struct GpuGemmSchedule {
   /// [N, K] register path: a thread's rows (SwiGLU: half), 4 columns × 4 partial sums each;
   /// 2 keeps GPT-2's and Llama's kernels under 128 registers (4: 167).
   int64_t nkThreadRows = 2;
+  /// Batch GEMV (4 < M <= 16: a decode step of several sequences), the widest block: [K, N]
+  /// batchCols columns × batchSlices K slices (slice s reads k ≡ s mod batchSlices), [N, K]
+  /// batchLaneCols columns × 32 lanes; narrowed per GEMM where N / columns would launch fewer
+  /// than regFillBlocks blocks (GemmAlgorithm.h, cudaBatchGemvBlock).
+  int64_t batchCols = 16, batchSlices = 16, batchLaneCols = 8;
 };
 
 /// The shape of a CPU's vector unit, which the default schedules follow.

@@ -42,6 +42,8 @@ inline GpuGemmSchedule gpuGemmScheduleOf(GpuGemmScheduleAttr a) {
   s.gemvLaneCols = a.getGemvLaneCols();
   s.regSplitK = a.getRegSplitK(), s.regFillBlocks = a.getRegFillBlocks();
   s.nkThreadRows = a.getNkThreadRows();
+  s.batchCols = a.getBatchCols(), s.batchSlices = a.getBatchSlices();
+  s.batchLaneCols = a.getBatchLaneCols();
   return s;
 }
 
@@ -51,7 +53,8 @@ inline GpuGemmScheduleAttr gpuGemmScheduleAttr(MLIRContext *ctx, const GpuGemmSc
                                   s.regUnrollK, s.tileCols, s.tileRows, s.threadCols,
                                   s.threadRows, s.sliceK, s.gemvCols, s.gemvSlices,
                                   s.gemvLaneCols, s.regSplitK, s.regFillBlocks,
-                                  s.nkThreadRows);
+                                  s.nkThreadRows, s.batchCols, s.batchSlices,
+                                  s.batchLaneCols);
 }
 
 inline AttentionSchedule attentionScheduleOf(AttentionScheduleAttr a) {

@@ -3,8 +3,9 @@
 // The search space of a CUDA GEMM's #xf.gpu_gemm_schedule (docs/gpu.md, "The schedules"):
 // a Knob per field with the values worth trying, legal where the attribute's verifier
 // accepts the point (threads a block, multiples), and the paths (SchedulePaths.h) its
-// code takes: the GEMV path (M ≤ 4) and the tiled path (the register path where the
-// weight allows it, else the staged path), each with the lengths that take it.
+// code takes: the GEMV path (M ≤ 4), the batch GEMV path (M ≤ 16) and the tiled path (the
+// register path where the weight allows it, else the staged path), each with the lengths
+// that take it.
 //
 // `xfc tune --target cuda` cannot measure where it compiles (docs/tuning.md, "CUDA"): it
 // exports a fixed, bounded set of candidates per kernel — the default first, then every
@@ -31,10 +32,13 @@ namespace mlir::xf::tuning {
 
 /// Rows up to this take the CUDA GEMM's GEMV path (GemmScheduleCuda.cpp).
 constexpr int64_t kCudaGemvRows = 4;
+/// Rows past kCudaGemvRows up to this take its batch GEMV path.
+constexpr int64_t kCudaBatchGemvRows = 16;
 
 SearchSpace gpuGemmSpace(MLIRContext &ctx, const GemmKernelSpec &spec,
                          const std::vector<int64_t> &lengths);
-/// GEMV (lengths ≤ kCudaGemvRows) and tiled (the others); paths no length takes are left out.
+/// GEMV (lengths ≤ kCudaGemvRows), batch GEMV (≤ kCudaBatchGemvRows) and tiled (the others);
+/// paths no length takes are left out.
 std::vector<SchedulePath> gpuGemmPaths(const GemmKernelSpec &spec,
                                        const std::vector<int64_t> &lengths);
 Point gpuGemmPoint(const GpuGemmSchedule &s);

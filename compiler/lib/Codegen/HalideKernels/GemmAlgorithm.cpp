@@ -21,8 +21,9 @@
 // path interleaves chunks of columns the same way.
 //
 // The CUDA GEMM (GemmScheduleCuda.cpp) sums per K slice (staged), over all
-// of K per thread (register), or per K slice / lane of a column (GEMV), with
-// the gates as a dimension of its sums.
+// of K per thread (register), or per K slice / lane of a column (GEMV, and
+// the batch GEMVs of up to 8 and 16 rows), with the gates as a dimension of
+// its sums.
 //
 // GemmTiling.cpp checks the spec and sizes the panels and GEMV chunks;
 // GemmWeightLayout.cpp reads the weight in either layout and packs it at load.
@@ -396,6 +397,20 @@ int ceilDiv(int a, int b) { return (a + b - 1) / b; }
 
 } // namespace
 
+CudaBatchBlock cudaBatchGemvBlock(const GemmKernelSpec &spec) {
+  const GpuGemmSchedule &s = spec.gpuSchedule;
+  const bool nk = spec.transposeWeight;
+  CudaBatchBlock block{int(nk ? s.batchLaneCols : s.batchCols),
+                       int(nk ? kCudaLanes : s.batchSlices)};
+  while (block.cols / 2 >= kCudaBatchMinCols &&
+         ceilDiv(int(spec.N), block.cols) < s.regFillBlocks) {
+    block.cols /= 2;
+    if (!nk)
+      block.threadsK *= 2;
+  }
+  return block;
+}
+
 int cudaSplitKRows(const GemmKernelSpec &spec) {
   const GpuGemmSchedule &s = spec.gpuSchedule;
   if (!usesCudaRegisterTiles(spec) || s.regSplitK < 2 || spec.K < kCudaMinSplitDepth * s.regSplitK)
@@ -474,6 +489,52 @@ void defineCudaGemv(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
   }
 }
 
+/// Batch GEMVs (kCudaGemvRows < M <= kCudaBatchGemvRows): per bound the GEMV's sums over its
+/// rows — [K, N] threads (column, slice s), slice s summing k ≡ s (mod batchSlices), so that a
+/// warp's slices read neighbouring rows of W and one sector of x; [N, K] threads (lane,
+/// column) as the GEMV — then the slices' or lanes' sums. x is zero past K, rows past M read
+/// row M − 1 (their sums are never stored), normalised by statistics of the bound's own.
+void defineCudaBatchGemvs(const GemmKernelSpec &spec, const GemmInputs &in, GemmCudaFuncs &f) {
+  const int K = int(spec.K);
+  const bool norm = spec.prologue != GemmPrologue::None;
+  Var n = f.n, m = f.m, g = f.g, s = f.s, l = f.l, k = f.k;
+  Expr rows = in.x.dim(1).extent();
+  for (int bound : kCudaBatchGemvRowBounds) {
+    CudaBatchGemv b;
+    const std::string name = "batch" + std::to_string(bound);
+    b.rows = bound, b.taken = rows <= bound;
+    if (norm)
+      b.norm = defineGemmRowNorm(spec, in, name, cudaBatchRowNormShape(spec, bound).lanes);
+    b.x = kernelFunc(name + "_x"), b.dot = kernelFunc(name + "_dot");
+    b.part = kernelFunc(name + "_partial"), b.sum = kernelFunc(name + "_sum");
+    Expr depth = clamp(k, 0, K - 1);
+    b.x(k, m) = select(k < K,
+                       norm ? normalizedX(spec, in, b.norm, depth, m)
+                            : in.x(depth, clamp(m, 0, rows - 1)),
+                       0.f);
+    b.sum(n, g, m) = 0.f;
+    const int stride = cudaBatchGemvBlock(spec).threadsK;
+    RDom j(0, ceilDiv(K, stride), name + "_j");
+    if (!spec.transposeWeight) {
+      b.dot(n, g, m, s) = 0.f;
+      b.dot(n, g, m, s) += b.x(j * stride + s, m) * f.w(n, g, j * stride + s);
+      b.part(n, g, m, s) = b.dot(n, g, m, s);
+      RDom rs(0, stride, name + "_slices");
+      b.sum(n, g, m) += b.part(n, g, m, rs);
+      b.sumVar = rs.x;
+    } else {
+      b.dot(l, n, g, m) = 0.f;
+      b.dot(l, n, g, m) += b.x(j * stride + l, m) * f.w(n, g, j * stride + l);
+      b.part(l, n, g, m) = b.dot(l, n, g, m);
+      RDom rl(0, kCudaLanes, name + "_lanes");
+      b.sum(n, g, m) += b.part(rl, n, g, m);
+      b.sumVar = rl.x;
+    }
+    b.dotVar = j.x, b.dotLength = ceilDiv(K, stride);
+    f.batches.push_back(b);
+  }
+}
+
 } // namespace
 
 GemmCudaFuncs defineGemmCuda(const GemmKernelSpec &spec, const GemmInputs &in) {
@@ -547,6 +608,7 @@ GemmCudaFuncs defineGemmCuda(const GemmKernelSpec &spec, const GemmInputs &in) {
   else
     f.xGemv = f.xPadded;
   defineCudaGemv(spec, f);
+  defineCudaBatchGemvs(spec, in, f);
   auto epilogue = [&](Func total) {
     return gemmEpilogue(spec, in, total(n, 0, m), f.gates == 2 ? total(n, 1, m) : Expr(), n, m);
   };
@@ -555,6 +617,8 @@ GemmCudaFuncs defineGemmCuda(const GemmKernelSpec &spec, const GemmInputs &in) {
   Expr general = epilogue(sum);
   if (f.splitRows)
     general = select(rows < f.splitRows, epilogue(f.splitSum), general);
+  for (auto b = f.batches.rbegin(); b != f.batches.rend(); ++b)
+    general = select(b->taken, epilogue(b->sum), general);
   f.out(n, m) = select(f.gemv, epilogue(f.gemvSum), general);
   return f;
 }

@@ -93,6 +93,33 @@ constexpr int kCudaGemvRows = 4;      // M up to this takes the GEMV path
 constexpr int kCudaLanes = 32;        // [N, K] GEMV: lanes a column (a warp)
 constexpr int kCudaGemvUnrollK = 8;   // GEMV: a thread's loads of W in flight at once (at most)
 constexpr int kCudaMinSplitDepth = 64; // register path, split K: the shortest K slice
+/// The batch GEMVs (kCudaGemvRows < M <= kCudaBatchGemvRows: a decode step of several
+/// sequences): one specialization per bound, the smallest taking M first.
+constexpr int kCudaBatchGemvRowBounds[] = {8, 16};
+constexpr int kCudaBatchGemvRows = 16;
+constexpr int kCudaBatchMinCols = 4; // a batch GEMV block's fewest columns (16 bytes of a W row)
+
+/// A batch GEMV block: its columns and its threads along K ([K, N] slices, [N, K] lanes).
+struct CudaBatchBlock {
+  int cols, threadsK;
+};
+/// The schedule's widest batch GEMV block, its columns halved (down to kCudaBatchMinCols;
+/// [K, N]: its slices doubled, the block's threads kept) while N / columns is under
+/// regFillBlocks: a block re-reads all of x (K × rows) for its columns of W, so wide blocks read
+/// less of it, narrow ones fill the GPU.
+CudaBatchBlock cudaBatchGemvBlock(const GemmKernelSpec &spec);
+
+/// A batch GEMV's Funcs: the GEMV's sums (every row's in a thread's registers, W streamed
+/// once) for up to `rows` rows, x read as given (never merged from key ranges), the norm
+/// prologue's statistics its own.
+struct CudaBatchGemv {
+  int rows = 0;
+  Halide::Expr taken; // M <= rows (tried after the GEMV and the smaller bounds)
+  Halide::Func x, dot, part, sum;
+  Halide::RVar dotVar, sumVar;
+  int dotLength = 0; // dotVar's trip count
+  GemmRowNorm norm;
+};
 
 /// The CUDA GEMM's Funcs: gates g (2 for SwiGLU) as a dimension of the sums.
 struct GemmCudaFuncs {
@@ -133,6 +160,7 @@ struct GemmCudaFuncs {
   // The norm prologue's row statistics (spec.prologue): the GEMV path's and
   // the tile paths' (register or staged), each computed per thread block.
   GemmRowNorm gemvNorm, tileNorm;
+  std::vector<CudaBatchGemv> batches; // one per kCudaBatchGemvRowBounds
   bool registerTiles = false;
   int gates = 1;
 };

@@ -44,6 +44,7 @@ llvm::Expected<KernelPipeline> buildGemmCuda(const GemmKernelSpec &spec, bool gp
                                 kCudaRegThreadCols);
   if (gpuSchedule) {
     scheduleGemvCuda(spec, f);
+    scheduleBatchGemvCuda(spec, f);
     if (f.registerTiles)
       scheduleRegisterGemmCuda(spec, f);
     else if (f.nkRegisterTiles)

@@ -53,6 +53,20 @@ GemmRowNormShape cudaRowNormShape(const GemmKernelSpec &spec, bool gemv, bool re
   return {int(s.tileCols / s.threadCols), int(s.threadRows)};
 }
 
+GemmBatchRowNormShape cudaBatchRowNormShape(const GemmKernelSpec &spec, int rows) {
+  // The block's threads: [K, N] columns (inner) × slices, [N, K] 32 lanes × columns.
+  const CudaBatchBlock block = cudaBatchGemvBlock(spec);
+  const int inner = spec.transposeWeight ? kCudaLanes : block.cols;
+  const int outer = spec.transposeWeight ? block.cols : block.threadsK;
+  const int lanes = inner * std::max(1, kCudaLanes / inner); // 32 where inner divides it
+  const int laneGroups = lanes / inner;
+  const int rowThreads = std::max(1, std::min(rows, outer / laneGroups));
+  int rowsPerThread = 1; // rows is a power of two: so is this, dividing it
+  while (rowsPerThread * rowThreads < rows)
+    rowsPerThread *= 2;
+  return {lanes, inner, rowsPerThread};
+}
+
 GemmRowNorm defineGemmRowNorm(const GemmKernelSpec &spec, const GemmInputs &in,
                               const std::string &path, int lanes) {
   GemmRowNorm norm;
@@ -127,6 +141,45 @@ void scheduleGemmRowNormCuda(GemmRowNorm &norm, Func out, Var blockVar, int rows
   statistic(norm.rstd, norm.squares);
 }
 
+void scheduleBatchRowNormCuda(GemmRowNorm &norm, Func out, Var blockVar,
+                              const GemmBatchRowNormShape &shape, int rows) {
+  Var l = norm.l, m = norm.m, lo("lo"), li("li"), mt("mt"), mr("mr"), y("y"), x("x");
+  // The partials: threads (lane mod laneThreads, (lane group, row group)).
+  auto partials = [&](Func partial, RVar terms) {
+    partial.compute_at(out, blockVar)
+        .store_in(MemoryType::GPUShared)
+        .bound(l, 0, norm.lanes)
+        .bound(m, 0, rows);
+    for (Stage st : {Stage(partial), partial.update()})
+      st.split(l, lo, li, shape.laneThreads)
+          .split(m, mt, mr, shape.rowsPerThread, TailStrategy::RoundUp)
+          .reorder(mr, li, lo, mt)
+          .fuse(lo, mt, y)
+          .gpu_threads(li, y)
+          .unroll(mr);
+    partial.update().reorder(mr, terms, li, y);
+  };
+  // A row's statistic: a thread per rowsPerThread rows along the outer thread dimension (the
+  // inner one of extent 1).
+  auto statistic = [&](Func stat, Func total) {
+    stat.compute_at(out, blockVar)
+        .store_in(MemoryType::GPUShared)
+        .bound(m, 0, rows)
+        .split(m, mt, mr, shape.rowsPerThread, TailStrategy::RoundUp)
+        .split(mt, y, x, 1)
+        .reorder(mr, x, y)
+        .gpu_threads(x, y)
+        .unroll(mr);
+    total.compute_at(stat, mr);
+  };
+  if (norm.center) {
+    partials(norm.sumPart, norm.sumTerms);
+    statistic(norm.mean, norm.sum);
+  }
+  partials(norm.squarePart, norm.squareTerms);
+  statistic(norm.rstd, norm.squares);
+}
+
 // Each path's statistics in the thread shape of its block (cudaRowNormShape).
 void scheduleGemmPrologueCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
   Var no("no"); // the block loop of every path's schedule (GemmScheduleCuda.cpp)
@@ -135,10 +188,16 @@ void scheduleGemmPrologueCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
                           kCudaGemvRows);
   scheduleGemmRowNormCuda(f.tileNorm, f.out, no,
                           cudaRowNormShape(spec, false, f.registerTiles).rowsPerThread, 0);
+  for (CudaBatchGemv &b : f.batches)
+    scheduleBatchRowNormCuda(b.norm, f.out, cudaBatchGemvBlockVar(),
+                             cudaBatchRowNormShape(spec, b.rows), b.rows);
 }
 
 void computeGemmRowNormsAtRoot(GemmCudaFuncs &f) {
-  for (GemmRowNorm *norm : {&f.gemvNorm, &f.tileNorm}) {
+  std::vector<GemmRowNorm *> norms{&f.gemvNorm, &f.tileNorm};
+  for (CudaBatchGemv &b : f.batches)
+    norms.push_back(&b.norm);
+  for (GemmRowNorm *norm : norms) {
     if (norm->center) {
       norm->sumPart.compute_root();
       norm->mean.compute_root();

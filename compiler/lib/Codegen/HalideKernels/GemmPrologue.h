@@ -40,6 +40,15 @@ struct GemmRowNormShape {
 /// The GEMV path's (`gemv`) or the tile paths' shape under spec.gpuSchedule.
 GemmRowNormShape cudaRowNormShape(const GemmKernelSpec &spec, bool gemv, bool registerTiles);
 
+/// A batch GEMV's shape (4 < M <= 16, GemmScheduleCuda.cpp): `lanes` partial sums a row laid
+/// over `laneThreads` of the block's inner threads × lanes / laneThreads of its outer ones,
+/// each thread `rowsPerThread` rows, the rows' statistics by outer threads; the block keeps
+/// the thread shape its product has.
+struct GemmBatchRowNormShape {
+  int lanes, laneThreads, rowsPerThread;
+};
+GemmBatchRowNormShape cudaBatchRowNormShape(const GemmKernelSpec &spec, int rows);
+
 /// The statistics of x's rows for one path (names prefixed by `path`).
 GemmRowNorm defineGemmRowNorm(const GemmKernelSpec &spec, const GemmInputs &in,
                               const std::string &path, int lanes);
@@ -52,6 +61,9 @@ Halide::Expr normalizedX(const GemmKernelSpec &spec, const GemmInputs &in, const
 /// `rows` bounds m to [0, rows) where nonzero (the GEMV path's 4 rows).
 void scheduleGemmRowNormCuda(GemmRowNorm &norm, Halide::Func out, Halide::Var blockVar,
                              int rowsPerThread, int rows);
+/// Computes a batch GEMV's `norm` of `rows` rows per thread block of `out` in `shape`.
+void scheduleBatchRowNormCuda(GemmRowNorm &norm, Halide::Func out, Halide::Var blockVar,
+                              const GemmBatchRowNormShape &shape, int rows);
 
 } // namespace mlir::xf
 

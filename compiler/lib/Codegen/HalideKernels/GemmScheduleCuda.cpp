@@ -42,6 +42,13 @@
 //   k ≡ l (mod kCudaLanes) (coalesced along K), then one thread per column
 //   adds the kCudaLanes lane sums.
 //
+// Batch GEMV paths (kCudaGemvRows < M <= kCudaBatchGemvRows, a decode step of
+// several sequences), a specialization per row bound (8, 16): the GEMV's
+// structure for more rows — W streamed once, every row's sums in a thread's
+// registers — in blocks of cudaBatchGemvBlock's columns ([K, N] threads
+// (column, slice), slice s reading k ≡ s; [N, K] (lane, column)), then a
+// thread per (column, row) adds the partial sums.
+//
 //===----------------------------------------------------------------------===//
 
 #include "GemmSchedules.h"
@@ -94,6 +101,28 @@ int gemvUnrollK(int dotLength) {
   return 1;
 }
 
+namespace {
+// A GEMV's thread K loop (`dotVar` of `dot`'s update, `dotLength` steps) unrolled so that its
+// loads of W are in flight together: rolled, each thread waits out a DRAM latency per 4 bytes
+// of W, a few KiB in flight per SM where HBM needs ~20. The factor divides the trip count (no
+// guards); the order of the sums is kept.
+void unrollGemvK(Func dot, RVar dotVar, int dotLength, Func w, Var g, Var m) {
+  RVar dko("dko"), dki("dki");
+  const int unrollK = gemvUnrollK(dotLength);
+  Stage update = dot.update();
+  if (unrollK > 1) {
+    update.split(dotVar, dko, dki, unrollK).reorder(g, m, dki, dko).unroll(dki);
+    // W's values of the unrolled steps loaded first, into registers, before any product.
+    Func wSteps = w.in(dot);
+    wSteps.compute_at(dot, dko).store_in(MemoryType::Register);
+    for (Var v : wSteps.args())
+      wSteps.unroll(v);
+  } else
+    update.reorder(g, m, dotVar);
+  update.unroll(g).unroll(m);
+}
+} // namespace
+
 // GEMV (M <= kCudaGemvRows): one block per group of columns.
 void scheduleGemvCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
   const GpuGemmSchedule &sched = spec.gpuSchedule;
@@ -129,24 +158,47 @@ void scheduleGemvCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
         .unroll(m);
     f.gemvDot.compute_at(f.gemvPart, l).unroll(g).unroll(m);
   }
-  // A thread's K loop unrolled so that its loads of W are in flight together: rolled, each
-  // thread waits out a DRAM latency per 4 bytes of W, a few KiB in flight per SM where HBM
-  // needs ~20. The factor divides the trip count (no guards); the order of the sums is kept.
-  RVar dko("dko"), dki("dki");
-  const int unrollK = gemvUnrollK(f.dotLength);
-  Stage dot = f.gemvDot.update();
-  if (unrollK > 1) {
-    dot.split(f.dotVar, dko, dki, unrollK).reorder(g, m, dki, dko).unroll(dki);
-    // W's values of the unrolled steps loaded first, into registers, before any product.
-    Func wSteps = f.w.in(f.gemvDot);
-    wSteps.compute_at(f.gemvDot, dko).store_in(MemoryType::Register);
-    for (Var v : wSteps.args())
-      wSteps.unroll(v);
-  } else
-    dot.reorder(g, m, f.dotVar);
-  dot.unroll(g).unroll(m);
+  unrollGemvK(f.gemvDot, f.dotVar, f.dotLength, f.w, g, m);
   if (spec.mergeHeads)
     scheduleGemvRangeMergeCuda(spec, f, blockCols, int(sched.gemvSlices));
+}
+
+// Batch GEMVs (kCudaGemvRows < M <= kCudaBatchGemvRows): per row bound a specialization whose
+// blocks, like the GEMV's, stream their columns of W once with every row's sums in a thread's
+// registers (K unrolled, W's unrolled steps staged in registers), the partial sums meeting in
+// shared memory; then a thread per (column, row) adds them and applies the epilogue.
+void scheduleBatchGemvCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
+  const bool nk = spec.transposeWeight;
+  const CudaBatchBlock block = cudaBatchGemvBlock(spec);
+  const int blockCols = block.cols;
+  Var n = f.n, m = f.m, g = f.g, s = f.s, l = f.l;
+  // Block loops named apart from the other paths' (no, mo), so that their kernels keep their
+  // names (_kernel_<function>_out_s0_m_mo_block_id_y...) beside these (..._m_mb_...).
+  Var no = cudaBatchGemvBlockVar(), ni("ni"), mo("mb"), mi("mi");
+  for (CudaBatchGemv &b : f.batches) {
+    Stage step = f.out.specialize(b.taken);
+    step.split(n, no, ni, blockCols, TailStrategy::GuardWithIf)
+        .split(m, mo, mi, b.rows, TailStrategy::GuardWithIf);
+    // The inner thread dimension: [K, N] the block's columns; [N, K] the rows (the lanes'
+    // dimension, 32 wide, holds them).
+    Var inner = nk ? mi : ni, outer = nk ? ni : mi;
+    step.reorder(inner, outer, no, mo).gpu_blocks(no, mo).gpu_threads(inner, outer);
+    b.sum.compute_at(f.out, inner).bound(g, 0, f.gates).unroll(g);
+    b.sum.update().reorder(g, b.sumVar).unroll(g);
+    b.part.compute_at(f.out, no)
+        .store_in(MemoryType::GPUShared)
+        .bound(g, 0, f.gates)
+        .bound(m, 0, b.rows)
+        .bound_extent(n, blockCols);
+    Var threadVar = nk ? l : n;
+    if (nk)
+      b.part.bound(l, 0, kCudaLanes).reorder(g, m, l, n).gpu_threads(l, n);
+    else
+      b.part.bound(s, 0, block.threadsK).reorder(g, m, n, s).gpu_threads(n, s);
+    b.part.unroll(g).unroll(m);
+    b.dot.compute_at(b.part, threadVar).unroll(g).unroll(m);
+    unrollGemvK(b.dot, b.dotVar, b.dotLength, f.w, g, m);
+  }
 }
 
 // Staged GEMM: block tiles, thread register tiles, K slices staged in shared memory.

@@ -26,6 +26,10 @@ void scheduleTiledCpu(const GemmKernelSpec &spec, GemmCpuFuncs &f);
 int gemvUnrollK(int dotLength);
 /// CUDA, M <= kCudaGemvRows: one block per group of columns (a specialization).
 void scheduleGemvCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f);
+/// CUDA, kCudaGemvRows < M <= kCudaBatchGemvRows: the batch GEMVs (specializations).
+void scheduleBatchGemvCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f);
+/// The batch GEMVs' block loop over columns (their Funcs are computed per block there).
+inline Halide::Var cudaBatchGemvBlockVar() { return Halide::Var("nb"); }
 /// CUDA, [K, N] weights with N a multiple of gpuSchedule.regTileCols: accumulators in registers.
 void scheduleRegisterGemmCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f);
 /// CUDA, [N, K] weights with K a multiple of 4: accumulators in registers, row tiles fastest.

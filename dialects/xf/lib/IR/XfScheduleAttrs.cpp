@@ -72,7 +72,8 @@ LogicalResult GpuGemmScheduleAttr::verify(
     int64_t regTileRows, int64_t regTallRows, int64_t regTallTileRows, int64_t regThreadRows,
     int64_t regUnrollK, int64_t tileCols, int64_t tileRows, int64_t threadCols,
     int64_t threadRows, int64_t sliceK, int64_t gemvCols, int64_t gemvSlices,
-    int64_t gemvLaneCols, int64_t regSplitK, int64_t regFillBlocks, int64_t nkThreadRows) {
+    int64_t gemvLaneCols, int64_t regSplitK, int64_t regFillBlocks, int64_t nkThreadRows,
+    int64_t batchCols, int64_t batchSlices, int64_t batchLaneCols) {
   auto range = [&](llvm::StringRef name, int64_t v, int64_t lo, int64_t hi) {
     return inRange(emitError, "gpu_gemm_schedule", name, v, lo, hi);
   };
@@ -90,7 +91,10 @@ LogicalResult GpuGemmScheduleAttr::verify(
       failed(range("gemv_lane_cols", gemvLaneCols, 1, 32)) ||
       failed(range("reg_split_k", regSplitK, 1, 16)) ||
       failed(range("reg_fill_blocks", regFillBlocks, 0, 1 << 20)) ||
-      failed(range("nk_thread_rows", nkThreadRows, 1, 8)))
+      failed(range("nk_thread_rows", nkThreadRows, 1, 8)) ||
+      failed(range("batch_cols", batchCols, 1, 32)) ||
+      failed(range("batch_slices", batchSlices, 1, 1024)) ||
+      failed(range("batch_lane_cols", batchLaneCols, 1, 32)))
     return failure();
   auto multiple = [&](llvm::StringRef name, int64_t v, llvm::StringRef ofName,
                       int64_t of) -> LogicalResult {
@@ -154,6 +158,17 @@ LogicalResult GpuGemmScheduleAttr::verify(
                        << sharedBytes << " bytes of shared memory (at most 49152)";
   if (failed(threads("the [K, N] GEMV path", gemvCols * gemvSlices)))
     return failure();
+  // Batch GEMV (up to 16 rows): a thread per (column, slice) or (lane, column), then one per
+  // (column, row); each thread's 16 rows × 2 gates of sums meet in shared memory.
+  constexpr int64_t batchRows = 16;
+  if (failed(threads("the [K, N] batch GEMV path",
+                     batchCols * std::max(batchSlices, batchRows))) ||
+      failed(threads("the [N, K] batch GEMV path", 32 * batchLaneCols)))
+    return failure();
+  const int64_t batchBytes = 4 * 2 * batchRows * std::max(batchCols * batchSlices, 32 * batchLaneCols);
+  if (batchBytes > 48 * 1024)
+    return emitError() << "#xf.gpu_gemm_schedule: the batch GEMV path's partial sums need "
+                       << batchBytes << " bytes of shared memory (at most 49152)";
   return success();
 }
 

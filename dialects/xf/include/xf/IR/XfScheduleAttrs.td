@@ -74,6 +74,14 @@ def Xf_GpuGemmScheduleAttr : Xf_Attr<"GpuGemmSchedule", "gpu_gemm_schedule"> {
     GEMV path (M ≤ 4): [K, N] blocks of `gemv_cols` columns × `gemv_slices`
     K slices; [N, K] blocks of `gemv_lane_cols` columns × 32 lanes.
 
+    Batch GEMV path (4 < M ≤ 16, a decode step of several sequences; one
+    specialization up to 8 rows, one up to 16): [K, N] blocks of at most
+    `batch_cols` columns × `batch_slices` K slices (slice s reads
+    k ≡ s mod the slices); [N, K] blocks of at most `batch_lane_cols`
+    columns × 32 lanes. Where N / columns is under `reg_fill_blocks`, the
+    columns are halved (down to 4; [K, N]: the slices doubled) until it is
+    not. These three may be omitted (16, 16, 8).
+
     ```mlir
     #xf.gpu_gemm_schedule<register_tiles = true, reg_tile_cols = 64, reg_tile_rows = 8,
                           reg_tall_rows = 512, reg_tall_tile_rows = 32, reg_thread_rows = 4,
@@ -90,7 +98,10 @@ def Xf_GpuGemmScheduleAttr : Xf_Attr<"GpuGemmSchedule", "gpu_gemm_schedule"> {
                         "int64_t":$gemv_cols, "int64_t":$gemv_slices, "int64_t":$gemv_lane_cols,
                         DefaultValuedParameter<"int64_t", "4">:$reg_split_k,
                         DefaultValuedParameter<"int64_t", "264">:$reg_fill_blocks,
-                        DefaultValuedParameter<"int64_t", "2">:$nk_thread_rows);
+                        DefaultValuedParameter<"int64_t", "2">:$nk_thread_rows,
+                        DefaultValuedParameter<"int64_t", "16">:$batch_cols,
+                        DefaultValuedParameter<"int64_t", "16">:$batch_slices,
+                        DefaultValuedParameter<"int64_t", "8">:$batch_lane_cols);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
 }
