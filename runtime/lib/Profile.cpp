@@ -113,10 +113,11 @@ extern "C" void xfrt_profile_exit(int32_t site, int64_t rows, int64_t contextRow
     return;
   if (recorder.timing == Timing::DeviceEvents) {
     // From right before the call's first launch to right after its last (CudaDriver.h).
+    // The exit's own event only where the call launched nothing one by one.
     auto [first, last] = xfrt::deviceLaunchEventsEnd();
-    const int exit = xfrt::deviceEventRecord();
     recorder.pending.push_back({site, first >= 0 ? first : recorder.openEvent[site],
-                                last >= 0 ? last : exit, rows, contextRows});
+                                last >= 0 ? last : xfrt::deviceEventRecord(), rows,
+                                contextRows});
     if (recorder.pending.size() >= kPendingCalls)
       readPendingEvents();
     return;
