@@ -29,6 +29,9 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TINY = os.path.join(ROOT, "examples", "tiny.xf")
 failures = []
+# The tools' own output, printed after the checks: a CI log that keeps only the head of a
+# test's output then shows every ok/FAIL line.
+transcript = []
 READS = ("faster", "slower", "same within the noise")
 
 
@@ -36,10 +39,24 @@ def run(cmd, **kw):
     return subprocess.run(cmd, capture_output=True, text=True, **kw)
 
 
-def expect(cond, what):
-    print(("ok    " if cond else "FAIL  ") + what)
+def expect(cond, what, detail=""):
+    """One check; a failure prints `detail` (what the tool said) right under it."""
+    print(("ok    " if cond else "FAIL  ") + what, flush=True)
     if not cond:
         failures.append(what)
+        if detail:
+            print("      " + str(detail).strip().replace("\n", "\n      "), flush=True)
+
+
+def keep(text):
+    transcript.append(text)
+
+
+def compare_summary(rep, stderr):
+    """Per kernel of a --compare report: rounds, reads and per-length times; then the log."""
+    lines = [f"{k.get('kernel')}: A/default {k.get('a_over_default')} a_over_b {k.get('a_over_b')}"
+             f" cases {k.get('cases')}" for k in rep.get("kernels", [])]
+    return "\n".join(lines + [stderr[-2500:]])
 
 
 def main():
@@ -58,7 +75,7 @@ def main():
         for attempt in range(8):
             r = run([xfc, "tune", TINY, "--budget", args.budget, "--db", db, "--report", report,
                      "--lengths", "1,32"])
-            print(r.stderr[-3000:])
+            keep(r.stderr[-3000:])
             if r.returncode != 0:
                 break
             rep = json.load(open(report))
@@ -66,7 +83,7 @@ def main():
             total = int(r.stderr.split("xfc tune: ", 1)[1].split(" kernels", 1)[0])
             if len(reports) >= total:
                 break
-        expect(r.returncode == 0, f"xfc tune exits 0 (rc={r.returncode})")
+        expect(r.returncode == 0, f"xfc tune exits 0 (rc={r.returncode})", r.stderr[-3000:])
         if r.returncode != 0:
             return
         expect(len(reports) == total, f"every kernel reached in {attempt + 1} run(s) "
@@ -114,15 +131,15 @@ def main():
                f"--emit=kernels marks every kernel xf.tuned ({tuned}/{ops})")
         r = run([sys.executable, os.path.join(ROOT, "test", "e2e", "check_examples.py"),
                  "--xfc", xfc, "--model", "tiny", f"--xfc-arg=--tuning-db={db}"])
-        print(r.stdout)
-        expect(r.returncode == 0, "the tuned executable matches the oracle")
+        keep(r.stdout)
+        expect(r.returncode == 0, "the tuned executable matches the oracle", r.stdout + r.stderr)
 
         exe = os.path.join(tmp, "tiny-tuned")
         r = run([xfc, TINY, "--tuning-db", db, "-o", exe])
         r = r if r.returncode else run([exe, "--random-weights", "1", "--tokens", "1,2,3",
                                         "--profile"])
         expect(r.returncode == 0 and "gemm tuned" in r.stdout + r.stderr,
-               "--profile says which kernels are tuned")
+               "--profile says which kernels are tuned", r.stderr[-1500:])
 
         # 3. Resume: earlier trials stay, new ones are added.
         first = os.path.join(tmp, "first.db")
@@ -131,17 +148,17 @@ def main():
         # (The budget as the first runs': at 6 s, on a machine loaded by other builds, the
         # machine's peak measurement alone could spend it before the first batch.)
         r = run([xfc, "tune", TINY, "--budget", args.budget, "--db", db, "--lengths", "1,32"])
-        print(r.stderr[-1500:])
+        keep(r.stderr[-1500:])
         data = json.load(open(db))
         trials_after = sum(len(e["trials"]) for e in data["entries"])
         expect(r.returncode == 0 and trials_after > trials_before,
-               f"a second run resumes ({trials_before} -> {trials_after} trials)")
+               f"a second run resumes ({trials_before} -> {trials_after} trials)", r.stderr[-2000:])
 
         # --compare: both databases' schedules timed side by side, per kernel and length.
         compared = os.path.join(tmp, "compare.json")
         r = run([xfc, "tune", TINY, "--db", first, "--compare", db, "--lengths", "1,32",
                  "--report", compared])
-        print(r.stderr[-2000:])
+        keep(r.stderr[-2000:])
         rep = json.load(open(compared)) if r.returncode == 0 else {"kernels": []}
         expect(r.returncode == 0 and {k["kernel"] for k in rep["kernels"]} == kernels and
                all(k["a_over_b"] > 0 and [c["rows"] for c in k["cases"]] == [1, 32] and
@@ -150,21 +167,23 @@ def main():
                r.stderr.count("A / default") == len(kernels) and
                all(k["a_over_default"]["reads"] in READS and k["a_over_default"]["noise"] >= 0
                    for k in rep["kernels"]),
-               "--compare times both databases' schedules on every kernel and length")
+               "--compare times both databases' schedules on every kernel and length",
+               compare_summary(rep, r.stderr))
         # --compare default: the final database's tuned vs default, per kernel.
         r = run([xfc, "tune", TINY, "--db", db, "--compare", "default", "--lengths", "1,32",
                  "--report", compared])
-        print(r.stderr[-2000:])
+        keep(r.stderr[-2000:])
         rep = json.load(open(compared)) if r.returncode == 0 else {"kernels": []}
         expect(r.returncode == 0 and {k["kernel"] for k in rep["kernels"]} == kernels and
                all(k["b_schedule"] == "default" and k["a_over_default"]["reads"] in READS and
                    k["a_over_default"]["rounds"] >= 6 for k in rep["kernels"]) and
                r.stderr.count("A / default") == len(kernels),
-               "--compare default reports tuned vs default on every kernel")
+               "--compare default reports tuned vs default on every kernel",
+               compare_summary(rep, r.stderr))
         missing = os.path.join(tmp, "missing.db")
         r = run([xfc, "tune", TINY, "--db", first, "--compare", missing])
         expect(r.returncode != 0 and missing in r.stderr and r.stderr.count("\n") == 1,
-               "--compare with a missing database: one error naming it")
+               "--compare with a missing database: one error naming it", r.stderr[-1500:])
 
         # 4. Edited databases.
         def variant(name, edit):
@@ -180,14 +199,14 @@ def main():
         path = variant("other-target.db", other_target)
         r = run([xfc, TINY, "--tuning-db", path, "--emit=kernels"])
         expect(r.returncode == 0 and "1 kernel(s) were tuned only for another target" in r.stderr,
-               "an entry for another target: a warning, the default schedule")
+               "an entry for another target: a warning, the default schedule", r.stderr[-1500:])
 
         def unknown(d):
             d["entries"].append(dict(d["entries"][0], kernel="conv2d k=3"))
         path = variant("unknown.db", unknown)
         r = run([xfc, TINY, "--tuning-db", path, "--emit=kernels"])
         expect(r.returncode == 0 and "ignoring the entry for unknown kernel 'conv2d k=3'" in r.stderr,
-               "an unknown kernel: a warning")
+               "an unknown kernel: a warning", r.stderr[-1500:])
 
         def illegal(d):
             e = d["entries"][0]
@@ -195,19 +214,19 @@ def main():
         path = variant("illegal.db", illegal)
         r = run([xfc, TINY, "--tuning-db", path, "-o", os.path.join(tmp, "exe")])
         expect(r.returncode != 0 and "holds an illegal schedule" in r.stderr and path in r.stderr,
-               "an illegal schedule: an error naming the file")
+               "an illegal schedule: an error naming the file", r.stderr[-1500:])
 
         truncated = os.path.join(tmp, "truncated.db")
         with open(db) as f, open(truncated, "w") as g:
             g.write(f.read()[:300])
         r = run([xfc, TINY, "--tuning-db", truncated, "-o", os.path.join(tmp, "exe")])
         expect(r.returncode != 0 and truncated in r.stderr and "error" in r.stderr,
-               "a truncated database: an error naming the file")
+               "a truncated database: an error naming the file", r.stderr[-1500:])
         expect(not os.path.exists(os.path.join(tmp, "exe")), "no executable is left behind")
 
         r = run([xfc, TINY, "--tuning-db", os.path.join(tmp, "absent.db"), "--emit=kernels"])
         expect(r.returncode != 0 and "absent.db" in r.stderr,
-               "an explicit --tuning-db that does not exist: an error")
+               "an explicit --tuning-db that does not exist: an error", r.stderr[-1500:])
 
         # Bad command lines.
         r = run([xfc, "tune", TINY, "--budget", "soon", "--db", db])
@@ -217,7 +236,9 @@ def main():
         r = run([xfc, TINY, "--budget", "1m"])
         expect(r.returncode != 0 and "xfc tune" in r.stderr, "tune options need `xfc tune`")
     if failures:
-        print(f"{len(failures)} check(s) failed")
+        print(f"{len(failures)} check(s) failed: " + "; ".join(failures))
+    print("\n--- the tools' output ---\n" + "\n".join(transcript))
+    if failures:
         sys.exit(1)
 
 
