@@ -355,6 +355,16 @@ static bool checkGpuMatmul() {
   return true;
 }
 
+/// A --target that does not parse (e.g. a capability Halide has no PTX for) says why
+/// before an option that needs a CUDA target says it has none; false after that line.
+static bool printTargetError() {
+  if (llvm::Expected<std::string> parsed = mlir::xf::halideTargetString(target); !parsed) {
+    llvm::errs() << "xfc: error: " << llvm::toString(parsed.takeError()) << "\n";
+    return false;
+  }
+  return true;
+}
+
 /// `xfc tune --target cuda` (docs/tuning.md, "CUDA GEMMs"), --export, --import and
 /// --gpu-name: what they do not take; false after the error line.
 static bool refuseCudaTuneCombinations() {
@@ -372,11 +382,8 @@ static bool refuseCudaTuneCombinations() {
     return true;
   }
   if (!tuneExport.empty() && !cuda) {
-    // A target that does not parse (e.g. a capability Halide has no PTX for) says why.
-    if (llvm::Expected<std::string> parsed = mlir::xf::halideTargetString(target); !parsed) {
-      llvm::errs() << "xfc: error: " << llvm::toString(parsed.takeError()) << "\n";
+    if (!printTargetError())
       return false;
-    }
     llvm::errs() << "xfc: error: --export builds the timing program of a CUDA build's GEMMs: "
                     "give --target cuda (or cuda-sm_NN)\n";
     return false;
@@ -442,6 +449,8 @@ static bool refuseCombinations() {
       return false;
     }
   } else if (emitAction == Emit::Ptx) {
+    if (!printTargetError())
+      return false;
     llvm::errs() << "xfc: error: --emit=ptx needs a CUDA target (--target cuda)\n";
     return false;
   }
