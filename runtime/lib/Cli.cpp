@@ -210,8 +210,9 @@ const Spec kSpecs[] = {
        o.cudaGraphs = a.text == "on";
        return Status::success();
      },
-     "CUDA builds: replay each decode step as one CUDA graph launch after the first (default "
-     "on; off launches every kernel one by one, as --profile then times them)"},
+     "CUDA builds: replay each decode step, and each forward of a length seen before, as one "
+     "CUDA graph launch after the first two (default on, off under --profile, which then times "
+     "every kernel call)"},
     {"--verbose", Kind::Flag, nullptr, For::All, setTrue<&Options::verbose>,
      "-v: notes on stderr, such as why a CUDA graph is not used"},
     {"--profile", Kind::Flag, nullptr, For::All, setTrue<&Options::profile>,

@@ -70,12 +70,21 @@ struct Graph {
   std::vector<void *> nodes, functions;
 };
 
-// Per entry point, token count and sequence count.
+// Per entry point, token count, sequence count and source tokens.
 struct Step {
   int directCalls = 0;
   bool off = false; // capture failed: kernels launched one by one from now on
+  uint64_t lastUse = 0;
   Graph graph;
 };
+
+// Executable graphs kept at most. Decode steps are a few keys (one per batch size), but a
+// forward is keyed by its length, and a session fed prompts of ever new lengths would
+// otherwise keep a graph for each it saw twice: past this, the least recently used graph is
+// destroyed (its key is captured again on its next call).
+constexpr size_t kMaxKeptGraphs = 128;
+
+using StepKey = std::tuple<std::string, int64_t, int64_t, int64_t>;
 
 enum class Mode { Direct, Capture, Patch };
 
@@ -88,7 +97,9 @@ struct State {
   Graph *graph = nullptr; // being captured or patched
   size_t cursor = 0;      // Patch: the next node
   std::string trouble;    // why this capture or patch did not hold
-  std::map<std::tuple<std::string, int64_t, int64_t>, Step> steps;
+  std::map<StepKey, Step> steps;
+  uint64_t clock = 0;     // calls so far: each step's lastUse
+  size_t keptGraphs = 0;  // steps holding an executable graph
 } state;
 
 // Halide's kernels, copies and synchronisations all go to this stream (created in Halide's
@@ -109,10 +120,31 @@ void destroy(Graph &g) {
   g = Graph();
 }
 
+// A step's graph destroyed, and the count of graphs kept with it.
+void dropGraph(Step &s) {
+  if (s.graph.exec)
+    --state.keptGraphs;
+  destroy(s.graph);
+}
+
+// Room for `current`'s new graph: at kMaxKeptGraphs, the least recently used graph of
+// another step goes (before the new one is instantiated, so never more are alive).
+void makeRoomForGraph(const Step &current) {
+  while (state.keptGraphs >= kMaxKeptGraphs) {
+    Step *oldest = nullptr;
+    for (auto &[key, step] : state.steps)
+      if (&step != &current && step.graph.exec && (!oldest || step.lastUse < oldest->lastUse))
+        oldest = &step;
+    if (!oldest)
+      return;
+    dropGraph(*oldest);
+  }
+}
+
 void turnOff(Step &s, const std::string &entry, int64_t tokens, int64_t sequences,
              const std::string &why) {
   s.off = true;
-  destroy(s.graph);
+  dropGraph(s);
   if (!state.verbose)
     return;
   std::string of = sequences > 1 ? ", " + std::to_string(sequences) + " sequences" : "";
@@ -155,13 +187,15 @@ std::optional<int32_t> captureAndLaunch(Step &s, const std::function<int32_t()> 
     destroy(fresh);
     return std::nullopt;
   }
+  dropGraph(s); // its kernels differ from this step's
+  makeRoomForGraph(s);
   if (int r = state.driver.instantiate(&fresh.exec, fresh.graph, 0); r != 0) {
     state.trouble = failed("cuGraphInstantiateWithFlags", r);
     destroy(fresh);
     return std::nullopt;
   }
-  destroy(s.graph);
   s.graph = std::move(fresh);
+  ++state.keptGraphs;
   int launched = -1;
   inHalideContext([&](void *stream) {
     launched = state.driver.launch(s.graph.exec, stream);
@@ -169,7 +203,7 @@ std::optional<int32_t> captureAndLaunch(Step &s, const std::function<int32_t()> 
   });
   if (launched != 0) {
     state.trouble = failed("cuGraphLaunch", launched);
-    destroy(s.graph);
+    dropGraph(s);
     return std::nullopt;
   }
   countGraphLaunch(s.graph.nodes.size());
@@ -216,13 +250,14 @@ void setCudaGraphs(bool on, bool verbose) {
 }
 
 int32_t runDeviceStep(const char *entry, int64_t tokens, const std::function<int32_t()> &call,
-                      int64_t sequences) {
+                      int64_t sequences, int64_t sourceTokens) {
   // The server library's copy: the launches go through the executable's copy's graphs.
   if (deviceLinked() && deviceLinks().runDeviceStep)
-    return deviceLinks().runDeviceStep(entry, tokens, call, sequences);
+    return deviceLinks().runDeviceStep(entry, tokens, call, sequences, sourceTokens);
   if (!state.on || !state.haveDriver)
     return call();
-  Step &s = state.steps[{entry, tokens, sequences}];
+  Step &s = state.steps[{entry, tokens, sequences, sourceTokens}];
+  s.lastUse = ++state.clock;
   if (s.off)
     return call();
   if (s.directCalls == 0) { // warm-up: Halide loads each kernel's module on its first call

@@ -450,8 +450,12 @@ int runMain(int argc, const char *const *argv, const ModelAbi &abi, ServeMain se
   if (!o.saveWeights.empty())
     if (Status s = saveWeights(o.saveWeights, m, *weights); !s)
       return report(s.message(), 1);
-  if (m.cuda) // before --serve too: its steps go through this copy's graphs (DeviceLinks.h)
-    setCudaGraphs(o.cudaGraphs, o.verbose);
+  if (m.cuda) { // before --serve too: its steps go through this copy's graphs (DeviceLinks.h)
+    if (o.profiling() && !o.cudaGraphs)
+      std::fprintf(stderr, "note: CUDA graphs off under --profile, so that every kernel call "
+                           "is timed (--cuda-graphs on replays steps as graphs, untimed)\n");
+    setCudaGraphs(o.cudaGraphsOn(), o.verbose);
+  }
   if (o.serve) {
     if (!serve)
       return report("--serve: this executable was linked without the server", 1);

@@ -319,8 +319,12 @@ Status Session::forward(const std::vector<int32_t> &tokens, const std::vector<in
       prepareCall(tokens.data(), l, lz ? source.data() : nullptr, lz, out, l);
   if (!buffers)
     return buffers.status();
-  int32_t rc = abi_.forward(params_.data(), derivedPtrs_.data(), buffers->ids, l,
-                            buffers->sourceIds, lz, buffers->out, scratchAddress());
+  auto call = [&] {
+    return abi_.forward(params_.data(), derivedPtrs_.data(), buffers->ids, l, buffers->sourceIds,
+                        lz, buffers->out, scratchAddress());
+  };
+  // On the GPU a forward of a length seen before may be one CUDA graph launch (CudaGraphs.h).
+  int32_t rc = device_ ? runDeviceStep("xf_forward", l, call, 1, lz) : call();
   return finishCall("xf_forward", rc, out, l);
 }
 

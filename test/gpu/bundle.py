@@ -180,10 +180,15 @@ class Bundle:
                                              ids(16, vocab), "--max-new-tokens", "16",
                                              "--temperature", "0", "--eos", "none"])
                 self.cases.append({"label": label, "kind": "ids"})
+            # a forward of a length seen before is one CUDA graph launch (runs 3 on; -v says
+            # why where it is not), and the same launched kernel by kernel
             for n, repeat in ((128, 20), (1024, 10)):
                 self.run("perf", f"time-{tag}-prefill{n}", 60,
                          [exe, "--random-weights", "1", "--tokens", ids(n, vocab), "--repeat",
-                          str(repeat)])
+                          str(repeat), "-v"])
+            self.run("perf", f"time-{tag}-prefill128-nographs", 60,
+                     [exe, "--random-weights", "1", "--tokens", ids(128, vocab), "--repeat", "20",
+                      "--cuda-graphs", "off"])
             # decode steps replayed as CUDA graphs (the default; -v says why where they are
             # not), and launched kernel by kernel
             self.run("perf", f"time-{tag}-decode", 60,

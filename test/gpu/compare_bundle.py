@@ -177,17 +177,31 @@ def versus(xf, torch):
     return rows or ["(no pairs: a side did not run)"]
 
 
+def with_and_without(xf, pairs):
+    """Each (what, with, without, how) pair of --repeat runs: both minima and their ratio."""
+    rows = []
+    for what, on, off, how in pairs:
+        a, b = xf.get(on, {}).get("min_ms"), xf.get(off, {}).get("min_ms")
+        if a and b:
+            rows.append(f"{what}: {a:.3f} ms {how}, {b:.3f} ms without ({b / a:.2f}x)")
+    return rows
+
+
 def split_k(xf):
     """Split-K's effect (docs/gpu.md, "Split-K"): GPT-2 small's tensor-core prefill at ℓ = 128
     with split-K as the launcher chooses it and with XF_TENSOR_CORE_SPLIT_K=1."""
-    rows = []
-    for precision in ("tf32", "bf16"):
-        split = xf.get(f"time-gpt2-tc-{precision}-prefill128", {}).get("min_ms")
-        whole = xf.get(f"time-gpt2-tc-{precision}-prefill128-nosplit", {}).get("min_ms")
-        if split and whole:
-            rows.append(f"gpt2 {precision} prefill 128: {split:.3f} ms split-K, {whole:.3f} ms "
-                        f"without ({whole / split:.2f}x)")
-    return rows
+    return with_and_without(xf, [(f"gpt2 {p} prefill 128", f"time-gpt2-tc-{p}-prefill128",
+                                  f"time-gpt2-tc-{p}-prefill128-nosplit", "split-K")
+                                 for p in ("tf32", "bf16")])
+
+
+def prefill_graphs(xf):
+    """CUDA graphs' effect on a repeated forward (docs/gpu.md, "CUDA graphs"): ℓ = 128 with
+    graphs (the default) and with --cuda-graphs off."""
+    suffix = "-prefill128-nographs"
+    return with_and_without(xf, [(f"{label[5:-len(suffix)]} prefill 128",
+                                  label[:-len("-nographs")], label, "as CUDA graphs")
+                                 for label in xf if label.endswith(suffix)])
 
 
 def batch_targets(xf, out):
@@ -273,10 +287,12 @@ def main():
             print("\nxf vs PyTorch (ms; the issues' targets are ratios of these):")
             for line in versus(summary["timings"], summary["torch"]):
                 print("  " + line)
-        if rows := split_k(summary["timings"]):
-            print("\nsplit-K (min of --repeat):")
-            for line in rows:
-                print("  " + line)
+        for title, rows in (("split-K", split_k(summary["timings"])),
+                            ("CUDA graphs", prefill_graphs(summary["timings"]))):
+            if rows:
+                print(f"\n{title} (min of --repeat):")
+                for line in rows:
+                    print("  " + line)
         if targets := batch_targets(summary["timings"], out):
             summary["batch"] = targets
             print("\nbatches on the GPU (GPT-2, random weights):")

@@ -30,7 +30,7 @@
  * cuStreamBeginCapture fail (801, not supported), as a driver without graphs would;
  * $XF_CUDA_STAND_IN_REFUSE_CAPTURED=N refuses the N-th launch of a capture (900). The last
  * lines of the log count them: `graph-launches <n> kernels <k>`, `captured <n>`,
- * `param-updates <n>`.
+ * `param-updates <n>`, `graph-execs-live-most <n>` (executable graphs alive at once).
  *
  * $XF_CUDA_STAND_IN_GUARD=1 makes device memory unreadable to the host: each allocation is
  * its own mapping without access (PROT_NONE), opened only inside the stand-in's own copies, so
@@ -67,6 +67,8 @@ static unsigned long long blockNanoseconds; /* $XF_CUDA_STAND_IN_BLOCK_NS per bl
 /* $XF_CUDA_STAND_IN_HOST_NS per cuModuleGetFunction: the host's work before a launch */
 static unsigned long long hostNanoseconds;
 static unsigned long long launches, graphLaunches, graphKernels, capturedLaunches, paramUpdates;
+/* Executable graphs alive now, and at most (the runtime bounds the graphs it keeps). */
+static unsigned long long liveExecs, mostLiveExecs;
 static FILE *logFile;
 static int logOpened;
 
@@ -86,6 +88,7 @@ __attribute__((destructor)) static void finish(void) {
     fprintf(f, "graph-launches %llu kernels %llu\n", graphLaunches, graphKernels);
     fprintf(f, "captured %llu\n", capturedLaunches);
     fprintf(f, "param-updates %llu\n", paramUpdates);
+    fprintf(f, "graph-execs-live-most %llu\n", mostLiveExecs);
     fclose(f);
   }
 }
@@ -672,6 +675,8 @@ CUresult cuGraphInstantiateWithFlags(GraphExec **exec, Graph *graph, unsigned lo
     e->handles[i] = graph->nodes[i], e->settings[i] = *graph->nodes[i];
   if (!keepLive(e))
     return 2;
+  if (++liveExecs > mostLiveExecs)
+    mostLiveExecs = liveExecs;
   *exec = e;
   return kSuccess;
 }
@@ -679,6 +684,7 @@ CUresult cuGraphInstantiateWithFlags(GraphExec **exec, Graph *graph, unsigned lo
 CUresult cuGraphExecDestroy(GraphExec *exec) {
   dropLive(exec);
   if (exec) {
+    --liveExecs;
     free(exec->handles);
     free(exec->settings);
   }

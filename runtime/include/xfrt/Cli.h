@@ -97,7 +97,10 @@ struct Options {
   double peakGflops = 0, peakGBs = 0; // --peak G,B: the roofline's ceilings (0: measured)
   bool profiling() const { return profile || !traceOut.empty() || !profileOut.empty(); }
   bool printMemory = false;
-  bool cudaGraphs = true; // --cuda-graphs on|off (CUDA builds' decode steps)
+  // --cuda-graphs on|off (CUDA builds' decode steps and repeated forwards); not given: on,
+  // but off under --profile, which times every kernel call (a graph's kernels are not).
+  std::optional<bool> cudaGraphs;
+  bool cudaGraphsOn() const { return cudaGraphs.value_or(!profiling()); }
   bool verbose = false;   // -v: notes, e.g. why a CUDA graph is not used
 
   // --serve: an HTTP server (Server.h, docs/serving.md) on --host (default loopback only)

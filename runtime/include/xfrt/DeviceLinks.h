@@ -30,7 +30,7 @@ struct DeviceLinks {
   int (*deviceSyncGlobal)(void *, const void *) = nullptr;
   // The executable's libxfrt: CUDA graph steps (CudaGraphs.h) and the Halide error its handler
   // recorded (HalideErrors.h).
-  int32_t (*runDeviceStep)(const char *, int64_t, const std::function<int32_t()> &,
+  int32_t (*runDeviceStep)(const char *, int64_t, const std::function<int32_t()> &, int64_t,
                            int64_t) = nullptr;
   std::string (*takeHalideError)() = nullptr;
 };
