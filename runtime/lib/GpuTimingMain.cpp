@@ -2,8 +2,10 @@
 //
 // The GPU half of `xfc tune --target cuda` (docs/tuning.md, "CUDA GEMMs"): a program that
 // needs only the CUDA driver, built by `xfc tune --export DIR` from the table of
-// xfrt/GpuTimingTable.h. Per kernel, within its share of --budget:
-//   1. device buffers for the longest length, filled with small pseudo-random values;
+// xfrt/GpuTimingTable.h. Per kernel (a GEMM, or an attention: at ≤ 4 rows flash-decoding's
+// range pass and merge, a measurement of both), within its share of --budget:
+//   1. device memories for the longest length, filled with small pseudo-random values, the
+//      arguments views of them shaped per length;
 //   2. every candidate called once per length, its output read back and compared with the
 //      default's (normwise error ≤ 1e-4; the output is set to a sentinel before each call);
 //      a candidate that fails or differs is dropped, the default failing drops the kernel;
@@ -110,18 +112,28 @@ bool describeGpu(std::string &name, std::string &capability) {
   return true;
 }
 
-/// A kernel's arguments on the device, shaped for one length at a time.
+/// What a kernel's rounds time: its candidates (the default first), then its baselines.
+struct Timed {
+  void *const *function; // per call; null where the export refused it (a baseline)
+  const xf_timing_argument *argument;
+  int64_t rows; // a baseline's length; 0: a candidate, timed at every length
+  std::string refused;
+};
+
+/// A size of length `l` (XF_TIMING_ROWS, XF_TIMING_KEYS) or `v` itself.
+int64_t sizeAt(int64_t v, int l) {
+  return v == XF_TIMING_ROWS ? xf_timing.length[l] : v == XF_TIMING_KEYS ? xf_timing.keys[l] : v;
+}
+
+/// A kernel's device memories, and its arguments shaped for one length at a time.
 class KernelBuffers {
 public:
-  xfrt::Status allocate(const xf_timing_kernel &k, int64_t longest) {
+  xfrt::Status allocate(const xf_timing_kernel &k) {
     kernel = &k;
-    dims.resize(size_t(k.buffers));
-    buffers.resize(size_t(k.buffers));
     uint32_t state = 12345;
-    for (int i = 0; i < k.buffers; ++i) {
-      const xf_timing_buffer &b = k.buffer[i];
-      const int64_t rows = b.rows < 0 ? longest : std::max<int64_t>(1, b.rows);
-      const uint64_t count = uint64_t(b.cols * rows), bytes = count * (b.bf16 ? 2 : 4);
+    for (int i = 0; i < k.memories; ++i) {
+      const xf_timing_memory &b = k.memory[i];
+      const uint64_t count = uint64_t(b.elements), bytes = count * (b.bf16 ? 2 : 4);
       xfrt::Expected<xfrt::DeviceMemory> m = xfrt::DeviceMemory::allocate(bytes);
       if (!m)
         return m.status();
@@ -143,65 +155,73 @@ public:
     return xfrt::Status::success();
   }
 
-  /// The output (the last buffer, float32) of `rows` rows: set to `value`, or read.
-  xfrt::Status fillOutput(float value, int64_t rows) {
-    std::vector<float> v(size_t(rows * kernel->buffer[kernel->buffers - 1].cols), value);
-    return memory.back().upload(v.data(), v.size() * 4);
+  /// The output (the kernel's `output` argument: float32, dense from its memory's start) at
+  /// length `l`: set to `value`, or read.
+  xfrt::Status fillOutput(const Timed &t, float value, int l) {
+    std::vector<float> v(outputElements(t, l), value);
+    return memory[size_t(t.argument[kernel->output].memory)].upload(v.data(), v.size() * 4);
   }
-  xfrt::Status readOutput(std::vector<float> &out, int64_t rows) const {
-    out.resize(size_t(rows * kernel->buffer[kernel->buffers - 1].cols));
-    return memory.back().download(out.data(), out.size() * 4);
+  xfrt::Status readOutput(const Timed &t, std::vector<float> &out, int l) const {
+    out.resize(outputElements(t, l));
+    return memory[size_t(t.argument[kernel->output].memory)].download(out.data(), out.size() * 4);
   }
 
-  /// Calls `function` once on the buffers shaped for `rows` rows; Halide's return code.
-  int call(void *function, int64_t rows) {
+  /// One measurement's calls of `t` at length `l` (those whose most_rows admits it), each
+  /// through Halide's argv entry; the first nonzero Halide return code, or 0.
+  int call(const Timed &t, int l) {
     const void *interface = xfrt::deviceLinks().cudaDeviceInterface();
-    for (int i = 0; i < kernel->buffers; ++i) {
-      const xf_timing_buffer &b = kernel->buffer[i];
-      HalideDimension *d = dims[i].data();
-      d[0] = {0, int32_t(b.cols), 1, 0};
-      d[1] = {0, int32_t(b.rows < 0 ? rows : b.rows), int32_t(b.cols), 0};
+    for (int i = 0; i < kernel->arguments; ++i) {
+      const xf_timing_argument &a = t.argument[i];
+      if (a.memory < 0) {
+        scalars[i] = int32_t(sizeAt(a.value, l));
+        argv[i] = &scalars[i];
+        continue;
+      }
+      const int elementBytes = kernel->memory[a.memory].bf16 ? 2 : 4;
+      for (int d = 0; d < a.dimensions; ++d)
+        dims[i][d] = {0, int32_t(sizeAt(a.dim[d].extent, l)), int32_t(a.dim[d].stride), 0};
       HalideBuffer &h = buffers[i];
       h = HalideBuffer{};
-      h.device = reinterpret_cast<uint64_t>(memory[i].address());
+      h.device = reinterpret_cast<uint64_t>(memory[size_t(a.memory)].address()) +
+                 uint64_t(a.offset * elementBytes);
       h.deviceInterface = interface;
-      h.code = b.bf16 ? 4 : 2, h.bits = b.bf16 ? 16 : 32, h.lanes = 1;
-      h.dimensions = b.rows == 0 ? 1 : 2;
-      h.dim = d;
+      h.code = elementBytes == 2 ? 4 : 2, h.bits = uint8_t(8 * elementBytes), h.lanes = 1;
+      h.dimensions = a.dimensions;
+      h.dim = dims[i].data();
+      argv[i] = &h;
     }
-    HalideBuffer *a = buffers.data();
-    using P = HalideBuffer *;
-    switch (kernel->buffers) {
-    case 3: return reinterpret_cast<int (*)(P, P, P)>(function)(a, a + 1, a + 2);
-    case 4: return reinterpret_cast<int (*)(P, P, P, P)>(function)(a, a + 1, a + 2, a + 3);
-    case 5:
-      return reinterpret_cast<int (*)(P, P, P, P, P)>(function)(a, a + 1, a + 2, a + 3, a + 4);
-    case 6:
-      return reinterpret_cast<int (*)(P, P, P, P, P, P)>(function)(a, a + 1, a + 2, a + 3, a + 4,
-                                                                   a + 5);
-    case 7:
-      return reinterpret_cast<int (*)(P, P, P, P, P, P, P)>(function)(a, a + 1, a + 2, a + 3,
-                                                                      a + 4, a + 5, a + 6);
-    default: return -1;
+    for (int c = 0; c < kernel->calls; ++c) {
+      const xf_timing_call &call = kernel->call[c];
+      if (call.most_rows && xf_timing.length[l] > call.most_rows)
+        continue;
+      void *args[XF_TIMING_MAX_ARGUMENTS];
+      for (int i = 0; i < call.arguments; ++i)
+        args[i] = argv[call.argument[i]];
+      if (int rc = reinterpret_cast<int (*)(void **)>(t.function[c])(args))
+        return rc;
     }
+    return 0;
   }
 
 private:
+  size_t outputElements(const Timed &t, int l) const {
+    const xf_timing_argument &a = t.argument[kernel->output];
+    size_t n = 1;
+    for (int d = 0; d < a.dimensions; ++d)
+      n *= size_t(sizeAt(a.dim[d].extent, l));
+    return n;
+  }
+
   const xf_timing_kernel *kernel = nullptr;
   std::vector<xfrt::DeviceMemory> memory;
-  std::vector<std::array<HalideDimension, 2>> dims;
-  std::vector<HalideBuffer> buffers;
+  std::array<std::array<HalideDimension, XF_TIMING_MAX_DIMENSIONS>, XF_TIMING_MAX_ARGUMENTS> dims{};
+  std::array<HalideBuffer, XF_TIMING_MAX_ARGUMENTS> buffers{};
+  std::array<int32_t, XF_TIMING_MAX_ARGUMENTS> scalars{};
+  std::array<void *, XF_TIMING_MAX_ARGUMENTS> argv{};
 };
 
 /// times[c][l]: candidate c's milliseconds a call at length l, one value per round.
 using Times = std::vector<std::vector<std::vector<double>>>;
-
-/// What a kernel's rounds time: its candidates (the default first), then its baselines.
-struct Timed {
-  void *function; // null where the export refused it (a baseline)
-  int64_t rows;   // a baseline's length; 0: a candidate, timed at every length
-  std::string refused;
-};
 
 struct KernelRun {
   const xf_timing_kernel &k;
@@ -233,7 +253,7 @@ bool timeRound(KernelRun &run, const std::vector<int> &order, Times &times) {
         continue;
       const int from = xfrt::deviceEventRecord();
       for (int i = 0; i < run.calls[l]; ++i)
-        if (int rc = run.buffers.call(run.timed[size_t(c)].function, xf_timing.length[l]); rc) {
+        if (int rc = run.buffers.call(run.timed[size_t(c)], int(l)); rc) {
           run.error = (c < run.k.candidates ? "candidate " + std::to_string(c)
                                             : "baseline " + std::to_string(c - run.k.candidates)) +
                       " failed while timed (Halide error " + std::to_string(rc) + ")";
@@ -267,14 +287,14 @@ double normwiseError(const std::vector<float> &a, const std::vector<float> &ref)
 /// One call of candidate `c` at length `l`, its output (set to a sentinel first, so that one
 /// left unwritten differs) read back into `out`; "" or why it failed.
 std::string callAndRead(KernelRun &run, int c, int l, std::vector<float> &out) {
-  const int64_t rows = xf_timing.length[l];
-  if (xfrt::Status s = run.buffers.fillOutput(12345.0f, rows); !s)
+  const Timed &t = run.timed[size_t(c)];
+  if (xfrt::Status s = run.buffers.fillOutput(t, 12345.0f, l); !s)
     return s.message();
-  if (int rc = run.buffers.call(run.timed[size_t(c)].function, rows); rc) {
+  if (int rc = run.buffers.call(t, l); rc) {
     std::string why = xfrt::takeHalideError();
     return why.empty() ? "Halide error " + std::to_string(rc) : why;
   }
-  xfrt::Status s = run.buffers.readOutput(out, rows);
+  xfrt::Status s = run.buffers.readOutput(t, out, l);
   return s ? "" : s.message();
 }
 
@@ -286,7 +306,7 @@ bool warmUp(KernelRun &run) {
   const int n = int(run.timed.size());
   run.failure.assign(size_t(n), "");
   for (int c = 0; c < n; ++c)
-    if (!run.timed[size_t(c)].function)
+    if (!run.timed[size_t(c)].function[0])
       run.failure[size_t(c)] = "not compiled: " + run.timed[size_t(c)].refused;
   run.error_vs_default.assign(size_t(n), 0);
   std::vector<float> reference, out;
@@ -357,18 +377,15 @@ std::string timeKernel(const xf_timing_kernel &k, Clock::time_point deadline,
   const auto searchEnd = start + (deadline - start) * 7 / 10;
   KernelRun run{k, {}, {}, {}, {}, {}, {}};
   for (int c = 0; c < k.candidates; ++c)
-    run.timed.push_back({k.candidate[c].function, 0, ""});
+    run.timed.push_back({k.candidate[c].function, k.candidate[c].argument, 0, ""});
   for (int b = 0; b < k.baselines; ++b)
-    run.timed.push_back({k.baseline[b].function, k.baseline[b].rows,
+    run.timed.push_back({k.baseline[b].function, k.candidate[0].argument, k.baseline[b].rows,
                          k.baseline[b].refused ? k.baseline[b].refused : ""});
-  int64_t longest = 1;
-  for (int l = 0; l < xf_timing.lengths; ++l)
-    longest = std::max(longest, xf_timing.length[l]);
   const int n = int(run.timed.size());
   Times search(size_t(n), std::vector<std::vector<double>>(size_t(xf_timing.lengths)));
   std::string check;
   int finalist = 0;
-  if (xfrt::Status s = run.buffers.allocate(k, longest); !s)
+  if (xfrt::Status s = run.buffers.allocate(k); !s)
     run.error = "device buffers: " + s.message();
   else if (warmUp(run)) {
     std::vector<int> live;

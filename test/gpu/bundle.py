@@ -14,7 +14,8 @@ The bundle (a directory; --tar also packs it, which must stay under 64 MiB):
   phases.tsv phase, budget in seconds
   cases.json what compare_bundle.py checks
   batch*.txt the batch phase's prompts (--batch-file)
-  tune/      xf-gpu-timing and manifest.json (xfc tune --target CAP --export: GPT-2's GEMMs)
+  tune/      xf-gpu-timing and manifest.json (xfc tune --target CAP --export: GPT-2's GEMMs and
+             attention)
   replay.sh, torch_reference.py, serve_clients.py (copied from test/gpu)
 
 Phases: checks (every example at the e2e sizes vs the oracle; greedy ids vs the CPU build),
@@ -26,7 +27,7 @@ prefill timed and profiled; needs --cap cuda-sm_80 or newer), perf (prefill
 and decode timings, --profile: per-kernel device times and launches per step), batch (GPT-2 small:
 8 sequences decoding together, ids vs the CPU build's; decode tokens/s for 1 and 8 sequences;
 --serve with 16 concurrent clients, their ids vs the CPU build's server and the aggregate
-tokens/s: docs/gpu.md "Batches on the GPU"), tune (GPT-2 small's GEMMs' candidate GPU schedules
+tokens/s: docs/gpu.md "Batches on the GPU"), tune (GPT-2 small's GEMMs' and attention's candidate GPU schedules
 timed by tune/xf-gpu-timing, the program of `xfc tune --target cuda --export`, into
 out/gpu-times.json for `xfc tune --import`: docs/tuning.md "CUDA GEMMs"), ncu (per-kernel GPU
 time, grids), torch (cuBLAS GEMMs, SDPA, the same models in PyTorch eager / compile).
@@ -56,8 +57,8 @@ MAX_BUNDLE_BYTES = 64 << 20
 # Seconds per phase: 540 in all, so that one replay fits a 10-minute command on the GPU machine.
 PHASES = [("checks", 75), ("full", 60), ("tensor", 55), ("perf", 95), ("batch", 60),
           ("tune", 45), ("ncu", 70), ("torch", 80)]
-# The tune phase: GPT-2's GEMMs' GPU schedules (xfc tune --target cuda --export; docs/tuning.md
-# "CUDA GEMMs") at the lengths the perf phase times, this many candidates a GEMM.
+# The tune phase: GPT-2's GEMMs' and attention's GPU schedules (xfc tune --target cuda --export;
+# docs/tuning.md "CUDA GEMMs") at the lengths the perf phase times, this many candidates a kernel.
 TUNE_LENGTHS, TUNE_CANDIDATES, QUICK_TUNE_CANDIDATES = "1,128,1024", 16, 3
 # Full-size shapes (random weights): GPT-2 small, a SmolLM2-135M-shaped Llama, MiniLM-L6.
 FULL = {
@@ -307,7 +308,7 @@ class Bundle:
                 self.run("tensor", f"profile-{tag}-tc-{precision}-prefill1024", 30,
                          [exe, "--random-weights", "1", "--tokens", ids(1024, vocab), "--profile"])
 
-    # -- phase tune: the GEMMs' GPU schedules timed (docs/tuning.md, "CUDA GEMMs") --
+    # -- phase tune: the GEMMs' and attention's GPU schedules timed (docs/tuning.md, "CUDA GEMMs") --
     def gpu_tuning(self, full, candidates):
         example, flags, _ = full["gpt2"]
         self.sh([self.xfc, "tune", os.path.join(ROOT, "examples", example + ".xf"), *flags,

@@ -299,8 +299,8 @@ def main():
             for line in targets:
                 print("  " + line)
         rows, rc = gpu_tuning(out, args.xfc, args.tuning_db)
-        print("\nCUDA GEMM schedules (tune phase" + (", fake stand-in times" if args.dry_run
-                                                     else "") + "):")
+        print("\nCUDA GEMM and attention schedules (tune phase"
+              + (", fake stand-in times" if args.dry_run else "") + "):")
         for line in rows:
             print("  " + line)
         if rc:

@@ -5,6 +5,6 @@ if(TARGET xfTuning)
   xf_add_unit_test(xf-tuning-test
     SOURCES TuningSearchTest.cpp TuningDatabaseTest.cpp TuningCostLedgerTest.cpp
             TuningPathsTest.cpp TuningPairedComparisonTest.cpp TuningGpuSpaceTest.cpp
-            TuningGpuAttentionSpaceTest.cpp
+            TuningGpuAttentionSpaceTest.cpp TuningGpuTimingArgumentsTest.cpp
     LIBS xfTuning)
 endif()

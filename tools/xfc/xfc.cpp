@@ -411,8 +411,8 @@ static mlir::LogicalResult runCheck(mlir::ModuleOp xfModule, mlir::ModuleOp kern
 }
 
 /// `xfc tune --target cuda` (docs/tuning.md, "CUDA GEMMs"): with --export, the timing
-/// program of the GEMMs' GPU schedules; without, that program run here on the GPU within
-/// --budget and its times imported into --db.
+/// program of the GEMMs' and attentions' GPU schedules; without, that program run here on
+/// the GPU within --budget and its times imported into --db.
 static mlir::LogicalResult tuneCudaKernels(mlir::MLIRContext &context, mlir::ModuleOp host) {
   mlir::xf::tuning::GpuExportOptions options;
   options.target = target;

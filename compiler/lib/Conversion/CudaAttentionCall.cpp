@@ -21,9 +21,6 @@ SmallVector<HalideBufferArg> appendingRangeArgs(OpBuilder &b, Location loc,
                                                 ArrayRef<HalideBufferArg> args, Value partials,
                                                 const CudaAttentionAppend *append) {
   auto i64 = [&](int64_t v) { return arith::ConstantIntOp::create(b, loc, b.getI64Type(), v); };
-  const CudaDecodePartials shape = cudaDecodePartialsOf(spec);
-  const int64_t group = shape.heads / spec.keyValueHeads(), kvHeads = spec.keyValueHeads();
-  const int64_t dV = spec.dV, columns = shape.columns, headFloats = columns * shape.rows;
   Value rows = args[0].dims[1].first;
   auto floatsAfter = [&](Value base, int64_t floats) -> Value {
     return LLVM::GEPOp::create(b, loc, LLVM::LLVMPointerType::get(b.getContext()), b.getF32Type(),
@@ -32,22 +29,25 @@ SmallVector<HalideBufferArg> appendingRangeArgs(OpBuilder &b, Location loc,
   SmallVector<HalideBufferArg> all{args[0], args[1], args[2]};
   all.push_back(append ? append->newKeys : args[1]);
   all.push_back(append ? append->newValues : args[2]);
-  for (int64_t element = 0; element < 3; ++element) // output, max, sum
-    all.push_back(HalideBufferArg{floatsAfter(partials, element == 0 ? 0 : dV + element - 1),
-                                  {{i64(dV), i64(element == 0 ? 1 : 0)},
-                                   {rows, i64(columns)},
-                                   {i64(group), i64(headFloats)},
-                                   {i64(kvHeads), i64(headFloats * group)},
-                                   {i64(shape.ranges), i64(headFloats * shape.heads)}}});
-  Value dummy = floatsAfter(partials, shape.floats());
+  const std::array<CudaRangeOutputView, 5> views = cudaDecodeRangeOutputs(spec);
+  // Each view's extents and strides, in order; the rows' K/V head stride `headStride` (none:
+  // 0, appending nothing).
+  auto viewArg = [&](Value base, const CudaRangeOutputView &view, Value headStride) {
+    HalideBufferArg arg{base, {}};
+    for (auto [extent, stride] : view.dims) {
+      Value e = extent == kCudaViewRows ? rows : i64(extent);
+      Value s = stride != kCudaViewRowsHeadStride ? i64(stride) : headStride ? headStride : i64(0);
+      arg.dims.push_back({e, s});
+    }
+    return arg;
+  };
+  for (size_t element = 0; element < 3; ++element) // output, max, sum
+    all.push_back(viewArg(floatsAfter(partials, views[element].offset), views[element], Value()));
+  Value dummy = floatsAfter(partials, cudaDecodePartialsOf(spec).floats());
   for (int which = 0; which < 2; ++which) {
     const HalideBufferArg *cache = append ? (which ? &append->valueRows : &append->keyRows) : nullptr;
-    all.push_back(HalideBufferArg{cache ? cache->host : dummy,
-                                  {{i64(dV), i64(1)},
-                                   {rows, i64(dV)},
-                                   {i64(group), i64(0)},
-                                   {i64(kvHeads), cache ? cache->dims[2].second : i64(0)},
-                                   {i64(shape.ranges), i64(0)}}});
+    all.push_back(viewArg(cache ? cache->host : dummy, views[3 + which],
+                          cache ? cache->dims[2].second : Value()));
   }
   return all;
 }

@@ -1,13 +1,14 @@
 //===- GpuTimingImport.cpp - a GPU's times into the tuning database -------===//
 //
 // Half 2 of `xfc tune --target cuda` (GpuTiming.h): the JSON xf-gpu-timing wrote, judged
-// kernel by kernel as the CPU tuner's final check judges (FinalCheck.cpp): PairedRounds over
-// the final-check batches of the finalist and the default, kept when keepsCandidate says so,
-// else the default stored with the reason. Every candidate becomes a trial (its search
-// rounds' paired ratio to the default times the default's cost). Keys: the kernel's
-// signature, gpuTuningTarget(name, capability), 1 thread, this xf version. The baselines
-// (Anderson2021's schedule per length) go into the report and the table only: at each length
-// their paired ratio to the default in the search rounds, never an entry or a trial.
+// kernel by kernel (GEMMs and attentions alike) as the CPU tuner's final check judges
+// (FinalCheck.cpp): PairedRounds over the final-check batches of the finalist and the default,
+// kept when keepsCandidate says so, else the default stored with the reason. Every candidate
+// becomes a trial (its search rounds' paired ratio to the default times the default's cost).
+// Keys: the kernel's signature, gpuTuningTarget(name, capability), 1 thread, this xf version.
+// The baselines (Anderson2021's schedule of a GEMM per length) go into the report and the
+// table only: at each length their paired ratio to the default in the search rounds, never an
+// entry or a trial.
 //
 //===----------------------------------------------------------------------===//
 
@@ -83,6 +84,8 @@ llvm::json::Object anderson2021Report(const llvm::json::Object &k, const llvm::j
                                       const std::vector<double> &keptRatio, double defaultCostMs,
                                       llvm::StringRef leftOut) {
   const llvm::json::Array *baselines = k.getArray("baselines");
+  if (k.getString("kernel").value_or("").starts_with("attention "))
+    return llvm::json::Object{{"why", "Anderson2021 is the GEMMs' baseline only"}};
   if (!baselines || baselines->empty())
     return llvm::json::Object{
         {"why", !leftOut.empty() ? ("the export left the baseline out: " + leftOut).str()
@@ -133,10 +136,13 @@ llvm::json::Object anderson2021Report(const llvm::json::Object &k, const llvm::j
   return report;
 }
 
-bool isGpuSchedule(MLIRContext &ctx, llvm::StringRef text) {
+/// Whether `text` is a GPU schedule of the kernel `signature` names: a GEMM's
+/// #xf.gpu_gemm_schedule, an attention's #xf.gpu_attention_schedule.
+bool isGpuSchedule(MLIRContext &ctx, llvm::StringRef signature, llvm::StringRef text) {
   ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &) { return success(); });
   Attribute a = parseAttribute(text, &ctx);
-  return a && isa<GpuGemmScheduleAttr>(a);
+  return a && (signature.starts_with("attention ") ? isa<GpuAttentionScheduleAttr>(a)
+                                                   : isa<GpuGemmScheduleAttr>(a));
 }
 
 /// One kernel of the times file judged into its entry; its report.
@@ -159,8 +165,10 @@ llvm::Expected<llvm::json::Object> importKernel(MLIRContext &ctx, const std::str
     const llvm::json::Object *o = c.getAsObject();
     std::optional<llvm::StringRef> s = o ? o->getString("schedule") : std::nullopt;
     RoundTimes rounds;
-    if (!s || !isGpuSchedule(ctx, *s) || !readRounds(o->get("search_ms"), lengths, rounds))
-      return bad(path, *name + ": a candidate without a #xf.gpu_gemm_schedule or search_ms");
+    if (!s || !isGpuSchedule(ctx, *signature, *s) ||
+        !readRounds(o->get("search_ms"), lengths, rounds))
+      return bad(path, *name + ": a candidate without search_ms or a GPU schedule of its kind "
+                               "(#xf.gpu_gemm_schedule, #xf.gpu_attention_schedule)");
     schedules.push_back(s->str());
     search.push_back(std::move(rounds));
   }

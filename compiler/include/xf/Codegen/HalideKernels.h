@@ -17,6 +17,7 @@
 #include "llvm/Support/Error.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -386,6 +387,41 @@ inline int64_t cudaDecodeAppendDummyFloats(const CudaDecodePartials &shape) {
 }
 inline std::string cudaDecodeRangesName(const AttentionKernelSpec &spec) {
   return spec.name + "_decode_ranges";
+}
+/// One output of the appending range pass (cudaDecodeRangesAppend) as the call passes it:
+/// `offset` floats past its base, dims (column, row, head in group, K/V head, range) as
+/// (extent, stride). Extent kCudaViewRows: the call's query rows; stride
+/// kCudaViewRowsHeadStride: the K/V head stride of where the new rows go (0 where the call
+/// appends nothing: the dummy rows after the partials).
+struct CudaRangeOutputView {
+  int64_t offset = 0;
+  std::pair<int64_t, int64_t> dims[5];
+};
+constexpr int64_t kCudaViewRows = -1, kCudaViewRowsHeadStride = -2;
+/// The five outputs in argument order: the ranges' output, max and sum as views of the
+/// partials (base: the partials), then the new K and V rows (base: where they go), hi and the
+/// range of stride 0 — every block of a K/V head writes its rows. The host lowering's call
+/// (CudaAttentionCall.cpp) and `xfc tune --target cuda`'s timing program both pass these.
+inline std::array<CudaRangeOutputView, 5> cudaDecodeRangeOutputs(const AttentionKernelSpec &spec) {
+  const CudaDecodePartials shape = cudaDecodePartialsOf(spec);
+  const int64_t group = shape.heads / spec.keyValueHeads(), kvHeads = spec.keyValueHeads();
+  const int64_t dV = spec.dV, columns = shape.columns, headFloats = columns * shape.rows;
+  std::array<CudaRangeOutputView, 5> views;
+  for (int64_t element = 0; element < 3; ++element) // output, max, sum
+    views[size_t(element)] = {element == 0 ? 0 : dV + element - 1,
+                              {{dV, element == 0 ? 1 : 0},
+                               {kCudaViewRows, columns},
+                               {group, headFloats},
+                               {kvHeads, headFloats * group},
+                               {shape.ranges, headFloats * shape.heads}}};
+  for (size_t rows = 3; rows < 5; ++rows)
+    views[rows] = {0,
+                   {{dV, 1},
+                    {kCudaViewRows, dV},
+                    {group, 0},
+                    {kvHeads, kCudaViewRowsHeadStride},
+                    {shape.ranges, 0}}};
+  return views;
 }
 
 /// The work of one kernel call as a function of its rows M and (attention)

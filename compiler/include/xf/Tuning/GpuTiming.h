@@ -1,10 +1,10 @@
 //===- GpuTiming.h - `xfc tune --target cuda` in two halves -----*- C++ -*-===//
 //
-// The GPU machines xf gets have the driver but no LLVM/MLIR/Halide, so the CUDA GEMMs'
-// schedules (#xf.gpu_gemm_schedule) are tuned in two halves that work apart
-// (docs/tuning.md, "CUDA GEMMs"):
-//  1. exportGpuTiming, here: each distinct GEMM of the model, its bounded candidate set
-//     (GpuScheduleSpace.h, the default first) compiled for the CUDA target into one
+// The GPU machines xf gets have the driver but no LLVM/MLIR/Halide, so the CUDA GEMMs' and
+// attentions' schedules (#xf.gpu_gemm_schedule, #xf.gpu_attention_schedule) are tuned in two
+// halves that work apart (docs/tuning.md, "CUDA GEMMs"):
+//  1. exportGpuTiming, here: each distinct GEMM and attention of the model, its bounded
+//     candidate set (GpuScheduleSpace.h, the default first) compiled for the CUDA target into one
 //     self-contained program, DIR/xf-gpu-timing (the candidates' Halide pipelines, a Halide
 //     runtime, libxfrt and runtime/lib/GpuTimingMain.cpp, which times them with CUDA events
 //     and writes every round's times as JSON), and DIR/manifest.json (what it holds); with
@@ -38,7 +38,7 @@ namespace mlir::xf::tuning {
 
 struct GpuExportOptions {
   std::string target;               // --target: cuda, cuda-sm_NN or a Halide target with cuda
-  std::vector<int64_t> lengths;     // the rows each GEMM is timed at
+  std::vector<int64_t> lengths;     // the rows each kernel is timed at
   size_t candidates = 16;           // per kernel, the default included
   uint64_t seed = 1;                // of the random part of the candidate set
   std::string directory;            // gets xf-gpu-timing and manifest.json
@@ -48,8 +48,8 @@ struct GpuExportOptions {
   std::string anderson2021Plugin;
 };
 
-/// Half 1: the timing program of the GEMMs `host` declares (their schedules must be the
-/// default: a module lowered without a tuning database).
+/// Half 1: the timing program of the GEMMs and attentions `host` declares (their schedules
+/// must be the default: a module lowered without a tuning database).
 llvm::Error exportGpuTiming(MLIRContext &ctx, ModuleOp host, const GpuExportOptions &options,
                             llvm::raw_ostream &log);
 
