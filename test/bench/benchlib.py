@@ -74,13 +74,15 @@ def project_cxx(build):
 
 
 def build_peak(workdir, build):
-    """Compile test/bench/model/peak_main.cpp + runtime/lib/MachinePeak.cpp; the executable or None."""
+    """Compile test/bench/model/peak_main.cpp + runtime/lib/MachinePeak.cpp (and Amx.cpp, its
+    AMX tile peaks' setup); the executable or None."""
     exe = workdir / "xf-model-peak"
     cxx = project_cxx(build)
     if not cxx:
         return None
     r = subprocess.run([cxx, "-O3", "-std=c++17", "-pthread", "-I", str(ROOT / "test" / "bench"),
-                        str(ROOT / "runtime" / "lib" / "MachinePeak.cpp"), "-I", str(ROOT / "runtime" / "include"),
+                        str(ROOT / "runtime" / "lib" / "MachinePeak.cpp"),
+                        str(ROOT / "runtime" / "lib" / "Amx.cpp"), "-I", str(ROOT / "runtime" / "include"),
                         str(ROOT / "test" / "bench" / "model" / "peak_main.cpp"), "-o", str(exe)],
                        capture_output=True, text=True)
     if r.returncode != 0:
