@@ -372,30 +372,7 @@ llvm::Error compileGemmCandidates(MLIRContext &ctx, const HostKernels &host,
   return llvm::Error::success();
 }
 
-/// The attentions of `host` to time, one per database key (a packed batch's one call aside,
-/// as the CPU tuner leaves it). An entry applies to the xf.attention op (ApplyTuningDatabase),
-/// whose key has rotary keys rotated in the kernel; the op's cached kernel (keys rotated in the
-/// cache, `keys-rotated`) takes the same schedule and is the one a generation runs, so where an
-/// op has both kernels that one is timed, under the op's key.
-std::vector<std::pair<std::string, AttentionKernelSpec>> attentionsToTime(MLIRContext &ctx,
-                                                                          const HostKernels &host) {
-  std::vector<std::pair<std::string, AttentionKernelSpec>> timed;
-  for (const AttentionKernelSpec &spec : host.attentions) {
-    if (spec.segmented)
-      continue;
-    AttentionKernelSpec op = spec;
-    op.ropeKeys = true;
-    const std::string key = tunedKernel(ctx, op).signature;
-    auto same = llvm::find_if(timed, [&](const auto &t) { return t.first == key; });
-    if (same == timed.end())
-      timed.push_back({key, spec});
-    else if (!spec.ropeKeys)
-      same->second = spec;
-  }
-  return timed;
-}
-
-/// Each attention attentionsToTime gives, with its candidates compiled into `objects`:
+/// Each attention attentionsByDatabaseKey gives, with its candidates compiled into `objects`:
 /// `<name>` and, where a length takes the decode path, `<name>_decode_ranges`.
 llvm::Error compileAttentionCandidates(MLIRContext &ctx, const HostKernels &host,
                                        const GpuExportOptions &options, llvm::StringRef scratch,
@@ -407,7 +384,7 @@ llvm::Error compileAttentionCandidates(MLIRContext &ctx, const HostKernels &host
   for (const AttentionKernelSpec &spec : host.attentions)
     if (!spec.segmented && gpuAttentionScheduleAttr(&ctx, spec.gpuSchedule) != dflt)
       return notDefault(spec.name);
-  for (const auto &[key, spec] : attentionsToTime(ctx, host)) {
+  for (const auto &[key, spec] : attentionsByDatabaseKey(ctx, host.attentions)) {
     ExportedKernel k{spec.name, key, {}, {}, {}, {}, {}, {}};
     size_t index = 0;
     for (const GpuAttentionSchedule &s :

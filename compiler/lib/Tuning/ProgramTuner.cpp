@@ -93,14 +93,11 @@ llvm::Error ProgramTuner::collect(const HostKernels &program, const VectorShape 
       k.caseRows.push_back(l), k.caseKeys.push_back(0);
     kernels.push_back(std::move(k));
   }
-  for (const AttentionKernelSpec &spec : program.attentions) {
-    // A packed batch's one call (its lengths are inputs the tune worker does not make): it
-    // takes the schedule its op is tuned to as the per-sequence kernel.
-    if (spec.segmented)
-      continue;
+  // One per database key: the kernels a cache derives from an op take its schedule (a packed
+  // batch's one call too: its lengths are inputs the tune worker does not make).
+  for (const auto &[key, spec] : attentionsByDatabaseKey(ctx, program.attentions)) {
     TunedKernel k = tunedKernel(ctx, spec);
-    if (!seen.insert(k.signature).second)
-      continue;
+    k.signature = key;
     k.space = attentionSpace(spec, shape, options.lengths);
     k.paths = attentionPaths(options.lengths);
     k.defaultPoint = attentionPoint(spec.schedule);

@@ -11,6 +11,7 @@
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
 #include <cmath>
@@ -40,6 +41,25 @@ TunedKernel tuning::tunedKernel(MLIRContext &ctx, const AttentionKernelSpec &spe
   k.signature = kernelSignature(attentionKernelAttr(&ctx, spec));
   k.description = kernelText(description);
   return k;
+}
+
+std::vector<std::pair<std::string, AttentionKernelSpec>>
+tuning::attentionsByDatabaseKey(MLIRContext &ctx, llvm::ArrayRef<AttentionKernelSpec> attentions) {
+  std::vector<std::pair<std::string, AttentionKernelSpec>> timed;
+  for (const AttentionKernelSpec &spec : attentions) {
+    if (spec.segmented)
+      continue;
+    AttentionKernelSpec op = spec;
+    op.ropeKeys = true;
+    op.halfKeyValues = false;
+    const std::string key = tunedKernel(ctx, op).signature;
+    auto same = llvm::find_if(timed, [&](const auto &t) { return t.first == key; });
+    if (same == timed.end())
+      timed.push_back({key, spec});
+    else if (!spec.ropeKeys)
+      same->second = spec;
+  }
+  return timed;
 }
 
 llvm::json::Value tuning::candidateJson(const TunedKernel &k, const Point &p) {

@@ -20,6 +20,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mlir::xf::tuning {
@@ -43,6 +44,16 @@ struct TunedKernel {
 /// The kernel of `spec` as the tuner sees it, its signature and description filled in.
 TunedKernel tunedKernel(MLIRContext &ctx, const GemmKernelSpec &spec);
 TunedKernel tunedKernel(MLIRContext &ctx, const AttentionKernelSpec &spec);
+
+/// The attention kernels of a model to time, one per database key, with that key (a packed
+/// batch's one call aside: it takes its op's schedule). An entry applies to the xf.attention
+/// op (ApplyTuningDatabase), whose key is its kernel's with rotary keys rotated in the kernel
+/// and float32 K/V; the kernels the lowering derives from it for a cache (keys rotated on
+/// their way in, `keys-rotated`; a float16 cache, `kv=f16`) take the op's schedule and have no
+/// entries of their own. Where an op has a keys-rotated kernel, that one, which a generation
+/// runs, is timed under the op's key.
+std::vector<std::pair<std::string, AttentionKernelSpec>>
+attentionsByDatabaseKey(MLIRContext &ctx, llvm::ArrayRef<AttentionKernelSpec> attentions);
 
 /// Point `p` as one of the worker request's candidates.
 llvm::json::Value candidateJson(const TunedKernel &k, const Point &p);
