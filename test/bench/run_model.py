@@ -256,14 +256,16 @@ def parts_table(rows, ort_ops):
 # ---------------------------------------------------------------- GEMM-only estimate
 
 def gemm_estimate(parts):
-    """Time the GPT-2 GEMMs take at the xf GFLOP/s of docs/bench.md's GEMM table (best round),
-    and the FMA peak that run measured: (ms, {shape: GFLOP/s}, peak) or None."""
+    """Time the GPT-2 GEMMs take at the xf GFLOP/s of docs/bench.md's GEMM table (best round,
+    weights packed at load: as the executable packs them), and the FMA peak that run measured:
+    (ms, {shape: GFLOP/s}, peak) or None."""
     doc = ROOT / "docs" / "bench.md"
     if not doc.exists():
         return None
     text = doc.read_text()
     gfs = {}
-    for m in re.finditer(r"^\| (gpt2_\w+) \| [^|]* \| ([0-9.]+) \(", text, re.M):
+    # Columns: shape, M×K×N, xf packed per call, xf packed at load, ...
+    for m in re.finditer(r"^\| (gpt2_\w+) \| [^|]* \| [^|]* \| ([0-9.]+) \(", text, re.M):
         gfs[m.group(1)] = float(m.group(2))
     peak = re.search(r"FMA peak \*\*([0-9.]+) GFLOP/s\*\*", text)
     names = {"qkv": "gpt2_qkv", "attn_out": "gpt2_attn_out", "mlp_up": "gpt2_mlp_up",
@@ -601,7 +603,7 @@ def main():
     est = gemm_estimate(parts)
     if est:
         est_ms, gfs, peak_then = est
-        lines += ["", "GEMM-only estimate from the GEMM table above (xf kernels, best round: "
+        lines += ["", "GEMM-only estimate from the GEMM table above (xf kernels with weights packed at load, as the executable packs them, best round: "
                   + ", ".join(f"{n.removeprefix('gpt2_')} {v:.1f}" for n, v in gfs.items())
                   + f" GFLOP/s, measured when the FMA peak was {peak_then:.0f} GFLOP/s): the "
                   f"GPT-2 GEMMs would take ≈ {fmt_ms(est_ms)} ms"
