@@ -127,13 +127,13 @@ void dropGraph(Step &s) {
   destroy(s.graph);
 }
 
-// Room for `current`'s new graph: at kMaxKeptGraphs, the least recently used graph of
-// another step goes (before the new one is instantiated, so never more are alive).
-void makeRoomForGraph(const Step &current) {
+// Room for a new graph: at kMaxKeptGraphs, the least recently used graph goes (before the
+// new one is instantiated, so never more are alive; the capturing step holds none by then).
+void makeRoomForGraph() {
   while (state.keptGraphs >= kMaxKeptGraphs) {
     Step *oldest = nullptr;
     for (auto &[key, step] : state.steps)
-      if (&step != &current && step.graph.exec && (!oldest || step.lastUse < oldest->lastUse))
+      if (step.graph.exec && (!oldest || step.lastUse < oldest->lastUse))
         oldest = &step;
     if (!oldest)
       return;
@@ -188,7 +188,7 @@ std::optional<int32_t> captureAndLaunch(Step &s, const std::function<int32_t()> 
     return std::nullopt;
   }
   dropGraph(s); // its kernels differ from this step's
-  makeRoomForGraph(s);
+  makeRoomForGraph();
   if (int r = state.driver.instantiate(&fresh.exec, fresh.graph, 0); r != 0) {
     state.trouble = failed("cuGraphInstantiateWithFlags", r);
     destroy(fresh);

@@ -52,7 +52,7 @@ tuning::attentionsByDatabaseKey(MLIRContext &ctx, llvm::ArrayRef<AttentionKernel
     AttentionKernelSpec op = spec;
     op.ropeKeys = true;
     op.halfKeyValues = false;
-    const std::string key = tunedKernel(ctx, op).signature;
+    const std::string key = kernelSignature(attentionKernelAttr(&ctx, op));
     auto same = llvm::find_if(timed, [&](const auto &t) { return t.first == key; });
     if (same == timed.end())
       timed.push_back({key, spec});
