@@ -217,6 +217,19 @@ int64_t forcedSplit() {
   return forced;
 }
 
+// $XF_MLIR_ATTENTION (docs/gpu.md, "Attention, fp32: the FMA kernel"): 1 unset or "on" (the
+// prefill attention's MLIR kernel runs), 0 for "off" (Halide's pipeline beside it runs every
+// call: the two timed against each other in one run), -1 for anything else.
+int mlirAttention() {
+  static const int chosen = [] {
+    const char *text = std::getenv("XF_MLIR_ATTENTION");
+    if (!text || !*text || std::string(text) == "on")
+      return 1;
+    return std::string(text) == "off" ? 0 : -1;
+  }();
+  return chosen;
+}
+
 // The split of a 32-row-tile call of `blocks` blocks on `sms` SMs: enough ranges that the
 // grid covers every SM once (S = ⌈SMs / blocks⌉), at most kMaxSplit, each range
 // kMinSplitSlices slices or more; `forced` instead where set; never more than the partials
@@ -355,16 +368,19 @@ static int launchAttention(Launches &launch, const std::string &entry, int64_t h
                 p.pointers);
 }
 
-// Runs the prefill attention's tensor-core kernel, or answers kNotTaken for Halide's pipeline
-// (fewer than minRows query rows: a decode step's merge of its key ranges). q: [M, H·d];
+// Runs the prefill attention's MLIR kernel (tensor cores, or fp32 FMA), or answers kNotTaken for
+// Halide's pipeline (fewer than minRows query rows: a decode step's merge of its key ranges;
+// or every call under XF_MLIR_ATTENTION=off). q: [M, H·d];
 // k, v: (column, key, K/V head); out: [M, H·d]. 0 when launched; an error otherwise.
 extern "C" int xfrt_tensor_core_attention(const char *ptx, const char *entry, int64_t heads,
                                           int64_t headSize, int64_t minRows, HalideBuffer *q,
                                           HalideBuffer *k, HalideBuffer *v, HalideBuffer *out) {
   const int64_t rows = q->dim[1].extent;
-  if (rows < minRows)
+  std::string what = std::string("attention kernel ") + entry + ": ";
+  if (mlirAttention() < 0)
+    return fail(what + "$XF_MLIR_ATTENTION is neither on nor off");
+  if (rows < minRows || mlirAttention() == 0)
     return kNotTaken;
-  std::string what = std::string("tensor-core attention ") + entry + ": ";
   if (k->dim[0].extent != headSize || v->dim[0].extent != headSize || k->dimensions != 3 ||
       v->dimensions != 3)
     return fail(what + "K and V are not (" + std::to_string(headSize) + ", keys, heads)");

@@ -190,6 +190,11 @@ class Bundle:
             self.run("perf", f"time-{tag}-prefill128-nographs", 60,
                      [exe, "--random-weights", "1", "--tokens", ids(128, vocab), "--repeat", "20",
                       "--cuda-graphs", "off"])
+            # the prefill attention's fp32 FMA kernel (docs/gpu.md) against Halide's beside it
+            if tag == "gpt2":
+                self.run("perf", f"time-{tag}-prefill1024-halide-attention", 60,
+                         ["env", "XF_MLIR_ATTENTION=off", exe, "--random-weights", "1",
+                          "--tokens", ids(1024, vocab), "--repeat", "10"])
             # decode steps replayed as CUDA graphs (the default; -v says why where they are
             # not), and launched kernel by kernel
             self.run("perf", f"time-{tag}-decode", 60,

@@ -204,6 +204,14 @@ def prefill_graphs(xf):
                                  for label in xf if label.endswith(suffix)])
 
 
+def fma_attention(xf):
+    """The prefill attention's fp32 FMA kernel (docs/gpu.md, "Attention, fp32: the FMA kernel")
+    against Halide's (XF_MLIR_ATTENTION=off): GPT-2 small's prefill at ℓ = 1024."""
+    return with_and_without(xf, [("gpt2 prefill 1024", "time-gpt2-prefill1024",
+                                  "time-gpt2-prefill1024-halide-attention",
+                                  "with the FMA attention")])
+
+
 def batch_targets(xf, out):
     """The issue's batch targets from the batch phase: 8 sequences' decode tokens/s over one
     sequence's (≥ 6×), --serve's aggregate tokens/s with 16 clients (≥ 3,000)."""
@@ -288,7 +296,8 @@ def main():
             for line in versus(summary["timings"], summary["torch"]):
                 print("  " + line)
         for title, rows in (("split-K", split_k(summary["timings"])),
-                            ("CUDA graphs", prefill_graphs(summary["timings"]))):
+                            ("CUDA graphs", prefill_graphs(summary["timings"])),
+                            ("fp32 FMA attention", fma_attention(summary["timings"]))):
             if rows:
                 print(f"\n{title} (min of --repeat):")
                 for line in rows:

@@ -150,7 +150,8 @@ class Block:
         rest = op[len(kind):].strip()
         ints = {"arith.addi": np.add, "arith.muli": np.multiply, "arith.subi": np.subtract,
                 "arith.divui": np.floor_divide, "arith.remui": np.remainder,
-                "arith.minui": np.minimum, "arith.andi": np.bitwise_and}
+                "arith.minui": np.minimum, "arith.andi": np.bitwise_and,
+                "arith.xori": np.bitwise_xor}
         floats = {"arith.addf": np.add, "arith.mulf": np.multiply, "arith.subf": np.subtract,
                   "arith.divf": np.divide, "arith.maximumf": np.maximum}
         if kind in ints or kind in floats:
@@ -159,6 +160,19 @@ class Block:
                 return (ints.get(kind) or floats.get(kind))(a, b)
         if kind == "arith.constant":
             return self.constant(rest)
+        if kind == "vector.fma":  # one rounding: the float64 a·b + c of float32 inputs, rounded
+            a, b, c = [self.val(v).astype(np.float64) for v in rest.split(":")[0].split(",")]
+            return (a * b + c).astype(np.float32)
+        if kind == "vector.broadcast":
+            v = self.val(rest.split(":")[0])
+            shape, _ = parse_type(rest.split(" to ")[1])
+            return np.repeat(v[:, None], shape[0], axis=1)
+        if kind == "vector.reduction":  # <maximumf> or <add> over a vector's elements
+            how, v = re.match(r"<(\w+)>, (%[\w#]+)", rest).groups()
+            v = self.val(v)
+            assert how in ("maximumf", "add")
+            return v.max(axis=1) if how == "maximumf" else \
+                v.astype(np.float64).sum(axis=1).astype(np.float32)
         if kind == "gpu.thread_id":
             return np.arange(T, dtype=np.int64)
         if kind == "gpu.block_id":
@@ -562,15 +576,18 @@ def attention_reference(q, k, v, rows, keys, heads, d, causal, scale):
 # Bounds of the attention kernel's error, relative to max |out|, on the rounded Q, K, V: the
 # probabilities P are rounded (bf16, tf32) for P·V while the row sums are not, so each output
 # is off by up to P's relative rounding (2^-9 bf16, 2^-11 tf32) of the values it averages.
-ATTENTION_BOUND = {"bf16": 4e-3, "tf32": 1e-3}
+# fp32 (the FMA kernel): nothing rounded but float32 sums and 2^x (ex2.approx), the GEMMs' 1e-5.
+ATTENTION_BOUND = {"bf16": 4e-3, "tf32": 1e-3, "fp32": 1e-5}
 
 
 def check_attention(text, lengths, rng):
     m = re.search(r"// (\w+): attention (\d+) heads over (\d+) K/V heads, d = (\d+), "
-                  r"(causal|not causal), scale (\S+), (\w+) mma", text)
+                  r"(causal|not causal), scale (\S+), (\w+) (?:mma|FMA)", text)
     name, heads, kv, d = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
     causal, scale, precision = m.group(5) == "causal", float(m.group(6).rstrip(",")), m.group(7)
-    rounded = (lambda a: bf16_value(bf16_bits(a))) if precision == "bf16" else tf32_rounded
+    rounded = {"bf16": lambda a: bf16_value(bf16_bits(a)), "tf32": tf32_rounded,
+               "fp32": lambda a: a}[precision]
+    entry = name + ("_fma" if precision == "fp32" else "_tc")
     ok = True
     for length in lengths.split(","):
         rows, keys = (int(x) for x in length.split(":")) if ":" in length else (int(length),) * 2
@@ -579,7 +596,7 @@ def check_attention(text, lengths, rng):
         v = rng.standard_normal((kv, keys, d)).astype(np.float32)
         got = run_attention(text, q, k, v, rows, keys, heads, d).astype(np.float64)
         assert not np.isnan(got).any(), \
-            f"{name}_tc M={rows} Mz={keys}: NaN outputs (never stored, or a row without a key)"
+            f"{entry} M={rows} Mz={keys}: NaN outputs (never stored, or a row without a key)"
         want_rounded = attention_reference(rounded(q), rounded(k), rounded(v), rows, keys, heads,
                                            d, causal, scale)
         want_exact = attention_reference(q, k, v, rows, keys, heads, d, causal, scale)
@@ -587,7 +604,7 @@ def check_attention(text, lengths, rng):
         err_rounded = np.abs(got - want_rounded).max() / top
         err_exact = np.abs(got - want_exact).max() / top
         ok &= err_rounded <= ATTENTION_BOUND[precision]
-        print(f"{name}_tc {precision} attention H={heads} H_kv={kv} d={d} "
+        print(f"{entry} {precision} attention H={heads} H_kv={kv} d={d} "
               f"{'causal' if causal else 'not causal'} M={rows} Mz={keys}: max error / max |out| "
               f"{err_rounded:.2e} on the rounded inputs (bound {ATTENTION_BOUND[precision]:.0e}), "
               f"{err_exact:.2e} on the exact ones")
@@ -601,7 +618,9 @@ def check_attention(text, lengths, rng):
 # kernels at head size 64, 2 heads: GPT-2's (causal) at ℓ = 5, 64, 65, 100, 130 and 100 queries
 # after 30 cached keys (100:130), Llama's (causal, GQA 2:1), BERT's (not causal); the other head
 # sizes taken: 32 (GPT-2 at ℓ = 70), 16 (the encoder-decoder's three: self, causal, cross; 24
-# queries over 40 keys), 128 (bf16 only).
+# queries over 40 keys), 128 (bf16 only). fp32's FMA kernel (heads of 32 and 64, no fused
+# rotary positions) wherever an attention case has lengths: GPT-2's and BERT's, and Llama's
+# grouped heads with its rope arguments dropped ("llama.xf:no-rope", without_rope).
 SMALL = ["-D", "L=1", "-D", "d_e=64", "-D", "d_mlp=128", "-D", "H=2"]
 HEAD64 = ["-D", "L=1", "-D", "d_e=128", "-D", "d_mlp=128", "-D", "H=2"]
 GPT2_SMALL = SMALL + ["-D", "N_V=256"]  # the tied unembedding on tensor cores in 4 column tiles
@@ -615,6 +634,7 @@ CASES = [("gpt2.xf", "70,64,5", GPT2_SMALL, "70"),
          ("llama.xf", "70", SMALL + ["-D", "H_kv=1", "-D", "N_V=226", "--weight-type=bf16"], ""),
          ("gpt2.xf", "", HEAD64, "5,64,65,100,130,100:130"),
          ("llama.xf", "", HEAD64 + ["-D", "H_kv=1"], "64,130"),
+         ("llama.xf:no-rope", "", HEAD64 + ["-D", "H_kv=1"], "64,130"),
          ("bert.xf", "", HEAD64, "100"),
          ("transformer.xf", "", ["-D", "L_enc=1", "-D", "L_dec=1"], "24:40"),
          ("gpt2.xf", "", ["-D", "L=1", "-D", "d_e=256", "-D", "d_mlp=128", "-D", "H=2"], "100")]
@@ -632,12 +652,26 @@ SPLIT_CASES = [("gpt2.xf", "70,33,5", ["-D", "L=1", "-D", "d_e=64", "-D", "d_mlp
 
 
 def kernel_texts(xfc, spec, precision, xfc_args):
+    """The MLIR kernels of `spec`: tensor cores (tf32, bf16; there must be one), or fp32's
+    FMA attention (none where no attention qualifies)."""
     text = subprocess.run([xfc, spec, "--target", "cuda-sm_80", "--emit=mlir-gpu",
                            f"--gpu-matmul={precision}"] + xfc_args,
                           check=True, capture_output=True, text=True).stdout
     kernels = [k for k in re.split(r"(?m)^// ----- .*\n", text) if "gpu.func" in k]
-    assert kernels, "no tensor-core kernel in --emit=mlir-gpu"
+    assert kernels or precision == "fp32", "no tensor-core kernel in --emit=mlir-gpu"
     return kernels
+
+
+def without_rope(spec):
+    """llama.xf with its rotary positions dropped: grouped K/V heads that fp32's FMA kernel takes
+    (fused rotary positions keep an attention on Halide). A file beside the output."""
+    text = open(spec).read()
+    plain = re.sub(r",\s*rope = \w+, rope_base = \S+\)", ")", text)
+    assert plain != text, "llama.xf's rope arguments not found"
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"llama-no-rope-{os.getpid()}.xf")
+    with open(path, "w") as f:
+        f.write(plain)
+    return path
 
 
 def faulted(text, fault):
@@ -694,7 +728,9 @@ def check_faults(xfc, rng):
 
 def check_spec(xfc, spec, rows, xfc_args, lengths, rng, splits=(2,)):
     ok = True
-    for precision in ("tf32", "bf16"):
+    for precision in ("tf32", "bf16", "fp32"):
+        if precision == "fp32" and not lengths:
+            continue  # fp32's only MLIR kernel is the attention's
         for kernel in kernel_texts(xfc, spec, precision, xfc_args):
             if ": attention " in kernel.split("\n")[0]:
                 if lengths:
@@ -726,6 +762,8 @@ def main():
          for spec, rows, extra in SPLIT_CASES]
     ok = True
     for spec, rows, extra, lengths, split in cases:
+        if spec.endswith(":no-rope"):
+            spec = without_rope(spec[:-len(":no-rope")])
         ok &= check_spec(args.xfc, spec, rows, extra, lengths, rng, split)
     if not args.spec:
         ok &= check_faults(args.xfc, rng)

@@ -39,9 +39,9 @@ cl::opt<Emit> emitAction(
                clEnumValN(Emit::Host, "host", "the host function, buffers and loop kernels"),
                clEnumValN(Emit::Halide, "halide", "each Halide pipeline's loop nest"),
                clEnumValN(Emit::MlirGpu, "mlir-gpu",
-                          "each tensor-core kernel (GEMMs, attention) as MLIR (gpu + nvgpu; with --gpu-matmul)"),
+                          "each MLIR GPU kernel as MLIR (gpu + nvgpu; tensor-core GEMMs and attention with --gpu-matmul, fp32's FMA attention)"),
                clEnumValN(Emit::Nvvm, "nvvm",
-                          "each tensor-core kernel lowered to NVVM (with --gpu-matmul)"),
+                          "each MLIR GPU kernel lowered to NVVM (with --target cuda)"),
                clEnumValN(Emit::Ptx, "ptx", "each CUDA kernel's PTX (with --target cuda)"),
                clEnumValN(Emit::LLVM, "llvm", "optimized LLVM IR of the host code"),
                clEnumValN(Emit::Asm, "asm", "assembly of the host code"),
@@ -324,14 +324,15 @@ static bool resolveTuningDatabase() {
 }
 
 /// --gpu-matmul=tf32|bf16 needs a CUDA target of capability sm_80 or newer, and
-/// --emit=mlir-gpu|nvvm of a spec a tensor-core precision (a host module names its own,
-/// xf.gpu_matmul); false after the error line.
+/// --emit=mlir-gpu|nvvm of a spec a CUDA target (the MLIR kernels: tensor cores, or fp32's
+/// FMA attention; a host module names its target itself); false after the error line.
 static bool checkGpuMatmul() {
   bool tensorCores = gpuMatmul != mlir::xf::GpuMatmul::Fp32;
   bool hostModule = llvm::StringRef(inputFilename).ends_with(".mlir");
-  if ((emitAction == Emit::MlirGpu || emitAction == Emit::Nvvm) && !tensorCores && !hostModule) {
+  if ((emitAction == Emit::MlirGpu || emitAction == Emit::Nvvm) && !hostModule &&
+      !mlir::xf::isCudaTarget(target)) {
     llvm::errs() << "xfc: error: --emit=" << (emitAction == Emit::Nvvm ? "nvvm" : "mlir-gpu")
-                 << " prints the tensor-core kernels: give --gpu-matmul=tf32 or bf16\n";
+                 << " prints a CUDA build's MLIR kernels: give --target cuda (or cuda-sm_NN)\n";
     return false;
   }
   if (!tensorCores)

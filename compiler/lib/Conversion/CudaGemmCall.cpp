@@ -8,7 +8,7 @@ using namespace mlir;
 using namespace mlir::xf;
 
 bool mlir::xf::takesSplitKPartials(const HostOptions &options, const GemmKernelSpec &spec) {
-  return options.cudaDevice && tensorCoreGemmPlan(spec, options.gpuMatmul).tensorCores;
+  return options.cudaDevice && tensorCoreGemmPlan(spec, options.gpuMatmul).mlirKernel;
 }
 
 HalideBufferArg mlir::xf::splitKPartialsArg(OpBuilder &b, Location loc,

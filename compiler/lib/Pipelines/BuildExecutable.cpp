@@ -212,10 +212,17 @@ llvm::Error compileHalideKernel(const AttentionKernelSpec &spec, llvm::StringRef
                                 llvm::StringRef path) {
   return compileAttentionKernel(spec, target, path);
 }
-TensorCoreGemmPlan tensorCorePlanOf(const GemmKernelSpec &spec, GpuMatmul precision) {
+/// The MLIR kernels are CUDA's: a CPU build's kernels are Halide's whatever the plan says.
+TensorCoreGemmPlan tensorCorePlanOf(const GemmKernelSpec &spec, GpuMatmul precision,
+                                    llvm::StringRef target) {
+  if (!isCudaTarget(target))
+    return {false, "not a CUDA target"};
   return tensorCoreGemmPlan(spec, precision);
 }
-TensorCoreAttentionPlan tensorCorePlanOf(const AttentionKernelSpec &spec, GpuMatmul precision) {
+TensorCoreAttentionPlan tensorCorePlanOf(const AttentionKernelSpec &spec, GpuMatmul precision,
+                                         llvm::StringRef target) {
+  if (!isCudaTarget(target))
+    return {false, "not a CUDA target"};
   return tensorCoreAttentionPlan(spec, precision);
 }
 /// A GEMM's pipeline there runs the GEMV rows, an attention's the decode steps' merge.
@@ -239,20 +246,25 @@ llvm::Expected<std::string> tensorCorePtxOf(const AttentionKernelSpec &spec, Gpu
   return tensorCoreAttentionPtx(spec, precision, capability);
 }
 /// Halide's lowered statement of the pipeline, or its PTX on a CUDA target.
-llvm::Expected<std::string> describeHalideKernel(const GemmKernelSpec &spec,
-                                                 llvm::StringRef target, bool ptx) {
+/// `name`: the one its object is compiled under (fp32NameOf beside an MLIR kernel), which its
+/// kernels' names derive from.
+llvm::Expected<std::string> describeHalideKernel(GemmKernelSpec spec, llvm::StringRef target,
+                                                 bool ptx, const std::string &name) {
+  spec.name = name;
   return ptx ? describeGemmKernelPtx(spec, target) : describeGemmKernel(spec, target);
 }
 llvm::Expected<std::string> describeHalideKernel(const AttentionKernelSpec &spec,
-                                                 llvm::StringRef target, bool ptx) {
-  return ptx ? describeAttentionKernelPtx(spec, target) : describeAttentionKernel(spec, target);
+                                                 llvm::StringRef target, bool ptx,
+                                                 const std::string &name) {
+  return ptx ? describeAttentionKernelPtx(spec, target, name)
+             : describeAttentionKernel(spec, target, name);
 }
 
-/// A kernel's path as `xfc -v` and --emit=mlir-gpu|nvvm say it: "tensor cores, " or
-/// "Halide fp32, " and why.
+/// A kernel's path as `xfc -v` and --emit=mlir-gpu|nvvm say it ("tensor cores, ",
+/// "fp32 FMA (MLIR), ", "Halide fp32, ") and why.
 template <typename Plan>
 std::string pathAndWhy(const Plan &plan) {
-  return (plan.tensorCores ? "tensor cores, " : "Halide fp32, ") + plan.why;
+  return std::string(plan.path()) + ", " + plan.why;
 }
 
 /// Where buildExecutable's objects come from and go.
@@ -296,21 +308,21 @@ llvm::Error provideHalideKernel(ObjectSink &sink, const Spec &spec) {
 template <typename Spec>
 llvm::Error provideKernel(ObjectSink &sink, const Spec &spec) {
   const GpuMatmul precision = sink.precision;
-  auto plan = tensorCorePlanOf(spec, precision);
-  if (sink.options.log && precision != GpuMatmul::Fp32)
+  auto plan = tensorCorePlanOf(spec, precision, sink.options.target);
+  if (sink.options.log && (precision != GpuMatmul::Fp32 || plan.mlirKernel))
     *sink.options.log << "xfc: " << spec.name << ": " << pathAndWhy(plan) << "\n";
-  if (!plan.tensorCores)
+  if (!plan.mlirKernel)
     return provideHalideKernel(sink, spec);
   Spec fallback = spec;
   fallback.name = fp32NameOf(spec);
   if (llvm::Error e = provideHalideKernel(sink, fallback))
     return e;
   sink.objects.push_back(sink.dir.file(spec.name + ".o"));
-  const char *precisionName = gpuMatmulName(precision);
+  const std::string path = std::string(plan.path()) + " " + gpuMatmulName(precision);
   int capability = cudaCapabilityOf(sink.kernelTarget);
   return sink.source.provide(
-      spec.name, signatureOf(sink.ctx, spec) + ", tensor cores " + precisionName,
-      objectKeyOf(sink.ctx, spec, (sink.kernelTarget + "+tensor-cores-" + precisionName).str()),
+      spec.name, signatureOf(sink.ctx, spec) + ", " + path,
+      objectKeyOf(sink.ctx, spec, (sink.kernelTarget + "+mlir-kernel-" + path).str()),
       sink.objects.back(), [&](llvm::StringRef path) {
         return compileLauncher(spec, precision, capability, path);
       });
@@ -422,18 +434,23 @@ llvm::Expected<std::string> mlir::xf::describeKernels(ModuleOp host,
   std::string text;
   // On the tensor-core path (its PTX first, with ptx) Halide's pipeline is fp32NameOf(spec).
   auto describe = [&](const auto &spec) -> llvm::Error {
-    bool tensorCores = tensorCorePlanOf(spec, *precision).tensorCores;
-    if (ptx && tensorCores) {
+    auto plan = tensorCorePlanOf(spec, *precision, options.target);
+    bool mlirKernel = plan.mlirKernel;
+    if (ptx && mlirKernel) {
       auto tc = tensorCorePtxOf(spec, *precision, cudaCapabilityOf(*halideTarget));
       if (!tc)
         return tc.takeError();
-      text += "// ----- " + spec.name + "_tc (tensor cores, " +
-              gpuMatmulName(*precision) + ")\n" + *tc + "\n";
+      text += "// ----- " + spec.name +
+              (plan.fma ? std::string("_fma (fp32 FMA, MLIR)")
+                        : "_tc (tensor cores, " + std::string(gpuMatmulName(*precision)) + ")") +
+              "\n" + *tc + "\n";
     }
-    auto stmt = describeHalideKernel(spec, options.target, ptx);
+    // Named as the executable's object is (its kernels' names derive from it).
+    const std::string name = mlirKernel ? fp32NameOf(spec) : spec.name;
+    auto stmt = describeHalideKernel(spec, options.target, ptx, name);
     if (!stmt)
       return stmt.takeError();
-    text += "// ----- " + (tensorCores ? fp32NameOf(spec) : spec.name) + "\n" + *stmt + "\n";
+    text += "// ----- " + name + "\n" + *stmt + "\n";
     return llvm::Error::success();
   };
   for (const GemmKernelSpec &spec : kernels.gemms)
@@ -466,7 +483,7 @@ llvm::Expected<std::string> mlir::xf::describeTensorCoreKernels(ModuleOp host,
   auto print = [&](const std::string &name, const auto &plan, auto source,
                    auto lower) -> llvm::Error {
     text += "// ----- " + name + ": " + pathAndWhy(plan) + "\n";
-    if (!plan.tensorCores)
+    if (!plan.mlirKernel)
       return llvm::Error::success();
     if (!nvvm) {
       text += source();

@@ -17,6 +17,7 @@
 #include "xf/Codegen/KernelSpecs.h"
 #include "xf/Conversion/KernelDeclarations.h"
 #include "xf/Pipelines/Pipelines.h"
+#include "xf/Target/TensorCoreAttention.h"
 #include "xf/Tuning/GpuScheduleSpace.h"
 #include "xf/Tuning/GpuTiming.h"
 #include "xf/Tuning/GpuTimingArguments.h"
@@ -385,10 +386,18 @@ llvm::Error compileAttentionCandidates(MLIRContext &ctx, const HostKernels &host
     if (!spec.segmented && gpuAttentionScheduleAttr(&ctx, spec.gpuSchedule) != dflt)
       return notDefault(spec.name);
   for (const auto &[key, spec] : attentionsByDatabaseKey(ctx, host.attentions)) {
+    // Where the fp32 FMA kernel runs the prefill (TensorCoreAttention.h), the schedule's
+    // prefill fields reach no kernel that runs: only its decode lengths vary the candidates,
+    // and without one the attention has nothing to tune.
+    std::vector<int64_t> lengths = options.lengths;
+    if (tensorCoreAttentionPlan(spec, GpuMatmul::Fp32).mlirKernel)
+      llvm::erase_if(lengths, [](int64_t l) { return l > kCudaDecodeRows; });
+    if (lengths.empty())
+      continue;
     ExportedKernel k{spec.name, key, {}, {}, {}, {}, {}, {}};
     size_t index = 0;
     for (const GpuAttentionSchedule &s :
-         gpuAttentionCandidates(ctx, spec, options.lengths, options.candidates, options.seed)) {
+         gpuAttentionCandidates(ctx, spec, lengths, options.candidates, options.seed)) {
       AttentionKernelSpec candidate = spec;
       candidate.gpuSchedule = s;
       candidate.batchedDecode = false; // the batched step's kernels are objects of their own

@@ -521,8 +521,11 @@ bool isCudaTarget(llvm::StringRef target);
 /// The PTX of a CUDA kernel, for `xfc --emit=ptx`.
 llvm::Expected<std::string> describeGemmKernelPtx(const GemmKernelSpec &spec,
                                                   llvm::StringRef target);
+/// `mainName`, when given: the name the attention's own pipeline is compiled under (beside an
+/// MLIR kernel: attentionFp32Name); its decode ranges and batched step keep spec.name's.
 llvm::Expected<std::string> describeAttentionKernelPtx(const AttentionKernelSpec &spec,
-                                                       llvm::StringRef target);
+                                                       llvm::StringRef target,
+                                                       llvm::StringRef mainName = {});
 llvm::Expected<std::string> describeDeviceLoopKernel(const DeviceLoopKernelSpec &spec,
                                                      llvm::StringRef target, bool ptx);
 
@@ -567,7 +570,8 @@ llvm::Expected<std::string> halideTargetString(llvm::StringRef target);
 /// The lowered Halide statement (loop nest) of each kernel, for `xfc --emit=halide`.
 llvm::Expected<std::string> describeGemmKernel(const GemmKernelSpec &spec, llvm::StringRef target);
 llvm::Expected<std::string> describeAttentionKernel(const AttentionKernelSpec &spec,
-                                                    llvm::StringRef target);
+                                                    llvm::StringRef target,
+                                                    llvm::StringRef mainName = {});
 
 } // namespace mlir::xf
 

@@ -1,10 +1,11 @@
 //===- TensorCoreAttention.h - prefill attention on tensor cores -*- C++ -*-===//
 //
-// `xfc --target cuda-sm_80 --gpu-matmul=tf32|bf16`: the attention kernels that qualify
-// (tensorCoreAttentionPlan) run a flash attention built in MLIR (gpu + nvgpu/nvvm mma.sync,
-// ldmatrix, shuffles → PTX by LLVM's NVPTX backend, as the tensor-core GEMM) for prompts of
-// kTcAttentionMinRows rows or more; decode steps keep Halide's flash-decoding. docs/gpu.md,
-// "Tensor-core attention".
+// The prefill attentions of a CUDA build that qualify (tensorCoreAttentionPlan) run a flash
+// attention built in MLIR (gpu + nvgpu/nvvm, shuffles → PTX by LLVM's NVPTX backend, as the
+// tensor-core GEMM) for prompts of kTcAttentionMinRows rows or more: on tensor cores
+// (mma.sync, ldmatrix) with `--gpu-matmul=tf32|bf16`, on the FMA units in float32 with the
+// default fp32 (FmaAttentionSource.cpp); decode steps keep Halide's flash-decoding.
+// docs/gpu.md, "Tensor-core attention" and "Attention, fp32: the FMA kernel".
 //
 //===----------------------------------------------------------------------===//
 
@@ -30,16 +31,29 @@ constexpr int kTcAttentionMinRows = 5;
 /// accumulators of 16 rows are held in registers, tf32's Q fragments twice bf16's).
 constexpr int kTcAttentionMaxHeadBf16 = 128, kTcAttentionMaxHeadTf32 = 64;
 
+/// Head sizes the fp32 FMA kernel takes: its Q, K/P and V tiles are 48 KiB of shared memory
+/// at 64 (the static limit).
+constexpr int kFmaAttentionMinHead = 32, kFmaAttentionMaxHead = 64;
+
 /// One attention's path under `precision`, and why (said by `xfc -v` and --emit=mlir-gpu).
 struct TensorCoreAttentionPlan {
-  bool tensorCores = false;
+  bool mlirKernel = false; // the prefill runs the MLIR kernel (tensor cores or FMA)
   std::string why;
+  bool fma = false; // that kernel is the fp32 FMA one
+  const char *path() const {
+    return !mlirKernel ? "Halide fp32" : fma ? "fp32 FMA (MLIR)" : "tensor cores";
+  }
 };
 TensorCoreAttentionPlan tensorCoreAttentionPlan(const AttentionKernelSpec &spec,
                                                 GpuMatmul precision);
 
-/// The kernel `<name>_tc` as MLIR text (a gpu.module of one gpu.func): `--emit=mlir-gpu`.
+/// The kernel's entry: `<name>_tc` on tensor cores, `<name>_fma` for fp32.
+std::string attentionKernelEntry(const AttentionKernelSpec &spec, GpuMatmul precision);
+
+/// The kernel as MLIR text (a gpu.module of one gpu.func): `--emit=mlir-gpu`. fp32: the FMA
+/// kernel's, fmaAttentionSource.
 std::string tensorCoreAttentionSource(const AttentionKernelSpec &spec, GpuMatmul precision);
+std::string fmaAttentionSource(const AttentionKernelSpec &spec);
 
 /// The kernel lowered to NVVM, or to PTX for sm_`capability`.
 llvm::Expected<std::string> tensorCoreAttentionNvvm(const AttentionKernelSpec &spec,

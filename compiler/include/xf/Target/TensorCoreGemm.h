@@ -54,8 +54,10 @@ constexpr int kTcReduceRows = 4;
 /// One GEMM's path under `precision`: the tensor-core kernel's shape, or why it stays on
 /// Halide's fp32 pipeline (said by `xfc -v`).
 struct TensorCoreGemmPlan {
-  bool tensorCores = false;
-  std::string why; // a reason either way, one line
+  bool mlirKernel = false; // tensor cores: a kernel built in MLIR, launched by libxfrt
+  std::string why;         // a reason either way, one line
+  static constexpr bool fma = false; // (the attention's plan may name the fp32 FMA kernel)
+  const char *path() const { return mlirKernel ? "tensor cores" : "Halide fp32"; }
 };
 TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul precision);
 /// N is not a multiple of kTcTileCols (the plan takes it for [N, K] weights without bias,

@@ -174,11 +174,16 @@ llvm::Expected<std::string> describeCuda(llvm::Expected<KernelPipeline> built,
   return text;
 }
 
-/// describeCuda of a CUDA attention's two functions, `<name>` then `<name>_decode_ranges`.
+/// describeCuda of a CUDA attention's two functions, `<name>` (or `mainName`) then
+/// `<name>_decode_ranges`.
 llvm::Expected<std::string> describeCudaAttention(const AttentionKernelSpec &spec,
-                                                  const Halide::Target &target, bool ptx) {
+                                                  const Halide::Target &target, bool ptx,
+                                                  llvm::StringRef mainName) {
+  AttentionKernelSpec own = spec;
+  if (!mainName.empty())
+    own.name = mainName.str();
   llvm::Expected<std::string> main =
-      describeCuda(buildAttentionCudaPipeline(spec), spec.name, target, ptx);
+      describeCuda(buildAttentionCudaPipeline(own), own.name, target, ptx);
   if (!main)
     return main;
   llvm::Expected<std::string> ranges = describeCuda(buildAttentionCudaRangesPipeline(spec),
@@ -425,12 +430,13 @@ llvm::Expected<std::string> describeGemmKernel(const GemmKernelSpec &spec, llvm:
 }
 
 llvm::Expected<std::string> describeAttentionKernel(const AttentionKernelSpec &spec,
-                                                    llvm::StringRef target) {
+                                                    llvm::StringRef target,
+                                                    llvm::StringRef mainName) {
   llvm::Expected<Halide::Target> t = kernelTarget(target);
   if (!t)
     return t.takeError();
   if (hasCuda(*t))
-    return describeCudaAttention(spec, *t, /*ptx=*/false);
+    return describeCudaAttention(spec, *t, /*ptx=*/false, mainName);
   return describe(attentionFunctions(spec, *t), *t);
 }
 
@@ -461,11 +467,12 @@ llvm::Expected<std::string> describeGemmKernelPtx(const GemmKernelSpec &spec,
 }
 
 llvm::Expected<std::string> describeAttentionKernelPtx(const AttentionKernelSpec &spec,
-                                                       llvm::StringRef target) {
+                                                       llvm::StringRef target,
+                                                       llvm::StringRef mainName) {
   llvm::Expected<Halide::Target> t = cudaKernelTarget(target, "PTX of kernel " + spec.name);
   if (!t)
     return t.takeError();
-  return describeCudaAttention(spec, *t, /*ptx=*/true);
+  return describeCudaAttention(spec, *t, /*ptx=*/true, mainName);
 }
 
 llvm::Error compileDeviceLoopKernel(const DeviceLoopKernelSpec &spec, llvm::StringRef target,

@@ -19,7 +19,8 @@
 namespace mlir::xf {
 namespace {
 
-std::string launcherSource(const AttentionKernelSpec &spec, llvm::StringRef ptx) {
+std::string launcherSource(const AttentionKernelSpec &spec, GpuMatmul precision,
+                           llvm::StringRef ptx) {
   return llvm::formatv(
              R"(module {
   llvm.mlir.global internal constant @ptx({0}) {{addr_space = 0 : i32}
@@ -44,7 +45,7 @@ std::string launcherSource(const AttentionKernelSpec &spec, llvm::StringRef ptx)
   }
 }
 )",
-             tc::stringLiteral(ptx), tc::stringLiteral(spec.name + "_tc"),
+             tc::stringLiteral(ptx), tc::stringLiteral(attentionKernelEntry(spec, precision)),
              attentionFp32Name(spec), spec.name, spec.heads, spec.dK, kTcAttentionMinRows,
              kTcNotTaken)
       .str();
@@ -58,7 +59,7 @@ llvm::Error compileTensorCoreAttentionLauncher(const AttentionKernelSpec &spec,
   llvm::Expected<std::string> ptx = tensorCoreAttentionPtx(spec, precision, capability);
   if (!ptx)
     return ptx.takeError();
-  return tc::emitLauncherObject(launcherSource(spec, *ptx), spec.name, objectPath);
+  return tc::emitLauncherObject(launcherSource(spec, precision, *ptx), spec.name, objectPath);
 }
 
 } // namespace mlir::xf

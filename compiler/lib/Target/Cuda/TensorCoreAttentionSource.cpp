@@ -42,14 +42,18 @@ using namespace tc;
 
 std::string attentionFp32Name(const AttentionKernelSpec &spec) { return spec.name + "_fp32"; }
 
+std::string attentionKernelEntry(const AttentionKernelSpec &spec, GpuMatmul precision) {
+  return spec.name + (precision == GpuMatmul::Fp32 ? "_fma" : "_tc");
+}
+
 TensorCoreAttentionPlan tensorCoreAttentionPlan(const AttentionKernelSpec &spec,
                                                 GpuMatmul precision) {
   auto stay = [](std::string why) { return TensorCoreAttentionPlan{false, std::move(why)}; };
-  if (precision == GpuMatmul::Fp32)
-    return stay("--gpu-matmul=fp32");
   if (spec.segmented)
     return stay("a packed batch (segmented attention)");
-  if (spec.batchedDecode)
+  // fp32 builds the batched decode step's kernels as objects of their own (Halide's); the
+  // prefill kernel keeps its ABI. Tensor-core builds have no batched step.
+  if (spec.batchedDecode && precision != GpuMatmul::Fp32)
     return stay("the batched decode step's entry");
   if (spec.halfKeyValues)
     return stay("float16 K/V");
@@ -58,6 +62,15 @@ TensorCoreAttentionPlan tensorCoreAttentionPlan(const AttentionKernelSpec &spec,
   if (spec.dK != spec.dV)
     return stay("d_k = " + std::to_string(spec.dK) + " differs from d_v = " +
                 std::to_string(spec.dV));
+  if (precision == GpuMatmul::Fp32) {
+    if (spec.dK != kFmaAttentionMinHead && spec.dK != kFmaAttentionMaxHead)
+      return stay("head size " + std::to_string(spec.dK) +
+                  " is not 32 or 64 (the fp32 FMA kernel's shared tiles)");
+    return {true,
+            "fp32 FMA flash attention for M >= " + std::to_string(kTcAttentionMinRows) +
+                " (fewer rows: Halide's flash-decoding)",
+            /*fma=*/true};
+  }
   // Powers of two: ptxas (sm_90) spilled the other multiples of 16 tried (48, 80, 96, 112).
   const int64_t maxHead =
       precision == GpuMatmul::Bf16 ? kTcAttentionMaxHeadBf16 : kTcAttentionMaxHeadTf32;
@@ -418,22 +431,6 @@ State tileLoop(Writer &w, const Shape &s, const Lanes &l, const std::vector<std:
   return out;
 }
 
-// The key tiles: [0, unmasked) that every row of the block sees whole, [unmasked, end) with the
-// mask; causal tiles past the block's last query not at all.
-std::pair<std::string, std::string> tileBounds(Writer &w, const Shape &s, const Lanes &l) {
-  std::string c64 = w.index(kTcAttentionKeys);
-  std::string whole = w.div("%mz", c64);
-  std::string all = w.div(w.addConst("%mz", kTcAttentionKeys - 1), c64);
-  if (!s.causal)
-    return {whole, all};
-  // The block's first query sees keys [0, bm + offset]; its last, up to min(bm + 63, M − 1).
-  std::string first = w.add(l.bm, l.offset);
-  std::string last = w.add(w.min(w.addConst(l.bm, kTcAttentionQueries - 1), l.mLast), l.offset);
-  std::string unmasked = w.min(w.div(w.addConst(first, 1), c64), whole);
-  std::string end = w.min(w.div(w.addConst(last, kTcAttentionKeys), c64), all);
-  return {unmasked, end};
-}
-
 // out = O / l, rows g and g + 8 of the warp's 16, two columns per thread and mma tile.
 void storeOutput(Writer &w, const Shape &s, const Lanes &l, const State &st) {
   std::string head = w.mul(l.head, w.index(s.d));
@@ -469,18 +466,18 @@ std::string kernelFunction(const AttentionKernelSpec &spec, GpuMatmul precision)
   // The max starts finite: a row whose first tiles are all masked gets 2^(−∞ − m) = 0.
   st.max = w.vec2(-1e30);
   st.sum = w.vec2(0);
-  auto [unmasked, end] = tileBounds(w, s, l);
+  auto [unmasked, end] = attentionTileBounds(w, s.causal, l.bm, l.offset, l.mLast);
   const double scaleLog2e = spec.scale * M_LOG2E;
   st = tileLoop(w, s, l, q, w.index(0), unmasked, scaleLog2e, /*masked=*/false, st);
   st = tileLoop(w, s, l, q, unmasked, end, scaleLog2e, /*masked=*/true, st);
   storeOutput(w, s, l, st);
   return llvm::formatv(
-             "    gpu.func @{0}_tc(%q: memref<?xf32>, %k: memref<?xf32>, %v: memref<?xf32>, "
+             "    gpu.func @{0}(%q: memref<?xf32>, %k: memref<?xf32>, %v: memref<?xf32>, "
              "%out: memref<?xf32>, %m: index, %mz: index, %qs: index, %kks: index, %khs: index, "
              "%vks: index, %vhs: index, %os: index)\n"
              "        workgroup(%ks : {1}, %vs : {1}) kernel attributes {{known_block_size = "
              "array<i32: {2}, 1, 1>, nvvm.maxnreg = {3} : i32} {{\n{4}      gpu.return\n    }\n",
-             spec.name, s.tile(), kTcAttentionThreads,
+             attentionKernelEntry(spec, precision), s.tile(), kTcAttentionThreads,
              maxRegisters(s.d), w.text)
       .str();
 }
@@ -488,30 +485,33 @@ std::string kernelFunction(const AttentionKernelSpec &spec, GpuMatmul precision)
 } // namespace
 
 std::string tensorCoreAttentionSource(const AttentionKernelSpec &spec, GpuMatmul precision) {
+  if (precision == GpuMatmul::Fp32)
+    return fmaAttentionSource(spec);
   return llvm::formatv("// {0}: attention {1} heads over {2} K/V heads, d = {3}, {4}, scale "
                        "{5:e17}, {6} mma.sync, float32 softmax and sums\n"
                        "module attributes {{gpu.container_module} {{\n"
-                       "  gpu.module @{0}_tc {{\n{7}  }\n}\n",
+                       "  gpu.module @{8} {{\n{7}  }\n}\n",
                        spec.name, spec.heads, spec.keyValueHeads(), spec.dK,
                        spec.causal ? "causal" : "not causal", spec.scale,
-                       gpuMatmulName(precision), kernelFunction(spec, precision))
+                       gpuMatmulName(precision), kernelFunction(spec, precision),
+                       attentionKernelEntry(spec, precision))
       .str();
 }
 
 llvm::Expected<std::string> tensorCoreAttentionNvvm(const AttentionKernelSpec &spec,
                                                     GpuMatmul precision, int capability) {
-  if (!tensorCoreAttentionPlan(spec, precision).tensorCores)
+  if (!tensorCoreAttentionPlan(spec, precision).mlirKernel)
     return llvm::createStringError("attention kernel '" + spec.name +
-                                   "' does not take the tensor-core path");
+                                   "' does not take an MLIR kernel");
   return lowerTensorCoreKernel(tensorCoreAttentionSource(spec, precision), spec.name, capability,
                                /*ptx=*/false);
 }
 
 llvm::Expected<std::string> tensorCoreAttentionPtx(const AttentionKernelSpec &spec,
                                                    GpuMatmul precision, int capability) {
-  if (!tensorCoreAttentionPlan(spec, precision).tensorCores)
+  if (!tensorCoreAttentionPlan(spec, precision).mlirKernel)
     return llvm::createStringError("attention kernel '" + spec.name +
-                                   "' does not take the tensor-core path");
+                                   "' does not take an MLIR kernel");
   return lowerTensorCoreKernel(tensorCoreAttentionSource(spec, precision), spec.name, capability,
                                /*ptx=*/true);
 }

@@ -65,7 +65,7 @@ llvm::Expected<std::string> tc::lowerTensorCoreKernel(llvm::StringRef source,
   OwningOpRef<ModuleOp> module =
       parseSourceString<ModuleOp>(source, context.get());
   if (!module)
-    return failed("tensor-core kernel '" + what + "' does not parse: " + diagnostics);
+    return failed("GPU kernel '" + what + "' does not parse: " + diagnostics);
 
   PassManager pm(context.get());
   GpuNVVMAttachTargetOptions target;
@@ -85,7 +85,7 @@ llvm::Expected<std::string> tc::lowerTensorCoreKernel(llvm::StringRef source,
     pm.addPass(createGpuModuleToBinaryPass(binary));
   }
   if (mlir::failed(pm.run(*module)))
-    return failed("lowering tensor-core kernel '" + what + "' failed: " + diagnostics);
+    return failed("lowering GPU kernel '" + what + "' failed: " + diagnostics);
 
   std::string text;
   llvm::raw_string_ostream os(text);
@@ -96,7 +96,7 @@ llvm::Expected<std::string> tc::lowerTensorCoreKernel(llvm::StringRef source,
   for (auto binary : module->getOps<gpu::BinaryOp>())
     for (Attribute object : binary.getObjects())
       return cast<gpu::ObjectAttr>(object).getObject().str();
-  return failed("tensor-core kernel '" + what + "': no PTX came out of gpu-module-to-binary");
+  return failed("GPU kernel '" + what + "': no PTX came out of gpu-module-to-binary");
 }
 
 namespace {
@@ -105,7 +105,7 @@ enum class Stage { Nvvm, Ptx };
 
 llvm::Expected<std::string> lower(const GemmKernelSpec &spec, GpuMatmul precision,
                                   int capability, Stage stage) {
-  if (!tensorCoreGemmPlan(spec, precision).tensorCores)
+  if (!tensorCoreGemmPlan(spec, precision).mlirKernel)
     return failed("gemm kernel '" + spec.name + "' does not take the tensor-core path");
   return tc::lowerTensorCoreKernel(tensorCoreGemmSource(spec, precision), spec.name, capability,
                                    stage == Stage::Ptx);

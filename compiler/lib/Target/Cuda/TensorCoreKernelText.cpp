@@ -2,6 +2,8 @@
 
 #include "TensorCoreKernelText.h"
 
+#include "xf/Target/TensorCoreAttention.h"
+
 namespace mlir::xf::tc {
 
 std::string roundToTf32(Writer &w, const std::string &v, const std::string &shape) {
@@ -67,6 +69,23 @@ std::string exp2(Writer &w, const std::string &a) {
              w.let("llvm.call_intrinsic \"llvm.nvvm.ex2.approx.f32\"(" + s + ") : (f32) -> f32");
   }
   return w.let("vector.from_elements " + lanes + " : vector<2xf32>");
+}
+
+std::pair<std::string, std::string> attentionTileBounds(Writer &w, bool causal,
+                                                        const std::string &bm,
+                                                        const std::string &offset,
+                                                        const std::string &mLast) {
+  std::string c64 = w.index(kTcAttentionKeys);
+  std::string whole = w.div("%mz", c64);
+  std::string all = w.div(w.addConst("%mz", kTcAttentionKeys - 1), c64);
+  if (!causal)
+    return {whole, all};
+  // The block's first query sees keys [0, bm + offset]; its last, up to min(bm + 63, M − 1).
+  std::string first = w.add(bm, offset);
+  std::string last = w.add(w.min(w.addConst(bm, kTcAttentionQueries - 1), mLast), offset);
+  std::string unmasked = w.min(w.div(w.addConst(first, 1), c64), whole);
+  std::string end = w.min(w.div(w.addConst(last, kTcAttentionKeys), c64), all);
+  return {unmasked, end};
 }
 
 } // namespace mlir::xf::tc

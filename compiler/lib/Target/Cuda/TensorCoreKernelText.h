@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace mlir::xf::tc {
@@ -78,6 +79,15 @@ std::string bf16Mma(Writer &w, const std::string &a, const std::string &b, const
 /// 2^a of a vector<2xf32> by NVVM's ex2.approx.f32 (relative error ~2^-22): math.exp2 would
 /// become a libdevice call, and no libdevice is linked.
 std::string exp2(Writer &w, const std::string &a);
+
+/// A flash attention's key tiles of a block of kTcAttentionQueries queries starting at query
+/// `bm` (query i at position i + `offset`, `offset` = Mz − M; `mLast` = M − 1): [0, first)
+/// every row of the block sees whole, [first, second) with the mask; causal tiles past the
+/// block's last query not at all. Both attention kernels (tensor cores, FMA) loop so.
+std::pair<std::string, std::string> attentionTileBounds(Writer &w, bool causal,
+                                                        const std::string &bm,
+                                                        const std::string &offset,
+                                                        const std::string &mLast);
 
 /// The kernel module `source` (a gpu.module) after nvvm-attach-target (sm_`capability`) and
 /// the lowering to NVVM, or its PTX by LLVM's NVPTX backend (TensorCoreGemmLowering.cpp).

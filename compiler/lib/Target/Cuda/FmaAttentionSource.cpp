@@ -1,0 +1,444 @@
+//===- FmaAttentionSource.cpp - fp32 flash attention on the FMA units as MLIR ===//
+//
+// out = softmax(scale · Q·Kᵀ, causal mask) · V per query head in float32, as a gpu.module of one
+// gpu.func `<name>_fma` (docs/gpu.md, "Attention, fp32: the FMA kernel"): the CUDA build's
+// prefill attention for --gpu-matmul=fp32 where it qualifies (tensorCoreAttentionPlan). Halide
+// keeps a block's running state in shared memory (every thread its own copy of a block-level
+// allocation), so its flash attention is limited to 16 queries a block; this kernel keeps it in
+// registers. The grid, tiling, causal bounds and ABI are the tensor-core kernel's
+// (TensorCoreAttentionSource.cpp): one block of 4 warps per (query head, 64 queries), keys in
+// tiles of 64, the same launcher.
+//
+// Lane l of warp w: row group r = l / 8, key group c = l % 8. The thread owns query rows
+// 16w + 4r + i (i < 4) and, of a key tile, keys 8c + j (j < 8) of the scores and output
+// columns 4c + 32h + e (e < 4, h < d / 32) of the accumulators: 32 scores and 4d / 8 outputs in
+// registers. A row's 64 keys are the 8 lanes of a row group, so its max and sum are 3 xor
+// shuffles. Per key tile:
+//   stage      Q once, then K and V's 64 rows with 16-byte loads into shared tiles; K's 4-float
+//              chunks swizzled (chunk ^ (key / 8 % 8)) so the 8 key groups' loads of one d chunk
+//              hit distinct banks;
+//   S = Q·Kᵀ   per 4 of d: 4 Q loads (a row group's lanes read one address), 8 K loads, 128 FMAs;
+//   softmax    in the base-2 domain: row max over the thread's 8 keys, then the row group's;
+//              p = 2^(s − m) by ex2.approx; the state rescaled by 2^(m_old − m);
+//   O += P·V   P through shared memory (the K tile, once S is done): per 4 keys 4 P loads
+//              (broadcast), 4 · d / 32 V loads (a quarter warp reads 32 consecutive floats),
+//              128 FMAs for d = 64.
+// Shared memory: Q, V 64 × d floats, K/P 64 × max(d, 64): 48 KiB at d = 64 (the static limit),
+// 32 KiB at d = 32 — hence heads of 32 or 64 only.
+//
+//===----------------------------------------------------------------------===//
+
+#include "xf/Target/TensorCoreAttention.h"
+
+#include "TensorCoreKernelText.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+namespace mlir::xf {
+
+using namespace tc;
+
+namespace {
+
+constexpr int kRows = 4;      // query rows a thread
+constexpr int kKeys = 8;      // keys of a tile a thread (and lanes of a row group)
+constexpr int kChunk = 4;     // floats a 16-byte load
+
+struct Kernel {
+  Writer &w;
+  int d;
+  bool causal;
+  int64_t group;
+  std::string tid, keyGroup, head, kvHead, bm, offset, mLast, mzLast;
+  std::string row[kRows]; // the thread's rows within the block's 64
+
+  int outChunks() const { return d / (kKeys * kChunk); } // h: 32 columns apart
+  std::string tileType(int cols) const {
+    return llvm::formatv("memref<{0}x{1}xf32, #gpu.address_space<workgroup>>", kTcAttentionKeys,
+                         cols)
+        .str();
+  }
+  std::string qTile() const { return tileType(d); }
+  std::string kTile() const { return tileType(std::max(d, kTcAttentionKeys)); }
+  std::string vTile() const { return tileType(d); }
+
+  std::string vec(int n) const { return "vector<" + std::to_string(n) + "xf32>"; }
+  std::string extract(const std::string &v, int i, int n) {
+    return w.let("vector.extract " + v + "[" + std::to_string(i) + "] : f32 from " + vec(n));
+  }
+  std::string broadcast(const std::string &s, int n) {
+    return w.let("vector.broadcast " + s + " : f32 to " + vec(n));
+  }
+  std::string fma(const std::string &a, const std::string &b, const std::string &c, int n) {
+    return w.let("vector.fma " + a + ", " + b + ", " + c + " : " + vec(n));
+  }
+  std::string scalar(const char *op, const std::string &a, const std::string &b) {
+    return w.let(std::string(op) + " " + a + ", " + b + " : f32");
+  }
+  std::string exp2Scalar(const std::string &a) {
+    return w.let("llvm.call_intrinsic \"llvm.nvvm.ex2.approx.f32\"(" + a + ") : (f32) -> f32");
+  }
+  std::string load(const char *tile, const std::string &type, const std::string &r,
+                   const std::string &c, int n) {
+    return w.let(llvm::formatv("vector.load {0}[{1}, {2}] {{alignment = {3}} : {4}, {5}", tile, r,
+                               c, 4 * n, type, vec(n))
+                     .str());
+  }
+  // `v` (f32) combined over the 8 lanes of the thread's row group.
+  std::string rowGroupReduce(std::string v, const char *op) {
+    std::string width = w.let("arith.constant 32 : i32");
+    for (int offset : {1, 2, 4}) {
+      std::string shuffled = w.fresh();
+      w.line(shuffled + ":2 = gpu.shuffle xor " + v + ", " +
+             w.let("arith.constant " + std::to_string(offset) + " : i32") + ", " + width +
+             " : f32");
+      v = scalar(op, v, shuffled + "#0");
+    }
+    return v;
+  }
+};
+
+Kernel indicesOf(Writer &w, const AttentionKernelSpec &spec) {
+  Kernel k{w, int(spec.dK), spec.causal, spec.heads / spec.keyValueHeads()};
+  k.tid = w.let("gpu.thread_id x");
+  std::string bx = w.let("gpu.block_id x");
+  k.head = w.let("gpu.block_id y");
+  std::string lane = w.rem(k.tid, w.index(32));
+  std::string warpRows = w.mul(w.div(k.tid, w.index(32)), w.index(16));
+  std::string rowGroup = w.div(lane, w.index(kKeys));
+  k.keyGroup = w.rem(lane, w.index(kKeys));
+  std::string first = w.add(warpRows, w.mul(rowGroup, w.index(kRows)));
+  for (int i = 0; i < kRows; ++i)
+    k.row[i] = w.addConst(first, i);
+  k.bm = w.mul(bx, w.index(kTcAttentionQueries));
+  k.kvHead = k.group == 1 ? k.head : w.div(k.head, w.index(k.group));
+  k.offset = w.let("arith.subi %mz, %m : index");
+  std::string one = w.index(1);
+  k.mLast = w.let("arith.subi %m, " + one + " : index");
+  k.mzLast = w.let("arith.subi %mz, " + one + " : index");
+  return k;
+}
+
+// K's 4-float chunk `chunk` of local key row `key` lives at chunk ^ (key / 8 % 8).
+std::string swizzled(Kernel &k, const std::string &key, const std::string &chunk) {
+  std::string x = k.w.rem(k.w.div(key, k.w.index(kKeys)), k.w.index(8));
+  return k.w.let("arith.xori " + chunk + ", " + x + " : index");
+}
+
+// Rows of 64 × d floats from a global buffer into a shared tile.
+struct StagedRows {
+  const char *source, *tile;
+  std::string type;
+  bool swizzle;
+  // The element offset of (row of the tile, column) in `source`.
+  std::function<std::string(const std::string &, const std::string &)> address;
+};
+
+// `rows` staged with 16-byte loads by the block's 128 threads, then a barrier.
+void stage(Kernel &k, const std::vector<StagedRows> &rows) {
+  Writer &w = k.w;
+  const int chunks = k.d / kChunk;
+  for (int r = 0; r < kTcAttentionKeys * chunks / kTcAttentionThreads; ++r) {
+    std::string idx = w.addConst(k.tid, r * kTcAttentionThreads);
+    std::string row = w.div(idx, w.index(chunks));
+    std::string chunk = w.rem(idx, w.index(chunks));
+    std::string col = w.mul(chunk, w.index(kChunk));
+    for (const StagedRows &staged : rows) {
+      std::string v = w.let("vector.load " + std::string(staged.source) + "[" +
+                            staged.address(row, col) +
+                            "] {alignment = 16} : memref<?xf32>, vector<4xf32>");
+      std::string at = staged.swizzle ? w.mul(swizzled(k, row, chunk), w.index(kChunk)) : col;
+      w.line("vector.store " + v + ", " + staged.tile + "[" + row + ", " + at +
+             "] {alignment = 16} : " + staged.type + ", vector<4xf32>");
+    }
+  }
+  w.line("gpu.barrier");
+}
+
+// The running state of the thread's rows: output accumulators [row][h] (vector<4xf32>),
+// each row's max and the thread's partial sum of its 8 keys.
+struct State {
+  std::vector<std::string> out, max, sum;
+  std::vector<std::string> all() const {
+    std::vector<std::string> v = out;
+    v.insert(v.end(), max.begin(), max.end());
+    v.insert(v.end(), sum.begin(), sum.end());
+    return v;
+  }
+  std::string types() const {
+    std::string t;
+    for (size_t i = 0; i < out.size(); ++i)
+      t += "vector<4xf32>, ";
+    for (size_t i = 0; i < max.size() + sum.size(); ++i)
+      t += i ? ", f32" : "f32";
+    return t;
+  }
+  // The same layout from a list of values (loop arguments or results).
+  static State of(const std::vector<std::string> &v, size_t outs) {
+    State s;
+    s.out.assign(v.begin(), v.begin() + outs);
+    s.max.assign(v.begin() + outs, v.begin() + outs + kRows);
+    s.sum.assign(v.begin() + outs + kRows, v.end());
+    return s;
+  }
+};
+
+// An scf.for over [from, to) carrying `carried` (of `types`); `body` gets the induction
+// variable and the carried values and returns the yielded ones. The loop's results.
+std::vector<std::string>
+forLoop(Writer &w, const std::string &from, const std::string &to,
+        const std::vector<std::string> &carried, const std::string &types,
+        const std::function<std::vector<std::string>(const std::string &,
+                                                     const std::vector<std::string> &)> &body) {
+  std::string loop = w.fresh(), iv = loop + "i";
+  std::string iterArgs;
+  std::vector<std::string> args;
+  for (size_t i = 0; i < carried.size(); ++i) {
+    args.push_back(loop + "a" + std::to_string(i));
+    iterArgs += (i ? ", " : "") + args.back() + " = " + carried[i];
+  }
+  w.line(loop + ":" + std::to_string(carried.size()) + " = scf.for " + iv + " = " + from +
+         " to " + to + " step " + w.index(1) + " iter_args(" + iterArgs + ") -> (" + types +
+         ") {");
+  std::vector<std::string> next = body(iv, args);
+  std::string yield;
+  for (const std::string &v : next)
+    yield += (yield.empty() ? "" : ", ") + v;
+  w.line("scf.yield " + yield + " : " + types);
+  w.line("}");
+  std::vector<std::string> results;
+  for (size_t i = 0; i < carried.size(); ++i)
+    results.push_back(loop + "#" + std::to_string(i));
+  return results;
+}
+
+std::string repeated(const char *type, size_t n) {
+  std::string t;
+  for (size_t i = 0; i < n; ++i)
+    t += (i ? ", " : "") + std::string(type);
+  return t;
+}
+
+// S = Q·Kᵀ of the tile staged in %kt: the thread's rows × its 8 keys, scaled to the base-2
+// domain and, if `masked`, masked (−∞ where key ≥ min(position + 1, Mz)).
+std::vector<std::string> scores(Kernel &k, const std::string &key0, double scaleLog2e,
+                                bool masked) {
+  Writer &w = k.w;
+  std::string zero = w.let("arith.constant dense<0.0> : vector<8xf32>");
+  std::vector<std::string> start(kRows, zero);
+  std::string firstKey = w.mul(k.keyGroup, w.index(kKeys));
+  std::vector<std::string> s = forLoop(
+      w, w.index(0), w.index(k.d / kChunk), start, repeated("vector<8xf32>", kRows),
+      [&](const std::string &chunk, const std::vector<std::string> &acc) {
+        std::string col = w.mul(chunk, w.index(kChunk));
+        std::vector<std::string> q, keys;
+        for (int i = 0; i < kRows; ++i)
+          q.push_back(k.load("%qt", k.qTile(), k.row[i], col, kChunk));
+        for (int j = 0; j < kKeys; ++j) {
+          std::string key = w.addConst(firstKey, j);
+          std::string at = w.mul(swizzled(k, key, chunk), w.index(kChunk));
+          keys.push_back(k.load("%kt", k.kTile(), key, at, kChunk));
+        }
+        std::vector<std::string> next = acc;
+        for (int e = 0; e < kChunk; ++e) {
+          // Column e of the chunk across the thread's 8 keys.
+          std::string column;
+          for (int j = 0; j < kKeys; ++j)
+            column += (j ? ", " : "") + k.extract(keys[j], e, kChunk);
+          std::string kv = w.let("vector.from_elements " + column + " : vector<8xf32>");
+          for (int i = 0; i < kRows; ++i)
+            next[i] = k.fma(k.broadcast(k.extract(q[i], e, kChunk), kKeys), kv, next[i], kKeys);
+        }
+        return next;
+      });
+  std::string scale =
+      w.let(llvm::formatv("arith.constant dense<{0:e9}> : vector<8xf32>", scaleLog2e).str());
+  for (std::string &v : s)
+    v = w.let("arith.mulf " + v + ", " + scale + " : vector<8xf32>");
+  if (!masked)
+    return s;
+  std::string keys;
+  for (int j = 0; j < kKeys; ++j)
+    keys += (j ? ", " : "") + w.add(key0, w.addConst(firstKey, j));
+  std::string keyVector = w.let("vector.from_elements " + keys + " : vector<8xindex>");
+  std::string minusInf = w.let("arith.constant dense<0xFF800000> : vector<8xf32>");
+  for (int i = 0; i < kRows; ++i) {
+    std::string position = w.add(w.add(k.bm, k.row[i]), k.offset);
+    std::string limit = k.causal ? w.min(w.addConst(position, 1), "%mz") : "%mz";
+    std::string limits = w.let("vector.broadcast " + limit + " : index to vector<8xindex>");
+    std::string visible =
+        w.let("arith.cmpi ult, " + keyVector + ", " + limits + " : vector<8xindex>");
+    s[i] = w.let("arith.select " + visible + ", " + s[i] + ", " + minusInf +
+                 " : vector<8xi1>, vector<8xf32>");
+  }
+  return s;
+}
+
+// O += P·V, P in %kt (rows × 64 keys), V in %vt.
+std::vector<std::string> accumulate(Kernel &k, const std::vector<std::string> &out) {
+  Writer &w = k.w;
+  std::string colBase = w.mul(k.keyGroup, w.index(kChunk));
+  return forLoop(
+      w, w.index(0), w.index(kTcAttentionKeys / kChunk), out,
+      repeated("vector<4xf32>", out.size()),
+      [&](const std::string &chunk, const std::vector<std::string> &acc) {
+        std::string key0 = w.mul(chunk, w.index(kChunk));
+        std::vector<std::string> p;
+        for (int i = 0; i < kRows; ++i)
+          p.push_back(k.load("%kt", k.kTile(), k.row[i], key0, kChunk));
+        std::vector<std::string> next = acc;
+        for (int e = 0; e < kChunk; ++e) {
+          std::string key = w.addConst(key0, e);
+          std::vector<std::string> v;
+          for (int h = 0; h < k.outChunks(); ++h)
+            v.push_back(k.load("%vt", k.vTile(), key, w.addConst(colBase, 32 * h), kChunk));
+          for (int i = 0; i < kRows; ++i) {
+            std::string weight = k.broadcast(k.extract(p[i], e, kChunk), kChunk);
+            for (int h = 0; h < k.outChunks(); ++h) {
+              std::string &o = next[i * k.outChunks() + h];
+              o = k.fma(weight, v[h], o, kChunk);
+            }
+          }
+        }
+        return next;
+      });
+}
+
+// One key tile (index `tile`) of the online softmax: stage K and V, S, the state's update,
+// P into the K tile, P·V.
+State keyTile(Kernel &k, const std::string &tile, double scaleLog2e, bool masked, State st) {
+  Writer &w = k.w;
+  std::string key0 = w.mul(tile, w.index(kTcAttentionKeys));
+  auto rowAddress = [&](const char *headStride, const char *keyStride) {
+    return [&w, &k, key0, headStride, keyStride](const std::string &row, const std::string &col) {
+      std::string key = w.min(w.add(key0, row), k.mzLast);
+      return w.add(w.add(w.mul(k.kvHead, headStride), w.mul(key, keyStride)), col);
+    };
+  };
+  stage(k, {{"%k", "%kt", k.kTile(), true, rowAddress("%khs", "%kks")},
+            {"%v", "%vt", k.vTile(), false, rowAddress("%vhs", "%vks")}});
+  std::vector<std::string> s = scores(k, key0, scaleLog2e, masked);
+  w.line("gpu.barrier"); // every warp has read K: %kt takes P
+  State next;
+  for (int i = 0; i < kRows; ++i) {
+    std::string top = k.rowGroupReduce(
+        w.let("vector.reduction <maximumf>, " + s[i] + " : vector<8xf32> into f32"),
+        "arith.maximumf");
+    std::string m = k.scalar("arith.maximumf", st.max[i], top);
+    std::string correction = k.exp2Scalar(k.scalar("arith.subf", st.max[i], m));
+    std::string shifted = w.let("arith.subf " + s[i] + ", " + k.broadcast(m, kKeys) +
+                                " : vector<8xf32>");
+    std::string p;
+    for (int j = 0; j < kKeys; ++j)
+      p += (j ? ", " : "") + k.exp2Scalar(k.extract(shifted, j, kKeys));
+    std::string probabilities = w.let("vector.from_elements " + p + " : vector<8xf32>");
+    std::string added =
+        w.let("vector.reduction <add>, " + probabilities + " : vector<8xf32> into f32");
+    next.max.push_back(m);
+    next.sum.push_back(
+        k.scalar("arith.addf", k.scalar("arith.mulf", st.sum[i], correction), added));
+    w.line("vector.store " + probabilities + ", %kt[" + k.row[i] + ", " +
+           w.mul(k.keyGroup, w.index(kKeys)) + "] {alignment = 32} : " + k.kTile() +
+           ", vector<8xf32>");
+    std::string rescale = k.broadcast(correction, kChunk);
+    for (int h = 0; h < k.outChunks(); ++h)
+      next.out.push_back(
+          w.let("arith.mulf " + st.out[i * k.outChunks() + h] + ", " + rescale + " : vector<4xf32>"));
+  }
+  w.line("gpu.barrier"); // P is whole
+  next.out = accumulate(k, next.out);
+  w.line("gpu.barrier"); // the next tile's staging overwrites %kt and %vt
+  return next;
+}
+
+State tileLoop(Kernel &k, const std::string &from, const std::string &to, double scaleLog2e,
+               bool masked, const State &st) {
+  std::vector<std::string> results =
+      forLoop(k.w, from, to, st.all(), st.types(),
+              [&](const std::string &tile, const std::vector<std::string> &carried) {
+                return keyTile(k, tile, scaleLog2e, masked, State::of(carried, st.out.size()))
+                    .all();
+              });
+  return State::of(results, st.out.size());
+}
+
+// out = O / l for the thread's rows below M, its columns as pairs (out rows are 8-byte aligned).
+void storeOutput(Kernel &k, const State &st) {
+  Writer &w = k.w;
+  std::string head = w.mul(k.head, w.index(k.d));
+  std::string colBase = w.mul(k.keyGroup, w.index(kChunk));
+  std::string one = w.let("arith.constant 1.0 : f32");
+  for (int i = 0; i < kRows; ++i) {
+    std::string total = k.rowGroupReduce(st.sum[i], "arith.addf");
+    std::string inverse = k.broadcast(w.let("arith.divf " + one + ", " + total + " : f32"), kChunk);
+    std::string row = w.add(k.bm, k.row[i]);
+    std::string rowStart = w.add(w.mul(row, "%os"), head);
+    std::string inside = w.let("arith.cmpi ult, " + row + ", %m : index");
+    w.line("scf.if " + inside + " {");
+    for (int h = 0; h < k.outChunks(); ++h) {
+      std::string v = w.let("arith.mulf " + st.out[i * k.outChunks() + h] + ", " + inverse +
+                            " : vector<4xf32>");
+      for (int half = 0; half < 2; ++half) {
+        std::string pair = w.let("vector.from_elements " + k.extract(v, 2 * half, kChunk) + ", " +
+                                 k.extract(v, 2 * half + 1, kChunk) + " : vector<2xf32>");
+        std::string at = w.add(rowStart, w.addConst(colBase, 32 * h + 2 * half));
+        w.line("vector.store " + pair + ", %out[" + at +
+               "] {alignment = 8} : memref<?xf32>, vector<2xf32>");
+      }
+    }
+    w.line("}");
+  }
+}
+
+// .maxnreg: ptxas (sm_90) without spills, 3 blocks of 128 threads a SM.
+constexpr int kMaxRegisters = 168;
+
+std::string kernelFunction(const AttentionKernelSpec &spec) {
+  Writer w;
+  Kernel k = indicesOf(w, spec);
+  std::string head = w.mul(k.head, w.index(k.d));
+  stage(k, {{"%q", "%qt", k.qTile(), false, [&](const std::string &row, const std::string &col) {
+               std::string q = w.min(w.add(k.bm, row), k.mLast);
+               return w.add(w.add(w.mul(q, "%qs"), head), col);
+             }}});
+  State st;
+  std::string zero = w.let("arith.constant dense<0.0> : vector<4xf32>");
+  st.out.assign(kRows * k.outChunks(), zero);
+  // The max starts finite: a row whose first tiles are all masked gets 2^(−∞ − m) = 0.
+  st.max.assign(kRows, w.let("arith.constant -1.0e+30 : f32"));
+  st.sum.assign(kRows, w.let("arith.constant 0.0 : f32"));
+  auto [unmasked, end] = attentionTileBounds(w, spec.causal, k.bm, k.offset, k.mLast);
+  const double scaleLog2e = spec.scale * M_LOG2E;
+  st = tileLoop(k, w.index(0), unmasked, scaleLog2e, /*masked=*/false, st);
+  st = tileLoop(k, unmasked, end, scaleLog2e, /*masked=*/true, st);
+  storeOutput(k, st);
+  return llvm::formatv(
+             "    gpu.func @{0}(%q: memref<?xf32>, %k: memref<?xf32>, %v: memref<?xf32>, "
+             "%out: memref<?xf32>, %m: index, %mz: index, %qs: index, %kks: index, %khs: index, "
+             "%vks: index, %vhs: index, %os: index)\n"
+             "        workgroup(%qt : {1}, %kt : {2}, %vt : {3}) kernel attributes "
+             "{{known_block_size = array<i32: {4}, 1, 1>, nvvm.maxnreg = {5} : i32} {{\n{6}"
+             "      gpu.return\n    }\n",
+             attentionKernelEntry(spec, GpuMatmul::Fp32), k.qTile(), k.kTile(), k.vTile(),
+             kTcAttentionThreads, kMaxRegisters, w.text)
+      .str();
+}
+
+} // namespace
+
+std::string fmaAttentionSource(const AttentionKernelSpec &spec) {
+  return llvm::formatv("// {0}: attention {1} heads over {2} K/V heads, d = {3}, {4}, scale "
+                       "{5:e17}, fp32 FMA, float32 softmax and sums\n"
+                       "module attributes {{gpu.container_module} {{\n"
+                       "  gpu.module @{6} {{\n{7}  }\n}\n",
+                       spec.name, spec.heads, spec.keyValueHeads(), spec.dK,
+                       spec.causal ? "causal" : "not causal", spec.scale,
+                       attentionKernelEntry(spec, GpuMatmul::Fp32), kernelFunction(spec))
+      .str();
+}
+
+} // namespace mlir::xf
