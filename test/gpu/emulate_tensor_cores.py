@@ -77,7 +77,8 @@ def parse_type(text):
     return (), text.strip()
 
 
-NP = {"f32": np.float32, "bf16": np.uint16, "i32": np.int32, "index": np.int64}
+NP = {"f32": np.float32, "bf16": np.uint16, "i32": np.int32, "index": np.int64,
+      "f64": np.float64, "i64": np.int64}
 
 
 class Block:
@@ -196,9 +197,16 @@ class Block:
             return np.where(c, a, b)
         if kind == "arith.negf":
             return -self.val(rest.split(":")[0])
-        if kind == "llvm.call_intrinsic":
-            assert rest.startswith('"llvm.nvvm.ex2.approx.f32"(')
-            return np.exp2(self.val(re.search(r"\((%\w+)\)", rest).group(1))).astype(np.float32)
+        if kind == "llvm.call_intrinsic":  # 2^x, sin x, cos x (the hardware's approximations exact)
+            how = {'"llvm.nvvm.ex2.approx.f32"(': np.exp2, '"llvm.nvvm.sin.approx.f"(': np.sin,
+                   '"llvm.nvvm.cos.approx.f"(': np.cos}[rest[:rest.index("(") + 1]]
+            return how(self.val(re.search(r"\((%\w+)\)", rest).group(1))).astype(np.float32)
+        if kind in ("arith.index_cast", "arith.uitofp", "arith.sitofp", "arith.fptosi"):
+            to = parse_type(rest.split(" to ")[1])[1]
+            v = self.val(rest.split(":")[0])
+            return np.trunc(v).astype(NP[to]) if kind == "arith.fptosi" else v.astype(NP[to])
+        if kind == "arith.truncf" and rest.split(" to ")[1].strip() == "f32":  # f64 → f32
+            return self.val(rest.split(":")[0]).astype(np.float32)
         if kind in ("arith.bitcast", "arith.truncf", "arith.extf", "vector.bitcast"):
             return self.convert(kind, rest)
         if kind == "vector.load":
@@ -282,12 +290,12 @@ class Block:
         value, rest = re.match(r"vector\.store (%[\w#]+), (.*)", line).groups()
         v = self.val(value)
         m = re.match(r"(%\w+)\[(%\w+), (%\w+)\]", rest)
-        if m and m.group(1) in self.shared:  # shared tile [row, col], all threads
+        if m and m.group(1) in self.shared:  # shared tile [row, col], the threads under `mask`
             tile = self.shared[m.group(1)]
-            r, c = self.val(m.group(2)), self.val(m.group(3))
+            r, c = self.val(m.group(2))[mask], self.val(m.group(3))[mask]
             cols = c[:, None] + np.arange(v.shape[1])
             assert (cols < tile.shape[1]).all() and (r < tile.shape[0]).all()
-            tile[r[:, None], cols] = v
+            tile[r[:, None], cols] = v[mask]
             return
         _, data, at = self.global_index(rest, mask, v.shape[1])
         data[at[mask]] = v[mask]
@@ -558,8 +566,30 @@ def run_attention(text, q, k, v, rows, keys, heads, d):
     return out
 
 
-def attention_reference(q, k, v, rows, keys, heads, d, causal, scale):
-    """softmax(scale · q·kᵀ, masked) · v per head in float64."""
+def rotated(x, positions, d, pairing, base):
+    """Rotary positions in float64 (Su et al.): row t of x's heads of d at positions[t], pair i
+    turned by positions[t] · base^(-2i/d); pairs (2i, 2i+1) adjacent, (i, i + d/2) halves."""
+    x = np.array(x, np.float64)
+    i = np.arange(d // 2)
+    angle = np.asarray(positions, np.float64)[:, None] * base ** (-2.0 * i / d)
+    cos, sin = np.cos(angle), np.sin(angle)
+    first, second = (2 * i, 2 * i + 1) if pairing == "adjacent" else (i, i + d // 2)
+    shape = x.shape
+    x = x.reshape(shape[0], -1, d)
+    a, b = x[:, :, first].copy(), x[:, :, second].copy()
+    x[:, :, first] = a * cos[:, None] - b * sin[:, None]
+    x[:, :, second] = a * sin[:, None] + b * cos[:, None]
+    return x.reshape(shape)
+
+
+def attention_reference(q, k, v, rows, keys, heads, d, causal, scale, rope=None):
+    """softmax(scale · q·kᵀ, masked) · v per head in float64; `rope` (pairing, base, keys too):
+    q's row t rotated at position t + keys − rows, and k's key s at s where keys too."""
+    if rope:
+        pairing, base, keys_too = rope
+        q = rotated(q, np.arange(rows) + keys - rows, d, pairing, base)
+        if keys_too:
+            k = rotated(k, np.arange(keys), d, pairing, base)
     group = heads // k.shape[1]
     out = np.empty((rows, heads * d))
     for h in range(heads):
@@ -585,6 +615,8 @@ def check_attention(text, lengths, rng):
                   r"(causal|not causal), scale (\S+), (\w+) (?:mma|FMA)", text)
     name, heads, kv, d = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
     causal, scale, precision = m.group(5) == "causal", float(m.group(6).rstrip(",")), m.group(7)
+    r = re.search(r"rope (adjacent|halves) base (\S+), keys (rotated here|as stored)", text)
+    rope = (r.group(1), float(r.group(2)), r.group(3) == "rotated here") if r else None
     rounded = {"bf16": lambda a: bf16_value(bf16_bits(a)), "tf32": tf32_rounded,
                "fp32": lambda a: a}[precision]
     entry = name + ("_fma" if precision == "fp32" else "_tc")
@@ -598,14 +630,16 @@ def check_attention(text, lengths, rng):
         assert not np.isnan(got).any(), \
             f"{entry} M={rows} Mz={keys}: NaN outputs (never stored, or a row without a key)"
         want_rounded = attention_reference(rounded(q), rounded(k), rounded(v), rows, keys, heads,
-                                           d, causal, scale)
-        want_exact = attention_reference(q, k, v, rows, keys, heads, d, causal, scale)
+                                           d, causal, scale, rope)
+        want_exact = attention_reference(q, k, v, rows, keys, heads, d, causal, scale, rope)
         top = np.abs(want_exact).max()
         err_rounded = np.abs(got - want_rounded).max() / top
         err_exact = np.abs(got - want_exact).max() / top
         ok &= err_rounded <= ATTENTION_BOUND[precision]
         print(f"{entry} {precision} attention H={heads} H_kv={kv} d={d} "
-              f"{'causal' if causal else 'not causal'} M={rows} Mz={keys}: max error / max |out| "
+              f"{'causal' if causal else 'not causal'}"
+              f"{f' rope {rope[0]}, keys ' + ('rotated' if rope[2] else 'as stored') if rope else ''}"
+              f" M={rows} Mz={keys}: max error / max |out| "
               f"{err_rounded:.2e} on the rounded inputs (bound {ATTENTION_BOUND[precision]:.0e}), "
               f"{err_exact:.2e} on the exact ones")
     return ok
@@ -618,9 +652,10 @@ def check_attention(text, lengths, rng):
 # kernels at head size 64, 2 heads: GPT-2's (causal) at ℓ = 5, 64, 65, 100, 130 and 100 queries
 # after 30 cached keys (100:130), Llama's (causal, GQA 2:1), BERT's (not causal); the other head
 # sizes taken: 32 (GPT-2 at ℓ = 70), 16 (the encoder-decoder's three: self, causal, cross; 24
-# queries over 40 keys), 128 (bf16 only). fp32's FMA kernel (heads of 32 and 64, no fused
-# rotary positions) wherever an attention case has lengths: GPT-2's and BERT's, and Llama's
-# grouped heads with its rope arguments dropped ("llama.xf:no-rope", without_rope).
+# queries over 40 keys), 128 (bf16 only). fp32's FMA kernel (heads of 32 and 64) wherever an
+# attention case has lengths: GPT-2's and BERT's; Llama's grouped heads with rotary positions
+# fused (adjacent pairs; llama-hf's halves), both of its kernels (keys rotated by the kernel, and
+# as a cache holds them), and without them ("llama.xf:no-rope", without_rope).
 SMALL = ["-D", "L=1", "-D", "d_e=64", "-D", "d_mlp=128", "-D", "H=2"]
 HEAD64 = ["-D", "L=1", "-D", "d_e=128", "-D", "d_mlp=128", "-D", "H=2"]
 GPT2_SMALL = SMALL + ["-D", "N_V=256"]  # the tied unembedding on tensor cores in 4 column tiles
@@ -635,6 +670,7 @@ CASES = [("gpt2.xf", "70,64,5", GPT2_SMALL, "70"),
          ("gpt2.xf", "", HEAD64, "5,64,65,100,130,100:130"),
          ("llama.xf", "", HEAD64 + ["-D", "H_kv=1"], "64,130"),
          ("llama.xf:no-rope", "", HEAD64 + ["-D", "H_kv=1"], "64,130"),
+         ("llama-hf.xf", "", HEAD64 + ["-D", "H_kv=1", "-D", "N_V=192"], "64,100:130"),
          ("bert.xf", "", HEAD64, "100"),
          ("transformer.xf", "", ["-D", "L_enc=1", "-D", "L_dec=1"], "24:40"),
          ("gpt2.xf", "", ["-D", "L=1", "-D", "d_e=256", "-D", "d_mlp=128", "-D", "H=2"], "100")]

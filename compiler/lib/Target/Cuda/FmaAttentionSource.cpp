@@ -50,6 +50,7 @@ constexpr int kChunk = 4;     // floats a 16-byte load
 
 struct Kernel {
   Writer &w;
+  const AttentionKernelSpec &spec;
   int d;
   bool causal;
   int64_t group;
@@ -103,7 +104,7 @@ struct Kernel {
 };
 
 Kernel indicesOf(Writer &w, const AttentionKernelSpec &spec) {
-  Kernel k{w, int(spec.dK), spec.causal, spec.heads / spec.keyValueHeads()};
+  Kernel k{w, spec, int(spec.dK), spec.causal, spec.heads / spec.keyValueHeads()};
   k.tid = w.let("gpu.thread_id x");
   std::string bx = w.let("gpu.block_id x");
   k.head = w.let("gpu.block_id y");
@@ -138,8 +139,8 @@ struct StagedRows {
   std::function<std::string(const std::string &, const std::string &)> address;
 };
 
-// `rows` staged with 16-byte loads by the block's 128 threads, then a barrier.
-void stage(Kernel &k, const std::vector<StagedRows> &rows) {
+// `rows` staged with 16-byte loads by the block's 128 threads, then (if `barrier`) a barrier.
+void stage(Kernel &k, const std::vector<StagedRows> &rows, bool barrier = true) {
   Writer &w = k.w;
   const int chunks = k.d / kChunk;
   for (int r = 0; r < kTcAttentionKeys * chunks / kTcAttentionThreads; ++r) {
@@ -156,7 +157,75 @@ void stage(Kernel &k, const std::vector<StagedRows> &rows) {
              "] {alignment = 16} : " + staged.type + ", vector<4xf32>");
     }
   }
-  w.line("gpu.barrier");
+  if (barrier)
+    w.line("gpu.barrier");
+}
+
+// Rotary positions (spec.rope), applied as a row is staged: pair i of a row at position p turned
+// by p · base^(−2i/d) — the angle in float64 (the CPU kernel's and Halide's formula), reduced to
+// [−π, π] in float64, then cosine and sine by the FMA units' approximations (|error| ≤ 2^-20.9
+// there; no libdevice). One thread a row (threads 0..63), all of its d / 4 chunks, so each
+// pair's frequency is a constant of the text. The pair of element e of chunk c: adjacent, the
+// element beside it in the chunk; halves, element e of chunk c + d / 8.
+void stageRotated(Kernel &k, const StagedRows &staged,
+                  const std::function<std::string(const std::string &)> &position) {
+  Writer &w = k.w;
+  const int chunks = k.d / kChunk;
+  w.line("scf.if " + w.let("arith.cmpi ult, " + k.tid + ", " + w.index(kTcAttentionKeys) +
+                           " : index") +
+         " {");
+  const std::string &row = k.tid;
+  std::string at = w.let("arith.index_cast " + position(row) + " : index to i64");
+  std::string p = w.let("arith.uitofp " + at + " : i64 to f64");
+  auto f64 = [&](double v) {
+    return w.let(llvm::formatv("arith.constant {0:e17} : f64", v).str());
+  };
+  std::string twoPi = f64(2 * M_PI), turnsPerRadian = f64(0.5 / M_PI), half = f64(0.5);
+  std::vector<std::vector<std::string>> e(chunks);
+  for (int c = 0; c < chunks; ++c) {
+    std::string v = w.let("vector.load " + std::string(staged.source) + "[" +
+                          staged.address(row, w.index(kChunk * c)) +
+                          "] {alignment = 16} : memref<?xf32>, vector<4xf32>");
+    for (int i = 0; i < kChunk; ++i)
+      e[c].push_back(k.extract(v, i, kChunk));
+  }
+  const bool adjacent = k.spec.rope == AttentionKernelSpec::Rope::Adjacent;
+  const double exponent = -2.0 * std::log(k.spec.ropeBase) / double(k.d);
+  for (int pair = 0; pair < k.d / 2; ++pair) {
+    // Columns a (cos, −sin) and b (sin, cos) of the pair.
+    int a = adjacent ? 2 * pair : pair, b = adjacent ? 2 * pair + 1 : pair + k.d / 2;
+    std::string angle = w.let("arith.mulf " + p + ", " + f64(std::exp(pair * exponent)) + " : f64");
+    std::string turns = w.let("arith.fptosi " +
+                              w.let("arith.addf " +
+                                    w.let("arith.mulf " + angle + ", " + turnsPerRadian + " : f64") +
+                                    ", " + half + " : f64") +
+                              " : f64 to i64");
+    std::string whole = w.let("arith.mulf " + w.let("arith.sitofp " + turns + " : i64 to f64") +
+                              ", " + twoPi + " : f64");
+    std::string reduced =
+        w.let("arith.truncf " + w.let("arith.subf " + angle + ", " + whole + " : f64") +
+              " : f64 to f32");
+    std::string cosine = w.let("llvm.call_intrinsic \"llvm.nvvm.cos.approx.f\"(" + reduced +
+                               ") : (f32) -> f32");
+    std::string sine = w.let("llvm.call_intrinsic \"llvm.nvvm.sin.approx.f\"(" + reduced +
+                             ") : (f32) -> f32");
+    std::string &x = e[a / kChunk][a % kChunk], &y = e[b / kChunk][b % kChunk];
+    std::string rx = k.scalar("arith.subf", k.scalar("arith.mulf", x, cosine),
+                              k.scalar("arith.mulf", y, sine));
+    std::string ry = k.scalar("arith.addf", k.scalar("arith.mulf", x, sine),
+                              k.scalar("arith.mulf", y, cosine));
+    x = rx, y = ry;
+  }
+  for (int c = 0; c < chunks; ++c) {
+    std::string v = w.let("vector.from_elements " + e[c][0] + ", " + e[c][1] + ", " + e[c][2] +
+                          ", " + e[c][3] + " : vector<4xf32>");
+    std::string col = w.index(kChunk * c);
+    std::string to =
+        staged.swizzle ? w.mul(swizzled(k, row, w.index(c)), w.index(kChunk)) : col;
+    w.line("vector.store " + v + ", " + staged.tile + "[" + row + ", " + to +
+           "] {alignment = 16} : " + staged.type + ", vector<4xf32>");
+  }
+  w.line("}");
 }
 
 // The running state of the thread's rows: output accumulators [row][h] (vector<4xf32>),
@@ -238,11 +307,11 @@ std::vector<std::string> scores(Kernel &k, const std::string &key0, double scale
         std::vector<std::string> q, keys;
         for (int i = 0; i < kRows; ++i)
           q.push_back(k.load("%qt", k.qTile(), k.row[i], col, kChunk));
-        for (int j = 0; j < kKeys; ++j) {
-          std::string key = w.addConst(firstKey, j);
-          std::string at = w.mul(swizzled(k, key, chunk), w.index(kChunk));
-          keys.push_back(k.load("%kt", k.kTile(), key, at, kChunk));
-        }
+        // The thread's keys 8c + j all sit in key group c's swizzle: chunk ^ c.
+        std::string at = w.mul(w.let("arith.xori " + chunk + ", " + k.keyGroup + " : index"),
+                               w.index(kChunk));
+        for (int j = 0; j < kKeys; ++j)
+          keys.push_back(k.load("%kt", k.kTile(), w.addConst(firstKey, j), at, kChunk));
         std::vector<std::string> next = acc;
         for (int e = 0; e < kChunk; ++e) {
           // Column e of the chunk across the thread's 8 keys.
@@ -319,8 +388,16 @@ State keyTile(Kernel &k, const std::string &tile, double scaleLog2e, bool masked
       return w.add(w.add(w.mul(k.kvHead, headStride), w.mul(key, keyStride)), col);
     };
   };
-  stage(k, {{"%k", "%kt", k.kTile(), true, rowAddress("%khs", "%kks")},
-            {"%v", "%vt", k.vTile(), false, rowAddress("%vhs", "%vks")}});
+  StagedRows keys{"%k", "%kt", k.kTile(), true, rowAddress("%khs", "%kks")};
+  StagedRows values{"%v", "%vt", k.vTile(), false, rowAddress("%vhs", "%vks")};
+  if (k.spec.rope != AttentionKernelSpec::Rope::None && k.spec.ropeKeys) {
+    // Key s at position s (the clamped row past the last key is never seen).
+    stage(k, {values}, /*barrier=*/false);
+    stageRotated(k, keys, [&](const std::string &row) { return w.min(w.add(key0, row), k.mzLast); });
+    w.line("gpu.barrier");
+  } else {
+    stage(k, {keys, values});
+  }
   std::vector<std::string> s = scores(k, key0, scaleLog2e, masked);
   w.line("gpu.barrier"); // every warp has read K: %kt takes P
   State next;
@@ -401,10 +478,20 @@ std::string kernelFunction(const AttentionKernelSpec &spec) {
   Writer w;
   Kernel k = indicesOf(w, spec);
   std::string head = w.mul(k.head, w.index(k.d));
-  stage(k, {{"%q", "%qt", k.qTile(), false, [&](const std::string &row, const std::string &col) {
-               std::string q = w.min(w.add(k.bm, row), k.mLast);
-               return w.add(w.add(w.mul(q, "%qs"), head), col);
-             }}});
+  StagedRows queries{"%q", "%qt", k.qTile(), false,
+                     [&](const std::string &row, const std::string &col) {
+                       std::string q = w.min(w.add(k.bm, row), k.mLast);
+                       return w.add(w.add(w.mul(q, "%qs"), head), col);
+                     }};
+  if (spec.rope != AttentionKernelSpec::Rope::None) {
+    // Query row t at position t + Mz − M (rows past M clamped: never stored).
+    stageRotated(k, queries, [&](const std::string &row) {
+      return w.add(w.min(w.add(k.bm, row), k.mLast), k.offset);
+    });
+    w.line("gpu.barrier");
+  } else {
+    stage(k, {queries});
+  }
   State st;
   std::string zero = w.let("arith.constant dense<0.0> : vector<4xf32>");
   st.out.assign(kRows * k.outChunks(), zero);
@@ -430,14 +517,25 @@ std::string kernelFunction(const AttentionKernelSpec &spec) {
 
 } // namespace
 
+// The header's words for rotary positions, which the emulator's reference reads.
+static std::string rotaryText(const AttentionKernelSpec &spec) {
+  if (spec.rope == AttentionKernelSpec::Rope::None)
+    return "";
+  return llvm::formatv(", rope {0} base {1:e17}, keys {2}",
+                       spec.rope == AttentionKernelSpec::Rope::Adjacent ? "adjacent" : "halves",
+                       spec.ropeBase, spec.ropeKeys ? "rotated here" : "as stored")
+      .str();
+}
+
 std::string fmaAttentionSource(const AttentionKernelSpec &spec) {
   return llvm::formatv("// {0}: attention {1} heads over {2} K/V heads, d = {3}, {4}, scale "
-                       "{5:e17}, fp32 FMA, float32 softmax and sums\n"
+                       "{5:e17}, fp32 FMA, float32 softmax and sums{8}\n"
                        "module attributes {{gpu.container_module} {{\n"
                        "  gpu.module @{6} {{\n{7}  }\n}\n",
                        spec.name, spec.heads, spec.keyValueHeads(), spec.dK,
                        spec.causal ? "causal" : "not causal", spec.scale,
-                       attentionKernelEntry(spec, GpuMatmul::Fp32), kernelFunction(spec))
+                       attentionKernelEntry(spec, GpuMatmul::Fp32), kernelFunction(spec),
+                       rotaryText(spec))
       .str();
 }
 

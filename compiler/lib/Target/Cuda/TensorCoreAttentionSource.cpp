@@ -57,7 +57,8 @@ TensorCoreAttentionPlan tensorCoreAttentionPlan(const AttentionKernelSpec &spec,
     return stay("the batched decode step's entry");
   if (spec.halfKeyValues)
     return stay("float16 K/V");
-  if (spec.rope != AttentionKernelSpec::Rope::None)
+  // The FMA kernel rotates Q (and K where the cache does not hold it rotated) as it stages them.
+  if (spec.rope != AttentionKernelSpec::Rope::None && precision != GpuMatmul::Fp32)
     return stay("rotary positions fused into the attention");
   if (spec.dK != spec.dV)
     return stay("d_k = " + std::to_string(spec.dK) + " differs from d_v = " +
