@@ -105,9 +105,9 @@ struct Kernel {
 
 Kernel indicesOf(Writer &w, const AttentionKernelSpec &spec) {
   Kernel k{w, spec, int(spec.dK), spec.causal, spec.heads / spec.keyValueHeads()};
-  k.tid = w.let("gpu.thread_id x");
-  std::string bx = w.let("gpu.block_id x");
-  k.head = w.let("gpu.block_id y");
+  AttentionBlock block = attentionBlock(w, k.group);
+  k.tid = block.tid, k.head = block.head, k.kvHead = block.kvHead, k.bm = block.bm;
+  k.offset = block.offset, k.mLast = block.mLast, k.mzLast = block.mzLast;
   std::string lane = w.rem(k.tid, w.index(32));
   std::string warpRows = w.mul(w.div(k.tid, w.index(32)), w.index(16));
   std::string rowGroup = w.div(lane, w.index(kKeys));
@@ -115,12 +115,6 @@ Kernel indicesOf(Writer &w, const AttentionKernelSpec &spec) {
   std::string first = w.add(warpRows, w.mul(rowGroup, w.index(kRows)));
   for (int i = 0; i < kRows; ++i)
     k.row[i] = w.addConst(first, i);
-  k.bm = w.mul(bx, w.index(kTcAttentionQueries));
-  k.kvHead = k.group == 1 ? k.head : w.div(k.head, w.index(k.group));
-  k.offset = w.let("arith.subi %mz, %m : index");
-  std::string one = w.index(1);
-  k.mLast = w.let("arith.subi %m, " + one + " : index");
-  k.mzLast = w.let("arith.subi %mz, " + one + " : index");
   return k;
 }
 
@@ -528,15 +522,8 @@ static std::string rotaryText(const AttentionKernelSpec &spec) {
 }
 
 std::string fmaAttentionSource(const AttentionKernelSpec &spec) {
-  return llvm::formatv("// {0}: attention {1} heads over {2} K/V heads, d = {3}, {4}, scale "
-                       "{5:e17}, fp32 FMA, float32 softmax and sums{8}\n"
-                       "module attributes {{gpu.container_module} {{\n"
-                       "  gpu.module @{6} {{\n{7}  }\n}\n",
-                       spec.name, spec.heads, spec.keyValueHeads(), spec.dK,
-                       spec.causal ? "causal" : "not causal", spec.scale,
-                       attentionKernelEntry(spec, GpuMatmul::Fp32), kernelFunction(spec),
-                       rotaryText(spec))
-      .str();
+  return attentionModule(spec, GpuMatmul::Fp32, "fp32 FMA", rotaryText(spec),
+                         kernelFunction(spec));
 }
 
 } // namespace mlir::xf

@@ -121,9 +121,9 @@ struct Lanes {
 
 Lanes laneIndices(Writer &w, const Shape &s) {
   Lanes l;
-  l.tid = w.let("gpu.thread_id x");
-  std::string bx = w.let("gpu.block_id x");
-  l.head = w.let("gpu.block_id y");
+  AttentionBlock block = attentionBlock(w, s.group);
+  l.tid = block.tid, l.head = block.head, l.kvHead = block.kvHead, l.bm = block.bm;
+  l.offset = block.offset, l.mLast = block.mLast, l.mzLast = block.mzLast;
   std::string c32 = w.index(32), c4 = w.index(4), c8 = w.index(8), c16 = w.index(16);
   std::string warp = w.div(l.tid, c32), lane = w.rem(l.tid, c32);
   l.g = w.div(lane, c4);
@@ -133,12 +133,6 @@ Lanes laneIndices(Writer &w, const Shape &s) {
   l.l8 = w.rem(lane, c8);
   l.lpair = w.rem(w.div(lane, c8), w.index(2));
   l.wm = w.mul(warp, c16);
-  l.bm = w.mul(bx, w.index(kTcAttentionQueries));
-  l.kvHead = s.group == 1 ? l.head : w.div(l.head, w.index(s.group));
-  l.offset = w.let("arith.subi %mz, %m : index");
-  std::string one = w.index(1);
-  l.mLast = w.let("arith.subi %m, " + one + " : index");
-  l.mzLast = w.let("arith.subi %mz, " + one + " : index");
   return l;
 }
 
@@ -488,15 +482,9 @@ std::string kernelFunction(const AttentionKernelSpec &spec, GpuMatmul precision)
 std::string tensorCoreAttentionSource(const AttentionKernelSpec &spec, GpuMatmul precision) {
   if (precision == GpuMatmul::Fp32)
     return fmaAttentionSource(spec);
-  return llvm::formatv("// {0}: attention {1} heads over {2} K/V heads, d = {3}, {4}, scale "
-                       "{5:e17}, {6} mma.sync, float32 softmax and sums\n"
-                       "module attributes {{gpu.container_module} {{\n"
-                       "  gpu.module @{8} {{\n{7}  }\n}\n",
-                       spec.name, spec.heads, spec.keyValueHeads(), spec.dK,
-                       spec.causal ? "causal" : "not causal", spec.scale,
-                       gpuMatmulName(precision), kernelFunction(spec, precision),
-                       attentionKernelEntry(spec, precision))
-      .str();
+  return attentionModule(spec, precision,
+                         std::string(gpuMatmulName(precision)) + " mma.sync", "",
+                         kernelFunction(spec, precision));
 }
 
 llvm::Expected<std::string> tensorCoreAttentionNvvm(const AttentionKernelSpec &spec,

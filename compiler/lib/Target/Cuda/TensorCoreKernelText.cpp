@@ -71,6 +71,33 @@ std::string exp2(Writer &w, const std::string &a) {
   return w.let("vector.from_elements " + lanes + " : vector<2xf32>");
 }
 
+std::string attentionModule(const AttentionKernelSpec &spec, GpuMatmul precision,
+                            llvm::StringRef products, llvm::StringRef more,
+                            llvm::StringRef function) {
+  return llvm::formatv("// {0}: attention {1} heads over {2} K/V heads, d = {3}, {4}, scale "
+                       "{5:e17}, {6}, float32 softmax and sums{7}\n"
+                       "module attributes {{gpu.container_module} {{\n"
+                       "  gpu.module @{8} {{\n{9}  }\n}\n",
+                       spec.name, spec.heads, spec.keyValueHeads(), spec.dK,
+                       spec.causal ? "causal" : "not causal", spec.scale, products, more,
+                       attentionKernelEntry(spec, precision), function)
+      .str();
+}
+
+AttentionBlock attentionBlock(Writer &w, int64_t group) {
+  AttentionBlock b;
+  b.tid = w.let("gpu.thread_id x");
+  std::string bx = w.let("gpu.block_id x");
+  b.head = w.let("gpu.block_id y");
+  b.bm = w.mul(bx, w.index(kTcAttentionQueries));
+  b.kvHead = group == 1 ? b.head : w.div(b.head, w.index(group));
+  b.offset = w.let("arith.subi %mz, %m : index");
+  std::string one = w.index(1);
+  b.mLast = w.let("arith.subi %m, " + one + " : index");
+  b.mzLast = w.let("arith.subi %mz, " + one + " : index");
+  return b;
+}
+
 std::pair<std::string, std::string> attentionTileBounds(Writer &w, bool causal,
                                                         const std::string &bm,
                                                         const std::string &offset,

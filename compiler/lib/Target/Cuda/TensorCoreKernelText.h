@@ -19,6 +19,11 @@
 #include <utility>
 #include <vector>
 
+namespace mlir::xf {
+struct AttentionKernelSpec;
+enum class GpuMatmul;
+} // namespace mlir::xf
+
 namespace mlir::xf::tc {
 
 /// The accumulator fragment of one m16n8 mma tile: rows g and g + 8, columns 2t and 2t + 1.
@@ -79,6 +84,20 @@ std::string bf16Mma(Writer &w, const std::string &a, const std::string &b, const
 /// 2^a of a vector<2xf32> by NVVM's ex2.approx.f32 (relative error ~2^-22): math.exp2 would
 /// become a libdevice call, and no libdevice is linked.
 std::string exp2(Writer &w, const std::string &a);
+
+/// An attention kernel's module: a header line the emulator reads (name, heads, d, mask,
+/// scale, `products`, then `more`), the gpu.module of attentionKernelEntry and `function`.
+std::string attentionModule(const AttentionKernelSpec &spec, GpuMatmul precision,
+                            llvm::StringRef products, llvm::StringRef more,
+                            llvm::StringRef function);
+
+/// A flash attention block's indices (both attention kernels: a block per 64 queries of one
+/// query head, grid x × y = query blocks × heads): its thread, head, K/V head (`group` query
+/// heads a K/V head), first query bm, Mz − M (a query's position minus its row), M − 1, Mz − 1.
+struct AttentionBlock {
+  std::string tid, head, kvHead, bm, offset, mLast, mzLast;
+};
+AttentionBlock attentionBlock(Writer &w, int64_t group);
 
 /// A flash attention's key tiles of a block of kTcAttentionQueries queries starting at query
 /// `bm` (query i at position i + `offset`, `offset` = Mz − M; `mLast` = M − 1): [0, first)
