@@ -501,10 +501,11 @@ std::string kernelFunction(const AttentionKernelSpec &spec) {
              "    gpu.func @{0}(%q: memref<?xf32>, %k: memref<?xf32>, %v: memref<?xf32>, "
              "%out: memref<?xf32>, %m: index, %mz: index, %qs: index, %kks: index, %khs: index, "
              "%vks: index, %vhs: index, %os: index)\n"
-             "        workgroup(%qt : {1}, %kt : {2}, %vt : {3}) kernel attributes "
+             "        workgroup({1}, {2}, {3}) kernel attributes "
              "{{known_block_size = array<i32: {4}, 1, 1>, nvvm.maxnreg = {5} : i32} {{\n{6}"
              "      gpu.return\n    }\n",
-             attentionKernelEntry(spec, GpuMatmul::Fp32), k.qTile(), k.kTile(), k.vTile(),
+             attentionKernelEntry(spec, GpuMatmul::Fp32), sharedTile("%qt", k.qTile()),
+             sharedTile("%kt", k.kTile()), sharedTile("%vt", k.vTile()),
              kTcAttentionThreads, kMaxRegisters, w.text)
       .str();
 }

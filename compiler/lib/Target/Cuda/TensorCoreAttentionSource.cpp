@@ -470,10 +470,10 @@ std::string kernelFunction(const AttentionKernelSpec &spec, GpuMatmul precision)
              "    gpu.func @{0}(%q: memref<?xf32>, %k: memref<?xf32>, %v: memref<?xf32>, "
              "%out: memref<?xf32>, %m: index, %mz: index, %qs: index, %kks: index, %khs: index, "
              "%vks: index, %vhs: index, %os: index)\n"
-             "        workgroup(%ks : {1}, %vs : {1}) kernel attributes {{known_block_size = "
+             "        workgroup({1}, {5}) kernel attributes {{known_block_size = "
              "array<i32: {2}, 1, 1>, nvvm.maxnreg = {3} : i32} {{\n{4}      gpu.return\n    }\n",
-             attentionKernelEntry(spec, precision), s.tile(), kTcAttentionThreads,
-             maxRegisters(s.d), w.text)
+             attentionKernelEntry(spec, precision), sharedTile("%ks", s.tile()),
+             kTcAttentionThreads, maxRegisters(s.d), w.text, sharedTile("%vs", s.tile()))
       .str();
 }
 

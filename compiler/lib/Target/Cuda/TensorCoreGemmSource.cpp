@@ -524,9 +524,9 @@ std::string kernelFunction(const GemmKernelSpec &spec, GpuMatmul precision, int 
   kLoop(w, spec, ty, l, acc, gates, range);
   storeTile(w, spec, ty, l, acc, gates, partialsRow0);
 
-  std::string workgroup = "%as : " + ty.aTile();
+  std::string workgroup = sharedTile("%as", ty.aTile());
   for (int gate = 0; gate < gates; ++gate)
-    workgroup += ", %bs" + std::to_string(gate) + " : " + ty.bTile();
+    workgroup += ", " + sharedTile("%bs" + std::to_string(gate), ty.bTile());
   std::string params =
       split ? llvm::formatv("%x: memref<?xf32>, %w: memref<?x{0}>, %out: memref<?xf32>, "
                             "%m: index, %xs: index, %ws: index, %k: index, %kz: index",

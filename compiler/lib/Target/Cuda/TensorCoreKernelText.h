@@ -29,6 +29,13 @@ namespace mlir::xf::tc {
 /// The accumulator fragment of one m16n8 mma tile: rows g and g + 8, columns 2t and 2t + 1.
 constexpr const char *kAcc = "vector<2x2xf32>";
 
+/// A gpu.func's workgroup attribution `name : type`, 16-byte aligned: the kernels read and
+/// write shared tiles with 16-byte accesses (ld/st.shared.v4, ldmatrix, cp.async), and a
+/// workgroup buffer is otherwise declared `.align 4` (placed on 16 bytes only by chance).
+inline std::string sharedTile(const std::string &name, const std::string &type) {
+  return name + " : " + type + " {llvm.align = 16 : i64}";
+}
+
 /// SSA text with fresh names.
 struct Writer {
   std::string text;
