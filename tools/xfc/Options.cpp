@@ -39,7 +39,8 @@ cl::opt<Emit> emitAction(
                clEnumValN(Emit::Host, "host", "the host function, buffers and loop kernels"),
                clEnumValN(Emit::Halide, "halide", "each Halide pipeline's loop nest"),
                clEnumValN(Emit::MlirGpu, "mlir-gpu",
-                          "each MLIR GPU kernel as MLIR (gpu + nvgpu; tensor-core GEMMs and attention with --gpu-matmul, fp32's FMA attention)"),
+                          "each MLIR GPU kernel as MLIR (gpu + nvgpu; tensor-core GEMMs and "
+                          "attention with --gpu-matmul, fp32's FMA attention)"),
                clEnumValN(Emit::Nvvm, "nvvm",
                           "each MLIR GPU kernel lowered to NVVM (with --target cuda)"),
                clEnumValN(Emit::Ptx, "ptx", "each CUDA kernel's PTX (with --target cuda)"),

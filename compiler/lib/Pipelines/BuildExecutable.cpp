@@ -323,9 +323,8 @@ llvm::Error provideKernel(ObjectSink &sink, const Spec &spec) {
   return sink.source.provide(
       spec.name, signatureOf(sink.ctx, spec) + ", " + path,
       objectKeyOf(sink.ctx, spec, (sink.kernelTarget + "+mlir-kernel-" + path).str()),
-      sink.objects.back(), [&](llvm::StringRef path) {
-        return compileLauncher(spec, precision, capability, path);
-      });
+      sink.objects.back(),
+      [&](llvm::StringRef path) { return compileLauncher(spec, precision, capability, path); });
 }
 
 } // namespace

@@ -378,7 +378,7 @@ llvm::Error compileGemmCandidates(MLIRContext &ctx, const HostKernels &host,
 llvm::Error compileAttentionCandidates(MLIRContext &ctx, const HostKernels &host,
                                        const GpuExportOptions &options, llvm::StringRef scratch,
                                        std::vector<ExportedKernel> &kernels,
-                                       std::vector<std::string> &objects) {
+                                       std::vector<std::string> &objects, llvm::raw_ostream &log) {
   const GpuAttentionScheduleAttr dflt = gpuAttentionScheduleAttr(&ctx, GpuAttentionSchedule());
   const int64_t longest = *llvm::max_element(options.lengths);
   const bool decode = *llvm::min_element(options.lengths) <= kCudaDecodeRows;
@@ -387,13 +387,17 @@ llvm::Error compileAttentionCandidates(MLIRContext &ctx, const HostKernels &host
       return notDefault(spec.name);
   for (const auto &[key, spec] : attentionsByDatabaseKey(ctx, host.attentions)) {
     // Where the fp32 FMA kernel runs the prefill (TensorCoreAttention.h), the schedule's
-    // prefill fields reach no kernel that runs: only its decode lengths vary the candidates,
-    // and without one the attention has nothing to tune.
+    // prefill fields reach no kernel that runs: only its decode lengths vary the candidates
+    // and call Halide's pipeline, and without one the attention has nothing to tune.
+    const bool fmaPrefill = tensorCoreAttentionPlan(spec, GpuMatmul::Fp32).mlirKernel;
     std::vector<int64_t> lengths = options.lengths;
-    if (tensorCoreAttentionPlan(spec, GpuMatmul::Fp32).mlirKernel)
+    if (fmaPrefill)
       llvm::erase_if(lengths, [](int64_t l) { return l > kCudaDecodeRows; });
-    if (lengths.empty())
+    if (lengths.empty()) {
+      log << "xfc tune: " << spec.name << " not timed: the fp32 FMA kernel (no schedule) runs its "
+          << "prefill, and no --lengths is a decode step (<= " << kCudaDecodeRows << " rows)\n";
       continue;
+    }
     ExportedKernel k{spec.name, key, {}, {}, {}, {}, {}, {}};
     size_t index = 0;
     for (const GpuAttentionSchedule &s :
@@ -402,9 +406,13 @@ llvm::Error compileAttentionCandidates(MLIRContext &ctx, const HostKernels &host
       candidate.gpuSchedule = s;
       candidate.batchedDecode = false; // the batched step's kernels are objects of their own
       candidate.name = spec.name + "_c" + std::to_string(index++);
+      TimingCalls calls = attentionTimingCalls(candidate, longest, decode);
+      for (TimingCall &call : calls.calls)
+        if (fmaPrefill && !call.mostRows)
+          call.mostRows = kCudaDecodeRows;
       if (llvm::Error e = addCandidate(
-              k, candidate.name, kernelText(gpuAttentionScheduleAttr(&ctx, s)),
-              attentionTimingCalls(candidate, longest, decode), scratch, objects,
+              k, candidate.name, kernelText(gpuAttentionScheduleAttr(&ctx, s)), calls, scratch,
+              objects,
               [&](llvm::StringRef suffix, llvm::StringRef object) {
                 return suffix.empty()
                            ? compileAttentionKernel(candidate, options.target, object)
@@ -475,7 +483,8 @@ llvm::Error mlir::xf::tuning::exportGpuTiming(MLIRContext &ctx, ModuleOp host,
           compileGemmCandidates(ctx, declared, options, scratch, baselines, kernels, objects, log))
     return e;
   const size_t gemms = kernels.size();
-  if (llvm::Error e = compileAttentionCandidates(ctx, declared, options, scratch, kernels, objects))
+  if (llvm::Error e =
+          compileAttentionCandidates(ctx, declared, options, scratch, kernels, objects, log))
     return e;
   if (kernels.empty())
     return llvm::createStringError("the model has no Halide GEMM or attention to tune");

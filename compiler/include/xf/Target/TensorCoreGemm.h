@@ -54,8 +54,8 @@ constexpr int kTcReduceRows = 4;
 /// One GEMM's path under `precision`: the tensor-core kernel's shape, or why it stays on
 /// Halide's fp32 pipeline (said by `xfc -v`).
 struct TensorCoreGemmPlan {
-  bool mlirKernel = false; // tensor cores: a kernel built in MLIR, launched by libxfrt
-  std::string why;         // a reason either way, one line
+  bool mlirKernel = false;           // tensor cores: a kernel built in MLIR, launched by libxfrt
+  std::string why;                   // a reason either way, one line
   static constexpr bool fma = false; // (the attention's plan may name the fp32 FMA kernel)
   const char *path() const { return mlirKernel ? "tensor cores" : "Halide fp32"; }
 };

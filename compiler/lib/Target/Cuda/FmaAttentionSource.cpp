@@ -23,6 +23,8 @@
 //   O += P·V   P through shared memory (the K tile, once S is done): per 4 keys 4 P loads
 //              (broadcast), 4 · d / 32 V loads (a quarter warp reads 32 consecutive floats),
 //              128 FMAs for d = 64.
+// Rotary positions (fused into the attention with fp32): Q's rows, and K's where the cache does
+// not hold them rotated, are rotated as they are staged (stageRotated).
 // Shared memory: Q, V 64 × d floats, K/P 64 × max(d, 64): 48 KiB at d = 64 (the static limit),
 // 32 KiB at d = 32 — hence heads of 32 or 64 only.
 //
@@ -44,9 +46,9 @@ using namespace tc;
 
 namespace {
 
-constexpr int kRows = 4;      // query rows a thread
-constexpr int kKeys = 8;      // keys of a tile a thread (and lanes of a row group)
-constexpr int kChunk = 4;     // floats a 16-byte load
+constexpr int kRows = 4;  // query rows a thread
+constexpr int kKeys = 8;  // keys of a tile a thread (and lanes of a row group)
+constexpr int kChunk = 4; // floats a 16-byte load
 
 struct Kernel {
   Writer &w;
@@ -143,9 +145,9 @@ void stage(Kernel &k, const std::vector<StagedRows> &rows, bool barrier = true) 
     std::string chunk = w.rem(idx, w.index(chunks));
     std::string col = w.mul(chunk, w.index(kChunk));
     for (const StagedRows &staged : rows) {
-      std::string v = w.let("vector.load " + std::string(staged.source) + "[" +
-                            staged.address(row, col) +
-                            "] {alignment = 16} : memref<?xf32>, vector<4xf32>");
+      std::string v =
+          w.let("vector.load " + std::string(staged.source) + "[" + staged.address(row, col) +
+                "] {alignment = 16} : memref<?xf32>, vector<4xf32>");
       std::string at = staged.swizzle ? w.mul(swizzled(k, row, chunk), w.index(kChunk)) : col;
       w.line("vector.store " + v + ", " + staged.tile + "[" + row + ", " + at +
              "] {alignment = 16} : " + staged.type + ", vector<4xf32>");
@@ -165,9 +167,8 @@ void stageRotated(Kernel &k, const StagedRows &staged,
                   const std::function<std::string(const std::string &)> &position) {
   Writer &w = k.w;
   const int chunks = k.d / kChunk;
-  w.line("scf.if " + w.let("arith.cmpi ult, " + k.tid + ", " + w.index(kTcAttentionKeys) +
-                           " : index") +
-         " {");
+  w.line("scf.if " +
+         w.let("arith.cmpi ult, " + k.tid + ", " + w.index(kTcAttentionKeys) + " : index") + " {");
   const std::string &row = k.tid;
   std::string at = w.let("arith.index_cast " + position(row) + " : index to i64");
   std::string p = w.let("arith.uitofp " + at + " : i64 to f64");
@@ -189,33 +190,31 @@ void stageRotated(Kernel &k, const StagedRows &staged,
     // Columns a (cos, −sin) and b (sin, cos) of the pair.
     int a = adjacent ? 2 * pair : pair, b = adjacent ? 2 * pair + 1 : pair + k.d / 2;
     std::string angle = w.let("arith.mulf " + p + ", " + f64(std::exp(pair * exponent)) + " : f64");
-    std::string turns = w.let("arith.fptosi " +
-                              w.let("arith.addf " +
-                                    w.let("arith.mulf " + angle + ", " + turnsPerRadian + " : f64") +
-                                    ", " + half + " : f64") +
-                              " : f64 to i64");
+    std::string turns = w.let(
+        "arith.fptosi " +
+        w.let("arith.addf " + w.let("arith.mulf " + angle + ", " + turnsPerRadian + " : f64") +
+              ", " + half + " : f64") +
+        " : f64 to i64");
     std::string whole = w.let("arith.mulf " + w.let("arith.sitofp " + turns + " : i64 to f64") +
                               ", " + twoPi + " : f64");
-    std::string reduced =
-        w.let("arith.truncf " + w.let("arith.subf " + angle + ", " + whole + " : f64") +
-              " : f64 to f32");
-    std::string cosine = w.let("llvm.call_intrinsic \"llvm.nvvm.cos.approx.f\"(" + reduced +
-                               ") : (f32) -> f32");
-    std::string sine = w.let("llvm.call_intrinsic \"llvm.nvvm.sin.approx.f\"(" + reduced +
-                             ") : (f32) -> f32");
+    std::string reduced = w.let(
+        "arith.truncf " + w.let("arith.subf " + angle + ", " + whole + " : f64") + " : f64 to f32");
+    std::string cosine =
+        w.let("llvm.call_intrinsic \"llvm.nvvm.cos.approx.f\"(" + reduced + ") : (f32) -> f32");
+    std::string sine =
+        w.let("llvm.call_intrinsic \"llvm.nvvm.sin.approx.f\"(" + reduced + ") : (f32) -> f32");
     std::string &x = e[a / kChunk][a % kChunk], &y = e[b / kChunk][b % kChunk];
-    std::string rx = k.scalar("arith.subf", k.scalar("arith.mulf", x, cosine),
-                              k.scalar("arith.mulf", y, sine));
-    std::string ry = k.scalar("arith.addf", k.scalar("arith.mulf", x, sine),
-                              k.scalar("arith.mulf", y, cosine));
+    std::string rx =
+        k.scalar("arith.subf", k.scalar("arith.mulf", x, cosine), k.scalar("arith.mulf", y, sine));
+    std::string ry =
+        k.scalar("arith.addf", k.scalar("arith.mulf", x, sine), k.scalar("arith.mulf", y, cosine));
     x = rx, y = ry;
   }
   for (int c = 0; c < chunks; ++c) {
     std::string v = w.let("vector.from_elements " + e[c][0] + ", " + e[c][1] + ", " + e[c][2] +
                           ", " + e[c][3] + " : vector<4xf32>");
     std::string col = w.index(kChunk * c);
-    std::string to =
-        staged.swizzle ? w.mul(swizzled(k, row, w.index(c)), w.index(kChunk)) : col;
+    std::string to = staged.swizzle ? w.mul(swizzled(k, row, w.index(c)), w.index(kChunk)) : col;
     w.line("vector.store " + v + ", " + staged.tile + "[" + row + ", " + to +
            "] {alignment = 16} : " + staged.type + ", vector<4xf32>");
   }
@@ -264,9 +263,8 @@ forLoop(Writer &w, const std::string &from, const std::string &to,
     args.push_back(loop + "a" + std::to_string(i));
     iterArgs += (i ? ", " : "") + args.back() + " = " + carried[i];
   }
-  w.line(loop + ":" + std::to_string(carried.size()) + " = scf.for " + iv + " = " + from +
-         " to " + to + " step " + w.index(1) + " iter_args(" + iterArgs + ") -> (" + types +
-         ") {");
+  w.line(loop + ":" + std::to_string(carried.size()) + " = scf.for " + iv + " = " + from + " to " +
+         to + " step " + w.index(1) + " iter_args(" + iterArgs + ") -> (" + types + ") {");
   std::vector<std::string> next = body(iv, args);
   std::string yield;
   for (const std::string &v : next)
@@ -302,8 +300,8 @@ std::vector<std::string> scores(Kernel &k, const std::string &key0, double scale
         for (int i = 0; i < kRows; ++i)
           q.push_back(k.load("%qt", k.qTile(), k.row[i], col, kChunk));
         // The thread's keys 8c + j all sit in key group c's swizzle: chunk ^ c.
-        std::string at = w.mul(w.let("arith.xori " + chunk + ", " + k.keyGroup + " : index"),
-                               w.index(kChunk));
+        std::string at =
+            w.mul(w.let("arith.xori " + chunk + ", " + k.keyGroup + " : index"), w.index(kChunk));
         for (int j = 0; j < kKeys; ++j)
           keys.push_back(k.load("%kt", k.kTile(), w.addConst(firstKey, j), at, kChunk));
         std::vector<std::string> next = acc;
@@ -346,8 +344,7 @@ std::vector<std::string> accumulate(Kernel &k, const std::vector<std::string> &o
   Writer &w = k.w;
   std::string colBase = w.mul(k.keyGroup, w.index(kChunk));
   return forLoop(
-      w, w.index(0), w.index(kTcAttentionKeys / kChunk), out,
-      repeated("vector<4xf32>", out.size()),
+      w, w.index(0), w.index(kTcAttentionKeys / kChunk), out, repeated("vector<4xf32>", out.size()),
       [&](const std::string &chunk, const std::vector<std::string> &acc) {
         std::string key0 = w.mul(chunk, w.index(kChunk));
         std::vector<std::string> p;
@@ -387,7 +384,8 @@ State keyTile(Kernel &k, const std::string &tile, double scaleLog2e, bool masked
   if (k.spec.rope != AttentionKernelSpec::Rope::None && k.spec.ropeKeys) {
     // Key s at position s (the clamped row past the last key is never seen).
     stage(k, {values}, /*barrier=*/false);
-    stageRotated(k, keys, [&](const std::string &row) { return w.min(w.add(key0, row), k.mzLast); });
+    stageRotated(k, keys,
+                 [&](const std::string &row) { return w.min(w.add(key0, row), k.mzLast); });
     w.line("gpu.barrier");
   } else {
     stage(k, {keys, values});
@@ -401,8 +399,8 @@ State keyTile(Kernel &k, const std::string &tile, double scaleLog2e, bool masked
         "arith.maximumf");
     std::string m = k.scalar("arith.maximumf", st.max[i], top);
     std::string correction = k.exp2Scalar(k.scalar("arith.subf", st.max[i], m));
-    std::string shifted = w.let("arith.subf " + s[i] + ", " + k.broadcast(m, kKeys) +
-                                " : vector<8xf32>");
+    std::string shifted =
+        w.let("arith.subf " + s[i] + ", " + k.broadcast(m, kKeys) + " : vector<8xf32>");
     std::string p;
     for (int j = 0; j < kKeys; ++j)
       p += (j ? ", " : "") + k.exp2Scalar(k.extract(shifted, j, kKeys));
@@ -417,8 +415,8 @@ State keyTile(Kernel &k, const std::string &tile, double scaleLog2e, bool masked
            ", vector<8xf32>");
     std::string rescale = k.broadcast(correction, kChunk);
     for (int h = 0; h < k.outChunks(); ++h)
-      next.out.push_back(
-          w.let("arith.mulf " + st.out[i * k.outChunks() + h] + ", " + rescale + " : vector<4xf32>"));
+      next.out.push_back(w.let("arith.mulf " + st.out[i * k.outChunks() + h] + ", " + rescale +
+                               " : vector<4xf32>"));
   }
   w.line("gpu.barrier"); // P is whole
   next.out = accumulate(k, next.out);
@@ -428,12 +426,11 @@ State keyTile(Kernel &k, const std::string &tile, double scaleLog2e, bool masked
 
 State tileLoop(Kernel &k, const std::string &from, const std::string &to, double scaleLog2e,
                bool masked, const State &st) {
-  std::vector<std::string> results =
-      forLoop(k.w, from, to, st.all(), st.types(),
-              [&](const std::string &tile, const std::vector<std::string> &carried) {
-                return keyTile(k, tile, scaleLog2e, masked, State::of(carried, st.out.size()))
-                    .all();
-              });
+  std::vector<std::string> results = forLoop(
+      k.w, from, to, st.all(), st.types(),
+      [&](const std::string &tile, const std::vector<std::string> &carried) {
+        return keyTile(k, tile, scaleLog2e, masked, State::of(carried, st.out.size())).all();
+      });
   return State::of(results, st.out.size());
 }
 
@@ -505,8 +502,8 @@ std::string kernelFunction(const AttentionKernelSpec &spec) {
              "{{known_block_size = array<i32: {4}, 1, 1>, nvvm.maxnreg = {5} : i32} {{\n{6}"
              "      gpu.return\n    }\n",
              attentionKernelEntry(spec, GpuMatmul::Fp32), sharedTile("%qt", k.qTile()),
-             sharedTile("%kt", k.kTile()), sharedTile("%vt", k.vTile()),
-             kTcAttentionThreads, kMaxRegisters, w.text)
+             sharedTile("%kt", k.kTile()), sharedTile("%vt", k.vTile()), kTcAttentionThreads,
+             kMaxRegisters, w.text)
       .str();
 }
 
@@ -523,8 +520,7 @@ static std::string rotaryText(const AttentionKernelSpec &spec) {
 }
 
 std::string fmaAttentionSource(const AttentionKernelSpec &spec) {
-  return attentionModule(spec, GpuMatmul::Fp32, "fp32 FMA", rotaryText(spec),
-                         kernelFunction(spec));
+  return attentionModule(spec, GpuMatmul::Fp32, "fp32 FMA", rotaryText(spec), kernelFunction(spec));
 }
 
 } // namespace mlir::xf

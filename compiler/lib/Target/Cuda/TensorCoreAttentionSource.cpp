@@ -482,8 +482,7 @@ std::string kernelFunction(const AttentionKernelSpec &spec, GpuMatmul precision)
 std::string tensorCoreAttentionSource(const AttentionKernelSpec &spec, GpuMatmul precision) {
   if (precision == GpuMatmul::Fp32)
     return fmaAttentionSource(spec);
-  return attentionModule(spec, precision,
-                         std::string(gpuMatmulName(precision)) + " mma.sync", "",
+  return attentionModule(spec, precision, std::string(gpuMatmulName(precision)) + " mma.sync", "",
                          kernelFunction(spec, precision));
 }
 
