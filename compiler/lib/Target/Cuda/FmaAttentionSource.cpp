@@ -39,6 +39,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <map>
 
 namespace mlir::xf {
 
@@ -176,47 +177,61 @@ void stageRotated(Kernel &k, const StagedRows &staged,
     return w.let(llvm::formatv("arith.constant {0:e17} : f64", v).str());
   };
   std::string twoPi = f64(2 * M_PI), turnsPerRadian = f64(0.5 / M_PI), half = f64(0.5);
-  std::vector<std::vector<std::string>> e(chunks);
-  for (int c = 0; c < chunks; ++c) {
-    std::string v = w.let("vector.load " + std::string(staged.source) + "[" +
-                          staged.address(row, w.index(kChunk * c)) +
-                          "] {alignment = 16} : memref<?xf32>, vector<4xf32>");
-    for (int i = 0; i < kChunk; ++i)
-      e[c].push_back(k.extract(v, i, kChunk));
-  }
   const bool adjacent = k.spec.rope == AttentionKernelSpec::Rope::Adjacent;
   const double exponent = -2.0 * std::log(k.spec.ropeBase) / double(k.d);
-  for (int pair = 0; pair < k.d / 2; ++pair) {
-    // Columns a (cos, −sin) and b (sin, cos) of the pair.
-    int a = adjacent ? 2 * pair : pair, b = adjacent ? 2 * pair + 1 : pair + k.d / 2;
-    std::string angle = w.let("arith.mulf " + p + ", " + f64(std::exp(pair * exponent)) + " : f64");
-    std::string turns = w.let(
-        "arith.fptosi " +
-        w.let("arith.addf " + w.let("arith.mulf " + angle + ", " + turnsPerRadian + " : f64") +
-              ", " + half + " : f64") +
-        " : f64 to i64");
-    std::string whole = w.let("arith.mulf " + w.let("arith.sitofp " + turns + " : i64 to f64") +
-                              ", " + twoPi + " : f64");
-    std::string reduced = w.let(
-        "arith.truncf " + w.let("arith.subf " + angle + ", " + whole + " : f64") + " : f64 to f32");
-    std::string cosine =
-        w.let("llvm.call_intrinsic \"llvm.nvvm.cos.approx.f\"(" + reduced + ") : (f32) -> f32");
-    std::string sine =
-        w.let("llvm.call_intrinsic \"llvm.nvvm.sin.approx.f\"(" + reduced + ") : (f32) -> f32");
-    std::string &x = e[a / kChunk][a % kChunk], &y = e[b / kChunk][b % kChunk];
-    std::string rx =
-        k.scalar("arith.subf", k.scalar("arith.mulf", x, cosine), k.scalar("arith.mulf", y, sine));
-    std::string ry =
-        k.scalar("arith.addf", k.scalar("arith.mulf", x, sine), k.scalar("arith.mulf", y, cosine));
-    x = rx, y = ry;
-  }
-  for (int c = 0; c < chunks; ++c) {
-    std::string v = w.let("vector.from_elements " + e[c][0] + ", " + e[c][1] + ", " + e[c][2] +
-                          ", " + e[c][3] + " : vector<4xf32>");
-    std::string col = w.index(kChunk * c);
-    std::string to = staged.swizzle ? w.mul(swizzled(k, row, w.index(c)), w.index(kChunk)) : col;
-    w.line("vector.store " + v + ", " + staged.tile + "[" + row + ", " + to +
-           "] {alignment = 16} : " + staged.type + ", vector<4xf32>");
+  // Chunk by chunk (adjacent) or chunk c with chunk c + d / 8 (halves): the pairs of a group
+  // lie in it, so a thread holds one group's values at a time (a whole row of 64 held at once
+  // spilled 16 bytes of llama-hf's forward kernel at 168 registers).
+  const int groups = adjacent ? chunks : chunks / 2;
+  for (int g = 0; g < groups; ++g) {
+    std::vector<int> members{g};
+    if (!adjacent)
+      members.push_back(g + chunks / 2);
+    std::map<int, std::vector<std::string>> e; // chunk -> its 4 values
+    for (int c : members) {
+      std::string v = w.let("vector.load " + std::string(staged.source) + "[" +
+                            staged.address(row, w.index(kChunk * c)) +
+                            "] {alignment = 16} : memref<?xf32>, vector<4xf32>");
+      for (int i = 0; i < kChunk; ++i)
+        e[c].push_back(k.extract(v, i, kChunk));
+    }
+    for (int i = 0; i < kChunk / (adjacent ? 2 : 1); ++i) {
+      const int pair = adjacent ? 2 * g + i : kChunk * g + i;
+      // Columns a (cos, −sin) and b (sin, cos) of the pair.
+      int a = adjacent ? 2 * pair : pair, b = adjacent ? 2 * pair + 1 : pair + k.d / 2;
+      std::string angle =
+          w.let("arith.mulf " + p + ", " + f64(std::exp(pair * exponent)) + " : f64");
+      std::string turns = w.let(
+          "arith.fptosi " +
+          w.let("arith.addf " + w.let("arith.mulf " + angle + ", " + turnsPerRadian + " : f64") +
+                ", " + half + " : f64") +
+          " : f64 to i64");
+      std::string whole = w.let("arith.mulf " +
+                                w.let("arith.sitofp " + turns + " : i64 to f64") + ", " + twoPi +
+                                " : f64");
+      std::string reduced = w.let("arith.truncf " +
+                                  w.let("arith.subf " + angle + ", " + whole + " : f64") +
+                                  " : f64 to f32");
+      std::string cosine =
+          w.let("llvm.call_intrinsic \"llvm.nvvm.cos.approx.f\"(" + reduced + ") : (f32) -> f32");
+      std::string sine =
+          w.let("llvm.call_intrinsic \"llvm.nvvm.sin.approx.f\"(" + reduced + ") : (f32) -> f32");
+      std::string &x = e[a / kChunk][a % kChunk], &y = e[b / kChunk][b % kChunk];
+      std::string rx = k.scalar("arith.subf", k.scalar("arith.mulf", x, cosine),
+                                k.scalar("arith.mulf", y, sine));
+      std::string ry = k.scalar("arith.addf", k.scalar("arith.mulf", x, sine),
+                                k.scalar("arith.mulf", y, cosine));
+      x = rx, y = ry;
+    }
+    for (int c : members) {
+      std::string v = w.let("vector.from_elements " + e[c][0] + ", " + e[c][1] + ", " +
+                            e[c][2] + ", " + e[c][3] + " : vector<4xf32>");
+      std::string col = w.index(kChunk * c);
+      std::string to =
+          staged.swizzle ? w.mul(swizzled(k, row, w.index(c)), w.index(kChunk)) : col;
+      w.line("vector.store " + v + ", " + staged.tile + "[" + row + ", " + to +
+             "] {alignment = 16} : " + staged.type + ", vector<4xf32>");
+    }
   }
   w.line("}");
 }
