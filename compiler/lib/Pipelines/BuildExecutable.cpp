@@ -496,13 +496,13 @@ llvm::Expected<std::string> mlir::xf::describeTensorCoreKernels(ModuleOp host,
   };
   for (const GemmKernelSpec &spec : kernels.gemms)
     if (llvm::Error error = print(
-            spec.name, tensorCoreGemmPlan(spec, *precision),
+            spec.name, tensorCorePlanOf(spec, *precision, options.target),
             [&] { return tensorCoreGemmSource(spec, *precision); },
             [&](int capability) { return tensorCoreGemmNvvm(spec, *precision, capability); }))
       return std::move(error);
   for (const AttentionKernelSpec &spec : kernels.attentions)
     if (llvm::Error error = print(
-            spec.name, tensorCoreAttentionPlan(spec, *precision),
+            spec.name, tensorCorePlanOf(spec, *precision, options.target),
             [&] { return tensorCoreAttentionSource(spec, *precision); },
             [&](int capability) {
               return tensorCoreAttentionNvvm(spec, *precision, capability);
