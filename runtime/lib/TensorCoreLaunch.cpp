@@ -15,6 +15,7 @@
 #include "HalideBufferLayout.h"
 #include "xfrt/CudaDriver.h"
 
+#include <cassert>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
@@ -22,6 +23,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 extern "C" {
 __attribute__((weak)) void halide_error(void *, const char *);
@@ -34,7 +36,7 @@ using xfrt::HalideBuffer;
 
 // What the compiler's launcher passes (TensorCoreGemmLauncher.cpp launchFlags).
 constexpr int64_t kBias = 1, kResidual = 2, kBf16Weights = 4, kGated = 8, kWeightNK = 16,
-                  kSplitKernels = 32, kColumnTail = 64;
+                  kSplitKernels = 32, kColumnTail = 64, kNorm = 128;
 constexpr int kNotTaken = 1, kFailed = -1;
 // The kernels' tiling (TensorCoreGemm.h): 64 × 64 tiles of out (`<entry>`) or 32 × 64
 // (`<entry>32`, below tallRows rows), 128 threads, K in slices of 32; split-K (`<entry>32_splitk`
@@ -176,10 +178,12 @@ struct Launches {
 // A kernel's parameters: memrefs (5 fields each), then index scalars; null-terminated, as
 // Halide's launches pass them. Holds the values the pointers point to.
 struct Params {
-  Memref memrefs[5];
-  int64_t scalars[8];
-  void *pointers[5 * 5 + 8 + 1] = {};
-  Params(std::initializer_list<Memref> ms, std::initializer_list<int64_t> ss) {
+  static constexpr int kMaxMemrefs = 7, kMaxScalars = 8;
+  Memref memrefs[kMaxMemrefs];
+  int64_t scalars[kMaxScalars];
+  void *pointers[kMaxMemrefs * 5 + kMaxScalars + 1] = {};
+  Params(const std::vector<Memref> &ms, std::initializer_list<int64_t> ss) {
+    assert(ms.size() <= kMaxMemrefs && ss.size() <= kMaxScalars);
     int p = 0, i = 0;
     for (const Memref &m : ms) {
       memrefs[i] = m;
@@ -230,6 +234,18 @@ int mlirAttention() {
   return chosen;
 }
 
+// $XF_MLIR_GEMM (docs/gpu.md, "GEMM, fp32: the FMA kernel"): as $XF_MLIR_ATTENTION, for the
+// GEMMs' MLIR kernels (fp32 FMA or tensor cores): "off" runs Halide's pipeline every call.
+int mlirGemm() {
+  static const int chosen = [] {
+    const char *text = std::getenv("XF_MLIR_GEMM");
+    if (!text || !*text || std::string(text) == "on")
+      return 1;
+    return std::string(text) == "off" ? 0 : -1;
+  }();
+  return chosen;
+}
+
 // The split of a 32-row-tile call of `blocks` blocks on `sms` SMs: enough ranges that the
 // grid covers every SM once (S = ⌈SMs / blocks⌉), at most kMaxSplit, each range
 // kMinSplitSlices slices or more; `forced` instead where set; never more than the partials
@@ -249,38 +265,50 @@ Split splitOf(int64_t rows, int64_t cols, int64_t k, int64_t blocks, int64_t sms
   return {(slices + perRange - 1) / perRange, perRange * kSliceK};
 }
 
+// The GEMM's operands as xfrt_tensor_core_gemm receives them (absent ones null).
+struct GemmBuffers {
+  const HalideBuffer *x, *w, *bias, *residual, *gamma, *beta, *out, *partials;
+};
+
 // The GEMM's launches: `<entry>` (64-row tiles) or `<entry>32` (32-row), ⌈N/64⌉ × ⌈M/tileRows⌉
 // blocks of 128 threads, with the five memrefs (absent bias or residual: out's, never read),
-// M, the row strides and K; or, split, `<entry>32_splitk` with z = S (x, W, the partials; M,
-// the row strides of x and W, K and a range's K) and `<entry>_reduce`, N/64 × ⌈M/4⌉ blocks
-// (the partials, bias, residual, out; M, the row strides of the residual and out, S).
+// then with a norm prologue (kNorm) γ and β (absent: out's), M, the row strides and K; or,
+// split, `<entry>32_splitk` with z = S (x, W, the partials, [γ, β]; M, the row strides of x
+// and W, K and a range's K) and `<entry>_reduce`, N/64 × ⌈M/4⌉ blocks (the partials, bias,
+// residual, out; M, the row strides of the residual and out, S).
 int launchGemm(Launches &launch, const std::string &entry, int64_t n, int64_t k, int64_t flags,
-               int64_t rows, bool tall, Split split, const HalideBuffer *x, const HalideBuffer *w,
-               const HalideBuffer *bias, const HalideBuffer *residual, const HalideBuffer *out,
-               const HalideBuffer *partials) {
+               int64_t rows, bool tall, Split split, const GemmBuffers &b) {
   auto memref = [](const HalideBuffer *b, int64_t elements) {
     return Memref{b->device, b->device, 0, elements, 1};
   };
   const int64_t wCols = (flags & kGated) ? 2 * n : n;
-  Memref mx = memref(x, rows * rowStride(x)),
-         mw = memref(w, ((flags & kWeightNK) ? wCols : k) * rowStride(w)),
-         mo = memref(out, rows * rowStride(out));
-  Memref mb = (flags & kBias) ? memref(bias, wCols) : mo;
-  Memref mr = (flags & kResidual) ? memref(residual, rows * rowStride(residual)) : mo;
-  const int64_t rs = (flags & kResidual) ? rowStride(residual) : 0;
+  Memref mx = memref(b.x, rows * rowStride(b.x)),
+         mw = memref(b.w, ((flags & kWeightNK) ? wCols : k) * rowStride(b.w)),
+         mo = memref(b.out, rows * rowStride(b.out));
+  Memref mb = (flags & kBias) ? memref(b.bias, wCols) : mo;
+  Memref mr = (flags & kResidual) ? memref(b.residual, rows * rowStride(b.residual)) : mo;
+  std::vector<Memref> norm;
+  if (flags & kNorm)
+    norm = {b.gamma ? memref(b.gamma, k) : mo, b.beta ? memref(b.beta, k) : mo};
+  auto memrefs = [&](std::vector<Memref> first) {
+    first.insert(first.end(), norm.begin(), norm.end());
+    return first;
+  };
+  const int64_t rs = (flags & kResidual) ? rowStride(b.residual) : 0;
   const unsigned gridX = unsigned((n + kTileCols - 1) / kTileCols); // a column tail's last tile
   if (split.count == 1) {
     const int64_t tileRows = tall ? kTileRows : kShortTileRows;
-    Params p({mx, mw, mb, mr, mo}, {rows, rowStride(x), rowStride(w), rs, rowStride(out), k});
+    Params p(memrefs({mx, mw, mb, mr, mo}),
+             {rows, rowStride(b.x), rowStride(b.w), rs, rowStride(b.out), k});
     return launch(entry + (tall ? "" : "32"), gridX, unsigned((rows + tileRows - 1) / tileRows),
                   1, p.pointers);
   }
-  Memref mp = memref(partials, split.count * rows * wCols);
-  Params products({mx, mw, mp}, {rows, rowStride(x), rowStride(w), k, split.sliceK});
+  Memref mp = memref(b.partials, split.count * rows * wCols);
+  Params products(memrefs({mx, mw, mp}), {rows, rowStride(b.x), rowStride(b.w), k, split.sliceK});
   if (int rc = launch(entry + "32_splitk", gridX, unsigned((rows + kShortTileRows - 1) / kShortTileRows),
                       unsigned(split.count), products.pointers))
     return rc;
-  Params reduce({mp, mb, mr, mo}, {rows, rs, rowStride(out), split.count});
+  Params reduce({mp, mb, mr, mo}, {rows, rs, rowStride(b.out), split.count});
   return launch(entry + "_reduce", gridX, unsigned((rows + kReduceRows - 1) / kReduceRows), 1,
                 reduce.pointers);
 }
@@ -316,22 +344,28 @@ static int launchInHalideContext(const char *ptx, const std::string &what,
 extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t n, int64_t k,
                                      int64_t flags, int64_t minRows, int64_t tallRows,
                                      HalideBuffer *x, HalideBuffer *w, HalideBuffer *bias,
-                                     HalideBuffer *residual, HalideBuffer *out,
+                                     HalideBuffer *residual, HalideBuffer *gamma,
+                                     HalideBuffer *beta, HalideBuffer *out,
                                      HalideBuffer *partials) {
   const int64_t rows = x->dim[1].extent;
-  if (rows < minRows)
-    return kNotTaken;
   const bool tall = rows >= tallRows;
-  std::string what = "tensor-core GEMM " + std::string(entry) + (tall ? "" : "32") + ": ";
+  std::string what = "GEMM kernel " + std::string(entry) + (tall ? "" : "32") + ": ";
+  if (mlirGemm() < 0)
+    return fail(what + "$XF_MLIR_GEMM is neither on nor off");
+  if (rows < minRows || mlirGemm() == 0)
+    return kNotTaken;
   const int64_t forced = forcedSplit();
   if (forced < 0)
     return fail(what + "$XF_TENSOR_CORE_SPLIT_K is not a whole number from 1 to 64");
   for (const std::string &why :
        {misaligned("x", x, 4, 4), // bf16 weights: cp.async copies 8 (16 bytes)
-        (flags & kBf16Weights) ? misaligned("the weight", w, 2, 8) : misaligned("the weight", w, 4, 4),
+        (flags & kBf16Weights) ? misaligned("the weight", w, 2, 8)
+                               : misaligned("the weight", w, 4, 4),
         misaligned("out", out, 4, (flags & kColumnTail) ? 1 : 2), // a tail: stored one by one
         (flags & kBias) ? misaligned("the bias", bias, 4, 2) : "",
         (flags & kResidual) ? misaligned("the residual", residual, 4, 2) : "",
+        (flags & kNorm) && gamma ? misaligned("the norm's gamma", gamma, 4, 4) : "",
+        (flags & kNorm) && beta ? misaligned("the norm's beta", beta, 4, 4) : "",
         misaligned("the split-K partials", partials, 4, 2)})
     if (!why.empty())
       return fail(what + why);
@@ -347,8 +381,8 @@ extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t
       const int64_t blocks = n / kTileCols * ((rows + kShortTileRows - 1) / kShortTileRows);
       split = splitOf(rows, cols, k, blocks, sms, capacity, forced);
     }
-    return launchGemm(launch, entry, n, k, flags, rows, tall, split, x, w, bias, residual, out,
-                      partials);
+    return launchGemm(launch, entry, n, k, flags, rows, tall, split,
+                      {x, w, bias, residual, gamma, beta, out, partials});
   });
 }
 

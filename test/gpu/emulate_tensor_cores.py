@@ -178,6 +178,8 @@ class Block:
             return np.arange(T, dtype=np.int64)
         if kind == "gpu.block_id":
             return np.full(T, self.env["block_" + rest], np.int64)
+        if kind == "gpu.grid_dim":
+            return np.full(T, self.env["grid_" + rest], np.int64)
         if kind == "arith.cmpi":
             a, b = [self.val(v) for v in rest.split(":")[0].split(",")[1:]]
             assert rest.startswith("ult")
@@ -197,9 +199,10 @@ class Block:
             return np.where(c, a, b)
         if kind == "arith.negf":
             return -self.val(rest.split(":")[0])
-        if kind == "llvm.call_intrinsic":  # 2^x, sin x, cos x (the hardware's approximations exact)
+        if kind == "llvm.call_intrinsic":  # 2^x, sin x, cos x (the hardware's approximations exact), √x
             how = {'"llvm.nvvm.ex2.approx.f32"(': np.exp2, '"llvm.nvvm.sin.approx.f"(': np.sin,
-                   '"llvm.nvvm.cos.approx.f"(': np.cos}[rest[:rest.index("(") + 1]]
+                   '"llvm.nvvm.cos.approx.f"(': np.cos,
+                   '"llvm.sqrt.f32"(': np.sqrt}[rest[:rest.index("(") + 1]]
             return how(self.val(re.search(r"\((%\w+)\)", rest).group(1))).astype(np.float32)
         if kind in ("arith.index_cast", "arith.uitofp", "arith.sitofp", "arith.fptosi"):
             to = parse_type(rest.split(" to ")[1])[1]
@@ -395,20 +398,35 @@ class Block:
         return [d[:, j] for j in range(4)]  # the struct's four floats
 
 
-def run_kernel(text, x, w, bias, res, rows, n):
+def double_buffered(text):
+    """Two buffers of x's tile: cp.async's, or the FMA kernel's (staged through registers)."""
+    return "nvgpu.device_async_copy" in text or re.search(r"gpu\.func @\w+_fma", text)
+
+
+def norm_buffers(norm, out):
+    """The norm prologue's %gamma and %beta (absent ones: out's, as the launcher passes)."""
+    if norm is None:
+        return {}
+    _, _, gamma, beta = norm
+    return {"buffer%gamma": (gamma if gamma is not None else out).ravel(),
+            "buffer%beta": (beta if beta is not None else out).ravel()}
+
+
+def run_kernel(text, x, w, bias, res, rows, n, norm=None):
     """out[rows, n] computed by the kernel text, every block of its grid."""
     shared, body = kernel_parts(text)
     tile_rows = next(shape for name, (shape, _) in shared.items() if name == "%as")[0]
-    tile_rows //= 2 if "nvgpu.device_async_copy" in text else 1  # two buffers of x's tile
+    tile_rows //= 2 if double_buffered(text) else 1
     out = np.full((rows, n), np.nan, np.float32)
-    env = {"buffer%x": x.ravel(), "buffer%w": w.ravel(),
+    env = {"buffer%x": x.ravel(), "buffer%w": w.ravel(), **norm_buffers(norm, out),
            "buffer%bias": (bias if bias is not None else out).ravel(),
            "buffer%res": (res if res is not None else out).ravel(), "buffer%out": out.ravel(),
            "%m": np.full(T, rows), "%xs": np.full(T, x.shape[1]), "%ws": np.full(T, w.shape[1]),
            "%rs": np.full(T, n), "%os": np.full(T, n), "%k": np.full(T, x.shape[1])}
-    for by in range((rows + tile_rows - 1) // tile_rows):
+    grid_y = (rows + tile_rows - 1) // tile_rows
+    for by in range(grid_y):
         for bx in range(-(-n // 64)):  # a column tail's last tile too
-            block_env = dict(env, block_x=bx, block_y=by)
+            block_env = dict(env, block_x=bx, block_y=by, grid_x=-(-n // 64), grid_y=grid_y)
             tiles = {k: np.zeros(s, d) for k, (s, d) in shared.items()}
             block = Block(body, block_env, tiles)
             block.run(0, len(body), np.ones(T, bool))
@@ -424,7 +442,7 @@ def split_of(k, splits):
     return -(-slices // per), per * 32
 
 
-def run_split(split_text, reduce_text, x, w, bias, res, rows, n, splits):
+def run_split(split_text, reduce_text, x, w, bias, res, rows, n, splits, norm=None):
     """out[rows, n] by split-K: `<name>_tc32_splitk` over every block (x, y, z) into the
     [S][M][cols] partials, then `<name>_tc_reduce` over its grid (the launcher's two launches)."""
     k = x.shape[1]
@@ -433,13 +451,14 @@ def run_split(split_text, reduce_text, x, w, bias, res, rows, n, splits):
     partials = np.full((count, rows, cols), np.nan, np.float32)
     shared, body = kernel_parts(split_text)
     env = {"buffer%x": x.ravel(), "buffer%w": w.ravel(), "buffer%out": partials.ravel(),
-           "%m": np.full(T, rows), "%xs": np.full(T, k), "%ws": np.full(T, w.shape[1]),
+           **norm_buffers(norm, partials), "%m": np.full(T, rows), "%xs": np.full(T, k), "%ws": np.full(T, w.shape[1]),
            "%k": np.full(T, k), "%kz": np.full(T, kz)}
     for bz in range(count):
         for by in range((rows + 31) // 32):
             for bx in range(-(-n // 64)):  # a column tail's last tile too
                 tiles = {name: np.zeros(shape, dtype) for name, (shape, dtype) in shared.items()}
-                block = Block(body, dict(env, block_x=bx, block_y=by, block_z=bz), tiles)
+                block = Block(body, dict(env, block_x=bx, block_y=by, block_z=bz,
+                                         grid_x=-(-n // 64), grid_y=(rows + 31) // 32), tiles)
                 block.run(0, len(body), np.ones(T, bool))
                 assert not block.uncommitted and not block.groups, "cp.async pending at the end"
     assert not np.isnan(partials).any(), f"split-K partials not all stored ({count} ranges of {kz})"
@@ -464,9 +483,22 @@ ACTIVATIONS = {
 }
 
 
-def reference(x, w, bias, res, n, act, gated):
-    """act(x·W + b) + residual in float64 (SwiGLU: silu(gate) · up)."""
-    y = x.astype(np.float64) @ w.astype(np.float64)
+def normalised(x, norm):
+    """x's rows by the norm prologue in float64: LayerNorm (x − mean) / sqrt(var + ε), RMSNorm
+    x / sqrt(mean(x²) + ε), then γ and β where given."""
+    x = x.astype(np.float64)
+    if norm is None:
+        return x
+    kind, eps, gamma, beta = norm
+    mean = x.mean(axis=1, keepdims=True) if kind == "layer_norm" else 0
+    y = (x - mean) / np.sqrt(((x - mean) ** 2).mean(axis=1, keepdims=True) + eps)
+    y = y * gamma if gamma is not None else y
+    return y + beta if beta is not None else y
+
+
+def reference(x, w, bias, res, n, act, gated, norm=None):
+    """act(norm(x)·W + b) + residual in float64 (SwiGLU: silu(gate) · up)."""
+    y = normalised(x, norm) @ w.astype(np.float64)
     if bias is not None:
         y = y + bias.astype(np.float64)
     y = ACTIVATIONS["silu"](y[:, :n]) * y[:, n:] if gated else ACTIVATIONS[act](y)
@@ -475,11 +507,12 @@ def reference(x, w, bias, res, n, act, gated):
 
 # docs/correctness.md's bounds of a tensor-core GEMM against the exact float64 product,
 # relative to max |out| (the rounding of x and W; the kernels' own error is the 1e-5 above).
-EXACT_BOUND = {"tf32": 1e-3, "bf16": 1e-2}
+EXACT_BOUND = {"tf32": 1e-3, "bf16": 1e-2, "fp32": 1e-5}
 
 
 def check(text, rows, rng, splits=(2,)):
-    m = re.search(r"// (\w+): out\[M, (\d+)\] = x\[M, (\d+)\] · W \(W \[(.), .\], (\w+) mma", text)
+    m = re.search(r"// (\w+): out\[M, (\d+)\] = x\[M, (\d+)\] · W \(W \[(.), .\], (\w+) (?:mma|FMA)"
+                  r"[^)]*?(?:, norm (\w+) eps (\S+?)( gamma)?( beta)?)?\)", text)
     name, n, k, precision = m.group(1), int(m.group(2)), int(m.group(3)), m.group(5)
     nk = m.group(4) == "N"  # W stored [N, K]
     gated = "%bs1" in text
@@ -497,24 +530,32 @@ def check(text, rows, rng, splits=(2,)):
     wv = bf16_value(w) if bf16_weights else w32
     b = rng.standard_normal(cols).astype(np.float32) if bias else None
     r = rng.standard_normal((rows, n)).astype(np.float32) if residual else None
+    norm = None
+    if m.group(6):  # the norm prologue (fp32 FMA): x's rows off-centre, γ and β random
+        x = (x * 3 + rng.standard_normal((rows, 1)) * 5).astype(np.float32)
+        gamma = (1 + rng.standard_normal(k) / 2).astype(np.float32) if m.group(8) else None
+        beta = rng.standard_normal(k).astype(np.float32) if m.group(9) else None
+        norm = (m.group(6), float(m.group(7)), gamma, beta)
     stored = np.ascontiguousarray(w.T) if nk else w
-    rounded = (lambda a: bf16_value(bf16_bits(a))) if precision == "bf16" else tf32_rounded
-    want_rounded = reference(rounded(x), rounded(wv), b, r, n, act, gated)
-    want_exact = reference(x, wv, b, r, n, act, gated)
+    rounded = {"bf16": lambda a: bf16_value(bf16_bits(a)), "tf32": tf32_rounded,
+               "fp32": lambda a: a}[precision]
+    want_rounded = reference(rounded(x), rounded(wv), b, r, n, act, gated, norm)
+    want_exact = reference(x, wv, b, r, n, act, gated, norm)
     scale = np.abs(want_exact).max()
     ok = True
     functions = {re.match(r"    gpu\.func @(\w+)", f).group(1): f
                  for f in re.split(r"(?=    gpu\.func @)", text)[1:]}
-    for entry, function in functions.items():  # <name>_tc, <name>_tc32, split-K's pair
-        if entry.endswith("_tc_reduce"):
+    for entry, function in functions.items():  # <name>_tc/_fma, ..32, split-K's pair
+        if entry.endswith("_reduce"):
             continue
         if not entry.endswith("_splitk"):
-            runs = [(entry, run_kernel(function, x, stored, b, r, rows, n))]
+            runs = [(entry, run_kernel(function, x, stored, b, r, rows, n, norm))]
         else:
             reduce_text = functions[entry[:-len("32_splitk")] + "_reduce"]
             runs = []
             for s in splits:
-                got, count, kz = run_split(function, reduce_text, x, stored, b, r, rows, n, s)
+                got, count, kz = run_split(function, reduce_text, x, stored, b, r, rows, n, s,
+                                           norm)
                 runs.append((f"{entry} S={count} (K {k} in ranges of {kz}) + _reduce", got))
         for label, got in runs:
             got = got.astype(np.float64)
@@ -523,8 +564,8 @@ def check(text, rows, rng, splits=(2,)):
             err_rounded = np.abs(got - want_rounded).max() / scale
             err_exact = np.abs(got - want_exact).max() / scale
             ok &= err_rounded <= 1e-5 and err_exact <= EXACT_BOUND[precision]
-            report(label, precision, nk, rows, k, n, act, gated, bias, residual, bf16_weights,
-                   err_rounded, err_exact)
+            report(label + (f" norm={norm[0]}" if norm else ""), precision, nk, rows, k, n, act,
+                   gated, bias, residual, bf16_weights, err_rounded, err_exact)
     return ok
 
 
@@ -688,13 +729,13 @@ SPLIT_CASES = [("gpt2.xf", "70,33,5", ["-D", "L=1", "-D", "d_e=64", "-D", "d_mlp
 
 
 def kernel_texts(xfc, spec, precision, xfc_args):
-    """The MLIR kernels of `spec`: tensor cores (tf32, bf16; there must be one), or fp32's
-    FMA attention (none where no attention qualifies)."""
+    """The MLIR kernels of `spec`: tensor cores (tf32, bf16), or fp32's FMA GEMMs and attention
+    (there must be one)."""
     text = subprocess.run([xfc, spec, "--target", "cuda-sm_80", "--emit=mlir-gpu",
                            f"--gpu-matmul={precision}"] + xfc_args,
                           check=True, capture_output=True, text=True).stdout
     kernels = [k for k in re.split(r"(?m)^// ----- .*\n", text) if "gpu.func" in k]
-    assert kernels or precision == "fp32", "no tensor-core kernel in --emit=mlir-gpu"
+    assert kernels, f"no MLIR kernel in --emit=mlir-gpu --gpu-matmul={precision}"
     return kernels
 
 
@@ -739,16 +780,24 @@ def faulted(text, fault):
 
 def check_faults(xfc, rng):
     """Each deliberate bug in GPT-2's first tf32 and bf16 GEMM (bf16 from f32 and from bf16
-    weights) must fail the check."""
+    weights) must fail the check; so must the fp32 FMA kernel's (its loads of the other buffer,
+    or of the other norm statistic; one range for every split)."""
     ok = True
-    for precision, weights in (("tf32", []), ("bf16", []), ("bf16", ["--weight-type=bf16"])):
+    for precision, weights in (("tf32", []), ("bf16", []), ("bf16", ["--weight-type=bf16"]),
+                               ("fp32", [])):
         kernel = kernel_texts(xfc, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                                 "..", "examples", "gpt2.xf"), precision,
                               SMALL + weights)[0]
+        fma = precision == "fp32"
         precision += " bf16 weights" if weights else ""
-        assert "_tc {" in kernel and "nvgpu.device_async_copy" in kernel, \
-            f"GPT-2's first {precision} GEMM is not double-buffered"
-        for fault in ("no-wait", "wrong-buffer", "one-range"):
+        if fma:
+            assert "_fma(" in kernel and "%stats" in kernel and "_fma32_splitk(" in kernel, \
+                "GPT-2's first fp32 GEMM is not the FMA kernel with a norm prologue and split-K"
+        else:
+            assert "_tc {" in kernel and "nvgpu.device_async_copy" in kernel, \
+                f"GPT-2's first {precision} GEMM is not double-buffered"
+        for fault in ("wrong-buffer", "one-range") if fma else ("no-wait", "wrong-buffer",
+                                                                 "one-range"):
             bad = faulted(kernel, fault)
             assert bad != kernel
             try:
@@ -765,8 +814,6 @@ def check_faults(xfc, rng):
 def check_spec(xfc, spec, rows, xfc_args, lengths, rng, splits=(2,)):
     ok = True
     for precision in ("tf32", "bf16", "fp32"):
-        if precision == "fp32" and not lengths:
-            continue  # fp32's only MLIR kernel is the attention's
         for kernel in kernel_texts(xfc, spec, precision, xfc_args):
             if ": attention " in kernel.split("\n")[0]:
                 if lengths:

@@ -309,7 +309,7 @@ template <typename Spec>
 llvm::Error provideKernel(ObjectSink &sink, const Spec &spec) {
   const GpuMatmul precision = sink.precision;
   auto plan = tensorCorePlanOf(spec, precision, sink.options.target);
-  if (sink.options.log && (precision != GpuMatmul::Fp32 || plan.mlirKernel))
+  if (sink.options.log && isCudaTarget(sink.options.target)) // each kernel's path and why
     *sink.options.log << "xfc: " << spec.name << ": " << pathAndWhy(plan) << "\n";
   if (!plan.mlirKernel)
     return provideHalideKernel(sink, spec);

@@ -51,13 +51,22 @@ constexpr int kTcMinSplitSlices = 4;
 /// The reduction's block: 4 rows × 64 columns, a thread per pair of columns.
 constexpr int kTcReduceRows = 4;
 
-/// One GEMM's path under `precision`: the tensor-core kernel's shape, or why it stays on
-/// Halide's fp32 pipeline (said by `xfc -v`).
+/// fp32 (--gpu-matmul=fp32): GEMMs of this many rows or more run the FMA kernel built in MLIR
+/// (`<name>_fma`, FmaGemmSource.cpp; the same tiles, split-K and launcher); fewer stay on
+/// Halide's GEMV (M <= 4) and batch GEMV (4 < M <= 16), which stream W once for every row.
+constexpr int kFmaGemmMinRows = 17;
+
+/// One GEMM's path under `precision`: the MLIR kernel's (tensor cores, or for fp32 the FMA
+/// kernel), or why it stays on Halide's fp32 pipeline (said by `xfc -v`).
 struct TensorCoreGemmPlan {
-  bool mlirKernel = false;           // tensor cores: a kernel built in MLIR, launched by libxfrt
-  std::string why;                   // a reason either way, one line
-  static constexpr bool fma = false; // (the attention's plan may name the fp32 FMA kernel)
-  const char *path() const { return mlirKernel ? "tensor cores" : "Halide fp32"; }
+  bool mlirKernel = false; // a kernel built in MLIR, launched by libxfrt
+  std::string why;         // a reason either way, one line
+  bool fma = false;        // that kernel is the fp32 FMA one
+  const char *path() const {
+    return !mlirKernel ? "Halide fp32" : fma ? "fp32 FMA (MLIR)" : "tensor cores";
+  }
+  /// The fewest rows the MLIR kernel runs (fewer: Halide's pipeline).
+  int minRows() const { return fma ? kFmaGemmMinRows : kTcMinRows; }
 };
 TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul precision);
 /// N is not a multiple of kTcTileCols (the plan takes it for [N, K] weights without bias,
@@ -75,9 +84,14 @@ int64_t tensorCoreSplitRows(const GemmKernelSpec &spec);
 int64_t tensorCoreSplitPartialFloats(const GemmKernelSpec &spec);
 
 /// The kernels as MLIR (a gpu.module of `<name>_tc`, `<name>_tc32` and, where the GEMM may
-/// split, `<name>_tc32_splitk` and `<name>_tc_reduce`), before lowering: `xfc
-/// --emit=mlir-gpu`. Needs a spec the plan takes.
+/// split, `<name>_tc32_splitk` and `<name>_tc_reduce`; for fp32 the same with `_fma`:
+/// fmaGemmSource), before lowering: `xfc --emit=mlir-gpu`. Needs a spec the plan takes.
 std::string tensorCoreGemmSource(const GemmKernelSpec &spec, GpuMatmul precision);
+/// fp32's kernels on the FMA units (FmaGemmSource.cpp).
+std::string fmaGemmSource(const GemmKernelSpec &spec);
+/// The MLIR kernel's entry, `<name>_tc` or (fp32) `<name>_fma`; the launcher derives the
+/// others from it (`32`, `32_splitk`, `_reduce`).
+std::string mlirGemmEntry(const GemmKernelSpec &spec, GpuMatmul precision);
 
 /// The kernel lowered to NVVM (the LLVM dialect of the gpu.module), or to PTX for `chip`
 /// (sm_80 or newer) through LLVM's NVPTX backend.

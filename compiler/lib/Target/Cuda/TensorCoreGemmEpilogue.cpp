@@ -86,7 +86,30 @@ std::string epiloguePair(Writer &w, const GemmKernelSpec &spec, const std::strin
   return w.f("arith.addf", e, w.let("vector.load %res[" + at + "] : memref<?xf32>, vector<2xf32>"));
 }
 
-std::string splitReductionFunction(const GemmKernelSpec &spec) {
+// Columns below N of `row`'s pair at col (a column tail): the pair's epilogue where col < N,
+// each of its columns below N stored alone (out's rows may be of any length: no pair alignment).
+void storeColumns(Writer &w, const GemmKernelSpec &spec, const std::string &row,
+                  const std::string &col, const std::function<std::string()> &pair) {
+  auto below = [&](const std::string &c) {
+    return w.let("arith.cmpi ult, " + c + ", " + w.index(spec.N) + " : index");
+  };
+  w.line("scf.if " + below(col) + " {");
+  std::string values = pair();
+  for (int e = 0; e < 2; ++e) {
+    std::string c = w.addConst(col, e);
+    if (e)
+      w.line("scf.if " + below(c) + " {");
+    std::string v =
+        w.let("vector.extract " + values + "[" + std::to_string(e) + "] : f32 from vector<2xf32>");
+    w.line("vector.store " + w.let("vector.from_elements " + v + " : vector<1xf32>") + ", %out[" +
+           w.add(w.mul(row, "%os"), c) + "] : memref<?xf32>, vector<1xf32>");
+    if (e)
+      w.line("}");
+  }
+  w.line("}");
+}
+
+std::string splitReductionFunction(const GemmKernelSpec &spec, llvm::StringRef entry) {
   const int gates = spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1;
   Writer w;
   std::string tid = w.let("gpu.thread_id x");
@@ -122,12 +145,12 @@ std::string splitReductionFunction(const GemmKernelSpec &spec) {
   w.line("vector.store " + e + ", %out[" + w.add(w.mul(row, "%os"), col) +
          "] {alignment = 8} : memref<?xf32>, vector<2xf32>");
   w.line("}");
-  return llvm::formatv("    gpu.func @{0}_tc_reduce(%p: memref<?xf32>, %bias: memref<?xf32>, "
+  return llvm::formatv("    gpu.func @{0}_reduce(%p: memref<?xf32>, %bias: memref<?xf32>, "
                        "%res: memref<?xf32>, %out: memref<?xf32>, %m: index, %rs: index, "
                        "%os: index, %s: index)\n"
                        "        kernel attributes {{known_block_size = array<i32: {1}, 1, 1>} "
                        "{{\n{2}      gpu.return\n    }\n",
-                       spec.name, kTcThreads, w.text)
+                       entry, kTcThreads, w.text)
       .str();
 }
 

@@ -25,11 +25,17 @@ namespace mlir::xf::tc {
 std::string epiloguePair(Writer &w, const GemmKernelSpec &spec, const std::string &row,
                          const std::string &col, const std::function<std::string(int)> &sum);
 
-/// `<name>_tc_reduce`, split-K's second kernel: a block of kTcThreads per kTcReduceRows rows
-/// × 64 columns, a thread per pair of columns, sums the %s partials [S][M][cols] (%p) of its
-/// pair in the order z = 0, 1, .., S − 1 (results independent of the split blocks' order) and
-/// stores the epilogue of the sums into out.
-std::string splitReductionFunction(const GemmKernelSpec &spec);
+/// Stores the columns below N of `row`'s pair at `col` (a column tail): the pair's epilogue
+/// (`pair()`) where col < N, each of its columns below N stored alone (out's rows may then be
+/// of any length: no pair alignment).
+void storeColumns(Writer &w, const GemmKernelSpec &spec, const std::string &row,
+                  const std::string &col, const std::function<std::string()> &pair);
+
+/// `<entry>_reduce` (`<name>_tc_reduce`, `<name>_fma_reduce`), split-K's second kernel: a block of
+/// kTcThreads per kTcReduceRows rows × 64 columns, a thread per pair of columns, sums the %s
+/// partials [S][M][cols] (%p) of its pair in the order z = 0, 1, .., S − 1 (results independent of
+/// the split blocks' order) and stores the epilogue of the sums into out.
+std::string splitReductionFunction(const GemmKernelSpec &spec, llvm::StringRef entry);
 
 } // namespace mlir::xf::tc
 

@@ -6,10 +6,11 @@
 // PTX as a constant and `name` as a few LLVM-dialect lines: call libxfrt's
 // xfrt_tensor_core_gemm (TensorCoreLaunch.cpp:
 // loads the PTX once per context, launches on Halide's stream) and, when that answers
-// kTcNotTaken (fewer than kTcMinRows rows: a decode step), call `<name>_fp32`, Halide's fp32
-// pipeline compiled beside it, whose own specialization runs the GEMV. From kTcTallRows rows
-// the runtime launches `<name>_tc` (64-row tiles), below them `<name>_tc32`, or, where its grid
-// has fewer blocks than the GPU has SMs, `<name>_tc32_splitk` and `<name>_tc_reduce`.
+// kTcNotTaken (fewer rows than the plan's minRows: a decode step), call `<name>_fp32`, Halide's
+// fp32 pipeline compiled beside it, whose own specialization runs the GEMV. From kTcTallRows
+// rows the runtime launches `<name>_tc` (64-row tiles; fp32's FMA kernels `<name>_fma...`),
+// below them `<name>_tc32`, or, where its grid has fewer blocks than the GPU has SMs,
+// `<name>_tc32_splitk` and `<name>_tc_reduce`.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +28,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cctype>
+#include <vector>
 
 namespace mlir::xf {
 
@@ -61,28 +63,38 @@ using tc::stringLiteral;
 int64_t launchFlags(const GemmKernelSpec &spec) {
   return (spec.hasBias ? 1 : 0) | (spec.hasResidual ? 2 : 0) | (spec.bf16Weights ? 4 : 0) |
          (spec.epilogue == GemmEpilogue::SwiGlu ? 8 : 0) | (spec.transposeWeight ? 16 : 0) |
-         (tensorCoreSplitRows(spec) > 0 ? 32 : 0) | // the PTX has the split-K kernels
-         (tensorCoreColumnTail(spec) ? 64 : 0);     // columns stored one at a time
+         (tensorCoreSplitRows(spec) > 0 ? 32 : 0) |       // the PTX has the split-K kernels
+         (tensorCoreColumnTail(spec) ? 64 : 0) |          // columns stored one at a time
+         (spec.prologue != GemmPrologue::None ? 128 : 0); // kernels take %gamma, %beta
 }
 
-std::string launcherSource(const GemmKernelSpec &spec, llvm::StringRef ptx) {
-  int buffers = 3 + spec.hasBias + spec.hasResidual;
+std::string launcherSource(const GemmKernelSpec &spec, GpuMatmul precision, llvm::StringRef ptx) {
+  // The Halide ABI's buffers in order (GemmEmitter.cpp): x, w, bias, residual, the norm's γ
+  // and β, the attention's key-range partials (merged by the GEMV), out; then the split-K
+  // partials, which Halide's pipeline (`<name>_fp32`) does not take.
+  std::vector<std::string> names{"%x", "%w"};
+  auto add = [&](bool present, const char *name) {
+    if (present)
+      names.push_back(name);
+    return present ? std::string(name) : std::string("%null");
+  };
+  std::string bias = add(spec.hasBias, "%bias"), residual = add(spec.hasResidual, "%res");
+  std::string gamma = add(spec.normGamma, "%gamma"), beta = add(spec.normBeta, "%beta");
+  add(spec.mergeHeads > 0, "%ranges");
+  names.push_back("%out");
   std::string params, args, types;
-  for (int i = 0; i < buffers; ++i) {
-    params += llvm::formatv("{0}%b{1}: !llvm.ptr", i ? ", " : "", i).str();
-    args += llvm::formatv("{0}%b{1}", i ? ", " : "", i).str();
+  for (size_t i = 0; i < names.size(); ++i) {
+    params += llvm::formatv("{0}{1}: !llvm.ptr", i ? ", " : "", names[i]).str();
+    args += (i ? ", " : "") + names[i];
     types += i ? ", !llvm.ptr" : "!llvm.ptr";
   }
-  params += ", %partials: !llvm.ptr"; // Halide's pipeline (`<name>_fp32`) takes the rest
-  // x, w, bias or null, residual or null, out, partials.
-  std::string bias = spec.hasBias ? "%b2" : "%null";
-  std::string residual = spec.hasResidual ? "%b" + std::to_string(2 + spec.hasBias) : "%null";
-  std::string out = "%b" + std::to_string(buffers - 1);
+  params += ", %partials: !llvm.ptr";
+  const TensorCoreGemmPlan plan = tensorCoreGemmPlan(spec, precision);
   return llvm::formatv(
              R"(module {
   llvm.mlir.global internal constant @ptx({0}) {{addr_space = 0 : i32}
   llvm.mlir.global internal constant @entry({1}) {{addr_space = 0 : i32}
-  llvm.func @xfrt_tensor_core_gemm(!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+  llvm.func @xfrt_tensor_core_gemm(!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
   llvm.func @{2}({3}) -> i32
   llvm.func @{4}({5}) -> i32 {{
     %ptx = llvm.mlir.addressof @ptx : !llvm.ptr
@@ -93,7 +105,7 @@ std::string launcherSource(const GemmKernelSpec &spec, llvm::StringRef ptx) {
     %flags = llvm.mlir.constant({8} : i64) : i64
     %rows = llvm.mlir.constant({9} : i64) : i64
     %tall = llvm.mlir.constant({15} : i64) : i64
-    %rc = llvm.call @xfrt_tensor_core_gemm(%ptx, %entry, %n, %k, %flags, %rows, %tall, %b0, %b1, {10}, {11}, {12}, %partials) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+    %rc = llvm.call @xfrt_tensor_core_gemm(%ptx, %entry, %n, %k, %flags, %rows, %tall, %x, %w, {10}, {11}, {12}, {16}, %out, %partials) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
     %notTaken = llvm.mlir.constant({13} : i32) : i32
     %fp32 = llvm.icmp "eq" %rc, %notTaken : i32
     llvm.cond_br %fp32, ^halide, ^done
@@ -105,9 +117,9 @@ std::string launcherSource(const GemmKernelSpec &spec, llvm::StringRef ptx) {
   }
 }
 )",
-             stringLiteral(ptx), stringLiteral(spec.name + "_tc"), fp32FallbackName(spec), types,
-             spec.name, params, spec.N, spec.K, launchFlags(spec), kTcMinRows, bias, residual,
-             out, kTcNotTaken, args, kTcTallRows)
+             stringLiteral(ptx), stringLiteral(mlirGemmEntry(spec, precision)),
+             fp32FallbackName(spec), types, spec.name, params, spec.N, spec.K, launchFlags(spec),
+             plan.minRows(), bias, residual, gamma, kTcNotTaken, args, kTcTallRows, beta)
       .str();
 }
 
@@ -118,7 +130,7 @@ llvm::Error compileTensorCoreGemmLauncher(const GemmKernelSpec &spec, GpuMatmul 
   llvm::Expected<std::string> ptx = tensorCoreGemmPtx(spec, precision, capability);
   if (!ptx)
     return ptx.takeError();
-  return tc::emitLauncherObject(launcherSource(spec, *ptx), spec.name, objectPath);
+  return tc::emitLauncherObject(launcherSource(spec, precision, *ptx), spec.name, objectPath);
 }
 
 } // namespace mlir::xf

@@ -48,8 +48,7 @@ std::string fp32FallbackName(const GemmKernelSpec &spec) { return spec.name + "_
 
 TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul precision) {
   auto stay = [](std::string why) { return TensorCoreGemmPlan{false, std::move(why)}; };
-  if (precision == GpuMatmul::Fp32)
-    return stay("--gpu-matmul=fp32");
+  const bool fma = precision == GpuMatmul::Fp32;
   if (spec.N % kTcTileCols != 0 &&
       (!spec.transposeWeight || spec.hasBias || spec.hasResidual ||
        spec.epilogue == GemmEpilogue::SwiGlu))
@@ -62,13 +61,23 @@ TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul prec
                 std::to_string(kTcSliceK));
   if (spec.weightBlocks != WeightBlocks::None || spec.packedWeight || spec.bf16Activations)
     return stay("block, packed weights or bf16 activations");
-  if (spec.prologue != GemmPrologue::None) // xfc fuses norms only for --gpu-matmul=fp32
+  // xfc fuses norms only for --gpu-matmul=fp32; the FMA kernel normalises x as it stages it.
+  if (spec.prologue != GemmPrologue::None && !fma)
     return stay("a norm prologue");
+  std::string tail = tensorCoreColumnTail(spec)
+                         ? "; a column tail of " + std::to_string(spec.N % kTcTileCols)
+                         : std::string();
+  if (fma)
+    return {true,
+            "fp32 FMA kernel for M >= " + std::to_string(kFmaGemmMinRows) +
+                " (fewer rows: Halide's GEMV and batch GEMV)" + tail,
+            true};
   return {true, std::string(gpuMatmulName(precision)) + " mma.sync for M >= " +
-                    std::to_string(kTcMinRows) + " (fewer rows: Halide's GEMV)" +
-                    (tensorCoreColumnTail(spec) ? "; a column tail of " +
-                                                      std::to_string(spec.N % kTcTileCols)
-                                                : std::string())};
+                    std::to_string(kTcMinRows) + " (fewer rows: Halide's GEMV)" + tail};
+}
+
+std::string mlirGemmEntry(const GemmKernelSpec &spec, GpuMatmul precision) {
+  return spec.name + (precision == GpuMatmul::Fp32 ? "_fma" : "_tc");
 }
 
 bool tensorCoreColumnTail(const GemmKernelSpec &spec) { return spec.N % kTcTileCols != 0; }

@@ -366,29 +366,6 @@ void multiplySlice(Writer &w, const Types &ty, const Lanes &l, std::vector<std::
   w.line("gpu.barrier");
 }
 
-// Columns below N of `row`'s pair at col (a column tail): the pair's epilogue where col < N,
-// each of its columns below N stored alone (out's rows may be of any length: no pair alignment).
-void storeColumns(Writer &w, const GemmKernelSpec &spec, const std::string &row,
-                  const std::string &col, const std::function<std::string()> &pair) {
-  auto below = [&](const std::string &c) {
-    return w.let("arith.cmpi ult, " + c + ", " + w.index(spec.N) + " : index");
-  };
-  w.line("scf.if " + below(col) + " {");
-  std::string values = pair();
-  for (int e = 0; e < 2; ++e) {
-    std::string c = w.addConst(col, e);
-    if (e)
-      w.line("scf.if " + below(c) + " {");
-    std::string v = w.let("vector.extract " + values + "[" + std::to_string(e) +
-                          "] : f32 from vector<2xf32>");
-    w.line("vector.store " + w.let("vector.from_elements " + v + " : vector<1xf32>") +
-           ", %out[" + w.add(w.mul(row, "%os"), c) + "] : memref<?xf32>, vector<1xf32>");
-    if (e)
-      w.line("}");
-  }
-  w.line("}");
-}
-
 // Stores the accumulators: rows g and g + 8 of each 16 × 8 tile, columns 2t and 2t + 1,
 // through the epilogue into out; or (`partialsRow0`: the split's first row of the [S][M][cols]
 // partials, z · M) raw, each gate's columns where its weights' are.
@@ -549,11 +526,13 @@ std::string kernelFunction(const GemmKernelSpec &spec, GpuMatmul precision, int 
 } // namespace
 
 std::string tensorCoreGemmSource(const GemmKernelSpec &spec, GpuMatmul precision) {
+  if (precision == GpuMatmul::Fp32)
+    return fmaGemmSource(spec);
   Types ty = typesOf(spec, precision);
   std::string splitKernels;
   if (tensorCoreSplitRows(spec) > 0)
     splitKernels = kernelFunction(spec, precision, kTcShortTileRows, /*split=*/true) +
-                   tc::splitReductionFunction(spec);
+                   tc::splitReductionFunction(spec, spec.name + "_tc");
   return llvm::formatv("// {0}: out[M, {1}] = x[M, {2}] · W (W {3}, {4} mma.sync, float32 sums)\n"
                        "module attributes {{gpu.container_module} {{\n"
                        "  gpu.module @{0}_tc {{\n{5}{6}  }\n}\n",
