@@ -55,8 +55,8 @@ from check_examples import DECODERS, MODELS, TENSOR_CORE_TOLERANCE  # noqa: E402
 
 MAX_BUNDLE_BYTES = 64 << 20
 # Seconds per phase: 540 in all, so that one replay fits a 10-minute command on the GPU machine.
-PHASES = [("checks", 75), ("full", 60), ("tensor", 55), ("perf", 95), ("batch", 60),
-          ("tune", 45), ("ncu", 70), ("torch", 80)]
+PHASES = [("checks", 70), ("full", 60), ("tensor", 55), ("perf", 105), ("batch", 60),
+          ("tune", 45), ("ncu", 65), ("torch", 80)]
 # The tune phase: GPT-2's GEMMs' and attention's GPU schedules (xfc tune --target cuda --export;
 # docs/tuning.md "CUDA GEMMs") at the lengths the perf phase times, this many candidates a kernel.
 TUNE_LENGTHS, TUNE_CANDIDATES, QUICK_TUNE_CANDIDATES = "1,128,1024", 16, 3
@@ -190,11 +190,15 @@ class Bundle:
             self.run("perf", f"time-{tag}-prefill128-nographs", 60,
                      [exe, "--random-weights", "1", "--tokens", ids(128, vocab), "--repeat", "20",
                       "--cuda-graphs", "off"])
-            # the prefill attention's fp32 FMA kernel (docs/gpu.md) against Halide's beside it
+            # the fp32 FMA kernels of the prefill attention and the GEMMs (docs/gpu.md)
+            # against Halide's pipelines beside them
             if tag == "gpt2":
-                self.run("perf", f"time-{tag}-prefill1024-halide-attention", 60,
-                         ["env", "XF_MLIR_ATTENTION=off", exe, "--random-weights", "1",
-                          "--tokens", ids(1024, vocab), "--repeat", "10"])
+                for what, switch in (("attention", "XF_MLIR_ATTENTION=off"),
+                                     ("gemm", "XF_MLIR_GEMM=off")):
+                    for n in (128, 1024):
+                        self.run("perf", f"time-{tag}-prefill{n}-halide-{what}", 60,
+                                 ["env", switch, exe, "--random-weights", "1",
+                                  "--tokens", ids(n, vocab), "--repeat", "10"])
             # decode steps replayed as CUDA graphs (the default; -v says why where they are
             # not), and launched kernel by kernel
             self.run("perf", f"time-{tag}-decode", 60,

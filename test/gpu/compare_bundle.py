@@ -204,12 +204,14 @@ def prefill_graphs(xf):
                                  for label in xf if label.endswith(suffix)])
 
 
-def fma_attention(xf):
-    """The prefill attention's fp32 FMA kernel (docs/gpu.md, "Attention, fp32: the FMA kernel")
-    against Halide's (XF_MLIR_ATTENTION=off): GPT-2 small's prefill at ℓ = 1024."""
-    return with_and_without(xf, [("gpt2 prefill 1024", "time-gpt2-prefill1024",
-                                  "time-gpt2-prefill1024-halide-attention",
-                                  "with the FMA attention")])
+def fma_kernels(xf):
+    """The fp32 FMA kernels (docs/gpu.md, "GEMM, fp32: the FMA kernel", "Attention, fp32: the
+    FMA kernel") against Halide's pipelines (XF_MLIR_GEMM=off, XF_MLIR_ATTENTION=off): GPT-2
+    small's prefill at ℓ = 128 and 1024."""
+    return with_and_without(xf, [(f"gpt2 prefill {n}", f"time-gpt2-prefill{n}",
+                                  f"time-gpt2-prefill{n}-halide-{what}",
+                                  f"with the FMA {what}")
+                                 for what in ("attention", "gemm") for n in (128, 1024)])
 
 
 def batch_targets(xf, out):
@@ -297,7 +299,7 @@ def main():
                 print("  " + line)
         for title, rows in (("split-K", split_k(summary["timings"])),
                             ("CUDA graphs", prefill_graphs(summary["timings"])),
-                            ("fp32 FMA attention", fma_attention(summary["timings"]))):
+                            ("fp32 FMA kernels", fma_kernels(summary["timings"]))):
             if rows:
                 print(f"\n{title} (min of --repeat):")
                 for line in rows:

@@ -18,6 +18,7 @@
 #include "xf/Conversion/KernelDeclarations.h"
 #include "xf/Pipelines/Pipelines.h"
 #include "xf/Target/TensorCoreAttention.h"
+#include "xf/Target/TensorCoreGemm.h"
 #include "xf/Tuning/GpuScheduleSpace.h"
 #include "xf/Tuning/GpuTiming.h"
 #include "xf/Tuning/GpuTimingArguments.h"
@@ -352,14 +353,31 @@ llvm::Error compileGemmCandidates(MLIRContext &ctx, const HostKernels &host,
     ExportedKernel k{spec.name, tunedKernel(ctx, spec).signature, spec, {}, {}, {}, {}, {}};
     if (!seen.insert(k.signature).second)
       continue;
+    // Where the fp32 FMA kernel runs the GEMM from kFmaGemmMinRows rows (TensorCoreGemm.h),
+    // the schedule's tile fields reach no kernel that runs: only the shorter lengths (the GEMV
+    // and batch GEMV) vary the candidates and call Halide's pipeline, and without one the GEMM
+    // has nothing to tune.
+    const bool fma = tensorCoreGemmPlan(spec, GpuMatmul::Fp32).mlirKernel;
+    GpuExportOptions halide = options;
+    if (fma)
+      llvm::erase_if(halide.lengths, [](int64_t l) { return l >= kFmaGemmMinRows; });
+    if (halide.lengths.empty()) {
+      log << "xfc tune: " << spec.name << " not timed: the fp32 FMA kernel (no schedule) runs it "
+          << "from " << kFmaGemmMinRows << " rows, and no --lengths is shorter\n";
+      continue;
+    }
     size_t index = 0;
     for (const GpuGemmSchedule &s :
-         gpuGemmCandidates(ctx, spec, options.lengths, options.candidates, options.seed)) {
+         gpuGemmCandidates(ctx, spec, halide.lengths, options.candidates, options.seed)) {
       GemmKernelSpec candidate = spec;
       candidate.gpuSchedule = s;
       candidate.name = spec.name + "_c" + std::to_string(index++);
+      TimingCalls calls = gemmTimingCalls(candidate, longest);
+      for (TimingCall &call : calls.calls)
+        if (fma && !call.mostRows)
+          call.mostRows = kFmaGemmMinRows - 1;
       if (llvm::Error e = addCandidate(k, candidate.name, kernelText(gpuGemmScheduleAttr(&ctx, s)),
-                                       gemmTimingCalls(candidate, longest), scratch, objects,
+                                       calls, scratch, objects,
                                        [&](llvm::StringRef, llvm::StringRef object) {
                                          return compileGemmKernel(candidate, options.target,
                                                                   object);
@@ -367,7 +385,7 @@ llvm::Error compileGemmCandidates(MLIRContext &ctx, const HostKernels &host,
         return e;
     }
     if (baselines)
-      compileBaselines(options, scratch, k, objects, log);
+      compileBaselines(halide, scratch, k, objects, log);
     kernels.push_back(std::move(k));
   }
   return llvm::Error::success();
@@ -487,7 +505,8 @@ llvm::Error mlir::xf::tuning::exportGpuTiming(MLIRContext &ctx, ModuleOp host,
           compileAttentionCandidates(ctx, declared, options, scratch, kernels, objects, log))
     return e;
   if (kernels.empty())
-    return llvm::createStringError("the model has no Halide GEMM or attention to tune");
+    return llvm::createStringError("the model has no Halide GEMM or attention to tune at these "
+                                   "--lengths (the lines above say why)");
   llvm::SmallString<256> runtime(scratch), table(scratch), program(options.directory),
       manifest(options.directory);
   llvm::sys::path::append(runtime, "halide_runtime.o");
