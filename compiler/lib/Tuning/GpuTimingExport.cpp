@@ -376,12 +376,11 @@ llvm::Error compileGemmCandidates(MLIRContext &ctx, const HostKernels &host,
       for (TimingCall &call : calls.calls)
         if (fma && !call.mostRows)
           call.mostRows = kFmaGemmMinRows - 1;
-      if (llvm::Error e = addCandidate(k, candidate.name, kernelText(gpuGemmScheduleAttr(&ctx, s)),
-                                       calls, scratch, objects,
-                                       [&](llvm::StringRef, llvm::StringRef object) {
-                                         return compileGemmKernel(candidate, options.target,
-                                                                  object);
-                                       }))
+      if (llvm::Error e =
+              addCandidate(k, candidate.name, kernelText(gpuGemmScheduleAttr(&ctx, s)), calls,
+                           scratch, objects, [&](llvm::StringRef, llvm::StringRef object) {
+                             return compileGemmKernel(candidate, options.target, object);
+                           }))
         return e;
     }
     if (baselines)
