@@ -599,9 +599,10 @@ def run_attention(text, q, k, v, rows, keys, heads, d):
            "buffer%out": out.ravel(), "%m": np.full(T, rows), "%mz": np.full(T, keys),
            "%qs": np.full(T, heads * d), "%kks": np.full(T, kv * d), "%khs": np.full(T, d),
            "%vks": np.full(T, d), "%vhs": np.full(T, keys * d), "%os": np.full(T, heads * d)}
+    grid_x = (rows + 63) // 64
     for head in range(heads):
-        for bx in range((rows + 63) // 64):
-            block_env = dict(env, block_x=bx, block_y=head)
+        for bx in range(grid_x):
+            block_env = dict(env, block_x=bx, block_y=head, grid_x=grid_x, grid_y=heads)
             tiles = {name: np.zeros(shape, dtype) for name, (shape, dtype) in shared.items()}
             Block(body, block_env, tiles).run(0, len(body), np.ones(T, bool))
     return out

@@ -87,8 +87,16 @@ std::string attentionModule(const AttentionKernelSpec &spec, GpuMatmul precision
 AttentionBlock attentionBlock(Writer &w, int64_t group) {
   AttentionBlock b;
   b.tid = w.let("gpu.thread_id x");
-  std::string bx = w.let("gpu.block_id x");
-  b.head = w.let("gpu.block_id y");
+  // The launch's grid is (query blocks, heads); its blocks run heads fastest and the last
+  // query blocks first: a causal block's work grows with its queries, so the heaviest blocks
+  // of every head start first, one an SM, and the lightest fill in behind them.
+  std::string gx = w.let("gpu.grid_dim x"), gy = w.let("gpu.grid_dim y");
+  std::string linear = w.add(w.mul(w.let("gpu.block_id y"), gx), w.let("gpu.block_id x"));
+  b.head = w.rem(linear, gy);
+  std::string fromLast = w.div(linear, gy);
+  std::string bx = w.let("arith.subi " + w.let("arith.subi " + gx + ", " + w.index(1) +
+                                                " : index") +
+                         ", " + fromLast + " : index");
   b.bm = w.mul(bx, w.index(kTcAttentionQueries));
   b.kvHead = group == 1 ? b.head : w.div(b.head, w.index(group));
   b.offset = w.let("arith.subi %mz, %m : index");
