@@ -39,11 +39,13 @@ constexpr int64_t kBias = 1, kResidual = 2, kBf16Weights = 4, kGated = 8, kWeigh
                   kSplitKernels = 32, kColumnTail = 64, kNorm = 128;
 constexpr int kNotTaken = 1, kFailed = -1;
 // The kernels' tiling (TensorCoreGemm.h): 64 × 64 tiles of out (`<entry>`) or 32 × 64
-// (`<entry>32`, below tallRows rows), 128 threads, K in slices of 32; split-K (`<entry>32_splitk`
+// (`<entry>32`, below tallRows rows or where 64-row tiles would give fewer than
+// kTallBlocksPerSm blocks an SM), 128 threads, K in slices of 32; split-K (`<entry>32_splitk`
 // and `<entry>_reduce`, a block per 4 rows × 64 columns): at most kMaxSplit ranges of K, by
 // the launcher's own choice of kMinSplitSlices slices or more.
 constexpr int64_t kTileRows = 64, kShortTileRows = 32, kTileCols = 64, kThreads = 128,
-                  kSliceK = 32, kMaxSplit = 4, kMinSplitSlices = 4, kReduceRows = 4;
+                  kSliceK = 32, kMaxSplit = 4, kMinSplitSlices = 4, kReduceRows = 4,
+                  kTallBlocksPerSm = 2;
 
 struct Driver {
   int (*currentContext)(void **) = nullptr;
@@ -348,8 +350,7 @@ extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t
                                      HalideBuffer *beta, HalideBuffer *out,
                                      HalideBuffer *partials) {
   const int64_t rows = x->dim[1].extent;
-  const bool tall = rows >= tallRows;
-  std::string what = "GEMM kernel " + std::string(entry) + (tall ? "" : "32") + ": ";
+  std::string what = "GEMM kernel " + std::string(entry) + ": ";
   if (mlirGemm() < 0)
     return fail(what + "$XF_MLIR_GEMM is neither on nor off");
   if (rows < minRows || mlirGemm() == 0)
@@ -371,13 +372,18 @@ extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t
       return fail(what + why);
   const int64_t cols = (flags & kGated) ? 2 * n : n, capacity = partials->dim[0].extent;
   return launchInHalideContext(ptx, what, [&](Launches &launch) {
+    int64_t sms = 0;
+    if (int rc = multiprocessorsOf(launch.d, launch.context, &sms)) {
+      launch.error = "cuDeviceGetAttribute failed with CUDA error " + std::to_string(rc);
+      return rc;
+    }
+    // 64-row tiles from tallRows rows where their grid gives every SM kTallBlocksPerSm blocks;
+    // fewer (GPT-2 small's N = 768 GEMMs at l = 1024: 192 on 132 SMs) leave SMs with one block
+    // of 4 warps, where the 32-row kernel's twice the blocks keep them busier.
+    const int64_t tallBlocks = (n + kTileCols - 1) / kTileCols * ((rows + kTileRows - 1) / kTileRows);
+    const bool tall = rows >= tallRows && tallBlocks >= kTallBlocksPerSm * sms;
     Split split;
     if (!tall && (flags & kSplitKernels)) {
-      int64_t sms = 0;
-      if (int rc = multiprocessorsOf(launch.d, launch.context, &sms)) {
-        launch.error = "cuDeviceGetAttribute failed with CUDA error " + std::to_string(rc);
-        return rc;
-      }
       const int64_t blocks = n / kTileCols * ((rows + kShortTileRows - 1) / kShortTileRows);
       split = splitOf(rows, cols, k, blocks, sms, capacity, forced);
     }

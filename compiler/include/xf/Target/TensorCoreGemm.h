@@ -32,7 +32,9 @@ std::optional<GpuMatmul> parseGpuMatmul(llvm::StringRef name);
 constexpr int kTcTileRows = 64, kTcTileCols = 64, kTcSliceK = 32, kTcThreads = 128;
 /// Below kTcTallRows rows the kernel `<name>_tc32` runs instead: 32-row tiles (4 warps side
 /// by side, 32 × 16 each), twice the blocks, so that prefills of a few hundred tokens fill
-/// the GPU (GPT-2 small at ℓ = 128: 48-192 blocks instead of 24-96).
+/// the GPU (GPT-2 small at ℓ = 128: 48-192 blocks instead of 24-96); so it does from
+/// kTcTallRows rows where the 64-row grid would give the GPU fewer than 2 blocks an SM (the
+/// launcher's choice, TensorCoreLaunch.cpp: GPT-2 small's N = 768 GEMMs at ℓ = 1024).
 constexpr int kTcShortTileRows = 32, kTcTallRows = 512;
 /// Rows up to this stay on Halide's GEMV path (decode steps), as in GemmKernelCuda.cpp.
 constexpr int kTcMinRows = 5;
