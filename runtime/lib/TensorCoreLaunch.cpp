@@ -223,28 +223,24 @@ int64_t forcedSplit() {
   return forced;
 }
 
-// $XF_MLIR_ATTENTION (docs/gpu.md, "Attention, fp32: the FMA kernel"): 1 unset or "on" (the
-// prefill attention's MLIR kernel runs), 0 for "off" (Halide's pipeline beside it runs every
-// call: the two timed against each other in one run), -1 for anything else.
-int mlirAttention() {
-  static const int chosen = [] {
-    const char *text = std::getenv("XF_MLIR_ATTENTION");
-    if (!text || !*text || std::string(text) == "on")
-      return 1;
-    return std::string(text) == "off" ? 0 : -1;
-  }();
-  return chosen;
+// An on/off switch of the environment: 1 unset or "on", 0 "off", -1 anything else.
+int onOff(const char *variable) {
+  const char *text = std::getenv(variable);
+  if (!text || !*text || std::string(text) == "on")
+    return 1;
+  return std::string(text) == "off" ? 0 : -1;
 }
 
-// $XF_MLIR_GEMM (docs/gpu.md, "GEMM, fp32: the FMA kernel"): as $XF_MLIR_ATTENTION, for the
-// GEMMs' MLIR kernels (fp32 FMA or tensor cores): "off" runs Halide's pipeline every call.
+// $XF_MLIR_ATTENTION (docs/gpu.md, "Attention, fp32: the FMA kernel"): "off" runs Halide's
+// pipeline beside the prefill attention's MLIR kernel every call (the two timed against each
+// other in one run); $XF_MLIR_GEMM ("GEMM, fp32: the FMA kernel") the same for the GEMMs'
+// MLIR kernels (fp32 FMA or tensor cores).
+int mlirAttention() {
+  static const int chosen = onOff("XF_MLIR_ATTENTION");
+  return chosen;
+}
 int mlirGemm() {
-  static const int chosen = [] {
-    const char *text = std::getenv("XF_MLIR_GEMM");
-    if (!text || !*text || std::string(text) == "on")
-      return 1;
-    return std::string(text) == "off" ? 0 : -1;
-  }();
+  static const int chosen = onOff("XF_MLIR_GEMM");
   return chosen;
 }
 

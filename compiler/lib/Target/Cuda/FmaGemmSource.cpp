@@ -421,37 +421,10 @@ std::string kernelFunction(const GemmKernelSpec &spec, int tileRows, bool split 
     workgroup += ", " + sharedTile(gate ? "%bs1" : "%bs0", k.bTile());
   if (k.norm())
     workgroup += ", " + sharedTile("%stats", k.statsTile());
-  const char *weight = spec.bf16Weights ? "bf16" : "f32";
-  std::string norm = k.norm() ? "%gamma: memref<?xf32>, %beta: memref<?xf32>, " : "";
-  std::string params =
-      split ? llvm::formatv("%x: memref<?xf32>, %w: memref<?x{0}>, %out: memref<?xf32>, {1}"
-                            "%m: index, %xs: index, %ws: index, %k: index, %kz: index",
-                            weight, norm)
-                  .str()
-            : llvm::formatv("%x: memref<?xf32>, %w: memref<?x{0}>, %bias: memref<?xf32>, "
-                            "%res: memref<?xf32>, %out: memref<?xf32>, {1}%m: index, "
-                            "%xs: index, %ws: index, %rs: index, %os: index, %k: index",
-                            weight, norm)
-                  .str();
   const char *suffix = split ? "_fma32_splitk" : tileRows == kTcTileRows ? "_fma" : "_fma32";
-  return llvm::formatv("    gpu.func @{0}{1}({2})\n"
-                       "        workgroup({3}) kernel attributes {{known_block_size = "
-                       "array<i32: {4}, 1, 1>, nvvm.maxnreg = {6} : i32} {{\n{5}      "
-                       "gpu.return\n    }\n",
-                       spec.name, suffix, params, workgroup, kTcThreads, w.text, kMaxRegisters)
-      .str();
-}
-
-const char *prologueName(GemmPrologue prologue) {
-  switch (prologue) {
-  case GemmPrologue::None:
-    return "none";
-  case GemmPrologue::LayerNorm:
-    return "layer_norm";
-  case GemmPrologue::RmsNorm:
-    return "rms_norm";
-  }
-  return "none";
+  return gemmKernelFunction(spec.name + suffix, spec.bf16Weights ? "bf16" : "f32", split,
+                            k.norm() ? "%gamma: memref<?xf32>, %beta: memref<?xf32>, " : "",
+                            workgroup, w.text, kMaxRegisters);
 }
 
 } // namespace
@@ -464,7 +437,8 @@ std::string fmaGemmSource(const GemmKernelSpec &spec) {
   // The header line the emulator (test/gpu/emulate_tensor_cores.py) reads.
   std::string norm = spec.prologue == GemmPrologue::None
                          ? std::string()
-                         : llvm::formatv(", norm {0} eps {1:e9}{2}{3}", prologueName(spec.prologue),
+                         : llvm::formatv(", norm {0} eps {1:e9}{2}{3}",
+                          spec.prologue == GemmPrologue::LayerNorm ? "layer_norm" : "rms_norm",
                                          spec.normEpsilon, spec.normGamma ? " gamma" : "",
                                          spec.normBeta ? " beta" : "")
                                .str();

@@ -86,6 +86,27 @@ std::string epiloguePair(Writer &w, const GemmKernelSpec &spec, const std::strin
   return w.f("arith.addf", e, w.let("vector.load %res[" + at + "] : memref<?xf32>, vector<2xf32>"));
 }
 
+std::string gemmKernelFunction(const std::string &entry, const char *weight, bool split,
+                               const std::string &more, const std::string &workgroup,
+                               const std::string &body, int maxRegisters) {
+  std::string params =
+      split ? llvm::formatv("%x: memref<?xf32>, %w: memref<?x{0}>, %out: memref<?xf32>, {1}"
+                            "%m: index, %xs: index, %ws: index, %k: index, %kz: index",
+                            weight, more)
+                  .str()
+            : llvm::formatv("%x: memref<?xf32>, %w: memref<?x{0}>, %bias: memref<?xf32>, "
+                            "%res: memref<?xf32>, %out: memref<?xf32>, {1}%m: index, "
+                            "%xs: index, %ws: index, %rs: index, %os: index, %k: index",
+                            weight, more)
+                  .str();
+  return llvm::formatv("    gpu.func @{0}({1})\n"
+                       "        workgroup({2}) kernel attributes {{known_block_size = "
+                       "array<i32: {3}, 1, 1>, nvvm.maxnreg = {4} : i32} {{\n{5}      "
+                       "gpu.return\n    }\n",
+                       entry, params, workgroup, kTcThreads, maxRegisters, body)
+      .str();
+}
+
 // Columns below N of `row`'s pair at col (a column tail): the pair's epilogue where col < N,
 // each of its columns below N stored alone (out's rows may be of any length: no pair alignment).
 void storeColumns(Writer &w, const GemmKernelSpec &spec, const std::string &row,

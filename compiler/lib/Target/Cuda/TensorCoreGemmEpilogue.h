@@ -25,6 +25,15 @@ namespace mlir::xf::tc {
 std::string epiloguePair(Writer &w, const GemmKernelSpec &spec, const std::string &row,
                          const std::string &col, const std::function<std::string(int)> &sum);
 
+/// A GEMM kernel's gpu.func `entry` (the tensor-core and fp32 FMA kernels alike): its
+/// parameters — split-K's (`split`: x, W, the partials as %out, then `more`, M, the row
+/// strides of x and W, K and a range's K) or the whole GEMM's (x, W, bias, residual, out,
+/// `more`, M, the row strides of x, W, the residual and out, K), W of element `weight` —
+/// its shared tiles `workgroup`, kTcThreads threads, at most `maxRegisters`, and `body`.
+std::string gemmKernelFunction(const std::string &entry, const char *weight, bool split,
+                               const std::string &more, const std::string &workgroup,
+                               const std::string &body, int maxRegisters);
+
 /// Stores the columns below N of `row`'s pair at `col` (a column tail): the pair's epilogue
 /// (`pair()`) where col < N, each of its columns below N stored alone (out's rows may then be
 /// of any length: no pair alignment).

@@ -504,23 +504,9 @@ std::string kernelFunction(const GemmKernelSpec &spec, GpuMatmul precision, int 
   std::string workgroup = sharedTile("%as", ty.aTile());
   for (int gate = 0; gate < gates; ++gate)
     workgroup += ", " + sharedTile("%bs" + std::to_string(gate), ty.bTile());
-  std::string params =
-      split ? llvm::formatv("%x: memref<?xf32>, %w: memref<?x{0}>, %out: memref<?xf32>, "
-                            "%m: index, %xs: index, %ws: index, %k: index, %kz: index",
-                            ty.weight)
-                  .str()
-            : llvm::formatv("%x: memref<?xf32>, %w: memref<?x{0}>, %bias: memref<?xf32>, "
-                            "%res: memref<?xf32>, %out: memref<?xf32>, %m: index, %xs: index, "
-                            "%ws: index, %rs: index, %os: index, %k: index",
-                            ty.weight)
-                  .str();
   const char *suffix = split ? "_tc32_splitk" : tileRows == kTcTileRows ? "_tc" : "_tc32";
-  return llvm::formatv("    gpu.func @{0}{1}({2})\n"
-                       "        workgroup({3}) kernel attributes {{known_block_size = "
-                       "array<i32: {4}, 1, 1>, nvvm.maxnreg = {6} : i32} {{\n{5}      "
-                       "gpu.return\n    }\n",
-                       spec.name, suffix, params, workgroup, kTcThreads, w.text, kMaxRegisters)
-      .str();
+  return gemmKernelFunction(spec.name + suffix, ty.weight, split, "", workgroup, w.text,
+                            kMaxRegisters);
 }
 
 } // namespace
