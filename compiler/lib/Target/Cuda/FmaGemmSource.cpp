@@ -435,13 +435,14 @@ std::string fmaGemmSource(const GemmKernelSpec &spec) {
     splitKernels = kernelFunction(spec, kTcShortTileRows, /*split=*/true) +
                    tc::splitReductionFunction(spec, spec.name + "_fma");
   // The header line the emulator (test/gpu/emulate_tensor_cores.py) reads.
-  std::string norm = spec.prologue == GemmPrologue::None
-                         ? std::string()
-                         : llvm::formatv(", norm {0} eps {1:e9}{2}{3}",
+  std::string norm =
+      spec.prologue == GemmPrologue::None
+          ? std::string()
+          : llvm::formatv(", norm {0} eps {1:e9}{2}{3}",
                           spec.prologue == GemmPrologue::LayerNorm ? "layer_norm" : "rms_norm",
-                                         spec.normEpsilon, spec.normGamma ? " gamma" : "",
-                                         spec.normBeta ? " beta" : "")
-                               .str();
+                          spec.normEpsilon, spec.normGamma ? " gamma" : "",
+                          spec.normBeta ? " beta" : "")
+                .str();
   return llvm::formatv("// {0}: out[M, {1}] = x[M, {2}] · W (W {3}, fp32 FMA, float32 sums{4})\n"
                        "module attributes {{gpu.container_module} {{\n"
                        "  gpu.module @{0}_fma {{\n{5}{6}  }\n}\n",
