@@ -26,6 +26,13 @@ ISA's fragment layouts, written here independently of the generator
     launches them, for S = 2 (every case) and S = 1, 2, 3 with K = 160 (five slices: ranges
     of 160; 96 + 64; 64 + 64 + 32); a third fault, every block z given K's first range, must
     fail it too.
+  shared-memory hazards: per element of a shared tile, the thread that last wrote it and the
+    barrier interval it did so in, and who read it in the current interval; a read of an
+    element another thread wrote, or a write of one another thread read, since the last
+    gpu.barrier fails (a missing barrier, which lockstep execution would otherwise hide; a
+    cp.async's writes count when its group completes, and must not overwrite what another
+    thread read since the last barrier when issued). A fourth fault drops the barrier that
+    ends each K-loop (and attention key-tile) iteration: it must fail.
 What this checks: the kernel's tiling, indices, clamping of rows past M, bounds of every
 global and shared access, 16-byte alignment of ldmatrix rows and vector loads, the rounding
 to tf32/bf16 and the epilogue, against float64 on the same rounded inputs (bound 1e-5
@@ -81,12 +88,57 @@ NP = {"f32": np.float32, "bf16": np.uint16, "i32": np.int32, "index": np.int64,
       "f64": np.float64, "i64": np.int64}
 
 
+class Hazards:
+    """Shared-memory hazards between a block's threads, which lockstep execution would hide: a
+    thread reading an element another thread wrote since the last gpu.barrier (read after
+    write), or writing one another thread read since then (write after read) — a missing
+    barrier. Per element: the thread that last wrote it and the barrier interval (epoch) it did
+    so in, the thread that read it in the current interval (-2: several)."""
+
+    def __init__(self, shape):
+        self.writer, self.written = np.full(shape, -1), np.full(shape, -1)
+        self.reader, self.read_in = np.full(shape, -1), np.full(shape, -1)
+
+    def read(self, name, epoch, rows, cols, threads):
+        rows, cols, threads = np.broadcast_arrays(rows, cols, threads)
+        rows, cols, threads = rows.ravel(), cols.ravel(), threads.ravel()
+        raw = (self.written[rows, cols] == epoch) & (self.writer[rows, cols] != threads)
+        assert not raw.any(), (
+            f"{name}: thread {threads[raw][0]} reads an element thread "
+            f"{self.writer[rows, cols][raw][0]} wrote since the last barrier (a missing gpu.barrier)")
+        flat = rows * self.reader.shape[1] + cols
+        order = np.argsort(flat, kind="stable")
+        flat, threads = flat[order], threads[order]
+        starts = np.flatnonzero(np.r_[True, flat[1:] != flat[:-1]])
+        first, low, high = flat[starts], np.minimum.reduceat(threads, starts), \
+            np.maximum.reduceat(threads, starts)
+        reader, read_in = self.reader.ravel(), self.read_in.ravel()  # views
+        one = np.where(low == high, low, -2)
+        before = np.where(read_in[first] == epoch, reader[first], one)
+        reader[first] = np.where((before == one) | (read_in[first] != epoch), one, -2)
+        read_in[first] = epoch
+
+    def write(self, name, epoch, rows, cols, threads, record=True):
+        rows, cols, threads = np.broadcast_arrays(rows, cols, threads)
+        war = (self.read_in[rows, cols] == epoch) & (self.reader[rows, cols] != threads)
+        assert not war.any(), (
+            f"{name}: thread {threads[war][0]} writes an element another thread read since the "
+            f"last barrier (a missing gpu.barrier)")
+        if record:
+            self.writer[rows, cols], self.written[rows, cols] = threads, epoch
+
+
+THREAD = np.arange(T)
+
+
 class Block:
     """One thread block's execution of a kernel body."""
 
     def __init__(self, lines, env, shared):
         self.lines, self.env, self.shared = lines, env, shared
         self.uncommitted, self.groups = [], []  # cp.async copies issued, and their groups
+        self.epoch = 0  # gpu.barriers passed
+        self.hazards = {name: Hazards(tile.shape) for name, tile in shared.items()}
 
     def val(self, name):
         name = name.strip()
@@ -137,7 +189,10 @@ class Block:
         self.env[result] = values
 
     def step(self, line, mask):
-        if line in ("gpu.barrier", "gpu.return", "}"):
+        if line == "gpu.barrier":
+            self.epoch += 1
+            return
+        if line in ("gpu.return", "}"):
             return
         if line.startswith("vector.store"):
             return self.store(line, mask)
@@ -217,6 +272,7 @@ class Block:
         if kind == "memref.load":
             tile, idx = re.match(r"(%\w+)\[(.*)\]", rest).groups()
             r, c = [self.val(v) for v in idx.split(",")]
+            self.hazards[tile].read(tile, self.epoch, r[mask], c[mask], THREAD[mask])
             return self.shared[tile][r, c]
         if kind == "vector.from_elements":
             parts = [self.val(v) for v in rest.split(":")[0].split(",")]
@@ -285,6 +341,8 @@ class Block:
             assert (r < tile.shape[0]).all() and (cols < tile.shape[1]).all(), "out of tile"
             align = int(re.search(r"alignment = (\d+)", rest).group(1))
             assert (c * tile.itemsize % align == 0).all() and tile.strides[0] % align == 0
+            self.hazards[m.group(1)].read(m.group(1), self.epoch, r[mask, None], cols[mask],
+                                          THREAD[mask, None])
             return tile[r[:, None], cols]
         _, data, at = self.global_index(rest, mask, shape[0])
         return data[at]
@@ -298,6 +356,8 @@ class Block:
             r, c = self.val(m.group(2))[mask], self.val(m.group(3))[mask]
             cols = c[:, None] + np.arange(v.shape[1])
             assert (cols < tile.shape[1]).all() and (r < tile.shape[0]).all()
+            self.hazards[m.group(1)].write(m.group(1), self.epoch, r[:, None], cols,
+                                           THREAD[mask, None])
             tile[r[:, None], cols] = v[mask]
             return
         _, data, at = self.global_index(rest, mask, v.shape[1])
@@ -306,8 +366,8 @@ class Block:
     def async_copy(self, rest, mask):
         """cp.async of `dst_elements` (16 bytes): srcElements read, the rest zero filled."""
         m = re.match(r"(%\w+)\[(%\w+)\], (%\w+)\[(%\w+), (%\w+)\], (\d+)(?:, (%\w+))?", rest)
-        src, at, tile, r, c, n, src_n = m.groups()
-        tile, n = self.shared[tile], int(n)
+        src, at, name, r, c, n, src_n = m.groups()
+        tile, n = self.shared[name], int(n)
         data = self.env["buffer" + src]
         assert data.itemsize == tile.itemsize and n * tile.itemsize == 16
         src_n = self.val(src_n) if src_n else np.full(T, n)
@@ -321,24 +381,33 @@ class Block:
         assert (at[reads] * data.itemsize % 16 == 0).all(), f"cp.async from {src} misaligned"
         index = np.clip(at[:, None] + np.arange(n), 0, data.size - 1)
         values = np.where(np.arange(n) < src_n[:, None], data[index], 0).astype(tile.dtype)
-        self.uncommitted.append((tile, r[mask, None], cols[mask], values[mask]))
+        # written when its group completes; its destination must not be read by another
+        # thread since the last barrier when it is issued
+        self.hazards[name].write(name, self.epoch, r[mask, None], cols[mask], THREAD[mask, None],
+                                 record=False)
+        self.uncommitted.append((name, tile, r[mask, None], cols[mask], values[mask],
+                                 THREAD[mask, None]))
         tile[r[mask, None], cols[mask]] = np.nan if tile.dtype == np.float32 else 0x7FC0
         return np.zeros(T, np.int64)
 
     def async_wait(self, line):
         pending = re.search(r"numGroups = (\d+)", line)
         while len(self.groups) > (int(pending.group(1)) if pending else 0):
-            for tile, rows, cols, values in self.groups.pop(0):
+            for name, tile, rows, cols, values, threads in self.groups.pop(0):
+                self.hazards[name].write(name, self.epoch, rows, cols, threads)
                 tile[rows, cols] = values
 
     def ldmatrix(self, rest):
-        tile, r, c = re.match(r"(%\w+)\[(%\w+), (%\w+)\]", rest).groups()
-        tile = self.shared[tile]
+        name, r, c = re.match(r"(%\w+)\[(%\w+), (%\w+)\]", rest).groups()
+        tile = self.shared[name]
         tiles = int(re.search(r"numTiles = (\d+)", rest).group(1))
         trans = "transpose = true" in rest
         per_row = 16 // tile.itemsize  # elements in a 16-byte matrix row
         r, c = self.val(r), self.val(c)
         assert ((c * tile.itemsize) % 16 == 0).all() and (tile.shape[1] * tile.itemsize) % 16 == 0
+        addressing = np.concatenate([32 * w + np.arange(8 * tiles) for w in range(T // 32)])
+        self.hazards[name].read(name, self.epoch, r[addressing, None],
+                                c[addressing, None] + np.arange(per_row), addressing[:, None])
         out = []
         for warp in range(T // 32):
             lanes = slice(32 * warp, 32 * warp + 32)
@@ -755,9 +824,15 @@ def without_rope(spec):
 def faulted(text, fault):
     """The kernel with a deliberate bug: 'no-wait' drops cp.async's wait in the K loop,
     'wrong-buffer' makes every fragment load read the other of the two buffers, 'one-range'
-    gives every split-K block K's first range (block z read as 0)."""
+    gives every split-K block K's first range (block z read as 0), 'no-barrier' drops the
+    gpu.barrier that ends each loop iteration (before its scf.yield)."""
     if fault == "no-wait":
         return "\n".join(l for l in text.split("\n") if "numGroups = 1 " not in l)
+    if fault == "no-barrier":
+        lines = text.split("\n")
+        return "\n".join(l for i, l in enumerate(lines)
+                         if not (l.strip() == "gpu.barrier" and i + 1 < len(lines)
+                                 and lines[i + 1].strip().startswith("scf.yield")))
     if fault == "one-range":
         return text.replace("= gpu.block_id z", "= arith.constant 0 : index")
     head, *functions = re.split(r"(?=    gpu\.func @)", text)
@@ -797,8 +872,8 @@ def check_faults(xfc, rng):
         else:
             assert "_tc {" in kernel and "nvgpu.device_async_copy" in kernel, \
                 f"GPT-2's first {precision} GEMM is not double-buffered"
-        for fault in ("wrong-buffer", "one-range") if fma else ("no-wait", "wrong-buffer",
-                                                                 "one-range"):
+        for fault in (("wrong-buffer", "one-range", "no-barrier") if fma else
+                      ("no-wait", "wrong-buffer", "one-range", "no-barrier")):
             bad = faulted(kernel, fault)
             assert bad != kernel
             try:
@@ -809,6 +884,28 @@ def check_faults(xfc, rng):
             print(f"fault {fault} ({precision}): "
                   f"{'fails the check, as it must' if caught else 'NOT CAUGHT'}")
             ok &= caught
+    return ok
+
+
+def check_attention_faults(xfc, rng):
+    """GPT-2's attention kernels (the fp32 FMA one, tensor cores in bf16) with each loop
+    iteration's closing gpu.barrier dropped must fail the check."""
+    ok = True
+    gpt2 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
+                        "gpt2.xf")
+    for precision in ("fp32", "bf16"):
+        kernel = next(k for k in kernel_texts(xfc, gpt2, precision, HEAD64)
+                      if ": attention " in k.split("\n")[0])
+        bad = faulted(kernel, "no-barrier")
+        assert bad != kernel, f"no loop-closing barrier in GPT-2's {precision} attention"
+        try:
+            caught = not check_attention(bad, "130", rng)
+        except AssertionError as why:
+            caught = True
+            print(f"  ({why})")
+        print(f"fault no-barrier ({precision} attention): "
+              f"{'fails the check, as it must' if caught else 'NOT CAUGHT'}")
+        ok &= caught
     return ok
 
 
@@ -856,6 +953,7 @@ def main():
             os.remove(plain)
     if not args.spec:
         ok &= check_faults(args.xfc, rng)
+        ok &= check_attention_faults(args.xfc, rng)
     print("OK" if ok else "FAILED: an error above its bound (GEMMs 1e-5, attention "
           "ATTENTION_BOUND) of the rounded inputs' float64 result")
     return 0 if ok else 1
