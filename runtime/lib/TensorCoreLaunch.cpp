@@ -17,10 +17,12 @@
 
 #include <cassert>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -83,6 +85,15 @@ int fail(const std::string &message) {
   if (halide_error)
     halide_error(nullptr, message.c_str());
   return kFailed;
+}
+
+// `message` on stderr, the first time a call of `key` has one to say.
+void noteOnce(const std::string &key, const std::string &message) {
+  static std::mutex lock;
+  static std::set<std::string> said;
+  std::lock_guard<std::mutex> guard(lock);
+  if (said.insert(key).second)
+    std::fprintf(stderr, "%s\n", message.c_str());
 }
 
 // A memref<?xT> descriptor as the kernel's parameters: allocated and aligned pointer,
@@ -336,9 +347,10 @@ static int launchInHalideContext(const char *ptx, const std::string &what,
   return 0;
 }
 
-// Runs the GEMM's tensor-core kernel (split over K where its grid would leave SMs idle), or
-// answers kNotTaken for Halide's pipeline (fewer than minRows rows). 0 when launched; an
-// error (reported through halide_error) otherwise.
+// Runs the GEMM's MLIR kernel (tensor cores or fp32 FMA; split over K where its grid would
+// leave SMs idle), or answers kNotTaken for Halide's pipeline (fewer than minRows rows,
+// $XF_MLIR_GEMM=off, or an operand the kernel cannot read aligned). 0 when launched; an error
+// (reported through halide_error) otherwise.
 extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t n, int64_t k,
                                      int64_t flags, int64_t minRows, int64_t tallRows,
                                      HalideBuffer *x, HalideBuffer *w, HalideBuffer *bias,
@@ -354,6 +366,9 @@ extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t
   const int64_t forced = forcedSplit();
   if (forced < 0)
     return fail(what + "$XF_TENSOR_CORE_SPLIT_K is not a whole number from 1 to 64");
+  // An operand the kernel cannot read with its 16- or 8-byte accesses leaves the call to
+  // Halide's pipeline beside it (any layout, float32 products), said once a kernel on stderr:
+  // a model's buffers may be placed so, and a slower correct call beats a failed forward.
   for (const std::string &why :
        {misaligned("x", x, 4, 4), // bf16 weights: cp.async copies 8 (16 bytes)
         (flags & kBf16Weights) ? misaligned("the weight", w, 2, 8)
@@ -364,8 +379,10 @@ extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t
         (flags & kNorm) && gamma ? misaligned("the norm's gamma", gamma, 4, 4) : "",
         (flags & kNorm) && beta ? misaligned("the norm's beta", beta, 4, 4) : "",
         misaligned("the split-K partials", partials, 4, 2)})
-    if (!why.empty())
-      return fail(what + why);
+    if (!why.empty()) {
+      noteOnce(entry, "note: " + what + why + "; Halide's pipeline beside it runs the call");
+      return kNotTaken;
+    }
   const int64_t cols = (flags & kGated) ? 2 * n : n, capacity = partials->dim[0].extent;
   return launchInHalideContext(ptx, what, [&](Launches &launch) {
     int64_t sms = 0;

@@ -10,9 +10,10 @@ xf_add_unit_test(xf-runtime-test
           RuntimeCliTest.cpp RuntimeDriverTest.cpp RuntimeSamplingTest.cpp RuntimeServeTest.cpp
           RuntimeTrainingDataTest.cpp RuntimeManifestTest.cpp RuntimeMachinePeakTest.cpp
           RuntimeWeightRegionTest.cpp RuntimeSessionWeightsTest.cpp RuntimeThreadPoolTest.cpp
-          RuntimePackedStepTest.cpp RuntimeProfileTest.cpp
+          RuntimePackedStepTest.cpp RuntimeProfileTest.cpp RuntimeMlirGemmLaunchTest.cpp
   LIBS xfRuntime)
-target_include_directories(xf-runtime-test PRIVATE ${XF_RUNTIME_TEST_INPUTS})
+target_include_directories(xf-runtime-test PRIVATE ${XF_RUNTIME_TEST_INPUTS}
+                           ${XF_SOURCE_DIR}/runtime/lib)
 
 # Fake generated objects linked with libxfrt_main, exactly as xfc links a model.
 foreach(variant decoder seq2seq cached seq2seq-logits)
