@@ -49,8 +49,10 @@ constexpr int kCols = 4;    // columns a thread (per gate): one 16-byte row of W
 constexpr int kRowStep = 8; // a thread's rows are r + 8i
 constexpr int kChunk = 4;   // floats a 16-byte load
 constexpr int kWarps = kTcThreads / 32;
-// .maxnreg: 3 blocks of 128 threads a SM (ptxas sm_90 fits every example's kernels).
-constexpr int kMaxRegisters = 168;
+// .maxnreg: the 64-row kernel 3 blocks of 128 threads a SM (its 32 sums a gate and the
+// staged slice: 168 without spills in every example); the 32-row ones 4 (131 registers
+// unbounded for split-K's kernel, i.e. 3 blocks; 128 holds it without spills).
+constexpr int kMaxRegisters = 168, kMaxRegistersShort = 128;
 
 struct Kernel {
   Writer &w;
@@ -424,7 +426,8 @@ std::string kernelFunction(const GemmKernelSpec &spec, int tileRows, bool split 
   const char *suffix = split ? "_fma32_splitk" : tileRows == kTcTileRows ? "_fma" : "_fma32";
   return gemmKernelFunction(spec.name + suffix, spec.bf16Weights ? "bf16" : "f32", split,
                             k.norm() ? "%gamma: memref<?xf32>, %beta: memref<?xf32>, " : "",
-                            workgroup, w.text, kMaxRegisters);
+                            workgroup, w.text,
+                            tileRows == kTcTileRows ? kMaxRegisters : kMaxRegistersShort);
 }
 
 } // namespace
