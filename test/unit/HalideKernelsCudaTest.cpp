@@ -248,18 +248,32 @@ TEST(CudaGemmAlgorithm, RegisterPathSplitK) {
 // flash-decoding's merge in the GEMV (CudaRangeMerge.cpp): at M <= 4 x is merged from the
 // key ranges' partials — x itself NaN, the partials' rows past M NaN, every third range empty —
 // and at M > 4 read as given (staged and register paths); heads of 20 columns (off the 32
-// lanes), K off the GEMV's 16 slices, bias and residual, GELU, N on and off the register tiles.
+// lanes), K off the GEMV's 16 slices, bias and residual, GELU, N on and off the register tiles;
+// [N, K] weights (Llama's output projection) alike, their GEMV blocks widened to
+// ⌈N / kCudaRangeMergeBlocks⌉ columns, and refused beyond 32 columns (1,024 threads).
 TEST(CudaGemmAlgorithm, RangeMergePrologue) {
-  GemmKernelSpec s;
-  s.name = "g";
-  s.K = 60, s.N = 70, s.mergeHeads = 3, s.mergeRanges = 7;
-  s.hasBias = s.hasResidual = true;
-  checkGemm(s);
-  s.N = 128, s.epilogue = GemmEpilogue::GeluTanh, s.mergeHeads = 2, s.mergeRanges = 22;
-  checkGemm(s);
-  s.transposeWeight = true;
-  llvm::Expected<KernelPipeline> refused = buildGemmCudaPipeline(s, /*gpuSchedule=*/false);
-  EXPECT_FALSE(refused) << "[N, K] weights refused";
+  for (bool nk : {false, true}) {
+    GemmKernelSpec s;
+    s.name = "g", s.transposeWeight = nk;
+    s.K = 60, s.N = 70, s.mergeHeads = 3, s.mergeRanges = 7;
+    s.hasBias = s.hasResidual = true;
+    checkGemm(s);
+    s.N = 128, s.epilogue = GemmEpilogue::GeluTanh, s.mergeHeads = 2, s.mergeRanges = 22;
+    checkGemm(s);
+    llvm::Expected<KernelPipeline> scheduled = buildGemmCudaPipeline(s, /*gpuSchedule=*/true);
+    EXPECT_TRUE(bool(scheduled)) << "scheduled for the GPU";
+    if (!scheduled)
+      ADD_FAILURE() << llvm::toString(scheduled.takeError());
+  }
+  GemmKernelSpec smol; // SmolLM2's output projection: 576 columns, 18 a block, 32 blocks
+  smol.transposeWeight = true, smol.K = smol.N = 576, smol.mergeHeads = 9;
+  EXPECT_EQ(cudaGemvBlockCols(smol), 18);
+  smol.mergeHeads = 0;
+  EXPECT_EQ(cudaGemvBlockCols(smol), 8);
+  smol.name = "g", smol.mergeHeads = 32, smol.mergeRanges = 4, smol.K = 4096, smol.N = 4096;
+  EXPECT_EQ(cudaGemvBlockCols(smol), 128);
+  llvm::Expected<KernelPipeline> refused = buildGemmCudaPipeline(smol, /*gpuSchedule=*/false);
+  EXPECT_FALSE(refused) << "an [N, K] merge of 128 columns a block refused";
   if (!refused)
     llvm::consumeError(refused.takeError());
 }

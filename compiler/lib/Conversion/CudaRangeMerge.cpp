@@ -14,16 +14,6 @@
 using namespace mlir;
 using namespace mlir::xf;
 
-namespace {
-
-/// GEMV blocks up to which a GEMM merges the ranges itself: each block reads the
-/// partials of every head and range (GPT-2 small's output projection: 24 blocks of
-/// 68 KiB a row, 1.6 MiB of L2 a layer against a launch; SmolLM2's [N, K] one would
-/// be 72 blocks of 204 KiB, 14 MiB).
-constexpr int64_t kMaxRangeMergeBlocks = 32;
-
-} // namespace
-
 AttentionOp HostLowering::rangeMergeSource(GemmOp gemm) {
   // Packed batches run attention per sequence on one partials buffer: their merges stay.
   if (!options.cudaDevice || options.gpuMatmul != GpuMatmul::Fp32 || packedMode)
@@ -31,12 +21,16 @@ AttentionOp HostLowering::rangeMergeSource(GemmOp gemm) {
   auto attn = gemm.getInput().getDefiningOp<AttentionOp>();
   if (!attn || !attn->hasOneUse())
     return {};
-  const GemmKernelSpec gemmSpec = gemmKernelSpecOf(gemm);
+  GemmKernelSpec gemmSpec = gemmKernelSpecOf(gemm);
   const AttentionKernelSpec spec = attentionKernelSpecOf(attn);
-  const int64_t blocks = (gemmSpec.N + gemmSpec.gpuSchedule.gemvCols - 1) /
-                         gemmSpec.gpuSchedule.gemvCols;
-  if (gemmSpec.transposeWeight || gemmSpec.prologue != GemmPrologue::None ||
-      gemmSpec.K != spec.heads * spec.dV || blocks > kMaxRangeMergeBlocks)
+  // Each GEMV block reads the partials of every head and range (GPT-2 small's output
+  // projection: 24 blocks of 68 KiB a row, 1.6 MiB of L2 a layer; SmolLM2's [N, K] one, its
+  // blocks widened to 18 columns: 32 of 204 KiB, 6.5 MiB) against a launch of its own.
+  gemmSpec.mergeHeads = spec.heads;
+  const int64_t cols = cudaGemvBlockCols(gemmSpec);
+  const int64_t blocks = (gemmSpec.N + cols - 1) / cols;
+  if (gemmSpec.prologue != GemmPrologue::None || gemmSpec.K != spec.heads * spec.dV ||
+      blocks > kCudaRangeMergeBlocks || (gemmSpec.transposeWeight && cols > 32))
     return {};
   return attn;
 }

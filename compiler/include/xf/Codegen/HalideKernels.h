@@ -205,12 +205,28 @@ struct GemmKernelSpec {
   GemmPrologue prologue = GemmPrologue::None;
   bool normGamma = false, normBeta = false;
   double normEpsilon = 0;
-  /// CUDA, [K, N] weights: at M <= 4 (the GEMV path) x is not read but merged from
-  /// flash-decoding's key-range partials of the attention before it (CudaDecodePartials of
-  /// mergeHeads heads of K / mergeHeads columns and mergeRanges ranges), an input after the
-  /// norm's, so that a decode step launches no merge (docs/gpu.md); 0: x as given.
+  /// CUDA: at M <= 4 (the GEMV path) x is not read but merged from flash-decoding's
+  /// key-range partials of the attention before it (CudaDecodePartials of mergeHeads heads of
+  /// K / mergeHeads columns and mergeRanges ranges), an input after the norm's, so that a
+  /// decode step launches no merge (docs/gpu.md); 0: x as given.
   int64_t mergeHeads = 0, mergeRanges = 0;
 };
+
+/// GEMV blocks (M <= 4) up to which a CUDA GEMM merges flash-decoding's key ranges itself:
+/// each block merges all of x from the partials (CudaRangeMerge.cpp).
+constexpr int64_t kCudaRangeMergeBlocks = 32;
+/// Columns of a CUDA GEMV block: gemvCols ([K, N]: × gemvSlices K slices) or gemvLaneCols
+/// ([N, K]: × 32 lanes). An [N, K] GEMV that merges key ranges widens its blocks to
+/// ⌈N / kCudaRangeMergeBlocks⌉ columns, so that few blocks merge x (SmolLM2's output
+/// projection: 18 columns, 32 blocks, not 72); beyond 32 columns (1,024 threads) it does not.
+inline int64_t cudaGemvBlockCols(const GemmKernelSpec &spec) {
+  if (!spec.transposeWeight)
+    return spec.gpuSchedule.gemvCols;
+  if (!spec.mergeHeads)
+    return spec.gpuSchedule.gemvLaneCols;
+  return std::max(spec.gpuSchedule.gemvLaneCols,
+                  (spec.N + kCudaRangeMergeBlocks - 1) / kCudaRangeMergeBlocks);
+}
 
 /// Whether a GEMM whose weight is a constant of the model can take it packed
 /// at load (GemmKernelSpec::packedWeight).

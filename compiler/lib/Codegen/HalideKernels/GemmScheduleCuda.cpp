@@ -60,7 +60,7 @@ using namespace Halide;
 namespace mlir::xf {
 namespace {
 
-// The GEMV's x merged from key-range partials (spec.mergeHeads, [K, N] weights): per block,
+// The GEMV's x merged from key-range partials (spec.mergeHeads): per block,
 // before its products, into shared memory — each row's top range max per head, then each
 // (column, row, head)'s weighted sums over the ranges — by the block's `columnThreads` ×
 // `rowThreads` threads (columns × row-and-head pairs). Every block merges all of x (K × 4 rows, the
@@ -130,7 +130,7 @@ void scheduleGemvCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
   f.gemvSum.bound(g, 0, f.gates).bound(m, 0, kCudaGemvRows);
   f.gemvPart.bound(g, 0, f.gates).bound(m, 0, kCudaGemvRows);
   Stage decode = f.out.specialize(f.gemv);
-  const int blockCols = int(spec.transposeWeight ? sched.gemvLaneCols : sched.gemvCols);
+  const int blockCols = int(cudaGemvBlockCols(spec));
   decode.split(n, no, ni, blockCols, TailStrategy::GuardWithIf)
       .reorder(m, ni, no)
       .gpu_blocks(no)
@@ -159,8 +159,9 @@ void scheduleGemvCuda(const GemmKernelSpec &spec, GemmCudaFuncs &f) {
     f.gemvDot.compute_at(f.gemvPart, l).unroll(g).unroll(m);
   }
   unrollGemvK(f.gemvDot, f.dotVar, f.dotLength, f.w, g, m);
-  if (spec.mergeHeads)
-    scheduleGemvRangeMergeCuda(spec, f, blockCols, int(sched.gemvSlices));
+  if (spec.mergeHeads) // the merge's threads are the GEMV's: (column, slice) or (lane, column)
+    scheduleGemvRangeMergeCuda(spec, f, spec.transposeWeight ? kCudaLanes : blockCols,
+                               spec.transposeWeight ? blockCols : int(sched.gemvSlices));
 }
 
 // Batch GEMVs (kCudaGemvRows < M <= kCudaBatchGemvRows): per row bound a specialization whose

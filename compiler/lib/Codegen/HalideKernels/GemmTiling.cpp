@@ -72,11 +72,12 @@ llvm::Error validateGemmCuda(const GemmKernelSpec &spec) {
   if (spec.bf16Activations)
     return invalid("gemm kernel '" + spec.name +
                    "': bf16 activations are not supported by the CUDA GEMM");
-  if (spec.mergeHeads && (spec.transposeWeight || spec.prologue != GemmPrologue::None ||
-                          spec.mergeRanges <= 0 || spec.K % spec.mergeHeads != 0))
+  if (spec.mergeHeads &&
+      (spec.prologue != GemmPrologue::None || spec.mergeRanges <= 0 ||
+       spec.K % spec.mergeHeads != 0 || (spec.transposeWeight && cudaGemvBlockCols(spec) > 32)))
     return invalid("gemm kernel '" + spec.name +
-                   "': merging key ranges needs [K, N] weights, no norm prologue, ranges and "
-                   "heads dividing K");
+                   "': merging key ranges needs no norm prologue, ranges and heads dividing K, "
+                   "and [N, K] weights of at most 1,024 columns");
   return llvm::Error::success();
 }
 
