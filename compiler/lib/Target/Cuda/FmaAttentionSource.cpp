@@ -108,7 +108,7 @@ struct Kernel {
 
 Kernel indicesOf(Writer &w, const AttentionKernelSpec &spec) {
   Kernel k{w, spec, int(spec.dK), spec.causal, spec.heads / spec.keyValueHeads()};
-  AttentionBlock block = attentionBlock(w, k.group);
+  AttentionBlock block = attentionBlock(w, k.group, spec.causal);
   k.tid = block.tid, k.head = block.head, k.kvHead = block.kvHead, k.bm = block.bm;
   k.offset = block.offset, k.mLast = block.mLast, k.mzLast = block.mzLast;
   std::string lane = w.rem(k.tid, w.index(32));

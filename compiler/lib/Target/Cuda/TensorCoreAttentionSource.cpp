@@ -121,7 +121,7 @@ struct Lanes {
 
 Lanes laneIndices(Writer &w, const Shape &s) {
   Lanes l;
-  AttentionBlock block = attentionBlock(w, s.group);
+  AttentionBlock block = attentionBlock(w, s.group, s.causal);
   l.tid = block.tid, l.head = block.head, l.kvHead = block.kvHead, l.bm = block.bm;
   l.offset = block.offset, l.mLast = block.mLast, l.mzLast = block.mzLast;
   std::string c32 = w.index(32), c4 = w.index(4), c8 = w.index(8), c16 = w.index(16);

@@ -84,20 +84,27 @@ std::string attentionModule(const AttentionKernelSpec &spec, GpuMatmul precision
       .str();
 }
 
-AttentionBlock attentionBlock(Writer &w, int64_t group) {
+AttentionBlock attentionBlock(Writer &w, int64_t group, bool causal) {
   AttentionBlock b;
   b.tid = w.let("gpu.thread_id x");
-  // The launch's grid is (query blocks, heads); its blocks run heads fastest and the last
-  // query blocks first: a causal block's work grows with its queries, so the heaviest blocks
-  // of every head start first, one an SM, and the lightest fill in behind them.
-  std::string gx = w.let("gpu.grid_dim x"), gy = w.let("gpu.grid_dim y");
-  std::string linear = w.add(w.mul(w.let("gpu.block_id y"), gx), w.let("gpu.block_id x"));
-  b.head = w.rem(linear, gy);
-  std::string fromLast = w.div(linear, gy);
-  std::string bx = w.let("arith.subi " + w.let("arith.subi " + gx + ", " + w.index(1) +
-                                                " : index") +
-                         ", " + fromLast + " : index");
-  b.bm = w.mul(bx, w.index(kTcAttentionQueries));
+  if (causal) {
+    // The launch's grid is (query blocks, heads); its blocks run heads fastest and the last
+    // query blocks first: a causal block's work grows with its queries, so the heaviest blocks
+    // of every head start first, one an SM, and the lightest fill in behind them.
+    std::string gx = w.let("gpu.grid_dim x"), gy = w.let("gpu.grid_dim y");
+    std::string linear = w.add(w.mul(w.let("gpu.block_id y"), gx), w.let("gpu.block_id x"));
+    b.head = w.rem(linear, gy);
+    std::string fromLast = w.div(linear, gy);
+    std::string bx =
+        w.let("arith.subi " + w.let("arith.subi " + gx + ", " + w.index(1) + " : index") + ", " +
+              fromLast + " : index");
+    b.bm = w.mul(bx, w.index(kTcAttentionQueries));
+  } else { // every block the same work: launch order (fewer registers held: BERT's tf32
+           // kernel spilled with the remapping)
+    std::string bx = w.let("gpu.block_id x");
+    b.head = w.let("gpu.block_id y");
+    b.bm = w.mul(bx, w.index(kTcAttentionQueries));
+  }
   b.kvHead = group == 1 ? b.head : w.div(b.head, w.index(group));
   b.offset = w.let("arith.subi %mz, %m : index");
   std::string one = w.index(1);

@@ -104,7 +104,8 @@ std::string attentionModule(const AttentionKernelSpec &spec, GpuMatmul precision
 struct AttentionBlock {
   std::string tid, head, kvHead, bm, offset, mLast, mzLast;
 };
-AttentionBlock attentionBlock(Writer &w, int64_t group);
+/// Causal attentions' blocks run heads fastest and the last query blocks first.
+AttentionBlock attentionBlock(Writer &w, int64_t group, bool causal);
 
 /// A flash attention's key tiles of a block of kTcAttentionQueries queries starting at query
 /// `bm` (query i at position i + `offset`, `offset` = Mz − M; `mLast` = M − 1): [0, first)
