@@ -854,6 +854,20 @@ def faulted(text, fault):
     return head + "".join(functions)
 
 
+EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
+
+
+def fails(what, check):
+    """Whether `check()` (a deliberately broken kernel's check) fails, as it must; said."""
+    try:
+        caught = not check()
+    except AssertionError as why:
+        caught = True
+        print(f"  ({why})")
+    print(f"fault {what}: {'fails the check, as it must' if caught else 'NOT CAUGHT'}")
+    return caught
+
+
 def check_faults(xfc, rng):
     """Each deliberate bug in GPT-2's first tf32 and bf16 GEMM (bf16 from f32 and from bf16
     weights) must fail the check; so must the fp32 FMA kernel's (its loads of the other buffer,
@@ -861,8 +875,7 @@ def check_faults(xfc, rng):
     ok = True
     for precision, weights in (("tf32", []), ("bf16", []), ("bf16", ["--weight-type=bf16"]),
                                ("fp32", [])):
-        kernel = kernel_texts(xfc, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
-                                                "..", "examples", "gpt2.xf"), precision,
+        kernel = kernel_texts(xfc, os.path.join(EXAMPLES, "gpt2.xf"), precision,
                               SMALL + weights)[0]
         fma = precision == "fp32"
         precision += " bf16 weights" if weights else ""
@@ -876,14 +889,7 @@ def check_faults(xfc, rng):
                       ("no-wait", "wrong-buffer", "one-range", "no-barrier")):
             bad = faulted(kernel, fault)
             assert bad != kernel
-            try:
-                caught = not check(bad, 70, rng, (2,))
-            except AssertionError as why:
-                caught = True
-                print(f"  ({why})")
-            print(f"fault {fault} ({precision}): "
-                  f"{'fails the check, as it must' if caught else 'NOT CAUGHT'}")
-            ok &= caught
+            ok &= fails(f"{fault} ({precision})", lambda: check(bad, 70, rng, (2,)))
     return ok
 
 
@@ -891,21 +897,14 @@ def check_attention_faults(xfc, rng):
     """GPT-2's attention kernels (the fp32 FMA one, tensor cores in bf16) with each loop
     iteration's closing gpu.barrier dropped must fail the check."""
     ok = True
-    gpt2 = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
-                        "gpt2.xf")
     for precision in ("fp32", "bf16"):
-        kernel = next(k for k in kernel_texts(xfc, gpt2, precision, HEAD64)
+        kernel = next(k for k in kernel_texts(xfc, os.path.join(EXAMPLES, "gpt2.xf"), precision,
+                                              HEAD64)
                       if ": attention " in k.split("\n")[0])
         bad = faulted(kernel, "no-barrier")
         assert bad != kernel, f"no loop-closing barrier in GPT-2's {precision} attention"
-        try:
-            caught = not check_attention(bad, "130", rng)
-        except AssertionError as why:
-            caught = True
-            print(f"  ({why})")
-        print(f"fault no-barrier ({precision} attention): "
-              f"{'fails the check, as it must' if caught else 'NOT CAUGHT'}")
-        ok &= caught
+        ok &= fails(f"no-barrier ({precision} attention)",
+                    lambda: check_attention(bad, "130", rng))
     return ok
 
 
@@ -934,12 +933,11 @@ def main():
     parser.add_argument("xfc_args", nargs="*")
     args = parser.parse_args()
     rng = np.random.default_rng(7)
-    examples = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
     splits = tuple(int(s) for s in args.splits.split(","))
     cases = [(args.spec, args.rows, args.xfc_args, args.lengths, splits)] if args.spec else \
-        [(os.path.join(examples, spec), rows, extra, lengths, (2,))
+        [(os.path.join(EXAMPLES, spec), rows, extra, lengths, (2,))
          for spec, rows, extra, lengths in CASES] + \
-        [(os.path.join(examples, spec), rows, extra, "", (1, 2, 3))
+        [(os.path.join(EXAMPLES, spec), rows, extra, "", (1, 2, 3))
          for spec, rows, extra in SPLIT_CASES]
     ok = True
     for spec, rows, extra, lengths, split in cases:
