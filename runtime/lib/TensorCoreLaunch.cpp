@@ -40,6 +40,10 @@ using xfrt::HalideBuffer;
 constexpr int64_t kBias = 1, kResidual = 2, kBf16Weights = 4, kGated = 8, kWeightNK = 16,
                   kSplitKernels = 32, kColumnTail = 64, kNorm = 128;
 constexpr int kNotTaken = 1, kFailed = -1;
+// allowDynamicShared's answer where the driver has no cuFuncSetAttribute (not a CUresult).
+constexpr int kNoSetAttribute = -2;
+// Shared memory a kernel may declare statically; more is dynamic and asked for (TensorCoreGemm.h).
+constexpr int64_t kStaticSharedBytes = 48 * 1024;
 // The kernels' tiling (TensorCoreGemm.h): 64 × 64 tiles of out (`<entry>`) or 32 × 64
 // (`<entry>32`, below tallRows rows or where 64-row tiles would give fewer than
 // kTallBlocksPerSm blocks an SM), 128 threads, K in slices of 32; split-K (`<entry>32_splitk`
@@ -57,6 +61,7 @@ struct Driver {
                 void *, void **, void **) = nullptr;
   int (*contextDevice)(int *) = nullptr;
   int (*deviceAttribute)(int *, int, int) = nullptr;
+  int (*setFunctionAttribute)(void *, int, int) = nullptr; // only for dynamic shared memory
   bool found() const {
     return currentContext && loadData && getFunction && launch && contextDevice &&
            deviceAttribute;
@@ -73,6 +78,8 @@ Driver lookUpDriver() {
   d.launch = reinterpret_cast<decltype(d.launch)>(symbol("cuLaunchKernel"));
   d.contextDevice = reinterpret_cast<int (*)(int *)>(symbol("cuCtxGetDevice"));
   d.deviceAttribute = reinterpret_cast<int (*)(int *, int, int)>(symbol("cuDeviceGetAttribute"));
+  d.setFunctionAttribute =
+      reinterpret_cast<int (*)(void *, int, int)>(symbol("cuFuncSetAttribute"));
   return d;
 }
 
@@ -80,6 +87,7 @@ std::mutex functionsLock;
 std::map<std::pair<void *, const char *>, void *> modules;   // (context, PTX) → CUmodule
 std::map<std::pair<void *, std::string>, void *> functions; // (CUmodule, entry) → CUfunction
 std::map<void *, int64_t> multiprocessors;                  // context → its device's SMs
+std::map<void *, unsigned> dynamicShared; // CUfunction → the dynamic shared bytes it may use
 
 int fail(const std::string &message) {
   if (halide_error)
@@ -149,6 +157,23 @@ int functionOf(const Driver &d, void *context, const char *ptx, const std::strin
   return 0;
 }
 
+// Lets `fn` use `bytes` of dynamic shared memory (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES):
+// a kernel may use more than the 48 KiB of static shared memory only by asking, once.
+int allowDynamicShared(const Driver &d, void *fn, unsigned bytes) {
+  if (bytes <= unsigned(kStaticSharedBytes))
+    return 0;
+  std::lock_guard<std::mutex> guard(functionsLock);
+  unsigned &allowed = dynamicShared[fn];
+  if (allowed >= bytes)
+    return 0;
+  if (!d.setFunctionAttribute)
+    return kNoSetAttribute;
+  if (int rc = d.setFunctionAttribute(fn, /*MAX_DYNAMIC_SHARED_SIZE_BYTES=*/8, int(bytes)))
+    return rc;
+  allowed = bytes;
+  return 0;
+}
+
 // The SMs of the context's device (CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT), asked once.
 int multiprocessorsOf(const Driver &d, void *context, int64_t *sms) {
   std::lock_guard<std::mutex> guard(functionsLock);
@@ -172,14 +197,24 @@ struct Launches {
   void *context, *stream;
   const char *ptx;
   std::string error;
+  // `shared`: the kernel's dynamic shared memory in bytes (0: its tiles are static).
   int operator()(const std::string &kernel, unsigned gridX, unsigned gridY, unsigned gridZ,
-                 void **params) {
+                 void **params, unsigned shared = 0) {
     void *fn = nullptr;
     if (int rc = functionOf(d, context, ptx, kernel, &fn)) {
       error = "loading " + kernel + " of its PTX failed with CUDA error " + std::to_string(rc);
       return rc;
     }
-    if (int rc = d.launch(fn, gridX, gridY, gridZ, unsigned(kThreads), 1, 1, 0, stream, params,
+    if (int rc = allowDynamicShared(d, fn, shared)) {
+      error = rc == kNoSetAttribute
+                  ? "the CUDA driver lacks cuFuncSetAttribute, which " + kernel +
+                        "'s dynamic shared memory needs"
+                  : "allowing " + kernel + " " + std::to_string(shared) +
+                        " bytes of dynamic shared memory failed with CUDA error " +
+                        std::to_string(rc);
+      return rc;
+    }
+    if (int rc = d.launch(fn, gridX, gridY, gridZ, unsigned(kThreads), 1, 1, shared, stream, params,
                           nullptr)) {
       error = "cuLaunchKernel of " + kernel + " failed with CUDA error " + std::to_string(rc);
       return rc;
@@ -409,25 +444,27 @@ extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t
 // its parameters are the memrefs q, k, v, out and M, Mz, the row stride of q, the key and
 // head strides of k and of v, the row stride of out.
 static int launchAttention(Launches &launch, const std::string &entry, int64_t heads,
-                           const HalideBuffer *q, const HalideBuffer *k, const HalideBuffer *v,
-                           const HalideBuffer *out) {
+                           int64_t sharedBytes, const HalideBuffer *q, const HalideBuffer *k,
+                           const HalideBuffer *v, const HalideBuffer *out) {
   auto memref = [](const HalideBuffer *b) { return Memref{b->device, b->device, 0, span(b), 1}; };
   const int64_t rows = q->dim[1].extent;
   Params p({memref(q), memref(k), memref(v), memref(out)},
            {rows, k->dim[1].extent, rowStride(q), strideOf(k, 1), strideOf(k, 2), strideOf(v, 1),
             strideOf(v, 2), rowStride(out)});
   constexpr int64_t kQueries = 64; // kTcAttentionQueries
-  return launch(entry, unsigned((rows + kQueries - 1) / kQueries), unsigned(heads), 1,
-                p.pointers);
+  return launch(entry, unsigned((rows + kQueries - 1) / kQueries), unsigned(heads), 1, p.pointers,
+                unsigned(sharedBytes));
 }
 
 // Runs the prefill attention's MLIR kernel (tensor cores, or fp32 FMA), or answers kNotTaken for
 // Halide's pipeline (fewer than minRows query rows: a decode step's merge of its key ranges;
 // or every call under XF_MLIR_ATTENTION=off). q: [M, H·d];
-// k, v: (column, key, K/V head); out: [M, H·d]. 0 when launched; an error otherwise.
+// k, v: (column, key, K/V head); out: [M, H·d]; sharedBytes: the kernel's dynamic shared
+// memory (0: static). 0 when launched; an error otherwise.
 extern "C" int xfrt_tensor_core_attention(const char *ptx, const char *entry, int64_t heads,
-                                          int64_t headSize, int64_t minRows, HalideBuffer *q,
-                                          HalideBuffer *k, HalideBuffer *v, HalideBuffer *out) {
+                                          int64_t headSize, int64_t minRows, int64_t sharedBytes,
+                                          HalideBuffer *q, HalideBuffer *k, HalideBuffer *v,
+                                          HalideBuffer *out) {
   const int64_t rows = q->dim[1].extent;
   std::string what = std::string("attention kernel ") + entry + ": ";
   if (mlirAttention() < 0)
@@ -444,6 +481,6 @@ extern "C" int xfrt_tensor_core_attention(const char *ptx, const char *entry, in
       return kNotTaken;
     }
   return launchInHalideContext(ptx, what, [&](Launches &launch) {
-    return launchAttention(launch, entry, heads, q, k, v, out);
+    return launchAttention(launch, entry, heads, sharedBytes, q, k, v, out);
   });
 }

@@ -10,7 +10,10 @@ pipeline's GPU loop nests, its specializations), one line each:
   entry <function> (<kernel>): <R> registers, <F> bytes stack frame, spills <S>/<L> bytes
 and fails (exit 1) if an entry spills registers to local memory (spill stores or loads) or
 uses more than --max-registers. Shared memory is dynamic in Halide's kernels (the launch sets
-it; the stand-in driver logs and bounds it, test/Gpu/launches.test).
+it; the stand-in driver logs and bounds it, test/Gpu/launches.test); an MLIR kernel's dynamic
+shared memory is named on its `// -----` line (`, N bytes of dynamic shared memory`), reported
+as `+ N dynamic` and, with its static shared memory, bounded by --max-shared (an sm_90 block's
+opt-in 227 KiB by default).
 
 usage: assemble_ptx.py --ptxas /usr/local/cuda/bin/ptxas --arch sm_90 [--report] kernels.ptx
 """
@@ -29,17 +32,20 @@ def main():
     parser.add_argument("--arch", default="sm_90")
     parser.add_argument("--report", action="store_true")
     parser.add_argument("--max-registers", type=int, default=255)
+    parser.add_argument("--max-shared", type=int, default=232448)
     parser.add_argument("ptx")
     args = parser.parse_args()
     text = open(args.ptx).read()
-    parts = re.split(r"^// ----- (\S+).*$", text, flags=re.M)
-    modules = list(zip(parts[1::2], parts[2::2]))
+    parts = re.split(r"^// ----- (\S+)(.*)$", text, flags=re.M)
+    modules = list(zip(parts[1::3], parts[2::3], parts[3::3]))
     if not modules:
         print(f"{args.ptx}: no kernels", file=sys.stderr)
         return 1
     problems = []
     with tempfile.TemporaryDirectory() as tmp:
-        for name, body in modules:
+        for name, title, body in modules:
+            dynamic = re.search(r"(\d+) bytes of dynamic shared memory", title)
+            dynamic = int(dynamic[1]) if dynamic else 0
             if ".entry" not in body:
                 print(f"{name}: no kernel entry in its PTX", file=sys.stderr)
                 return 1
@@ -59,7 +65,12 @@ def main():
                 for entry in entries:
                     print(f"entry {entry['function']} ({name}): {entry['registers']} registers, "
                           f"{entry['stack']} bytes stack frame, spills {entry['spill_stores']}/"
-                          f"{entry['spill_loads']} bytes, {entry['shared']} bytes shared")
+                          f"{entry['spill_loads']} bytes, {entry['shared']} bytes shared"
+                          + (f" + {dynamic} dynamic" if dynamic else ""))
+                    if entry["shared"] + dynamic > args.max_shared:
+                        problems.append(f"{entry['function']} ({name}) uses "
+                                        f"{entry['shared'] + dynamic} bytes of shared memory "
+                                        f"(more than {args.max_shared})")
                     if entry["spill_stores"] or entry["spill_loads"]:
                         problems.append(f"{entry['function']} ({name}) spills registers")
                     if entry["registers"] > args.max_registers:

@@ -62,6 +62,8 @@ enum {
   kCaptureUnsupported = 900,
   kCaptureInvalidated = 901
 };
+/* An H100's / H200's shared memory a block may opt in to (227 KiB). */
+enum { kSharedOptIn = 232448 };
 
 static unsigned long long blockNanoseconds; /* $XF_CUDA_STAND_IN_BLOCK_NS per block launched */
 /* $XF_CUDA_STAND_IN_HOST_NS per cuModuleGetFunction: the host's work before a launch */
@@ -130,9 +132,15 @@ static size_t refusedCapturedLaunch(void) {
   return n && *n ? (size_t)strtoul(n, NULL, 10) : 0;
 }
 
+static unsigned dynamicSharedOf(const void *function);
+
+/* Dynamic shared memory past 48 KiB only where the function was allowed it
+ * (cuFuncSetAttribute), as a real driver refuses such a launch otherwise. */
 static int validLaunch(const void *function, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                        unsigned by, unsigned bz, unsigned shared) {
-  return function && gx && gy && gz && bx * by * bz != 0 && bx * by * bz <= 1024 && shared <= 49152;
+  unsigned limit = dynamicSharedOf(function);
+  return function && gx && gy && gz && bx * by * bz != 0 && bx * by * bz <= 1024 &&
+         shared <= (limit > 49152 ? limit : 49152);
 }
 
 CUresult cuInit(unsigned flags) {
@@ -200,6 +208,9 @@ CUresult cuDeviceGetAttribute(int *value, int attribute, CUdevice dev) {
   case 76:
     *value = 0;
     break; /* capability minor */
+  case 97:
+    *value = kSharedOptIn;
+    break; /* shared memory per block, opted in */
   default:
     *value = 0;
     break;
@@ -276,6 +287,7 @@ typedef struct {
 } ParamSizes;
 static char *functionNames[4096];
 static ParamSizes functionParams[4096];
+static unsigned functionDynamicShared[4096]; /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
 static size_t functionCount;
 
 static void readParamSizes(const char *entry, ParamSizes *out) {
@@ -294,6 +306,27 @@ static const ParamSizes *paramSizesOf(const void *function) {
     if (functionNames[i] == function)
       return &functionParams[i];
   return NULL;
+}
+
+static unsigned dynamicSharedOf(const void *function) {
+  for (size_t i = 0; i < functionCount; ++i)
+    if (functionNames[i] == function)
+      return functionDynamicShared[i];
+  return 0;
+}
+
+/* Only MAX_DYNAMIC_SHARED_SIZE_BYTES (8), up to an H100/H200's opt-in limit; logged. */
+CUresult cuFuncSetAttribute(void *function, int attribute, int value) {
+  size_t i = 0;
+  while (i < functionCount && functionNames[i] != function)
+    ++i;
+  if (i == functionCount || attribute != 8 || value < 0 || value > kSharedOptIn)
+    return kInvalidValue;
+  functionDynamicShared[i] = (unsigned)value;
+  FILE *f = launchLog();
+  if (f)
+    fprintf(f, "attribute %s max dynamic shared %d\n", (const char *)function, value);
+  return kSuccess;
 }
 
 /* A function handle is its entry's name, so a launch can say which kernel it was; the same

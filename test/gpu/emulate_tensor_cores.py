@@ -229,6 +229,8 @@ class Block:
             assert how in ("maximumf", "add")
             return v.max(axis=1) if how == "maximumf" else \
                 v.astype(np.float64).sum(axis=1).astype(np.float32)
+        if kind in ("gpu.dynamic_shared_memory", "memref.view"):  # the tiles (kernel_parts)
+            return None
         if kind == "gpu.thread_id":
             return np.arange(T, dtype=np.int64)
         if kind == "gpu.block_id":
@@ -647,14 +649,32 @@ def report(name, precision, nk, rows, k, n, act, gated, bias, residual, bf16_wei
 
 
 def kernel_parts(text):
-    """A gpu.func's shared tiles {name: (shape, dtype)} and body lines."""
+    """A gpu.func's shared tiles {name: (shape, dtype)} and body lines: its workgroup
+    attributions, or the views of its dynamic shared memory — each view checked to lie within
+    the bytes the module's header line says the launch gives (`dynamic shared memory N
+    bytes`), 16-byte aligned, and apart from the others."""
     header = re.search(r"gpu\.func @\w+\((.*?)\)\s*(?:workgroup\((.*?)\) )?kernel", text, re.S)
     shared = {}
     for name, shape, elem in re.findall(r"(%\w+) : memref<(\d+x\d+)x(\w+), ",
                                         header.group(2) or ""):
         shared[name] = tuple(int(s) for s in shape.split("x")), NP[elem]
-    body = text[header.end():].split("\n")
-    return shared, [l for l in body[1:] if l.startswith("      ")]
+    body = [l for l in text[header.end():].split("\n")[1:] if l.startswith("      ")]
+    views = re.findall(r"(%\w+) = memref\.view %smem\[(%\w+)\]\[\] : .*? to "
+                       r"memref<(\d+)x(\d+)x(\w+), ", "\n".join(body))
+    if views:
+        declared = re.search(r"dynamic shared memory (\d+) bytes", text)
+        assert declared, "views of dynamic shared memory, but no size in the module's header"
+        constants = dict(re.findall(r"(%\w+) = arith\.constant (\d+) : index", "\n".join(body)))
+        spans = []
+        for name, at, rows, cols, elem in views:
+            start = int(constants[at])
+            end = start + int(rows) * int(cols) * np.dtype(NP[elem]).itemsize
+            assert start % 16 == 0 and end <= int(declared.group(1)), \
+                f"{name}: bytes [{start}, {end}) of {declared.group(1)} (16-byte aligned?)"
+            assert all(end <= s or start >= e for s, e in spans), f"{name} overlaps another view"
+            spans.append((start, end))
+            shared[name] = (int(rows), int(cols)), NP[elem]
+    return shared, body
 
 
 def run_attention(text, q, k, v, rows, keys, heads, d):
@@ -763,12 +783,14 @@ def check_attention(text, lengths, rng):
 # kernels at head size 64, 2 heads: GPT-2's (causal) at ℓ = 5, 64, 65, 100, 130 and 100 queries
 # after 30 cached keys (100:130), Llama's (causal, GQA 2:1), BERT's (not causal); the other head
 # sizes taken: 32 (GPT-2 at ℓ = 70), 16 (the encoder-decoder's three: self, causal, cross; 24
-# queries over 40 keys), 128 (bf16 only). fp32's FMA kernel (heads of 32 and 64) wherever an
-# attention case has lengths: GPT-2's and BERT's; Llama's grouped heads with rotary positions
-# fused (adjacent pairs; llama-hf's halves), both of its kernels (keys rotated by the kernel, and
-# as a cache holds them), and without them ("llama.xf:no-rope", without_rope).
+# queries over 40 keys), 128 (bf16; GPT-2 and llama-hf). fp32's FMA kernel (heads of 32, 64, 96
+# and 128 — the last two on dynamic shared memory) wherever an attention case has lengths:
+# GPT-2's and BERT's; Llama's grouped heads with rotary positions fused (adjacent pairs;
+# llama-hf's halves, at 64 and 128), both of its kernels (keys rotated by the kernel, and as a
+# cache holds them), and without them ("llama.xf:no-rope", without_rope).
 SMALL = ["-D", "L=1", "-D", "d_e=64", "-D", "d_mlp=128", "-D", "H=2"]
 HEAD64 = ["-D", "L=1", "-D", "d_e=128", "-D", "d_mlp=128", "-D", "H=2"]
+HEAD128 = ["-D", "L=1", "-D", "d_e=256", "-D", "d_mlp=128", "-D", "H=2"]
 GPT2_SMALL = SMALL + ["-D", "N_V=256"]  # the tied unembedding on tensor cores in 4 column tiles
 CASES = [("gpt2.xf", "70,64,5", GPT2_SMALL, "70"),
          ("gpt2.xf", "33", GPT2_SMALL + ["--weight-type=bf16"], ""),
@@ -784,7 +806,9 @@ CASES = [("gpt2.xf", "70,64,5", GPT2_SMALL, "70"),
          ("llama-hf.xf", "", HEAD64 + ["-D", "H_kv=1", "-D", "N_V=192"], "64,100:130"),
          ("bert.xf", "", HEAD64, "100"),
          ("transformer.xf", "", ["-D", "L_enc=1", "-D", "L_dec=1"], "24:40"),
-         ("gpt2.xf", "", ["-D", "L=1", "-D", "d_e=256", "-D", "d_mlp=128", "-D", "H=2"], "100")]
+         ("gpt2.xf", "", HEAD128, "5,100,100:130"),
+         ("llama-hf.xf", "", HEAD128 + ["-D", "H_kv=1", "-D", "N_V=192"], "64,100:130"),
+         ("gpt2.xf", "", ["-D", "L=1", "-D", "d_e=192", "-D", "d_mlp=128", "-D", "H=2"], "70")]
 
 
 # Split-K (every case above runs its `_tc32_splitk` + `_tc_reduce` with S = 2): S = 1, 2, 3
@@ -894,17 +918,21 @@ def check_faults(xfc, rng):
 
 
 def check_attention_faults(xfc, rng):
-    """GPT-2's attention kernels (the fp32 FMA one, tensor cores in bf16) with each loop
-    iteration's closing gpu.barrier dropped must fail the check."""
+    """GPT-2's attention kernels (the fp32 FMA one at heads of 64 and 128, tensor cores in bf16)
+    with each loop iteration's closing gpu.barrier dropped must fail the check; so must the
+    FMA kernel at 128 with its K/P tile's view of dynamic shared memory over Q's."""
     ok = True
-    for precision in ("fp32", "bf16"):
+    for precision, shape in (("fp32", HEAD64), ("fp32", HEAD128), ("bf16", HEAD64)):
         kernel = next(k for k in kernel_texts(xfc, os.path.join(EXAMPLES, "gpt2.xf"), precision,
-                                              HEAD64)
+                                              shape)
                       if ": attention " in k.split("\n")[0])
+        what = f"{precision} attention, {shape[3]}"
         bad = faulted(kernel, "no-barrier")
-        assert bad != kernel, f"no loop-closing barrier in GPT-2's {precision} attention"
-        ok &= fails(f"no-barrier ({precision} attention)",
-                    lambda: check_attention(bad, "130", rng))
+        assert bad != kernel, f"no loop-closing barrier in GPT-2's {what}"
+        ok &= fails(f"no-barrier ({what})", lambda: check_attention(bad, "130", rng))
+        if "%kt_at = arith.constant" in kernel:
+            bad = re.sub(r"%kt_at = arith\.constant \d+", "%kt_at = arith.constant 0", kernel)
+            ok &= fails(f"overlapping views ({what})", lambda: check_attention(bad, "70", rng))
     return ok
 
 

@@ -245,6 +245,11 @@ llvm::Expected<std::string> tensorCorePtxOf(const AttentionKernelSpec &spec, Gpu
                                             int capability) {
   return tensorCoreAttentionPtx(spec, precision, capability);
 }
+/// The MLIR kernel's dynamic shared memory (the launch gives it; its PTX has no size).
+int64_t dynamicSharedOf(const GemmKernelSpec &, GpuMatmul) { return 0; }
+int64_t dynamicSharedOf(const AttentionKernelSpec &spec, GpuMatmul precision) {
+  return precision == GpuMatmul::Fp32 ? fmaAttentionDynamicSharedBytes(spec) : 0;
+}
 /// Halide's lowered statement of the pipeline, or its PTX on a CUDA target.
 /// `name`: the one its object is compiled under (fp32NameOf beside an MLIR kernel), which its
 /// kernels' names derive from.
@@ -439,8 +444,11 @@ llvm::Expected<std::string> mlir::xf::describeKernels(ModuleOp host,
       auto tc = tensorCorePtxOf(spec, *precision, cudaCapabilityOf(*halideTarget));
       if (!tc)
         return tc.takeError();
+      const int64_t dynamic = dynamicSharedOf(spec, *precision);
+      std::string shared =
+          dynamic ? ", " + std::to_string(dynamic) + " bytes of dynamic shared memory" : "";
       text += "// ----- " + spec.name +
-              (plan.fma ? std::string("_fma (fp32 FMA, MLIR)")
+              (plan.fma ? "_fma (fp32 FMA, MLIR" + shared + ")"
                         : "_tc (tensor cores, " + std::string(gpuMatmulName(*precision)) + ")") +
               "\n" + *tc + "\n";
     }

@@ -31,9 +31,9 @@ constexpr int kTcAttentionMinRows = 5;
 /// accumulators of 16 rows are held in registers, tf32's Q fragments twice bf16's).
 constexpr int kTcAttentionMaxHeadBf16 = 128, kTcAttentionMaxHeadTf32 = 64;
 
-/// Head sizes the fp32 FMA kernel takes: its Q, K/P and V tiles are 48 KiB of shared memory
-/// at 64 (the static limit).
-constexpr int kFmaAttentionMinHead = 32, kFmaAttentionMaxHead = 64;
+/// Head sizes the fp32 FMA kernel takes: multiples of 32 (a row group's 8 lanes own 4 columns
+/// of each 32) up to 128 (4 output chunks a row: 64 accumulators a thread).
+constexpr int kFmaAttentionHeadStep = 32, kFmaAttentionMaxHead = 128;
 
 /// One attention's path under `precision`, and why (said by `xfc -v` and --emit=mlir-gpu).
 struct TensorCoreAttentionPlan {
@@ -54,6 +54,9 @@ std::string attentionKernelEntry(const AttentionKernelSpec &spec, GpuMatmul prec
 /// kernel's, fmaAttentionSource.
 std::string tensorCoreAttentionSource(const AttentionKernelSpec &spec, GpuMatmul precision);
 std::string fmaAttentionSource(const AttentionKernelSpec &spec);
+/// The FMA kernel's dynamic shared memory in bytes (its Q, K/P and V tiles where they exceed
+/// kStaticSharedBytes: heads of 96 and 128), or 0 (static tiles).
+int64_t fmaAttentionDynamicSharedBytes(const AttentionKernelSpec &spec);
 
 /// The kernel lowered to NVVM, or to PTX for sm_`capability`.
 llvm::Expected<std::string> tensorCoreAttentionNvvm(const AttentionKernelSpec &spec,

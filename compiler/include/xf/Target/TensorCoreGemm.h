@@ -26,6 +26,9 @@ const char *gpuMatmulName(GpuMatmul precision);
 /// The precision gpuMatmulName names (fp32, tf32, bf16); none for another word.
 std::optional<GpuMatmul> parseGpuMatmul(llvm::StringRef name);
 
+/// The static shared memory a CUDA kernel may declare; more is dynamic, asked for at launch.
+constexpr int kStaticSharedBytes = 48 * 1024;
+
 /// The tensor-core kernel's fixed tiling: a block of 4 warps (2 × 2) computes a
 /// kTcTileRows × kTcTileCols tile of out, each warp 32 × 32 as 2 × 4 mma tiles of 16 × 8;
 /// K runs in shared-memory slices of kTcSliceK.

@@ -25,8 +25,9 @@
 //              128 FMAs for d = 64.
 // Rotary positions (fused into the attention with fp32): Q's rows, and K's where the cache does
 // not hold them rotated, are rotated as they are staged (stageRotated).
-// Shared memory: Q, V 64 × d floats, K/P 64 × max(d, 64): 48 KiB at d = 64 (the static limit),
-// 32 KiB at d = 32 — hence heads of 32 or 64 only.
+// Shared memory: Q, V 64 × d floats, K/P 64 × max(d, 64): 32 KiB at d = 32, 48 KiB at 64 (the
+// static limit); heads of 96 and 128 (72 and 96 KiB) take it as dynamic shared memory, which
+// the launcher asks the driver for (fmaAttentionDynamicSharedBytes).
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +41,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <tuple>
 
 namespace mlir::xf {
 
@@ -477,8 +479,27 @@ void storeOutput(Kernel &k, const State &st) {
   }
 }
 
-// .maxnreg: ptxas (sm_90) without spills, 3 blocks of 128 threads a SM.
-constexpr int kMaxRegisters = 168;
+// .maxnreg: ptxas (sm_90) without spills — 3 blocks of 128 threads a SM at heads of 32 and
+// 64; heads of 96 and 128 hold 3 and 4 output chunks a row (48 and 64 accumulators), 2 blocks.
+int maxRegisters(int d) { return d <= kTcAttentionKeys ? 168 : 255; }
+
+// The Q, K/P and V tiles as views of the kernel's dynamic shared memory, one after another
+// (each 64 rows of 16-byte multiples: every view stays 16-byte aligned).
+std::string dynamicTiles(const Kernel &k) {
+  const std::string bytes = "memref<?xi8, #gpu.address_space<workgroup>>";
+  std::string text = "      %smem = gpu.dynamic_shared_memory : " + bytes + "\n";
+  int64_t at = 0;
+  for (auto [name, type, cols] : {std::tuple{"qt", k.qTile(), k.d},
+                                  std::tuple{"kt", k.kTile(), std::max(k.d, kTcAttentionKeys)},
+                                  std::tuple{"vt", k.vTile(), k.d}}) {
+    text += llvm::formatv("      %{0}_at = arith.constant {1} : index\n"
+                          "      %{0} = memref.view %smem[%{0}_at][] : {2} to {3}\n",
+                          name, at, bytes, type)
+                .str();
+    at += int64_t(4) * kTcAttentionKeys * cols;
+  }
+  return text;
+}
 
 std::string kernelFunction(const AttentionKernelSpec &spec) {
   Writer w;
@@ -509,16 +530,20 @@ std::string kernelFunction(const AttentionKernelSpec &spec) {
   st = tileLoop(k, w.index(0), unmasked, scaleLog2e, /*masked=*/false, st);
   st = tileLoop(k, unmasked, end, scaleLog2e, /*masked=*/true, st);
   storeOutput(k, st);
+  const bool dynamic = fmaAttentionDynamicSharedBytes(spec) > 0;
+  std::string workgroup = dynamic ? ""
+                                  : "workgroup(" + sharedTile("%qt", k.qTile()) + ", " +
+                                        sharedTile("%kt", k.kTile()) + ", " +
+                                        sharedTile("%vt", k.vTile()) + ") ";
   return llvm::formatv(
              "    gpu.func @{0}(%q: memref<?xf32>, %k: memref<?xf32>, %v: memref<?xf32>, "
              "%out: memref<?xf32>, %m: index, %mz: index, %qs: index, %kks: index, %khs: index, "
              "%vks: index, %vhs: index, %os: index)\n"
-             "        workgroup({1}, {2}, {3}) kernel attributes "
-             "{{known_block_size = array<i32: {4}, 1, 1>, nvvm.maxnreg = {5} : i32} {{\n{6}"
+             "        {1}kernel attributes "
+             "{{known_block_size = array<i32: {2}, 1, 1>, nvvm.maxnreg = {3} : i32} {{\n{4}{5}"
              "      gpu.return\n    }\n",
-             attentionKernelEntry(spec, GpuMatmul::Fp32), sharedTile("%qt", k.qTile()),
-             sharedTile("%kt", k.kTile()), sharedTile("%vt", k.vTile()), kTcAttentionThreads,
-             kMaxRegisters, w.text)
+             attentionKernelEntry(spec, GpuMatmul::Fp32), workgroup, kTcAttentionThreads,
+             maxRegisters(k.d), dynamic ? dynamicTiles(k) : "", w.text)
       .str();
 }
 
@@ -534,8 +559,18 @@ static std::string rotaryText(const AttentionKernelSpec &spec) {
       .str();
 }
 
+int64_t fmaAttentionDynamicSharedBytes(const AttentionKernelSpec &spec) {
+  const int64_t d = spec.dK;
+  const int64_t bytes = 4 * kTcAttentionKeys * (2 * d + std::max<int64_t>(d, kTcAttentionKeys));
+  return bytes > kStaticSharedBytes ? bytes : 0;
+}
+
 std::string fmaAttentionSource(const AttentionKernelSpec &spec) {
-  return attentionModule(spec, GpuMatmul::Fp32, "fp32 FMA", rotaryText(spec), kernelFunction(spec));
+  int64_t dynamic = fmaAttentionDynamicSharedBytes(spec);
+  std::string more = rotaryText(spec);
+  if (dynamic)
+    more += llvm::formatv(", dynamic shared memory {0} bytes", dynamic).str();
+  return attentionModule(spec, GpuMatmul::Fp32, "fp32 FMA", more, kernelFunction(spec));
 }
 
 } // namespace mlir::xf

@@ -64,9 +64,9 @@ TensorCoreAttentionPlan tensorCoreAttentionPlan(const AttentionKernelSpec &spec,
     return stay("d_k = " + std::to_string(spec.dK) + " differs from d_v = " +
                 std::to_string(spec.dV));
   if (precision == GpuMatmul::Fp32) {
-    if (spec.dK != kFmaAttentionMinHead && spec.dK != kFmaAttentionMaxHead)
+    if (spec.dK % kFmaAttentionHeadStep != 0 || spec.dK > kFmaAttentionMaxHead)
       return stay("head size " + std::to_string(spec.dK) +
-                  " is not 32 or 64 (the fp32 FMA kernel's shared tiles)");
+                  " is not 32, 64, 96 or 128 (the fp32 FMA kernel's lanes and registers)");
     return {true,
             "fp32 FMA flash attention for M >= " + std::to_string(kTcAttentionMinRows) +
                 " (fewer rows: Halide's flash-decoding)",

@@ -19,6 +19,7 @@
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
@@ -47,6 +48,18 @@ std::unique_ptr<MLIRContext> kernelContext() {
   auto context = std::make_unique<MLIRContext>(registry, MLIRContext::Threading::DISABLED);
   context->loadAllAvailableDialects();
   return context;
+}
+
+// gpu.dynamic_shared_memory becomes an internal zero-length array in the shared address space,
+// which LLVM's NVPTX backend demotes into its one kernel as a 1-byte static `.shared .b8`
+// (reads past it then land in the dynamic region by luck of placement). An external one is
+// PTX's dynamic shared memory proper, `.extern .shared .align 16 .b8 name[]`.
+void externalDynamicSharedMemory(ModuleOp module) {
+  module.walk([](LLVM::GlobalOp global) {
+    auto array = dyn_cast<LLVM::LLVMArrayType>(global.getType());
+    if (global.getAddrSpace() == 3 && array && array.getNumElements() == 0)
+      global.setLinkage(LLVM::Linkage::External);
+  });
 }
 
 } // namespace
@@ -79,13 +92,17 @@ llvm::Expected<std::string> tc::lowerTensorCoreKernel(llvm::StringRef source,
   kernel.addPass(createCanonicalizerPass());
   kernel.addPass(createCSEPass());
   kernel.addPass(createReconcileUnrealizedCastsPass());
-  if (ptx) {
-    GpuModuleToBinaryPassOptions binary;
-    binary.compilationTarget = "isa";
-    pm.addPass(createGpuModuleToBinaryPass(binary));
-  }
   if (mlir::failed(pm.run(*module)))
     return failed("lowering GPU kernel '" + what + "' failed: " + diagnostics);
+  externalDynamicSharedMemory(*module);
+  if (ptx) {
+    PassManager toPtx(context.get());
+    GpuModuleToBinaryPassOptions binary;
+    binary.compilationTarget = "isa";
+    toPtx.addPass(createGpuModuleToBinaryPass(binary));
+    if (mlir::failed(toPtx.run(*module)))
+      return failed("lowering GPU kernel '" + what + "' to PTX failed: " + diagnostics);
+  }
 
   std::string text;
   llvm::raw_string_ostream os(text);

@@ -77,9 +77,6 @@ struct Types {
   int kStep() const { return bf16 ? 16 : 8; }
 };
 
-// Bytes of static shared memory a kernel may declare (more needs dynamic shared memory).
-constexpr int kStaticSharedBytes = 48 * 1024;
-
 Types typesOf(const GemmKernelSpec &spec, GpuMatmul precision, int tileRows = kTcTileRows) {
   bool bf16 = precision == GpuMatmul::Bf16;
   Types ty{bf16,   spec.transposeWeight, bf16 ? "bf16" : "f32", spec.bf16Weights ? "bf16" : "f32",
