@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -440,33 +441,81 @@ extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t
   });
 }
 
-// The attention kernel's launch (TensorCoreAttention.h): ⌈M/64⌉ × H blocks of 128 threads;
-// its parameters are the memrefs q, k, v, out and M, Mz, the row stride of q, the key and
-// head strides of k and of v, the row stride of out.
-static int launchAttention(Launches &launch, const std::string &entry, int64_t heads,
-                           int64_t sharedBytes, const HalideBuffer *q, const HalideBuffer *k,
-                           const HalideBuffer *v, const HalideBuffer *out) {
+namespace {
+
+// $XF_ATTENTION_BLOCK_QUERIES (docs/gpu.md, "Attention, fp32: the FMA kernel"): 0 unset, the
+// queries a block of the attention's MLIR kernel must hold (one of its functions'), or -1 when
+// it is not a whole number.
+int64_t forcedBlockQueries() {
+  static const int64_t forced = [] {
+    const char *text = std::getenv("XF_ATTENTION_BLOCK_QUERIES");
+    if (!text || !*text)
+      return int64_t(0);
+    char *end = nullptr;
+    long v = std::strtol(text, &end, 10);
+    return *end || v < 1 ? int64_t(-1) : int64_t(v);
+  }();
+  return forced;
+}
+
+// One function of the attention's kernel: its entry, its block's queries, its dynamic shared
+// memory in bytes.
+struct AttentionFunction {
+  const char *entry;
+  int64_t queries, dynamicShared;
+};
+
+// The kernel's functions from the launcher's tables (TensorCoreAttentionLauncher.cpp): entries
+// each ended by a NUL, the list by two; per entry (queries, dynamic shared bytes).
+std::vector<AttentionFunction> attentionFunctions(const char *entries, const int64_t *blocks) {
+  std::vector<AttentionFunction> functions;
+  for (const char *e = entries; *e; e += std::strlen(e) + 1, blocks += 2)
+    functions.push_back({e, blocks[0], blocks[1]});
+  return functions;
+}
+
+// The function to launch for `rows` queries of `heads` heads on `sms` SMs: the most queries a
+// block whose grid gives every SM kTallBlocksPerSm blocks, else the fewest (a short prompt's
+// grid of 64-query blocks leaves most SMs idle); `forced` queries where set (null if none
+// holds them).
+const AttentionFunction *attentionFunctionFor(const std::vector<AttentionFunction> &functions,
+                                              int64_t rows, int64_t heads, int64_t sms,
+                                              int64_t forced) {
+  for (const AttentionFunction &f : functions)
+    if (forced ? f.queries == forced
+               : (rows + f.queries - 1) / f.queries * heads >= kTallBlocksPerSm * sms)
+      return &f;
+  return forced ? nullptr : &functions.back();
+}
+
+} // namespace
+
+// The attention kernel's launch (TensorCoreAttention.h): ⌈M / queries⌉ × H blocks of 128
+// threads; its parameters are the memrefs q, k, v, out and M, Mz, the row stride of q, the key
+// and head strides of k and of v, the row stride of out.
+static int launchAttention(Launches &launch, const AttentionFunction &f, int64_t heads,
+                           const HalideBuffer *q, const HalideBuffer *k, const HalideBuffer *v,
+                           const HalideBuffer *out) {
   auto memref = [](const HalideBuffer *b) { return Memref{b->device, b->device, 0, span(b), 1}; };
   const int64_t rows = q->dim[1].extent;
   Params p({memref(q), memref(k), memref(v), memref(out)},
            {rows, k->dim[1].extent, rowStride(q), strideOf(k, 1), strideOf(k, 2), strideOf(v, 1),
             strideOf(v, 2), rowStride(out)});
-  constexpr int64_t kQueries = 64; // kTcAttentionQueries
-  return launch(entry, unsigned((rows + kQueries - 1) / kQueries), unsigned(heads), 1, p.pointers,
-                unsigned(sharedBytes));
+  return launch(f.entry, unsigned((rows + f.queries - 1) / f.queries), unsigned(heads), 1,
+                p.pointers, unsigned(f.dynamicShared));
 }
 
 // Runs the prefill attention's MLIR kernel (tensor cores, or fp32 FMA), or answers kNotTaken for
 // Halide's pipeline (fewer than minRows query rows: a decode step's merge of its key ranges;
-// or every call under XF_MLIR_ATTENTION=off). q: [M, H·d];
-// k, v: (column, key, K/V head); out: [M, H·d]; sharedBytes: the kernel's dynamic shared
-// memory (0: static). 0 when launched; an error otherwise.
-extern "C" int xfrt_tensor_core_attention(const char *ptx, const char *entry, int64_t heads,
-                                          int64_t headSize, int64_t minRows, int64_t sharedBytes,
-                                          HalideBuffer *q, HalideBuffer *k, HalideBuffer *v,
-                                          HalideBuffer *out) {
+// or every call under XF_MLIR_ATTENTION=off). entries, blocks: the kernel's functions
+// (attentionFunctions); q: [M, H·d]; k, v: (column, key, K/V head); out: [M, H·d]. 0 when
+// launched; an error otherwise.
+extern "C" int xfrt_tensor_core_attention(const char *ptx, const char *entries,
+                                          const int64_t *blocks, int64_t heads, int64_t headSize,
+                                          int64_t minRows, HalideBuffer *q, HalideBuffer *k,
+                                          HalideBuffer *v, HalideBuffer *out) {
   const int64_t rows = q->dim[1].extent;
-  std::string what = std::string("attention kernel ") + entry + ": ";
+  std::string what = std::string("attention kernel ") + entries + ": ";
   if (mlirAttention() < 0)
     return fail(what + "$XF_MLIR_ATTENTION is neither on nor off");
   if (rows < minRows || mlirAttention() == 0)
@@ -474,13 +523,31 @@ extern "C" int xfrt_tensor_core_attention(const char *ptx, const char *entry, in
   if (k->dim[0].extent != headSize || v->dim[0].extent != headSize || k->dimensions != 3 ||
       v->dimensions != 3)
     return fail(what + "K and V are not (" + std::to_string(headSize) + ", keys, heads)");
+  const int64_t forced = forcedBlockQueries();
+  if (forced < 0)
+    return fail(what + "$XF_ATTENTION_BLOCK_QUERIES is not a whole number");
   for (const std::string &why : {misaligned("q", q, 4, 4), misaligned("K", k, 4, 4),
                                  misaligned("V", v, 4, 4), misaligned("out", out, 4, 2)})
     if (!why.empty()) { // as the GEMM's: Halide's pipeline beside it, said once
-      noteOnce(entry, "note: " + what + why + "; Halide's pipeline beside it runs the call");
+      noteOnce(entries, "note: " + what + why + "; Halide's pipeline beside it runs the call");
       return kNotTaken;
     }
+  const std::vector<AttentionFunction> functions = attentionFunctions(entries, blocks);
   return launchInHalideContext(ptx, what, [&](Launches &launch) {
-    return launchAttention(launch, entry, heads, sharedBytes, q, k, v, out);
+    int64_t sms = 0;
+    if (int rc = multiprocessorsOf(launch.d, launch.context, &sms)) {
+      launch.error = "cuDeviceGetAttribute failed with CUDA error " + std::to_string(rc);
+      return rc;
+    }
+    const AttentionFunction *f = attentionFunctionFor(functions, rows, heads, sms, forced);
+    if (!f) {
+      std::string held;
+      for (const AttentionFunction &g : functions)
+        held += (held.empty() ? "" : ", ") + std::to_string(g.queries);
+      launch.error = "$XF_ATTENTION_BLOCK_QUERIES=" + std::to_string(forced) +
+                     ", but its blocks hold " + held + " queries";
+      return kFailed;
+    }
+    return launchAttention(launch, *f, heads, q, k, v, out);
   });
 }

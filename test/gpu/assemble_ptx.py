@@ -11,9 +11,9 @@ pipeline's GPU loop nests, its specializations), one line each:
 and fails (exit 1) if an entry spills registers to local memory (spill stores or loads) or
 uses more than --max-registers. Shared memory is dynamic in Halide's kernels (the launch sets
 it; the stand-in driver logs and bounds it, test/Gpu/launches.test); an MLIR kernel's dynamic
-shared memory is named on its `// -----` line (`, N bytes of dynamic shared memory`), reported
-as `+ N dynamic` and, with its static shared memory, bounded by --max-shared (an sm_90 block's
-opt-in 227 KiB by default).
+shared memory is named on its `// -----` line per function (`dynamic shared memory: ENTRY N
+bytes, ...`), reported as `+ N dynamic` and, with its static shared memory, bounded by
+--max-shared (an sm_90 block's opt-in 227 KiB by default).
 
 usage: assemble_ptx.py --ptxas /usr/local/cuda/bin/ptxas --arch sm_90 [--report] kernels.ptx
 """
@@ -44,8 +44,9 @@ def main():
     problems = []
     with tempfile.TemporaryDirectory() as tmp:
         for name, title, body in modules:
-            dynamic = re.search(r"(\d+) bytes of dynamic shared memory", title)
-            dynamic = int(dynamic[1]) if dynamic else 0
+            listed = title.split("dynamic shared memory:")[1] if "dynamic shared memory:" in title \
+                else ""
+            dynamic = {entry: int(n) for entry, n in re.findall(r"(\w+) (\d+) bytes", listed)}
             if ".entry" not in body:
                 print(f"{name}: no kernel entry in its PTX", file=sys.stderr)
                 return 1
@@ -63,13 +64,14 @@ def main():
                     print(f"{name}: no resources in ptxas -v's output", file=sys.stderr)
                     return 1
                 for entry in entries:
+                    extra = dynamic.get(entry["function"], 0)
                     print(f"entry {entry['function']} ({name}): {entry['registers']} registers, "
                           f"{entry['stack']} bytes stack frame, spills {entry['spill_stores']}/"
                           f"{entry['spill_loads']} bytes, {entry['shared']} bytes shared"
-                          + (f" + {dynamic} dynamic" if dynamic else ""))
-                    if entry["shared"] + dynamic > args.max_shared:
+                          + (f" + {extra} dynamic" if extra else ""))
+                    if entry["shared"] + extra > args.max_shared:
                         problems.append(f"{entry['function']} ({name}) uses "
-                                        f"{entry['shared'] + dynamic} bytes of shared memory "
+                                        f"{entry['shared'] + extra} bytes of shared memory "
                                         f"(more than {args.max_shared})")
                     if entry["spill_stores"] or entry["spill_loads"]:
                         problems.append(f"{entry['function']} ({name}) spills registers")

@@ -18,7 +18,8 @@ The bundle (a directory; --tar also packs it, which must stay under 64 MiB):
              attention)
   replay.sh, torch_reference.py, serve_clients.py (copied from test/gpu)
 
-Phases: checks (every example at the e2e sizes vs the oracle; greedy ids vs the CPU build),
+Phases: checks (every example at the e2e sizes vs the oracle, and llama-hf with heads of 128;
+greedy ids vs the CPU build),
 full (GPT-2 small, SmolLM2-shaped Llama, MiniLM at full size vs the CPU build), tensor (the
 tensor-core GEMMs and prefill attention, --gpu-matmul=tf32|bf16: GPT-2 and Llama at e2e sizes
 (heads of 64, Llama's grouped: both on the tensor-core attention at 7 rows and more) vs the oracle within
@@ -68,6 +69,9 @@ FULL = {
     "minilm": ("minilm", [], 30522),
 }
 QUICK_FULL = {"gpt2": ("gpt2", ["-D", "L=2"], 50257)}
+# Other shapes of the checks phase: heads of 128 (Llama-3-8B's), whose fp32 FMA attention keeps
+# its tiles in dynamic shared memory (docs/gpu.md, "Attention, fp32: the FMA kernel").
+SHAPES = [("llama-hf", "llama-hf-head128", "L=2,H=4,H_kv=2,d_e=512,d_mlp=160,N_V=300,l_max=160")]
 
 
 def ids(n, vocab, a=389, b=7):
@@ -100,15 +104,18 @@ class Bundle:
         return self.sh([self.python, ORACLE, "--arch", arch, "--hparams", hparams, *args])
 
     # -- phase checks: every example vs the float64 oracle, greedy ids vs the CPU build --
-    def small_examples(self, names):
-        for name in names:
+    def small_examples(self, names, shapes=()):
+        """`names` at their e2e sizes (check_examples.MODELS), then `shapes`: (example, tag,
+        hparams) at other sizes under tag."""
+        for name, base, shape in [(n, n, None) for n in names] + list(shapes):
             arch, hp, output, lengths = MODELS[name]
+            hp = shape or hp
             defines = [a for kv in hp.split(",") for a in ("-D", kv)]
             vocab = int(dict(kv.split("=") for kv in hp.split(","))["N_V"])
-            weights = f"w/{name}.safetensors"
+            weights = f"w/{base}.safetensors"
             self.oracle(arch, hp, "--write-random", os.path.join(self.out, weights), "--seed", "11")
             for bf16 in ([False, True] if name in ("gpt2", "bert", "transformer") else [False]):
-                tag = name + ("-bf16" if bf16 else "")
+                tag = base + ("-bf16" if bf16 else "")
                 flags = ["--weight-type", "bf16" if bf16 else "f32"]
                 self.build(name, os.path.join(self.out, "bin", tag), self.cap, defines + flags)
                 w = weights
@@ -135,7 +142,7 @@ class Bundle:
                                     toks, *source, flag,
                                     os.path.join(self.out, "ref", label + ".npy"))
                         self.cases.append({"label": label, "kind": "oracle", "tol": 1e-4})
-            if name in ("gpt2", "gopher", "llama"):
+            if base in ("gpt2", "gopher", "llama"):
                 cpu = os.path.join(self.cpu, name)
                 self.build(name, cpu, "host", defines)
                 rng = np.random.default_rng(5)
@@ -191,12 +198,14 @@ class Bundle:
                      [exe, "--random-weights", "1", "--tokens", ids(128, vocab), "--repeat", "20",
                       "--cuda-graphs", "off"])
             # the fp32 FMA kernels of the prefill attention and the GEMMs (docs/gpu.md)
-            # against Halide's pipelines beside them
+            # against Halide's pipelines beside them, and the attention's 64-query blocks
+            # against the launcher's choice (16 at 128 tokens, 32 at 1024)
             if tag == "gpt2":
-                for what, switch in (("attention", "XF_MLIR_ATTENTION=off"),
-                                     ("gemm", "XF_MLIR_GEMM=off")):
+                for what, switch in (("halide-attention", "XF_MLIR_ATTENTION=off"),
+                                     ("halide-gemm", "XF_MLIR_GEMM=off"),
+                                     ("attention64", "XF_ATTENTION_BLOCK_QUERIES=64")):
                     for n in (128, 1024):
-                        self.run("perf", f"time-{tag}-prefill{n}-halide-{what}", 60,
+                        self.run("perf", f"time-{tag}-prefill{n}-{what}", 60,
                                  ["env", switch, exe, "--random-weights", "1",
                                   "--tokens", ids(n, vocab), "--repeat", "10"])
             # decode steps replayed as CUDA graphs (the default; -v says why where they are
@@ -373,7 +382,7 @@ def main():
     b = Bundle(os.path.abspath(args.xfc), os.path.abspath(args.out), args.cap, args.python)
     if args.stand_in:
         shutil.copy(args.stand_in, os.path.join(b.out, "bin", "libcuda-stand-in.so"))
-    b.small_examples(["tiny", "gpt2"] if args.quick else list(MODELS))
+    b.small_examples(["tiny", "gpt2"] if args.quick else list(MODELS), () if args.quick else SHAPES)
     b.full_size(QUICK_FULL if args.quick else FULL)
     b.batches(QUICK_FULL if args.quick else FULL, args.serve_library or os.path.join(
         os.path.dirname(os.path.dirname(os.path.abspath(args.xfc))), "lib", "libxfrt_serve.so"))

@@ -206,12 +206,17 @@ def prefill_graphs(xf):
 
 def fma_kernels(xf):
     """The fp32 FMA kernels (docs/gpu.md, "GEMM, fp32: the FMA kernel", "Attention, fp32: the
-    FMA kernel") against Halide's pipelines (XF_MLIR_GEMM=off, XF_MLIR_ATTENTION=off): GPT-2
-    small's prefill at ℓ = 128 and 1024."""
+    FMA kernel") against Halide's pipelines (XF_MLIR_GEMM=off, XF_MLIR_ATTENTION=off), and the
+    attention's blocks as the launcher picks them against 64-query blocks
+    (XF_ATTENTION_BLOCK_QUERIES=64): GPT-2 small's prefill at ℓ = 128 and 1024."""
     return with_and_without(xf, [(f"gpt2 prefill {n}", f"time-gpt2-prefill{n}",
                                   f"time-gpt2-prefill{n}-halide-{what}",
                                   f"with the FMA {what}")
-                                 for what in ("attention", "gemm") for n in (128, 1024)])
+                                 for what in ("attention", "gemm") for n in (128, 1024)] +
+                            [(f"gpt2 prefill {n}", f"time-gpt2-prefill{n}",
+                              f"time-gpt2-prefill{n}-attention64",
+                              "with the launcher's attention blocks (16 / 32 queries), not 64")
+                             for n in (128, 1024)])
 
 
 def batch_targets(xf, out):

@@ -662,8 +662,9 @@ def kernel_parts(text):
     views = re.findall(r"(%\w+) = memref\.view %smem\[(%\w+)\]\[\] : .*? to "
                        r"memref<(\d+)x(\d+)x(\w+), ", "\n".join(body))
     if views:
-        declared = re.search(r"dynamic shared memory (\d+) bytes", text)
-        assert declared, "views of dynamic shared memory, but no size in the module's header"
+        entry = re.search(r"gpu\.func @(\w+)", text).group(1)
+        declared = re.search(rf"dynamic shared memory:.* {entry} (\d+) bytes", text.split("\n")[0])
+        assert declared, f"{entry}: views of dynamic shared memory, but no size in the header"
         constants = dict(re.findall(r"(%\w+) = arith\.constant (\d+) : index", "\n".join(body)))
         spans = []
         for name, at, rows, cols, elem in views:
@@ -682,13 +683,15 @@ def run_attention(text, q, k, v, rows, keys, heads, d):
     q: [rows, heads·d]; k: [keys, kv heads, d] (key stride kv·d, head stride d); v: [kv heads,
     keys, d] (key stride d, head stride keys·d): the two orders of strides."""
     shared, body = kernel_parts(text)
+    # A block's queries: the FMA kernel's Q tile's rows; tensor cores' 64 (Q staged in K's tile).
+    queries = shared["%qt"][0][0] if "%qt" in shared else 64
     out = np.full((rows, heads * d), np.nan, np.float32)
     kv = k.shape[1]
     env = {"buffer%q": q.ravel(), "buffer%k": k.ravel(), "buffer%v": v.ravel(),
            "buffer%out": out.ravel(), "%m": np.full(T, rows), "%mz": np.full(T, keys),
            "%qs": np.full(T, heads * d), "%kks": np.full(T, kv * d), "%khs": np.full(T, d),
            "%vks": np.full(T, d), "%vhs": np.full(T, keys * d), "%os": np.full(T, heads * d)}
-    grid_x = (rows + 63) // 64
+    grid_x = (rows + queries - 1) // queries
     for head in range(heads):
         for bx in range(grid_x):
             block_env = dict(env, block_x=bx, block_y=head, grid_x=grid_x, grid_y=heads)
@@ -742,15 +745,26 @@ ATTENTION_BOUND = {"bf16": 4e-3, "tf32": 1e-3, "fp32": 1e-5}
 
 
 def check_attention(text, lengths, rng):
+    """Every gpu.func of an attention kernel's module (`text`) against float64."""
+    header, *functions = re.split(r"(?=    gpu\.func @)", text)
+    ok = True
+    for function in functions:  # the FMA kernel's blocks of 64, 32 and 16 queries; _tc
+        entry = re.match(r"    gpu\.func @(\w+)", function).group(1)
+        ok &= check_attention_function(header + function, entry, lengths, rng)
+    return ok
+
+
+def check_attention_function(text, entry, lengths, rng):
+    """One gpu.func of an attention kernel (`text`: the module's header and it) against
+    float64 at each of `lengths`."""
     m = re.search(r"// (\w+): attention (\d+) heads over (\d+) K/V heads, d = (\d+), "
                   r"(causal|not causal), scale (\S+), (\w+) (?:mma|FMA)", text)
-    name, heads, kv, d = m.group(1), int(m.group(2)), int(m.group(3)), int(m.group(4))
+    heads, kv, d = int(m.group(2)), int(m.group(3)), int(m.group(4))
     causal, scale, precision = m.group(5) == "causal", float(m.group(6).rstrip(",")), m.group(7)
     r = re.search(r"rope (adjacent|halves) base (\S+), keys (rotated here|as stored)", text)
     rope = (r.group(1), float(r.group(2)), r.group(3) == "rotated here") if r else None
     rounded = {"bf16": lambda a: bf16_value(bf16_bits(a)), "tf32": tf32_rounded,
                "fp32": lambda a: a}[precision]
-    entry = name + ("_fma" if precision == "fp32" else "_tc")
     ok = True
     for length in lengths.split(","):
         rows, keys = (int(x) for x in length.split(":")) if ":" in length else (int(length),) * 2

@@ -245,10 +245,16 @@ llvm::Expected<std::string> tensorCorePtxOf(const AttentionKernelSpec &spec, Gpu
                                             int capability) {
   return tensorCoreAttentionPtx(spec, precision, capability);
 }
-/// The MLIR kernel's dynamic shared memory (the launch gives it; its PTX has no size).
-int64_t dynamicSharedOf(const GemmKernelSpec &, GpuMatmul) { return 0; }
-int64_t dynamicSharedOf(const AttentionKernelSpec &spec, GpuMatmul precision) {
-  return precision == GpuMatmul::Fp32 ? fmaAttentionDynamicSharedBytes(spec) : 0;
+/// The MLIR kernel's functions with dynamic shared memory (the launch gives it; its PTX has no
+/// size), as `--emit=ptx` names them: ", dynamic shared memory: <entry> <N> bytes, ...".
+std::string dynamicSharedOf(const GemmKernelSpec &, GpuMatmul) { return ""; }
+std::string dynamicSharedOf(const AttentionKernelSpec &spec, GpuMatmul precision) {
+  std::string text;
+  for (const AttentionBlockShape &shape : attentionBlockShapes(spec, precision))
+    if (shape.dynamicShared)
+      text += (text.empty() ? ", dynamic shared memory: " : ", ") + shape.entry + " " +
+              std::to_string(shape.dynamicShared) + " bytes";
+  return text;
 }
 /// Halide's lowered statement of the pipeline, or its PTX on a CUDA target.
 /// `name`: the one its object is compiled under (fp32NameOf beside an MLIR kernel), which its
@@ -444,11 +450,8 @@ llvm::Expected<std::string> mlir::xf::describeKernels(ModuleOp host,
       auto tc = tensorCorePtxOf(spec, *precision, cudaCapabilityOf(*halideTarget));
       if (!tc)
         return tc.takeError();
-      const int64_t dynamic = dynamicSharedOf(spec, *precision);
-      std::string shared =
-          dynamic ? ", " + std::to_string(dynamic) + " bytes of dynamic shared memory" : "";
       text += "// ----- " + spec.name +
-              (plan.fma ? "_fma (fp32 FMA, MLIR" + shared + ")"
+              (plan.fma ? "_fma (fp32 FMA, MLIR" + dynamicSharedOf(spec, *precision) + ")"
                         : "_tc (tensor cores, " + std::string(gpuMatmulName(*precision)) + ")") +
               "\n" + *tc + "\n";
     }

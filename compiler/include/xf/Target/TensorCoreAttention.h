@@ -18,6 +18,7 @@
 #include "llvm/Support/Error.h"
 
 #include <string>
+#include <vector>
 
 namespace mlir::xf {
 
@@ -54,9 +55,24 @@ std::string attentionKernelEntry(const AttentionKernelSpec &spec, GpuMatmul prec
 /// kernel's, fmaAttentionSource.
 std::string tensorCoreAttentionSource(const AttentionKernelSpec &spec, GpuMatmul precision);
 std::string fmaAttentionSource(const AttentionKernelSpec &spec);
-/// The FMA kernel's dynamic shared memory in bytes (its Q, K/P and V tiles where they exceed
-/// kStaticSharedBytes: heads of 96 and 128), or 0 (static tiles).
-int64_t fmaAttentionDynamicSharedBytes(const AttentionKernelSpec &spec);
+
+/// The FMA kernel's blocks hold 64, 32 or 16 queries (4, 2 or 1 rows a thread), a gpu.func
+/// each: libxfrt launches the largest whose grid gives every SM two blocks, else the smallest
+/// (a short prompt's 64-query grid leaves most SMs idle: GPT-2 small at ℓ = 128, 24 blocks).
+constexpr int kFmaAttentionBlockQueries[] = {64, 32, 16};
+
+/// One gpu.func of an attention kernel: its block's queries, its dynamic shared memory in
+/// bytes (0: its tiles are static; the FMA kernel's exceed kStaticSharedBytes at heads of 96
+/// and 128) and its entry (`<name>_fma`, `<name>_fma32`, `<name>_fma16`; `<name>_tc`).
+struct AttentionBlockShape {
+  int queries;
+  int64_t dynamicShared;
+  std::string entry;
+};
+/// The kernel's functions, the most queries first: the FMA kernel's three, tensor cores' one.
+std::vector<AttentionBlockShape> attentionBlockShapes(const AttentionKernelSpec &spec,
+                                                      GpuMatmul precision);
+std::vector<AttentionBlockShape> fmaAttentionBlockShapes(const AttentionKernelSpec &spec);
 
 /// The kernel lowered to NVVM, or to PTX for sm_`capability`.
 llvm::Expected<std::string> tensorCoreAttentionNvvm(const AttentionKernelSpec &spec,

@@ -49,9 +49,11 @@ using namespace tc;
 
 namespace {
 
-constexpr int kRows = 4;  // query rows a thread
 constexpr int kKeys = 8;  // keys of a tile a thread (and lanes of a row group)
 constexpr int kChunk = 4; // floats a 16-byte load
+
+// Queries of a block per row a thread owns: 4 warps × 4 row groups.
+constexpr int kFmaAttentionQueriesPerRow = 16;
 
 struct Kernel {
   Writer &w;
@@ -59,18 +61,19 @@ struct Kernel {
   int d;
   bool causal;
   int64_t group;
+  int rows; // R, query rows a thread
   std::string tid, keyGroup, head, kvHead, bm, offset, mLast, mzLast;
-  std::string row[kRows]; // the thread's rows within the block's 64
+  std::vector<std::string> row; // the thread's rows within the block's 16 R
 
+  int queries() const { return kFmaAttentionQueriesPerRow * rows; }
   int outChunks() const { return d / (kKeys * kChunk); } // h: 32 columns apart
-  std::string tileType(int cols) const {
-    return llvm::formatv("memref<{0}x{1}xf32, #gpu.address_space<workgroup>>", kTcAttentionKeys,
-                         cols)
-        .str();
+  static std::string tileType(int rows, int cols) {
+    return llvm::formatv("memref<{0}x{1}xf32, #gpu.address_space<workgroup>>", rows, cols).str();
   }
-  std::string qTile() const { return tileType(d); }
-  std::string kTile() const { return tileType(std::max(d, kTcAttentionKeys)); }
-  std::string vTile() const { return tileType(d); }
+  int kCols() const { return std::max(d, kTcAttentionKeys); } // K's, then P's 64 keys
+  std::string qTile() const { return tileType(queries(), d); }
+  std::string kTile() const { return tileType(kTcAttentionKeys, kCols()); }
+  std::string vTile() const { return tileType(kTcAttentionKeys, d); }
 
   std::string vec(int n) const { return "vector<" + std::to_string(n) + "xf32>"; }
   std::string extract(const std::string &v, int i, int n) {
@@ -108,18 +111,18 @@ struct Kernel {
   }
 };
 
-Kernel indicesOf(Writer &w, const AttentionKernelSpec &spec) {
-  Kernel k{w, spec, int(spec.dK), spec.causal, spec.heads / spec.keyValueHeads()};
-  AttentionBlock block = attentionBlock(w, k.group, spec.causal);
+Kernel indicesOf(Writer &w, const AttentionKernelSpec &spec, int rows) {
+  Kernel k{w, spec, int(spec.dK), spec.causal, spec.heads / spec.keyValueHeads(), rows};
+  AttentionBlock block = attentionBlock(w, k.group, spec.causal, k.queries());
   k.tid = block.tid, k.head = block.head, k.kvHead = block.kvHead, k.bm = block.bm;
   k.offset = block.offset, k.mLast = block.mLast, k.mzLast = block.mzLast;
   std::string lane = w.rem(k.tid, w.index(32));
-  std::string warpRows = w.mul(w.div(k.tid, w.index(32)), w.index(16));
+  std::string warpRows = w.mul(w.div(k.tid, w.index(32)), w.index(4 * rows));
   std::string rowGroup = w.div(lane, w.index(kKeys));
   k.keyGroup = w.rem(lane, w.index(kKeys));
-  std::string first = w.add(warpRows, w.mul(rowGroup, w.index(kRows)));
-  for (int i = 0; i < kRows; ++i)
-    k.row[i] = w.addConst(first, i);
+  std::string first = w.add(warpRows, w.mul(rowGroup, w.index(rows)));
+  for (int i = 0; i < rows; ++i)
+    k.row.push_back(w.addConst(first, i));
   return k;
 }
 
@@ -129,10 +132,12 @@ std::string swizzled(Kernel &k, const std::string &key, const std::string &chunk
   return k.w.let("arith.xori " + chunk + ", " + x + " : index");
 }
 
-// Rows of 64 × d floats from a global buffer into a shared tile.
+// Rows of d floats (`rows` of them: 64 keys, or the block's queries) from a global buffer into
+// a shared tile.
 struct StagedRows {
   const char *source, *tile;
   std::string type;
+  int rows;
   bool swizzle;
   // The element offset of (row of the tile, column) in `source`.
   std::function<std::string(const std::string &, const std::string &)> address;
@@ -142,7 +147,7 @@ struct StagedRows {
 void stage(Kernel &k, const std::vector<StagedRows> &rows, bool barrier = true) {
   Writer &w = k.w;
   const int chunks = k.d / kChunk;
-  for (int r = 0; r < kTcAttentionKeys * chunks / kTcAttentionThreads; ++r) {
+  for (int r = 0; r < rows.front().rows * chunks / kTcAttentionThreads; ++r) {
     std::string idx = w.addConst(k.tid, r * kTcAttentionThreads);
     std::string row = w.div(idx, w.index(chunks));
     std::string chunk = w.rem(idx, w.index(chunks));
@@ -163,15 +168,15 @@ void stage(Kernel &k, const std::vector<StagedRows> &rows, bool barrier = true) 
 // Rotary positions (spec.rope), applied as a row is staged: pair i of a row at position p turned
 // by p · base^(−2i/d) — the angle in float64 (the CPU kernel's and Halide's formula), reduced to
 // [−π, π] in float64, then cosine and sine by the FMA units' approximations (|error| ≤ 2^-20.9
-// there; no libdevice). One thread a row (threads 0..63), all of its d / 4 chunks, so each
-// pair's frequency is a constant of the text. The pair of element e of chunk c: adjacent, the
-// element beside it in the chunk; halves, element e of chunk c + d / 8.
+// there; no libdevice). One thread a row (threads below the tile's rows), all of its d / 4 chunks,
+// so each pair's frequency is a constant of the text. The pair of element e of chunk c: adjacent,
+// the element beside it in the chunk; halves, element e of chunk c + d / 8.
 void stageRotated(Kernel &k, const StagedRows &staged,
                   const std::function<std::string(const std::string &)> &position) {
   Writer &w = k.w;
   const int chunks = k.d / kChunk;
-  w.line("scf.if " +
-         w.let("arith.cmpi ult, " + k.tid + ", " + w.index(kTcAttentionKeys) + " : index") + " {");
+  w.line("scf.if " + w.let("arith.cmpi ult, " + k.tid + ", " + w.index(staged.rows) + " : index") +
+         " {");
   const std::string &row = k.tid;
   std::string at = w.let("arith.index_cast " + position(row) + " : index to i64");
   std::string p = w.let("arith.uitofp " + at + " : i64 to f64");
@@ -256,12 +261,12 @@ struct State {
       t += i ? ", f32" : "f32";
     return t;
   }
-  // The same layout from a list of values (loop arguments or results).
-  static State of(const std::vector<std::string> &v, size_t outs) {
+  // The same layout from a list of values (loop arguments or results), `rows` rows.
+  static State of(const std::vector<std::string> &v, size_t outs, size_t rows) {
     State s;
     s.out.assign(v.begin(), v.begin() + outs);
-    s.max.assign(v.begin() + outs, v.begin() + outs + kRows);
-    s.sum.assign(v.begin() + outs + kRows, v.end());
+    s.max.assign(v.begin() + outs, v.begin() + outs + rows);
+    s.sum.assign(v.begin() + outs + rows, v.end());
     return s;
   }
 };
@@ -307,14 +312,14 @@ std::vector<std::string> scores(Kernel &k, const std::string &key0, double scale
                                 bool masked) {
   Writer &w = k.w;
   std::string zero = w.let("arith.constant dense<0.0> : vector<8xf32>");
-  std::vector<std::string> start(kRows, zero);
+  std::vector<std::string> start(k.rows, zero);
   std::string firstKey = w.mul(k.keyGroup, w.index(kKeys));
   std::vector<std::string> s = forLoop(
-      w, w.index(0), w.index(k.d / kChunk), start, repeated("vector<8xf32>", kRows),
+      w, w.index(0), w.index(k.d / kChunk), start, repeated("vector<8xf32>", k.rows),
       [&](const std::string &chunk, const std::vector<std::string> &acc) {
         std::string col = w.mul(chunk, w.index(kChunk));
         std::vector<std::string> q, keys;
-        for (int i = 0; i < kRows; ++i)
+        for (int i = 0; i < k.rows; ++i)
           q.push_back(k.load("%qt", k.qTile(), k.row[i], col, kChunk));
         // The thread's keys 8c + j all sit in key group c's swizzle: chunk ^ c.
         std::string at =
@@ -328,7 +333,7 @@ std::vector<std::string> scores(Kernel &k, const std::string &key0, double scale
           for (int j = 0; j < kKeys; ++j)
             column += (j ? ", " : "") + k.extract(keys[j], e, kChunk);
           std::string kv = w.let("vector.from_elements " + column + " : vector<8xf32>");
-          for (int i = 0; i < kRows; ++i)
+          for (int i = 0; i < k.rows; ++i)
             next[i] = k.fma(k.broadcast(k.extract(q[i], e, kChunk), kKeys), kv, next[i], kKeys);
         }
         return next;
@@ -344,7 +349,7 @@ std::vector<std::string> scores(Kernel &k, const std::string &key0, double scale
     keys += (j ? ", " : "") + w.add(key0, w.addConst(firstKey, j));
   std::string keyVector = w.let("vector.from_elements " + keys + " : vector<8xindex>");
   std::string minusInf = w.let("arith.constant dense<0xFF800000> : vector<8xf32>");
-  for (int i = 0; i < kRows; ++i) {
+  for (int i = 0; i < k.rows; ++i) {
     std::string position = w.add(w.add(k.bm, k.row[i]), k.offset);
     std::string limit = k.causal ? w.min(w.addConst(position, 1), "%mz") : "%mz";
     std::string limits = w.let("vector.broadcast " + limit + " : index to vector<8xindex>");
@@ -365,7 +370,7 @@ std::vector<std::string> accumulate(Kernel &k, const std::vector<std::string> &o
       [&](const std::string &chunk, const std::vector<std::string> &acc) {
         std::string key0 = w.mul(chunk, w.index(kChunk));
         std::vector<std::string> p;
-        for (int i = 0; i < kRows; ++i)
+        for (int i = 0; i < k.rows; ++i)
           p.push_back(k.load("%kt", k.kTile(), k.row[i], key0, kChunk));
         std::vector<std::string> next = acc;
         for (int e = 0; e < kChunk; ++e) {
@@ -373,7 +378,7 @@ std::vector<std::string> accumulate(Kernel &k, const std::vector<std::string> &o
           std::vector<std::string> v;
           for (int h = 0; h < k.outChunks(); ++h)
             v.push_back(k.load("%vt", k.vTile(), key, w.addConst(colBase, 32 * h), kChunk));
-          for (int i = 0; i < kRows; ++i) {
+          for (int i = 0; i < k.rows; ++i) {
             std::string weight = k.broadcast(k.extract(p[i], e, kChunk), kChunk);
             for (int h = 0; h < k.outChunks(); ++h) {
               std::string &o = next[i * k.outChunks() + h];
@@ -396,8 +401,8 @@ State keyTile(Kernel &k, const std::string &tile, double scaleLog2e, bool masked
       return w.add(w.add(w.mul(k.kvHead, headStride), w.mul(key, keyStride)), col);
     };
   };
-  StagedRows keys{"%k", "%kt", k.kTile(), true, rowAddress("%khs", "%kks")};
-  StagedRows values{"%v", "%vt", k.vTile(), false, rowAddress("%vhs", "%vks")};
+  StagedRows keys{"%k", "%kt", k.kTile(), kTcAttentionKeys, true, rowAddress("%khs", "%kks")};
+  StagedRows values{"%v", "%vt", k.vTile(), kTcAttentionKeys, false, rowAddress("%vhs", "%vks")};
   if (k.spec.rope != AttentionKernelSpec::Rope::None && k.spec.ropeKeys) {
     // Key s at position s (the clamped row past the last key is never seen).
     stage(k, {values}, /*barrier=*/false);
@@ -410,7 +415,7 @@ State keyTile(Kernel &k, const std::string &tile, double scaleLog2e, bool masked
   std::vector<std::string> s = scores(k, key0, scaleLog2e, masked);
   w.line("gpu.barrier"); // every warp has read K: %kt takes P
   State next;
-  for (int i = 0; i < kRows; ++i) {
+  for (int i = 0; i < k.rows; ++i) {
     std::string top = k.rowGroupReduce(
         w.let("vector.reduction <maximumf>, " + s[i] + " : vector<8xf32> into f32"),
         "arith.maximumf");
@@ -446,9 +451,10 @@ State tileLoop(Kernel &k, const std::string &from, const std::string &to, double
   std::vector<std::string> results = forLoop(
       k.w, from, to, st.all(), st.types(),
       [&](const std::string &tile, const std::vector<std::string> &carried) {
-        return keyTile(k, tile, scaleLog2e, masked, State::of(carried, st.out.size())).all();
+        return keyTile(k, tile, scaleLog2e, masked, State::of(carried, st.out.size(), k.rows))
+            .all();
       });
-  return State::of(results, st.out.size());
+  return State::of(results, st.out.size(), k.rows);
 }
 
 // out = O / l for the thread's rows below M, its columns as pairs (out rows are 8-byte aligned).
@@ -457,7 +463,7 @@ void storeOutput(Kernel &k, const State &st) {
   std::string head = w.mul(k.head, w.index(k.d));
   std::string colBase = w.mul(k.keyGroup, w.index(kChunk));
   std::string one = w.let("arith.constant 1.0 : f32");
-  for (int i = 0; i < kRows; ++i) {
+  for (int i = 0; i < k.rows; ++i) {
     std::string total = k.rowGroupReduce(st.sum[i], "arith.addf");
     std::string inverse = k.broadcast(w.let("arith.divf " + one + ", " + total + " : f32"), kChunk);
     std::string row = w.add(k.bm, k.row[i]);
@@ -479,33 +485,46 @@ void storeOutput(Kernel &k, const State &st) {
   }
 }
 
-// .maxnreg: ptxas (sm_90) without spills — 3 blocks of 128 threads a SM at heads of 32 and
-// 64; heads of 96 and 128 hold 3 and 4 output chunks a row (48 and 64 accumulators), 2 blocks.
+// .maxnreg: ptxas (sm_90) without spills — 3 blocks of 128 threads a SM at heads of 32 and 64;
+// heads of 96 and 128 hold 3 and 4 output chunks a row (48 and 64 accumulators at 4 rows a
+// thread), 2 blocks. Blocks of fewer queries hold fewer accumulators but no fewer registers:
+// at 128 (heads of 64) and 168 (96, 128) ptxas spilled them too, so every block size takes
+// its head size's bound.
 int maxRegisters(int d) { return d <= kTcAttentionKeys ? 168 : 255; }
 
+// Bytes of the Q, K/P and V tiles of a block of `queries` queries.
+int64_t tileBytes(int64_t d, int64_t queries) {
+  return 4 * (queries * d + kTcAttentionKeys * (std::max<int64_t>(d, kTcAttentionKeys) + d));
+}
+
 // The Q, K/P and V tiles as views of the kernel's dynamic shared memory, one after another
-// (each 64 rows of 16-byte multiples: every view stays 16-byte aligned).
+// (each a multiple of 16 bytes: every view stays 16-byte aligned).
 std::string dynamicTiles(const Kernel &k) {
   const std::string bytes = "memref<?xi8, #gpu.address_space<workgroup>>";
   std::string text = "      %smem = gpu.dynamic_shared_memory : " + bytes + "\n";
   int64_t at = 0;
-  for (auto [name, type, cols] : {std::tuple{"qt", k.qTile(), k.d},
-                                  std::tuple{"kt", k.kTile(), std::max(k.d, kTcAttentionKeys)},
-                                  std::tuple{"vt", k.vTile(), k.d}}) {
+  for (auto [name, type, rows, cols] :
+       {std::tuple{"qt", k.qTile(), k.queries(), k.d},
+        std::tuple{"kt", k.kTile(), int(kTcAttentionKeys), k.kCols()},
+        std::tuple{"vt", k.vTile(), int(kTcAttentionKeys), k.d}}) {
     text += llvm::formatv("      %{0}_at = arith.constant {1} : index\n"
                           "      %{0} = memref.view %smem[%{0}_at][] : {2} to {3}\n",
                           name, at, bytes, type)
                 .str();
-    at += int64_t(4) * kTcAttentionKeys * cols;
+    at += int64_t(4) * rows * cols;
   }
   return text;
 }
 
-std::string kernelFunction(const AttentionKernelSpec &spec) {
+std::string kernelFunction(const AttentionKernelSpec &spec, const AttentionBlockShape &shape) {
   Writer w;
-  Kernel k = indicesOf(w, spec);
+  Kernel k = indicesOf(w, spec, shape.queries / kFmaAttentionQueriesPerRow);
   std::string head = w.mul(k.head, w.index(k.d));
-  StagedRows queries{"%q", "%qt", k.qTile(), false,
+  StagedRows queries{"%q",
+                     "%qt",
+                     k.qTile(),
+                     k.queries(),
+                     false,
                      [&](const std::string &row, const std::string &col) {
                        std::string q = w.min(w.add(k.bm, row), k.mLast);
                        return w.add(w.add(w.mul(q, "%qs"), head), col);
@@ -521,20 +540,19 @@ std::string kernelFunction(const AttentionKernelSpec &spec) {
   }
   State st;
   std::string zero = w.let("arith.constant dense<0.0> : vector<4xf32>");
-  st.out.assign(kRows * k.outChunks(), zero);
+  st.out.assign(k.rows * k.outChunks(), zero);
   // The max starts finite: a row whose first tiles are all masked gets 2^(−∞ − m) = 0.
-  st.max.assign(kRows, w.let("arith.constant -1.0e+30 : f32"));
-  st.sum.assign(kRows, w.let("arith.constant 0.0 : f32"));
-  auto [unmasked, end] = attentionTileBounds(w, spec.causal, k.bm, k.offset, k.mLast);
+  st.max.assign(k.rows, w.let("arith.constant -1.0e+30 : f32"));
+  st.sum.assign(k.rows, w.let("arith.constant 0.0 : f32"));
+  auto [unmasked, end] = attentionTileBounds(w, spec.causal, k.bm, k.offset, k.mLast, k.queries());
   const double scaleLog2e = spec.scale * M_LOG2E;
   st = tileLoop(k, w.index(0), unmasked, scaleLog2e, /*masked=*/false, st);
   st = tileLoop(k, unmasked, end, scaleLog2e, /*masked=*/true, st);
   storeOutput(k, st);
-  const bool dynamic = fmaAttentionDynamicSharedBytes(spec) > 0;
-  std::string workgroup = dynamic ? ""
-                                  : "workgroup(" + sharedTile("%qt", k.qTile()) + ", " +
-                                        sharedTile("%kt", k.kTile()) + ", " +
-                                        sharedTile("%vt", k.vTile()) + ") ";
+  std::string workgroup = shape.dynamicShared ? ""
+                                              : "workgroup(" + sharedTile("%qt", k.qTile()) + ", " +
+                                                    sharedTile("%kt", k.kTile()) + ", " +
+                                                    sharedTile("%vt", k.vTile()) + ") ";
   return llvm::formatv(
              "    gpu.func @{0}(%q: memref<?xf32>, %k: memref<?xf32>, %v: memref<?xf32>, "
              "%out: memref<?xf32>, %m: index, %mz: index, %qs: index, %kks: index, %khs: index, "
@@ -542,8 +560,8 @@ std::string kernelFunction(const AttentionKernelSpec &spec) {
              "        {1}kernel attributes "
              "{{known_block_size = array<i32: {2}, 1, 1>, nvvm.maxnreg = {3} : i32} {{\n{4}{5}"
              "      gpu.return\n    }\n",
-             attentionKernelEntry(spec, GpuMatmul::Fp32), workgroup, kTcAttentionThreads,
-             maxRegisters(k.d), dynamic ? dynamicTiles(k) : "", w.text)
+             shape.entry, workgroup, kTcAttentionThreads, maxRegisters(k.d),
+             shape.dynamicShared ? dynamicTiles(k) : "", w.text)
       .str();
 }
 
@@ -559,18 +577,29 @@ static std::string rotaryText(const AttentionKernelSpec &spec) {
       .str();
 }
 
-int64_t fmaAttentionDynamicSharedBytes(const AttentionKernelSpec &spec) {
-  const int64_t d = spec.dK;
-  const int64_t bytes = 4 * kTcAttentionKeys * (2 * d + std::max<int64_t>(d, kTcAttentionKeys));
-  return bytes > kStaticSharedBytes ? bytes : 0;
+std::vector<AttentionBlockShape> fmaAttentionBlockShapes(const AttentionKernelSpec &spec) {
+  std::vector<AttentionBlockShape> shapes;
+  for (int queries : kFmaAttentionBlockQueries) {
+    const int64_t bytes = tileBytes(spec.dK, queries);
+    shapes.push_back({queries, bytes > kStaticSharedBytes ? bytes : 0,
+                      attentionKernelEntry(spec, GpuMatmul::Fp32) +
+                          (queries == kTcAttentionQueries ? "" : std::to_string(queries))});
+  }
+  return shapes;
 }
 
 std::string fmaAttentionSource(const AttentionKernelSpec &spec) {
-  int64_t dynamic = fmaAttentionDynamicSharedBytes(spec);
-  std::string more = rotaryText(spec);
-  if (dynamic)
-    more += llvm::formatv(", dynamic shared memory {0} bytes", dynamic).str();
-  return attentionModule(spec, GpuMatmul::Fp32, "fp32 FMA", more, kernelFunction(spec));
+  std::string more = rotaryText(spec), functions;
+  std::vector<AttentionBlockShape> shapes = fmaAttentionBlockShapes(spec);
+  const char *separator = ", dynamic shared memory: ";
+  for (const AttentionBlockShape &shape : shapes) {
+    functions += kernelFunction(spec, shape);
+    if (shape.dynamicShared) {
+      more += llvm::formatv("{0}{1} {2} bytes", separator, shape.entry, shape.dynamicShared).str();
+      separator = ", ";
+    }
+  }
+  return attentionModule(spec, GpuMatmul::Fp32, "fp32 FMA", more, functions);
 }
 
 } // namespace mlir::xf

@@ -121,7 +121,7 @@ struct Lanes {
 
 Lanes laneIndices(Writer &w, const Shape &s) {
   Lanes l;
-  AttentionBlock block = attentionBlock(w, s.group, s.causal);
+  AttentionBlock block = attentionBlock(w, s.group, s.causal, kTcAttentionQueries);
   l.tid = block.tid, l.head = block.head, l.kvHead = block.kvHead, l.bm = block.bm;
   l.offset = block.offset, l.mLast = block.mLast, l.mzLast = block.mzLast;
   std::string c32 = w.index(32), c4 = w.index(4), c8 = w.index(8), c16 = w.index(16);
@@ -461,7 +461,8 @@ std::string kernelFunction(const AttentionKernelSpec &spec, GpuMatmul precision)
   // The max starts finite: a row whose first tiles are all masked gets 2^(−∞ − m) = 0.
   st.max = w.vec2(-1e30);
   st.sum = w.vec2(0);
-  auto [unmasked, end] = attentionTileBounds(w, s.causal, l.bm, l.offset, l.mLast);
+  auto [unmasked, end] =
+      attentionTileBounds(w, s.causal, l.bm, l.offset, l.mLast, kTcAttentionQueries);
   const double scaleLog2e = spec.scale * M_LOG2E;
   st = tileLoop(w, s, l, q, w.index(0), unmasked, scaleLog2e, /*masked=*/false, st);
   st = tileLoop(w, s, l, q, unmasked, end, scaleLog2e, /*masked=*/true, st);
@@ -478,6 +479,13 @@ std::string kernelFunction(const AttentionKernelSpec &spec, GpuMatmul precision)
 }
 
 } // namespace
+
+std::vector<AttentionBlockShape> attentionBlockShapes(const AttentionKernelSpec &spec,
+                                                      GpuMatmul precision) {
+  if (precision == GpuMatmul::Fp32)
+    return fmaAttentionBlockShapes(spec);
+  return {{kTcAttentionQueries, 0, attentionKernelEntry(spec, precision)}};
+}
 
 std::string tensorCoreAttentionSource(const AttentionKernelSpec &spec, GpuMatmul precision) {
   if (precision == GpuMatmul::Fp32)

@@ -84,7 +84,7 @@ std::string attentionModule(const AttentionKernelSpec &spec, GpuMatmul precision
       .str();
 }
 
-AttentionBlock attentionBlock(Writer &w, int64_t group, bool causal) {
+AttentionBlock attentionBlock(Writer &w, int64_t group, bool causal, int queries) {
   AttentionBlock b;
   b.tid = w.let("gpu.thread_id x");
   if (causal) {
@@ -98,12 +98,12 @@ AttentionBlock attentionBlock(Writer &w, int64_t group, bool causal) {
     std::string bx =
         w.let("arith.subi " + w.let("arith.subi " + gx + ", " + w.index(1) + " : index") + ", " +
               fromLast + " : index");
-    b.bm = w.mul(bx, w.index(kTcAttentionQueries));
+    b.bm = w.mul(bx, w.index(queries));
   } else { // every block the same work: launch order (fewer registers held: BERT's tf32
            // kernel spilled with the remapping)
     std::string bx = w.let("gpu.block_id x");
     b.head = w.let("gpu.block_id y");
-    b.bm = w.mul(bx, w.index(kTcAttentionQueries));
+    b.bm = w.mul(bx, w.index(queries));
   }
   b.kvHead = group == 1 ? b.head : w.div(b.head, w.index(group));
   b.offset = w.let("arith.subi %mz, %m : index");
@@ -116,15 +116,16 @@ AttentionBlock attentionBlock(Writer &w, int64_t group, bool causal) {
 std::pair<std::string, std::string> attentionTileBounds(Writer &w, bool causal,
                                                         const std::string &bm,
                                                         const std::string &offset,
-                                                        const std::string &mLast) {
+                                                        const std::string &mLast, int queries) {
   std::string c64 = w.index(kTcAttentionKeys);
   std::string whole = w.div("%mz", c64);
   std::string all = w.div(w.addConst("%mz", kTcAttentionKeys - 1), c64);
   if (!causal)
     return {whole, all};
-  // The block's first query sees keys [0, bm + offset]; its last, up to min(bm + 63, M − 1).
+  // The block's first query sees keys [0, bm + offset]; its last, up to
+  // min(bm + queries − 1, M − 1).
   std::string first = w.add(bm, offset);
-  std::string last = w.add(w.min(w.addConst(bm, kTcAttentionQueries - 1), mLast), offset);
+  std::string last = w.add(w.min(w.addConst(bm, queries - 1), mLast), offset);
   std::string unmasked = w.min(w.div(w.addConst(first, 1), c64), whole);
   std::string end = w.min(w.div(w.addConst(last, kTcAttentionKeys), c64), all);
   return {unmasked, end};

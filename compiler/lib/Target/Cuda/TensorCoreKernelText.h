@@ -98,23 +98,23 @@ std::string attentionModule(const AttentionKernelSpec &spec, GpuMatmul precision
                             llvm::StringRef products, llvm::StringRef more,
                             llvm::StringRef function);
 
-/// A flash attention block's indices (both attention kernels: a block per 64 queries of one
-/// query head, grid x × y = query blocks × heads): its thread, head, K/V head (`group` query
+/// A flash attention block's indices (both attention kernels: a block per `queries` queries of
+/// one query head, grid x × y = query blocks × heads): its thread, head, K/V head (`group` query
 /// heads a K/V head), first query bm, Mz − M (a query's position minus its row), M − 1, Mz − 1.
 struct AttentionBlock {
   std::string tid, head, kvHead, bm, offset, mLast, mzLast;
 };
 /// Causal attentions' blocks run heads fastest and the last query blocks first.
-AttentionBlock attentionBlock(Writer &w, int64_t group, bool causal);
+AttentionBlock attentionBlock(Writer &w, int64_t group, bool causal, int queries);
 
-/// A flash attention's key tiles of a block of kTcAttentionQueries queries starting at query
-/// `bm` (query i at position i + `offset`, `offset` = Mz − M; `mLast` = M − 1): [0, first)
-/// every row of the block sees whole, [first, second) with the mask; causal tiles past the
-/// block's last query not at all. Both attention kernels (tensor cores, FMA) loop so.
+/// A flash attention's key tiles of a block of `queries` queries starting at query `bm` (query
+/// i at position i + `offset`, `offset` = Mz − M; `mLast` = M − 1): [0, first) every row of the
+/// block sees whole, [first, second) with the mask; causal tiles past the block's last query
+/// not at all. Both attention kernels (tensor cores, FMA) loop so.
 std::pair<std::string, std::string> attentionTileBounds(Writer &w, bool causal,
                                                         const std::string &bm,
                                                         const std::string &offset,
-                                                        const std::string &mLast);
+                                                        const std::string &mLast, int queries);
 
 /// The kernel module `source` (a gpu.module) after nvvm-attach-target (sm_`capability`) and
 /// the lowering to NVVM, or its PTX by LLVM's NVPTX backend (TensorCoreGemmLowering.cpp).
