@@ -31,7 +31,7 @@ and decode timings, --profile: per-kernel device times and launches per step), b
 tokens/s: docs/gpu.md "Batches on the GPU"), tune (GPT-2 small's GEMMs' and attention's candidate GPU schedules
 timed by tune/xf-gpu-timing, the program of `xfc tune --target cuda --export`, into
 out/gpu-times.json for `xfc tune --import`: docs/tuning.md "CUDA GEMMs"), ncu (per-kernel GPU
-time, grids), torch (cuBLAS GEMMs, SDPA, the same models in PyTorch eager / compile).
+time, grids; the MLIR kernels' speed-of-light throughputs and occupancy), torch (cuBLAS GEMMs, SDPA, the same models in PyTorch eager / compile).
 
 usage: bundle.py --xfc build/bin/xfc --out DIR [--cap cuda-sm_86] [--quick] [--tar]
   --quick: tiny and gpt2 at e2e sizes and a 2-layer GPT-2 small only (ctest gpu-harness)
@@ -57,7 +57,7 @@ from check_examples import DECODERS, MODELS, TENSOR_CORE_TOLERANCE  # noqa: E402
 MAX_BUNDLE_BYTES = 64 << 20
 # Seconds per phase: 540 in all, so that one replay fits a 10-minute command on the GPU machine.
 PHASES = [("checks", 70), ("full", 60), ("tensor", 55), ("perf", 105), ("batch", 60),
-          ("tune", 45), ("ncu", 65), ("torch", 80)]
+          ("tune", 40), ("ncu", 80), ("torch", 70)]
 # The tune phase: GPT-2's GEMMs' and attention's GPU schedules (xfc tune --target cuda --export;
 # docs/tuning.md "CUDA GEMMs") at the lengths the perf phase times, this many candidates a kernel.
 TUNE_LENGTHS, TUNE_CANDIDATES, QUICK_TUNE_CANDIDATES = "1,128,1024", 16, 3
@@ -225,6 +225,13 @@ class Bundle:
                       "--cuda-graphs", "off"])
             if "bf16" in tag:
                 continue
+            # ncu, first: what bounds the MLIR kernels (the FMA GEMMs and attention at 1024
+            # tokens): speed-of-light throughputs (SM, L1, L2, DRAM) and achieved occupancy
+            if tag == "gpt2":
+                self.run("ncu", f"ncu-{tag}-sol-prefill1024", 30,
+                         ["NCU", "--csv", "--section", "SpeedOfLight", "--section", "Occupancy",
+                          "--kernel-name", "regex:_(fma|tc)", "--launch-count", "16", exe,
+                          "--random-weights", "1", "--tokens", ids(1024, vocab)])
             # ncu: every kernel's GPU time and grid (prefill 128 and 1024, 4 decode steps)
             for label, extra in ((f"ncu-{tag}-prefill128", ["--tokens", ids(128, vocab)]),
                                  (f"ncu-{tag}-prefill1024", ["--tokens", ids(1024, vocab)]),

@@ -147,6 +147,29 @@ def ncu_kernels(text):
                    "grids": sorted(k["grids"])} for name, k in kernels.items()}
 
 
+def ncu_sections(text):
+    """Per kernel name: the mean of each percentage metric of `ncu --csv --section ...`
+    (speed of light, occupancy) and the mean duration in µs, over its launches."""
+    start = text.find('"ID"')
+    if start < 0:
+        return None
+    sums = collections.defaultdict(lambda: collections.defaultdict(list))
+    for row in csv.DictReader(io.StringIO(text[start:])):
+        try:
+            value = float(row["Metric Value"].replace(",", ""))
+        except ValueError:
+            continue
+        unit, metric = row["Metric Unit"], row["Metric Name"]
+        if unit == "%":
+            sums[row["Kernel Name"]][metric].append(value)
+        elif metric == "Duration":
+            scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}.get(unit)
+            if scale:
+                sums[row["Kernel Name"]]["Duration (µs)"].append(value * scale)
+    return {name: {m: round(sum(v) / len(v), 1) for m, v in metrics.items()}
+            for name, metrics in sums.items()}
+
+
 def versus(xf, torch):
     """xf's prefill and decode times beside PyTorch's for the same model and length."""
     def best(*path):
@@ -279,6 +302,16 @@ def main():
         for label, row in summary["timings"].items():
             print(f"  {label:32s} " + ", ".join(f"{k} {v}" for k, v in row.items()))
         for name in sorted(os.listdir(out)):
+            if name.startswith("ncu-") and "-sol-" in name and name.endswith(".stdout"):
+                kernels = ncu_sections(open(os.path.join(out, name)).read())
+                if kernels:
+                    label = name[:-len(".stdout")]
+                    summary["ncu"][label] = kernels
+                    print(f"\n{label}: what bounds the MLIR kernels (% of peak, mean of launches)")
+                    for kname, metrics in sorted(kernels.items()):
+                        print(f"  {kname[:40]:40s} " + ", ".join(f"{m} {v}"
+                                                               for m, v in metrics.items()))
+                continue
             if name.startswith("ncu-") and name.endswith(".stdout"):
                 kernels = ncu_kernels(open(os.path.join(out, name)).read())
                 if kernels is None:
