@@ -16,6 +16,7 @@
 #include "xfrt/CudaDriver.h"
 
 #include <cassert>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -256,17 +257,21 @@ struct Split {
   int64_t count = 1, sliceK = 0;
 };
 
+// $`variable` as a whole number from `low` to `high`: 0 unset, -1 anything else.
+int64_t wholeNumberOf(const char *variable, long low, long high) {
+  const char *text = std::getenv(variable);
+  if (!text || !*text)
+    return 0;
+  char *end = nullptr;
+  errno = 0;
+  long v = std::strtol(text, &end, 10);
+  return *end || errno || v < low || v > high ? -1 : int64_t(v);
+}
+
 // $XF_TENSOR_CORE_SPLIT_K (docs/gpu.md, "Split-K"): 0 unset, the forced S (1: never split), or
 // -1 when it is not a whole number from 1 to 64.
 int64_t forcedSplit() {
-  static const int64_t forced = [] {
-    const char *text = std::getenv("XF_TENSOR_CORE_SPLIT_K");
-    if (!text || !*text)
-      return int64_t(0);
-    char *end = nullptr;
-    long v = std::strtol(text, &end, 10);
-    return *end || v < 1 || v > 64 ? int64_t(-1) : int64_t(v);
-  }();
+  static const int64_t forced = wholeNumberOf("XF_TENSOR_CORE_SPLIT_K", 1, 64);
   return forced;
 }
 
@@ -445,16 +450,9 @@ namespace {
 
 // $XF_ATTENTION_BLOCK_QUERIES (docs/gpu.md, "Attention, fp32: the FMA kernel"): 0 unset, the
 // queries a block of the attention's MLIR kernel must hold (one of its functions'), or -1 when
-// it is not a whole number.
+// it is not a whole number from 1 to 1024.
 int64_t forcedBlockQueries() {
-  static const int64_t forced = [] {
-    const char *text = std::getenv("XF_ATTENTION_BLOCK_QUERIES");
-    if (!text || !*text)
-      return int64_t(0);
-    char *end = nullptr;
-    long v = std::strtol(text, &end, 10);
-    return *end || v < 1 ? int64_t(-1) : int64_t(v);
-  }();
+  static const int64_t forced = wholeNumberOf("XF_ATTENTION_BLOCK_QUERIES", 1, 1024);
   return forced;
 }
 
@@ -525,7 +523,7 @@ extern "C" int xfrt_tensor_core_attention(const char *ptx, const char *entries,
     return fail(what + "K and V are not (" + std::to_string(headSize) + ", keys, heads)");
   const int64_t forced = forcedBlockQueries();
   if (forced < 0)
-    return fail(what + "$XF_ATTENTION_BLOCK_QUERIES is not a whole number");
+    return fail(what + "$XF_ATTENTION_BLOCK_QUERIES is not a whole number from 1 to 1024");
   for (const std::string &why : {misaligned("q", q, 4, 4), misaligned("K", k, 4, 4),
                                  misaligned("V", v, 4, 4), misaligned("out", out, 4, 2)})
     if (!why.empty()) { // as the GEMM's: Halide's pipeline beside it, said once
