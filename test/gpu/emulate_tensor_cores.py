@@ -239,8 +239,8 @@ class Block:
             return np.full(T, self.env["grid_" + rest], np.int64)
         if kind == "arith.cmpi":
             a, b = [self.val(v) for v in rest.split(":")[0].split(",")[1:]]
-            assert rest.startswith("ult")
-            return a < b
+            assert rest.startswith(("ult", "eq"))
+            return a < b if rest.startswith("ult") else a == b
         if kind == "gpu.shuffle":  # xor within the warp: lane L reads lane L ^ offset
             assert rest.startswith("xor ")
             v, offset, width = [self.val(x) for x in rest[4:].split(":")[0].split(",")]

@@ -168,29 +168,42 @@ void stage(Kernel &k, const std::vector<StagedRows> &rows, bool barrier = true) 
 // Rotary positions (spec.rope), applied as a row is staged: pair i of a row at position p turned
 // by p · base^(−2i/d) — the angle in float64 (the CPU kernel's and Halide's formula), reduced to
 // [−π, π] in float64, then cosine and sine by the FMA units' approximations (|error| ≤ 2^-20.9
-// there; no libdevice). One thread a row (threads below the tile's rows), all of its d / 4 chunks,
-// so each pair's frequency is a constant of the text. The pair of element e of chunk c: adjacent,
+// there; no libdevice). A thread rotates a fixed set of one row's pair groups (below), so each
+// pair's frequency is a constant of the text. The pair of element e of chunk c: adjacent,
 // the element beside it in the chunk; halves, element e of chunk c + d / 8.
 void stageRotated(Kernel &k, const StagedRows &staged,
                   const std::function<std::string(const std::string &)> &position) {
   Writer &w = k.w;
   const int chunks = k.d / kChunk;
-  w.line("scf.if " + w.let("arith.cmpi ult, " + k.tid + ", " + w.index(staged.rows) + " : index") +
-         " {");
-  const std::string &row = k.tid;
+  const bool adjacent = k.spec.rope == AttentionKernelSpec::Rope::Adjacent;
+  // Chunk by chunk (adjacent) or chunk c with chunk c + d / 8 (halves): the pairs of a group
+  // lie in it, so a thread holds one group's values at a time (a whole row of 64 held at once
+  // spilled 16 bytes of llama-hf's forward kernel at 168 registers).
+  const int groups = adjacent ? chunks : chunks / 2;
+  // Every thread of the block takes part: thread t rotates row t % padded's groups g ≡ t /
+  // padded (mod parts), padded the tile's rows made a whole warp's, so that a warp's lanes share
+  // their part (a branch on it does not diverge): K's 64 rows in 2 parts, 16 query rows in 4.
+  const int padded = std::max(staged.rows, 32);
+  const int parts = std::min(kTcAttentionThreads / padded, groups);
+  std::string row = parts > 1 ? w.rem(k.tid, w.index(padded)) : k.tid;
+  std::string part = parts > 1 ? w.div(k.tid, w.index(padded)) : "";
+  std::string active = w.let("arith.cmpi ult, " + row + ", " + w.index(staged.rows) + " : index");
+  if (padded * parts < kTcAttentionThreads)
+    active = w.let("arith.andi " + active + ", " +
+                   w.let("arith.cmpi ult, " + k.tid + ", " + w.index(padded * parts) + " : index") +
+                   " : i1");
+  w.line("scf.if " + active + " {");
   std::string at = w.let("arith.index_cast " + position(row) + " : index to i64");
   std::string p = w.let("arith.uitofp " + at + " : i64 to f64");
   auto f64 = [&](double v) {
     return w.let(llvm::formatv("arith.constant {0:e17} : f64", v).str());
   };
   std::string twoPi = f64(2 * M_PI), turnsPerRadian = f64(0.5 / M_PI), half = f64(0.5);
-  const bool adjacent = k.spec.rope == AttentionKernelSpec::Rope::Adjacent;
   const double exponent = -2.0 * std::log(k.spec.ropeBase) / double(k.d);
-  // Chunk by chunk (adjacent) or chunk c with chunk c + d / 8 (halves): the pairs of a group
-  // lie in it, so a thread holds one group's values at a time (a whole row of 64 held at once
-  // spilled 16 bytes of llama-hf's forward kernel at 168 registers).
-  const int groups = adjacent ? chunks : chunks / 2;
   for (int g = 0; g < groups; ++g) {
+    if (parts > 1)
+      w.line("scf.if " + w.let("arith.cmpi eq, " + part + ", " + w.index(g % parts) + " : index") +
+             " {");
     std::vector<int> members{g};
     if (!adjacent)
       members.push_back(g + chunks / 2);
@@ -239,6 +252,8 @@ void stageRotated(Kernel &k, const StagedRows &staged,
       w.line("vector.store " + v + ", " + staged.tile + "[" + row + ", " + to +
              "] {alignment = 16} : " + staged.type + ", vector<4xf32>");
     }
+    if (parts > 1)
+      w.line("}");
   }
   w.line("}");
 }
