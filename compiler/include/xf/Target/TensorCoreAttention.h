@@ -48,7 +48,12 @@ struct TensorCoreAttentionPlan {
 TensorCoreAttentionPlan tensorCoreAttentionPlan(const AttentionKernelSpec &spec,
                                                 GpuMatmul precision);
 
-/// The kernel's entry: `<name>_tc` on tensor cores, `<name>_fma` for fp32.
+/// The precision of the MLIR kernel a `precision` build runs for `spec`: fp32 where a
+/// tensor-core build's attention falls back to the FMA kernel (the plan's `fma`).
+GpuMatmul attentionKernelPrecision(const AttentionKernelSpec &spec, GpuMatmul precision);
+
+/// The kernel's entry: `<name>_tc` on tensor cores, `<name>_fma` for fp32 (and a tensor-core
+/// build's fallback to it).
 std::string attentionKernelEntry(const AttentionKernelSpec &spec, GpuMatmul precision);
 
 /// The kernel as MLIR text (a gpu.module of one gpu.func): `--emit=mlir-gpu`. fp32: the FMA

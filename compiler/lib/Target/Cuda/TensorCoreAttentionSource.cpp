@@ -42,12 +42,43 @@ using namespace tc;
 
 std::string attentionFp32Name(const AttentionKernelSpec &spec) { return spec.name + "_fp32"; }
 
-std::string attentionKernelEntry(const AttentionKernelSpec &spec, GpuMatmul precision) {
-  return spec.name + (precision == GpuMatmul::Fp32 ? "_fma" : "_tc");
-}
+namespace {
+
+// The plan of the kernels themselves: the tensor-core kernel's for tf32/bf16, the FMA kernel's
+// for fp32 (no fallback from one to the other).
+TensorCoreAttentionPlan kernelPlan(const AttentionKernelSpec &spec, GpuMatmul precision);
+
+} // namespace
 
 TensorCoreAttentionPlan tensorCoreAttentionPlan(const AttentionKernelSpec &spec,
                                                 GpuMatmul precision) {
+  TensorCoreAttentionPlan plan = kernelPlan(spec, precision);
+  if (plan.mlirKernel || precision == GpuMatmul::Fp32 || spec.batchedDecode)
+    return plan;
+  // A tensor-core build's attention the mma.sync kernel cannot take (heads of 96, or 128 with
+  // tf32) runs the fp32 FMA kernel rather than Halide's 16-query pipeline: exact products, its
+  // state in registers (docs/gpu.md, "Tensor-core attention").
+  TensorCoreAttentionPlan fma = kernelPlan(spec, GpuMatmul::Fp32);
+  if (!fma.mlirKernel) {
+    plan.why += "; nor the fp32 FMA kernel: " + fma.why;
+    return plan;
+  }
+  fma.why += " (tensor cores: " + plan.why + ")";
+  return fma;
+}
+
+GpuMatmul attentionKernelPrecision(const AttentionKernelSpec &spec, GpuMatmul precision) {
+  return tensorCoreAttentionPlan(spec, precision).fma ? GpuMatmul::Fp32 : precision;
+}
+
+std::string attentionKernelEntry(const AttentionKernelSpec &spec, GpuMatmul precision) {
+  return spec.name +
+         (attentionKernelPrecision(spec, precision) == GpuMatmul::Fp32 ? "_fma" : "_tc");
+}
+
+namespace {
+
+TensorCoreAttentionPlan kernelPlan(const AttentionKernelSpec &spec, GpuMatmul precision) {
   auto stay = [](std::string why) { return TensorCoreAttentionPlan{false, std::move(why)}; };
   if (spec.segmented)
     return stay("a packed batch (segmented attention)");
@@ -81,8 +112,6 @@ TensorCoreAttentionPlan tensorCoreAttentionPlan(const AttentionKernelSpec &spec,
   return {true, std::string(gpuMatmulName(precision)) + " mma.sync flash attention for M >= " +
                     std::to_string(kTcAttentionMinRows) + " (fewer rows: Halide's flash-decoding)"};
 }
-
-namespace {
 
 // .maxnreg, from ptxas for sm_90 (no spills at each, every example): heads of 16 and 32 128 as
 // the GEMM's (4 blocks a SM); 64 160 (3 a SM): tf32's Q fragments take twice bf16's registers
@@ -482,13 +511,13 @@ std::string kernelFunction(const AttentionKernelSpec &spec, GpuMatmul precision)
 
 std::vector<AttentionBlockShape> attentionBlockShapes(const AttentionKernelSpec &spec,
                                                       GpuMatmul precision) {
-  if (precision == GpuMatmul::Fp32)
+  if (attentionKernelPrecision(spec, precision) == GpuMatmul::Fp32)
     return fmaAttentionBlockShapes(spec);
   return {{kTcAttentionQueries, 0, attentionKernelEntry(spec, precision)}};
 }
 
 std::string tensorCoreAttentionSource(const AttentionKernelSpec &spec, GpuMatmul precision) {
-  if (precision == GpuMatmul::Fp32)
+  if (attentionKernelPrecision(spec, precision) == GpuMatmul::Fp32)
     return fmaAttentionSource(spec);
   return attentionModule(spec, precision, std::string(gpuMatmulName(precision)) + " mma.sync", "",
                          kernelFunction(spec, precision));
