@@ -329,7 +329,10 @@ llvm::Error provideKernel(ObjectSink &sink, const Spec &spec) {
   if (llvm::Error e = provideHalideKernel(sink, fallback))
     return e;
   sink.objects.push_back(sink.dir.file(spec.name + ".o"));
-  const std::string path = std::string(plan.path()) + " " + gpuMatmulName(precision);
+  // The kernel's own precision: a tensor-core build's attention on the FMA kernel is fp32's
+  // object (and shares its cache entry).
+  const std::string path =
+      std::string(plan.path()) + " " + gpuMatmulName(plan.fma ? GpuMatmul::Fp32 : precision);
   int capability = cudaCapabilityOf(sink.kernelTarget);
   return sink.source.provide(
       spec.name, signatureOf(sink.ctx, spec) + ", " + path,
