@@ -651,8 +651,8 @@ def report(name, precision, nk, rows, k, n, act, gated, bias, residual, bf16_wei
 def kernel_parts(text):
     """A gpu.func's shared tiles {name: (shape, dtype)} and body lines: its workgroup
     attributions, or the views of its dynamic shared memory — each view checked to lie within
-    the bytes the module's header line says the launch gives (`dynamic shared memory N
-    bytes`), 16-byte aligned, and apart from the others."""
+    the bytes the module's header line says the launch gives the function (`dynamic shared
+    memory: ENTRY N bytes, ...`), 16-byte aligned, and apart from the others."""
     header = re.search(r"gpu\.func @\w+\((.*?)\)\s*(?:workgroup\((.*?)\) )?kernel", text, re.S)
     shared = {}
     for name, shape, elem in re.findall(r"(%\w+) : memref<(\d+x\d+)x(\w+), ",

@@ -246,15 +246,10 @@ llvm::Expected<std::string> tensorCorePtxOf(const AttentionKernelSpec &spec, Gpu
   return tensorCoreAttentionPtx(spec, precision, capability);
 }
 /// The MLIR kernel's functions with dynamic shared memory (the launch gives it; its PTX has no
-/// size), as `--emit=ptx` names them: ", dynamic shared memory: <entry> <N> bytes, ...".
+/// size): dynamicSharedText.
 std::string dynamicSharedOf(const GemmKernelSpec &, GpuMatmul) { return ""; }
 std::string dynamicSharedOf(const AttentionKernelSpec &spec, GpuMatmul precision) {
-  std::string text;
-  for (const AttentionBlockShape &shape : attentionBlockShapes(spec, precision))
-    if (shape.dynamicShared)
-      text += (text.empty() ? ", dynamic shared memory: " : ", ") + shape.entry + " " +
-              std::to_string(shape.dynamicShared) + " bytes";
-  return text;
+  return dynamicSharedText(attentionBlockShapes(spec, precision));
 }
 /// Halide's lowered statement of the pipeline, or its PTX on a CUDA target.
 /// `name`: the one its object is compiled under (fp32NameOf beside an MLIR kernel), which its

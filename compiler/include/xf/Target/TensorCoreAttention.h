@@ -78,6 +78,10 @@ struct AttentionBlockShape {
 std::vector<AttentionBlockShape> attentionBlockShapes(const AttentionKernelSpec &spec,
                                                       GpuMatmul precision);
 std::vector<AttentionBlockShape> fmaAttentionBlockShapes(const AttentionKernelSpec &spec);
+/// The functions with dynamic shared memory as the module's header line and `--emit=ptx` name
+/// them (the emulator and assemble_ptx.py read it): ", dynamic shared memory: <entry> <N>
+/// bytes, ..."; "" where there are none.
+std::string dynamicSharedText(const std::vector<AttentionBlockShape> &shapes);
 
 /// The kernel lowered to NVVM, or to PTX for sm_`capability`.
 llvm::Expected<std::string> tensorCoreAttentionNvvm(const AttentionKernelSpec &spec,

@@ -27,7 +27,7 @@
 // not hold them rotated, are rotated as they are staged (stageRotated).
 // Shared memory: Q, V 64 × d floats, K/P 64 × max(d, 64): 32 KiB at d = 32, 48 KiB at 64 (the
 // static limit); heads of 96 and 128 (72 and 96 KiB) take it as dynamic shared memory, which
-// the launcher asks the driver for (fmaAttentionDynamicSharedBytes).
+// the launcher asks the driver for (fmaAttentionBlockShapes).
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,10 +38,10 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <functional>
 #include <map>
-#include <tuple>
 
 namespace mlir::xf {
 
@@ -55,6 +55,21 @@ constexpr int kChunk = 4; // floats a 16-byte load
 // Queries of a block per row a thread owns: 4 warps × 4 row groups.
 constexpr int kFmaAttentionQueriesPerRow = 16;
 
+// A shared tile of float rows.
+struct Tile {
+  const char *name; // its SSA name without the %
+  int rows, cols;
+};
+// The Q, K/P and V tiles of a block of `queries` queries, in the order dynamic shared memory
+// holds them: Q's rows of d, K's 64 rows of max(d, 64) (P's 64 keys a row once S is done), V's
+// 64 rows of d.
+std::array<Tile, 3> tilesOf(int d, int queries) {
+  return {{{"qt", queries, d},
+           {"kt", kTcAttentionKeys, std::max(d, kTcAttentionKeys)},
+           {"vt", kTcAttentionKeys, d}}};
+}
+int64_t tileBytes(const Tile &t) { return int64_t(4) * t.rows * t.cols; }
+
 struct Kernel {
   Writer &w;
   const AttentionKernelSpec &spec;
@@ -67,13 +82,14 @@ struct Kernel {
 
   int queries() const { return kFmaAttentionQueriesPerRow * rows; }
   int outChunks() const { return d / (kKeys * kChunk); } // h: 32 columns apart
-  static std::string tileType(int rows, int cols) {
-    return llvm::formatv("memref<{0}x{1}xf32, #gpu.address_space<workgroup>>", rows, cols).str();
+  std::array<Tile, 3> tiles() const { return tilesOf(d, queries()); }
+  static std::string tileType(const Tile &t) {
+    return llvm::formatv("memref<{0}x{1}xf32, #gpu.address_space<workgroup>>", t.rows, t.cols)
+        .str();
   }
-  int kCols() const { return std::max(d, kTcAttentionKeys); } // K's, then P's 64 keys
-  std::string qTile() const { return tileType(queries(), d); }
-  std::string kTile() const { return tileType(kTcAttentionKeys, kCols()); }
-  std::string vTile() const { return tileType(kTcAttentionKeys, d); }
+  std::string qTile() const { return tileType(tiles()[0]); }
+  std::string kTile() const { return tileType(tiles()[1]); }
+  std::string vTile() const { return tileType(tiles()[2]); }
 
   std::string vec(int n) const { return "vector<" + std::to_string(n) + "xf32>"; }
   std::string extract(const std::string &v, int i, int n) {
@@ -507,26 +523,18 @@ void storeOutput(Kernel &k, const State &st) {
 // its head size's bound.
 int maxRegisters(int d) { return d <= kTcAttentionKeys ? 168 : 255; }
 
-// Bytes of the Q, K/P and V tiles of a block of `queries` queries.
-int64_t tileBytes(int64_t d, int64_t queries) {
-  return 4 * (queries * d + kTcAttentionKeys * (std::max<int64_t>(d, kTcAttentionKeys) + d));
-}
-
 // The Q, K/P and V tiles as views of the kernel's dynamic shared memory, one after another
 // (each a multiple of 16 bytes: every view stays 16-byte aligned).
 std::string dynamicTiles(const Kernel &k) {
   const std::string bytes = "memref<?xi8, #gpu.address_space<workgroup>>";
   std::string text = "      %smem = gpu.dynamic_shared_memory : " + bytes + "\n";
   int64_t at = 0;
-  for (auto [name, type, rows, cols] :
-       {std::tuple{"qt", k.qTile(), k.queries(), k.d},
-        std::tuple{"kt", k.kTile(), int(kTcAttentionKeys), k.kCols()},
-        std::tuple{"vt", k.vTile(), int(kTcAttentionKeys), k.d}}) {
+  for (const Tile &t : k.tiles()) {
     text += llvm::formatv("      %{0}_at = arith.constant {1} : index\n"
                           "      %{0} = memref.view %smem[%{0}_at][] : {2} to {3}\n",
-                          name, at, bytes, type)
+                          t.name, at, bytes, Kernel::tileType(t))
                 .str();
-    at += int64_t(4) * rows * cols;
+    at += tileBytes(t);
   }
   return text;
 }
@@ -595,7 +603,9 @@ static std::string rotaryText(const AttentionKernelSpec &spec) {
 std::vector<AttentionBlockShape> fmaAttentionBlockShapes(const AttentionKernelSpec &spec) {
   std::vector<AttentionBlockShape> shapes;
   for (int queries : kFmaAttentionBlockQueries) {
-    const int64_t bytes = tileBytes(spec.dK, queries);
+    int64_t bytes = 0;
+    for (const Tile &t : tilesOf(int(spec.dK), queries))
+      bytes += tileBytes(t);
     shapes.push_back({queries, bytes > kStaticSharedBytes ? bytes : 0,
                       attentionKernelEntry(spec, GpuMatmul::Fp32) +
                           (queries == kTcAttentionQueries ? "" : std::to_string(queries))});
@@ -604,17 +614,12 @@ std::vector<AttentionBlockShape> fmaAttentionBlockShapes(const AttentionKernelSp
 }
 
 std::string fmaAttentionSource(const AttentionKernelSpec &spec) {
-  std::string more = rotaryText(spec), functions;
   std::vector<AttentionBlockShape> shapes = fmaAttentionBlockShapes(spec);
-  const char *separator = ", dynamic shared memory: ";
-  for (const AttentionBlockShape &shape : shapes) {
+  std::string functions;
+  for (const AttentionBlockShape &shape : shapes)
     functions += kernelFunction(spec, shape);
-    if (shape.dynamicShared) {
-      more += llvm::formatv("{0}{1} {2} bytes", separator, shape.entry, shape.dynamicShared).str();
-      separator = ", ";
-    }
-  }
-  return attentionModule(spec, GpuMatmul::Fp32, "fp32 FMA", more, functions);
+  return attentionModule(spec, GpuMatmul::Fp32, "fp32 FMA",
+                         rotaryText(spec) + dynamicSharedText(shapes), functions);
 }
 
 } // namespace mlir::xf

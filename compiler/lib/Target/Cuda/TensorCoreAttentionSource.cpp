@@ -516,6 +516,15 @@ std::vector<AttentionBlockShape> attentionBlockShapes(const AttentionKernelSpec 
   return {{kTcAttentionQueries, 0, attentionKernelEntry(spec, precision)}};
 }
 
+std::string dynamicSharedText(const std::vector<AttentionBlockShape> &shapes) {
+  std::string text;
+  for (const AttentionBlockShape &shape : shapes)
+    if (shape.dynamicShared)
+      text += (text.empty() ? ", dynamic shared memory: " : ", ") + shape.entry + " " +
+              std::to_string(shape.dynamicShared) + " bytes";
+  return text;
+}
+
 std::string tensorCoreAttentionSource(const AttentionKernelSpec &spec, GpuMatmul precision) {
   if (attentionKernelPrecision(spec, precision) == GpuMatmul::Fp32)
     return fmaAttentionSource(spec);
