@@ -50,10 +50,12 @@ constexpr int64_t kStaticSharedBytes = 48 * 1024;
 // (`<entry>32`, below tallRows rows or where 64-row tiles would give fewer than
 // kTallBlocksPerSm blocks an SM), 128 threads, K in slices of 32; split-K (`<entry>32_splitk`
 // and `<entry>_reduce`, a block per 4 rows × 64 columns): at most kMaxSplit ranges of K, by
-// the launcher's own choice of kMinSplitSlices slices or more.
-constexpr int64_t kTileRows = 64, kShortTileRows = 32, kTileCols = 64, kThreads = 128,
-                  kSliceK = 32, kMaxSplit = 4, kMinSplitSlices = 4, kReduceRows = 4,
-                  kTallBlocksPerSm = 2;
+// the launcher's own choice of kMinSplitSlices slices or more. Where the module has them,
+// 128 × 128 tiles of kWideThreads threads (`<entry>128`, dynamic shared memory) wherever their
+// grid alone gives every SM kTallBlocksPerSm blocks.
+constexpr int64_t kTileRows = 64, kShortTileRows = 32, kTileCols = 64, kThreads = 128, kSliceK = 32,
+                  kMaxSplit = 4, kMinSplitSlices = 4, kReduceRows = 4, kTallBlocksPerSm = 2,
+                  kWideTile = 128, kWideThreads = 256;
 
 struct Driver {
   int (*currentContext)(void **) = nullptr;
@@ -201,7 +203,7 @@ struct Launches {
   std::string error;
   // `shared`: the kernel's dynamic shared memory in bytes (0: its tiles are static).
   int operator()(const std::string &kernel, unsigned gridX, unsigned gridY, unsigned gridZ,
-                 void **params, unsigned shared = 0) {
+                 void **params, unsigned shared = 0, unsigned threads = kThreads) {
     void *fn = nullptr;
     if (int rc = functionOf(d, context, ptx, kernel, &fn)) {
       error = "loading " + kernel + " of its PTX failed with CUDA error " + std::to_string(rc);
@@ -216,8 +218,8 @@ struct Launches {
                         std::to_string(rc);
       return rc;
     }
-    if (int rc = d.launch(fn, gridX, gridY, gridZ, unsigned(kThreads), 1, 1, shared, stream, params,
-                          nullptr)) {
+    if (int rc =
+            d.launch(fn, gridX, gridY, gridZ, threads, 1, 1, shared, stream, params, nullptr)) {
       error = "cuLaunchKernel of " + kernel + " failed with CUDA error " + std::to_string(rc);
       return rc;
     }
@@ -275,6 +277,17 @@ int64_t forcedSplit() {
   return forced;
 }
 
+// $XF_GEMM_TILE_ROWS (docs/gpu.md, "Wide tiles"): 0 unset, the rows of the tiles every MLIR
+// GEMM's call must take (32, 64, or 128 where the kernel has them), or -1 for another value.
+int64_t forcedTileRows() {
+  static const int64_t forced = [] {
+    int64_t rows = wholeNumberOf("XF_GEMM_TILE_ROWS", 1, 128);
+    return rows == 0 || rows == kShortTileRows || rows == kTileRows || rows == kWideTile ? rows
+                                                                                         : -1;
+  }();
+  return forced;
+}
+
 // An on/off switch of the environment: 1 unset or "on", 0 "off", -1 anything else.
 int onOff(const char *variable) {
   const char *text = std::getenv(variable);
@@ -320,14 +333,24 @@ struct GemmBuffers {
   const HalideBuffer *x, *w, *bias, *residual, *gamma, *beta, *out, *partials;
 };
 
-// The GEMM's launches: `<entry>` (64-row tiles) or `<entry>32` (32-row), ⌈N/64⌉ × ⌈M/tileRows⌉
-// blocks of 128 threads, with the five memrefs (absent bias or residual: out's, never read),
+// The tiles of a GEMM call's unsplit kernel: its rows (and columns) a block, its threads and
+// dynamic shared memory.
+struct Tiles {
+  int64_t rows, cols = kTileCols, threads = kThreads, shared = 0;
+  // The kernel's entry: `<entry>`, `<entry>32` or `<entry>128`.
+  std::string entryOf(const std::string &entry) const {
+    return rows == kTileRows ? entry : entry + std::to_string(rows);
+  }
+};
+
+// The GEMM's launches: `<entry>`, `<entry>32` or `<entry>128` (`tiles`), ⌈N/cols⌉ × ⌈M/rows⌉
+// blocks, with the five memrefs (absent bias or residual: out's, never read),
 // then with a norm prologue (kNorm) γ and β (absent: out's), M, the row strides and K; or,
 // split, `<entry>32_splitk` with z = S (x, W, the partials, [γ, β]; M, the row strides of x
 // and W, K and a range's K) and `<entry>_reduce`, N/64 × ⌈M/4⌉ blocks (the partials, bias,
 // residual, out; M, the row strides of the residual and out, S).
 int launchGemm(Launches &launch, const std::string &entry, int64_t n, int64_t k, int64_t flags,
-               int64_t rows, bool tall, Split split, const GemmBuffers &b) {
+               int64_t rows, const Tiles &tiles, Split split, const GemmBuffers &b) {
   auto memref = [](const HalideBuffer *b, int64_t elements) {
     return Memref{b->device, b->device, 0, elements, 1};
   };
@@ -345,14 +368,14 @@ int launchGemm(Launches &launch, const std::string &entry, int64_t n, int64_t k,
     return first;
   };
   const int64_t rs = (flags & kResidual) ? rowStride(b.residual) : 0;
-  const unsigned gridX = unsigned((n + kTileCols - 1) / kTileCols); // a column tail's last tile
   if (split.count == 1) {
-    const int64_t tileRows = tall ? kTileRows : kShortTileRows;
     Params p(memrefs({mx, mw, mb, mr, mo}),
              {rows, rowStride(b.x), rowStride(b.w), rs, rowStride(b.out), k});
-    return launch(entry + (tall ? "" : "32"), gridX, unsigned((rows + tileRows - 1) / tileRows),
-                  1, p.pointers);
+    return launch(tiles.entryOf(entry), unsigned((n + tiles.cols - 1) / tiles.cols),
+                  unsigned((rows + tiles.rows - 1) / tiles.rows), 1, p.pointers,
+                  unsigned(tiles.shared), unsigned(tiles.threads));
   }
+  const unsigned gridX = unsigned((n + kTileCols - 1) / kTileCols); // a column tail's last tile
   Memref mp = memref(b.partials, split.count * rows * wCols);
   Params products(memrefs({mx, mw, mp}), {rows, rowStride(b.x), rowStride(b.w), k, split.sliceK});
   if (int rc = launch(entry + "32_splitk", gridX, unsigned((rows + kShortTileRows - 1) / kShortTileRows),
@@ -394,9 +417,9 @@ static int launchInHalideContext(const char *ptx, const std::string &what,
 // (reported through halide_error) otherwise.
 extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t n, int64_t k,
                                      int64_t flags, int64_t minRows, int64_t tallRows,
-                                     HalideBuffer *x, HalideBuffer *w, HalideBuffer *bias,
-                                     HalideBuffer *residual, HalideBuffer *gamma,
-                                     HalideBuffer *beta, HalideBuffer *out,
+                                     int64_t wideShared, HalideBuffer *x, HalideBuffer *w,
+                                     HalideBuffer *bias, HalideBuffer *residual,
+                                     HalideBuffer *gamma, HalideBuffer *beta, HalideBuffer *out,
                                      HalideBuffer *partials) {
   const int64_t rows = x->dim[1].extent;
   std::string what = "GEMM kernel " + std::string(entry) + ": ";
@@ -407,6 +430,12 @@ extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t
   const int64_t forced = forcedSplit();
   if (forced < 0)
     return fail(what + "$XF_TENSOR_CORE_SPLIT_K is not a whole number from 1 to 64");
+  const int64_t forcedRows = forcedTileRows();
+  if (forcedRows < 0)
+    return fail(what + "$XF_GEMM_TILE_ROWS is not 32, 64 or 128");
+  if (forcedRows == kWideTile && !wideShared)
+    return fail(what + "$XF_GEMM_TILE_ROWS is 128, but this kernel has no 128-row tiles "
+                       "(docs/gpu.md, \"Wide tiles\")");
   // An operand the kernel cannot read with its 16- or 8-byte accesses leaves the call to
   // Halide's pipeline beside it (any layout, float32 products), said once a kernel on stderr:
   // a model's buffers may be placed so, and a slower correct call beats a failed forward.
@@ -434,14 +463,24 @@ extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t
     // 64-row tiles from tallRows rows where their grid gives every SM kTallBlocksPerSm blocks;
     // fewer (GPT-2 small's N = 768 GEMMs at l = 1024: 192 on 132 SMs) leave SMs with one block
     // of 4 warps, where the 32-row kernel's twice the blocks keep them busier.
-    const int64_t tallBlocks = (n + kTileCols - 1) / kTileCols * ((rows + kTileRows - 1) / kTileRows);
-    const bool tall = rows >= tallRows && tallBlocks >= kTallBlocksPerSm * sms;
+    // 128 × 128 tiles (where built) on the same rule, from a whole tile of rows (fewer would
+    // multiply padding rows: a decode-sized call's vocabulary): half the shared and L2 traffic
+    // a product of the 64 × 64 tiles.
+    auto blocksOf = [&](int64_t tile, int64_t cols) {
+      return (n + cols - 1) / cols * ((rows + tile - 1) / tile);
+    };
+    const bool wide =
+        wideShared && rows >= kWideTile && blocksOf(kWideTile, kWideTile) >= kTallBlocksPerSm * sms;
+    const bool tall = rows >= tallRows && blocksOf(kTileRows, kTileCols) >= kTallBlocksPerSm * sms;
+    Tiles tiles{forcedRows ? forcedRows : wide ? kWideTile : tall ? kTileRows : kShortTileRows};
+    if (tiles.rows == kWideTile)
+      tiles = {kWideTile, kWideTile, kWideThreads, wideShared};
     Split split;
-    if (!tall && (flags & kSplitKernels)) {
+    if (tiles.rows == kShortTileRows && (flags & kSplitKernels)) {
       const int64_t blocks = n / kTileCols * ((rows + kShortTileRows - 1) / kShortTileRows);
       split = splitOf(rows, cols, k, blocks, sms, capacity, forced);
     }
-    return launchGemm(launch, entry, n, k, flags, rows, tall, split,
+    return launchGemm(launch, entry, n, k, flags, rows, tiles, split,
                       {x, w, bias, residual, gamma, beta, out, partials});
   });
 }

@@ -56,8 +56,8 @@ from check_examples import DECODERS, MODELS, TENSOR_CORE_TOLERANCE  # noqa: E402
 
 MAX_BUNDLE_BYTES = 64 << 20
 # Seconds per phase: 540 in all, so that one replay fits a 10-minute command on the GPU machine.
-PHASES = [("checks", 70), ("full", 60), ("tensor", 55), ("perf", 105), ("batch", 60),
-          ("tune", 40), ("ncu", 80), ("torch", 70)]
+PHASES = [("checks", 70), ("full", 60), ("tensor", 65), ("perf", 105), ("batch", 60),
+          ("tune", 30), ("ncu", 80), ("torch", 70)]
 # The tune phase: GPT-2's GEMMs' and attention's GPU schedules (xfc tune --target cuda --export;
 # docs/tuning.md "CUDA GEMMs") at the lengths the perf phase times, this many candidates a kernel.
 TUNE_LENGTHS, TUNE_CANDIDATES, QUICK_TUNE_CANDIDATES = "1,128,1024", 16, 3
@@ -330,6 +330,13 @@ class Bundle:
                 self.run("tensor", f"time-{tag}-tc-{precision}-prefill128-nosplit", 30,
                          ["env", "XF_TENSOR_CORE_SPLIT_K=1", exe, "--random-weights", "1",
                           "--tokens", ids(128, vocab), "--repeat", "10"])
+                # The wide tiles (docs/gpu.md, "Wide tiles": the unembedding's 128 × 128
+                # tiles at ℓ = 1024) against 64 × 64 ones for every GEMM, and 128 × 128 for
+                # every GEMM (the N = 768 ones then under a block an SM).
+                for rows in (64, 128):
+                    self.run("tensor", f"time-{tag}-tc-{precision}-prefill1024-tiles{rows}", 30,
+                             ["env", f"XF_GEMM_TILE_ROWS={rows}", exe, "--random-weights", "1",
+                              "--tokens", ids(1024, vocab), "--repeat", "5"])
                 self.run("tensor", f"profile-{tag}-tc-{precision}-prefill1024", 30,
                          [exe, "--random-weights", "1", "--tokens", ids(1024, vocab), "--profile"])
 

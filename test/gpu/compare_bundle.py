@@ -218,6 +218,16 @@ def split_k(xf):
                                  for p in ("tf32", "bf16")])
 
 
+def wide_tiles(xf):
+    """The tensor-core GEMMs' tiles (docs/gpu.md, "Wide tiles"): GPT-2 small's prefill at
+    ℓ = 1024 as the launcher picks them (128 × 128 where that grid fills the GPU) against every
+    GEMM forced to 64-row and to 128-row tiles (XF_GEMM_TILE_ROWS)."""
+    return with_and_without(xf, [(f"gpt2 {p} prefill 1024", f"time-gpt2-tc-{p}-prefill1024",
+                                  f"time-gpt2-tc-{p}-prefill1024-tiles{rows}",
+                                  f"with the launcher's tiles, not {rows}-row ones")
+                                 for p in ("tf32", "bf16") for rows in (64, 128)])
+
+
 def prefill_graphs(xf):
     """CUDA graphs' effect on a repeated forward (docs/gpu.md, "CUDA graphs"): ℓ = 128 with
     graphs (the default) and with --cuda-graphs off."""
@@ -336,6 +346,7 @@ def main():
             for line in versus(summary["timings"], summary["torch"]):
                 print("  " + line)
         for title, rows in (("split-K", split_k(summary["timings"])),
+                            ("tensor-core GEMM tiles", wide_tiles(summary["timings"])),
                             ("CUDA graphs", prefill_graphs(summary["timings"])),
                             ("fp32 FMA kernels", fma_kernels(summary["timings"]))):
             if rows:

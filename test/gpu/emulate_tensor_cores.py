@@ -3,8 +3,9 @@
 against float64 (docs/gpu.md, "Tensor cores", "Tensor-core attention"; ctest
 gpu-tensor-core-emulation).
 
-The kernel text is executed op by op as a GPU would run one thread block: its 128 threads
-in lockstep (each SSA value a numpy array with one row per thread), shared memory per block,
+The kernel text is executed op by op as a GPU would run one thread block: its threads (128; the
+wide GEMM tiles' 256: the function's known_block_size) in lockstep (each SSA value a numpy
+array with one row per thread), shared memory per block,
 every block of the grid in turn. The warp-collective operations are emulated from the PTX
 ISA's fragment layouts, written here independently of the generator
 (compiler/lib/Target/Cuda/TensorCoreGemmSource.cpp):
@@ -52,7 +53,7 @@ import sys
 
 import numpy as np
 
-T = 128  # threads per block (the kernel's known_block_size)
+T = 128  # threads per block: the known_block_size of the function being run (use_block_size)
 LANE = np.arange(T) % 32
 
 
@@ -129,6 +130,14 @@ class Hazards:
 
 
 THREAD = np.arange(T)
+
+
+def use_block_size(text):
+    """Runs the next blocks with the threads of `text`'s gpu.func (known_block_size): 128, or
+    the wide GEMM tiles' 256."""
+    global T, LANE, THREAD
+    T = int(re.search(r"known_block_size = array<i32: (\d+), 1, 1>", text).group(1))
+    LANE, THREAD = np.arange(T) % 32, np.arange(T)
 
 
 class Block:
@@ -488,16 +497,17 @@ def run_kernel(text, x, w, bias, res, rows, n, norm=None):
     shared, body = kernel_parts(text)
     tile_rows = next(shape for name, (shape, _) in shared.items() if name == "%as")[0]
     tile_rows //= 2 if double_buffered(text) else 1
+    tile_cols = 128 if re.search(r"gpu\.func @\w+_tc128\(", text) else 64
     out = np.full((rows, n), np.nan, np.float32)
     env = {"buffer%x": x.ravel(), "buffer%w": w.ravel(), **norm_buffers(norm, out),
            "buffer%bias": (bias if bias is not None else out).ravel(),
            "buffer%res": (res if res is not None else out).ravel(), "buffer%out": out.ravel(),
            "%m": np.full(T, rows), "%xs": np.full(T, x.shape[1]), "%ws": np.full(T, w.shape[1]),
            "%rs": np.full(T, n), "%os": np.full(T, n), "%k": np.full(T, x.shape[1])}
-    grid_y = (rows + tile_rows - 1) // tile_rows
+    grid_x, grid_y = -(-n // tile_cols), (rows + tile_rows - 1) // tile_rows
     for by in range(grid_y):
-        for bx in range(-(-n // 64)):  # a column tail's last tile too
-            block_env = dict(env, block_x=bx, block_y=by, grid_x=-(-n // 64), grid_y=grid_y)
+        for bx in range(grid_x):  # a column tail's last tile too
+            block_env = dict(env, block_x=bx, block_y=by, grid_x=grid_x, grid_y=grid_y)
             tiles = {k: np.zeros(s, d) for k, (s, d) in shared.items()}
             block = Block(body, block_env, tiles)
             block.run(0, len(body), np.ones(T, bool))
@@ -614,9 +624,9 @@ def check(text, rows, rng, splits=(2,)):
     want_exact = reference(x, wv, b, r, n, act, gated, norm)
     scale = np.abs(want_exact).max()
     ok = True
-    functions = {re.match(r"    gpu\.func @(\w+)", f).group(1): f
-                 for f in re.split(r"(?=    gpu\.func @)", text)[1:]}
-    for entry, function in functions.items():  # <name>_tc/_fma, ..32, split-K's pair
+    header, *parts = re.split(r"(?=    gpu\.func @)", text)
+    functions = {re.match(r"    gpu\.func @(\w+)", f).group(1): header + f for f in parts}
+    for entry, function in functions.items():  # <name>_tc/_fma, ..32, ..128, split-K's pair
         if entry.endswith("_reduce"):
             continue
         if not entry.endswith("_splitk"):
@@ -654,6 +664,7 @@ def kernel_parts(text):
     the bytes the module's header line says the launch gives the function (`dynamic shared
     memory: ENTRY N bytes, ...`), 16-byte aligned, and apart from the others."""
     header = re.search(r"gpu\.func @\w+\((.*?)\)\s*(?:workgroup\((.*?)\) )?kernel", text, re.S)
+    use_block_size(text)
     shared = {}
     for name, shape, elem in re.findall(r"(%\w+) : memref<(\d+x\d+)x(\w+), ",
                                         header.group(2) or ""):
@@ -793,7 +804,9 @@ def check_attention_function(text, entry, lengths, rng):
 # Without --spec (ctest): GPT-2's [K, N] GEMMs (bias, GELU, residual; float32 and bf16
 # weights) and Llama's [N, K] ones (SwiGLU, residual, the unembedding; float32 and bf16 weights), at rows past a tile
 # (70), a whole tile (64), a part (33) and the fewest the path takes (5); unembeddings whose N
-# is not a multiple of 64 (a column tail: W's rows past N clamped, columns past N never stored). The attention
+# is not a multiple of 64 (a column tail: W's rows past N clamped, columns past N never stored);
+# every function of a module runs at every row count, the 128 × 128 tiles' (`_tc128`, 256
+# threads, dynamic shared memory) too wherever N is a multiple of 128 or a tail. The attention
 # kernels at head size 64, 2 heads: GPT-2's (causal) at ℓ = 5, 64, 65, 100, 130 and 100 queries
 # after 30 cached keys (100:130), Llama's (causal, GQA 2:1), BERT's (not causal); the other head
 # sizes taken: 32 (GPT-2 at ℓ = 70), 16 (the encoder-decoder's three: self, causal, cross; 24
@@ -813,6 +826,8 @@ CASES = [("gpt2.xf", "70,64,5", GPT2_SMALL, "70"),
          ("llama.xf", "70", SMALL + ["-D", "H_kv=1", "-D", "N_V=192", "--weight-type=bf16"], ""),
          # Column tails: the unembeddings' N = 197 and 226 (odd: single-column stores; even).
          ("gpt2.xf", "70,33", SMALL + ["-D", "N_V=197"], ""),
+         # Two row tiles of the wide kernels (`_tc128`: the MLP's N = 128, the tail's 197).
+         ("gpt2.xf", "130", SMALL + ["-D", "N_V=197"], ""),
          ("llama.xf", "70", SMALL + ["-D", "H_kv=1", "-D", "N_V=226", "--weight-type=bf16"], ""),
          ("gpt2.xf", "", HEAD64, "5,64,65,100,130,100:130"),
          ("llama.xf", "", HEAD64 + ["-D", "H_kv=1"], "64,130"),

@@ -20,9 +20,10 @@ using xfrt::HalideDimension;
 
 extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t n, int64_t k,
                                      int64_t flags, int64_t minRows, int64_t tallRows,
-                                     HalideBuffer *x, HalideBuffer *w, HalideBuffer *bias,
-                                     HalideBuffer *residual, HalideBuffer *gamma,
-                                     HalideBuffer *beta, HalideBuffer *out, HalideBuffer *partials);
+                                     int64_t wideShared, HalideBuffer *x, HalideBuffer *w,
+                                     HalideBuffer *bias, HalideBuffer *residual,
+                                     HalideBuffer *gamma, HalideBuffer *beta, HalideBuffer *out,
+                                     HalideBuffer *partials);
 
 namespace {
 
@@ -48,8 +49,8 @@ int call(int32_t rows, uint64_t xAddress, int32_t xStride, const char *entry) {
   partials.dims.resize(1);
   partials.buffer.dimensions = 1;
   return xfrt_tensor_core_gemm("", entry, 64, 64, /*flags=*/0, /*minRows=*/17,
-                               /*tallRows=*/512, &x.buffer, &w.buffer, nullptr, nullptr, nullptr,
-                               nullptr, &out.buffer, &partials.buffer);
+                               /*tallRows=*/512, /*wideShared=*/0, &x.buffer, &w.buffer, nullptr,
+                               nullptr, nullptr, nullptr, &out.buffer, &partials.buffer);
 }
 
 TEST(RuntimeMlirGemmLaunch, FewRowsAreHalides) {

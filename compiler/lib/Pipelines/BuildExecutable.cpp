@@ -247,7 +247,9 @@ llvm::Expected<std::string> tensorCorePtxOf(const AttentionKernelSpec &spec, Gpu
 }
 /// The MLIR kernel's functions with dynamic shared memory (the launch gives it; its PTX has no
 /// size): dynamicSharedText.
-std::string dynamicSharedOf(const GemmKernelSpec &, GpuMatmul) { return ""; }
+std::string dynamicSharedOf(const GemmKernelSpec &spec, GpuMatmul precision) {
+  return tensorCoreGemmDynamicSharedText(spec, precision);
+}
 std::string dynamicSharedOf(const AttentionKernelSpec &spec, GpuMatmul precision) {
   return dynamicSharedText(attentionBlockShapes(spec, precision));
 }
@@ -449,9 +451,9 @@ llvm::Expected<std::string> mlir::xf::describeKernels(ModuleOp host,
       if (!tc)
         return tc.takeError();
       text += "// ----- " + spec.name +
-              (plan.fma ? "_fma (fp32 FMA, MLIR" + dynamicSharedOf(spec, *precision) + ")"
-                        : "_tc (tensor cores, " + std::string(gpuMatmulName(*precision)) + ")") +
-              "\n" + *tc + "\n";
+              (plan.fma ? "_fma (fp32 FMA, MLIR"
+                        : "_tc (tensor cores, " + std::string(gpuMatmulName(*precision))) +
+              dynamicSharedOf(spec, *precision) + ")\n" + *tc + "\n";
     }
     // Named as the executable's object is (its kernels' names derive from it).
     const std::string name = mlirKernel ? fp32NameOf(spec) : spec.name;

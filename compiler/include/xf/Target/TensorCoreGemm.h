@@ -39,6 +39,21 @@ constexpr int kTcTileRows = 64, kTcTileCols = 64, kTcSliceK = 32, kTcThreads = 1
 /// kTcTallRows rows where the 64-row grid would give the GPU fewer than 2 blocks an SM (the
 /// launcher's choice, TensorCoreLaunch.cpp: GPT-2 small's N = 768 GEMMs at ℓ = 1024).
 constexpr int kTcShortTileRows = 32, kTcTallRows = 512;
+/// `<name>_tc128`: 128 × 128 tiles, a block of kTcWideThreads threads (8 warps, 4 × 2 of
+/// 32 × 64, each 2 × 8 mma.sync tiles), for GEMMs whose 128-tile grid alone gives every SM
+/// two blocks (the launcher's choice: long prompts, vocabularies, 4096³): half the shared-memory
+/// and L2 traffic a product of the 64 × 64 tiles (docs/gpu.md, "Wide tiles"). Its two buffers of
+/// every tile (57-80 KiB) are dynamic shared memory. Built where the slices are cp.async's
+/// (f32 weights; bf16 weights with bf16 products) and the epilogue is not SwiGLU (two gates
+/// would hold 128 accumulators a thread).
+constexpr int kTcWideTile = 128, kTcWideThreads = 256;
+/// The dynamic shared memory of `<name>_tc128` in bytes; 0 where the module has no such
+/// function (fp32, SwiGLU, tf32 from bf16 weights).
+int64_t tensorCoreWideTileShared(const GemmKernelSpec &spec, GpuMatmul precision);
+/// The module's functions with dynamic shared memory as its header line and `--emit=ptx` say
+/// them (", dynamic shared memory: <name>_tc128 N bytes"; the emulator and assemble_ptx.py
+/// read it), or "".
+std::string tensorCoreGemmDynamicSharedText(const GemmKernelSpec &spec, GpuMatmul precision);
 /// Rows up to this stay on Halide's GEMV path (decode steps), as in GemmKernelCuda.cpp.
 constexpr int kTcMinRows = 5;
 /// xfrt_tensor_core_gemm's answer when the call is Halide's (fewer than kTcMinRows rows).
@@ -88,9 +103,10 @@ int64_t tensorCoreSplitRows(const GemmKernelSpec &spec);
 /// columns, both gates for SwiGLU, × tensorCoreSplitRows) and hands the launcher.
 int64_t tensorCoreSplitPartialFloats(const GemmKernelSpec &spec);
 
-/// The kernels as MLIR (a gpu.module of `<name>_tc`, `<name>_tc32` and, where the GEMM may
-/// split, `<name>_tc32_splitk` and `<name>_tc_reduce`; for fp32 the same with `_fma`:
-/// fmaGemmSource), before lowering: `xfc --emit=mlir-gpu`. Needs a spec the plan takes.
+/// The kernels as MLIR (a gpu.module of `<name>_tc`, `<name>_tc32`, where built `<name>_tc128`,
+/// and, where the GEMM may split, `<name>_tc32_splitk` and `<name>_tc_reduce`; for fp32 the same
+/// with `_fma`: fmaGemmSource), before lowering: `xfc --emit=mlir-gpu`. Needs a spec the plan
+/// takes.
 std::string tensorCoreGemmSource(const GemmKernelSpec &spec, GpuMatmul precision);
 /// fp32's kernels on the FMA units (FmaGemmSource.cpp).
 std::string fmaGemmSource(const GemmKernelSpec &spec);

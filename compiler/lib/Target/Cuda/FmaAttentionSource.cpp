@@ -526,17 +526,10 @@ int maxRegisters(int d) { return d <= kTcAttentionKeys ? 168 : 255; }
 // The Q, K/P and V tiles as views of the kernel's dynamic shared memory, one after another
 // (each a multiple of 16 bytes: every view stays 16-byte aligned).
 std::string dynamicTiles(const Kernel &k) {
-  const std::string bytes = "memref<?xi8, #gpu.address_space<workgroup>>";
-  std::string text = "      %smem = gpu.dynamic_shared_memory : " + bytes + "\n";
-  int64_t at = 0;
-  for (const Tile &t : k.tiles()) {
-    text += llvm::formatv("      %{0}_at = arith.constant {1} : index\n"
-                          "      %{0} = memref.view %smem[%{0}_at][] : {2} to {3}\n",
-                          t.name, at, bytes, Kernel::tileType(t))
-                .str();
-    at += tileBytes(t);
-  }
-  return text;
+  std::vector<SharedView> views;
+  for (const Tile &t : k.tiles())
+    views.push_back({t.name, Kernel::tileType(t), tileBytes(t)});
+  return dynamicSharedViews(views);
 }
 
 std::string kernelFunction(const AttentionKernelSpec &spec, const AttentionBlockShape &shape) {

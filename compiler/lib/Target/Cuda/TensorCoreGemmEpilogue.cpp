@@ -88,7 +88,7 @@ std::string epiloguePair(Writer &w, const GemmKernelSpec &spec, const std::strin
 
 std::string gemmKernelFunction(const std::string &entry, const char *weight, bool split,
                                const std::string &more, const std::string &workgroup,
-                               const std::string &body, int maxRegisters) {
+                               const std::string &body, int maxRegisters, int threads) {
   std::string params =
       split ? llvm::formatv("%x: memref<?xf32>, %w: memref<?x{0}>, %out: memref<?xf32>, {1}"
                             "%m: index, %xs: index, %ws: index, %k: index, %kz: index",
@@ -100,10 +100,11 @@ std::string gemmKernelFunction(const std::string &entry, const char *weight, boo
                             weight, more)
                   .str();
   return llvm::formatv("    gpu.func @{0}({1})\n"
-                       "        workgroup({2}) kernel attributes {{known_block_size = "
+                       "        {2}kernel attributes {{known_block_size = "
                        "array<i32: {3}, 1, 1>, nvvm.maxnreg = {4} : i32} {{\n{5}      "
                        "gpu.return\n    }\n",
-                       entry, params, workgroup, kTcThreads, maxRegisters, body)
+                       entry, params, workgroup.empty() ? "" : "workgroup(" + workgroup + ") ",
+                       threads, maxRegisters, body)
       .str();
 }
 

@@ -29,10 +29,11 @@ std::string epiloguePair(Writer &w, const GemmKernelSpec &spec, const std::strin
 /// parameters — split-K's (`split`: x, W, the partials as %out, then `more`, M, the row
 /// strides of x and W, K and a range's K) or the whole GEMM's (x, W, bias, residual, out,
 /// `more`, M, the row strides of x, W, the residual and out, K), W of element `weight` —
-/// its shared tiles `workgroup`, kTcThreads threads, at most `maxRegisters`, and `body`.
+/// its shared tiles `workgroup` (none: "", the tiles are views of dynamic shared memory that
+/// `body` opens with), `threads` threads, at most `maxRegisters`, and `body`.
 std::string gemmKernelFunction(const std::string &entry, const char *weight, bool split,
                                const std::string &more, const std::string &workgroup,
-                               const std::string &body, int maxRegisters);
+                               const std::string &body, int maxRegisters, int threads = kTcThreads);
 
 /// Stores the columns below N of `row`'s pair at `col` (a column tail): the pair's epilogue
 /// (`pair()`) where col < N, each of its columns below N stored alone (out's rows may then be

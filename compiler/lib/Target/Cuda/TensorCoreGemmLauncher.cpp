@@ -9,7 +9,9 @@
 // kTcNotTaken (fewer rows than the plan's minRows: a decode step), call `<name>_fp32`, Halide's
 // fp32 pipeline compiled beside it, whose own specialization runs the GEMV. From kTcTallRows
 // rows the runtime launches `<name>_tc` (64-row tiles; fp32's FMA kernels `<name>_fma...`),
-// below them `<name>_tc32`, or, where its grid has fewer blocks than the GPU has SMs,
+// `<name>_tc128` where built and its grid fills the GPU (%wide: its dynamic shared bytes, 0
+// where there is none), below them `<name>_tc32`, or, where its grid has fewer blocks than the GPU
+// has SMs,
 // `<name>_tc32_splitk` and `<name>_tc_reduce`.
 //
 //===----------------------------------------------------------------------===//
@@ -94,7 +96,7 @@ std::string launcherSource(const GemmKernelSpec &spec, GpuMatmul precision, llvm
              R"(module {
   llvm.mlir.global internal constant @ptx({0}) {{addr_space = 0 : i32}
   llvm.mlir.global internal constant @entry({1}) {{addr_space = 0 : i32}
-  llvm.func @xfrt_tensor_core_gemm(!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+  llvm.func @xfrt_tensor_core_gemm(!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
   llvm.func @{2}({3}) -> i32
   llvm.func @{4}({5}) -> i32 {{
     %ptx = llvm.mlir.addressof @ptx : !llvm.ptr
@@ -105,7 +107,8 @@ std::string launcherSource(const GemmKernelSpec &spec, GpuMatmul precision, llvm
     %flags = llvm.mlir.constant({8} : i64) : i64
     %rows = llvm.mlir.constant({9} : i64) : i64
     %tall = llvm.mlir.constant({15} : i64) : i64
-    %rc = llvm.call @xfrt_tensor_core_gemm(%ptx, %entry, %n, %k, %flags, %rows, %tall, %x, %w, {10}, {11}, {12}, {16}, %out, %partials) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+    %wide = llvm.mlir.constant({17} : i64) : i64
+    %rc = llvm.call @xfrt_tensor_core_gemm(%ptx, %entry, %n, %k, %flags, %rows, %tall, %wide, %x, %w, {10}, {11}, {12}, {16}, %out, %partials) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
     %notTaken = llvm.mlir.constant({13} : i32) : i32
     %fp32 = llvm.icmp "eq" %rc, %notTaken : i32
     llvm.cond_br %fp32, ^halide, ^done
@@ -119,7 +122,8 @@ std::string launcherSource(const GemmKernelSpec &spec, GpuMatmul precision, llvm
 )",
              stringLiteral(ptx), stringLiteral(mlirGemmEntry(spec, precision)),
              fp32FallbackName(spec), types, spec.name, params, spec.N, spec.K, launchFlags(spec),
-             plan.minRows(), bias, residual, gamma, kTcNotTaken, args, kTcTallRows, beta)
+             plan.minRows(), bias, residual, gamma, kTcNotTaken, args, kTcTallRows, beta,
+             tensorCoreWideTileShared(spec, precision))
       .str();
 }
 

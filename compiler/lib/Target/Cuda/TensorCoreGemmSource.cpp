@@ -51,8 +51,12 @@ struct Types {
   const char *elem;   // shared-memory element type (x's tile; W's too unless bElem)
   const char *weight; // W's stored element type
   int aStride, bStride;
-  int tileRows = kTcTileRows; // 64: warps 2 × 2 of 32 × 32; kTcShortTileRows: 1 × 4 of 32 × 16
+  int tileRows = kTcTileRows; // 64: warps 2 × 2 of 32 × 32; kTcShortTileRows: 1 × 4 of 32 × 16;
+                              // kTcWideTile: 4 × 2 of 32 × 64
+  int tileCols = kTcTileCols; // kTcWideTile for the wide tiles
+  int threads = kTcThreads;
   bool async = false;         // double-buffered by cp.async: tiles of raw f32, rounded in registers
+  bool dynamic = false;       // the tiles are views of dynamic shared memory (the wide tiles)
   const char *bElem = nullptr; // W's tile's element type where it differs (raw bf16 weights)
   int bNkStride = 0;           // W's [n, k] tile's row stride where it differs from x's
   int buffers() const { return async ? 2 : 1; }
@@ -60,9 +64,9 @@ struct Types {
   int bRowStride() const { return nk ? (bNkStride ? bNkStride : aStride) : bStride; }
   // Elements of W a copy moves: 16 bytes with cp.async (8 bf16), else 4.
   int bPerCopy() const { return async && std::string(weight) == "bf16" ? 8 : 4; }
-  int bRows() const { return nk ? kTcTileCols : kTcSliceK; } // rows of one buffer of a W tile
-  int warpsN() const { return tileRows == kTcTileRows ? 2 : 4; }
-  int jTiles() const { return kTcTileCols / warpsN() / 8; } // 8-column mma tiles of a warp
+  int bRows() const { return nk ? tileCols : kTcSliceK; } // rows of one buffer of a W tile
+  int warpsN() const { return tileRows == kTcShortTileRows ? 4 : 2; }
+  int jTiles() const { return tileCols / warpsN() / 8; }     // 8-column mma tiles of a warp
   int accumulators() const { return 2 * jTiles(); }          // per gate
   std::string aTile() const {
     return llvm::formatv("memref<{0}x{1}x{2}, #gpu.address_space<workgroup>>",
@@ -75,12 +79,27 @@ struct Types {
   const char *aFrag() const { return bf16 ? "vector<4x2xbf16>" : "vector<4x1xf32>"; }
   const char *bFrag() const { return bf16 ? "vector<2x2xbf16>" : "vector<2x1xf32>"; }
   int kStep() const { return bf16 ? 16 : 8; }
+  static int bytesOf(const char *type) { return std::string(type) == "bf16" ? 2 : 4; }
+  // Shared bytes of x's tile and of one gate's W tile, every buffer.
+  int64_t aBytes() const { return int64_t(bytesOf(elem)) * buffers() * tileRows * aStride; }
+  int64_t bBytes() const {
+    return int64_t(bytesOf(bElemType())) * buffers() * bRows() * bRowStride();
+  }
 };
 
 Types typesOf(const GemmKernelSpec &spec, GpuMatmul precision, int tileRows = kTcTileRows) {
   bool bf16 = precision == GpuMatmul::Bf16;
-  Types ty{bf16,   spec.transposeWeight, bf16 ? "bf16" : "f32", spec.bf16Weights ? "bf16" : "f32",
-           bf16 ? 40 : 36, 72, tileRows};
+  const bool wide = tileRows == kTcWideTile;
+  const int cols = wide ? kTcWideTile : kTcTileCols;
+  Types ty{bf16,
+           spec.transposeWeight,
+           bf16 ? "bf16" : "f32",
+           spec.bf16Weights ? "bf16" : "f32",
+           bf16 ? 40 : 36,
+           cols + 8,
+           tileRows,
+           cols,
+           wide ? kTcWideThreads : kTcThreads};
   // cp.async copies bytes as they are: x's tile then holds raw f32, rounded to tf32 or bf16 in
   // registers, and so does W's from f32 weights; bf16 weights (bf16 products only) are copied
   // as they are, 8 to a copy, and read by ldmatrix as the single-buffered tile is. Where two
@@ -88,7 +107,8 @@ Types typesOf(const GemmKernelSpec &spec, GpuMatmul precision, int tileRows = kT
   // nor bf16's SwiGLU kernels from f32 weights). A raw f32 [K, N] tile read as bf16 pairs of k
   // (two 4-byte loads a register) is padded to 68 floats a row: rows 2t and 2t + 1 of column g
   // then fall in distinct banks. tf32 from bf16 weights stays single-buffered (W widened as
-  // staged: its [N, K] fragments by ldmatrix need 32-bit elements).
+  // staged: its [N, K] fragments by ldmatrix need 32-bit elements). The wide tiles are always
+  // double-buffered, in dynamic shared memory (tensorCoreWideTileShared).
   if (spec.bf16Weights && !bf16)
     return ty;
   Types raw = ty;
@@ -98,13 +118,11 @@ Types typesOf(const GemmKernelSpec &spec, GpuMatmul precision, int tileRows = kT
     raw.bElem = "bf16";
     raw.bNkStride = ty.aStride;
   } else if (bf16 && !raw.nk) {
-    raw.bStride = 68;
+    raw.bStride = cols + 4;
   }
+  raw.dynamic = wide;
   const int gates = spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1;
-  const int bBytes = spec.bf16Weights ? 2 : 4;
-  const int sliceBytes =
-      4 * tileRows * raw.aStride + bBytes * gates * raw.bRows() * raw.bRowStride();
-  return 2 * sliceBytes <= kStaticSharedBytes ? raw : ty;
+  return wide || raw.aBytes() + gates * raw.bBytes() <= kStaticSharedBytes ? raw : ty;
 }
 
 // .maxnreg: without it ptxas for sm_90 held the 32-row GELU kernel to 56 registers and spilled
@@ -135,9 +153,9 @@ Lanes laneIndices(Writer &w, const Types &ty) {
   std::string warpsN = w.index(ty.warpsN());
   l.wm = w.mul(w.let("arith.divui " + warp + ", " + warpsN + " : index"), c32);
   l.wn = w.mul(w.let("arith.remui " + warp + ", " + warpsN + " : index"),
-               w.index(kTcTileCols / ty.warpsN()));
+               w.index(ty.tileCols / ty.warpsN()));
   l.bm = w.mul(by, w.index(ty.tileRows));
-  l.bn = w.mul(bx, w.index(kTcTileCols));
+  l.bn = w.mul(bx, w.index(ty.tileCols));
   l.mLast = w.let("arith.subi %m, " + w.index(1) + " : index");
   l.zero = w.let("arith.constant dense<0.0> : " + std::string(kAcc));
   return l;
@@ -195,19 +213,19 @@ std::vector<std::string> copySlice(Writer &w, const GemmKernelSpec &spec, const 
            "] : " + tileType + ", vector<4x" + ty.elem + ">");
   };
   std::string c4 = w.index(4);
-  for (int r = 0; r < ty.tileRows * kTcSliceK / 4 / kTcThreads; ++r) {
-    std::string idx = w.addConst(l.tid, r * kTcThreads);
+  for (int r = 0; r < ty.tileRows * kTcSliceK / 4 / ty.threads; ++r) {
+    std::string idx = w.addConst(l.tid, r * ty.threads);
     std::string row = w.let("arith.divui " + idx + ", " + w.index(kTcSliceK / 4) + " : index");
     std::string col = w.mul(w.let("arith.remui " + idx + ", " + w.index(kTcSliceK / 4) + " : index"), c4);
     std::string grow = w.let("arith.minui " + w.add(l.bm, row) + ", " + l.mLast + " : index");
     std::string at = w.add(w.add(w.mul(grow, "%xs"), k0), col);
     stage("%x", at, "f32", "%as", ty.aTile(), row, aRow0, col);
   }
-  // [K, N]: rows of the tile are k (64 columns of n each); [N, K]: rows are n (32 of k).
-  const int rowLength = ty.nk ? kTcSliceK : kTcTileCols, per = ty.bPerCopy();
+  // [K, N]: rows of the tile are k (64 or 128 columns of n each); [N, K]: rows are n (32 of k).
+  const int rowLength = ty.nk ? kTcSliceK : ty.tileCols, per = ty.bPerCopy();
   for (int gate = 0; gate < gates; ++gate)
-    for (int r = 0; r < kTcSliceK * kTcTileCols / per / kTcThreads; ++r) {
-      std::string idx = w.addConst(l.tid, r * kTcThreads);
+    for (int r = 0; r < kTcSliceK * ty.tileCols / per / ty.threads; ++r) {
+      std::string idx = w.addConst(l.tid, r * ty.threads);
       std::string row = w.let("arith.divui " + idx + ", " + w.index(rowLength / per) + " : index");
       std::string col = w.mul(
           w.let("arith.remui " + idx + ", " + w.index(rowLength / per) + " : index"), w.index(per));
@@ -477,9 +495,10 @@ void kLoop(Writer &w, const GemmKernelSpec &spec, const Types &ty, const Lanes &
     w.line("nvgpu.device_async_wait " + firstGroup + " {numGroups = 0 : i32}");
 }
 
-// One gpu.func: the kernel for tiles of `tileRows` rows, named `<name>_tc` (64) or
-// `<name>_tc32` (kTcShortTileRows); with `split`, `<name>_tc32_splitk`: block z's K range,
-// raw sums into the [S][M][cols] partials (%out).
+// One gpu.func: the kernel for tiles of `tileRows` rows, named `<name>_tc` (64),
+// `<name>_tc32` (kTcShortTileRows) or `<name>_tc128` (kTcWideTile, 128 columns too); with
+// `split`, `<name>_tc32_splitk`: block z's K range, raw sums into the [S][M][cols] partials
+// (%out).
 std::string kernelFunction(const GemmKernelSpec &spec, GpuMatmul precision, int tileRows,
                            bool split = false) {
   Types ty = typesOf(spec, precision, tileRows);
@@ -498,30 +517,58 @@ std::string kernelFunction(const GemmKernelSpec &spec, GpuMatmul precision, int 
   kLoop(w, spec, ty, l, acc, gates, range);
   storeTile(w, spec, ty, l, acc, gates, partialsRow0);
 
-  std::string workgroup = sharedTile("%as", ty.aTile());
-  for (int gate = 0; gate < gates; ++gate)
-    workgroup += ", " + sharedTile("%bs" + std::to_string(gate), ty.bTile());
-  const char *suffix = split ? "_tc32_splitk" : tileRows == kTcTileRows ? "_tc" : "_tc32";
-  return gemmKernelFunction(spec.name + suffix, ty.weight, split, "", workgroup, w.text,
-                            kMaxRegisters);
+  std::string workgroup, body = w.text;
+  if (ty.dynamic) {
+    std::vector<SharedView> views{{"as", ty.aTile(), ty.aBytes()}};
+    for (int gate = 0; gate < gates; ++gate)
+      views.push_back({"bs" + std::to_string(gate), ty.bTile(), ty.bBytes()});
+    body = dynamicSharedViews(views) + body;
+  } else {
+    workgroup = sharedTile("%as", ty.aTile());
+    for (int gate = 0; gate < gates; ++gate)
+      workgroup += ", " + sharedTile("%bs" + std::to_string(gate), ty.bTile());
+  }
+  const std::string suffix = split                     ? "_tc32_splitk"
+                             : tileRows == kTcTileRows ? "_tc"
+                                                       : "_tc" + std::to_string(tileRows);
+  return gemmKernelFunction(spec.name + suffix, ty.weight, split, "", workgroup, body,
+                            kMaxRegisters, ty.threads);
 }
 
 } // namespace
+
+int64_t tensorCoreWideTileShared(const GemmKernelSpec &spec, GpuMatmul precision) {
+  if (precision == GpuMatmul::Fp32 || spec.epilogue == GemmEpilogue::SwiGlu ||
+      (spec.N % kTcWideTile != 0 && !tensorCoreColumnTail(spec)))
+    return 0;
+  Types ty = typesOf(spec, precision, kTcWideTile);
+  return ty.async ? ty.aBytes() + ty.bBytes() : 0;
+}
+
+std::string tensorCoreGemmDynamicSharedText(const GemmKernelSpec &spec, GpuMatmul precision) {
+  int64_t bytes = tensorCoreWideTileShared(spec, precision);
+  return bytes ? ", dynamic shared memory: " + mlirGemmEntry(spec, precision) + "128 " +
+                     std::to_string(bytes) + " bytes"
+               : "";
+}
 
 std::string tensorCoreGemmSource(const GemmKernelSpec &spec, GpuMatmul precision) {
   if (precision == GpuMatmul::Fp32)
     return fmaGemmSource(spec);
   Types ty = typesOf(spec, precision);
-  std::string splitKernels;
+  std::string more = kernelFunction(spec, precision, kTcShortTileRows);
+  if (tensorCoreWideTileShared(spec, precision))
+    more += kernelFunction(spec, precision, kTcWideTile);
   if (tensorCoreSplitRows(spec) > 0)
-    splitKernels = kernelFunction(spec, precision, kTcShortTileRows, /*split=*/true) +
-                   tc::splitReductionFunction(spec, spec.name + "_tc");
-  return llvm::formatv("// {0}: out[M, {1}] = x[M, {2}] · W (W {3}, {4} mma.sync, float32 sums)\n"
+    more += kernelFunction(spec, precision, kTcShortTileRows, /*split=*/true) +
+            tc::splitReductionFunction(spec, spec.name + "_tc");
+  return llvm::formatv("// {0}: out[M, {1}] = x[M, {2}] · W (W {3}, {4} mma.sync, float32 "
+                       "sums){7}\n"
                        "module attributes {{gpu.container_module} {{\n"
                        "  gpu.module @{0}_tc {{\n{5}{6}  }\n}\n",
                        spec.name, spec.N, spec.K, ty.nk ? "[N, K]" : "[K, N]",
-                       gpuMatmulName(precision), kernelFunction(spec, precision, kTcTileRows),
-                       kernelFunction(spec, precision, kTcShortTileRows) + splitKernels)
+                       gpuMatmulName(precision), kernelFunction(spec, precision, kTcTileRows), more,
+                       tensorCoreGemmDynamicSharedText(spec, precision))
       .str();
 }
 

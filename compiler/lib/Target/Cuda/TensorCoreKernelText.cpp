@@ -17,6 +17,20 @@ std::string roundToTf32(Writer &w, const std::string &v, const std::string &shap
   return w.let("arith.bitcast " + low + " : " + i + " to " + f);
 }
 
+std::string dynamicSharedViews(const std::vector<SharedView> &tiles) {
+  const std::string bytes = "memref<?xi8, #gpu.address_space<workgroup>>";
+  std::string text = "      %smem = gpu.dynamic_shared_memory : " + bytes + "\n";
+  int64_t at = 0;
+  for (const SharedView &t : tiles) {
+    text += llvm::formatv("      %{0}_at = arith.constant {1} : index\n"
+                          "      %{0} = memref.view %smem[%{0}_at][] : {2} to {3}\n",
+                          t.name, at, bytes, t.type)
+                .str();
+    at += t.bytes;
+  }
+  return text;
+}
+
 std::string bf16MmaRegisters(Writer &w, const std::vector<std::string> &a,
                              const std::vector<std::string> &b, const std::string &c) {
   auto list = [](const std::vector<std::string> &regs) {

@@ -36,6 +36,16 @@ inline std::string sharedTile(const std::string &name, const std::string &type) 
   return name + " : " + type + " {llvm.align = 16 : i64}";
 }
 
+/// A tile of a kernel's dynamic shared memory: `%name`, a memref `type` of `bytes` (a multiple
+/// of 16).
+struct SharedView {
+  std::string name, type;
+  int64_t bytes;
+};
+/// The tiles as `memref.view`s of the function's `gpu.dynamic_shared_memory`, one after another
+/// in order (each 16-byte aligned): the lines that open its body.
+std::string dynamicSharedViews(const std::vector<SharedView> &tiles);
+
 /// SSA text with fresh names.
 struct Writer {
   std::string text;
