@@ -389,6 +389,26 @@ TEST(CudaGemmAlgorithm, NormPrologue) {
   }
 }
 
+// The default schedule's narrowed [K, N] GEMV blocks (defaultGpuGemmSchedule: 8 columns × 64
+// K slices where 32-column blocks would not fill the GPU): K slices of 1, 2 and 12 rows (K =
+// 40, 77, 768), N off the 8 columns, with and without the norm prologue (its statistics over
+// the block's 8 lanes a row) and an epilogue.
+TEST(CudaGemmAlgorithm, NarrowedGemvDefaults) {
+  for (int64_t k : {40, 77, 768}) {
+    GemmKernelSpec s;
+    s.name = "g";
+    s.K = k, s.N = 70;
+    s.gpuSchedule = defaultGpuGemmSchedule(s.N, false, false);
+    ASSERT_EQ(s.gpuSchedule.gemvCols, 8);
+    ASSERT_EQ(s.gpuSchedule.gemvSlices, 64);
+    s.hasBias = s.hasResidual = true, s.epilogue = GemmEpilogue::GeluTanh;
+    checkGemm(s);
+    s.prologue = GemmPrologue::LayerNorm, s.normEpsilon = 1e-5, s.normGamma = s.normBeta = true;
+    s.hasResidual = false;
+    checkGemm(s);
+  }
+}
+
 // Anderson2021's algorithm (GemmAnderson2021.cpp, the baseline `xfc tune --target cuda`
 // times): the same math as the CUDA GEMM — weight layouts, bf16, every epilogue, SwiGLU, the
 // norm prologues — JIT-ed unscheduled on the CPU against float64 at M = 1 ... 70 (its

@@ -128,4 +128,30 @@ TEST_F(GpuSpace, AFirstCandidateOnlyWithALimitOfOne) {
   EXPECT_EQ(gpuGemmPoint(c[0]), gpuGemmPoint(GpuGemmSchedule()));
 }
 
+// xf-assign-schedules' default (defaultGpuGemmSchedule): a [K, N] GEMV's blocks halved in
+// columns, doubled in K slices (threads kept), down to 8 columns, while N / columns is under
+// regFillBlocks; [N, K] weights and GEMMs that may merge key ranges keep GpuGemmSchedule's.
+TEST(GpuDefaultSchedule, GemvBlocksNarrowUntilTheGridFillsTheGpu) {
+  const GpuGemmSchedule fixed;
+  struct Case {
+    int64_t n;
+    bool nk, merge;
+    int64_t cols, slices;
+  } cases[] = {{768, false, false, 8, 64},   // 24 blocks → 96 (the floor: 8 columns)
+               {2304, false, false, 8, 64},  // 72 → 288
+               {3072, false, false, 8, 64},  // 96 → 384
+               {8448, false, false, 32, 16}, // 264 blocks already
+               {4224, false, false, 16, 32}, // 132 → 264
+               {768, false, true, 32, 16},   // may merge key ranges: few blocks
+               {50257, true, false, 32, 16}};
+  for (const Case &c : cases) {
+    GpuGemmSchedule s = defaultGpuGemmSchedule(c.n, c.nk, c.merge);
+    EXPECT_EQ(s.gemvCols, c.cols) << "N = " << c.n;
+    EXPECT_EQ(s.gemvSlices, c.slices) << "N = " << c.n;
+    EXPECT_EQ(s.gemvCols * s.gemvSlices, fixed.gemvCols * fixed.gemvSlices);
+    EXPECT_EQ(s.gemvLaneCols, fixed.gemvLaneCols);
+    EXPECT_EQ(s.regTileCols, fixed.regTileCols);
+  }
+}
+
 } // namespace

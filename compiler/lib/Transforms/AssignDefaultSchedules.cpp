@@ -7,7 +7,7 @@
 // ~64 KiB of rows (KernelSchedules.h: defaultLoopSchedule). Schedules already present
 // (from the tuning database or written by hand) are kept but must fit the
 // target: a register tile of whole vectors. CUDA targets' GEMMs and attentions also get
-// the GPU schedule (HalideKernels.h: GpuGemmSchedule's and GpuAttentionSchedule's defaults).
+// the GPU schedule (HalideKernels.h: defaultGpuGemmSchedule, GpuAttentionSchedule's defaults).
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,8 +56,13 @@ struct AssignDefaultSchedulesPass
                              << " float32 lanes)";
           return WalkResult::interrupt();
         }
-        if (cuda && !gemm.getGpuScheduleAttr())
-          gemm.setGpuScheduleAttr(gpuGemmScheduleAttr(ctx, GpuGemmSchedule()));
+        if (cuda && !gemm.getGpuScheduleAttr()) {
+          auto attn = gemm.getInput().getDefiningOp<AttentionOp>();
+          int64_t n = cast<ShapedType>(gemm.getResult().getType()).getDimSize(1);
+          gemm.setGpuScheduleAttr(gpuGemmScheduleAttr(
+              ctx, defaultGpuGemmSchedule(n, gemm.getTransposeWeight(),
+                                          /*mayMergeRanges=*/attn && attn->hasOneUse())));
+        }
         if (!cuda && gemm.getGpuScheduleAttr()) {
           gemm.emitOpError() << "has a gpu_schedule, but the target is not CUDA";
           return WalkResult::interrupt();

@@ -35,6 +35,8 @@
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 
+#include <array>
+
 using namespace mlir;
 using namespace mlir::xf;
 using namespace mlir::xf::tuning;
@@ -345,10 +347,15 @@ llvm::Error compileGemmCandidates(MLIRContext &ctx, const HostKernels &host,
                                   bool baselines, std::vector<ExportedKernel> &kernels,
                                   std::vector<std::string> &objects, llvm::raw_ostream &log) {
   llvm::StringSet<> seen;
-  const GpuGemmScheduleAttr dflt = gpuGemmScheduleAttr(&ctx, GpuGemmSchedule());
   const int64_t longest = *llvm::max_element(options.lengths);
   for (const GemmKernelSpec &spec : host.gemms) {
-    if (gpuGemmScheduleAttr(&ctx, spec.gpuSchedule) != dflt)
+    // xf-assign-schedules' default for this GEMM (its GEMV blocks narrowed unless it may merge
+    // key ranges: either is a default).
+    const GpuGemmScheduleAttr given = gpuGemmScheduleAttr(&ctx, spec.gpuSchedule);
+    if (llvm::none_of(std::array{false, true}, [&](bool mayMerge) {
+          return given == gpuGemmScheduleAttr(
+                              &ctx, defaultGpuGemmSchedule(spec.N, spec.transposeWeight, mayMerge));
+        }))
       return notDefault(spec.name);
     ExportedKernel k{spec.name, tunedKernel(ctx, spec).signature, spec, {}, {}, {}, {}, {}};
     if (!seen.insert(k.signature).second)

@@ -163,6 +163,26 @@ inline GemmSchedule defaultGemmSchedule(const VectorShape &shape, int64_t K,
   return s;
 }
 
+/// The fewest columns of a default [K, N] GEMV block: 32 bytes of a W row, a DRAM sector.
+constexpr int64_t kCudaGemvMinCols = 8;
+
+/// A CUDA GEMM's default schedule (xf-assign-schedules): GpuGemmSchedule's, except that a
+/// [K, N] GEMV's columns are halved (down to kCudaGemvMinCols, its K slices doubled: the
+/// block's threads and W's loads in flight a block kept) while N / columns is under
+/// regFillBlocks, so that more SMs stream W (GPT-2 small's N = 768 GEMVs: 96 blocks, not 24;
+/// QKV 288, not 72) — unless the GEMM reads an attention's output alone (`mayMergeRanges`):
+/// there the GEMV may merge flash-decoding's key ranges, each block all of x
+/// (CudaRangeMerge.cpp), and few blocks pay.
+inline GpuGemmSchedule defaultGpuGemmSchedule(int64_t N, bool nkWeight, bool mayMergeRanges) {
+  GpuGemmSchedule s;
+  while (!nkWeight && !mayMergeRanges && s.gemvCols / 2 >= kCudaGemvMinCols &&
+         (N + s.gemvCols - 1) / s.gemvCols < s.regFillBlocks) {
+    s.gemvCols /= 2;
+    s.gemvSlices *= 2;
+  }
+  return s;
+}
+
 struct GemmKernelSpec {
   std::string name;             // exported function name
   int64_t K = 0, N = 0;         // x: [M, K] with M dynamic (runtime), out: [M, N]
