@@ -337,6 +337,17 @@ class Bundle:
                     self.run("tensor", f"time-{tag}-tc-{precision}-prefill1024-tiles{rows}", 30,
                              ["env", f"XF_GEMM_TILE_ROWS={rows}", exe, "--random-weights", "1",
                               "--tokens", ids(1024, vocab), "--repeat", "5"])
+                # ncu on the tensor-core kernels at 1024 tokens (bf16): whether the wide tiles
+                # (`_tc128`) and the 64-row ones are L2-bound (L2 % against SM %); first in its
+                # phase after the FMA kernels' (the phase's later runs are longer)
+                if precision == "bf16":
+                    at = next((i + 1 for i, run in enumerate(self.runs)
+                               if run[0] == "ncu" and "-sol-" in run[1]), len(self.runs))
+                    self.run("ncu", f"ncu-{tag}-tc-bf16-sol-prefill1024", 30,
+                             ["NCU", "--csv", "--section", "SpeedOfLight", "--section",
+                              "Occupancy", "--kernel-name", "regex:_tc", "--launch-count", "12",
+                              exe, "--random-weights", "1", "--tokens", ids(1024, vocab)])
+                    self.runs.insert(at, self.runs.pop())
                 self.run("tensor", f"profile-{tag}-tc-{precision}-prefill1024", 30,
                          [exe, "--random-weights", "1", "--tokens", ids(1024, vocab), "--profile"])
 
