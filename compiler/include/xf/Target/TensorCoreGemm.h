@@ -47,8 +47,10 @@ constexpr int kTcShortTileRows = 32, kTcTallRows = 512;
 /// (f32 weights; bf16 weights with bf16 products) and the epilogue is not SwiGLU (two gates
 /// would hold 128 accumulators a thread).
 constexpr int kTcWideTile = 128, kTcWideThreads = 256;
-/// The dynamic shared memory of `<name>_tc128` in bytes; 0 where the module has no such
-/// function (fp32, SwiGLU, tf32 from bf16 weights).
+/// Whether the module has `<name>_tc128` (not for fp32, SwiGLU, tf32 from bf16 weights, nor
+/// [K, N] weights whose N is no multiple of 128).
+bool tensorCoreWideTiles(const GemmKernelSpec &spec, GpuMatmul precision);
+/// The dynamic shared memory of `<name>_tc128` in bytes; 0 where the module has none.
 int64_t tensorCoreWideTileShared(const GemmKernelSpec &spec, GpuMatmul precision);
 /// The module's functions with dynamic shared memory as its header line and `--emit=ptx` say
 /// them (", dynamic shared memory: <name>_tc128 N bytes"; the emulator and assemble_ptx.py

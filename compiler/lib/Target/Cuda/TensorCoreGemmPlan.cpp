@@ -46,6 +46,21 @@ int cudaCapabilityOf(llvm::StringRef halideTarget) {
 
 std::string fp32FallbackName(const GemmKernelSpec &spec) { return spec.name + "_fp32"; }
 
+// Why a tensor-core GEMM has no `<name>_tc128`, or "" where it has: the wide tiles need
+// cp.async's slices (not tf32 from bf16 weights, widened as staged), one gate, and no
+// 128-column tile reading a [K, N] W past N.
+static std::string wideTilesWhyNot(const GemmKernelSpec &spec, GpuMatmul precision) {
+  if (precision == GpuMatmul::Fp32)
+    return "fp32";
+  if (spec.epilogue == GemmEpilogue::SwiGlu)
+    return "SwiGLU's two gates";
+  if (spec.bf16Weights && precision != GpuMatmul::Bf16)
+    return "tf32 from bf16 weights";
+  if (spec.N % kTcWideTile != 0 && !tensorCoreColumnTail(spec))
+    return "N = " + std::to_string(spec.N) + " is not a multiple of 128";
+  return "";
+}
+
 TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul precision) {
   auto stay = [](std::string why) { return TensorCoreGemmPlan{false, std::move(why)}; };
   const bool fma = precision == GpuMatmul::Fp32;
@@ -72,8 +87,16 @@ TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul prec
             "fp32 FMA kernel for M >= " + std::to_string(kFmaGemmMinRows) +
                 " (fewer rows: Halide's GEMV and batch GEMV)" + tail,
             true};
+  // Wide tiles (docs/gpu.md, "Wide tiles"): the launcher's choice where built.
+  if (tensorCoreWideTiles(spec, precision))
+    tail += tensorCoreColumnTail(spec)
+                ? " (" + std::to_string(spec.N % kTcWideTile) + " in 128-column tiles)"
+                : "";
+  const std::string whyNot = wideTilesWhyNot(spec, precision);
+  const std::string wide = whyNot.empty() ? "; 128 × 128 tiles where their grid fills the GPU"
+                                          : "; no 128 × 128 tiles (" + whyNot + ")";
   return {true, std::string(gpuMatmulName(precision)) + " mma.sync for M >= " +
-                    std::to_string(kTcMinRows) + " (fewer rows: Halide's GEMV)" + tail};
+                    std::to_string(kTcMinRows) + " (fewer rows: Halide's GEMV)" + tail + wide};
 }
 
 std::string mlirGemmEntry(const GemmKernelSpec &spec, GpuMatmul precision) {
@@ -81,6 +104,10 @@ std::string mlirGemmEntry(const GemmKernelSpec &spec, GpuMatmul precision) {
 }
 
 bool tensorCoreColumnTail(const GemmKernelSpec &spec) { return spec.N % kTcTileCols != 0; }
+
+bool tensorCoreWideTiles(const GemmKernelSpec &spec, GpuMatmul precision) {
+  return wideTilesWhyNot(spec, precision).empty();
+}
 
 int64_t tensorCoreSplitRows(const GemmKernelSpec &spec) {
   if (spec.K / kTcSliceK < 2 || tensorCoreColumnTail(spec))

@@ -35,6 +35,7 @@
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cassert>
 #include <cmath>
 #include <functional>
 
@@ -538,11 +539,11 @@ std::string kernelFunction(const GemmKernelSpec &spec, GpuMatmul precision, int 
 } // namespace
 
 int64_t tensorCoreWideTileShared(const GemmKernelSpec &spec, GpuMatmul precision) {
-  if (precision == GpuMatmul::Fp32 || spec.epilogue == GemmEpilogue::SwiGlu ||
-      (spec.N % kTcWideTile != 0 && !tensorCoreColumnTail(spec)))
+  if (!tensorCoreWideTiles(spec, precision))
     return 0;
   Types ty = typesOf(spec, precision, kTcWideTile);
-  return ty.async ? ty.aBytes() + ty.bBytes() : 0;
+  assert(ty.async && "wide tiles are cp.async's");
+  return ty.aBytes() + ty.bBytes();
 }
 
 std::string tensorCoreGemmDynamicSharedText(const GemmKernelSpec &spec, GpuMatmul precision) {
