@@ -890,8 +890,10 @@ def faulted(text, fault):
         return text.replace("= gpu.block_id z", "= arith.constant 0 : index")
     head, *functions = re.split(r"(?=    gpu\.func @)", text)
     for f, function in enumerate(functions):
-        rows = {name: int(shape) for name, shape in
-                re.findall(r"(%\w+) : memref<(\d+)x\d+x\w+, ", function)}
+        rows = {name: int(shape) for name, shape in  # workgroup tiles, dynamic views
+                re.findall(r"(%\w+) : memref<(\d+)x\d+x\w+, ", function) +
+                re.findall(r"(%\w+) = memref\.view %smem\[%\w+\]\[\] : [^\n]*? to "
+                           r"memref<(\d+)x\d+x\w+, ", function)}
         lines = []
         for i, line in enumerate(function.split("\n")):
             m = re.search(r"(?:nvgpu\.ldmatrix|memref\.load|vector\.load) (%\w+)\[(%\w+),", line)

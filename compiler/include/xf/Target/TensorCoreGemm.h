@@ -45,10 +45,10 @@ constexpr int kTcShortTileRows = 32, kTcTallRows = 512;
 /// and L2 traffic a product of the 64 × 64 tiles (docs/gpu.md, "Wide tiles"). Its two buffers of
 /// every tile (57-80 KiB) are dynamic shared memory. Built where the slices are cp.async's
 /// (f32 weights; bf16 weights with bf16 products) and the epilogue is not SwiGLU (two gates
-/// would hold 128 accumulators a thread).
+/// would hold 128 accumulators a thread); where N is an odd multiple of 64 the last tile reads
+/// W's columns (rows) past N clamped and stores none of them.
 constexpr int kTcWideTile = 128, kTcWideThreads = 256;
-/// Whether the module has `<name>_tc128` (not for fp32, SwiGLU, tf32 from bf16 weights, nor
-/// [K, N] weights whose N is no multiple of 128).
+/// Whether the module has `<name>_tc128` (not for fp32, SwiGLU, nor tf32 from bf16 weights).
 bool tensorCoreWideTiles(const GemmKernelSpec &spec, GpuMatmul precision);
 /// The dynamic shared memory of `<name>_tc128` in bytes; 0 where the module has none.
 int64_t tensorCoreWideTileShared(const GemmKernelSpec &spec, GpuMatmul precision);

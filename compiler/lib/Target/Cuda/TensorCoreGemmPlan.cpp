@@ -47,8 +47,7 @@ int cudaCapabilityOf(llvm::StringRef halideTarget) {
 std::string fp32FallbackName(const GemmKernelSpec &spec) { return spec.name + "_fp32"; }
 
 // Why a tensor-core GEMM has no `<name>_tc128`, or "" where it has: the wide tiles need
-// cp.async's slices (not tf32 from bf16 weights, widened as staged), one gate, and no
-// 128-column tile reading a [K, N] W past N.
+// cp.async's slices (not tf32 from bf16 weights, widened as staged) and one gate.
 static std::string wideTilesWhyNot(const GemmKernelSpec &spec, GpuMatmul precision) {
   if (precision == GpuMatmul::Fp32)
     return "fp32";
@@ -56,8 +55,6 @@ static std::string wideTilesWhyNot(const GemmKernelSpec &spec, GpuMatmul precisi
     return "SwiGLU's two gates";
   if (spec.bf16Weights && precision != GpuMatmul::Bf16)
     return "tf32 from bf16 weights";
-  if (spec.N % kTcWideTile != 0 && !tensorCoreColumnTail(spec))
-    return "N = " + std::to_string(spec.N) + " is not a multiple of 128";
   return "";
 }
 

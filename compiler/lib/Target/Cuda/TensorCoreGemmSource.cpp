@@ -80,6 +80,9 @@ struct Types {
   const char *aFrag() const { return bf16 ? "vector<4x2xbf16>" : "vector<4x1xf32>"; }
   const char *bFrag() const { return bf16 ? "vector<2x2xbf16>" : "vector<2x1xf32>"; }
   int kStep() const { return bf16 ? 16 : 8; }
+  // The last column tile reaches past N where N is a multiple of 64 but not of the wide
+  // tiles' 128: W's columns (rows) past N are read clamped and their pairs never stored.
+  bool pastN(const GemmKernelSpec &spec) const { return spec.N % tileCols != 0; }
   static int bytesOf(const char *type) { return std::string(type) == "bf16" ? 2 : 4; }
   // Shared bytes of x's tile and of one gate's W tile, every buffer.
   int64_t aBytes() const { return int64_t(bytesOf(elem)) * buffers() * tileRows * aStride; }
@@ -230,13 +233,13 @@ std::vector<std::string> copySlice(Writer &w, const GemmKernelSpec &spec, const 
       std::string row = w.let("arith.divui " + idx + ", " + w.index(rowLength / per) + " : index");
       std::string col = w.mul(
           w.let("arith.remui " + idx + ", " + w.index(rowLength / per) + " : index"), w.index(per));
-      // A column tail's rows of W past N read its last row (their columns are never stored).
-      std::string n = w.add(l.bn, row);
-      if (tensorCoreColumnTail(spec))
-        n = w.min(n, w.index(spec.N - 1));
-      std::string at =
-          ty.nk ? w.add(w.mul(w.addConst(n, gate * spec.N), "%ws"), w.add(k0, col))
-                : w.add(w.mul(w.add(k0, row), "%ws"), w.addConst(w.add(l.bn, col), gate * spec.N));
+      // Rows (columns) of W past N read its last row (columns): their outputs are never stored.
+      // ([K, N]: N a multiple of 64, so the last 16-byte copy's columns stay aligned.)
+      std::string n = w.add(l.bn, ty.nk ? row : col);
+      if (ty.pastN(spec))
+        n = w.min(n, w.index(ty.nk ? spec.N - 1 : spec.N - per));
+      std::string at = ty.nk ? w.add(w.mul(w.addConst(n, gate * spec.N), "%ws"), w.add(k0, col))
+                             : w.add(w.mul(w.add(k0, row), "%ws"), w.addConst(n, gate * spec.N));
       stage("%w", at, ty.weight, "%bs" + std::to_string(gate), ty.bTile(), row, bRow0, col);
     }
   if (!ty.async)
@@ -407,7 +410,13 @@ void storeTile(Writer &w, const GemmKernelSpec &spec, const Types &ty, const Lan
         if (partialsRow0.empty() && tensorCoreColumnTail(spec)) {
           storeColumns(w, spec, row, col, [&] { return epiloguePair(w, spec, row, col, sum); });
         } else if (partialsRow0.empty()) {
+          // Past N (wide tiles, N an odd multiple of 64): a pair is all in or all out.
+          if (ty.pastN(spec))
+            w.line("scf.if " +
+                   w.let("arith.cmpi ult, " + col + ", " + w.index(spec.N) + " : index") + " {");
           store(epiloguePair(w, spec, row, col, sum), w.add(w.mul(row, "%os"), col));
+          if (ty.pastN(spec))
+            w.line("}");
         } else {
           std::string at = w.add(w.mul(w.add(partialsRow0, row), w.index(gates * spec.N)), col);
           for (int gate = 0; gate < gates; ++gate)
