@@ -469,12 +469,14 @@ extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t
     auto blocksOf = [&](int64_t tile, int64_t cols) {
       return (n + cols - 1) / cols * ((rows + tile - 1) / tile);
     };
+    // The wide tiles read 128 columns of W: 64 of out where they are SwiGLU's two gates.
+    const int64_t wideCols = (flags & kGated) ? kTileCols : kWideTile;
     const bool wide =
-        wideShared && rows >= kWideTile && blocksOf(kWideTile, kWideTile) >= kTallBlocksPerSm * sms;
+        wideShared && rows >= kWideTile && blocksOf(kWideTile, wideCols) >= kTallBlocksPerSm * sms;
     const bool tall = rows >= tallRows && blocksOf(kTileRows, kTileCols) >= kTallBlocksPerSm * sms;
     Tiles tiles{forcedRows ? forcedRows : wide ? kWideTile : tall ? kTileRows : kShortTileRows};
     if (tiles.rows == kWideTile)
-      tiles = {kWideTile, kWideTile, kWideThreads, wideShared};
+      tiles = {kWideTile, wideCols, kWideThreads, wideShared};
     Split split;
     if (tiles.rows == kShortTileRows && (flags & kSplitKernels)) {
       const int64_t blocks = n / kTileCols * ((rows + kShortTileRows - 1) / kShortTileRows);

@@ -198,13 +198,18 @@ class Bundle:
                      [exe, "--random-weights", "1", "--tokens", ids(128, vocab), "--repeat", "20",
                       "--cuda-graphs", "off"])
             # the fp32 FMA kernels of the prefill attention and the GEMMs (docs/gpu.md)
-            # against Halide's pipelines beside them, and the attention's 64-query blocks
-            # against the launcher's choice (16 at 128 tokens, 32 at 1024)
+            # against Halide's pipelines beside them, the attention's 64-query blocks against
+            # the launcher's choice (16 at 128 tokens, 32 at 1024), and at 1024 the GEMMs'
+            # tiles as the launcher picks them (the unembedding's 128 × 128) against every GEMM
+            # on 64 × 64 and on 128 × 128 tiles
             if tag == "gpt2":
-                for what, switch in (("halide-attention", "XF_MLIR_ATTENTION=off"),
-                                     ("halide-gemm", "XF_MLIR_GEMM=off"),
-                                     ("attention64", "XF_ATTENTION_BLOCK_QUERIES=64")):
-                    for n in (128, 1024):
+                for what, switch, lengths in (
+                        ("halide-attention", "XF_MLIR_ATTENTION=off", (128, 1024)),
+                        ("halide-gemm", "XF_MLIR_GEMM=off", (128, 1024)),
+                        ("attention64", "XF_ATTENTION_BLOCK_QUERIES=64", (128, 1024)),
+                        ("tiles64", "XF_GEMM_TILE_ROWS=64", (1024,)),
+                        ("tiles128", "XF_GEMM_TILE_ROWS=128", (1024,))):
+                    for n in lengths:
                         self.run("perf", f"time-{tag}-prefill{n}-{what}", 60,
                                  ["env", switch, exe, "--random-weights", "1",
                                   "--tokens", ids(n, vocab), "--repeat", "10"])

@@ -241,7 +241,8 @@ def fma_kernels(xf):
     """The fp32 FMA kernels (docs/gpu.md, "GEMM, fp32: the FMA kernel", "Attention, fp32: the
     FMA kernel") against Halide's pipelines (XF_MLIR_GEMM=off, XF_MLIR_ATTENTION=off), and the
     attention's blocks as the launcher picks them against 64-query blocks
-    (XF_ATTENTION_BLOCK_QUERIES=64): GPT-2 small's prefill at ℓ = 128 and 1024."""
+    (XF_ATTENTION_BLOCK_QUERIES=64): GPT-2 small's prefill at ℓ = 128 and 1024; and at 1024 the
+    GEMMs' tiles as the launcher picks them against 64- and 128-row ones (XF_GEMM_TILE_ROWS)."""
     return with_and_without(xf, [(f"gpt2 prefill {n}", f"time-gpt2-prefill{n}",
                                   f"time-gpt2-prefill{n}-halide-{what}",
                                   f"with the FMA {what}")
@@ -249,7 +250,11 @@ def fma_kernels(xf):
                             [(f"gpt2 prefill {n}", f"time-gpt2-prefill{n}",
                               f"time-gpt2-prefill{n}-attention64",
                               "with the launcher's attention blocks (16 / 32 queries), not 64")
-                             for n in (128, 1024)])
+                             for n in (128, 1024)] +
+                            [("gpt2 prefill 1024", "time-gpt2-prefill1024",
+                              f"time-gpt2-prefill1024-tiles{rows}",
+                              f"with the launcher's GEMM tiles, not {rows}-row ones")
+                             for rows in (64, 128)])
 
 
 def batch_targets(xf, out):

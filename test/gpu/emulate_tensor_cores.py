@@ -478,11 +478,6 @@ class Block:
         return [d[:, j] for j in range(4)]  # the struct's four floats
 
 
-def double_buffered(text):
-    """Two buffers of x's tile: cp.async's, or the FMA kernel's (staged through registers)."""
-    return "nvgpu.device_async_copy" in text or re.search(r"gpu\.func @\w+_fma", text)
-
-
 def norm_buffers(norm, out):
     """The norm prologue's %gamma and %beta (absent ones: out's, as the launcher passes)."""
     if norm is None:
@@ -492,12 +487,20 @@ def norm_buffers(norm, out):
             "buffer%beta": (beta if beta is not None else out).ravel()}
 
 
+def tile_of(text):
+    """The (rows, columns) of out a block of the GEMM function `text` computes, by its name:
+    `<name>_tc` / `_fma` 64 × 64, `..32` 32 × 64, `..128` 128 × 128 (SwiGLU's two gates: 128 × 64,
+    the 128 columns of W a block reads)."""
+    entry = re.search(r"gpu\.func @\w+?_(tc|fma)(\d*)\(", text).group(2)
+    if entry == "128" and "%bs1" in text:
+        return 128, 64
+    return {"": (64, 64), "32": (32, 64), "128": (128, 128)}[entry]
+
+
 def run_kernel(text, x, w, bias, res, rows, n, norm=None):
     """out[rows, n] computed by the kernel text, every block of its grid."""
     shared, body = kernel_parts(text)
-    tile_rows = next(shape for name, (shape, _) in shared.items() if name == "%as")[0]
-    tile_rows //= 2 if double_buffered(text) else 1
-    tile_cols = 128 if re.search(r"gpu\.func @\w+_tc128\(", text) else 64
+    tile_rows, tile_cols = tile_of(text)
     out = np.full((rows, n), np.nan, np.float32)
     env = {"buffer%x": x.ravel(), "buffer%w": w.ravel(), **norm_buffers(norm, out),
            "buffer%bias": (bias if bias is not None else out).ravel(),
@@ -822,7 +825,8 @@ GPT2_SMALL = SMALL + ["-D", "N_V=256"]  # the tied unembedding on tensor cores i
 CASES = [("gpt2.xf", "70,64,5", GPT2_SMALL, "70"),
          ("gpt2.xf", "33", GPT2_SMALL + ["--weight-type=bf16"], ""),
          ("bert.xf", "40", SMALL, ""),
-         ("llama.xf", "70", SMALL + ["-D", "H_kv=1", "-D", "N_V=192"], ""),
+         # Two row tiles of SwiGLU's wide kernels (128 × 64 of out: both gates' 128 of W).
+         ("llama.xf", "70,130", SMALL + ["-D", "H_kv=1", "-D", "N_V=192"], ""),
          ("llama.xf", "70", SMALL + ["-D", "H_kv=1", "-D", "N_V=192", "--weight-type=bf16"], ""),
          # Column tails: the unembeddings' N = 197 and 226 (odd: single-column stores; even).
          ("gpt2.xf", "70,33", SMALL + ["-D", "N_V=197"], ""),

@@ -44,14 +44,21 @@ constexpr int kTcShortTileRows = 32, kTcTallRows = 512;
 /// two blocks (the launcher's choice: long prompts, vocabularies, 4096³): half the shared-memory
 /// and L2 traffic a product of the 64 × 64 tiles (docs/gpu.md, "Wide tiles"). Its two buffers of
 /// every tile (57-80 KiB) are dynamic shared memory. Built where the slices are cp.async's
-/// (f32 weights; bf16 weights with bf16 products) and the epilogue is not SwiGLU (two gates
-/// would hold 128 accumulators a thread); where N is an odd multiple of 64 the last tile reads
-/// W's columns (rows) past N clamped and stores none of them.
+/// (f32 weights; bf16 weights with bf16 products); for SwiGLU the tile is 128 × 64 of out
+/// (both gates' 128 columns of W: 4 × 2 warps of 32 × 32 a gate, the same 64 accumulators a
+/// thread); where N is an odd multiple of 64 the last tile reads W's columns (rows) past N
+/// clamped and stores none of them.
 constexpr int kTcWideTile = 128, kTcWideThreads = 256;
-/// Whether the module has `<name>_tc128` (not for fp32, SwiGLU, nor tf32 from bf16 weights).
+/// fp32's FMA kernel has them too, `<name>_fma128` (FmaGemmSource.cpp: 16 row groups × 16
+/// column groups of threads, 8 × 8 sums each, 8 × 4 a gate for SwiGLU; 33-35 KiB of dynamic
+/// shared memory).
+/// Whether the module has `<name>_tc128` / `<name>_fma128` (not for tf32 from bf16 weights).
 bool tensorCoreWideTiles(const GemmKernelSpec &spec, GpuMatmul precision);
-/// The dynamic shared memory of `<name>_tc128` in bytes; 0 where the module has none.
+/// The dynamic shared memory of `<name>_tc128` (`_fma128`) in bytes; 0 where the module has
+/// none.
 int64_t tensorCoreWideTileShared(const GemmKernelSpec &spec, GpuMatmul precision);
+/// The same of `<name>_fma128` (FmaGemmSource.cpp).
+int64_t fmaWideTileShared(const GemmKernelSpec &spec);
 /// The module's functions with dynamic shared memory as its header line and `--emit=ptx` say
 /// them (", dynamic shared memory: <name>_tc128 N bytes"; the emulator and assemble_ptx.py
 /// read it), or "".

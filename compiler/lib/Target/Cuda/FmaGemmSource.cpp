@@ -2,31 +2,33 @@
 //
 // out[M, N] = act(norm(x)[M, K] · W + bias) + residual in float32, as a gpu.module of the
 // tensor-core GEMM's kernels and launches (docs/gpu.md, "GEMM, fp32: the FMA kernel"):
-// `<name>_fma` (64 × 64 tiles of out), `<name>_fma32` (32 × 64, below kTcTallRows rows) and,
-// where the GEMM may split K, `<name>_fma32_splitk` with `<name>_fma_reduce`. The CUDA
-// build's GEMMs of kFmaGemmMinRows rows or more for --gpu-matmul=fp32 where they qualify
-// (tensorCoreGemmPlan); fewer rows (decode steps, batches of up to 16 sequences) run Halide's
-// GEMV and batch GEMV, compiled beside it.
+// `<name>_fma` (64 × 64 tiles of out), `<name>_fma32` (32 × 64, below kTcTallRows rows),
+// `<name>_fma128` (128 × 128, 256 threads, where the launcher's grid of them fills the GPU;
+// 128 × 64 for SwiGLU: both gates' 128 columns of W) and, where the GEMM may split K,
+// `<name>_fma32_splitk` with `<name>_fma_reduce`. The CUDA build's GEMMs of kFmaGemmMinRows rows or
+// more for --gpu-matmul=fp32 where they qualify (tensorCoreGemmPlan); fewer rows (decode steps,
+// batches of up to 16 sequences) run Halide's GEMV and batch GEMV, compiled beside it.
 //
-// A block of 128 threads; lane l of warp v: row group r = l / 8 + 4 (v / 2), column group
-// c = l % 8 + 8 (v % 2). The thread owns rows r + 8i of the tile (i < tile rows / 8) and
-// columns 4c..4c + 3 (per gate), its sums in registers: 32 (the 64-row tile) or 16 floats a
-// gate. Per K slice (32 of K; 16 for SwiGLU, whose two gates' tiles would pass 48 KiB) x's
-// tile is [row][k] (rows of slice + 4 floats: a warp's four rows fall in distinct banks) and
-// W's [k][n] whatever W's layout ([N, K] weights are transposed as they are staged), so per
-// 4 of k a thread reads each of its rows' 4 values of x as one 16-byte load (8 lanes a row:
-// broadcast) and 4 16-byte rows of W (a warp's 8 column groups: 128 consecutive bytes), then
-// runs 8 · 4 · 4 FMAs (64-row tile, a gate): 128 FMAs to 12 shared loads.
-// Slices are double-buffered through registers: the next slice's global loads are issued
-// before this slice's products and stored into the other buffer after them, one barrier a
-// slice. Staging through registers is what lets x be normalised (the norm prologue: LayerNorm
-// or RMSNorm statistics of the tile's rows, computed first by the 4 warps, a row's sum over
-// its 32 lanes by xor shuffles), W be transposed and bf16 weights be widened as they land in
-// shared memory, which cp.async cannot.
-// The epilogue (bias, activation, SwiGLU, residual) is the tensor-core GEMM's
+// Lane l of warp v: row group r = l / 8 + 4 (v / 2), column group c = l % 8 + 8 (v % 2) (8 or
+// 16 row groups, 16 column groups). The thread owns rows 4r + e + 4 · groups · i (e < 4; i <
+// 2 for the 64- and 128-row tiles, 1 for 32) and columns 4c + e + 64j (j < 1, or 2 for the
+// 128-column tile), per gate, its sums in registers: 32 floats a gate (64-row tile), 16 (32),
+// 64 (128 × 128). Per K slice (32 of K; 16 for SwiGLU, whose two gates' tiles would pass
+// 48 KiB, and for the 128-row tiles) both tiles are kept [k][row] and [k][n] whatever W's layout
+// (x, and [N, K] weights, transposed as they are staged: a warp stores 32 consecutive rows, no bank
+// conflicts), so per k a thread reads its rows as one or two 16-byte loads (8 lanes a row group:
+// broadcast) and its columns as one or two (a warp's 8 column groups: 128 consecutive bytes), then
+// runs rows × columns FMAs: 32 to 3 shared loads (64-row tile), 64 to 4 (128 × 128). Slices are
+// double-buffered through registers: the next slice's global loads are issued before this slice's
+// products and stored into the other buffer after them, one barrier a slice. Staging through
+// registers is what lets x be normalised (the norm prologue: LayerNorm or RMSNorm statistics of the
+// tile's rows, computed first by the warps, a row's sum over its 32 lanes by xor shuffles), both
+// tiles be transposed and bf16 weights be widened as they land in shared memory, which cp.async
+// cannot. The 128 × 128 tiles' two buffers (64 KiB, 65 with the statistics) are views of dynamic
+// shared memory. The epilogue (bias, activation, SwiGLU, residual) is the tensor-core GEMM's
 // (TensorCoreGemmEpilogue.cpp), on pairs of columns; rows past M read x's last row and are
 // never stored; a column tail reads W's last row for the columns past N and stores none of
-// them.
+// them, and so does the 128-column tile's last where N is an odd multiple of 64.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,7 +39,9 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <cassert>
 #include <cstring>
+#include <tuple>
 
 namespace mlir::xf {
 
@@ -45,38 +49,78 @@ using namespace tc;
 
 namespace {
 
-constexpr int kCols = 4;    // columns a thread (per gate): one 16-byte row of W's tile
-constexpr int kRowStep = 8; // a thread's rows are r + 8i
-constexpr int kChunk = 4;   // floats a 16-byte load
-constexpr int kWarps = kTcThreads / 32;
+constexpr int kChunk = 4;      // floats a 16-byte load; a thread's rows (columns) come in 4s
+constexpr int kColGroups = 16; // column groups a block: 64 columns of 4
 // .maxnreg: the 64-row kernel 3 blocks of 128 threads a SM (its 32 sums a gate and the
 // staged slice: 168 without spills in every example); the 32-row ones 4 (131 registers
-// unbounded for split-K's kernel, i.e. 3 blocks; 128 holds it without spills).
-constexpr int kMaxRegisters = 168, kMaxRegistersShort = 128;
+// unbounded for split-K's kernel, i.e. 3 blocks; 128 holds it without spills); the 128-row
+// one 1 block of 256 threads (64 sums, 16 staged floats, 16 of a k's rows and columns:
+// 150-168 registers; at 128, i.e. 2 blocks, ptxas spilled 4-40 bytes in some kernels of
+// every example whatever the slice — 8, 16 or 32 of K — or the staging's order).
+constexpr int kMaxRegisters = 168, kMaxRegistersShort = 128, kMaxRegistersWide = 168;
+
+// A block's tile of out and its threads.
+struct Shape {
+  int tileRows, tileCols, threads;
+  int warps() const { return threads / 32; }
+  int rowGroups() const { return kChunk * warps() / 2; }
+  int rowBlocks() const { return tileRows / (kChunk * rowGroups()); } // 4-row blocks a thread
+  int colBlocks() const { return tileCols / (kChunk * kColGroups); }  // 4-column blocks
+  bool wide() const { return tileRows == kTcWideTile; }
+};
+
+// The wide tiles read 128 columns of W a block: 64 of out for SwiGLU's two gates.
+Shape shapeOf(int tileRows, int gates) {
+  if (tileRows != kTcWideTile)
+    return Shape{tileRows, kTcTileCols, kTcThreads};
+  return Shape{kTcWideTile, gates == 2 ? kTcTileCols : kTcWideTile, kTcWideThreads};
+}
 
 struct Kernel {
   Writer &w;
   const GemmKernelSpec &spec;
-  int tileRows;
+  Shape shape;
   int gates;
   int sliceK;
   std::string tid, r, c, bm, bn, mLast;
+  std::string mean, rstd; // the norm prologue's statistics of the row the thread stages
 
+  int tileRows() const { return shape.tileRows; }
   bool nk() const { return spec.transposeWeight; }
   bool bf16() const { return spec.bf16Weights; }
   bool norm() const { return spec.prologue != GemmPrologue::None; }
-  int rows() const { return tileRows / kRowStep; } // a thread's rows
-  int aStride() const { return sliceK + kChunk; }
+  int rows() const { return kChunk * shape.rowBlocks(); } // a thread's rows
+  // 16-byte chunks of a slice a thread stages: of x, of W (per gate).
+  int xChunks() const { return tileRows() * sliceK / kChunk / shape.threads; }
+  int wChunks() const { return sliceK * shape.tileCols / kChunk / shape.threads; }
+  // Sums a thread holds: per gate, row and 4-column block.
+  int sums() const { return gates * rows() * shape.colBlocks(); }
+  int sum(int gate, int row, int colBlock) const {
+    return (gate * rows() + row) * shape.colBlocks() + colBlock;
+  }
+  // The last column tile reaches past N (a column tail; or N an odd multiple of 64 in the
+  // 128-column tiles): W's columns (rows) past N are read clamped and never stored.
+  bool pastN() const { return spec.N % shape.tileCols != 0; }
+  // Rows of the [k][·] tiles padded by 4 floats (stagedChunk's transposing stores).
   std::string aTile() const {
-    return llvm::formatv("memref<{0}x{1}xf32, #gpu.address_space<workgroup>>", 2 * tileRows,
-                         aStride());
+    return llvm::formatv("memref<{0}x{1}xf32, #gpu.address_space<workgroup>>", 2 * sliceK,
+                         tileRows() + kChunk);
   }
   std::string bTile() const {
     return llvm::formatv("memref<{0}x{1}xf32, #gpu.address_space<workgroup>>", 2 * sliceK,
-                         kTcTileCols);
+                         shape.tileCols + kChunk);
   }
   std::string statsTile() const {
-    return llvm::formatv("memref<2x{0}xf32, #gpu.address_space<workgroup>>", tileRows);
+    return llvm::formatv("memref<2x{0}xf32, #gpu.address_space<workgroup>>", tileRows());
+  }
+  // The shared tiles: both buffers of x's and of each gate's W tile, the rows' statistics.
+  std::vector<SharedView> sharedTiles() const {
+    std::vector<SharedView> tiles{{"as", aTile(), 4 * 2 * sliceK * (tileRows() + kChunk)}};
+    for (int gate = 0; gate < gates; ++gate)
+      tiles.push_back({gate ? "bs1" : "bs0", bTile(), 4 * 2 * sliceK * (shape.tileCols + kChunk)});
+    if (norm())
+      tiles.push_back({"stats", statsTile(), 4 * 2 * tileRows()});
+    return tiles;
   }
   std::string vec(int n) const { return "vector<" + std::to_string(n) + "xf32>"; }
   std::string extract(const std::string &v, int i, int n) {
@@ -100,11 +144,34 @@ struct Kernel {
     w.line("vector.store " + v + ", " + tile + "[" + row + ", " + col +
            "] {alignment = " + std::to_string(4 * n) + "} : " + type + ", " + vec(n));
   }
+  // `v`'s 4 elements down a column of `tile`, rows row..row + 3 (a transposing store).
+  void sharedStoreColumn(const std::string &v, const char *tile, const std::string &type,
+                         const std::string &row, const std::string &col) {
+    for (int e = 0; e < kChunk; ++e)
+      sharedStore(w.let("vector.from_elements " + extract(v, e, kChunk) + " : vector<1xf32>"), tile,
+                  type, w.addConst(row, e), col, 1);
+  }
+  // The thread's row `i` (< rows()) and the first column of its 4-column block `j`, in the tile.
+  std::string rowAt(int i) {
+    return w.addConst(w.mul(r, w.index(kChunk)),
+                      i % kChunk + i / kChunk * kChunk * shape.rowGroups());
+  }
+  std::string colAt(int j) {
+    return w.addConst(w.mul(c, w.index(kChunk)), j * kChunk * kColGroups);
+  }
 };
 
-Kernel indicesOf(Writer &w, const GemmKernelSpec &spec, int tileRows) {
+Kernel kernelOf(Writer &w, const GemmKernelSpec &spec, int tileRows) {
+  // Slices of 16 of K for SwiGLU (two gates' double-buffered tiles of 32 would pass 48 KiB)
+  // and for the 128-row tiles (a slice of 32 staged would hold 32 registers a thread).
   const int gates = spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1;
-  Kernel k{w, spec, tileRows, gates, gates == 2 ? kTcSliceK / 2 : kTcSliceK};
+  const int sliceK = gates == 2 || tileRows == kTcWideTile ? kTcSliceK / 2 : kTcSliceK;
+  return Kernel{w, spec, shapeOf(tileRows, gates), gates, sliceK};
+}
+
+Kernel indicesOf(Writer &w, const GemmKernelSpec &spec, int tileRows) {
+  Kernel k = kernelOf(w, spec, tileRows);
+  assert(k.shape.warps() % (tileRows / 16) == 0 && "a thread stages chunks of one row of x");
   k.tid = w.let("gpu.thread_id x");
   // The launch's grid is column tiles × row tiles (the launcher's, as the tensor-core
   // kernel's); its blocks run row tiles fastest, so the blocks reading one tile of W are
@@ -117,9 +184,24 @@ Kernel indicesOf(Writer &w, const GemmKernelSpec &spec, int tileRows) {
   k.r = w.add(w.div(lane, w.index(8)), w.mul(w.div(warp, w.index(2)), w.index(4)));
   k.c = w.add(w.rem(lane, w.index(8)), w.mul(w.rem(warp, w.index(2)), w.index(8)));
   k.bm = w.mul(by, w.index(tileRows));
-  k.bn = w.mul(bx, w.index(kTcTileCols));
+  k.bn = w.mul(bx, w.index(k.shape.tileCols));
   k.mLast = w.let("arith.subi %m, " + w.index(1) + " : index");
   return k;
+}
+
+// The row (of x, or of an [N, K] W) and first k of chunk `idx` of a slice of `rows` rows, for
+// tiles stored transposed ([k][row], rows padded by 4): a warp takes 16 rows × 2 chunks, i.e.
+// 16 whole 32-byte sectors of global memory, and its transposing stores (k 4j + e, rows r..r
+// + 15 and k 4j + 4 + e) fall 16 banks apart: no conflicts. For x, every chunk of a thread is
+// of one row (the block's warps are a multiple of rows / 16: normStatistics' hoisted values).
+std::pair<std::string, std::string> stagedChunk(Kernel &k, const std::string &idx, int rows) {
+  Writer &w = k.w;
+  std::string lane = w.rem(idx, w.index(32)), warpChunk = w.div(idx, w.index(32));
+  std::string row =
+      w.add(w.rem(lane, w.index(16)), w.mul(w.rem(warpChunk, w.index(rows / 16)), w.index(16)));
+  std::string chunk =
+      w.add(w.div(lane, w.index(16)), w.mul(w.div(warpChunk, w.index(rows / 16)), w.index(2)));
+  return {row, w.mul(chunk, w.index(kChunk))};
 }
 
 // `v` (f32) summed over the 32 lanes of the warp.
@@ -167,7 +249,7 @@ std::vector<std::string> rowSums(Kernel &k, const std::vector<std::string> &base
 // K + ε). Warp v takes rows v · rows/4 + i, each lane a 32nd of K; then a barrier.
 void normStatistics(Kernel &k) {
   Writer &w = k.w;
-  const int per = k.tileRows / kWarps;
+  const int per = k.tileRows() / k.shape.warps();
   std::string lane = w.rem(k.tid, w.index(32));
   std::string first = w.mul(w.div(k.tid, w.index(32)), w.index(per));
   std::vector<std::string> bases;
@@ -200,28 +282,38 @@ void normStatistics(Kernel &k) {
   }
   w.line("}");
   w.line("gpu.barrier");
+  // Every slice's chunks of x a thread stages are of one row (stagedChunk): its statistics,
+  // read once.
+  std::string row = stagedChunk(k, k.tid, k.tileRows()).first;
+  auto stat = [&](int which) {
+    std::string x =
+        w.let("memref.load %stats[" + w.index(which) + ", " + row + "] : " + k.statsTile());
+    return w.let("vector.broadcast " + x + " : f32 to vector<4xf32>");
+  };
+  k.mean = stat(0);
+  k.rstd = stat(1);
 }
 
 // One slice's global loads, issued before the products of the slice in shared memory.
 struct Staged {
   std::vector<std::string> a;              // x's 16-byte chunks
-  std::vector<std::string> aRow, aCol;     // their tile row and column within the slice
+  std::vector<std::string> aRow, aCol;     // their tile row and first k within the slice
   std::vector<std::vector<std::string>> b; // per gate: W's 4-element chunks (f32 or bf16)
   std::vector<std::string> bRow, bCol;     // [K, N]: (k, n of 4); [N, K]: (k of 4, n)
   std::string k0;
 };
 
-// Issues the global loads of the slice at `k0` (x's rows past M read its last row; a column
-// tail's columns past N read W's last row).
+// Issues the global loads of the slice at `k0` (x's rows past M read its last row; W's
+// columns past N its last column, or row: pastN); x's and an [N, K] W's chunks as
+// stagedChunk places them.
 Staged loadSlice(Kernel &k, const std::string &k0) {
   Writer &w = k.w;
   Staged s;
   s.k0 = k0;
-  const int chunksPerRow = k.sliceK / kChunk;
-  for (int i = 0; i < k.tileRows * chunksPerRow / kTcThreads; ++i) {
-    std::string idx = w.addConst(k.tid, i * kTcThreads);
-    std::string row = w.div(idx, w.index(chunksPerRow));
-    std::string col = w.mul(w.rem(idx, w.index(chunksPerRow)), w.index(kChunk));
+  const int threads = k.shape.threads, cols = k.shape.tileCols;
+  s.b.resize(k.gates);
+  for (int i = 0; i < k.xChunks(); ++i) {
+    auto [row, col] = stagedChunk(k, w.addConst(k.tid, i * threads), k.tileRows());
     std::string grow = w.min(w.add(k.bm, row), k.mLast);
     s.a.push_back(w.let("vector.load %x[" + w.add(w.add(w.mul(grow, "%xs"), k0), col) +
                         "] {alignment = 16} : memref<?xf32>, vector<4xf32>"));
@@ -229,23 +321,21 @@ Staged loadSlice(Kernel &k, const std::string &k0) {
     s.aCol.push_back(col);
   }
   const char *elem = k.bf16() ? "bf16" : "f32";
-  const int chunks = k.sliceK * kTcTileCols / kChunk / kTcThreads;
-  s.b.resize(k.gates);
-  for (int i = 0; i < chunks; ++i) {
-    std::string idx = w.addConst(k.tid, i * kTcThreads);
+  for (int i = 0; i < k.wChunks(); ++i) {
+    std::string idx = w.addConst(k.tid, i * threads);
     std::string kRow, n;
-    if (k.nk()) { // 32 consecutive n a warp (conflict-free transposed stores), 4 k each
-      n = w.rem(idx, w.index(kTcTileCols));
-      kRow = w.mul(w.div(idx, w.index(kTcTileCols)), w.index(kChunk));
+    if (k.nk()) {
+      std::tie(n, kRow) = stagedChunk(k, idx, cols);
     } else {
-      kRow = w.div(idx, w.index(kTcTileCols / kChunk));
-      n = w.mul(w.rem(idx, w.index(kTcTileCols / kChunk)), w.index(kChunk));
+      kRow = w.div(idx, w.index(cols / kChunk));
+      n = w.mul(w.rem(idx, w.index(cols / kChunk)), w.index(kChunk));
     }
     s.bRow.push_back(kRow);
     s.bCol.push_back(n);
+    // [K, N] past N only where N is a multiple of 64: the last 4 columns' load stays aligned.
     std::string gn = w.add(k.bn, n);
-    if (tensorCoreColumnTail(k.spec))
-      gn = w.min(gn, w.index(k.spec.N - 1));
+    if (k.pastN())
+      gn = w.min(gn, w.index(k.nk() ? k.spec.N - 1 : k.spec.N - kChunk));
     for (int gate = 0; gate < k.gates; ++gate) {
       std::string at = k.nk()
                            ? w.add(w.mul(w.addConst(gn, gate * k.spec.N), "%ws"), w.add(k0, kRow))
@@ -259,20 +349,15 @@ Staged loadSlice(Kernel &k, const std::string &k0) {
 }
 
 // Stores a loaded slice into the buffer whose first rows are `aRow0` / `bRow0`: x normalised
-// (the prologue), W widened (bf16) and, from [N, K], transposed.
+// (the prologue) and transposed, W widened (bf16) and, from [N, K], transposed.
 void storeSlice(Kernel &k, const Staged &s, const std::string &aRow0, const std::string &bRow0) {
   Writer &w = k.w;
   for (size_t i = 0; i < s.a.size(); ++i) {
     std::string v = s.a[i];
     if (k.norm()) {
       std::string col = w.add(s.k0, s.aCol[i]);
-      auto stat = [&](int which) {
-        std::string x = w.let("memref.load %stats[" + w.index(which) + ", " + s.aRow[i] +
-                              "] : " + k.statsTile());
-        return w.let("vector.broadcast " + x + " : f32 to vector<4xf32>");
-      };
-      v = w.let("arith.mulf " + w.let("arith.subf " + v + ", " + stat(0) + " : vector<4xf32>") +
-                ", " + stat(1) + " : vector<4xf32>");
+      v = w.let("arith.mulf " + w.let("arith.subf " + v + ", " + k.mean + " : vector<4xf32>") +
+                ", " + k.rstd + " : vector<4xf32>");
       for (auto [has, buffer, op] : {std::tuple{k.spec.normGamma, "%gamma", "arith.mulf"},
                                      std::tuple{k.spec.normBeta, "%beta", "arith.addf"}})
         if (has)
@@ -281,7 +366,7 @@ void storeSlice(Kernel &k, const Staged &s, const std::string &aRow0, const std:
                           "] {alignment = 16} : memref<?xf32>, vector<4xf32>") +
                     " : vector<4xf32>");
     }
-    k.sharedStore(v, "%as", k.aTile(), w.add(s.aRow[i], aRow0), s.aCol[i], kChunk);
+    k.sharedStoreColumn(v, "%as", k.aTile(), w.add(s.aCol[i], aRow0), s.aRow[i]);
   }
   for (int gate = 0; gate < k.gates; ++gate) {
     const char *tile = gate ? "%bs1" : "%bs0";
@@ -289,44 +374,43 @@ void storeSlice(Kernel &k, const Staged &s, const std::string &aRow0, const std:
       std::string v = s.b[gate][i];
       if (k.bf16())
         v = w.let("arith.extf " + v + " : vector<4xbf16> to vector<4xf32>");
-      if (!k.nk()) {
-        k.sharedStore(v, tile, k.bTile(), w.add(s.bRow[i], bRow0), s.bCol[i], kChunk);
-        continue;
-      }
-      for (int e = 0; e < kChunk; ++e)
-        k.sharedStore(w.let("vector.from_elements " + k.extract(v, e, kChunk) + " : vector<1xf32>"),
-                      tile, k.bTile(), w.addConst(w.add(s.bRow[i], bRow0), e), s.bCol[i], 1);
+      std::string row = w.add(s.bRow[i], bRow0);
+      if (k.nk())
+        k.sharedStoreColumn(v, tile, k.bTile(), row, s.bCol[i]);
+      else
+        k.sharedStore(v, tile, k.bTile(), row, s.bCol[i], kChunk);
     }
   }
 }
 
-// The products of the slice in the buffer whose first rows are `aRow0` / `bRow0`: per 4 of k,
-// the thread's rows' 16-byte chunks of x and 4 rows of W's columns, then rows × 4 × 4 FMAs a
-// gate. `acc[gate · rows + i]`: row i's 4 columns.
+// The products of the slice in the buffer whose first rows are `aRow0` / `bRow0`: per k, the
+// thread's rows of x and columns of W (16-byte loads), then rows × columns FMAs a gate, a
+// broadcast x value times 4 columns each. `acc[k.sum(gate, i, j)]`: row i, column block j.
 void multiplySlice(Kernel &k, std::vector<std::string> &acc, const std::string &aRow0,
                    const std::string &bRow0) {
   Writer &w = k.w;
-  std::string col = w.mul(k.c, w.index(kCols));
-  std::vector<std::string> rowAt;
-  for (int i = 0; i < k.rows(); ++i)
-    rowAt.push_back(w.add(w.addConst(k.r, i * kRowStep), aRow0));
-  for (int kk = 0; kk < k.sliceK; kk += kChunk) {
-    std::vector<std::string> a;
-    for (int i = 0; i < k.rows(); ++i)
-      a.push_back(k.sharedLoad("%as", k.aTile(), rowAt[i], w.index(kk)));
-    for (int j = 0; j < kChunk; ++j) {
-      std::vector<std::string> b;
+  std::vector<std::string> rowBlock, colBlock;
+  for (int i = 0; i < k.rows(); i += kChunk)
+    rowBlock.push_back(k.rowAt(i));
+  for (int j = 0; j < k.shape.colBlocks(); ++j)
+    colBlock.push_back(k.colAt(j));
+  for (int kk = 0; kk < k.sliceK; ++kk) {
+    std::string aRow = w.addConst(aRow0, kk), bRow = w.addConst(bRow0, kk);
+    std::vector<std::string> a, b;
+    for (const std::string &row : rowBlock)
+      a.push_back(k.sharedLoad("%as", k.aTile(), aRow, row));
+    for (int gate = 0; gate < k.gates; ++gate)
+      for (const std::string &col : colBlock)
+        b.push_back(k.sharedLoad(gate ? "%bs1" : "%bs0", k.bTile(), bRow, col));
+    for (int i = 0; i < k.rows(); ++i) {
+      std::string x = w.let("vector.broadcast " + k.extract(a[i / kChunk], i % kChunk, kChunk) +
+                            " : f32 to vector<4xf32>");
       for (int gate = 0; gate < k.gates; ++gate)
-        b.push_back(
-            k.sharedLoad(gate ? "%bs1" : "%bs0", k.bTile(), w.add(w.index(kk + j), bRow0), col));
-      for (int i = 0; i < k.rows(); ++i) {
-        std::string x =
-            w.let("vector.broadcast " + k.extract(a[i], j, kChunk) + " : f32 to vector<4xf32>");
-        for (int gate = 0; gate < k.gates; ++gate) {
-          std::string &sum = acc[gate * k.rows() + i];
-          sum = w.let("vector.fma " + x + ", " + b[gate] + ", " + sum + " : vector<4xf32>");
+        for (int j = 0; j < k.shape.colBlocks(); ++j) {
+          std::string &sum = acc[k.sum(gate, i, j)];
+          sum = w.let("vector.fma " + x + ", " + b[gate * k.shape.colBlocks() + j] + ", " + sum +
+                      " : vector<4xf32>");
         }
-      }
     }
   }
 }
@@ -353,9 +437,9 @@ void kLoop(Kernel &k, std::vector<std::string> &acc, const std::string &lo, cons
   std::string kNext = w.addConst("%k0", k.sliceK);
   std::string more = w.let("arith.cmpi ult, " + kNext + ", " + hi + " : index");
   Staged staged = loadSlice(k, w.let("arith.select " + more + ", " + kNext + ", %k0 : index"));
-  std::string aRows = w.index(k.tileRows), bRows = w.index(k.sliceK);
-  multiplySlice(k, acc, w.mul(buffer, aRows), w.mul(buffer, bRows));
-  storeSlice(k, staged, w.mul(next, aRows), w.mul(next, bRows));
+  std::string rows = w.index(k.sliceK); // both tiles are [k][·]
+  multiplySlice(k, acc, w.mul(buffer, rows), w.mul(buffer, rows));
+  storeSlice(k, staged, w.mul(next, rows), w.mul(next, rows));
   w.line("gpu.barrier");
   std::string yield;
   for (size_t a = 0; a < acc.size(); ++a)
@@ -366,42 +450,49 @@ void kLoop(Kernel &k, std::vector<std::string> &acc, const std::string &lo, cons
     acc[a] = loop + "#" + std::to_string(a);
 }
 
-// Row i's sums through the epilogue into out, two columns at a time; or (`partialsRow0`: the
-// split's first row of the [S][M][cols] partials, z · M) raw, each gate's columns where its
-// weights' are.
+// The thread's sums through the epilogue into out, two columns at a time; or (`partialsRow0`:
+// the split's first row of the [S][M][cols] partials, z · M) raw, each gate's columns where
+// its weights' are.
 void storeTile(Kernel &k, const std::vector<std::string> &acc,
                const std::string &partialsRow0 = "") {
   Writer &w = k.w;
   for (int i = 0; i < k.rows(); ++i) {
-    std::string row = w.add(k.bm, w.addConst(k.r, i * kRowStep));
+    std::string row = w.add(k.bm, k.rowAt(i));
     w.line("scf.if " + w.let("arith.cmpi ult, " + row + ", %m : index") + " {");
-    for (int pair = 0; pair < kCols / 2; ++pair) {
-      std::string col = w.add(k.bn, w.addConst(w.mul(k.c, w.index(kCols)), 2 * pair));
-      auto sum = [&](int gate) {
-        const std::string &v = acc[gate * k.rows() + i];
-        return w.let("vector.from_elements " + k.extract(v, 2 * pair, kCols) + ", " +
-                     k.extract(v, 2 * pair + 1, kCols) + " : vector<2xf32>");
-      };
-      auto store = [&](const std::string &v, const std::string &at) {
-        w.line("vector.store " + v + ", %out[" + at +
-               "] {alignment = 8} : memref<?xf32>, vector<2xf32>");
-      };
-      if (partialsRow0.empty() && tensorCoreColumnTail(k.spec)) {
-        storeColumns(w, k.spec, row, col, [&] { return epiloguePair(w, k.spec, row, col, sum); });
-      } else if (partialsRow0.empty()) {
-        store(epiloguePair(w, k.spec, row, col, sum), w.add(w.mul(row, "%os"), col));
-      } else {
-        std::string at = w.add(w.mul(w.add(partialsRow0, row), w.index(k.gates * k.spec.N)), col);
-        for (int gate = 0; gate < k.gates; ++gate)
-          store(sum(gate), w.addConst(at, gate * k.spec.N));
+    for (int j = 0; j < k.shape.colBlocks(); ++j)
+      for (int pair = 0; pair < kChunk / 2; ++pair) {
+        std::string col = w.add(k.bn, w.addConst(k.colAt(j), 2 * pair));
+        auto sum = [&](int gate) {
+          const std::string &v = acc[k.sum(gate, i, j)];
+          return w.let("vector.from_elements " + k.extract(v, 2 * pair, kChunk) + ", " +
+                       k.extract(v, 2 * pair + 1, kChunk) + " : vector<2xf32>");
+        };
+        auto store = [&](const std::string &v, const std::string &at) {
+          w.line("vector.store " + v + ", %out[" + at +
+                 "] {alignment = 8} : memref<?xf32>, vector<2xf32>");
+        };
+        if (partialsRow0.empty() && tensorCoreColumnTail(k.spec)) {
+          storeColumns(w, k.spec, row, col, [&] { return epiloguePair(w, k.spec, row, col, sum); });
+        } else if (partialsRow0.empty()) {
+          // Past N (128-column tiles, N an odd multiple of 64): a pair is all in or all out.
+          if (k.pastN())
+            w.line("scf.if " +
+                   w.let("arith.cmpi ult, " + col + ", " + w.index(k.spec.N) + " : index") + " {");
+          store(epiloguePair(w, k.spec, row, col, sum), w.add(w.mul(row, "%os"), col));
+          if (k.pastN())
+            w.line("}");
+        } else {
+          std::string at = w.add(w.mul(w.add(partialsRow0, row), w.index(k.gates * k.spec.N)), col);
+          for (int gate = 0; gate < k.gates; ++gate)
+            store(sum(gate), w.addConst(at, gate * k.spec.N));
+        }
       }
-    }
     w.line("}");
   }
 }
 
-// One gpu.func: `<name>_fma` (64-row tiles), `<name>_fma32` (32) or, with `split`,
-// `<name>_fma32_splitk` (block z's K range, raw sums into the partials, %out).
+// One gpu.func: `<name>_fma` (64-row tiles), `<name>_fma32` (32), `<name>_fma128` (128 × 128)
+// or, with `split`, `<name>_fma32_splitk` (block z's K range, raw sums into the partials, %out).
 std::string kernelFunction(const GemmKernelSpec &spec, int tileRows, bool split = false) {
   Writer w;
   Kernel k = indicesOf(w, spec, tileRows);
@@ -414,29 +505,48 @@ std::string kernelFunction(const GemmKernelSpec &spec, int tileRows, bool split 
   }
   if (k.norm())
     normStatistics(k);
-  std::vector<std::string> acc(k.rows() * k.gates);
+  std::vector<std::string> acc(k.sums());
   kLoop(k, acc, lo, hi);
   storeTile(k, acc, partialsRow0);
 
-  std::string workgroup = sharedTile("%as", k.aTile());
-  for (int gate = 0; gate < k.gates; ++gate)
-    workgroup += ", " + sharedTile(gate ? "%bs1" : "%bs0", k.bTile());
-  if (k.norm())
-    workgroup += ", " + sharedTile("%stats", k.statsTile());
-  const char *suffix = split ? "_fma32_splitk" : tileRows == kTcTileRows ? "_fma" : "_fma32";
+  std::string workgroup, body = w.text;
+  const std::vector<SharedView> tiles = k.sharedTiles();
+  if (k.shape.wide()) {
+    body = dynamicSharedViews(tiles) + body;
+  } else {
+    for (const SharedView &tile : tiles)
+      workgroup += (workgroup.empty() ? "" : ", ") + sharedTile("%" + tile.name, tile.type);
+  }
+  const std::string suffix = split                     ? "_fma32_splitk"
+                             : tileRows == kTcTileRows ? "_fma"
+                                                       : "_fma" + std::to_string(tileRows);
+  const int registers = k.shape.wide()            ? kMaxRegistersWide
+                        : tileRows == kTcTileRows ? kMaxRegisters
+                                                  : kMaxRegistersShort;
   return gemmKernelFunction(spec.name + suffix, spec.bf16Weights ? "bf16" : "f32", split,
                             k.norm() ? "%gamma: memref<?xf32>, %beta: memref<?xf32>, " : "",
-                            workgroup, w.text,
-                            tileRows == kTcTileRows ? kMaxRegisters : kMaxRegistersShort);
+                            workgroup, body, registers, k.shape.threads);
 }
 
 } // namespace
 
+int64_t fmaWideTileShared(const GemmKernelSpec &spec) {
+  if (!tensorCoreWideTiles(spec, GpuMatmul::Fp32))
+    return 0;
+  Writer w;
+  int64_t bytes = 0;
+  for (const SharedView &tile : kernelOf(w, spec, kTcWideTile).sharedTiles())
+    bytes += tile.bytes;
+  return bytes;
+}
+
 std::string fmaGemmSource(const GemmKernelSpec &spec) {
-  std::string splitKernels;
+  std::string more = kernelFunction(spec, kTcShortTileRows);
+  if (fmaWideTileShared(spec))
+    more += kernelFunction(spec, kTcWideTile);
   if (tensorCoreSplitRows(spec) > 0)
-    splitKernels = kernelFunction(spec, kTcShortTileRows, /*split=*/true) +
-                   tc::splitReductionFunction(spec, spec.name + "_fma");
+    more += kernelFunction(spec, kTcShortTileRows, /*split=*/true) +
+            tc::splitReductionFunction(spec, spec.name + "_fma");
   // The header line the emulator (test/gpu/emulate_tensor_cores.py) reads.
   std::string norm =
       spec.prologue == GemmPrologue::None
@@ -446,12 +556,12 @@ std::string fmaGemmSource(const GemmKernelSpec &spec) {
                           spec.normEpsilon, spec.normGamma ? " gamma" : "",
                           spec.normBeta ? " beta" : "")
                 .str();
-  return llvm::formatv("// {0}: out[M, {1}] = x[M, {2}] · W (W {3}, fp32 FMA, float32 sums{4})\n"
+  return llvm::formatv("// {0}: out[M, {1}] = x[M, {2}] · W (W {3}, fp32 FMA, float32 sums{4}){7}\n"
                        "module attributes {{gpu.container_module} {{\n"
                        "  gpu.module @{0}_fma {{\n{5}{6}  }\n}\n",
                        spec.name, spec.N, spec.K, spec.transposeWeight ? "[N, K]" : "[K, N]", norm,
-                       kernelFunction(spec, kTcTileRows),
-                       kernelFunction(spec, kTcShortTileRows) + splitKernels)
+                       kernelFunction(spec, kTcTileRows), more,
+                       tensorCoreGemmDynamicSharedText(spec, GpuMatmul::Fp32))
       .str();
 }
 

@@ -46,14 +46,10 @@ int cudaCapabilityOf(llvm::StringRef halideTarget) {
 
 std::string fp32FallbackName(const GemmKernelSpec &spec) { return spec.name + "_fp32"; }
 
-// Why a tensor-core GEMM has no `<name>_tc128`, or "" where it has: the wide tiles need
-// cp.async's slices (not tf32 from bf16 weights, widened as staged) and one gate.
+// Why a GEMM has no `<name>_tc128` (`<name>_fma128`), or "" where it has: on tensor cores the
+// wide tiles need cp.async's slices (not tf32 from bf16 weights, widened as staged).
 static std::string wideTilesWhyNot(const GemmKernelSpec &spec, GpuMatmul precision) {
-  if (precision == GpuMatmul::Fp32)
-    return "fp32";
-  if (spec.epilogue == GemmEpilogue::SwiGlu)
-    return "SwiGLU's two gates";
-  if (spec.bf16Weights && precision != GpuMatmul::Bf16)
+  if (spec.bf16Weights && precision == GpuMatmul::Tf32)
     return "tf32 from bf16 weights";
   return "";
 }
@@ -79,21 +75,21 @@ TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul prec
   std::string tail = tensorCoreColumnTail(spec)
                          ? "; a column tail of " + std::to_string(spec.N % kTcTileCols)
                          : std::string();
+  // Wide tiles (docs/gpu.md, "Wide tiles"): the launcher's choice where built.
+  const std::string whyNot = wideTilesWhyNot(spec, precision);
+  if (whyNot.empty() && tensorCoreColumnTail(spec))
+    tail += " (" + std::to_string(spec.N % kTcWideTile) + " in 128-column tiles)";
+  const bool gated = spec.epilogue == GemmEpilogue::SwiGlu;
+  tail += !whyNot.empty() ? "; no 128 × 128 tiles (" + whyNot + ")"
+          : gated ? "; 128 × 64 tiles (both gates: 128 columns of W) where their grid fills the GPU"
+                  : "; 128 × 128 tiles where their grid fills the GPU";
   if (fma)
     return {true,
             "fp32 FMA kernel for M >= " + std::to_string(kFmaGemmMinRows) +
                 " (fewer rows: Halide's GEMV and batch GEMV)" + tail,
             true};
-  // Wide tiles (docs/gpu.md, "Wide tiles"): the launcher's choice where built.
-  if (tensorCoreWideTiles(spec, precision))
-    tail += tensorCoreColumnTail(spec)
-                ? " (" + std::to_string(spec.N % kTcWideTile) + " in 128-column tiles)"
-                : "";
-  const std::string whyNot = wideTilesWhyNot(spec, precision);
-  const std::string wide = whyNot.empty() ? "; 128 × 128 tiles where their grid fills the GPU"
-                                          : "; no 128 × 128 tiles (" + whyNot + ")";
   return {true, std::string(gpuMatmulName(precision)) + " mma.sync for M >= " +
-                    std::to_string(kTcMinRows) + " (fewer rows: Halide's GEMV)" + tail + wide};
+                    std::to_string(kTcMinRows) + " (fewer rows: Halide's GEMV)" + tail};
 }
 
 std::string mlirGemmEntry(const GemmKernelSpec &spec, GpuMatmul precision) {

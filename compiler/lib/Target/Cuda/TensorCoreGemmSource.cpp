@@ -4,18 +4,20 @@
 // gpu.funcs (docs/gpu.md, "Tensor cores"). A block of kTcThreads threads (4 warps, 2 × 2)
 // computes a 64 × 64 tile of out (`<name>_tc`); each warp 32 × 32, as 2 × 4 mma.sync tiles of
 // 16 × 8 (m16n8k8 tf32, or m16n8k16 bf16), accumulating in float32 registers over all of K.
-// `<name>_tc32` is the same for 32 × 64 tiles, its 4 warps side by side (32 × 16 each).
+// `<name>_tc32` is the same for 32 × 64 tiles, its 4 warps side by side (32 × 16 each);
+// `<name>_tc128` for 128 × 128 with 8 warps (4 × 2 of 32 × 64; SwiGLU 128 × 64 of out, both
+// gates' 128 columns of W, warps of 32 × 32 a gate) in dynamic shared memory.
 // Per slice of 32 along K the block copies x's slice [64, 32] and W's [32, 64] (per gate) into
 // shared memory with 16-byte loads, rounding to tf32 or bf16 as it stores; then each warp
 // reads its A fragments with `ldmatrix` (x4) and its B fragments with `ldmatrix` (x2) where W
 // is stored [N, K] (nn.Linear: the tile is kept [n, k]), `ldmatrix.trans` for [K, N] bf16,
 // or two 4-byte loads for [K, N] tf32 (ldmatrix moves 16-bit pairs: a [k, n] tile of 32-bit
-// elements would need a transpose of 32-bit elements), and runs the mma.sync. Shared rows are padded (36 floats, 40 / 72
-// bf16, 72 floats) so a warp's fragment reads hit 32 distinct banks. Where two raw buffers of
-// every tile fit in 48 KiB (f32 weights; bf16 weights with bf16 products), the slices are
-// double-buffered instead: cp.async (nvgpu.device_async_copy) copies the raw bytes of the next
-// slice into the other buffer while this one is multiplied, and x's fragments (and W's from
-// f32) are rounded in registers (cp.async cannot convert as it stores): tf32 after ldmatrix,
+// elements would need a transpose of 32-bit elements), and runs the mma.sync. Shared rows are
+// padded (36 floats, 40 / 72 bf16, 72 floats) so a warp's fragment reads hit 32 distinct banks.
+// Where two raw buffers of every tile fit in 48 KiB (f32 weights; bf16 weights with bf16 products),
+// the slices are double-buffered instead: cp.async (nvgpu.device_async_copy) copies the raw bytes
+// of the next slice into the other buffer while this one is multiplied, and x's fragments (and W's
+// from f32) are rounded in registers (cp.async cannot convert as it stores): tf32 after ldmatrix,
 // bf16 pairs built from 8-byte (or two 4-byte) loads; bf16 weights' by ldmatrix as they are.
 // The epilogue adds bias, applies the activation (SwiGLU: silu(gate) · up) and the residual as
 // the accumulators are stored, two columns at a time; rows past M read x's last row and are
@@ -93,8 +95,10 @@ struct Types {
 
 Types typesOf(const GemmKernelSpec &spec, GpuMatmul precision, int tileRows = kTcTileRows) {
   bool bf16 = precision == GpuMatmul::Bf16;
+  const int gates = spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1;
+  // The wide tiles: 128 columns of W a block, i.e. 64 of out for SwiGLU's two gates.
   const bool wide = tileRows == kTcWideTile;
-  const int cols = wide ? kTcWideTile : kTcTileCols;
+  const int cols = wide && gates == 1 ? kTcWideTile : kTcTileCols;
   Types ty{bf16,
            spec.transposeWeight,
            bf16 ? "bf16" : "f32",
@@ -125,7 +129,6 @@ Types typesOf(const GemmKernelSpec &spec, GpuMatmul precision, int tileRows = kT
     raw.bStride = cols + 4;
   }
   raw.dynamic = wide;
-  const int gates = spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1;
   return wide || raw.aBytes() + gates * raw.bBytes() <= kStaticSharedBytes ? raw : ty;
 }
 
@@ -548,11 +551,13 @@ std::string kernelFunction(const GemmKernelSpec &spec, GpuMatmul precision, int 
 } // namespace
 
 int64_t tensorCoreWideTileShared(const GemmKernelSpec &spec, GpuMatmul precision) {
+  if (precision == GpuMatmul::Fp32)
+    return fmaWideTileShared(spec);
   if (!tensorCoreWideTiles(spec, precision))
     return 0;
   Types ty = typesOf(spec, precision, kTcWideTile);
   assert(ty.async && "wide tiles are cp.async's");
-  return ty.aBytes() + ty.bBytes();
+  return ty.aBytes() + (spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1) * ty.bBytes();
 }
 
 std::string tensorCoreGemmDynamicSharedText(const GemmKernelSpec &spec, GpuMatmul precision) {
