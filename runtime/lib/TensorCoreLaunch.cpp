@@ -14,6 +14,7 @@
 
 #include "HalideBufferLayout.h"
 #include "xfrt/CudaDriver.h"
+#include "xfrt/GpuGemmAbi.h"
 
 #include <cassert>
 #include <cerrno>
@@ -38,24 +39,18 @@ namespace {
 
 using xfrt::HalideBuffer;
 
-// What the compiler's launcher passes (TensorCoreGemmLauncher.cpp launchFlags).
-constexpr int64_t kBias = 1, kResidual = 2, kBf16Weights = 4, kGated = 8, kWeightNK = 16,
-                  kSplitKernels = 32, kColumnTail = 64, kNorm = 128;
-constexpr int kNotTaken = 1, kFailed = -1;
+// The kernels' tiling and the flags the compiler's launcher passes (TensorCoreGemmLauncher.cpp
+// launchFlags): xfrt/GpuGemmAbi.h.
+using namespace xfrt::gpu_gemm;
+constexpr int kFailed = -1;
 // allowDynamicShared's answer where the driver has no cuFuncSetAttribute (not a CUresult).
 constexpr int kNoSetAttribute = -2;
-// Shared memory a kernel may declare statically; more is dynamic and asked for (TensorCoreGemm.h).
-constexpr int64_t kStaticSharedBytes = 48 * 1024;
-// The kernels' tiling (TensorCoreGemm.h): 64 × 64 tiles of out (`<entry>`) or 32 × 64
-// (`<entry>32`, below tallRows rows or where 64-row tiles would give fewer than
-// kTallBlocksPerSm blocks an SM), 128 threads, K in slices of 32; split-K (`<entry>32_splitk`
-// and `<entry>_reduce`, a block per 4 rows × 64 columns): at most kMaxSplit ranges of K, by
-// the launcher's own choice of kMinSplitSlices slices or more. Where the module has them,
-// 128 × 128 tiles of kWideThreads threads (`<entry>128`, dynamic shared memory) wherever their
-// grid alone gives every SM kTallBlocksPerSm blocks.
-constexpr int64_t kTileRows = 64, kShortTileRows = 32, kTileCols = 64, kThreads = 128, kSliceK = 32,
-                  kMaxSplit = 4, kMinSplitSlices = 4, kReduceRows = 4, kTallBlocksPerSm = 2,
-                  kWideTile = 128, kWideThreads = 256;
+// The launcher's choice of tiles: 64 × 64 (`<entry>`) from tallRows rows where that grid gives
+// every SM kTallBlocksPerSm blocks, else 32 × 64 (`<entry>32`, split over K where its grid
+// leaves SMs idle: `<entry>32_splitk` and `<entry>_reduce`); where the module has them,
+// 128-row tiles (`<entry>128`, dynamic shared memory) wherever their grid alone gives every
+// SM kTallBlocksPerSm blocks.
+constexpr int64_t kTallBlocksPerSm = 2;
 
 struct Driver {
   int (*currentContext)(void **) = nullptr;
@@ -319,8 +314,9 @@ Split splitOf(int64_t rows, int64_t cols, int64_t k, int64_t blocks, int64_t sms
   const int64_t slices = k / kSliceK;
   int64_t s = forced;
   if (!forced)
-    s = blocks >= sms ? 1
-                      : std::min({(sms + blocks - 1) / blocks, kMaxSplit, slices / kMinSplitSlices});
+    s = blocks >= sms
+            ? 1
+            : std::min<int64_t>({(sms + blocks - 1) / blocks, kMaxSplit, slices / kMinSplitSlices});
   s = std::min({s, capacity / (rows * cols), slices});
   if (s < 2)
     return {};

@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 #include "HalideBufferLayout.h"
+#include "xfrt/GpuGemmAbi.h"
 
 #include <gtest/gtest.h>
 
@@ -27,7 +28,7 @@ extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t
 
 namespace {
 
-constexpr int kNotTaken = 1;
+using xfrt::gpu_gemm::kNotTaken;
 
 // A device buffer of `rows` rows of `columns` floats (row stride `stride`) at `address`.
 struct DeviceMatrix {

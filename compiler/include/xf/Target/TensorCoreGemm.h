@@ -10,6 +10,7 @@
 #define XF_TARGET_TENSORCOREGEMM_H
 
 #include "xf/Codegen/HalideKernels.h"
+#include "xfrt/GpuGemmAbi.h"
 
 #include "llvm/Support/Error.h"
 
@@ -27,18 +28,21 @@ const char *gpuMatmulName(GpuMatmul precision);
 std::optional<GpuMatmul> parseGpuMatmul(llvm::StringRef name);
 
 /// The static shared memory a CUDA kernel may declare; more is dynamic, asked for at launch.
-constexpr int kStaticSharedBytes = 48 * 1024;
+constexpr int kStaticSharedBytes = xfrt::gpu_gemm::kStaticSharedBytes;
 
 /// The tensor-core kernel's fixed tiling: a block of 4 warps (2 × 2) computes a
 /// kTcTileRows × kTcTileCols tile of out, each warp 32 × 32 as 2 × 4 mma tiles of 16 × 8;
 /// K runs in shared-memory slices of kTcSliceK.
-constexpr int kTcTileRows = 64, kTcTileCols = 64, kTcSliceK = 32, kTcThreads = 128;
+/// (These constants are libxfrt's launcher's too: xfrt/GpuGemmAbi.h.)
+constexpr int kTcTileRows = xfrt::gpu_gemm::kTileRows, kTcTileCols = xfrt::gpu_gemm::kTileCols,
+              kTcSliceK = xfrt::gpu_gemm::kSliceK, kTcThreads = xfrt::gpu_gemm::kThreads;
 /// Below kTcTallRows rows the kernel `<name>_tc32` runs instead: 32-row tiles (4 warps side
 /// by side, 32 × 16 each), twice the blocks, so that prefills of a few hundred tokens fill
 /// the GPU (GPT-2 small at ℓ = 128: 48-192 blocks instead of 24-96); so it does from
 /// kTcTallRows rows where the 64-row grid would give the GPU fewer than 2 blocks an SM (the
 /// launcher's choice, TensorCoreLaunch.cpp: GPT-2 small's N = 768 GEMMs at ℓ = 1024).
-constexpr int kTcShortTileRows = 32, kTcTallRows = 512;
+constexpr int kTcShortTileRows = xfrt::gpu_gemm::kShortTileRows,
+              kTcTallRows = xfrt::gpu_gemm::kTallRows;
 /// `<name>_tc128`: 128 × 128 tiles, a block of kTcWideThreads threads (8 warps, 4 × 2 of
 /// 32 × 64, each 2 × 8 mma.sync tiles), for GEMMs whose 128-tile grid alone gives every SM
 /// two blocks (the launcher's choice: long prompts, vocabularies, 4096³): half the shared-memory
@@ -48,7 +52,8 @@ constexpr int kTcShortTileRows = 32, kTcTallRows = 512;
 /// (both gates' 128 columns of W: 4 × 2 warps of 32 × 32 a gate, the same 64 accumulators a
 /// thread); where N is an odd multiple of 64 the last tile reads W's columns (rows) past N
 /// clamped and stores none of them.
-constexpr int kTcWideTile = 128, kTcWideThreads = 256;
+constexpr int kTcWideTile = xfrt::gpu_gemm::kWideTile,
+              kTcWideThreads = xfrt::gpu_gemm::kWideThreads;
 /// fp32's FMA kernel has them too, `<name>_fma128` (FmaGemmSource.cpp: 16 row groups × 16
 /// column groups of threads, 8 × 8 sums each, 8 × 4 a gate for SwiGLU; 33-35 KiB of dynamic
 /// shared memory).
@@ -66,19 +71,20 @@ std::string tensorCoreGemmDynamicSharedText(const GemmKernelSpec &spec, GpuMatmu
 /// Rows up to this stay on Halide's GEMV path (decode steps), as in GemmKernelCuda.cpp.
 constexpr int kTcMinRows = 5;
 /// xfrt_tensor_core_gemm's answer when the call is Halide's (fewer than kTcMinRows rows).
-constexpr int kTcNotTaken = 1;
+constexpr int kTcNotTaken = xfrt::gpu_gemm::kNotTaken;
 /// Split-K (docs/gpu.md, "Split-K"): where the 32-row kernel's grid has fewer blocks than the
 /// GPU has SMs, libxfrt launches `<name>_tc32_splitk` with S ≤ kTcMaxSplit K ranges (block z),
 /// each storing its raw sums to [S][M][cols] partials, then `<name>_tc_reduce`, which sums
 /// them in order z = 0..S-1 and applies the epilogue. A grid of kTcSplitMaxBlocks or more is
 /// never split (more than the SMs of any GPU to date: H100/H200 132, B200 148, RTX 5090 170),
 /// which bounds the rows that split and so the partials the host reserves.
-constexpr int kTcMaxSplit = 4, kTcSplitMaxBlocks = 192;
+constexpr int kTcMaxSplit = xfrt::gpu_gemm::kMaxSplit,
+              kTcSplitMaxBlocks = xfrt::gpu_gemm::kSplitMaxBlocks;
 /// The fewest K slices a split range gets by the launcher's own choice (a forced S,
 /// $XF_TENSOR_CORE_SPLIT_K, may go down to one).
-constexpr int kTcMinSplitSlices = 4;
+constexpr int kTcMinSplitSlices = xfrt::gpu_gemm::kMinSplitSlices;
 /// The reduction's block: 4 rows × 64 columns, a thread per pair of columns.
-constexpr int kTcReduceRows = 4;
+constexpr int kTcReduceRows = xfrt::gpu_gemm::kReduceRows;
 
 /// fp32 (--gpu-matmul=fp32): GEMMs of this many rows or more run the FMA kernel built in MLIR
 /// (`<name>_fma`, FmaGemmSource.cpp; the same tiles, split-K and launcher); fewer stay on

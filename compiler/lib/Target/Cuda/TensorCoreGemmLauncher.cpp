@@ -63,11 +63,14 @@ using tc::stringLiteral;
 
 // The flags xfrt_tensor_core_gemm reads (TensorCoreLaunch.cpp).
 int64_t launchFlags(const GemmKernelSpec &spec) {
-  return (spec.hasBias ? 1 : 0) | (spec.hasResidual ? 2 : 0) | (spec.bf16Weights ? 4 : 0) |
-         (spec.epilogue == GemmEpilogue::SwiGlu ? 8 : 0) | (spec.transposeWeight ? 16 : 0) |
-         (tensorCoreSplitRows(spec) > 0 ? 32 : 0) |       // the PTX has the split-K kernels
-         (tensorCoreColumnTail(spec) ? 64 : 0) |          // columns stored one at a time
-         (spec.prologue != GemmPrologue::None ? 128 : 0); // kernels take %gamma, %beta
+  using namespace xfrt::gpu_gemm;
+  return (spec.hasBias ? kBias : 0) | (spec.hasResidual ? kResidual : 0) |
+         (spec.bf16Weights ? kBf16Weights : 0) |
+         (spec.epilogue == GemmEpilogue::SwiGlu ? kGated : 0) |
+         (spec.transposeWeight ? kWeightNK : 0) |
+         (tensorCoreSplitRows(spec) > 0 ? kSplitKernels : 0) | // the PTX has the split-K kernels
+         (tensorCoreColumnTail(spec) ? kColumnTail : 0) |      // columns stored one at a time
+         (spec.prologue != GemmPrologue::None ? kNorm : 0);    // kernels take %gamma, %beta
 }
 
 std::string launcherSource(const GemmKernelSpec &spec, GpuMatmul precision, llvm::StringRef ptx) {

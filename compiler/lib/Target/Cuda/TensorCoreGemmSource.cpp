@@ -58,8 +58,7 @@ struct Types {
                               // kTcWideTile: 4 × 2 of 32 × 64
   int tileCols = kTcTileCols; // kTcWideTile for the wide tiles
   int threads = kTcThreads;
-  bool async = false;         // double-buffered by cp.async: tiles of raw f32, rounded in registers
-  bool dynamic = false;       // the tiles are views of dynamic shared memory (the wide tiles)
+  bool async = false; // double-buffered by cp.async: tiles of raw f32, rounded in registers
   const char *bElem = nullptr; // W's tile's element type where it differs (raw bf16 weights)
   int bNkStride = 0;           // W's [n, k] tile's row stride where it differs from x's
   int buffers() const { return async ? 2 : 1; }
@@ -128,7 +127,6 @@ Types typesOf(const GemmKernelSpec &spec, GpuMatmul precision, int tileRows = kT
   } else if (bf16 && !raw.nk) {
     raw.bStride = cols + 4;
   }
-  raw.dynamic = wide;
   return wide || raw.aBytes() + gates * raw.bBytes() <= kStaticSharedBytes ? raw : ty;
 }
 
@@ -531,7 +529,7 @@ std::string kernelFunction(const GemmKernelSpec &spec, GpuMatmul precision, int 
   storeTile(w, spec, ty, l, acc, gates, partialsRow0);
 
   std::string workgroup, body = w.text;
-  if (ty.dynamic) {
+  if (tileRows == kTcWideTile) { // the wide tiles are views of dynamic shared memory
     std::vector<SharedView> views{{"as", ty.aTile(), ty.aBytes()}};
     for (int gate = 0; gate < gates; ++gate)
       views.push_back({"bs" + std::to_string(gate), ty.bTile(), ty.bBytes()});

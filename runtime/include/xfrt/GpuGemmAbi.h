@@ -1,0 +1,41 @@
+//===- GpuGemmAbi.h - what xfc's MLIR GEMM kernels and libxfrt agree on -*- C++ -*-===//
+//
+// The MLIR GEMM kernels' tiling (tensor cores and the fp32 FMA kernel; xf/Target/
+// TensorCoreGemm.h says what each is for) and the flags xfc's launcher passes
+// xfrt_tensor_core_gemm (runtime/lib/TensorCoreLaunch.cpp): the compiler builds kernels of
+// these shapes and the runtime launches grids of them, so both read this one definition.
+// No dependencies: the runtime includes it as well as the compiler.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef XFRT_GPUGEMMABI_H
+#define XFRT_GPUGEMMABI_H
+
+#include <cstdint>
+
+namespace xfrt::gpu_gemm {
+
+/// Shared memory a kernel may declare statically; more is dynamic and asked for.
+inline constexpr int kStaticSharedBytes = 48 * 1024;
+/// A block of kThreads threads per kTileRows × kTileCols tile of out (`<entry>`), K in slices
+/// of kSliceK; kShortTileRows × kTileCols below kTallRows rows (`<entry>32`).
+inline constexpr int kTileRows = 64, kTileCols = 64, kSliceK = 32, kThreads = 128;
+inline constexpr int kShortTileRows = 32, kTallRows = 512;
+/// kWideTile × kWideTile tiles of kWideThreads threads (`<entry>128`; SwiGLU's kWideTile ×
+/// kTileCols of out), in dynamic shared memory.
+inline constexpr int kWideTile = 128, kWideThreads = 256;
+/// Split-K: at most kMaxSplit ranges of K, never for a grid of kSplitMaxBlocks or more, ranges
+/// of kMinSplitSlices slices or more by the launcher's own choice; `<entry>_reduce`'s block is
+/// kReduceRows rows × kTileCols columns.
+inline constexpr int kMaxSplit = 4, kSplitMaxBlocks = 192, kMinSplitSlices = 4, kReduceRows = 4;
+/// xfrt_tensor_core_gemm's answer where the call is left to Halide's pipeline beside it.
+inline constexpr int kNotTaken = 1;
+
+/// xfrt_tensor_core_gemm's `flags`: what the GEMM has (bias, residual, bf16 weights, SwiGLU's
+/// two gates, W stored [N, K], split-K kernels in the PTX, a column tail, a norm prologue).
+inline constexpr int64_t kBias = 1, kResidual = 2, kBf16Weights = 4, kGated = 8, kWeightNK = 16,
+                         kSplitKernels = 32, kColumnTail = 64, kNorm = 128;
+
+} // namespace xfrt::gpu_gemm
+
+#endif // XFRT_GPUGEMMABI_H
