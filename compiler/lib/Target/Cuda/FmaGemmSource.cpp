@@ -51,12 +51,12 @@ namespace {
 
 constexpr int kChunk = 4;      // floats a 16-byte load; a thread's rows (columns) come in 4s
 constexpr int kColGroups = 16; // column groups a block: 64 columns of 4
-// .maxnreg: the 64-row kernel 3 blocks of 128 threads a SM (its 32 sums a gate and the
-// staged slice: 168 without spills in every example); the 32-row ones 4 (131 registers
-// unbounded for split-K's kernel, i.e. 3 blocks; 128 holds it without spills); the 128-row
-// one 1 block of 256 threads (64 sums, 16 staged floats, 16 of a k's rows and columns:
-// 150-168 registers; at 128, i.e. 2 blocks, ptxas spilled 4-40 bytes in some kernels of
-// every example whatever the slice — 8, 16 or 32 of K — or the staging's order).
+// .maxnreg: the 64-row kernel at least 3 blocks of 128 threads a SM (its 32 sums a gate and
+// the staged slice: 120-168 registers in the examples, no spills); the 32-row ones 4 (131
+// registers unbounded for split-K's kernel once, i.e. 3 blocks; 128 holds it without
+// spills); the 128-row one 1 block of 256 threads (64 sums, 16 staged floats, 16 of a k's rows
+// and columns: 109-168 registers; at 128, i.e. 2 blocks, ptxas spilled 4-40 bytes in some
+// kernel of every example whatever the slice — 8, 16 or 32 of K — or the staging's order).
 constexpr int kMaxRegisters = 168, kMaxRegistersShort = 128, kMaxRegistersWide = 168;
 
 // A block's tile of out and its threads.
