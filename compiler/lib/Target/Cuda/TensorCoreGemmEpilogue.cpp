@@ -131,6 +131,30 @@ void storeColumns(Writer &w, const GemmKernelSpec &spec, const std::string &row,
   w.line("}");
 }
 
+void storeSumPair(Writer &w, const GemmKernelSpec &spec, int gates, bool pastN,
+                  const std::string &row, const std::string &col,
+                  const std::function<std::string(int)> &sum, const std::string &partialsRow0) {
+  auto store = [&](const std::string &v, const std::string &at) {
+    w.line("vector.store " + v + ", %out[" + at +
+           "] {alignment = 8} : memref<?xf32>, vector<2xf32>");
+  };
+  if (partialsRow0.empty() && tensorCoreColumnTail(spec)) {
+    storeColumns(w, spec, row, col, [&] { return epiloguePair(w, spec, row, col, sum); });
+  } else if (partialsRow0.empty()) {
+    // Past N (wide tiles, N an odd multiple of 64): a pair is all in or all out.
+    if (pastN)
+      w.line("scf.if " + w.let("arith.cmpi ult, " + col + ", " + w.index(spec.N) + " : index") +
+             " {");
+    store(epiloguePair(w, spec, row, col, sum), w.add(w.mul(row, "%os"), col));
+    if (pastN)
+      w.line("}");
+  } else {
+    std::string at = w.add(w.mul(w.add(partialsRow0, row), w.index(gates * spec.N)), col);
+    for (int gate = 0; gate < gates; ++gate)
+      store(sum(gate), w.addConst(at, gate * spec.N));
+  }
+}
+
 std::string splitReductionFunction(const GemmKernelSpec &spec, llvm::StringRef entry) {
   const int gates = spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1;
   Writer w;

@@ -55,8 +55,8 @@ struct Types {
   const char *weight; // W's stored element type
   int aStride, bStride;
   int tileRows = kTcTileRows; // 64: warps 2 × 2 of 32 × 32; kTcShortTileRows: 1 × 4 of 32 × 16;
-                              // kTcWideTile: 4 × 2 of 32 × 64
-  int tileCols = kTcTileCols; // kTcWideTile for the wide tiles
+                              // kTcWideTile: 4 × 2 of 32 × 64 (SwiGLU 32 × 32)
+  int tileCols = kTcTileCols; // kTcWideTile for the wide tiles but SwiGLU's
   int threads = kTcThreads;
   bool async = false; // double-buffered by cp.async: tiles of raw f32, rounded in registers
   const char *bElem = nullptr; // W's tile's element type where it differs (raw bf16 weights)
@@ -404,25 +404,7 @@ void storeTile(Writer &w, const GemmKernelSpec &spec, const Types &ty, const Lan
           return w.let("vector.extract " + acc[gate * ty.accumulators() + i * ty.jTiles() + j] +
                        "[" + std::to_string(h) + "] : vector<2xf32> from " + kAcc);
         };
-        auto store = [&](const std::string &v, const std::string &at) {
-          w.line("vector.store " + v + ", %out[" + at +
-                 "] {alignment = 8} : memref<?xf32>, vector<2xf32>");
-        };
-        if (partialsRow0.empty() && tensorCoreColumnTail(spec)) {
-          storeColumns(w, spec, row, col, [&] { return epiloguePair(w, spec, row, col, sum); });
-        } else if (partialsRow0.empty()) {
-          // Past N (wide tiles, N an odd multiple of 64): a pair is all in or all out.
-          if (ty.pastN(spec))
-            w.line("scf.if " +
-                   w.let("arith.cmpi ult, " + col + ", " + w.index(spec.N) + " : index") + " {");
-          store(epiloguePair(w, spec, row, col, sum), w.add(w.mul(row, "%os"), col));
-          if (ty.pastN(spec))
-            w.line("}");
-        } else {
-          std::string at = w.add(w.mul(w.add(partialsRow0, row), w.index(gates * spec.N)), col);
-          for (int gate = 0; gate < gates; ++gate)
-            store(sum(gate), w.addConst(at, gate * spec.N));
-        }
+        storeSumPair(w, spec, gates, ty.pastN(spec), row, col, sum, partialsRow0);
         w.line("}");
       }
 }
