@@ -16,6 +16,7 @@
 #include "xfrt/CudaDriver.h"
 #include "xfrt/GpuGemmAbi.h"
 
+#include <algorithm>
 #include <cassert>
 #include <cerrno>
 #include <cstdint>
@@ -104,10 +105,11 @@ void noteOnce(const std::string &key, const std::string &message) {
 }
 
 // A memref<?xT> descriptor as the kernel's parameters: allocated and aligned pointer,
-// offset, size, stride (MLIR's expanded calling convention, 5 × 8 bytes).
+// offset, size, stride (MLIR's expanded calling convention; 8-byte pointers, 32-bit indices:
+// kKernelIndexBits).
 struct Memref {
   uint64_t allocated, aligned;
-  int64_t offset, size, stride;
+  int32_t offset, size, stride;
 };
 
 // Row stride of a [rows, cols] buffer (dim 0 = cols, stride 1).
@@ -134,6 +136,16 @@ int64_t span(const HalideBuffer *b) {
   for (int i = 0; i < b->dimensions; ++i)
     last += (b->dim[i].extent - 1) * b->dim[i].stride;
   return last + 1;
+}
+
+// Why the kernels' 32-bit indices cannot address `b` (GpuGemmAbi.h's kIndexLimit), or "".
+std::string pastIndexRange(const char *what, const HalideBuffer *b) {
+  int64_t largestStride = 0;
+  for (int i = 0; i < b->dimensions; ++i)
+    largestStride = std::max<int64_t>(largestStride, std::abs(int64_t(b->dim[i].stride)));
+  if (span(b) + kIndexSlack * largestStride < kIndexLimit)
+    return "";
+  return std::string(what) + " has more elements than the kernel's 32-bit indices address";
 }
 
 // The CUfunction of `entry` in `ptx` for the current context, loading the module once.
@@ -222,12 +234,13 @@ struct Launches {
   }
 };
 
-// A kernel's parameters: memrefs (5 fields each), then index scalars; null-terminated, as
-// Halide's launches pass them. Holds the values the pointers point to.
+// A kernel's parameters: memrefs (5 fields each), then index scalars (32-bit; the callers
+// checked their operands with pastIndexRange, which bounds every size, stride and extent);
+// null-terminated, as Halide's launches pass them. Holds the values the pointers point to.
 struct Params {
   static constexpr int kMaxMemrefs = 7, kMaxScalars = 8;
   Memref memrefs[kMaxMemrefs];
-  int64_t scalars[kMaxScalars];
+  int32_t scalars[kMaxScalars];
   void *pointers[kMaxMemrefs * 5 + kMaxScalars + 1] = {};
   Params(const std::vector<Memref> &ms, std::initializer_list<int64_t> ss) {
     assert(ms.size() <= kMaxMemrefs && ss.size() <= kMaxScalars);
@@ -241,7 +254,8 @@ struct Params {
     }
     i = 0;
     for (int64_t s : ss) {
-      scalars[i] = s;
+      assert(s >= INT32_MIN && s <= INT32_MAX);
+      scalars[i] = int32_t(s);
       pointers[p++] = &scalars[i++];
     }
   }
@@ -348,7 +362,8 @@ struct Tiles {
 int launchGemm(Launches &launch, const std::string &entry, int64_t n, int64_t k, int64_t flags,
                int64_t rows, const Tiles &tiles, Split split, const GemmBuffers &b) {
   auto memref = [](const HalideBuffer *b, int64_t elements) {
-    return Memref{b->device, b->device, 0, elements, 1};
+    assert(elements < kIndexLimit);
+    return Memref{b->device, b->device, 0, int32_t(elements), 1};
   };
   const int64_t wCols = (flags & kGated) ? 2 * n : n;
   Memref mx = memref(b.x, rows * rowStride(b.x)),
@@ -432,9 +447,10 @@ extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t
   if (forcedRows == kWideTile && !wideShared)
     return fail(what + "$XF_GEMM_TILE_ROWS is 128, but this kernel has no 128-row tiles "
                        "(docs/gpu.md, \"Wide tiles\")");
-  // An operand the kernel cannot read with its 16- or 8-byte accesses leaves the call to
-  // Halide's pipeline beside it (any layout, float32 products), said once a kernel on stderr:
-  // a model's buffers may be placed so, and a slower correct call beats a failed forward.
+  // An operand the kernel cannot read with its 16- or 8-byte accesses, or address with its
+  // 32-bit indices, leaves the call to Halide's pipeline beside it (any layout and size,
+  // float32 products), said once a kernel on stderr: a model's buffers may be placed so, and
+  // a slower correct call beats a failed forward.
   for (const std::string &why :
        {misaligned("x", x, 4, 4), // bf16 weights: cp.async copies 8 (16 bytes)
         (flags & kBf16Weights) ? misaligned("the weight", w, 2, 8)
@@ -444,7 +460,10 @@ extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t
         (flags & kResidual) ? misaligned("the residual", residual, 4, 2) : "",
         (flags & kNorm) && gamma ? misaligned("the norm's gamma", gamma, 4, 4) : "",
         (flags & kNorm) && beta ? misaligned("the norm's beta", beta, 4, 4) : "",
-        misaligned("the split-K partials", partials, 4, 2)})
+        misaligned("the split-K partials", partials, 4, 2), pastIndexRange("x", x),
+        pastIndexRange("the weight", w), pastIndexRange("out", out),
+        (flags & kResidual) ? pastIndexRange("the residual", residual) : "",
+        pastIndexRange("the split-K partials", partials)})
     if (!why.empty()) {
       noteOnce(entry, "note: " + what + why + "; Halide's pipeline beside it runs the call");
       return kNotTaken;
@@ -531,7 +550,9 @@ const AttentionFunction *attentionFunctionFor(const std::vector<AttentionFunctio
 static int launchAttention(Launches &launch, const AttentionFunction &f, int64_t heads,
                            const HalideBuffer *q, const HalideBuffer *k, const HalideBuffer *v,
                            const HalideBuffer *out) {
-  auto memref = [](const HalideBuffer *b) { return Memref{b->device, b->device, 0, span(b), 1}; };
+  auto memref = [](const HalideBuffer *b) {
+    return Memref{b->device, b->device, 0, int32_t(span(b)), 1};
+  };
   const int64_t rows = q->dim[1].extent;
   Params p({memref(q), memref(k), memref(v), memref(out)},
            {rows, k->dim[1].extent, rowStride(q), strideOf(k, 1), strideOf(k, 2), strideOf(v, 1),
@@ -561,8 +582,10 @@ extern "C" int xfrt_tensor_core_attention(const char *ptx, const char *entries,
   const int64_t forced = forcedBlockQueries();
   if (forced < 0)
     return fail(what + "$XF_ATTENTION_BLOCK_QUERIES is not a whole number from 1 to 1024");
-  for (const std::string &why : {misaligned("q", q, 4, 4), misaligned("K", k, 4, 4),
-                                 misaligned("V", v, 4, 4), misaligned("out", out, 4, 2)})
+  for (const std::string &why :
+       {misaligned("q", q, 4, 4), misaligned("K", k, 4, 4), misaligned("V", v, 4, 4),
+        misaligned("out", out, 4, 2), pastIndexRange("q", q), pastIndexRange("K", k),
+        pastIndexRange("V", v), pastIndexRange("out", out)})
     if (!why.empty()) { // as the GEMM's: Halide's pipeline beside it, said once
       noteOnce(entries, "note: " + what + why + "; Halide's pipeline beside it runs the call");
       return kNotTaken;

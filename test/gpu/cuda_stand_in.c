@@ -515,6 +515,18 @@ CUresult cuLaunchKernel(void *function, unsigned gx, unsigned gy, unsigned gz, u
   if (!validLaunch(function, gx, gy, gz, bx, by, bz, shared))
     return kInvalidValue;
   FILE *f = launchLog();
+  /* As many arguments as the entry's PTX declares (null-terminated, as Halide's and libxfrt's
+   * launches pass them): a launcher out of step with its kernels' parameters fails here. */
+  const ParamSizes *sizes = paramSizesOf(function);
+  size_t count = 0;
+  while (params && params[count])
+    ++count;
+  if (sizes && sizes->count && count != sizes->count) {
+    if (f)
+      fprintf(f, "invalid launch %s: %zu arguments, its PTX declares %zu\n", (const char *)function,
+              count, sizes->count);
+    return kInvalidValue;
+  }
   char arguments[512];
   describeArguments(function, params, arguments, sizeof arguments);
   if (capture && stream == capturingStream) {

@@ -74,6 +74,22 @@ TEST(RuntimeMlirGemmLaunch, MisalignedOperandFallsBackToHalideOnceSaid) {
       << "said twice: " << said;
 }
 
+TEST(RuntimeMlirGemmLaunch, OperandPastThirtyTwoBitIndicesIsHalides) {
+  // x and out of `rows` rows of 64 floats: the kernels' 32-bit indices address rows × 64 plus
+  // kIndexSlack rows past the end below 2^31 elements, no more.
+  const int32_t largest =
+      int32_t((xfrt::gpu_gemm::kIndexLimit - 1) / 64 - xfrt::gpu_gemm::kIndexSlack);
+  testing::internal::CaptureStderr();
+  EXPECT_NE(call(largest, 0x10000, 64, "largest_fma"), kNotTaken);
+  EXPECT_EQ(call(largest + 1, 0x10000, 64, "too_large_fma"), kNotTaken);
+  std::string said = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(said.find("largest_fma"), std::string::npos) << said;
+  EXPECT_NE(said.find("note: GEMM kernel too_large_fma: x has more elements than the kernel's "
+                      "32-bit indices address; Halide's pipeline beside it runs the call"),
+            std::string::npos)
+      << said;
+}
+
 TEST(RuntimeMlirGemmLaunch, AlignedCallIsTheKernels) {
   // Taken: with no CUDA driver in this process, the launch itself fails (not kNotTaken).
   testing::internal::CaptureStderr();

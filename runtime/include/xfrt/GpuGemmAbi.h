@@ -28,6 +28,14 @@ inline constexpr int kWideTile = 128, kWideThreads = 256;
 /// of kMinSplitSlices slices or more by the launcher's own choice; `<entry>_reduce`'s block is
 /// kReduceRows rows × kTileCols columns.
 inline constexpr int kMaxSplit = 4, kSplitMaxBlocks = 192, kMinSplitSlices = 4, kReduceRows = 4;
+/// Every MLIR kernel (GEMMs and attentions) is lowered with 32-bit indices: a memref's offset,
+/// size and stride and each scalar parameter are 32-bit, and so is the address arithmetic
+/// (fewer registers and instructions than 64-bit: GPT-2's 128 × 128 FMA tiles fit 128
+/// registers, i.e. 2 blocks an SM). So libxfrt launches an MLIR kernel only where every
+/// operand's elements, plus kIndexSlack times its largest stride (a tile's rows or keys past
+/// the operand's end, whose addresses a kernel may form before clamping them), stay below 2^31.
+inline constexpr int kKernelIndexBits = 32;
+inline constexpr int64_t kIndexSlack = 256, kIndexLimit = int64_t(1) << 31;
 /// xfrt_tensor_core_gemm's answer where the call is left to Halide's pipeline beside it.
 inline constexpr int kNotTaken = 1;
 

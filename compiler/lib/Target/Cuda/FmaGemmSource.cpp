@@ -51,13 +51,14 @@ namespace {
 
 constexpr int kChunk = 4;      // floats a 16-byte load; a thread's rows (columns) come in 4s
 constexpr int kColGroups = 16; // column groups a block: 64 columns of 4
-// .maxnreg: the 64-row kernel at least 3 blocks of 128 threads a SM (its 32 sums a gate and
-// the staged slice: 120-168 registers in the examples, no spills); the 32-row ones 4 (131
-// registers unbounded for split-K's kernel once, i.e. 3 blocks; 128 holds it without
-// spills); the 128-row one 1 block of 256 threads (64 sums, 16 staged floats, 16 of a k's rows
-// and columns: 109-168 registers; at 128, i.e. 2 blocks, ptxas spilled 4-40 bytes in some
-// kernel of every example whatever the slice — 8, 16 or 32 of K — or the staging's order).
-constexpr int kMaxRegisters = 168, kMaxRegistersShort = 128, kMaxRegistersWide = 168;
+// .maxnreg, from ptxas (sm_90, every example, 32-bit indices: xfrt/GpuGemmAbi.h): 128 — 4
+// blocks of 128 threads a SM for the 64- and 32-row tiles, 2 of 256 for the 128-row one (64
+// sums, 16 staged floats, 16 of a k's rows and columns) — without spills; 168 (3 blocks; 1 of
+// the wide tiles) for SwiGLU's two gates and for a [K, N] W whose last column tile is clamped
+// (pastN): at 128 ptxas spilled 44 bytes of Llama's 64-row SwiGLU kernel, 4 of its 128-row one
+// and 4 of compact's 128-row QKV (N = 192). With 64-bit indices the 128-row kernels spilled
+// 4-40 bytes at 128 in some kernel of every example whatever the slice or staging.
+constexpr int kMaxRegisters = 128, kMaxRegistersGated = 168;
 
 // A block's tile of out and its threads.
 struct Shape {
@@ -502,9 +503,9 @@ std::string kernelFunction(const GemmKernelSpec &spec, int tileRows, bool split 
   const std::string suffix = split                     ? "_fma32_splitk"
                              : tileRows == kTcTileRows ? "_fma"
                                                        : "_fma" + std::to_string(tileRows);
-  const int registers = k.shape.wide()            ? kMaxRegistersWide
-                        : tileRows == kTcTileRows ? kMaxRegisters
-                                                  : kMaxRegistersShort;
+  const bool crowded = k.gates == 2 || (!k.nk() && k.pastN());
+  const int registers =
+      crowded && tileRows != kTcShortTileRows ? kMaxRegistersGated : kMaxRegisters;
   return gemmKernelFunction(spec.name + suffix, spec.bf16Weights ? "bf16" : "f32", split,
                             k.norm() ? "%gamma: memref<?xf32>, %beta: memref<?xf32>, " : "",
                             workgroup, body, registers, k.shape.threads);

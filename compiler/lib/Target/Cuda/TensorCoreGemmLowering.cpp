@@ -3,8 +3,9 @@
 // TensorCoreGemmSource.cpp's gpu.module, parsed in a context of its own and lowered as
 // `mlir-opt --pass-pipeline=` would: nvvm-attach-target (sm_NN, O3), then inside the
 // gpu.module scf → cf, nvgpu → nvvm (ldmatrix, mma.sync), gpu/arith/math/memref/vector →
-// nvvm + llvm, and gpu-module-to-binary's `isa` format: LLVM's NVPTX backend, in this
-// process, writes PTX (no CUDA toolkit, no libdevice: the epilogue's exp is ex2.approx).
+// nvvm + llvm, both with 32-bit indices (xfrt/GpuGemmAbi.h's kKernelIndexBits), and
+// gpu-module-to-binary's `isa` format: LLVM's NVPTX backend, in this process, writes PTX (no CUDA
+// toolkit, no libdevice: the epilogue's exp is ex2.approx).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,7 +13,12 @@
 
 #include "TensorCoreKernelText.h"
 
+#include "xfrt/GpuGemmAbi.h"
+
+#include "mlir/Conversion/GPUCommon/GPUCommonPass.h"
 #include "mlir/Conversion/GPUToNVVM/GPUToNVVMPass.h"
+#include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
+#include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
@@ -20,6 +26,9 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/Transforms/Patterns.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/InitAllDialects.h"
@@ -62,6 +71,32 @@ void externalDynamicSharedMemory(ModuleOp module) {
   });
 }
 
+// The options of both conversions to LLVM: kKernelIndexBits-bit indices.
+LowerToLLVMOptions loweringOptions(MLIRContext *context) {
+  LowerToLLVMOptions options(context);
+  options.overrideIndexBitwidth(xfrt::gpu_gemm::kKernelIndexBits);
+  return options;
+}
+
+// MLIR's convert-nvgpu-to-nvvm with the kernels' index width: the upstream pass lowers with
+// 64-bit indices whatever convert-gpu-to-nvvm is told, and the two must agree on the memref
+// descriptors they pass between them. The kernels use cp.async, ldmatrix and mma.sync only.
+LogicalResult lowerNvgpuOps(gpu::GPUModuleOp module) {
+  MLIRContext *context = module.getContext();
+  LLVMTypeConverter converter(context, loweringOptions(context));
+  nvgpu::populateCommonGPUTypeAndAttributeConversions(converter);
+  converter.addConversion([&](nvgpu::DeviceAsyncTokenType type) -> Type {
+    return converter.convertType(IntegerType::get(type.getContext(), 32)); // tokens are dropped
+  });
+  RewritePatternSet patterns(context);
+  populateNVGPUToNVVMConversionPatterns(converter, patterns);
+  LLVMConversionTarget target(*context);
+  target.addLegalDialect<LLVM::LLVMDialect, arith::ArithDialect, memref::MemRefDialect,
+                         NVVM::NVVMDialect, vector::VectorDialect>();
+  scf::populateSCFStructuralTypeConversionsAndLegality(converter, patterns, target);
+  return applyPartialConversion(module, target, std::move(patterns));
+}
+
 } // namespace
 
 // The kernel's module lowered to the LLVM/NVVM dialects, or its PTX.
@@ -85,14 +120,23 @@ llvm::Expected<std::string> tc::lowerTensorCoreKernel(llvm::StringRef source,
   target.chip = "sm_" + std::to_string(capability);
   target.optLevel = 3;
   pm.addPass(createGpuNVVMAttachTarget(target));
-  OpPassManager &kernel = pm.nest<gpu::GPUModuleOp>();
-  kernel.addPass(createSCFToControlFlowPass());
-  kernel.addPass(createConvertNVGPUToNVVMPass());
-  kernel.addPass(createConvertGpuOpsToNVVMOps());
+  pm.nest<gpu::GPUModuleOp>().addPass(createSCFToControlFlowPass());
+  PassManager toNvvm(context.get());
+  OpPassManager &kernel = toNvvm.nest<gpu::GPUModuleOp>();
+  ConvertGpuOpsToNVVMOpsOptions gpuToNvvm;
+  gpuToNvvm.indexBitwidth = xfrt::gpu_gemm::kKernelIndexBits;
+  kernel.addPass(createConvertGpuOpsToNVVMOps(gpuToNvvm));
   kernel.addPass(createCanonicalizerPass());
   kernel.addPass(createCSEPass());
   kernel.addPass(createReconcileUnrealizedCastsPass());
-  if (mlir::failed(pm.run(*module)))
+  auto lowerNvgpu = [&] {
+    for (auto gpuModule : module->getOps<gpu::GPUModuleOp>())
+      if (mlir::failed(lowerNvgpuOps(gpuModule)))
+        return mlir::failure();
+    return mlir::success();
+  };
+  if (mlir::failed(pm.run(*module)) || mlir::failed(lowerNvgpu()) ||
+      mlir::failed(toNvvm.run(*module)))
     return failed("lowering GPU kernel '" + what + "' failed: " + diagnostics);
   externalDynamicSharedMemory(*module);
   if (ptx) {
