@@ -23,7 +23,7 @@ int64_t mlir::xf::tuning::timingKeys(int64_t rows, int64_t longest) {
 
 TimingCalls mlir::xf::tuning::gemmTimingCalls(const GemmKernelSpec &spec, int64_t longest) {
   // The pipeline's arguments in order (GemmKernel.cpp's gemmKernelPipeline, then out).
-  const int64_t wide = spec.epilogue == GemmEpilogue::SwiGlu ? 2 * spec.N : spec.N;
+  const int64_t wide = spec.gates() * spec.N;
   struct Buffer {
     int64_t cols, rows; // rows: 0 for a vector, kTimingRows for M
     bool bf16;

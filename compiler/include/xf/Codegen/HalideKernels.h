@@ -230,6 +230,9 @@ struct GemmKernelSpec {
   /// K / mergeHeads columns and mergeRanges ranges), an input after the norm's, so that a
   /// decode step launches no merge (docs/gpu.md); 0: x as given.
   int64_t mergeHeads = 0, mergeRanges = 0;
+
+  /// W's column blocks a column of out reads: SwiGLU's two [gate | up], else one.
+  int gates() const { return epilogue == GemmEpilogue::SwiGlu ? 2 : 1; }
 };
 
 /// GEMV blocks (M <= 4) up to which a CUDA GEMM merges flash-decoding's key ranges itself:
@@ -257,7 +260,7 @@ inline bool canPackWeightAtLoad(const GemmKernelSpec &spec) {
 /// Register tiles of a packed weight: ⌈N / tileCols⌉, twice that when gated.
 inline int64_t packedTiles(const GemmKernelSpec &spec) {
   int64_t tiles = (spec.N + spec.schedule.tileCols - 1) / spec.schedule.tileCols;
-  return spec.epilogue == GemmEpilogue::SwiGlu ? 2 * tiles : tiles;
+  return spec.gates() * tiles;
 }
 
 /// A packed weight as a dense 3-D buffer (lane, row, tile): `lanes`
@@ -484,7 +487,7 @@ struct KernelWork {
 
 inline KernelWork kernelWork(const GemmKernelSpec &g) {
   // A gated (SwiGLU) GEMM multiplies by 2·N weight columns [gate | up].
-  double columns = double(g.N) * (g.epilogue == GemmEpilogue::SwiGlu ? 2 : 1);
+  double columns = double(g.N) * g.gates();
   KernelWork w;
   w.flopsPerRow = 2.0 * double(g.K) * columns;
   w.weightBytes = g.weightBlocks != WeightBlocks::None

@@ -60,7 +60,7 @@ GemmInputs gemmInputs(const GemmKernelSpec &spec) {
 
 void constrainGemmBuffers(const GemmKernelSpec &spec, GemmInputs &in, Func out) {
   const int K = int(spec.K), N = int(spec.N);
-  const int weightCols = spec.epilogue == GemmEpilogue::SwiGlu ? 2 * N : N;
+  const int weightCols = spec.gates() * N;
   Expr rows = in.x.dim(1).extent();
   in.x.dim(0).set_bounds(0, K).set_stride(1).dim(1).set_min(0);
   if (spec.weightBlocks != WeightBlocks::None)
@@ -539,7 +539,7 @@ void defineCudaBatchGemvs(const GemmKernelSpec &spec, const GemmInputs &in, Gemm
 
 GemmCudaFuncs defineGemmCuda(const GemmKernelSpec &spec, const GemmInputs &in) {
   GemmCudaFuncs f;
-  f.gates = spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1;
+  f.gates = spec.gates();
   const int K = int(spec.K), N = int(spec.N);
   Var n = f.n, m = f.m, g = f.g, k = f.k, ks = f.ks;
   ImageParam x = in.x, weight = in.weight;

@@ -51,7 +51,7 @@ Func weightByColumn(Func source, const GemmKernelSpec &spec, Expr zero, const ch
 
 /// Bounds of the stored weight (2-D, either layout) or of a packed one.
 void constrainWeight(OutputImageParam weight, const GemmKernelSpec &spec, bool packed) {
-  const int64_t weightCols = spec.epilogue == GemmEpilogue::SwiGlu ? 2 * spec.N : spec.N;
+  const int64_t weightCols = spec.gates() * spec.N;
   const int K = int(spec.K);
   const PackedWeightShape shape = packedWeightShape(spec);
   const int lanes = int(shape.lanes), rows = int(shape.rows);

@@ -165,7 +165,7 @@ struct Kernel {
 Kernel kernelOf(Writer &w, const GemmKernelSpec &spec, int tileRows) {
   // Slices of 16 of K for SwiGLU (two gates' double-buffered tiles of 32 would pass 48 KiB)
   // and for the 128-row tiles (a slice of 32 staged would hold 32 registers a thread).
-  const int gates = spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1;
+  const int gates = spec.gates();
   const int sliceK = gates == 2 || tileRows == kTcWideTile ? kTcSliceK / 2 : kTcSliceK;
   return Kernel{w, spec, shapeOf(tileRows, gates), gates, sliceK};
 }

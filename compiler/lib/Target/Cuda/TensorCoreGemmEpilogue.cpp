@@ -156,7 +156,7 @@ void storeSumPair(Writer &w, const GemmKernelSpec &spec, int gates, bool pastN,
 }
 
 std::string splitReductionFunction(const GemmKernelSpec &spec, llvm::StringRef entry) {
-  const int gates = spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1;
+  const int gates = spec.gates();
   Writer w;
   std::string tid = w.let("gpu.thread_id x");
   std::string bx = w.let("gpu.block_id x"), by = w.let("gpu.block_id y");

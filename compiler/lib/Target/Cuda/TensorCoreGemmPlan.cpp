@@ -111,7 +111,7 @@ int64_t tensorCoreSplitRows(const GemmKernelSpec &spec) {
 }
 
 int64_t tensorCoreSplitPartialFloats(const GemmKernelSpec &spec) {
-  const int64_t cols = spec.epilogue == GemmEpilogue::SwiGlu ? 2 * spec.N : spec.N;
+  const int64_t cols = spec.gates() * spec.N;
   return kTcMaxSplit * cols * tensorCoreSplitRows(spec);
 }
 

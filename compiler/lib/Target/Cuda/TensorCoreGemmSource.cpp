@@ -94,7 +94,7 @@ struct Types {
 
 Types typesOf(const GemmKernelSpec &spec, GpuMatmul precision, int tileRows = kTcTileRows) {
   bool bf16 = precision == GpuMatmul::Bf16;
-  const int gates = spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1;
+  const int gates = spec.gates();
   // The wide tiles: 128 columns of W a block, i.e. 64 of out for SwiGLU's two gates.
   const bool wide = tileRows == kTcWideTile;
   const int cols = wide && gates == 1 ? kTcWideTile : kTcTileCols;
@@ -495,7 +495,7 @@ void kLoop(Writer &w, const GemmKernelSpec &spec, const Types &ty, const Lanes &
 std::string kernelFunction(const GemmKernelSpec &spec, GpuMatmul precision, int tileRows,
                            bool split = false) {
   Types ty = typesOf(spec, precision, tileRows);
-  const int gates = spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1;
+  const int gates = spec.gates();
   Writer w;
   Lanes l = laneIndices(w, ty);
   KRange range{"", "%k"};
@@ -537,7 +537,7 @@ int64_t tensorCoreWideTileShared(const GemmKernelSpec &spec, GpuMatmul precision
     return 0;
   Types ty = typesOf(spec, precision, kTcWideTile);
   assert(ty.async && "wide tiles are cp.async's");
-  return ty.aBytes() + (spec.epilogue == GemmEpilogue::SwiGlu ? 2 : 1) * ty.bBytes();
+  return ty.aBytes() + spec.gates() * ty.bBytes();
 }
 
 std::string tensorCoreGemmDynamicSharedText(const GemmKernelSpec &spec, GpuMatmul precision) {
