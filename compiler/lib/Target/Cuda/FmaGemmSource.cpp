@@ -13,8 +13,8 @@
 // 16 row groups, 16 column groups). The thread owns rows 4r + e + 4 · groups · i (e < 4; i <
 // 2 for the 64- and 128-row tiles, 1 for 32) and columns 4c + e + 64j (j < 1, or 2 for the
 // 128-column tile), per gate, its sums in registers: 32 floats a gate (64-row tile), 16 (32),
-// 64 (128 × 128). Per K slice (32 of K; 16 for SwiGLU, whose two gates' tiles would pass
-// 48 KiB, and for the 128-row tiles) both tiles are kept [k][row] and [k][n] whatever W's layout
+// 64 (128 × 128). Per K slice (32 of K; 16 or 8 for SwiGLU and the 128-row tiles: kernelOf)
+// both tiles are kept [k][row] and [k][n] whatever W's layout
 // (x, and [N, K] weights, transposed as they are staged: stagedChunk, no bank conflicts), so per k
 // a thread reads its rows as one or two 16-byte loads (8 lanes a row group: broadcast) and its
 // columns as one or two (a warp's 8 column groups: 128 consecutive bytes), then runs rows × columns
@@ -53,12 +53,13 @@ constexpr int kChunk = 4;      // floats a 16-byte load; a thread's rows (column
 constexpr int kColGroups = 16; // column groups a block: 64 columns of 4
 // .maxnreg, from ptxas (sm_90, every example, 32-bit indices: xfrt/GpuGemmAbi.h): 128 — 4
 // blocks of 128 threads a SM for the 64- and 32-row tiles, 2 of 256 for the 128-row one (64
-// sums, 16 staged floats, 16 of a k's rows and columns) — without spills; 168 (3 blocks; 1 of
-// the wide tiles) for SwiGLU's two gates and for a [K, N] W whose last column tile is clamped
-// (pastN): at 128 ptxas spilled 44 bytes of Llama's 64-row SwiGLU kernel, 4 of its 128-row one
-// and 4 of compact's 128-row QKV (N = 192). With 64-bit indices the 128-row kernels spilled
-// 4-40 bytes at 128 in some kernel of every example whatever the slice or staging.
-constexpr int kMaxRegisters = 128, kMaxRegistersGated = 168;
+// sums, 16 staged floats, 16 of a k's rows and columns) — without spills, SwiGLU's 64-row one
+// with slices of 8 (kernelOf); 168 (1 block of the wide tiles) for SwiGLU's 128-row tiles and
+// a [K, N] W whose last 128-column tile is clamped (pastN): at 128 ptxas spilled 4 bytes of
+// Llama's and of compact's QKV (N = 192). With 64-bit indices the 128-row kernels spilled 4-40
+// bytes at 128 in some kernel of every example whatever the slice or staging, and SwiGLU's
+// 64-row one 44 with slices of 16 and 32-bit indices.
+constexpr int kMaxRegisters = 128, kMaxRegistersCrowded = 168;
 
 // A block's tile of out and its threads.
 struct Shape {
@@ -163,11 +164,22 @@ struct Kernel {
 };
 
 Kernel kernelOf(Writer &w, const GemmKernelSpec &spec, int tileRows) {
-  // Slices of 16 of K for SwiGLU (two gates' double-buffered tiles of 32 would pass 48 KiB)
-  // and for the 128-row tiles (a slice of 32 staged would hold 32 registers a thread).
+  // Slices of 16 of K for the 128-row tiles (a slice of 32 staged would hold 32 registers a
+  // thread) and SwiGLU's 32-row ones (two gates' double-buffered tiles of 32 would pass 48
+  // KiB); of 8 for SwiGLU's 64-row tiles, whose 64 sums and two gates' staged chunks of a
+  // 16-slice spilled at 128 registers. Not for SwiGLU's 128-row ones: a slice of 8 of their
+  // 64 columns a gate is half a chunk a thread.
   const int gates = spec.gates();
-  const int sliceK = gates == 2 || tileRows == kTcWideTile ? kTcSliceK / 2 : kTcSliceK;
-  return Kernel{w, spec, shapeOf(tileRows, gates), gates, sliceK};
+  const int sliceK = gates == 2 && tileRows == kTcTileRows   ? kTcSliceK / 4
+                     : gates == 2 || tileRows == kTcWideTile ? kTcSliceK / 2
+                                                             : kTcSliceK;
+  const Shape shape = shapeOf(tileRows, gates);
+  // Every thread stages whole 16-byte chunks of x and of each gate's W, the same number.
+  assert(tileRows * sliceK % (kChunk * shape.threads) == 0 &&
+         sliceK * shape.tileCols % (kChunk * shape.threads) == 0 &&
+         tileRows * sliceK >= kChunk * shape.threads &&
+         sliceK * shape.tileCols >= kChunk * shape.threads);
+  return Kernel{w, spec, shape, gates, sliceK};
 }
 
 Kernel indicesOf(Writer &w, const GemmKernelSpec &spec, int tileRows) {
@@ -503,9 +515,8 @@ std::string kernelFunction(const GemmKernelSpec &spec, int tileRows, bool split 
   const std::string suffix = split                     ? "_fma32_splitk"
                              : tileRows == kTcTileRows ? "_fma"
                                                        : "_fma" + std::to_string(tileRows);
-  const bool crowded = k.gates == 2 || (!k.nk() && k.pastN());
-  const int registers =
-      crowded && tileRows != kTcShortTileRows ? kMaxRegistersGated : kMaxRegisters;
+  const bool crowded = k.shape.wide() && (k.gates == 2 || (!k.nk() && k.pastN()));
+  const int registers = crowded ? kMaxRegistersCrowded : kMaxRegisters;
   return gemmKernelFunction(spec.name + suffix, spec.bf16Weights ? "bf16" : "f32", split,
                             k.norm() ? "%gamma: memref<?xf32>, %beta: memref<?xf32>, " : "",
                             workgroup, body, registers, k.shape.threads);
