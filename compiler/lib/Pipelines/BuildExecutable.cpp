@@ -432,28 +432,49 @@ llvm::Error mlir::xf::buildExecutable(ModuleOp hostModule, const CodegenOptions 
   return llvm::Error::success();
 }
 
-llvm::Expected<std::string> mlir::xf::describeKernels(ModuleOp host,
-                                                      const CodegenOptions &options, bool ptx) {
-  HostKernels kernels = hostKernelsOf(host);
+namespace {
+
+// A host module's kernels, the Halide target string they build for and their --gpu-matmul:
+// what --emit=halide/ptx and --emit=mlir-gpu/nvvm describe them by.
+struct KernelsOfModule {
+  HostKernels kernels;
+  std::string halideTarget;
+  GpuMatmul precision;
+};
+
+llvm::Expected<KernelsOfModule> kernelsOfModule(ModuleOp host, const CodegenOptions &options) {
   llvm::Expected<std::string> halideTarget = halideTargetString(options.target);
   if (!halideTarget)
     return halideTarget.takeError();
   llvm::Expected<GpuMatmul> precision = gpuMatmulOf(host);
   if (!precision)
     return precision.takeError();
+  return KernelsOfModule{hostKernelsOf(host), *halideTarget, *precision};
+}
+
+} // namespace
+
+llvm::Expected<std::string> mlir::xf::describeKernels(ModuleOp host, const CodegenOptions &options,
+                                                      bool ptx) {
+  llvm::Expected<KernelsOfModule> module = kernelsOfModule(host, options);
+  if (!module)
+    return module.takeError();
+  const HostKernels &kernels = module->kernels;
+  const std::string &halideTarget = module->halideTarget;
+  const GpuMatmul precision = module->precision;
   std::string text;
   // On the tensor-core path (its PTX first, with ptx) Halide's pipeline is fp32NameOf(spec).
   auto describe = [&](const auto &spec) -> llvm::Error {
-    auto plan = tensorCorePlanOf(spec, *precision, options.target);
+    auto plan = tensorCorePlanOf(spec, precision, options.target);
     bool mlirKernel = plan.mlirKernel;
     if (ptx && mlirKernel) {
-      auto tc = tensorCorePtxOf(spec, *precision, cudaCapabilityOf(*halideTarget));
+      auto tc = tensorCorePtxOf(spec, precision, cudaCapabilityOf(halideTarget));
       if (!tc)
         return tc.takeError();
       text += "// ----- " + spec.name +
               (plan.fma ? "_fma (fp32 FMA, MLIR"
-                        : "_tc (tensor cores, " + std::string(gpuMatmulName(*precision))) +
-              dynamicSharedOf(spec, *precision) + ")\n" + *tc + "\n";
+                        : "_tc (tensor cores, " + std::string(gpuMatmulName(precision))) +
+              dynamicSharedOf(spec, precision) + ")\n" + *tc + "\n";
     }
     // Named as the executable's object is (its kernels' names derive from it).
     const std::string name = mlirKernel ? fp32NameOf(spec) : spec.name;
@@ -481,13 +502,12 @@ llvm::Expected<std::string> mlir::xf::describeKernels(ModuleOp host,
 llvm::Expected<std::string> mlir::xf::describeTensorCoreKernels(ModuleOp host,
                                                                 const CodegenOptions &options,
                                                                 bool nvvm) {
-  HostKernels kernels = hostKernelsOf(host);
-  llvm::Expected<std::string> halideTarget = halideTargetString(options.target);
-  if (!halideTarget)
-    return halideTarget.takeError();
-  llvm::Expected<GpuMatmul> precision = gpuMatmulOf(host);
-  if (!precision)
-    return precision.takeError();
+  llvm::Expected<KernelsOfModule> module = kernelsOfModule(host, options);
+  if (!module)
+    return module.takeError();
+  const HostKernels &kernels = module->kernels;
+  const std::string &halideTarget = module->halideTarget;
+  const GpuMatmul precision = module->precision;
   std::string text;
   // Each kernel's path and why, then (on tensor cores) its MLIR as written or as NVVM.
   auto print = [&](const std::string &name, const auto &plan, auto source,
@@ -499,7 +519,7 @@ llvm::Expected<std::string> mlir::xf::describeTensorCoreKernels(ModuleOp host,
       text += source();
       return llvm::Error::success();
     }
-    llvm::Expected<std::string> lowered = lower(cudaCapabilityOf(*halideTarget));
+    llvm::Expected<std::string> lowered = lower(cudaCapabilityOf(halideTarget));
     if (!lowered)
       return lowered.takeError();
     text += *lowered;
@@ -507,17 +527,15 @@ llvm::Expected<std::string> mlir::xf::describeTensorCoreKernels(ModuleOp host,
   };
   for (const GemmKernelSpec &spec : kernels.gemms)
     if (llvm::Error error = print(
-            spec.name, tensorCorePlanOf(spec, *precision, options.target),
-            [&] { return tensorCoreGemmSource(spec, *precision); },
-            [&](int capability) { return tensorCoreGemmNvvm(spec, *precision, capability); }))
+            spec.name, tensorCorePlanOf(spec, precision, options.target),
+            [&] { return tensorCoreGemmSource(spec, precision); },
+            [&](int capability) { return tensorCoreGemmNvvm(spec, precision, capability); }))
       return std::move(error);
   for (const AttentionKernelSpec &spec : kernels.attentions)
     if (llvm::Error error = print(
-            spec.name, tensorCorePlanOf(spec, *precision, options.target),
-            [&] { return tensorCoreAttentionSource(spec, *precision); },
-            [&](int capability) {
-              return tensorCoreAttentionNvvm(spec, *precision, capability);
-            }))
+            spec.name, tensorCorePlanOf(spec, precision, options.target),
+            [&] { return tensorCoreAttentionSource(spec, precision); },
+            [&](int capability) { return tensorCoreAttentionNvvm(spec, precision, capability); }))
       return std::move(error);
   return text;
 }
