@@ -434,11 +434,11 @@ llvm::Error mlir::xf::buildExecutable(ModuleOp hostModule, const CodegenOptions 
 
 namespace {
 
-// A host module's kernels, the Halide target string they build for and their --gpu-matmul:
-// what --emit=halide/ptx and --emit=mlir-gpu/nvvm describe them by.
+// A host module's kernels, the CUDA capability of the Halide target they build for and their
+// --gpu-matmul: what --emit=halide/ptx and --emit=mlir-gpu/nvvm describe them by.
 struct KernelsOfModule {
   HostKernels kernels;
-  std::string halideTarget;
+  int capability;
   GpuMatmul precision;
 };
 
@@ -449,7 +449,7 @@ llvm::Expected<KernelsOfModule> kernelsOfModule(ModuleOp host, const CodegenOpti
   llvm::Expected<GpuMatmul> precision = gpuMatmulOf(host);
   if (!precision)
     return precision.takeError();
-  return KernelsOfModule{hostKernelsOf(host), *halideTarget, *precision};
+  return KernelsOfModule{hostKernelsOf(host), cudaCapabilityOf(*halideTarget), *precision};
 }
 
 } // namespace
@@ -459,22 +459,19 @@ llvm::Expected<std::string> mlir::xf::describeKernels(ModuleOp host, const Codeg
   llvm::Expected<KernelsOfModule> module = kernelsOfModule(host, options);
   if (!module)
     return module.takeError();
-  const HostKernels &kernels = module->kernels;
-  const std::string &halideTarget = module->halideTarget;
-  const GpuMatmul precision = module->precision;
   std::string text;
   // On the tensor-core path (its PTX first, with ptx) Halide's pipeline is fp32NameOf(spec).
   auto describe = [&](const auto &spec) -> llvm::Error {
-    auto plan = tensorCorePlanOf(spec, precision, options.target);
+    auto plan = tensorCorePlanOf(spec, module->precision, options.target);
     bool mlirKernel = plan.mlirKernel;
     if (ptx && mlirKernel) {
-      auto tc = tensorCorePtxOf(spec, precision, cudaCapabilityOf(halideTarget));
+      auto tc = tensorCorePtxOf(spec, module->precision, module->capability);
       if (!tc)
         return tc.takeError();
       text += "// ----- " + spec.name +
               (plan.fma ? "_fma (fp32 FMA, MLIR"
-                        : "_tc (tensor cores, " + std::string(gpuMatmulName(precision))) +
-              dynamicSharedOf(spec, precision) + ")\n" + *tc + "\n";
+                        : "_tc (tensor cores, " + std::string(gpuMatmulName(module->precision))) +
+              dynamicSharedOf(spec, module->precision) + ")\n" + *tc + "\n";
     }
     // Named as the executable's object is (its kernels' names derive from it).
     const std::string name = mlirKernel ? fp32NameOf(spec) : spec.name;
@@ -484,13 +481,13 @@ llvm::Expected<std::string> mlir::xf::describeKernels(ModuleOp host, const Codeg
     text += "// ----- " + name + "\n" + *stmt + "\n";
     return llvm::Error::success();
   };
-  for (const GemmKernelSpec &spec : kernels.gemms)
+  for (const GemmKernelSpec &spec : module->kernels.gemms)
     if (llvm::Error e = describe(spec))
       return std::move(e);
-  for (const AttentionKernelSpec &spec : kernels.attentions)
+  for (const AttentionKernelSpec &spec : module->kernels.attentions)
     if (llvm::Error e = describe(spec))
       return std::move(e);
-  for (const DeviceLoopKernelSpec &spec : kernels.deviceLoops) {
+  for (const DeviceLoopKernelSpec &spec : module->kernels.deviceLoops) {
     auto stmt = describeDeviceLoopKernel(spec, options.target, ptx);
     if (!stmt)
       return stmt.takeError();
@@ -505,9 +502,6 @@ llvm::Expected<std::string> mlir::xf::describeTensorCoreKernels(ModuleOp host,
   llvm::Expected<KernelsOfModule> module = kernelsOfModule(host, options);
   if (!module)
     return module.takeError();
-  const HostKernels &kernels = module->kernels;
-  const std::string &halideTarget = module->halideTarget;
-  const GpuMatmul precision = module->precision;
   std::string text;
   // Each kernel's path and why, then (on tensor cores) its MLIR as written or as NVVM.
   auto print = [&](const std::string &name, const auto &plan, auto source,
@@ -519,23 +513,27 @@ llvm::Expected<std::string> mlir::xf::describeTensorCoreKernels(ModuleOp host,
       text += source();
       return llvm::Error::success();
     }
-    llvm::Expected<std::string> lowered = lower(cudaCapabilityOf(halideTarget));
+    llvm::Expected<std::string> lowered = lower(module->capability);
     if (!lowered)
       return lowered.takeError();
     text += *lowered;
     return llvm::Error::success();
   };
-  for (const GemmKernelSpec &spec : kernels.gemms)
+  for (const GemmKernelSpec &spec : module->kernels.gemms)
     if (llvm::Error error = print(
-            spec.name, tensorCorePlanOf(spec, precision, options.target),
-            [&] { return tensorCoreGemmSource(spec, precision); },
-            [&](int capability) { return tensorCoreGemmNvvm(spec, precision, capability); }))
+            spec.name, tensorCorePlanOf(spec, module->precision, options.target),
+            [&] { return tensorCoreGemmSource(spec, module->precision); },
+            [&](int capability) {
+              return tensorCoreGemmNvvm(spec, module->precision, capability);
+            }))
       return std::move(error);
-  for (const AttentionKernelSpec &spec : kernels.attentions)
+  for (const AttentionKernelSpec &spec : module->kernels.attentions)
     if (llvm::Error error = print(
-            spec.name, tensorCorePlanOf(spec, precision, options.target),
-            [&] { return tensorCoreAttentionSource(spec, precision); },
-            [&](int capability) { return tensorCoreAttentionNvvm(spec, precision, capability); }))
+            spec.name, tensorCorePlanOf(spec, module->precision, options.target),
+            [&] { return tensorCoreAttentionSource(spec, module->precision); },
+            [&](int capability) {
+              return tensorCoreAttentionNvvm(spec, module->precision, capability);
+            }))
       return std::move(error);
   return text;
 }
