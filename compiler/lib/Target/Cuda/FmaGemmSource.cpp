@@ -12,23 +12,22 @@
 // Lane l of warp v: row group r = l / 8 + 4 (v / 2), column group c = l % 8 + 8 (v % 2) (8 or
 // 16 row groups, 16 column groups). The thread owns rows 4r + e + 4 · groups · i (e < 4; i <
 // 2 for the 64- and 128-row tiles, 1 for 32) and columns 4c + e + 64j (j < 1, or 2 for the
-// 128-column tile), per gate, its sums in registers: 32 floats a gate (64-row tile), 16 (32),
-// 64 (128 × 128). Per K slice (32 of K; 16 or 8 for SwiGLU and the 128-row tiles: kernelOf)
-// both tiles are kept [k][row] and [k][n] whatever W's layout
-// (x, and [N, K] weights, transposed as they are staged: stagedChunk, no bank conflicts), so per k
-// a thread reads its rows as one or two 16-byte loads (8 lanes a row group: broadcast) and its
-// columns as one or two (a warp's 8 column groups: 128 consecutive bytes), then runs rows × columns
-// FMAs: 32 to 3 shared loads (64-row tile), 64 to 4 (128 × 128). Slices are double-buffered through
-// registers: the next slice's global loads are issued before this slice's products and stored into
-// the other buffer after them, one barrier a slice. Staging through registers is what lets x be
-// normalised (the norm prologue: LayerNorm or RMSNorm statistics of the tile's rows, computed first
-// by the warps, a row's sum over its 32 lanes by xor shuffles), both tiles be transposed and bf16
-// weights be widened as they land in shared memory, which cp.async cannot. The 128-row tiles' two
-// buffers (33-35 KiB with the statistics) are views of dynamic shared memory. The epilogue (bias,
-// activation, SwiGLU, residual) is the tensor-core GEMM's (TensorCoreGemmEpilogue.cpp), on pairs of
-// columns; rows past M read x's last row and are never stored; a column tail reads W's last row for
-// the columns past N and stores none of them, and so does the 128-column tile's last where N is an
-// odd multiple of 64.
+// 128-column tile), per gate, its sums in registers: 32 floats a gate (64-row tile), 16 (32), 64
+// (128 × 128). Per K slice (32 of K; 16 or 8 for SwiGLU and the 128-row tiles: kernelOf) both tiles
+// are kept [k][row] and [k][n] whatever W's layout (x, and [N, K] weights, transposed as they are
+// staged: stagedChunk, no bank conflicts), so per k a thread reads its rows as one or two 16-byte
+// loads (8 lanes a row group: broadcast) and its columns as one or two (a warp's 8 column groups:
+// 128 consecutive bytes), then runs rows × columns FMAs: 32 to 3 shared loads (64-row tile), 64 to
+// 4 (128 × 128). Slices are double-buffered through registers: the next slice's global loads are
+// issued before this slice's products and stored into the other buffer after them, one barrier a
+// slice. Staging through registers is what lets x be normalised (the norm prologue: LayerNorm or
+// RMSNorm statistics of the tile's rows, computed first by the warps, a row's sum over its 32 lanes
+// by xor shuffles), both tiles be transposed and bf16 weights be widened as they land in shared
+// memory, which cp.async cannot. The 128-row tiles' two buffers (33-35 KiB with the statistics) are
+// views of dynamic shared memory. The epilogue (bias, activation, SwiGLU, residual) is the
+// tensor-core GEMM's (TensorCoreGemmEpilogue.cpp), on pairs of columns; rows past M read x's last
+// row and are never stored; a column tail reads W's last row for the columns past N and stores none
+// of them, and so does the 128-column tile's last where N is an odd multiple of 64.
 //
 //===----------------------------------------------------------------------===//
 
@@ -480,7 +479,7 @@ void storeTile(Kernel &k, const std::vector<std::string> &acc,
           return w.let("vector.from_elements " + k.extract(v, 2 * pair, kChunk) + ", " +
                        k.extract(v, 2 * pair + 1, kChunk) + " : vector<2xf32>");
         };
-        storeSumPair(w, k.spec, k.gates, k.pastN(), row, col, sum, partialsRow0);
+        storeSumPair(w, k.spec, k.pastN(), row, col, sum, partialsRow0);
       }
     w.line("}");
   }

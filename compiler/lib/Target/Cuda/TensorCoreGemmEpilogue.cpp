@@ -131,9 +131,9 @@ void storeColumns(Writer &w, const GemmKernelSpec &spec, const std::string &row,
   w.line("}");
 }
 
-void storeSumPair(Writer &w, const GemmKernelSpec &spec, int gates, bool pastN,
-                  const std::string &row, const std::string &col,
-                  const std::function<std::string(int)> &sum, const std::string &partialsRow0) {
+void storeSumPair(Writer &w, const GemmKernelSpec &spec, bool pastN, const std::string &row,
+                  const std::string &col, const std::function<std::string(int)> &sum,
+                  const std::string &partialsRow0) {
   auto store = [&](const std::string &v, const std::string &at) {
     w.line("vector.store " + v + ", %out[" + at +
            "] {alignment = 8} : memref<?xf32>, vector<2xf32>");
@@ -149,8 +149,8 @@ void storeSumPair(Writer &w, const GemmKernelSpec &spec, int gates, bool pastN,
     if (pastN)
       w.line("}");
   } else {
-    std::string at = w.add(w.mul(w.add(partialsRow0, row), w.index(gates * spec.N)), col);
-    for (int gate = 0; gate < gates; ++gate)
+    std::string at = w.add(w.mul(w.add(partialsRow0, row), w.index(spec.gates() * spec.N)), col);
+    for (int gate = 0; gate < spec.gates(); ++gate)
       store(sum(gate), w.addConst(at, gate * spec.N));
   }
 }

@@ -46,9 +46,9 @@ void storeColumns(Writer &w, const GemmKernelSpec &spec, const std::string &row,
 /// tail's by storeColumns, and where `pastN` (a wide tile's last, N an odd multiple of 64) only
 /// a pair below N — or, with `partialsRow0` (split-K: z · M), raw into the [S][M][gates · N]
 /// partials, each gate's where its weights' columns are.
-void storeSumPair(Writer &w, const GemmKernelSpec &spec, int gates, bool pastN,
-                  const std::string &row, const std::string &col,
-                  const std::function<std::string(int)> &sum, const std::string &partialsRow0);
+void storeSumPair(Writer &w, const GemmKernelSpec &spec, bool pastN, const std::string &row,
+                  const std::string &col, const std::function<std::string(int)> &sum,
+                  const std::string &partialsRow0);
 
 /// `<entry>_reduce` (`<name>_tc_reduce`, `<name>_fma_reduce`), split-K's second kernel: a block of
 /// kTcThreads per kTcReduceRows rows × 64 columns, a thread per pair of columns, sums the %s

@@ -404,7 +404,7 @@ void storeTile(Writer &w, const GemmKernelSpec &spec, const Types &ty, const Lan
           return w.let("vector.extract " + acc[gate * ty.accumulators() + i * ty.jTiles() + j] +
                        "[" + std::to_string(h) + "] : vector<2xf32> from " + kAcc);
         };
-        storeSumPair(w, spec, gates, ty.pastN(spec), row, col, sum, partialsRow0);
+        storeSumPair(w, spec, ty.pastN(spec), row, col, sum, partialsRow0);
         w.line("}");
       }
 }
