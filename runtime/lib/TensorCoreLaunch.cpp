@@ -87,6 +87,7 @@ std::mutex functionsLock;
 std::map<std::pair<void *, const char *>, void *> modules;   // (context, PTX) → CUmodule
 std::map<std::pair<void *, std::string>, void *> functions; // (CUmodule, entry) → CUfunction
 std::map<void *, int64_t> multiprocessors;                  // context → its device's SMs
+std::map<void *, int> capabilities;       // context → its device's 10·major + minor
 std::map<void *, unsigned> dynamicShared; // CUfunction → the dynamic shared bytes it may use
 
 int fail(const std::string &message) {
@@ -198,6 +199,25 @@ int multiprocessorsOf(const Driver &d, void *context, int64_t *sms) {
     known = count > 0 ? count : 1;
   }
   *sms = known;
+  return 0;
+}
+
+// The compute capability of the context's device (10 · major + minor: 90 for an H100/H200),
+// asked once.
+int capabilityOf(const Driver &d, void *context, int *capability) {
+  std::lock_guard<std::mutex> guard(functionsLock);
+  int &known = capabilities[context];
+  if (!known) {
+    int device = 0, major = 0, minor = 0;
+    if (int rc = d.contextDevice(&device))
+      return rc;
+    if (int rc = d.deviceAttribute(&major, /*COMPUTE_CAPABILITY_MAJOR=*/75, device))
+      return rc;
+    if (int rc = d.deviceAttribute(&minor, /*COMPUTE_CAPABILITY_MINOR=*/76, device))
+      return rc;
+    known = 10 * major + minor;
+  }
+  *capability = known;
   return 0;
 }
 
@@ -317,6 +337,17 @@ int mlirGemm() {
   static const int chosen = onOff("XF_MLIR_GEMM");
   return chosen;
 }
+// $XF_WGMMA (docs/gpu.md, "Warpgroup GEMM (sm_90a)"): unset or "on" 1 (the launcher's choice),
+// "off" 0 (the GEMMs that have a `<entry>_wg` keep their mma.sync kernels), "always" 2 (every
+// call of such a GEMM on it, whatever its grid: the GPU harness's checks at short lengths),
+// anything else -1.
+int wgmmaGemm() {
+  static const int chosen = [] {
+    const char *text = std::getenv("XF_WGMMA");
+    return text && std::string(text) == "always" ? 2 : onOff("XF_WGMMA");
+  }();
+  return chosen;
+}
 
 // The split of a 32-row-tile call of `blocks` blocks on `sms` SMs: enough ranges that the
 // grid covers every SM once (S = ⌈SMs / blocks⌉), at most kMaxSplit, each range
@@ -397,6 +428,31 @@ int launchGemm(Launches &launch, const std::string &entry, int64_t n, int64_t k,
                 reduce.pointers);
 }
 
+// The wgmma kernel's launch (`<entry>` is `<name>_tc`; its kernel `<name>_wg`, in `sm90a`):
+// ⌈N/128⌉ × ⌈M/128⌉ blocks of one warpgroup, the unsplit kernels' parameters.
+int launchWgmma(Launches &launch, const char *sm90a, const std::string &entry, int64_t n, int64_t k,
+                int64_t flags, int64_t rows, const GemmBuffers &b) {
+  auto memref = [](const HalideBuffer *b, int64_t elements) {
+    assert(elements < kIndexLimit);
+    return Memref{b->device, b->device, 0, int32_t(elements), 1};
+  };
+  Memref mx = memref(b.x, rows * rowStride(b.x)),
+         mw = memref(b.w, ((flags & kWeightNK) ? n : k) * rowStride(b.w)),
+         mo = memref(b.out, rows * rowStride(b.out));
+  Memref mb = (flags & kBias) ? memref(b.bias, n) : mo;
+  Memref mr = (flags & kResidual) ? memref(b.residual, rows * rowStride(b.residual)) : mo;
+  const int64_t rs = (flags & kResidual) ? rowStride(b.residual) : 0;
+  Params p({mx, mw, mb, mr, mo}, {rows, rowStride(b.x), rowStride(b.w), rs, rowStride(b.out), k});
+  const std::string kernel = entry.substr(0, entry.size() - 3) + "_wg"; // <name>_tc → <name>_wg
+  const char *ptx = launch.ptx;
+  launch.ptx = sm90a;
+  int rc =
+      launch(kernel, unsigned((n + kWgTile - 1) / kWgTile),
+             unsigned((rows + kWgTile - 1) / kWgTile), 1, p.pointers, kWgDynamicShared, kWgThreads);
+  launch.ptx = ptx;
+  return rc;
+}
+
 } // namespace
 
 // Loads the kernels of `ptx` in Halide's context and runs `launches` on Halide's stream
@@ -423,15 +479,15 @@ static int launchInHalideContext(const char *ptx, const std::string &what,
 }
 
 // Runs the GEMM's MLIR kernel (tensor cores or fp32 FMA; split over K where its grid would
-// leave SMs idle), or answers kNotTaken for Halide's pipeline (fewer than minRows rows,
-// $XF_MLIR_GEMM=off, or an operand the kernel cannot read aligned). 0 when launched; an error
-// (reported through halide_error) otherwise.
+// leave SMs idle; `<name>_wg` from `sm90a`, where given, on a capability-9.0 GPU), or answers
+// kNotTaken for Halide's pipeline (fewer than minRows rows, $XF_MLIR_GEMM=off, or an operand the
+// kernel cannot read aligned). 0 when launched; an error (reported through halide_error) otherwise.
 extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t n, int64_t k,
                                      int64_t flags, int64_t minRows, int64_t tallRows,
                                      int64_t wideShared, HalideBuffer *x, HalideBuffer *w,
                                      HalideBuffer *bias, HalideBuffer *residual,
                                      HalideBuffer *gamma, HalideBuffer *beta, HalideBuffer *out,
-                                     HalideBuffer *partials) {
+                                     HalideBuffer *partials, const char *sm90a) {
   const int64_t rows = x->dim[1].extent;
   std::string what = "GEMM kernel " + std::string(entry) + ": ";
   if (mlirGemm() < 0)
@@ -444,6 +500,8 @@ extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t
   const int64_t forcedRows = forcedTileRows();
   if (forcedRows < 0)
     return fail(what + "$XF_GEMM_TILE_ROWS is not 32, 64 or 128");
+  if (sm90a && wgmmaGemm() < 0)
+    return fail(what + "$XF_WGMMA is not on, off or always");
   if (forcedRows == kWideTile && !wideShared)
     return fail(what + "$XF_GEMM_TILE_ROWS is 128, but this kernel has no 128-row tiles "
                        "(docs/gpu.md, \"Wide tiles\")");
@@ -484,6 +542,20 @@ extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t
     auto blocksOf = [&](int64_t tile, int64_t cols) {
       return (n + cols - 1) / cols * ((rows + tile - 1) / tile);
     };
+    // The wgmma kernel where built, on a capability-9.0 device, where its grid gives every SM
+    // a block (fewer: the mma.sync kernels' smaller tiles and split-K fill the GPU better;
+    // $XF_WGMMA=always: whatever the grid).
+    if (sm90a && !forcedRows &&
+        (wgmmaGemm() == 2 || (wgmmaGemm() == 1 && blocksOf(kWgTile, kWgTile) >= sms))) {
+      int capability = 0;
+      if (int rc = capabilityOf(launch.d, launch.context, &capability)) {
+        launch.error = "cuDeviceGetAttribute failed with CUDA error " + std::to_string(rc);
+        return rc;
+      }
+      if (capability == 90)
+        return launchWgmma(launch, sm90a, entry, n, k, flags, rows,
+                           {x, w, bias, residual, gamma, beta, out, partials});
+    }
     // The wide tiles read 128 columns of W: 64 of out where they are SwiGLU's two gates.
     const int64_t wideCols = (flags & kGated) ? kTileCols : kWideTile;
     const bool wide =

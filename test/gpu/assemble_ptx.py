@@ -13,7 +13,8 @@ uses more than --max-registers. Shared memory is dynamic in Halide's kernels (th
 it; the stand-in driver logs and bounds it, test/Gpu/launches.test); an MLIR kernel's dynamic
 shared memory is named on its `// -----` line per function (`dynamic shared memory: ENTRY N
 bytes, ...`), reported as `+ N dynamic` and, with its static shared memory, bounded by
---max-shared (an sm_90 block's opt-in 227 KiB by default).
+--max-shared (an sm_90 block's opt-in 227 KiB by default). A module whose PTX targets sm_90a
+(the wgmma GEMMs, `<name>_wg`) is assembled for sm_90a whatever --arch says.
 
 usage: assemble_ptx.py --ptxas /usr/local/cuda/bin/ptxas --arch sm_90 [--report] kernels.ptx
 """
@@ -53,7 +54,9 @@ def main():
             path = os.path.join(tmp, name + ".ptx")
             with open(path, "w") as f:
                 f.write(body)
-            r = subprocess.run([args.ptxas, f"-arch={args.arch}", *(["-v"] if args.report else []),
+            # the wgmma kernels' modules (`<name>_wg`) are PTX for sm_90a only
+            arch = "sm_90a" if re.search(r"^\.target sm_90a", body, re.M) else args.arch
+            r = subprocess.run([args.ptxas, f"-arch={arch}", *(["-v"] if args.report else []),
                                 path, "-o", path + ".cubin"], capture_output=True, text=True)
             if r.returncode != 0:
                 print(f"{name}: ptxas failed:\n{r.stdout}{r.stderr}", file=sys.stderr)

@@ -56,7 +56,7 @@ from check_examples import DECODERS, MODELS, TENSOR_CORE_TOLERANCE  # noqa: E402
 
 MAX_BUNDLE_BYTES = 64 << 20
 # Seconds per phase: 540 in all, so that one replay fits a 10-minute command on the GPU machine.
-PHASES = [("checks", 70), ("full", 60), ("tensor", 65), ("perf", 105), ("batch", 60),
+PHASES = [("checks", 70), ("full", 60), ("tensor", 80), ("perf", 90), ("batch", 60),
           ("tune", 30), ("ncu", 80), ("torch", 70)]
 # The tune phase: GPT-2's GEMMs' and attention's GPU schedules (xfc tune --target cuda --export;
 # docs/tuning.md "CUDA GEMMs") at the lengths the perf phase times, this many candidates a kernel.
@@ -287,6 +287,45 @@ class Bundle:
                   "--timeout", "45", "--", exe, "--random-weights", "1", "--batch", "16"])
         self.cases.append({"label": "serve-gpt2-16", "kind": "serve"})
 
+    # -- phase tensor, first: the sm_90a wgmma GEMMs (docs/gpu.md, "Warpgroup GEMM (sm_90a)"),
+    # never run on a GPU before: GPT-2 small with bf16 weights and bf16 products against the CPU
+    # build on the same weights, every qualifying GEMM on wgmma (XF_WGMMA=always) and every one
+    # on mma.sync (off); the prefill at 1024 timed with the launcher's choice and without --
+    def wgmma(self, full):
+        cap = self.cap.rsplit("sm_", 1)[-1]
+        if not cap.isdigit() or int(cap) < 80:
+            return
+        example, flags, vocab = full["gpt2"]
+        flags = flags + ["--weight-type", "bf16"]
+        exe = "bin/full-gpt2-bf16-tc-bf16"
+        self.build(example, os.path.join(self.out, exe), self.cap, flags + ["--gpu-matmul=bf16"])
+        cpu = os.path.join(self.cpu, "full-gpt2-bf16")
+        self.build(example, cpu, "host", flags)
+        self.sh([cpu, "--random-weights", "1", "--tokens", ids(40, vocab), "--logits-out",
+                 os.path.join(self.out, "ref", "full-gpt2-bf16_40.npy")])
+        for mode in ("always", "off"):
+            label = f"full-gpt2-bf16-tc-bf16-wgmma-{mode}_40"
+            self.run("tensor", label, 30, ["env", f"XF_WGMMA={mode}", exe, "--random-weights",
+                                           "1", "--tokens", ids(40, vocab), "--logits-out",
+                                           f"out/{label}.npy"])
+            shutil.copy(os.path.join(self.out, "ref", "full-gpt2-bf16_40.npy"),
+                        os.path.join(self.out, "ref", label + ".npy"))
+            self.cases.append({"label": label, "kind": "cpu",
+                               "tol": TENSOR_CORE_TOLERANCE["bf16"]})
+        for mode, suffix in (("on", ""), ("off", "-nowgmma")):
+            self.run("tensor", f"time-gpt2-bf16w-tc-bf16-prefill1024{suffix}", 30,
+                     ["env", f"XF_WGMMA={mode}", exe, "--random-weights", "1", "--tokens",
+                      ids(1024, vocab), "--repeat", "5"])
+        # ncu, early in its phase (after the FMA kernels' speed of light; its later runs are
+        # longer): the wgmma kernels' speed of light and occupancy at 1024 tokens
+        at = next((i + 1 for i, run in enumerate(self.runs)
+                   if run[0] == "ncu" and "-sol-" in run[1]), len(self.runs))
+        self.run("ncu", "ncu-gpt2-bf16w-wgmma-sol-prefill1024", 30,
+                 ["NCU", "--csv", "--section", "SpeedOfLight", "--section", "Occupancy",
+                  "--kernel-name", "regex:_wg", "--launch-count", "6", exe, "--random-weights",
+                  "1", "--tokens", ids(1024, vocab)])
+        self.runs.insert(at, self.runs.pop())
+
     # -- phase tensor: the tensor-core GEMMs and prefill attention (xfc --gpu-matmul, docs/gpu.md
     # "Tensor cores", "Tensor-core attention"); --profile's lines time xf_attention_* alone --
     def tensor_cores(self, names, full):
@@ -416,6 +455,7 @@ def main():
     b.full_size(QUICK_FULL if args.quick else FULL)
     b.batches(QUICK_FULL if args.quick else FULL, args.serve_library or os.path.join(
         os.path.dirname(os.path.dirname(os.path.abspath(args.xfc))), "lib", "libxfrt_serve.so"))
+    b.wgmma(QUICK_FULL if args.quick else FULL)
     b.tensor_cores(["gpt2"] if args.quick else ["gpt2", "llama"], QUICK_FULL if args.quick else FULL)
     b.gpu_tuning(QUICK_FULL if args.quick else FULL,
                  QUICK_TUNE_CANDIDATES if args.quick else TUNE_CANDIDATES)

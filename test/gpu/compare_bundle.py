@@ -228,6 +228,15 @@ def wide_tiles(xf):
                                  for p in ("tf32", "bf16") for rows in (64, 128)])
 
 
+def wgmma(xf):
+    """The sm_90a wgmma GEMMs (docs/gpu.md, "Warpgroup GEMM (sm_90a)"): GPT-2 small's prefill
+    at ℓ = 1024 with bf16 weights and products, with them where the launcher picks them and with
+    XF_WGMMA=off (mma.sync only)."""
+    return with_and_without(xf, [("gpt2 bf16 weights, bf16 prefill 1024",
+                                  "time-gpt2-bf16w-tc-bf16-prefill1024",
+                                  "time-gpt2-bf16w-tc-bf16-prefill1024-nowgmma", "with wgmma")])
+
+
 def prefill_graphs(xf):
     """CUDA graphs' effect on a repeated forward (docs/gpu.md, "CUDA graphs"): ℓ = 128 with
     graphs (the default) and with --cuda-graphs off."""
@@ -352,6 +361,7 @@ def main():
                 print("  " + line)
         for title, rows in (("split-K", split_k(summary["timings"])),
                             ("tensor-core GEMM tiles", wide_tiles(summary["timings"])),
+                            ("wgmma GEMMs (sm_90a)", wgmma(summary["timings"])),
                             ("CUDA graphs", prefill_graphs(summary["timings"])),
                             ("fp32 FMA kernels", fma_kernels(summary["timings"]))):
             if rows:

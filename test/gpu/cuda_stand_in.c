@@ -37,6 +37,8 @@
  * host code that reads or writes device memory (a real GPU's addresses are not host memory)
  * dies with SIGSEGV instead of reading the stand-in's host memory.
  *
+ * $XF_CUDA_STAND_IN_CAPABILITY=NN makes the device one of capability N.N (default 90: 9.0).
+ *
  * $XF_CUDA_STAND_IN_MAX_ALLOC=N refuses allocations of more than N bytes (error 2, out of
  * memory), as a GPU whose memory is full would.
  *
@@ -166,7 +168,7 @@ CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev) {
   return kSuccess;
 }
 
-/* An H100/H200-like device: 132 SMs, capability 9.0. */
+/* An H100/H200-like device: 132 SMs, capability 9.0 ($XF_CUDA_STAND_IN_CAPABILITY). */
 CUresult cuDeviceGetAttribute(int *value, int attribute, CUdevice dev) {
   (void)dev;
   switch (attribute) {
@@ -202,12 +204,13 @@ CUresult cuDeviceGetAttribute(int *value, int attribute, CUdevice dev) {
   case 16:
     *value = 132;
     break; /* multiprocessors */
-  case 75:
-    *value = 9;
-    break; /* capability major */
-  case 76:
-    *value = 0;
-    break; /* capability minor */
+  case 75: /* capability major, minor: 9.0, or $XF_CUDA_STAND_IN_CAPABILITY (e.g. 80: 8.0) */
+  case 76: {
+    const char *text = getenv("XF_CUDA_STAND_IN_CAPABILITY");
+    int capability = text && *text ? atoi(text) : 90;
+    *value = attribute == 75 ? capability / 10 : capability % 10;
+    break;
+  }
   case 97:
     *value = kSharedOptIn;
     break; /* shared memory per block, opted in */

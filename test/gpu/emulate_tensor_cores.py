@@ -17,6 +17,18 @@ ISA's fragment layouts, written here independently of the generator
     B[2t..][g], B[2t+8..][g]; c/d = C[g][2t], C[g][2t+1], C[g+8][2t], C[g+8][2t+1]
     (g = lane/4, t = lane%4), products of tf32 inputs read as truncated to 19 bits;
   gpu.shuffle xor: lane L reads lane L ^ offset of its warp.
+  wgmma.mma_async m64n128k16 bf16 (`<name>_wg`, a block of one warpgroup): A and B read from
+    shared memory through their 64-bit descriptors (address, LBO, SBO in 16-byte units, swizzle
+    mode 1) in the canonical 128-byte-swizzled layouts — K-major: row r, k at (r / 8)·SBO +
+    (r % 8)·128 + 2k; N-major B: (n / 64)·LBO + (k / 8)·SBO + (k % 8)·128 + 2(n % 64) — with
+    the swizzle (address bits 4-6 ^= bits 7-9) on the absolute shared address: the dynamic
+    shared memory sits at 0x410 (16-byte but not 1024-byte aligned), so a kernel must align its
+    tiles itself; D in wgmma's fragments (register r of thread T: row 16(T / 32) + (T % 32) / 4
+    + 8((r % 4) / 2), column 8(r / 4) + 2(T % 4) + r % 2). It reads only what a fence.proxy.async
+    made visible since the last shared write, as the whole warpgroup (a barrier between the
+    threads' writes and it, and between its wait and the next overwrite), and between
+    wgmma.commit and wait.group 0 no shared write nor accumulator read may happen. Faults that
+    must fail: no proxy fence, no wait, stages aligned to 16 bytes, W read in the other layout.
   cp.async (nvgpu.device_async_copy, _create_group, _wait): a copy's source is read when it is
     issued, its destination poisoned (NaN) until its group completes, and a group completes
     only at a wait that leaves at most numGroups newer groups pending (cp.async.wait_group N),
@@ -41,7 +53,9 @@ relative to the largest output) and on the exact inputs (printed: what the preci
 The attention kernel (one block per 64 queries and head, key tiles of 64, the online softmax
 over the quad's shuffles) against softmax(scale · Q·Kᵀ, causal mask) · V in float64 on the same
 rounded Q, K, V, within ATTENTION_BOUND (P is rounded for P·V).
-What it does not: that the hardware agrees with these layouts, the generated PTX, timing.
+What it does not: that the hardware agrees with these layouts (wgmma's are the PTX ISA's as
+read here, and what MLIR's nvgpu.warpgroup.mma lowering produces for TMA's 128-byte swizzle), the
+generated PTX, timing.
 """
 
 import argparse
@@ -130,6 +144,10 @@ class Hazards:
 
 
 THREAD = np.arange(T)
+# wgmma kernels: the address memref.extract_aligned_pointer_as_index gives the dynamic shared
+# memory (16-byte aligned but not 1024: the kernel must align its swizzled tiles itself), and
+# the accumulator registers a thread per m64n128 product.
+SHARED_BASE, WG_REGISTERS = 0x410, 64
 
 
 def use_block_size(text):
@@ -148,6 +166,11 @@ class Block:
         self.uncommitted, self.groups = [], []  # cp.async copies issued, and their groups
         self.epoch = 0  # gpu.barriers passed
         self.hazards = {name: Hazards(tile.shape) for name, tile in shared.items()}
+        # wgmma: shared elements written (st.shared, cp.async) since the last proxy fence —
+        # wgmma reads through the async proxy and must not see them — and whether a committed
+        # group of wgmma is still in flight (before wgmma.wait_group 0)
+        self.unfenced = {name: np.zeros(tile.shape, bool) for name, tile in shared.items()}
+        self.wgmma_pending, self.wgmma_fenced = False, False
 
     def val(self, name):
         name = name.strip()
@@ -207,6 +230,8 @@ class Block:
             return self.store(line, mask)
         if line.startswith("nvgpu.device_async_wait"):
             return self.async_wait(line)
+        if line.startswith("nvvm."):
+            return self.nvvm_statement(line)
         name, op = [s.strip() for s in line.split("=", 1)]
         self.env[name.split(":")[0]] = self.evaluate(op, mask)
 
@@ -216,7 +241,8 @@ class Block:
         ints = {"arith.addi": np.add, "arith.muli": np.multiply, "arith.subi": np.subtract,
                 "arith.divui": np.floor_divide, "arith.remui": np.remainder,
                 "arith.minui": np.minimum, "arith.andi": np.bitwise_and,
-                "arith.xori": np.bitwise_xor}
+                "arith.xori": np.bitwise_xor, "arith.ori": np.bitwise_or,
+                "arith.shrui": np.right_shift}
         floats = {"arith.addf": np.add, "arith.mulf": np.multiply, "arith.subf": np.subtract,
                   "arith.divf": np.divide, "arith.maximumf": np.maximum}
         if kind in ints or kind in floats:
@@ -289,6 +315,9 @@ class Block:
             parts = [self.val(v) for v in rest.split(":")[0].split(",")]
             shape, _ = parse_type(rest.split(":")[1])
             return np.stack(parts, axis=1).reshape((T,) + shape)
+        if kind == "llvm.extractvalue":
+            assert not self.wgmma_pending, \
+                "wgmma's accumulators read before wgmma.wait_group (its results not yet written)"
         if kind in ("vector.extract", "llvm.extractvalue"):
             src, pos = re.match(r"(%[\w#]+)\[([0-9, ]+)\]", rest).groups()
             v = self.val(src)
@@ -304,6 +333,13 @@ class Block:
             return np.zeros(T, np.int64)
         if kind in ("nvgpu.mma.sync", "nvvm.mma.sync"):
             return self.mma(kind, rest)
+        if kind == "memref.extract_aligned_pointer_as_index":  # the view's shared address
+            assert re.match(r"%\w+", rest).group(0) in self.shared
+            return np.full(T, SHARED_BASE, np.int64)
+        if kind == "llvm.mlir.zero":  # wgmma's accumulators: 64 floats a thread
+            return np.zeros((T, WG_REGISTERS), np.float32)
+        if kind == "nvvm.wgmma.mma_async":
+            return self.wgmma(rest)
         raise NotImplementedError(kind)
 
     def constant(self, rest):
@@ -314,9 +350,9 @@ class Block:
         if literal.startswith("0x"):  # a float's bits
             bits = np.full((T,) + shape, int(literal, 16), np.uint32)
             return bits.view(np.float32)
+        if elem in ("index", "i64", "i32"):  # exactly (a descriptor's bits exceed a float's)
+            return np.full((T,) + shape, int(literal), NP[elem])
         number = float(literal)
-        if elem == "index":
-            return np.full(T, int(number), np.int64)
         return np.full((T,) + shape, number, NP[elem])
 
     def convert(self, kind, rest):
@@ -369,7 +405,9 @@ class Block:
             assert (cols < tile.shape[1]).all() and (r < tile.shape[0]).all()
             self.hazards[m.group(1)].write(m.group(1), self.epoch, r[:, None], cols,
                                            THREAD[mask, None])
+            assert not self.wgmma_pending, "shared memory written while a wgmma may read it"
             tile[r[:, None], cols] = v[mask]
+            self.unfenced[m.group(1)][r[:, None], cols] = True
             return
         _, data, at = self.global_index(rest, mask, v.shape[1])
         data[at[mask]] = v[mask]
@@ -398,6 +436,7 @@ class Block:
                                  record=False)
         self.uncommitted.append((name, tile, r[mask, None], cols[mask], values[mask],
                                  THREAD[mask, None]))
+        assert not self.wgmma_pending, "cp.async into shared memory a wgmma may read"
         tile[r[mask, None], cols[mask]] = np.nan if tile.dtype == np.float32 else 0x7FC0
         return np.zeros(T, np.int64)
 
@@ -407,6 +446,7 @@ class Block:
             for name, tile, rows, cols, values, threads in self.groups.pop(0):
                 self.hazards[name].write(name, self.epoch, rows, cols, threads)
                 tile[rows, cols] = values
+                self.unfenced[name][rows, cols] = True
 
     def ldmatrix(self, rest):
         name, r, c = re.match(r"(%\w+)\[(%\w+), (%\w+)\]", rest).groups()
@@ -436,6 +476,80 @@ class Block:
                                axis=-1).transpose(1, 0, 2)
             out.append(got)
         return np.concatenate(out)
+
+    def nvvm_statement(self, line):
+        """wgmma's fence, commit and wait, and the async-proxy fence."""
+        if line == "nvvm.wgmma.fence.aligned":
+            self.wgmma_fenced = True
+        elif line == "nvvm.wgmma.commit.group.sync.aligned":
+            self.wgmma_pending = True
+        elif line.startswith("nvvm.wgmma.wait.group.sync.aligned"):
+            if int(line.split()[-1]) == 0:
+                self.wgmma_pending = False
+        elif line.startswith("nvvm.fence.proxy") and "async.shared" in line:
+            for unfenced in self.unfenced.values():
+                unfenced[:] = False
+        else:
+            raise NotImplementedError(line)
+
+    def wgmma(self, rest):
+        """wgmma.mma_async m64n128k16 bf16 → f32 (PTX ISA 9.7.15), the block one warpgroup:
+        A (64 × 16) and B (16 × 128) read from shared memory by their matrix descriptors —
+        start address (bits 0-13), leading and stride byte offsets (16-29, 32-45), all in
+        16-byte units, base offset (49-51) 0, swizzle mode (62-63) 1: 128 bytes — in the
+        canonical layouts: a K-major operand (A; B of layout col) has row r (of M or N) and k
+        at start + (r / 8)·SBO + (r % 8)·128 + 2k; an N-major B (layout row, imm-trans-b 1)
+        has k and n at start + (n / 64)·LBO + (k / 8)·SBO + (k % 8)·128 + 2(n % 64); then the
+        128-byte swizzle on the shared address: bits 4-6 ^= bits 7-9. D = A·B + C, C and D
+        in the accumulators' fragments: register r of thread T holds row 16·(T / 32) +
+        (T % 32) / 4 + 8·((r % 4) / 2), column 8·(r / 4) + 2·(T % 4) + r % 2."""
+        m = re.match(r"(%\w+), (%\w+), (%[\w#]+), #nvvm\.shape<m = 64, n = 128, k = 16>, "
+                     r"D \[<f32>, [^\]]*\], A \[<bf16>, [^\]]*<(row)>\], "
+                     r"B \[<bf16>, [^\]]*<(row|col)>\]", rest)
+        assert m, f"wgmma form not emulated: {rest[:160]}"
+        da, db, acc, _, b_layout = m.groups()
+        assert T == 128, "wgmma: the block must be one warpgroup"
+        assert self.wgmma_fenced, "wgmma.mma_async without wgmma.fence before it"
+        name = next(n for n, t in self.shared.items() if t.dtype == np.uint16)
+        tile = self.shared[name]
+
+        def decode(desc):
+            d = self.val(desc)
+            assert (d == d[0]).all(), "a wgmma descriptor differs between the warpgroup's threads"
+            d = int(d[0])
+            assert d >> 62 == 1 and (d >> 49) & 7 == 0, f"descriptor {d:#x}: not 128-byte swizzle"
+            return ((d & 0x3FFF) << 4, ((d >> 16) & 0x3FFF) << 4, ((d >> 32) & 0x3FFF) << 4)
+
+        def gather(addresses):
+            swizzled = addresses ^ (((addresses >> 7) & 7) << 4)
+            index = (swizzled - SHARED_BASE) // 2
+            assert (swizzled % 2 == 0).all() and (index >= 0).all() and \
+                (index < tile.size).all(), "wgmma reads outside the shared tiles"
+            rows, cols = index // tile.shape[1], index % tile.shape[1]
+            # read by the warpgroup's async proxy (thread -3): after every thread's writes,
+            # before any thread's next write, a barrier between
+            self.hazards[name].read(name, self.epoch, rows, cols, np.full(rows.shape, -3))
+            assert not self.unfenced[name][rows, cols].any(), \
+                "wgmma reads shared memory written since the last fence.proxy.async"
+            return bf16_value(tile[rows, cols]).astype(np.float64)
+
+        a_start, _, a_sbo = decode(da)
+        r, k = np.arange(64)[:, None], np.arange(16)[None, :]
+        A = gather(a_start + (r // 8) * a_sbo + (r % 8) * 128 + 2 * k)
+        b_start, b_lbo, b_sbo = decode(db)
+        k, n = np.arange(16)[:, None], np.arange(128)[None, :]
+        if b_layout == "col":  # K-major: rows of n
+            B = gather(b_start + (n // 8) * b_sbo + (n % 8) * 128 + 2 * k)
+        else:  # N-major
+            B = gather(b_start + (n // 64) * b_lbo + (k // 8) * b_sbo + (k % 8) * 128 +
+                       2 * (n % 64))
+        regs = np.arange(WG_REGISTERS)[None, :]
+        rows = 16 * (THREAD[:, None] // 32) + (THREAD[:, None] % 32) // 4 + 8 * ((regs % 4) // 2)
+        cols = 8 * (regs // 4) + 2 * (THREAD[:, None] % 4) + regs % 2
+        C = np.zeros((64, 128))
+        C[rows, cols] = self.val(acc)
+        D = A @ B + C
+        return D[rows, cols].astype(np.float32)
 
     def mma(self, kind, rest):
         g, t = LANE[:32] // 4, LANE[:32] % 4
@@ -491,6 +605,8 @@ def tile_of(text):
     """The (rows, columns) of out a block of the GEMM function `text` computes, by its name:
     `<name>_tc` / `_fma` 64 × 64, `..32` 32 × 64, `..128` 128 × 128 (SwiGLU's two gates: 128 × 64,
     the 128 columns of W a block reads)."""
+    if re.search(r"gpu\.func @\w+_wg\(", text):  # wgmma: 128 × 128
+        return 128, 128
     entry = re.search(r"gpu\.func @\w+?_(tc|fma)(\d*)\(", text).group(2)
     if entry == "128" and "%bs1" in text:
         return 128, 64
@@ -833,6 +949,12 @@ CASES = [("gpt2.xf", "70,64,5", GPT2_SMALL, "70"),
          # Two row tiles of the wide kernels (`_tc128`: the MLP's N = 128, the tail's 197).
          ("gpt2.xf", "130", SMALL + ["-D", "N_V=197"], ""),
          ("llama.xf", "70", SMALL + ["-D", "H_kv=1", "-D", "N_V=226", "--weight-type=bf16"], ""),
+         # The wgmma kernels (bf16 weights, `_wg`): K of 4 slices of 64 (stages alternating,
+         # the last W copies zero fill) and two row tiles; Llama's [N, K] at K = 192 (3 slices).
+         ("gpt2.xf", "130", ["-D", "L=1", "-D", "d_e=64", "-D", "d_mlp=256", "-D", "H=2",
+                             "-D", "N_V=256", "--weight-type=bf16"], ""),
+         ("llama.xf", "70", ["-D", "L=1", "-D", "d_e=192", "-D", "d_mlp=128", "-D", "H=2",
+                              "-D", "H_kv=1", "-D", "N_V=192", "--weight-type=bf16"], ""),
          ("gpt2.xf", "", HEAD64, "5,64,65,100,130,100:130"),
          ("llama.xf", "", HEAD64 + ["-D", "H_kv=1"], "64,130"),
          ("llama.xf:no-rope", "", HEAD64 + ["-D", "H_kv=1"], "64,130"),
@@ -913,6 +1035,28 @@ def faulted(text, fault):
     return head + "".join(functions)
 
 
+def faulted_wgmma(text, fault):
+    """The module with a bug in its wgmma kernel (`<name>_wg`) only: 'no-proxy-fence' drops the
+    fence.proxy.async before each stage's products, 'no-wgmma-wait' drops wgmma.wait_group,
+    'unaligned-stages' aligns the stages to 16 bytes instead of a swizzle atom's 1024, 'row-b'
+    / 'col-b' reads W in the other layout (N-major for K-major and back)."""
+    head, sep, wg = text.partition("  gpu.module @")
+    while sep and not re.match(r"\w+_wg \{", wg):
+        more, sep, wg = wg.partition("  gpu.module @")
+        head += "  gpu.module @" + more
+    assert sep, "no wgmma kernel in the module"
+    if fault == "no-proxy-fence":
+        wg = "\n".join(l for l in wg.split("\n") if "nvvm.fence.proxy" not in l)
+    elif fault == "no-wgmma-wait":
+        wg = "\n".join(l for l in wg.split("\n") if "nvvm.wgmma.wait.group" not in l)
+    elif fault == "unaligned-stages":
+        wg = wg.replace("arith.constant 1024 : index", "arith.constant 16 : index")
+    else:
+        layout = {"row-b": ("<col>] :", "<row>] :"), "col-b": ("<row>] :", "<col>] :")}[fault]
+        wg = wg.replace(*layout)
+    return head + sep + wg
+
+
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples")
 
 
@@ -949,6 +1093,16 @@ def check_faults(xfc, rng):
             bad = faulted(kernel, fault)
             assert bad != kernel
             ok &= fails(f"{fault} ({precision})", lambda: check(bad, 70, rng, (2,)))
+    for layout, extra in (("[K, N]", []), ("[N, K]", ["-D", "N_V=256"])):
+        # GPT-2's QKV ([K, N]) or its tied unembedding ([N, K])
+        kernels = kernel_texts(xfc, os.path.join(EXAMPLES, "gpt2.xf"), "bf16",
+                               SMALL + extra + ["--weight-type=bf16"])
+        kernel = next(k for k in kernels if f"(W {layout}, bf16 mma" in k.split("\n")[0])
+        for fault in ("no-proxy-fence", "no-wgmma-wait", "unaligned-stages",
+                      "row-b" if extra else "col-b"):
+            bad = faulted_wgmma(kernel, fault)
+            assert bad != kernel, f"{fault}: the wgmma kernel unchanged"
+            ok &= fails(f"{fault} (bf16 wgmma, W {layout})", lambda: check(bad, 70, rng, (2,)))
     return ok
 
 

@@ -24,7 +24,7 @@ extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t
                                      int64_t wideShared, HalideBuffer *x, HalideBuffer *w,
                                      HalideBuffer *bias, HalideBuffer *residual,
                                      HalideBuffer *gamma, HalideBuffer *beta, HalideBuffer *out,
-                                     HalideBuffer *partials);
+                                     HalideBuffer *partials, const char *sm90a);
 
 namespace {
 
@@ -51,7 +51,8 @@ int call(int32_t rows, uint64_t xAddress, int32_t xStride, const char *entry) {
   partials.buffer.dimensions = 1;
   return xfrt_tensor_core_gemm("", entry, 64, 64, /*flags=*/0, /*minRows=*/17,
                                /*tallRows=*/512, /*wideShared=*/0, &x.buffer, &w.buffer, nullptr,
-                               nullptr, nullptr, nullptr, &out.buffer, &partials.buffer);
+                               nullptr, nullptr, nullptr, &out.buffer, &partials.buffer,
+                               /*sm90a=*/nullptr);
 }
 
 TEST(RuntimeMlirGemmLaunch, FewRowsAreHalides) {

@@ -237,18 +237,19 @@ llvm::Error compileLauncher(const AttentionKernelSpec &spec, GpuMatmul precision
   return compileTensorCoreAttentionLauncher(spec, precision, capability, path);
 }
 
+// `sm90a` receives the PTX of a GEMM's `<name>_wg` where it has one.
 llvm::Expected<std::string> tensorCorePtxOf(const GemmKernelSpec &spec, GpuMatmul precision,
-                                            int capability) {
-  return tensorCoreGemmPtx(spec, precision, capability);
+                                            int capability, std::string *sm90a) {
+  return tensorCoreGemmPtx(spec, precision, capability, sm90a);
 }
 llvm::Expected<std::string> tensorCorePtxOf(const AttentionKernelSpec &spec, GpuMatmul precision,
-                                            int capability) {
+                                            int capability, std::string *) {
   return tensorCoreAttentionPtx(spec, precision, capability);
 }
 /// The MLIR kernel's functions with dynamic shared memory (the launch gives it; its PTX has no
 /// size): dynamicSharedText.
 std::string dynamicSharedOf(const GemmKernelSpec &spec, GpuMatmul precision) {
-  return tensorCoreGemmDynamicSharedText(spec, precision);
+  return tensorCoreGemmDynamicSharedText(spec, precision, /*sm90a=*/false);
 }
 std::string dynamicSharedOf(const AttentionKernelSpec &spec, GpuMatmul precision) {
   return dynamicSharedText(attentionBlockShapes(spec, precision));
@@ -465,13 +466,18 @@ llvm::Expected<std::string> mlir::xf::describeKernels(ModuleOp host, const Codeg
     auto plan = tensorCorePlanOf(spec, module->precision, options.target);
     bool mlirKernel = plan.mlirKernel;
     if (ptx && mlirKernel) {
-      auto tc = tensorCorePtxOf(spec, module->precision, module->capability);
+      std::string sm90a;
+      auto tc = tensorCorePtxOf(spec, module->precision, module->capability, &sm90a);
       if (!tc)
         return tc.takeError();
       text += "// ----- " + spec.name +
               (plan.fma ? "_fma (fp32 FMA, MLIR"
                         : "_tc (tensor cores, " + std::string(gpuMatmulName(module->precision))) +
               dynamicSharedOf(spec, module->precision) + ")\n" + *tc + "\n";
+      if (!sm90a.empty())
+        text += "// ----- " + spec.name +
+                "_wg (wgmma, sm_90a, dynamic shared memory: " + spec.name + "_wg " +
+                std::to_string(kWgDynamicShared) + " bytes)\n" + sm90a + "\n";
     }
     // Named as the executable's object is (its kernels' names derive from it).
     const std::string name = mlirKernel ? fp32NameOf(spec) : spec.name;

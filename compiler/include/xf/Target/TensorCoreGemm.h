@@ -67,7 +67,27 @@ int64_t fmaWideTileShared(const GemmKernelSpec &spec);
 /// The module's functions with dynamic shared memory as its header line and `--emit=ptx` say
 /// them (", dynamic shared memory: <name>_tc128 N bytes"; the emulator and assemble_ptx.py
 /// read it), or "".
-std::string tensorCoreGemmDynamicSharedText(const GemmKernelSpec &spec, GpuMatmul precision);
+/// `sm90a`: with `<name>_wg` where the module has it (its own PTX module's otherwise).
+std::string tensorCoreGemmDynamicSharedText(const GemmKernelSpec &spec, GpuMatmul precision,
+                                            bool sm90a = true);
+/// `<name>_wg` (WgmmaGemmSource.cpp; docs/gpu.md, "Warpgroup GEMM (sm_90a)"): on an sm_90
+/// GPU, bf16 products from bf16 weights on `wgmma.mma_async`, one warpgroup per 128 × 128
+/// tile, in a gpu.module of its own compiled for sm_90a.
+constexpr int kWgTile = xfrt::gpu_gemm::kWgTile, kWgThreads = xfrt::gpu_gemm::kWgThreads,
+              kWgSliceK = xfrt::gpu_gemm::kWgSliceK,
+              kWgDynamicShared = xfrt::gpu_gemm::kWgDynamicShared;
+/// Its .maxnreg: 128 accumulators a thread and x's next slice (64) in registers; two blocks
+/// an SM at most by registers (65536 / (128 × 240)).
+constexpr int kWgMaxRegisters = 240;
+/// Why the GEMM has no `<name>_wg`, or "" where it has.
+std::string wgmmaGemmWhyNot(const GemmKernelSpec &spec, GpuMatmul precision);
+/// Its gpu.module `@<name>_wg` (indented as a module's member); its accumulators' type alias
+/// `!wgacc`, a line the module text must start with.
+std::string wgmmaGemmModule(const GemmKernelSpec &spec);
+std::string wgmmaAccumulatorAlias();
+/// The chip a gpu.module named so is compiled for: `_wg` modules sm_90a, others sm_NN.
+std::string kernelModuleChip(llvm::StringRef moduleName, int capability);
+
 /// Rows up to this stay on Halide's GEMV path (decode steps), as in GemmKernelCuda.cpp.
 constexpr int kTcMinRows = 5;
 /// xfrt_tensor_core_gemm's answer when the call is Halide's (fewer than kTcMinRows rows).
@@ -103,7 +123,9 @@ struct TensorCoreGemmPlan {
   /// The fewest rows the MLIR kernel runs (fewer: Halide's pipeline).
   int minRows() const { return fma ? kFmaGemmMinRows : kTcMinRows; }
 };
-TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul precision);
+/// `wgmma`: say in `why` where the GEMM has `<name>_wg` as well.
+TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul precision,
+                                      bool wgmma = true);
 /// N is not a multiple of kTcTileCols (the plan takes it for [N, K] weights without bias,
 /// residual or SwiGLU: the tied unembedding): the last column tile reads W's last row for the
 /// columns past N and stores none of them, one column at a time (out's rows may then be odd
@@ -133,8 +155,9 @@ std::string mlirGemmEntry(const GemmKernelSpec &spec, GpuMatmul precision);
 /// (sm_80 or newer) through LLVM's NVPTX backend.
 llvm::Expected<std::string> tensorCoreGemmNvvm(const GemmKernelSpec &spec, GpuMatmul precision,
                                                int capability);
+/// `sm90a`, where given, receives the PTX of `<name>_wg` (sm_90a), or stays empty.
 llvm::Expected<std::string> tensorCoreGemmPtx(const GemmKernelSpec &spec, GpuMatmul precision,
-                                              int capability);
+                                              int capability, std::string *sm90a = nullptr);
 
 /// The object of `spec.name` on the tensor-core path: the PTX embedded, and `spec.name` a
 /// host function with the GEMM's Halide ABI and one more buffer, the split-K partials

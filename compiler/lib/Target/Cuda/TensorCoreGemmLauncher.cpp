@@ -12,7 +12,8 @@
 // `<name>_tc128` where built and its grid fills the GPU (%wide: its dynamic shared bytes, 0
 // where there is none), below them `<name>_tc32`, or, where its grid has fewer blocks than the GPU
 // has SMs,
-// `<name>_tc32_splitk` and `<name>_tc_reduce`.
+// `<name>_tc32_splitk` and `<name>_tc_reduce`. Where the GEMM has `<name>_wg` (sm_90a, wgmma:
+// WgmmaGemmSource.cpp), its PTX is a second constant, passed last (else null).
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,7 +74,8 @@ int64_t launchFlags(const GemmKernelSpec &spec) {
          (spec.prologue != GemmPrologue::None ? kNorm : 0);    // kernels take %gamma, %beta
 }
 
-std::string launcherSource(const GemmKernelSpec &spec, GpuMatmul precision, llvm::StringRef ptx) {
+std::string launcherSource(const GemmKernelSpec &spec, GpuMatmul precision, llvm::StringRef ptx,
+                           llvm::StringRef sm90a) {
   // The Halide ABI's buffers in order (GemmEmitter.cpp): x, w, bias, residual, the norm's γ
   // and β, the attention's key-range partials (merged by the GEMV), out; then the split-K
   // partials, which Halide's pipeline (`<name>_fp32`) does not take.
@@ -99,19 +101,21 @@ std::string launcherSource(const GemmKernelSpec &spec, GpuMatmul precision, llvm
              R"(module {
   llvm.mlir.global internal constant @ptx({0}) {{addr_space = 0 : i32}
   llvm.mlir.global internal constant @entry({1}) {{addr_space = 0 : i32}
-  llvm.func @xfrt_tensor_core_gemm(!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+  {18}
+  llvm.func @xfrt_tensor_core_gemm(!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
   llvm.func @{2}({3}) -> i32
   llvm.func @{4}({5}) -> i32 {{
     %ptx = llvm.mlir.addressof @ptx : !llvm.ptr
     %entry = llvm.mlir.addressof @entry : !llvm.ptr
     %null = llvm.mlir.zero : !llvm.ptr
+    {19}
     %n = llvm.mlir.constant({6} : i64) : i64
     %k = llvm.mlir.constant({7} : i64) : i64
     %flags = llvm.mlir.constant({8} : i64) : i64
     %rows = llvm.mlir.constant({9} : i64) : i64
     %tall = llvm.mlir.constant({15} : i64) : i64
     %wide = llvm.mlir.constant({17} : i64) : i64
-    %rc = llvm.call @xfrt_tensor_core_gemm(%ptx, %entry, %n, %k, %flags, %rows, %tall, %wide, %x, %w, {10}, {11}, {12}, {16}, %out, %partials) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
+    %rc = llvm.call @xfrt_tensor_core_gemm(%ptx, %entry, %n, %k, %flags, %rows, %tall, %wide, %x, %w, {10}, {11}, {12}, {16}, %out, %partials, {20}) : (!llvm.ptr, !llvm.ptr, i64, i64, i64, i64, i64, i64, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr, !llvm.ptr) -> i32
     %notTaken = llvm.mlir.constant({13} : i32) : i32
     %fp32 = llvm.icmp "eq" %rc, %notTaken : i32
     llvm.cond_br %fp32, ^halide, ^done
@@ -126,7 +130,12 @@ std::string launcherSource(const GemmKernelSpec &spec, GpuMatmul precision, llvm
              stringLiteral(ptx), stringLiteral(mlirGemmEntry(spec, precision)),
              fp32FallbackName(spec), types, spec.name, params, spec.N, spec.K, launchFlags(spec),
              plan.minRows(), bias, residual, gamma, kTcNotTaken, args, kTcTallRows, beta,
-             tensorCoreWideTileShared(spec, precision))
+             tensorCoreWideTileShared(spec, precision),
+             sm90a.empty() ? ""
+                           : "llvm.mlir.global internal constant @sm90a(" + stringLiteral(sm90a) +
+                                 ") {addr_space = 0 : i32}",
+             sm90a.empty() ? "" : "%sm90a = llvm.mlir.addressof @sm90a : !llvm.ptr",
+             sm90a.empty() ? "%null" : "%sm90a")
       .str();
 }
 
@@ -134,10 +143,12 @@ std::string launcherSource(const GemmKernelSpec &spec, GpuMatmul precision, llvm
 
 llvm::Error compileTensorCoreGemmLauncher(const GemmKernelSpec &spec, GpuMatmul precision,
                                           int capability, llvm::StringRef objectPath) {
-  llvm::Expected<std::string> ptx = tensorCoreGemmPtx(spec, precision, capability);
+  std::string sm90a;
+  llvm::Expected<std::string> ptx = tensorCoreGemmPtx(spec, precision, capability, &sm90a);
   if (!ptx)
     return ptx.takeError();
-  return tc::emitLauncherObject(launcherSource(spec, precision, *ptx), spec.name, objectPath);
+  return tc::emitLauncherObject(launcherSource(spec, precision, *ptx, sm90a), spec.name,
+                                objectPath);
 }
 
 } // namespace mlir::xf

@@ -20,6 +20,7 @@
 #include "mlir/Conversion/LLVMCommon/ConversionTarget.h"
 #include "mlir/Conversion/LLVMCommon/TypeConverter.h"
 #include "mlir/Conversion/NVGPUToNVVM/NVGPUToNVVM.h"
+#include "mlir/Conversion/NVVMToLLVM/NVVMToLLVM.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Conversion/ReconcileUnrealizedCasts/ReconcileUnrealizedCasts.h"
 #include "mlir/Conversion/SCFToControlFlow/SCFToControlFlow.h"
@@ -97,12 +98,31 @@ LogicalResult lowerNvgpuOps(gpu::GPUModuleOp module) {
   return applyPartialConversion(module, target, std::move(patterns));
 }
 
+// gpu.modules named so hold sm_90a kernels (wgmma): WgmmaGemmSource.cpp.
+constexpr llvm::StringLiteral kSm90aSuffix = "_wg";
+
+// nvvm-attach-target per gpu.module (O3): sm_90a with PTX 8.0 for the wgmma kernels' modules
+// (kernelModuleChip), sm_`capability` for the others.
+void attachTargets(ModuleOp module, int capability) {
+  MLIRContext *context = module.getContext();
+  for (auto gpuModule : module.getOps<gpu::GPUModuleOp>()) {
+    const std::string chip = kernelModuleChip(gpuModule.getName(), capability);
+    auto target = NVVM::NVVMTargetAttr::get(context, /*optLevel=*/3, "nvptx64-nvidia-cuda", chip,
+                                            chip == "sm_90a" ? "+ptx80" : "");
+    gpuModule.setTargetsAttr(ArrayAttr::get(context, {target}));
+  }
+}
+
 } // namespace
 
+std::string kernelModuleChip(llvm::StringRef moduleName, int capability) {
+  return moduleName.ends_with(kSm90aSuffix) ? "sm_90a" : "sm_" + std::to_string(capability);
+}
+
 // The kernel's module lowered to the LLVM/NVVM dialects, or its PTX.
-llvm::Expected<std::string> tc::lowerTensorCoreKernel(llvm::StringRef source,
-                                                      llvm::StringRef what, int capability,
-                                                      bool ptx) {
+llvm::Expected<std::string> tc::lowerTensorCoreKernel(llvm::StringRef source, llvm::StringRef what,
+                                                      int capability, bool ptx,
+                                                      std::string *sm90a) {
   std::unique_ptr<MLIRContext> context = kernelContext();
   std::string diagnostics;
   llvm::raw_string_ostream diagnosticStream(diagnostics);
@@ -115,17 +135,17 @@ llvm::Expected<std::string> tc::lowerTensorCoreKernel(llvm::StringRef source,
   if (!module)
     return failed("GPU kernel '" + what + "' does not parse: " + diagnostics);
 
+  attachTargets(*module, capability);
   PassManager pm(context.get());
-  GpuNVVMAttachTargetOptions target;
-  target.chip = "sm_" + std::to_string(capability);
-  target.optLevel = 3;
-  pm.addPass(createGpuNVVMAttachTarget(target));
   pm.nest<gpu::GPUModuleOp>().addPass(createSCFToControlFlowPass());
   PassManager toNvvm(context.get());
   OpPassManager &kernel = toNvvm.nest<gpu::GPUModuleOp>();
   ConvertGpuOpsToNVVMOpsOptions gpuToNvvm;
   gpuToNvvm.indexBitwidth = xfrt::gpu_gemm::kKernelIndexBits;
   kernel.addPass(createConvertGpuOpsToNVVMOps(gpuToNvvm));
+  // NVVM ops that LLVM's NVPTX backend has no intrinsic for (wgmma.mma_async, the proxy
+  // fence) as inline PTX.
+  kernel.addPass(createConvertNVVMToLLVMPass());
   kernel.addPass(createCanonicalizerPass());
   kernel.addPass(createCSEPass());
   kernel.addPass(createReconcileUnrealizedCastsPass());
@@ -154,22 +174,32 @@ llvm::Expected<std::string> tc::lowerTensorCoreKernel(llvm::StringRef source,
     module->print(os);
     return text;
   }
+  std::string main;
   for (auto binary : module->getOps<gpu::BinaryOp>())
-    for (Attribute object : binary.getObjects())
-      return cast<gpu::ObjectAttr>(object).getObject().str();
-  return failed("GPU kernel '" + what + "': no PTX came out of gpu-module-to-binary");
+    for (Attribute object : binary.getObjects()) {
+      std::string text = cast<gpu::ObjectAttr>(object).getObject().str();
+      if (binary.getSymName().ends_with(kSm90aSuffix)) {
+        if (sm90a)
+          *sm90a = std::move(text);
+      } else if (main.empty()) {
+        main = std::move(text);
+      }
+    }
+  if (main.empty())
+    return failed("GPU kernel '" + what + "': no PTX came out of gpu-module-to-binary");
+  return main;
 }
 
 namespace {
 
 enum class Stage { Nvvm, Ptx };
 
-llvm::Expected<std::string> lower(const GemmKernelSpec &spec, GpuMatmul precision,
-                                  int capability, Stage stage) {
+llvm::Expected<std::string> lower(const GemmKernelSpec &spec, GpuMatmul precision, int capability,
+                                  Stage stage, std::string *sm90a = nullptr) {
   if (!tensorCoreGemmPlan(spec, precision).mlirKernel)
     return failed("gemm kernel '" + spec.name + "' does not take the tensor-core path");
   return tc::lowerTensorCoreKernel(tensorCoreGemmSource(spec, precision), spec.name, capability,
-                                   stage == Stage::Ptx);
+                                   stage == Stage::Ptx, sm90a);
 }
 
 } // namespace
@@ -180,8 +210,8 @@ llvm::Expected<std::string> tensorCoreGemmNvvm(const GemmKernelSpec &spec, GpuMa
 }
 
 llvm::Expected<std::string> tensorCoreGemmPtx(const GemmKernelSpec &spec, GpuMatmul precision,
-                                              int capability) {
-  return lower(spec, precision, capability, Stage::Ptx);
+                                              int capability, std::string *sm90a) {
+  return lower(spec, precision, capability, Stage::Ptx, sm90a);
 }
 
 } // namespace mlir::xf

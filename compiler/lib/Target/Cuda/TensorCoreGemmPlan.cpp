@@ -54,7 +54,7 @@ static std::string wideTilesWhyNot(const GemmKernelSpec &spec, GpuMatmul precisi
   return "";
 }
 
-TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul precision) {
+TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul precision, bool wgmma) {
   auto stay = [](std::string why) { return TensorCoreGemmPlan{false, std::move(why)}; };
   const bool fma = precision == GpuMatmul::Fp32;
   if (spec.N % kTcTileCols != 0 &&
@@ -88,8 +88,23 @@ TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul prec
             "fp32 FMA kernel for M >= " + std::to_string(kFmaGemmMinRows) +
                 " (fewer rows: Halide's GEMV and batch GEMV)" + tail,
             true};
+  if (wgmma && wgmmaGemmWhyNot(spec, precision).empty())
+    tail += "; on sm_90 GPUs wgmma (sm_90a) 128 × 128 tiles where their grid gives every SM a "
+            "block";
   return {true, std::string(gpuMatmulName(precision)) + " mma.sync for M >= " +
                     std::to_string(kTcMinRows) + " (fewer rows: Halide's GEMV)" + tail};
+}
+
+std::string wgmmaGemmWhyNot(const GemmKernelSpec &spec, GpuMatmul precision) {
+  if (precision != GpuMatmul::Bf16 || !spec.bf16Weights)
+    return "bf16 products from bf16 weights only";
+  if (spec.epilogue == GemmEpilogue::SwiGlu)
+    return "SwiGLU";
+  if (spec.K % kWgSliceK != 0)
+    return "K = " + std::to_string(spec.K) + " is not a multiple of " + std::to_string(kWgSliceK);
+  if (!tensorCoreGemmPlan(spec, precision, /*wgmma=*/false).mlirKernel)
+    return "not on the tensor-core path";
+  return "";
 }
 
 std::string mlirGemmEntry(const GemmKernelSpec &spec, GpuMatmul precision) {

@@ -413,13 +413,6 @@ void storeTile(Writer &w, const GemmKernelSpec &spec, const Types &ty, const Lan
 
 namespace {
 
-std::string join(const std::vector<std::string> &names) {
-  std::string text;
-  for (const std::string &name : names)
-    text += (text.empty() ? "" : ", ") + name;
-  return text;
-}
-
 // The K range a block multiplies: all of K, or (split-K) its block z's [z · kz, min((z + 1) ·
 // kz, K)) of the kernel argument %kz. `lo` is "" for 0 (the unsplit kernels' text unchanged).
 struct KRange {
@@ -442,10 +435,9 @@ void pipelinedSlice(Writer &w, const GemmKernelSpec &spec, const Types &ty, cons
   std::string more = w.let("arith.cmpi ult, " + kNext + ", " + range.hi + " : index");
   std::string kRead = w.let("arith.select " + more + ", " + kNext + ", %k0 : index");
   std::string aRows = w.index(ty.tileRows), bRows = w.index(ty.bRows());
-  std::string group = w.let(
-      "nvgpu.device_async_create_group " +
-      join(copySlice(w, spec, ty, l, kRead, gates, w.mul(next, aRows), w.mul(next, bRows),
-                     more)));
+  std::string group = w.let("nvgpu.device_async_create_group " +
+                            joined(copySlice(w, spec, ty, l, kRead, gates, w.mul(next, aRows),
+                                             w.mul(next, bRows), more)));
   w.line("nvgpu.device_async_wait " + group + " {numGroups = 1 : i32}");
   w.line("gpu.barrier");
   multiplySlice(w, ty, l, acc, gates, w.mul(buffer, aRows), w.mul(buffer, bRows));
@@ -466,7 +458,7 @@ void kLoop(Writer &w, const GemmKernelSpec &spec, const Types &ty, const Lanes &
   std::string firstGroup;
   if (ty.async) // the range's first slice into buffer 0 before the loop
     firstGroup = w.let("nvgpu.device_async_create_group " +
-                       join(copySlice(w, spec, ty, l, lo, gates, w.index(0), w.index(0))));
+                       joined(copySlice(w, spec, ty, l, lo, gates, w.index(0), w.index(0))));
   std::string loop = w.fresh();
   w.line(loop + ":" + std::to_string(acc.size()) + " = scf.for %k0 = " + lo + " to " +
          range.hi + " step " + w.index(kTcSliceK) + " iter_args(" + iterArgs + ") -> (" +
@@ -540,11 +532,14 @@ int64_t tensorCoreWideTileShared(const GemmKernelSpec &spec, GpuMatmul precision
   return ty.aBytes() + spec.gates() * ty.bBytes();
 }
 
-std::string tensorCoreGemmDynamicSharedText(const GemmKernelSpec &spec, GpuMatmul precision) {
-  int64_t bytes = tensorCoreWideTileShared(spec, precision);
-  return bytes ? ", dynamic shared memory: " + mlirGemmEntry(spec, precision) + "128 " +
-                     std::to_string(bytes) + " bytes"
-               : "";
+std::string tensorCoreGemmDynamicSharedText(const GemmKernelSpec &spec, GpuMatmul precision,
+                                            bool sm90a) {
+  std::vector<std::string> functions;
+  if (int64_t bytes = tensorCoreWideTileShared(spec, precision))
+    functions.push_back(mlirGemmEntry(spec, precision) + "128 " + std::to_string(bytes) + " bytes");
+  if (sm90a && wgmmaGemmWhyNot(spec, precision).empty())
+    functions.push_back(spec.name + "_wg " + std::to_string(kWgDynamicShared) + " bytes");
+  return functions.empty() ? "" : ", dynamic shared memory: " + joined(functions);
 }
 
 std::string tensorCoreGemmSource(const GemmKernelSpec &spec, GpuMatmul precision) {
@@ -557,13 +552,15 @@ std::string tensorCoreGemmSource(const GemmKernelSpec &spec, GpuMatmul precision
   if (tensorCoreSplitRows(spec) > 0)
     more += kernelFunction(spec, precision, kTcShortTileRows, /*split=*/true) +
             tc::splitReductionFunction(spec, spec.name + "_tc");
+  const bool wgmma = wgmmaGemmWhyNot(spec, precision).empty();
   return llvm::formatv("// {0}: out[M, {1}] = x[M, {2}] · W (W {3}, {4} mma.sync, float32 "
-                       "sums){7}\n"
+                       "sums){7}\n{8}"
                        "module attributes {{gpu.container_module} {{\n"
-                       "  gpu.module @{0}_tc {{\n{5}{6}  }\n}\n",
+                       "  gpu.module @{0}_tc {{\n{5}{6}  }\n{9}}\n",
                        spec.name, spec.N, spec.K, ty.nk ? "[N, K]" : "[K, N]",
                        gpuMatmulName(precision), kernelFunction(spec, precision, kTcTileRows), more,
-                       tensorCoreGemmDynamicSharedText(spec, precision))
+                       tensorCoreGemmDynamicSharedText(spec, precision),
+                       wgmma ? wgmmaAccumulatorAlias() : "", wgmma ? wgmmaGemmModule(spec) : "")
       .str();
 }
 

@@ -126,11 +126,21 @@ std::pair<std::string, std::string> attentionTileBounds(Writer &w, bool causal,
                                                         const std::string &offset,
                                                         const std::string &mLast, int queries);
 
-/// The kernel module `source` (a gpu.module) after nvvm-attach-target (sm_`capability`) and
-/// the lowering to NVVM, or its PTX by LLVM's NVPTX backend (TensorCoreGemmLowering.cpp).
+/// The kernel module `source` (gpu.modules) after nvvm-attach-target (sm_`capability`; a
+/// `_wg` module sm_90a) and the lowering to NVVM, or its PTX by LLVM's NVPTX backend
+/// (TensorCoreGemmLowering.cpp): the first module's, and into `sm90a` the `_wg` module's.
 /// `what` names the kernel in errors.
 llvm::Expected<std::string> lowerTensorCoreKernel(llvm::StringRef source, llvm::StringRef what,
-                                                  int capability, bool ptx);
+                                                  int capability, bool ptx,
+                                                  std::string *sm90a = nullptr);
+
+/// `names` joined by ", ".
+inline std::string joined(const std::vector<std::string> &names) {
+  std::string text;
+  for (const std::string &name : names)
+    text += (text.empty() ? "" : ", ") + name;
+  return text;
+}
 
 /// `bytes` as an MLIR string literal with a terminating NUL.
 std::string stringLiteral(llvm::StringRef bytes);
