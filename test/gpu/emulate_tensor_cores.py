@@ -26,9 +26,11 @@ ISA's fragment layouts, written here independently of the generator
     tiles itself; D in wgmma's fragments (register r of thread T: row 16(T / 32) + (T % 32) / 4
     + 8((r % 4) / 2), column 8(r / 4) + 2(T % 4) + r % 2). It reads only what a fence.proxy.async
     made visible since the last shared write, as the whole warpgroup (a barrier between the
-    threads' writes and it, and between its wait and the next overwrite), and between
-    wgmma.commit and wait.group 0 no shared write nor accumulator read may happen. Faults that
-    must fail: no proxy fence, no wait, stages aligned to 16 bytes, W read in the other layout.
+    threads' writes and it, and between its wait and the next overwrite); no element a group
+    in flight reads (committed, not yet retired by a wait.group N that leaves the N newest) may
+    be written, nor the accumulators read before wait.group 0. Faults that must fail: no proxy
+    fence, no wait, two groups let run on, stages aligned to 16 bytes, W read in the other
+    layout.
   cp.async (nvgpu.device_async_copy, _create_group, _wait): a copy's source is read when it is
     issued, its destination poisoned (NaN) until its group completes, and a group completes
     only at a wait that leaves at most numGroups newer groups pending (cp.async.wait_group N),
@@ -170,7 +172,9 @@ class Block:
         # wgmma reads through the async proxy and must not see them — and whether a committed
         # group of wgmma is still in flight (before wgmma.wait_group 0)
         self.unfenced = {name: np.zeros(tile.shape, bool) for name, tile in shared.items()}
-        self.wgmma_pending, self.wgmma_fenced = False, False
+        # the shared elements (name, rows, cols) each wgmma group in flight reads: committed
+        # and not yet waited for (wait_group N leaves the N newest), then the uncommitted ones
+        self.wgmma_groups, self.wgmma_reads, self.wgmma_fenced = [], [], False
 
     def val(self, name):
         name = name.strip()
@@ -316,8 +320,8 @@ class Block:
             shape, _ = parse_type(rest.split(":")[1])
             return np.stack(parts, axis=1).reshape((T,) + shape)
         if kind == "llvm.extractvalue":
-            assert not self.wgmma_pending, \
-                "wgmma's accumulators read before wgmma.wait_group (its results not yet written)"
+            assert not self.wgmma_groups and not self.wgmma_reads, \
+                "wgmma's accumulators read before wgmma.wait_group 0 (its results not yet written)"
         if kind in ("vector.extract", "llvm.extractvalue"):
             src, pos = re.match(r"(%[\w#]+)\[([0-9, ]+)\]", rest).groups()
             v = self.val(src)
@@ -405,7 +409,7 @@ class Block:
             assert (cols < tile.shape[1]).all() and (r < tile.shape[0]).all()
             self.hazards[m.group(1)].write(m.group(1), self.epoch, r[:, None], cols,
                                            THREAD[mask, None])
-            assert not self.wgmma_pending, "shared memory written while a wgmma may read it"
+            self.not_read_by_wgmma(m.group(1), r[:, None], cols)
             tile[r[:, None], cols] = v[mask]
             self.unfenced[m.group(1)][r[:, None], cols] = True
             return
@@ -436,7 +440,7 @@ class Block:
                                  record=False)
         self.uncommitted.append((name, tile, r[mask, None], cols[mask], values[mask],
                                  THREAD[mask, None]))
-        assert not self.wgmma_pending, "cp.async into shared memory a wgmma may read"
+        self.not_read_by_wgmma(name, r[mask, None], cols[mask])
         tile[r[mask, None], cols[mask]] = np.nan if tile.dtype == np.float32 else 0x7FC0
         return np.zeros(T, np.int64)
 
@@ -477,15 +481,25 @@ class Block:
             out.append(got)
         return np.concatenate(out)
 
+    def not_read_by_wgmma(self, name, rows, cols):
+        """A write (st.shared, a cp.async when issued) of elements no wgmma in flight reads."""
+        written = np.zeros(self.shared[name].shape, bool)
+        written[rows, cols] = True
+        for reads in self.wgmma_groups + [self.wgmma_reads]:
+            for tile, r, c in reads:
+                assert tile != name or not written[r, c].any(), \
+                    "shared memory written while a wgmma in flight may read it (before its wait_group)"
+
     def nvvm_statement(self, line):
         """wgmma's fence, commit and wait, and the async-proxy fence."""
         if line == "nvvm.wgmma.fence.aligned":
             self.wgmma_fenced = True
         elif line == "nvvm.wgmma.commit.group.sync.aligned":
-            self.wgmma_pending = True
+            self.wgmma_groups.append(self.wgmma_reads)
+            self.wgmma_reads = []
         elif line.startswith("nvvm.wgmma.wait.group.sync.aligned"):
-            if int(line.split()[-1]) == 0:
-                self.wgmma_pending = False
+            keep = int(line.split()[-1])
+            self.wgmma_groups = self.wgmma_groups[len(self.wgmma_groups) - keep:] if keep else []
         elif line.startswith("nvvm.fence.proxy") and "async.shared" in line:
             for unfenced in self.unfenced.values():
                 unfenced[:] = False
@@ -531,6 +545,7 @@ class Block:
             self.hazards[name].read(name, self.epoch, rows, cols, np.full(rows.shape, -3))
             assert not self.unfenced[name][rows, cols].any(), \
                 "wgmma reads shared memory written since the last fence.proxy.async"
+            self.wgmma_reads.append((name, rows, cols))
             return bf16_value(tile[rows, cols]).astype(np.float64)
 
         a_start, _, a_sbo = decode(da)
@@ -1039,7 +1054,8 @@ def faulted_wgmma(text, fault):
     """The module with a bug in its wgmma kernel (`<name>_wg`) only: 'no-proxy-fence' drops the
     fence.proxy.async before each stage's products, 'no-wgmma-wait' drops wgmma.wait_group,
     'unaligned-stages' aligns the stages to 16 bytes instead of a swizzle atom's 1024, 'row-b'
-    / 'col-b' reads W in the other layout (N-major for K-major and back)."""
+    / 'col-b' reads W in the other layout (N-major for K-major and back), 'wait-two' lets two
+    groups of products run on in the K loop (a stage they read is then overwritten)."""
     head, sep, wg = text.partition("  gpu.module @")
     while sep and not re.match(r"\w+_wg \{", wg):
         more, sep, wg = wg.partition("  gpu.module @")
@@ -1049,6 +1065,8 @@ def faulted_wgmma(text, fault):
         wg = "\n".join(l for l in wg.split("\n") if "nvvm.fence.proxy" not in l)
     elif fault == "no-wgmma-wait":
         wg = "\n".join(l for l in wg.split("\n") if "nvvm.wgmma.wait.group" not in l)
+    elif fault == "wait-two":
+        wg = wg.replace("nvvm.wgmma.wait.group.sync.aligned 1", "nvvm.wgmma.wait.group.sync.aligned 2")
     elif fault == "unaligned-stages":
         wg = wg.replace("arith.constant 1024 : index", "arith.constant 16 : index")
     else:
@@ -1094,12 +1112,16 @@ def check_faults(xfc, rng):
             assert bad != kernel
             ok &= fails(f"{fault} ({precision})", lambda: check(bad, 70, rng, (2,)))
     for layout, extra in (("[K, N]", []), ("[N, K]", ["-D", "N_V=256"])):
-        # GPT-2's QKV ([K, N]) or its tied unembedding ([N, K])
+        # GPT-2's MLP down projection ([K, N], K = 128: two slices) or its tied unembedding
+        # ([N, K])
         kernels = kernel_texts(xfc, os.path.join(EXAMPLES, "gpt2.xf"), "bf16",
                                SMALL + extra + ["--weight-type=bf16"])
-        kernel = next(k for k in kernels if f"(W {layout}, bf16 mma" in k.split("\n")[0])
-        for fault in ("no-proxy-fence", "no-wgmma-wait", "unaligned-stages",
-                      "row-b" if extra else "col-b"):
+        kernel = next(k for k in kernels if f"(W {layout}, bf16 mma" in k.split("\n")[0] and
+                      (extra or "= x[M, 128]" in k.split("\n")[0]))
+        # (wait-two needs two slices or more: the down projection's K of 128, not the
+        # unembedding's 64)
+        for fault in ("no-proxy-fence", "no-wgmma-wait", "unaligned-stages") + \
+                (("row-b",) if extra else ("wait-two", "col-b")):
             bad = faulted_wgmma(kernel, fault)
             assert bad != kernel, f"{fault}: the wgmma kernel unchanged"
             ok &= fails(f"{fault} (bf16 wgmma, W {layout})", lambda: check(bad, 70, rng, (2,)))

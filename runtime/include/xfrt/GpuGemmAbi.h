@@ -25,10 +25,10 @@ inline constexpr int kShortTileRows = 32, kTallRows = 512;
 /// kTileCols of out), in dynamic shared memory.
 inline constexpr int kWideTile = 128, kWideThreads = 256;
 /// `<entry>_wg` (sm_90a, wgmma): kWgTile × kWgTile tiles of kWgThreads threads (one
-/// warpgroup), K in slices of kWgSliceK, kWgDynamicShared bytes of dynamic shared memory (two
-/// stages of 32 KiB and 1 KiB to align them to 1024 bytes).
-inline constexpr int kWgTile = 128, kWgThreads = 128, kWgSliceK = 64;
-inline constexpr int kWgDynamicShared = 2 * 32768 + 1024;
+/// warpgroup), K in slices of kWgSliceK, kWgDynamicShared bytes of dynamic shared memory
+/// (kWgStages stages of 32 KiB and 1 KiB to align them to 1024 bytes).
+inline constexpr int kWgTile = 128, kWgThreads = 128, kWgSliceK = 64, kWgStages = 3;
+inline constexpr int kWgDynamicShared = kWgStages * 32768 + 1024;
 /// Split-K: at most kMaxSplit ranges of K, never for a grid of kSplitMaxBlocks or more, ranges
 /// of kMinSplitSlices slices or more by the launcher's own choice; `<entry>_reduce`'s block is
 /// kReduceRows rows × kTileCols columns.

@@ -74,7 +74,7 @@ std::string tensorCoreGemmDynamicSharedText(const GemmKernelSpec &spec, GpuMatmu
 /// GPU, bf16 products from bf16 weights on `wgmma.mma_async`, one warpgroup per 128 × 128
 /// tile, in a gpu.module of its own compiled for sm_90a.
 constexpr int kWgTile = xfrt::gpu_gemm::kWgTile, kWgThreads = xfrt::gpu_gemm::kWgThreads,
-              kWgSliceK = xfrt::gpu_gemm::kWgSliceK,
+              kWgSliceK = xfrt::gpu_gemm::kWgSliceK, kWgStages = xfrt::gpu_gemm::kWgStages,
               kWgDynamicShared = xfrt::gpu_gemm::kWgDynamicShared;
 /// Its .maxnreg: 128 accumulators a thread and x's next slice (64) in registers; two blocks
 /// an SM at most by registers (65536 / (128 × 240)).

@@ -9,9 +9,9 @@
 // kernels in a gpu.module of its own for sm_90a (PTX that only a capability-9.0 GPU loads);
 // libxfrt launches it where the device is one, the grid fills it, and the operands qualify.
 //
-// Shared memory: two stages of K slices of 64 (x's [128][64] and W's [64][128] or [128][64],
-// bf16: 32 KiB a stage), each tile in the 128-byte swizzled layout wgmma's descriptors name
-// (swizzle mode 1): rows of 64 bf16 (128 bytes), in atoms of 8 rows (1024 bytes, 1024-byte
+// Shared memory: three stages of K slices of 64 (x's [128][64] and W's [64][128] or
+// [128][64], bf16: 32 KiB a stage), each tile in the 128-byte swizzled layout wgmma's descriptors
+// name (swizzle mode 1): rows of 64 bf16 (128 bytes), in atoms of 8 rows (1024 bytes, 1024-byte
 // aligned) in which the 16-byte chunk c of row r lies at chunk c ^ (r % 8).
 //   x, K-major ("row" A): element (m, k) at m · 128 + ((k / 8) ^ (m % 8)) · 16 + (k % 8) · 2;
 //       descriptor SBO (8 rows to the next 8) 1024 bytes; a K step of 16 is +32 bytes.
@@ -27,14 +27,15 @@
 // 16-byte aligned, so the stages start at the first 1024-byte boundary of it (1 KiB more is
 // asked for).
 //
-// The K loop, a slice of 64 an iteration in stage (k0 / 64) % 2: slice s's products (8 wgmma, then
-// wgmma.wait_group 0) run while x's next slice is loaded into registers (issued before them) and
-// W's next slice is in flight by cp.async (issued an iteration earlier); then a barrier (every
-// warp's wgmma has read stage s % 2), x's next slice is stored into the other stage, W's slice
-// after next is issued into this one, its copies waited for but the newest group, a proxy fence
-// (fence.proxy.async: the threads' writes visible to wgmma, which reads shared memory through the
-// async proxy) and a barrier. The epilogue is the other tensor-core kernels' (storeSumPair) from
-// the accumulators' registers: register r of half i holds row 64i + 16 · warp + lane / 4 + 8 ·
+// The K loop, slice s (64 of K) an iteration in stage s % 3, x's slice s + 2 in registers on
+// entry: slice s's 8 wgmma are issued as a group, then wgmma.wait_group 1 (slice s − 1's
+// complete, s's run on) and a barrier (every warp past it: stage (s + 2) % 3 is free); x's
+// slice s + 2 is stored into it, W's slice s + 2 issued into it by cp.async, x's slice s + 3
+// loaded into registers (a whole iteration to arrive), W's slice s + 1 waited for (every
+// cp.async group but the newest), a proxy fence (fence.proxy.async: the threads' writes
+// visible to wgmma, which reads shared memory through the async proxy) and a barrier. After
+// the loop wait_group 0. The epilogue is the other tensor-core kernels' (storeSumPair) from the
+// accumulators' registers: register r of half i holds row 64i + 16 · warp + lane / 4 + 8 ·
 // ((r % 4) / 2), column 8 · (r / 4) + 2 · (lane % 4) + r % 2 (PTX ISA, wgmma's D fragments).
 //
 //===----------------------------------------------------------------------===//
@@ -46,6 +47,9 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <utility>
+#include <vector>
+
 namespace mlir::xf {
 
 using namespace tc;
@@ -56,6 +60,7 @@ constexpr int kRows = kWgTile, kCols = kWgTile, kSlice = kWgSliceK;
 constexpr int64_t kAtom = 1024;       // bytes of a swizzle atom: 8 rows of 128 bytes
 constexpr int64_t kTileBytes = 16384; // x's or W's tile of one stage (128 × 64 bf16)
 constexpr int64_t kStageBytes = 2 * kTileBytes;
+constexpr int kStages = kWgStages;
 constexpr int kRegisters = 64;             // accumulators a thread per 64-row half (n128)
 constexpr const char *kAccType = "!wgacc"; // the module's alias of !llvm.struct<(f32 × 64)>
 
@@ -192,7 +197,8 @@ std::string descriptor(Writer &w, const Block &b, const std::string &stage, int6
 }
 
 // The products of the slice in the stage at `stage` (i64 bytes): 4 K steps of 16 × 2 halves
-// of 64 rows, then their completion (wait_group 0).
+// of 64 rows as one group, then a wait for all groups but the newest (wait_group 1: the
+// previous slice's products are complete, this one's run on).
 void multiply(Writer &w, const GemmKernelSpec &spec, const Block &b, const std::string &stage,
               std::string acc[2]) {
   const bool nk = spec.transposeWeight;
@@ -213,7 +219,7 @@ void multiply(Writer &w, const GemmKernelSpec &spec, const Block &b, const std::
     }
   }
   w.line("nvvm.wgmma.commit.group.sync.aligned");
-  w.line("nvvm.wgmma.wait.group.sync.aligned 0");
+  w.line("nvvm.wgmma.wait.group.sync.aligned 1");
 }
 
 // The proxy fence after the threads' writes of a stage (st.shared, cp.async) and before
@@ -223,24 +229,32 @@ void proxyFence(Writer &w) {
          "#nvvm.shared_space<cta>}");
 }
 
-// One iteration of the K loop, the slice at %k0 in stage (%k0 / 64) % 2: see the header.
-void slice(Writer &w, const GemmKernelSpec &spec, const Block &b, std::string acc[2]) {
-  std::string parity = w.rem(w.div("%k0", w.index(kSlice)), w.index(2));
-  std::string stage = w.mul(parity, w.index(kStageBytes));
-  std::string other =
-      w.mul(w.let("arith.subi " + w.index(1) + ", " + parity + " : index"), w.index(kStageBytes));
-  std::string kNext = w.addConst("%k0", kSlice);
-  std::string more = w.let("arith.cmpi ult, " + kNext + ", %k : index");
-  std::string kRead = w.let("arith.select " + more + ", " + kNext + ", %k0 : index");
-  std::vector<std::string> next = loadX(w, b, kRead);
-  multiply(w, spec, b, w.let("arith.index_cast " + stage + " : index to i64"), acc);
+// The stage (bytes from the aligned start) of the slice `ahead` slices after the one at %k0.
+std::string stageOf(Writer &w, int ahead) {
+  std::string slice = w.addConst(w.div("%k0", w.index(kSlice)), ahead);
+  return w.mul(w.rem(slice, w.index(kStages)), w.index(kStageBytes));
+}
+
+// The slice `ahead` slices after %k0 (clamped to %k0's past K, whose copies then read nothing)
+// and whether it is in K.
+std::pair<std::string, std::string> sliceAhead(Writer &w, int ahead) {
+  std::string k = w.addConst("%k0", ahead * kSlice);
+  std::string in = w.let("arith.cmpi ult, " + k + ", %k : index");
+  return {w.let("arith.select " + in + ", " + k + ", %k0 : index"), in};
+}
+
+// One iteration of the K loop, the slice s at %k0 in stage s % 3, x's slice s + 2 in
+// registers (`xRegs`, replaced by s + 3's): see the header.
+void slice(Writer &w, const GemmKernelSpec &spec, const Block &b, std::string acc[2],
+           std::vector<std::string> &xRegs) {
+  std::string current = stageOf(w, 0), ahead = stageOf(w, 2);
+  multiply(w, spec, b, w.let("arith.index_cast " + current + " : index to i64"), acc);
   w.line("gpu.barrier");
-  storeX(w, b, next, other);
-  std::string kAfter = w.addConst("%k0", 2 * kSlice);
-  std::string moreAfter = w.let("arith.cmpi ult, " + kAfter + ", %k : index");
-  std::string kCopy = w.let("arith.select " + moreAfter + ", " + kAfter + ", %k0 : index");
-  std::string group = w.let("nvgpu.device_async_create_group " +
-                            joined(copyW(w, spec, b, kCopy, stage, moreAfter)));
+  storeX(w, b, xRegs, ahead);
+  auto [kCopy, copied] = sliceAhead(w, 2);
+  std::string group =
+      w.let("nvgpu.device_async_create_group " + joined(copyW(w, spec, b, kCopy, ahead, copied)));
+  xRegs = loadX(w, b, sliceAhead(w, 3).first);
   w.line("nvgpu.device_async_wait " + group + " {numGroups = 1 : i32}");
   proxyFence(w);
   w.line("gpu.barrier");
@@ -273,9 +287,9 @@ std::string wgmmaGemmModule(const GemmKernelSpec &spec) {
   Writer w;
   Block b = blockIndices(w);
   std::string zero = w.let(std::string("llvm.mlir.zero : ") + kAccType);
-  // Before the loop: slice 0's W copies and x's rows into stage 0, slice 1's W copies into
-  // stage 1; slice 0 complete and fenced.
-  std::string c0 = w.index(0), k1 = w.index(kSlice);
+  // Before the loop: slices 0 and 1 (W's by cp.async, x's rows) into stages 0 and 1, x's
+  // slice 2 into registers; slice 0 complete and fenced. Slices past K copy nothing.
+  std::string c0 = w.index(0), k1 = w.index(kSlice), k2 = w.index(2 * kSlice);
   std::string all = w.let("arith.cmpi ult, " + c0 + ", %k : index");
   std::string first =
       w.let("nvgpu.device_async_create_group " + joined(copyW(w, spec, b, c0, c0, all)));
@@ -284,17 +298,31 @@ std::string wgmmaGemmModule(const GemmKernelSpec &spec) {
   std::string kRead = w.let("arith.select " + more + ", " + k1 + ", " + c0 + " : index");
   std::string second = w.let("nvgpu.device_async_create_group " +
                              joined(copyW(w, spec, b, kRead, w.index(kStageBytes), more)));
+  storeX(w, b, loadX(w, b, kRead), w.index(kStageBytes));
+  std::string third = w.let("arith.cmpi ult, " + k2 + ", %k : index");
+  std::vector<std::string> xRegs =
+      loadX(w, b, w.let("arith.select " + third + ", " + k2 + ", " + c0 + " : index"));
   w.line("nvgpu.device_async_wait " + second + " {numGroups = 1 : i32}");
   proxyFence(w);
   w.line("gpu.barrier");
-  std::string loop = w.fresh();
-  w.line(loop + ":2 = scf.for %k0 = " + c0 + " to %k step " + k1 + " iter_args(%acc0 = " + zero +
-         ", %acc1 = " + zero + ") -> (" + kAccType + ", " + kAccType + ") {");
+  // The accumulators and x's registers are the loop's iter_args.
+  std::string loop = w.fresh(), iterArgs = "%acc0 = " + zero + ", %acc1 = " + zero,
+              types = std::string(kAccType) + ", " + kAccType;
+  std::vector<std::string> xArgs;
+  for (size_t i = 0; i < xRegs.size(); ++i) {
+    xArgs.push_back("%xr" + std::to_string(i));
+    iterArgs += ", " + xArgs.back() + " = " + xRegs[i];
+    types += ", vector<4xf32>";
+  }
+  w.line(loop + ":" + std::to_string(2 + xArgs.size()) + " = scf.for %k0 = " + c0 + " to %k step " +
+         k1 + " iter_args(" + iterArgs + ") -> (" + types + ") {");
   std::string acc[2] = {"%acc0", "%acc1"};
-  slice(w, spec, b, acc);
-  w.line("scf.yield " + acc[0] + ", " + acc[1] + " : " + kAccType + ", " + kAccType);
+  slice(w, spec, b, acc, xArgs);
+  w.line("scf.yield " + acc[0] + ", " + acc[1] + ", " + joined(xArgs) + " : " + types);
   w.line("}");
-  // The last group (zero fill past K) completes before the block's shared memory goes.
+  // The last products and copies (zero fill past K) complete before the block's shared
+  // memory goes and the accumulators are read.
+  w.line("nvvm.wgmma.wait.group.sync.aligned 0");
   w.line("nvgpu.device_async_wait " + first + " {numGroups = 0 : i32}");
   storeHalf(w, spec, b, 0, loop + "#0");
   storeHalf(w, spec, b, 1, loop + "#1");
