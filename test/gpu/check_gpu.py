@@ -23,7 +23,8 @@ and exits 77 (ctest's SKIP_RETURN_CODE). With one:
 --gpu-matmul tf32|bf16 (ctest gpu-ptxas-tensor-cores; gpu-run-tensor-cores, label gpu): the
 builds put their GEMMs on tensor cores (docs/gpu.md, "Tensor cores"): ptxas on every kernel,
 the MLIR-made ones included; run: every example (--target cuda-sm_80) against the oracle within
-check_examples.py's TENSOR_CORE_TOLERANCE.
+check_examples.py's TENSOR_CORE_TOLERANCE; bf16 also gpt2 and bert with bf16 weights and
+XF_WGMMA=always (the sm_90a wgmma GEMMs on every call where the GPU is sm_90).
 
 usage: check_gpu.py --xfc build/bin/xfc --mode build|ptxas|run [--gpu-matmul P] [--workdir DIR]
 """
@@ -203,11 +204,18 @@ def mode_run(xfc, work, gpu_matmul=None):
     failures = []
     if gpu_matmul:  # tensor-core GEMMs (sm_80+) against the oracle within their bound
         examples = os.path.join(ROOT, "test", "e2e", "check_examples.py")
-        r = run([sys.executable, examples, "--xfc", xfc, "--xfc-arg=--target=cuda-sm_80",
-                 f"--gpu-matmul={gpu_matmul}"], timeout=3600)
-        print(r.stdout, end="")
-        return [f"check_examples.py --gpu-matmul={gpu_matmul}: {r.stdout.strip()[-300:]}"] \
-            if r.returncode else []
+        # bf16 also with bf16 weights, every GEMM that has an sm_90a wgmma kernel on it where
+        # the GPU is sm_90 (XF_WGMMA=always: the e2e sizes' grids are small)
+        extras = [([], {})] + ([(["--weight-type", "bf16", "--model", "gpt2", "--model", "bert"],
+                                 {"XF_WGMMA": "always"})] if gpu_matmul == "bf16" else [])
+        for extra, env in extras:
+            r = run([sys.executable, examples, "--xfc", xfc, "--xfc-arg=--target=cuda-sm_80",
+                     f"--gpu-matmul={gpu_matmul}", *extra], env=env, timeout=3600)
+            print(r.stdout, end="")
+            if r.returncode:
+                failures.append(f"check_examples.py --gpu-matmul={gpu_matmul} {' '.join(extra)}: "
+                                f"{r.stdout.strip()[-300:]}")
+        return failures
     examples = os.path.join(ROOT, "test", "e2e", "check_examples.py")
     for extra in [[], ["--weight-type", "bf16", "--model", "gpt2", "--model", "bert", "--model",
                        "transformer"]]:
