@@ -428,27 +428,30 @@ int launchGemm(Launches &launch, const std::string &entry, int64_t n, int64_t k,
                 reduce.pointers);
 }
 
+// Columns of out a block of `<name>_wg` computes: 128, SwiGLU's 64 (both gates' 128 of W).
+int64_t wgmmaColumns(int64_t flags) { return (flags & kGated) ? kWgTile / 2 : kWgTile; }
+
 // The wgmma kernel's launch (`<entry>` is `<name>_tc`; its kernel `<name>_wg`, in `sm90a`):
-// ⌈N/128⌉ × ⌈M/128⌉ blocks of one warpgroup, the unsplit kernels' parameters.
+// ⌈N/columns⌉ × ⌈M/128⌉ blocks of one warpgroup, the unsplit kernels' parameters.
 int launchWgmma(Launches &launch, const char *sm90a, const std::string &entry, int64_t n, int64_t k,
                 int64_t flags, int64_t rows, const GemmBuffers &b) {
   auto memref = [](const HalideBuffer *b, int64_t elements) {
     assert(elements < kIndexLimit);
     return Memref{b->device, b->device, 0, int32_t(elements), 1};
   };
+  const int64_t wCols = (flags & kGated) ? 2 * n : n, cols = wgmmaColumns(flags);
   Memref mx = memref(b.x, rows * rowStride(b.x)),
-         mw = memref(b.w, ((flags & kWeightNK) ? n : k) * rowStride(b.w)),
+         mw = memref(b.w, ((flags & kWeightNK) ? wCols : k) * rowStride(b.w)),
          mo = memref(b.out, rows * rowStride(b.out));
-  Memref mb = (flags & kBias) ? memref(b.bias, n) : mo;
+  Memref mb = (flags & kBias) ? memref(b.bias, wCols) : mo;
   Memref mr = (flags & kResidual) ? memref(b.residual, rows * rowStride(b.residual)) : mo;
   const int64_t rs = (flags & kResidual) ? rowStride(b.residual) : 0;
   Params p({mx, mw, mb, mr, mo}, {rows, rowStride(b.x), rowStride(b.w), rs, rowStride(b.out), k});
   const std::string kernel = entry.substr(0, entry.size() - 3) + "_wg"; // <name>_tc → <name>_wg
   const char *ptx = launch.ptx;
   launch.ptx = sm90a;
-  int rc =
-      launch(kernel, unsigned((n + kWgTile - 1) / kWgTile),
-             unsigned((rows + kWgTile - 1) / kWgTile), 1, p.pointers, kWgDynamicShared, kWgThreads);
+  int rc = launch(kernel, unsigned((n + cols - 1) / cols), unsigned((rows + kWgTile - 1) / kWgTile),
+                  1, p.pointers, kWgDynamicShared, kWgThreads);
   launch.ptx = ptx;
   return rc;
 }
@@ -546,7 +549,7 @@ extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t
     // a block (fewer: the mma.sync kernels' smaller tiles and split-K fill the GPU better;
     // $XF_WGMMA=always: whatever the grid).
     if (sm90a && !forcedRows &&
-        (wgmmaGemm() == 2 || (wgmmaGemm() == 1 && blocksOf(kWgTile, kWgTile) >= sms))) {
+        (wgmmaGemm() == 2 || (wgmmaGemm() == 1 && blocksOf(kWgTile, wgmmaColumns(flags)) >= sms))) {
       int capability = 0;
       if (int rc = capabilityOf(launch.d, launch.context, &capability)) {
         launch.error = "cuDeviceGetAttribute failed with CUDA error " + std::to_string(rc);

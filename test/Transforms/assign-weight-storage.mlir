@@ -1,5 +1,5 @@
 // xf-assign-weight-storage: xfc's weight options become `xf.weight_storage`
-// on the parameters (and block concatenations) the kernels read so, one rule
+// on the parameters (and their concatenations) the kernels read so, one rule
 // per case below; the rest stays float32 (no attribute).
 // RUN: xf-opt %s --split-input-file --xf-assign-weight-storage | FileCheck %s --check-prefix=F32
 // RUN: xf-opt %s --split-input-file --xf-assign-weight-storage=weight-type=bf16 | FileCheck %s --check-prefix=BF16
@@ -30,17 +30,23 @@ func.func @forward(%x: tensor<?x64xf32>, %t: tensor<?xi64>) -> (tensor<?x96xf32>
   // Rows of whole blocks of 32 only: K = 48 is no row of blocks.
   // BLOCKS: xf.parameter "wodd" : tensor<48x48xf32>
   %wodd = xf.parameter "wodd" : tensor<48x48xf32>
-  // Parts of an axis-0 concatenation of one block type read only by [N, K]
-  // GEMMs: each part and the concatenation are blocks; a concatenation is
-  // never bf16 (the GEMM reads a derived float32 buffer).
-  // BF16: xf.parameter "wq" : tensor<32x64xf32>
+  // Parts of an axis-0 concatenation read only as GEMM weights: each part and
+  // the concatenation are bf16 (the parts' rows copied back to back, as
+  // stored) and, of one block type read by [N, K] GEMMs, blocks.
+  // BF16: xf.parameter "wq" {xf.weight_storage = #xf.weight_storage<bf16>}
+  // BF16: xf.parameter "wk" {xf.weight_storage = #xf.weight_storage<bf16>}
+  // BF16: xf.concat {{.*}} axis 0 {xf.weight_storage = #xf.weight_storage<bf16>}
   // BLOCKS: xf.parameter "wq" {xf.weight_storage = #xf.weight_storage<q8_0>}
   // BLOCKS: xf.parameter "wk" {xf.weight_storage = #xf.weight_storage<q8_0>}
   // BLOCKS: xf.concat {{.*}} axis 0 {xf.weight_storage = #xf.weight_storage<q8_0>}
   %wq = xf.parameter "wq" : tensor<32x64xf32>
   %wk = xf.parameter "wk" : tensor<32x64xf32>
   %wqk = xf.concat %wq, %wk axis 0 : tensor<32x64xf32>, tensor<32x64xf32> -> tensor<64x64xf32>
-  // Parts of different block types: neither part nor concatenation.
+  // Parts of different block types: neither part nor concatenation in blocks
+  // (bf16 both).
+  // BF16: xf.parameter "wmix" {xf.weight_storage = #xf.weight_storage<bf16>}
+  // BF16: xf.parameter "wv" {xf.weight_storage = #xf.weight_storage<bf16>}
+  // BF16: xf.concat {{.*}} axis 0 {xf.weight_storage = #xf.weight_storage<bf16>}
   // BLOCKS: xf.parameter "wmix" : tensor<16x64xf32>
   // BLOCKS: xf.parameter "wv" : tensor<32x64xf32>
   // BLOCKS: xf.concat {{.*}} axis 0 : tensor<16x64xf32>, tensor<32x64xf32> -> tensor<48x64xf32>
@@ -100,4 +106,31 @@ func.func @loss_and_gradients(%x: tensor<?x64xf32>) -> tensor<?x32xf32> {
   %u = xf.parameter "u" : tensor<32x64xf32>
   %c = xf.gemm %x, %u activation none transpose_weight : (tensor<?x64xf32>, tensor<32x64xf32>) -> tensor<?x32xf32>
   return %c : tensor<?x32xf32>
+}
+
+// -----
+
+// A concatenation is bf16 only when all of its parts may be: "p" is also read
+// by xf.add, so neither "p" nor "q" (nor their concatenation) is bf16; an axis-1
+// concatenation (columns) and one of odd rows (copied as pairs of bf16) keep
+// their parts in float32 too.
+// BF16-LABEL: func.func @forward(
+// BF16: xf.parameter "p" : tensor<32x64xf32>
+// BF16: xf.parameter "q" : tensor<32x64xf32>
+// BF16: xf.concat {{.*}} axis 0 : tensor<32x64xf32>, tensor<32x64xf32> -> tensor<64x64xf32>
+// BF16: xf.parameter "c" : tensor<64x32xf32>
+// BF16: xf.parameter "o" : tensor<32x63xf32>
+func.func @forward(%x: tensor<?x64xf32>, %z: tensor<?x63xf32>, %s: tensor<32x64xf32>) -> (tensor<?x64xf32>, tensor<32x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>) {
+  %p = xf.parameter "p" : tensor<32x64xf32>
+  %q = xf.parameter "q" : tensor<32x64xf32>
+  %pq = xf.concat %p, %q axis 0 : tensor<32x64xf32>, tensor<32x64xf32> -> tensor<64x64xf32>
+  %a = xf.gemm %x, %pq activation none transpose_weight : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
+  %sum = xf.add %p, %s : tensor<32x64xf32>, tensor<32x64xf32> -> tensor<32x64xf32>
+  %c = xf.parameter "c" : tensor<64x32xf32>
+  %cc = xf.concat %c, %c axis 1 : tensor<64x32xf32>, tensor<64x32xf32> -> tensor<64x64xf32>
+  %b = xf.gemm %x, %cc activation none : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
+  %o = xf.parameter "o" : tensor<32x63xf32>
+  %oo = xf.concat %o, %o axis 0 : tensor<32x63xf32>, tensor<32x63xf32> -> tensor<64x63xf32>
+  %d = xf.gemm %z, %oo activation none transpose_weight : (tensor<?x63xf32>, tensor<64x63xf32>) -> tensor<?x64xf32>
+  return %a, %sum, %b, %d : tensor<?x64xf32>, tensor<32x64xf32>, tensor<?x64xf32>, tensor<?x64xf32>
 }

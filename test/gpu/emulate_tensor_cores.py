@@ -616,22 +616,22 @@ def norm_buffers(norm, out):
             "buffer%beta": (beta if beta is not None else out).ravel()}
 
 
-def tile_of(text):
+def tile_of(text, gated=False):
     """The (rows, columns) of out a block of the GEMM function `text` computes, by its name:
     `<name>_tc` / `_fma` 64 × 64, `..32` 32 × 64, `..128` 128 × 128 (SwiGLU's two gates: 128 × 64,
     the 128 columns of W a block reads)."""
-    if re.search(r"gpu\.func @\w+_wg\(", text):  # wgmma: 128 × 128
-        return 128, 128
+    if re.search(r"gpu\.func @\w+_wg\(", text):  # wgmma: 128 × 128 (SwiGLU 128 × 64)
+        return 128, 64 if gated else 128
     entry = re.search(r"gpu\.func @\w+?_(tc|fma)(\d*)\(", text).group(2)
     if entry == "128" and "%bs1" in text:
         return 128, 64
     return {"": (64, 64), "32": (32, 64), "128": (128, 128)}[entry]
 
 
-def run_kernel(text, x, w, bias, res, rows, n, norm=None):
+def run_kernel(text, x, w, bias, res, rows, n, norm=None, gated=False):
     """out[rows, n] computed by the kernel text, every block of its grid."""
     shared, body = kernel_parts(text)
-    tile_rows, tile_cols = tile_of(text)
+    tile_rows, tile_cols = tile_of(text, gated)
     out = np.full((rows, n), np.nan, np.float32)
     env = {"buffer%x": x.ravel(), "buffer%w": w.ravel(), **norm_buffers(norm, out),
            "buffer%bias": (bias if bias is not None else out).ravel(),
@@ -764,7 +764,7 @@ def check(text, rows, rng, splits=(2,)):
         if entry.endswith("_reduce"):
             continue
         if not entry.endswith("_splitk"):
-            runs = [(entry, run_kernel(function, x, stored, b, r, rows, n, norm))]
+            runs = [(entry, run_kernel(function, x, stored, b, r, rows, n, norm, gated))]
         else:
             reduce_text = functions[entry[:-len("32_splitk")] + "_reduce"]
             runs = []

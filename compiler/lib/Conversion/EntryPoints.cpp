@@ -87,6 +87,17 @@ void HostLowering::emitPrepare(llvm::StringRef name) {
         LLVM::MemcpyOp::create(*b, loc, dst, pointerOf(part), i64(bytes), /*isVolatile=*/false);
         offset += bytes;
       }
+    } else if (auto concat = dyn_cast<ConcatOp>(op); concat && isBf16(v)) {
+      // bf16 rows (axis 0, of an even length: XfDialect.cpp) copied as 32-bit pairs, the
+      // parts' rows back to back.
+      const int64_t pairs = cols / 2;
+      int64_t offset = 0;
+      for (Value part : concat.getInputs()) {
+        const int64_t partRows = shape(part).first;
+        call(copy, {pointerOf(part), i64(pairs), offsetPtr(out, i64(offset * pairs)), i64(pairs),
+                    i64(partRows), i64(pairs)});
+        offset += partRows;
+      }
     } else if (auto concat = dyn_cast<ConcatOp>(op)) {
       bool byRows = cast<RankedTensorType>(v.getType()).getRank() == 2 && concat.getAxis() == 0;
       int64_t offset = 0;

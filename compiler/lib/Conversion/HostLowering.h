@@ -506,10 +506,14 @@ private:
   /// Parameter indices stored in bfloat16 (`xf.weight_storage`).
   llvm::DenseSet<int64_t> bf16Parameters;
   void readWeightStorage();
+  /// A parameter stored in bfloat16, or a concatenation of such (a derived weight marked so).
   bool isBf16(Value tensor) {
     auto it = placed.placements.find(tensor);
-    return it != placed.placements.end() && it->second.storage == Storage::Parameter &&
-           bf16Parameters.contains(it->second.index);
+    if (it == placed.placements.end())
+      return false;
+    if (it->second.storage == Storage::Derived)
+      return weightStorageOf(tensor) == WeightStorage::bf16;
+    return it->second.storage == Storage::Parameter && bf16Parameters.contains(it->second.index);
   }
   /// Parameters kept in ggml blocks, by name (`xf.weight_storage`); a
   /// concatenation of such parameters is one too (marked the same way).

@@ -96,7 +96,7 @@ xfrt::Manifest HostLowering::describeModel() {
     WeightBlocks blocks = blocksOf(v);
     info.derivedBytes.push_back(blocks != WeightBlocks::None
                                     ? type.getDimSize(0) * blockRowBytes(blocks, type.getDimSize(1))
-                                    : type.getNumElements() * 4);
+                                    : type.getNumElements() * (isBf16(v) ? 2 : 4));
   }
   for (const PackedWeight &packed : packedWeights)
     info.derivedBytes.push_back(packedWeightBytes(packed.spec));

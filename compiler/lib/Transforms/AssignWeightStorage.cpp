@@ -2,7 +2,7 @@
 //
 // xfc's weight options (--weight-type, --quantized-like) become one
 // attribute per weight, `xf.weight_storage` on the xf.parameter that binds
-// it (and on a concatenation of block parameters), decided here once from
+// it (and on a concatenation of such parameters), decided here once from
 // @forward's uses: every later stage — the tuning database's keys, the
 // default schedules, the kernel descriptions, the host lowering and the
 // manifest — reads the attribute (weightStorageOf, XfOps.h), so
@@ -32,22 +32,58 @@ namespace {
 
 int64_t colsOf(Value v) { return cast<RankedTensorType>(v.getType()).getDimSize(1); }
 
+/// A concatenation is stored as its parts only when every part may be: the
+/// parts of one with a part that may not are not `eligible` either (to a
+/// fixed point: a parameter may be a part of several).
+void excludePartialConcatenations(func::FuncOp forward, llvm::StringMap<bool> &eligible) {
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    forward.walk([&](ConcatOp concat) {
+      bool all = llvm::all_of(concat.getInputs(), [&](Value part) {
+        auto param = part.getDefiningOp<ParameterOp>();
+        return param && eligible.lookup(param.getName());
+      });
+      if (all)
+        return;
+      for (Value part : concat.getInputs())
+        if (auto param = part.getDefiningOp<ParameterOp>();
+            param && eligible.lookup(param.getName()))
+          eligible[param.getName()] = false, changed = true;
+    });
+  }
+}
+
+/// Whether `use` reads its value as a GEMM's weight.
+bool gemmWeight(OpOperand &use) {
+  return isa<GemmOp>(use.getOwner()) && use.getOperandNumber() == 1;
+}
+
 /// Names of the parameters that may be stored in bfloat16: every use of
 /// every op binding the name reads it as a GEMM weight or an embedding table
-/// (both widen exactly on load).
+/// (both widen exactly on load), or is a part of a row-wise concatenation
+/// read only as GEMM weights (a fused QKV or gate/up projection) whose every
+/// part may be bf16 — the concatenation is then bf16 too, its parts' rows
+/// copied back to back as they are.
 llvm::StringSet<> bf16ParameterNames(func::FuncOp forward) {
   llvm::StringMap<bool> eligible;
   forward.walk([&](ParameterOp param) {
     bool ok = param.getType().getRank() == 2;
     for (OpOperand &use : param->getUses()) {
       Operation *user = use.getOwner();
-      ok &= (isa<GemmOp>(user) && use.getOperandNumber() == 1) ||
-            (isa<TokenEmbedOp>(user) && use.getOperandNumber() == 0);
+      if (auto concat = dyn_cast<ConcatOp>(user)) {
+        // (rows of an even length: the host copies them as pairs of bf16)
+        ok &= concat.getAxis() == 0 && colsOf(param) % 2 == 0 &&
+              llvm::all_of(concat->getUses(), gemmWeight);
+        continue;
+      }
+      ok &= gemmWeight(use) || (isa<TokenEmbedOp>(user) && use.getOperandNumber() == 0);
     }
     auto [it, inserted] = eligible.try_emplace(param.getName(), ok);
     if (!inserted)
       it->second &= ok;
   });
+  excludePartialConcatenations(forward, eligible);
   llvm::StringSet<> names;
   for (auto &entry : eligible)
     if (entry.second)
@@ -91,21 +127,7 @@ blockParameterTypes(func::FuncOp forward, const llvm::StringMap<WeightStorage> &
       it->second &= ok;
   });
   // A concatenation keeps blocks only when every part does.
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    forward.walk([&](ConcatOp concat) {
-      bool all = llvm::all_of(concat.getInputs(), [&](Value part) {
-        auto param = part.getDefiningOp<ParameterOp>();
-        return param && eligible.lookup(param.getName());
-      });
-      if (all)
-        return;
-      for (Value part : concat.getInputs())
-        if (auto param = part.getDefiningOp<ParameterOp>(); param && eligible.lookup(param.getName()))
-          eligible[param.getName()] = false, changed = true;
-    });
-  }
+  excludePartialConcatenations(forward, eligible);
   llvm::StringMap<WeightStorage> result;
   for (auto &entry : eligible)
     if (entry.second)
@@ -180,14 +202,15 @@ struct AssignWeightStoragePass : xf::impl::AssignWeightStorageBase<AssignWeightS
         if (it != storage.end())
           mark(param, it->second);
       });
-      // A concatenation of block parameters is itself a weight in blocks
-      // (blockParameterTypes keeps all of its parts or none).
+      // A concatenation of block or bf16 parameters is itself a weight stored
+      // so (blockParameterTypes and bf16ParameterNames keep all of its parts
+      // or none).
       func.walk([&](ConcatOp concat) {
         auto param = concat.getInputs().empty()
                          ? ParameterOp()
                          : concat.getInputs().front().getDefiningOp<ParameterOp>();
         auto it = param ? storage.find(param.getName()) : storage.end();
-        if (it != storage.end() && isBlockStorage(it->second))
+        if (it != storage.end() && it->second != WeightStorage::f32)
           mark(concat, it->second);
       });
       // The GEMMs' input precision, decided with the weights they read.

@@ -29,7 +29,7 @@ func.func @vector(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
 // -----
 
 func.func @bf16_read_elsewhere(%x: tensor<32x64xf32>) -> tensor<32x64xf32> {
-  // expected-error @+1 {{#xf.weight_storage<bf16> is read only as an xf.gemm weight or an xf.token_embed table, not by operand 0 of 'xf.add'}}
+  // expected-error @+1 {{#xf.weight_storage<bf16> is read only as an xf.gemm weight or an xf.token_embed table or a part of a concatenation stored so, not by operand 0 of 'xf.add'}}
   %w = xf.parameter "w" {xf.weight_storage = #xf.weight_storage<bf16>} : tensor<32x64xf32>
   %y = xf.add %w, %x : tensor<32x64xf32>, tensor<32x64xf32> -> tensor<32x64xf32>
   return %y : tensor<32x64xf32>
@@ -57,10 +57,30 @@ func.func @blocks_partial_rows(%x: tensor<?x48xf32>) -> tensor<?x32xf32> {
 
 func.func @bf16_concat(%x: tensor<?x64xf32>) -> tensor<?x64xf32> {
   %a = xf.parameter "a" : tensor<32x64xf32>
-  // expected-error @+1 {{an xf.concat is stored as #xf.weight_storage<bf16>: only block parts join}}
+  // expected-error @+1 {{#xf.weight_storage<bf16> needs every part an xf.parameter stored as #xf.weight_storage<bf16>}}
   %w = xf.concat %a, %a axis 0 {xf.weight_storage = #xf.weight_storage<bf16>} : tensor<32x64xf32>, tensor<32x64xf32> -> tensor<64x64xf32>
   %y = xf.gemm %x, %w activation none transpose_weight : (tensor<?x64xf32>, tensor<64x64xf32>) -> tensor<?x64xf32>
   return %y : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @bf16_concat_odd(%x: tensor<?x63xf32>) -> tensor<?x64xf32> {
+  %a = xf.parameter "a" {xf.weight_storage = #xf.weight_storage<bf16>} : tensor<32x63xf32>
+  // expected-error @+1 {{#xf.weight_storage<bf16> joins rows of an even length, not 63}}
+  %w = xf.concat %a, %a axis 0 {xf.weight_storage = #xf.weight_storage<bf16>} : tensor<32x63xf32>, tensor<32x63xf32> -> tensor<64x63xf32>
+  %y = xf.gemm %x, %w activation none transpose_weight : (tensor<?x63xf32>, tensor<64x63xf32>) -> tensor<?x64xf32>
+  return %y : tensor<?x64xf32>
+}
+
+// -----
+
+func.func @bf16_concat_gathered(%t: tensor<?xi64>) -> tensor<?x64xf32> {
+  %a = xf.parameter "a" {xf.weight_storage = #xf.weight_storage<bf16>} : tensor<32x64xf32>
+  // expected-error @+1 {{#xf.weight_storage<bf16> is read only as an xf.gemm weight, not by operand 0 of 'xf.token_embed'}}
+  %w = xf.concat %a, %a axis 0 {xf.weight_storage = #xf.weight_storage<bf16>} : tensor<32x64xf32>, tensor<32x64xf32> -> tensor<64x64xf32>
+  %e = xf.token_embed %w[%t] : tensor<64x64xf32>, tensor<?xi64> -> tensor<?x64xf32>
+  return %e : tensor<?x64xf32>
 }
 
 // -----

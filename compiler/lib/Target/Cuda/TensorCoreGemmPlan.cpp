@@ -98,8 +98,6 @@ TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul prec
 std::string wgmmaGemmWhyNot(const GemmKernelSpec &spec, GpuMatmul precision) {
   if (precision != GpuMatmul::Bf16 || !spec.bf16Weights)
     return "bf16 products from bf16 weights only";
-  if (spec.epilogue == GemmEpilogue::SwiGlu)
-    return "SwiGLU";
   if (spec.K % kWgSliceK != 0)
     return "K = " + std::to_string(spec.K) + " is not a multiple of " + std::to_string(kWgSliceK);
   if (!tensorCoreGemmPlan(spec, precision, /*wgmma=*/false).mlirKernel)

@@ -92,7 +92,11 @@ struct Block {
   std::string tid, warp, g, t, bm, bn, mLast, pad, base64;
 };
 
-Block blockIndices(Writer &w) {
+// Columns of out a block computes: 128, or SwiGLU's 64 (both gates' 64 columns of W: the
+// tile's first and last 64 columns of B).
+int outColumns(const GemmKernelSpec &spec) { return kCols / spec.gates(); }
+
+Block blockIndices(Writer &w, const GemmKernelSpec &spec) {
   Block b;
   b.tid = w.let("gpu.thread_id x");
   std::string bx = w.let("gpu.block_id x"), by = w.let("gpu.block_id y");
@@ -101,7 +105,7 @@ Block blockIndices(Writer &w) {
   b.g = w.div(lane, w.index(4));
   b.t = w.rem(lane, w.index(4));
   b.bm = w.mul(by, w.index(kRows));
-  b.bn = w.mul(bx, w.index(kCols));
+  b.bn = w.mul(bx, w.index(outColumns(spec)));
   b.mLast = w.let("arith.subi %m, " + w.index(1) + " : index");
   // The stages start at the view's first 1024-byte boundary (swizzle atoms are aligned).
   std::string address =
@@ -155,20 +159,27 @@ std::vector<std::string> copyW(Writer &w, const GemmKernelSpec &spec, const Bloc
   std::string src =
       w.let("arith.select " + more + ", " + w.index(8) + ", " + w.index(0) + " : index");
   std::string wTile = w.addConst(stage, kTileBytes);
+  const bool gated = spec.gates() == 2;
   std::vector<std::string> tokens;
   for (int i = 0; i < kSlice * kCols / 8 / kWgThreads; ++i) {
     std::string chunk = w.addConst(b.tid, i * kWgThreads);
     std::string at, dst;
+    // SwiGLU: the tile's columns (rows of [N, K]) 64g.. are gate g's, at g · N in W.
+    auto column = [&](const std::string &n, int64_t last) {
+      if (!gated)
+        return w.min(w.add(b.bn, n), w.index(last));
+      std::string gate = w.div(n, w.index(64));
+      return w.add(w.mul(gate, w.index(spec.N)),
+                   w.min(w.add(b.bn, w.rem(n, w.index(64))), w.index(last)));
+    };
     if (spec.transposeWeight) { // [N, K]: row n of the tile, chunk c of its 64 k
       std::string n = w.div(chunk, w.index(8)), c = w.rem(chunk, w.index(8));
-      std::string gn = w.min(w.add(b.bn, n), w.index(spec.N - 1));
-      at = w.add(w.add(w.mul(gn, "%ws"), k0), w.mul(c, w.index(8)));
+      at = w.add(w.add(w.mul(column(n, spec.N - 1), "%ws"), k0), w.mul(c, w.index(8)));
       dst = swizzled(w, wTile, n, c);
     } else { // [K, N]: row k of the tile, 16 chunks of 8 columns: 8 in each 64-column half
       std::string k = w.div(chunk, w.index(16)), nc = w.rem(chunk, w.index(16));
       std::string half = w.div(nc, w.index(8)), c = w.rem(nc, w.index(8));
-      std::string gn = w.min(w.add(b.bn, w.mul(nc, w.index(8))), w.index(spec.N - 8));
-      at = w.add(w.mul(w.add(k0, k), "%ws"), gn);
+      at = w.add(w.mul(w.add(k0, k), "%ws"), column(w.mul(nc, w.index(8)), spec.N - 8));
       dst = swizzled(w, w.add(wTile, w.mul(half, w.index(kTileBytes / 2))), k, c);
     }
     tokens.push_back(w.let("nvgpu.device_async_copy %w[" + at + "], %tiles[" +
@@ -260,20 +271,22 @@ void slice(Writer &w, const GemmKernelSpec &spec, const Block &b, std::string ac
   w.line("gpu.barrier");
 }
 
-// The epilogue of half `half`'s accumulators (see the file's header for their rows and columns).
+// The epilogue of half `half`'s accumulators (see the file's header for their rows and
+// columns); SwiGLU's gate g of out's column c is the tile's column 64g + c, register r + 32g.
 void storeHalf(Writer &w, const GemmKernelSpec &spec, const Block &b, int half,
                const std::string &acc) {
-  const bool pastN = spec.N % kCols != 0;
+  const bool pastN = spec.N % outColumns(spec) != 0;
   std::string row0 = w.add(w.add(w.addConst(b.bm, 64 * half), w.mul(b.warp, w.index(16))), b.g);
   std::string col0 = w.add(b.bn, w.mul(b.t, w.index(2)));
-  for (int r = 0; r < kRegisters; r += 2) {
+  for (int r = 0; r < kRegisters / spec.gates(); r += 2) {
     std::string row = w.addConst(row0, 8 * ((r % 4) / 2)), col = w.addConst(col0, 8 * (r / 4));
     w.line("scf.if " + w.let("arith.cmpi ult, " + row + ", %m : index") + " {");
-    auto sum = [&](int) {
+    auto sum = [&](int gate) {
+      const int at = r + gate * kRegisters / 2;
       std::string lo =
-          w.let("llvm.extractvalue " + acc + "[" + std::to_string(r) + "] : " + kAccType);
+          w.let("llvm.extractvalue " + acc + "[" + std::to_string(at) + "] : " + kAccType);
       std::string hi =
-          w.let("llvm.extractvalue " + acc + "[" + std::to_string(r + 1) + "] : " + kAccType);
+          w.let("llvm.extractvalue " + acc + "[" + std::to_string(at + 1) + "] : " + kAccType);
       return w.let("vector.from_elements " + lo + ", " + hi + " : vector<2xf32>");
     };
     storeSumPair(w, spec, pastN, row, col, sum, "");
@@ -285,7 +298,7 @@ void storeHalf(Writer &w, const GemmKernelSpec &spec, const Block &b, int half,
 
 std::string wgmmaGemmModule(const GemmKernelSpec &spec) {
   Writer w;
-  Block b = blockIndices(w);
+  Block b = blockIndices(w, spec);
   std::string zero = w.let(std::string("llvm.mlir.zero : ") + kAccType);
   // Before the loop: slices 0 and 1 (W's by cp.async, x's rows) into stages 0 and 1, x's
   // slice 2 into registers; slice 0 complete and fenced. Slices past K copy nothing.

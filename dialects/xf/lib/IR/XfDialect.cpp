@@ -55,9 +55,9 @@ bool mlir::xf::hasPackedWeight(Operation *op) {
 
 namespace {
 /// Whether `use` reads its value as the kernels read a weight of `storage`:
-/// a GEMM's weight ([N, K] for blocks), an embedding table, and for blocks
-/// a part of a concatenation stored the same way (a concatenation's own
-/// uses: [N, K] GEMM weights only).
+/// a GEMM's weight ([N, K] for blocks), an embedding table, and a part of a
+/// concatenation stored the same way (a concatenation's own uses: GEMM
+/// weights only, [N, K] for blocks).
 bool readsAsWeight(OpOperand &use, WeightStorage storage, bool concat) {
   Operation *user = use.getOwner();
   if (concat && !isa<GemmOp>(user))
@@ -66,7 +66,7 @@ bool readsAsWeight(OpOperand &use, WeightStorage storage, bool concat) {
     return use.getOperandNumber() == 0;
   if (auto gemm = dyn_cast<GemmOp>(user))
     return use.getOperandNumber() == 1 && (!isBlockStorage(storage) || gemm.getTransposeWeight());
-  return isBlockStorage(storage) && isa<ConcatOp>(user) && weightStorageOf(user->getResult(0)) == storage;
+  return isa<ConcatOp>(user) && weightStorageOf(user->getResult(0)) == storage;
 }
 
 /// The rules of xf-assign-weight-storage that one op shows (XfKernelAttrs.td).
@@ -83,14 +83,15 @@ LogicalResult verifyWeightStorage(Operation *op, Attribute value) {
     return op->emitError() << "'" << name << "' is only for xf.parameter and xf.concat, not '"
                            << op->getName() << "'";
   std::string what = "#xf.weight_storage<" + stringifyWeightStorage(storage).str() + ">";
-  if (concat && !isBlockStorage(storage))
-    return op->emitError() << "an xf.concat is stored as " << what << ": only block parts join";
   auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
   if (!type || type.getRank() != 2)
     return op->emitError() << what << " needs a matrix";
   if (concat) {
     if (concat.getAxis() != 0)
       return op->emitError() << what << " joins rows (axis 0), not axis " << concat.getAxis();
+    // The host copies a bf16 concatenation's rows as pairs of bf16 (32-bit elements).
+    if (storage == WeightStorage::bf16 && (type.isDynamicDim(1) || type.getDimSize(1) % 2 != 0))
+      return op->emitError() << what << " joins rows of an even length, not " << type.getDimSize(1);
     for (Value part : concat.getInputs())
       if (!part.getDefiningOp<ParameterOp>() || weightStorageOf(part) != storage)
         return op->emitError() << what << " needs every part an xf.parameter stored as " << what;
@@ -105,9 +106,7 @@ LogicalResult verifyWeightStorage(Operation *op, Attribute value) {
       return op->emitError() << what << " is read only as an xf.gemm weight"
                              << (isBlockStorage(storage) ? " ([N, K], transpose_weight)" : "")
                              << (concat ? "" : " or an xf.token_embed table")
-                             << (isBlockStorage(storage) && !concat
-                                     ? " or a part of a concatenation stored so"
-                                     : "")
+                             << (concat ? "" : " or a part of a concatenation stored so")
                              << ", not by operand " << use.getOperandNumber() << " of '"
                              << use.getOwner()->getName() << "'";
   }
