@@ -1,8 +1,9 @@
 //===- WgmmaGemmSource.cpp - the sm_90a warpgroup GEMM kernel as MLIR ------===//
 //
 // `<name>_wg` (docs/gpu.md, "Warpgroup GEMM (sm_90a)"): out[M, N] = act(x · W + bias) +
-// residual for --gpu-matmul=bf16 with bf16 weights, a block of one warpgroup (4 warps, 128
-// threads) per 128 × 128 tile of out, products on `wgmma.mma_async` m64n128k16 (Hopper's
+// residual (SwiGLU: silu(gate) · up) for --gpu-matmul=bf16 with bf16 weights, a block of one
+// warpgroup (4 warps, 128 threads) per 128 × 128 tile of out (SwiGLU 128 × 64: both gates' 128
+// columns of W, the tile's first and last 64), products on `wgmma.mma_async` m64n128k16 (Hopper's
 // warpgroup tensor-core instruction, 2 a K step for the tile's two halves of 64 rows), whose
 // operands are read from shared memory through 64-bit matrix descriptors and whose float32
 // sums stay in registers (64 a thread and half) over all of K. Built beside the mma.sync
