@@ -86,8 +86,7 @@ Driver lookUpDriver() {
 std::mutex functionsLock;
 std::map<std::pair<void *, const char *>, void *> modules;   // (context, PTX) → CUmodule
 std::map<std::pair<void *, std::string>, void *> functions; // (CUmodule, entry) → CUfunction
-std::map<void *, int64_t> multiprocessors;                  // context → its device's SMs
-std::map<void *, int> capabilities;       // context → its device's 10·major + minor
+std::map<std::pair<void *, int>, int> deviceAttributes;     // (context, attribute) → its value
 std::map<void *, unsigned> dynamicShared; // CUfunction → the dynamic shared bytes it may use
 
 int fail(const std::string &message) {
@@ -186,38 +185,39 @@ int allowDynamicShared(const Driver &d, void *fn, unsigned bytes) {
   return 0;
 }
 
-// The SMs of the context's device (CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT), asked once.
-int multiprocessorsOf(const Driver &d, void *context, int64_t *sms) {
+// A CU_DEVICE_ATTRIBUTE_* of the context's device, asked once a context.
+int deviceAttributeOf(const Driver &d, void *context, int attribute, int *value) {
   std::lock_guard<std::mutex> guard(functionsLock);
-  int64_t &known = multiprocessors[context];
-  if (!known) {
-    int device = 0, count = 0;
+  auto known = deviceAttributes.find({context, attribute});
+  if (known == deviceAttributes.end()) {
+    int device = 0, asked = 0;
     if (int rc = d.contextDevice(&device))
       return rc;
-    if (int rc = d.deviceAttribute(&count, /*MULTIPROCESSOR_COUNT=*/16, device))
+    if (int rc = d.deviceAttribute(&asked, attribute, device))
       return rc;
-    known = count > 0 ? count : 1;
+    known = deviceAttributes.emplace(std::make_pair(context, attribute), asked).first;
   }
-  *sms = known;
+  *value = known->second;
   return 0;
 }
 
-// The compute capability of the context's device (10 · major + minor: 90 for an H100/H200),
-// asked once.
+// The SMs of the context's device (MULTIPROCESSOR_COUNT; at least 1).
+int multiprocessorsOf(const Driver &d, void *context, int64_t *sms) {
+  int count = 0;
+  if (int rc = deviceAttributeOf(d, context, /*MULTIPROCESSOR_COUNT=*/16, &count))
+    return rc;
+  *sms = count > 0 ? count : 1;
+  return 0;
+}
+
+// The compute capability of the context's device, 10 · major + minor (90: an H100/H200).
 int capabilityOf(const Driver &d, void *context, int *capability) {
-  std::lock_guard<std::mutex> guard(functionsLock);
-  int &known = capabilities[context];
-  if (!known) {
-    int device = 0, major = 0, minor = 0;
-    if (int rc = d.contextDevice(&device))
-      return rc;
-    if (int rc = d.deviceAttribute(&major, /*COMPUTE_CAPABILITY_MAJOR=*/75, device))
-      return rc;
-    if (int rc = d.deviceAttribute(&minor, /*COMPUTE_CAPABILITY_MINOR=*/76, device))
-      return rc;
-    known = 10 * major + minor;
-  }
-  *capability = known;
+  int major = 0, minor = 0;
+  if (int rc = deviceAttributeOf(d, context, /*COMPUTE_CAPABILITY_MAJOR=*/75, &major))
+    return rc;
+  if (int rc = deviceAttributeOf(d, context, /*COMPUTE_CAPABILITY_MINOR=*/76, &minor))
+    return rc;
+  *capability = 10 * major + minor;
   return 0;
 }
 
@@ -229,10 +229,12 @@ struct Launches {
   const char *ptx;
   std::string error;
   // `shared`: the kernel's dynamic shared memory in bytes (0: its tiles are static).
+  // `module`: the PTX that holds `kernel` where it is not the call's `ptx` (sm_90a's).
   int operator()(const std::string &kernel, unsigned gridX, unsigned gridY, unsigned gridZ,
-                 void **params, unsigned shared = 0, unsigned threads = kThreads) {
+                 void **params, unsigned shared = 0, unsigned threads = kThreads,
+                 const char *module = nullptr) {
     void *fn = nullptr;
-    if (int rc = functionOf(d, context, ptx, kernel, &fn)) {
+    if (int rc = functionOf(d, context, module ? module : ptx, kernel, &fn)) {
       error = "loading " + kernel + " of its PTX failed with CUDA error " + std::to_string(rc);
       return rc;
     }
@@ -378,18 +380,21 @@ struct GemmBuffers {
 // dynamic shared memory.
 struct Tiles {
   int64_t rows, cols = kTileCols, threads = kThreads, shared = 0;
-  // The kernel's entry: `<entry>`, `<entry>32` or `<entry>128`.
+  // `<name>_wg`'s: its entry and its PTX (sm_90a), where the kernel is not one of `ptx`'s.
+  std::string kernel = {};
+  const char *module = nullptr;
+  // The kernel's entry: `<entry>`, `<entry>32`, `<entry>128`, or `kernel`.
   std::string entryOf(const std::string &entry) const {
-    return rows == kTileRows ? entry : entry + std::to_string(rows);
+    return !kernel.empty() ? kernel : rows == kTileRows ? entry : entry + std::to_string(rows);
   }
 };
 
-// The GEMM's launches: `<entry>`, `<entry>32` or `<entry>128` (`tiles`), ⌈N/cols⌉ × ⌈M/rows⌉
-// blocks, with the five memrefs (absent bias or residual: out's, never read),
-// then with a norm prologue (kNorm) γ and β (absent: out's), M, the row strides and K; or,
-// split, `<entry>32_splitk` with z = S (x, W, the partials, [γ, β]; M, the row strides of x
-// and W, K and a range's K) and `<entry>_reduce`, N/64 × ⌈M/4⌉ blocks (the partials, bias,
-// residual, out; M, the row strides of the residual and out, S).
+// The GEMM's launches: `<entry>`, `<entry>32`, `<entry>128` or `<name>_wg` (`tiles`), ⌈N/cols⌉ ×
+// ⌈M/rows⌉ blocks, with the five memrefs (absent bias or residual: out's, never read), then with a
+// norm prologue (kNorm) γ and β (absent: out's), M, the row strides and K; or, split,
+// `<entry>32_splitk` with z = S (x, W, the partials, [γ, β]; M, the row strides of x and W, K and a
+// range's K) and `<entry>_reduce`, N/64 × ⌈M/4⌉ blocks (the partials, bias, residual, out; M, the
+// row strides of the residual and out, S).
 int launchGemm(Launches &launch, const std::string &entry, int64_t n, int64_t k, int64_t flags,
                int64_t rows, const Tiles &tiles, Split split, const GemmBuffers &b) {
   auto memref = [](const HalideBuffer *b, int64_t elements) {
@@ -415,7 +420,7 @@ int launchGemm(Launches &launch, const std::string &entry, int64_t n, int64_t k,
              {rows, rowStride(b.x), rowStride(b.w), rs, rowStride(b.out), k});
     return launch(tiles.entryOf(entry), unsigned((n + tiles.cols - 1) / tiles.cols),
                   unsigned((rows + tiles.rows - 1) / tiles.rows), 1, p.pointers,
-                  unsigned(tiles.shared), unsigned(tiles.threads));
+                  unsigned(tiles.shared), unsigned(tiles.threads), tiles.module);
   }
   const unsigned gridX = unsigned((n + kTileCols - 1) / kTileCols); // a column tail's last tile
   Memref mp = memref(b.partials, split.count * rows * wCols);
@@ -431,29 +436,15 @@ int launchGemm(Launches &launch, const std::string &entry, int64_t n, int64_t k,
 // Columns of out a block of `<name>_wg` computes: 128, SwiGLU's 64 (both gates' 128 of W).
 int64_t wgmmaColumns(int64_t flags) { return (flags & kGated) ? kWgTile / 2 : kWgTile; }
 
-// The wgmma kernel's launch (`<entry>` is `<name>_tc`; its kernel `<name>_wg`, in `sm90a`):
-// ⌈N/columns⌉ × ⌈M/128⌉ blocks of one warpgroup, the unsplit kernels' parameters.
-int launchWgmma(Launches &launch, const char *sm90a, const std::string &entry, int64_t n, int64_t k,
-                int64_t flags, int64_t rows, const GemmBuffers &b) {
-  auto memref = [](const HalideBuffer *b, int64_t elements) {
-    assert(elements < kIndexLimit);
-    return Memref{b->device, b->device, 0, int32_t(elements), 1};
-  };
-  const int64_t wCols = (flags & kGated) ? 2 * n : n, cols = wgmmaColumns(flags);
-  Memref mx = memref(b.x, rows * rowStride(b.x)),
-         mw = memref(b.w, ((flags & kWeightNK) ? wCols : k) * rowStride(b.w)),
-         mo = memref(b.out, rows * rowStride(b.out));
-  Memref mb = (flags & kBias) ? memref(b.bias, wCols) : mo;
-  Memref mr = (flags & kResidual) ? memref(b.residual, rows * rowStride(b.residual)) : mo;
-  const int64_t rs = (flags & kResidual) ? rowStride(b.residual) : 0;
-  Params p({mx, mw, mb, mr, mo}, {rows, rowStride(b.x), rowStride(b.w), rs, rowStride(b.out), k});
-  const std::string kernel = entry.substr(0, entry.size() - 3) + "_wg"; // <name>_tc → <name>_wg
-  const char *ptx = launch.ptx;
-  launch.ptx = sm90a;
-  int rc = launch(kernel, unsigned((n + cols - 1) / cols), unsigned((rows + kWgTile - 1) / kWgTile),
-                  1, p.pointers, kWgDynamicShared, kWgThreads);
-  launch.ptx = ptx;
-  return rc;
+// `<name>_wg`'s tiles (`<entry>` is `<name>_tc`; the kernel in `sm90a`): ⌈N/columns⌉ × ⌈M/128⌉
+// blocks of one warpgroup, the unsplit kernels' parameters.
+Tiles wgmmaTiles(const std::string &entry, int64_t flags, const char *sm90a) {
+  return {kWgTile,
+          wgmmaColumns(flags),
+          kWgThreads,
+          kWgDynamicShared,
+          entry.substr(0, entry.size() - 3) + "_wg",
+          sm90a};
 }
 
 } // namespace
@@ -556,8 +547,8 @@ extern "C" int xfrt_tensor_core_gemm(const char *ptx, const char *entry, int64_t
         return rc;
       }
       if (capability == 90)
-        return launchWgmma(launch, sm90a, entry, n, k, flags, rows,
-                           {x, w, bias, residual, gamma, beta, out, partials});
+        return launchGemm(launch, entry, n, k, flags, rows, wgmmaTiles(entry, flags, sm90a),
+                          Split{}, {x, w, bias, residual, gamma, beta, out, partials});
     }
     // The wide tiles read 128 columns of W: 64 of out where they are SwiGLU's two gates.
     const int64_t wideCols = (flags & kGated) ? kTileCols : kWideTile;

@@ -169,8 +169,7 @@ class Block:
         self.epoch = 0  # gpu.barriers passed
         self.hazards = {name: Hazards(tile.shape) for name, tile in shared.items()}
         # wgmma: shared elements written (st.shared, cp.async) since the last proxy fence —
-        # wgmma reads through the async proxy and must not see them — and whether a committed
-        # group of wgmma is still in flight (before wgmma.wait_group 0)
+        # wgmma reads through the async proxy and must not see them
         self.unfenced = {name: np.zeros(tile.shape, bool) for name, tile in shared.items()}
         # the shared elements (name, rows, cols) each wgmma group in flight reads: committed
         # and not yet waited for (wait_group N leaves the N newest), then the uncommitted ones

@@ -254,6 +254,11 @@ std::string dynamicSharedOf(const GemmKernelSpec &spec, GpuMatmul precision) {
 std::string dynamicSharedOf(const AttentionKernelSpec &spec, GpuMatmul precision) {
   return dynamicSharedText(attentionBlockShapes(spec, precision));
 }
+/// The same of a GEMM's `<name>_wg` (its own PTX module); attentions have none.
+std::string wgmmaDynamicSharedOf(const GemmKernelSpec &spec) {
+  return wgmmaDynamicSharedEntry(spec);
+}
+std::string wgmmaDynamicSharedOf(const AttentionKernelSpec &) { return ""; }
 /// Halide's lowered statement of the pipeline, or its PTX on a CUDA target.
 /// `name`: the one its object is compiled under (fp32NameOf beside an MLIR kernel), which its
 /// kernels' names derive from.
@@ -476,8 +481,8 @@ llvm::Expected<std::string> mlir::xf::describeKernels(ModuleOp host, const Codeg
               dynamicSharedOf(spec, module->precision) + ")\n" + *tc + "\n";
       if (!sm90a.empty())
         text += "// ----- " + spec.name +
-                "_wg (wgmma, sm_90a, dynamic shared memory: " + spec.name + "_wg " +
-                std::to_string(kWgDynamicShared) + " bytes)\n" + sm90a + "\n";
+                "_wg (wgmma, sm_90a, dynamic shared memory: " + wgmmaDynamicSharedOf(spec) + ")\n" +
+                sm90a + "\n";
     }
     // Named as the executable's object is (its kernels' names derive from it).
     const std::string name = mlirKernel ? fp32NameOf(spec) : spec.name;

@@ -85,6 +85,8 @@ std::string wgmmaGemmWhyNot(const GemmKernelSpec &spec, GpuMatmul precision);
 /// `!wgacc`, a line the module text must start with.
 std::string wgmmaGemmModule(const GemmKernelSpec &spec);
 std::string wgmmaAccumulatorAlias();
+/// Its dynamic shared memory as a `dynamic shared memory:` list names it: "<name>_wg N bytes".
+std::string wgmmaDynamicSharedEntry(const GemmKernelSpec &spec);
 /// The chip a gpu.module named so is compiled for: `_wg` modules sm_90a, others sm_NN.
 std::string kernelModuleChip(llvm::StringRef moduleName, int capability);
 
@@ -123,9 +125,8 @@ struct TensorCoreGemmPlan {
   /// The fewest rows the MLIR kernel runs (fewer: Halide's pipeline).
   int minRows() const { return fma ? kFmaGemmMinRows : kTcMinRows; }
 };
-/// `wgmma`: say in `why` where the GEMM has `<name>_wg` as well.
-TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul precision,
-                                      bool wgmma = true);
+/// (`why` says where the GEMM has `<name>_wg` as well.)
+TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul precision);
 /// N is not a multiple of kTcTileCols (the plan takes it for [N, K] weights without bias,
 /// residual or SwiGLU: the tied unembedding): the last column tile reads W's last row for the
 /// columns past N and stores none of them, one column at a time (out's rows may then be odd

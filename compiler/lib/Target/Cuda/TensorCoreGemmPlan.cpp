@@ -54,7 +54,17 @@ static std::string wideTilesWhyNot(const GemmKernelSpec &spec, GpuMatmul precisi
   return "";
 }
 
-TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul precision, bool wgmma) {
+// Why the GEMM's precision, weights or K give it no `<name>_wg` (it needs the tensor-core
+// path as well: wgmmaGemmWhyNot), or "".
+static std::string wgmmaOperandsWhyNot(const GemmKernelSpec &spec, GpuMatmul precision) {
+  if (precision != GpuMatmul::Bf16 || !spec.bf16Weights)
+    return "bf16 products from bf16 weights only";
+  if (spec.K % kWgSliceK != 0)
+    return "K = " + std::to_string(spec.K) + " is not a multiple of " + std::to_string(kWgSliceK);
+  return "";
+}
+
+TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul precision) {
   auto stay = [](std::string why) { return TensorCoreGemmPlan{false, std::move(why)}; };
   const bool fma = precision == GpuMatmul::Fp32;
   if (spec.N % kTcTileCols != 0 &&
@@ -88,7 +98,7 @@ TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul prec
             "fp32 FMA kernel for M >= " + std::to_string(kFmaGemmMinRows) +
                 " (fewer rows: Halide's GEMV and batch GEMV)" + tail,
             true};
-  if (wgmma && wgmmaGemmWhyNot(spec, precision).empty())
+  if (wgmmaOperandsWhyNot(spec, precision).empty())
     tail += "; on sm_90 GPUs wgmma (sm_90a) 128 × 128 tiles where their grid gives every SM a "
             "block";
   return {true, std::string(gpuMatmulName(precision)) + " mma.sync for M >= " +
@@ -96,13 +106,9 @@ TensorCoreGemmPlan tensorCoreGemmPlan(const GemmKernelSpec &spec, GpuMatmul prec
 }
 
 std::string wgmmaGemmWhyNot(const GemmKernelSpec &spec, GpuMatmul precision) {
-  if (precision != GpuMatmul::Bf16 || !spec.bf16Weights)
-    return "bf16 products from bf16 weights only";
-  if (spec.K % kWgSliceK != 0)
-    return "K = " + std::to_string(spec.K) + " is not a multiple of " + std::to_string(kWgSliceK);
-  if (!tensorCoreGemmPlan(spec, precision, /*wgmma=*/false).mlirKernel)
+  if (!tensorCoreGemmPlan(spec, precision).mlirKernel)
     return "not on the tensor-core path";
-  return "";
+  return wgmmaOperandsWhyNot(spec, precision);
 }
 
 std::string mlirGemmEntry(const GemmKernelSpec &spec, GpuMatmul precision) {

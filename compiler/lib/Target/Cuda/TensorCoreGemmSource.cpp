@@ -538,7 +538,7 @@ std::string tensorCoreGemmDynamicSharedText(const GemmKernelSpec &spec, GpuMatmu
   if (int64_t bytes = tensorCoreWideTileShared(spec, precision))
     functions.push_back(mlirGemmEntry(spec, precision) + "128 " + std::to_string(bytes) + " bytes");
   if (sm90a && wgmmaGemmWhyNot(spec, precision).empty())
-    functions.push_back(spec.name + "_wg " + std::to_string(kWgDynamicShared) + " bytes");
+    functions.push_back(wgmmaDynamicSharedEntry(spec));
   return functions.empty() ? "" : ", dynamic shared memory: " + joined(functions);
 }
 

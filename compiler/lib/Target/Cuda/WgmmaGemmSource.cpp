@@ -347,6 +347,10 @@ std::string wgmmaGemmModule(const GemmKernelSpec &spec) {
       .str();
 }
 
+std::string wgmmaDynamicSharedEntry(const GemmKernelSpec &spec) {
+  return spec.name + "_wg " + std::to_string(kWgDynamicShared) + " bytes";
+}
+
 std::string wgmmaAccumulatorAlias() {
   std::string fields;
   for (int r = 0; r < kRegisters; ++r)
