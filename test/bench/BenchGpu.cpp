@@ -53,7 +53,7 @@ int main(int argc, char **argv) {
   std::string mode = argv[kind == "gemm" ? 5 : 6];
   int rounds = argc > 8 ? std::atoi(argv[7]) : 5, runs = argc > 8 ? std::atoi(argv[8]) : 20;
   int capability = argc > 9 ? std::atoi(argv[9]) : 80;
-  Halide::Target target = Halide::get_host_target().with_feature(Halide::Target::CUDA);
+  Halide::Target target = mlir::xf::hostHalideTarget().with_feature(Halide::Target::CUDA);
   for (auto [sm, feature] : {std::pair{70, Halide::Target::CUDACapability70},
                              {75, Halide::Target::CUDACapability75},
                              {80, Halide::Target::CUDACapability80},

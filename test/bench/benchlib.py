@@ -25,9 +25,11 @@ def loadavg():
 
 def cpu_family(cpuinfo=None):
     """The CPU family docs/bench.md keeps a table for: "Zen 3" / "Zen 4" / "Zen 5" from AMD's
-    family number (25 without AVX-512: Zen 3; 25 with it: Zen 4; 26: Zen 5), "Intel Xeon" with
-    "+ AMX" where the OS exposes amx_tile; else the vendor, family and model numbers. VMs often
-    name only "AMD EPYC", so the model name alone does not say which."""
+    family and model numbers (family 25: Zen 4 for models 0x10-0x1f, 0x60-0x7f, 0xa0-0xaf, else
+    Zen 3; 26: Zen 5), with ", AVX-512 hidden" where a Zen 4 or 5 VM exposes no avx512f (it
+    then runs AVX2 code only); "Intel Xeon" with "+ AMX" where the OS exposes amx_tile; else
+    the vendor, family and model numbers. VMs often name only "AMD EPYC", so the model name
+    alone does not say which."""
     text = cpuinfo if cpuinfo is not None else pathlib.Path("/proc/cpuinfo").read_text()
     fields = {}
     for line in text.splitlines():
@@ -36,10 +38,10 @@ def cpu_family(cpuinfo=None):
             fields[key.strip()] = value.strip()
     vendor, family = fields.get("vendor_id", "?"), fields.get("cpu family", "?")
     flags = set(fields.get("flags", "").split())
-    if vendor == "AuthenticAMD" and family == "25":
-        return "Zen 4" if "avx512f" in flags else "Zen 3"
-    if vendor == "AuthenticAMD" and family == "26":
-        return "Zen 5"
+    if vendor == "AuthenticAMD" and family in ("25", "26"):
+        model = int(fields.get("model", "0") or 0)
+        zen = 5 if family == "26" else 4 if model >> 4 in (0x1, 0x6, 0x7, 0xa) else 3
+        return f"Zen {zen}" + (", AVX-512 hidden" if zen > 3 and "avx512f" not in flags else "")
     if vendor == "GenuineIntel" and "Xeon" in fields.get("model name", ""):
         return "Intel Xeon" + (" + AMX" if "amx_tile" in flags else "")
     return f"{vendor} family {family} model {fields.get('model', '?')}"

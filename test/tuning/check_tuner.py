@@ -48,6 +48,11 @@ def expect(cond, what, detail=""):
             print("      " + str(detail).strip().replace("\n", "\n      "), flush=True)
 
 
+def said(r):
+    """What a run left for a failure's detail: its exit status and the tail of both streams."""
+    return f"exit status {r.returncode}\nstderr: {r.stderr[-1500:]}\nstdout: {r.stdout[-300:]}"
+
+
 def keep(text):
     transcript.append(text)
 
@@ -139,7 +144,7 @@ def main():
         r = r if r.returncode else run([exe, "--random-weights", "1", "--tokens", "1,2,3",
                                         "--profile"])
         expect(r.returncode == 0 and "gemm tuned" in r.stdout + r.stderr,
-               "--profile says which kernels are tuned", r.stderr[-1500:])
+               "--profile says which kernels are tuned", said(r))
 
         # 3. Resume: earlier trials stay, new ones are added.
         first = os.path.join(tmp, "first.db")
@@ -183,7 +188,7 @@ def main():
         missing = os.path.join(tmp, "missing.db")
         r = run([xfc, "tune", TINY, "--db", first, "--compare", missing])
         expect(r.returncode != 0 and missing in r.stderr and r.stderr.count("\n") == 1,
-               "--compare with a missing database: one error naming it", r.stderr[-1500:])
+               "--compare with a missing database: one error naming it", said(r))
 
         # 4. Edited databases.
         def variant(name, edit):
@@ -199,14 +204,14 @@ def main():
         path = variant("other-target.db", other_target)
         r = run([xfc, TINY, "--tuning-db", path, "--emit=kernels"])
         expect(r.returncode == 0 and "1 kernel(s) were tuned only for another target" in r.stderr,
-               "an entry for another target: a warning, the default schedule", r.stderr[-1500:])
+               "an entry for another target: a warning, the default schedule", said(r))
 
         def unknown(d):
             d["entries"].append(dict(d["entries"][0], kernel="conv2d k=3"))
         path = variant("unknown.db", unknown)
         r = run([xfc, TINY, "--tuning-db", path, "--emit=kernels"])
         expect(r.returncode == 0 and "ignoring the entry for unknown kernel 'conv2d k=3'" in r.stderr,
-               "an unknown kernel: a warning", r.stderr[-1500:])
+               "an unknown kernel: a warning", said(r))
 
         def illegal(d):
             e = d["entries"][0]
@@ -214,19 +219,19 @@ def main():
         path = variant("illegal.db", illegal)
         r = run([xfc, TINY, "--tuning-db", path, "-o", os.path.join(tmp, "exe")])
         expect(r.returncode != 0 and "holds an illegal schedule" in r.stderr and path in r.stderr,
-               "an illegal schedule: an error naming the file", r.stderr[-1500:])
+               "an illegal schedule: an error naming the file", said(r))
 
         truncated = os.path.join(tmp, "truncated.db")
         with open(db) as f, open(truncated, "w") as g:
             g.write(f.read()[:300])
         r = run([xfc, TINY, "--tuning-db", truncated, "-o", os.path.join(tmp, "exe")])
         expect(r.returncode != 0 and truncated in r.stderr and "error" in r.stderr,
-               "a truncated database: an error naming the file", r.stderr[-1500:])
+               "a truncated database: an error naming the file", said(r))
         expect(not os.path.exists(os.path.join(tmp, "exe")), "no executable is left behind")
 
         r = run([xfc, TINY, "--tuning-db", os.path.join(tmp, "absent.db"), "--emit=kernels"])
         expect(r.returncode != 0 and "absent.db" in r.stderr,
-               "an explicit --tuning-db that does not exist: an error", r.stderr[-1500:])
+               "an explicit --tuning-db that does not exist: an error", said(r))
 
         # Bad command lines.
         r = run([xfc, "tune", TINY, "--budget", "soon", "--db", db])

@@ -14,6 +14,8 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 
+#include "KernelPipelines.h"
+
 #include "Halide.h"
 #include <gtest/gtest.h>
 
@@ -60,7 +62,7 @@ TEST(HalideInProcess, MatmulMatchesNaiveLoopBesideMLIR) {
   product(j, i) = 0.f;
   product(j, i) += a(k, i) * b(j, k);
   product.vectorize(j, 8).parallel(i);
-  Halide::Buffer<float> c = product.realize({N, N});
+  Halide::Buffer<float> c = product.realize({N, N}, mlir::xf::hostHalideTarget());
 
   float maxError = 0.f;
   for (int row = 0; row < N; ++row)
@@ -84,8 +86,7 @@ TEST(HalideInProcess, AheadOfTimeObjectForHostTarget) {
   Halide::ImageParam in(Halide::Float(32), 1, "in");
   twice(x) = in(x) * 2.f;
   twice.vectorize(x, 16);
-  Halide::Target target =
-      Halide::get_host_target().with_feature(Halide::Target::NoRuntime);
+  Halide::Target target = mlir::xf::hostHalideTarget().with_feature(Halide::Target::NoRuntime);
   std::string dir = ::testing::TempDir();
   twice.compile_to_object(dir + "/twice.o", {in}, "twice", target);
   FILE *f = std::fopen((dir + "/twice.o").c_str(), "rb");

@@ -7,6 +7,8 @@
 
 #include "xf/Codegen/HalideKernels.h"
 
+#include "KernelPipelines.h"
+
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
@@ -58,6 +60,66 @@ TEST(HalideKernelsApi, HostTargetIsConcreteWithoutRuntime) {
   ASSERT_TRUE(bool(avx2)) << llvm::toString(avx2.takeError());
   EXPECT_NE(avx2->find("avx2"), std::string::npos);
   EXPECT_NE(avx2->find("no_runtime"), std::string::npos);
+}
+
+// cpuid words of an AMD Zen 4 (leaf 1 ECX: SSE4.1, FMA, OSXSAVE, AVX, F16C; leaf 7 EBX: AVX2,
+// AVX-512 F, DQ, IFMA, CD, BW, VL; ECX: VBMI, VNNI; leaf 7.1 EAX: BF16) with the ZMM state on.
+X86CpuFeatureWords zen4Words() {
+  X86CpuFeatureWords w;
+  w.leaf1Ecx = 1u << 19 | 1u << 12 | 1u << 27 | 1u << 28 | 1u << 29;
+  w.leaf7Ebx = 1u << 5 | 1u << 16 | 1u << 17 | 1u << 21 | 1u << 28 | 1u << 30 | 1u << 31;
+  w.leaf7Ecx = 1u << 1 | 1u << 11;
+  w.leaf7Sub1Eax = 1u << 5;
+  w.xcr0 = 0xe7;
+  return w;
+}
+
+// What Halide's get_host_target() says of a Zen 4 from its family and model alone.
+const char *kHalideZen4 = "x86-64-linux-avx-avx2-avx512-avx512_cannonlake-avx512_skylake-"
+                          "avx512_zen4-f16c-fma-sse41";
+
+TEST(HalideKernelsApi, HostTargetKeepsWhatTheCpuAndOsEnable) {
+  const Halide::Target zen4(kHalideZen4);
+  std::vector<std::string> dropped;
+  EXPECT_EQ(x86TargetWithinCpu(zen4, zen4Words(), &dropped), zen4);
+  EXPECT_TRUE(dropped.empty());
+
+  // A VM that hides AVX-512 from cpuid (an EPYC Zen 4 with AVX2 only): Halide still names it.
+  X86CpuFeatureWords hidden = zen4Words();
+  hidden.leaf7Ebx = 1u << 5, hidden.leaf7Ecx = 0, hidden.leaf7Sub1Eax = 0, hidden.xcr0 = 0x7;
+  Halide::Target t = x86TargetWithinCpu(zen4, hidden, &dropped);
+  EXPECT_EQ(t, Halide::Target("x86-64-linux-avx-avx2-f16c-fma-sse41")) << t.to_string();
+  EXPECT_EQ(dropped.size(), 4u);
+
+  // cpuid has AVX-512 but the OS leaves the ZMM state off in XCR0.
+  X86CpuFeatureWords noZmm = zen4Words();
+  noZmm.xcr0 = 0x7;
+  EXPECT_FALSE(x86TargetWithinCpu(zen4, noZmm).has_feature(Halide::Target::AVX512));
+  EXPECT_TRUE(x86TargetWithinCpu(zen4, noZmm).has_feature(Halide::Target::AVX2));
+
+  // A Skylake-X: AVX-512 without IFMA, VBMI, VNNI, BF16 keeps only avx512_skylake's level.
+  X86CpuFeatureWords skylake = zen4Words();
+  skylake.leaf7Ebx &= ~(1u << 21), skylake.leaf7Ecx = 0, skylake.leaf7Sub1Eax = 0;
+  t = x86TargetWithinCpu(zen4, skylake);
+  EXPECT_TRUE(t.has_feature(Halide::Target::AVX512_Skylake));
+  EXPECT_FALSE(t.has_feature(Halide::Target::AVX512_Cannonlake));
+  EXPECT_FALSE(t.has_feature(Halide::Target::AVX512_Zen4));
+
+  // No OS AVX state at all: SSE4.1 only.
+  X86CpuFeatureWords sse = zen4Words();
+  sse.xcr0 = 0x3;
+  t = x86TargetWithinCpu(zen4, sse);
+  EXPECT_EQ(t, Halide::Target("x86-64-linux-sse41"));
+
+  // Other architectures are not x86's to judge.
+  const Halide::Target arm("arm-64-linux-arm_dot_prod");
+  EXPECT_EQ(x86TargetWithinCpu(arm, X86CpuFeatureWords{}), arm);
+
+  // This machine: "host" holds none of what it leaves out.
+  const Halide::Target host = hostHalideTarget();
+  for (const std::string &feature : hostFeaturesLeftOut())
+    EXPECT_FALSE(host.has_feature(Halide::Target::feature_from_name(feature)))
+        << host.to_string() << " " << feature;
 }
 
 TEST(HalideKernelsApi, InvalidTargetIsAnError) {

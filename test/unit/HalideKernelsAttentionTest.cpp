@@ -50,7 +50,7 @@ Halide::Runtime::Buffer<Halide::float16_t> toHalf(const Halide::Runtime::Buffer<
 float roundToHalf(float x) { return float(Halide::float16_t(x)); }
 
 void checkAttention(const AttentionKernelSpec &spec, std::vector<Lengths> lengths,
-                    Halide::Target target = Halide::get_host_target()) {
+                    Halide::Target target = hostHalideTarget()) {
   Halide::Callable kernel = xftest::jit(buildAttentionPipeline(spec, target));
   ASSERT_TRUE(kernel.defined());
   const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
@@ -253,7 +253,7 @@ TEST(HalideKernelsAttention, DecodePathKeyRanges) {
 
 TEST(HalideKernelsAttention, RejectsInvalidSpec) {
   AttentionKernelSpec spec = attention(0, 16, 16, false);
-  llvm::Expected<KernelPipeline> built = buildAttentionPipeline(spec, Halide::get_host_target());
+  llvm::Expected<KernelPipeline> built = buildAttentionPipeline(spec, hostHalideTarget());
   ASSERT_FALSE(bool(built));
   EXPECT_NE(llvm::toString(built.takeError()).find("heads"), std::string::npos);
 }
@@ -296,7 +296,7 @@ namespace {
 /// the positions past each start hold NaN, which must never be read.
 void checkBatchedDecode(const AttentionKernelSpec &spec, std::vector<int64_t> starts,
                         std::vector<int64_t> slots, int positions, int slotCount, bool perHead,
-                        Halide::Target target = Halide::get_host_target()) {
+                        Halide::Target target = hostHalideTarget()) {
   Halide::Callable kernel = xftest::jit(buildAttentionBatchedPipeline(spec, target));
   ASSERT_TRUE(kernel.defined());
   const int H = int(spec.heads), dK = int(spec.dK), dV = int(spec.dV);
@@ -425,7 +425,7 @@ TEST(HalideKernelsAttention, HalfKeyValues) {
   AttentionKernelSpec grouped = attention(9, 64, 64, true);
   grouped.kvHeads = 3, grouped.rope = AttentionKernelSpec::Rope::Adjacent;
   grouped.ropeBase = 100000, grouped.ropeKeys = false;
-  const Halide::Target host = Halide::get_host_target();
+  const Halide::Target host = hostHalideTarget();
   for (const Halide::Target &target : {host, host.without_feature(Halide::Target::F16C)}) {
     SCOPED_TRACE(target.to_string());
     for (AttentionKernelSpec spec : {plain, grouped}) {
@@ -441,8 +441,7 @@ TEST(HalideKernelsAttention, HalfKeyValuesOnlyFromACache) {
   // The packed batch's segmented kernel reads its own float32 rows, never a cache.
   AttentionKernelSpec spec = attention(2, 8, 8, true);
   spec.segmented = true, spec.halfKeyValues = true;
-  llvm::Expected<KernelPipeline> built =
-      buildSegmentedAttentionPipeline(spec, Halide::get_host_target());
+  llvm::Expected<KernelPipeline> built = buildSegmentedAttentionPipeline(spec, hostHalideTarget());
   ASSERT_FALSE(bool(built));
   EXPECT_NE(llvm::toString(built.takeError()).find("reads float32 keys and values"),
             std::string::npos);
@@ -452,8 +451,7 @@ TEST(HalideKernelsAttention, BatchedDecodeNeedsCausalCachedKeys) {
   for (bool causal : {false, true}) {
     AttentionKernelSpec spec = attention(2, 8, 8, causal);
     spec.rope = AttentionKernelSpec::Rope::Halves; // rotating keys itself: no cache
-    llvm::Expected<KernelPipeline> built =
-        buildAttentionBatchedPipeline(spec, Halide::get_host_target());
+    llvm::Expected<KernelPipeline> built = buildAttentionBatchedPipeline(spec, hostHalideTarget());
     ASSERT_FALSE(bool(built));
     EXPECT_NE(llvm::toString(built.takeError()).find("causal attention with keys in a cache"),
               std::string::npos);

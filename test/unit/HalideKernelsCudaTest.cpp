@@ -37,7 +37,7 @@ Halide::Callable jitUnscheduled(llvm::Expected<KernelPipeline> built,
   }
   try {
     return built->pipeline.compile_to_callable(arguments.empty() ? built->arguments() : arguments,
-                                               Halide::get_host_target());
+                                               hostHalideTarget());
   } catch (const Halide::Error &e) {
     ADD_FAILURE() << e.what();
     return {};

@@ -110,7 +110,7 @@ Halide::Runtime::Buffer<uint8_t> randomBlocks(WeightBlocks type,
 void checkGemmOnce(const GemmKernelSpec &spec, const std::vector<int> &rowCounts) {
   SCOPED_TRACE("K=" + std::to_string(spec.K) + " N=" + std::to_string(spec.N) +
                (spec.bf16Weights ? " bf16" : "") + (spec.packedWeight ? " packed at load" : ""));
-  Halide::Callable kernel = xftest::jit(buildGemmPipeline(spec, Halide::get_host_target()));
+  Halide::Callable kernel = xftest::jit(buildGemmPipeline(spec, hostHalideTarget()));
   ASSERT_TRUE(kernel.defined());
   const int K = int(spec.K), N = int(spec.N);
   // SwiGLU: weight and bias hold 2·N columns, gate then up.
@@ -144,8 +144,7 @@ void checkGemmOnce(const GemmKernelSpec &spec, const std::vector<int> &rowCounts
   Halide::Runtime::Buffer<float> packed;
   Halide::Runtime::Buffer<uint16_t> packedBf16;
   if (spec.packedWeight) {
-    Halide::Callable pack =
-        xftest::jit(buildGemmPackPipeline(spec, Halide::get_host_target()));
+    Halide::Callable pack = xftest::jit(buildGemmPackPipeline(spec, hostHalideTarget()));
     ASSERT_TRUE(pack.defined());
     halide_buffer_t *packedArg;
     if (spec.bf16Weights) {
@@ -424,13 +423,13 @@ TEST(HalideKernelsGemm, WeightBlocksAllTypes) {
 TEST(HalideKernelsGemm, WeightBlocksNeedTheNKLayout) {
   GemmKernelSpec spec = gemm(64, 64, /*transposeWeight=*/false);
   spec.weightBlocks = WeightBlocks::Q4_1;
-  llvm::Expected<KernelPipeline> built = buildGemmPipeline(spec, Halide::get_host_target());
+  llvm::Expected<KernelPipeline> built = buildGemmPipeline(spec, hostHalideTarget());
   ASSERT_FALSE(bool(built));
   EXPECT_NE(llvm::toString(built.takeError()).find("q4_1 weight blocks need the [N, K] layout"),
             std::string::npos);
   spec = gemm(48, 64, /*transposeWeight=*/true); // K not a multiple of 32
   spec.weightBlocks = WeightBlocks::Q8_0;
-  built = buildGemmPipeline(spec, Halide::get_host_target());
+  built = buildGemmPipeline(spec, hostHalideTarget());
   ASSERT_FALSE(bool(built));
   EXPECT_NE(llvm::toString(built.takeError()).find("got 48"), std::string::npos);
 }
@@ -438,16 +437,16 @@ TEST(HalideKernelsGemm, WeightBlocksNeedTheNKLayout) {
 TEST(HalideKernelsGemm, RejectsInvalidSchedule) {
   GemmKernelSpec spec = gemm(64, 64);
   spec.schedule.tileCols = 20; // not a multiple of any vector width
-  llvm::Expected<KernelPipeline> built = buildGemmPipeline(spec, Halide::get_host_target());
+  llvm::Expected<KernelPipeline> built = buildGemmPipeline(spec, hostHalideTarget());
   ASSERT_FALSE(bool(built));
   EXPECT_NE(llvm::toString(built.takeError()).find("tileCols"), std::string::npos);
   spec = gemm(0, 64);
-  built = buildGemmPipeline(spec, Halide::get_host_target());
+  built = buildGemmPipeline(spec, hostHalideTarget());
   ASSERT_FALSE(bool(built));
   llvm::consumeError(built.takeError());
   spec = gemm(64, 64);
   spec.bf16Activations = true; // without bf16Weights
-  built = buildGemmPipeline(spec, Halide::get_host_target());
+  built = buildGemmPipeline(spec, hostHalideTarget());
   ASSERT_FALSE(bool(built));
   EXPECT_NE(llvm::toString(built.takeError()).find("bf16Weights"), std::string::npos);
 }

@@ -103,7 +103,7 @@ void checkBatch(Halide::Callable &kernel, const AttentionKernelSpec &spec,
 }
 
 Halide::Callable jitted(const AttentionKernelSpec &spec) {
-  return xftest::jit(buildAttentionPipeline(spec, Halide::get_host_target()));
+  return xftest::jit(buildAttentionPipeline(spec, hostHalideTarget()));
 }
 
 // Sentence-like batches: lengths around and below the 16-row query block, and
@@ -184,7 +184,7 @@ TEST(HalideKernelsSegmentedAttention, OtherSchedulesWithTails) {
 TEST(HalideKernelsSegmentedAttention, RejectsRotaryPositions) {
   AttentionKernelSpec spec = segmented(2, 16, 16, true);
   spec.rope = AttentionKernelSpec::Rope::Halves;
-  llvm::Expected<KernelPipeline> built = buildAttentionPipeline(spec, Halide::get_host_target());
+  llvm::Expected<KernelPipeline> built = buildAttentionPipeline(spec, hostHalideTarget());
   ASSERT_FALSE(bool(built));
   EXPECT_NE(llvm::toString(built.takeError()).find("rotary"), std::string::npos);
 }

@@ -53,7 +53,7 @@ inline Halide::Callable jit(llvm::Expected<mlir::xf::KernelPipeline> built) {
     return {};
   }
   try {
-    return built->pipeline.compile_to_callable(built->arguments(), Halide::get_host_target());
+    return built->pipeline.compile_to_callable(built->arguments(), mlir::xf::hostHalideTarget());
   } catch (const Halide::Error &e) {
     ADD_FAILURE() << e.what();
     return {};

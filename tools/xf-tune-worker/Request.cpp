@@ -137,7 +137,7 @@ llvm::Expected<Halide::Target> runnableTarget(const std::string &name) {
   llvm::Expected<Halide::Target> parsed = parseHalideTarget(name);
   if (!parsed)
     return parsed.takeError();
-  const Halide::Target host = Halide::get_host_target();
+  const Halide::Target host = hostHalideTarget();
   if (parsed->arch != host.arch || parsed->bits != host.bits || parsed->os != host.os)
     return fail("target '" + name + "' cannot run on this machine (" + host.to_string() + ")");
   if (parsed->has_gpu_feature())

@@ -33,13 +33,14 @@
 #include "xfrt/OutputFile.h"
 
 #include "mlir/IR/AsmState.h"
-#include "mlir/Parser/Parser.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -120,6 +121,11 @@ static mlir::LogicalResult buildPipeline(Emit action, mlir::PassManager &pm) {
     llvm::errs() << "xfc: error: " << llvm::toString(shape.takeError()) << "\n";
     return mlir::failure();
   }
+  if (verbose && target == "host")
+    if (std::vector<std::string> leftOut = mlir::xf::hostFeaturesLeftOut(); !leftOut.empty())
+      llvm::errs() << "xfc: --target host: this CPU or its OS does not enable "
+                   << llvm::join(leftOut, ", ") << ", which Halide's host target names; "
+                   << "the kernels are built without them\n";
   mlir::xf::KernelScheduleOptions options;
   options.fusion = fusionOptions();
   options.defaults.vectorWidth = shape->floatsPerVector;

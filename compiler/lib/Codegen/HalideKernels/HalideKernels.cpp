@@ -233,7 +233,7 @@ llvm::Expected<Halide::Target> parseCudaShorthand(llvm::StringRef target) {
   }
   for (auto [sm, feature] : kCudaCapabilities)
     if (sm == capability)
-      return Halide::get_host_target().with_feature(Halide::Target::CUDA).with_feature(feature);
+      return hostHalideTarget().with_feature(Halide::Target::CUDA).with_feature(feature);
   return makeError("unsupported CUDA capability 'sm_" + llvm::Twine(capability) +
                    "' in target '" + target + "': Halide generates PTX for " + capabilityList() +
                    " (a newer GPU runs the PTX of an older capability)");
@@ -293,7 +293,7 @@ llvm::Error catchHalideErrors(llvm::StringRef what, const std::function<void()> 
 
 llvm::Expected<Halide::Target> parseHalideTarget(llvm::StringRef target) {
   if (target.empty() || target == "host")
-    return Halide::get_host_target();
+    return hostHalideTarget();
   if (target == "cuda" || target.starts_with("cuda-"))
     return parseCudaShorthand(target);
   std::string text = target.str();

@@ -113,6 +113,22 @@ llvm::Expected<KernelPipeline> buildDeviceLoopPipeline(const DeviceLoopKernelSpe
 /// The vector unit of a parsed target (vectorShapeOf of its string).
 VectorShape vectorShapeOf(const Halide::Target &target);
 
+/// The cpuid and XCR0 words that say which x86 vector features this CPU and its OS enable.
+struct X86CpuFeatureWords {
+  uint32_t leaf1Ecx = 0, leaf7Ebx = 0, leaf7Ecx = 0, leaf7Sub1Eax = 0;
+  uint64_t xcr0 = 0;
+};
+
+/// `target` without the x86 vector features `cpu` does not enable (cpuid and the OS's XCR0
+/// state both); their names are appended to `dropped`. Other architectures are unchanged.
+Halide::Target x86TargetWithinCpu(Halide::Target target, const X86CpuFeatureWords &cpu,
+                                  std::vector<std::string> *dropped = nullptr);
+
+/// This machine as a Halide target: Halide::get_host_target() within what cpuid and XCR0
+/// enable (HostTarget.cpp: Halide names AVX-512 for a Zen 4 by its model, even in a VM that
+/// hides it). Every "host" of xf is this.
+Halide::Target hostHalideTarget(std::vector<std::string> *dropped = nullptr);
+
 /// Parses `target` ("host" or a Halide target string) without adding no_runtime.
 llvm::Expected<Halide::Target> parseHalideTarget(llvm::StringRef target);
 
