@@ -27,6 +27,8 @@ attention a decode and a prefill path):
    line.
 9. A loaded machine (XF_TUNE_LOADAVG_FILE) gives one warning line.
 10. `--compare default` reports tuned vs default per kernel.
+11. A worker killed by a signal before its first report (SIGILL: kernels built for features
+    the CPU lacks) is an error naming the signal, not a timeout nor defaults timed at 0 ms.
 
 usage: check_tuner_scripted.py --xfc build/bin/xfc
 """
@@ -49,6 +51,8 @@ if "--machine" in sys.argv:
     print(json.dumps({"fma_gflops": 100.0, "read_gbs": 10.0, "isa": "scripted", "cpu": "none"}))
     sys.exit(0)
 request = json.loads(sys.stdin.read())
+if "XF_FAKE_SIGNAL" in os.environ:
+    os.kill(os.getpid(), int(os.environ["XF_FAKE_SIGNAL"]))
 with open(os.environ["XF_FAKE_LOG"], "a") as log:
     log.write(json.dumps(request) + "\n")
 if "XF_FAKE_SLEEP" in os.environ:
@@ -304,6 +308,17 @@ def main():
                "--compare default: tuned vs default per kernel (faster where kept)")
         expect(err10.count("A / default") == len(cmp10["kernels"]),
                "--compare default prints A / default per kernel")
+
+        # 11. A worker killed by SIGILL before it reports: one error naming the signal.
+        env = dict(os.environ, XF_TUNE_WORKER=worker, XF_FAKE_LOG=os.path.join(tmp, "ill.log"),
+                   XF_TUNE_LOADAVG_FILE=quiet, XF_FAKE_SIGNAL="4")
+        r = subprocess.run([args.xfc, "tune", TINY, "--lengths", "1,32", "--budget", "10s",
+                            "--db", os.path.join(tmp, "ill.db"), "--num-threads", "1"],
+                           capture_output=True, text=True, env=env, timeout=600)
+        expect(r.returncode != 0 and "crashed (Illegal instruction) before its first report"
+               in r.stderr and "timeout" not in r.stderr,
+               f"a worker killed by SIGILL: an error naming it (rc={r.returncode}, "
+               f"{r.stderr.strip().splitlines()[-1:] if r.stderr.strip() else 'no stderr'})")
     if failures:
         print(f"{len(failures)} check(s) failed")
         sys.exit(1)

@@ -29,7 +29,8 @@ llvm::Expected<std::string> tempFile(llvm::StringRef suffix) {
 
 llvm::Expected<std::vector<llvm::json::Value>>
 WorkerClient::exec(llvm::ArrayRef<std::string> args, std::optional<std::string> stdinText,
-                   double timeoutSeconds, int &exitCode, std::string &stderrText) {
+                   double timeoutSeconds, int &exitCode, std::string &stderrText,
+                   std::string &ended) {
   auto in = tempFile("json"), out = tempFile("jsonl"), err = tempFile("log");
   if (!in || !out || !err)
     return fail("xf-tune-worker: cannot create temporary files");
@@ -65,6 +66,7 @@ WorkerClient::exec(llvm::ArrayRef<std::string> args, std::optional<std::string> 
   }
   if (failedToRun)
     return fail("cannot run the tuning worker '" + worker + "': " + message);
+  ended = message;
   if (auto text = llvm::MemoryBuffer::getFile(*err))
     stderrText = (*text)->getBuffer().take_back(2000).str();
   std::vector<llvm::json::Value> lines;
@@ -92,8 +94,8 @@ WorkerClient::run(llvm::json::Object request, const std::vector<llvm::json::Valu
   std::string text;
   llvm::raw_string_ostream(text) << llvm::json::Value(std::move(request));
   int exitCode = 0;
-  std::string stderrText;
-  auto lines = exec({"-"}, text, timeoutSeconds, exitCode, stderrText);
+  std::string stderrText, ended;
+  auto lines = exec({"-"}, text, timeoutSeconds, exitCode, stderrText, ended);
   if (!lines)
     return lines.takeError();
   std::vector<CandidateResult> results(candidates.size());
@@ -143,8 +145,16 @@ WorkerClient::run(llvm::json::Object request, const std::vector<llvm::json::Valu
   if (!done) {
     // The worker died or hung: the candidate it was compiling caused it;
     // one that was compiled and checked but never timed is left unmeasured.
-    std::string why =
-        exitCode == -2 ? "timeout" : "crashed (exit " + std::to_string(exitCode) + ")";
+    // ExecuteAndWait says -2 both for its timeout and for a signal; its message tells which.
+    std::string why = exitCode != -2 ? "crashed (exit " + std::to_string(exitCode) + ")"
+                      : llvm::StringRef(ended).contains("timed out")
+                          ? std::string("timeout")
+                          : "crashed (" + (ended.empty() ? std::string("a signal") : ended) + ")";
+    // Killed before its first line (not by the budget's timeout): nothing to blame on a
+    // candidate, the worker itself does not run here.
+    if (lines->empty() && why != "timeout")
+      return fail("the tuning worker " + why + " before its first report" +
+                  (stderrText.empty() ? "" : ": " + stderrText));
     if (running >= 0)
       results[running].failure = why;
     for (CandidateResult &r : results)
@@ -156,9 +166,9 @@ WorkerClient::run(llvm::json::Object request, const std::vector<llvm::json::Valu
 
 llvm::Expected<MachineCeilings> WorkerClient::measureMachine() {
   int exitCode = 0;
-  std::string stderrText;
+  std::string stderrText, ended;
   auto lines = exec({"--machine", "--threads", std::to_string(threads)}, std::nullopt, 120,
-                    exitCode, stderrText);
+                    exitCode, stderrText, ended);
   if (!lines)
     return lines.takeError();
   for (const llvm::json::Value &line : *lines)
@@ -171,5 +181,5 @@ llvm::Expected<MachineCeilings> WorkerClient::measureMachine() {
       return m;
     }
   return fail("the tuning worker could not measure this machine (exit " + llvm::Twine(exitCode) +
-              "): " + stderrText);
+              (ended.empty() ? "" : ": " + ended) + "): " + stderrText);
 }

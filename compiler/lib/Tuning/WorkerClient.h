@@ -51,10 +51,12 @@ public:
   llvm::Expected<MachineCeilings> measureMachine();
 
 private:
+  /// Runs the worker; `exitCode` is its status (-2 killed: by the timeout or a signal, which
+  /// `ended` then says, e.g. "Child timed out" or "Illegal instruction").
   llvm::Expected<std::vector<llvm::json::Value>> exec(llvm::ArrayRef<std::string> args,
                                                       std::optional<std::string> stdinText,
                                                       double timeoutSeconds, int &exitCode,
-                                                      std::string &stderrText);
+                                                      std::string &stderrText, std::string &ended);
   std::string worker;
   int64_t threads;
 };
