@@ -146,13 +146,14 @@ WorkerClient::run(llvm::json::Object request, const std::vector<llvm::json::Valu
     // The worker died or hung: the candidate it was compiling caused it;
     // one that was compiled and checked but never timed is left unmeasured.
     // ExecuteAndWait says -2 both for its timeout and for a signal; its message tells which.
-    std::string why = exitCode != -2 ? "crashed (exit " + std::to_string(exitCode) + ")"
-                      : llvm::StringRef(ended).contains("timed out")
-                          ? std::string("timeout")
+    const bool timedOut = exitCode == -2 && llvm::StringRef(ended).contains("timed out");
+    std::string why = timedOut ? std::string("timeout")
+                      : exitCode != -2
+                          ? "crashed (exit " + std::to_string(exitCode) + ")"
                           : "crashed (" + (ended.empty() ? std::string("a signal") : ended) + ")";
     // Killed before its first line (not by the budget's timeout): nothing to blame on a
     // candidate, the worker itself does not run here.
-    if (lines->empty() && why != "timeout")
+    if (lines->empty() && !timedOut)
       return fail("the tuning worker " + why + " before its first report" +
                   (stderrText.empty() ? "" : ": " + stderrText));
     if (running >= 0)
