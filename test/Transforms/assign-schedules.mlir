@@ -12,7 +12,7 @@ func.func @kernels(%x: tensor<?x768xf32>, %w: tensor<768x2304xf32>, %w2: tensor<
   %s = xf.gemm %y, %w2 activation none : (tensor<?x128xf32>, tensor<128x64xf32>) -> tensor<?x64xf32>
   // Attention score tiles of 4 vectors; 2 rows where registers are few.
   // AVX512: xf.attention causal heads 12 {{.*}} {schedule = #xf.attention_schedule<query_block = 64, key_block = 64, row_tile = 4, decode_key_tile = 4>}
-  // AVX2: xf.attention causal heads 12 {{.*}} {schedule = #xf.attention_schedule<query_block = 64, key_block = 32, row_tile = 2, decode_key_tile = 4>}
+  // AVX2: xf.attention causal heads 12 {{.*}} {schedule = #xf.attention_schedule<query_block = 32, key_block = 32, row_tile = 3, decode_key_tile = 4>}
   %a = xf.attention causal heads 12 %x, %x, %x : tensor<?x768xf32>, tensor<?x768xf32>, tensor<?x768xf32> -> tensor<?x768xf32>
   // An existing schedule (e.g. from the tuner) is kept.
   // AVX512: xf.gemm {{.*}} {schedule = #xf.gemm_schedule<tile_cols = 32, tile_rows = 4, k_block = 512,

@@ -23,6 +23,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionAlgorithm.h"
 #include "HalideKernelsTestUtil.h"
 
 #include <cmath>
@@ -183,6 +184,22 @@ TEST(HalideKernelsAttention, SmallBlocksLeaveTails) {
   spec.schedule.queryBlock = 16;
   spec.schedule.keyBlock = 32;
   checkAttention(spec, {{1, 1}, {7, 7}, {65, 65}, {130, 130}, {7, 100}});
+}
+
+TEST(HalideKernelsAttention, ValueTileRowsFitHalfTheRegisters) {
+  EXPECT_EQ(valueRowTile(3, 64, 8, 16), 1);   // AVX2, dV = 64: 8 accumulators a row
+  EXPECT_EQ(valueRowTile(4, 64, 16, 32), 4);  // AVX-512: 4 a row, 4 rows are half of 32
+  EXPECT_EQ(valueRowTile(3, 16, 8, 16), 3);   // narrow heads keep the score tile's rows
+  EXPECT_EQ(valueRowTile(4, 256, 16, 32), 1); // never fewer than one row
+}
+
+TEST(HalideKernelsAttention, ValueTileOfFewerRowsThanScoreTile) {
+  // dV = 256: P·V's tile is one row on every x86 target while Q·Kᵀ's is 3, neither dividing
+  // the query block of 16.
+  AttentionKernelSpec spec = attention(2, 16, 256, true);
+  spec.schedule.queryBlock = 16;
+  spec.schedule.rowTile = 3;
+  checkAttention(spec, {{1, 1}, {7, 7}, {65, 65}, {130, 130}, {5, 131}});
 }
 
 TEST(HalideKernelsAttention, WideKeyBlocks) {

@@ -66,7 +66,8 @@ llvm::Expected<AttentionShape> attentionShapeOf(const AttentionKernelSpec &spec,
     return std::move(err);
   const int vw = target.natural_vector_size<float>();
   const int H = int(spec.heads), Hkv = int(spec.keyValueHeads());
-  return AttentionShape{vw, H, Hkv, H / Hkv, int(spec.dK), int(spec.dV), float(spec.scale)};
+  const int dK = int(spec.dK), dV = int(spec.dV), registers = int(vectorShapeOf(target).registers);
+  return AttentionShape{vw, H, Hkv, H / Hkv, dK, dV, float(spec.scale), registers};
 }
 
 OnlineSoftmax defineOnlineSoftmax(const OnlineSoftmaxOperands &o) {

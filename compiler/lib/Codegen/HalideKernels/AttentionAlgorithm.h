@@ -30,6 +30,7 @@ llvm::Error attentionError(const llvm::Twine &message);
 struct AttentionShape {
   int vw, H, Hkv, group, dK, dV;
   float scale;
+  int registers; // vector registers of the target (VectorShape)
 };
 /// An error if `spec` is invalid (names, sizes, schedule, rotary positions).
 llvm::Expected<AttentionShape> attentionShapeOf(const AttentionKernelSpec &spec,
@@ -76,15 +77,21 @@ OnlineSoftmax defineOnlineSoftmax(const OnlineSoftmaxOperands &operands);
 /// Every real model's head (64..256 floats) stays fully unrolled.
 constexpr int kMaxUnrolledVectors = 16;
 
+/// Query rows per register tile of P·V: rowTile, or fewer where rowTile rows of ⌈dV / vw⌉
+/// accumulators each would take more than half the vector registers (the value vectors and
+/// probabilities need the rest).
+int valueRowTile(int rowTile, int dV, int vw, int registers);
+
 /// The CPU schedule of `f`'s update over the key blocks `rb` and of a key
 /// block inside it (AttentionKeyBlockSchedule.cpp): rowTile query rows ×
-/// vector-wide columns accumulate in registers for both products; the block's
-/// max and sum are vector reductions. `row` is the query-row variable, `j` the
-/// key, `d` the value column, `rc` and `rj` the reductions over dK and the
-/// block's keys. Shared by the per-sequence and the segmented kernels.
+/// vector-wide columns accumulate in registers for Q·Kᵀ, valueRowTile's rows
+/// for P·V; the block's max and sum are vector reductions. `row` is the
+/// query-row variable, `j` the key, `d` the value column, `rc` and `rj` the
+/// reductions over dK and the block's keys. Shared by the per-sequence and the
+/// segmented kernels.
 void scheduleKeyBlock(OnlineSoftmax f, Halide::RVar rb, Halide::Var row, Halide::Var j,
-                      Halide::Var d, Halide::RVar rc, Halide::RVar rj, int vw, int rowTile,
-                      int keyBlock, int dV);
+                      Halide::Var d, Halide::RVar rc, Halide::RVar rj, const AttentionShape &shape,
+                      int rowTile, int keyBlock);
 
 /// Rotary positions (spec.rope): the table of the f32 cosine and sine of each
 /// (pair, position), θ_i = position · base^(−2i/dK), computed in f64 like the

@@ -142,8 +142,8 @@ void scheduleFlash(const AttentionKernelSpec &spec, const AttentionShape &shape,
   f.keysT.compute_root().parallel(h).vectorize(a.s, vw, TailStrategy::GuardWithIf);
 
   f.softmax.state.compute_at(out, task).vectorize(d, vw, TailStrategy::GuardWithIf);
-  scheduleKeyBlock(f.softmax, f.rb, t, a.j, d, f.rc, f.rj, vw, rowTile, int(spec.schedule.keyBlock),
-                   dV);
+  scheduleKeyBlock(f.softmax, f.rb, t, a.j, d, f.rc, f.rj, shape, rowTile,
+                   int(spec.schedule.keyBlock));
   if (spec.rope != AttentionKernelSpec::Rope::None) {
     // the task's rotated query rows, once (not once per key block)
     f.queryRows.compute_at(out, task).vectorize(c, vw, TailStrategy::GuardWithIf);

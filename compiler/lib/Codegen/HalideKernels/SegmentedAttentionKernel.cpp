@@ -147,7 +147,7 @@ llvm::Expected<KernelPipeline> buildSegmented(const AttentionKernelSpec &spec,
   keysT.compute_root().parallel(h).vectorize(t, vw, TailStrategy::GuardWithIf);
 
   state.compute_at(result, h).vectorize(d, vw, TailStrategy::GuardWithIf);
-  scheduleKeyBlock(softmax, rb, ri, j, d, rc, rj, vw, rowTile, keyBlock, dV);
+  scheduleKeyBlock(softmax, rb, ri, j, d, rc, rj, *shape, rowTile, keyBlock);
 
   KernelPipeline built;
   built.inputs = {q, k, v, blocks};
