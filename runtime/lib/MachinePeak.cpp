@@ -307,6 +307,8 @@ MachinePeak measurePeak(int threads, bool withBf16) {
   return peak;
 }
 
+double measureFmaPeak(int threads) { return productPeaks(threads, kIterations, false).fp32; }
+
 std::string cpuModelName() { return cpuInfoField("model name"); }
 
 } // namespace xfrt

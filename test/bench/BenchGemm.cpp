@@ -577,16 +577,15 @@ int main(int argc, char **argv) {
   std::mt19937 rng(1);
   std::FILE *json = jsonPath ? std::fopen(jsonPath, "w") : nullptr;
   if (json)
-    std::fprintf(json,
-                 "{\"cpu\": \"%s\", \"flags\": \"%s\", \"threads\": %d, \"peak_gflops\": %.2f, "
-                 "\"bf16_peak_gflops\": %.2f, \"int8_peak_gops\": %.2f, \"amx_int8\": %s, "
-                 "\"amx_bf16\": %s, \"amx_bf16_peak_gflops\": %.2f, \"amx_int8_peak_gops\": %.2f, "
-                 "\"fma_isa\": \"%s\", \"read_gbs\": %.2f, \"rounds\": %d, \"shapes\": [",
-                 peak.cpu.c_str(), peak.flags.c_str(), threads, peak.gflops, peak.bf16Gflops,
-                 peak.int8Gops, xfrt::amxInt8Usable() ? "true" : "false",
-                 xfrt::amxBf16Usable() ? "true" : "false", peak.amxBf16Gflops, peak.amxInt8Gops,
-                 peak.isa.c_str(),
-                 peak.readGBs, rounds);
+    std::fprintf(
+        json,
+        "{\"cpu\": \"%s\", \"flags\": \"%s\", \"threads\": %d, \"first_peak_gflops\": %.2f, "
+        "\"bf16_peak_gflops\": %.2f, \"int8_peak_gops\": %.2f, \"amx_int8\": %s, "
+        "\"amx_bf16\": %s, \"amx_bf16_peak_gflops\": %.2f, \"amx_int8_peak_gops\": %.2f, "
+        "\"fma_isa\": \"%s\", \"read_gbs\": %.2f, \"rounds\": %d, \"shapes\": [",
+        peak.cpu.c_str(), peak.flags.c_str(), threads, peak.gflops, peak.bf16Gflops, peak.int8Gops,
+        xfrt::amxInt8Usable() ? "true" : "false", xfrt::amxBf16Usable() ? "true" : "false",
+        peak.amxBf16Gflops, peak.amxInt8Gops, peak.isa.c_str(), peak.readGBs, rounds);
   std::printf("%-15s %5s %5s %6s %2s | %-15s %8s %8s %6s %11s | max|diff|\n", "shape", "M", "K",
               "N", "T", "variant", "min ms", "med ms", "GF/s", "");
 
@@ -594,15 +593,23 @@ int main(int argc, char **argv) {
   // (Debian's 0.3.21 declares it but is built without).
   auto sbgemm = reinterpret_cast<Sbgemm>(dlsym(RTLD_DEFAULT, "cblas_sbgemm"));
 
+  // The FMA peak again before every shape, the highest kept: a VM's speed moves by minutes, and
+  // one reading at the start taken in a slow minute put GEMMs above "100 % of peak".
+  double peakGflops = peak.gflops;
   bool first = true;
   for (const Shape &shape : kShapes) {
     if (only && !std::strstr(shape.name, only))
       continue;
+    const double now = xfrt::measureFmaPeak(threads);
+    peakGflops = std::max(peakGflops, now);
+    std::printf("(FMA peak now %.1f GFLOP/s, highest so far %.1f)\n", now, peakGflops);
     if (!benchShape(shape, o, sbgemm, rng, json, first))
       return 1;
   }
+  std::printf("FMA peak: %.1f GFLOP/s, the highest of the readings before each shape\n",
+              peakGflops);
   if (json) {
-    std::fprintf(json, "\n]}\n");
+    std::fprintf(json, "\n], \"peak_gflops\": %.2f}\n", peakGflops);
     std::fclose(json);
   }
   return 0;

@@ -559,30 +559,34 @@ def main():
         "full ℓ×ℓ).",
         "",
         "**Targets** (the issue): GPT-2-small 128-token forward ≤ "
-        f"{TARGET_MS:.0f} ms, and faster than ONNX Runtime.",
+        f"{TARGET_MS:.0f} ms, and faster than ONNX Runtime"
+        + ("." if args.length == 128 else
+           f"; this run's ℓ = {args.length}, so only the second applies."),
     ]
     need = flops / TARGET_MS / 1e6  # GFLOP/s
     got = flops / xf["min"] / 1e6
-    if xf["min"] <= TARGET_MS:
-        lines.append(f"- ≤ {TARGET_MS:.0f} ms: **met**, best {fmt_ms(xf['min'])} ms.")
-    else:
-        text = (f"- ≤ {TARGET_MS:.0f} ms: **not met**: best {fmt_ms(xf['min'])} ms, "
-                f"{xf['min'] / TARGET_MS:.1f}× over. {TARGET_MS:.0f} ms means {need:.0f} GFLOP/s "
-                "sustained" + (f" ({100 * need / peak_max:.0f}% of the highest FMA peak measured "
-                               "in the rounds)" if peak_max else "")
-                + f"; xf's best forward sustained {got:.0f} GFLOP/s")
-        if peak_max:
-            text += f", {100 * got / peak_max:.0f}% of that peak"
-            if got <= peak_max:
-                text += (f". At that fraction of peak, the ~240 GFLOP/s peak this machine type "
-                         f"shows when quiet (GEMM section above) would give ≈ "
-                         f"{fmt_ms(flops / (got / peak_max * 240) / 1e6)} ms (an estimate, "
-                         "not a measurement)")
-            else:
-                text += (" (over 100%: the short peak loop and the forwards got different shares "
-                         "of the contended cores, so this run gives no projection to a quiet "
-                         "machine)")
-        lines.append(text + ".")
+    if args.length == 128:  # the 150 ms target is the 128-token forward's
+        if xf["min"] <= TARGET_MS:
+            lines.append(f"- ≤ {TARGET_MS:.0f} ms: **met**, best {fmt_ms(xf['min'])} ms.")
+        else:
+            text = (f"- ≤ {TARGET_MS:.0f} ms: **not met**: best {fmt_ms(xf['min'])} ms, "
+                    f"{xf['min'] / TARGET_MS:.1f}× over. {TARGET_MS:.0f} ms means "
+                    f"{need:.0f} GFLOP/s sustained"
+                    + (f" ({100 * need / peak_max:.0f}% of the highest FMA peak measured "
+                       "in the rounds)" if peak_max else "")
+                    + f"; xf's best forward sustained {got:.0f} GFLOP/s")
+            if peak_max:
+                text += f", {100 * got / peak_max:.0f}% of that peak"
+                if got <= peak_max:
+                    text += (f". At that fraction of peak, the ~240 GFLOP/s peak this machine type "
+                             f"shows when quiet (GEMM section above) would give ≈ "
+                             f"{fmt_ms(flops / (got / peak_max * 240) / 1e6)} ms (an estimate, "
+                             "not a measurement)")
+                else:
+                    text += (" (over 100%: the short peak loop and the forwards got different "
+                             "shares of the contended cores, so this run gives no projection to a "
+                             "quiet machine)")
+            lines.append(text + ".")
     lines.append(
         "- faster than ONNX Runtime: " + ("**met**" if xf["min"] < ort["min"] and
                                           xf["median"] < ort["median"] else "**not met**")

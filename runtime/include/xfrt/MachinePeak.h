@@ -32,6 +32,10 @@ struct MachinePeak {
 // for them, --profile's ceilings do not).
 MachinePeak measurePeak(int threads, bool withBf16 = false);
 
+// The fp32 FMA peak alone (GFLOP/s), as measurePeak measures it: for tools that read it again
+// while they run, since a VM's speed moves by minutes.
+double measureFmaPeak(int threads);
+
 // The two products a --bf16-gemm-inputs GEMM can run on, in GFLOP/s on `threads` threads:
 // fp32 FMA (AVX-512, else AVX2) and the bf16 dot product (vdpbf16ps; 0 where the CPU has no
 // AVX512-BF16 or withBf16 is false). `iterations` per chain trades time for noise: 50M (the
