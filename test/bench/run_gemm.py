@@ -197,7 +197,7 @@ def main():
         BEGIN,
         f"Machine: **{data['cpu']}**, {data['threads']} threads; flags: {data['flags']}.",
         f"Measured in the same run: FMA peak **{data['peak_gflops']:.0f} GFLOP/s** "
-        f"({data['fma_isa']})"
+        f"({data['fma_isa']}; the highest of the readings before each shape)"
         + (f", bf16 dot-product peak **{data['bf16_peak_gflops']:.0f} GFLOP/s** (vdpbf16ps)"
            if data.get("bf16_peak_gflops") else "")
         + (f", int8 dot-product peak **{data['int8_peak_gops']:.0f} GOP/s** (vpdpbusd)"
