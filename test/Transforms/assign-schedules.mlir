@@ -10,7 +10,7 @@ func.func @kernels(%x: tensor<?x768xf32>, %w: tensor<768x2304xf32>, %w2: tensor<
   // K up to 1536 is one block.
   // AVX512: xf.gemm {{.*}} {schedule = #xf.gemm_schedule<tile_cols = 48, tile_rows = 8, k_block = 128,
   %s = xf.gemm %y, %w2 activation none : (tensor<?x128xf32>, tensor<128x64xf32>) -> tensor<?x64xf32>
-  // Attention score tiles of 4 vectors; 2 rows where registers are few.
+  // Attention score tiles of 4 vectors; where registers are few, 3 rows and query blocks of 32.
   // AVX512: xf.attention causal heads 12 {{.*}} {schedule = #xf.attention_schedule<query_block = 64, key_block = 64, row_tile = 4, decode_key_tile = 4>}
   // AVX2: xf.attention causal heads 12 {{.*}} {schedule = #xf.attention_schedule<query_block = 32, key_block = 32, row_tile = 3, decode_key_tile = 4>}
   %a = xf.attention causal heads 12 %x, %x, %x : tensor<?x768xf32>, tensor<?x768xf32>, tensor<?x768xf32> -> tensor<?x768xf32>

@@ -25,8 +25,9 @@ void scheduleKeyBlock(OnlineSoftmax s, RVar rb, Var row, Var j, Var d, RVar rc, 
   const bool narrowValues = (dV + vw - 1) / vw <= kMaxUnrolledVectors;
   s.state.update().reorder(d, row, rb).vectorize(d, vw, TailStrategy::GuardWithIf);
   // Per key block: the score tile, its max, probabilities, sum and P·V. The
-  // two products are register-blocked: rowTile query rows × a vector-wide
-  // block of columns accumulate in registers (a Func computed per row tile).
+  // two products are register-blocked: query rows (rowTile for Q·Kᵀ,
+  // valueRowTile for P·V) × a vector-wide block of columns accumulate in
+  // registers (a Func computed per row tile).
   Var to("to");
   s.scores.compute_at(s.state, rb)
       .split(row, to, row, rowTile, TailStrategy::RoundUp)
